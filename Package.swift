@@ -1,0 +1,71 @@
+// swift-tools-version: 6.1
+//
+// Custody: a multi-identity data-protection policy engine for Swift on Linux.
+// Layers (each depends only on those above it): CSodium → CustodyPolicy → CustodyProtection
+// → CustodyStore → Custody → CustodyServer, custody. See docs/architecture.md.
+
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Custody",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "CustodyPolicy", targets: ["CustodyPolicy"]),
+        .executable(name: "custody", targets: ["custody"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+    ],
+    targets: [
+        // libsodium, wrapped once. Only CustodyProtection may import it.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+
+        // Pure Swift: Graph policy bundles in, explained decisions out. No C, no I/O beyond
+        // reading the documents it is handed.
+        .target(
+            name: "CustodyPolicy",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log")
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The command-line front end: parses arguments, calls the libraries, sets exit codes.
+        .executableTarget(
+            name: "custody",
+            dependencies: [
+                "CustodyPolicy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .testTarget(
+            name: "CustodyPolicyTests",
+            dependencies: [
+                "CustodyPolicy",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.
+        .testTarget(
+            name: "CustodyCLITests",
+            dependencies: ["custody"],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,252 @@
+/// A Graph document decoded, before the bundle numbers it.
+enum DecodedDocument {
+    case protection(kind: PolicyKind, metadata: DocumentMetadata, settings: ProtectionSettings, targeting: PolicyTargeting)
+    case configuration(metadata: DocumentMetadata, settings: [(name: String, value: String)], targeting: PolicyTargeting)
+}
+
+/// What identifies a document: its Graph id, display name and where it starts.
+struct DocumentMetadata {
+    var id: String?
+    var displayName: String?
+    var location: DocumentLocation
+}
+
+extension DocumentReader {
+    /// Decodes the documents of a file: one Graph object, a collection `{"value": [...]}` as Graph
+    /// returns lists, or a bare array of objects.
+    mutating func decodeGraphFile() -> [DecodedDocument] {
+        let root = document.root
+        switch root.kind {
+        case .array:
+            return root.elements.enumerated().compactMap { index, element in
+                decodeDocument(element, path: "$[\(index)]")
+            }
+        case .object where root["@odata.type"] == nil && root["value"] != nil:
+            if let next = root["@odata.nextLink"], !next.isNull {
+                warning(.unsupportedType, "the export is paged (@odata.nextLink): policies on later pages are not in this file", at: next, path: "$.@odata.nextLink")
+            }
+            let collection = root["value"]!
+            guard collection.kind == .array else {
+                error(.invalidValue, "\"value\" must be an array of Graph objects, found \(collection.kind.article)", at: collection, path: "$.value")
+                return []
+            }
+            return collection.elements.enumerated().compactMap { index, element in
+                decodeDocument(element, path: "$.value[\(index)]")
+            }
+        case .object:
+            return decodeDocument(root, path: "$").map { [$0] } ?? []
+        default:
+            error(.invalidValue, "a policy file must hold a Graph object, a {\"value\": [...]} collection or an array, found \(root.kind.article)", at: root, path: "$")
+            return []
+        }
+    }
+
+    /// Decodes one Graph object. Returns nil when it is not a kind Custody evaluates (reported)
+    /// or is too broken to use (errors recorded).
+    mutating func decodeDocument(_ object: JSONValue, path: String) -> DecodedDocument? {
+        guard object.kind == .object else {
+            error(.invalidValue, "expected a Graph policy object, found \(object.kind.article)", at: object, path: path)
+            return nil
+        }
+        guard let typeValue = object["@odata.type"] else {
+            error(
+                .missingType,
+                "the object has no \"@odata.type\", so nothing says what kind of policy it is; add one such as \"#microsoft.graph.iosManagedAppProtection\"",
+                at: object, path: path)
+            return nil
+        }
+        guard let typeName = typeValue.string else {
+            error(.invalidValue, "\"@odata.type\" must be a string, found \(typeValue.kind.article)", at: typeValue, path: path + ".@odata.type")
+            return nil
+        }
+        guard let kind = PolicyKind.matching(odataType: typeName) else {
+            let known = PolicyKind.allCases.map(\.odataType).joined(separator: ", ")
+            warning(.unsupportedType, "'\(typeName)' is not a policy type Custody evaluates (\(known)); the document is ignored", at: typeValue, path: path + ".@odata.type")
+            return nil
+        }
+
+        var metadata = DocumentMetadata(location: location(of: object))
+        var settings = ProtectionSettings()
+        var targeting = PolicyTargeting()
+        var customSettings: [(name: String, value: String)] = []
+        let known = GraphSchema.knownProperties(of: kind)
+
+        for member in uniqueMembers(of: object, path: path) {
+            let key = member.key
+            let value = member.value
+            if isAnnotation(key) { continue }
+            let memberPath = "\(path).\(key)"
+            guard known.contains(key) else {
+                warning(.unknownProperty, "unknown property '\(key)' of \(kind.rawValue) is ignored", at: member.name, path: memberPath)
+                continue
+            }
+            switch key {
+            case "id": metadata.id = string(value, path: memberPath)
+            case "displayName": metadata.displayName = string(value, path: memberPath)
+            case "assignments": readAssignments(value, into: &targeting, path: memberPath)
+            case "apps": targeting.apps = readApps(value, path: memberPath)
+            case "appGroupType":
+                targeting.appGroupType = enumValue(value, as: AppGroupType.self, unknownReadsAs: .allApps, path: memberPath)
+            case "targetedAppManagementLevels":
+                targeting.managementLevels = enumSet(value, as: AppManagementLevel.self, path: memberPath) ?? []
+            case "customSettings": customSettings = keyValuePairs(value, path: memberPath) ?? []
+            default: readSetting(key, value, into: &settings, path: memberPath)
+            }
+        }
+
+        if targeting.appGroupType == .selectedPublicApps, targeting.apps == nil, kind != .defaultManagedAppProtection {
+            warning(
+                .targeting,
+                "appGroupType is selectedPublicApps but the document lists no apps (export it with $expand=apps); the policy is applied to every app",
+                at: object, path: path)
+        }
+        if kind == .targetedManagedAppConfiguration {
+            return .configuration(metadata: metadata, settings: customSettings, targeting: targeting)
+        }
+        return .protection(kind: kind, metadata: metadata, settings: settings, targeting: targeting)
+    }
+
+    /// Reads one evaluated setting; other known properties are accepted and not evaluated.
+    private mutating func readSetting(_ key: String, _ value: JSONValue, into settings: inout ProtectionSettings, path: String) {
+        switch key {
+        case "allowedInboundDataTransferSources":
+            settings.allowedInboundDataTransferSources = enumValue(value, as: DataTransferLevel.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "allowedOutboundDataTransferDestinations":
+            settings.allowedOutboundDataTransferDestinations = enumValue(value, as: DataTransferLevel.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "allowedOutboundClipboardSharingLevel":
+            settings.allowedOutboundClipboardSharingLevel = enumValue(value, as: ClipboardSharingLevel.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "allowedOutboundClipboardSharingExceptionLength":
+            settings.allowedOutboundClipboardSharingExceptionLength = int(value, in: 0...Int(Int32.max), path: path)
+        case "saveAsBlocked": settings.saveAsBlocked = bool(value, path: path)
+        case "allowedDataStorageLocations":
+            settings.allowedDataStorageLocations = enumSet(value, as: StorageLocation.self, path: path)
+        case "blockDataIngestionIntoOrganizationDocuments":
+            settings.blockDataIngestionIntoOrganizationDocuments = bool(value, path: path)
+        case "allowedDataIngestionLocations":
+            settings.allowedDataIngestionLocations = enumSet(value, as: IngestionLocation.self, path: path)
+        case "printBlocked": settings.printBlocked = bool(value, path: path)
+        case "dataBackupBlocked": settings.dataBackupBlocked = bool(value, path: path)
+        case "screenCaptureBlocked": settings.screenCaptureBlocked = bool(value, path: path)
+        case "screenCaptureConfigurationState":
+            settings.screenCaptureConfigurationState = enumValue(value, as: ScreenCaptureState.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "notificationRestriction":
+            settings.notificationRestriction = enumValue(value, as: NotificationRestriction.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "appDataEncryptionType":
+            settings.appDataEncryptionType = enumValue(value, as: DataEncryptionType.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "encryptAppData": settings.encryptAppData = bool(value, path: path)
+        case "periodOfflineBeforeAccessCheck": settings.periodOfflineBeforeAccessCheck = duration(value, path: path)
+        case "periodOfflineBeforeWipeIsEnforced": settings.periodOfflineBeforeWipeIsEnforced = duration(value, path: path)
+        case "exemptedAppProtocols": settings.exemptedAppProtocols = exemptions(value, path: path)
+        case "exemptedAppPackages": settings.exemptedAppPackages = exemptions(value, path: path)
+        default: break
+        }
+    }
+
+    /// Exempted apps: key/value pairs whose values are `;`-separated URL schemes or package ids,
+    /// kept lower-cased for case-insensitive matching.
+    private mutating func exemptions(_ value: JSONValue, path: String) -> Set<String>? {
+        guard let pairs = keyValuePairs(value, path: path) else { return nil }
+        var result: Set<String> = []
+        for pair in pairs {
+            for part in pair.value.split(separator: ";") {
+                let id = String(part).trimmingSpaces.lowercased()
+                if !id.isEmpty { result.insert(id) }
+            }
+        }
+        return result
+    }
+
+    private mutating func readApps(_ value: JSONValue, path: String) -> [ManagedAppIdentifier]? {
+        if value.isNull { return nil }
+        guard value.kind == .array else {
+            error(.invalidValue, "expected an array of apps, found \(value.kind.article)", at: value, path: path)
+            return nil
+        }
+        var apps: [ManagedAppIdentifier] = []
+        for (index, element) in value.elements.enumerated() {
+            let elementPath = "\(path)[\(index)]"
+            if let plain = element.string {
+                // Hand-written bundles may list bare bundle or package ids.
+                if !plain.isEmpty { apps.append(ManagedAppIdentifier(id: nil, appID: plain)) }
+                continue
+            }
+            guard element.kind == .object else {
+                error(.invalidValue, "expected an app object or id, found \(element.kind.article)", at: element, path: elementPath)
+                continue
+            }
+            let id = element["id"].flatMap { string($0, path: elementPath + ".id") }
+            var appID: String?
+            if let identifier = element["mobileAppIdentifier"], identifier.kind == .object {
+                appID = (identifier["bundleId"] ?? identifier["packageId"]).flatMap { string($0, path: elementPath + ".mobileAppIdentifier") }
+            }
+            guard id != nil || appID != nil else {
+                error(.invalidValue, "an app needs an \"id\" or a mobileAppIdentifier with a bundleId or packageId", at: element, path: elementPath)
+                continue
+            }
+            apps.append(ManagedAppIdentifier(id: id, appID: appID))
+        }
+        return apps
+    }
+
+    private mutating func readAssignments(_ value: JSONValue, into targeting: inout PolicyTargeting, path: String) {
+        if value.isNull { return }
+        guard value.kind == .array else {
+            error(.invalidValue, "expected an array of assignments, found \(value.kind.article)", at: value, path: path)
+            return
+        }
+        for (index, assignment) in value.elements.enumerated() {
+            let assignmentPath = "\(path)[\(index)]"
+            guard assignment.kind == .object, let target = assignment["target"], target.kind == .object else {
+                error(.invalidValue, "an assignment must be an object with a \"target\" object", at: assignment, path: assignmentPath)
+                continue
+            }
+            let targetPath = assignmentPath + ".target"
+            let typeName = target["@odata.type"]?.string ?? ""
+            let hasFilter = (target["deviceAndAppManagementAssignmentFilterType"]?.string).map { $0 != "none" && !$0.isEmpty } ?? false
+            switch typeName.graphTypeName {
+            case "groupAssignmentTarget", "exclusionGroupAssignmentTarget":
+                guard let groupID = target["groupId"].flatMap({ string($0, path: targetPath + ".groupId") }) else {
+                    error(.invalidValue, "a group assignment target needs a \"groupId\"", at: target, path: targetPath)
+                    continue
+                }
+                if typeName.graphTypeName == "groupAssignmentTarget" {
+                    if hasFilter {
+                        warning(.targeting, "assignment filters are not evaluated; the whole group is included", at: target, path: targetPath)
+                    }
+                    targeting.included.append(.group(groupID))
+                } else if hasFilter {
+                    warning(.targeting, "assignment filters are not evaluated; this filtered exclusion is not applied, so the policy still reaches the group", at: target, path: targetPath)
+                } else {
+                    targeting.excludedGroups.insert(groupID)
+                }
+            case "allLicensedUsersAssignmentTarget":
+                targeting.included.append(.allLicensedUsers)
+            default:
+                warning(
+                    .targeting,
+                    "assignment target '\(typeName)' is not evaluated by Custody; it is counted as every user of the tenant",
+                    at: target, path: targetPath)
+                targeting.included.append(.unsupported(typeName))
+            }
+        }
+    }
+}
+
+extension PolicyKind {
+    /// The kind an `@odata.type` names (`#microsoft.graph.X`, `microsoft.graph.X` or `X`,
+    /// case-insensitive), or nil.
+    static func matching(odataType: String) -> PolicyKind? {
+        let name = odataType.graphTypeName.lowercased()
+        return allCases.first { $0.rawValue.lowercased() == name }
+    }
+}
+
+extension String {
+    /// `#microsoft.graph.X` → `X`.
+    var graphTypeName: String {
+        var name = Substring(self)
+        if name.hasPrefix("#") { name = name.dropFirst() }
+        if name.lowercased().hasPrefix("microsoft.graph.") { name = name.dropFirst("microsoft.graph.".count) }
+        return String(name)
+    }
+}

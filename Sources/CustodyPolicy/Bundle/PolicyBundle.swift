@@ -1,0 +1,120 @@
+/// A tenant's policies as loaded from a bundle: `tenant.json` plus Microsoft Graph exports.
+///
+/// A bundle is plain data. Evaluate it for a platform and app with `PolicySnapshot`.
+public struct PolicyBundle: Sendable {
+    /// The accounts and tenant-wide settings.
+    public var tenant: Tenant
+    /// The iOS, Android and default app protection policies, in load order.
+    public var protectionPolicies: [ProtectionPolicy]
+    /// The targeted app configuration policies, in load order.
+    public var appConfigurations: [AppConfigurationPolicy]
+    /// Warnings found while loading (unknown properties, unknown enum values, ignored documents).
+    public var warnings: [Diagnostic]
+
+    /// Creates a bundle from values, as an embedding app or a test builds one.
+    public init(
+        tenant: Tenant,
+        protectionPolicies: [ProtectionPolicy] = [],
+        appConfigurations: [AppConfigurationPolicy] = [],
+        warnings: [Diagnostic] = []
+    ) {
+        self.tenant = tenant
+        self.protectionPolicies = protectionPolicies
+        self.appConfigurations = appConfigurations
+        self.warnings = warnings
+    }
+
+    /// One file of a bundle: a name for diagnostics and its bytes as stored.
+    public struct File: Sendable {
+        public var name: String
+        public var bytes: [UInt8]
+
+        /// Creates a file.
+        public init(name: String, bytes: [UInt8]) {
+            self.name = name
+            self.bytes = bytes
+        }
+    }
+
+    /// Loads a bundle from files already in memory.
+    ///
+    /// - Parameters:
+    ///   - tenant: the `tenant.json` file, or nil for a bundle without accounts.
+    ///   - documents: Graph JSON files, in the order their policies should be numbered.
+    /// - Returns: the bundle, with any warnings.
+    /// - Throws: `BundleError` with every diagnostic when any file has an error. A bundle with
+    ///   an error is never partly loaded.
+    public static func load(tenant: File?, documents: [File]) throws(BundleError) -> PolicyBundle {
+        var diagnostics: [Diagnostic] = []
+        var bundle = PolicyBundle(tenant: Tenant())
+
+        if let tenant, let reader = parse(tenant, into: &diagnostics) {
+            var reader = reader
+            bundle.tenant = reader.decodeTenant()
+            diagnostics += reader.diagnostics
+        }
+        var seenIDs: [String: DocumentLocation] = [:]
+        for file in documents {
+            guard var reader = parse(file, into: &diagnostics) else { continue }
+            let decoded = reader.decodeGraphFile()
+            diagnostics += reader.diagnostics
+            for document in decoded {
+                bundle.append(document, seenIDs: &seenIDs, diagnostics: &diagnostics)
+            }
+        }
+
+        if diagnostics.contains(where: { $0.severity == .error }) {
+            throw BundleError(diagnostics: diagnostics)
+        }
+        bundle.warnings = diagnostics
+        return bundle
+    }
+
+    /// Decodes and parses one file, or records why it cannot be.
+    private static func parse(_ file: File, into diagnostics: inout [Diagnostic]) -> DocumentReader? {
+        let text: [UInt8]
+        do {
+            text = try JSONText.utf8(from: file.bytes).text
+        } catch {
+            diagnostics.append(Diagnostic(severity: .error, code: .encoding, message: error.message, location: DocumentLocation(file: file.name, line: 1, column: 1)))
+            return nil
+        }
+        do {
+            let document = try JSONDocument(parsing: text)
+            return DocumentReader(file: file.name, document: document)
+        } catch {
+            let (line, column) = JSONText.lineAndColumn(ofOffset: error.offset, in: text)
+            diagnostics.append(Diagnostic(severity: .error, code: .syntax, message: error.message, location: DocumentLocation(file: file.name, line: line, column: column)))
+            return nil
+        }
+    }
+
+    private mutating func append(_ document: DecodedDocument, seenIDs: inout [String: DocumentLocation], diagnostics: inout [Diagnostic]) {
+        let metadata: DocumentMetadata
+        switch document {
+        case .protection(_, let documentMetadata, _, _), .configuration(let documentMetadata, _, _):
+            metadata = documentMetadata
+        }
+        if let id = metadata.id {
+            if let first = seenIDs[id] {
+                diagnostics.append(Diagnostic(
+                    severity: .warning, code: .duplicatePolicy,
+                    message: "policy id '\(id)' was already loaded from \(first); both copies are applied",
+                    location: metadata.location))
+            } else {
+                seenIDs[id] = metadata.location
+            }
+        }
+        switch document {
+        case let .protection(kind, metadata, settings, targeting):
+            let reference = PolicyReference(
+                index: protectionPolicies.count, id: metadata.id, displayName: metadata.displayName, kind: kind, location: metadata.location)
+            protectionPolicies.append(ProtectionPolicy(reference: reference, settings: settings, targeting: targeting))
+        case let .configuration(metadata, settings, targeting):
+            let reference = PolicyReference(
+                index: appConfigurations.count, id: metadata.id, displayName: metadata.displayName,
+                kind: .targetedManagedAppConfiguration, location: metadata.location)
+            appConfigurations.append(AppConfigurationPolicy(reference: reference, settings: settings, targeting: targeting))
+        }
+    }
+}

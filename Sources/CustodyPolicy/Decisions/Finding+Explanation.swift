@@ -1,0 +1,146 @@
+extension Finding {
+    /// The finding in words: the rule, the setting's value, and where the value came from.
+    public var explanation: String {
+        let statement = self.statement
+        guard let setting, let policy else { return statement }
+        let summary = policy.setting(setting)
+        switch summary.resolution {
+        case .configured:
+            return statement + " (from " + quotedNames(summary.sources) + ")"
+        case .notConfigured:
+            return statement + " (Intune default: no applicable policy configures \(setting))"
+        case .conflictDefault:
+            return statement + " (" + quotedNames(summary.sources) + " disagree, so the recommended default applies)"
+        }
+    }
+
+    private func value(_ setting: PolicySetting) -> String {
+        policy.map { $0.setting(setting).value.description } ?? "?"
+    }
+
+    private var statement: String {
+        switch code {
+        case .unmanaged(let role):
+            return "\(role.phrase) is not managed: no protection policy applies to it"
+
+        case .saveAsAllowed:
+            return "saveAsBlocked is false: copies of org data may be saved"
+        case .saveLocationListed(let location):
+            let listed = "saveAsBlocked is true, but \(location.storageLocation!) is in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
+            return location == .localDrive || location == .cameraRoll ? listed : listed + " and the location belongs to the owner's account"
+        case .saveLocationNotListed(let location):
+            return "saveAsBlocked is true and \(location.storageLocation!) is not in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
+        case .saveLocationOtherAccount(let location):
+            return "saveAsBlocked is true: \(location.storageLocation!) is in allowedDataStorageLocations, but only in the owner's own account, and the location belongs to another account or to none"
+        case .saveLocationNeverAllowed(let location):
+            return "saveAsBlocked is true and \(location) is never an allowed save location while it is"
+        case .saveAccountDocument(let same):
+            return same
+                ? "saveAsBlocked is true, but the document belongs to the owner's own account"
+                : "saveAsBlocked is true and the document belongs to another account or to none"
+        case .locationAccountIngestion(let blocked):
+            return "the location belongs to another managed account, whose blockDataIngestionIntoOrganizationDocuments is \(blocked)"
+
+        case .ingestionAllowed:
+            return "blockDataIngestionIntoOrganizationDocuments is false: data may be opened into org documents"
+        case .openLocationListed(let location):
+            let listed = "blockDataIngestionIntoOrganizationDocuments is true, but \(location.ingestionLocation!) is in allowedDataIngestionLocations \(value(.allowedDataIngestionLocations))"
+            return location == .camera || location == .photos ? listed : listed + " and the location belongs to the receiving account"
+        case .openLocationNotListed(let location):
+            return "blockDataIngestionIntoOrganizationDocuments is true and \(location.ingestionLocation!) is not in allowedDataIngestionLocations \(value(.allowedDataIngestionLocations))"
+        case .openLocationOtherAccount(let location):
+            return "blockDataIngestionIntoOrganizationDocuments is true: \(location.ingestionLocation!) is in allowedDataIngestionLocations, but only in the receiving account's own location, and it belongs to another account or to none"
+        case .openLocationNeverAllowed(let location):
+            return "blockDataIngestionIntoOrganizationDocuments is true and \(location) is never an allowed source while it is"
+        case .openLocalSource(let location, let same):
+            return same
+                ? "blockDataIngestionIntoOrganizationDocuments is true, but the \(location) data belongs to the receiving account"
+                : "blockDataIngestionIntoOrganizationDocuments is true and the \(location) data belongs to another account or to none"
+
+        case .send(let level, let receiverManaged, let role):
+            let base = "\(role.phrase) is another managed account, whose allowedOutboundDataTransferDestinations is \(level)"
+            guard level == .managedApps else { return base }
+            return base + (receiverManaged ? " and the receiving side is managed" : " and the receiving side is not managed")
+
+        case .shareAllApps:
+            return "allowedOutboundDataTransferDestinations is allApps: any app may receive the data"
+        case .shareTargetManaged(let target):
+            return "allowedOutboundDataTransferDestinations is managedApps and \(target) is a policy-managed app"
+        case .shareTargetExempted(let target, let level):
+            return "allowedOutboundDataTransferDestinations is \(level), but \(target) is exempted in \(setting!)"
+        case .shareTargetNotManaged(let target):
+            return "allowedOutboundDataTransferDestinations is managedApps and \(target) is neither a policy-managed app nor exempted"
+        case .shareTargetNotExempted(let target):
+            return "allowedOutboundDataTransferDestinations is none and \(target) is not exempted"
+
+        case .receive(let level, let sourceManaged, let same):
+            switch level {
+            case .allApps:
+                return "allowedInboundDataTransferSources is allApps: data from any app may be received"
+            case .managedApps:
+                return "allowedInboundDataTransferSources is managedApps and the shared item's owner is \(sourceManaged ? "" : "not ")managed"
+            case .none:
+                return "allowedInboundDataTransferSources is none and the shared item's owner is \(same ? "" : "not ")the receiving account"
+            }
+
+        case .clipboardCopy(let level, let destinationManaged):
+            let target = destinationManaged ? "a policy-managed app" : "an unmanaged app"
+            switch level {
+            case .allApps: return "allowedOutboundClipboardSharingLevel is allApps: copying to \(target) is allowed"
+            case .managedAppsWithPasteIn, .managedApps:
+                return "allowedOutboundClipboardSharingLevel is \(level): copying to \(target) is \(destinationManaged ? "allowed" : "blocked")"
+            case .blocked: return "allowedOutboundClipboardSharingLevel is blocked: copying to other apps is blocked"
+            }
+        case .clipboardException(let level, let length, let limit):
+            return "allowedOutboundClipboardSharingLevel is \(level), but \(length) characters is within allowedOutboundClipboardSharingExceptionLength \(limit)"
+        case .clipboardExceptionExceeded(let length, let limit):
+            return "\(length) characters is more than allowedOutboundClipboardSharingExceptionLength \(limit)"
+        case .clipboardPaste(let level, let sourceManaged):
+            let source = sourceManaged ? "a policy-managed app" : "an unmanaged app"
+            switch level {
+            case .allApps, .managedAppsWithPasteIn:
+                return "allowedOutboundClipboardSharingLevel is \(level): pasting from \(source) is allowed"
+            case .managedApps:
+                return "allowedOutboundClipboardSharingLevel is managedApps: pasting from \(source) is \(sourceManaged ? "allowed" : "blocked")"
+            case .blocked: return "allowedOutboundClipboardSharingLevel is blocked: pasting from other apps is blocked"
+            }
+
+        case .print(let blocked):
+            return "printBlocked is \(blocked)"
+        case .backup(let blocked):
+            return "dataBackupBlocked is \(blocked)"
+        case .screenCapture(let setting, let blocked):
+            return "\(setting) is \(value(setting)): screen capture is \(blocked ? "blocked" : "allowed")"
+        case .notifications(let restriction):
+            switch restriction {
+            case .allow: return "notificationRestriction is allow: notifications may show org data"
+            case .blockOrganizationalData: return "notificationRestriction is blockOrganizationalData: notifications may show no org data"
+            case .block: return "notificationRestriction is block: no notifications"
+            }
+        case .encryption(let setting, let required):
+            return "\(setting) is \(value(setting)): encryption of the account's data is \(required ? "required" : "not required")"
+
+        case .allowedAccountsUnrestricted:
+            return "allowedAccounts is null: every account is allowed"
+        case .allowedAccountListed(let entry):
+            return "the account matches '\(entry)' in allowedAccounts"
+        case .allowedAccountNotListed:
+            return "the account is not in allowedAccounts"
+        case .offline(let state, let offlineFor):
+            let period = PolicyDuration(offlineFor)
+            switch state {
+            case .online:
+                return "offline for \(period), less than periodOfflineBeforeAccessCheck \(value(.periodOfflineBeforeAccessCheck))"
+            case .accessBlocked:
+                return "offline for \(period), at least periodOfflineBeforeAccessCheck \(value(.periodOfflineBeforeAccessCheck)): access is blocked until the account checks in"
+            case .wipeRequired:
+                return "offline for \(period), at least periodOfflineBeforeWipeIsEnforced \(value(.periodOfflineBeforeWipeIsEnforced)): the account's data is to be wiped"
+            }
+        }
+    }
+}
+
+/// `"A", "B"`: policy names for a reason.
+func quotedNames(_ references: [PolicyReference]) -> String {
+    references.map { "\"\($0.name)\"" }.joined(separator: ", ")
+}

@@ -1,0 +1,55 @@
+import Logging
+
+extension PolicySnapshot {
+    /// May `account` use managed apps at all? (the tenant's `allowedAccounts`)
+    ///
+    /// A null list allows every account. Otherwise an entry must match the account's UPN or
+    /// OID, case-insensitively, directly or through the tenant's link between the two. Near
+    /// misses are logged for diagnosis: a match that differs only in case (allowed), and an
+    /// entry with the same local part at another domain (not allowed).
+    public func accountAllowed(_ account: AccountID?) -> Decision {
+        guard let allowedAccounts else {
+            return Decision(.accountAllowed, allowed: true, Finding(.allowedAccountsUnrestricted, nil))
+        }
+        guard let account else {
+            return Decision(.accountAllowed, allowed: false, Finding(.allowedAccountNotListed, nil))
+        }
+        let party = resolve(account)
+        if let entry = allowedAccounts.match(account, tenantIndex: party.index) {
+            if entry != account.upn, entry != account.oid, AccountID(entry).map({ $0.isSameAccount(as: account) }) == true {
+                logger.notice(
+                    "Allowed account matched ignoring case",
+                    metadata: ["account": "\(account)", "allowedEntry": "\(entry)"])
+            }
+            return Decision(.accountAllowed, allowed: true, Finding(.allowedAccountListed(entry), nil))
+        }
+        if let nearMiss = allowedAccounts.sameLocalPartEntry(as: account) {
+            logger.warning(
+                "Account not allowed: an allowed entry has the same local part at another domain",
+                metadata: ["account": "\(account)", "allowedEntry": "\(nearMiss)"])
+        }
+        return Decision(.accountAllowed, allowed: false, Finding(.allowedAccountNotListed, nil))
+    }
+
+    /// May `account` still use its data after `offlineFor` without a successful check-in?
+    ///
+    /// From `periodOfflineBeforeAccessCheck` on, access is blocked until the account checks in
+    /// (`OfflineState.accessBlocked`); from `periodOfflineBeforeWipeIsEnforced` on, its data is
+    /// to be wiped (`OfflineState.wipeRequired`). Unmanaged accounts are never blocked.
+    /// A negative time (a check-in stamped in the future) counts as no time offline.
+    public func offlineAccess(account: AccountID?, offlineFor: Duration) -> Decision {
+        guard let policy = resolve(account).policy else {
+            return Decision(.offlineAccess, allowed: true, Finding(.unmanaged(.account), nil))
+        }
+        let offline = max(offlineFor, .zero)
+        let state: OfflineState
+        if offline >= policy.periodOfflineBeforeWipeIsEnforced.value.duration {
+            state = .wipeRequired
+        } else if offline >= policy.periodOfflineBeforeAccessCheck.value.duration {
+            state = .accessBlocked
+        } else {
+            state = .online
+        }
+        return Decision(.offlineAccess, allowed: state == .online, Finding(.offline(state, offlineFor: offline), policy))
+    }
+}

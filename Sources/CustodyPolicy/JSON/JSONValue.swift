@@ -1,0 +1,217 @@
+/// A view of one value in a `JSONDocument`.
+package struct JSONValue: Sendable {
+    package let document: JSONDocument
+    package let index: Int
+
+    private var entry: JSONTapeEntry { document.tape[index] }
+
+    /// What kind of value this is.
+    package var kind: JSONKind { entry.kind }
+
+    /// Byte offset of the value's first character in the document's source.
+    package var offset: Int { Int(entry.start) }
+
+    /// The tape index just past this value and everything inside it.
+    var next: Int {
+        let entry = entry
+        switch entry.kind {
+        case .array, .object: return Int(entry.extent)
+        default: return index + 1
+        }
+    }
+
+    package var isNull: Bool { kind == .null }
+
+    /// The value as a Boolean, or nil when it is not `true` or `false`.
+    package var bool: Bool? {
+        switch kind {
+        case .true: true
+        case .false: false
+        default: nil
+        }
+    }
+
+    /// The decoded string, or nil when the value is not a string.
+    package var string: String? {
+        let entry = entry
+        guard entry.kind == .string else { return nil }
+        return document.source.withUnsafeBufferPointer { bytes in
+            let contents = UnsafeBufferPointer(rebasing: bytes[Int(entry.start) + 1..<Int(entry.start + 1 + entry.extent)])
+            return entry.hasEscapes ? unescape(contents) : String(decoding: contents, as: UTF8.self)
+        }
+    }
+
+    /// Calls `body` with the raw UTF-8 bytes between a string's quotes, escapes undecoded.
+    /// Returns nil when the value is not a string.
+    package func withRawStringBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+        let entry = entry
+        guard entry.kind == .string else { return nil }
+        return try document.source.withUnsafeBufferPointer { bytes in
+            try body(UnsafeBufferPointer(rebasing: bytes[Int(entry.start) + 1..<Int(entry.start + 1 + entry.extent)]))
+        }
+    }
+
+    /// Whether the value is a string without escapes whose bytes equal `literal`.
+    package func stringEquals(_ literal: StaticString) -> Bool {
+        let entry = entry
+        guard entry.kind == .string, !entry.hasEscapes, Int(entry.extent) == literal.utf8CodeUnitCount else { return false }
+        return document.source.withUnsafeBufferPointer { bytes in
+            let base = bytes.baseAddress! + Int(entry.start) + 1
+            return memoryEqual(base, literal.utf8Start, count: literal.utf8CodeUnitCount)
+        }
+    }
+
+    /// The number's source text, or nil when the value is not a number.
+    package var numberText: String? {
+        let entry = entry
+        guard entry.kind == .number else { return nil }
+        return String(decoding: document.source[Int(entry.start)..<Int(entry.start + entry.extent)], as: UTF8.self)
+    }
+
+    /// The number as an exact `Int`, or nil when it is not a number, has a fraction or
+    /// exponent, or does not fit.
+    package var int: Int? {
+        let entry = entry
+        guard entry.kind == .number else { return nil }
+        var value = 0
+        var negative = false
+        for position in Int(entry.start)..<Int(entry.start + entry.extent) {
+            let byte = document.source[position]
+            if byte == UInt8(ascii: "-") {
+                negative = true
+                continue
+            }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let digit = Int(byte - UInt8(ascii: "0"))
+            let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (added, overflow2) = negative ? shifted.subtractingReportingOverflow(digit) : shifted.addingReportingOverflow(digit)
+            if overflow1 || overflow2 { return nil }
+            value = added
+        }
+        return value
+    }
+
+    /// The number as a `Double`, or nil when the value is not a number.
+    package var double: Double? {
+        numberText.flatMap(Double.init)
+    }
+
+    /// The elements of an array; empty for any other kind.
+    package var elements: JSONElements { JSONElements(container: self) }
+
+    /// The members of an object in document order; empty for any other kind.
+    package var members: JSONMembers { JSONMembers(container: self) }
+
+    /// The value of the first member named `key`, if this is an object that has one.
+    package subscript(key: String) -> JSONValue? {
+        members.first { $0.key == key }?.value
+    }
+}
+
+/// The elements of a JSON array.
+package struct JSONElements: Sequence, Sendable {
+    let container: JSONValue
+
+    package struct Iterator: IteratorProtocol {
+        let document: JSONDocument
+        var index: Int
+        let end: Int
+
+        package mutating func next() -> JSONValue? {
+            guard index < end else { return nil }
+            let value = JSONValue(document: document, index: index)
+            index = value.next
+            return value
+        }
+    }
+
+    package func makeIterator() -> Iterator {
+        guard container.kind == .array else {
+            return Iterator(document: container.document, index: 0, end: 0)
+        }
+        return Iterator(document: container.document, index: container.index + 1, end: container.next)
+    }
+
+    /// The number of elements (walks the array once).
+    package var count: Int { reduce(0) { count, _ in count + 1 } }
+}
+
+/// The members of a JSON object, as name and value pairs.
+package struct JSONMembers: Sequence, Sendable {
+    let container: JSONValue
+
+    package struct Member: Sendable {
+        /// The member name's own value (a string), for its position and raw bytes.
+        package let name: JSONValue
+        package let value: JSONValue
+        /// The decoded member name.
+        package var key: String { name.string ?? "" }
+    }
+
+    package struct Iterator: IteratorProtocol {
+        let document: JSONDocument
+        var index: Int
+        let end: Int
+
+        package mutating func next() -> Member? {
+            guard index < end else { return nil }
+            let name = JSONValue(document: document, index: index)
+            let value = JSONValue(document: document, index: index + 1)
+            index = value.next
+            return Member(name: name, value: value)
+        }
+    }
+
+    package func makeIterator() -> Iterator {
+        guard container.kind == .object else {
+            return Iterator(document: container.document, index: 0, end: 0)
+        }
+        return Iterator(document: container.document, index: container.index + 1, end: container.next)
+    }
+}
+
+func memoryEqual(_ lhs: UnsafePointer<UInt8>, _ rhs: UnsafePointer<UInt8>, count: Int) -> Bool {
+    for offset in 0..<count where lhs[offset] != rhs[offset] {
+        return false
+    }
+    return true
+}
+
+/// Decodes the escapes of a string the parser already validated.
+private func unescape(_ raw: UnsafeBufferPointer<UInt8>) -> String {
+    var output: [UInt8] = []
+    output.reserveCapacity(raw.count)
+    var position = 0
+    func quad(at start: Int) -> UInt32 {
+        (start..<start + 4).reduce(0) { $0 << 4 | UInt32(hexValue(raw[$1]) ?? 0) }
+    }
+    while position < raw.count {
+        let byte = raw[position]
+        guard byte == UInt8(ascii: "\\") else {
+            output.append(byte)
+            position += 1
+            continue
+        }
+        let escaped = raw[position + 1]
+        position += 2
+        switch escaped {
+        case UInt8(ascii: "b"): output.append(0x08)
+        case UInt8(ascii: "f"): output.append(0x0C)
+        case UInt8(ascii: "n"): output.append(0x0A)
+        case UInt8(ascii: "r"): output.append(0x0D)
+        case UInt8(ascii: "t"): output.append(0x09)
+        case UInt8(ascii: "u"):
+            var scalar = quad(at: position)
+            position += 4
+            if (0xD800...0xDBFF).contains(scalar) {
+                let low = quad(at: position + 2)
+                position += 6
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            }
+            // The parser rejected lone surrogates, so this is always a valid scalar.
+            output.append(contentsOf: String(Character(Unicode.Scalar(scalar) ?? "\u{FFFD}")).utf8)
+        default: output.append(escaped)
+        }
+    }
+    return String(decoding: output, as: UTF8.self)
+}

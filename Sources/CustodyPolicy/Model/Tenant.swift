@@ -1,0 +1,31 @@
+/// One account of a tenant, as `tenant.json` lists it.
+public struct TenantAccount: Sendable, Hashable {
+    /// The account's id, carrying both forms when the tenant lists both (that is what links them).
+    public let id: AccountID
+    /// The Entra groups the account is a member of (group object ids).
+    public let groups: [String]
+
+    /// Creates an account.
+    public init(id: AccountID, groups: [String]) {
+        self.id = id
+        self.groups = groups
+    }
+}
+
+/// The accounts a bundle knows and the tenant-wide settings that are not Graph policies.
+public struct Tenant: Sendable, Hashable {
+    /// Every account of the tenant. Accounts not listed are unknown, and unknown is unmanaged.
+    public var accounts: [TenantAccount]
+    /// The accounts allowed to sign in to managed apps, as UPNs or OIDs; nil allows every
+    /// account (Intune: `allowedAccounts` returns nil).
+    public var allowedAccounts: [String]?
+    /// App ids (bundle ids, package ids) the tenant manages beyond those named in policies.
+    public var managedApps: [String]
+
+    /// Creates a tenant.
+    public init(accounts: [TenantAccount] = [], allowedAccounts: [String]? = nil, managedApps: [String] = []) {
+        self.accounts = accounts
+        self.allowedAccounts = allowedAccounts
+        self.managedApps = managedApps
+    }
+}

@@ -1,0 +1,78 @@
+/// RFC 3339 timestamps (`2026-11-21T08:00:00Z`, `2026-11-21T09:30:00.5+01:30`), read without
+/// Foundation so that queries stay cheap to parse.
+enum RFC3339 {
+    /// The time since 1970-01-01T00:00:00Z, or nil when `text` is not an RFC 3339 date-time.
+    static func durationSinceEpoch(_ text: String) -> Duration? {
+        let bytes = Array(text.utf8)
+        var position = 0
+        func number(_ digits: Int) -> Int? {
+            guard position + digits <= bytes.count else { return nil }
+            var value = 0
+            for _ in 0..<digits {
+                let byte = bytes[position]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                position += 1
+            }
+            return value
+        }
+        func expect(_ characters: String) -> Bool {
+            guard position < bytes.count, characters.utf8.contains(bytes[position]) else { return false }
+            position += 1
+            return true
+        }
+        guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
+            expect("Tt "), let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2)
+        else { return nil }
+        guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+            hour < 24, minute < 60, second <= 60
+        else { return nil }
+        var attoseconds: Int64 = 0
+        if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+            position += 1
+            var scale: Int64 = 100_000_000_000_000_000
+            let start = position
+            while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+                attoseconds += Int64(bytes[position] - UInt8(ascii: "0")) * scale
+                scale /= 10
+                position += 1
+            }
+            guard position > start else { return nil }
+        }
+        var offsetSeconds = 0
+        if expect("Zz") {
+            offsetSeconds = 0
+        } else if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+            let sign = bytes[position] == UInt8(ascii: "-") ? -1 : 1
+            position += 1
+            guard let offsetHours = number(2), expect(":"), let offsetMinutes = number(2), offsetHours < 24, offsetMinutes < 60 else {
+                return nil
+            }
+            offsetSeconds = sign * (offsetHours * 3_600 + offsetMinutes * 60)
+        } else {
+            return nil
+        }
+        guard position == bytes.count else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = Int64(days) * 86_400 + Int64(hour * 3_600 + minute * 60 + second - offsetSeconds)
+        return .seconds(seconds) + .nanoseconds(attoseconds / 1_000_000_000)
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}

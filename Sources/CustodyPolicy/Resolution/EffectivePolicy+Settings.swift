@@ -1,0 +1,65 @@
+/// A setting's value in a form that does not depend on its type: for showing, comparing and
+/// writing as JSON.
+public enum SettingValue: Sendable, Hashable, CustomStringConvertible {
+    case bool(Bool)
+    case int(Int)
+    case string(String)
+    /// Sorted, for stable output and comparison.
+    case list([String])
+
+    public var description: String {
+        switch self {
+        case .bool(let value): String(value)
+        case .int(let value): String(value)
+        case .string(let value): value
+        case .list(let values): "[" + values.joined(separator: ", ") + "]"
+        }
+    }
+}
+
+/// One setting of an effective policy, type-erased.
+public struct SettingSummary: Sendable, Hashable {
+    public let setting: PolicySetting
+    public let value: SettingValue
+    public let sources: [PolicyReference]
+    public let resolution: SettingResolution
+}
+
+extension EffectivePolicy {
+    /// The settings that mean something on the evaluated platform (all when it is nil).
+    public var applicableSettings: [PolicySetting] {
+        guard let platform else { return PolicySetting.allCases }
+        return PolicySetting.allCases.filter { $0.platforms.contains(platform) }
+    }
+
+    /// One setting's value, sources and how it was resolved.
+    public func setting(_ setting: PolicySetting) -> SettingSummary {
+        func summary<T>(_ resolved: ResolvedSetting<T>, _ value: (T) -> SettingValue) -> SettingSummary {
+            SettingSummary(
+                setting: setting, value: value(resolved.value), sources: resolved.sources, resolution: resolved.resolution)
+        }
+        func enumValue<E: GraphEnum>(_ value: E) -> SettingValue { .string(value.rawValue) }
+        func enumList<E: GraphEnum>(_ values: Set<E>) -> SettingValue { .list(values.map(\.rawValue).sorted()) }
+        switch setting {
+        case .allowedInboundDataTransferSources: return summary(allowedInboundDataTransferSources, enumValue)
+        case .allowedOutboundDataTransferDestinations: return summary(allowedOutboundDataTransferDestinations, enumValue)
+        case .allowedOutboundClipboardSharingLevel: return summary(allowedOutboundClipboardSharingLevel, enumValue)
+        case .allowedOutboundClipboardSharingExceptionLength: return summary(allowedOutboundClipboardSharingExceptionLength, SettingValue.int)
+        case .saveAsBlocked: return summary(saveAsBlocked, SettingValue.bool)
+        case .allowedDataStorageLocations: return summary(allowedDataStorageLocations, enumList)
+        case .blockDataIngestionIntoOrganizationDocuments: return summary(blockDataIngestionIntoOrganizationDocuments, SettingValue.bool)
+        case .allowedDataIngestionLocations: return summary(allowedDataIngestionLocations, enumList)
+        case .printBlocked: return summary(printBlocked, SettingValue.bool)
+        case .dataBackupBlocked: return summary(dataBackupBlocked, SettingValue.bool)
+        case .screenCaptureBlocked: return summary(screenCaptureBlocked, SettingValue.bool)
+        case .screenCaptureConfigurationState: return summary(screenCaptureConfigurationState, enumValue)
+        case .notificationRestriction: return summary(notificationRestriction, enumValue)
+        case .appDataEncryptionType: return summary(appDataEncryptionType, enumValue)
+        case .encryptAppData: return summary(encryptAppData, SettingValue.bool)
+        case .periodOfflineBeforeAccessCheck: return summary(periodOfflineBeforeAccessCheck) { .string($0.description) }
+        case .periodOfflineBeforeWipeIsEnforced: return summary(periodOfflineBeforeWipeIsEnforced) { .string($0.description) }
+        case .exemptedAppProtocols: return summary(exemptedAppProtocols) { .list($0.sorted()) }
+        case .exemptedAppPackages: return summary(exemptedAppPackages) { .list($0.sorted()) }
+        }
+    }
+}

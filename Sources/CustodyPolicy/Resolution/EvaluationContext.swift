@@ -1,0 +1,48 @@
+/// What a bundle is evaluated for: the platform, the app asking, and the device's management.
+///
+/// A field left nil does not filter: with no platform, iOS and Android policies both apply and
+/// merge; with no app, policies apply whatever apps they list.
+public struct EvaluationContext: Sendable, Hashable, CustomStringConvertible {
+    /// The platform whose policies apply.
+    public var platform: Platform?
+    /// The evaluating app's bundle or package id (or Graph app id), matched against policies'
+    /// `apps` lists case-insensitively.
+    public var appID: String?
+    /// The device's management state, matched against `targetedAppManagementLevels`.
+    public var managementLevel: AppManagementLevel?
+
+    /// Creates a context.
+    public init(platform: Platform? = nil, appID: String? = nil, managementLevel: AppManagementLevel? = nil) {
+        self.platform = platform
+        self.appID = appID
+        self.managementLevel = managementLevel
+    }
+
+    public var description: String {
+        "platform \(platform?.rawValue ?? "any"), app \(appID ?? "any"), management \(managementLevel?.rawValue ?? "any")"
+    }
+}
+
+extension PolicyTargeting {
+    /// Whether the policy's app list and management levels admit the context.
+    /// - Parameter ignoringApp: evaluate for every app (used to collect policy-managed apps).
+    func admits(_ context: EvaluationContext, ignoringApp: Bool = false) -> Bool {
+        if let level = context.managementLevel, !managementLevels.isEmpty,
+            !managementLevels.contains(.unspecified), !managementLevels.contains(level)
+        {
+            return false
+        }
+        guard !ignoringApp, let appID = context.appID, appGroupType != .allApps, let apps, !apps.isEmpty else {
+            return true
+        }
+        return apps.contains { $0.matches(appID) }
+    }
+}
+
+extension ProtectionPolicy {
+    /// Whether the policy's platform admits the context (the default policy admits every one).
+    func admits(platform: Platform?) -> Bool {
+        guard let platform, let own = kind.platform else { return true }
+        return own == platform
+    }
+}

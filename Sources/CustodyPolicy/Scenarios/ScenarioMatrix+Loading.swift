@@ -1,0 +1,159 @@
+import Foundation
+
+/// A matrix file that could not be read, with every problem and where it is.
+public struct ScenarioError: Error, Sendable, CustomStringConvertible {
+    public var diagnostics: [Diagnostic]
+
+    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+}
+
+extension ScenarioMatrix {
+    /// The members a case may have beside its query's.
+    static let caseMembers: Set<String> = ["name", "expect", "reason", "restriction", "state"]
+
+    /// Loads a matrix file. Unknown members, a missing bundle member and malformed cases are
+    /// errors with `file:line:column`, never silently skipped.
+    public static func load(path: String) throws(ScenarioError) -> ScenarioMatrix {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ScenarioError(diagnostics: [Diagnostic(
+                severity: .error, code: .unreadable, message: "cannot read the matrix file",
+                location: DocumentLocation(file: path, line: 1, column: 1))])
+        }
+        return try parse([UInt8](data), file: path)
+    }
+
+    /// Parses a matrix from bytes; `file` names it in diagnostics and anchors its bundle path.
+    public static func parse(_ bytes: [UInt8], file: String) throws(ScenarioError) -> ScenarioMatrix {
+        let text: [UInt8]
+        let document: JSONDocument
+        do {
+            text = try JSONText.utf8(from: bytes).text
+        } catch {
+            throw ScenarioError(diagnostics: [Diagnostic(
+                severity: .error, code: .encoding, message: error.message, location: DocumentLocation(file: file, line: 1, column: 1))])
+        }
+        do {
+            document = try JSONDocument(parsing: text)
+        } catch {
+            let (line, column) = JSONText.lineAndColumn(ofOffset: error.offset, in: text)
+            throw ScenarioError(diagnostics: [Diagnostic(
+                severity: .error, code: .syntax, message: error.message, location: DocumentLocation(file: file, line: line, column: column))])
+        }
+
+        var reader = DocumentReader(file: file, document: document)
+        let root = document.root
+        var description: String?
+        var bundle: String?
+        var context = EvaluationContext()
+        var cases: [ScenarioCase] = []
+        if root.kind != .object {
+            reader.error(.invalidValue, "a matrix must be a JSON object, found \(root.kind.article)", at: root, path: "$")
+        }
+        for member in reader.uniqueMembers(of: root, path: "$") {
+            let path = "$.\(member.key)"
+            switch member.key {
+            case "description": description = reader.string(member.value, path: path)
+            case "bundle": bundle = reader.string(member.value, path: path)
+            case "context": context = readContext(member.value, reader: &reader, path: path)
+            case "cases":
+                guard member.value.kind == .array else {
+                    reader.error(.invalidValue, "\"cases\" must be an array, found \(member.value.kind.article)", at: member.value, path: path)
+                    continue
+                }
+                for (index, element) in member.value.elements.enumerated() {
+                    if let scenario = readCase(element, reader: &reader, path: "\(path)[\(index)]") { cases.append(scenario) }
+                }
+            default:
+                reader.error(.unknownProperty, "unknown member '\(member.key)' (a matrix has: description, bundle, context, cases)", at: member.name, path: "$")
+            }
+        }
+        if bundle == nil, root.kind == .object {
+            reader.error(.invalidValue, "the matrix names no \"bundle\" (a directory, relative to the matrix file)", at: root, path: "$")
+        }
+        if reader.hasErrors { throw ScenarioError(diagnostics: reader.diagnostics) }
+        let directory = (file as NSString).deletingLastPathComponent
+        let bundlePath = bundle!.hasPrefix("/") ? bundle! : (directory.isEmpty ? bundle! : (directory as NSString).appendingPathComponent(bundle!))
+        return ScenarioMatrix(file: file, description: description, bundlePath: bundlePath, context: context, cases: cases)
+    }
+
+    private static func readContext(_ value: JSONValue, reader: inout DocumentReader, path: String) -> EvaluationContext {
+        var context = EvaluationContext()
+        guard value.kind == .object else {
+            reader.error(.invalidValue, "\"context\" must be an object, found \(value.kind.article)", at: value, path: path)
+            return context
+        }
+        for member in reader.uniqueMembers(of: value, path: path) {
+            let memberPath = "\(path).\(member.key)"
+            switch member.key {
+            case "platform":
+                guard let name = reader.string(member.value, path: memberPath) else { continue }
+                guard let platform = Platform(rawValue: name) else {
+                    reader.error(.invalidValue, "unknown platform '\(name)' (ios, android)", at: member.value, path: memberPath)
+                    continue
+                }
+                context.platform = platform
+            case "app": context.appID = reader.string(member.value, path: memberPath)
+            case "managementLevel":
+                guard let name = reader.string(member.value, path: memberPath) else { continue }
+                guard let level = AppManagementLevel(rawValue: name) else {
+                    reader.error(.invalidValue, "unknown management level '\(name)'", at: member.value, path: memberPath)
+                    continue
+                }
+                context.managementLevel = level
+            default:
+                reader.error(.unknownProperty, "unknown member '\(member.key)' of context (it has: platform, app, managementLevel)", at: member.name, path: path)
+            }
+        }
+        return context
+    }
+
+    private static func readCase(_ value: JSONValue, reader: inout DocumentReader, path: String) -> ScenarioCase? {
+        let location = reader.location(of: value)
+        let query: DecisionQuery
+        do {
+            query = try DecisionQuery(json: value, extraMembers: caseMembers, currentTime: { .zero })
+        } catch {
+            reader.record(Diagnostic(
+                severity: .error, code: .invalidValue, message: error.message,
+                location: error.offset.map(reader.location(ofOffset:)) ?? location, path: path))
+            return nil
+        }
+        var name = query.description
+        var expectAllowed: Bool?
+        var reasonContains: String?
+        var restriction: NotificationRestriction?
+        var state: OfflineState?
+        for member in value.members where caseMembers.contains(member.key) {
+            let memberPath = "\(path).\(member.key)"
+            switch member.key {
+            case "name": name = reader.string(member.value, path: memberPath) ?? name
+            case "expect":
+                switch member.value.string {
+                case "allow", "required": expectAllowed = true
+                case "block", "notRequired": expectAllowed = false
+                default:
+                    reader.error(.invalidValue, "\"expect\" must be \"allow\" or \"block\" (\"required\" or \"notRequired\" for encryptionRequired)", at: member.value, path: memberPath)
+                }
+            case "reason": reasonContains = reader.string(member.value, path: memberPath)
+            case "restriction":
+                restriction = reader.string(member.value, path: memberPath).flatMap(NotificationRestriction.init(rawValue:))
+                if restriction == nil {
+                    reader.error(.invalidValue, "\"restriction\" must be allow, blockOrganizationalData or block", at: member.value, path: memberPath)
+                }
+            case "state":
+                state = reader.string(member.value, path: memberPath).flatMap(OfflineState.init(rawValue:))
+                if state == nil {
+                    reader.error(.invalidValue, "\"state\" must be online, accessBlocked or wipeRequired", at: member.value, path: memberPath)
+                }
+            default: break
+            }
+        }
+        guard let expectAllowed else {
+            reader.error(.invalidValue, "the case has no \"expect\" (\"allow\" or \"block\")", at: value, path: path)
+            return nil
+        }
+        return ScenarioCase(
+            name: name, query: query, expectAllowed: expectAllowed, reasonContains: reasonContains,
+            restriction: restriction, state: state, location: location)
+    }
+}

@@ -1,0 +1,55 @@
+public import ArgumentParser
+import CustodyPolicy
+public import Logging
+
+/// Options every command that evaluates a bundle takes.
+struct BundleOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
+    var bundle: String
+
+    @Option(help: ArgumentHelp("Evaluate for this platform only; by default iOS and Android policies both apply.", valueName: "ios|android"))
+    var platform: Platform?
+
+    @Option(name: .customLong("app"), help: ArgumentHelp("The evaluating app's bundle or package id; policies whose app lists omit it do not apply.", valueName: "id"))
+    var appID: String?
+
+    @Option(help: ArgumentHelp("The device's management state (unmanaged, mdm, androidEnterprise, ...), matched against targetedAppManagementLevels.", valueName: "level"))
+    var managementLevel: AppManagementLevel?
+
+    var context: EvaluationContext {
+        EvaluationContext(platform: platform, appID: appID, managementLevel: managementLevel)
+    }
+
+    /// Loads and resolves the bundle, or prints its diagnostics and exits 1.
+    func loadSnapshot(logger: Logger) throws -> PolicySnapshot {
+        let bundle: PolicyBundle
+        do {
+            bundle = try PolicyBundle.load(path: self.bundle)
+        } catch {
+            StandardError.write(lines: error.diagnostics.map(\.description))
+            throw ExitCode.failure
+        }
+        return PolicySnapshot(bundle: bundle, context: context, logger: logger)
+    }
+}
+
+/// Log verbosity, for commands that log.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Log level on standard error: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
+    var logLevel: Logger.Level = .warning
+
+    func makeLogger() -> Logger {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "custody")
+    }
+}
+
+extension Platform: ExpressibleByArgument {}
+extension AppManagementLevel: ExpressibleByArgument {}
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension DecisionStream.Format: ExpressibleByArgument {}
