@@ -106,10 +106,17 @@ public final class PolicySnapshot: Sendable {
         return Party(id: account, index: index, policy: policyIndex < 0 ? nil : effectivePolicies[Int(policyIndex)])
     }
 
+    /// Same tenant account when both resolve; otherwise the ids' own forms decide, with a
+    /// resolved side compared by the tenant's full record (so an unknown OID carrying a known
+    /// account's UPN is not that account).
     @inline(__always)
     func isSame(_ first: Party, _ second: Party) -> Bool {
         guard let firstID = first.id, let secondID = second.id else { return false }
-        if first.index >= 0, second.index >= 0 { return first.index == second.index }
-        return firstID.isSameAccount(as: secondID)
+        switch (first.index >= 0, second.index >= 0) {
+        case (true, true): return first.index == second.index
+        case (true, false): return directory.accounts[Int(first.index)].id.isSameAccount(as: secondID)
+        case (false, true): return firstID.isSameAccount(as: directory.accounts[Int(second.index)].id)
+        case (false, false): return firstID.isSameAccount(as: secondID)
+        }
     }
 }

@@ -1,0 +1,101 @@
+import CustodyPolicy
+import Foundation
+import Testing
+
+@Suite("Loading tenant.json and bundle directories")
+struct TenantLoadingTests {
+    @Test("reads accounts, allowed accounts and managed apps")
+    func reads() throws {
+        let bundle = try loadBundle(
+            tenant: #"""
+                {"$schema": "ignored", "accounts": [
+                   {"oid": "0a000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": ["g1", "g2"]},
+                   {"upn": "b@contoso.com"},
+                   {"oid": "0a000000-0000-4000-8000-000000000003"}],
+                 "allowedAccounts": ["a@contoso.com"], "managedApps": ["com.contoso.app"]}
+                """#, documents: [])
+        #expect(bundle.tenant.accounts.map(\.id.description) == ["a@contoso.com", "b@contoso.com", "0a000000-0000-4000-8000-000000000003"])
+        #expect(bundle.tenant.accounts[0].groups == ["g1", "g2"])
+        #expect(bundle.tenant.accounts[1].groups == [])
+        #expect(bundle.tenant.allowedAccounts == ["a@contoso.com"])
+        #expect(bundle.tenant.managedApps == ["com.contoso.app"])
+        #expect(bundle.warnings.isEmpty)
+    }
+
+    @Test("a null allowedAccounts list allows everyone; a missing one too")
+    func allowedAccountsNull() throws {
+        #expect(try loadBundle(tenant: #"{"accounts": [], "allowedAccounts": null}"#, documents: []).tenant.allowedAccounts == nil)
+        #expect(try loadBundle(tenant: #"{"accounts": []}"#, documents: []).tenant.allowedAccounts == nil)
+        #expect(try loadBundle(tenant: #"{"allowedAccounts": []}"#, documents: []).tenant.allowedAccounts == [])
+    }
+
+    @Test(
+        "inconsistent identities are errors",
+        arguments: [
+            (#"{"accounts": [{"groups": []}]}"#, "needs an \"oid\" or a \"upn\""),
+            (#"{"accounts": [{"upn": "a@contoso.com"}, {"upn": "A@Contoso.com"}]}"#, "is also the UPN of accounts[0]"),
+            (#"{"accounts": [{"oid": "x", "upn": "a@c.com"}, {"oid": "X", "upn": "b@c.com"}]}"#, "is also the OID of accounts[0]"),
+            (#"{"accounts": [{"upn": "a@c.com", "groups": "g1"}]}"#, "expected an array"),
+            (#"{"accounts": {}}"#, "\"accounts\" must be an array"),
+            (#"{"allowedAccounts": "a@c.com"}"#, "expected an array"),
+            (#"[]"#, "tenant.json must hold an object"),
+        ])
+    func inconsistent(tenant: String, message: String) {
+        let errors = loadFailure(tenant: tenant, documents: []).filter { $0.severity == .error }
+        #expect(errors.count == 1)
+        #expect(errors.first?.message.contains(message) == true, "\(errors)")
+        #expect(errors.first?.location.file == "tenant.json")
+    }
+
+    @Test("unknown tenant properties are warnings")
+    func unknownProperties() throws {
+        let bundle = try loadBundle(tenant: #"{"accounts": [{"upn": "a@c.com", "displayName": "A"}], "domains": []}"#, documents: [])
+        #expect(bundle.warnings.map(\.code) == [.unknownProperty, .unknownProperty])
+    }
+
+    @Test("a directory loads tenant.json and its other JSON files in name order, skipping the rest")
+    func directory() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try write(#"{"accounts": [{"upn": "a@c.com"}]}"#, to: "\(directory)/tenant.json")
+        try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "B"}"##, to: "\(directory)/b.json")
+        try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "A"}"##, to: "\(directory)/a.JSON")
+        try write("not json", to: "\(directory)/README.md")
+        try write("{", to: "\(directory)/.hidden.json")
+        try FileManager.default.createDirectory(atPath: "\(directory)/sub.json", withIntermediateDirectories: true)
+        let bundle = try PolicyBundle.load(path: directory)
+        #expect(bundle.protectionPolicies.map(\.reference.name) == ["A", "B"])
+        #expect(bundle.tenant.accounts.count == 1)
+        #expect(bundle.warnings.isEmpty)
+    }
+
+    @Test("a directory without tenant.json loads with a warning; a missing path is an error")
+    func missingThings() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bundle = try PolicyBundle.load(path: directory)
+        #expect(bundle.warnings.map(\.code) == [.noTenant])
+        let error = try #require(throws: BundleError.self) { try PolicyBundle.load(path: "\(directory)/nope") }
+        #expect(error.errors.map(\.code) == [.unreadable])
+        #expect(error.description == "\(directory)/nope:1:1: error: no such file or directory")
+    }
+
+    @Test("a lone tenant.json validates as a tenant")
+    func loneTenant() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try write(#"{"accounts": [{"upn": "a@c.com"}, {"upn": "A@c.com"}]}"#, to: "\(directory)/tenant.json")
+        let error = try #require(throws: BundleError.self) { try PolicyBundle.load(path: "\(directory)/tenant.json") }
+        #expect(error.errors.first?.code == .tenant)
+    }
+}
+
+func temporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "custody-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func write(_ text: String, to path: String) throws {
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+}

@@ -1,0 +1,89 @@
+import CustodyPolicy
+import Testing
+
+@Suite("Account identities")
+struct AccountIDTests {
+    @Test(
+        "classifies one identifier as an OID (a GUID) or a UPN",
+        arguments: [
+            ("alice@contoso.com", nil, "alice@contoso.com"),
+            ("  alice@contoso.com\t", nil, "alice@contoso.com"),
+            ("A1F0C7D2-5B1E-4C3A-9E8F-000000000001", "A1F0C7D2-5B1E-4C3A-9E8F-000000000001", nil),
+            ("{a1f0c7d2-5b1e-4c3a-9e8f-000000000001}", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001", nil),
+            ("a1f0c7d2-5b1e-4c3a-9e8f-00000000000", nil, "a1f0c7d2-5b1e-4c3a-9e8f-00000000000"),
+            ("oid-without-guid-form", nil, "oid-without-guid-form"),
+        ] as [(String, String?, String?)])
+    func classifies(identifier: String, oid: String?, upn: String?) throws {
+        let account = try #require(AccountID(identifier))
+        #expect(account.oid == oid)
+        #expect(account.upn == upn)
+    }
+
+    @Test("refuses blank identities")
+    func blank() {
+        #expect(AccountID("") == nil)
+        #expect(AccountID("   ") == nil)
+        #expect(AccountID(oid: nil, upn: nil) == nil)
+        #expect(AccountID(oid: " ", upn: "") == nil)
+    }
+
+    @Test(
+        "compares case-insensitively, keeping the forms as given",
+        arguments: [
+            ("Alice@Contoso.COM", "alice@contoso.com", true),
+            ("ÉLODIE@contoso.com", "élodie@contoso.com", true),
+            ("alice@contoso.com", "alice@fabrikam.com", false),
+            ("A1F0C7D2-5B1E-4C3A-9E8F-000000000001", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001", true),
+        ])
+    func caseInsensitive(first: String, second: String, equal: Bool) {
+        #expect((id(first) == id(second)) == equal)
+        #expect(id(first).isSameAccount(as: id(second)) == equal)
+        if equal { #expect(id(first).hashValue == id(second).hashValue) }
+        #expect(id(first).description == first.trimmingCharacters())
+    }
+
+    @Test(
+        "without a tenant, OIDs decide when both have one, else UPNs; an OID never matches a UPN",
+        arguments: [
+            (AccountID(oid: "o1", upn: "a@x.com")!, AccountID(oid: "O1", upn: "b@x.com")!, true),
+            (AccountID(oid: "o1", upn: "a@x.com")!, AccountID(oid: "o2", upn: "a@x.com")!, false),
+            (AccountID(oid: "o1", upn: "a@x.com")!, AccountID(upn: "A@X.com")!, true),
+            (AccountID(oid: "o1")!, AccountID(upn: "a@x.com")!, false),
+            (AccountID(upn: "a@x.com")!, AccountID(upn: "a@x.com")!, true),
+        ])
+    func sameWithoutTenant(first: AccountID, second: AccountID, same: Bool) {
+        #expect(first.isSameAccount(as: second) == same)
+        #expect(second.isSameAccount(as: first) == same)
+    }
+
+    @Test("a tenant links an OID and a UPN of the same account, in both directions")
+    func tenantLinks() {
+        let snapshot = World.snapshot(owner: ProtectionSettings())
+        #expect(snapshot.isSameAccount(World.owner, World.ownerByOID))
+        #expect(snapshot.isSameAccount(World.ownerByOID, id("OWNER@contoso.com")))
+        #expect(!snapshot.isSameAccount(World.owner, World.peer))
+        #expect(!snapshot.isSameAccount(World.owner, nil))
+        #expect(!snapshot.isSameAccount(nil, nil))
+        // An OID the tenant does not know with the UPN of an account whose OID it does know: a
+        // reassigned or mistyped UPN, not the same person.
+        let impostor = AccountID(oid: "0b000000-0000-4000-8000-000000000009", upn: "owner@contoso.com")!
+        #expect(snapshot.tenantAccount(for: impostor) == nil)
+        #expect(!snapshot.isSameAccount(impostor, World.owner))
+        // Outside the tenant, ids still compare by their own forms.
+        #expect(snapshot.isSameAccount(World.outsider, id("OUTSIDER@fabrikam.com")))
+    }
+
+    @Test("an OID not in GUID form still resolves through the other index")
+    func nonGUIDOID() {
+        let tenant = Tenant(accounts: [TenantAccount(id: AccountID(oid: "oid-7", upn: "seven@contoso.com")!, groups: [])])
+        let snapshot = PolicySnapshot(bundle: PolicyBundle(tenant: tenant))
+        #expect(snapshot.tenantAccount(for: id("oid-7"))?.id.upn == "seven@contoso.com")
+        #expect(snapshot.isSameAccount(id("OID-7"), id("seven@contoso.com")))
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters() -> String {
+        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}

@@ -1,0 +1,42 @@
+import Logging
+import Synchronization
+
+/// A log handler that keeps every record in memory, for asserting what was (and was not) logged.
+final class LogCapture: Sendable {
+    struct Record: Sendable {
+        let level: Logger.Level
+        let message: String
+        let metadata: [String: String]
+    }
+
+    private let storage = Mutex<[Record]>([])
+
+    var records: [Record] { storage.withLock { $0 } }
+
+    /// A logger writing into this capture at every level.
+    func logger(label: String = "test") -> Logger {
+        var logger = Logger(label: label) { _ in Handler(capture: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    fileprivate func append(_ record: Record) {
+        storage.withLock { $0.append(record) }
+    }
+
+    private struct Handler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            capture.append(Record(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
+        }
+    }
+}
