@@ -63,7 +63,7 @@ let package = Package(
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.
         .testTarget(
             name: "CustodyCLITests",
-            dependencies: ["custody"],
+            dependencies: ["custody", "CustodyPolicy"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -120,6 +120,7 @@ extension ScenarioMatrix {
         }
         var name = query.description
         var expectAllowed: Bool?
+        var expectSeen = false
         var reasonContains: String?
         var restriction: NotificationRestriction?
         var state: OfflineState?
@@ -128,6 +129,7 @@ extension ScenarioMatrix {
             switch member.key {
             case "name": name = reader.string(member.value, path: memberPath) ?? name
             case "expect":
+                expectSeen = true
                 switch member.value.string {
                 case "allow", "required": expectAllowed = true
                 case "block", "notRequired": expectAllowed = false
@@ -149,7 +151,9 @@ extension ScenarioMatrix {
             }
         }
         guard let expectAllowed else {
-            reader.error(.invalidValue, "the case has no \"expect\" (\"allow\" or \"block\")", at: value, path: path)
+            if !expectSeen {
+                reader.error(.invalidValue, "the case has no \"expect\" (\"allow\" or \"block\")", at: value, path: path)
+            }
             return nil
         }
         return ScenarioCase(

@@ -1,0 +1,130 @@
+import CustodyPolicy
+import Foundation
+import Testing
+
+@Suite("The custody command line")
+struct CLITests {
+    @Test("policy validate reports exactly the INVALID export of the shared folder, and exits 1")
+    func validateSharedExamples() throws {
+        let result = try CLIRunner.run(["policy", "validate", CLIRunner.sharedGraphExamples])
+        #expect(result.status == 1)
+        let errors = result.stderrLines.filter { $0.contains(": error: ") }
+        #expect(errors == [
+            "\(CLIRunner.sharedGraphExamples)/deploymenttheory-terraform-provider-microsoft365__android_managed_app_protection__maximal_response.INVALID.json:43:2: error: unexpected '`' after the end of the JSON value",
+        ])
+        #expect(result.stderrLines.allSatisfy { $0.contains(": error: ") || $0.contains(": warning: ") })
+        #expect(result.stdout == "\(CLIRunner.sharedGraphExamples): failed: 1 error\n")
+    }
+
+    @Test("policy validate exits 0 for good bundles and files, with a summary line each")
+    func validateGood() throws {
+        let result = try CLIRunner.run(["policy", "validate", "policies", "fixtures/frameworks/level-3-ios", "fixtures/exit-criteria/bundle/tenant.json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == [
+            "policies: ok: 4 accounts, 4 protection policies, 2 app configurations, 0 warnings",
+            "fixtures/frameworks/level-3-ios: ok: 2 accounts, 1 protection policy, 0 app configurations, 0 warnings",
+            "fixtures/exit-criteria/bundle/tenant.json: ok: 19 accounts, 0 protection policies, 0 app configurations, 0 warnings",
+        ])
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test("warnings go to standard error and do not fail validation; --quiet keeps errors only")
+    func validateWarnings() throws {
+        let file = CLIRunner.sharedGraphExamples + "/deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json"
+        let result = try CLIRunner.run(["policy", "validate", file])
+        #expect(result.status == 0)
+        #expect(result.stderrLines.count == 8)
+        #expect(result.stderrLines.allSatisfy { $0.contains(": warning: ") })
+        let quiet = try CLIRunner.run(["policy", "validate", "--quiet", file, "does/not/exist"])
+        #expect(quiet.status == 1)
+        #expect(quiet.stdout.isEmpty)
+        #expect(quiet.stderrLines == ["does/not/exist:1:1: error: no such file or directory"])
+    }
+
+    @Test("decide answers every line in order, errors included, and exits 1 when a line was bad")
+    func decide() throws {
+        let input = [
+            #"{"action":"saveTo","owner":"alice@contoso.com","location":"box","locationAccount":"alice@contoso.com"}"#,
+            #"{"action":"saveTo","owner":"alice@contoso.com","location":"box""#,
+            #"{"action":"print","account":"bob@contoso.com"}"#,
+        ].joined(separator: "\n") + "\n"
+        let result = try CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios"], stdin: input)
+        #expect(result.status == 1)
+        #expect(result.stdoutLines.count == 3)
+        #expect(result.stdoutLines[0].hasPrefix(#"{"action":"saveTo","allowed":false,"reason":"saveAsBlocked is true and box is not in allowedDataStorageLocations"#))
+        #expect(result.stdoutLines[1] == #"{"error":"line 2, column 1: object is not closed: expected '}' before the end of the input","line":2}"#)
+        #expect(result.stdoutLines[2].hasPrefix(#"{"action":"print","allowed":true"#))
+        for line in result.stdoutLines {
+            #expect(throws: Never.self) { try JSONDocument(parsing: Array(line.utf8)) }
+        }
+
+        let good = try CLIRunner.run(["decide", "--bundle", "policies"], stdin: #"{"action":"accountAllowed","account":"bob@contoso.com"}"#)
+        #expect(good.status == 0)
+        #expect(good.stdoutLines == [#"{"action":"accountAllowed","allowed":true,"reason":"the account matches 'Bob@Contoso.com' in allowedAccounts","setting":"allowedAccounts","policies":[]}"#])
+    }
+
+    @Test("decide answers the example queries of make run")
+    func examples() throws {
+        let queries = try String(contentsOfFile: CLIRunner.packageRoot + "/policies/examples.jsonl", encoding: .utf8)
+        let result = try CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios", "--app", "com.microsoft.office.outlook", "--format", "text"], stdin: queries)
+        #expect(result.status == 0)
+        #expect(result.stdoutLines.count == queries.split(separator: "\n").count)
+        #expect(result.stdoutLines.allSatisfy { $0.hasPrefix("ALLOW ") || $0.hasPrefix("BLOCK ") || $0.hasPrefix("REQUIRED ") || $0.hasPrefix("OPTIONAL ") })
+        #expect(result.stderr.contains("Account not allowed: an allowed entry has the same local part at another domain"))
+    }
+
+    @Test("a bundle that does not load stops decide with its diagnostics")
+    func decideBadBundle() throws {
+        let result = try CLIRunner.run(["decide", "--bundle", CLIRunner.sharedGraphExamples], stdin: "")
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("INVALID.json:43:2: error:"))
+    }
+
+    @Test("policy show prints the effective policy with sources")
+    func show() throws {
+        let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "ALICE@contoso.com", "--platform", "ios"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let document = try JSONDocument(parsing: Array(result.stdout.utf8))
+        let root = document.root
+        #expect(root["managed"]?.bool == true)
+        #expect(root["account"]?["oid"]?.string == "a1f0c7d2-5b1e-4c3a-9e8f-000000000001")
+        #expect(root["policies"]?.elements.map { $0["name"]?.string } == ["Contoso All Staff (iOS)", "Contoso Finance (iOS)"], "bundle order: files by name")
+        let save = try #require(root["settings"]?["saveAsBlocked"])
+        #expect(save["value"]?.bool == true)
+        #expect(save["resolution"]?.string == "configured")
+        #expect(save["sources"]?.elements.map(\.string) == ["Contoso Finance (iOS)"])
+        let exception = try #require(root["settings"]?["allowedOutboundClipboardSharingExceptionLength"])
+        #expect(exception["value"]?.int == 0)
+        #expect(exception["resolution"]?.string == "conflictDefault")
+        #expect(root["settings"]?["encryptAppData"] == nil, "Android settings are not shown for iOS")
+        #expect(root["accountAllowed"]?["allowed"]?.bool == true)
+    }
+
+    @Test("policy show refuses an account the tenant does not know")
+    func showUnknown() throws {
+        let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "erin@fabrikam.com"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "error: account 'erin@fabrikam.com' is not in the tenant of policies; unknown accounts are unmanaged (no policy applies)\n")
+    }
+
+    @Test(
+        "bad arguments exit 64 with a usage message",
+        arguments: [["decide"], ["decide", "--bundle", "policies", "--platform", "windows"], ["policy", "show", "--bundle", "policies", "--account", " "], ["frobnicate"]])
+    func badArguments(arguments: [String]) throws {
+        let result = try CLIRunner.run(arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("Error:") || result.stderr.contains("error:"))
+    }
+
+    @Test("help texts document the query contract")
+    func help() throws {
+        let result = try CLIRunner.run(["decide", "--help"])
+        #expect(result.status == 0)
+        for action in DecisionAction.allCases {
+            #expect(result.stdout.contains(#""\#(action.rawValue)""#), "\(action)")
+        }
+        for location in SaveLocation.allCases { #expect(result.stdout.contains(location.rawValue)) }
+        for location in OpenLocation.allCases { #expect(result.stdout.contains(location.rawValue)) }
+    }
+}
