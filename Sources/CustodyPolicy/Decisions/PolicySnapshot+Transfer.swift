@@ -14,17 +14,18 @@ extension PolicySnapshot {
     ///   - locationAccount: the account the location belongs to; nil means an unmanaged
     ///     location (Intune semantics since SDK 15.1).
     public func saveTo(owner: AccountID?, location: SaveLocation, locationAccount: AccountID?) -> Decision {
-        let owner = resolve(owner)
+        let ownerParty = resolve(owner)
         let target = resolve(locationAccount)
+        let sameAccount = isSame(locationAccount, target, owner, ownerParty)
         let primary: Finding
-        if let policy = owner.policy {
-            let code = saveLocationRule(location, policy: policy, sameAccount: isSame(target, owner))
+        if let policy = ownerParty.policy {
+            let code = saveLocationRule(location, policy: policy, sameAccount: sameAccount)
             primary = Finding(code.code, policy)
             guard code.allowed else { return Decision(.saveTo, allowed: false, primary) }
         } else {
             primary = Finding(.unmanaged(.owner), nil)
         }
-        if let targetPolicy = target.policy, !isSame(target, owner) {
+        if let targetPolicy = target.policy, !sameAccount {
             let blocked = targetPolicy.blockDataIngestionIntoOrganizationDocuments.value
             return Decision(.saveTo, allowed: !blocked, primary, Finding(.locationAccountIngestion(blocked: blocked), targetPolicy))
         }
@@ -35,12 +36,12 @@ extension PolicySnapshot {
         guard policy.saveAsBlocked.value else { return (.saveAsAllowed, true) }
         switch location {
         case .oneDriveForBusiness, .sharePoint, .box, .iManage, .egnyte:
-            guard policy.allowedDataStorageLocations.value.contains(location.storageLocation!) else {
+            guard policy.allowsSaving(to: location.storageLocation!) else {
                 return (.saveLocationNotListed(location), false)
             }
             return sameAccount ? (.saveLocationListed(location), true) : (.saveLocationOtherAccount(location), false)
         case .localDrive, .cameraRoll:
-            return policy.allowedDataStorageLocations.value.contains(location.storageLocation!)
+            return policy.allowsSaving(to: location.storageLocation!)
                 ? (.saveLocationListed(location), true) : (.saveLocationNotListed(location), false)
         case .accountDocument:
             return (.saveAccountDocument(sameAccount: sameAccount), sameAccount)
@@ -61,18 +62,19 @@ extension PolicySnapshot {
     ///    its `allowedOutboundDataTransferDestinations` must be `allApps`, or `managedApps` with
     ///    a managed receiver.
     public func openFrom(receiver: AccountID?, location: OpenLocation, locationAccount: AccountID?) -> Decision {
-        let receiver = resolve(receiver)
+        let receiverParty = resolve(receiver)
         let source = resolve(locationAccount)
+        let sameAccount = isSame(locationAccount, source, receiver, receiverParty)
         let primary: Finding
-        if let policy = receiver.policy {
-            let code = openLocationRule(location, policy: policy, sameAccount: isSame(source, receiver))
+        if let policy = receiverParty.policy {
+            let code = openLocationRule(location, policy: policy, sameAccount: sameAccount)
             primary = Finding(code.code, policy)
             guard code.allowed else { return Decision(.openFrom, allowed: false, primary) }
         } else {
             primary = Finding(.unmanaged(.receiver), nil)
         }
-        if let sourcePolicy = source.policy, !isSame(source, receiver) {
-            let (code, allowed) = sendRule(sourcePolicy, receiverManaged: receiver.isManaged, role: .locationAccount)
+        if let sourcePolicy = source.policy, !sameAccount {
+            let (code, allowed) = sendRule(sourcePolicy, receiverManaged: receiverParty.isManaged, role: .locationAccount)
             return Decision(.openFrom, allowed: allowed, primary, Finding(code, sourcePolicy))
         }
         return Decision(.openFrom, allowed: true, primary)
@@ -82,12 +84,12 @@ extension PolicySnapshot {
         guard policy.blockDataIngestionIntoOrganizationDocuments.value else { return (.ingestionAllowed, true) }
         switch location {
         case .oneDriveForBusiness, .sharePoint:
-            guard policy.allowedDataIngestionLocations.value.contains(location.ingestionLocation!) else {
+            guard policy.allowsOpening(from: location.ingestionLocation!) else {
                 return (.openLocationNotListed(location), false)
             }
             return sameAccount ? (.openLocationListed(location), true) : (.openLocationOtherAccount(location), false)
         case .camera, .photos:
-            return policy.allowedDataIngestionLocations.value.contains(location.ingestionLocation!)
+            return policy.allowsOpening(from: location.ingestionLocation!)
                 ? (.openLocationListed(location), true) : (.openLocationNotListed(location), false)
         case .localStorage, .accountDocument:
             return (.openLocalSource(location, sameAccount: sameAccount), sameAccount)
@@ -111,11 +113,11 @@ extension PolicySnapshot {
     /// allows a managed owner, `none` only the receiver's own data. Then, when the owner is
     /// another managed account, its send rule applies as for open-from.
     public func receive(receiver: AccountID?, dataOwner: AccountID?) -> Decision {
-        let receiver = resolve(receiver)
+        let receiverParty = resolve(receiver)
         let owner = resolve(dataOwner)
-        let same = isSame(owner, receiver)
+        let same = isSame(dataOwner, owner, receiver, receiverParty)
         let primary: Finding
-        if let policy = receiver.policy {
+        if let policy = receiverParty.policy {
             let level = policy.allowedInboundDataTransferSources.value
             let allowed: Bool
             switch level {
@@ -129,7 +131,7 @@ extension PolicySnapshot {
             primary = Finding(.unmanaged(.receiver), nil)
         }
         if let ownerPolicy = owner.policy, !same {
-            let (code, allowed) = sendRule(ownerPolicy, receiverManaged: receiver.isManaged, role: .dataOwner)
+            let (code, allowed) = sendRule(ownerPolicy, receiverManaged: receiverParty.isManaged, role: .dataOwner)
             return Decision(.receive, allowed: allowed, primary, Finding(code, ownerPolicy))
         }
         return Decision(.receive, allowed: true, primary)

@@ -9,33 +9,51 @@
 /// name `file:line:column`, and `custody decide` must parse hundreds of thousands of lines a
 /// second without allocating per value.
 package struct JSONDocument: Sendable {
+    /// The source and tape, shared by the document and every `JSONValue` read from it, so a
+    /// value costs one reference count. Mutated only by `reparse` and only when uniquely
+    /// referenced (copy-on-write), which is what makes the unchecked `Sendable` sound.
+    final class Storage: @unchecked Sendable {
+        var source: [UInt8]
+        var tape: [JSONTapeEntry]
+
+        init(source: [UInt8], tape: [JSONTapeEntry]) {
+            self.source = source
+            self.tape = tape
+        }
+    }
+
+    private(set) var storage: Storage
+
     /// The UTF-8 text the document was parsed from.
-    package private(set) var source: [UInt8]
-    package private(set) var tape: [JSONTapeEntry]
+    package var source: [UInt8] { storage.source }
+    package var tape: [JSONTapeEntry] { storage.tape }
 
     /// Parses `source`, which must hold exactly one JSON value (surrounding whitespace allowed).
     /// - Throws: `JSONSyntaxError` naming the byte offset of the first problem.
     package init(parsing source: [UInt8]) throws(JSONSyntaxError) {
-        self.source = source
-        self.tape = []
-        try reparse()
+        storage = Storage(source: source, tape: [])
+        try Self.parse(storage)
     }
 
-    /// Replaces the document with `bytes`, reusing its storage: the hot path of line-by-line
-    /// readers such as `custody decide`.
+    /// Replaces the document with `bytes`, reusing its storage when no value still refers to it:
+    /// the hot path of line-by-line readers such as `custody decide`.
     package mutating func reparse(_ bytes: UnsafeRawBufferPointer) throws(JSONSyntaxError) {
-        source.removeAll(keepingCapacity: true)
-        source.append(contentsOf: bytes)
-        try reparse()
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = Storage(source: [], tape: [])
+        }
+        storage.source.removeAll(keepingCapacity: true)
+        storage.source.append(contentsOf: bytes)
+        try Self.parse(storage)
     }
 
-    private mutating func reparse() throws(JSONSyntaxError) {
+    private static func parse(_ storage: Storage) throws(JSONSyntaxError) {
+        var tape = storage.tape
+        storage.tape = []
         tape.removeAll(keepingCapacity: true)
-        var tape = self.tape
-        self.tape = []
-        defer { self.tape = tape }
-        let result: Result<Void, JSONSyntaxError> = source.withUnsafeBufferPointer { bytes in
+        defer { storage.tape = tape }
+        let result: Result<Void, JSONSyntaxError> = storage.source.withUnsafeBufferPointer { bytes in
             var parser = JSONParser(bytes: bytes, tape: tape)
+            tape = []
             defer { tape = parser.tape }
             do throws(JSONSyntaxError) {
                 try parser.parseDocument()
@@ -48,7 +66,7 @@ package struct JSONDocument: Sendable {
     }
 
     /// The top-level value.
-    package var root: JSONValue { JSONValue(document: self, index: 0) }
+    package var root: JSONValue { JSONValue(storage: storage, index: 0) }
 }
 
 /// The kind of a JSON value.

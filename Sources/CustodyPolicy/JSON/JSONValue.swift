@@ -1,9 +1,12 @@
 /// A view of one value in a `JSONDocument`.
 package struct JSONValue: Sendable {
-    package let document: JSONDocument
+    let storage: JSONDocument.Storage
     package let index: Int
 
-    private var entry: JSONTapeEntry { document.tape[index] }
+    /// The UTF-8 text of the document the value belongs to.
+    package var source: [UInt8] { storage.source }
+
+    private var entry: JSONTapeEntry { storage.tape[index] }
 
     /// What kind of value this is.
     package var kind: JSONKind { entry.kind }
@@ -35,7 +38,7 @@ package struct JSONValue: Sendable {
     package var string: String? {
         let entry = entry
         guard entry.kind == .string else { return nil }
-        return document.source.withUnsafeBufferPointer { bytes in
+        return storage.source.withUnsafeBufferPointer { bytes in
             let contents = UnsafeBufferPointer(rebasing: bytes[Int(entry.start) + 1..<Int(entry.start + 1 + entry.extent)])
             return entry.hasEscapes ? unescape(contents) : String(decoding: contents, as: UTF8.self)
         }
@@ -46,7 +49,7 @@ package struct JSONValue: Sendable {
     package func withRawStringBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
         let entry = entry
         guard entry.kind == .string else { return nil }
-        return try document.source.withUnsafeBufferPointer { bytes in
+        return try storage.source.withUnsafeBufferPointer { bytes in
             try body(UnsafeBufferPointer(rebasing: bytes[Int(entry.start) + 1..<Int(entry.start + 1 + entry.extent)]))
         }
     }
@@ -55,7 +58,7 @@ package struct JSONValue: Sendable {
     package func stringEquals(_ literal: StaticString) -> Bool {
         let entry = entry
         guard entry.kind == .string, !entry.hasEscapes, Int(entry.extent) == literal.utf8CodeUnitCount else { return false }
-        return document.source.withUnsafeBufferPointer { bytes in
+        return storage.source.withUnsafeBufferPointer { bytes in
             let base = bytes.baseAddress! + Int(entry.start) + 1
             return memoryEqual(base, literal.utf8Start, count: literal.utf8CodeUnitCount)
         }
@@ -65,7 +68,7 @@ package struct JSONValue: Sendable {
     package var numberText: String? {
         let entry = entry
         guard entry.kind == .number else { return nil }
-        return String(decoding: document.source[Int(entry.start)..<Int(entry.start + entry.extent)], as: UTF8.self)
+        return String(decoding: storage.source[Int(entry.start)..<Int(entry.start + entry.extent)], as: UTF8.self)
     }
 
     /// The number as an exact `Int`, or nil when it is not a number, has a fraction or
@@ -76,7 +79,7 @@ package struct JSONValue: Sendable {
         var value = 0
         var negative = false
         for position in Int(entry.start)..<Int(entry.start + entry.extent) {
-            let byte = document.source[position]
+            let byte = storage.source[position]
             if byte == UInt8(ascii: "-") {
                 negative = true
                 continue
@@ -106,6 +109,23 @@ package struct JSONValue: Sendable {
     package subscript(key: String) -> JSONValue? {
         members.first { $0.key == key }?.value
     }
+
+    /// The value of the first member whose name is exactly `key` (unescaped), walking the tape
+    /// without building a value per member: the hot path of query reading.
+    package func member(named key: StaticString) -> JSONValue? {
+        let tape = storage.tape
+        guard tape[index].kind == .object else { return nil }
+        var position = index + 1
+        let end = Int(tape[index].extent)
+        while position < end {
+            if JSONValue(storage: storage, index: position).stringEquals(key) {
+                return JSONValue(storage: storage, index: position + 1)
+            }
+            let value = tape[position + 1]
+            position = value.kind == .array || value.kind == .object ? Int(value.extent) : position + 2
+        }
+        return nil
+    }
 }
 
 /// The elements of a JSON array.
@@ -113,13 +133,13 @@ package struct JSONElements: Sequence, Sendable {
     let container: JSONValue
 
     package struct Iterator: IteratorProtocol {
-        let document: JSONDocument
+        let storage: JSONDocument.Storage
         var index: Int
         let end: Int
 
         package mutating func next() -> JSONValue? {
             guard index < end else { return nil }
-            let value = JSONValue(document: document, index: index)
+            let value = JSONValue(storage: storage, index: index)
             index = value.next
             return value
         }
@@ -127,9 +147,9 @@ package struct JSONElements: Sequence, Sendable {
 
     package func makeIterator() -> Iterator {
         guard container.kind == .array else {
-            return Iterator(document: container.document, index: 0, end: 0)
+            return Iterator(storage: container.storage, index: 0, end: 0)
         }
-        return Iterator(document: container.document, index: container.index + 1, end: container.next)
+        return Iterator(storage: container.storage, index: container.index + 1, end: container.next)
     }
 
     /// The number of elements (walks the array once).
@@ -141,32 +161,35 @@ package struct JSONMembers: Sequence, Sendable {
     let container: JSONValue
 
     package struct Member: Sendable {
+        let storage: JSONDocument.Storage
+        let nameIndex: Int
+
         /// The member name's own value (a string), for its position and raw bytes.
-        package let name: JSONValue
-        package let value: JSONValue
+        package var name: JSONValue { JSONValue(storage: storage, index: nameIndex) }
+        package var value: JSONValue { JSONValue(storage: storage, index: nameIndex + 1) }
         /// The decoded member name.
         package var key: String { name.string ?? "" }
     }
 
     package struct Iterator: IteratorProtocol {
-        let document: JSONDocument
+        let storage: JSONDocument.Storage
         var index: Int
         let end: Int
 
         package mutating func next() -> Member? {
             guard index < end else { return nil }
-            let name = JSONValue(document: document, index: index)
-            let value = JSONValue(document: document, index: index + 1)
-            index = value.next
-            return Member(name: name, value: value)
+            let member = Member(storage: storage, nameIndex: index)
+            let value = storage.tape[index + 1]
+            index = value.kind == .array || value.kind == .object ? Int(value.extent) : index + 2
+            return member
         }
     }
 
     package func makeIterator() -> Iterator {
         guard container.kind == .object else {
-            return Iterator(document: container.document, index: 0, end: 0)
+            return Iterator(storage: container.storage, index: 0, end: 0)
         }
-        return Iterator(document: container.document, index: container.index + 1, end: container.next)
+        return Iterator(storage: container.storage, index: container.index + 1, end: container.next)
     }
 }
 

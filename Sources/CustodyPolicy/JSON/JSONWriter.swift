@@ -74,6 +74,24 @@ package struct JSONWriter {
         bytes.append(contentsOf: json)
     }
 
+    /// Writes a string value whose contents are already JSON-escaped (a cached fragment).
+    package mutating func rawString(_ escaped: [UInt8]) {
+        beginValue()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: escaped)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Writes a string value from three already-escaped parts.
+    package mutating func rawString(_ first: [UInt8], _ second: [UInt8], _ third: [UInt8]) {
+        beginValue()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: first)
+        bytes.append(contentsOf: second)
+        bytes.append(contentsOf: third)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// Appends plain text, unquoted: for output formats beside JSON that share the buffer.
     package mutating func rawText(_ text: String) {
         bytes.append(contentsOf: text.utf8)

@@ -80,3 +80,30 @@ public enum IngestionLocation: String, Sendable, Hashable, CaseIterable, GraphEn
     case camera
     case photoLibrary
 }
+
+extension StorageLocation {
+    /// A distinct bit per location, for allow-list masks.
+    var bit: UInt8 {
+        switch self {
+        case .oneDriveForBusiness: 1 << 0
+        case .sharePoint: 1 << 1
+        case .box: 1 << 2
+        case .localStorage: 1 << 3
+        case .photoLibrary: 1 << 4
+        case .iManage: 1 << 5
+        case .egnyte: 1 << 6
+        }
+    }
+}
+
+extension IngestionLocation {
+    /// A distinct bit per location, for allow-list masks.
+    var bit: UInt8 {
+        switch self {
+        case .oneDriveForBusiness: 1 << 0
+        case .sharePoint: 1 << 1
+        case .camera: 1 << 2
+        case .photoLibrary: 1 << 3
+        }
+    }
+}

@@ -1,15 +1,16 @@
 extension DecisionQuery {
-    /// The members each action takes; every other member is an error (names are exact).
-    static func fields(of action: DecisionAction) -> (required: [String], optional: [String]) {
+    /// The members each action takes, required ones first; every other member is an error
+    /// (names are exact). No action takes more than four.
+    static func fields(of action: DecisionAction) -> (names: [String], required: Int) {
         switch action {
-        case .saveTo: (["owner", "location"], ["locationAccount"])
-        case .openFrom: (["receiver", "location"], ["locationAccount"])
-        case .share: (["owner", "targets"], [])
-        case .receive: (["receiver"], ["dataOwner"])
-        case .copyOut: (["owner", "destinationManaged"], ["length"])
-        case .pasteIn: (["owner", "sourceManaged"], [])
-        case .print, .backup, .screenCapture, .encryptionRequired, .notifications, .accountAllowed: (["account"], [])
-        case .offlineAccess: (["account"], ["offlineFor", "lastCheckIn", "now"])
+        case .saveTo: (["owner", "location", "locationAccount"], 2)
+        case .openFrom: (["receiver", "location", "locationAccount"], 2)
+        case .share: (["owner", "targets"], 2)
+        case .receive: (["receiver", "dataOwner"], 1)
+        case .copyOut: (["owner", "destinationManaged", "length"], 2)
+        case .pasteIn: (["owner", "sourceManaged"], 2)
+        case .print, .backup, .screenCapture, .encryptionRequired, .notifications, .accountAllowed: (["account"], 1)
+        case .offlineAccess: (["account", "offlineFor", "lastCheckIn", "now"], 1)
         }
     }
 
@@ -31,63 +32,86 @@ extension DecisionQuery {
         guard object.kind == .object else {
             throw reader.error("a query must be a JSON object, found \(object.kind.article)", at: object)
         }
-        guard let actionValue = object["action"] else {
+        guard let actionValue = object.member(named: "action") ?? object["action"] else {
             throw reader.error("the query has no \"action\" (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))", at: object)
         }
         guard let actionName = actionValue.string, let action = DecisionAction(rawValue: actionName) else {
             let found = actionValue.string.map { "'\($0)'" } ?? actionValue.kind.article
             throw reader.error("unknown action \(found) (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))", at: actionValue)
         }
-        let (required, optional) = Self.fields(of: action)
-        var values: [String: JSONValue] = [:]
+        let (names, required) = Self.fields(of: action)
+        var values = FieldValues()
         for member in object.members {
             let key = member.key
-            if key == "action" || extraMembers.contains(key) { continue }
-            guard required.contains(key) || optional.contains(key) else {
-                throw reader.error(
-                    "unknown field '\(key)' for action \(action) (it takes: \((required + optional).joined(separator: ", ")))",
-                    at: member.name)
+            if key == "action" || (!extraMembers.isEmpty && extraMembers.contains(key)) { continue }
+            guard let position = names.firstIndex(of: key) else {
+                throw reader.error("unknown field '\(key)' for action \(action) (it takes: \(names.joined(separator: ", ")))", at: member.name)
             }
-            guard values.updateValue(member.value, forKey: key) == nil else {
+            guard values[position] == nil else {
                 throw reader.error("field '\(key)' appears more than once", at: member.name)
             }
+            values[position] = member.value
         }
-        for key in required where values[key] == nil {
-            throw reader.error("action \(action) needs the field '\(key)'", at: object)
+        for position in 0..<required where values[position] == nil {
+            throw reader.error("action \(action) needs the field '\(names[position])'", at: object)
         }
 
         switch action {
         case .saveTo:
             self = .saveTo(
-                owner: try reader.account(values["owner"]),
-                location: try reader.enumValue(values["location"]!, SaveLocation.self),
-                locationAccount: try reader.account(values["locationAccount"]))
+                owner: try reader.account(values[0]),
+                location: try reader.enumValue(values[1]!, SaveLocation.self),
+                locationAccount: try reader.account(values[2]))
         case .openFrom:
             self = .openFrom(
-                receiver: try reader.account(values["receiver"]),
-                location: try reader.enumValue(values["location"]!, OpenLocation.self),
-                locationAccount: try reader.account(values["locationAccount"]))
+                receiver: try reader.account(values[0]),
+                location: try reader.enumValue(values[1]!, OpenLocation.self),
+                locationAccount: try reader.account(values[2]))
         case .share:
-            self = .share(owner: try reader.account(values["owner"]), targets: try reader.targets(values["targets"]!))
+            self = .share(owner: try reader.account(values[0]), targets: try reader.targets(values[1]!))
         case .receive:
-            self = .receive(receiver: try reader.account(values["receiver"]), dataOwner: try reader.account(values["dataOwner"]))
+            self = .receive(receiver: try reader.account(values[0]), dataOwner: try reader.account(values[1]))
         case .copyOut:
             self = .copyOut(
-                owner: try reader.account(values["owner"]),
-                destinationManaged: try reader.bool(values["destinationManaged"]!),
-                length: try values["length"].flatMap { value throws(QueryError) in try reader.length(value) })
+                owner: try reader.account(values[0]),
+                destinationManaged: try reader.bool(values[1]!),
+                length: try values[2].flatMap { value throws(QueryError) in try reader.length(value) })
         case .pasteIn:
-            self = .pasteIn(owner: try reader.account(values["owner"]), sourceManaged: try reader.bool(values["sourceManaged"]!))
-        case .print: self = .print(account: try reader.account(values["account"]))
-        case .backup: self = .backup(account: try reader.account(values["account"]))
-        case .screenCapture: self = .screenCapture(account: try reader.account(values["account"]))
-        case .encryptionRequired: self = .encryptionRequired(account: try reader.account(values["account"]))
-        case .notifications: self = .notifications(account: try reader.account(values["account"]))
-        case .accountAllowed: self = .accountAllowed(account: try reader.account(values["account"]))
+            self = .pasteIn(owner: try reader.account(values[0]), sourceManaged: try reader.bool(values[1]!))
+        case .print: self = .print(account: try reader.account(values[0]))
+        case .backup: self = .backup(account: try reader.account(values[0]))
+        case .screenCapture: self = .screenCapture(account: try reader.account(values[0]))
+        case .encryptionRequired: self = .encryptionRequired(account: try reader.account(values[0]))
+        case .notifications: self = .notifications(account: try reader.account(values[0]))
+        case .accountAllowed: self = .accountAllowed(account: try reader.account(values[0]))
         case .offlineAccess:
             self = .offlineAccess(
-                account: try reader.account(values["account"]),
-                offlineFor: try reader.offlineFor(values, object: object, currentTime: currentTime))
+                account: try reader.account(values[0]),
+                offlineFor: try reader.offlineFor(offlineFor: values[1], lastCheckIn: values[2], now: values[3], object: object, currentTime: currentTime))
+        }
+    }
+}
+
+/// The values of a query's fields by their position in `DecisionQuery.fields(of:)`, held inline.
+private struct FieldValues {
+    private var first, second, third, fourth: JSONValue?
+
+    subscript(position: Int) -> JSONValue? {
+        get {
+            switch position {
+            case 0: first
+            case 1: second
+            case 2: third
+            default: fourth
+            }
+        }
+        set {
+            switch position {
+            case 0: first = newValue
+            case 1: second = newValue
+            case 2: third = newValue
+            default: fourth = newValue
+            }
         }
     }
 }
@@ -98,7 +122,7 @@ private struct QueryReader {
 
     func error(_ message: String, at value: JSONValue) -> QueryError {
         QueryError(
-            message: message, column: JSONText.lineAndColumn(ofOffset: value.offset, in: object.document.source).column,
+            message: message, column: JSONText.lineAndColumn(ofOffset: value.offset, in: object.source).column,
             offset: value.offset)
     }
 
@@ -165,9 +189,11 @@ private struct QueryReader {
         return targets
     }
 
-    func offlineFor(_ values: [String: JSONValue], object: JSONValue, currentTime: () -> Duration) throws(QueryError) -> Duration {
-        if let offlineFor = values["offlineFor"] {
-            guard values["lastCheckIn"] == nil, values["now"] == nil else {
+    func offlineFor(
+        offlineFor: JSONValue?, lastCheckIn: JSONValue?, now: JSONValue?, object: JSONValue, currentTime: () -> Duration
+    ) throws(QueryError) -> Duration {
+        if let offlineFor {
+            guard lastCheckIn == nil, now == nil else {
                 throw error("give either \"offlineFor\" or \"lastCheckIn\", not both", at: offlineFor)
             }
             guard let text = offlineFor.string else {
@@ -179,11 +205,11 @@ private struct QueryReader {
                 throw self.error("\"offlineFor\" is not a duration: \(error)", at: offlineFor)
             }
         }
-        guard let lastCheckIn = values["lastCheckIn"] else {
+        guard let lastCheckIn else {
             throw error("action offlineAccess needs \"offlineFor\" or \"lastCheckIn\"", at: object)
         }
         let checkedIn = try timestamp(lastCheckIn, field: "lastCheckIn")
-        let now = try values["now"].map { value throws(QueryError) in try timestamp(value, field: "now") } ?? currentTime()
+        let now = try now.map { value throws(QueryError) in try timestamp(value, field: "now") } ?? currentTime()
         return now - checkedIn
     }
 

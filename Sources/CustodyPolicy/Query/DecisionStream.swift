@@ -32,8 +32,9 @@ public struct DecisionStream {
 
     public let snapshot: PolicySnapshot
     public let options: Options
-    /// Lines read so far.
-    public private(set) var lineNumber = 0
+    /// The number of the last line read (0 before the first). Set it to continue numbering from
+    /// elsewhere, as when blocks of one input are answered by several streams in parallel.
+    public var lineNumber = 0
     /// Lines answered with an error so far.
     public private(set) var errorCount = 0
 
@@ -72,15 +73,38 @@ public struct DecisionStream {
     /// Answers every line of `input` (a whole JSON Lines text) and returns the answers.
     public mutating func answer(lines input: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
-        input.withUnsafeBytes { bytes in
-            var start = 0
-            while start < bytes.count {
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-                answer(line: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), into: &output)
-                start = end + 1
-            }
-        }
+        output.reserveCapacity(input.count * 2)
+        input.withUnsafeBytes { answer(lines: $0, into: &output) }
         return output
+    }
+
+    /// Answers every line of `input` (lines end with a line break; the last need not) and
+    /// appends the answers to `output`.
+    public mutating func answer(lines input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+        var start = 0
+        while start < input.count {
+            let end = input[start...].firstIndex(of: UInt8(ascii: "\n")) ?? input.count
+            answer(line: UnsafeRawBufferPointer(rebasing: input[start..<end]), into: &output)
+            start = end + 1
+        }
+    }
+
+    /// Answers every line of `input`, handing the answers to `write` in blocks of about
+    /// `blockSize` bytes (the last block may be smaller), as a command writing to a pipe does.
+    public mutating func answer(lines input: UnsafeRawBufferPointer, blockSize: Int = 1 << 18, write: ([UInt8]) -> Void) {
+        var output: [UInt8] = []
+        output.reserveCapacity(min(blockSize, 1 << 20) + 4_096)
+        var start = 0
+        while start < input.count {
+            let end = input[start...].firstIndex(of: UInt8(ascii: "\n")) ?? input.count
+            answer(line: UnsafeRawBufferPointer(rebasing: input[start..<end]), into: &output)
+            if output.count >= blockSize {
+                write(output)
+                output.removeAll(keepingCapacity: true)
+            }
+            start = end + 1
+        }
+        if !output.isEmpty { write(output) }
     }
 
     private mutating func readQuery(_ line: UnsafeRawBufferPointer) throws(QueryError) -> DecisionQuery {
@@ -122,30 +146,53 @@ public struct DecisionStream {
     }
 }
 
-/// Rendered `reason`, `setting` and `policies` members by the findings that produced them.
+/// Rendered explanations by finding. A decision's reason is its findings' explanations joined,
+/// so caching per finding (not per decision) keeps the cache small when two accounts' policies
+/// combine: n effective policies give about n × rules entries, not n² pairs.
 private final class ExplanationCache {
-    private struct Key: Hashable {
-        let primary: Finding
-        let secondary: Finding?
+    private struct Rendered {
+        /// The explanation, JSON-escaped, without quotes.
+        let explanation: [UInt8]
+        /// `"setting":...,"policies":[...]` for when the finding decides.
+        let members: [UInt8]
     }
 
-    private static let capacity = 4_096
-    private var fragments: [Key: [UInt8]] = [:]
+    private static let capacity = 1 << 16
+    private var rendered: [Finding: Rendered] = [:]
 
     func writeExplanation(of decision: Decision, to writer: inout JSONWriter) {
-        let key = Key(primary: decision.primary, secondary: decision.secondary)
-        if let fragment = fragments[key] {
-            writer.rawMembers(fragment)
-            return
+        let primary = render(decision.primary)
+        let secondary = decision.secondary.map(render)
+        writer.key("reason")
+        if let secondary {
+            writer.rawString(primary.explanation, Self.separator, secondary.explanation)
+        } else {
+            writer.rawString(primary.explanation)
         }
+        let deciding = decision.decidingFinding == decision.primary ? primary : secondary ?? primary
+        writer.rawMembers(deciding.members)
+    }
+
+    private static let separator = Array("; ".utf8)
+
+    private func render(_ finding: Finding) -> Rendered {
+        if let cached = rendered[finding] { return cached }
         var scratch = JSONWriter()
+        scratch.value(finding.explanation)
+        let explanation = Array(scratch.bytes.dropFirst().dropLast())
+        scratch.clear()
         scratch.beginObject()
-        DecisionEncoding.writeExplanation(decision, to: &scratch)
+        scratch.key("setting")
+        scratch.value(finding.settingName)
+        scratch.key("policies")
+        scratch.beginArray()
+        for policy in finding.sources { scratch.value(policy.name) }
+        scratch.endArray()
         scratch.endObject()
-        let fragment = Array(scratch.bytes.dropFirst().dropLast())
-        if fragments.count >= Self.capacity { fragments.removeAll(keepingCapacity: true) }
-        fragments[key] = fragment
-        writer.rawMembers(fragment)
+        let entry = Rendered(explanation: explanation, members: Array(scratch.bytes.dropFirst().dropLast()))
+        if rendered.count >= Self.capacity { rendered.removeAll(keepingCapacity: true) }
+        rendered[finding] = entry
+        return entry
     }
 }
 

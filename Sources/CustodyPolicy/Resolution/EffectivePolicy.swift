@@ -32,6 +32,10 @@ public final class EffectivePolicy: Sendable {
     /// target (on any app, in this platform) and the tenant's `managedApps`.
     let managedAppIDs: Set<String>
 
+    /// The location allow-lists as bit masks, for membership tests on the decision hot path.
+    private let storageMask: UInt8
+    private let ingestionMask: UInt8
+
     /// Merges `policies` (all applying to one account) for `platform`.
     init(merging policies: [ProtectionPolicy], managedAppIDs: Set<String>, platform: Platform?) {
         self.policies = policies.map(\.reference)
@@ -69,6 +73,20 @@ public final class EffectivePolicy: Sendable {
             entries(\.periodOfflineBeforeWipeIsEnforced), default: defaults.offlineBeforeWipe)
         exemptedAppProtocols = SettingMerge.intersection(entries(\.exemptedAppProtocols), default: [])
         exemptedAppPackages = SettingMerge.intersection(entries(\.exemptedAppPackages), default: [])
+        storageMask = allowedDataStorageLocations.value.reduce(0) { $0 | $1.bit }
+        ingestionMask = allowedDataIngestionLocations.value.reduce(0) { $0 | $1.bit }
+    }
+
+    /// Whether `allowedDataStorageLocations` lists `location`.
+    @inline(__always)
+    func allowsSaving(to location: StorageLocation) -> Bool {
+        storageMask & location.bit != 0
+    }
+
+    /// Whether `allowedDataIngestionLocations` lists `location`.
+    @inline(__always)
+    func allowsOpening(from location: IngestionLocation) -> Bool {
+        ingestionMask & location.bit != 0
     }
 
     /// Policy-managed app ids (lower-cased), sorted: the targets `managedApps` transfer allows.

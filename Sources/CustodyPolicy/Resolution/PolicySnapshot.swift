@@ -84,14 +84,14 @@ public final class PolicySnapshot: Sendable {
     /// tenant knows both (which links OID and UPN), else equal OIDs, else equal UPNs.
     /// Nil names no account and is the same as nothing.
     public func isSameAccount(_ first: AccountID?, _ second: AccountID?) -> Bool {
-        isSame(resolve(first), resolve(second))
+        isSame(first, resolve(first), second, resolve(second))
     }
 
     // MARK: Internals shared by the decisions
 
-    /// An account as a decision sees it.
+    /// An account as a decision sees it: where the tenant lists it and its policy. The id itself
+    /// stays with the caller, so resolving copies no strings.
     struct Party {
-        let id: AccountID?
         /// Index in the tenant, or -1.
         let index: Int32
         let policy: EffectivePolicy?
@@ -100,18 +100,17 @@ public final class PolicySnapshot: Sendable {
 
     @inline(__always)
     func resolve(_ account: AccountID?) -> Party {
-        guard let account else { return Party(id: nil, index: -1, policy: nil) }
-        guard let index = directory.index(of: account) else { return Party(id: account, index: -1, policy: nil) }
+        guard let account, let index = directory.index(of: account) else { return Party(index: -1, policy: nil) }
         let policyIndex = policyIndexOfAccount[Int(index)]
-        return Party(id: account, index: index, policy: policyIndex < 0 ? nil : effectivePolicies[Int(policyIndex)])
+        return Party(index: index, policy: policyIndex < 0 ? nil : effectivePolicies[Int(policyIndex)])
     }
 
     /// Same tenant account when both resolve; otherwise the ids' own forms decide, with a
     /// resolved side compared by the tenant's full record (so an unknown OID carrying a known
     /// account's UPN is not that account).
     @inline(__always)
-    func isSame(_ first: Party, _ second: Party) -> Bool {
-        guard let firstID = first.id, let secondID = second.id else { return false }
+    func isSame(_ firstID: AccountID?, _ first: Party, _ secondID: AccountID?, _ second: Party) -> Bool {
+        guard let firstID, let secondID else { return false }
         switch (first.index >= 0, second.index >= 0) {
         case (true, true): return first.index == second.index
         case (true, false): return directory.accounts[Int(first.index)].id.isSameAccount(as: secondID)

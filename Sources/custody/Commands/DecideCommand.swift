@@ -47,27 +47,28 @@ struct DecideCommand: ParsableCommand {
     @Option(help: ArgumentHelp("json: one JSON object per line (the contract); text: one line per answer for people.", valueName: "json|text"))
     var format: DecisionStream.Format = .json
 
+    @Option(help: ArgumentHelp("Answer on this many cores (default: all). Output order does not depend on it.", valueName: "n"))
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(help: .hidden)
+    var blockBytes: Int = 1 << 20
+
+    func validate() throws {
+        guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
+        guard blockBytes >= 1 else { throw ValidationError("--block-bytes must be at least 1") }
+    }
+
     func run() throws {
         let snapshot = try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger())
         let options = DecisionStream.Options(strictAccounts: strictAccounts, format: format) {
             .seconds(Date().timeIntervalSince1970)
         }
-        var stream = DecisionStream(snapshot: snapshot, options: options)
-        var output: [UInt8] = []
-        output.reserveCapacity(1 << 18)
-        var reader = LineReader(descriptor: 0)
-        let completed = reader.forEachLine { line in
-            stream.answer(line: line, into: &output)
-            if output.count >= 1 << 18 {
-                StandardOutput.write(output)
-                output.removeAll(keepingCapacity: true)
-            }
-        }
-        StandardOutput.write(output)
-        guard completed else {
-            StandardError.write("error: reading standard input failed after line \(stream.lineNumber)\n")
+        let decider = ParallelDecider(snapshot: snapshot, options: options, jobs: jobs, blockBytes: blockBytes)
+        let summary = decider.run(descriptor: 0) { StandardOutput.write($0) }
+        guard !summary.readFailed else {
+            StandardError.write("error: reading standard input failed after line \(summary.lines)\n")
             throw ExitCode.failure
         }
-        if stream.errorCount > 0 { throw ExitCode.failure }
+        if summary.errors > 0 { throw ExitCode.failure }
     }
 }

@@ -120,3 +120,12 @@ struct DecisionQueryTests {
         }
     }
 }
+
+@Suite("Queries: escaped member names")
+struct EscapedQueryTests {
+    @Test("member names with escapes read like any other")
+    func escapedNames() throws {
+        let document = try JSONDocument(parsing: Array(#"{"\u0061ction":"print","acc\u006funt":"a@contoso.com"}"#.utf8))
+        #expect(try DecisionQuery(json: document.root, currentTime: { .zero }) == .print(account: id("a@contoso.com")))
+    }
+}

@@ -1,0 +1,48 @@
+// swift-tools-version: 6.1
+//
+// Custody's benchmarks, in their own package so the main dependency graph stays light.
+// Run from the repository root with `make bench`, or here with
+// `swift package --disable-sandbox benchmark`. See README.md.
+
+import PackageDescription
+
+let package = Package(
+    name: "CustodyBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Custody", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+    ],
+    targets: [
+        // Deterministic synthetic tenants, policies and query streams.
+        .target(
+            name: "BenchmarkData",
+            dependencies: [.product(name: "CustodyPolicy", package: "Custody")],
+            path: "Sources/BenchmarkData"
+        ),
+        // Writes a generated bundle and query file to disk, for timing the real `custody` binary.
+        .executableTarget(
+            name: "custody-benchgen",
+            dependencies: ["BenchmarkData", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/custody-benchgen"
+        ),
+        // Loops one workload for sampling profilers (perf record, valgrind --tool=callgrind).
+        .executableTarget(
+            name: "custody-profile",
+            dependencies: ["BenchmarkData", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/custody-profile"
+        ),
+        .executableTarget(
+            name: "CustodyBenchmarks",
+            dependencies: [
+                "BenchmarkData",
+                .product(name: "CustodyPolicy", package: "Custody"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/CustodyBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,35 @@
+import ArgumentParser
+import BenchmarkData
+import Foundation
+
+/// Writes a synthetic bundle directory and a JSON Lines query file, for timing the `custody`
+/// binary end to end (`scripts/bench-decide.sh`).
+@main
+struct BenchGen: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "custody-benchgen",
+        abstract: "Write a deterministic synthetic bundle and query stream for benchmarks.")
+
+    @Option(help: "Directory to write the bundle into (created).")
+    var bundle: String
+
+    @Option(help: "File to write the queries into.")
+    var queries: String
+
+    @Option(help: "Number of tenant accounts.")
+    var accounts = 10_000
+
+    @Option(help: "Number of protection policies.")
+    var policies = 50
+
+    @Option(help: "Number of query lines.")
+    var count = 1_000_000
+
+    func run() throws {
+        let tenant = SyntheticTenant(accounts: accounts, policies: policies)
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try Data(tenant.tenantJSON()).write(to: URL(fileURLWithPath: bundle + "/tenant.json"))
+        try Data(tenant.policiesJSON()).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
+        try Data(tenant.queries(count)).write(to: URL(fileURLWithPath: queries))
+    }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import BenchmarkData
+import CustodyPolicy
+
+/// Runs one workload in a loop, for sampling profilers:
+/// `perf record -g .build/release/custody-profile save-to`.
+@main
+struct Profile: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "custody-profile",
+        abstract: "Loop a Custody workload for a sampling profiler (perf, valgrind).")
+
+    enum Workload: String, ExpressibleByArgument, CaseIterable {
+        case saveTo = "save-to"
+        case stream
+        case load
+    }
+
+    @Argument(help: "save-to, stream or load.")
+    var workload: Workload
+
+    @Option(help: "Repetitions.")
+    var repeats = 20
+
+    func run() throws {
+        let tenant = SyntheticTenant(accounts: workload == .load ? 100_000 : 10_000, policies: 50)
+        switch workload {
+        case .saveTo:
+            let snapshot = PolicySnapshot(bundle: try tenant.bundle(), context: EvaluationContext(platform: .ios))
+            var random = SplitMix(seed: 42)
+            let accounts = (0..<4_096).map { _ in AccountID(SyntheticTenant.upn(random.next(tenant.accountCount)))! }
+            var allowed = 0
+            for round in 0..<(repeats * 1_000_000) {
+                let decision = snapshot.saveTo(
+                    owner: accounts[round & 4_095], location: SaveLocation.allCases[round % 11], locationAccount: accounts[(round >> 3) & 4_095])
+                if decision.isAllowed { allowed += 1 }
+            }
+            print(allowed)
+        case .stream:
+            let snapshot = PolicySnapshot(bundle: try tenant.bundle(), context: EvaluationContext(platform: .ios))
+            let lines = tenant.queries(1_000_000)
+            var bytes = 0
+            for _ in 0..<repeats {
+                var stream = DecisionStream(snapshot: snapshot, options: .init(currentTime: { .zero }))
+                lines.withUnsafeBytes { input in
+                    stream.answer(lines: input, blockSize: 1 << 18) { bytes += $0.count }
+                }
+            }
+            print(bytes)
+        case .load:
+            let tenantBytes = tenant.tenantJSON()
+            let policyBytes = tenant.policiesJSON()
+            for _ in 0..<repeats {
+                let bundle = try PolicyBundle.load(
+                    tenant: PolicyBundle.File(name: "tenant.json", bytes: tenantBytes),
+                    documents: [PolicyBundle.File(name: "policies.json", bytes: policyBytes)])
+                print(PolicySnapshot(bundle: bundle).distinctEffectivePolicies.count)
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import CustodyPolicy
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Answers JSON Lines from a file descriptor on several cores, in input order.
+///
+/// Input is read in batches of whole lines; each batch is split at line breaks into one block
+/// per worker, the blocks are answered in parallel (each worker keeps its own stream and reason
+/// cache), and the answers are written block by block in input order, so output line N still
+/// answers input line N. A batch is cut short whenever no more input is ready, so a script that
+/// writes one query and waits for its answer gets it at once.
+struct ParallelDecider {
+    /// Totals after the input ends.
+    struct Summary {
+        var lines = 0
+        var errors = 0
+        var readFailed = false
+    }
+
+    private final class Worker: @unchecked Sendable {
+        // Touched by one thread at a time: the reader between batches, its worker during one.
+        var stream: DecisionStream
+        var input: ArraySlice<UInt8> = []
+        var output: [UInt8] = []
+
+        init(stream: DecisionStream) {
+            self.stream = stream
+        }
+
+        func run() {
+            output.removeAll(keepingCapacity: true)
+            input.withUnsafeBytes { stream.answer(lines: $0, into: &output) }
+        }
+    }
+
+    private let workers: [Worker]
+    private let batchBytes: Int
+
+    /// - Parameters:
+    ///   - jobs: worker count (at least 1).
+    ///   - blockBytes: about how much input each worker answers per batch.
+    init(snapshot: PolicySnapshot, options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20) {
+        workers = (0..<max(1, jobs)).map { _ in Worker(stream: DecisionStream(snapshot: snapshot, options: options)) }
+        batchBytes = max(1, jobs) * blockBytes
+    }
+
+    /// Reads `descriptor` to its end, handing answers to `write` in input order.
+    func run(descriptor: Int32, write: ([UInt8]) -> Void) -> Summary {
+        var reader = BatchReader(descriptor: descriptor)
+        var summary = Summary()
+        var nextLine = 1
+        while let batch = reader.nextBatch(targetBytes: batchBytes) {
+            let blocks = split(batch, into: workers.count)
+            for (worker, block) in zip(workers, blocks) {
+                worker.input = block
+                worker.stream.lineNumber = nextLine - 1
+                nextLine += lineCount(of: block)
+            }
+            let workers = self.workers
+            if blocks.count == 1 {
+                workers[0].run()
+            } else {
+                DispatchQueue.concurrentPerform(iterations: blocks.count) { workers[$0].run() }
+            }
+            for worker in workers.prefix(blocks.count) { write(worker.output) }
+        }
+        summary.lines = nextLine - 1
+        summary.errors = workers.reduce(0) { $0 + $1.stream.errorCount }
+        summary.readFailed = reader.failed
+        return summary
+    }
+
+    /// Splits whole lines into at most `count` blocks of about equal size, at line breaks.
+    private func split(_ batch: [UInt8], into count: Int) -> [ArraySlice<UInt8>] {
+        guard count > 1, batch.count >= 2 * count else { return [batch[...]] }
+        var blocks: [ArraySlice<UInt8>] = []
+        var start = 0
+        for index in 1..<count {
+            let target = batch.count * index / count
+            guard target > start, let newline = batch[target...].firstIndex(of: UInt8(ascii: "\n")) else { continue }
+            blocks.append(batch[start...newline])
+            start = newline + 1
+        }
+        if start < batch.count { blocks.append(batch[start...]) }
+        return blocks
+    }
+
+    private func lineCount(of block: ArraySlice<UInt8>) -> Int {
+        let breaks = block.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        return block.last == UInt8(ascii: "\n") ? breaks : breaks + 1
+    }
+}
+
+/// Reads whole lines in batches: up to a target size while input keeps coming, less as soon as
+/// no more is ready (an interactive writer), everything at the end of the input.
+private struct BatchReader {
+    let descriptor: Int32
+    private var pending: [UInt8] = []
+    private var ended = false
+    private(set) var failed = false
+    private static let readSize = 1 << 20
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// The next batch of complete lines (at the end of the input, the rest, with or without a
+    /// final line break), or nil when nothing is left.
+    mutating func nextBatch(targetBytes: Int) -> [UInt8]? {
+        while !ended {
+            let hasLine = pending.contains(UInt8(ascii: "\n"))
+            if hasLine, pending.count >= targetBytes || !inputReady() { break }
+            readMore()
+        }
+        if ended {
+            guard !pending.isEmpty else { return nil }
+            defer { pending.removeAll() }
+            return pending
+        }
+        let cut = pending.lastIndex(of: UInt8(ascii: "\n"))! + 1
+        let batch = Array(pending[..<cut])
+        pending.removeFirst(cut)
+        return batch
+    }
+
+    private mutating func readMore() {
+        let start = pending.count
+        pending.append(contentsOf: repeatElement(0, count: Self.readSize))
+        let count = pending.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + start, Self.readSize) }
+        if count < 0 {
+            pending.removeLast(Self.readSize)
+            if errno == EINTR { return }
+            failed = true
+            ended = true
+            return
+        }
+        pending.removeLast(Self.readSize - count)
+        if count == 0 { ended = true }
+    }
+
+    /// Whether a read would return at once (data, or the end of the input).
+    private func inputReady() -> Bool {
+        var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0
+    }
+}

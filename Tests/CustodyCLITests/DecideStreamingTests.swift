@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+@Suite("custody decide: parallel and interactive use")
+struct DecideStreamingTests {
+    /// The example queries many times over, with a bad line every 997 lines and blank lines.
+    static let bigInput: String = {
+        let examples = (try? String(contentsOfFile: CLIRunner.packageRoot + "/policies/examples.jsonl", encoding: .utf8)) ?? ""
+        let lines = examples.split(separator: "\n").map(String.init)
+        var output: [String] = []
+        for index in 0..<8_000 {
+            output.append(index % 997 == 0 ? #"{"action":"saveTo","owner":"#  : lines[index % lines.count])
+        }
+        return output.joined(separator: "\n") + "\n"
+    }()
+
+    @Test("the answers are the same, in the same order, whatever the number of jobs")
+    func jobsDoNotChangeOutput() throws {
+        let arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
+        let one = try CLIRunner.run(arguments + ["--jobs", "1"], stdin: Self.bigInput)
+        // Small blocks: many batches, each split three ways, so lines cross every kind of boundary.
+        let three = try CLIRunner.run(arguments + ["--jobs", "3", "--block-bytes", "50000"], stdin: Self.bigInput)
+        #expect(one.status == 1)
+        #expect(three.status == 1)
+        #expect(one.stdoutLines.count == 8_000)
+        #expect(one.stdout == three.stdout)
+        let errors = three.stdoutLines.enumerated().filter { $0.element.hasPrefix(#"{"error""#) }
+        #expect(errors.map(\.offset) == Array(stride(from: 0, to: 8_000, by: 997)))
+        #expect(errors.allSatisfy { $0.element.contains(#""line":\#($0.offset + 1)}"#) })
+    }
+
+    @Test("a writer that waits for each answer gets it before sending the next query")
+    func interactive() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
+        process.arguments = ["decide", "--bundle", "policies", "--jobs", "2"]
+        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        for account in ["alice@contoso.com", "bob@contoso.com", "nobody@fabrikam.com"] {
+            input.fileHandleForWriting.write(Data((#"{"action":"print","account":"\#(account)"}"# + "\n").utf8))
+            let line = try #require(readLine(from: output.fileHandleForReading, timeout: .seconds(20)), "no answer for \(account)")
+            #expect(line.hasPrefix(#"{"action":"print","allowed":"#))
+        }
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
+    /// One line from `handle`, or nil when none comes within `timeout`.
+    private func readLine(from handle: FileHandle, timeout: Duration) -> String? {
+        let box = LineBox()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var bytes: [UInt8] = []
+            while true {
+                let chunk = handle.readData(ofLength: 1)
+                guard let byte = chunk.first else { break }
+                if byte == UInt8(ascii: "\n") { break }
+                bytes.append(byte)
+            }
+            box.line = String(decoding: bytes, as: UTF8.self)
+            done.signal()
+        }
+        let seconds = Double(timeout.components.seconds)
+        return done.wait(timeout: .now() + seconds) == .success ? box.line : nil
+    }
+}
+
+private final class LineBox: @unchecked Sendable {
+    var line: String?
+}
