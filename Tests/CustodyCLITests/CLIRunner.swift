@@ -54,8 +54,15 @@ struct CLIRunner {
         return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
     }
 
-    static var sharedGraphExamples: String {
-        let shared = ProcessInfo.processInfo.environment["CUSTODY_SHARED_DIR"] ?? ((packageRoot as NSString).deletingLastPathComponent + "/shared")
-        return shared + "/graph-examples"
-    }
+    /// `$CUSTODY_SHARED_DIR/graph-examples`, else the first `shared/graph-examples` above the package.
+    static let sharedGraphExamples: String = {
+        if let shared = ProcessInfo.processInfo.environment["CUSTODY_SHARED_DIR"] { return shared + "/graph-examples" }
+        var directory = URL(fileURLWithPath: packageRoot)
+        while directory.path != "/" {
+            directory.deleteLastPathComponent()
+            let candidate = directory.appendingPathComponent("shared/graph-examples").path
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        return "(no shared/graph-examples found above \(packageRoot); set CUSTODY_SHARED_DIR)"
+    }()
 }

@@ -17,13 +17,22 @@ enum TestPaths {
         (packageRoot as NSString).appendingPathComponent(relative)
     }
 
-    /// The shared Microsoft Graph exports (some GPL-licensed: read here, never copied into the
-    /// project). `CUSTODY_SHARED_DIR` overrides `<package>/../shared`.
-    static var graphExamples: String {
-        let shared = ProcessInfo.processInfo.environment["CUSTODY_SHARED_DIR"]
-            ?? ((packageRoot as NSString).deletingLastPathComponent as NSString).appendingPathComponent("shared")
-        return (shared as NSString).appendingPathComponent("graph-examples")
-    }
+    /// The shared Microsoft Graph exports (some GPL-licensed: read in place, never copied into
+    /// the project): `$CUSTODY_SHARED_DIR/graph-examples`, else the first `shared/graph-examples`
+    /// beside the package or one of its ancestors. Tests that need them fail, naming the
+    /// variable, when there is none.
+    static let graphExamples: String = {
+        if let shared = ProcessInfo.processInfo.environment["CUSTODY_SHARED_DIR"] {
+            return (shared as NSString).appendingPathComponent("graph-examples")
+        }
+        var directory = URL(fileURLWithPath: packageRoot)
+        while directory.path != "/" {
+            directory.deleteLastPathComponent()
+            let candidate = directory.appendingPathComponent("shared/graph-examples").path
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        return "(no shared/graph-examples found above \(packageRoot); set CUSTODY_SHARED_DIR)"
+    }()
 
     static func graphExample(_ name: String) -> String {
         (graphExamples as NSString).appendingPathComponent(name)
