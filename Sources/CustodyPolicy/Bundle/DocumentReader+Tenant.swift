@@ -46,7 +46,7 @@ extension DocumentReader {
             var oid: String?
             var upn: String?
             var groups: [String] = []
-            for member in element.members {
+            for member in uniqueMembers(of: element, path: "\(path)[\(index)]") {
                 switch member.key {
                 case "oid": oid = string(member.value, path: "\(path)[\(index)].oid")
                 case "upn": upn = string(member.value, path: "\(path)[\(index)].upn")

@@ -44,16 +44,6 @@ package struct JSONValue: Sendable {
         }
     }
 
-    /// Calls `body` with the raw UTF-8 bytes between a string's quotes, escapes undecoded.
-    /// Returns nil when the value is not a string.
-    package func withRawStringBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
-        let entry = entry
-        guard entry.kind == .string else { return nil }
-        return try storage.source.withUnsafeBufferPointer { bytes in
-            try body(UnsafeBufferPointer(rebasing: bytes[Int(entry.start) + 1..<Int(entry.start + 1 + entry.extent)]))
-        }
-    }
-
     /// Whether the value is a string without escapes whose bytes equal `literal`.
     package func stringEquals(_ literal: StaticString) -> Bool {
         let entry = entry
@@ -152,8 +142,6 @@ package struct JSONElements: Sequence, Sendable {
         return Iterator(storage: container.storage, index: container.index + 1, end: container.next)
     }
 
-    /// The number of elements (walks the array once).
-    package var count: Int { reduce(0) { count, _ in count + 1 } }
 }
 
 /// The members of a JSON object, as name and value pairs.

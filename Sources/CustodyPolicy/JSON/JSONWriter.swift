@@ -16,12 +16,6 @@ package struct JSONWriter {
         indentation = pretty ? 2 : nil
     }
 
-    /// Takes the written bytes, leaving the writer empty and ready to reuse its capacity.
-    package mutating func take() -> [UInt8] {
-        defer { bytes.removeAll(keepingCapacity: true) }
-        return bytes
-    }
-
     package mutating func clear() {
         bytes.removeAll(keepingCapacity: true)
         hasElement.removeAll(keepingCapacity: true)
@@ -63,9 +57,6 @@ package struct JSONWriter {
     package mutating func value(_ bool: Bool) { beginValue(); bytes.append(contentsOf: bool ? Self.trueBytes : Self.falseBytes) }
     package mutating func value(_ int: Int) { beginValue(); bytes.append(contentsOf: String(int).utf8) }
     package mutating func null() { beginValue(); bytes.append(contentsOf: Self.nullBytes) }
-
-    /// Appends bytes that already are a complete, valid JSON value (a cached fragment).
-    package mutating func rawValue(_ json: [UInt8]) { beginValue(); bytes.append(contentsOf: json) }
 
     /// Appends members already rendered as compact JSON (`"a":1,"b":2`, no braces) to the
     /// object being written: how cached fragments are reused.

@@ -39,6 +39,7 @@ struct TenantLoadingTests {
             (#"{"accounts": {}}"#, "\"accounts\" must be an array"),
             (#"{"allowedAccounts": "a@c.com"}"#, "expected an array"),
             (#"[]"#, "tenant.json must hold an object"),
+            (#"{"accounts": [{"upn": "a@c.com", "upn": "b@c.com"}]}"#, "'upn' appears more than once"),
         ])
     func inconsistent(tenant: String, message: String) {
         let errors = loadFailure(tenant: tenant, documents: []).filter { $0.severity == .error }
