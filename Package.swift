@@ -17,11 +17,13 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "CustodyPolicy", targets: ["CustodyPolicy"]),
+        .library(name: "CustodyProtection", targets: ["CustodyProtection"]),
         .executable(name: "custody", targets: ["custody"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -41,11 +43,26 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Per-account keys and envelopes for buffers and files, over libsodium. No libsodium type
+        // or raw pointer escapes its public API. swift-crypto decodes AES-256-GCM envelopes on
+        // CPUs where libsodium's AES-GCM (which needs AES-NI) is unavailable.
+        .target(
+            name: "CustodyProtection",
+            dependencies: [
+                "CSodium",
+                "CustodyPolicy",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The command-line front end: parses arguments, calls the libraries, sets exit codes.
         .executableTarget(
             name: "custody",
             dependencies: [
                 "CustodyPolicy",
+                "CustodyProtection",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -55,6 +72,15 @@ let package = Package(
         .testTarget(
             name: "CustodyPolicyTests",
             dependencies: [
+                "CustodyPolicy",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CustodyProtectionTests",
+            dependencies: [
+                "CustodyProtection",
                 "CustodyPolicy",
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+
+/// One version of one account's key, unwrapped: what seals and opens envelopes' data keys.
+final class AccountKey: Sendable {
+    let owner: OwnerIdentifier
+    let version: UInt32
+    /// XChaCha20-Poly1305 under the account key: wraps and unwraps data keys.
+    let cipher: AEADCipher
+
+    init(owner: OwnerIdentifier, version: UInt32, key: SecretBytes) {
+        self.owner = owner
+        self.version = version
+        self.cipher = key.withUnsafeBytes { AEADCipher(algorithm: .xChaCha20Poly1305, key: $0) }
+    }
+}
+
+/// The account keys of a store, unwrapped on demand and kept in memory while in use.
+///
+/// Creating and rotating keys is safe against other threads (a lock) and other processes (the
+/// store refuses a version that already exists, and the ring re-reads and retries). Wiping an
+/// account drops its keys from memory and the store: its envelopes can no longer be opened.
+public final class KeyRing: Sendable {
+    public let store: any AccountKeyStore
+    private let master: MasterKey
+    private let cache = Mutex<[CacheKey: AccountKey]>([:])
+    private let latest = Mutex<[OwnerIdentifier: UInt32]>([:])
+    /// Serializes creating and rotating keys within this process.
+    private let writer = Mutex<Void>(())
+
+    private struct CacheKey: Hashable {
+        let owner: OwnerIdentifier
+        let version: UInt32
+    }
+
+    /// Opens the ring: checks (or, on first use, records) the master key against the store.
+    /// - Throws: `.masterKey` when the master key is missing, unreadable, too widely readable, or
+    ///   not the one the store's keys are wrapped with.
+    public init(store: any AccountKeyStore, masterKey source: MasterKeySource) throws(ProtectionError) {
+        self.store = store
+        self.master = try MasterKey.open(source, store: store)
+    }
+
+    /// The versions of `owner`'s key that exist, oldest first.
+    public func versions(of owner: OwnerIdentifier) throws(ProtectionError) -> [UInt32] {
+        try store.keys(for: owner).map(\.version)
+    }
+
+    /// The newest version of `owner`'s key, creating version 1 when `creating` and there is none.
+    func currentKey(for owner: OwnerIdentifier, creating: Bool) throws(ProtectionError) -> AccountKey {
+        if let version = latest.withLock({ $0[owner] }), let key = cache.withLock({ $0[CacheKey(owner: owner, version: version)] }) {
+            return key
+        }
+        let stored = try store.keys(for: owner)
+        if let newest = stored.max(by: { $0.version < $1.version }) {
+            return try remember(newest, asLatest: true)
+        }
+        guard creating else {
+            throw ProtectionError(.keyUnavailable, "\(owner) has no key (never created here, or wiped)")
+        }
+        return try addVersion(for: owner)
+    }
+
+    /// Version `version` of `owner`'s key.
+    /// - Throws: `.keyUnavailable` when the store does not have it (wiped, or made elsewhere).
+    func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
+        if let key = cache.withLock({ $0[CacheKey(owner: owner, version: version)] }) { return key }
+        guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
+            throw ProtectionError(.keyUnavailable, "key version \(version) of \(owner) is not in the key store (wiped, or never created here)")
+        }
+        return try remember(stored, asLatest: false)
+    }
+
+    /// Adds the next version of `owner`'s key; new envelopes use it, old ones still open with
+    /// theirs. Returns the new version.
+    @discardableResult
+    public func rotate(_ owner: OwnerIdentifier) throws(ProtectionError) -> UInt32 {
+        try addVersion(for: owner).version
+    }
+
+    /// Deletes every version of `owner`'s key, from memory and the store; returns how many
+    /// versions there were.
+    @discardableResult
+    public func wipe(_ owner: OwnerIdentifier) throws(ProtectionError) -> Int {
+        cache.withLock { cache in cache = cache.filter { $0.key.owner != owner } }
+        latest.withLock { _ = $0.removeValue(forKey: owner) }
+        return try store.removeKeys(for: owner)
+    }
+
+    private func addVersion(for owner: OwnerIdentifier) throws(ProtectionError) -> AccountKey {
+        let result: Result<AccountKey, ProtectionError> = writer.withLock { _ in
+            // Another process may add the same version between our read and our write: the store
+            // refuses it, and we read again.
+            for _ in 0..<5 {
+                do throws(ProtectionError) {
+                    let next = (try store.keys(for: owner).map(\.version).max() ?? 0) + 1
+                    let key = SecretBytes(randomCount: EnvelopeAlgorithm.keyCount, locked: true)
+                    let wrapped = master.wrap(key, owner: owner, version: next, created: Date())
+                    try store.add(wrapped)
+                    let accountKey = AccountKey(owner: owner, version: next, key: key)
+                    cache.withLock { $0[CacheKey(owner: owner, version: next)] = accountKey }
+                    latest.withLock { $0[owner] = next }
+                    return .success(accountKey)
+                } catch where error.code == .keyVersionExists {
+                    continue
+                } catch {
+                    return .failure(error)
+                }
+            }
+            return .failure(ProtectionError(.encryptFailed, "could not add a key version for \(owner): the store kept changing"))
+        }
+        return try result.get()
+    }
+
+    private func remember(_ stored: WrappedAccountKey, asLatest: Bool) throws(ProtectionError) -> AccountKey {
+        let key = AccountKey(owner: stored.owner, version: stored.version, key: try master.unwrap(stored))
+        cache.withLock { $0[CacheKey(owner: stored.owner, version: stored.version)] = key }
+        if asLatest { latest.withLock { $0[stored.owner] = max($0[stored.owner] ?? 0, stored.version) } }
+        return key
+    }
+}

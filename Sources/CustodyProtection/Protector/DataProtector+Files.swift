@@ -1,0 +1,262 @@
+public import CustodyPolicy
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DataProtector {
+    /// Plaintext bytes per chunk of a file envelope (2^16, 64 KiB).
+    static let fileChunkExponent: UInt8 = 16
+    /// The file that records a directory's owner, for files created in it later.
+    public static let directoryOwnerFileName = ".custody-owner"
+
+    /// Called as a file is processed, with the plaintext bytes done so far.
+    public typealias Progress = (Int64) -> Void
+
+    // MARK: Streaming
+
+    /// A writer for a new protected file at `path` (replacing any file there when closed).
+    /// - Parameter owner: the data's owner; nil takes the owner recorded for the file's
+    ///   directory (or a parent) by `protect(directory:owner:)`.
+    /// - Throws: `.invalidArguments` when there is no owner, and the errors of `protect(_:owner:)`.
+    public func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool = false) throws(ProtectionError) -> ProtectedFileWriter {
+        try makeWriter(path: path, owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
+    }
+
+    func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool, chunkExponent: UInt8) throws(ProtectionError) -> ProtectedFileWriter {
+        let account: AccountID
+        if let owner { account = owner } else { account = try inheritedOwner(of: path) }
+        let cipher = try makeSealer(owner: account, forceEncryption: forceEncryption, chunkExponent: chunkExponent)
+        return try ProtectedFileWriter(path: path, cipher: cipher, mode: Self.mode(of: path) ?? 0o600)
+    }
+
+    /// A reader for the protected file at `path`.
+    /// - Throws: `.invalidArguments` when it is not a protected file; key and header errors.
+    public func makeReader(path: String) throws(ProtectionError) -> ProtectedFileReader {
+        try ProtectedFileReader(path: path, protector: self)
+    }
+
+    // MARK: Files
+
+    /// Protects the file at `path` in place for `owner` (an already protected file is opened
+    /// and sealed again for `owner`). The file is replaced atomically; on any failure it stays
+    /// as it was.
+    public func protect(file path: String, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil) throws(ProtectionError) {
+        try protect(file: path, owner: owner, forceEncryption: forceEncryption, progress: progress, failAfterChunks: nil)
+    }
+
+    func protect(file path: String, owner: AccountID, forceEncryption: Bool, progress: Progress?, failAfterChunks: UInt64?) throws(ProtectionError) {
+        try Self.requireRegularFile(path)
+        let writer = try makeWriter(path: path, owner: owner, forceEncryption: forceEncryption)
+        writer.failAfterChunks = failAfterChunks
+        do throws(ProtectionError) {
+            try copyPlaintext(of: path) { block throws(ProtectionError) in
+                try writer.write(block)
+                progress?(writer.bytesWritten)
+            }
+            try writer.close()
+        } catch {
+            writer.cancel()
+            throw error.at(path)
+        }
+    }
+
+    /// Replaces the protected file at `path` with its plaintext, atomically. A file that is not
+    /// protected is left alone (as Intune does; `custody unprotect` refuses it instead).
+    /// - Throws: `.decryptFailed`, `.keyUnavailable` and header errors; the file is then
+    ///   unchanged and no plaintext is left behind.
+    public func unprotect(file path: String, progress: Progress? = nil) throws(ProtectionError) {
+        try Self.requireRegularFile(path)
+        guard try protectionInfo(file: path) != nil else { return }
+        let reader = try makeReader(path: path)
+        let temporary = FileSystem.temporaryPath(besides: path)
+        let descriptor = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Self.mode(of: path) ?? 0o600)
+        guard descriptor >= 0 else { throw FileSystem.ioError("creating a temporary file", temporary) }
+        do throws(ProtectionError) {
+            try reader.forEachBlock { block throws(ProtectionError) in
+                try FileSystem.writeAll(descriptor, block, path: temporary)
+                progress?(reader.bytesRead + Int64(block.count))
+            }
+            guard fsync(descriptor) == 0 else { throw FileSystem.ioError("syncing", temporary) }
+            close(descriptor)
+            guard rename(temporary, path) == 0 else { throw FileSystem.ioError("renaming into place", path) }
+            try FileSystem.syncDirectory(containing: path)
+        } catch {
+            close(descriptor)
+            unlink(temporary)
+            throw error.at(path)
+        }
+    }
+
+    /// What the file's envelope says, without any key; nil when it is not a protected file.
+    public func protectionInfo(file path: String) throws(ProtectionError) -> ProtectionInfo? {
+        try Self.protectionInfo(file: path)
+    }
+
+    /// What a file's envelope says (see `protectionInfo(file:)`), needing no protector.
+    public static func protectionInfo(file path: String) throws(ProtectionError) -> ProtectionInfo? {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
+        defer { close(descriptor) }
+        var head = [UInt8](repeating: 0, count: 2_048)
+        let count = head.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+        guard count >= 0 else { throw FileSystem.ioError("reading", path) }
+        do throws(ProtectionError) {
+            return try protectionInfo(Array(head[0..<count]))
+        } catch {
+            throw error.at(path)
+        }
+    }
+
+    /// Protects the file for `owner` unless it already is protected for that owner.
+    /// - Parameter owner: nil takes the owner recorded for the file's directory.
+    /// - Returns: whether the file was (re)written.
+    @discardableResult
+    public func verifyAndProtect(file path: String, owner: AccountID? = nil, forceEncryption: Bool = false) throws(ProtectionError) -> Bool {
+        let account: AccountID
+        if let owner { account = owner } else { account = try inheritedOwner(of: path) }
+        if let info = try protectionInfo(file: path), info.owner == ownerIdentifier(for: account) {
+            let encryptionSatisfied: Bool
+            if info.isEncrypted {
+                encryptionSatisfied = true
+            } else {
+                encryptionSatisfied = !(try requiresEncryption(for: account, forceEncryption: forceEncryption))
+            }
+            if encryptionSatisfied { return false }
+        }
+        try protect(file: path, owner: account, forceEncryption: forceEncryption)
+        return true
+    }
+
+    /// Re-seals an encrypted file under its owner's newest key version, if it uses an older one
+    /// (after `KeyRing.rotate`). Returns whether the file was rewritten.
+    @discardableResult
+    public func rewrap(file path: String) throws(ProtectionError) -> Bool {
+        guard let info = try protectionInfo(file: path), info.isEncrypted, let version = info.keyVersion else { return false }
+        let current = try keyRing.currentKey(for: info.owner, creating: false)
+        guard current.version > version else { return false }
+        let reader = try makeReader(path: path)
+        let writer = try ProtectedFileWriter(
+            path: path, cipher: try makeSealer(owner: info.owner, chunkExponent: Self.fileChunkExponent), mode: Self.mode(of: path) ?? 0o600)
+        do throws(ProtectionError) {
+            try reader.forEachBlock { block throws(ProtectionError) in try writer.write(block) }
+            try writer.close()
+        } catch {
+            writer.cancel()
+            throw error.at(path)
+        }
+        return true
+    }
+
+    /// Re-seals an encrypted buffer under its owner's newest key version when it uses an older
+    /// one; other bytes come back unchanged.
+    public func rewrap(_ data: [UInt8]) throws(ProtectionError) -> [UInt8] {
+        guard let info = try protectionInfo(data), info.isEncrypted, let version = info.keyVersion,
+            try keyRing.currentKey(for: info.owner, creating: false).version > version
+        else { return data }
+        let plaintext = try unprotect(data)
+        let cipher = try makeSealer(owner: info.owner, chunkExponent: Self.bufferChunkExponent)
+        return plaintext.withUnsafeBytes { seal($0, with: cipher) }
+    }
+
+    // MARK: Directories
+
+    /// Records `owner` as the owner of `directory` (files created in it later inherit it) and
+    /// protects every file in it and below it that is not already protected for `owner`.
+    /// - Returns: the number of files written.
+    @discardableResult
+    public func protect(directory: String, owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> Int {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ProtectionError(.invalidArguments, "not a directory", path: directory)
+        }
+        let owned = ownerIdentifier(for: owner)
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("owner")
+        writer.value(owned.rawValue)
+        writer.endObject()
+        writer.newline()
+        try FileSystem.writeAtomically(writer.bytes, to: directory + "/" + Self.directoryOwnerFileName, mode: 0o644)
+
+        guard let enumerator = FileManager.default.enumerator(atPath: directory) else {
+            throw ProtectionError(.io, "cannot list the directory", path: directory)
+        }
+        var written = 0
+        while let relative = enumerator.nextObject() as? String {
+            let name = (relative as NSString).lastPathComponent
+            let path = directory + "/" + relative
+            guard name != Self.directoryOwnerFileName, !name.contains(".custody-tmp-"), Self.isRegularFile(path) else { continue }
+            if try verifyAndProtect(file: path, owner: owner, forceEncryption: forceEncryption) { written += 1 }
+        }
+        return written
+    }
+
+    /// The owner recorded above `path`, as an account; an error when there is none.
+    private func inheritedOwner(of path: String) throws(ProtectionError) -> AccountID {
+        guard let owner = try directoryOwner(forNewFileAt: path) else {
+            throw ProtectionError(.invalidArguments, "no owner given, and no directory above the file records one", path: path)
+        }
+        return owner.account
+    }
+
+    /// The owner recorded for the nearest directory above `path`, or nil.
+    public func directoryOwner(forNewFileAt path: String) throws(ProtectionError) -> OwnerIdentifier? {
+        var directory = URL(fileURLWithPath: path).deletingLastPathComponent().standardizedFileURL
+        while true {
+            let marker = directory.appendingPathComponent(Self.directoryOwnerFileName).path
+            if let bytes = try FileSystem.read(marker) {
+                guard let owner = (try? JSONDocument(parsing: bytes))?.root["owner"]?.string.flatMap(OwnerIdentifier.init(rawValue:)) else {
+                    throw ProtectionError(.invalidArguments, "the directory owner record is damaged", path: marker)
+                }
+                return owner
+            }
+            if directory.path == "/" { return nil }
+            directory.deleteLastPathComponent()
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Hands `path`'s plaintext to `body` in blocks: the envelope's contents when it is
+    /// protected, its bytes otherwise.
+    private func copyPlaintext(of path: String, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) {
+        if try protectionInfo(file: path) != nil {
+            try makeReader(path: path).forEachBlock(body)
+            return
+        }
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
+        defer { close(descriptor) }
+        var block = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileSystem.ioError("reading", path)
+            }
+            if count == 0 { break }
+            let result = block.withUnsafeBytes { block in Result { () throws(ProtectionError) in try body(UnsafeRawBufferPointer(rebasing: block[..<count])) } }
+            try result.get()
+        }
+        block.withUnsafeMutableBytes { Sodium.zero($0) }
+    }
+
+    static func mode(of path: String) -> mode_t? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+
+    static func isRegularFile(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+    }
+
+    static func requireRegularFile(_ path: String) throws(ProtectionError) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw FileSystem.ioError("opening", path) }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { throw ProtectionError(.invalidArguments, "not a regular file", path: path) }
+    }
+}

@@ -1,0 +1,187 @@
+import CustodyPolicy
+import Testing
+
+@testable import CustodyProtection
+
+@Suite("Buffers")
+struct BufferProtectionTests {
+    static let algorithms: [EnvelopeAlgorithm] = [.aes256GCM, .xChaCha20Poly1305]
+
+    @Test("round trips, encrypted with both algorithms and tag-only", arguments: [1, 15, 16, 17, 1_000, 65_536, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 << 20])
+    func roundTrips(size: Int) throws {
+        let state = try TestState()
+        let data = pattern(size)
+        for algorithm in Self.algorithms {
+            let protector = state.protector(algorithm: algorithm)
+            let envelope = try protector.protect(data, owner: alice, forceEncryption: true)
+            #expect(envelope.count == (try #require(try protector.protectionInfo(envelope))).headerLength + size + 16 * (size / (1 << 20) + 1))
+            #expect(!envelope.contains(subsequence: Array(data.prefix(16))) || size < 16)
+            #expect(try protector.unprotect(envelope) == data)
+        }
+        let tagged = try state.protector().protect(data, owner: alice)
+        #expect(try state.protector().protectionInfo(tagged)?.isEncrypted == false)
+        #expect(try state.protector().unprotect(tagged) == data)
+    }
+
+    @Test("protectionInfo reads the owner and algorithm without a key")
+    func info() throws {
+        let state = try TestState()
+        let envelope = try state.protector(algorithm: .xChaCha20Poly1305).protect(pattern(100), owner: alice, forceEncryption: true)
+        let info = try #require(try DataProtector.protectionInfo(envelope))
+        #expect(info.owner.rawValue == "oid:0d000000-0000-4000-8000-000000000001")
+        #expect(info.owner.account == AccountID(oid: "0d000000-0000-4000-8000-000000000001"))
+        #expect(info.isEncrypted)
+        #expect(info.algorithm == .xChaCha20Poly1305)
+        #expect(info.keyVersion == 1)
+        #expect(info.chunkSize == 1 << 20)
+        let tagged = try state.protector().protect(pattern(100), owner: AccountID(upn: "Carol@Contoso.com")!)
+        #expect(try DataProtector.protectionInfo(tagged)?.owner.rawValue == "upn:carol@contoso.com")
+        #expect(try DataProtector.protectionInfo(tagged)?.keyVersion == nil)
+    }
+
+    @Test("bytes that are not an envelope pass through unprotect; protectionInfo is nil for them", arguments: [[], [0x89], [0x89, 0x43, 0x53], Array("hello".utf8), pattern(300)])
+    func notEnvelopes(bytes: [UInt8]) throws {
+        let state = try TestState()
+        #expect(try state.protector().unprotect(bytes) == bytes)
+        #expect(try DataProtector.protectionInfo(bytes) == nil)
+    }
+
+    @Test("an empty buffer cannot be protected")
+    func empty() throws {
+        let state = try TestState()
+        #expect(protectionError { _ = try state.protector().protect([], owner: alice) }?.code == .emptyData)
+    }
+
+    @Test("every single-byte change of an encrypted or tagged buffer is rejected, with no plaintext", arguments: [true, false])
+    func flips(encrypted: Bool) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let data = pattern(200)
+        let envelope = try protector.protect(data, owner: alice, forceEncryption: encrypted)
+        for index in envelope.indices {
+            var damaged = envelope
+            damaged[index] ^= 0x01
+            var plaintext: [UInt8]?
+            let error = protectionError { plaintext = try protector.unprotect(damaged) }
+            if index < 4 {
+                // A changed magic number means "not an envelope": the bytes come back untouched.
+                #expect(plaintext == damaged, "byte \(index)")
+            } else {
+                #expect(plaintext == nil, "byte \(index) flipped was accepted")
+                let expected: Set<ProtectionError.Code> = [.decryptFailed, .malformedEnvelope, .unsupportedVersion, .keyUnavailable]
+                #expect(error.map { expected.contains($0.code) } == true, "byte \(index): \(String(describing: error))")
+            }
+        }
+    }
+
+    @Test("truncated, extended and cut envelopes are rejected")
+    func lengths() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let envelope = try protector.protect(pattern(3 << 20), owner: alice, forceEncryption: true)
+        let header = try #require(try protector.protectionInfo(envelope)).headerLength
+        let sealedChunk = (1 << 20) + 16
+        for cut in [header, header + 1, header + 16, header + sealedChunk, header + sealedChunk + 7, header + 3 * sealedChunk, envelope.count - 1] {
+            #expect(protectionError { _ = try protector.unprotect(Array(envelope.prefix(cut))) }?.code == .decryptFailed, "cut at \(cut)")
+        }
+        #expect(protectionError { _ = try protector.unprotect(envelope + [0]) }?.code == .decryptFailed)
+        #expect(protectionError { _ = try protector.unprotect(Array(envelope.prefix(header - 1))) }?.code == .malformedEnvelope)
+    }
+
+    @Test("an envelope moved to another owner does not open")
+    func ownerChange() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        _ = try protector.protect(pattern(10), owner: bob, forceEncryption: true)  // bob has a key too
+        let envelope = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
+        // Same length owner: swap alice's OID for bob's in the header.
+        let aliceOID = Array("oid:0d000000-0000-4000-8000-000000000001".utf8)
+        let bobOID = Array("oid:0d000000-0000-4000-8000-000000000002".utf8)
+        let start = try #require(envelope.firstRange(of: aliceOID))
+        var moved = envelope
+        moved.replaceSubrange(start, with: bobOID)
+        let error = protectionError { _ = try protector.unprotect(moved) }
+        #expect(error?.code == .decryptFailed)
+        #expect(error?.message.contains("does not unwrap") == true)
+    }
+
+    @Test("wiping the owner's key makes its envelopes unreadable; other owners are untouched")
+    func wipe() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let envelope = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
+        let other = try protector.protect(pattern(64), owner: bob, forceEncryption: true)
+        #expect(try state.keyRing.wipe(protector.ownerIdentifier(for: alice)) == 1)
+        let error = protectionError { _ = try protector.unprotect(envelope) }
+        #expect(error?.code == .keyUnavailable)
+        #expect(try protector.unprotect(other) == pattern(64))
+        // A fresh ring on the same store agrees (nothing was only in memory).
+        let reopened = DataProtector(keyRing: try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: state.keyFile)))
+        #expect(protectionError { _ = try reopened.unprotect(envelope) }?.code == .keyUnavailable)
+    }
+
+    @Test("rotation: new envelopes use the new version, old ones still open")
+    func rotation() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let old = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
+        let owner = protector.ownerIdentifier(for: alice)
+        #expect(try state.keyRing.rotate(owner) == 2)
+        let new = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
+        #expect(try protector.protectionInfo(old)?.keyVersion == 1)
+        #expect(try protector.protectionInfo(new)?.keyVersion == 2)
+        #expect(try protector.unprotect(old) == pattern(64))
+        #expect(try protector.unprotect(new) == pattern(64))
+        #expect(try state.keyRing.versions(of: owner) == [1, 2])
+    }
+
+    @Test("a wrong master key is refused before anything is decrypted")
+    func wrongMasterKey() throws {
+        let state = try TestState()
+        _ = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
+        let otherKey = state.path("other.key")
+        let error = protectionError { _ = try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: otherKey)) }
+        #expect(error?.code == .masterKey)
+        #expect(error?.message.contains("not the one this state's keys were wrapped with") == true)
+    }
+
+    @Test("strings round trip through base64, and plain strings pass through")
+    func strings() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let protected = try protector.protect(string: "Quarterly numbers: ünïcode ✓", owner: alice, forceEncryption: true)
+        #expect(protected != "Quarterly numbers: ünïcode ✓")
+        #expect(try protector.unprotect(string: protected) == "Quarterly numbers: ünïcode ✓")
+        #expect(try protector.unprotect(string: "just text") == "just text")
+        #expect(try protector.unprotect(string: "aGVsbG8=") == "aGVsbG8=")
+    }
+
+    @Test("an unknown format version and unknown fields are typed errors")
+    func versions() throws {
+        let state = try TestState()
+        var envelope = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
+        envelope[4] = 2
+        #expect(protectionError { _ = try state.protector().unprotect(envelope) }?.code == .unsupportedVersion)
+        #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.code == .unsupportedVersion)
+        envelope[4] = 1
+        envelope[5] = 9
+        #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.message.contains("unknown algorithm 9 at byte 5") == true)
+    }
+
+    @Test("AES-256-GCM envelopes open without libsodium's hardware path, and the other way round")
+    func portableAES() throws {
+        let state = try TestState()
+        let hardware = state.protector(algorithm: .aes256GCM)
+        let portable = state.protector(algorithm: .aes256GCM, implementation: .portable)
+        let data = pattern(70_000)
+        #expect(try portable.unprotect(try hardware.protect(data, owner: alice, forceEncryption: true)) == data)
+        #expect(try hardware.unprotect(try portable.protect(data, owner: alice, forceEncryption: true)) == data)
+    }
+}
+
+extension Array where Element == UInt8 {
+    func contains(subsequence: [UInt8]) -> Bool {
+        guard !subsequence.isEmpty, subsequence.count <= count else { return false }
+        return (0...(count - subsequence.count)).contains { self[$0..<$0 + subsequence.count].elementsEqual(subsequence) }
+    }
+}

@@ -1,0 +1,246 @@
+import CustodyPolicy
+import Foundation
+import Testing
+
+@testable import CustodyProtection
+
+@Suite("Files")
+struct FileProtectionTests {
+    static let chunk = 1 << 16
+
+    private func write(_ bytes: [UInt8], _ path: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    private func read(_ path: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    private func strays(in directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".custody-tmp-") }
+    }
+
+    @Test(
+        "round trips at every size that matters, both algorithms and tag-only",
+        arguments: [0, 1, chunk - 1, chunk, chunk + 1, 5 * chunk + 3, 40 * chunk])
+    func roundTrips(size: Int) throws {
+        let state = try TestState()
+        let data = pattern(size)
+        let path = state.path("file.bin")
+        for algorithm in [EnvelopeAlgorithm.aes256GCM, .xChaCha20Poly1305] {
+            let protector = state.protector(algorithm: algorithm)
+            try write(data, path)
+            try protector.protect(file: path, owner: alice, forceEncryption: true)
+            let info = try #require(try protector.protectionInfo(file: path))
+            #expect(info.algorithm == algorithm)
+            #expect(info.chunkSize == Self.chunk)
+            #expect(try read(path).count == info.headerLength + size + 16 * (size / Self.chunk + 1))
+            try protector.unprotect(file: path)
+            #expect(try read(path) == data)
+        }
+        try write(data, path)
+        try state.protector().protect(file: path, owner: alice)
+        #expect(try DataProtector.protectionInfo(file: path)?.isEncrypted == false)
+        try state.protector().unprotect(file: path)
+        #expect(try read(path) == data)
+        #expect(try strays(in: state.directory).isEmpty)
+    }
+
+    @Test("a file written in odd pieces and read in odd pieces comes back whole")
+    func streaming() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let path = state.path("stream.bin")
+        let data = pattern(3 * Self.chunk + 12_345)
+        let writer = try protector.makeWriter(path: path, owner: alice, forceEncryption: true)
+        var offset = 0
+        var step = 1
+        while offset < data.count {
+            let count = min(step, data.count - offset)
+            try writer.write(Array(data[offset..<offset + count]))
+            offset += count
+            step = step * 7 % 100_003 + 1
+        }
+        #expect(!FileManager.default.fileExists(atPath: path), "nothing appears before close()")
+        try writer.close()
+        #expect(writer.bytesWritten == Int64(data.count))
+        let reader = try protector.makeReader(path: path)
+        var back: [UInt8] = []
+        while true {
+            let piece = try reader.read(maximum: 777)
+            if piece.isEmpty { break }
+            back += piece
+        }
+        #expect(back == data)
+        #expect(reader.bytesRead == Int64(data.count))
+    }
+
+    /// A protected file with 1 KiB chunks: several chunks in a few kilobytes.
+    private func smallChunked(_ state: TestState, size: Int, encrypted: Bool = true) throws -> (path: String, bytes: [UInt8], header: Int) {
+        let path = state.path("small.bin")
+        let writer = try state.protector().makeWriter(path: path, owner: alice, forceEncryption: encrypted, chunkExponent: 10)
+        try writer.write(pattern(size))
+        try writer.close()
+        let bytes = try read(path)
+        return (path, bytes, try #require(try DataProtector.protectionInfo(bytes)).headerLength)
+    }
+
+    private func expectRejected(_ bytes: [UInt8], _ state: TestState, _ what: String, codes: Set<ProtectionError.Code> = [.decryptFailed]) throws {
+        let path = state.path("tampered.bin")
+        try write(bytes, path)
+        let error = protectionError { try state.protector().unprotect(file: path) }
+        #expect(error.map { codes.contains($0.code) } == true, "\(what): \(String(describing: error))")
+        #expect(try read(path) == bytes, "\(what): the file must be left as it was")
+        #expect(try strays(in: state.directory).isEmpty, "\(what): no temporary file left behind")
+    }
+
+    @Test("every single-byte change of a small protected file is rejected, encrypted or tagged", arguments: [true, false])
+    func flips(encrypted: Bool) throws {
+        let state = try TestState()
+        let (_, original, _) = try smallChunked(state, size: 100, encrypted: encrypted)
+        for index in 4..<original.count {
+            var damaged = original
+            damaged[index] ^= 0x40
+            try expectRejected(damaged, state, "byte \(index)", codes: [.decryptFailed, .malformedEnvelope, .unsupportedVersion, .keyUnavailable])
+        }
+    }
+
+    @Test("truncation at every chunk boundary and inside chunks is rejected")
+    func truncation() throws {
+        let state = try TestState()
+        let (_, original, header) = try smallChunked(state, size: 3 * 1_024 + 500)
+        let sealedChunk = 1_024 + 16
+        var cuts: Set<Int> = [original.count - 1, original.count - 16, original.count - 17]
+        for chunk in 0...3 {
+            let boundary = header + chunk * sealedChunk
+            cuts.formUnion([boundary, boundary + 1, boundary + 15, boundary + 16, boundary + 500])
+        }
+        for cut in cuts.sorted() where cut < original.count && cut >= header {
+            try expectRejected(Array(original.prefix(cut)), state, "cut at \(cut)")
+        }
+    }
+
+    @Test("swapped, duplicated and dropped chunks, appended bytes are rejected")
+    func reordering() throws {
+        let state = try TestState()
+        let (_, original, header) = try smallChunked(state, size: 3 * 1_024 + 500)
+        let sealedChunk = 1_024 + 16
+        func chunk(_ index: Int) -> ArraySlice<UInt8> { original[header + index * sealedChunk..<header + (index + 1) * sealedChunk] }
+        let head = Array(original[..<header])
+        let tail = Array(original[(header + 3 * sealedChunk)...])
+        try expectRejected(head + chunk(1) + chunk(0) + chunk(2) + tail, state, "swap 0 and 1")
+        try expectRejected(head + chunk(0) + chunk(0) + chunk(1) + chunk(2) + tail, state, "duplicate 0")
+        try expectRejected(head + chunk(0) + chunk(2) + tail, state, "drop 1")
+        try expectRejected(head + chunk(0) + chunk(1) + chunk(2), state, "drop the final chunk")
+        try expectRejected(original + [0], state, "one byte appended")
+        try expectRejected(original + Array(chunk(0)), state, "a chunk appended")
+        // A chunk from another envelope of the same owner and key does not fit either.
+        let (_, other, otherHeader) = try smallChunked(state, size: 3 * 1_024 + 500)
+        try expectRejected(
+            head + Array(other[otherHeader..<otherHeader + sealedChunk]) + chunk(1) + chunk(2) + tail, state, "chunk from another file")
+    }
+
+    @Test("a file moved to another owner, a wiped key or a wrong key is rejected")
+    func keys() throws {
+        let state = try TestState()
+        _ = try state.protector().protect(pattern(10), owner: bob, forceEncryption: true)
+        let (path, original, _) = try smallChunked(state, size: 2_000)
+        var moved = original
+        let range = try #require(moved.firstRange(of: Array("0d000000-0000-4000-8000-000000000001".utf8)))
+        moved.replaceSubrange(range, with: Array("0d000000-0000-4000-8000-000000000002".utf8))
+        try expectRejected(moved, state, "owner changed")
+
+        // Another state (another master key, other account keys) cannot open it.
+        let other = try TestState()
+        _ = try other.protector().protect(pattern(10), owner: alice, forceEncryption: true)
+        try write(original, other.path("file.bin"))
+        #expect(protectionError { try other.protector().unprotect(file: other.path("file.bin")) }?.code == .decryptFailed)
+
+        try state.keyRing.wipe(state.protector().ownerIdentifier(for: alice))
+        try write(original, path)
+        #expect(protectionError { try state.protector().unprotect(file: path) }?.code == .keyUnavailable)
+        #expect(try read(path) == original)
+    }
+
+    @Test("a protect that fails half-way leaves the original file and no temporary file", arguments: [0, 1, 7, 40])
+    func interrupted(failAfter: UInt64) throws {
+        let state = try TestState()
+        let path = state.path("precious.bin")
+        let data = pattern(40 * Self.chunk + 99)
+        try write(data, path)
+        let error = protectionError {
+            try state.protector().protect(file: path, owner: alice, forceEncryption: true, progress: nil, failAfterChunks: failAfter)
+        }
+        #expect(error?.code == .io)
+        #expect(error?.message.contains("injected failure") == true)
+        #expect(try read(path) == data)
+        #expect(try strays(in: state.directory).isEmpty)
+    }
+
+    @Test("unprotect leaves a file that is not protected alone; protectionInfo says so")
+    func plainFiles() throws {
+        let state = try TestState()
+        let path = state.path("plain.txt")
+        try write(Array("not protected".utf8), path)
+        try state.protector().unprotect(file: path)
+        #expect(try read(path) == Array("not protected".utf8))
+        #expect(try DataProtector.protectionInfo(file: path) == nil)
+        #expect(protectionError { _ = try state.protector().makeReader(path: path) }?.code == .invalidArguments)
+        #expect(protectionError { try state.protector().protect(file: state.directory, owner: alice) }?.code == .invalidArguments)
+        #expect(protectionError { try state.protector().protect(file: state.path("missing"), owner: alice) }?.code == .io)
+    }
+
+    @Test("protecting a protected file re-seals it for the new owner; verifyAndProtect skips files already right")
+    func reprotect() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let path = state.path("doc.bin")
+        try write(pattern(5_000), path)
+        try protector.protect(file: path, owner: alice, forceEncryption: true)
+        #expect(try !protector.verifyAndProtect(file: path, owner: alice, forceEncryption: true))
+        #expect(try protector.verifyAndProtect(file: path, owner: bob, forceEncryption: true))
+        #expect(try protector.protectionInfo(file: path)?.owner == protector.ownerIdentifier(for: bob))
+        try protector.unprotect(file: path)
+        #expect(try read(path) == pattern(5_000))
+    }
+
+    @Test("rotation then rewrap moves a file and a buffer to the newest key version")
+    func rewrap() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let path = state.path("doc.bin")
+        try write(pattern(70_000), path)
+        try protector.protect(file: path, owner: alice, forceEncryption: true)
+        let buffer = try protector.protect(pattern(300), owner: alice, forceEncryption: true)
+        #expect(try !protector.rewrap(file: path), "already on the newest version")
+        try state.keyRing.rotate(protector.ownerIdentifier(for: alice))
+        #expect(try protector.rewrap(file: path))
+        #expect(try protector.protectionInfo(file: path)?.keyVersion == 2)
+        let moved = try protector.rewrap(buffer)
+        #expect(try protector.protectionInfo(moved)?.keyVersion == 2)
+        #expect(try protector.unprotect(moved) == pattern(300))
+        try protector.unprotect(file: path)
+        #expect(try read(path) == pattern(70_000))
+    }
+
+    @Test("a directory's files are protected recursively, and new files inherit its owner")
+    func directories() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let root = state.path("docs")
+        try FileManager.default.createDirectory(atPath: root + "/sub/deeper", withIntermediateDirectories: true)
+        for name in ["a.txt", "sub/b.txt", "sub/deeper/c.txt"] { try write(Array(name.utf8), root + "/" + name) }
+        #expect(try protector.protect(directory: root, owner: alice, forceEncryption: true) == 3)
+        #expect(try protector.protect(directory: root, owner: alice, forceEncryption: true) == 0, "already protected")
+        for name in ["a.txt", "sub/b.txt", "sub/deeper/c.txt"] {
+            #expect(try protector.protectionInfo(file: root + "/" + name)?.owner == protector.ownerIdentifier(for: alice))
+        }
+        let writer = try protector.makeWriter(path: root + "/sub/new.txt", owner: nil, forceEncryption: true)
+        try writer.write(Array("inherited".utf8))
+        try writer.close()
+        #expect(try protector.protectionInfo(file: root + "/sub/new.txt")?.owner == protector.ownerIdentifier(for: alice))
+        try write(Array("dropped in".utf8), root + "/later.txt")
+        #expect(try protector.verifyAndProtect(file: root + "/later.txt", forceEncryption: true))
+        #expect(protectionError { _ = try protector.makeWriter(path: state.path("orphan.txt"), owner: nil) }?.code == .invalidArguments)
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+
+/// Where the package's fixtures and the shared Graph exports are.
+enum TestPaths {
+    /// The package root (two levels above this file's folder).
+    static let packageRoot: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    static func fixture(_ relative: String) -> String {
+        (packageRoot as NSString).appendingPathComponent("fixtures/\(relative)")
+    }
+
+    static func package(_ relative: String) -> String {
+        (packageRoot as NSString).appendingPathComponent(relative)
+    }
+
+    /// The shared Microsoft Graph exports (some GPL-licensed: read in place, never copied into
+    /// the project): `$CUSTODY_SHARED_DIR/graph-examples`, else the first `shared/graph-examples`
+    /// beside the package or one of its ancestors. Tests that need them fail, naming the
+    /// variable, when there is none.
+    static let graphExamples: String = {
+        if let shared = ProcessInfo.processInfo.environment["CUSTODY_SHARED_DIR"] {
+            return (shared as NSString).appendingPathComponent("graph-examples")
+        }
+        var directory = URL(fileURLWithPath: packageRoot)
+        while directory.path != "/" {
+            directory.deleteLastPathComponent()
+            let candidate = directory.appendingPathComponent("shared/graph-examples").path
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        return "(no shared/graph-examples found above \(packageRoot); set CUSTODY_SHARED_DIR)"
+    }()
+
+    static func graphExample(_ name: String) -> String {
+        (graphExamples as NSString).appendingPathComponent(name)
+    }
+
+    /// The Wycheproof test vectors beside the Graph exports.
+    static var wycheproof: String {
+        ((graphExamples as NSString).deletingLastPathComponent as NSString).appendingPathComponent("test-vectors/wycheproof")
+    }
+}
