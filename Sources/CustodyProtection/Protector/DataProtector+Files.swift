@@ -157,7 +157,7 @@ extension DataProtector {
         else { return data }
         let plaintext = try unprotect(data)
         let cipher = try makeSealer(owner: info.owner, chunkExponent: Self.bufferChunkExponent)
-        return plaintext.withUnsafeBytes { seal($0, with: cipher) }
+        return plaintext.withUnsafeBytes { Self.seal($0, with: cipher) }
     }
 
     // MARK: Directories

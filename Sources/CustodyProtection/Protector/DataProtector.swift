@@ -70,7 +70,7 @@ public final class DataProtector: Sendable {
     public func protect(_ data: [UInt8], owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> [UInt8] {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
         let cipher = try makeSealer(owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.bufferChunkExponent)
-        return data.withUnsafeBytes { seal($0, with: cipher) }
+        return data.withUnsafeBytes { Self.seal($0, with: cipher) }
     }
 
     /// The data inside an envelope. Bytes that are not an envelope come back unchanged
@@ -83,7 +83,7 @@ public final class DataProtector: Sendable {
             do throws(ProtectionError) {
                 guard let (header, length) = try EnvelopeHeader.decode(bytes) else { return .success(nil) }
                 let cipher = try makeOpener(header)
-                return .success(try open(UnsafeRawBufferPointer(rebasing: bytes[length...]), with: cipher))
+                return .success(try Self.open(UnsafeRawBufferPointer(rebasing: bytes[length...]), with: cipher))
             } catch {
                 return .failure(error)
             }
@@ -154,23 +154,35 @@ public final class DataProtector: Sendable {
     /// An encrypting sealer for `owner` under its current key.
     func makeSealer(owner: OwnerIdentifier, chunkExponent: UInt8) throws(ProtectionError) -> ChunkCipher {
         let accountKey = try keyRing.currentKey(for: owner, creating: true)
-        var header = EnvelopeHeader(algorithm: algorithm, chunkSizeExponent: chunkExponent, owner: owner, keyVersion: accountKey.version)
         let prefixCount = EnvelopeHeader.noncePrefixCount(for: algorithm)
         let randomCount = EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount + prefixCount
         return withUnsafeTemporaryAllocation(byteCount: randomCount, alignment: 16) { random in
             defer { Sodium.zero(random) }
             Sodium.randomBytes(random)
-            let dataKey = UnsafeRawBufferPointer(rebasing: random[0..<EnvelopeAlgorithm.keyCount])
-            header.wrapNonce = Array(random[EnvelopeAlgorithm.keyCount..<EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount])
-            header.noncePrefix = Array(random[(randomCount - prefixCount)...])
-            var wrapped = [UInt8](repeating: 0, count: EnvelopeHeader.wrappedKeyCount)
-            let prefix = header.encodedPrefix()
-            header.wrapNonce.withUnsafeBytes { nonce in
-                prefix.withUnsafeBytes { aad in wrapped.withUnsafeMutableBytes { accountKey.cipher.seal(dataKey, nonce: nonce, aad: aad, into: $0) } }
-            }
-            header.wrappedDataKey = wrapped
-            return ChunkCipher(header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
+            return Self.sealer(
+                algorithm: algorithm, chunkExponent: chunkExponent, accountKey: accountKey,
+                dataKey: UnsafeRawBufferPointer(rebasing: random[0..<EnvelopeAlgorithm.keyCount]),
+                wrapNonce: Array(random[EnvelopeAlgorithm.keyCount..<EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount]),
+                noncePrefix: Array(random[(randomCount - prefixCount)...]), implementation: implementation)
         }
+    }
+
+    /// The sealer of an envelope whose random parts are given: what `makeSealer` does with fresh
+    /// randomness, and what known-answer vectors do with fixed values.
+    static func sealer(
+        algorithm: EnvelopeAlgorithm, chunkExponent: UInt8, accountKey: AccountKey, dataKey: UnsafeRawBufferPointer,
+        wrapNonce: [UInt8], noncePrefix: [UInt8], implementation: AEADCipher.Implementation = .automatic
+    ) -> ChunkCipher {
+        var header = EnvelopeHeader(algorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner, keyVersion: accountKey.version)
+        header.wrapNonce = wrapNonce
+        header.noncePrefix = noncePrefix
+        var wrapped = [UInt8](repeating: 0, count: EnvelopeHeader.wrappedKeyCount)
+        let prefix = header.encodedPrefix()
+        wrapNonce.withUnsafeBytes { nonce in
+            prefix.withUnsafeBytes { aad in wrapped.withUnsafeMutableBytes { accountKey.cipher.seal(dataKey, nonce: nonce, aad: aad, into: $0) } }
+        }
+        header.wrappedDataKey = wrapped
+        return ChunkCipher(header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
     }
 
     /// An opener for an existing envelope: its data key unwrapped by the owner's key version.
@@ -196,7 +208,7 @@ public final class DataProtector: Sendable {
     }
 
     /// Header and chunks of `data`, in memory.
-    func seal(_ data: UnsafeRawBufferPointer, with cipher: ChunkCipher) -> [UInt8] {
+    static func seal(_ data: UnsafeRawBufferPointer, with cipher: ChunkCipher) -> [UInt8] {
         let chunkSize = cipher.chunkSize
         let fullChunks = data.count / chunkSize
         var output = cipher.headerBytes
@@ -218,7 +230,7 @@ public final class DataProtector: Sendable {
     }
 
     /// The plaintext of the chunks in `body` (everything after the header).
-    func open(_ body: UnsafeRawBufferPointer, with cipher: ChunkCipher) throws(ProtectionError) -> [UInt8] {
+    static func open(_ body: UnsafeRawBufferPointer, with cipher: ChunkCipher) throws(ProtectionError) -> [UInt8] {
         var plaintext: [UInt8] = []
         var position = 0
         var index: UInt64 = 0
