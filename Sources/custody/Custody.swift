@@ -16,9 +16,16 @@ struct Custody: ParsableCommand {
             questions about saving, opening, sharing, clipboard, printing, notifications, \
             encryption and offline access, each answer with the setting and policies that decided it.
 
+            It also protects data per account: envelopes that name the owner, encrypted under \
+            per-account keys (libsodium) when the owner's policy requires it, and a selective wipe \
+            that crypto-shreds one account's data.
+
             Exit status: 0 on success, 1 when a bundle or query fails, 64 for bad arguments.
             """,
         version: "0.1.0",
-        subcommands: [PolicyCommand.self, DecideCommand.self]
+        subcommands: [
+            PolicyCommand.self, DecideCommand.self, ProtectCommand.self, UnprotectCommand.self, InfoCommand.self, KeysCommand.self,
+            WipeCommand.self,
+        ]
     )
 }

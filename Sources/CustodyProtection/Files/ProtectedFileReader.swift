@@ -21,6 +21,7 @@ public final class ProtectedFileReader {
     private let path: String
     private let cipher: ChunkCipher
     private var descriptor: Int32
+    private let ownsDescriptor: Bool
     private var sealed: [UInt8]
     private var sealedCount = 0
     private var plaintext: [UInt8]
@@ -31,20 +32,28 @@ public final class ProtectedFileReader {
     private var finished = false
 
     /// Opens `path`, which must be an envelope.
-    init(path: String, protector: DataProtector) throws(ProtectionError) {
-        self.path = path
-        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    convenience init(path: String, protector: DataProtector) throws(ProtectionError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
+        try self.init(descriptor: descriptor, name: path, owning: true, protector: protector)
+    }
+
+    /// Reads an envelope from `descriptor` (standard input, say); `name` is for messages.
+    /// - Parameter owning: close the descriptor when done.
+    init(descriptor: Int32, name: String, owning: Bool, protector: DataProtector) throws(ProtectionError) {
+        self.path = name
+        self.descriptor = descriptor
+        self.ownsDescriptor = owning
         var headerBytes: [UInt8] = []
         do throws(ProtectionError) {
             // The header is at most about 1,130 bytes (a 1,024-byte owner); read until it decodes.
             var decoded: (header: EnvelopeHeader, length: Int)?
             while decoded == nil {
                 let before = headerBytes.count
-                headerBytes += try Self.readSome(descriptor, count: 2_048, path: path)
+                headerBytes += try Self.readSome(descriptor, count: 2_048, path: name)
                 decoded = try headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }.get()
                 if decoded == nil, headerBytes.count >= 4 || headerBytes.count == before {
-                    throw ProtectionError(.invalidArguments, "the file is not a protected file (no envelope header)", path: path)
+                    throw ProtectionError(.invalidArguments, "not a protected file (no envelope header)", path: name)
                 }
             }
             let (header, length) = decoded!
@@ -58,14 +67,14 @@ public final class ProtectedFileReader {
             }
             sealedCount = leftover
         } catch {
-            close(descriptor)
-            descriptor = -1
-            throw error.at(path)
+            if owning { close(descriptor) }
+            self.descriptor = -1
+            throw error.at(name)
         }
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
+        if ownsDescriptor, descriptor >= 0 { close(descriptor) }
         plaintext.withUnsafeMutableBytes { Sodium.zero($0) }
     }
 

@@ -4,13 +4,14 @@ import Glibc
 import Darwin
 #endif
 
-/// Writes a protected file without holding it in memory.
+/// Writes a protected file (or stream) without holding it in memory.
 ///
-/// Everything goes to a temporary file beside the destination; `close()` seals the last chunk,
-/// syncs the file, renames it over the destination and syncs the directory. Until then the
-/// destination is untouched, and a writer that is cancelled, fails, or is released without
-/// `close()` removes its temporary file: an interrupted protect never leaves a half-written file
-/// in place of a whole one.
+/// For a file, everything goes to a temporary file beside the destination; `close()` seals the
+/// last chunk, syncs the file, renames it over the destination and syncs the directory. Until
+/// then the destination is untouched, and a writer that is cancelled, fails, or is released
+/// without `close()` removes its temporary file: an interrupted protect never leaves a
+/// half-written file in place of a whole one. Written to a stream (standard output), the
+/// envelope goes out chunk by chunk and a reader finds an interrupted one cut off.
 ///
 /// Not thread-safe: one writer, one task.
 public final class ProtectedFileWriter {
@@ -20,9 +21,7 @@ public final class ProtectedFileWriter {
     public private(set) var bytesWritten: Int64 = 0
 
     private let cipher: ChunkCipher
-    private let destination: String
-    private let temporary: String
-    private var descriptor: Int32
+    private let sink: Sink
     private var pending: [UInt8]
     private var pendingCount = 0
     private var sealed: [UInt8]
@@ -32,19 +31,39 @@ public final class ProtectedFileWriter {
     /// Fails the writer after this many chunks were sealed: how tests interrupt a protect.
     var failAfterChunks: UInt64?
 
+    /// Where the envelope goes.
+    enum Sink {
+        case file(AtomicFileWriter)
+        /// A descriptor the caller owns (not closed, not synced).
+        case stream(Int32, name: String)
+
+        var name: String {
+            switch self {
+            case .file(let writer): writer.destination
+            case .stream(_, let name): name
+            }
+        }
+
+        func write(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) {
+            switch self {
+            case .file(let writer): try writer.write(bytes)
+            case .stream(let descriptor, let name): try FileSystem.writeAll(descriptor, bytes, path: name)
+            }
+        }
+    }
+
     /// - Parameter mode: permissions of the new file (those of the file it replaces, usually).
-    init(path: String, cipher: ChunkCipher, mode: mode_t) throws(ProtectionError) {
+    convenience init(path: String, cipher: ChunkCipher, mode: mode_t) throws(ProtectionError) {
+        try self.init(sink: .file(AtomicFileWriter(path: path, mode: mode)), cipher: cipher)
+    }
+
+    init(sink: Sink, cipher: ChunkCipher) throws(ProtectionError) {
         self.cipher = cipher
-        self.destination = path
-        self.temporary = FileSystem.temporaryPath(besides: path)
-        descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw FileSystem.ioError("creating a temporary file", temporary) }
-        _ = fchmod(descriptor, mode)
-        let batchPlaintext = ChunkBatch.chunksPerBatch * cipher.chunkSize
-        pending = [UInt8](repeating: 0, count: batchPlaintext)
+        self.sink = sink
+        pending = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.chunkSize)
         sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.sealedChunkSize)
         do throws(ProtectionError) {
-            try FileSystem.writeAll(descriptor, cipher.headerBytes, path: temporary)
+            try cipher.headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try sink.write(bytes) } }.get()
         } catch {
             cancel()
             throw error
@@ -57,7 +76,7 @@ public final class ProtectedFileWriter {
 
     /// Appends plaintext.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) {
-        guard !finished else { throw ProtectionError(.invalidArguments, "the writer is already closed", path: destination) }
+        guard !finished else { throw ProtectionError(.invalidArguments, "the writer is already closed", path: sink.name) }
         var offset = 0
         while offset < bytes.count {
             let count = min(bytes.count - offset, pending.count - pendingCount)
@@ -92,14 +111,10 @@ public final class ProtectedFileWriter {
             pending.withUnsafeBytes { pending in
                 last.withUnsafeMutableBytes { cipher.seal(index: nextIndex, last: true, UnsafeRawBufferPointer(rebasing: pending[..<count]), into: $0) }
             }
-            try FileSystem.writeAll(descriptor, last, path: temporary)
-            guard fsync(descriptor) == 0 else { throw FileSystem.ioError("syncing", temporary) }
-            Glibc.close(descriptor)
-            descriptor = -1
-            guard rename(temporary, destination) == 0 else { throw FileSystem.ioError("renaming into place", destination) }
+            try last.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try sink.write(bytes) } }.get()
+            if case .file(let writer) = sink { try writer.commit() }
             finished = true
             wipePending()
-            try FileSystem.syncDirectory(containing: destination)
         } catch {
             cancel()
             throw error
@@ -110,11 +125,7 @@ public final class ProtectedFileWriter {
     public func cancel() {
         guard !finished else { return }
         finished = true
-        if descriptor >= 0 {
-            Glibc.close(descriptor)
-            descriptor = -1
-        }
-        unlink(temporary)
+        if case .file(let writer) = sink { writer.cancel() }
         wipePending()
     }
 
@@ -124,10 +135,10 @@ public final class ProtectedFileWriter {
         let full = pendingCount / chunkSize
         guard full > 0 else { return }
         guard nextIndex + UInt64(full) <= ChunkCipher.maximumChunkIndex else {
-            throw ProtectionError(.encryptFailed, "the file is too large for one envelope (2^32 chunks)", path: destination)
+            throw ProtectionError(.encryptFailed, "the file is too large for one envelope (2^32 chunks)", path: sink.name)
         }
         if let failAfterChunks, nextIndex + UInt64(full) > failAfterChunks {
-            throw ProtectionError(.io, "injected failure after \(failAfterChunks) chunks", path: destination)
+            throw ProtectionError(.io, "injected failure after \(failAfterChunks) chunks", path: sink.name)
         }
         let sealedCount = full * cipher.sealedChunkSize
         pending.withUnsafeBytes { pending in
@@ -135,17 +146,9 @@ public final class ProtectedFileWriter {
                 ChunkBatch.sealFull(pending, chunkCount: full, firstIndex: nextIndex, cipher: cipher, into: sealed)
             }
         }
-        let failure: ProtectionError? = sealed.withUnsafeBytes { sealed in
-            do {
-                try FileSystem.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: sealed[..<sealedCount]), path: temporary)
-                return nil
-            } catch let error as ProtectionError {
-                return error
-            } catch {
-                return ProtectionError(.io, "\(error)", path: temporary)
-            }
-        }
-        if let failure { throw failure }
+        try sealed.withUnsafeBytes { sealed in
+            Result { () throws(ProtectionError) in try sink.write(UnsafeRawBufferPointer(rebasing: sealed[..<sealedCount])) }
+        }.get()
         nextIndex += UInt64(full)
         // Move the partial chunk, if any, to the front.
         let rest = pendingCount - full * chunkSize
@@ -159,7 +162,7 @@ public final class ProtectedFileWriter {
 
     private func checkFault() throws(ProtectionError) {
         if let failAfterChunks, nextIndex >= failAfterChunks {
-            throw ProtectionError(.io, "injected failure after \(failAfterChunks) chunks", path: destination)
+            throw ProtectionError(.io, "injected failure after \(failAfterChunks) chunks", path: sink.name)
         }
     }
 

@@ -37,6 +37,85 @@ extension DataProtector {
         try ProtectedFileReader(path: path, protector: self)
     }
 
+    // MARK: Sources and sinks
+
+    /// Where data is read from.
+    public enum Source: Sendable {
+        case file(String)
+        /// A descriptor the caller owns, such as standard input (0); `name` is for messages.
+        case stream(Int32, name: String)
+    }
+
+    /// Where data is written to. Files are replaced atomically; streams get bytes as they come.
+    public enum Sink: Sendable {
+        case file(String)
+        /// A descriptor the caller owns, such as standard output (1); `name` is for messages.
+        case stream(Int32, name: String)
+    }
+
+    /// Protects the data of `source` into `sink` for `owner`. A file source that is already
+    /// protected is opened and sealed again; a stream source is read as plaintext. A file sink
+    /// is written atomically (the same path as the source protects in place).
+    public func protect(
+        from source: Source, to sink: Sink, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil
+    ) throws(ProtectionError) {
+        let cipher = try makeSealer(owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
+        let writer: ProtectedFileWriter
+        switch sink {
+        case .file(let path):
+            if case .file(let input) = source { try Self.requireRegularFile(input) }
+            writer = try ProtectedFileWriter(path: path, cipher: cipher, mode: Self.mode(of: path) ?? Self.sourceMode(source))
+        case .stream(let descriptor, let name):
+            writer = try ProtectedFileWriter(sink: .stream(descriptor, name: name), cipher: cipher)
+        }
+        do throws(ProtectionError) {
+            try copyPlaintext(of: source) { block throws(ProtectionError) in
+                try writer.write(block)
+                progress?(writer.bytesWritten)
+            }
+            try writer.close()
+        } catch {
+            writer.cancel()
+            throw error
+        }
+    }
+
+    /// Writes the plaintext of the envelope in `source` to `sink`. Unlike `unprotect(file:)`,
+    /// a source that is not an envelope is an error (`.invalidArguments`), never copied as is.
+    ///
+    /// A file sink appears only once every chunk authenticated. A stream sink receives plaintext
+    /// as chunks authenticate; when the envelope turns out to be cut off, the error comes at the
+    /// end, so a consumer must check for it.
+    public func unprotect(from source: Source, to sink: Sink, progress: Progress? = nil) throws(ProtectionError) {
+        let reader: ProtectedFileReader
+        switch source {
+        case .file(let path):
+            try Self.requireRegularFile(path)
+            reader = try makeReader(path: path)
+        case .stream(let descriptor, let name):
+            reader = try ProtectedFileReader(descriptor: descriptor, name: name, owning: false, protector: self)
+        }
+        switch sink {
+        case .file(let path):
+            let writer = try AtomicFileWriter(path: path, mode: Self.mode(of: path) ?? Self.sourceMode(source))
+            do throws(ProtectionError) {
+                try reader.forEachBlock { block throws(ProtectionError) in
+                    try writer.write(block)
+                    progress?(reader.bytesRead + Int64(block.count))
+                }
+                try writer.commit()
+            } catch {
+                writer.cancel()
+                throw error.at(path)
+            }
+        case .stream(let descriptor, let name):
+            try reader.forEachBlock { block throws(ProtectionError) in
+                try FileSystem.writeAll(descriptor, block, path: name)
+                progress?(reader.bytesRead + Int64(block.count))
+            }
+        }
+    }
+
     // MARK: Files
 
     /// Protects the file at `path` in place for `owner` (an already protected file is opened
@@ -51,7 +130,7 @@ extension DataProtector {
         let writer = try makeWriter(path: path, owner: owner, forceEncryption: forceEncryption)
         writer.failAfterChunks = failAfterChunks
         do throws(ProtectionError) {
-            try copyPlaintext(of: path) { block throws(ProtectionError) in
+            try copyPlaintext(of: .file(path)) { block throws(ProtectionError) in
                 try writer.write(block)
                 progress?(writer.bytesWritten)
             }
@@ -69,24 +148,7 @@ extension DataProtector {
     public func unprotect(file path: String, progress: Progress? = nil) throws(ProtectionError) {
         try Self.requireRegularFile(path)
         guard try protectionInfo(file: path) != nil else { return }
-        let reader = try makeReader(path: path)
-        let temporary = FileSystem.temporaryPath(besides: path)
-        let descriptor = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Self.mode(of: path) ?? 0o600)
-        guard descriptor >= 0 else { throw FileSystem.ioError("creating a temporary file", temporary) }
-        do throws(ProtectionError) {
-            try reader.forEachBlock { block throws(ProtectionError) in
-                try FileSystem.writeAll(descriptor, block, path: temporary)
-                progress?(reader.bytesRead + Int64(block.count))
-            }
-            guard fsync(descriptor) == 0 else { throw FileSystem.ioError("syncing", temporary) }
-            close(descriptor)
-            guard rename(temporary, path) == 0 else { throw FileSystem.ioError("renaming into place", path) }
-            try FileSystem.syncDirectory(containing: path)
-        } catch {
-            close(descriptor)
-            unlink(temporary)
-            throw error.at(path)
-        }
+        try unprotect(from: .file(path), to: .file(path), progress: progress)
     }
 
     /// What the file's envelope says, without any key; nil when it is not a protected file.
@@ -219,28 +281,42 @@ extension DataProtector {
 
     // MARK: Helpers
 
-    /// Hands `path`'s plaintext to `body` in blocks: the envelope's contents when it is
-    /// protected, its bytes otherwise.
-    private func copyPlaintext(of path: String, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) {
-        if try protectionInfo(file: path) != nil {
-            try makeReader(path: path).forEachBlock(body)
-            return
+    /// Hands the plaintext of `source` to `body` in blocks: a protected file's contents, or the
+    /// bytes of a plain file or a stream.
+    private func copyPlaintext(of source: Source, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) {
+        let descriptor: Int32
+        let name: String
+        switch source {
+        case .file(let path):
+            if try protectionInfo(file: path) != nil {
+                try makeReader(path: path).forEachBlock(body)
+                return
+            }
+            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
+            name = path
+        case .stream(let stream, let streamName):
+            descriptor = stream
+            name = streamName
         }
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
-        defer { close(descriptor) }
+        defer { if case .file = source { close(descriptor) } }
         var block = [UInt8](repeating: 0, count: 1 << 20)
+        defer { block.withUnsafeMutableBytes { Sodium.zero($0) } }
         while true {
             let count = block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw FileSystem.ioError("reading", path)
+                throw FileSystem.ioError("reading", name)
             }
             if count == 0 { break }
             let result = block.withUnsafeBytes { block in Result { () throws(ProtectionError) in try body(UnsafeRawBufferPointer(rebasing: block[..<count])) } }
             try result.get()
         }
-        block.withUnsafeMutableBytes { Sodium.zero($0) }
+    }
+
+    private static func sourceMode(_ source: Source) -> mode_t {
+        if case .file(let path) = source, let mode = mode(of: path) { return mode }
+        return 0o600
     }
 
     static func mode(of path: String) -> mode_t? {

@@ -2,11 +2,8 @@ public import ArgumentParser
 import CustodyPolicy
 public import Logging
 
-/// Options every command that evaluates a bundle takes.
-struct BundleOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
-    var bundle: String
-
+/// The evaluation context: platform, app and management level.
+struct ContextOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Evaluate for this platform only; by default iOS and Android policies both apply.", valueName: "ios|android"))
     var platform: Platform?
 
@@ -19,18 +16,43 @@ struct BundleOptions: ParsableArguments {
     var context: EvaluationContext {
         EvaluationContext(platform: platform, appID: appID, managementLevel: managementLevel)
     }
+}
+
+/// Options every command that evaluates a bundle takes.
+struct BundleOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
+    var bundle: String
+
+    @OptionGroup var contextOptions: ContextOptions
 
     /// Loads and resolves the bundle, or prints its diagnostics and exits 1.
     func loadSnapshot(logger: Logger) throws -> PolicySnapshot {
-        let bundle: PolicyBundle
-        do {
-            bundle = try PolicyBundle.load(path: self.bundle)
-        } catch {
-            StandardError.write(lines: error.diagnostics.map(\.description))
-            throw ExitCode.failure
-        }
-        return PolicySnapshot(bundle: bundle, context: context, logger: logger)
+        try loadPolicySnapshot(bundle, context: contextOptions.context, logger: logger)
     }
+}
+
+/// A bundle for commands that can do without one (without it, only an explicit request encrypts).
+struct OptionalBundleOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("A policy bundle: its policy decides whose data must be encrypted, and its tenant names accounts by OID.", valueName: "dir"))
+    var bundle: String?
+
+    @OptionGroup var contextOptions: ContextOptions
+
+    func loadSnapshot(logger: Logger) throws -> PolicySnapshot? {
+        try bundle.map { try loadPolicySnapshot($0, context: contextOptions.context, logger: logger) }
+    }
+}
+
+/// Loads and resolves a bundle, or prints its diagnostics and exits 1.
+func loadPolicySnapshot(_ path: String, context: EvaluationContext, logger: Logger) throws -> PolicySnapshot {
+    let bundle: PolicyBundle
+    do {
+        bundle = try PolicyBundle.load(path: path)
+    } catch {
+        StandardError.write(lines: error.diagnostics.map(\.description))
+        throw ExitCode.failure
+    }
+    return PolicySnapshot(bundle: bundle, context: context, logger: logger)
 }
 
 /// Log verbosity, for commands that log.

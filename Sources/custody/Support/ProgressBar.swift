@@ -1,0 +1,52 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A progress bar on standard error, drawn only when standard error is a terminal and the work
+/// is big enough to wait for.
+final class ProgressBar {
+    private let total: Int64
+    private let label: String
+    private let enabled: Bool
+    private let started = ContinuousClock.now
+    private var lastDrawn = ContinuousClock.now - .seconds(1)
+
+    /// Bars are drawn for more than this many bytes.
+    static let threshold: Int64 = 4 << 20
+
+    init(label: String, total: Int64?) {
+        self.label = label
+        self.total = total ?? 0
+        self.enabled = isatty(2) == 1 && (total ?? 0) > Self.threshold
+    }
+
+    /// Draws the bar for `done` bytes (at most ten times a second).
+    func update(_ done: Int64) {
+        guard enabled else { return }
+        let now = ContinuousClock.now
+        guard now - lastDrawn >= .milliseconds(100) || done >= total else { return }
+        lastDrawn = now
+        let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 0
+        let width = 30
+        let filled = Int(fraction * Double(width))
+        let seconds = max(Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18, 0.001)
+        let rate = Double(done) / seconds / Double(1 << 20)
+        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        StandardError.write("\r\(label) \(bar) \(Int(fraction * 100))% \(Int(rate)) MiB/s ")
+    }
+
+    /// Ends the bar's line.
+    func finish() {
+        guard enabled else { return }
+        StandardError.write("\n")
+    }
+}
+
+/// The size of a regular file, or nil.
+func fileSize(_ path: String) -> Int64? {
+    var status = stat()
+    guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+    return Int64(status.st_size)
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import CustodyPolicy
+import CustodyProtection
+import Logging
+
+/// Where keys live and where the master key comes from.
+struct ProtectionOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The state directory holding the wrapped account keys.", valueName: "dir"))
+    var state: String = ".custody"
+
+    @Option(help: ArgumentHelp(
+        "The master key file (32 bytes, raw, hex or base64; created with mode 0600 on first use). Default: CUSTODY_MASTER_KEY_FILE, else the passphrase in CUSTODY_PASSPHRASE.",
+        valueName: "file"))
+    var masterKeyFile: String?
+
+    /// The key ring, or a message and exit 1.
+    func keyRing() throws -> KeyRing {
+        do {
+            return try KeyRing(store: FileKeyStore(directory: state), masterKey: MasterKeySource.configured(keyFile: masterKeyFile))
+        } catch {
+            StandardError.write("error: \(error)\n")
+            throw ExitCode.failure
+        }
+    }
+}
+
+/// Runs `body`, turning a `ProtectionError` into `error: ...` on standard error and exit 1.
+func reportingProtectionErrors<Result>(_ body: () throws -> Result) throws -> Result {
+    do {
+        return try body()
+    } catch let error as ProtectionError {
+        StandardError.write("error: \(error)\n")
+        throw ExitCode.failure
+    }
+}
+
+/// An account given on the command line.
+func parseAccount(_ text: String, option: String) throws -> AccountID {
+    guard let account = AccountID(text) else { throw ValidationError("\(option) must name an account (a UPN or an OID)") }
+    return account
+}
