@@ -15,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
+        // libsodium directly: the baseline the protection benchmarks are measured against.
+        .systemLibrary(name: "CLibsodium", path: "Sources/CLibsodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // Deterministic synthetic tenants, policies and query streams.
         .target(
             name: "BenchmarkData",
@@ -30,14 +32,19 @@ let package = Package(
         // Loops one workload for sampling profilers (perf record, valgrind --tool=callgrind).
         .executableTarget(
             name: "custody-profile",
-            dependencies: ["BenchmarkData", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "BenchmarkData", .product(name: "CustodyProtection", package: "Custody"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Sources/custody-profile"
         ),
         .executableTarget(
             name: "CustodyBenchmarks",
             dependencies: [
                 "BenchmarkData",
+                "CLibsodium",
                 .product(name: "CustodyPolicy", package: "Custody"),
+                .product(name: "CustodyProtection", package: "Custody"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CustodyBenchmarks",

@@ -14,6 +14,8 @@ let benchmarks: @Sendable () -> Void = {
         maxDuration: .seconds(5),
         maxIterations: 1_000)
 
+    protectionBenchmarks()
+
     // MARK: In-process decisions, 10,000 accounts
 
     let tenant = SyntheticTenant(accounts: 10_000, policies: 50)

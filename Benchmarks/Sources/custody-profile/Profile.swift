@@ -1,6 +1,8 @@
 import ArgumentParser
 import BenchmarkData
 import CustodyPolicy
+import CustodyProtection
+import Foundation
 
 /// Runs one workload in a loop, for sampling profilers:
 /// `perf record -g .build/release/custody-profile save-to`.
@@ -14,9 +16,10 @@ struct Profile: ParsableCommand {
         case saveTo = "save-to"
         case stream
         case load
+        case protect1K = "protect-1k"
     }
 
-    @Argument(help: "save-to, stream or load.")
+    @Argument(help: "save-to, stream, load or protect-1k.")
     var workload: Workload
 
     @Option(help: "Repetitions.")
@@ -47,6 +50,18 @@ struct Profile: ParsableCommand {
                 }
             }
             print(bytes)
+        case .protect1K:
+            let directory = "/tmp/custody-profile-keys"
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let keyRing = try KeyRing(store: FileKeyStore(directory: directory + "/state"), masterKey: .keyFile(path: directory + "/master.key"))
+            let protector = DataProtector(keyRing: keyRing)
+            let owner = AccountID(oid: "5a1e0000-0000-4000-8000-000000000001")!
+            let data = [UInt8](repeating: 1, count: 1_024)
+            var total = 0
+            for _ in 0..<(repeats * 100_000) {
+                total += try protector.unprotect(try protector.protect(data, owner: owner, forceEncryption: true)).count
+            }
+            print(total)
         case .load:
             let tenantBytes = tenant.tenantJSON()
             let policyBytes = tenant.policiesJSON()

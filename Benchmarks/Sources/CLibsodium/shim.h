@@ -1,0 +1,2 @@
+// libsodium, for the benchmarks' baseline (libsodium's own single-call AEAD throughput).
+#include <sodium.h>
