@@ -6,10 +6,21 @@ import Testing
 @Suite("Chunk sealing")
 struct ChunkCipherTests {
     private func cipher(_ algorithm: EnvelopeAlgorithm, owner: String = "oid:a") -> ChunkCipher {
-        var header = EnvelopeHeader(algorithm: algorithm, chunkSizeExponent: 10, owner: OwnerIdentifier(rawValue: owner)!, keyVersion: algorithm == .none ? 0 : 1)
-        header.wrapNonce = Array(repeating: 1, count: 24)
-        header.wrappedDataKey = Array(repeating: 2, count: 48)
-        header.noncePrefix = Array(repeating: 3, count: EnvelopeHeader.noncePrefixCount(for: algorithm))
+        let owner = OwnerIdentifier(rawValue: owner)!
+        let header: EnvelopeHeader
+        if algorithm == .none {
+            header = EnvelopeHeader(unencryptedFor: owner, chunkSizeExponent: 10)
+        } else {
+            let wrapNonce = [UInt8](repeating: 1, count: 24)
+            let noncePrefix = [UInt8](repeating: 3, count: EnvelopeHeader.noncePrefixCount(for: algorithm))
+            header = wrapNonce.withUnsafeBytes { wrapNonce in
+                noncePrefix.withUnsafeBytes { noncePrefix in
+                    EnvelopeHeader(
+                        algorithm: algorithm, chunkSizeExponent: 10, owner: owner, keyVersion: 1, wrapNonce: wrapNonce, noncePrefix: noncePrefix
+                    ) { _, _, wrapped in wrapped.initializeMemory(as: UInt8.self, repeating: 2) }
+                }
+            }
+        }
         let key = [UInt8](repeating: 9, count: 32)
         return ChunkCipher(header: header, cipher: algorithm == .none ? nil : key.withUnsafeBytes { AEADCipher(algorithm: algorithm, key: $0) })
     }

@@ -15,7 +15,8 @@ final class AEADCipher: @unchecked Sendable {
     }
 
     let algorithm: EnvelopeAlgorithm
-    private let key: SecretBytes
+    /// The key, for XChaCha20-Poly1305 (libsodium has no precomputed state for it).
+    private let key: SecretBytes?
     /// libsodium's expanded AES-256-GCM key, when the hardware path is used.
     private let aesState: UnsafeMutableRawPointer?
     private let portableKey: SymmetricKey?
@@ -25,16 +26,18 @@ final class AEADCipher: @unchecked Sendable {
         precondition(algorithm != .none && key.count == EnvelopeAlgorithm.keyCount, "an AEAD cipher needs a 32-byte key")
         Sodium.ensureInitialized()
         self.algorithm = algorithm
-        self.key = SecretBytes(copying: key)
         if algorithm == .aes256GCM, implementation == .automatic, Sodium.hasHardwareAESGCM {
             let state = UnsafeMutableRawPointer.allocate(byteCount: crypto_aead_aes256gcm_statebytes(), alignment: 16)
             _ = crypto_aead_aes256gcm_beforenm(state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self), key.baseAddress!)
+            self.key = nil
             aesState = state
             portableKey = nil
         } else if algorithm == .aes256GCM {
+            self.key = nil
             aesState = nil
             portableKey = SymmetricKey(data: key)
         } else {
+            self.key = SecretBytes(copying: key)
             aesState = nil
             portableKey = nil
         }
@@ -68,7 +71,7 @@ final class AEADCipher: @unchecked Sendable {
                 sealPortably(plaintext, nonce: nonce, aad: aad, into: output)
             }
         case .xChaCha20Poly1305:
-            key.withUnsafeBytes { key in
+            key!.withUnsafeBytes { key in
                 _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
                     out, &written, plain, UInt64(plaintext.count), additional, UInt64(aad.count), nil, noncePointer,
                     key.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -104,7 +107,7 @@ final class AEADCipher: @unchecked Sendable {
                 status = openPortably(sealed, nonce: nonce, aad: aad, into: output) ? 0 : -1
             }
         case .xChaCha20Poly1305:
-            status = key.withUnsafeBytes { key in
+            status = key!.withUnsafeBytes { key in
                 crypto_aead_xchacha20poly1305_ietf_decrypt(
                     out, &written, nil, input, UInt64(sealed.count), additional, UInt64(aad.count), noncePointer,
                     key.baseAddress!.assumingMemoryBound(to: UInt8.self))

@@ -10,8 +10,6 @@
 /// Immutable: chunks may be sealed or opened on several threads at once.
 struct ChunkCipher: Sendable {
     let header: EnvelopeHeader
-    /// The encoded header: every chunk's associated data.
-    let headerBytes: [UInt8]
     private let cipher: AEADCipher?
     private let checksumKey: [UInt8]
 
@@ -22,10 +20,12 @@ struct ChunkCipher: Sendable {
     init(header: EnvelopeHeader, cipher: AEADCipher?) {
         precondition((cipher == nil) == !header.isEncrypted)
         self.header = header
-        self.headerBytes = header.encoded()
         self.cipher = cipher
-        self.checksumKey = header.isEncrypted ? [] : headerBytes.withUnsafeBytes(Checksum.digest)
+        self.checksumKey = header.isEncrypted ? [] : header.bytes.withUnsafeBytes(Checksum.digest)
     }
+
+    /// The encoded header: every chunk's associated data.
+    var headerBytes: [UInt8] { header.bytes }
 
     var chunkSize: Int { header.chunkSize }
     /// Bytes a full chunk takes sealed.

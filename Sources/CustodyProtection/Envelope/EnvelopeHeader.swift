@@ -15,19 +15,34 @@ struct EnvelopeHeader: Sendable, Hashable {
     static let wrappedKeyCount = EnvelopeAlgorithm.keyCount + EnvelopeAlgorithm.tagCount
     static let maximumOwnerCount = 1_024
     static let chunkExponents: ClosedRange<UInt8> = 10...24
+    /// Bytes of the fixed fields before the owner.
+    private static let fixedCount = 10
+    /// Bytes of the largest header there can be.
+    static let maximumCount = fixedCount + maximumOwnerCount + 4 + wrapNonceCount + wrappedKeyCount + 19
 
-    var algorithm: EnvelopeAlgorithm
+    let algorithm: EnvelopeAlgorithm
     /// Plaintext bytes per chunk: 2^exponent.
-    var chunkSizeExponent: UInt8
-    var owner: OwnerIdentifier
+    let chunkSizeExponent: UInt8
+    let owner: OwnerIdentifier
     /// The account key version that wraps the data key; 0 when not encrypted.
-    var keyVersion: UInt32
-    var wrapNonce: [UInt8] = []
-    var wrappedDataKey: [UInt8] = []
-    var noncePrefix: [UInt8] = []
+    let keyVersion: UInt32
+    /// The header as written: the associated data of every chunk. The fields below are views
+    /// into it, so a header costs one allocation whether it is built or read.
+    let bytes: [UInt8]
+    /// Bytes up to and including the key version: the associated data of the data-key wrap.
+    let prefixCount: Int
 
     var chunkSize: Int { 1 << Int(chunkSizeExponent) }
     var isEncrypted: Bool { algorithm != .none }
+    /// Bytes of the whole header.
+    var count: Int { bytes.count }
+
+    var encodedPrefix: ArraySlice<UInt8> { bytes[..<prefixCount] }
+    var wrapNonce: ArraySlice<UInt8> { isEncrypted ? bytes[prefixCount..<prefixCount + Self.wrapNonceCount] : [] }
+    var wrappedDataKey: ArraySlice<UInt8> {
+        isEncrypted ? bytes[prefixCount + Self.wrapNonceCount..<prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount] : []
+    }
+    var noncePrefix: ArraySlice<UInt8> { isEncrypted ? bytes[(prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount)...] : [] }
 
     /// Bytes of the nonce prefix for an algorithm: the nonce less the 4-byte counter and the
     /// 1-byte last-chunk flag.
@@ -35,43 +50,84 @@ struct EnvelopeHeader: Sendable, Hashable {
         algorithm == .none ? 0 : algorithm.nonceCount - 5
     }
 
-    /// The bytes up to and including the key version: the associated data of the data-key wrap.
-    func encodedPrefix() -> [UInt8] {
-        let ownerBytes = Array(owner.rawValue.utf8)
-        var bytes = Self.magic
-        bytes.reserveCapacity(14 + ownerBytes.count + Self.wrapNonceCount + Self.wrappedKeyCount + 19)
-        bytes += [Self.formatVersion, algorithm.rawValue, chunkSizeExponent, 0]
-        bytes += [UInt8(ownerBytes.count >> 8), UInt8(ownerBytes.count & 0xFF)]
-        bytes += ownerBytes
-        bytes += bigEndianBytes(keyVersion)
-        return bytes
+    /// The header of an unencrypted envelope.
+    init(unencryptedFor owner: OwnerIdentifier, chunkSizeExponent: UInt8) {
+        self.init(algorithm: .none, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: 0, suffixCount: 0) { _, _ in }
     }
 
-    /// The whole header.
-    func encoded() -> [UInt8] {
-        var bytes = encodedPrefix()
-        if isEncrypted {
-            bytes += wrapNonce
-            bytes += wrappedDataKey
-            bytes += noncePrefix
+    /// The header of an encrypted envelope.
+    /// - Parameter wrap: writes the wrapped data key (48 bytes, `into`), sealed under the wrap
+    ///   nonce with the header's prefix (`prefix`) as associated data.
+    init(
+        algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32,
+        wrapNonce: UnsafeRawBufferPointer, noncePrefix: UnsafeRawBufferPointer,
+        wrap: (_ prefix: UnsafeRawBufferPointer, _ nonce: UnsafeRawBufferPointer, _ into: UnsafeMutableRawBufferPointer) -> Void
+    ) {
+        precondition(algorithm.isEncrypting && keyVersion >= 1, "an encrypted header needs an algorithm and a key version")
+        precondition(wrapNonce.count == Self.wrapNonceCount && noncePrefix.count == Self.noncePrefixCount(for: algorithm))
+        let suffixCount = Self.wrapNonceCount + Self.wrappedKeyCount + noncePrefix.count
+        self.init(algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion, suffixCount: suffixCount) { prefix, suffix in
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: suffix[..<Self.wrapNonceCount])
+            nonce.copyMemory(from: wrapNonce)
+            let wrapped = UnsafeMutableRawBufferPointer(rebasing: suffix[Self.wrapNonceCount..<Self.wrapNonceCount + Self.wrappedKeyCount])
+            wrap(prefix, UnsafeRawBufferPointer(nonce), wrapped)
+            UnsafeMutableRawBufferPointer(rebasing: suffix[(Self.wrapNonceCount + Self.wrappedKeyCount)...]).copyMemory(from: noncePrefix)
         }
-        return bytes
+    }
+
+    /// Encodes the prefix, then lets `fillSuffix` write the `suffixCount` bytes after it.
+    private init(
+        algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32, suffixCount: Int,
+        fillSuffix: (_ prefix: UnsafeRawBufferPointer, _ suffix: UnsafeMutableRawBufferPointer) -> Void
+    ) {
+        self.algorithm = algorithm
+        self.chunkSizeExponent = chunkSizeExponent
+        self.owner = owner
+        self.keyVersion = keyVersion
+        var ownerText = owner.rawValue
+        let prefixCount = ownerText.utf8.count + Self.fixedCount + 4
+        self.prefixCount = prefixCount
+        bytes = ownerText.withUTF8 { ownerBytes in
+            [UInt8](unsafeUninitializedCapacity: prefixCount + suffixCount) { buffer, initialized in
+                let raw = UnsafeMutableRawBufferPointer(buffer)
+                raw.copyBytes(from: Self.magic)
+                raw[4] = Self.formatVersion
+                raw[5] = algorithm.rawValue
+                raw[6] = chunkSizeExponent
+                raw[7] = 0
+                raw[8] = UInt8(ownerBytes.count >> 8)
+                raw[9] = UInt8(ownerBytes.count & 0xFF)
+                UnsafeMutableRawBufferPointer(rebasing: raw[Self.fixedCount..<Self.fixedCount + ownerBytes.count]).copyMemory(from: UnsafeRawBufferPointer(ownerBytes))
+                raw.storeBytes(of: keyVersion.bigEndian, toByteOffset: prefixCount - 4, as: UInt32.self)
+                fillSuffix(UnsafeRawBufferPointer(rebasing: raw[..<prefixCount]), UnsafeMutableRawBufferPointer(rebasing: raw[prefixCount...]))
+                initialized = prefixCount + suffixCount
+            }
+        }
+    }
+
+    private init(decoded bytes: [UInt8], algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32, prefixCount: Int) {
+        self.algorithm = algorithm
+        self.chunkSizeExponent = chunkSizeExponent
+        self.owner = owner
+        self.keyVersion = keyVersion
+        self.bytes = bytes
+        self.prefixCount = prefixCount
     }
 
     /// Reads a header at the start of `bytes`.
     ///
     /// - Returns: nil when `bytes` do not start with the envelope magic (they are not an
-    ///   envelope); otherwise the header and its length in bytes.
+    ///   envelope); otherwise the header, whose `count` is its length in bytes.
     /// - Throws: `ProtectionError` `.unsupportedVersion` for a format this code does not know,
     ///   `.malformedEnvelope` (with the offset) for a damaged or truncated header.
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) -> (header: EnvelopeHeader, length: Int)? {
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) -> EnvelopeHeader? {
         guard bytes.count >= magic.count, bytes.prefix(magic.count).elementsEqual(magic) else { return nil }
         func need(_ count: Int, at offset: Int, for field: String) throws(ProtectionError) {
             if bytes.count < offset + count {
                 throw ProtectionError(.malformedEnvelope, "the envelope is cut off inside its header (\(field) at byte \(offset))")
             }
         }
-        try need(10, at: 0, for: "fixed fields")
+        try need(fixedCount, at: 0, for: "fixed fields")
         guard bytes[4] == formatVersion else {
             throw ProtectionError(.unsupportedVersion, "envelope format version \(bytes[4]) is not supported (this build reads version \(formatVersion))")
         }
@@ -89,34 +145,29 @@ struct EnvelopeHeader: Sendable, Hashable {
         guard (1...maximumOwnerCount).contains(ownerCount) else {
             throw ProtectionError(.malformedEnvelope, "owner length \(ownerCount) at byte 8 is outside 1...\(maximumOwnerCount)")
         }
-        try need(ownerCount + 4, at: 10, for: "owner and key version")
-        guard let ownerText = String(validating: bytes[10..<10 + ownerCount], as: UTF8.self),
-            let owner = OwnerIdentifier(rawValue: ownerText)
-        else {
-            throw ProtectionError(.malformedEnvelope, "the owner at byte 10 is not an oid: or upn: identifier")
+        try need(ownerCount + 4, at: fixedCount, for: "owner and key version")
+        guard let owner = OwnerIdentifier(encoded: UnsafeRawBufferPointer(rebasing: bytes[fixedCount..<fixedCount + ownerCount])) else {
+            throw ProtectionError(.malformedEnvelope, "the owner at byte \(fixedCount) is not a lower-case oid: or upn: identifier")
         }
-        var offset = 10 + ownerCount
-        let keyVersion = bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        offset += 4
-        var header = EnvelopeHeader(algorithm: algorithm, chunkSizeExponent: exponent, owner: owner, keyVersion: keyVersion)
-        guard algorithm.isEncrypting else {
-            guard keyVersion == 0 else {
-                throw ProtectionError(.malformedEnvelope, "an unencrypted envelope names key version \(keyVersion) at byte \(offset - 4)")
+        let prefixCount = fixedCount + ownerCount + 4
+        let keyVersion = bytes[prefixCount - 4..<prefixCount].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let count: Int
+        if algorithm.isEncrypting {
+            guard keyVersion >= 1 else {
+                throw ProtectionError(.malformedEnvelope, "an encrypted envelope names key version 0 at byte \(prefixCount - 4)")
             }
-            return (header, offset)
+            let suffixCount = wrapNonceCount + wrappedKeyCount + noncePrefixCount(for: algorithm)
+            try need(suffixCount, at: prefixCount, for: "wrapped data key")
+            count = prefixCount + suffixCount
+        } else {
+            guard keyVersion == 0 else {
+                throw ProtectionError(.malformedEnvelope, "an unencrypted envelope names key version \(keyVersion) at byte \(prefixCount - 4)")
+            }
+            count = prefixCount
         }
-        guard keyVersion >= 1 else {
-            throw ProtectionError(.malformedEnvelope, "an encrypted envelope names key version 0 at byte \(offset - 4)")
-        }
-        let prefixCount = noncePrefixCount(for: algorithm)
-        try need(wrapNonceCount + wrappedKeyCount + prefixCount, at: offset, for: "wrapped data key")
-        header.wrapNonce = Array(bytes[offset..<offset + wrapNonceCount])
-        offset += wrapNonceCount
-        header.wrappedDataKey = Array(bytes[offset..<offset + wrappedKeyCount])
-        offset += wrappedKeyCount
-        header.noncePrefix = Array(bytes[offset..<offset + prefixCount])
-        offset += prefixCount
-        return (header, offset)
+        return EnvelopeHeader(
+            decoded: Array(bytes[..<count]), algorithm: algorithm, chunkSizeExponent: exponent, owner: owner, keyVersion: keyVersion,
+            prefixCount: prefixCount)
     }
 }
 
@@ -131,20 +182,30 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
 
     /// Accepts `oid:...` or `upn:...` with a non-empty value; lower-cases it.
     public init?(rawValue: String) {
-        let lowered = rawValue.lowercased()
-        guard lowered.hasPrefix("oid:") || lowered.hasPrefix("upn:"), lowered.count > 4, lowered.utf8.count <= EnvelopeHeader.maximumOwnerCount else {
-            return nil
-        }
+        let lowered = lowerCased(rawValue)
+        guard Self.isWellFormed(lowered) else { return nil }
         self.rawValue = lowered
+    }
+
+    /// The identifier as an envelope header stores it: UTF-8, already lower-case (the format
+    /// allows one spelling per owner).
+    init?(encoded bytes: UnsafeRawBufferPointer) {
+        guard let text = String(validating: bytes, as: UTF8.self), lowerCased(text) == text, Self.isWellFormed(text) else { return nil }
+        rawValue = text
     }
 
     /// The identifier of an account: its OID when known, else its UPN.
     public init(_ account: AccountID) {
         if let oid = account.oid {
-            rawValue = "oid:" + oid.lowercased()
+            rawValue = "oid:" + lowerCased(oid)
         } else {
-            rawValue = "upn:" + (account.upn ?? "").lowercased()
+            rawValue = "upn:" + lowerCased(account.upn ?? "")
         }
+    }
+
+    private static func isWellFormed(_ text: String) -> Bool {
+        let count = text.utf8.count
+        return count > 4 && count <= EnvelopeHeader.maximumOwnerCount && (text.hasPrefix("oid:") || text.hasPrefix("upn:"))
     }
 
     /// The account it names.
@@ -154,6 +215,15 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
     }
 
     public var description: String { rawValue }
+}
+
+/// `text` lower-cased; returned as is, without the copy, when it has no upper case.
+private func lowerCased(_ text: String) -> String {
+    var copy = text
+    let plain = copy.withUTF8 { bytes in
+        !bytes.contains { $0 >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+    }
+    return plain ? text : text.lowercased()
 }
 
 func bigEndianBytes(_ value: UInt32) -> [UInt8] {

@@ -44,20 +44,16 @@ public final class ProtectedFileReader {
         self.path = name
         self.descriptor = descriptor
         self.ownsDescriptor = owning
-        var headerBytes: [UInt8] = []
         do throws(ProtectionError) {
-            // The header is at most about 1,130 bytes (a 1,024-byte owner); read until it decodes.
-            var decoded: (header: EnvelopeHeader, length: Int)?
-            while decoded == nil {
-                let before = headerBytes.count
-                headerBytes += try Self.readSome(descriptor, count: 2_048, path: name)
-                decoded = try headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }.get()
-                if decoded == nil, headerBytes.count >= 4 || headerBytes.count == before {
-                    throw ProtectionError(.invalidArguments, "not a protected file (no envelope header)", path: name)
-                }
+            // Read as much as the largest header could take (a pipe may deliver it in pieces),
+            // then decode it.
+            let headerBytes = try Self.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
+            let decoded = try headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }.get()
+            guard let header = decoded else {
+                throw ProtectionError(.invalidArguments, "not a protected file (no envelope header)", path: name)
             }
-            let (header, length) = decoded!
-            info = ProtectionInfo(header: header, length: length)
+            let length = header.count
+            info = ProtectionInfo(header: header)
             cipher = try protector.makeOpener(header)
             sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.sealedChunkSize + cipher.sealedChunkSize)
             plaintext = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.chunkSize + cipher.chunkSize)
@@ -174,15 +170,20 @@ public final class ProtectedFileReader {
             path: path)
     }
 
-    private static func readSome(_ descriptor: Int32, count: Int, path: String) throws(ProtectionError) -> [UInt8] {
+    /// Up to `count` bytes: fewer only at the end of the input.
+    private static func read(_ descriptor: Int32, upTo count: Int, path: String) throws(ProtectionError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
-        while true {
-            let read = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, count) }
+        var filled = 0
+        while filled < count {
+            let read = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, count - filled) }
             if read < 0 {
                 if errno == EINTR { continue }
                 throw FileSystem.ioError("reading", path)
             }
-            return Array(buffer[0..<read])
+            if read == 0 { break }
+            filled += read
         }
+        buffer.removeSubrange(filled...)
+        return buffer
     }
 }

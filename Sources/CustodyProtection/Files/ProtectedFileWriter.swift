@@ -16,7 +16,7 @@ import Darwin
 /// Not thread-safe: one writer, one task.
 public final class ProtectedFileWriter {
     /// What the finished file's envelope will say.
-    public var info: ProtectionInfo { ProtectionInfo(header: cipher.header, length: cipher.headerBytes.count) }
+    public var info: ProtectionInfo { ProtectionInfo(header: cipher.header) }
     /// Plaintext bytes written so far.
     public private(set) var bytesWritten: Int64 = 0
 

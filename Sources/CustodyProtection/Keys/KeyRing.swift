@@ -23,14 +23,25 @@ final class AccountKey: Sendable {
 public final class KeyRing: Sendable {
     public let store: any AccountKeyStore
     private let master: MasterKey
-    private let cache = Mutex<[CacheKey: AccountKey]>([:])
-    private let latest = Mutex<[OwnerIdentifier: UInt32]>([:])
+    private let cache = Mutex(Cache())
     /// Serializes creating and rotating keys within this process.
     private let writer = Mutex<Void>(())
 
-    private struct CacheKey: Hashable {
-        let owner: OwnerIdentifier
-        let version: UInt32
+    /// The keys unwrapped so far.
+    private struct Cache {
+        struct Version: Hashable {
+            let owner: OwnerIdentifier
+            let version: UInt32
+        }
+
+        var keys: [Version: AccountKey] = [:]
+        /// Each owner's newest version known here: what new envelopes are sealed with.
+        var current: [OwnerIdentifier: AccountKey] = [:]
+
+        mutating func insert(_ key: AccountKey, asCurrent: Bool) {
+            keys[Version(owner: key.owner, version: key.version)] = key
+            if asCurrent, key.version >= current[key.owner]?.version ?? 0 { current[key.owner] = key }
+        }
     }
 
     /// Opens the ring: checks (or, on first use, records) the master key against the store.
@@ -48,9 +59,7 @@ public final class KeyRing: Sendable {
 
     /// The newest version of `owner`'s key, creating version 1 when `creating` and there is none.
     func currentKey(for owner: OwnerIdentifier, creating: Bool) throws(ProtectionError) -> AccountKey {
-        if let version = latest.withLock({ $0[owner] }), let key = cache.withLock({ $0[CacheKey(owner: owner, version: version)] }) {
-            return key
-        }
+        if let key = cache.withLock({ $0.current[owner] }) { return key }
         let stored = try store.keys(for: owner)
         if let newest = stored.max(by: { $0.version < $1.version }) {
             return try remember(newest, asLatest: true)
@@ -64,7 +73,7 @@ public final class KeyRing: Sendable {
     /// Version `version` of `owner`'s key.
     /// - Throws: `.keyUnavailable` when the store does not have it (wiped, or made elsewhere).
     func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
-        if let key = cache.withLock({ $0[CacheKey(owner: owner, version: version)] }) { return key }
+        if let key = cache.withLock({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
         guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
             throw ProtectionError(.keyUnavailable, "key version \(version) of \(owner) is not in the key store (wiped, or never created here)")
         }
@@ -82,8 +91,10 @@ public final class KeyRing: Sendable {
     /// versions there were.
     @discardableResult
     public func wipe(_ owner: OwnerIdentifier) throws(ProtectionError) -> Int {
-        cache.withLock { cache in cache = cache.filter { $0.key.owner != owner } }
-        latest.withLock { _ = $0.removeValue(forKey: owner) }
+        cache.withLock { cache in
+            cache.keys = cache.keys.filter { $0.key.owner != owner }
+            cache.current[owner] = nil
+        }
         return try store.removeKeys(for: owner)
     }
 
@@ -98,8 +109,7 @@ public final class KeyRing: Sendable {
                     let wrapped = master.wrap(key, owner: owner, version: next, created: Date())
                     try store.add(wrapped)
                     let accountKey = AccountKey(owner: owner, version: next, key: key)
-                    cache.withLock { $0[CacheKey(owner: owner, version: next)] = accountKey }
-                    latest.withLock { $0[owner] = next }
+                    cache.withLock { $0.insert(accountKey, asCurrent: true) }
                     return .success(accountKey)
                 } catch where error.code == .keyVersionExists {
                     continue
@@ -114,8 +124,7 @@ public final class KeyRing: Sendable {
 
     private func remember(_ stored: WrappedAccountKey, asLatest: Bool) throws(ProtectionError) -> AccountKey {
         let key = AccountKey(owner: stored.owner, version: stored.version, key: try master.unwrap(stored))
-        cache.withLock { $0[CacheKey(owner: stored.owner, version: stored.version)] = key }
-        if asLatest { latest.withLock { $0[stored.owner] = max($0[stored.owner] ?? 0, stored.version) } }
+        cache.withLock { $0.insert(key, asCurrent: asLatest) }
         return key
     }
 }

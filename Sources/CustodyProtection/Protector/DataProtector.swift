@@ -14,13 +14,13 @@ public struct ProtectionInfo: Sendable, Hashable {
     /// Bytes of header before the first chunk.
     public let headerLength: Int
 
-    init(header: EnvelopeHeader, length: Int) {
+    init(header: EnvelopeHeader) {
         owner = header.owner
         isEncrypted = header.isEncrypted
         algorithm = header.algorithm
         keyVersion = header.isEncrypted ? header.keyVersion : nil
         chunkSize = header.chunkSize
-        headerLength = length
+        headerLength = header.count
     }
 }
 
@@ -81,9 +81,9 @@ public final class DataProtector: Sendable {
     public func unprotect(_ data: [UInt8]) throws(ProtectionError) -> [UInt8] {
         let result: Result<[UInt8]?, ProtectionError> = data.withUnsafeBytes { bytes in
             do throws(ProtectionError) {
-                guard let (header, length) = try EnvelopeHeader.decode(bytes) else { return .success(nil) }
+                guard let header = try EnvelopeHeader.decode(bytes) else { return .success(nil) }
                 let cipher = try makeOpener(header)
-                return .success(try Self.open(UnsafeRawBufferPointer(rebasing: bytes[length...]), with: cipher))
+                return .success(try Self.open(UnsafeRawBufferPointer(rebasing: bytes[header.count...]), with: cipher))
             } catch {
                 return .failure(error)
             }
@@ -100,7 +100,7 @@ public final class DataProtector: Sendable {
     /// What an envelope says about itself (see `protectionInfo(_:)`), needing no protector.
     public static func protectionInfo(_ data: [UInt8]) throws(ProtectionError) -> ProtectionInfo? {
         let decoded = data.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }
-        return try decoded.get().map { ProtectionInfo(header: $0.header, length: $0.length) }
+        return try decoded.get().map(ProtectionInfo.init(header:))
     }
 
     /// Protects a string; the envelope comes back as base64.
@@ -146,7 +146,7 @@ public final class DataProtector: Sendable {
     func makeSealer(owner account: AccountID, forceEncryption: Bool, chunkExponent: UInt8) throws(ProtectionError) -> ChunkCipher {
         let owner = ownerIdentifier(for: account)
         guard try requiresEncryption(for: account, forceEncryption: forceEncryption) else {
-            return ChunkCipher(header: EnvelopeHeader(algorithm: .none, chunkSizeExponent: chunkExponent, owner: owner, keyVersion: 0), cipher: nil)
+            return ChunkCipher(header: EnvelopeHeader(unencryptedFor: owner, chunkSizeExponent: chunkExponent), cipher: nil)
         }
         return try makeSealer(owner: owner, chunkExponent: chunkExponent)
     }
@@ -154,34 +154,39 @@ public final class DataProtector: Sendable {
     /// An encrypting sealer for `owner` under its current key.
     func makeSealer(owner: OwnerIdentifier, chunkExponent: UInt8) throws(ProtectionError) -> ChunkCipher {
         let accountKey = try keyRing.currentKey(for: owner, creating: true)
-        let prefixCount = EnvelopeHeader.noncePrefixCount(for: algorithm)
-        let randomCount = EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount + prefixCount
+        let randomCount = Self.randomCount(for: algorithm)
         return withUnsafeTemporaryAllocation(byteCount: randomCount, alignment: 16) { random in
             defer { Sodium.zero(random) }
             Sodium.randomBytes(random)
             return Self.sealer(
-                algorithm: algorithm, chunkExponent: chunkExponent, accountKey: accountKey,
-                dataKey: UnsafeRawBufferPointer(rebasing: random[0..<EnvelopeAlgorithm.keyCount]),
-                wrapNonce: Array(random[EnvelopeAlgorithm.keyCount..<EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount]),
-                noncePrefix: Array(random[(randomCount - prefixCount)...]), implementation: implementation)
+                algorithm: algorithm, chunkExponent: chunkExponent, accountKey: accountKey, random: UnsafeRawBufferPointer(random),
+                implementation: implementation)
         }
+    }
+
+    /// Bytes of randomness a new encrypted envelope takes: data key, wrap nonce, nonce prefix.
+    static func randomCount(for algorithm: EnvelopeAlgorithm) -> Int {
+        EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount + EnvelopeHeader.noncePrefixCount(for: algorithm)
     }
 
     /// The sealer of an envelope whose random parts are given: what `makeSealer` does with fresh
     /// randomness, and what known-answer vectors do with fixed values.
+    /// - Parameter random: `randomCount(for: algorithm)` bytes: the data key (32), the wrap
+    ///   nonce (24), the chunk nonce prefix.
     static func sealer(
-        algorithm: EnvelopeAlgorithm, chunkExponent: UInt8, accountKey: AccountKey, dataKey: UnsafeRawBufferPointer,
-        wrapNonce: [UInt8], noncePrefix: [UInt8], implementation: AEADCipher.Implementation = .automatic
+        algorithm: EnvelopeAlgorithm, chunkExponent: UInt8, accountKey: AccountKey, random: UnsafeRawBufferPointer,
+        implementation: AEADCipher.Implementation = .automatic
     ) -> ChunkCipher {
-        var header = EnvelopeHeader(algorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner, keyVersion: accountKey.version)
-        header.wrapNonce = wrapNonce
-        header.noncePrefix = noncePrefix
-        var wrapped = [UInt8](repeating: 0, count: EnvelopeHeader.wrappedKeyCount)
-        let prefix = header.encodedPrefix()
-        wrapNonce.withUnsafeBytes { nonce in
-            prefix.withUnsafeBytes { aad in wrapped.withUnsafeMutableBytes { accountKey.cipher.seal(dataKey, nonce: nonce, aad: aad, into: $0) } }
+        precondition(random.count == randomCount(for: algorithm))
+        let keyEnd = EnvelopeAlgorithm.keyCount
+        let nonceEnd = keyEnd + EnvelopeHeader.wrapNonceCount
+        let dataKey = UnsafeRawBufferPointer(rebasing: random[..<keyEnd])
+        let header = EnvelopeHeader(
+            algorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner, keyVersion: accountKey.version,
+            wrapNonce: UnsafeRawBufferPointer(rebasing: random[keyEnd..<nonceEnd]), noncePrefix: UnsafeRawBufferPointer(rebasing: random[nonceEnd...])
+        ) { prefix, nonce, wrapped in
+            accountKey.cipher.seal(dataKey, nonce: nonce, aad: prefix, into: wrapped)
         }
-        header.wrappedDataKey = wrapped
         return ChunkCipher(header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
     }
 
@@ -189,34 +194,41 @@ public final class DataProtector: Sendable {
     func makeOpener(_ header: EnvelopeHeader) throws(ProtectionError) -> ChunkCipher {
         guard header.isEncrypted else { return ChunkCipher(header: header, cipher: nil) }
         let accountKey = try keyRing.key(for: header.owner, version: header.keyVersion)
-        let prefix = header.encodedPrefix()
-        let result: Result<ChunkCipher, ProtectionError> = withUnsafeTemporaryAllocation(byteCount: EnvelopeAlgorithm.keyCount, alignment: 16) { dataKey in
-            defer { Sodium.zero(dataKey) }
-            let unwrapped = header.wrappedDataKey.withUnsafeBytes { wrapped in
-                header.wrapNonce.withUnsafeBytes { nonce in
-                    prefix.withUnsafeBytes { aad in accountKey.cipher.open(wrapped, nonce: nonce, aad: aad, into: dataKey) }
-                }
-            }
-            guard unwrapped else {
-                return .failure(ProtectionError(
-                    .decryptFailed,
-                    "the data key does not unwrap with key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with"))
-            }
-            return .success(ChunkCipher(header: header, cipher: AEADCipher(algorithm: header.algorithm, key: UnsafeRawBufferPointer(dataKey), implementation: implementation)))
+        guard let cipher = Self.unwrapDataKey(of: header, with: accountKey, implementation: implementation) else {
+            throw ProtectionError(
+                .decryptFailed,
+                "the data key does not unwrap with key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with")
         }
-        return try result.get()
+        return ChunkCipher(header: header, cipher: cipher)
     }
 
-    /// Header and chunks of `data`, in memory.
+    /// The data-key cipher of an encrypted header; nil when the wrapped key does not
+    /// authenticate under `accountKey` (a changed header, or the wrong key).
+    static func unwrapDataKey(of header: EnvelopeHeader, with accountKey: AccountKey, implementation: AEADCipher.Implementation = .automatic) -> AEADCipher? {
+        header.bytes.withUnsafeBytes { bytes in
+            let prefix = UnsafeRawBufferPointer(rebasing: bytes[..<header.prefixCount])
+            let nonceEnd = header.prefixCount + EnvelopeHeader.wrapNonceCount
+            let nonce = UnsafeRawBufferPointer(rebasing: bytes[header.prefixCount..<nonceEnd])
+            let wrapped = UnsafeRawBufferPointer(rebasing: bytes[nonceEnd..<nonceEnd + EnvelopeHeader.wrappedKeyCount])
+            return withUnsafeTemporaryAllocation(byteCount: EnvelopeAlgorithm.keyCount, alignment: 16) { dataKey in
+                defer { Sodium.zero(dataKey) }
+                guard accountKey.cipher.open(wrapped, nonce: nonce, aad: prefix, into: dataKey) else { return nil }
+                return AEADCipher(algorithm: header.algorithm, key: UnsafeRawBufferPointer(dataKey), implementation: implementation)
+            }
+        }
+    }
+
+    /// Header and chunks of `data`, in memory (one allocation).
     static func seal(_ data: UnsafeRawBufferPointer, with cipher: ChunkCipher) -> [UInt8] {
         let chunkSize = cipher.chunkSize
         let fullChunks = data.count / chunkSize
-        var output = cipher.headerBytes
-        let start = output.count
-        output.append(contentsOf: repeatElement(0, count: data.count + (fullChunks + 1) * EnvelopeAlgorithm.tagCount))
-        output.withUnsafeMutableBytes { out in
+        let header = cipher.headerBytes
+        let total = header.count + data.count + (fullChunks + 1) * EnvelopeAlgorithm.tagCount
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            let out = UnsafeMutableRawBufferPointer(buffer)
+            out.copyBytes(from: header)
             var read = 0
-            var written = start
+            var written = header.count
             for index in 0...fullChunks {
                 let count = index == fullChunks ? data.count - read : chunkSize
                 cipher.seal(
@@ -225,39 +237,49 @@ public final class DataProtector: Sendable {
                 read += count
                 written += count + EnvelopeAlgorithm.tagCount
             }
+            initialized = total
         }
-        return output
     }
 
-    /// The plaintext of the chunks in `body` (everything after the header).
+    /// The plaintext of the chunks in `body` (everything after the header), in one allocation;
+    /// nothing of it when any chunk fails to open.
     static func open(_ body: UnsafeRawBufferPointer, with cipher: ChunkCipher) throws(ProtectionError) -> [UInt8] {
-        var plaintext: [UInt8] = []
-        var position = 0
-        var index: UInt64 = 0
         let sealedChunk = cipher.sealedChunkSize
-        while true {
-            let remaining = body.count - position
-            let last = remaining < sealedChunk
-            guard remaining >= EnvelopeAlgorithm.tagCount, index <= ChunkCipher.maximumChunkIndex else {
-                throw ProtectionError(.decryptFailed, "the envelope is cut off after chunk \(index)")
-            }
-            let count = last ? remaining : sealedChunk
-            let start = plaintext.count
-            plaintext.append(contentsOf: repeatElement(0, count: count - EnvelopeAlgorithm.tagCount))
-            let opened = plaintext.withUnsafeMutableBytes { out in
-                cipher.open(
-                    index: index, last: last, UnsafeRawBufferPointer(rebasing: body[position..<position + count]),
-                    into: UnsafeMutableRawBufferPointer(rebasing: out[start...]))
-            }
-            guard opened else {
-                plaintext.withUnsafeMutableBytes { Sodium.zero($0) }
-                throw ProtectionError(
-                    .decryptFailed,
-                    "chunk \(index) does not authenticate: the data was changed, truncated or reordered, or the key is not the one it was sealed with")
-            }
-            position += count
-            index += 1
-            if last { return plaintext }
+        let fullChunks = body.count / sealedChunk
+        let lastCount = body.count % sealedChunk
+        guard lastCount >= EnvelopeAlgorithm.tagCount else {
+            throw ProtectionError(.decryptFailed, "the envelope is cut off after chunk \(fullChunks)")
         }
+        guard fullChunks <= ChunkCipher.maximumChunkIndex else {
+            throw ProtectionError(.decryptFailed, "the envelope has more chunks than the format allows")
+        }
+        var failedChunk: Int?
+        let plaintext = [UInt8](unsafeUninitializedCapacity: body.count - (fullChunks + 1) * EnvelopeAlgorithm.tagCount) { buffer, initialized in
+            let out = UnsafeMutableRawBufferPointer(buffer)
+            var read = 0
+            var written = 0
+            for index in 0...fullChunks {
+                let count = index == fullChunks ? lastCount : sealedChunk
+                let plainCount = count - EnvelopeAlgorithm.tagCount
+                let opened = cipher.open(
+                    index: UInt64(index), last: index == fullChunks, UnsafeRawBufferPointer(rebasing: body[read..<read + count]),
+                    into: UnsafeMutableRawBufferPointer(rebasing: out[written..<written + plainCount]))
+                guard opened else {
+                    Sodium.zero(UnsafeMutableRawBufferPointer(rebasing: out[..<written]))
+                    failedChunk = index
+                    initialized = 0
+                    return
+                }
+                read += count
+                written += plainCount
+            }
+            initialized = written
+        }
+        if let failedChunk {
+            throw ProtectionError(
+                .decryptFailed,
+                "chunk \(failedChunk) does not authenticate: the data was changed, truncated or reordered, or the key is not the one it was sealed with")
+        }
+        return plaintext
     }
 }
