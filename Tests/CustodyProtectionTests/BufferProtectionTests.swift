@@ -168,6 +168,23 @@ struct BufferProtectionTests {
         #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.message.contains("unknown algorithm 9 at byte 5") == true)
     }
 
+    @Test("an owner the format does not allow is a damaged header", arguments: [
+        (offset: 10, byte: UInt8(ascii: "O")),  // "Oid:": one spelling per owner, lower-case
+        (offset: 12, byte: UInt8(ascii: "x")),  // "oix:"
+        (offset: 20, byte: 0xFF),  // not UTF-8
+    ])
+    func owners(offset: Int, byte: UInt8) throws {
+        let state = try TestState()
+        for encrypted in [false, true] {
+            var envelope = try state.protector().protect(pattern(8), owner: alice, forceEncryption: encrypted)
+            envelope[offset] = byte
+            let error = protectionError { _ = try DataProtector.protectionInfo(envelope) }
+            #expect(error?.code == .malformedEnvelope)
+            #expect(error?.message.contains("owner at byte 10") == true)
+            #expect(protectionError { _ = try state.protector().unprotect(envelope) }?.code == .malformedEnvelope)
+        }
+    }
+
     @Test("AES-256-GCM envelopes open without libsodium's hardware path, and the other way round")
     func portableAES() throws {
         let state = try TestState()

@@ -75,6 +75,31 @@ struct FileProtectionTests {
         #expect(reader.bytesRead == Int64(data.count))
     }
 
+    @Test("a stream that delivers the header in pieces is read whole, not taken for a damaged one")
+    func slowStream() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let data = pattern(5_000)
+        let envelope = try protector.protect(data, owner: alice, forceEncryption: true)
+        var descriptors: [Int32] = [0, 0]
+        try #require(pipe(&descriptors) == 0)
+        let (readEnd, writeEnd) = (descriptors[0], descriptors[1])
+        // Three pieces: inside the magic, inside the owner, the rest.
+        let pieces = [envelope[..<3], envelope[3..<20], envelope[20...]]
+        let feeder = Thread {
+            for piece in pieces {
+                _ = piece.withUnsafeBytes { Glibc.write(writeEnd, $0.baseAddress, $0.count) }
+                usleep(20_000)
+            }
+            close(writeEnd)
+        }
+        feeder.start()
+        defer { close(readEnd) }
+        let output = state.path("from-pipe.bin")
+        try protector.unprotect(from: .stream(readEnd, name: "<pipe>"), to: .file(output))
+        #expect(try read(output) == data)
+    }
+
     /// A protected file with 1 KiB chunks: several chunks in a few kilobytes.
     private func smallChunked(_ state: TestState, size: Int, encrypted: Bool = true) throws -> (path: String, bytes: [UInt8], header: Int) {
         let path = state.path("small.bin")
