@@ -7,8 +7,9 @@
 /// last. Unencrypted envelopes append a 16-byte BLAKE2b checksum keyed by a digest of the header
 /// instead of a tag: it catches damage, not tampering.
 ///
-/// Immutable: chunks may be sealed or opened on several threads at once.
-struct ChunkCipher: Sendable {
+/// Immutable: chunks may be sealed or opened on several threads at once. A class, so handing
+/// it to each chunk costs one reference count rather than one per field.
+final class ChunkCipher: Sendable {
     let header: EnvelopeHeader
     private let cipher: AEADCipher?
     private let checksumKey: [UInt8]

@@ -190,8 +190,32 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
     /// The identifier as an envelope header stores it: UTF-8, already lower-case (the format
     /// allows one spelling per owner).
     init?(encoded bytes: UnsafeRawBufferPointer) {
-        guard let text = String(validating: bytes, as: UTF8.self), lowerCased(text) == text, Self.isWellFormed(text) else { return nil }
+        let text: String
+        switch Self.asciiCase(of: bytes) {
+        case .lower:
+            text = String(decoding: bytes, as: UTF8.self)
+        case .upper:
+            return nil
+        case .notASCII:
+            guard let decoded = String(validating: bytes, as: UTF8.self), decoded.lowercased() == decoded else { return nil }
+            text = decoded
+        }
+        guard Self.isWellFormed(text) else { return nil }
         rawValue = text
+    }
+
+    private enum ASCIICase {
+        case lower, upper, notASCII
+    }
+
+    /// Whether `bytes` are ASCII with no upper case, ASCII with some, or not all ASCII.
+    private static func asciiCase(of bytes: UnsafeRawBufferPointer) -> ASCIICase {
+        var result = ASCIICase.lower
+        for byte in bytes {
+            if byte >= 0x80 { return .notASCII }
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { result = .upper }
+        }
+        return result
     }
 
     /// The identifier of an account: its OID when known, else its UPN.
@@ -221,7 +245,10 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
 private func lowerCased(_ text: String) -> String {
     var copy = text
     let plain = copy.withUTF8 { bytes in
-        !bytes.contains { $0 >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        for byte in bytes where byte >= 0x80 || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) {
+            return false
+        }
+        return true
     }
     return plain ? text : text.lowercased()
 }

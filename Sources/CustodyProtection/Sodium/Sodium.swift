@@ -21,11 +21,10 @@ enum Sodium {
         _ = initialized
     }
 
-    /// Fills `buffer` with cryptographically secure random bytes.
+    /// Fills `buffer` with cryptographically secure random bytes: the kernel's, through
+    /// `RandomPool` for small draws.
     static func randomBytes(_ buffer: UnsafeMutableRawBufferPointer) {
-        ensureInitialized()
-        guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
-        randombytes_buf(base, buffer.count)
+        RandomPool.shared.fill(buffer)
     }
 
     /// `count` random bytes.
