@@ -21,8 +21,11 @@ final class AEADCipher: @unchecked Sendable {
     private let aesState: UnsafeMutableRawPointer?
     private let portableKey: SymmetricKey?
 
-    /// - Parameter key: 32 bytes, copied; the caller zeroes its own copy.
-    init(algorithm: EnvelopeAlgorithm, key: UnsafeRawBufferPointer, implementation: Implementation = .automatic) {
+    /// - Parameters:
+    ///   - key: 32 bytes, copied; the caller zeroes its own copy.
+    ///   - lockingKey: lock the copy against swapping: for long-lived keys (account and master
+    ///     keys), not for a data key that lives a microsecond.
+    init(algorithm: EnvelopeAlgorithm, key: UnsafeRawBufferPointer, implementation: Implementation = .automatic, lockingKey: Bool = false) {
         precondition(algorithm != .none && key.count == EnvelopeAlgorithm.keyCount, "an AEAD cipher needs a 32-byte key")
         Sodium.ensureInitialized()
         self.algorithm = algorithm
@@ -37,7 +40,7 @@ final class AEADCipher: @unchecked Sendable {
             aesState = nil
             portableKey = SymmetricKey(data: key)
         } else {
-            self.key = SecretBytes(copying: key)
+            self.key = SecretBytes(copying: key, locked: lockingKey)
             aesState = nil
             portableKey = nil
         }

@@ -11,7 +11,7 @@ final class AccountKey: Sendable {
     init(owner: OwnerIdentifier, version: UInt32, key: SecretBytes) {
         self.owner = owner
         self.version = version
-        self.cipher = key.withUnsafeBytes { AEADCipher(algorithm: .xChaCha20Poly1305, key: $0) }
+        self.cipher = key.withUnsafeBytes { AEADCipher(algorithm: .xChaCha20Poly1305, key: $0, lockingKey: true) }
     }
 }
 

@@ -34,7 +34,7 @@ final class MasterKey: Sendable {
     private static let wrapAssociatedPrefix = Array("custody account key v1".utf8) + [0]
 
     private init(key: SecretBytes) {
-        cipher = key.withUnsafeBytes { AEADCipher(algorithm: .xChaCha20Poly1305, key: $0) }
+        cipher = key.withUnsafeBytes { AEADCipher(algorithm: .xChaCha20Poly1305, key: $0, lockingKey: true) }
     }
 
     /// Opens the master key from `source` and checks it against `store`'s record, creating the
