@@ -18,12 +18,14 @@ let package = Package(
     products: [
         .library(name: "CustodyPolicy", targets: ["CustodyPolicy"]),
         .library(name: "CustodyProtection", targets: ["CustodyProtection"]),
+        .library(name: "CustodyStore", targets: ["CustodyStore"]),
         .executable(name: "custody", targets: ["custody"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -57,12 +59,26 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Custody's state in one SQLite database (GRDB over Debian's libsqlite3): account keys,
+        // sealed secrets, check-ins, bundle history, the audit log. WAL, named migrations.
+        .target(
+            name: "CustodyStore",
+            dependencies: [
+                "CustodyProtection",
+                "CustodyPolicy",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The command-line front end: parses arguments, calls the libraries, sets exit codes.
         .executableTarget(
             name: "custody",
             dependencies: [
                 "CustodyPolicy",
                 "CustodyProtection",
+                "CustodyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -84,6 +100,11 @@ let package = Package(
                 "CustodyPolicy",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CustodyStoreTests",
+            dependencies: ["CustodyStore", "CustodyProtection", "CustodyPolicy", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.

@@ -27,6 +27,14 @@ public protocol AccountKeyStore: Sendable {
     /// Saves the master key record the first time a master key is used with this store. Fails
     /// when a record already exists.
     func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(ProtectionError)
+
+    /// A value that changes whenever any process adds or removes a key: key rings compare it
+    /// now and then to notice keys rotated or wiped elsewhere. Nil: the store cannot tell.
+    func changeToken() throws(ProtectionError) -> UInt64?
+}
+
+extension AccountKeyStore {
+    public func changeToken() throws(ProtectionError) -> UInt64? { nil }
 }
 
 /// One version of an account key, wrapped (XChaCha20-Poly1305) by the master key.

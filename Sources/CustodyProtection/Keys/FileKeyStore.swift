@@ -43,6 +43,7 @@ public final class FileKeyStore: AccountKeyStore {
             }
             keys.append(key)
             try FileSystem.writeAtomically(encodeKeys(keys.sorted { $0.version < $1.version }, owner: key.owner), to: path)
+            try bumpGeneration()
         }
     }
 
@@ -53,6 +54,7 @@ public final class FileKeyStore: AccountKeyStore {
             guard let bytes = try FileSystem.read(path) else { return 0 }
             let count = (try? decodeKeys(bytes, path: path).count) ?? 0
             try FileSystem.shred(path)
+            try bumpGeneration()
             return count
         }
     }
@@ -71,6 +73,23 @@ public final class FileKeyStore: AccountKeyStore {
             owners.append(first.owner)
         }
         return owners
+    }
+
+    /// A counter in `keys/.generation`, bumped under the lock by every add and removal.
+    public func changeToken() throws(ProtectionError) -> UInt64? {
+        try readGeneration()
+    }
+
+    private var generationPath: String { keysDirectory + "/.generation" }
+
+    private func readGeneration() throws(ProtectionError) -> UInt64 {
+        guard let bytes = try FileSystem.read(generationPath) else { return 0 }
+        return UInt64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    /// Call with the lock held.
+    private func bumpGeneration() throws(ProtectionError) {
+        try FileSystem.writeAtomically(Array("\(try readGeneration() &+ 1)\n".utf8), to: generationPath)
     }
 
     public func masterKeyRecord() throws(ProtectionError) -> MasterKeyRecord? {

@@ -20,10 +20,15 @@ final class AccountKey: Sendable {
 /// Creating and rotating keys is safe against other threads (a lock) and other processes (the
 /// store refuses a version that already exists, and the ring re-reads and retries). Wiping an
 /// account drops its keys from memory and the store: its envelopes can no longer be opened.
+/// Keys rotated or wiped by another process are noticed within `revalidationInterval`: the
+/// ring compares the store's change token at most that often and forgets its cache when it
+/// moved.
 public final class KeyRing: Sendable {
     public let store: any AccountKeyStore
     private let master: MasterKey
-    private let cache = Mutex(Cache())
+    private let cache: Mutex<Cache>
+    /// How stale the cache may get about other processes' rotations and wipes.
+    public let revalidationInterval: Duration
     /// Serializes creating and rotating keys within this process.
     private let writer = Mutex<Void>(())
 
@@ -37,6 +42,9 @@ public final class KeyRing: Sendable {
         var keys: [Version: AccountKey] = [:]
         /// Each owner's newest version known here: what new envelopes are sealed with.
         var current: [OwnerIdentifier: AccountKey] = [:]
+        /// When to compare the store's change token next, and its value then.
+        var nextCheck: ContinuousClock.Instant
+        var token: UInt64?
 
         mutating func insert(_ key: AccountKey, asCurrent: Bool) {
             keys[Version(owner: key.owner, version: key.version)] = key
@@ -47,9 +55,29 @@ public final class KeyRing: Sendable {
     /// Opens the ring: checks (or, on first use, records) the master key against the store.
     /// - Throws: `.masterKey` when the master key is missing, unreadable, too widely readable, or
     ///   not the one the store's keys are wrapped with.
-    public init(store: any AccountKeyStore, masterKey source: MasterKeySource) throws(ProtectionError) {
+    /// - Parameter revalidationInterval: how often, at most, to ask the store whether another
+    ///   process changed its keys.
+    public init(store: any AccountKeyStore, masterKey source: MasterKeySource, revalidationInterval: Duration = .seconds(1)) throws(ProtectionError) {
         self.store = store
         self.master = try MasterKey.open(source, store: store)
+        self.revalidationInterval = revalidationInterval
+        self.cache = Mutex(Cache(nextCheck: .now + revalidationInterval, token: try store.changeToken()))
+    }
+
+    /// Forgets cached keys when the store changed since the last look and a look is due.
+    private func revalidate() {
+        let now = ContinuousClock.now
+        guard cache.withLock({ now >= $0.nextCheck }) else { return }
+        // A store that cannot be read now keeps the cache until the next look.
+        guard let token = try? store.changeToken() else { return }
+        cache.withLock { cache in
+            if cache.token != token {
+                cache.keys = [:]
+                cache.current = [:]
+                cache.token = token
+            }
+            cache.nextCheck = now + revalidationInterval
+        }
     }
 
     /// The versions of `owner`'s key that exist, oldest first.
@@ -59,6 +87,7 @@ public final class KeyRing: Sendable {
 
     /// The newest version of `owner`'s key, creating version 1 when `creating` and there is none.
     func currentKey(for owner: OwnerIdentifier, creating: Bool) throws(ProtectionError) -> AccountKey {
+        revalidate()
         if let key = cache.withLock({ $0.current[owner] }) { return key }
         let stored = try store.keys(for: owner)
         if let newest = stored.max(by: { $0.version < $1.version }) {
@@ -73,6 +102,7 @@ public final class KeyRing: Sendable {
     /// Version `version` of `owner`'s key.
     /// - Throws: `.keyUnavailable` when the store does not have it (wiped, or made elsewhere).
     func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
+        revalidate()
         if let key = cache.withLock({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
         guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
             throw ProtectionError(.keyUnavailable, "key version \(version) of \(owner) is not in the key store (wiped, or never created here)")

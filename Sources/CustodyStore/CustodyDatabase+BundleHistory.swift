@@ -1,0 +1,56 @@
+public import Foundation
+import GRDB
+
+/// One bundle offered to a policy manager, applied or rejected.
+public struct BundleRecord: Sendable, Hashable {
+    public enum Result: String, Sendable, Hashable {
+        case applied
+        case rejected
+    }
+
+    public let id: Int64
+    /// The bundle's content hash (hex), the same for the same files whatever their path.
+    public let contentHash: String
+    public let appliedAt: Date
+    /// Where the bundle came from (its directory).
+    public let source: String
+    public let result: Result
+    /// Why it was rejected; nil when applied.
+    public let message: String?
+}
+
+extension CustodyDatabase {
+    /// Records a bundle that was applied or rejected; returns its record.
+    @discardableResult
+    public func recordBundle(contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, at date: Date) throws(StoreError) -> BundleRecord {
+        let id = try write("recording a bundle") { db in
+            try db.execute(
+                sql: "INSERT INTO bundle_history (content_hash, applied_at, source, result, message) VALUES (?, ?, ?, ?, ?)",
+                arguments: [contentHash, date, source, result.rawValue, message])
+            return db.lastInsertedRowID
+        }
+        return BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message)
+    }
+
+    /// Bundle records, newest first.
+    public func bundleHistory(limit: Int = 100) throws(StoreError) -> [BundleRecord] {
+        let rows = try read("reading the bundle history") { db in
+            try Row.fetchAll(
+                db, sql: "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT ?",
+                arguments: [limit])
+        }
+        var records: [BundleRecord] = []
+        for row in rows {
+            guard let id: Int64 = row["id"], let hash: String = row["content_hash"], let at: Date = row["applied_at"],
+                let source: String = row["source"], let result = BundleRecord.Result(rawValue: row["result"] ?? "")
+            else { throw StoreError(.corrupt, "a bundle history row is damaged", path: path) }
+            records.append(BundleRecord(id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: row["message"]))
+        }
+        return records
+    }
+
+    /// The newest applied bundle, if any.
+    public func lastAppliedBundle() throws(StoreError) -> BundleRecord? {
+        try bundleHistory(limit: 1_000).first { $0.result == .applied }
+    }
+}

@@ -1,0 +1,44 @@
+public import Foundation
+import GRDB
+
+extension CustodyDatabase {
+    /// Records `account`'s last successful policy sync (a later date replaces an earlier one;
+    /// an earlier one is ignored).
+    public func checkIn(account: String, at date: Date) throws(StoreError) {
+        try write("recording a check-in of \(account)") { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO check_ins (account, at) VALUES (?, ?)
+                    ON CONFLICT(account) DO UPDATE SET at = excluded.at WHERE excluded.at > check_ins.at
+                    """,
+                arguments: [account, date])
+        }
+    }
+
+    /// `account`'s last check-in, if any.
+    public func lastCheckIn(account: String) throws(StoreError) -> Date? {
+        try read("reading the check-in of \(account)") { db in
+            try Date.fetchOne(db, sql: "SELECT at FROM check_ins WHERE account = ?", arguments: [account])
+        }
+    }
+
+    /// Every account's last check-in.
+    public func checkIns() throws(StoreError) -> [String: Date] {
+        let rows = try read("reading check-ins") { db in try Row.fetchAll(db, sql: "SELECT account, at FROM check_ins") }
+        var result: [String: Date] = [:]
+        for row in rows {
+            guard let account: String = row["account"], let at: Date = row["at"] else {
+                throw StoreError(.corrupt, "a check-in row is damaged", path: path)
+            }
+            result[account] = at
+        }
+        return result
+    }
+
+    /// Forgets `account`'s check-in (after a wipe).
+    public func removeCheckIn(account: String) throws(StoreError) {
+        try write("removing the check-in of \(account)") { db in
+            try db.execute(sql: "DELETE FROM check_ins WHERE account = ?", arguments: [account])
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import GRDB
+
+extension CustodyDatabase {
+    /// The schema, as named migrations applied in order. Append new ones; never edit one that
+    /// has shipped.
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+
+        migrator.registerMigration("v1: keys, secrets, check-ins, bundle history, audit") { db in
+            // One row: how the master key is derived, and the check value that proves it.
+            try db.create(table: "master_key") { table in
+                table.column("id", .integer).primaryKey().check { $0 == 1 }
+                table.column("kind", .text).notNull()
+                table.column("salt", .blob)
+                table.column("ops_limit", .integer)
+                table.column("mem_limit", .integer)
+                table.column("check_nonce", .blob).notNull()
+                table.column("check_ciphertext", .blob).notNull()
+            }
+            // Account keys, wrapped by the master key: one row per owner and version.
+            try db.create(table: "account_keys") { table in
+                table.column("owner", .text).notNull()
+                table.column("version", .integer).notNull().check { $0 >= 1 }
+                table.column("created", .datetime).notNull()
+                table.column("nonce", .blob).notNull()
+                table.column("ciphertext", .blob).notNull()
+                table.primaryKey(["owner", "version"])
+            }
+            // A counter that moves on every key added or removed, by any process: key rings
+            // compare it to notice rotations and wipes made elsewhere.
+            try db.create(table: "key_generation") { table in
+                table.column("id", .integer).primaryKey().check { $0 == 1 }
+                table.column("value", .integer).notNull()
+            }
+            try db.execute(sql: "INSERT INTO key_generation (id, value) VALUES (1, 0)")
+            for event in ["INSERT", "DELETE"] {
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER account_keys_\(event.lowercased()) AFTER \(event) ON account_keys
+                        BEGIN UPDATE key_generation SET value = value + 1 WHERE id = 1; END
+                        """)
+            }
+            // Secrets sealed with the protection layer: per account (scope = owner) or app-wide
+            // (scope = '').
+            try db.create(table: "secrets") { table in
+                table.column("scope", .text).notNull()
+                table.column("identifier", .text).notNull()
+                table.column("kind", .text).notNull()
+                table.column("sealed", .blob).notNull()
+                table.column("updated", .datetime).notNull()
+                table.primaryKey(["scope", "identifier"])
+            }
+            // The last successful policy sync per account.
+            try db.create(table: "check_ins") { table in
+                table.column("account", .text).primaryKey()
+                table.column("at", .datetime).notNull()
+            }
+            // Every bundle offered: applied or rejected.
+            try db.create(table: "bundle_history") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("content_hash", .text).notNull()
+                table.column("applied_at", .datetime).notNull()
+                table.column("source", .text).notNull()
+                table.column("result", .text).notNull()
+                table.column("message", .text)
+            }
+            try db.create(index: "bundle_history_by_time", on: "bundle_history", columns: ["applied_at"])
+            // Decisions and wipes, when auditing is on.
+            try db.create(table: "audit_log") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("at", .datetime).notNull()
+                table.column("kind", .text).notNull()
+                table.column("account", .text)
+                table.column("action", .text).notNull()
+                table.column("allowed", .boolean)
+                table.column("detail", .text)
+            }
+            try db.create(index: "audit_log_by_time", on: "audit_log", columns: ["at"])
+            // Small settings: whether auditing is on.
+            try db.create(table: "settings") { table in
+                table.column("name", .text).primaryKey()
+                table.column("value", .text).notNull()
+            }
+        }
+        return migrator
+    }()
+}

@@ -1,0 +1,145 @@
+import GRDB
+import Foundation
+
+/// Custody's state in one SQLite database: account keys, sealed secrets, check-ins, bundle
+/// history and the audit log.
+///
+/// On disk the database runs in WAL mode (a `DatabasePool`: readers never wait for the
+/// writer); tests use an in-memory database. Deleted rows are overwritten (`secure_delete`),
+/// and wiping keys also checkpoints and truncates the WAL, so a wiped key leaves no copy in the
+/// file. Thread-safe: share one instance; several processes may open the same file.
+public final class CustodyDatabase: Sendable {
+    /// The database file; nil when in memory.
+    public let path: String?
+    let writer: any DatabaseWriter
+
+    /// The file name inside a state directory.
+    public static let fileName = "state.sqlite"
+
+    /// Opens (creating when missing, with its directory, mode 0700) and migrates the database
+    /// at `path`.
+    /// - Throws: `.open` when the file cannot be opened or created; `.migration` when it was
+    ///   written by a newer Custody or a migration fails.
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StoreError(.open, "cannot create the state directory: \(error.localizedDescription)", path: path)
+            }
+        }
+        do {
+            writer = try DatabasePool(path: path, configuration: Self.configuration())
+        } catch {
+            throw StoreError(.open, "cannot open the database: \(Self.describe(error))", path: path)
+        }
+        try migrate()
+    }
+
+    /// A fresh database in memory: for tests and throwaway state.
+    public init() throws(StoreError) {
+        path = nil
+        do {
+            writer = try DatabaseQueue(configuration: Self.configuration())
+        } catch {
+            throw StoreError(.open, "cannot open an in-memory database: \(Self.describe(error))")
+        }
+        try migrate()
+    }
+
+    /// Where the database of a `--state` argument lives: `PATH` itself, or `PATH/state.sqlite`
+    /// when `PATH` is a directory (or ends with `/`).
+    public static func path(forState state: String) -> String {
+        var isDirectory: ObjCBool = false
+        if state.hasSuffix("/") || (FileManager.default.fileExists(atPath: state, isDirectory: &isDirectory) && isDirectory.boolValue) {
+            return (state as NSString).appendingPathComponent(fileName)
+        }
+        return state
+    }
+
+    private static func configuration() -> Configuration {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        // Another process writing: wait rather than fail at once.
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
+        return configuration
+    }
+
+    private func migrate() throws(StoreError) {
+        do {
+            try Self.migrator.migrate(writer)
+        } catch {
+            throw StoreError(.migration, "cannot bring the database up to date: \(Self.describe(error))", path: path)
+        }
+        let unknown: [String]
+        do {
+            unknown = try writer.read { db in try Self.migrator.appliedIdentifiers(db) }.filter { !Self.migrator.migrations.contains($0) }
+        } catch {
+            throw StoreError(.migration, "cannot read the database's migrations: \(Self.describe(error))", path: path)
+        }
+        guard unknown.isEmpty else {
+            throw StoreError(
+                .migration, "the database was written by a newer Custody (migrations \(unknown.joined(separator: ", "))); upgrade to open it",
+                path: path)
+        }
+    }
+
+    // MARK: Access
+
+    /// Runs `body` in a write transaction.
+    func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try writer.write(body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(Self.code(of: error), "\(what) failed: \(Self.describe(error))", path: path)
+        }
+    }
+
+    /// Runs `body` on a consistent snapshot.
+    func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try writer.read(body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(Self.code(of: error), "\(what) failed: \(Self.describe(error))", path: path)
+        }
+    }
+
+    /// Copies every committed page into the database file and empties the WAL, so rows just
+    /// deleted (and overwritten, `secure_delete`) leave no older copy in the WAL.
+    func truncateLog() throws(StoreError) {
+        guard let pool = writer as? DatabasePool else { return }
+        do {
+            try pool.barrierWriteWithoutTransaction { db in
+                _ = try db.checkpoint(.truncate)
+            }
+        } catch {
+            throw StoreError(.database, "truncating the write-ahead log failed: \(Self.describe(error))", path: path)
+        }
+    }
+
+    private static func code(of error: any Error) -> StoreError.Code {
+        guard let error = error as? DatabaseError else { return .database }
+        switch error.resultCode {
+        case .SQLITE_CONSTRAINT: return .conflict
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return .corrupt
+        default: return .database
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return error.message ?? "\(error.resultCode)"
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,42 @@
+/// Why reading or writing Custody's state failed.
+///
+/// Messages name the database file and what was being done; they never hold key material,
+/// secret values or plaintext.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, machine-readable kind of failure.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The database could not be opened or created (permissions, a directory in the way).
+        public static let open = Code(rawValue: "open")
+        /// The database was written by a newer Custody, or a migration failed.
+        public static let migration = Code(rawValue: "migration")
+        /// A read or write failed (disk full, I/O error, database locked for too long).
+        public static let database = Code(rawValue: "database")
+        /// The database holds something this code cannot read (a damaged row).
+        public static let corrupt = Code(rawValue: "corrupt")
+        /// What was asked for is not there.
+        public static let notFound = Code(rawValue: "not-found")
+        /// The write conflicts with what is stored (a key version that already exists).
+        public static let conflict = Code(rawValue: "conflict")
+    }
+
+    public let code: Code
+    /// What went wrong, for a person.
+    public let message: String
+    /// The database file; nil for an in-memory database.
+    public let path: String?
+
+    public init(_ code: Code, _ message: String, path: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    /// `path: message`, or the message alone.
+    public var description: String {
+        path.map { "\($0): \(message)" } ?? message
+    }
+}

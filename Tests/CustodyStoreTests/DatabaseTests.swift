@@ -1,0 +1,105 @@
+import CustodyStore
+import Foundation
+import GRDB
+import Testing
+
+@Suite("Database")
+struct DatabaseTests {
+    let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+
+    @Test("--state names a file, or a directory that holds state.sqlite", arguments: [
+        (state: "db.sqlite", expected: "db.sqlite"),
+        (state: "state-dir/", expected: "state-dir/state.sqlite"),
+    ])
+    func statePaths(state: String, expected: String) throws {
+        #expect(CustodyDatabase.path(forState: state) == expected)
+        let directory = try TemporaryDirectory()
+        #expect(CustodyDatabase.path(forState: directory.path) == directory.file("state.sqlite"))
+    }
+
+    @Test("a database reopens with what was written, and a newer schema is refused with a clear error")
+    func reopen() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("nested/state.sqlite")
+        try CustodyDatabase(path: path).checkIn(account: "alice@contoso.com", at: t0)
+        #expect(try CustodyDatabase(path: path).lastCheckIn(account: "alice@contoso.com") == t0)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory.file("nested"))
+        #expect((attributes[.posixPermissions] as? Int) == 0o700)
+
+        // A migration this build does not know: written by a newer Custody.
+        try runSQL(path, "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
+        let error = storeError { _ = try CustodyDatabase(path: path) }
+        #expect(error?.code == .migration)
+        #expect(error?.message.contains("newer Custody") == true)
+    }
+
+    @Test("a file that is not a database is a typed error naming it")
+    func notADatabase() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("state.sqlite")
+        try Data("this is not sqlite".utf8).write(to: URL(fileURLWithPath: path))
+        let error = storeError { _ = try CustodyDatabase(path: path) }
+        #expect(error?.path == path)
+        #expect(error.map { [.open, .migration].contains($0.code) } == true)
+    }
+
+    @Test("check-ins keep the latest date")
+    func checkIns() throws {
+        let database = try CustodyDatabase()
+        try database.checkIn(account: "alice", at: t0)
+        try database.checkIn(account: "alice", at: t0.addingTimeInterval(-60))
+        #expect(try database.lastCheckIn(account: "alice") == t0)
+        try database.checkIn(account: "alice", at: t0.addingTimeInterval(60))
+        #expect(try database.lastCheckIn(account: "alice") == t0.addingTimeInterval(60))
+        #expect(try database.lastCheckIn(account: "bob") == nil)
+        try database.removeCheckIn(account: "alice")
+        #expect(try database.checkIns().isEmpty)
+    }
+
+    @Test("bundle history lists applied and rejected bundles, newest first")
+    func bundleHistory() throws {
+        let database = try CustodyDatabase()
+        try database.recordBundle(contentHash: "aa", source: "policies", result: .applied, at: t0)
+        try database.recordBundle(contentHash: "bb", source: "policies", result: .rejected, message: "tenant.json:3:5: error", at: t0.addingTimeInterval(1))
+        let history = try database.bundleHistory()
+        #expect(history.map(\.contentHash) == ["bb", "aa"])
+        #expect(history.first?.message == "tenant.json:3:5: error")
+        #expect(try database.lastAppliedBundle()?.contentHash == "aa")
+    }
+
+    @Test("the audit log records while on, and not while off")
+    func audit() throws {
+        let database = try CustodyDatabase()
+        #expect(try database.isAuditEnabled())
+        #expect(try database.audit(.decision, account: "alice", action: "saveTo", allowed: false, detail: "blocked", at: t0))
+        try database.setAuditEnabled(false)
+        #expect(try !database.audit(.wipe, account: "alice", action: "wipe", at: t0.addingTimeInterval(1)))
+        try database.setAuditEnabled(true)
+        try database.audit(.wipe, account: "bob", action: "wipe", detail: "2 key versions", at: t0.addingTimeInterval(2))
+        let entries = try database.auditEntries()
+        #expect(entries.map(\.action) == ["saveTo", "wipe"])
+        #expect(entries.first?.allowed == false)
+        #expect(try database.auditEntries(since: t0.addingTimeInterval(1)).map(\.account) == ["bob"])
+    }
+
+    @Test("sealed secrets are stored per scope, replaced, and removed")
+    func secrets() throws {
+        let database = try CustodyDatabase()
+        let secret = SealedSecret(scope: "oid:a", identifier: "vpn", kind: "password", sealed: [1, 2, 3], updated: t0)
+        try database.saveSecret(secret)
+        try database.saveSecret(SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [9], updated: t0))
+        #expect(try database.secret(scope: "oid:a", identifier: "vpn") == secret)
+        try database.saveSecret(SealedSecret(scope: "oid:a", identifier: "vpn", kind: "password", sealed: [4], updated: t0))
+        #expect(try database.secret(scope: "oid:a", identifier: "vpn")?.sealed == [4])
+        #expect(try database.secrets(scope: "").count == 1)
+        #expect(try database.removeSecrets(scope: "oid:a") == 1)
+        #expect(try database.removeSecret(scope: "", identifier: "vpn"))
+        #expect(try !database.removeSecret(scope: "", identifier: "vpn"))
+    }
+}
+
+/// Runs one statement on the file with GRDB directly, bypassing the store (to set up states
+/// only another version could write).
+func runSQL(_ path: String, _ sql: String) throws {
+    try DatabaseQueue(path: path).write { db in try db.execute(sql: sql) }
+}

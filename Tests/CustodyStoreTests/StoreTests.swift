@@ -1,0 +1,168 @@
+import CustodyPolicy
+import CustodyProtection
+import CustodyStore
+import Foundation
+import Testing
+
+/// A temporary directory for one test, removed when the test's scope ends.
+final class TemporaryDirectory: @unchecked Sendable {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "custody-store-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+let owner = OwnerIdentifier(rawValue: "oid:0d000000-0000-4000-8000-000000000001")!
+let other = OwnerIdentifier(rawValue: "upn:bob@contoso.com")!
+
+func wrapped(_ owner: OwnerIdentifier, _ version: UInt32, fill: UInt8 = 0xA5) -> WrappedAccountKey {
+    WrappedAccountKey(
+        owner: owner, version: version, created: Date(timeIntervalSince1970: 1_790_000_000 + Double(version)),
+        nonce: [UInt8](repeating: fill, count: 24), ciphertext: [UInt8](repeating: fill &+ 1, count: 48))
+}
+
+func storeError(_ body: () throws -> Void) -> StoreError? {
+    do {
+        try body()
+        return nil
+    } catch let error as StoreError {
+        return error
+    } catch {
+        Issue.record("expected a StoreError, got \(error)")
+        return nil
+    }
+}
+
+func protectionError(_ body: () throws -> Void) -> ProtectionError? {
+    do {
+        try body()
+        return nil
+    } catch let error as ProtectionError {
+        return error
+    } catch {
+        Issue.record("expected a ProtectionError, got \(error)")
+        return nil
+    }
+}
+
+/// The key stores the protection layer can use, each fresh.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
+    case files, sqliteOnDisk, sqliteInMemory
+
+    var testDescription: String { rawValue }
+
+    func make(in directory: TemporaryDirectory) throws -> any AccountKeyStore {
+        switch self {
+        case .files: try FileKeyStore(directory: directory.file("state"))
+        case .sqliteOnDisk: SQLiteKeyStore(database: try CustodyDatabase(path: directory.file("state/state.sqlite")))
+        case .sqliteInMemory: SQLiteKeyStore(database: try CustodyDatabase())
+        }
+    }
+}
+
+@Suite("Key stores")
+struct KeyStoreTests {
+    @Test("every store keeps versions in order, refuses a version twice, and forgets an owner wholly", arguments: StoreKind.allCases)
+    func contract(kind: StoreKind) throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        #expect(try store.keys(for: owner).isEmpty)
+        try store.add(wrapped(owner, 2))
+        try store.add(wrapped(owner, 1))
+        try store.add(wrapped(other, 1))
+        #expect(try store.keys(for: owner) == [wrapped(owner, 1), wrapped(owner, 2)])
+        #expect(protectionError { try store.add(wrapped(owner, 2, fill: 0x11)) }?.code == .keyVersionExists)
+        #expect(try store.keys(for: owner)[1] == wrapped(owner, 2), "the refused add changed nothing")
+        #expect(Set(try store.owners()) == [owner, other])
+        #expect(try store.removeKeys(for: owner) == 2)
+        #expect(try store.keys(for: owner).isEmpty)
+        #expect(try store.removeKeys(for: owner) == 0)
+        #expect(try store.owners() == [other])
+    }
+
+    @Test("every store records the master key once", arguments: StoreKind.allCases)
+    func masterRecord(kind: StoreKind) throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        #expect(try store.masterKeyRecord() == nil)
+        let record = MasterKeyRecord(
+            kind: .passphrase, salt: [UInt8](repeating: 3, count: 16), opsLimit: 2, memLimit: 67_108_864,
+            checkNonce: [UInt8](repeating: 4, count: 24), checkCiphertext: [UInt8](repeating: 5, count: 48))
+        try store.saveMasterKeyRecord(record)
+        #expect(try store.masterKeyRecord() == record)
+        #expect(protectionError { try store.saveMasterKeyRecord(record) }?.code == .masterKey)
+    }
+
+    @Test("a key ring over the database protects, rotates and wipes")
+    func keyRing() throws {
+        let directory = try TemporaryDirectory()
+        let database = try CustodyDatabase(path: directory.file("state.sqlite"))
+        let ring = try KeyRing(store: SQLiteKeyStore(database: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let protector = DataProtector(keyRing: ring)
+        let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
+        let data = Array("quarterly numbers".utf8)
+        let first = try protector.protect(data, owner: alice, forceEncryption: true)
+        #expect(try ring.rotate(owner) == 2)
+        let second = try protector.protect(data, owner: alice, forceEncryption: true)
+        #expect(try DataProtector.protectionInfo(second)?.keyVersion == 2)
+
+        // A second process (a second ring on the same file) reads the same keys, and notices
+        // the wipe the first one makes (at its next look at the store: at once, here).
+        let again = try KeyRing(
+            store: SQLiteKeyStore(database: try CustodyDatabase(path: directory.file("state.sqlite"))),
+            masterKey: .keyFile(path: directory.file("master.key")), revalidationInterval: .zero)
+        #expect(try DataProtector(keyRing: again).unprotect(first) == data)
+
+        #expect(try ring.wipe(owner) == 2)
+        #expect(protectionError { _ = try protector.unprotect(second) }?.code == .keyUnavailable)
+        #expect(protectionError { _ = try DataProtector(keyRing: again).unprotect(first) }?.code == .keyUnavailable)
+    }
+
+    @Test("a ring notices keys another process wiped, at its next look at the store", arguments: [StoreKind.files, .sqliteOnDisk])
+    func staleCache(kind: StoreKind) throws {
+        let directory = try TemporaryDirectory()
+        let master = MasterKeySource.keyFile(path: directory.file("master.key"))
+        let writer = DataProtector(keyRing: try KeyRing(store: try kind.make(in: directory), masterKey: master))
+        let readerRing = try KeyRing(store: try kind.make(in: directory), masterKey: master, revalidationInterval: .zero)
+        let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
+        let envelope = try writer.protect([1, 2, 3], owner: alice, forceEncryption: true)
+        #expect(try DataProtector(keyRing: readerRing).unprotect(envelope) == [1, 2, 3])
+        try writer.keyRing.wipe(owner)
+        #expect(protectionError { _ = try DataProtector(keyRing: readerRing).unprotect(envelope) }?.code == .keyUnavailable)
+    }
+
+    @Test("a wiped key leaves no copy in the database file or its log")
+    func shredding() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("state.sqlite")
+        let store = SQLiteKeyStore(database: try CustodyDatabase(path: path))
+        let marker = [UInt8](repeating: 0x5C, count: 48)
+        try store.add(WrappedAccountKey(owner: owner, version: 1, created: Date(), nonce: [UInt8](repeating: 0x3E, count: 24), ciphertext: marker))
+        try store.add(wrapped(other, 1))
+        func filesContainMarker() -> Bool {
+            [path, path + "-wal"].contains { file in
+                guard let bytes = FileManager.default.contents(atPath: file) else { return false }
+                return [UInt8](bytes).contains(subsequence: marker)
+            }
+        }
+        #expect(filesContainMarker(), "the key is on disk before the wipe (else this test proves nothing)")
+        try store.removeKeys(for: owner)
+        #expect(!filesContainMarker())
+        #expect(try store.keys(for: other).count == 1)
+    }
+}
+
+extension Array where Element == UInt8 {
+    func contains(subsequence: [UInt8]) -> Bool {
+        guard !subsequence.isEmpty, subsequence.count <= count else { return false }
+        return (0...(count - subsequence.count)).contains { self[$0..<$0 + subsequence.count].elementsEqual(subsequence) }
+    }
+}
