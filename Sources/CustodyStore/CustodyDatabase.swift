@@ -94,19 +94,18 @@ public final class CustodyDatabase: Sendable {
 
     /// Runs `body` in a write transaction.
     func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
-        do {
-            return try writer.write(body)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(Self.code(of: error), "\(what) failed: \(Self.describe(error))", path: path)
-        }
+        try mapErrors(what) { try writer.write(body) }
     }
 
     /// Runs `body` on a consistent snapshot.
     func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        try mapErrors(what) { try writer.read(body) }
+    }
+
+    /// `body`'s result; its GRDB errors as `StoreError`s that say what failed.
+    private func mapErrors<T>(_ what: String, _ body: () throws -> T) throws(StoreError) -> T {
         do {
-            return try writer.read(body)
+            return try body()
         } catch let error as StoreError {
             throw error
         } catch {

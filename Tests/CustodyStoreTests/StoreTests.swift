@@ -29,29 +29,21 @@ func wrapped(_ owner: OwnerIdentifier, _ version: UInt32, fill: UInt8 = 0xA5) ->
         nonce: [UInt8](repeating: fill, count: 24), ciphertext: [UInt8](repeating: fill &+ 1, count: 48))
 }
 
-func storeError(_ body: () throws -> Void) -> StoreError? {
+/// Runs `body` and returns the error of type `E` it threw, or nil; any other error fails the test.
+func thrown<E: Error>(_ type: E.Type, _ body: () throws -> Void) -> E? {
     do {
         try body()
         return nil
-    } catch let error as StoreError {
+    } catch let error as E {
         return error
     } catch {
-        Issue.record("expected a StoreError, got \(error)")
+        Issue.record("expected a \(E.self), got \(error)")
         return nil
     }
 }
 
-func protectionError(_ body: () throws -> Void) -> ProtectionError? {
-    do {
-        try body()
-        return nil
-    } catch let error as ProtectionError {
-        return error
-    } catch {
-        Issue.record("expected a ProtectionError, got \(error)")
-        return nil
-    }
-}
+func storeError(_ body: () throws -> Void) -> StoreError? { thrown(StoreError.self, body) }
+func protectionError(_ body: () throws -> Void) -> ProtectionError? { thrown(ProtectionError.self, body) }
 
 /// The key stores the protection layer can use, each fresh.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
