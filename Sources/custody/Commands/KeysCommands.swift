@@ -2,7 +2,7 @@ import ArgumentParser
 import CustodyPolicy
 import CustodyProtection
 
-/// `custody keys`: account keys in the state directory.
+/// `custody keys`: account keys in the state database.
 struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",

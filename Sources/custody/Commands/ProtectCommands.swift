@@ -15,7 +15,7 @@ struct ProtectCommand: ParsableCommand {
             Writes an envelope that names the owner. The payload is encrypted when the owner's \
             policy requires it (give --bundle) or with --force-encrypt; otherwise it is only tagged. \
             Encrypted envelopes use a fresh data key wrapped by the owner's account key, which is \
-            created in the state directory on first use.
+            created in the state database (--state) on first use.
 
             IN is a file, or - for standard input (read as plaintext). OUT is a file, or - for \
             standard output; without OUT a file is protected in place and standard input goes to \

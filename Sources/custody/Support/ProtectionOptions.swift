@@ -1,12 +1,29 @@
 import ArgumentParser
 import CustodyPolicy
 import CustodyProtection
+import CustodyStore
 import Logging
+
+/// Where Custody's state (a SQLite database) lives.
+struct StateOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "Custody's state: a SQLite database file, or a directory holding state.sqlite (created on first use).", valueName: "path"))
+    var state: String = ".custody/state.sqlite"
+
+    /// The opened database, or a message and exit 1.
+    func database() throws -> CustodyDatabase {
+        do {
+            return try CustodyDatabase(path: CustodyDatabase.path(forState: state))
+        } catch {
+            StandardError.write("error: \(error)\n")
+            throw ExitCode.failure
+        }
+    }
+}
 
 /// Where keys live and where the master key comes from.
 struct ProtectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The state directory holding the wrapped account keys.", valueName: "dir"))
-    var state: String = ".custody"
+    @OptionGroup var stateOptions: StateOptions
 
     @Option(help: ArgumentHelp(
         "The master key file (32 bytes, raw, hex or base64; created with mode 0600 on first use). Default: CUSTODY_MASTER_KEY_FILE, else the passphrase in CUSTODY_PASSPHRASE.",
@@ -16,7 +33,7 @@ struct ProtectionOptions: ParsableArguments {
     /// The key ring, or a message and exit 1.
     func keyRing() throws -> KeyRing {
         do {
-            return try KeyRing(store: FileKeyStore(directory: state), masterKey: MasterKeySource.configured(keyFile: masterKeyFile))
+            return try KeyRing(store: SQLiteKeyStore(database: stateOptions.database()), masterKey: MasterKeySource.configured(keyFile: masterKeyFile))
         } catch {
             StandardError.write("error: \(error)\n")
             throw ExitCode.failure
