@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "CustodyPolicy", targets: ["CustodyPolicy"]),
         .library(name: "CustodyProtection", targets: ["CustodyProtection"]),
         .library(name: "CustodyStore", targets: ["CustodyStore"]),
+        .library(name: "Custody", targets: ["Custody"]),
         .executable(name: "custody", targets: ["custody"]),
     ],
     dependencies: [
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -72,6 +74,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The runtime an app or service embeds: PolicyManager (snapshots swapped atomically,
+        // decisions without awaiting), change notifications as AsyncStream, task-scoped
+        // identity, selective wipe.
+        .target(
+            name: "Custody",
+            dependencies: [
+                "CustodyPolicy",
+                "CustodyProtection",
+                "CustodyStore",
+                .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The command-line front end: parses arguments, calls the libraries, sets exit codes.
         .executableTarget(
             name: "custody",
@@ -79,6 +97,7 @@ let package = Package(
                 "CustodyPolicy",
                 "CustodyProtection",
                 "CustodyStore",
+                "Custody",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -105,6 +124,11 @@ let package = Package(
         .testTarget(
             name: "CustodyStoreTests",
             dependencies: ["CustodyStore", "CustodyProtection", "CustodyPolicy", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CustodyTests",
+            dependencies: ["Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore"],
             swiftSettings: swiftSettings
         ),
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.

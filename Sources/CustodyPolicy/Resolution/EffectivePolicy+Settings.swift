@@ -63,3 +63,14 @@ extension EffectivePolicy {
         }
     }
 }
+
+extension EffectivePolicy {
+    /// Whether `other` decides everything as this one does: the same value for every setting
+    /// and the same policy-managed apps. Which policies the values came from (their names,
+    /// their ids) does not count: a rename changes no decision.
+    public func decidesAlike(_ other: EffectivePolicy) -> Bool {
+        if self === other { return true }
+        guard platform == other.platform, managedAppIDs == other.managedAppIDs else { return false }
+        return PolicySetting.allCases.allSatisfy { name in setting(name).value == other.setting(name).value }
+    }
+}

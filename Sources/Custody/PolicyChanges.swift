@@ -1,0 +1,67 @@
+import CustodyPolicy
+
+/// What changed between two snapshots, as events: computed before the new snapshot is
+/// published, so every subscriber hears the same list.
+enum PolicyChanges {
+    static func events(from old: PolicySnapshot?, to new: PolicySnapshot) -> [PolicyEvent] {
+        var events: [PolicyEvent] = []
+        let oldAllowed = old?.bundle.tenant.allowedAccounts
+        let newAllowed = new.bundle.tenant.allowedAccounts
+        if old != nil, oldAllowed.map(normalized) != newAllowed.map(normalized) {
+            events.append(.allowedAccountsChanged(old: oldAllowed, new: newAllowed))
+        }
+
+        // Every account either bundle's tenant lists, in the new tenant's order, then the
+        // accounts only the old one had.
+        var accounts = new.bundle.tenant.accounts.map(\.id)
+        if let old {
+            var known = Set(accounts)
+            for account in old.bundle.tenant.accounts.map(\.id) where known.insert(account).inserted {
+                accounts.append(account)
+            }
+        }
+
+        // Effective policies are shared by many accounts: compare each pair once.
+        var alike: [Pair: Bool] = [:]
+        var changed: [AccountID] = []
+        var protection: [PolicyEvent] = []
+        for account in accounts {
+            let before = old?.effectivePolicy(for: account)
+            let after = new.effectivePolicy(for: account)
+            let same: Bool
+            switch (before, after) {
+            case (nil, nil): same = true
+            case (let before?, let after?):
+                let pair = Pair(before, after)
+                if let known = alike[pair] {
+                    same = known
+                } else {
+                    same = before.decidesAlike(after)
+                    alike[pair] = same
+                }
+            default: same = false
+            }
+            if !same { changed.append(account) }
+            let required = new.encryptionRequired(account: account).isAllowed
+            if let old, old.encryptionRequired(account: account).isAllowed != required {
+                protection.append(.dataProtectionChanged(account: account, encryptionRequired: required))
+            }
+        }
+        if !changed.isEmpty { events.append(.policyChanged(accounts: changed)) }
+        return events + protection
+    }
+
+    private static func normalized(_ entries: [String]) -> [String] {
+        entries.map { $0.lowercased() }.sorted()
+    }
+
+    private struct Pair: Hashable {
+        let before: ObjectIdentifier
+        let after: ObjectIdentifier
+
+        init(_ before: EffectivePolicy, _ after: EffectivePolicy) {
+            self.before = ObjectIdentifier(before)
+            self.after = ObjectIdentifier(after)
+        }
+    }
+}

@@ -1,0 +1,35 @@
+public import CustodyPolicy
+
+/// Something that changed under a `PolicyManager`, as its subscribers hear it.
+public enum PolicyEvent: Sendable, Hashable {
+    /// The tenant's allowed accounts changed (nil: every account is allowed).
+    case allowedAccountsChanged(old: [String]?, new: [String]?)
+    /// These accounts' effective policies now decide something differently (sorted by how the
+    /// tenant lists them; accounts that became managed or unmanaged included).
+    case policyChanged(accounts: [AccountID])
+    /// Whether this account's data must be encrypted flipped: re-protect its data.
+    case dataProtectionChanged(account: AccountID, encryptionRequired: Bool)
+    /// The app configuration that reaches this account changed.
+    case appConfigurationChanged(account: AccountID)
+    /// This account's data must be wiped (offline too long, or removed from the tenant).
+    case wipeRequired(account: AccountID, reason: String)
+    /// This account's keys (and the files registered for it) are gone.
+    case wipeCompleted(account: AccountID)
+    /// A bundle was offered and refused; the policy in force did not change.
+    case bundleRejected(error: BundleRejection)
+}
+
+/// Why a bundle was refused, and where it came from.
+public struct BundleRejection: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The bundle's directory, or another description of where it came from.
+    public let source: String
+    /// The located problems (`file:line:column: error: ...`), one per line.
+    public let message: String
+
+    public init(source: String, message: String) {
+        self.source = source
+        self.message = message
+    }
+
+    public var description: String { "\(source): bundle rejected, the policy in force is unchanged:\n\(message)" }
+}

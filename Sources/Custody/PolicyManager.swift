@@ -1,0 +1,187 @@
+import Atomics
+public import CustodyPolicy
+public import CustodyStore
+public import Foundation
+public import Logging
+
+/// The one object an app or service asks everything: the policy in force, decisions, and
+/// notifications when the policy changes.
+///
+/// Writes (`apply`) are serialized by the actor. Reads are not: `snapshot` and every decision
+/// load the current immutable `PolicySnapshot` with one atomic load, without awaiting and
+/// without a lock, so decisions through the manager cost what they cost on a snapshot. A new
+/// bundle is validated and resolved completely before it is swapped in, in one atomic store:
+/// no decision ever sees a half-loaded policy, and a bundle that fails leaves the old one in
+/// force and is announced as `bundleRejected`.
+public actor PolicyManager {
+    /// The evaluation context every snapshot is resolved for.
+    public nonisolated let context: EvaluationContext
+    /// Where bundles, check-ins and the audit log are recorded; nil: nowhere.
+    public nonisolated let database: CustodyDatabase?
+    nonisolated let logger: Logger
+    private nonisolated let current: ManagedAtomic<SnapshotBox>
+    nonisolated let hub = EventHub<PolicyEvent>()
+    private let clock: @Sendable () -> Date
+
+    /// A manager with no bundle yet: every account is unmanaged until the first `apply`.
+    /// - Parameters:
+    ///   - context: platform, app and management level to evaluate for.
+    ///   - database: records applied and rejected bundles (and, later, check-ins and audits).
+    ///   - now: the clock (tests inject one).
+    public init(
+        context: EvaluationContext = EvaluationContext(), database: CustodyDatabase? = nil, logger: Logger = Logger(label: "custody.manager"),
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.context = context
+        self.database = database
+        self.logger = logger
+        self.clock = now
+        let empty = PolicyBundle(tenant: Tenant(), protectionPolicies: [], appConfigurations: [], warnings: [])
+        self.current = ManagedAtomic(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, contentHash: nil))
+    }
+
+    // MARK: Reading
+
+    /// The policy in force: immutable, safe to keep and share.
+    public nonisolated var snapshot: PolicySnapshot { current.load(ordering: .acquiring).snapshot }
+
+    /// How many bundles have been applied (0 before the first).
+    public nonisolated var version: Int { current.load(ordering: .acquiring).version }
+
+    // MARK: Applying bundles
+
+    /// Validates `bundle` fully, resolves it, then makes it the policy in force and tells every
+    /// subscriber what changed. Returns the events published (empty when nothing changed).
+    @discardableResult
+    public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) -> [PolicyEvent] {
+        let old = current.load(ordering: .acquiring)
+        let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
+        let events = PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
+        current.store(SnapshotBox(snapshot, version: old.version + 1, contentHash: contentHash), ordering: .releasing)
+        record(contentHash: contentHash ?? "", source: source, result: .applied, message: nil)
+        hub.publish(events)
+        return events
+    }
+
+    /// Loads the bundle in `directory` and applies it. A bundle that does not load (a
+    /// malformed document, a missing tenant) leaves the policy in force unchanged, is recorded
+    /// as rejected, announced as `bundleRejected`, and thrown.
+    @discardableResult
+    public func apply(bundleDirectory directory: String) throws(BundleRejection) -> [PolicyEvent] {
+        // The hash before and after loading agree unless the files changed while they were read;
+        // then the load is retried, so the recorded hash is that of the bundle applied.
+        var hash = BundleDigest.contentHash(ofDirectory: directory)
+        var bundle: PolicyBundle
+        do {
+            while true {
+                bundle = try PolicyBundle.load(directory: directory)
+                let after = BundleDigest.contentHash(ofDirectory: directory)
+                if after == hash { break }
+                hash = after
+            }
+        } catch {
+            let rejection = BundleRejection(source: directory, message: error.description)
+            logger.error("bundle rejected", metadata: ["source": "\(directory)", "errors": "\(error.errors.count)"])
+            record(contentHash: hash ?? "", source: directory, result: .rejected, message: error.description)
+            hub.publish([.bundleRejected(error: rejection)])
+            throw rejection
+        }
+        return apply(bundle, source: directory, contentHash: hash)
+    }
+
+    private func record(contentHash: String, source: String, result: BundleRecord.Result, message: String?) {
+        guard let database else { return }
+        do {
+            try database.recordBundle(contentHash: contentHash, source: source, result: result, message: message, at: clock())
+        } catch {
+            // The policy is in force either way; a history that cannot be written is logged.
+            logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Subscribing
+
+    /// Every change from now on, as one stream per subscriber. The stream finishes when the
+    /// subscriber's task is cancelled or it stops iterating, and nothing is kept for it after.
+    public nonisolated func events() -> AsyncStream<PolicyEvent> {
+        hub.subscribe()
+    }
+
+    /// How many event streams are subscribed now.
+    public nonisolated var subscriberCount: Int { hub.subscriberCount }
+
+    /// The tenant's allowed accounts now (nil: every account), then after every change.
+    public nonisolated func allowedAccounts() -> AsyncStream<[String]?> {
+        let events = hub.subscribe { [current] in
+            [.allowedAccountsChanged(old: nil, new: current.load(ordering: .acquiring).snapshot.bundle.tenant.allowedAccounts)]
+        }
+        return Self.values(of: events) { event in
+            if case .allowedAccountsChanged(_, let new) = event { return .some(new) }
+            return nil
+        }
+    }
+
+    /// `account`'s effective policy now (nil: unmanaged), then each time it decides something
+    /// differently.
+    public nonisolated func effectivePolicy(for account: AccountID) -> AsyncStream<EffectivePolicy?> {
+        // The first event stands for "now": the loop below reads the policy in force.
+        let events = hub.subscribe { [.policyChanged(accounts: [account])] }
+        let current = self.current
+        let (stream, continuation) = AsyncStream.makeStream(of: EffectivePolicy?.self)
+        let task = Task {
+            var last: EffectivePolicy??
+            for await event in events {
+                guard case .policyChanged(let accounts) = event, accounts.contains(account) else { continue }
+                let policy = current.load(ordering: .acquiring).snapshot.effectivePolicy(for: account)
+                if let previous = last, Self.same(previous, policy) { continue }
+                last = .some(policy)
+                continuation.yield(policy)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// Stops every stream (for shutdown).
+    public nonisolated func finish() {
+        hub.finish()
+    }
+
+    private static func same(_ first: EffectivePolicy?, _ second: EffectivePolicy?) -> Bool {
+        switch (first, second) {
+        case (nil, nil): true
+        case (let first?, let second?): first.decidesAlike(second)
+        default: false
+        }
+    }
+
+    /// The values `transform` picks out of `events`, in a stream that ends when either side
+    /// stops.
+    private static func values<Value: Sendable>(
+        of events: AsyncStream<PolicyEvent>, _ transform: @escaping @Sendable (PolicyEvent) -> Value??
+    ) -> AsyncStream<Value?> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value?.self)
+        let task = Task {
+            for await event in events {
+                if let value = transform(event) { continuation.yield(value) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
+
+/// The snapshot in force, with how many bundles came before it.
+final class SnapshotBox: AtomicReference, Sendable {
+    let snapshot: PolicySnapshot
+    let version: Int
+    let contentHash: String?
+
+    init(_ snapshot: PolicySnapshot, version: Int, contentHash: String?) {
+        self.snapshot = snapshot
+        self.version = version
+        self.contentHash = contentHash
+    }
+}

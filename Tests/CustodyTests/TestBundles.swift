@@ -1,0 +1,77 @@
+import CustodyPolicy
+import Foundation
+
+/// Small bundles written from code: a tenant of two groups (A and B) of `perGroup` accounts,
+/// and one iOS policy per group whose settings the test picks.
+struct TestBundle {
+    static let groupA = "9a000000-0000-4000-8000-00000000000a"
+    static let groupB = "9b000000-0000-4000-8000-00000000000b"
+
+    var perGroup = 3
+    var printBlockedA = false
+    var printBlockedB = false
+    var encryptionA = "whenDeviceLocked"
+    var encryptionB = "whenDeviceLocked"
+    var allowedAccounts: [String]?
+    /// Renames policy A without changing what it decides.
+    var nameSuffix = ""
+
+    static func account(_ group: Character, _ index: Int) -> AccountID {
+        AccountID(oid: String(format: "%c0000000-0000-4000-8000-%012d", group.asciiValue! == 65 ? 0x61 : 0x62, index), upn: "\(group.lowercased())\(index)@contoso.com")!
+    }
+
+    var tenantJSON: String {
+        var accounts: [String] = []
+        for (letter, group) in [("A", Self.groupA), ("B", Self.groupB)] {
+            for index in 0..<perGroup {
+                let id = Self.account(Character(letter), index)
+                accounts.append(#"{"oid": "\#(id.oid!)", "upn": "\#(id.upn!)", "groups": ["\#(group)"]}"#)
+            }
+        }
+        let allowed = allowedAccounts.map { "[" + $0.map { "\"\($0)\"" }.joined(separator: ", ") + "]" } ?? "null"
+        return #"{"accounts": [\#(accounts.joined(separator: ", "))], "allowedAccounts": \#(allowed)}"#
+    }
+
+    private func policy(id: String, name: String, group: String, printBlocked: Bool, encryption: String) -> String {
+        #"""
+        {"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "\#(id)", "displayName": "\#(name)",
+         "printBlocked": \#(printBlocked), "appDataEncryptionType": "\#(encryption)",
+         "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "\#(group)"}}]}
+        """#
+    }
+
+    var policiesJSON: String {
+        let a = policy(id: "T_a", name: "Policy A" + nameSuffix, group: Self.groupA, printBlocked: printBlockedA, encryption: encryptionA)
+        let b = policy(id: "T_b", name: "Policy B", group: Self.groupB, printBlocked: printBlockedB, encryption: encryptionB)
+        return #"{"value": [\#(a), \#(b)]}"#
+    }
+
+    func bundle() throws -> PolicyBundle {
+        try PolicyBundle.load(
+            tenant: PolicyBundle.File(name: "tenant.json", bytes: Array(tenantJSON.utf8)),
+            documents: [PolicyBundle.File(name: "policies.json", bytes: Array(policiesJSON.utf8))])
+    }
+
+    /// Writes the bundle into `directory`.
+    func write(to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(tenantJSON.utf8).write(to: URL(fileURLWithPath: directory + "/tenant.json"))
+        try Data(policiesJSON.utf8).write(to: URL(fileURLWithPath: directory + "/policies.json"))
+    }
+}
+
+/// A temporary directory for one test, removed when the test's scope ends.
+final class TemporaryDirectory: @unchecked Sendable {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "custody-runtime-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
