@@ -1,4 +1,5 @@
 import Atomics
+import Synchronization
 public import CustodyPolicy
 public import CustodyStore
 public import Foundation
@@ -21,6 +22,7 @@ public actor PolicyManager {
     nonisolated let logger: Logger
     private nonisolated let current: ManagedAtomic<SnapshotBox>
     nonisolated let hub = EventHub<PolicyEvent>()
+    nonisolated let processScope = Mutex<AccountScope?>(nil)
     private let clock: @Sendable () -> Date
 
     /// A manager with no bundle yet: every account is unmanaged until the first `apply`.
