@@ -1,6 +1,7 @@
 import Atomics
 import Synchronization
 public import CustodyPolicy
+public import CustodyProtection
 public import CustodyStore
 public import Foundation
 public import Logging
@@ -23,19 +24,33 @@ public actor PolicyManager {
     private nonisolated let current: ManagedAtomic<SnapshotBox>
     nonisolated let hub = EventHub<PolicyEvent>()
     nonisolated let processScope = Mutex<AccountScope?>(nil)
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
+    /// Deletes keys at wipe time (and drops them from memory); nil: the database alone.
+    public nonisolated let keyRing: KeyRing?
+    /// Wipe accounts past `periodOfflineBeforeWipeIsEnforced` rather than only announce it.
+    public let wipesWhenOfflineTooLong: Bool
+    /// Directories and files that hold each owner's data, deleted at wipe.
+    var managedRoots: [OwnerIdentifier: Set<String>] = [:]
+    /// Owners whose `wipeRequired` was announced since their last check-in.
+    var offlineWipeAnnounced: Set<OwnerIdentifier> = []
 
     /// A manager with no bundle yet: every account is unmanaged until the first `apply`.
     /// - Parameters:
     ///   - context: platform, app and management level to evaluate for.
     ///   - database: records applied and rejected bundles (and, later, check-ins and audits).
     ///   - now: the clock (tests inject one).
+    ///   - keyRing: the account keys a wipe deletes (and forgets).
+    ///   - wipesWhenOfflineTooLong: wipe an account past its offline wipe period, not only
+    ///     announce `wipeRequired`.
     public init(
-        context: EvaluationContext = EvaluationContext(), database: CustodyDatabase? = nil, logger: Logger = Logger(label: "custody.manager"),
+        context: EvaluationContext = EvaluationContext(), database: CustodyDatabase? = nil, keyRing: KeyRing? = nil,
+        wipesWhenOfflineTooLong: Bool = false, logger: Logger = Logger(label: "custody.manager"),
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.context = context
         self.database = database
+        self.keyRing = keyRing
+        self.wipesWhenOfflineTooLong = wipesWhenOfflineTooLong
         self.logger = logger
         self.clock = now
         let empty = PolicyBundle(tenant: Tenant(), protectionPolicies: [], appConfigurations: [], warnings: [])

@@ -1,0 +1,86 @@
+import Custody
+import CustodyPolicy
+import CustodyProtection
+import CustodyStore
+import Foundation
+import Testing
+
+@Suite("Selective wipe and offline grace")
+struct WipeTests {
+    let a0 = TestBundle.account("A", 0)
+    let b0 = TestBundle.account("B", 0)
+    static let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// A manager over an on-disk state database and key ring, with a bundle applied.
+    private func manager(_ directory: TemporaryDirectory, wipes: Bool = false, now: @escaping @Sendable () -> Date = { WipeTests.t0 }) async throws
+        -> (PolicyManager, DataProtector, CustodyDatabase)
+    {
+        let database = try CustodyDatabase(path: directory.file("state.sqlite"))
+        let ring = try KeyRing(store: SQLiteKeyStore(database: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let manager = PolicyManager(
+            context: EvaluationContext(platform: .ios), database: database, keyRing: ring, wipesWhenOfflineTooLong: wipes, now: now)
+        await manager.apply(try TestBundle().bundle(), source: "test")
+        return (manager, DataProtector(keyRing: ring, policy: manager.snapshot), database)
+    }
+
+    @Test("a wipe deletes the account's keys and registered files, records it, and announces it; others keep theirs")
+    func wipe() async throws {
+        let directory = try TemporaryDirectory()
+        let (manager, protector, database) = try await manager(directory)
+        let mine = try protector.protect([1, 2, 3], owner: a0)
+        let theirs = try protector.protect([4, 5, 6], owner: b0)
+        let root = directory.file("a0-files")
+        try FileManager.default.createDirectory(atPath: root + "/nested", withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: root + "/nested/report.txt"))
+        await manager.registerManagedRoot(root, for: a0)
+        try await manager.checkIn(account: a0)
+        let stream = manager.events()
+
+        let report = try await manager.wipe(account: a0, reason: "user signed out")
+        #expect(report.keyVersions >= 1)
+        #expect(report.removedPaths == [root])
+        #expect(!FileManager.default.fileExists(atPath: root))
+        #expect(throws: ProtectionError.self) { _ = try protector.unprotect(mine) }
+        #expect(try protector.unprotect(theirs) == [4, 5, 6])
+        #expect(try database.lastCheckIn(account: manager.owner(of: a0).rawValue) == nil)
+        #expect(try database.auditEntries().contains { $0.kind == .wipe && $0.detail?.contains("user signed out") == true })
+        var events = stream.makeAsyncIterator()
+        #expect(await events.next() == .wipeCompleted(account: a0))
+    }
+
+    @Test("past the access check period access is blocked; past the wipe period a wipe is required, once per check-in")
+    func offline() async throws {
+        let directory = try TemporaryDirectory()
+        let (manager, _, _) = try await manager(directory)
+        try await manager.checkIn(account: a0, at: Self.t0)
+        let day: TimeInterval = 86_400
+        #expect(manager.offlineAccess(account: a0, at: Self.t0.addingTimeInterval(60)).isAllowed)
+        #expect(manager.offlineAccess(account: a0, at: Self.t0.addingTimeInterval(day)).offlineState == .accessBlocked)
+        #expect(manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(day)).isAllowed, "b0 never checked in")
+
+        #expect(await manager.evaluateOffline(at: Self.t0.addingTimeInterval(day)).isEmpty)
+        let late = Self.t0.addingTimeInterval(91 * day)
+        let events = await manager.evaluateOffline(at: late)
+        #expect(events.count == 1)
+        guard case .wipeRequired(let account, let reason)? = events.first else { return }
+        #expect(account.oid == a0.oid)
+        #expect(reason.contains("periodOfflineBeforeWipeIsEnforced"))
+        #expect(await manager.evaluateOffline(at: late).isEmpty, "announced once")
+        try await manager.checkIn(account: a0, at: late)
+        #expect(await manager.evaluateOffline(at: late.addingTimeInterval(91 * day)).count == 1, "again after the next long absence")
+    }
+
+    @Test("when configured, an account offline too long is wiped")
+    func offlineWipe() async throws {
+        let directory = try TemporaryDirectory()
+        let (manager, protector, _) = try await manager(directory, wipes: true)
+        let envelope = try protector.protect([7], owner: a0, forceEncryption: true)
+        try await manager.checkIn(account: a0, at: Self.t0)
+        let stream = manager.events()
+        await manager.evaluateOffline(at: Self.t0.addingTimeInterval(91 * 86_400))
+        var events = stream.makeAsyncIterator()
+        guard case .wipeRequired? = await events.next() else { Issue.record("expected wipeRequired first"); return }
+        guard case .wipeCompleted? = await events.next() else { Issue.record("expected wipeCompleted"); return }
+        #expect(throws: ProtectionError.self) { _ = try protector.unprotect(envelope) }
+    }
+}
