@@ -23,10 +23,18 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## Validate the example bundle, then answer its example queries.
+EXAMPLE_STATE := .build/example-state
+
+## Validate the example bundle, answer its example queries, then protect a file for alice with
+## her policy, keys kept in an embedded SQLite state (.build/example-state/state.sqlite).
 run: build
 	$(CUSTODY) policy validate policies
 	$(CUSTODY) decide --bundle policies $(EXAMPLE_CONTEXT) --format text < policies/examples.jsonl
+	@mkdir -p $(EXAMPLE_STATE)
+	CUSTODY_MASTER_KEY_FILE=$(EXAMPLE_STATE)/master.key $(CUSTODY) protect --bundle policies $(EXAMPLE_CONTEXT) \
+		--state $(EXAMPLE_STATE) --owner alice@contoso.com policies/examples.jsonl $(EXAMPLE_STATE)/examples.jsonl.cst
+	$(CUSTODY) info $(EXAMPLE_STATE)/examples.jsonl.cst
+	$(CUSTODY) checkin --state $(EXAMPLE_STATE) --bundle policies --account alice@contoso.com
 
 ## The whole test suite.
 test: deps

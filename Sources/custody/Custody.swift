@@ -4,7 +4,7 @@ import Logging
 /// The `custody` command: validate policy bundles, explain effective policies, answer
 /// data-transfer questions.
 @main
-struct Custody: ParsableCommand {
+struct Custody: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "custody",
         abstract: "Decide, per account, where data may go — from the Intune policies administrators export.",
@@ -25,7 +25,7 @@ struct Custody: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             PolicyCommand.self, DecideCommand.self, ProtectCommand.self, UnprotectCommand.self, InfoCommand.self, KeysCommand.self,
-            WipeCommand.self,
+            WipeCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self,
         ]
     )
 }

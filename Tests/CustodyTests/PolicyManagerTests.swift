@@ -125,3 +125,30 @@ struct PolicyManagerTests {
         #expect(await policy.next()??.printBlocked.value == true, "the B-only change was not a change for a0")
     }
 }
+
+@Suite("Watching a bundle directory")
+struct WatchTests {
+    @Test("edits are applied once they settle; a broken edit is rejected once and the old policy stays")
+    func watching() async throws {
+        let directory = try TemporaryDirectory()
+        try TestBundle().write(to: directory.path)
+        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let stream = manager.events()
+        let watcher = manager.watch(bundleDirectory: directory.path, interval: .milliseconds(10), debounce: .milliseconds(20))
+        defer { watcher.cancel() }
+        var events = stream.makeAsyncIterator()
+        guard case .policyChanged? = await events.next() else { Issue.record("the first bundle was not applied"); return }
+
+        try TestBundle(printBlockedA: true).write(to: directory.path)
+        #expect(await events.next() == .policyChanged(accounts: (0..<3).map { TestBundle.account("A", $0) }))
+        #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed)
+
+        try Data("{".utf8).write(to: URL(fileURLWithPath: directory.file("policies.json")))
+        guard case .bundleRejected? = await events.next() else { Issue.record("expected bundleRejected"); return }
+        #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed, "the old policy stays in force")
+
+        try TestBundle().write(to: directory.path)
+        guard case .policyChanged? = await events.next() else { Issue.record("the repaired bundle was not applied"); return }
+        #expect(manager.version == 3)
+    }
+}

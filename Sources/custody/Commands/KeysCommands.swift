@@ -1,6 +1,8 @@
 import ArgumentParser
+import Foundation
 import CustodyPolicy
 import CustodyProtection
+import CustodyStore
 
 /// `custody keys`: account keys in the state database.
 struct KeysCommand: ParsableCommand {
@@ -95,9 +97,11 @@ struct WipeCommand: ParsableCommand {
         commandName: "wipe",
         abstract: "Delete every version of an account's key: its encrypted data can never be opened again.",
         discussion: """
-            Selective wipe by crypto-shredding: the account's key files are overwritten and removed, \
-            so every envelope encrypted for it becomes unreadable wherever it is. Other accounts' \
-            data is untouched. There is no undo.
+            Selective wipe by crypto-shredding: every version of the account's key, its secrets and \
+            its check-in are deleted from the state database in one transaction (deleted rows are \
+            overwritten and the write-ahead log truncated), so every envelope encrypted for it \
+            becomes unreadable wherever it is. The wipe is written to the audit log. Other \
+            accounts' data is untouched. There is no undo.
             """
     )
 
@@ -112,7 +116,11 @@ struct WipeCommand: ParsableCommand {
         let account = try parseAccount(account, option: "--account")
         let protector = DataProtector(keyRing: try protectionOptions.keyRing(), policy: try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger()))
         let owner = protector.ownerIdentifier(for: account)
-        let count = try reportingProtectionErrors { try protector.keyRing.wipe(owner) }
+        let database = try protectionOptions.stateOptions.database()
+        var count = try reportingStoreErrors {
+            try database.wipe(owner: owner.rawValue, checkInKey: owner.rawValue, reason: "custody wipe", at: Date())
+        }
+        count += try reportingProtectionErrors { try protector.keyRing.wipe(owner) }
         StandardOutput.write(count == 0 ? "\(owner): no keys to wipe\n" : "\(owner): wiped \(count) key version\(count == 1 ? "" : "s")\n")
     }
 }

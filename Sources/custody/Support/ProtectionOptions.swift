@@ -41,14 +41,24 @@ struct ProtectionOptions: ParsableArguments {
     }
 }
 
-/// Runs `body`, turning a `ProtectionError` into `error: ...` on standard error and exit 1.
-func reportingProtectionErrors<Result>(_ body: () throws -> Result) throws -> Result {
+/// Runs `body`, turning an error of type `E` into `error: ...` on standard error and exit 1.
+func reporting<E: Error, Result>(_ type: E.Type, _ body: () throws -> Result) throws -> Result {
     do {
         return try body()
-    } catch let error as ProtectionError {
+    } catch let error as E {
         StandardError.write("error: \(error)\n")
         throw ExitCode.failure
     }
+}
+
+/// Runs `body`, turning a `ProtectionError` into `error: ...` on standard error and exit 1.
+func reportingProtectionErrors<Result>(_ body: () throws -> Result) throws -> Result {
+    try reporting(ProtectionError.self, body)
+}
+
+/// Runs `body`, turning a `StoreError` into `error: ...` on standard error and exit 1.
+func reportingStoreErrors<Result>(_ body: () throws -> Result) throws -> Result {
+    try reporting(StoreError.self, body)
 }
 
 /// An account given on the command line.

@@ -1,0 +1,58 @@
+import Custody
+import CustodyPolicy
+
+/// One JSON line per event, for `custody watch`.
+enum EventJSON {
+    static func line(_ event: PolicyEvent) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("event")
+        func accounts(_ key: String, _ accounts: [AccountID]) {
+            writer.key(key)
+            writer.beginArray()
+            for account in accounts { writer.value(account.description) }
+            writer.endArray()
+        }
+        /// The event's name and its account.
+        func named(_ name: String, _ account: AccountID) {
+            writer.value(name)
+            writer.key("account")
+            writer.value(account.description)
+        }
+        func list(_ key: String, _ values: [String]?) {
+            writer.key(key)
+            guard let values else { return writer.null() }
+            writer.beginArray()
+            for value in values { writer.value(value) }
+            writer.endArray()
+        }
+        switch event {
+        case .allowedAccountsChanged(let old, let new):
+            writer.value("allowedAccountsChanged")
+            list("old", old)
+            list("new", new)
+        case .policyChanged(let changed):
+            writer.value("policyChanged")
+            accounts("accounts", changed)
+        case .dataProtectionChanged(let account, let required):
+            named("dataProtectionChanged", account)
+            writer.key("encryptionRequired")
+            writer.value(required)
+        case .appConfigurationChanged(let account):
+            named("appConfigurationChanged", account)
+        case .wipeRequired(let account, let reason):
+            named("wipeRequired", account)
+            writer.key("reason")
+            writer.value(reason)
+        case .wipeCompleted(let account):
+            named("wipeCompleted", account)
+        case .bundleRejected(let rejection):
+            writer.value("bundleRejected")
+            writer.key("source"); writer.value(rejection.source)
+            writer.key("error"); writer.value(rejection.message)
+        }
+        writer.endObject()
+        writer.newline()
+        return writer.bytes
+    }
+}
