@@ -1,0 +1,82 @@
+import Custody
+import CustodyPolicy
+import CustodyProtection
+import CustodyStore
+import Foundation
+import Synchronization
+import Testing
+
+/// Run under the thread sanitizer by `make test` (`swift test --sanitize=thread --filter Concurrency`).
+@Suite("Concurrency")
+struct ConcurrencyTests {
+    @Test("64 tasks decide, protect and read streams while bundles are swapped 1,000 times")
+    func swapsUnderLoad() async throws {
+        let directory = try TemporaryDirectory()
+        let database = try CustodyDatabase(path: directory.file("state.sqlite"))
+        let ring = try KeyRing(store: SQLiteKeyStore(database: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let manager = PolicyManager(context: EvaluationContext(platform: .ios), database: nil, keyRing: ring)
+        let bundles = try (0..<4).map { try TestBundle(printBlockedA: $0 & 1 == 0, printBlockedB: $0 & 2 == 0).bundle() }
+        await manager.apply(bundles[0], source: "test")
+        let swaps = 1_000
+        let done = Flag()
+
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask {
+                for index in 1...swaps {
+                    await manager.apply(bundles[index % bundles.count], source: "test")
+                }
+                done.set()
+                return swaps
+            }
+            for worker in 0..<64 {
+                group.addTask {
+                    let account = TestBundle.account(worker % 2 == 0 ? "A" : "B", worker % 3)
+                    var work = 0
+                    switch worker % 4 {
+                    case 0, 1:  // decisions, in the task's account scope
+                        await withAccount(account) {
+                            while !done.isSet {
+                                _ = manager.print()
+                                _ = manager.saveTo(.box, locationAccount: account)
+                                work += 1
+                                if work % 64 == 0 { await Task.yield() }
+                            }
+                        }
+                    case 2:  // protection, with the policy in force at the time
+                        while !done.isSet {
+                            let protector = DataProtector(keyRing: ring, policy: manager.snapshot)
+                            let data = [UInt8](repeating: UInt8(worker), count: 100)
+                            let back = try protector.unprotect(try protector.protect(data, owner: account, forceEncryption: true))
+                            #expect(back == data)
+                            work += 1
+                            await Task.yield()
+                        }
+                    default:  // a subscriber that comes and goes
+                        while !done.isSet {
+                            var events = manager.events().makeAsyncIterator()
+                            _ = await events.next()
+                            var policies = manager.effectivePolicy(for: account).makeAsyncIterator()
+                            _ = await policies.next()
+                            work += 1
+                        }
+                    }
+                    return work
+                }
+            }
+            var total = 0
+            for try await count in group { total += count }
+            #expect(total > swaps)
+        }
+        #expect(manager.version == swaps + 1)
+        // Let the last subscribers' termination handlers run.
+        for _ in 0..<100 where manager.subscriberCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(manager.subscriberCount == 0)
+    }
+}
+
+/// A flag one task raises and others read.
+final class Flag: Sendable {
+    private let raised = Atomic<Bool>(false)
+    var isSet: Bool { raised.load(ordering: .acquiring) }
+    func set() { raised.store(true, ordering: .releasing) }
+}
