@@ -36,9 +36,11 @@ run: build
 	$(CUSTODY) info $(EXAMPLE_STATE)/examples.jsonl.cst
 	$(CUSTODY) checkin --state $(EXAMPLE_STATE) --bundle policies --account alice@contoso.com
 
-## The whole test suite.
+## The whole test suite, then the concurrency test again under ThreadSanitizer (its own build
+## folder, so the debug build stays warm).
 test: deps
 	$(SWIFT) test
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
 
 ## Benchmarks (release builds; see Benchmarks/README.md).
 bench: deps

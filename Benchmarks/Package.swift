@@ -45,6 +45,7 @@ let package = Package(
                 "CLibsodium",
                 .product(name: "CustodyPolicy", package: "Custody"),
                 .product(name: "CustodyProtection", package: "Custody"),
+                .product(name: "Custody", package: "Custody"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CustodyBenchmarks",

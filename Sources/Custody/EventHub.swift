@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Fans events out to any number of subscribers, each with its own `AsyncStream`.
 ///
@@ -13,7 +12,7 @@ final class EventHub<Event: Sendable>: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// How many streams are subscribed now.
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }

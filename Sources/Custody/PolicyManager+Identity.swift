@@ -1,5 +1,4 @@
 public import CustodyPolicy
-import Synchronization
 
 extension PolicyManager {
     /// The process-wide default account: what decisions use when neither an argument nor the

@@ -1,5 +1,4 @@
 import Atomics
-import Synchronization
 public import CustodyPolicy
 public import CustodyProtection
 public import CustodyStore
@@ -23,7 +22,7 @@ public actor PolicyManager {
     nonisolated let logger: Logger
     private nonisolated let current: ManagedAtomic<SnapshotBox>
     nonisolated let hub = EventHub<PolicyEvent>()
-    nonisolated let processScope = Mutex<AccountScope?>(nil)
+    nonisolated let processScope = Locked<AccountScope?>(nil)
     let clock: @Sendable () -> Date
     /// Deletes keys at wipe time (and drops them from memory); nil: the database alone.
     public nonisolated let keyRing: KeyRing?
@@ -86,14 +85,17 @@ public actor PolicyManager {
     @discardableResult
     public func apply(bundleDirectory directory: String) throws(BundleRejection) -> [PolicyEvent] {
         // The hash before and after loading agree unless the files changed while they were read;
-        // then the load is retried, so the recorded hash is that of the bundle applied.
+        // then the load is retried (a few times: a directory that never settles is applied as
+        // last read, and the next watch round catches up).
         var hash = BundleDigest.contentHash(ofDirectory: directory)
         var bundle: PolicyBundle
         do {
+            var attempts = 0
             while true {
                 bundle = try PolicyBundle.load(directory: directory)
                 let after = BundleDigest.contentHash(ofDirectory: directory)
-                if after == hash { break }
+                attempts += 1
+                if after == hash || attempts == 5 { break }
                 hash = after
             }
         } catch {

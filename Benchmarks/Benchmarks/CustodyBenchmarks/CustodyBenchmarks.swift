@@ -59,6 +59,8 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    runtimeBenchmarks(tenant: tenant, saves: saves)
+
     // MARK: The JSON Lines stream, 1,000,000 queries
 
     let lines = tenant.queries(1_000_000)
