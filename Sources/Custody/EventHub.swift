@@ -1,3 +1,4 @@
+import CustodyProtection
 
 /// Fans events out to any number of subscribers, each with its own `AsyncStream`.
 ///

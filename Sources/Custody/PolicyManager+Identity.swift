@@ -1,4 +1,5 @@
 public import CustodyPolicy
+import CustodyProtection
 
 extension PolicyManager {
     /// The process-wide default account: what decisions use when neither an argument nor the

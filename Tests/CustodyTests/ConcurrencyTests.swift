@@ -19,18 +19,25 @@ struct ConcurrencyTests {
         await manager.apply(bundles[0], source: "test")
         let swaps = 1_000
         let done = Flag()
+        let started = Count()
 
         try await withThrowingTaskGroup(of: Int.self) { group in
             group.addTask {
+                // Swap only once every worker runs, and let them run between swaps.
+                while started.value < 64 { await Task.yield() }
                 for index in 1...swaps {
                     await manager.apply(bundles[index % bundles.count], source: "test")
+                    await Task.yield()
                 }
                 done.set()
+                // Wake subscribers waiting for an event that will not come.
+                manager.finish()
                 return swaps
             }
             for worker in 0..<64 {
                 group.addTask {
                     let account = TestBundle.account(worker % 2 == 0 ? "A" : "B", worker % 3)
+                    started.increment()
                     var work = 0
                     switch worker % 4 {
                     case 0, 1:  // decisions, in the task's account scope
@@ -65,7 +72,7 @@ struct ConcurrencyTests {
             }
             var total = 0
             for try await count in group { total += count }
-            #expect(total > swaps)
+            #expect(total > swaps, "the workers worked while bundles were swapped")
         }
         #expect(manager.version == swaps + 1)
         // Let the last subscribers' termination handlers run.
@@ -79,4 +86,11 @@ final class Flag: Sendable {
     private let raised = Atomic<Bool>(false)
     var isSet: Bool { raised.load(ordering: .acquiring) }
     func set() { raised.store(true, ordering: .releasing) }
+}
+
+/// A count several tasks add to.
+final class Count: Sendable {
+    private let count = Atomic<Int>(0)
+    var value: Int { count.load(ordering: .acquiring) }
+    func increment() { count.add(1, ordering: .acquiringAndReleasing) }
 }

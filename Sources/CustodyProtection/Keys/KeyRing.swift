@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One version of one account's key, unwrapped: what seals and opens envelopes' data keys.
 final class AccountKey: Sendable {
@@ -26,11 +25,11 @@ final class AccountKey: Sendable {
 public final class KeyRing: Sendable {
     public let store: any AccountKeyStore
     private let master: MasterKey
-    private let cache: Mutex<Cache>
+    private let cache: Locked<Cache>
     /// How stale the cache may get about other processes' rotations and wipes.
     public let revalidationInterval: Duration
-    /// Serializes creating and rotating keys within this process.
-    private let writer = Mutex<Void>(())
+    /// Serializes creating and rotating keys within this process; counts the versions added.
+    private let writer = Locked<UInt64>(0)
 
     /// The keys unwrapped so far.
     private struct Cache {
@@ -61,7 +60,7 @@ public final class KeyRing: Sendable {
         self.store = store
         self.master = try MasterKey.open(source, store: store)
         self.revalidationInterval = revalidationInterval
-        self.cache = Mutex(Cache(nextCheck: .now + revalidationInterval, token: try store.changeToken()))
+        self.cache = Locked(Cache(nextCheck: .now + revalidationInterval, token: try store.changeToken()))
     }
 
     /// Forgets cached keys when the store changed since the last look and a look is due.
@@ -129,7 +128,7 @@ public final class KeyRing: Sendable {
     }
 
     private func addVersion(for owner: OwnerIdentifier) throws(ProtectionError) -> AccountKey {
-        let result: Result<AccountKey, ProtectionError> = writer.withLock { _ in
+        let result: Result<AccountKey, ProtectionError> = writer.withLock { added in
             // Another process may add the same version between our read and our write: the store
             // refuses it, and we read again.
             for _ in 0..<5 {
@@ -140,6 +139,7 @@ public final class KeyRing: Sendable {
                     try store.add(wrapped)
                     let accountKey = AccountKey(owner: owner, version: next, key: key)
                     cache.withLock { $0.insert(accountKey, asCurrent: true) }
+                    added &+= 1
                     return .success(accountKey)
                 } catch where error.code == .keyVersionExists {
                     continue

@@ -1,6 +1,5 @@
 internal import CSodium
 import Glibc
-import Synchronization
 
 /// Random bytes made a few kilobytes at a time, for the many small draws envelopes take (a data
 /// key, a wrap nonce and a nonce prefix each): one `getrandom` call per hundred or so envelopes
@@ -15,7 +14,7 @@ import Synchronization
 /// where the limits allow and kept out of core dumps (`sodium_mlock`). Where the kernel cannot
 /// wipe on fork (Linux before 4.14), the pool stays off and every draw asks the kernel.
 final class RandomPool: @unchecked Sendable {
-    // @unchecked: `mapping` is touched only while `lock` is held; the pointer itself never changes.
+    // @unchecked: `mapping` is touched only while `refills` is locked; the pointer never changes.
 
     static let shared = RandomPool()
 
@@ -25,7 +24,8 @@ final class RandomPool: @unchecked Sendable {
     /// The mapping: a word counting the unread bytes (zero after a fork wipes it), room for the
     /// seed, then the pool.
     private let mapping: UnsafeMutableRawPointer?
-    private let lock = Mutex<Void>(())
+    /// Refills so far; the lock that guards the mapping.
+    private let refills = Locked<UInt64>(0)
     private static let mappingSize = 8_192
     private static let seedOffset = 16
     private static let poolOffset = 64
@@ -62,10 +62,11 @@ final class RandomPool: @unchecked Sendable {
             randombytes_buf(base, buffer.count)
             return
         }
-        lock.withLock { _ in
+        refills.withLock { refills in
             var unread = mapping.load(as: Int.self)
             if unread < buffer.count {
                 refill(mapping)
+                refills &+= 1
                 unread = Self.capacity
             }
             let start = mapping + Self.poolOffset + (Self.capacity - unread)
