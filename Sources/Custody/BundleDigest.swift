@@ -1,4 +1,5 @@
 import Crypto
+import CustodyPolicy
 import Foundation
 
 /// The content hash of a bundle directory: SHA-256 over the name, length and bytes of every
@@ -9,7 +10,7 @@ enum BundleDigest {
     static func contentHash(ofDirectory directory: String) -> String? {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
         var hasher = SHA256()
-        for name in names.filter({ !$0.hasPrefix(".") && $0.lowercased().hasSuffix(".json") }).sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for name in PolicyBundle.documentNames(among: names) {
             let path = (directory as NSString).appendingPathComponent(name)
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }

@@ -32,9 +32,7 @@ extension PolicyBundle {
         } catch {
             throw BundleError(diagnostics: [unreadable(directory, "cannot list the directory: \(error.localizedDescription)")])
         }
-        let jsonNames = names
-            .filter { !$0.hasPrefix(".") && $0.lowercased().hasSuffix(".json") }
-            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let jsonNames = documentNames(among: names)
         let tenantPath = (directory as NSString).appendingPathComponent("tenant.json")
 
         var tenant: File?
@@ -77,6 +75,12 @@ extension PolicyBundle {
         } catch {
             throw BundleError(diagnostics: leading + error.diagnostics)
         }
+    }
+
+    /// The names a bundle directory's loader reads, in the order it reads them: `*.json`, not
+    /// hidden, by UTF-8 order (subdirectories are skipped when read).
+    public static func documentNames(among names: [String]) -> [String] {
+        names.filter { !$0.hasPrefix(".") && $0.lowercased().hasSuffix(".json") }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     private static func readFile(_ path: String) throws(BundleError) -> File {
