@@ -23,17 +23,10 @@ struct KeysCommand: ParsableCommand {
                 """
         )
 
-        @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
-        var account: String
-
-        @OptionGroup var bundleOptions: OptionalBundleOptions
-        @OptionGroup var protectionOptions: ProtectionOptions
-        @OptionGroup var loggingOptions: LoggingOptions
+        @OptionGroup var options: AccountKeyOptions
 
         func run() throws {
-            let account = try parseAccount(account, option: "--account")
-            let protector = DataProtector(keyRing: try protectionOptions.keyRing(), policy: try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger()))
-            let owner = protector.ownerIdentifier(for: account)
+            let (protector, owner) = try options.protectorAndOwner()
             let version = try reportingProtectionErrors { try protector.keyRing.rotate(owner) }
             StandardOutput.write("\(owner): key version \(version)\n")
         }
@@ -105,6 +98,21 @@ struct WipeCommand: ParsableCommand {
             """
     )
 
+    @OptionGroup var options: AccountKeyOptions
+
+    func run() throws {
+        let (protector, owner) = try options.protectorAndOwner()
+        let database = try options.protectionOptions.stateOptions.database()
+        var count = try reportingStoreErrors {
+            try database.wipe(owner: owner.rawValue, checkInKey: owner.rawValue, reason: "custody wipe", at: Date())
+        }
+        count += try reportingProtectionErrors { try protector.keyRing.wipe(owner) }
+        StandardOutput.write(count == 0 ? "\(owner): no keys to wipe\n" : "\(owner): wiped \(count) key version\(count == 1 ? "" : "s")\n")
+    }
+}
+
+/// The options of commands that act on one account's keys.
+struct AccountKeyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
     var account: String
 
@@ -112,15 +120,11 @@ struct WipeCommand: ParsableCommand {
     @OptionGroup var protectionOptions: ProtectionOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    func run() throws {
+    /// A protector over the state's keys (and the bundle's policy, if given), and the
+    /// identifier the account's keys are kept under.
+    func protectorAndOwner() throws -> (DataProtector, OwnerIdentifier) {
         let account = try parseAccount(account, option: "--account")
         let protector = DataProtector(keyRing: try protectionOptions.keyRing(), policy: try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger()))
-        let owner = protector.ownerIdentifier(for: account)
-        let database = try protectionOptions.stateOptions.database()
-        var count = try reportingStoreErrors {
-            try database.wipe(owner: owner.rawValue, checkInKey: owner.rawValue, reason: "custody wipe", at: Date())
-        }
-        count += try reportingProtectionErrors { try protector.keyRing.wipe(owner) }
-        StandardOutput.write(count == 0 ? "\(owner): no keys to wipe\n" : "\(owner): wiped \(count) key version\(count == 1 ? "" : "s")\n")
+        return (protector, protector.ownerIdentifier(for: account))
     }
 }
