@@ -54,6 +54,8 @@ struct StateCLITests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { process.terminate() } }
+        // A watchdog: should a line never come, closing the pipe ends the reads below.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if process.isRunning { process.terminate() } }
         var buffer = Data()
         func nextLine() -> String? {
             while true {

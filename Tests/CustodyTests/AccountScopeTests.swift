@@ -2,7 +2,7 @@ import Custody
 import CustodyPolicy
 import Testing
 
-@Suite("Task-scoped identity")
+@Suite("Task-scoped identity", .timeLimit(.minutes(1)))
 struct AccountScopeTests {
     static let a0 = TestBundle.account("A", 0)
     static let b0 = TestBundle.account("B", 0)

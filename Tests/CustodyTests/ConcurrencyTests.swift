@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 
 /// Run under the thread sanitizer by `make test` (`swift test --sanitize=thread --filter Concurrency`).
-@Suite("Concurrency")
+@Suite("Concurrency", .timeLimit(.minutes(5)))
 struct ConcurrencyTests {
     @Test("64 tasks decide, protect and read streams while bundles are swapped 1,000 times")
     func swapsUnderLoad() async throws {

@@ -4,7 +4,7 @@ import CustodyStore
 import Foundation
 import Testing
 
-@Suite("Policy manager")
+@Suite("Policy manager", .timeLimit(.minutes(1)))
 struct PolicyManagerTests {
     let a0 = TestBundle.account("A", 0)
     let b0 = TestBundle.account("B", 0)
@@ -126,7 +126,7 @@ struct PolicyManagerTests {
     }
 }
 
-@Suite("Watching a bundle directory")
+@Suite("Watching a bundle directory", .timeLimit(.minutes(1)))
 struct WatchTests {
     @Test("edits are applied once they settle; a broken edit is rejected once and the old policy stays")
     func watching() async throws {

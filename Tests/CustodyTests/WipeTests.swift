@@ -5,7 +5,7 @@ import CustodyStore
 import Foundation
 import Testing
 
-@Suite("Selective wipe and offline grace")
+@Suite("Selective wipe and offline grace", .timeLimit(.minutes(1)))
 struct WipeTests {
     let a0 = TestBundle.account("A", 0)
     let b0 = TestBundle.account("B", 0)
