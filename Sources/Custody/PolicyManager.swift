@@ -70,48 +70,77 @@ public actor PolicyManager {
     /// subscriber what changed. Returns the events published (empty when nothing changed).
     @discardableResult
     public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) -> [PolicyEvent] {
+        apply(bundle, source: source, contentHash: contentHash, files: [])
+    }
+
+    private func apply(_ bundle: PolicyBundle, source: String, contentHash: String?, files: [(name: String, bytes: [UInt8])]) -> [PolicyEvent] {
         let old = current.load(ordering: .acquiring)
         let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
         let events = PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
         current.store(SnapshotBox(snapshot, version: old.version + 1, contentHash: contentHash), ordering: .releasing)
-        record(contentHash: contentHash ?? "", source: source, result: .applied, message: nil)
+        record(contentHash: contentHash ?? "", source: source, result: .applied, message: nil, files: files)
         hub.publish(events)
         return events
     }
 
     /// Loads the bundle in `directory` and applies it. A bundle that does not load (a
     /// malformed document, a missing tenant) leaves the policy in force unchanged, is recorded
-    /// as rejected, announced as `bundleRejected`, and thrown.
+    /// as rejected, announced as `bundleRejected`, and thrown. An applied bundle's files are
+    /// kept in the state database, for `restore()`.
     @discardableResult
     public func apply(bundleDirectory directory: String) throws(BundleRejection) -> [PolicyEvent] {
-        // The hash before and after loading agree unless the files changed while they were read;
-        // then the load is retried (a few times: a directory that never settles is applied as
-        // last read, and the next watch round catches up).
-        var hash = BundleDigest.contentHash(ofDirectory: directory)
+        // The files read before and after loading agree unless they changed meanwhile; then the
+        // load is retried (a few times: a directory that never settles is applied as last
+        // read, and the next watch round catches up).
+        var read = BundleDigest.read(directory)
         var bundle: PolicyBundle
         do {
             var attempts = 0
             while true {
                 bundle = try PolicyBundle.load(directory: directory)
-                let after = BundleDigest.contentHash(ofDirectory: directory)
+                let after = BundleDigest.read(directory)
                 attempts += 1
-                if after == hash || attempts == 5 { break }
-                hash = after
+                if after?.hash == read?.hash || attempts == 5 {
+                    read = after
+                    break
+                }
+                read = after
             }
         } catch {
             let rejection = BundleRejection(source: directory, message: error.description)
             logger.error("bundle rejected", metadata: ["source": "\(directory)", "errors": "\(error.errors.count)"])
-            record(contentHash: hash ?? "", source: directory, result: .rejected, message: error.description)
+            record(contentHash: read?.hash ?? "", source: directory, result: .rejected, message: error.description, files: [])
             hub.publish([.bundleRejected(error: rejection)])
             throw rejection
         }
-        return apply(bundle, source: directory, contentHash: hash)
+        return apply(bundle, source: directory, contentHash: read?.hash, files: read?.files ?? [])
     }
 
-    private func record(contentHash: String, source: String, result: BundleRecord.Result, message: String?) {
+    /// Makes the last bundle applied through `apply(bundleDirectory:)` (by any process using
+    /// this database) the policy in force again, without events: what a restarted service does
+    /// before anything else. Returns false when there is none, or it no longer loads (logged).
+    @discardableResult
+    public func restore() -> Bool {
+        guard let database, let (record, files) = (try? database.lastAppliedBundleFiles()) ?? nil else { return false }
+        let tenant = files.first { $0.name == "tenant.json" }.map { PolicyBundle.File(name: $0.name, bytes: $0.bytes) }
+        let documents = files.filter { $0.name != "tenant.json" }.map { PolicyBundle.File(name: $0.name, bytes: $0.bytes) }
+        do {
+            let bundle = try PolicyBundle.load(tenant: tenant, documents: documents)
+            let old = current.load(ordering: .acquiring)
+            current.store(
+                SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, contentHash: record.contentHash),
+                ordering: .releasing)
+            return true
+        } catch {
+            logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "error": "\(error)"])
+            return false
+        }
+    }
+
+    private func record(contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]) {
         guard let database else { return }
         do {
-            try database.recordBundle(contentHash: contentHash, source: source, result: result, message: message, at: clock())
+            try database.recordBundle(contentHash: contentHash, source: source, result: result, message: message, files: files, at: clock())
         } catch {
             // The policy is in force either way; a history that cannot be written is logged.
             logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])

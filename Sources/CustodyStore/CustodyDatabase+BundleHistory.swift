@@ -20,14 +20,22 @@ public struct BundleRecord: Sendable, Hashable {
 }
 
 extension CustodyDatabase {
-    /// Records a bundle that was applied or rejected; returns its record.
+    /// Records a bundle that was applied or rejected, with the files of an applied one (in the
+    /// same transaction: a crash keeps both or neither); returns its record.
     @discardableResult
-    public func recordBundle(contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, at date: Date) throws(StoreError) -> BundleRecord {
+    public func recordBundle(
+        contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])] = [],
+        at date: Date
+    ) throws(StoreError) -> BundleRecord {
         let id = try write("recording a bundle") { db in
             try db.execute(
                 sql: "INSERT INTO bundle_history (content_hash, applied_at, source, result, message) VALUES (?, ?, ?, ?, ?)",
                 arguments: [contentHash, date, source, result.rawValue, message])
-            return db.lastInsertedRowID
+            let id = db.lastInsertedRowID
+            for file in files {
+                try db.execute(sql: "INSERT INTO bundle_files (bundle_id, name, bytes) VALUES (?, ?, ?)", arguments: [id, file.name, Data(file.bytes)])
+            }
+            return id
         }
         return BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message)
     }
@@ -40,13 +48,40 @@ extension CustodyDatabase {
                 arguments: [limit])
         }
         var records: [BundleRecord] = []
-        for row in rows {
-            guard let id: Int64 = row["id"], let hash: String = row["content_hash"], let at: Date = row["applied_at"],
-                let source: String = row["source"], let result = BundleRecord.Result(rawValue: row["result"] ?? "")
-            else { throw StoreError(.corrupt, "a bundle history row is damaged", path: path) }
-            records.append(BundleRecord(id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: row["message"]))
-        }
+        for row in rows { records.append(try bundleRecord(row)) }
         return records
+    }
+
+    private func bundleRecord(_ row: Row) throws(StoreError) -> BundleRecord {
+        guard let id: Int64 = row["id"], let hash: String = row["content_hash"], let at: Date = row["applied_at"],
+            let source: String = row["source"], let result = BundleRecord.Result(rawValue: row["result"] ?? "")
+        else { throw StoreError(.corrupt, "a bundle history row is damaged", path: path) }
+        return BundleRecord(id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: row["message"])
+    }
+
+    /// The newest applied bundle that has its files stored, with them (by name).
+    public func lastAppliedBundleFiles() throws(StoreError) -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])? {
+        let found = try read("reading the last applied bundle") { db -> (Row, [Row])? in
+            guard let record = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
+                    WHERE result = 'applied' AND id IN (SELECT bundle_id FROM bundle_files) ORDER BY id DESC LIMIT 1
+                    """)
+            else { return nil }
+            let id: Int64? = record["id"]
+            return (record, try Row.fetchAll(db, sql: "SELECT name, bytes FROM bundle_files WHERE bundle_id = ? ORDER BY name", arguments: [id]))
+        }
+        guard let (recordRow, rows) = found else { return nil }
+        let record = try bundleRecord(recordRow)
+        var files: [(name: String, bytes: [UInt8])] = []
+        for row in rows {
+            guard let name: String = row["name"], let bytes: Data = row["bytes"] else {
+                throw StoreError(.corrupt, "a stored bundle file is damaged", path: path)
+            }
+            files.append((name, [UInt8](bytes)))
+        }
+        return (record, files)
     }
 
     /// The newest applied bundle, if any.

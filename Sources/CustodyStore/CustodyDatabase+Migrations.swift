@@ -82,6 +82,16 @@ extension CustodyDatabase {
                 table.column("value", .text).notNull()
             }
         }
+        migrator.registerMigration("v2: the files of applied bundles") { db in
+            // What was applied, so a restarted manager resumes the same policy even if the
+            // bundle directory changed or vanished meanwhile.
+            try db.create(table: "bundle_files") { table in
+                table.column("bundle_id", .integer).notNull().references("bundle_history", onDelete: .cascade)
+                table.column("name", .text).notNull()
+                table.column("bytes", .blob).notNull()
+                table.primaryKey(["bundle_id", "name"])
+            }
+        }
         return migrator
     }()
 }

@@ -84,3 +84,26 @@ struct WipeTests {
         #expect(throws: ProtectionError.self) { _ = try protector.unprotect(envelope) }
     }
 }
+
+@Suite("Restoring the policy in force", .timeLimit(.minutes(1)))
+struct RestoreTests {
+    @Test("a restarted manager resumes the last applied bundle, even after a rejected one and with the directory gone")
+    func restart() async throws {
+        let directory = try TemporaryDirectory()
+        let bundle = directory.file("bundle")
+        let path = directory.file("state.sqlite")
+        let first = PolicyManager(context: EvaluationContext(platform: .ios), database: try CustodyDatabase(path: path))
+        #expect(await !first.restore(), "nothing applied yet")
+        try TestBundle(printBlockedA: true).write(to: bundle)
+        try await first.apply(bundleDirectory: bundle)
+        try Data("{".utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
+        await #expect(throws: BundleRejection.self) { try await first.apply(bundleDirectory: bundle) }
+        try FileManager.default.removeItem(atPath: bundle)
+
+        let second = PolicyManager(context: EvaluationContext(platform: .ios), database: try CustodyDatabase(path: path))
+        #expect(!second.snapshot.isManaged(TestBundle.account("A", 0)))
+        #expect(await second.restore())
+        #expect(!second.snapshot.print(account: TestBundle.account("A", 0)).isAllowed)
+        #expect(second.snapshot.print(account: TestBundle.account("B", 0)).isAllowed)
+    }
+}
