@@ -134,7 +134,7 @@ let package = Package(
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.
         .testTarget(
             name: "CustodyCLITests",
-            dependencies: ["custody", "CustodyPolicy"],
+            dependencies: ["custody", "CustodyPolicy", "CustodyProtection", "CustodyStore"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -25,7 +25,7 @@ struct Custody: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             PolicyCommand.self, DecideCommand.self, ProtectCommand.self, UnprotectCommand.self, InfoCommand.self, KeysCommand.self,
-            WipeCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self,
+            WipeCommand.self, ApplyCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self,
         ]
     )
 }

@@ -1,0 +1,96 @@
+import CustodyProtection
+import CustodyStore
+import Foundation
+import Testing
+
+/// `kill -9` at random moments of `custody apply` and `custody wipe`: the state database must
+/// always reopen, holding either the old or the new bundle, and an account either wholly wiped
+/// or not at all.
+@Suite("Crash consistency", .serialized, .timeLimit(.minutes(5)))
+struct CrashConsistencyTests {
+    typealias Scratch = ProtectionCLITests.Scratch
+    static let kills = 100
+
+    /// Starts `custody` with `arguments`, kills it with SIGKILL after a random delay of up to
+    /// `window` (it may finish first), and waits for it.
+    private func runAndKill(_ arguments: [String], scratch: Scratch, window: Double, random: inout SystemRandomNumberGenerator) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
+        process.arguments = arguments + ["--state", scratch.path("state")]
+        process.environment = ProcessInfo.processInfo.environment.merging(["CUSTODY_MASTER_KEY_FILE": scratch.path("master.key")]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(UInt32(Double.random(in: 0...window, using: &random) * 1_000_000))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// The `*.json` files of a directory, by name.
+    private func files(_ directory: String) throws -> [String: [UInt8]] {
+        var result: [String: [UInt8]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".json") {
+            result[name] = [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
+        return result
+    }
+
+    @Test("apply killed at random points leaves the old bundle or the new one, never a mix")
+    func apply() throws {
+        let scratch = try Scratch()
+        let old = scratch.path("old"), new = scratch.path("new")
+        for directory in [old, new] {
+            try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: directory)
+        }
+        // The new bundle differs in one file.
+        let tenant = new + "/tenant.json"
+        try (try Data(contentsOf: URL(fileURLWithPath: tenant)) + Data(" \n".utf8)).write(to: URL(fileURLWithPath: tenant))
+        let bundles = [try files(old), try files(new)]
+        #expect(bundles[0] != bundles[1])
+        // Kill anywhere in a window half again as long as a whole run takes on this machine now.
+        let start = Date()
+        #expect(try scratch.run(["apply", "--bundle", old]).status == 0)
+        let window = Date().timeIntervalSince(start) * 1.5
+
+        var random = SystemRandomNumberGenerator()
+        var finished = 0
+        for round in 0..<Self.kills {
+            try runAndKill(["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, window: window, random: &random)
+            let database = try CustodyDatabase(path: scratch.path("state"))
+            let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
+            let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
+            #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
+            if byName == bundles[round % 2 == 0 ? 1 : 0] { finished += 1 }
+        }
+        #expect(finished > 0 && finished < Self.kills, "kills landed both before and after the commit (\(finished) of \(Self.kills) finished)")
+    }
+
+    @Test("wipe killed at random points leaves the account wholly wiped or untouched")
+    func wipe() throws {
+        let scratch = try Scratch()
+        try scratch.write("alice's data", "a.txt")
+        let owner = OwnerIdentifier(rawValue: "upn:alice@contoso.com")!
+        // Kill anywhere in a window half again as long as a whole wipe takes on this machine now.
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.path("a.txt"), scratch.path("a.cst")]).status == 0)
+        let start = Date()
+        #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).status == 0)
+        let window = Date().timeIntervalSince(start) * 1.5
+        var random = SystemRandomNumberGenerator()
+        var wiped = 0, untouched = 0
+        for round in 0..<Self.kills {
+            // Give alice a key and a check-in when the last round wiped them.
+            let database = try CustodyDatabase(path: scratch.path("state"))
+            if try SQLiteKeyStore(database: database).keys(for: owner).isEmpty {
+                #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.path("a.txt"), scratch.path("a.cst")]).status == 0)
+                #expect(try scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
+            }
+            try runAndKill(["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
+            let after = try CustodyDatabase(path: scratch.path("state"))
+            let keys = try SQLiteKeyStore(database: after).keys(for: owner).count
+            let checkIn = try after.lastCheckIn(account: owner.rawValue)
+            #expect((keys == 0) == (checkIn == nil), "round \(round): \(keys) keys left, check-in \(checkIn.map { "\($0)" } ?? "gone")")
+            if keys == 0 { wiped += 1 } else { untouched += 1 }
+        }
+        #expect(wiped > 0 && untouched > 0, "kills landed both before and after the commit (\(wiped) wiped, \(untouched) untouched)")
+    }
+}
