@@ -104,10 +104,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Where tests find the package's fixtures and the shared Graph exports and vectors.
+        .target(name: "CustodyTestSupport", path: "Tests/CustodyTestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "CustodyPolicyTests",
             dependencies: [
                 "CustodyPolicy",
+                "CustodyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -116,6 +119,7 @@ let package = Package(
             name: "CustodyProtectionTests",
             dependencies: [
                 "CustodyProtection",
+                "CustodyTestSupport",
                 "CustodyPolicy",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -134,7 +138,7 @@ let package = Package(
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.
         .testTarget(
             name: "CustodyCLITests",
-            dependencies: ["custody", "CustodyPolicy", "CustodyProtection", "CustodyStore"],
+            dependencies: ["custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport"],
             swiftSettings: swiftSettings
         ),
     ],

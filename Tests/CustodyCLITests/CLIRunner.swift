@@ -1,3 +1,4 @@
+import CustodyTestSupport
 import Foundation
 
 /// Runs the `custody` binary built beside the tests.
@@ -12,11 +13,7 @@ struct CLIRunner {
     }
 
     /// The package root, for paths in arguments.
-    static let packageRoot: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
-    }()
+    static var packageRoot: String { TestPaths.packageRoot }
 
     /// `.build/<triple>/debug/custody`, next to the test binary.
     static let executable: String = {
@@ -54,15 +51,6 @@ struct CLIRunner {
         return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
     }
 
-    /// `$CUSTODY_SHARED_DIR/graph-examples`, else the first `shared/graph-examples` above the package.
-    static let sharedGraphExamples: String = {
-        if let shared = ProcessInfo.processInfo.environment["CUSTODY_SHARED_DIR"] { return shared + "/graph-examples" }
-        var directory = URL(fileURLWithPath: packageRoot)
-        while directory.path != "/" {
-            directory.deleteLastPathComponent()
-            let candidate = directory.appendingPathComponent("shared/graph-examples").path
-            if FileManager.default.fileExists(atPath: candidate) { return candidate }
-        }
-        return "(no shared/graph-examples found above \(packageRoot); set CUSTODY_SHARED_DIR)"
-    }()
+    /// The shared Graph exports (see `TestPaths.graphExamples`).
+    static var sharedGraphExamples: String { TestPaths.graphExamples }
 }

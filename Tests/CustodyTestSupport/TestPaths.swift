@@ -1,19 +1,19 @@
 import Foundation
 
 /// Where the package's fixtures and the shared Graph exports are.
-enum TestPaths {
+public enum TestPaths {
     /// The package root (two levels above this file's folder).
-    static let packageRoot: String = {
+    public static let packageRoot: String = {
         var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { url.deleteLastPathComponent() }
+        for _ in 0..<3 { url.deleteLastPathComponent() }
         return url.path
     }()
 
-    static func fixture(_ relative: String) -> String {
+    public static func fixture(_ relative: String) -> String {
         (packageRoot as NSString).appendingPathComponent("fixtures/\(relative)")
     }
 
-    static func package(_ relative: String) -> String {
+    public static func package(_ relative: String) -> String {
         (packageRoot as NSString).appendingPathComponent(relative)
     }
 
@@ -21,7 +21,7 @@ enum TestPaths {
     /// the project): `$CUSTODY_SHARED_DIR/graph-examples`, else the first `shared/graph-examples`
     /// beside the package or one of its ancestors. Tests that need them fail, naming the
     /// variable, when there is none.
-    static let graphExamples: String = {
+    public static let graphExamples: String = {
         if let shared = ProcessInfo.processInfo.environment["CUSTODY_SHARED_DIR"] {
             return (shared as NSString).appendingPathComponent("graph-examples")
         }
@@ -34,12 +34,12 @@ enum TestPaths {
         return "(no shared/graph-examples found above \(packageRoot); set CUSTODY_SHARED_DIR)"
     }()
 
-    static func graphExample(_ name: String) -> String {
+    public static func graphExample(_ name: String) -> String {
         (graphExamples as NSString).appendingPathComponent(name)
     }
 
     /// The Wycheproof test vectors beside the Graph exports.
-    static var wycheproof: String {
+    public static var wycheproof: String {
         ((graphExamples as NSString).deletingLastPathComponent as NSString).appendingPathComponent("test-vectors/wycheproof")
     }
 }
