@@ -33,7 +33,7 @@ let package = Package(
         .executableTarget(
             name: "custody-profile",
             dependencies: [
-                "BenchmarkData", .product(name: "CustodyProtection", package: "Custody"),
+                "BenchmarkData", .product(name: "CustodyProtection", package: "Custody"), .product(name: "Custody", package: "Custody"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/custody-profile"

@@ -9,8 +9,9 @@ public import Logging
 /// notifications when the policy changes.
 ///
 /// Writes (`apply`) are serialized by the actor. Reads are not: `snapshot` and every decision
-/// load the current immutable `PolicySnapshot` with one atomic load, without awaiting and
-/// without a lock, so decisions through the manager cost what they cost on a snapshot. A new
+/// read the current immutable `PolicySnapshot` from a `SnapshotSlot` (one atomic load of an
+/// integer, and a per-thread cache), without awaiting and without a lock, so decisions through
+/// the manager cost about what they cost on a snapshot. A new
 /// bundle is validated and resolved completely before it is swapped in, in one atomic store:
 /// no decision ever sees a half-loaded policy, and a bundle that fails leaves the old one in
 /// force and is announced as `bundleRejected`.
@@ -20,7 +21,7 @@ public actor PolicyManager {
     /// Where bundles, check-ins and the audit log are recorded; nil: nowhere.
     public nonisolated let database: CustodyDatabase?
     nonisolated let logger: Logger
-    private nonisolated let current: ManagedAtomic<SnapshotBox>
+    nonisolated let slot: SnapshotSlot
     nonisolated let hub = EventHub<PolicyEvent>()
     nonisolated let processScope = Locked<AccountScope?>(nil)
     let clock: @Sendable () -> Date
@@ -53,16 +54,16 @@ public actor PolicyManager {
         self.logger = logger
         self.clock = now
         let empty = PolicyBundle(tenant: Tenant(), protectionPolicies: [], appConfigurations: [], warnings: [])
-        self.current = ManagedAtomic(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, contentHash: nil))
+        self.slot = SnapshotSlot(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, contentHash: nil))
     }
 
     // MARK: Reading
 
     /// The policy in force: immutable, safe to keep and share.
-    public nonisolated var snapshot: PolicySnapshot { current.load(ordering: .acquiring).snapshot }
+    public nonisolated var snapshot: PolicySnapshot { slot.current.snapshot }
 
     /// How many bundles have been applied (0 before the first).
-    public nonisolated var version: Int { current.load(ordering: .acquiring).version }
+    public nonisolated var version: Int { slot.current.version }
 
     // MARK: Applying bundles
 
@@ -74,10 +75,10 @@ public actor PolicyManager {
     }
 
     private func apply(_ bundle: PolicyBundle, source: String, contentHash: String?, files: [(name: String, bytes: [UInt8])]) -> [PolicyEvent] {
-        let old = current.load(ordering: .acquiring)
+        let old = slot.current
         let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
         let events = PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
-        current.store(SnapshotBox(snapshot, version: old.version + 1, contentHash: contentHash), ordering: .releasing)
+        slot.store(SnapshotBox(snapshot, version: old.version + 1, contentHash: contentHash))
         record(contentHash: contentHash ?? "", source: source, result: .applied, message: nil, files: files)
         hub.publish(events)
         return events
@@ -126,10 +127,9 @@ public actor PolicyManager {
         let documents = files.filter { $0.name != "tenant.json" }.map { PolicyBundle.File(name: $0.name, bytes: $0.bytes) }
         do {
             let bundle = try PolicyBundle.load(tenant: tenant, documents: documents)
-            let old = current.load(ordering: .acquiring)
-            current.store(
-                SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, contentHash: record.contentHash),
-                ordering: .releasing)
+            let old = slot.current
+            slot.store(
+                SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, contentHash: record.contentHash))
             return true
         } catch {
             logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "error": "\(error)"])
@@ -160,8 +160,8 @@ public actor PolicyManager {
 
     /// The tenant's allowed accounts now (nil: every account), then after every change.
     public nonisolated func allowedAccounts() -> AsyncStream<[String]?> {
-        let events = hub.subscribe { [current] in
-            [.allowedAccountsChanged(old: nil, new: current.load(ordering: .acquiring).snapshot.bundle.tenant.allowedAccounts)]
+        let events = hub.subscribe { [slot] in
+            [.allowedAccountsChanged(old: nil, new: slot.current.snapshot.bundle.tenant.allowedAccounts)]
         }
         return Self.values(of: events) { event in
             if case .allowedAccountsChanged(_, let new) = event { return .some(new) }
@@ -174,13 +174,13 @@ public actor PolicyManager {
     public nonisolated func effectivePolicy(for account: AccountID) -> AsyncStream<EffectivePolicy?> {
         // The first event stands for "now": the loop below reads the policy in force.
         let events = hub.subscribe { [.policyChanged(accounts: [account])] }
-        let current = self.current
+        let slot = self.slot
         let (stream, continuation) = AsyncStream.makeStream(of: EffectivePolicy?.self)
         let task = Task {
             var last: EffectivePolicy??
             for await event in events {
                 guard case .policyChanged(let accounts) = event, accounts.contains(account) else { continue }
-                let policy = current.load(ordering: .acquiring).snapshot.effectivePolicy(for: account)
+                let policy = slot.current.snapshot.effectivePolicy(for: account)
                 if let previous = last, Self.same(previous, policy) { continue }
                 last = .some(policy)
                 continuation.yield(policy)

@@ -19,6 +19,27 @@ struct PolicyManagerTests {
         #expect(manager.version == 1)
     }
 
+    @Test("decisions on one thread see each new bundle at once, and two managers never see each other's")
+    func snapshotsPerManager() async throws {
+        let first = PolicyManager(context: EvaluationContext(platform: .ios))
+        let second = PolicyManager(context: EvaluationContext(platform: .ios))
+        await second.apply(try TestBundle(printBlockedA: true).bundle(), source: "test")
+        // The same thread alternates between managers and across applies: each read must miss
+        // the thread's cached snapshot when it belongs to the other manager or an older bundle.
+        for round in 0..<6 {
+            let blockedInFirst = round % 2 == 1
+            await first.apply(try TestBundle(printBlockedA: blockedInFirst).bundle(), source: "test")
+            let (viaFirst, viaSecond, viaFirstAgain) = await Task.detached {
+                (first.print(account: .account(a0)).isAllowed, second.print(account: .account(a0)).isAllowed,
+                 first.print(account: .account(a0)).isAllowed)
+            }.value
+            #expect(viaFirst == !blockedInFirst, "round \(round)")
+            #expect(viaSecond == false, "round \(round)")
+            #expect(viaFirstAgain == !blockedInFirst, "round \(round)")
+            #expect(first.version == round + 1)
+        }
+    }
+
     @Test("only accounts whose policy decides differently are in policyChanged; a rename changes nothing")
     func onlyChangedAccounts() async throws {
         let manager = PolicyManager(context: EvaluationContext(platform: .ios))

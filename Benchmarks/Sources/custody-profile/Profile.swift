@@ -1,5 +1,6 @@
 import ArgumentParser
 import BenchmarkData
+import Custody
 import CustodyPolicy
 import CustodyProtection
 import Foundation
@@ -14,12 +15,13 @@ struct Profile: ParsableCommand {
 
     enum Workload: String, ExpressibleByArgument, CaseIterable {
         case saveTo = "save-to"
+        case managerSaveTo = "manager-save-to"
         case stream
         case load
         case protect1K = "protect-1k"
     }
 
-    @Argument(help: "save-to, stream, load or protect-1k.")
+    @Argument(help: "save-to, manager-save-to, stream, load or protect-1k.")
     var workload: Workload
 
     @Option(help: "Repetitions.")
@@ -36,6 +38,24 @@ struct Profile: ParsableCommand {
             for round in 0..<(repeats * 1_000_000) {
                 let decision = snapshot.saveTo(
                     owner: accounts[round & 4_095], location: SaveLocation.allCases[round % 11], locationAccount: accounts[(round >> 3) & 4_095])
+                if decision.isAllowed { allowed += 1 }
+            }
+            print(allowed)
+        case .managerSaveTo:
+            let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+            let bundle = try tenant.bundle()
+            let applied = DispatchSemaphore(value: 0)
+            Task {
+                await manager.apply(bundle, source: "profile")
+                applied.signal()
+            }
+            applied.wait()
+            var random = SplitMix(seed: 42)
+            let accounts = (0..<4_096).map { _ in AccountID(SyntheticTenant.upn(random.next(tenant.accountCount)))! }
+            var allowed = 0
+            for round in 0..<(repeats * 1_000_000) {
+                let decision = manager.saveTo(
+                    SaveLocation.allCases[round % 11], locationAccount: accounts[(round >> 3) & 4_095], owner: .account(accounts[round & 4_095]))
                 if decision.isAllowed { allowed += 1 }
             }
             print(allowed)
