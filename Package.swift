@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -76,7 +78,8 @@ let package = Package(
 
         // The runtime an app or service embeds: PolicyManager (snapshots swapped atomically,
         // decisions without awaiting), change notifications as AsyncStream, task-scoped
-        // identity, selective wipe.
+        // identity, selective wipe, app configuration and secrets providers (certificates
+        // parsed and validated by swift-certificates).
         .target(
             name: "Custody",
             dependencies: [
@@ -85,6 +88,8 @@ let package = Package(
                 "CustodyStore",
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

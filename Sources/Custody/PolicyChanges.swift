@@ -25,6 +25,8 @@ enum PolicyChanges {
         var alike: [Pair: Bool] = [:]
         var changed: [AccountID] = []
         var protection: [PolicyEvent] = []
+        var configuration: [PolicyEvent] = []
+        let hasConfiguration = !new.bundle.appConfigurations.isEmpty || old?.bundle.appConfigurations.isEmpty == false
         for account in accounts {
             let before = old?.effectivePolicy(for: account)
             let after = new.effectivePolicy(for: account)
@@ -46,9 +48,12 @@ enum PolicyChanges {
             if let old, old.encryptionRequired(account: account).isAllowed != required {
                 protection.append(.dataProtectionChanged(account: account, encryptionRequired: required))
             }
+            if hasConfiguration, new.configurationChanged(for: account, since: old) {
+                configuration.append(.appConfigurationChanged(account: account))
+            }
         }
         if !changed.isEmpty { events.append(.policyChanged(accounts: changed)) }
-        return events + protection
+        return events + protection + configuration
     }
 
     private static func normalized(_ entries: [String]) -> [String] {

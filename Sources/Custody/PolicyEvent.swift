@@ -11,6 +11,12 @@ public enum PolicyEvent: Sendable, Hashable {
     case dataProtectionChanged(account: AccountID, encryptionRequired: Bool)
     /// The app configuration that reaches this account changed.
     case appConfigurationChanged(account: AccountID)
+    /// A typed configuration stream (`configurations(_:)`) could not decode this account's
+    /// configuration as `type` (the Swift type's name); it yielded nil.
+    case configurationDecodingFailed(account: AccountID, type: String, error: ConfigurationDecodingError)
+    /// The secrets stored for this account (nil: the app-wide ones) changed; `identifiers`
+    /// are the ones stored now.
+    case secretsChanged(account: AccountID?, identifiers: [String])
     /// This account's data must be wiped (offline too long, or removed from the tenant).
     case wipeRequired(account: AccountID, reason: String)
     /// This account's keys (and the files registered for it) are gone.

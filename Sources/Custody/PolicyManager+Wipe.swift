@@ -74,7 +74,7 @@ extension PolicyManager {
         }
         offlineWipeAnnounced.remove(owner)
         logger.notice("account wiped", metadata: ["owner": "\(owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
-        hub.publish([.wipeCompleted(account: account)])
+        hub.publish([.wipeCompleted(account: account), .secretsChanged(account: account, identifiers: [])])
         return WipeReport(account: account, owner: owner, keyVersions: versions, removedPaths: removed)
     }
 

@@ -27,6 +27,10 @@ public actor PolicyManager {
     let clock: @Sendable () -> Date
     /// Deletes keys at wipe time (and drops them from memory); nil: the database alone.
     public nonisolated let keyRing: KeyRing?
+    /// Passwords, certificates and identities for the app, per account or app-wide; there
+    /// when the manager has both a database and a key ring. Its changes are published as
+    /// `secretsChanged`.
+    public nonisolated let secrets: SecretsProvider?
     /// Wipe accounts past `periodOfflineBeforeWipeIsEnforced` rather than only announce it.
     public let wipesWhenOfflineTooLong: Bool
     /// Directories and files that hold each owner's data, deleted at wipe.
@@ -54,7 +58,17 @@ public actor PolicyManager {
         self.logger = logger
         self.clock = now
         let empty = PolicyBundle(tenant: Tenant(), protectionPolicies: [], appConfigurations: [], warnings: [])
-        self.slot = SnapshotSlot(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, contentHash: nil))
+        let slot = SnapshotSlot(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, contentHash: nil))
+        self.slot = slot
+        if let database, let keyRing {
+            let processScope = processScope
+            self.secrets = SecretsProvider(
+                database: database, keyRing: keyRing, hub: hub, logger: logger, now: now,
+                resolveAccount: { explicit in (explicit ?? AccountScope.current ?? processScope.withLock { $0 })?.account },
+                ownerOf: { account in OwnerIdentifier(slot.current.snapshot.tenantAccount(for: account)?.id ?? account) })
+        } else {
+            self.secrets = nil
+        }
     }
 
     // MARK: Reading

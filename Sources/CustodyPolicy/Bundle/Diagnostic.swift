@@ -56,6 +56,8 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
         public static let duplicatePolicy = Code(rawValue: "duplicate-policy")
         /// Targeting that cannot be evaluated exactly; the conservative reading is used.
         public static let targeting = Code(rawValue: "targeting")
+        /// An app configuration policy's settings exceed `AppConfigurationPolicy.maximumSize`.
+        public static let configurationTooLarge = Code(rawValue: "configuration-too-large")
         /// The bundle has no `tenant.json`, so it knows no accounts.
         public static let noTenant = Code(rawValue: "no-tenant")
     }

@@ -101,6 +101,7 @@ extension DocumentReader {
                 at: object, path: path)
         }
         if kind == .targetedManagedAppConfiguration {
+            checkConfiguration(customSettings, of: object, path: path + ".customSettings")
             return .configuration(metadata: metadata, settings: customSettings, targeting: targeting)
         }
         return .protection(kind: kind, metadata: metadata, settings: settings, targeting: targeting)
@@ -228,6 +229,22 @@ extension DocumentReader {
                     at: target, path: targetPath)
                 targeting.included.append(.unsupported(typeName))
             }
+        }
+    }
+
+    /// App configuration is for settings, not payloads: one policy's settings are capped at
+    /// `AppConfigurationPolicy.maximumSize` bytes. A name listed twice keeps its last value.
+    private mutating func checkConfiguration(_ settings: [(name: String, value: String)], of object: JSONValue, path: String) {
+        let size = settings.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+        if size > AppConfigurationPolicy.maximumSize {
+            error(
+                .configurationTooLarge,
+                "the configuration's settings take \(size) bytes; at most \(AppConfigurationPolicy.maximumSize) are allowed (app configuration is for settings, not data)",
+                at: object, path: path)
+        }
+        var seen: Set<String> = []
+        for (name, _) in settings where !seen.insert(name).inserted {
+            warning(.duplicateMember, "the setting '\(name)' is listed more than once; its last value is used", at: object, path: path)
         }
     }
 }

@@ -115,6 +115,9 @@ public struct ProtectionPolicy: Sendable, Hashable {
 
 /// One `targetedManagedAppConfiguration` document: name/value settings delivered to apps.
 public struct AppConfigurationPolicy: Sendable, Hashable {
+    /// The most bytes (names plus values, UTF-8) one policy's settings may take: 64 KiB.
+    public static let maximumSize = 64 * 1024
+
     public let reference: PolicyReference
     /// The `customSettings` pairs in document order (names may repeat).
     public var settings: [(name: String, value: String)] {

@@ -24,6 +24,9 @@ public final class PolicySnapshot: Sendable {
     let policyIndexOfAccount: [Int32]
     let effectivePolicies: [EffectivePolicy]
     let allowedAccounts: AllowedAccounts?
+    /// For each tenant account, its index in `configurations`, or -1 when unmanaged.
+    let configurationIndexOfAccount: [Int32]
+    let configurations: [AppConfiguration]
     let logger: Logger
 
     /// Resolves `bundle` for `context`.
@@ -59,6 +62,49 @@ public final class PolicySnapshot: Sendable {
         }
         self.effectivePolicies = effective
         self.policyIndexOfAccount = policyIndexOfAccount
+
+        // Accounts reached by the same configuration policies share one AppConfiguration.
+        let configurationResolver = ConfigurationResolver(bundle: bundle, context: context)
+        var configurationIndexOfKey: [[Int]: Int32] = [:]
+        var configurations: [AppConfiguration] = []
+        var configurationIndexOfAccount: [Int32] = []
+        configurationIndexOfAccount.reserveCapacity(bundle.tenant.accounts.count)
+        for (position, account) in bundle.tenant.accounts.enumerated() {
+            guard policyIndexOfAccount[position] >= 0 else {
+                configurationIndexOfAccount.append(-1)
+                continue
+            }
+            let key = bundle.appConfigurations.isEmpty ? [] : configurationResolver.policies(reaching: account)
+            if let index = configurationIndexOfKey[key] {
+                configurationIndexOfAccount.append(index)
+            } else {
+                let index = Int32(configurations.count)
+                configurations.append(configurationResolver.configuration(of: key))
+                configurationIndexOfKey[key] = index
+                configurationIndexOfAccount.append(index)
+            }
+        }
+        self.configurations = configurations
+        self.configurationIndexOfAccount = configurationIndexOfAccount
+    }
+
+    /// The app configuration that reaches `account`: nil when the account is unmanaged (not in
+    /// the tenant, or no protection policy applies), empty when it is managed and no
+    /// configuration policy reaches it.
+    public func appConfiguration(for account: AccountID?) -> AppConfiguration? {
+        guard let account, let index = directory.index(of: account) else { return nil }
+        let configuration = configurationIndexOfAccount[Int(index)]
+        return configuration < 0 ? nil : configurations[Int(configuration)]
+    }
+
+    /// Whether `account`'s app configuration differs from what it was under `old` (nil: no
+    /// snapshot before). Unmanaged and unconfigured are alike: an app receives none either way.
+    public func configurationChanged(for account: AccountID, since old: PolicySnapshot?) -> Bool {
+        func configured(_ snapshot: PolicySnapshot?) -> AppConfiguration? {
+            guard let configuration = snapshot?.appConfiguration(for: account), !configuration.isEmpty else { return nil }
+            return configuration
+        }
+        return configured(old) != configured(self)
     }
 
     /// The distinct effective policies of the tenant's managed accounts.

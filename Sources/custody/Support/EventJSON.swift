@@ -40,6 +40,17 @@ enum EventJSON {
             writer.value(required)
         case .appConfigurationChanged(let account):
             named("appConfigurationChanged", account)
+        case .configurationDecodingFailed(let account, let type, let error):
+            named("configurationDecodingFailed", account)
+            writer.key("type"); writer.value(type)
+            writer.key("setting"); writer.value(error.keyPath)
+            writer.key("code"); writer.value(error.code.rawValue)
+            writer.key("message"); writer.value(error.message)
+        case .secretsChanged(let account, let identifiers):
+            writer.value("secretsChanged")
+            writer.key("account")
+            writer.value(account?.description)
+            list("identifiers", identifiers)
         case .wipeRequired(let account, let reason):
             named("wipeRequired", account)
             writer.key("reason")
