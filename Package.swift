@@ -110,7 +110,9 @@ let package = Package(
         ),
 
         // Where tests find the package's fixtures and the shared Graph exports and vectors.
-        .target(name: "CustodyTestSupport", path: "Tests/CustodyTestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "CustodyTestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/CustodyTestSupport",
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "CustodyPolicyTests",
             dependencies: [
@@ -137,7 +139,14 @@ let package = Package(
         ),
         .testTarget(
             name: "CustodyTests",
-            dependencies: ["Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore"],
+            dependencies: [
+                "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.

@@ -1,4 +1,5 @@
 import CustodyPolicy
+import CustodyTestSupport
 import Logging
 import Testing
 

@@ -1,20 +1,22 @@
-import Logging
+public import Logging
 import Synchronization
 
 /// A log handler that keeps every record in memory, for asserting what was (and was not) logged.
-final class LogCapture: Sendable {
-    struct Record: Sendable {
-        let level: Logger.Level
-        let message: String
-        let metadata: [String: String]
+public final class LogCapture: Sendable {
+    public struct Record: Sendable {
+        public let level: Logger.Level
+        public let message: String
+        public let metadata: [String: String]
     }
 
     private let storage = Mutex<[Record]>([])
 
-    var records: [Record] { storage.withLock { $0 } }
+    public init() {}
+
+    public var records: [Record] { storage.withLock { $0 } }
 
     /// A logger writing into this capture at every level.
-    func logger(label: String = "test") -> Logger {
+    public func logger(label: String = "test") -> Logger {
         var logger = Logger(label: label) { _ in Handler(capture: self) }
         logger.logLevel = .trace
         return logger
