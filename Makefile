@@ -26,7 +26,8 @@ build: deps
 EXAMPLE_STATE := .build/example-state
 
 ## Validate the example bundle, answer its example queries, then protect a file for alice with
-## her policy, keys kept in an embedded SQLite state (.build/example-state/state.sqlite).
+## her policy, keys kept in an embedded SQLite state (.build/example-state/state.sqlite); check
+## the bundle's app configuration against the example app's spec and resolve one key.
 run: build
 	$(CUSTODY) policy validate policies
 	$(CUSTODY) decide --bundle policies $(EXAMPLE_CONTEXT) --format text < policies/examples.jsonl
@@ -35,6 +36,9 @@ run: build
 		--state $(EXAMPLE_STATE) --owner alice@contoso.com policies/examples.jsonl $(EXAMPLE_STATE)/examples.jsonl.cst
 	$(CUSTODY) info $(EXAMPLE_STATE)/examples.jsonl.cst
 	$(CUSTODY) checkin --state $(EXAMPLE_STATE) --bundle policies --account alice@contoso.com
+	$(CUSTODY) config validate --spec specs/com.microsoft.office.outlook.spec.json --bundle policies --platform ios
+	$(CUSTODY) config show --bundle policies $(EXAMPLE_CONTEXT) --account alice@contoso.com \
+		--key com.contoso.outlook.SignatureLines --type integer --query max
 
 ## The whole test suite, then the concurrency test again under ThreadSanitizer (its own build
 ## folder, so the debug build stays warm).

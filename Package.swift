@@ -111,7 +111,15 @@ let package = Package(
 
         // Where tests find the package's fixtures and the shared Graph exports and vectors.
         .target(
-            name: "CustodyTestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/CustodyTestSupport",
+            name: "CustodyTestSupport",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Tests/CustodyTestSupport",
             swiftSettings: swiftSettings),
         .testTarget(
             name: "CustodyPolicyTests",
@@ -143,9 +151,6 @@ let package = Package(
                 "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

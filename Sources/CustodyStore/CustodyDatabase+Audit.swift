@@ -7,6 +7,8 @@ public struct AuditEntry: Sendable, Hashable {
         case decision
         case wipe
         case bundle
+        /// A secret stored or removed (its identifier; never its value).
+        case secret
     }
 
     public let id: Int64

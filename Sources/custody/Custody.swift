@@ -20,12 +20,17 @@ struct Custody: AsyncParsableCommand {
             per-account keys (libsodium) when the owner's policy requires it, and a selective wipe \
             that crypto-shreds one account's data.
 
+            And it delivers managed app configuration (Intune targetedManagedAppConfiguration, \
+            checked against the spec an app publishes) and secrets (passwords, certificates, \
+            identities) per account, sealed at rest.
+
             Exit status: 0 on success, 1 when a bundle or query fails, 64 for bad arguments.
             """,
         version: "0.1.0",
         subcommands: [
             PolicyCommand.self, DecideCommand.self, ProtectCommand.self, UnprotectCommand.self, InfoCommand.self, KeysCommand.self,
-            WipeCommand.self, ApplyCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self,
+            WipeCommand.self, ApplyCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self, ConfigCommand.self,
+            SpecCommand.self, SecretsCommand.self,
         ]
     )
 }

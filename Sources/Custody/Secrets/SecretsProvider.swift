@@ -52,15 +52,18 @@ public final class SecretsProvider: Sendable {
     private let logger: Logger
 
     /// A provider on its own (a `PolicyManager` with a database and a key ring has one, as
-    /// `secrets`, which also resolves accounts through the policy and the process default).
+    /// `secrets`, which follows the policy in force and the process default account).
     /// Accounts are those `withAccount` sets, or the ones calls name.
+    /// - Parameter policy: its tenant files an account's secrets under the tenant's OID for it,
+    ///   as a manager does, so every form of the account finds them.
     public convenience init(
-        database: CustodyDatabase, keyRing: KeyRing, logger: Logger = Logger(label: "custody.secrets"),
+        database: CustodyDatabase, keyRing: KeyRing, policy: PolicySnapshot? = nil, logger: Logger = Logger(label: "custody.secrets"),
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.init(
             database: database, keyRing: keyRing, hub: EventHub(), logger: logger, now: now,
-            resolveAccount: { ($0 ?? AccountScope.current)?.account }, ownerOf: { OwnerIdentifier($0) })
+            resolveAccount: { ($0 ?? AccountScope.current)?.account },
+            ownerOf: { OwnerIdentifier(policy?.tenantAccount(for: $0)?.id ?? $0) })
     }
 
     init(
@@ -127,7 +130,10 @@ public final class SecretsProvider: Sendable {
         } catch {
             throw SecretError(.storage, identifier: identifier, "\(error)")
         }
-        if removed { try announce(account) }
+        if removed {
+            audit("remove", identifier: identifier, scope: scope)
+            try announce(account)
+        }
         return removed
     }
 
@@ -252,6 +258,7 @@ public final class SecretsProvider: Sendable {
             throw SecretError(.storage, identifier: identifier, "cannot seal and store it: \(error)")
         }
         logger.info("secret stored", metadata: ["identifier": "\(identifier)", "kind": "\(kind.rawValue)", "scope": "\(scope.isEmpty ? "app" : scope)"])
+        audit("store \(kind.rawValue)", identifier: identifier, scope: scope)
         try announce(account)
     }
 
@@ -295,6 +302,15 @@ public final class SecretsProvider: Sendable {
         let body = Array(plaintext[frame.count...])
         SecureMemory.zero(&plaintext)
         return body
+    }
+
+    /// Records a change (never a value) when auditing is on; a failure to audit is logged.
+    private func audit(_ action: String, identifier: String, scope: String) {
+        do {
+            try database.audit(.secret, account: scope.isEmpty ? nil : scope, action: action, detail: identifier, at: clock())
+        } catch {
+            logger.error("cannot audit a secret change", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
+        }
     }
 
     private func checkValidity(_ certificate: ManagedCertificate, identifier: String) throws(SecretError) {

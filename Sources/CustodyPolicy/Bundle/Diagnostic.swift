@@ -19,7 +19,7 @@ public struct DocumentLocation: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A problem found while loading a policy bundle, with where it is and what to do about it.
-public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
+public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
     /// Errors stop a bundle from loading; warnings are reported and the bundle still loads.
     public enum Severity: String, Sendable, Hashable {
         case error
@@ -58,6 +58,14 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
         public static let targeting = Code(rawValue: "targeting")
         /// An app configuration policy's settings exceed `AppConfigurationPolicy.maximumSize`.
         public static let configurationTooLarge = Code(rawValue: "configuration-too-large")
+        /// A configuration value that the app's spec does not allow.
+        public static let configurationValue = Code(rawValue: "configuration-value")
+        /// A configuration setting the app's spec does not declare (the app ignores it).
+        public static let undeclaredSetting = Code(rawValue: "undeclared-setting")
+        /// A setting the app's spec requires is absent for some managed accounts.
+        public static let missingSetting = Code(rawValue: "missing-setting")
+        /// Policies give one account different values for one setting.
+        public static let configurationConflict = Code(rawValue: "configuration-conflict")
         /// The bundle has no `tenant.json`, so it knows no accounts.
         public static let noTenant = Code(rawValue: "no-tenant")
     }

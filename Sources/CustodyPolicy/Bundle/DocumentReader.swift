@@ -1,3 +1,5 @@
+import Foundation
+
 /// Reads typed values out of one parsed document, recording a located diagnostic for every
 /// problem instead of stopping at the first.
 ///
@@ -12,6 +14,32 @@ struct DocumentReader {
     init(file: String, document: JSONDocument) {
         self.file = file
         self.document = document
+    }
+
+    /// The bytes of the file at `path` (a `what` file, for the message), or why there are none.
+    static func contents(of path: String, what: String) throws(Diagnostic) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Diagnostic(
+                severity: .error, code: .unreadable, message: "cannot read the \(what) file", location: DocumentLocation(file: path, line: 1, column: 1))
+        }
+        return [UInt8](data)
+    }
+
+    /// A reader over `bytes` (a JSON file named `file` in diagnostics), or the located
+    /// diagnostic of why they are not JSON text.
+    static func open(_ bytes: [UInt8], file: String) -> Result<DocumentReader, Diagnostic> {
+        let text: [UInt8]
+        do {
+            text = try JSONText.utf8(from: bytes).text
+        } catch {
+            return .failure(Diagnostic(severity: .error, code: .encoding, message: error.message, location: DocumentLocation(file: file, line: 1, column: 1)))
+        }
+        do {
+            return .success(DocumentReader(file: file, document: try JSONDocument(parsing: text)))
+        } catch {
+            let (line, column) = JSONText.lineAndColumn(ofOffset: error.offset, in: text)
+            return .failure(Diagnostic(severity: .error, code: .syntax, message: error.message, location: DocumentLocation(file: file, line: line, column: column)))
+        }
     }
 
     var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }

@@ -72,19 +72,10 @@ public struct PolicyBundle: Sendable {
 
     /// Decodes and parses one file, or records why it cannot be.
     private static func parse(_ file: File, into diagnostics: inout [Diagnostic]) -> DocumentReader? {
-        let text: [UInt8]
-        do {
-            text = try JSONText.utf8(from: file.bytes).text
-        } catch {
-            diagnostics.append(Diagnostic(severity: .error, code: .encoding, message: error.message, location: DocumentLocation(file: file.name, line: 1, column: 1)))
-            return nil
-        }
-        do {
-            let document = try JSONDocument(parsing: text)
-            return DocumentReader(file: file.name, document: document)
-        } catch {
-            let (line, column) = JSONText.lineAndColumn(ofOffset: error.offset, in: text)
-            diagnostics.append(Diagnostic(severity: .error, code: .syntax, message: error.message, location: DocumentLocation(file: file.name, line: line, column: column)))
+        switch DocumentReader.open(file.bytes, file: file.name) {
+        case .success(let reader): return reader
+        case .failure(let diagnostic):
+            diagnostics.append(diagnostic)
             return nil
         }
     }

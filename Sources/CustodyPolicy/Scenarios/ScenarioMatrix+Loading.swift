@@ -14,33 +14,23 @@ extension ScenarioMatrix {
     /// Loads a matrix file. Unknown members, a missing bundle member and malformed cases are
     /// errors with `file:line:column`, never silently skipped.
     public static func load(path: String) throws(ScenarioError) -> ScenarioMatrix {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ScenarioError(diagnostics: [Diagnostic(
-                severity: .error, code: .unreadable, message: "cannot read the matrix file",
-                location: DocumentLocation(file: path, line: 1, column: 1))])
+        let bytes: [UInt8]
+        do {
+            bytes = try DocumentReader.contents(of: path, what: "matrix")
+        } catch {
+            throw ScenarioError(diagnostics: [error])
         }
-        return try parse([UInt8](data), file: path)
+        return try parse(bytes, file: path)
     }
 
     /// Parses a matrix from bytes; `file` names it in diagnostics and anchors its bundle path.
     public static func parse(_ bytes: [UInt8], file: String) throws(ScenarioError) -> ScenarioMatrix {
-        let text: [UInt8]
-        let document: JSONDocument
-        do {
-            text = try JSONText.utf8(from: bytes).text
-        } catch {
-            throw ScenarioError(diagnostics: [Diagnostic(
-                severity: .error, code: .encoding, message: error.message, location: DocumentLocation(file: file, line: 1, column: 1))])
+        var reader: DocumentReader
+        switch DocumentReader.open(bytes, file: file) {
+        case .success(let opened): reader = opened
+        case .failure(let diagnostic): throw ScenarioError(diagnostics: [diagnostic])
         }
-        do {
-            document = try JSONDocument(parsing: text)
-        } catch {
-            let (line, column) = JSONText.lineAndColumn(ofOffset: error.offset, in: text)
-            throw ScenarioError(diagnostics: [Diagnostic(
-                severity: .error, code: .syntax, message: error.message, location: DocumentLocation(file: file, line: line, column: column))])
-        }
-
-        var reader = DocumentReader(file: file, document: document)
+        let document = reader.document
         let root = document.root
         var description: String?
         var bundle: String?

@@ -45,14 +45,17 @@ struct OptionalBundleOptions: ParsableArguments {
 
 /// Loads and resolves a bundle, or prints its diagnostics and exits 1.
 func loadPolicySnapshot(_ path: String, context: EvaluationContext, logger: Logger) throws -> PolicySnapshot {
-    let bundle: PolicyBundle
+    PolicySnapshot(bundle: try loadPolicyBundle(path), context: context, logger: logger)
+}
+
+/// Loads a bundle, or prints its diagnostics and exits 1.
+func loadPolicyBundle(_ path: String) throws -> PolicyBundle {
     do {
-        bundle = try PolicyBundle.load(path: path)
+        return try PolicyBundle.load(path: path)
     } catch {
         StandardError.write(lines: error.diagnostics.map(\.description))
         throw ExitCode.failure
     }
-    return PolicySnapshot(bundle: bundle, context: context, logger: logger)
 }
 
 /// Log verbosity, for commands that log.
@@ -73,5 +76,6 @@ struct LoggingOptions: ParsableArguments {
 
 extension Platform: ExpressibleByArgument {}
 extension AppManagementLevel: ExpressibleByArgument {}
+extension AppSpec.ValueType: ExpressibleByArgument {}
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension DecisionStream.Format: ExpressibleByArgument {}

@@ -1,23 +1,23 @@
 import Crypto
-import Foundation
+public import Foundation
 import SwiftASN1
-import X509
+public import X509
 import _CryptoExtras
 
 /// Self-signed certificates made for a test, with their keys.
-enum TestCertificates {
-    enum Algorithm: String, CaseIterable, Sendable {
+public enum TestCertificates {
+    public enum Algorithm: String, CaseIterable, Sendable {
         case p256, p384, ed25519, rsa
     }
 
-    struct Made {
-        let certificatePEM: String
-        let certificateDER: [UInt8]
-        let keyPEM: String
-        let certificate: Certificate
+    public struct Made: Sendable {
+        public let certificatePEM: String
+        public let certificateDER: [UInt8]
+        public let keyPEM: String
+        public let certificate: Certificate
     }
 
-    static func make(_ algorithm: Algorithm, commonName: String, notBefore: Date, notAfter: Date) throws -> Made {
+    public static func make(_ algorithm: Algorithm, commonName: String, notBefore: Date, notAfter: Date) throws -> Made {
         let key: Certificate.PrivateKey
         let signature: Certificate.SignatureAlgorithm
         switch algorithm {

@@ -1,0 +1,209 @@
+import ArgumentParser
+import Custody
+import CustodyPolicy
+import CustodyProtection
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `custody secrets`: passwords, certificates and identities for the app, sealed in the state.
+struct SecretsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "secrets",
+        abstract: "Store, list and remove the app's secrets, per account or app-wide.",
+        discussion: """
+            Secrets are sealed with the account's key (app-wide ones with an app key) in the \
+            state database; a wipe of the account deletes them. Values are never printed, \
+            logged or audited, and never taken from the command line.
+            """,
+        subcommands: [AddPassword.self, AddCertificate.self, AddIdentity.self, List.self, Remove.self]
+    )
+
+    struct Options: ParsableArguments {
+        @Option(help: ArgumentHelp("The account the secret belongs to (a UPN, or an OID in GUID form); app-wide without it.", valueName: "account"))
+        var account: String?
+
+        @OptionGroup var bundleOptions: OptionalBundleOptions
+        @OptionGroup var protectionOptions: ProtectionOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func provider() throws -> (SecretsProvider, AccountID?) {
+            let account = try account.map { try parseAccount($0, option: "--account") }
+            let logger = loggingOptions.makeLogger()
+            let keyRing = try protectionOptions.keyRing()
+            let database = try protectionOptions.stateOptions.database()
+            return (SecretsProvider(database: database, keyRing: keyRing, policy: try bundleOptions.loadSnapshot(logger: logger), logger: logger), account)
+        }
+    }
+
+    /// `custody secrets add-password ID [--account A]`
+    struct AddPassword: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add-password",
+            abstract: "Store a password read from standard input (a terminal does not echo it).",
+            discussion: "One trailing line break is removed. The password never appears on the command line."
+        )
+
+        @Argument(help: ArgumentHelp("The secret's identifier.", valueName: "id"))
+        var identifier: String
+
+        @OptionGroup var options: Options
+
+        func run() throws {
+            let (provider, account) = try options.provider()
+            var bytes = try readPassword()
+            defer { SecureMemory.zero(&bytes) }
+            guard let password = String(validating: bytes, as: UTF8.self) else {
+                StandardError.write("error: the password is not UTF-8 text\n")
+                throw ExitCode.failure
+            }
+            try reporting(SecretError.self) { try provider.storePassword(password, identifier: identifier, for: account) }
+            StandardOutput.write("stored password \(identifier) for \(account.map { "\($0)" } ?? "the app")\n")
+        }
+
+        /// Standard input, with echo off on a terminal, without its last line break.
+        private func readPassword() throws -> [UInt8] {
+            var bytes: [UInt8]
+            if isatty(STDIN_FILENO) == 1 {
+                StandardError.write("password: ")
+                var original = termios()
+                tcgetattr(STDIN_FILENO, &original)
+                var silent = original
+                silent.c_lflag &= ~tcflag_t(ECHO)
+                tcsetattr(STDIN_FILENO, TCSANOW, &silent)
+                defer {
+                    tcsetattr(STDIN_FILENO, TCSANOW, &original)
+                    StandardError.write("\n")
+                }
+                bytes = Array((readLine(strippingNewline: true) ?? "").utf8)
+            } else {
+                bytes = [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+                if bytes.last == 0x0A { bytes.removeLast() }
+                if bytes.last == 0x0D { bytes.removeLast() }
+            }
+            return bytes
+        }
+    }
+
+    /// `custody secrets add-certificate ID FILE [--account A]`
+    struct AddCertificate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add-certificate",
+            abstract: "Store an X.509 certificate (PEM or DER), checked before it is stored."
+        )
+
+        @Argument(help: ArgumentHelp("The secret's identifier.", valueName: "id"))
+        var identifier: String
+
+        @Argument(help: ArgumentHelp("The certificate file.", valueName: "file"))
+        var file: String
+
+        @OptionGroup var options: Options
+
+        func run() throws {
+            let (provider, account) = try options.provider()
+            let bytes = try readFile(file)
+            let certificate = try reporting(SecretError.self) { try provider.storeCertificate(bytes, identifier: identifier, for: account) }
+            StandardOutput.write("stored certificate \(identifier) for \(account.map { "\($0)" } ?? "the app"): \(certificate)\n")
+        }
+    }
+
+    /// `custody secrets add-identity ID --certificate FILE --key FILE [--account A]`
+    struct AddIdentity: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add-identity",
+            abstract: "Store a certificate with its private key (PEM: P-256, P-384, P-521, Ed25519 or RSA).",
+            discussion: "The key must belong to the certificate. The key file is read, never echoed."
+        )
+
+        @Argument(help: ArgumentHelp("The secret's identifier.", valueName: "id"))
+        var identifier: String
+
+        @Option(help: ArgumentHelp("The certificate file (PEM or DER).", valueName: "file"))
+        var certificate: String
+
+        @Option(help: ArgumentHelp("The private key file (PEM: PKCS#8, SEC1 or PKCS#1).", valueName: "file"))
+        var key: String
+
+        @OptionGroup var options: Options
+
+        func run() throws {
+            let (provider, account) = try options.provider()
+            let certificateBytes = try readFile(certificate)
+            var keyBytes = try readFile(key)
+            defer { SecureMemory.zero(&keyBytes) }
+            let identity = try reporting(SecretError.self) {
+                try provider.storeIdentity(certificate: certificateBytes, privateKey: keyBytes, identifier: identifier, for: account)
+            }
+            StandardOutput.write("stored identity \(identifier) for \(account.map { "\($0)" } ?? "the app"): \(identity.certificate)\n")
+        }
+    }
+
+    /// `custody secrets list [--account A] [--json]`
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the stored secrets of an account (or the app-wide ones): identifiers and kinds, never values."
+        )
+
+        @OptionGroup var options: Options
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() throws {
+            let (provider, account) = try options.provider()
+            let secrets = try reporting(SecretError.self) { try provider.list(for: account) }
+            if json {
+                var writer = JSONWriter()
+                writer.beginArray()
+                for secret in secrets {
+                    writer.beginObject()
+                    writer.key("identifier"); writer.value(secret.identifier)
+                    writer.key("kind"); writer.value(secret.kind.rawValue)
+                    writer.key("owner"); writer.value(secret.owner?.rawValue)
+                    writer.key("updated"); writer.value(formatTime(secret.updated))
+                    writer.endObject()
+                }
+                writer.endArray()
+                writer.newline()
+                StandardOutput.write(writer.bytes)
+            } else {
+                for secret in secrets {
+                    StandardOutput.write("\(secret.identifier)\t\(secret.kind.rawValue)\t\(formatTime(secret.updated))\n")
+                }
+            }
+        }
+    }
+
+    /// `custody secrets remove ID [--account A]`
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a secret; exit 1 when there is none.")
+
+        @Argument(help: ArgumentHelp("The secret's identifier.", valueName: "id"))
+        var identifier: String
+
+        @OptionGroup var options: Options
+
+        func run() throws {
+            let (provider, account) = try options.provider()
+            guard try reporting(SecretError.self, { try provider.remove(identifier: identifier, for: account) }) else {
+                StandardError.write("error: no secret '\(identifier)' for \(account.map { "\($0)" } ?? "the app")\n")
+                throw ExitCode.failure
+            }
+            StandardOutput.write("removed \(identifier)\n")
+        }
+    }
+}
+
+/// A file's bytes, or a message and exit 1.
+private func readFile(_ path: String) throws -> [UInt8] {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        StandardError.write("error: cannot read \(path)\n")
+        throw ExitCode.failure
+    }
+    return [UInt8](data)
+}
