@@ -25,12 +25,13 @@ build: deps
 
 EXAMPLE_STATE := .build/example-state
 
-## Validate the example bundle, answer its example queries, then protect a file for alice with
+## Validate the example bundle, answer its example queries, run its matrices (policies/matrices), then protect a file for alice with
 ## her policy, keys kept in an embedded SQLite state (.build/example-state/state.sqlite); check
 ## the bundle's app configuration against the example app's spec and resolve one key.
 run: build
 	$(CUSTODY) policy validate policies
 	$(CUSTODY) decide --bundle policies $(EXAMPLE_CONTEXT) --format text < policies/examples.jsonl
+	$(CUSTODY) matrix run policies/
 	@mkdir -p $(EXAMPLE_STATE)
 	CUSTODY_MASTER_KEY_FILE=$(EXAMPLE_STATE)/master.key $(CUSTODY) protect --bundle policies $(EXAMPLE_CONTEXT) \
 		--state $(EXAMPLE_STATE) --owner alice@contoso.com policies/examples.jsonl $(EXAMPLE_STATE)/examples.jsonl.cst
@@ -40,10 +41,12 @@ run: build
 	$(CUSTODY) config show --bundle policies $(EXAMPLE_CONTEXT) --account alice@contoso.com \
 		--key com.contoso.outlook.SignatureLines --type integer --query max
 
-## The whole test suite, then the concurrency test again under ThreadSanitizer (its own build
-## folder, so the debug build stays warm).
+## The whole test suite, every fixture matrix through `custody matrix run` (JUnit report in
+## .build/matrix-junit.xml), then the concurrency test again under ThreadSanitizer (its own
+## build folder, so the debug build stays warm).
 test: deps
 	$(SWIFT) test
+	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
 
 ## Benchmarks (release builds; see Benchmarks/README.md).

@@ -28,11 +28,26 @@ extension DecisionQuery {
     ///   - currentTime: the time since the Unix epoch that `now` defaults to.
     /// - Throws: `QueryError` naming the column of the offending member or value.
     package init(json object: JSONValue, extraMembers: Set<String> = [], currentTime: () -> Duration) throws(QueryError) {
-        let reader = QueryReader(object: object)
         guard object.kind == .object else {
-            throw reader.error("a query must be a JSON object, found \(object.kind.article)", at: object)
+            throw QueryReader(object: object).error("a query must be a JSON object, found \(object.kind.article)", at: object)
         }
-        guard let actionValue = object.member(named: "action") ?? object["action"] else {
+        try self.init(
+            action: object.member(named: "action") ?? object["action"],
+            fields: object.members.lazy.map { QueryField(key: $0.key, name: $0.name, value: $0.value) },
+            extraMembers: extraMembers, object: object, currentTime: currentTime)
+    }
+
+    /// Reads a query from fields gathered from anywhere in one document (a matrix grid takes
+    /// some from its template and the others from its axes); errors point at the fields.
+    /// - Parameters:
+    ///   - action: the `action` field's value (nil: missing); `fields` may hold it too.
+    ///   - object: the JSON object the query stands for, where errors without a field point.
+    package init(
+        action actionValue: JSONValue?, fields: some Sequence<QueryField>, extraMembers: Set<String>, object: JSONValue,
+        currentTime: () -> Duration
+    ) throws(QueryError) {
+        let reader = QueryReader(object: object)
+        guard let actionValue else {
             throw reader.error("the query has no \"action\" (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))", at: object)
         }
         guard let actionName = actionValue.string, let action = DecisionAction(rawValue: actionName) else {
@@ -41,16 +56,16 @@ extension DecisionQuery {
         }
         let (names, required) = Self.fields(of: action)
         var values = FieldValues()
-        for member in object.members {
-            let key = member.key
+        for field in fields {
+            let key = field.key
             if key == "action" || (!extraMembers.isEmpty && extraMembers.contains(key)) { continue }
             guard let position = names.firstIndex(of: key) else {
-                throw reader.error("unknown field '\(key)' for action \(action) (it takes: \(names.joined(separator: ", ")))", at: member.name)
+                throw reader.error("unknown field '\(key)' for action \(action) (it takes: \(names.joined(separator: ", ")))", at: field.name)
             }
             guard values[position] == nil else {
-                throw reader.error("field '\(key)' appears more than once", at: member.name)
+                throw reader.error("field '\(key)' appears more than once", at: field.name)
             }
-            values[position] = member.value
+            values[position] = field.value
         }
         for position in 0..<required where values[position] == nil {
             throw reader.error("action \(action) needs the field '\(names[position])'", at: object)
@@ -89,6 +104,19 @@ extension DecisionQuery {
                 account: try reader.account(values[0]),
                 offlineFor: try reader.offlineFor(offlineFor: values[1], lastCheckIn: values[2], now: values[3], object: object, currentTime: currentTime))
         }
+    }
+}
+
+/// One field of a query: its name (the JSON string, for error positions) and value.
+package struct QueryField {
+    package let key: String
+    package let name: JSONValue
+    package let value: JSONValue
+
+    package init(key: String, name: JSONValue, value: JSONValue) {
+        self.key = key
+        self.name = name
+        self.value = value
     }
 }
 

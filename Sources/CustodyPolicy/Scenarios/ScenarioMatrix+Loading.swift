@@ -53,8 +53,16 @@ extension ScenarioMatrix {
                 for (index, element) in member.value.elements.enumerated() {
                     if let scenario = readCase(element, reader: &reader, path: "\(path)[\(index)]") { cases.append(scenario) }
                 }
+            case "grids":
+                guard member.value.kind == .array else {
+                    reader.error(.invalidValue, "\"grids\" must be an array, found \(member.value.kind.article)", at: member.value, path: path)
+                    continue
+                }
+                for (index, element) in member.value.elements.enumerated() {
+                    cases += readGrid(element, reader: &reader, path: "\(path)[\(index)]")
+                }
             default:
-                reader.error(.unknownProperty, "unknown member '\(member.key)' (a matrix has: description, bundle, context, cases)", at: member.name, path: "$")
+                reader.error(.unknownProperty, "unknown member '\(member.key)' (a matrix has: description, bundle, context, cases, grids)", at: member.name, path: "$")
             }
         }
         if bundle == nil, root.kind == .object {
@@ -108,46 +116,70 @@ extension ScenarioMatrix {
                 location: error.offset.map(reader.location(ofOffset:)) ?? location, path: path))
             return nil
         }
-        var name = query.description
-        var expectAllowed: Bool?
+        let name = value.members.first { $0.key == "name" }.flatMap { reader.string($0.value, path: path + ".name") } ?? query.description
+        guard let expectation = readExpectation(value, members: caseMembers.subtracting(["name"]), what: "the case", reader: &reader, path: path) else { return nil }
+        return ScenarioCase(name: name, query: query, expectation: expectation, location: location)
+    }
+
+    /// What a case, a rule or a table cell expects: `"allow"`/`"block"` alone, or an object
+    /// with `expect` and optionally `reason`, `restriction`, `state` (only the `members` named
+    /// are read; the caller checks for others).
+    static func readExpectation(
+        _ value: JSONValue, members: Set<String>, what: String, reader: inout DocumentReader, path: String
+    ) -> ScenarioExpectation? {
+        if let word = value.string {
+            guard let allowed = expectWord(word) else {
+                reader.error(.invalidValue, "expected \"allow\" or \"block\" (\"required\" or \"notRequired\" for encryptionRequired)", at: value, path: path)
+                return nil
+            }
+            return ScenarioExpectation(expectAllowed: allowed)
+        }
+        guard value.kind == .object else {
+            reader.error(.invalidValue, "an expectation is \"allow\", \"block\" or an object with \"expect\"", at: value, path: path)
+            return nil
+        }
+        var expectation = ScenarioExpectation(expectAllowed: false)
         var expectSeen = false
-        var reasonContains: String?
-        var restriction: NotificationRestriction?
-        var state: OfflineState?
-        for member in value.members where caseMembers.contains(member.key) {
+        var valid = true
+        for member in value.members where members.contains(member.key) {
             let memberPath = "\(path).\(member.key)"
             switch member.key {
-            case "name": name = reader.string(member.value, path: memberPath) ?? name
             case "expect":
                 expectSeen = true
-                switch member.value.string {
-                case "allow", "required": expectAllowed = true
-                case "block", "notRequired": expectAllowed = false
-                default:
+                if let allowed = member.value.string.flatMap(expectWord) {
+                    expectation.expectAllowed = allowed
+                } else {
+                    valid = false
                     reader.error(.invalidValue, "\"expect\" must be \"allow\" or \"block\" (\"required\" or \"notRequired\" for encryptionRequired)", at: member.value, path: memberPath)
                 }
-            case "reason": reasonContains = reader.string(member.value, path: memberPath)
+            case "reason": expectation.reasonContains = reader.string(member.value, path: memberPath)
             case "restriction":
-                restriction = reader.string(member.value, path: memberPath).flatMap(NotificationRestriction.init(rawValue:))
-                if restriction == nil {
+                expectation.restriction = reader.string(member.value, path: memberPath).flatMap(NotificationRestriction.init(rawValue:))
+                if expectation.restriction == nil {
+                    valid = false
                     reader.error(.invalidValue, "\"restriction\" must be allow, blockOrganizationalData or block", at: member.value, path: memberPath)
                 }
             case "state":
-                state = reader.string(member.value, path: memberPath).flatMap(OfflineState.init(rawValue:))
-                if state == nil {
+                expectation.state = reader.string(member.value, path: memberPath).flatMap(OfflineState.init(rawValue:))
+                if expectation.state == nil {
+                    valid = false
                     reader.error(.invalidValue, "\"state\" must be online, accessBlocked or wipeRequired", at: member.value, path: memberPath)
                 }
             default: break
             }
         }
-        guard let expectAllowed else {
-            if !expectSeen {
-                reader.error(.invalidValue, "the case has no \"expect\" (\"allow\" or \"block\")", at: value, path: path)
-            }
+        if !expectSeen {
+            reader.error(.invalidValue, "\(what) has no \"expect\" (\"allow\" or \"block\")", at: value, path: path)
             return nil
         }
-        return ScenarioCase(
-            name: name, query: query, expectAllowed: expectAllowed, reasonContains: reasonContains,
-            restriction: restriction, state: state, location: location)
+        return valid ? expectation : nil
+    }
+
+    private static func expectWord(_ word: String) -> Bool? {
+        switch word {
+        case "allow", "required": true
+        case "block", "notRequired": false
+        default: nil
+        }
     }
 }

@@ -28,11 +28,8 @@ public struct ScenarioMatrix: Sendable {
     }
 }
 
-/// One case of a matrix: a query and what its answer should be.
-public struct ScenarioCase: Sendable {
-    /// A label for reports; defaults to the query's summary.
-    public var name: String
-    public var query: DecisionQuery
+/// What a case's answer should be.
+public struct ScenarioExpectation: Sendable, Hashable {
     /// Whether the answer should allow (for `encryptionRequired`: require).
     public var expectAllowed: Bool
     /// Text the reason should contain.
@@ -41,20 +38,40 @@ public struct ScenarioCase: Sendable {
     public var restriction: NotificationRestriction?
     /// For `offlineAccess`: the state the answer should carry.
     public var state: OfflineState?
-    /// Where the case is written.
-    public var location: DocumentLocation
 
-    /// Creates a case.
-    public init(
-        name: String, query: DecisionQuery, expectAllowed: Bool, reasonContains: String? = nil,
-        restriction: NotificationRestriction? = nil, state: OfflineState? = nil, location: DocumentLocation
-    ) {
-        self.name = name
-        self.query = query
+    public init(expectAllowed: Bool, reasonContains: String? = nil, restriction: NotificationRestriction? = nil, state: OfflineState? = nil) {
         self.expectAllowed = expectAllowed
         self.reasonContains = reasonContains
         self.restriction = restriction
         self.state = state
+    }
+
+    /// `allow`/`block`, and whatever else is expected, for reports.
+    public var summary: String {
+        var text = expectAllowed ? "allow" : "block"
+        if let restriction { text += ", restriction \(restriction.rawValue)" }
+        if let state { text += ", state \(state.rawValue)" }
+        if let reasonContains { text += ", reason containing \"\(reasonContains)\"" }
+        return text
+    }
+}
+
+/// One case of a matrix: a query and what its answer should be.
+public struct ScenarioCase: Sendable {
+    /// A label for reports; defaults to the query's summary (a grid's names its axis values).
+    public var name: String
+    public var query: DecisionQuery
+    public var expectation: ScenarioExpectation
+    /// Where the case (or the grid rule or table cell that made it) is written.
+    public var location: DocumentLocation
+
+    public var expectAllowed: Bool { expectation.expectAllowed }
+
+    /// Creates a case.
+    public init(name: String, query: DecisionQuery, expectation: ScenarioExpectation, location: DocumentLocation) {
+        self.name = name
+        self.query = query
+        self.expectation = expectation
         self.location = location
     }
 }
@@ -75,17 +92,18 @@ extension ScenarioMatrix {
         cases.map { scenario in
             let answer = snapshot.answer(scenario.query)
             var mismatches: [String] = []
-            if answer.isAllowed != scenario.expectAllowed {
-                mismatches.append("expected \(scenario.expectAllowed ? "allow" : "block"), got \(answer.isAllowed ? "allow" : "block")")
+            let expectation = scenario.expectation
+            if answer.isAllowed != expectation.expectAllowed {
+                mismatches.append("expected \(expectation.expectAllowed ? "allow" : "block"), got \(answer.isAllowed ? "allow" : "block")")
             }
-            if let expected = scenario.reasonContains, !answer.reason.contains(expected) {
+            if let expected = expectation.reasonContains, !answer.reason.contains(expected) {
                 mismatches.append("reason does not contain \"\(expected)\"")
             }
             if case .single(let decision) = answer {
-                if let expected = scenario.restriction, decision.notificationRestriction != expected {
+                if let expected = expectation.restriction, decision.notificationRestriction != expected {
                     mismatches.append("expected restriction \(expected), got \(decision.notificationRestriction?.rawValue ?? "none")")
                 }
-                if let expected = scenario.state, decision.offlineState != expected {
+                if let expected = expectation.state, decision.offlineState != expected {
                     mismatches.append("expected state \(expected), got \(decision.offlineState?.rawValue ?? "none")")
                 }
             }
