@@ -95,4 +95,22 @@ let benchmarks: @Sendable () -> Void = {
         precondition(bundle.tenant.accounts.count == 100_000 && bundle.protectionPolicies.count == 50)
         blackHole(resolved)
     }
+
+    // MARK: Scenario matrices: 100,000 generated cases (issue 6: under 2 s)
+
+    let matrixDirectory = directory + "/matrix"
+    try! FileManager.default.createDirectory(atPath: matrixDirectory + "/bundle", withIntermediateDirectories: true)
+    try! Data(tenant.tenantJSON()).write(to: URL(fileURLWithPath: matrixDirectory + "/bundle/tenant.json"))
+    try! Data(tenant.policiesJSON()).write(to: URL(fileURLWithPath: matrixDirectory + "/bundle/policies.json"))
+    let matrixFile = matrixDirectory + "/generated.matrix.json"
+    try! Data(tenant.matrixJSON(owners: 2_500, bundle: "bundle", snapshot: snapshot)).write(to: URL(fileURLWithPath: matrixFile))
+
+    Benchmark(
+        "matrix run, 100,000 generated cases (load bundle and matrix, expand, decide, check)",
+        configuration: .init(metrics: [.wallClock, .peakMemoryResident], maxDuration: .seconds(30), maxIterations: 10)
+    ) { benchmark in
+        let run = ScenarioRun(files: [matrixFile])
+        precondition(run.passed == 100_000 && run.failed == 0, "\(run.files.first?.diagnostics ?? [])")
+        blackHole(run)
+    }
 }

@@ -109,6 +109,40 @@ public struct SyntheticTenant: Sendable {
             documents: [PolicyBundle.File(name: "policies.json", bytes: policiesJSON())])
     }
 
+    /// A scenario matrix of `owners × 10 × 4` save-to cases (owners × every save location but
+    /// `other` × no account, the last account, a stranger and the first account) as one grid with a
+    /// table, its expectations computed by `snapshot` so every case passes. `bundle` is the
+    /// matrix's bundle path (relative to the matrix file, or absolute).
+    public func matrixJSON(owners: Int, bundle: String, snapshot: PolicySnapshot) -> [UInt8] {
+        let locations = SaveLocation.allCases.filter { $0 != .other }
+        let ownerNames = (0..<owners).map { Self.upn($0 * max(1, accountCount / max(owners, 1)) % accountCount) }
+        let holders: [String?] = [nil, Self.upn(accountCount - 1), "stranger@fabrikam.com", Self.upn(0)]
+        var text = #"{"bundle": "\#(bundle)", "context": {"platform": "ios"}, "grids": [{"name": "generated",\#n"#
+        text += #" "query": {"action": "saveTo"},\#n"#
+        text += #" "axes": {"owner": ["# + ownerNames.map { "\"\($0)\"" }.joined(separator: ", ") + "],\n"
+        text += #"  "location": ["# + locations.map { "\"\($0.rawValue)\"" }.joined(separator: ", ") + "],\n"
+        text += #"  "locationAccount": ["# + holders.map { $0.map { "\"\($0)\"" } ?? "null" }.joined(separator: ", ") + "]},\n"
+        text += #" "table": {"#
+        var firstOwner = true
+        for owner in ownerNames {
+            text += (firstOwner ? "\n" : ",\n") + "  \"\(owner)\": {"
+            firstOwner = false
+            let ownerID = AccountID(upn: owner)!
+            for (locationIndex, location) in locations.enumerated() {
+                text += (locationIndex == 0 ? "" : ", ") + "\"\(location.rawValue)\": {"
+                for (holderIndex, holder) in holders.enumerated() {
+                    let allowed = snapshot.saveTo(owner: ownerID, location: location, locationAccount: holder.map { AccountID(upn: $0)! }).isAllowed
+                    let key = holder ?? "null"
+                    text += (holderIndex == 0 ? "" : ", ") + "\"\(key)\": \"\(allowed ? "allow" : "block")\""
+                }
+                text += "}"
+            }
+            text += "}"
+        }
+        text += "\n }}]}\n"
+        return Array(text.utf8)
+    }
+
     /// `count` queries as JSON Lines, a mix of every action, about 2% naming accounts outside
     /// the tenant.
     public func queries(_ count: Int) -> [UInt8] {

@@ -10,10 +10,12 @@ struct DocumentReader {
     let file: String
     let document: JSONDocument
     private(set) var diagnostics: [Diagnostic] = []
+    private let lines: LineIndex
 
     init(file: String, document: JSONDocument) {
         self.file = file
         self.document = document
+        self.lines = LineIndex(document.source)
     }
 
     /// The bytes of the file at `path` (a `what` file, for the message), or why there are none.
@@ -49,7 +51,7 @@ struct DocumentReader {
     }
 
     func location(ofOffset offset: Int) -> DocumentLocation {
-        let (line, column) = JSONText.lineAndColumn(ofOffset: offset, in: document.source)
+        let (line, column) = lines.lineAndColumn(ofOffset: offset)
         return DocumentLocation(file: file, line: line, column: column)
     }
 

@@ -33,7 +33,7 @@ extension DecisionQuery {
         }
         try self.init(
             action: object.member(named: "action") ?? object["action"],
-            fields: object.members.lazy.map { QueryField(key: $0.key, name: $0.name, value: $0.value) },
+            fields: object.members,
             extraMembers: extraMembers, object: object, currentTime: currentTime)
     }
 
@@ -42,10 +42,10 @@ extension DecisionQuery {
     /// - Parameters:
     ///   - action: the `action` field's value (nil: missing); `fields` may hold it too.
     ///   - object: the JSON object the query stands for, where errors without a field point.
-    package init(
-        action actionValue: JSONValue?, fields: some Sequence<QueryField>, extraMembers: Set<String>, object: JSONValue,
+    package init<Fields: Sequence>(
+        action actionValue: JSONValue?, fields: Fields, extraMembers: Set<String>, object: JSONValue,
         currentTime: () -> Duration
-    ) throws(QueryError) {
+    ) throws(QueryError) where Fields.Element: QueryFieldSource {
         let reader = QueryReader(object: object)
         guard let actionValue else {
             throw reader.error("the query has no \"action\" (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))", at: object)
@@ -107,8 +107,18 @@ extension DecisionQuery {
     }
 }
 
-/// One field of a query: its name (the JSON string, for error positions) and value.
-package struct QueryField {
+/// A field of a query: its name (decoded, and as the JSON string for error positions) and
+/// value. An object's members are fields as they are; a matrix grid assembles `QueryField`s.
+package protocol QueryFieldSource {
+    var key: String { get }
+    var name: JSONValue { get }
+    var value: JSONValue { get }
+}
+
+extension JSONMembers.Member: QueryFieldSource {}
+
+/// One field of a query gathered from anywhere in a document.
+package struct QueryField: QueryFieldSource {
     package let key: String
     package let name: JSONValue
     package let value: JSONValue

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -46,7 +48,8 @@ final class ProgressBar {
 
 /// The size of a regular file, or nil.
 func fileSize(_ path: String) -> Int64? {
-    var status = stat()
-    guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-    return Int64(status.st_size)
+    guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), attributes[.type] as? FileAttributeType == .typeRegular,
+        let size = attributes[.size] as? NSNumber
+    else { return nil }
+    return size.int64Value
 }
