@@ -50,6 +50,10 @@ struct MatrixCLITests {
         #expect(result.status == 1)
         #expect(result.stderr.contains(matrix + ":2:15: error: unknown member 'extra'"))
         #expect(result.stdoutLines.last == "0 passed, 1 failed")
+        let noBundle = try directory.write("nobundle.matrix.json", "{\"bundle\": \"gone\",\n \"cases\": []}\n")
+        let unloaded = try CLIRunner.run(["matrix", "run", noBundle])
+        #expect(unloaded.status == 1)
+        #expect(unloaded.stderr.hasPrefix(noBundle + ":1:12: error: the matrix's bundle " + directory.path + "/gone does not load"), "\(unloaded.stderr)")
         let missing = try CLIRunner.run(["matrix", "run", directory.path + "/nothing-here"])
         #expect(missing.status == 1 && missing.stderr.contains("no such file or directory"))
     }

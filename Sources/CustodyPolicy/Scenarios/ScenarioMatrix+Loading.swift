@@ -34,6 +34,7 @@ extension ScenarioMatrix {
         let root = document.root
         var description: String?
         var bundle: String?
+        var bundleLocation: DocumentLocation?
         var context = EvaluationContext()
         var cases: [ScenarioCase] = []
         if root.kind != .object {
@@ -43,7 +44,9 @@ extension ScenarioMatrix {
             let path = "$.\(member.key)"
             switch member.key {
             case "description": description = reader.string(member.value, path: path)
-            case "bundle": bundle = reader.string(member.value, path: path)
+            case "bundle":
+                bundle = reader.string(member.value, path: path)
+                bundleLocation = reader.location(of: member.value)
             case "context": context = readContext(member.value, reader: &reader, path: path)
             case "cases":
                 guard member.value.kind == .array else {
@@ -71,7 +74,8 @@ extension ScenarioMatrix {
         if reader.hasErrors { throw ScenarioError(diagnostics: reader.diagnostics) }
         let directory = (file as NSString).deletingLastPathComponent
         let bundlePath = bundle!.hasPrefix("/") ? bundle! : (directory.isEmpty ? bundle! : (directory as NSString).appendingPathComponent(bundle!))
-        return ScenarioMatrix(file: file, description: description, bundlePath: bundlePath, context: context, cases: cases)
+        return ScenarioMatrix(
+            file: file, description: description, bundlePath: bundlePath, bundleLocation: bundleLocation, context: context, cases: cases)
     }
 
     private static func readContext(_ value: JSONValue, reader: inout DocumentReader, path: String) -> EvaluationContext {

@@ -15,14 +15,20 @@ public struct ScenarioMatrix: Sendable {
     public var description: String?
     /// The bundle directory, resolved against the matrix file's directory.
     public var bundlePath: String
+    /// Where the matrix names its bundle.
+    public var bundleLocation: DocumentLocation
     public var context: EvaluationContext
     public var cases: [ScenarioCase]
 
     /// Creates a matrix.
-    public init(file: String, description: String?, bundlePath: String, context: EvaluationContext, cases: [ScenarioCase]) {
+    public init(
+        file: String, description: String?, bundlePath: String, bundleLocation: DocumentLocation? = nil, context: EvaluationContext,
+        cases: [ScenarioCase]
+    ) {
         self.file = file
         self.description = description
         self.bundlePath = bundlePath
+        self.bundleLocation = bundleLocation ?? DocumentLocation(file: file, line: 1, column: 1)
         self.context = context
         self.cases = cases
     }

@@ -40,7 +40,11 @@ public struct ScenarioRun: Sendable {
             case .success(let snapshot):
                 return FileOutcome(file: path, results: matrix.run(against: snapshot), diagnostics: [], duration: clock.now - start)
             case .failure(let error):
-                return FileOutcome(file: path, results: [], diagnostics: error.diagnostics, duration: clock.now - start)
+                // Where the matrix names the bundle, then why the bundle does not load.
+                let named = Diagnostic(
+                    severity: .error, code: .unreadable, message: "the matrix's bundle \(matrix.bundlePath) does not load",
+                    location: matrix.bundleLocation, path: "$.bundle")
+                return FileOutcome(file: path, results: [], diagnostics: [named] + error.diagnostics, duration: clock.now - start)
             }
         }
     }
