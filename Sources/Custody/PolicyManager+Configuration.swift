@@ -33,10 +33,10 @@ extension PolicyManager {
         if account == nil { continuation.yield(nil) }
         let task = Task {
             for await event in events {
-                guard let account, case .appConfigurationChanged(let changed) = event,
-                    changed == account || slot.current.snapshot.isSameAccount(changed, account)
-                else { continue }
-                guard let configuration = slot.current.snapshot.appConfiguration(for: account), !configuration.isEmpty else {
+                guard let account, case .appConfigurationChanged(let changed) = event else { continue }
+                let snapshot = slot.current.snapshot
+                guard changed == account || snapshot.isSameAccount(changed, account) else { continue }
+                guard let configuration = snapshot.appConfiguration(for: account), !configuration.isEmpty else {
                     continuation.yield(nil)
                     continue
                 }

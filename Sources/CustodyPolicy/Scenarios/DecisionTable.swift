@@ -20,12 +20,31 @@ public struct DecisionTable: Sendable {
 
         /// Chooses counterparts for `account` from `snapshot`'s tenant (first in tenant order).
         public init(for account: AccountID, in snapshot: PolicySnapshot) {
-            let accounts = snapshot.bundle.tenant.accounts.map(\.id)
-            otherManaged = accounts.first { !snapshot.isSameAccount($0, account) && snapshot.isManaged($0) }
-            unmanaged = accounts.first { !snapshot.isSameAccount($0, account) && !snapshot.isManaged($0) }
-                ?? AccountID(upn: "someone@unmanaged.invalid")!
+            self.init(for: account, in: snapshot, sample: Sample(snapshot))
+        }
+
+        init(for account: AccountID, in snapshot: PolicySnapshot, sample: Sample) {
+            otherManaged = sample.managed.first { !snapshot.isSameAccount($0, account) }
+            unmanaged = sample.unmanaged.first { !snapshot.isSameAccount($0, account) } ?? AccountID(upn: "someone@unmanaged.invalid")!
             managedApp = snapshot.effectivePolicy(for: account)?.managedApps.first
             unmanagedApp = "com.example.unmanaged"
+        }
+
+        /// The first two managed and the first two unmanaged accounts of a tenant: whoever asks,
+        /// one of each pair is someone else. Found once, so a diff of every account stays linear.
+        struct Sample {
+            var managed: [AccountID] = []
+            var unmanaged: [AccountID] = []
+
+            init(_ snapshot: PolicySnapshot) {
+                for account in snapshot.bundle.tenant.accounts.map(\.id) where managed.count < 2 || unmanaged.count < 2 {
+                    if snapshot.isManaged(account) {
+                        if managed.count < 2 { managed.append(account) }
+                    } else if unmanaged.count < 2 {
+                        unmanaged.append(account)
+                    }
+                }
+            }
         }
     }
 
@@ -119,13 +138,15 @@ public struct DecisionDiff: Sendable {
     public init(old: PolicySnapshot, new: PolicySnapshot, accounts: [AccountID]? = nil) {
         var chosen = accounts ?? new.bundle.tenant.accounts.map(\.id)
         if accounts == nil {
-            for account in old.bundle.tenant.accounts.map(\.id) where !chosen.contains(where: { new.isSameAccount($0, account) || $0 == account }) {
+            // Accounts only the old tenant lists (the new one does not know them).
+            for account in old.bundle.tenant.accounts.map(\.id) where new.tenantAccount(for: account) == nil {
                 chosen.append(account)
             }
         }
         var changes: [Change] = []
+        let sample = DecisionTable.Counterparts.Sample(new)
         for account in chosen {
-            let counterparts = DecisionTable.Counterparts(for: account, in: new)
+            let counterparts = DecisionTable.Counterparts(for: account, in: new, sample: sample)
             let before = DecisionTable(snapshot: old, account: account, counterparts: counterparts)
             let after = DecisionTable(snapshot: new, account: account, counterparts: counterparts)
             for (first, second) in zip(before.rows, after.rows) where DecisionTable.verdict(first) != DecisionTable.verdict(second) {
