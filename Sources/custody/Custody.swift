@@ -22,7 +22,8 @@ struct Custody: AsyncParsableCommand {
 
             And it delivers managed app configuration (Intune targetedManagedAppConfiguration, \
             checked against the spec an app publishes) and secrets (passwords, certificates, \
-            identities) per account, sealed at rest.
+            identities) per account, sealed at rest; and runs scenario matrices that state, as \
+            data, what a policy should allow, and shows what a policy change would change.
 
             Exit status: 0 on success, 1 when a bundle or query fails, 64 for bad arguments.
             """,

@@ -78,7 +78,7 @@ struct CheckInCommand: ParsableCommand {
 struct AuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Print the audit log of wipes, bundles and decisions, or switch it on or off.",
+        abstract: "Print the audit log of wipes, bundles, secret changes and decisions, or switch it on or off.",
         discussion: "One entry per line, oldest first: time, kind, account, action, result and detail; --json for JSON Lines."
     )
 
