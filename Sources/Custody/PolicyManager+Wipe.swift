@@ -27,7 +27,7 @@ extension PolicyManager {
     /// The key under which `account`'s check-ins and keys are kept: the tenant's OID for it
     /// when the policy knows it, so every form of the account shares one record.
     public nonisolated func owner(of account: AccountID) -> OwnerIdentifier {
-        OwnerIdentifier(snapshot.tenantAccount(for: account)?.id ?? account)
+        OwnerIdentifier(account, policy: snapshot)
     }
 
     // MARK: Managed roots

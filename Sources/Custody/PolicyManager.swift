@@ -65,7 +65,7 @@ public actor PolicyManager {
             self.secrets = SecretsProvider(
                 database: database, keyRing: keyRing, hub: hub, logger: logger, now: now,
                 resolveAccount: { explicit in (explicit ?? AccountScope.current ?? processScope.withLock { $0 })?.account },
-                ownerOf: { account in OwnerIdentifier(slot.current.snapshot.tenantAccount(for: account)?.id ?? account) })
+                ownerOf: { OwnerIdentifier($0, policy: slot.current.snapshot) })
         } else {
             self.secrets = nil
         }

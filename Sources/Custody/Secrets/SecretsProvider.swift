@@ -63,7 +63,7 @@ public final class SecretsProvider: Sendable {
         self.init(
             database: database, keyRing: keyRing, hub: EventHub(), logger: logger, now: now,
             resolveAccount: { ($0 ?? AccountScope.current)?.account },
-            ownerOf: { OwnerIdentifier(policy?.tenantAccount(for: $0)?.id ?? $0) })
+            ownerOf: { OwnerIdentifier($0, policy: policy) })
     }
 
     init(

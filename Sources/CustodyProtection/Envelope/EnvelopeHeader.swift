@@ -227,6 +227,13 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
         }
     }
 
+    /// The identifier data of `account` is kept under: the tenant's record of it when `policy`
+    /// knows it (its OID, so every form of the account shares one key, secret and check-in),
+    /// else the account's own.
+    public init(_ account: AccountID, policy: PolicySnapshot?) {
+        self.init(policy?.tenantAccount(for: account)?.id ?? account)
+    }
+
     private static func isWellFormed(_ text: String) -> Bool {
         let count = text.utf8.count
         return count > 4 && count <= EnvelopeHeader.maximumOwnerCount && (text.hasPrefix("oid:") || text.hasPrefix("upn:"))

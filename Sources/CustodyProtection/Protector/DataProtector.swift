@@ -125,8 +125,7 @@ public final class DataProtector: Sendable {
     /// The identifier envelopes record for `account`: the tenant's OID for it when the policy
     /// knows it (so every form of the account shares one key), else the account's own.
     public func ownerIdentifier(for account: AccountID) -> OwnerIdentifier {
-        if let known = policy?.tenantAccount(for: account) { return OwnerIdentifier(known.id) }
-        return OwnerIdentifier(account)
+        OwnerIdentifier(account, policy: policy)
     }
 
     /// Whether `owner`'s data is encrypted: the caller forces it, or the policy requires it.

@@ -67,7 +67,7 @@ struct CheckInCommand: ParsableCommand {
         let account = try parseAccount(account, option: "--account")
         let date = try at.map { try parseTime($0, option: "--at") } ?? Date()
         let snapshot = try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger())
-        let owner = OwnerIdentifier(snapshot?.tenantAccount(for: account)?.id ?? account)
+        let owner = OwnerIdentifier(account, policy: snapshot)
         let database = try stateOptions.database()
         try reportingStoreErrors { try database.checkIn(account: owner.rawValue, at: date) }
         StandardOutput.write("\(owner): checked in at \(formatTime(date))\n")
