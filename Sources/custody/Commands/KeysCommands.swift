@@ -26,7 +26,7 @@ struct KeysCommand: ParsableCommand {
         @OptionGroup var options: AccountKeyOptions
 
         func run() throws {
-            let (protector, owner) = try options.protectorAndOwner()
+            let (protector, owner, _) = try options.protectorAndOwner()
             let version = try reportingProtectionErrors { try protector.keyRing.rotate(owner) }
             StandardOutput.write("\(owner): key version \(version)\n")
         }
@@ -101,8 +101,7 @@ struct WipeCommand: ParsableCommand {
     @OptionGroup var options: AccountKeyOptions
 
     func run() throws {
-        let (protector, owner) = try options.protectorAndOwner()
-        let database = try options.protectionOptions.stateOptions.database()
+        let (protector, owner, database) = try options.protectorAndOwner()
         var count = try reportingStoreErrors {
             try database.wipe(owner: owner.rawValue, checkInKey: owner.rawValue, reason: "custody wipe", at: Date())
         }
@@ -120,11 +119,12 @@ struct AccountKeyOptions: ParsableArguments {
     @OptionGroup var protectionOptions: ProtectionOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    /// A protector over the state's keys (and the bundle's policy, if given), and the
-    /// identifier the account's keys are kept under.
-    func protectorAndOwner() throws -> (DataProtector, OwnerIdentifier) {
+    /// A protector over the state's keys (and the bundle's policy, if given), the identifier
+    /// the account's keys are kept under, and the state database the keys are in.
+    func protectorAndOwner() throws -> (protector: DataProtector, owner: OwnerIdentifier, database: CustodyDatabase) {
         let account = try parseAccount(account, option: "--account")
-        let protector = DataProtector(keyRing: try protectionOptions.keyRing(), policy: try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger()))
-        return (protector, protector.ownerIdentifier(for: account))
+        let (database, keyRing) = try protectionOptions.stateAndKeyRing()
+        let protector = DataProtector(keyRing: keyRing, policy: try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger()))
+        return (protector, protector.ownerIdentifier(for: account), database)
     }
 }

@@ -34,8 +34,7 @@ struct SecretsCommand: ParsableCommand {
         func provider() throws -> (SecretsProvider, AccountID?) {
             let account = try account.map { try parseAccount($0, option: "--account") }
             let logger = loggingOptions.makeLogger()
-            let keyRing = try protectionOptions.keyRing()
-            let database = try protectionOptions.stateOptions.database()
+            let (database, keyRing) = try protectionOptions.stateAndKeyRing()
             return (SecretsProvider(database: database, keyRing: keyRing, policy: try bundleOptions.loadSnapshot(logger: logger), logger: logger), account)
         }
     }

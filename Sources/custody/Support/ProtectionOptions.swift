@@ -32,8 +32,15 @@ struct ProtectionOptions: ParsableArguments {
 
     /// The key ring, or a message and exit 1.
     func keyRing() throws -> KeyRing {
+        try stateAndKeyRing().keyRing
+    }
+
+    /// The state database and the key ring over it (one connection for both), or a message
+    /// and exit 1.
+    func stateAndKeyRing() throws -> (database: CustodyDatabase, keyRing: KeyRing) {
+        let database = try stateOptions.database()
         do {
-            return try KeyRing(store: SQLiteKeyStore(database: stateOptions.database()), masterKey: MasterKeySource.configured(keyFile: masterKeyFile))
+            return (database, try KeyRing(store: SQLiteKeyStore(database: database), masterKey: MasterKeySource.configured(keyFile: masterKeyFile)))
         } catch {
             StandardError.write("error: \(error)\n")
             throw ExitCode.failure
