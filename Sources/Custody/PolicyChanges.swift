@@ -27,6 +27,7 @@ enum PolicyChanges {
         var protection: [PolicyEvent] = []
         var configuration: [PolicyEvent] = []
         let hasConfiguration = !new.bundle.appConfigurations.isEmpty || old?.bundle.appConfigurations.isEmpty == false
+        var configurationChanges = ConfigurationChanges(from: old, to: new)
         for account in accounts {
             let before = old?.effectivePolicy(for: account)
             let after = new.effectivePolicy(for: account)
@@ -48,7 +49,7 @@ enum PolicyChanges {
             if let old, old.encryptionRequired(account: account).isAllowed != required {
                 protection.append(.dataProtectionChanged(account: account, encryptionRequired: required))
             }
-            if hasConfiguration, new.configurationChanged(for: account, since: old) {
+            if hasConfiguration, configurationChanges.changed(for: account) {
                 configuration.append(.appConfigurationChanged(account: account))
             }
         }

@@ -40,51 +40,30 @@ public final class PolicySnapshot: Sendable {
         self.directory = directory
         self.allowedAccounts = bundle.tenant.allowedAccounts.map { AllowedAccounts(entries: $0, directory: directory) }
 
+        // Accounts reached by the same policies share one EffectivePolicy, and one
+        // AppConfiguration; unmanaged accounts have neither (-1).
         var resolver = TargetingResolver(bundle: bundle, context: context)
-        var indexOfKey: [TargetingResolver.Key: Int32] = [:]
-        var effective: [EffectivePolicy] = []
+        let configurationResolver = ConfigurationResolver(bundle: bundle, context: context)
+        var effective = SharedValues<TargetingResolver.Key, EffectivePolicy>()
+        var configurations = SharedValues<[Int], AppConfiguration>()
         var policyIndexOfAccount: [Int32] = []
+        var configurationIndexOfAccount: [Int32] = []
         policyIndexOfAccount.reserveCapacity(bundle.tenant.accounts.count)
+        configurationIndexOfAccount.reserveCapacity(bundle.tenant.accounts.count)
         for account in bundle.tenant.accounts {
             let key = resolver.key(for: account)
             guard !key.applying.isEmpty else {
                 policyIndexOfAccount.append(-1)
-                continue
-            }
-            if let index = indexOfKey[key] {
-                policyIndexOfAccount.append(index)
-                continue
-            }
-            let index = Int32(effective.count)
-            effective.append(resolver.effectivePolicy(for: key))
-            indexOfKey[key] = index
-            policyIndexOfAccount.append(index)
-        }
-        self.effectivePolicies = effective
-        self.policyIndexOfAccount = policyIndexOfAccount
-
-        // Accounts reached by the same configuration policies share one AppConfiguration.
-        let configurationResolver = ConfigurationResolver(bundle: bundle, context: context)
-        var configurationIndexOfKey: [[Int]: Int32] = [:]
-        var configurations: [AppConfiguration] = []
-        var configurationIndexOfAccount: [Int32] = []
-        configurationIndexOfAccount.reserveCapacity(bundle.tenant.accounts.count)
-        for (position, account) in bundle.tenant.accounts.enumerated() {
-            guard policyIndexOfAccount[position] >= 0 else {
                 configurationIndexOfAccount.append(-1)
                 continue
             }
-            let key = bundle.appConfigurations.isEmpty ? [] : configurationResolver.policies(reaching: account)
-            if let index = configurationIndexOfKey[key] {
-                configurationIndexOfAccount.append(index)
-            } else {
-                let index = Int32(configurations.count)
-                configurations.append(configurationResolver.configuration(of: key))
-                configurationIndexOfKey[key] = index
-                configurationIndexOfAccount.append(index)
-            }
+            policyIndexOfAccount.append(effective.index(of: key) { resolver.effectivePolicy(for: $0) })
+            let reaching = bundle.appConfigurations.isEmpty ? [] : configurationResolver.policies(reaching: account)
+            configurationIndexOfAccount.append(configurations.index(of: reaching) { configurationResolver.configuration(of: $0) })
         }
-        self.configurations = configurations
+        self.effectivePolicies = effective.values
+        self.policyIndexOfAccount = policyIndexOfAccount
+        self.configurations = configurations.values
         self.configurationIndexOfAccount = configurationIndexOfAccount
     }
 
@@ -97,14 +76,10 @@ public final class PolicySnapshot: Sendable {
         return configuration < 0 ? nil : configurations[Int(configuration)]
     }
 
-    /// Whether `account`'s app configuration differs from what it was under `old` (nil: no
-    /// snapshot before). Unmanaged and unconfigured are alike: an app receives none either way.
-    public func configurationChanged(for account: AccountID, since old: PolicySnapshot?) -> Bool {
-        func configured(_ snapshot: PolicySnapshot?) -> AppConfiguration? {
-            guard let configuration = snapshot?.appConfiguration(for: account), !configuration.isEmpty else { return nil }
-            return configuration
-        }
-        return configured(old) != configured(self)
+    /// The index of `account`'s configuration in `configurations`, or -1 when it has none.
+    func configurationIndex(of account: AccountID) -> Int32 {
+        guard let index = directory.index(of: account) else { return -1 }
+        return configurationIndexOfAccount[Int(index)]
     }
 
     /// The distinct effective policies of the tenant's managed accounts.
@@ -163,5 +138,20 @@ public final class PolicySnapshot: Sendable {
         case (false, true): return firstID.isSameAccount(as: directory.accounts[Int(second.index)].id)
         case (false, false): return firstID.isSameAccount(as: secondID)
         }
+    }
+}
+
+/// Values shared by every account with the same key: each distinct key's value is made once.
+struct SharedValues<Key: Hashable, Value> {
+    private var indexOfKey: [Key: Int32] = [:]
+    private(set) var values: [Value] = []
+
+    /// The index of `key`'s value in `values`, made by `make` the first time the key comes.
+    mutating func index(of key: Key, make: (Key) -> Value) -> Int32 {
+        if let index = indexOfKey[key] { return index }
+        let index = Int32(values.count)
+        values.append(make(key))
+        indexOfKey[key] = index
+        return index
     }
 }
