@@ -142,7 +142,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CustodyStoreTests",
-            dependencies: ["CustodyStore", "CustodyProtection", "CustodyPolicy", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CustodyStore", "CustodyProtection", "CustodyPolicy", "CustodyTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

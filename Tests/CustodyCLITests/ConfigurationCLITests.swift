@@ -66,7 +66,7 @@ struct ConfigurationCLITests {
         #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
         #expect(good.stdoutLines.last == "0 errors, 2 warnings")
 
-        let directory = try TemporaryBundle(copying: "policies")
+        let directory = try TemporaryDirectory(copying: "policies")
         try directory.edit("app-configuration.json") { $0.replacingOccurrences(of: #""value": "4""#, with: #""value": "40""#) }
         let bad = try CLIRunner.run(["config", "validate", "--spec", Self.spec, "--bundle", directory.path])
         #expect(bad.status == 1)
@@ -98,7 +98,7 @@ struct ConfigurationCLITests {
         let wrongApp = try CLIRunner.run(["spec", "--app", "com.contoso.other", "--spec", Self.spec])
         #expect(wrongApp.status == 64, "--app and --spec together are refused")
 
-        let directory = try TemporaryBundle(copying: nil)
+        let directory = try TemporaryDirectory()
         let broken = try directory.write("com.contoso.notes.spec.json", "{\n  \"app\": \"com.contoso.notes\",\n  \"setings\": []\n}\n")
         let result = try CLIRunner.run(["spec", "--spec", broken])
         #expect(result.status == 1)
@@ -109,7 +109,7 @@ struct ConfigurationCLITests {
 extension ConfigurationCLITests {
     @Test("secrets from standard input and files; values never printed, logged, audited or in --help; wiped with the account")
     func secrets() throws {
-        let directory = try TemporaryBundle(copying: nil)
+        let directory = try TemporaryDirectory()
         var seen: [String] = []
         func run(_ arguments: [String], stdin: String = "", verbose: Bool = true) throws -> CLIRunner.Result {
             let result = try CLIRunner.run(
@@ -169,33 +169,5 @@ extension ConfigurationCLITests {
             let bytes = (try? Data(contentsOf: URL(fileURLWithPath: directory.path + "/" + file))) ?? Data()
             #expect(bytes.range(of: Data(password.utf8)) == nil, "\(file) holds the password")
         }
-    }
-}
-
-/// A temporary directory, optionally a copy of a bundle, removed at the end of the test.
-final class TemporaryBundle: @unchecked Sendable {
-    let path = NSTemporaryDirectory() + "custody-cli-" + UUID().uuidString
-
-    init(copying source: String?) throws {
-        if let source {
-            try FileManager.default.copyItem(atPath: (CLIRunner.packageRoot as NSString).appendingPathComponent(source), toPath: path)
-        } else {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        }
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func edit(_ name: String, _ change: (String) -> String) throws {
-        let file = path + "/" + name
-        let text = try String(contentsOfFile: file, encoding: .utf8)
-        try Data(change(text).utf8).write(to: URL(fileURLWithPath: file))
-    }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
-        let file = path + "/" + name
-        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
-        return file
     }
 }

@@ -1,5 +1,6 @@
 import CustodyProtection
 import CustodyStore
+import CustodyTestSupport
 import Foundation
 import Testing
 
@@ -16,8 +17,8 @@ struct CrashConsistencyTests {
     private func runAndKill(_ arguments: [String], scratch: Scratch, window: Double, random: inout SystemRandomNumberGenerator) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = arguments + ["--state", scratch.path("state")]
-        process.environment = ProcessInfo.processInfo.environment.merging(["CUSTODY_MASTER_KEY_FILE": scratch.path("master.key")]) { $1 }
+        process.arguments = arguments + ["--state", scratch.file("state")]
+        process.environment = ProcessInfo.processInfo.environment.merging(["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -38,7 +39,7 @@ struct CrashConsistencyTests {
     @Test("apply killed at random points leaves the old bundle or the new one, never a mix")
     func apply() throws {
         let scratch = try Scratch()
-        let old = scratch.path("old"), new = scratch.path("new")
+        let old = scratch.file("old"), new = scratch.file("new")
         for directory in [old, new] {
             try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: directory)
         }
@@ -56,7 +57,7 @@ struct CrashConsistencyTests {
         var finished = 0
         for round in 0..<Self.kills {
             try runAndKill(["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, window: window, random: &random)
-            let database = try CustodyDatabase(path: scratch.path("state"))
+            let database = try CustodyDatabase(path: scratch.file("state"))
             let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
             let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
             #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
@@ -68,10 +69,10 @@ struct CrashConsistencyTests {
     @Test("wipe killed at random points leaves the account wholly wiped or untouched")
     func wipe() throws {
         let scratch = try Scratch()
-        try scratch.write("alice's data", "a.txt")
+        try scratch.write("a.txt", "alice's data")
         let owner = OwnerIdentifier(rawValue: "upn:alice@contoso.com")!
         // Kill anywhere in a window half again as long as a whole wipe takes on this machine now.
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.path("a.txt"), scratch.path("a.cst")]).status == 0)
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
         let start = Date()
         #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).status == 0)
         let window = Date().timeIntervalSince(start) * 1.5
@@ -79,13 +80,13 @@ struct CrashConsistencyTests {
         var wiped = 0, untouched = 0
         for round in 0..<Self.kills {
             // Give alice a key and a check-in when the last round wiped them.
-            let database = try CustodyDatabase(path: scratch.path("state"))
+            let database = try CustodyDatabase(path: scratch.file("state"))
             if try SQLiteKeyStore(database: database).keys(for: owner).isEmpty {
-                #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.path("a.txt"), scratch.path("a.cst")]).status == 0)
+                #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
                 #expect(try scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
             }
             try runAndKill(["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
-            let after = try CustodyDatabase(path: scratch.path("state"))
+            let after = try CustodyDatabase(path: scratch.file("state"))
             let keys = try SQLiteKeyStore(database: after).keys(for: owner).count
             let checkIn = try after.lastCheckIn(account: owner.rawValue)
             #expect((keys == 0) == (checkIn == nil), "round \(round): \(keys) keys left, check-in \(checkIn.map { "\($0)" } ?? "gone")")

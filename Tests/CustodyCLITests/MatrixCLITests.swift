@@ -16,7 +16,7 @@ struct MatrixCLITests {
 
     @Test("a wrong expectation fails with a readable table, a non-zero exit, JUnit and JSON reports")
     func wrongExpectation() throws {
-        let directory = try TemporaryBundle(copying: nil)
+        let directory = try TemporaryDirectory()
         let matrix = try directory.write("wrong.matrix.json", #"""
             {"bundle": "\#(CLIRunner.packageRoot)/fixtures/frameworks/level-3-ios", "context": {"platform": "ios"},
              "cases": [
@@ -44,7 +44,7 @@ struct MatrixCLITests {
 
     @Test("a malformed matrix is an error with file:line:column and counts as failed")
     func malformed() throws {
-        let directory = try TemporaryBundle(copying: nil)
+        let directory = try TemporaryDirectory()
         let matrix = try directory.write("bad.matrix.json", "{\"bundle\": \"x\",\n \"cases\": [], \"extra\": 1}\n")
         let result = try CLIRunner.run(["matrix", "run", directory.path])
         #expect(result.status == 1)

@@ -1,3 +1,4 @@
+import CustodyTestSupport
 import Foundation
 import Testing
 
@@ -19,8 +20,8 @@ struct StateCLITests {
     @Test("a wipe is in the audit log; auditing can be switched off")
     func audit() throws {
         let scratch = try Scratch()
-        try scratch.write("secret", "a.txt")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.path("a.txt")]).status == 0)
+        try scratch.write("a.txt", "secret")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("a.txt")]).status == 0)
         let wipe = try scratch.run(["wipe", "--account", "alice@contoso.com"])
         #expect(wipe.status == 0)
         #expect(wipe.stdout.contains("wiped 1 key version"))
@@ -37,7 +38,7 @@ struct StateCLITests {
     @Test("watch prints each change as one JSON line, and a broken edit as bundleRejected")
     func watch() throws {
         let scratch = try Scratch()
-        let bundle = scratch.path("bundle")
+        let bundle = scratch.file("bundle")
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         let tenant = #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}], "allowedAccounts": null}"#
         func policy(_ printBlocked: Bool) -> String {
@@ -48,7 +49,7 @@ struct StateCLITests {
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["watch", "--bundle", bundle, "--interval", "20", "--state", scratch.path("state")]
+        process.arguments = ["watch", "--bundle", bundle, "--interval", "20", "--state", scratch.file("state")]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

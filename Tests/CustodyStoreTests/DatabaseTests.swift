@@ -1,4 +1,5 @@
 import CustodyStore
+import CustodyTestSupport
 import Foundation
 import GRDB
 import Testing

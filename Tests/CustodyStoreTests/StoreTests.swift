@@ -1,24 +1,9 @@
 import CustodyPolicy
 import CustodyProtection
 import CustodyStore
+import CustodyTestSupport
 import Foundation
 import Testing
-
-/// A temporary directory for one test, removed when the test's scope ends.
-final class TemporaryDirectory: @unchecked Sendable {
-    let path: String
-
-    init() throws {
-        path = NSTemporaryDirectory() + "custody-store-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-}
 
 let owner = OwnerIdentifier(rawValue: "oid:0d000000-0000-4000-8000-000000000001")!
 let other = OwnerIdentifier(rawValue: "upn:bob@contoso.com")!

@@ -1,6 +1,7 @@
 import Custody
 import CustodyPolicy
 import CustodyStore
+import CustodyTestSupport
 import Foundation
 import Testing
 

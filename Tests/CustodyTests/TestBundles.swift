@@ -70,19 +70,3 @@ struct TestBundle {
         try Data(policiesJSON.utf8).write(to: URL(fileURLWithPath: directory + "/policies.json"))
     }
 }
-
-/// A temporary directory for one test, removed when the test's scope ends.
-final class TemporaryDirectory: @unchecked Sendable {
-    let path: String
-
-    init() throws {
-        path = NSTemporaryDirectory() + "custody-runtime-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-}

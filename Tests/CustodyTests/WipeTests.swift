@@ -2,6 +2,7 @@ import Custody
 import CustodyPolicy
 import CustodyProtection
 import CustodyStore
+import CustodyTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import CustodyPolicy
+import CustodyTestSupport
 import Foundation
 import Testing
 
@@ -56,8 +57,8 @@ struct TenantLoadingTests {
 
     @Test("a directory loads tenant.json and its other JSON files in name order, skipping the rest")
     func directory() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory()
+        let directory = temporary.path
         try write(#"{"accounts": [{"upn": "a@c.com"}]}"#, to: "\(directory)/tenant.json")
         try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "B"}"##, to: "\(directory)/b.json")
         try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "A"}"##, to: "\(directory)/a.JSON")
@@ -72,8 +73,8 @@ struct TenantLoadingTests {
 
     @Test("a directory without tenant.json loads with a warning; a missing path is an error")
     func missingThings() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory()
+        let directory = temporary.path
         let bundle = try PolicyBundle.load(path: directory)
         #expect(bundle.warnings.map(\.code) == [.noTenant])
         let error = try #require(throws: BundleError.self) { try PolicyBundle.load(path: "\(directory)/nope") }
@@ -83,18 +84,12 @@ struct TenantLoadingTests {
 
     @Test("a lone tenant.json validates as a tenant")
     func loneTenant() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory()
+        let directory = temporary.path
         try write(#"{"accounts": [{"upn": "a@c.com"}, {"upn": "A@c.com"}]}"#, to: "\(directory)/tenant.json")
         let error = try #require(throws: BundleError.self) { try PolicyBundle.load(path: "\(directory)/tenant.json") }
         #expect(error.errors.first?.code == .tenant)
     }
-}
-
-func temporaryDirectory() throws -> String {
-    let path = NSTemporaryDirectory() + "custody-test-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
 }
 
 func write(_ text: String, to path: String) throws {

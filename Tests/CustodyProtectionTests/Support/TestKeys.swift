@@ -1,4 +1,5 @@
 import CustodyPolicy
+import CustodyTestSupport
 import Foundation
 import Testing
 
@@ -6,19 +7,16 @@ import Testing
 
 /// A fresh state directory and master key file for one test, removed when the test's scope ends.
 final class TestState: @unchecked Sendable {
+    private let temporary: TemporaryDirectory
     let directory: String
     let keyFile: String
     let keyRing: KeyRing
 
     init() throws {
-        directory = NSTemporaryDirectory() + "custody-protection-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory()
+        directory = temporary.path
         keyFile = directory + "/master.key"
         keyRing = try KeyRing(store: FileKeyStore(directory: directory + "/state"), masterKey: .keyFile(path: keyFile))
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     func protector(
