@@ -61,7 +61,7 @@ struct SecretsCommand: ParsableCommand {
                 throw ExitCode.failure
             }
             try reporting(SecretError.self) { try provider.storePassword(password, identifier: identifier, for: account) }
-            StandardOutput.write("stored password \(identifier) for \(account.map { "\($0)" } ?? "the app")\n")
+            StandardOutput.write("stored password \(identifier) for \(holder(account))\n")
         }
 
         /// Standard input, with echo off on a terminal, without its last line break.
@@ -107,7 +107,7 @@ struct SecretsCommand: ParsableCommand {
             let (provider, account) = try options.provider()
             let bytes = try readFile(file)
             let certificate = try reporting(SecretError.self) { try provider.storeCertificate(bytes, identifier: identifier, for: account) }
-            StandardOutput.write("stored certificate \(identifier) for \(account.map { "\($0)" } ?? "the app"): \(certificate)\n")
+            StandardOutput.write("stored certificate \(identifier) for \(holder(account)): \(certificate)\n")
         }
     }
 
@@ -138,7 +138,7 @@ struct SecretsCommand: ParsableCommand {
             let identity = try reporting(SecretError.self) {
                 try provider.storeIdentity(certificate: certificateBytes, privateKey: keyBytes, identifier: identifier, for: account)
             }
-            StandardOutput.write("stored identity \(identifier) for \(account.map { "\($0)" } ?? "the app"): \(identity.certificate)\n")
+            StandardOutput.write("stored identity \(identifier) for \(holder(account)): \(identity.certificate)\n")
         }
     }
 
@@ -190,12 +190,17 @@ struct SecretsCommand: ParsableCommand {
         func run() throws {
             let (provider, account) = try options.provider()
             guard try reporting(SecretError.self, { try provider.remove(identifier: identifier, for: account) }) else {
-                StandardError.write("error: no secret '\(identifier)' for \(account.map { "\($0)" } ?? "the app")\n")
+                StandardError.write("error: no secret '\(identifier)' for \(holder(account))\n")
                 throw ExitCode.failure
             }
             StandardOutput.write("removed \(identifier)\n")
         }
     }
+}
+
+/// Whose a secret is, in words: the account, or the app for app-wide secrets.
+private func holder(_ account: AccountID?) -> String {
+    account.map { "\($0)" } ?? "the app"
 }
 
 /// A file's bytes, or a message and exit 1.
