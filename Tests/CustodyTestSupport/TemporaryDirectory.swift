@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A temporary directory for one test, optionally a copy of a package directory (a bundle),
 /// removed when the test's scope ends.
