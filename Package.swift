@@ -39,12 +39,14 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
 
-        // Pure Swift: Graph policy bundles in, explained decisions out. No C, no I/O beyond
-        // reading the documents it is handed.
+        // Graph policy bundles in, explained decisions out. No C of its own (swift-crypto for the
+        // bundle's content hash), no I/O beyond reading the documents it is handed.
         .target(
             name: "CustodyPolicy",
             dependencies: [
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                // SHA-256 of a bundle's files: its revision.
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -151,6 +153,7 @@ let package = Package(
                 "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),

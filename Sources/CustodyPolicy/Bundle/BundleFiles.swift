@@ -1,0 +1,257 @@
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The files of a bundle, read once: each document's name and bytes, and the bundle's content
+/// hash. Everything that needs a bundle's bytes (loading it, applying it, storing it, hashing
+/// it, watching it) works from one `BundleFiles`, so a change is read once and every step sees
+/// the same bytes.
+///
+/// Which entries of a directory count (`entryNames(among:)`): names ending in `.json` (any
+/// case), not hidden, directly in the directory. Each must be readable as a regular file (a
+/// symbolic link to one is followed): a dangling or looping link, a directory, a FIFO or a
+/// device named `*.json` is an error, never skipped, because a policy file skipped in silence
+/// leaves its accounts unmanaged.
+public struct BundleFiles: Sendable, Hashable {
+    /// One file: its name in the bundle (no directory) and its bytes as stored.
+    public struct Entry: Sendable, Hashable {
+        public let name: String
+        public let bytes: [UInt8]
+
+        /// Creates an entry.
+        public init(name: String, bytes: [UInt8]) {
+            self.name = name
+            self.bytes = bytes
+        }
+    }
+
+    /// The files, in UTF-8 order of their names (the order they load in).
+    public let entries: [Entry]
+    /// The directory they were read from, used to name them in diagnostics; nil for files
+    /// that came from elsewhere (the state database, a request).
+    public let directory: String?
+    /// SHA-256 (lower-case hex) over each file's name, a zero byte, its length (8 bytes, big
+    /// endian) and its bytes, in name order: the same files give the same hash wherever they
+    /// are. This is the bundle's revision.
+    public let contentHash: String
+
+    /// The name of the tenant file.
+    public static let tenantName = "tenant.json"
+
+    /// Files from anywhere (sorted by name here).
+    /// - Throws: a `BundleError` when a name is not a bundle entry name or appears twice.
+    public init(entries: [Entry], directory: String? = nil) throws(BundleError) {
+        var seen = Set<String>()
+        for entry in entries {
+            guard Self.isEntryName(entry.name), !entry.name.contains("/") else {
+                throw BundleError(diagnostics: [Self.problem(entry.name, "'\(entry.name)' is not a bundle file name (a *.json name without a directory, not hidden)")])
+            }
+            guard seen.insert(entry.name).inserted else {
+                throw BundleError(diagnostics: [Self.problem(entry.name, "the bundle names '\(entry.name)' twice")])
+            }
+        }
+        self.init(sorted: entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }, directory: directory)
+    }
+
+    private init(sorted entries: [Entry], directory: String?) {
+        self.entries = entries
+        self.directory = directory
+        var hasher = SHA256()
+        for entry in entries {
+            hasher.update(data: Array(entry.name.utf8) + [0])
+            withUnsafeBytes(of: UInt64(entry.bytes.count).bigEndian) { hasher.update(bufferPointer: $0) }
+            hasher.update(data: entry.bytes)
+        }
+        contentHash = hasher.finalize().map { byte in
+            let digits = Array("0123456789abcdef".utf8)
+            return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]], as: UTF8.self)
+        }.joined()
+    }
+
+    /// The tenant file, if the bundle has one.
+    public var tenant: Entry? { entries.first { $0.name == Self.tenantName } }
+
+    /// Whether a directory entry's name makes it part of a bundle: `*.json`, not hidden.
+    public static func isEntryName(_ name: String) -> Bool {
+        !name.hasPrefix(".") && name.lowercased().hasSuffix(".json")
+    }
+
+    /// The names among `names` that belong to a bundle, in the order they load.
+    public static func entryNames(among names: [String]) -> [String] {
+        names.filter(isEntryName).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// Reads every bundle entry of `directory`.
+    /// - Throws: `BundleError` naming each entry that cannot be read as a regular file (with
+    ///   the diagnostics of the readable ones, so that one run reports every problem), or the
+    ///   directory itself when it cannot be listed.
+    public static func read(directory: String) throws(BundleError) -> BundleFiles {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            let reason = FileManager.default.fileExists(atPath: directory) ? "cannot list the directory" : "no such directory"
+            throw BundleError(diagnostics: [problem(directory, reason)])
+        }
+        var entries: [Entry] = []
+        var problems: [Diagnostic] = []
+        for name in entryNames(among: names) {
+            let path = (directory as NSString).appendingPathComponent(name)
+            switch readRegularFile(path) {
+            case .success(let bytes): entries.append(Entry(name: name, bytes: bytes))
+            case .failure(let reason): problems.append(problem(path, reason.message))
+            }
+        }
+        let files = BundleFiles(sorted: entries, directory: directory)
+        guard problems.isEmpty else {
+            let others: [Diagnostic]
+            do {
+                others = try files.load().warnings
+            } catch {
+                others = error.diagnostics
+            }
+            throw BundleError(diagnostics: problems + others)
+        }
+        return files
+    }
+
+    /// Loads the files as a bundle. A bundle without `tenant.json` loads with a warning: it
+    /// knows no accounts, so every account is unmanaged.
+    /// - Throws: `BundleError` with every problem of every file.
+    public func load() throws(BundleError) -> PolicyBundle {
+        let tenant = self.tenant.map(file)
+        let documents = entries.filter { $0.name != Self.tenantName }.map(file)
+        var leading: [Diagnostic] = []
+        if tenant == nil {
+            leading.append(Diagnostic(
+                severity: .warning, code: .noTenant,
+                message: "the bundle has no tenant.json, so it knows no accounts and treats every account as unmanaged",
+                location: DocumentLocation(file: path(of: Self.tenantName), line: 1, column: 1)))
+        }
+        do {
+            var bundle = try PolicyBundle.load(tenant: tenant, documents: documents)
+            bundle.warnings = leading + bundle.warnings
+            return bundle
+        } catch {
+            throw BundleError(diagnostics: leading + error.diagnostics)
+        }
+    }
+
+    private func path(of name: String) -> String {
+        directory.map { ($0 as NSString).appendingPathComponent(name) } ?? name
+    }
+
+    private func file(_ entry: Entry) -> PolicyBundle.File {
+        PolicyBundle.File(name: path(of: entry.name), bytes: entry.bytes)
+    }
+
+    static func problem(_ path: String, _ message: String) -> Diagnostic {
+        Diagnostic(severity: .error, code: .unreadable, message: message, location: DocumentLocation(file: path, line: 1, column: 1))
+    }
+
+    struct ReadFailure: Error {
+        let message: String
+    }
+
+    /// The bytes of the regular file at `path` (a symbolic link to one is followed), without
+    /// ever blocking: a FIFO or a device is refused by its type before anything is read.
+    static func readRegularFile(_ path: String) -> Result<[UInt8], ReadFailure> {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else {
+            let code = errno
+            var link = stat()
+            if code == ENOENT, lstat(path, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK {
+                return .failure(ReadFailure(message: "a symbolic link to nothing: the file it names does not exist"))
+            }
+            switch code {
+            case ELOOP: return .failure(ReadFailure(message: "a symbolic link loop"))
+            case ENOENT: return .failure(ReadFailure(message: "the file vanished while the bundle was read"))
+            default: return .failure(ReadFailure(message: "cannot open the file: \(String(cString: strerror(code)))"))
+            }
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            return .failure(ReadFailure(message: "cannot read the file's status: \(String(cString: strerror(errno)))"))
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(ReadFailure(message: "\(kind(of: status.st_mode)) named like a policy file; a bundle's *.json entries must be regular files"))
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(status.st_size))
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(ReadFailure(message: "reading the file failed: \(String(cString: strerror(errno)))"))
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: buffer[..<count])
+        }
+        return .success(bytes)
+    }
+
+    private static func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        #if canImport(Glibc)
+        Glibc.read(descriptor, buffer, count)
+        #else
+        Darwin.read(descriptor, buffer, count)
+        #endif
+    }
+
+    private static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "not a regular file but something"
+        }
+    }
+}
+
+/// What `stat` says of a bundle directory's entries: enough to tell that a file may have
+/// changed without reading it. Watching compares probes and reads the files only when the
+/// probe changed.
+public struct BundleProbe: Sendable, Hashable {
+    struct EntryStatus: Sendable, Hashable {
+        let name: String
+        let device: UInt64
+        let inode: UInt64
+        let mode: UInt32
+        let size: Int64
+        let modified: Int64
+        let changed: Int64
+        /// The `errno` of a failed `stat` (a dangling link), else 0.
+        let failure: Int32
+    }
+
+    private let entries: [EntryStatus]
+
+    /// The probe of `directory`; nil when it cannot be listed.
+    public static func take(directory: String) -> BundleProbe? {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
+        var entries: [EntryStatus] = []
+        for name in BundleFiles.entryNames(among: names) {
+            var status = stat()
+            let path = (directory as NSString).appendingPathComponent(name)
+            guard stat(path, &status) == 0 else {
+                entries.append(EntryStatus(name: name, device: 0, inode: 0, mode: 0, size: 0, modified: 0, changed: 0, failure: errno))
+                continue
+            }
+            entries.append(EntryStatus(
+                name: name, device: UInt64(status.st_dev), inode: UInt64(status.st_ino), mode: UInt32(status.st_mode),
+                size: Int64(status.st_size),
+                modified: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                changed: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec), failure: 0))
+        }
+        return BundleProbe(entries: entries)
+    }
+}
