@@ -85,13 +85,21 @@ public struct Decision: Sendable, Hashable, CustomStringConvertible {
     /// For `notifications`: the restriction in force.
     public var notificationRestriction: NotificationRestriction? {
         if case .notifications(let restriction) = primary.code { return restriction }
-        return action == .notifications ? .allow : nil
+        guard action == .notifications else { return nil }
+        return isAllowed ? .allow : .block
     }
 
     /// For `offlineAccess`: the account's offline state.
     public var offlineState: OfflineState? {
         if case .offline(let state, _) = primary.code { return state }
-        return action == .offlineAccess ? .online : nil
+        guard action == .offlineAccess else { return nil }
+        return isAllowed ? .online : .accessBlocked
+    }
+
+    /// The decision for an action about an account whose forms contradict each other: the
+    /// most restrictive answer (blocked; for `encryptionRequired`, required).
+    static func refused(_ action: DecisionAction, _ role: AccountRole) -> Decision {
+        Decision(action, allowed: action == .encryptionRequired, Finding(.contradictoryAccount(role), nil))
     }
 
     /// `allow: reason` or `block: reason`.

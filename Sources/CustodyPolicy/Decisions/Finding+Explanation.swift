@@ -20,6 +20,8 @@ extension Finding {
 
     private var statement: String {
         switch code {
+        case .contradictoryAccount(let role):
+            return "\(role.phrase) carries an OID and a UPN that the tenant records for different accounts: it is ambiguous, so the action is refused"
         case .unmanaged(let role):
             return "\(role.phrase) is not managed: no protection policy applies to it"
 

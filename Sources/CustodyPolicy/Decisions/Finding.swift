@@ -22,6 +22,9 @@ public struct Finding: Sendable, Hashable {
     /// The rules of DESIGN.md's decision contract.
     public enum Code: Sendable, Hashable {
         case unmanaged(AccountRole)
+        /// The account in this role carries an OID and a UPN that the tenant does not link
+        /// (see `PolicySnapshot.resolveAccount(_:)`): the action is refused.
+        case contradictoryAccount(AccountRole)
 
         // Save to (the owner's policy).
         case saveAsAllowed
@@ -78,7 +81,7 @@ public struct Finding: Sendable, Hashable {
     /// unmanaged accounts.
     public var setting: PolicySetting? {
         switch code {
-        case .unmanaged, .allowedAccountsUnrestricted, .allowedAccountListed, .allowedAccountNotListed: nil
+        case .unmanaged, .contradictoryAccount, .allowedAccountsUnrestricted, .allowedAccountListed, .allowedAccountNotListed: nil
         case .saveAsAllowed, .saveLocationNeverAllowed, .saveAccountDocument: .saveAsBlocked
         case .saveLocationListed, .saveLocationNotListed, .saveLocationOtherAccount: .allowedDataStorageLocations
         case .locationAccountIngestion, .ingestionAllowed, .openLocationNeverAllowed, .openLocalSource:

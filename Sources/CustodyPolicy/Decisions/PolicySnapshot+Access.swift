@@ -8,13 +8,14 @@ extension PolicySnapshot {
     /// misses are logged for diagnosis: a match that differs only in case (allowed), and an
     /// entry with the same local part at another domain (not allowed).
     public func accountAllowed(_ account: AccountID?) -> Decision {
+        let party = resolve(account)
+        if party.isContradictory { return .refused(.accountAllowed, .account) }
         guard let allowedAccounts else {
             return Decision(.accountAllowed, allowed: true, Finding(.allowedAccountsUnrestricted, nil))
         }
         guard let account else {
             return Decision(.accountAllowed, allowed: false, Finding(.allowedAccountNotListed, nil))
         }
-        let party = resolve(account)
         if let entry = allowedAccounts.match(account, tenantIndex: party.index) {
             if entry != account.upn, entry != account.oid, AccountID(entry).map({ $0.isSameAccount(as: account) }) == true {
                 logger.notice(
@@ -38,7 +39,9 @@ extension PolicySnapshot {
     /// to be wiped (`OfflineState.wipeRequired`). Unmanaged accounts are never blocked.
     /// A negative time (a check-in stamped in the future) counts as no time offline.
     public func offlineAccess(account: AccountID?, offlineFor: Duration) -> Decision {
-        guard let policy = resolve(account).policy else {
+        let party = resolve(account)
+        if party.isContradictory { return .refused(.offlineAccess, .account) }
+        guard let policy = party.policy else {
             return Decision(.offlineAccess, allowed: true, Finding(.unmanaged(.account), nil))
         }
         let offline = max(offlineFor, .zero)

@@ -14,7 +14,9 @@ extension PolicySnapshot {
     /// Android: `screenCaptureBlocked`. iOS: `screenCaptureConfigurationState` (iOS 26).
     /// With no platform in the context, either blocking blocks.
     public func screenCapture(account: AccountID?) -> Decision {
-        guard let policy = resolve(account).policy else {
+        let party = resolve(account)
+        if party.isContradictory { return .refused(.screenCapture, .account) }
+        guard let policy = party.policy else {
             return Decision(.screenCapture, allowed: true, Finding(.unmanaged(.account), nil))
         }
         let androidBlocked = policy.screenCaptureBlocked.value
@@ -36,7 +38,9 @@ extension PolicySnapshot {
     /// `isAllowed` is true only for `allow`; `notificationRestriction` on the decision tells an
     /// app that may still show a notification without org data (`blockOrganizationalData`).
     public func notifications(account: AccountID?) -> Decision {
-        guard let policy = resolve(account).policy else {
+        let party = resolve(account)
+        if party.isContradictory { return .refused(.notifications, .account) }
+        guard let policy = party.policy else {
             return Decision(.notifications, allowed: true, Finding(.unmanaged(.account), nil))
         }
         let restriction = policy.notificationRestriction.value
@@ -50,7 +54,9 @@ extension PolicySnapshot {
     /// requires it, or, when neither is configured, by Intune's default (required).
     /// Unmanaged accounts need no encryption (their data is only tagged).
     public func encryptionRequired(account: AccountID?) -> Decision {
-        guard let policy = resolve(account).policy else {
+        let party = resolve(account)
+        if party.isContradictory { return .refused(.encryptionRequired, .account) }
+        guard let policy = party.policy else {
             return Decision(.encryptionRequired, allowed: false, Finding(.unmanaged(.account), nil))
         }
         let ios = (setting: PolicySetting.appDataEncryptionType, required: policy.appDataEncryptionType.value != .useDeviceSettings)
@@ -75,7 +81,9 @@ extension PolicySnapshot {
         _ action: DecisionAction, account: AccountID?, _ keyPath: KeyPath<EffectivePolicy, ResolvedSetting<Bool>>,
         _ code: (Bool) -> Finding.Code
     ) -> Decision {
-        guard let policy = resolve(account).policy else {
+        let party = resolve(account)
+        if party.isContradictory { return .refused(action, .account) }
+        guard let policy = party.policy else {
             return Decision(action, allowed: true, Finding(.unmanaged(.account), nil))
         }
         let blocked = policy[keyPath: keyPath].value

@@ -6,7 +6,9 @@ extension PolicySnapshot {
     /// `allowedOutboundClipboardSharingExceptionLength` characters is always allowed.
     /// - Parameter length: characters copied; nil when unknown (the exception cannot apply).
     public func copyOut(owner: AccountID?, destinationManaged: Bool, length: Int?) -> Decision {
-        guard let policy = resolve(owner).policy else {
+        let party = resolve(owner)
+        if party.isContradictory { return .refused(.copyOut, .owner) }
+        guard let policy = party.policy else {
             return Decision(.copyOut, allowed: true, Finding(.unmanaged(.owner), nil))
         }
         let level = policy.allowedOutboundClipboardSharingLevel.value
@@ -31,7 +33,9 @@ extension PolicySnapshot {
     /// `allowedOutboundClipboardSharingLevel`: `allApps` and `managedAppsWithPasteIn` allow any
     /// source; `managedApps` allows a policy-managed source; `blocked` blocks.
     public func pasteIn(owner: AccountID?, sourceManaged: Bool) -> Decision {
-        guard let policy = resolve(owner).policy else {
+        let party = resolve(owner)
+        if party.isContradictory { return .refused(.pasteIn, .owner) }
+        guard let policy = party.policy else {
             return Decision(.pasteIn, allowed: true, Finding(.unmanaged(.owner), nil))
         }
         let level = policy.allowedOutboundClipboardSharingLevel.value

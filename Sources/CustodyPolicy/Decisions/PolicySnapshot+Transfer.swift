@@ -16,6 +16,8 @@ extension PolicySnapshot {
     public func saveTo(owner: AccountID?, location: SaveLocation, locationAccount: AccountID?) -> Decision {
         let ownerParty = resolve(owner)
         let target = resolve(locationAccount)
+        if ownerParty.isContradictory { return .refused(.saveTo, .owner) }
+        if target.isContradictory { return .refused(.saveTo, .locationAccount) }
         let sameAccount = isSame(locationAccount, target, owner, ownerParty)
         let primary: Finding
         if let policy = ownerParty.policy {
@@ -64,6 +66,8 @@ extension PolicySnapshot {
     public func openFrom(receiver: AccountID?, location: OpenLocation, locationAccount: AccountID?) -> Decision {
         let receiverParty = resolve(receiver)
         let source = resolve(locationAccount)
+        if receiverParty.isContradictory { return .refused(.openFrom, .receiver) }
+        if source.isContradictory { return .refused(.openFrom, .locationAccount) }
         let sameAccount = isSame(locationAccount, source, receiver, receiverParty)
         let primary: Finding
         if let policy = receiverParty.policy {
@@ -115,6 +119,8 @@ extension PolicySnapshot {
     public func receive(receiver: AccountID?, dataOwner: AccountID?) -> Decision {
         let receiverParty = resolve(receiver)
         let owner = resolve(dataOwner)
+        if receiverParty.isContradictory { return .refused(.receive, .receiver) }
+        if owner.isContradictory { return .refused(.receive, .dataOwner) }
         let same = isSame(dataOwner, owner, receiver, receiverParty)
         let primary: Finding
         if let policy = receiverParty.policy {
@@ -152,6 +158,7 @@ extension PolicySnapshot {
     }
 
     private func shareDecision(owner: PolicySnapshot.Party, target: String) -> Decision {
+        if owner.isContradictory { return .refused(.share, .owner) }
         guard let policy = owner.policy else {
             return Decision(.share, allowed: true, Finding(.unmanaged(.owner), nil))
         }

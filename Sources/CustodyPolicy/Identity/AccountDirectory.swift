@@ -1,8 +1,9 @@
 /// An index of a tenant's accounts by OID and by UPN, case-insensitive.
 ///
 /// Resolving an `AccountID` finds the tenant account it names: by OID first (the stable key),
-/// else by UPN, else by the other form for ids given as a bare string. An id whose UPN belongs to
-/// a tenant account with a different OID does not resolve: the UPN was reassigned or mistyped.
+/// else by UPN, else by the other form for ids given as a bare string. An id that carries both
+/// forms resolves only when they agree with the tenant (see `find(_:)`); otherwise it is
+/// contradictory, and decisions about it are blocked.
 ///
 /// Lookups are on the decision hot path, so the two indexes are open-addressing tables keyed by
 /// the hash every `AccountID` computed once when it was made: a lookup is a few probes and one
@@ -19,23 +20,66 @@ struct AccountDirectory: Sendable {
         byUPN = AccountTable(keys: accounts.map(\.id.upnKey))
     }
 
-    /// The index of the tenant account `id` names, or nil when it names none.
+    /// What `find` returns for an id the tenant does not know.
+    static let unknown: Int32 = -1
+    /// What `find` returns for an id whose OID and UPN name different accounts, or whose one
+    /// form the tenant knows for an account recorded with another value of the other form.
+    static let contradictory: Int32 = -2
+
+    /// The index of the tenant account `id` names, or nil when it names none (unknown or
+    /// contradictory).
     @inline(__always)
     func index(of id: AccountID) -> Int32? {
-        if let key = id.oidKey {
-            if let index = byOID.find(key) { return index }
-            if let upnKey = id.upnKey {
-                // An OID we do not know with a UPN we do: only the same account if the tenant
-                // never recorded that account's OID.
-                guard let index = byUPN.find(upnKey), accounts[Int(index)].id.oid == nil else { return nil }
-                return index
-            }
-            return byUPN.find(key)
+        let found = find(id)
+        return found >= 0 ? found : nil
+    }
+
+    /// The index of the tenant account `id` names, `unknown` or `contradictory`.
+    ///
+    /// An id with both forms must agree with the tenant: its OID and UPN name the same
+    /// account, or the tenant records no value of the other form for the account one names.
+    /// `{"oid": alice's, "upn": bob's}` and `{"oid": unknown, "upn": alice's}` (alice having an
+    /// OID) are contradictory, never a silent pick of one form.
+    @inline(__always)
+    func find(_ id: AccountID) -> Int32 {
+        guard let oidKey = id.oidKey else {
+            guard let upnKey = id.upnKey else { return Self.unknown }
+            return byUPN.find(upnKey) ?? byOID.find(upnKey) ?? Self.unknown
         }
-        if let key = id.upnKey {
-            return byUPN.find(key) ?? byOID.find(key)
+        let byOIDIndex = byOID.find(oidKey)
+        guard let upnKey = id.upnKey else {
+            return byOIDIndex ?? byUPN.find(oidKey) ?? Self.unknown
         }
-        return nil
+        let byUPNIndex = byUPN.find(upnKey)
+        switch (byOIDIndex, byUPNIndex) {
+        case (let oidIndex?, let upnIndex?):
+            return oidIndex == upnIndex ? oidIndex : Self.contradictory
+        case (let oidIndex?, nil):
+            return accounts[Int(oidIndex)].id.upn == nil ? oidIndex : Self.contradictory
+        case (nil, let upnIndex?):
+            return accounts[Int(upnIndex)].id.oid == nil ? upnIndex : Self.contradictory
+        case (nil, nil):
+            return Self.unknown
+        }
+    }
+}
+
+extension AccountDirectory {
+    /// Why `id` is contradictory, in words (see `find(_:)`).
+    func contradiction(of id: AccountID) -> String {
+        let oidIndex = id.oidKey.flatMap { byOID.find($0) }
+        let upnIndex = id.upnKey.flatMap { byUPN.find($0) }
+        let oid = id.oid ?? "", upn = id.upn ?? ""
+        switch (oidIndex, upnIndex) {
+        case (let oidIndex?, let upnIndex?):
+            return "the OID \(oid) is \(accounts[Int(oidIndex)].id)'s but the UPN \(upn) is \(accounts[Int(upnIndex)].id)'s"
+        case (let oidIndex?, nil):
+            return "the OID \(oid) is \(accounts[Int(oidIndex)].id)'s, whose UPN the tenant records as \(accounts[Int(oidIndex)].id.upn ?? "")"
+        case (nil, let upnIndex?):
+            return "the UPN \(upn) is the tenant's account with OID \(accounts[Int(upnIndex)].id.oid ?? ""), not \(oid), which the tenant does not know"
+        case (nil, nil):
+            return "the tenant knows neither \(oid) nor \(upn)"
+        }
     }
 }
 

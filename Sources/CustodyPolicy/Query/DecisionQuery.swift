@@ -75,6 +75,26 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension PolicySnapshot {
+    /// Checks the accounts a query names: an account whose OID and UPN the tenant records for
+    /// different accounts is always an error (never a silent pick of one form); with `strict`,
+    /// so is an account the tenant does not know (otherwise it counts as unmanaged).
+    /// - Throws: `QueryError` naming the account and its role.
+    public func checkAccounts(of query: DecisionQuery, strict: Bool) throws(QueryError) {
+        for (role, account) in query.accounts {
+            switch directory.find(account) {
+            case AccountDirectory.contradictory:
+                throw QueryError(
+                    message: "contradictory account (\(role.phrase)): \(directory.contradiction(of: account)); name the account by one form, or by both as the tenant records them",
+                    column: 1)
+            case AccountDirectory.unknown where strict:
+                throw QueryError(
+                    message: "unknown account '\(account)' (\(role.phrase)): not in the tenant; without --strict-accounts it counts as unmanaged",
+                    column: 1)
+            default: continue
+            }
+        }
+    }
+
     /// Answers a query. Share queries answer with one decision per target; every other query
     /// with one decision.
     public func answer(_ query: DecisionQuery) -> DecisionAnswer {

@@ -37,6 +37,9 @@ public struct DecisionStream {
     public var lineNumber = 0
     /// Lines answered with an error so far.
     public private(set) var errorCount = 0
+    /// Called with each query answered (lines that are errors excluded), before its answer is
+    /// written: what an audit log of decisions hooks into.
+    public var onAnswer: ((DecisionQuery, DecisionAnswer) -> Void)?
 
     private var document: JSONDocument
     private var writer = JSONWriter(reservingCapacity: 512)
@@ -61,6 +64,7 @@ public struct DecisionStream {
         do throws(QueryError) {
             let query = try readQuery(line)
             let answer = snapshot.answer(query)
+            onAnswer?(query, answer)
             write(answer, query: query)
         } catch {
             errorCount += 1
@@ -117,13 +121,7 @@ public struct DecisionStream {
             throw QueryError(message: error.message, column: JSONText.lineAndColumn(ofOffset: error.offset, in: document.source).column)
         }
         let query = try DecisionQuery(json: document.root, currentTime: options.currentTime)
-        if options.strictAccounts {
-            for (role, account) in query.accounts where snapshot.tenantAccount(for: account) == nil {
-                throw QueryError(
-                    message: "unknown account '\(account)' (\(role.phrase)): not in the tenant; without --strict-accounts it counts as unmanaged",
-                    column: 1)
-            }
-        }
+        try snapshot.checkAccounts(of: query, strict: options.strictAccounts)
         return query
     }
 

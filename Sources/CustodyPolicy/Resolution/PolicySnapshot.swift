@@ -96,9 +96,21 @@ public final class PolicySnapshot: Sendable {
         resolve(account).policy != nil
     }
 
-    /// The tenant's record of `account`, or nil when the tenant does not know it.
+    /// The tenant's record of `account`, or nil when the tenant does not know it (or the
+    /// account's forms contradict each other: see `resolveAccount(_:)`).
     public func tenantAccount(for account: AccountID) -> TenantAccount? {
         directory.index(of: account).map { directory.accounts[Int($0)] }
+    }
+
+    /// What the tenant makes of `account`: the account it names, no account, or a
+    /// contradiction (an OID and a UPN that the tenant records for different accounts, or a
+    /// form it records for an account whose other form differs). Decisions about a
+    /// contradictory account are blocked; queries naming one are errors.
+    public func resolveAccount(_ account: AccountID) -> AccountResolution {
+        let found = directory.find(account)
+        if found >= 0 { return .tenant(directory.accounts[Int(found)]) }
+        guard found == AccountDirectory.contradictory else { return .unknown }
+        return .contradictory(directory.contradiction(of: account))
     }
 
     /// Whether `first` and `second` name the same account: the same tenant account when the
@@ -113,15 +125,19 @@ public final class PolicySnapshot: Sendable {
     /// An account as a decision sees it: where the tenant lists it and its policy. The id itself
     /// stays with the caller, so resolving copies no strings.
     struct Party {
-        /// Index in the tenant, or -1.
+        /// Index in the tenant, `AccountDirectory.unknown` or `AccountDirectory.contradictory`.
         let index: Int32
         let policy: EffectivePolicy?
         var isManaged: Bool { policy != nil }
+        /// The account's OID and UPN name different accounts: decisions about it are blocked.
+        var isContradictory: Bool { index == AccountDirectory.contradictory }
     }
 
     @inline(__always)
     func resolve(_ account: AccountID?) -> Party {
-        guard let account, let index = directory.index(of: account) else { return Party(index: -1, policy: nil) }
+        guard let account else { return Party(index: AccountDirectory.unknown, policy: nil) }
+        let index = directory.find(account)
+        guard index >= 0 else { return Party(index: index, policy: nil) }
         let policyIndex = policyIndexOfAccount[Int(index)]
         return Party(index: index, policy: policyIndex < 0 ? nil : effectivePolicies[Int(policyIndex)])
     }
@@ -139,6 +155,17 @@ public final class PolicySnapshot: Sendable {
         case (false, false): return firstID.isSameAccount(as: secondID)
         }
     }
+}
+
+/// What a tenant makes of an account id (`PolicySnapshot.resolveAccount(_:)`).
+public enum AccountResolution: Sendable, Hashable {
+    /// The tenant's account: its record carries both forms when the tenant lists both.
+    case tenant(TenantAccount)
+    /// The tenant does not know the account: it is unmanaged.
+    case unknown
+    /// The id's forms name different accounts, or disagree with the tenant's record; the
+    /// message says how.
+    case contradictory(String)
 }
 
 /// Values shared by every account with the same key: each distinct key's value is made once.
