@@ -3,12 +3,16 @@ import GRDB
 
 /// One line of the audit log.
 public struct AuditEntry: Sendable, Hashable {
-    public enum Kind: String, Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// A decision, when decision auditing is on.
         case decision
         case wipe
+        /// A bundle applied or rejected.
         case bundle
         /// A secret stored or removed (its identifier; never its value).
         case secret
+        /// An account key rotated.
+        case key
     }
 
     public let id: Int64
@@ -24,33 +28,92 @@ public struct AuditEntry: Sendable, Hashable {
     public let detail: String?
 }
 
+/// An entry to append to the audit log.
+public struct AuditRecord: Sendable, Hashable {
+    public let kind: AuditEntry.Kind
+    public let account: String?
+    public let action: String
+    public let allowed: Bool?
+    public let detail: String?
+    public let at: Date
+
+    public init(_ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, at: Date) {
+        self.kind = kind
+        self.account = account
+        self.action = action
+        self.allowed = allowed
+        self.detail = detail
+        self.at = at
+    }
+}
+
 extension CustodyDatabase {
-    /// Whether decisions and wipes are written to the audit log (on by default).
+    /// Whether the audit log is written at all (on by default): bundles, wipes, key rotations,
+    /// secret changes, and decisions when `isDecisionAuditEnabled`.
     public func isAuditEnabled() throws(StoreError) -> Bool {
-        try read("reading the audit setting") { db in
-            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'audit'") ?? "on"
-        } != "off"
+        try read("reading the audit setting") { db in try Self.setting("audit", in: db) } != "off"
     }
 
     /// Switches the audit log on or off (kept in the database, for every process).
     public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the audit setting") { db in
-            try db.execute(
-                sql: "INSERT INTO settings (name, value) VALUES ('audit', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                arguments: [enabled ? "on" : "off"])
+        try write("changing the audit setting") { db in try Self.setSetting("audit", enabled ? "on" : "off", in: db) }
+    }
+
+    /// Whether every decision is audited too (off by default: it costs a database write per
+    /// batch of decisions). Needs the audit log on.
+    public func isDecisionAuditEnabled() throws(StoreError) -> Bool {
+        try read("reading the decision audit setting") { db in
+            try Self.setting("audit", in: db) != "off" && Self.setting("audit_decisions", in: db) == "on"
         }
+    }
+
+    /// Switches decision auditing on or off.
+    public func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError) {
+        try write("changing the decision audit setting") { db in try Self.setSetting("audit_decisions", enabled ? "on" : "off", in: db) }
+    }
+
+    private static func setting(_ name: String, in db: Database) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
+    }
+
+    private static func setSetting(_ name: String, _ value: String, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            arguments: [name, value])
     }
 
     /// Appends an entry when auditing is on; returns whether it was written.
     @discardableResult
     public func audit(_ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, at date: Date) throws(StoreError) -> Bool {
         try write("writing the audit log") { db in
-            guard try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'audit'") != "off" else { return false }
-            try db.execute(
-                sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [date, kind.rawValue, account, action, allowed, detail])
-            return true
+            try Self.audit(kind, account: account, action: action, allowed: allowed, detail: detail, at: date, in: db)
         }
+    }
+
+    /// Appends entries in one transaction when auditing is on; returns how many were written.
+    @discardableResult
+    public func audit(_ records: [AuditRecord]) throws(StoreError) -> Int {
+        guard !records.isEmpty else { return 0 }
+        return try write("writing the audit log") { db in
+            guard try Self.setting("audit", in: db) != "off" else { return 0 }
+            let insert = try db.makeStatement(sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)")
+            for record in records {
+                try insert.execute(arguments: [record.at, record.kind.rawValue, record.account, record.action, record.allowed, record.detail])
+            }
+            return records.count
+        }
+    }
+
+    /// Appends an entry inside a transaction, when auditing is on.
+    @discardableResult
+    static func audit(
+        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String?, at date: Date, in db: Database
+    ) throws -> Bool {
+        guard try setting("audit", in: db) != "off" else { return false }
+        try db.execute(
+            sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [date, kind.rawValue, account, action, allowed, detail])
+        return true
     }
 
     /// Audit entries at or after `since` (all when nil), oldest first.

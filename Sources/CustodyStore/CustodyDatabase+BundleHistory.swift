@@ -20,12 +20,14 @@ public struct BundleRecord: Sendable, Hashable {
 }
 
 extension CustodyDatabase {
-    /// Records a bundle that was applied or rejected, with the files of an applied one (in the
-    /// same transaction: a crash keeps both or neither); returns its record.
+    /// Records a bundle that was applied or rejected, with the files of an applied one and the
+    /// accounts its tenant lists (see `recordAccounts(_:at:)`), and an audit entry when
+    /// auditing is on, all in one transaction: a crash keeps all of it or none. Returns its
+    /// record.
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])] = [],
-        at date: Date
+        accounts: [(owner: String, aliases: [String])] = [], at date: Date
     ) throws(StoreError) -> BundleRecord {
         let id = try write("recording a bundle") { db in
             try db.execute(
@@ -35,6 +37,10 @@ extension CustodyDatabase {
             for file in files {
                 try db.execute(sql: "INSERT INTO bundle_files (bundle_id, name, bytes) VALUES (?, ?, ?)", arguments: [id, file.name, Data(file.bytes)])
             }
+            try Self.recordAccounts(accounts, at: date, in: db)
+            try Self.audit(
+                .bundle, account: nil, action: result == .applied ? "apply" : "reject",
+                detail: "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")", at: date, in: db)
             return id
         }
         return BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message)

@@ -92,6 +92,31 @@ extension CustodyDatabase {
                 table.primaryKey(["bundle_id", "name"])
             }
         }
+        migrator.registerMigration("v3: accounts, their aliases, wiped identifiers") { db in
+            // Every account the installation has seen, by its canonical identifier (the tenant's
+            // OID, else its UPN), and when it was first seen: offline grace counts from then
+            // for an account that never checked in.
+            try db.create(table: "accounts") { table in
+                table.column("owner", .text).primaryKey()
+                table.column("first_seen", .datetime).notNull()
+            }
+            // Every identifier that names an account now or named it once (an earlier UPN):
+            // a wipe deletes the keys kept under any of them.
+            try db.create(table: "account_aliases") { table in
+                table.column("alias", .text).notNull()
+                table.column("owner", .text).notNull()
+                table.column("since", .datetime).notNull()
+                table.primaryKey(["alias", "owner"])
+            }
+            try db.create(index: "account_aliases_by_owner", on: "account_aliases", columns: ["owner"])
+            // Identifiers whose keys a wipe deleted: an envelope sealed for one is reported as
+            // wiped, not merely undecryptable.
+            try db.create(table: "wiped_identifiers") { table in
+                table.column("identifier", .text).primaryKey()
+                table.column("account", .text).notNull()
+                table.column("at", .datetime).notNull()
+            }
+        }
         return migrator
     }()
 }

@@ -76,27 +76,3 @@ extension CustodyDatabase {
         return secrets
     }
 }
-
-extension CustodyDatabase {
-    /// Everything the database holds for one owner, removed in one transaction: every version
-    /// of its keys, its secrets and its check-in (kept under `checkInKey`), with an audit entry
-    /// when auditing is on. Then the write-ahead log is truncated, so no copy of the keys stays.
-    /// - Returns: how many key versions there were.
-    @discardableResult
-    public func wipe(owner: String, checkInKey: String, reason: String, at date: Date) throws(StoreError) -> Int {
-        let versions = try write("wiping \(owner)") { db -> Int in
-            try db.execute(sql: "DELETE FROM account_keys WHERE owner = ?", arguments: [owner])
-            let versions = db.changesCount
-            try db.execute(sql: "DELETE FROM secrets WHERE scope = ?", arguments: [owner])
-            try db.execute(sql: "DELETE FROM check_ins WHERE account = ?", arguments: [checkInKey])
-            if try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'audit'") != "off" {
-                try db.execute(
-                    sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, 'wipe', ?, 'wipe', NULL, ?)",
-                    arguments: [date, owner, "\(versions) key versions; \(reason)"])
-            }
-            return versions
-        }
-        try truncateLog()
-        return versions
-    }
-}

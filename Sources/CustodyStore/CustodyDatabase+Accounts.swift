@@ -1,0 +1,139 @@
+public import Foundation
+import GRDB
+
+/// An account as the state knows it: its canonical identifier and every identifier that names
+/// it now or named it once.
+public struct AccountRecord: Sendable, Hashable {
+    /// The canonical identifier (`oid:...`, or `upn:...` for an account the tenant lists by
+    /// UPN only): what keys, secrets and check-ins are kept under.
+    public let owner: String
+    /// Every other identifier known for it, sorted.
+    public let aliases: [String]
+    /// When the installation first saw it.
+    public let firstSeen: Date
+}
+
+/// What a wipe deleted, per identifier.
+public struct WipeCounts: Sendable, Hashable {
+    /// Key versions deleted, by the identifier they were kept under (only identifiers that had
+    /// some).
+    public let keyVersions: [String: Int]
+    /// Secrets deleted.
+    public let secrets: Int
+    /// Check-ins deleted.
+    public let checkIns: Int
+
+    /// Key versions deleted in all.
+    public var totalKeyVersions: Int { keyVersions.values.reduce(0, +) }
+}
+
+extension CustodyDatabase {
+    /// Records that the installation sees these accounts now: each canonical identifier with
+    /// the aliases it has. Accounts and aliases already recorded keep their first-seen times.
+    public func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date) throws(StoreError) {
+        guard !accounts.isEmpty else { return }
+        try write("recording accounts") { db in try Self.recordAccounts(accounts, at: date, in: db) }
+    }
+
+    static func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date, in db: Database) throws {
+        let account = try db.makeStatement(sql: "INSERT OR IGNORE INTO accounts (owner, first_seen) VALUES (?, ?)")
+        let alias = try db.makeStatement(sql: "INSERT OR IGNORE INTO account_aliases (alias, owner, since) VALUES (?, ?, ?)")
+        for (owner, aliases) in accounts {
+            try account.execute(arguments: [owner, date])
+            for name in aliases where name != owner {
+                try alias.execute(arguments: [name, owner, date])
+            }
+        }
+    }
+
+    /// The account recorded under `owner`, if any.
+    public func account(owner: String) throws(StoreError) -> AccountRecord? {
+        let found = try read("reading the account \(owner)") { db -> (Date, [String])? in
+            guard let firstSeen = try Date.fetchOne(db, sql: "SELECT first_seen FROM accounts WHERE owner = ?", arguments: [owner]) else { return nil }
+            let aliases = try String.fetchAll(db, sql: "SELECT alias FROM account_aliases WHERE owner = ? ORDER BY alias", arguments: [owner])
+            return (firstSeen, aliases)
+        }
+        return found.map { AccountRecord(owner: owner, aliases: $0.1, firstSeen: $0.0) }
+    }
+
+    /// The canonical identifiers of the accounts `identifier` names: the account recorded under
+    /// it, every account it is (or was) an alias of, and the identifier itself when keys,
+    /// secrets or a check-in are kept under it (state written before accounts were recorded).
+    /// Sorted; empty when none.
+    public func owners(named identifier: String) throws(StoreError) -> [String] {
+        try read("looking up \(identifier)") { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT owner FROM accounts WHERE owner = :id
+                    UNION SELECT owner FROM account_aliases WHERE alias = :id
+                    UNION SELECT owner FROM account_keys WHERE owner = :id
+                    UNION SELECT scope FROM secrets WHERE scope = :id
+                    UNION SELECT account FROM check_ins WHERE account = :id
+                    ORDER BY 1
+                    """,
+                arguments: ["id": identifier])
+        }
+    }
+
+    /// When each recorded account was first seen, by canonical identifier.
+    public func accountsFirstSeen() throws(StoreError) -> [String: Date] {
+        let rows = try read("reading accounts") { db in try Row.fetchAll(db, sql: "SELECT owner, first_seen FROM accounts") }
+        var result: [String: Date] = [:]
+        for row in rows {
+            guard let owner: String = row["owner"], let at: Date = row["first_seen"] else {
+                throw StoreError(.corrupt, "an account row is damaged", path: path)
+            }
+            result[owner] = at
+        }
+        return result
+    }
+
+    /// Selective wipe of one account kept under several identifiers (its canonical one and its
+    /// aliases): every key version, secret and check-in under any of them, in one transaction,
+    /// with one audit entry (when auditing is on) naming what was deleted. The identifiers are
+    /// recorded as wiped. Then the write-ahead log is truncated, so no copy of the keys stays.
+    /// - Parameter account: the canonical identifier, for the audit entry.
+    @discardableResult
+    public func wipe(identifiers: [String], account: String, reason: String, at date: Date) throws(StoreError) -> WipeCounts {
+        let counts = try write("wiping \(account)") { db -> WipeCounts in
+            var keyVersions: [String: Int] = [:]
+            var secrets = 0
+            var checkIns = 0
+            for identifier in identifiers {
+                try db.execute(sql: "DELETE FROM account_keys WHERE owner = ?", arguments: [identifier])
+                if db.changesCount > 0 { keyVersions[identifier] = db.changesCount }
+                try db.execute(sql: "DELETE FROM secrets WHERE scope = ?", arguments: [identifier])
+                secrets += db.changesCount
+                try db.execute(sql: "DELETE FROM check_ins WHERE account = ?", arguments: [identifier])
+                checkIns += db.changesCount
+                try db.execute(
+                    sql: """
+                        INSERT INTO wiped_identifiers (identifier, account, at) VALUES (?, ?, ?)
+                        ON CONFLICT(identifier) DO UPDATE SET account = excluded.account, at = excluded.at
+                        """,
+                    arguments: [identifier, account, date])
+            }
+            let counts = WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns)
+            let under = identifiers.map { "\($0): \(keyVersions[$0] ?? 0)" }.joined(separator: ", ")
+            try Self.audit(
+                .wipe, account: account, action: "wipe",
+                detail: "key versions deleted: \(counts.totalKeyVersions) (\(under)); secrets deleted: \(secrets); \(reason)", at: date, in: db)
+            return counts
+        }
+        try truncateLog()
+        return counts
+    }
+
+    /// When `identifier`'s keys were wiped, and the account it was wiped as; nil when never.
+    public func wipeRecord(of identifier: String) throws(StoreError) -> (account: String, at: Date)? {
+        let row = try read("reading the wipe record of \(identifier)") { db in
+            try Row.fetchOne(db, sql: "SELECT account, at FROM wiped_identifiers WHERE identifier = ?", arguments: [identifier])
+        }
+        guard let row else { return nil }
+        guard let account: String = row["account"], let at: Date = row["at"] else {
+            throw StoreError(.corrupt, "a wipe record is damaged", path: path)
+        }
+        return (account, at)
+    }
+}
