@@ -29,12 +29,16 @@ public enum PolicyEvent: Sendable, Hashable {
 public struct BundleRejection: Error, Sendable, Hashable, CustomStringConvertible {
     /// The bundle's directory, or another description of where it came from.
     public let source: String
-    /// The located problems (`file:line:column: error: ...`), one per line.
+    /// The located problems (`file:line:column: error: ...`), one per line, or why the bundle
+    /// could not be recorded.
     public let message: String
+    /// The bundle's diagnostics, when it did not load.
+    public let diagnostics: [Diagnostic]
 
-    public init(source: String, message: String) {
+    public init(source: String, message: String, diagnostics: [Diagnostic] = []) {
         self.source = source
         self.message = message
+        self.diagnostics = diagnostics
     }
 
     public var description: String { "\(source): bundle rejected, the policy in force is unchanged:\n\(message)" }

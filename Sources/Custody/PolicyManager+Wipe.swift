@@ -1,23 +1,43 @@
 public import CustodyPolicy
 public import CustodyProtection
-public import CustodyStore
+import CustodyStore
 public import Foundation
 import Logging
 
 /// What a selective wipe removed.
 public struct WipeReport: Sendable, Hashable {
+    /// The account as asked for.
     public let account: AccountID
-    /// The owner identifier whose keys were deleted.
-    public let owner: OwnerIdentifier
-    /// Key versions deleted: the account's envelopes can no longer be opened.
+    /// The account it resolved to.
+    public let resolved: ResolvedAccount
+    /// The canonical identifier whose keys were deleted.
+    public var owner: OwnerIdentifier { resolved.owner }
+    /// Key versions deleted, in all: the account's envelopes can no longer be opened.
     public let keyVersions: Int
+    /// Key versions deleted per identifier that had some (keys made under an alias, such as
+    /// a UPN before the tenant linked it to an OID, included).
+    public let keyVersionsByIdentifier: [OwnerIdentifier: Int]
+    /// Secrets deleted.
+    public let secrets: Int
     /// Files and directories deleted under the account's managed roots.
     public let removedPaths: [String]
 }
 
-/// Why a wipe could not finish. What was done before the failure stays done; calling `wipe`
-/// again finishes the rest.
+/// Why a wipe could not be done. What was done before the failure stays done; calling `wipe`
+/// again finishes the rest. Nothing is reported wiped that was not.
 public struct WipeError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: String, Sendable {
+        /// Neither the tenant in force nor the state knows the account.
+        case unknownAccount
+        /// The account's forms name different accounts.
+        case ambiguousAccount
+        /// The state database failed.
+        case storage
+        /// The keys are gone but a managed root could not be deleted.
+        case files
+    }
+
+    public let reason: Reason
     public let account: AccountID
     public let message: String
     public var description: String { "wiping \(account) failed: \(message)" }
@@ -46,76 +66,135 @@ extension PolicyManager {
 
     // MARK: Wipe
 
-    /// Selective wipe: deletes every version of `account`'s key (its envelopes become
-    /// unreadable), its secrets and check-in, in one transaction of the state database; then
-    /// the files registered under its managed roots; records it in the audit log and announces
-    /// `wipeCompleted`. Other accounts are untouched.
+    /// Selective wipe: resolves `account` to one account of this installation (see
+    /// `resolve(_:)`), deletes every version of its key under every identifier it has or had
+    /// here (its envelopes become unreadable), its secrets and check-ins, in one transaction of
+    /// the state database with an audit entry; then the files registered under its managed
+    /// roots; and announces `wipeCompleted`. Other accounts are untouched.
+    ///
+    /// - Throws: `WipeError` for an account the installation cannot resolve (unknown, or
+    ///   ambiguous), never a silent success; or when the state or a managed root fails.
     @discardableResult
     public func wipe(account: AccountID, reason: String = "requested") throws(WipeError) -> WipeReport {
-        let owner = owner(of: account)
-        var versions = 0
+        let resolved: ResolvedAccount
+        do {
+            resolved = try resolve(account)
+        } catch {
+            let reason: WipeError.Reason = error.code == .unknown ? .unknownAccount : error.code == .ambiguous ? .ambiguousAccount : .storage
+            throw WipeError(reason: reason, account: account, message: error.message)
+        }
+        var byIdentifier: [OwnerIdentifier: Int] = [:]
+        var secrets = 0
         do {
             if let database {
-                versions = try database.wipe(owner: owner.rawValue, checkInKey: owner.rawValue, reason: reason, at: clock())
+                let counts = try database.wipe(
+                    identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue, reason: reason, at: clock())
+                for (name, count) in counts.keyVersions { byIdentifier[OwnerIdentifier(rawValue: name)!] = count }
+                secrets = counts.secrets
             }
-            // Drops the keys from memory (and from a store other than the database).
-            if let keyRing { versions += try keyRing.wipe(owner) }
+            if let keyRing {
+                if let store = keyRing.store as? SQLiteKeyStore, store.database === database {
+                    keyRing.forget(resolved.identifiers)
+                } else {
+                    // Keys in a store of their own: delete them there too.
+                    for identifier in resolved.identifiers {
+                        let count = try keyRing.wipe(identifier)
+                        if count > 0 { byIdentifier[identifier, default: 0] += count }
+                    }
+                }
+            }
+        } catch let error as StoreError {
+            throw WipeError(reason: .storage, account: account, message: "\(error)")
         } catch {
-            throw WipeError(account: account, message: "\(error)")
+            throw WipeError(reason: .storage, account: account, message: "\(error)")
         }
         var removed: [String] = []
-        for root in managedRoots[owner]?.sorted() ?? [] where FileManager.default.fileExists(atPath: root) {
+        let roots = resolved.identifiers.flatMap { managedRoots[$0] ?? [] }
+        for root in Set(roots).sorted() where FileManager.default.fileExists(atPath: root) {
             do {
                 try FileManager.default.removeItem(atPath: root)
                 removed.append(root)
             } catch {
-                throw WipeError(account: account, message: "the keys are gone, but \(root) could not be deleted: \(error.localizedDescription)")
+                throw WipeError(reason: .files, account: account, message: "the keys are gone, but \(root) could not be deleted: \(error.localizedDescription)")
             }
         }
-        offlineWipeAnnounced.remove(owner)
-        logger.notice("account wiped", metadata: ["owner": "\(owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
-        hub.publish([.wipeCompleted(account: account), .secretsChanged(account: account, identifiers: [])])
-        return WipeReport(account: account, owner: owner, keyVersions: versions, removedPaths: removed)
+        for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
+        let versions = byIdentifier.values.reduce(0, +)
+        logger.notice("account wiped", metadata: ["owner": "\(resolved.owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
+        hub.publish([.wipeCompleted(account: resolved.id), .secretsChanged(account: resolved.id, identifiers: [])])
+        return WipeReport(
+            account: account, resolved: resolved, keyVersions: versions, keyVersionsByIdentifier: byIdentifier, secrets: secrets, removedPaths: removed)
     }
 
     // MARK: Check-ins and offline grace
 
-    /// Records a successful policy sync for `account` (now, by default).
-    public func checkIn(account: AccountID, at date: Date? = nil) throws(StoreError) {
-        let owner = owner(of: account)
-        try database?.checkIn(account: owner.rawValue, at: date ?? clock())
-        offlineWipeAnnounced.remove(owner)
+    /// Records a successful policy sync for `account` (now, by default), under its canonical
+    /// identifier. Returns the account it resolved to.
+    /// - Throws: `AccountError` for an account the installation cannot resolve, or `.storage`.
+    @discardableResult
+    public func checkIn(account: AccountID, at date: Date? = nil) throws(AccountError) -> ResolvedAccount {
+        let resolved = try resolve(account)
+        do {
+            try database?.checkIn(account: resolved.owner.rawValue, at: date ?? clock())
+        } catch {
+            throw AccountError(code: .storage, account: account, message: "cannot record the check-in of \(account): \(error)")
+        }
+        for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
+        return resolved
     }
 
-    /// How long `account` has gone without a check-in at `date`; nil when it never checked in
-    /// (or there is no database).
+    /// How long `account` has gone without a check-in at `date`, counted from its last
+    /// check-in under any of its identifiers, else from when the installation first saw it;
+    /// nil when the state knows neither (or there is no database).
     public nonisolated func offlineDuration(of account: AccountID, at date: Date) -> Duration? {
-        guard let database, let last = try? database.lastCheckIn(account: owner(of: account).rawValue) else { return nil }
-        return .seconds(max(0, date.timeIntervalSince(last)))
+        guard let database else { return nil }
+        let identifiers = (try? resolve(account))?.identifiers ?? [owner(of: account)]
+        var since: Date?
+        for identifier in identifiers {
+            if let last = try? database.lastCheckIn(account: identifier.rawValue), since.map({ last > $0 }) ?? true { since = last }
+        }
+        if since == nil { since = try? database.account(owner: identifiers[0].rawValue)?.firstSeen }
+        return since.map { .seconds(max(0, date.timeIntervalSince($0))) }
     }
 
     /// Whether `account` may reach its data at `date`: blocked past
     /// `periodOfflineBeforeAccessCheck`, wipe required past `periodOfflineBeforeWipeIsEnforced`
-    /// (see `PolicySnapshot.offlineAccess`). An account that never checked in counts as online.
+    /// (see `PolicySnapshot.offlineAccess`), counted as `offlineDuration` says. An account the
+    /// state knows nothing of counts as online.
     public nonisolated func offlineAccess(account: AccountID, at date: Date) -> Decision {
         snapshot.offlineAccess(account: account, offlineFor: offlineDuration(of: account, at: date) ?? .zero)
     }
 
-    /// Looks at every account that checked in: announces `wipeRequired` (once, until it checks
-    /// in again) for each past its policy's `periodOfflineBeforeWipeIsEnforced`, and wipes it
-    /// when `wipesWhenOfflineTooLong`. Returns the events published.
+    /// Looks at every managed account of the tenant in force: announces `wipeRequired` (once,
+    /// until it checks in again) for each past its policy's `periodOfflineBeforeWipeIsEnforced`,
+    /// counting from its last check-in or, when it never checked in, from when the
+    /// installation first saw it (the apply that first listed it); and wipes it when
+    /// `wipesWhenOfflineTooLong`. Returns the events published.
     @discardableResult
     public func evaluateOffline(at date: Date? = nil) -> [PolicyEvent] {
-        guard let database, let checkIns = try? database.checkIns() else { return [] }
+        guard let database else { return [] }
+        let checkIns: [String: Date]
+        let firstSeen: [String: Date]
+        do {
+            checkIns = try database.checkIns()
+            firstSeen = try database.accountsFirstSeen()
+        } catch {
+            logger.error("cannot read check-ins to evaluate offline grace", metadata: ["error": "\(error)"])
+            return []
+        }
+        let snapshot = self.snapshot
+        let appliedAt = bundleInForce?.appliedAt
         let now = date ?? clock()
         var events: [PolicyEvent] = []
-        for (key, last) in checkIns.sorted(by: { $0.key < $1.key }) {
-            guard let owner = OwnerIdentifier(rawValue: key), !offlineWipeAnnounced.contains(owner) else { continue }
-            let account = owner.account
-            let decision = snapshot.offlineAccess(account: account, offlineFor: .seconds(max(0, now.timeIntervalSince(last))))
+        for account in snapshot.bundle.tenant.accounts where snapshot.isManaged(account.id) {
+            let owner = OwnerIdentifier(account.id)
+            guard !offlineWipeAnnounced.contains(owner) else { continue }
+            let identifiers = ResolvedAccount.identifiers(of: account.id).map(\.rawValue)
+            guard let since = identifiers.compactMap({ checkIns[$0] }).max() ?? firstSeen[owner.rawValue] ?? appliedAt else { continue }
+            let decision = snapshot.offlineAccess(account: account.id, offlineFor: .seconds(max(0, now.timeIntervalSince(since))))
             guard decision.offlineState == .wipeRequired else { continue }
             offlineWipeAnnounced.insert(owner)
-            events.append(.wipeRequired(account: account, reason: decision.reason))
+            events.append(.wipeRequired(account: account.id, reason: decision.reason))
         }
         hub.publish(events)
         if wipesWhenOfflineTooLong {

@@ -58,7 +58,7 @@ public actor PolicyManager {
         self.logger = logger
         self.clock = now
         let empty = PolicyBundle(tenant: Tenant(), protectionPolicies: [], appConfigurations: [], warnings: [])
-        let slot = SnapshotSlot(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, contentHash: nil))
+        let slot = SnapshotSlot(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, bundle: nil))
         self.slot = slot
         if let database, let keyRing {
             let processScope = processScope
@@ -79,85 +79,156 @@ public actor PolicyManager {
     /// How many bundles have been applied (0 before the first).
     public nonisolated var version: Int { slot.current.version }
 
+    /// Where the policy in force came from and its revision; nil before the first bundle.
+    public nonisolated var bundleInForce: BundleInForce? { slot.current.bundle }
+
     // MARK: Applying bundles
 
     /// Validates `bundle` fully, resolves it, then makes it the policy in force and tells every
     /// subscriber what changed. Returns the events published (empty when nothing changed).
+    ///
+    /// The bundle is recorded in the history of the state database, if there is one, without
+    /// its files: `restore()` cannot resume it (a failure to record is logged). Apply files
+    /// (`apply(_:source:)` with `BundleFiles`) to make a bundle the installation's policy.
     @discardableResult
     public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) -> [PolicyEvent] {
-        apply(bundle, source: source, contentHash: contentHash, files: [])
+        let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
+        let inForce = BundleInForce(revision: contentHash ?? "", source: source, appliedAt: clock(), isOverride: false)
+        do {
+            try record(inForce, result: .applied, message: nil, files: [], accounts: Self.accounts(of: bundle))
+        } catch {
+            // The policy is in force either way; a history that cannot be written is logged.
+            logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
+        }
+        return install(snapshot, inForce)
     }
 
-    private func apply(_ bundle: PolicyBundle, source: String, contentHash: String?, files: [(name: String, bytes: [UInt8])]) -> [PolicyEvent] {
-        let old = slot.current
+    /// Loads the bundle in `directory` (each file read once, see `BundleFiles`) and applies it
+    /// (see `apply(_:source:)`).
+    @discardableResult
+    public func apply(bundleDirectory directory: String) throws(BundleRejection) -> [PolicyEvent] {
+        let files: BundleFiles
+        do {
+            files = try BundleFiles.read(directory: directory)
+        } catch {
+            throw reject(source: directory, contentHash: "", message: error.description, diagnostics: error.diagnostics)
+        }
+        return try apply(files, source: directory)
+    }
+
+    /// Makes `files` the installation's policy: loads and resolves them fully, records them (the
+    /// files, the accounts their tenant lists, an audit entry) in the state database in one
+    /// transaction, then swaps the new snapshot in and tells every subscriber what changed.
+    /// Files with the revision already in force change nothing and publish nothing.
+    ///
+    /// A bundle that does not load, or that the state database cannot record, leaves the
+    /// policy in force unchanged, is recorded as rejected (when it can be), announced as
+    /// `bundleRejected`, and thrown: the policy in force and the state never disagree.
+    @discardableResult
+    public func apply(_ files: BundleFiles, source: String) throws(BundleRejection) -> [PolicyEvent] {
+        let bundle: PolicyBundle
+        do {
+            bundle = try files.load()
+        } catch {
+            throw reject(source: source, contentHash: files.contentHash, message: error.description, diagnostics: error.diagnostics)
+        }
+        if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
+            return []
+        }
         let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
+        // The state's policy in force already (this manager did not restore it): put it in
+        // force here without recording it again.
+        if bundleInForce == nil, let stored = try? database?.lastAppliedBundle(), stored.contentHash == files.contentHash {
+            return install(snapshot, BundleInForce(revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false))
+        }
+        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false)
+        do {
+            try record(inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) }, accounts: Self.accounts(of: bundle))
+        } catch {
+            throw reject(
+                source: source, contentHash: files.contentHash,
+                message: "the state database could not record the bundle, so it is not applied: \(error)", diagnostics: [], recording: false)
+        }
+        return install(snapshot, inForce)
+    }
+
+    /// Makes `files` the policy this manager decides with, without recording it anywhere and
+    /// without events: a one-off policy for one command (`--bundle`), not the installation's.
+    /// - Throws: the bundle's `BundleError` when it does not load.
+    public func use(_ files: BundleFiles, source: String) throws(BundleError) {
+        let bundle = try files.load()
+        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: nil, isOverride: true)
+        let old = slot.current
+        slot.store(SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, bundle: inForce))
+    }
+
+    /// Makes the last bundle applied with its files (by any process using this database) the
+    /// policy in force again, without events: what a restarted service does before anything
+    /// else. Returns false when there is none.
+    /// - Throws: `BundleRejection` when the stored bundle no longer loads or cannot be read: a
+    ///   policy in force that cannot be restored is an error, never an empty policy.
+    @discardableResult
+    public func restore() throws(BundleRejection) -> Bool {
+        guard let database else { return false }
+        let stored: (record: BundleRecord, files: [(name: String, bytes: [UInt8])])?
+        do {
+            stored = try database.lastAppliedBundleFiles()
+        } catch {
+            throw BundleRejection(source: database.path ?? "the state database", message: "the bundle in force cannot be read: \(error)")
+        }
+        guard let (record, storedFiles) = stored else { return false }
+        do {
+            let files = try BundleFiles(entries: storedFiles.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) })
+            let bundle = try files.load()
+            let inForce = BundleInForce(revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false)
+            let old = slot.current
+            slot.store(SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, bundle: inForce))
+            return true
+        } catch {
+            logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
+            throw BundleRejection(
+                source: record.source, message: "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads", diagnostics: error.diagnostics)
+        }
+    }
+
+    /// Swaps in a resolved snapshot and publishes what changed.
+    private func install(_ snapshot: PolicySnapshot, _ inForce: BundleInForce) -> [PolicyEvent] {
+        let old = slot.current
         let events = PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
-        slot.store(SnapshotBox(snapshot, version: old.version + 1, contentHash: contentHash))
-        record(contentHash: contentHash ?? "", source: source, result: .applied, message: nil, files: files)
+        slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
         hub.publish(events)
         return events
     }
 
-    /// Loads the bundle in `directory` and applies it. A bundle that does not load (a
-    /// malformed document, a missing tenant) leaves the policy in force unchanged, is recorded
-    /// as rejected, announced as `bundleRejected`, and thrown. An applied bundle's files are
-    /// kept in the state database, for `restore()`.
-    @discardableResult
-    public func apply(bundleDirectory directory: String) throws(BundleRejection) -> [PolicyEvent] {
-        // The files read before and after loading agree unless they changed meanwhile; then the
-        // load is retried (a few times: a directory that never settles is applied as last
-        // read, and the next watch round catches up).
-        var read = BundleDigest.read(directory)
-        var bundle: PolicyBundle
-        do {
-            var attempts = 0
-            while true {
-                bundle = try PolicyBundle.load(directory: directory)
-                let after = BundleDigest.read(directory)
-                attempts += 1
-                if after?.hash == read?.hash || attempts == 5 {
-                    read = after
-                    break
-                }
-                read = after
+    /// Records and announces a refused bundle; returns the error to throw.
+    private func reject(source: String, contentHash: String, message: String, diagnostics: [Diagnostic], recording: Bool = true) -> BundleRejection {
+        let rejection = BundleRejection(source: source, message: message, diagnostics: diagnostics)
+        logger.error("bundle rejected", metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
+        if recording {
+            let refused = BundleInForce(revision: contentHash, source: source, appliedAt: clock(), isOverride: false)
+            do {
+                try record(refused, result: .rejected, message: message, files: [], accounts: [])
+            } catch {
+                logger.error("cannot record the rejected bundle in the state database", metadata: ["error": "\(error)"])
             }
-        } catch {
-            let rejection = BundleRejection(source: directory, message: error.description)
-            logger.error("bundle rejected", metadata: ["source": "\(directory)", "errors": "\(error.errors.count)"])
-            record(contentHash: read?.hash ?? "", source: directory, result: .rejected, message: error.description, files: [])
-            hub.publish([.bundleRejected(error: rejection)])
-            throw rejection
         }
-        return apply(bundle, source: directory, contentHash: read?.hash, files: read?.files ?? [])
+        hub.publish([.bundleRejected(error: rejection)])
+        return rejection
     }
 
-    /// Makes the last bundle applied through `apply(bundleDirectory:)` (by any process using
-    /// this database) the policy in force again, without events: what a restarted service does
-    /// before anything else. Returns false when there is none, or it no longer loads (logged).
-    @discardableResult
-    public func restore() -> Bool {
-        guard let database, let (record, files) = (try? database.lastAppliedBundleFiles()) ?? nil else { return false }
-        let tenant = files.first { $0.name == "tenant.json" }.map { PolicyBundle.File(name: $0.name, bytes: $0.bytes) }
-        let documents = files.filter { $0.name != "tenant.json" }.map { PolicyBundle.File(name: $0.name, bytes: $0.bytes) }
-        do {
-            let bundle = try PolicyBundle.load(tenant: tenant, documents: documents)
-            let old = slot.current
-            slot.store(
-                SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, contentHash: record.contentHash))
-            return true
-        } catch {
-            logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "error": "\(error)"])
-            return false
-        }
+    private func record(
+        _ bundle: BundleInForce, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
+        accounts: [(owner: String, aliases: [String])]
+    ) throws(StoreError) {
+        try database?.recordBundle(
+            contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files, accounts: accounts,
+            at: bundle.appliedAt ?? clock())
     }
 
-    private func record(contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]) {
-        guard let database else { return }
-        do {
-            try database.recordBundle(contentHash: contentHash, source: source, result: result, message: message, files: files, at: clock())
-        } catch {
-            // The policy is in force either way; a history that cannot be written is logged.
-            logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
+    /// Each tenant account's canonical identifier and its aliases, for the state's registry.
+    static func accounts(of bundle: PolicyBundle) -> [(owner: String, aliases: [String])] {
+        bundle.tenant.accounts.map { account in
+            (OwnerIdentifier(account.id).rawValue, ResolvedAccount.identifiers(of: account.id).map(\.rawValue))
         }
     }
 
@@ -235,15 +306,35 @@ public actor PolicyManager {
     }
 }
 
-/// The snapshot in force, with how many bundles came before it.
+/// The snapshot in force, with how many bundles came before it and where it came from.
 final class SnapshotBox: AtomicReference, Sendable {
     let snapshot: PolicySnapshot
     let version: Int
-    let contentHash: String?
+    let bundle: BundleInForce?
 
-    init(_ snapshot: PolicySnapshot, version: Int, contentHash: String?) {
+    init(_ snapshot: PolicySnapshot, version: Int, bundle: BundleInForce?) {
         self.snapshot = snapshot
         self.version = version
-        self.contentHash = contentHash
+        self.bundle = bundle
     }
+}
+
+/// Which bundle a manager decides with: its revision and where it came from.
+public struct BundleInForce: Sendable, Hashable {
+    /// The bundle's content hash (`BundleFiles.contentHash`); empty for a bundle applied from
+    /// values without one.
+    public let revision: String
+    /// Where it came from: its directory, or another description.
+    public let source: String
+    /// When it was applied; nil for a one-off policy (`PolicyManager.use`).
+    public let appliedAt: Date?
+    /// A one-off policy for one command, not the installation's policy in force.
+    public let isOverride: Bool
+}
+
+/// RFC 3339 in UTC, seconds.
+func formatted(_ date: Date) -> String {
+    var formatter = Date.ISO8601FormatStyle()
+    formatter.timeZone = .gmt
+    return formatter.format(date)
 }

@@ -1,5 +1,7 @@
-import CustodyPolicy
+public import CustodyPolicy
+public import CustodyStore
 import Dispatch
+public import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -7,19 +9,29 @@ import Glibc
 import Darwin
 #endif
 
-/// Answers JSON Lines from a file descriptor on several cores, in input order.
+/// Answers JSON Lines from a file descriptor on several cores, in input order: what
+/// `custody decide` runs (`CustodyEngine.decisionRunner`).
 ///
 /// Input is read in batches of whole lines; each batch is split at line breaks into one block
 /// per worker, the blocks are answered in parallel (each worker keeps its own stream and reason
 /// cache), and the answers are written block by block in input order, so output line N still
 /// answers input line N. A batch is cut short whenever no more input is ready, so a script that
 /// writes one query and waits for its answer gets it at once.
-struct ParallelDecider {
+///
+/// With an audit sink, each batch's decisions are handed to it before that batch's answers are
+/// written: an answer never leaves before its audit entry is stored, and when the sink fails,
+/// answering stops.
+public struct DecisionRunner {
     /// Totals after the input ends.
-    struct Summary {
-        var lines = 0
-        var errors = 0
-        var readFailed = false
+    public struct Summary: Sendable {
+        /// Lines read.
+        public var lines = 0
+        /// Lines answered with an error.
+        public var errors = 0
+        /// Reading the input failed (the lines before were answered).
+        public var readFailed = false
+        /// The audit sink failed: answering stopped after `lines` lines.
+        public var auditFailure: String?
     }
 
     private final class Worker: @unchecked Sendable {
@@ -27,9 +39,17 @@ struct ParallelDecider {
         var stream: DecisionStream
         var input: ArraySlice<UInt8> = []
         var output: [UInt8] = []
+        var audits: [AuditRecord] = []
 
-        init(stream: DecisionStream) {
+        init(stream: DecisionStream, auditing: Bool, now: @escaping @Sendable () -> Date) {
             self.stream = stream
+            if auditing {
+                self.stream.onAnswer = { [unowned self] query, answer in
+                    self.audits.append(AuditRecord(
+                        .decision, account: query.accounts.first?.account.description, action: query.action.rawValue, allowed: answer.isAllowed,
+                        detail: answer.reason, at: now()))
+                }
+            }
         }
 
         func run() {
@@ -40,22 +60,32 @@ struct ParallelDecider {
 
     private let workers: [Worker]
     private let batchBytes: Int
+    private let audit: (([AuditRecord]) throws -> Void)?
 
     /// - Parameters:
     ///   - jobs: worker count (at least 1).
     ///   - blockBytes: about how much input each worker answers per batch.
-    init(snapshot: PolicySnapshot, options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20) {
-        workers = (0..<max(1, jobs)).map { _ in Worker(stream: DecisionStream(snapshot: snapshot, options: options)) }
-        batchBytes = max(1, jobs) * blockBytes
+    ///   - audit: receives each batch's decisions before its answers are written; a throw stops
+    ///     answering.
+    public init(
+        snapshot: PolicySnapshot, options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20,
+        audit: (([AuditRecord]) throws -> Void)? = nil, now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        workers = (0..<max(1, jobs)).map { _ in
+            Worker(stream: DecisionStream(snapshot: snapshot, options: options), auditing: audit != nil, now: now)
+        }
+        batchBytes = max(1, jobs) * max(1, blockBytes)
+        self.audit = audit
     }
 
     /// Reads `descriptor` to its end, handing answers to `write` in input order.
-    func run(descriptor: Int32, write: ([UInt8]) -> Void) -> Summary {
+    public func run(descriptor: Int32, write: ([UInt8]) -> Void) -> Summary {
         var reader = BatchReader(descriptor: descriptor)
         var summary = Summary()
         var nextLine = 1
         while let batch = reader.nextBatch(targetBytes: batchBytes) {
             let blocks = split(batch, into: workers.count)
+            let firstLine = nextLine
             for (worker, block) in zip(workers, blocks) {
                 worker.input = block
                 worker.stream.lineNumber = nextLine - 1
@@ -66,6 +96,17 @@ struct ParallelDecider {
                 workers[0].run()
             } else {
                 DispatchQueue.concurrentPerform(iterations: blocks.count) { workers[$0].run() }
+            }
+            if let audit {
+                do {
+                    try audit(workers.prefix(blocks.count).flatMap(\.audits))
+                    for worker in workers { worker.audits.removeAll(keepingCapacity: true) }
+                } catch {
+                    summary.lines = firstLine - 1
+                    summary.auditFailure = "\(error)"
+                    summary.errors = workers.reduce(0) { $0 + $1.stream.errorCount }
+                    return summary
+                }
             }
             for worker in workers.prefix(blocks.count) { write(worker.output) }
         }

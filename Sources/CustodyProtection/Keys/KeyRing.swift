@@ -127,6 +127,16 @@ public final class KeyRing: Sendable {
         return try store.removeKeys(for: owner)
     }
 
+    /// Drops `owners`' keys from memory only, after their rows were deleted from the store by
+    /// other means (a wipe in the state database's own transaction).
+    public func forget(_ owners: [OwnerIdentifier]) {
+        let gone = Set(owners)
+        cache.withLock { cache in
+            cache.keys = cache.keys.filter { !gone.contains($0.key.owner) }
+            for owner in gone { cache.current[owner] = nil }
+        }
+    }
+
     private func addVersion(for owner: OwnerIdentifier) throws(ProtectionError) -> AccountKey {
         let result: Result<AccountKey, ProtectionError> = writer.withLock { added in
             // Another process may add the same version between our read and our write: the store

@@ -1,0 +1,244 @@
+public import CustodyPolicy
+public import CustodyProtection
+import CustodyStore
+import Foundation
+
+/// How `CustodyEngine.protect` treats the data's owner.
+public enum ProtectionMode: Sendable, Hashable {
+    /// As the owner's policy in force says: encrypted unless it says encryption is not
+    /// required. An owner the policy in force does not know is an error.
+    case policy
+    /// Tag only, for data of an account the policy in force does not manage (the Intune
+    /// behaviour for unmanaged accounts). Refused for an account whose policy requires
+    /// encryption.
+    case unmanaged
+    /// Encrypted whatever the policy says. An owner the policy does not know gets keys of its
+    /// own, recorded in the state so that a wipe finds them.
+    case forceEncryption
+}
+
+/// What `protect` did, or will do, for an owner.
+public struct ProtectionPlan: Sendable, Hashable {
+    /// The identifier the envelope records (and the keys are kept under).
+    public let owner: OwnerIdentifier
+    /// Whether the payload is encrypted (otherwise only tagged).
+    public let encrypted: Bool
+    /// Why, in words.
+    public let reason: String
+}
+
+/// What `CustodyEngine.rewrap(file:)` found or did.
+public enum RewrapResult: Sendable, Hashable {
+    /// Re-sealed from the first key version to the second.
+    case rewrapped(from: UInt32, to: UInt32)
+    case alreadyNewest
+    case notEncrypted
+    case notProtected
+}
+
+extension CustodyEngine {
+    // MARK: Protecting
+
+    /// How data of `owner` would be protected in `mode` under the policy in force.
+    /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.account` for an owner
+    ///   whose forms contradict each other, or one the policy does not know in `.policy` mode;
+    ///   `.refused` for `.unmanaged` data of an account whose policy requires encryption.
+    public func protectionPlan(owner: AccountID, mode: ProtectionMode = .policy) throws(CustodyError) -> ProtectionPlan {
+        try plan(owner: owner, mode: mode).plan
+    }
+
+    /// The plan, the account to seal for, and the account to record as holding keys.
+    private func plan(owner: AccountID, mode: ProtectionMode) throws(CustodyError) -> (plan: ProtectionPlan, sealFor: AccountID, holder: ResolvedAccount?) {
+        let snapshot = try policy()
+        switch snapshot.resolveAccount(owner) {
+        case .contradictory(let why):
+            throw CustodyError(.account, "\(owner) is ambiguous: \(why)")
+        case .tenant(let account):
+            let identifier = OwnerIdentifier(account.id)
+            let required = snapshot.encryptionRequired(account: account.id)
+            let holder = try? resolve(account.id)
+            switch mode {
+            case .policy:
+                return (ProtectionPlan(owner: identifier, encrypted: required.isAllowed, reason: required.reason), account.id, holder)
+            case .unmanaged:
+                guard !required.isAllowed else {
+                    throw CustodyError(
+                        .refused,
+                        "\(owner) is managed by the policy in force, which requires its data to be encrypted (\(required.reason)); only data of accounts the policy does not manage may be tagged without encryption")
+                }
+                return (ProtectionPlan(owner: identifier, encrypted: false, reason: "tagged only, as asked: \(required.reason)"), account.id, nil)
+            case .forceEncryption:
+                return (ProtectionPlan(owner: identifier, encrypted: true, reason: "encryption forced"), account.id, holder)
+            }
+        case .unknown:
+            let identifier = OwnerIdentifier(owner)
+            let inForce = bundleInForce.map { "\(PolicyManager.shortRevision($0.revision)) from \($0.source)" } ?? ""
+            switch mode {
+            case .policy:
+                throw CustodyError(
+                    .account,
+                    "\(owner) is not an account of the policy in force (\(inForce)), so Custody cannot tell whether its data must be encrypted; protect it as unmanaged data (tagged only) or force encryption (a key of its own)")
+            case .unmanaged:
+                return (ProtectionPlan(owner: identifier, encrypted: false, reason: "\(owner) is not managed by the policy in force: tagged only"), owner, nil)
+            case .forceEncryption:
+                let holder = ResolvedAccount(id: owner, owner: identifier, identifiers: [identifier], tenantAccount: nil)
+                return (ProtectionPlan(owner: identifier, encrypted: true, reason: "encryption forced; \(owner) is not in the policy in force"), owner, holder)
+            }
+        }
+    }
+
+    /// A protector over the key ring that seals exactly as a plan says (the engine decides,
+    /// not the protector).
+    private func protector(_ purpose: String) throws(CustodyError) -> DataProtector {
+        DataProtector(keyRing: try requireKeyRing(purpose))
+    }
+
+    /// Records the owner in the state's registry before its keys are made.
+    private func record(_ holder: ResolvedAccount?) throws(CustodyError) {
+        guard let holder else { return }
+        do {
+            try manager.register(holder)
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+
+    /// Protects the data of `source` into `sink` for `owner`, as `mode` and the policy in
+    /// force say (see `ProtectionMode`): data of an account the policy manages is never
+    /// written unencrypted when its policy requires encryption. A file sink is replaced
+    /// atomically. Returns what was done.
+    @discardableResult
+    public func protect(
+        from source: DataProtector.Source, to sink: DataProtector.Sink, owner: AccountID, mode: ProtectionMode = .policy,
+        progress: DataProtector.Progress? = nil
+    ) throws(CustodyError) -> ProtectionPlan {
+        let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
+        let protector = try protector("protecting data needs the account keys it is sealed under")
+        if plan.encrypted { try record(holder) }
+        do {
+            try protector.protect(from: source, to: sink, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
+        } catch {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        }
+        return plan
+    }
+
+    /// Protects a buffer for `owner` (see `protect(from:to:owner:mode:progress:)`).
+    public func protect(_ data: [UInt8], owner: AccountID, mode: ProtectionMode = .policy) throws(CustodyError) -> (envelope: [UInt8], plan: ProtectionPlan) {
+        let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
+        let protector = try protector("protecting data needs the account keys it is sealed under")
+        if plan.encrypted { try record(holder) }
+        do {
+            return (try protector.protect(data, owner: sealFor, forceEncryption: plan.encrypted), plan)
+        } catch {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        }
+    }
+
+    // MARK: Unprotecting
+
+    /// Writes the plaintext of the envelope in `source` to `sink`; a source that is not an
+    /// envelope is an error. A file sink appears only once every chunk authenticated.
+    /// - Throws: `CustodyError` `.protection`; for data whose owner was wiped, the message says
+    ///   so and when.
+    public func unprotect(from source: DataProtector.Source, to sink: DataProtector.Sink, progress: DataProtector.Progress? = nil) throws(CustodyError) {
+        let protector = try protector("opening encrypted data needs the account keys it was sealed under")
+        if case .file(let path) = source {
+            let info: ProtectionInfo?
+            do {
+                info = try DataProtector.protectionInfo(file: path)
+            } catch {
+                throw CustodyError(.protection, "\(error)", underlying: error)
+            }
+            guard info != nil else {
+                throw CustodyError(.protection, "\(path): not a protected file (no envelope header); nothing to unprotect")
+            }
+        }
+        do {
+            try protector.unprotect(from: source, to: sink, progress: progress)
+        } catch {
+            var owner: OwnerIdentifier?
+            if case .file(let path) = source { owner = (try? DataProtector.protectionInfo(file: path))??.owner }
+            throw explained(error, owner: owner)
+        }
+    }
+
+    /// The data inside an envelope; bytes that are not an envelope come back unchanged
+    /// (Intune's behaviour).
+    public func unprotect(_ envelope: [UInt8]) throws(CustodyError) -> [UInt8] {
+        let protector = try protector("opening encrypted data needs the account keys it was sealed under")
+        do {
+            return try protector.unprotect(envelope)
+        } catch {
+            throw explained(error, owner: (try? DataProtector.protectionInfo(envelope))??.owner)
+        }
+    }
+
+    /// A protection error, saying when the data's owner was wiped if its key is gone for that
+    /// reason.
+    private func explained(_ error: ProtectionError, owner: OwnerIdentifier?) -> CustodyError {
+        if [.keyUnavailable, .decryptFailed].contains(error.code), let owner, let wiped = try? database.wipeRecord(of: owner.rawValue) {
+            let prefix = error.path.map { "\($0): " } ?? ""
+            return CustodyError(
+                .protection,
+                "\(prefix)the data belongs to \(owner), whose keys were wiped at \(formatted(wiped.at)) (account \(wiped.account)): it can never be opened again",
+                underlying: error)
+        }
+        return CustodyError(.protection, "\(error)", underlying: error)
+    }
+
+    // MARK: Keys
+
+    /// Adds a new version of `account`'s key (new envelopes use it; old ones still open with
+    /// theirs), recorded in the audit log. Returns the account and the new version.
+    public func rotateKey(account: AccountID) throws(CustodyError) -> (account: ResolvedAccount, version: UInt32) {
+        let resolved = try resolve(account)
+        let keyRing = try requireKeyRing("rotating a key needs the master key that wraps it")
+        do {
+            try manager.register(resolved)
+            let version = try keyRing.rotate(resolved.owner)
+            try database.audit(.key, account: resolved.owner.rawValue, action: "rotate", detail: "version \(version)", at: configuration.now())
+            return (resolved, version)
+        } catch let error as ProtectionError {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+
+    /// Re-seals an encrypted file under its owner's newest key version, when it uses an older
+    /// one.
+    public func rewrap(file path: String) throws(CustodyError) -> RewrapResult {
+        let protector = try protector("rewrapping needs the account keys")
+        do {
+            guard let before = try DataProtector.protectionInfo(file: path) else { return .notProtected }
+            guard before.isEncrypted, let from = before.keyVersion else { return .notEncrypted }
+            guard try protector.rewrap(file: path) else { return .alreadyNewest }
+            return .rewrapped(from: from, to: try DataProtector.protectionInfo(file: path)?.keyVersion ?? from)
+        } catch {
+            throw explained(error, owner: (try? DataProtector.protectionInfo(file: path))??.owner)
+        }
+    }
+
+    /// One owner of keys in the state.
+    public struct KeyOwner: Sendable, Hashable {
+        public let owner: OwnerIdentifier
+        /// The key versions there are, oldest first.
+        public let versions: [UInt32]
+        /// The account as the tenant in force names it, when it knows the identifier.
+        public let account: AccountID?
+    }
+
+    /// Every owner with keys in the state, with its versions. Needs no master key.
+    public func keyOwners() throws(CustodyError) -> [KeyOwner] {
+        let store = SQLiteKeyStore(database: database)
+        let snapshot = manager.snapshot
+        do {
+            return try store.owners().map { owner throws(ProtectionError) in
+                KeyOwner(owner: owner, versions: try store.keys(for: owner).map(\.version), account: snapshot.tenantAccount(for: owner.account)?.id)
+            }
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+}

@@ -1,0 +1,279 @@
+public import CustodyPolicy
+public import CustodyProtection
+public import CustodyStore
+public import Foundation
+public import Logging
+
+/// How to open an installation of Custody.
+public struct CustodyConfiguration: Sendable {
+    /// Where the installation's state lives.
+    public enum State: Sendable, Hashable {
+        /// A SQLite database file, or a directory holding `state.sqlite`; created on first use.
+        case path(String)
+        /// As `path`, but a database that does not exist is not created: the engine starts
+        /// with an empty state in memory (for commands that only read).
+        case existingPath(String)
+        /// As `path`, but a database that does not exist is an error (for commands that act on
+        /// what a state holds, such as a wipe: none must succeed on a state that is not there).
+        case requiredPath(String)
+        /// A throwaway state in memory.
+        case inMemory
+    }
+
+    public var state: State
+    /// Where the master key comes from; nil: no key ring (deciding, wiping and reading need
+    /// none; protecting, unprotecting, rotating and secrets do).
+    public var masterKey: MasterKeySource?
+    /// The platform, app and management level every decision is made for.
+    public var context: EvaluationContext
+    /// A bundle directory to decide with for this engine's life instead of the bundle in
+    /// force: a one-off override, never recorded.
+    public var bundleOverride: String?
+    /// Restore the bundle in force from the state when opening (the default). An engine that
+    /// only applies a new bundle need not, so a stored bundle that no longer loads can be
+    /// replaced.
+    public var restoresBundleInForce: Bool
+    /// Wipe an account past its offline wipe period, not only announce `wipeRequired`.
+    public var wipesWhenOfflineTooLong: Bool
+    public var logger: Logger
+    /// The clock (tests inject one).
+    public var now: @Sendable () -> Date
+
+    public init(
+        state: State = .path(".custody/state.sqlite"), masterKey: MasterKeySource? = nil, context: EvaluationContext = EvaluationContext(),
+        bundleOverride: String? = nil, restoresBundleInForce: Bool = true, wipesWhenOfflineTooLong: Bool = false,
+        logger: Logger = Logger(label: "custody"), now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.state = state
+        self.masterKey = masterKey
+        self.context = context
+        self.bundleOverride = bundleOverride
+        self.restoresBundleInForce = restoresBundleInForce
+        self.wipesWhenOfflineTooLong = wipesWhenOfflineTooLong
+        self.logger = logger
+        self.now = now
+    }
+}
+
+/// One installation of Custody: the one object that owns its state database, its key ring
+/// (over the master key), the policy in force, account resolution, secrets, check-ins, the
+/// audit log and the event hub. Front ends (the `custody` command, the decision service) open
+/// one and call it; they compose nothing themselves.
+///
+/// The policy in force lives in the state: `apply(bundleDirectory:)` makes a bundle the
+/// installation's policy, and every engine opened later on the same state decides with it. A
+/// `bundleOverride` decides with another bundle for one engine's life, without recording it.
+///
+/// Everything fails closed at the seams: an account the installation cannot resolve is an
+/// error for a wipe, a check-in, a key rotation; data of an account the policy in force
+/// manages is never written unencrypted when the policy requires encryption; with no policy at
+/// all, every call that needs one says so.
+///
+/// Thread-safe: share one engine between tasks (a service opens one per process).
+public final class CustodyEngine: Sendable {
+    public let configuration: CustodyConfiguration
+    /// The state database.
+    public let database: CustodyDatabase
+    /// The account keys, when a master key was configured.
+    public let keyRing: KeyRing?
+    /// The runtime: the policy in force, decisions, events, identity, wipe and check-ins.
+    public let manager: PolicyManager
+    let logger: Logger
+
+    private init(configuration: CustodyConfiguration, database: CustodyDatabase, keyRing: KeyRing?, manager: PolicyManager) {
+        self.configuration = configuration
+        self.database = database
+        self.keyRing = keyRing
+        self.manager = manager
+        self.logger = configuration.logger
+    }
+
+    /// Opens an installation: the state database (migrated), the key ring when a master key
+    /// is configured, and the policy in force (the bundle last applied to this state), or the
+    /// override bundle.
+    /// - Throws: `CustodyError` `.state` when the database cannot be opened, `.masterKey` when
+    ///   the master key is unusable, `.bundle` when the override or the stored bundle does not
+    ///   load (a policy in force that cannot be restored is never replaced by an empty one).
+    public static func open(_ configuration: CustodyConfiguration) async throws(CustodyError) -> CustodyEngine {
+        let database: CustodyDatabase
+        do {
+            switch configuration.state {
+            case .path(let state):
+                database = try CustodyDatabase(path: CustodyDatabase.path(forState: state))
+            case .existingPath(let state):
+                let path = CustodyDatabase.path(forState: state)
+                database = FileManager.default.fileExists(atPath: path) ? try CustodyDatabase(path: path) : try CustodyDatabase()
+            case .requiredPath(let state):
+                let path = CustodyDatabase.path(forState: state)
+                guard FileManager.default.fileExists(atPath: path) else {
+                    throw CustodyError(.state, "\(path): there is no state here (nothing has ever been stored in it)")
+                }
+                database = try CustodyDatabase(path: path)
+            case .inMemory:
+                database = try CustodyDatabase()
+            }
+        } catch let error as CustodyError {
+            throw error
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+        let keyRing: KeyRing?
+        do {
+            keyRing = try configuration.masterKey.map { source throws(ProtectionError) in
+                try KeyRing(store: SQLiteKeyStore(database: database), masterKey: source)
+            }
+        } catch {
+            throw CustodyError(.masterKey, "\(error)", underlying: error)
+        }
+        let manager = PolicyManager(
+            context: configuration.context, database: database, keyRing: keyRing, wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
+            logger: configuration.logger, now: configuration.now)
+        if let directory = configuration.bundleOverride {
+            do {
+                try await manager.use(try BundleFiles.read(directory: directory), source: directory)
+            } catch {
+                throw CustodyError(.bundle, "the bundle \(directory) does not load", diagnostics: error.diagnostics, underlying: error)
+            }
+        } else if configuration.restoresBundleInForce {
+            do {
+                try await manager.restore()
+            } catch {
+                throw CustodyError(.bundle, error.message, diagnostics: error.diagnostics, underlying: error)
+            }
+        }
+        return CustodyEngine(configuration: configuration, database: database, keyRing: keyRing, manager: manager)
+    }
+
+    // MARK: The policy in force
+
+    /// The bundle decisions are made with (the override, when one was given); nil when none.
+    public var bundleInForce: BundleInForce? { manager.bundleInForce }
+
+    /// The policy to decide with.
+    /// - Throws: `CustodyError` `.noPolicy` when no bundle is in force and none was given.
+    public func policy() throws(CustodyError) -> PolicySnapshot {
+        guard manager.bundleInForce != nil else {
+            throw CustodyError(.noPolicy, "no policy: no bundle is in force in this state, and no bundle was given")
+        }
+        return manager.snapshot
+    }
+
+    /// What `apply(bundleDirectory:)` did.
+    public struct ApplyResult: Sendable {
+        /// The bundle in force now.
+        public let bundle: BundleInForce
+        /// Whether the same revision was in force already.
+        public let unchanged: Bool
+        /// What subscribers were told.
+        public let events: [PolicyEvent]
+    }
+
+    /// Makes the bundle in `directory` the installation's policy: validated and resolved
+    /// completely, then stored in the state with its files, content hash and accounts, in one
+    /// transaction, and put in force. Every engine opened on this state later decides with it.
+    /// - Throws: `CustodyError` `.bundle` with located diagnostics when it does not load (it is
+    ///   then recorded as rejected, and the policy in force stays).
+    @discardableResult
+    public func apply(bundleDirectory directory: String) async throws(CustodyError) -> ApplyResult {
+        let source = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let before = manager.bundleInForce?.revision ?? (try? database.lastAppliedBundle()?.contentHash)
+        let events: [PolicyEvent]
+        do {
+            events = try await manager.apply(bundleDirectory: source)
+        } catch {
+            throw CustodyError(
+                .bundle, error.diagnostics.isEmpty ? error.message : "the bundle \(directory) does not load; the policy in force is unchanged",
+                diagnostics: error.diagnostics, underlying: error)
+        }
+        let now = manager.bundleInForce!
+        return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
+    }
+
+    // MARK: Accounts
+
+    /// Resolves an account to one account of this installation (see `PolicyManager.resolve`).
+    /// - Throws: `CustodyError` `.account` for an unknown or ambiguous account.
+    public func resolve(_ account: AccountID) throws(CustodyError) -> ResolvedAccount {
+        do {
+            return try manager.resolve(account)
+        } catch {
+            throw CustodyError(error.code == .storage ? .state : .account, error.message, underlying: error)
+        }
+    }
+
+    /// Records a policy sync of `account` (offline grace counts from it).
+    @discardableResult
+    public func checkIn(account: AccountID, at date: Date? = nil) async throws(CustodyError) -> ResolvedAccount {
+        do {
+            return try await manager.checkIn(account: account, at: date)
+        } catch {
+            throw CustodyError(error.code == .storage ? .state : .account, error.message, underlying: error)
+        }
+    }
+
+    /// Selective wipe of `account` under every identifier it has or had here (see
+    /// `PolicyManager.wipe`). Needs no master key.
+    /// - Throws: `CustodyError` `.account` for an account the installation cannot resolve
+    ///   (never a silent success), `.wipe` when the state or a managed root fails.
+    @discardableResult
+    public func wipe(account: AccountID, reason: String = "requested") async throws(CustodyError) -> WipeReport {
+        do {
+            return try await manager.wipe(account: account, reason: reason)
+        } catch {
+            let code: CustodyError.Code = error.reason == .unknownAccount || error.reason == .ambiguousAccount ? .account : .wipe
+            throw CustodyError(code, error.reason == .files ? error.description : error.message, underlying: error)
+        }
+    }
+
+    // MARK: The audit log
+
+    /// Switches the audit log on or off, and decision auditing with it when given.
+    public func setAuditing(_ enabled: Bool? = nil, decisions: Bool? = nil) throws(CustodyError) {
+        do {
+            if let enabled { try database.setAuditEnabled(enabled) }
+            if let decisions { try database.setDecisionAuditEnabled(decisions) }
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+
+    /// Audit entries at or after `since`, oldest first.
+    public func auditEntries(since: Date? = nil) throws(CustodyError) -> [AuditEntry] {
+        do {
+            return try database.auditEntries(since: since)
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+
+    // MARK: Secrets
+
+    /// The secrets provider: the manager's, over the state and the key ring.
+    /// - Throws: `CustodyError` `.masterKey` when no master key was configured.
+    public func secrets() throws(CustodyError) -> SecretsProvider {
+        guard let secrets = manager.secrets else { throw Self.noMasterKey("secrets are sealed under account keys") }
+        return secrets
+    }
+
+    /// The key ring.
+    /// - Throws: `CustodyError` `.masterKey` when no master key was configured.
+    public func requireKeyRing(_ purpose: String) throws(CustodyError) -> KeyRing {
+        guard let keyRing else { throw Self.noMasterKey(purpose) }
+        return keyRing
+    }
+
+    static func noMasterKey(_ purpose: String) -> CustodyError {
+        CustodyError(.masterKey, "no master key was given, and \(purpose)")
+    }
+
+    /// Keeps `body`'s error in the engine's terms.
+    func mapped<T>(_ code: CustodyError.Code, _ body: () throws -> T) throws(CustodyError) -> T {
+        do {
+            return try body()
+        } catch let error as CustodyError {
+            throw error
+        } catch {
+            throw CustodyError(code, "\(error)", underlying: error)
+        }
+    }
+}

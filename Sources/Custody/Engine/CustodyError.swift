@@ -1,0 +1,53 @@
+public import CustodyPolicy
+
+/// Why the engine could not do what was asked: a stable code, a message a person can act on,
+/// and, for bundles, every located problem.
+///
+/// Messages name the account, file, bundle or state concerned; they never hold key material,
+/// secret values or plaintext.
+public struct CustodyError: Error, Sendable, CustomStringConvertible {
+    /// A stable, machine-readable kind of failure.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// No bundle is in force and none was given for the call.
+        public static let noPolicy = Code(rawValue: "no-policy")
+        /// A bundle does not load, or was refused; `diagnostics` says where.
+        public static let bundle = Code(rawValue: "bundle")
+        /// The state database cannot be opened, read or written.
+        public static let state = Code(rawValue: "state")
+        /// No master key was configured, or it is not the one the state's keys are wrapped with.
+        public static let masterKey = Code(rawValue: "master-key")
+        /// An account the installation does not know, or whose forms name different accounts.
+        public static let account = Code(rawValue: "account")
+        /// Protecting or unprotecting failed (a damaged or tampered envelope, a wiped key, I/O).
+        public static let protection = Code(rawValue: "protection")
+        /// The request contradicts the policy in force (such as tagging data of an account
+        /// whose policy requires encryption).
+        public static let refused = Code(rawValue: "refused")
+        /// A wipe could not be done.
+        public static let wipe = Code(rawValue: "wipe")
+    }
+
+    public let code: Code
+    /// What went wrong and, where it helps, what to do.
+    public let message: String
+    /// A bundle's located problems (`file:line:column`), when the code is `.bundle`.
+    public let diagnostics: [Diagnostic]
+    /// The error that caused this one, if any.
+    public let underlying: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, diagnostics: [Diagnostic] = [], underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.diagnostics = diagnostics
+        self.underlying = underlying
+    }
+
+    /// The message, then each diagnostic on its own line.
+    public var description: String {
+        ([message] + diagnostics.map(\.description)).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,128 @@
+public import CustodyPolicy
+public import CustodyProtection
+import CustodyStore
+
+/// One account as the installation knows it: the identifier its keys, secrets and check-ins
+/// are kept under, and every identifier that names it (or named it) in this state.
+public struct ResolvedAccount: Sendable, Hashable {
+    /// The account as the tenant in force records it (both forms when it lists both), or as
+    /// the state knows it for an account the tenant no longer lists.
+    public let id: AccountID
+    /// The canonical identifier: the tenant's OID for it, else its UPN.
+    public let owner: OwnerIdentifier
+    /// Every identifier the account has or had in this state, the canonical one first: its
+    /// OID and UPN forms, and aliases recorded from earlier bundles (an old UPN).
+    public let identifiers: [OwnerIdentifier]
+    /// The tenant in force's record of it; nil when only the state knows it.
+    public let tenantAccount: TenantAccount?
+
+    /// The `oid:` and `upn:` identifiers of an id's forms, OID first.
+    static func identifiers(of id: AccountID) -> [OwnerIdentifier] {
+        [id.oid.flatMap { OwnerIdentifier(rawValue: "oid:" + $0) }, id.upn.flatMap { OwnerIdentifier(rawValue: "upn:" + $0) }].compactMap { $0 }
+    }
+}
+
+/// Why an account could not be resolved to one account of this installation.
+public struct AccountError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// Neither the tenant in force nor the state knows the account.
+        case unknown
+        /// The account's forms name different accounts, or one identifier names several
+        /// accounts in this state.
+        case ambiguous
+        /// The state database could not be read.
+        case storage
+    }
+
+    public let code: Code
+    /// The account as asked for.
+    public let account: AccountID
+    public let message: String
+
+    public var description: String { message }
+}
+
+extension PolicyManager {
+    /// Resolves `account` to one account of this installation: through the tenant in force
+    /// (which links an OID and a UPN), else through the state (an account the tenant no longer
+    /// lists, or one whose keys were made for it alone with forced encryption).
+    ///
+    /// - Throws: `AccountError` `.ambiguous` when the account's OID and UPN name different
+    ///   accounts, or an identifier names several accounts in this state; `.unknown` when
+    ///   neither the tenant in force nor the state knows it. Never a silent guess.
+    public nonisolated func resolve(_ account: AccountID) throws(AccountError) -> ResolvedAccount {
+        let snapshot = self.snapshot
+        switch snapshot.resolveAccount(account) {
+        case .contradictory(let why):
+            throw AccountError(code: .ambiguous, account: account, message: "\(account) is ambiguous: \(why)")
+        case .tenant(let tenantAccount):
+            let owner = OwnerIdentifier(tenantAccount.id)
+            var identifiers = [owner]
+            for identifier in ResolvedAccount.identifiers(of: tenantAccount.id) where !identifiers.contains(identifier) {
+                identifiers.append(identifier)
+            }
+            let recorded = try stateRecord(of: owner, for: account)
+            for alias in recorded?.aliases ?? [] {
+                if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) { identifiers.append(identifier) }
+            }
+            return ResolvedAccount(id: tenantAccount.id, owner: owner, identifiers: identifiers, tenantAccount: tenantAccount)
+        case .unknown:
+            var owners = Set<String>()
+            for identifier in ResolvedAccount.identifiers(of: account) {
+                do {
+                    owners.formUnion(try database?.owners(named: identifier.rawValue) ?? [])
+                } catch {
+                    throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)")
+                }
+            }
+            // An owner recorded as another one's alias (a UPN-only account that later got its
+            // OID) is that other account.
+            var records: [String: AccountRecord] = [:]
+            for name in owners { records[name] = try stateRecord(of: OwnerIdentifier(rawValue: name), for: account) }
+            owners = owners.filter { name in !owners.contains { $0 != name && records[$0]?.aliases.contains(name) == true } }
+            guard let name = owners.first, let owner = OwnerIdentifier(rawValue: name) else {
+                let policy = bundleInForce.map { "the bundle in force (\(Self.shortRevision($0.revision)) from \($0.source))" } ?? "no bundle is in force, and it"
+                throw AccountError(
+                    code: .unknown, account: account,
+                    message: "\(account) is not an account of this installation: \(policy) does not list it, and the state has never seen it")
+            }
+            guard owners.count == 1 else {
+                throw AccountError(
+                    code: .ambiguous, account: account,
+                    message: "\(account) has named several accounts in this state (\(owners.sorted().joined(separator: ", "))); name it by its OID")
+            }
+            var identifiers = [owner]
+            for alias in try stateRecord(of: owner, for: account)?.aliases ?? [] {
+                if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) { identifiers.append(identifier) }
+            }
+            return ResolvedAccount(id: owner.account, owner: owner, identifiers: identifiers, tenantAccount: nil)
+        }
+    }
+
+    private nonisolated func stateRecord(of owner: OwnerIdentifier?, for account: AccountID) throws(AccountError) -> AccountRecord? {
+        guard let owner else { return nil }
+        do {
+            return try database?.account(owner: owner.rawValue)
+        } catch {
+            throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)")
+        }
+    }
+
+    /// The first 12 hex digits of a revision, as people read it.
+    static func shortRevision(_ revision: String) -> String {
+        revision.isEmpty ? "no revision" : String(revision.prefix(12))
+    }
+
+    /// Records that the installation holds data of `account` (its keys were just made): the
+    /// account and its identifiers join the state's registry, so a wipe finds them even after
+    /// the tenant stops listing it.
+    nonisolated func register(_ account: ResolvedAccount) throws(StoreError) {
+        guard let database else { return }
+        if let recorded = try database.account(owner: account.owner.rawValue),
+            Set(recorded.aliases + [recorded.owner]).isSuperset(of: account.identifiers.map(\.rawValue))
+        {
+            return
+        }
+        try database.recordAccounts([(account.owner.rawValue, account.identifiers.map(\.rawValue))], at: clock())
+    }
+}

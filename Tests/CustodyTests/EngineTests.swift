@@ -1,0 +1,313 @@
+@testable import Custody
+import CustodyPolicy
+import CustodyProtection
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import Testing
+
+/// An installation over a temporary directory: its state, its master key, bundles written there.
+struct Installation {
+    let directory: TemporaryDirectory
+    let clock: TestClock
+
+    init(at date: Date = EngineTests.t0) throws {
+        directory = try TemporaryDirectory()
+        clock = TestClock(date)
+    }
+
+    var state: String { directory.file("state.sqlite") }
+
+    /// Opens an engine on the state (each call a new engine, as each process would).
+    func open(bundle: String? = nil, keys: Bool = true, platform: Platform? = .ios, wipes: Bool = false) async throws -> CustodyEngine {
+        let clock = self.clock
+        return try await CustodyEngine.open(CustodyConfiguration(
+            state: .path(state), masterKey: keys ? .keyFile(path: directory.file("master.key")) : nil, context: EvaluationContext(platform: platform),
+            bundleOverride: bundle, wipesWhenOfflineTooLong: wipes, now: { clock.now }))
+    }
+
+    /// Writes a test bundle into `name`; returns its path.
+    @discardableResult
+    func bundle(_ name: String, _ bundle: TestBundle = TestBundle()) throws -> String {
+        let path = directory.file(name)
+        try bundle.write(to: path)
+        return path
+    }
+}
+
+/// What a `CustodyError` says, or nil.
+func custodyError(_ body: () async throws -> Void) async -> CustodyError? {
+    do {
+        try await body()
+        return nil
+    } catch let error as CustodyError {
+        return error
+    } catch {
+        Issue.record("unexpected \(error)")
+        return nil
+    }
+}
+
+@Suite("The engine: one installation", .timeLimit(.minutes(2)))
+struct EngineTests {
+    static let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+    let a0 = TestBundle.account("A", 0)
+    let b0 = TestBundle.account("B", 0)
+
+    // MARK: The bundle in force
+
+    @Test("no bundle in force and none given: everything that needs a policy says so")
+    func noPolicy() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        #expect(engine.bundleInForce == nil)
+        #expect(await custodyError { _ = try engine.policy() }?.code == .noPolicy)
+        #expect(await custodyError { _ = try engine.protect([1], owner: a0) }?.code == .noPolicy)
+        #expect(await custodyError { _ = try engine.protect([1], owner: a0, mode: .forceEncryption) }?.code == .noPolicy)
+        #expect(await custodyError { _ = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 1) }?.code == .noPolicy)
+        let wipe = await custodyError { try await engine.wipe(account: a0) }
+        #expect(wipe?.code == .account)
+        #expect(wipe?.message.contains("no bundle is in force") == true)
+    }
+
+    @Test("apply stores the bundle in force: a new engine on the state decides with it, an override does not replace it")
+    func applyRestartOverride() async throws {
+        let installation = try Installation()
+        let printing = try installation.bundle("printing")
+        let blocking = try installation.bundle("blocking", TestBundle(printBlockedA: true))
+
+        let first = try await installation.open()
+        let applied = try await first.apply(bundleDirectory: blocking)
+        #expect(!applied.unchanged)
+        #expect(applied.bundle.revision == (try BundleFiles.read(directory: blocking)).contentHash)
+        #expect(!first.manager.print(account: .account(a0)).isAllowed)
+
+        let restarted = try await installation.open()
+        #expect(restarted.bundleInForce?.revision == applied.bundle.revision)
+        #expect(restarted.bundleInForce?.isOverride == false)
+        #expect(!(try restarted.policy()).print(account: a0).isAllowed)
+
+        let overridden = try await installation.open(bundle: printing)
+        #expect(overridden.bundleInForce?.isOverride == true)
+        #expect((try overridden.policy()).print(account: a0).isAllowed)
+        #expect(try await installation.open().bundleInForce?.revision == applied.bundle.revision, "the override recorded nothing")
+
+        #expect(try await restarted.apply(bundleDirectory: blocking).unchanged)
+        try FileManager.default.removeItem(atPath: blocking)
+        #expect(!(try await installation.open().policy()).print(account: a0).isAllowed, "the state keeps the files, not the path")
+    }
+
+    @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
+    func rejected() async throws {
+        let installation = try Installation()
+        let path = try installation.bundle("bundle", TestBundle(printBlockedA: true))
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: path)
+        try installation.directory.write("bundle/policies.json", "{")
+        let error = await custodyError { try await engine.apply(bundleDirectory: path) }
+        #expect(error?.code == .bundle)
+        #expect(error?.diagnostics.first?.description.hasPrefix(installation.directory.file("bundle/policies.json") + ":1:2: error:") == true)
+        #expect(!engine.manager.print(account: .account(a0)).isAllowed)
+        let history = try engine.database.bundleHistory()
+        #expect(history.map(\.result) == [.rejected, .applied])
+        #expect(try engine.database.auditEntries().map(\.action) == ["apply", "reject"])
+    }
+
+    // MARK: Accounts and wipes
+
+    /// The ways of naming a0 a wipe must accept, each with the keys it must find.
+    static let names: [(label: String, account: AccountID)] = [
+        ("UPN", AccountID(upn: "a0@contoso.com")!),
+        ("UPN in other case", AccountID(upn: "A0@CONTOSO.com")!),
+        ("OID", AccountID(oid: TestBundle.account("A", 0).oid!)!),
+        ("OID in upper case", AccountID(TestBundle.account("A", 0).oid!.uppercased())!),
+        ("both forms", TestBundle.account("A", 0)),
+    ]
+
+    @Test("a wipe by any name of the account deletes its keys under every alias, legacy UPN-keyed keys included", arguments: names)
+    func wipeEveryAlias(label: String, account: AccountID) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        let current = try engine.protect([1, 2, 3], owner: a0).envelope
+        // Keys made before accounts were resolved: under the UPN itself.
+        let legacy = try DataProtector(keyRing: try #require(engine.keyRing)).protect([4], owner: AccountID(upn: "a0@contoso.com")!, forceEncryption: true)
+        let others = try engine.protect([5], owner: b0).envelope
+        #expect(try DataProtector.protectionInfo(legacy)?.owner.rawValue == "upn:a0@contoso.com")
+
+        let report = try await engine.wipe(account: account, reason: label)
+        #expect(report.owner.rawValue == "oid:" + a0.oid!)
+        #expect(report.keyVersions == 2, "\(label)")
+        #expect(report.keyVersionsByIdentifier.keys.map(\.rawValue).sorted() == ["oid:" + a0.oid!, "upn:a0@contoso.com"])
+        for envelope in [current, legacy] {
+            let error = await custodyError { _ = try engine.unprotect(envelope) }
+            #expect(error?.message.contains("whose keys were wiped at") == true, "\(label): \(error?.message ?? "opened")")
+        }
+        #expect(try engine.unprotect(others) == [5], "other accounts keep their data")
+        // A new engine, as another process, cannot open them either.
+        #expect(await custodyError { _ = try await installation.open().unprotect(current) }?.code == .protection)
+    }
+
+    @Test("accounts the installation cannot resolve are errors for a wipe, a check-in and a rotation, never a silent success", arguments: [
+        AccountID(upn: "nobody@fabrikam.com")!,
+        AccountID(oid: "00000000-0000-0000-0000-000000000000", upn: "a0@contoso.com")!,
+        AccountID(oid: TestBundle.account("A", 0).oid!, upn: "b0@contoso.com")!,
+    ])
+    func unresolvable(account: AccountID) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        _ = try engine.protect([1], owner: a0)
+        let wipe = await custodyError { try await engine.wipe(account: account) }
+        #expect(wipe?.code == .account)
+        #expect(wipe?.message.contains(account.description) == true)
+        #expect(await custodyError { try await engine.checkIn(account: account) }?.code == .account)
+        #expect(await custodyError { _ = try engine.rotateKey(account: account) }?.code == .account)
+        #expect(try engine.keyOwners().map(\.versions) == [[1]], "a0's key is untouched")
+    }
+
+    @Test("an account removed from the tenant is still resolved through the state, and its wipe finds its keys")
+    func removedFromTenant() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        let envelope = try engine.protect([9], owner: a0).envelope
+        try await engine.apply(bundleDirectory: try installation.bundle("smaller", TestBundle(perGroup: 0)))
+        #expect(engine.manager.snapshot.tenantAccount(for: a0) == nil)
+        for name in [AccountID(upn: "a0@contoso.com")!, AccountID(oid: a0.oid!)!] {
+            #expect(try engine.resolve(name).owner.rawValue == "oid:" + a0.oid!)
+        }
+        #expect(try await engine.wipe(account: AccountID(upn: "a0@contoso.com")!).keyVersions == 1)
+        #expect(await custodyError { _ = try engine.unprotect(envelope) } != nil)
+    }
+
+    // MARK: Protection fails closed
+
+    /// Each mode for each kind of owner: encrypted, tagged only, or the error code.
+    static let protectCases: [(owner: AccountID, mode: ProtectionMode, outcome: String)] = [
+        (TestBundle.account("A", 0), .policy, "encrypted"),
+        (AccountID(upn: "a0@contoso.com")!, .policy, "encrypted"),
+        (TestBundle.account("B", 0), .policy, "tagged"),  // policy B: useDeviceSettings
+        (TestBundle.account("A", 0), .unmanaged, "refused"),
+        (TestBundle.account("B", 0), .unmanaged, "tagged"),
+        (TestBundle.account("B", 0), .forceEncryption, "encrypted"),
+        (AccountID(upn: "guest@fabrikam.com")!, .policy, "account"),
+        (AccountID(upn: "guest@fabrikam.com")!, .unmanaged, "tagged"),
+        (AccountID(upn: "guest@fabrikam.com")!, .forceEncryption, "encrypted"),
+        (AccountID(oid: "00000000-0000-0000-0000-000000000000", upn: "a0@contoso.com")!, .policy, "account"),
+        (AccountID(oid: "00000000-0000-0000-0000-000000000000", upn: "a0@contoso.com")!, .unmanaged, "account"),
+        (AccountID(oid: "00000000-0000-0000-0000-000000000000", upn: "a0@contoso.com")!, .forceEncryption, "account"),
+    ]
+
+    @Test("protect encrypts unless the owner's policy says it need not; unknown owners need a mode; nothing managed is left in plaintext", arguments: protectCases)
+    func protectFailsClosed(owner: AccountID, mode: ProtectionMode, outcome: String) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle", TestBundle(encryptionB: "useDeviceSettings")))
+        do {
+            let (envelope, plan) = try engine.protect(Array("payload".utf8), owner: owner, mode: mode)
+            let info = try #require(try DataProtector.protectionInfo(envelope))
+            #expect(info.isEncrypted == plan.encrypted)
+            #expect((plan.encrypted ? "encrypted" : "tagged") == outcome, "\(plan.reason)")
+            #expect(info.owner == plan.owner)
+            if case .tenant(let account) = engine.manager.snapshot.resolveAccount(owner) {
+                #expect(info.owner == OwnerIdentifier(account.id), "kept under the tenant's OID")
+            }
+            #expect(try engine.unprotect(envelope) == Array("payload".utf8))
+        } catch let error as CustodyError {
+            #expect(error.code.rawValue == outcome, "\(error)")
+        }
+    }
+
+    @Test("a key made for an owner the policy does not know is recorded, so a later wipe finds it")
+    func forcedOwnerIsRecorded() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        let guest = AccountID(upn: "guest@fabrikam.com")!
+        let envelope = try engine.protect([1], owner: guest, mode: .forceEncryption).envelope
+        let restarted = try await installation.open()
+        #expect(try await restarted.wipe(account: guest).keyVersions == 1)
+        #expect(await custodyError { _ = try restarted.unprotect(envelope) }?.message.contains("wiped") == true)
+    }
+
+    // MARK: Offline grace and the audit log
+
+    @Test("offline grace counts from a check-in under any alias, else from when the installation first saw the account")
+    func offlineGrace() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open(wipes: true)
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle", TestBundle(perGroup: 1)))
+        let day: TimeInterval = 86_400
+        // A check-in kept under the UPN, as earlier versions did.
+        try engine.database.checkIn(account: "upn:a0@contoso.com", at: Self.t0.addingTimeInterval(30 * day))
+        let envelope = try engine.protect([1], owner: b0).envelope
+        #expect(engine.manager.offlineDuration(of: b0, at: Self.t0.addingTimeInterval(day)) == .seconds(day))
+        #expect(engine.manager.offlineDuration(of: a0, at: Self.t0.addingTimeInterval(31 * day)) == .seconds(day))
+
+        let events = await engine.manager.evaluateOffline(at: Self.t0.addingTimeInterval(91 * day))
+        #expect(events.count == 1)
+        #expect(events.first.map { if case .wipeRequired(let account, _) = $0 { account == b0 } else { false } } == true)
+        #expect(await custodyError { _ = try engine.unprotect(envelope) }?.message.contains("wiped") == true, "wiped as configured")
+    }
+
+    @Test("key rotations, secret changes and wipes are audited; decisions only when decision auditing is on")
+    func audited() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        _ = try engine.rotateKey(account: a0)
+        try engine.secrets().storePassword("hunter2", identifier: "vpn", for: a0)
+        try await engine.wipe(account: a0)
+        #expect(try engine.auditEntries().map(\.kind) == [.bundle, .key, .secret, .wipe])
+        #expect(try engine.auditEntries().allSatisfy { !($0.detail ?? "").contains("hunter2") })
+
+        let query = Array((#"{"action":"print","account":"b0@contoso.com"}"# + "\n").utf8)
+        func decide() throws -> [UInt8] {
+            let pipe = Pipe()
+            try pipe.fileHandleForWriting.write(contentsOf: query)
+            try pipe.fileHandleForWriting.close()
+            var output: [UInt8] = []
+            let summary = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 1)
+                .run(descriptor: pipe.fileHandleForReading.fileDescriptor) { output += $0 }
+            #expect(summary.lines == 1 && summary.errors == 0)
+            return output
+        }
+        _ = try decide()
+        #expect(try engine.auditEntries().filter { $0.kind == .decision }.isEmpty)
+        try engine.setAuditing(decisions: true)
+        _ = try decide()
+        let decisions = try engine.auditEntries().filter { $0.kind == .decision }
+        #expect(decisions.count == 1)
+        #expect(decisions.first?.account == "b0@contoso.com" && decisions.first?.action == "print" && decisions.first?.allowed == true)
+    }
+}
+
+@Suite("Watching a bundle directory: when to read")
+struct BundleWatchTests {
+    /// Probes of a directory as it changes: each step takes one, at a time in milliseconds,
+    /// and says whether the watcher reads the files then.
+    static let timelines: [(label: String, steps: [(probe: Int?, at: Int, reads: Bool)])] = [
+        ("first look waits for the debounce, then reads once", [(1, 0, false), (1, 100, false), (1, 250, true), (1, 1_250, false), (1, 2_250, false)]),
+        ("an edit settles before it is read", [(1, 0, false), (1, 250, true), (2, 1_250, false), (2, 1_500, true), (2, 2_500, false)]),
+        ("edits in a burst become one read", [(1, 0, false), (1, 250, true), (2, 1_000, false), (3, 1_100, false), (4, 1_200, false), (4, 1_450, true)]),
+        ("a change undone before it settles is not read", [(1, 0, false), (1, 250, true), (2, 1_000, false), (1, 1_100, false), (1, 2_000, false)]),
+        ("a directory that cannot be listed is read once (to reject it), then again when it returns", [(nil, 0, false), (nil, 250, true), (nil, 1_250, false), (1, 2_250, false), (1, 2_500, true)]),
+    ]
+
+    @Test("reads only on a settled change, without sleeping", arguments: timelines)
+    func timeline(label: String, steps: [(probe: Int?, at: Int, reads: Bool)]) throws {
+        let directory = try TemporaryDirectory()
+        // Real probes of real states of a directory: the number names the content.
+        var probes: [Int: BundleProbe] = [:]
+        for state in Set(steps.compactMap(\.probe)).sorted() {
+            try directory.write("policies.json", String(repeating: "x", count: state))
+            probes[state] = try #require(BundleProbe.take(directory: directory.path))
+        }
+        var watch = BundleWatch(debounce: .milliseconds(250))
+        for (index, step) in steps.enumerated() {
+            let reads = watch.shouldRead(step.probe.flatMap { probes[$0] }, at: .milliseconds(step.at))
+            #expect(reads == step.reads, "\(label): step \(index)")
+        }
+    }
+}
