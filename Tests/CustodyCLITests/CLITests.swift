@@ -1,10 +1,11 @@
 import CustodyPolicy
+import CustodyTestSupport
 import Foundation
 import Testing
 
 @Suite("The custody command line")
 struct CLITests {
-    @Test("policy validate reports exactly the INVALID export of the shared folder, and exits 1")
+    @Test("policy validate reports exactly the INVALID export of the shared folder, and exits 1", .needsSharedCorpora)
     func validateSharedExamples() throws {
         let result = try CLIRunner.run(["policy", "validate", CLIRunner.sharedGraphExamples])
         #expect(result.status == 1)
@@ -28,7 +29,7 @@ struct CLITests {
         #expect(result.stderr.isEmpty)
     }
 
-    @Test("warnings go to standard error and do not fail validation; --quiet keeps errors only")
+    @Test("warnings go to standard error and do not fail validation; --quiet keeps errors only", .needsSharedCorpora)
     func validateWarnings() throws {
         let file = CLIRunner.sharedGraphExamples + "/deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json"
         let result = try CLIRunner.run(["policy", "validate", file])
@@ -73,7 +74,7 @@ struct CLITests {
         #expect(result.stderr.contains("Account not allowed: an allowed entry has the same local part at another domain"))
     }
 
-    @Test("a bundle that does not load stops decide with its diagnostics")
+    @Test("a bundle that does not load stops decide with its diagnostics", .needsSharedCorpora)
     func decideBadBundle() throws {
         let result = try CLIRunner.run(["decide", "--bundle", CLIRunner.sharedGraphExamples], stdin: "")
         #expect(result.status == 1)
@@ -110,7 +111,7 @@ struct CLITests {
 
     @Test(
         "bad arguments exit 64 with a usage message",
-        arguments: [["decide"], ["decide", "--bundle", "policies", "--platform", "windows"], ["policy", "show", "--bundle", "policies", "--account", " "], ["frobnicate"]])
+        arguments: [["decide", "--jobs", "0"], ["decide", "--bundle", "policies", "--platform", "windows"], ["policy", "show", "--bundle", "policies", "--account", " "], ["frobnicate"]])
     func badArguments(arguments: [String]) throws {
         let result = try CLIRunner.run(arguments)
         #expect(result.status == 64)

@@ -36,17 +36,22 @@ struct CrashConsistencyTests {
         return result
     }
 
-    @Test("apply killed at random points leaves the old bundle or the new one, never a mix")
-    func apply() throws {
-        let scratch = try Scratch()
+    /// Two copies of the example bundle in `scratch`, the new one differing in one file; their
+    /// paths and their files.
+    private func twoBundles(_ scratch: Scratch) throws -> (old: String, new: String, files: [[String: [UInt8]]]) {
         let old = scratch.file("old"), new = scratch.file("new")
         for directory in [old, new] {
             try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: directory)
         }
-        // The new bundle differs in one file.
         let tenant = new + "/tenant.json"
         try (try Data(contentsOf: URL(fileURLWithPath: tenant)) + Data(" \n".utf8)).write(to: URL(fileURLWithPath: tenant))
-        let bundles = [try files(old), try files(new)]
+        return (old, new, [try files(old), try files(new)])
+    }
+
+    @Test("apply killed at random points leaves the old bundle or the new one, never a mix")
+    func apply() throws {
+        let scratch = try Scratch()
+        let (old, new, bundles) = try twoBundles(scratch)
         #expect(bundles[0] != bundles[1])
         // Kill anywhere in a window half again as long as a whole run takes on this machine now.
         let start = Date()
@@ -69,10 +74,11 @@ struct CrashConsistencyTests {
     @Test("wipe killed at random points leaves the account wholly wiped or untouched")
     func wipe() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
         try scratch.write("a.txt", "alice's data")
-        let owner = OwnerIdentifier(rawValue: "upn:alice@contoso.com")!
+        let owner = OwnerIdentifier(rawValue: ProtectionCLITests.alice)!
         // Kill anywhere in a window half again as long as a whole wipe takes on this machine now.
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
         let start = Date()
         #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).status == 0)
         let window = Date().timeIntervalSince(start) * 1.5
@@ -82,7 +88,7 @@ struct CrashConsistencyTests {
             // Give alice a key and a check-in when the last round wiped them.
             let database = try CustodyDatabase(path: scratch.file("state"))
             if try SQLiteKeyStore(database: database).keys(for: owner).isEmpty {
-                #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+                #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
                 #expect(try scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
             }
             try runAndKill(["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
@@ -93,5 +99,46 @@ struct CrashConsistencyTests {
             if keys == 0 { wiped += 1 } else { untouched += 1 }
         }
         #expect(wiped > 0 && untouched > 0, "kills landed both before and after the commit (\(wiped) wiped, \(untouched) untouched)")
+    }
+
+    @Test("apply, wipe and protect killed at random points on one state: the state stays consistent and no file is half-written")
+    func mixed() throws {
+        let scratch = try Scratch()
+        let (old, new, bundles) = try twoBundles(scratch)
+        try scratch.write("a.txt", String(repeating: "alice's data ", count: 50_000))
+        let plaintext = try scratch.read("a.txt")
+        let owner = OwnerIdentifier(rawValue: ProtectionCLITests.alice)!
+
+        #expect(try scratch.run(["apply", "--bundle", old]).status == 0)
+        let commands: [[String]] = [
+            ["apply", "--bundle", new], ["apply", "--bundle", old], ["wipe", "--account", "alice@contoso.com"],
+            ["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")],
+        ]
+        // A window long enough to cover each command on this machine now.
+        let start = Date()
+        for command in commands { _ = try scratch.run(command) }
+        let window = Date().timeIntervalSince(start) / Double(commands.count) * 1.5
+
+        var random = SystemRandomNumberGenerator()
+        for round in 0..<Self.kills {
+            let command = commands[round % commands.count]
+            try runAndKill(command, scratch: scratch, window: window, random: &random)
+            let database = try CustodyDatabase(path: scratch.file("state"))
+            let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
+            let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
+            #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
+            // The envelope is absent or whole: whole means it opens while alice has keys, and
+            // is refused as wiped once she has none.
+            guard FileManager.default.fileExists(atPath: scratch.file("a.cst")) else { continue }
+            let keys = try SQLiteKeyStore(database: database).keys(for: owner)
+            let opened = try scratch.run(["unprotect", scratch.file("a.cst"), scratch.file("back.txt")])
+            if opened.status == 0 {
+                #expect(try scratch.read("back.txt") == plaintext, "round \(round): the envelope opened to something else")
+            } else {
+                // Never damage: only a wipe (of these keys, or of the ones it was sealed with) stops it.
+                #expect(opened.stderr.contains("whose keys were wiped"), "round \(round) (\(command[0]), \(keys.count) keys): \(opened.stderr)")
+            }
+        }
+        #expect(try scratch.run(["keys", "list"]).status == 0, "the key store still reads")
     }
 }

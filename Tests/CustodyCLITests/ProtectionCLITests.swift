@@ -7,17 +7,20 @@ struct ProtectionCLITests {
     /// A scratch directory with a master key and a state; every command runs against them.
     typealias Scratch = TemporaryDirectory
 
+    static let alice = "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001"
+
     @Test("protect and unprotect in place, file to file, and info in text and JSON")
     func roundTrip() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
         try scratch.write("a.txt", "payroll figures\n")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("a.txt")]).status == 0)
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt")]).status == 0)
         #expect(try scratch.read("a.txt") != "payroll figures\n")
         let info = try CLIRunner.run(["info", scratch.file("a.txt")])
-        #expect(info.stdout.contains("owned by upn:alice@contoso.com, encrypted with"))
+        #expect(info.stdout.contains("owned by \(Self.alice), encrypted with"))
         #expect(info.stdout.contains("key version 1, 64 KiB chunks"))
         let json = try CLIRunner.run(["info", "--json", scratch.file("a.txt")])
-        #expect(json.stdout.contains(#""protected":true,"owner":"upn:alice@contoso.com","encrypted":true"#))
+        #expect(json.stdout.contains(#""protected":true,"owner":"\#(Self.alice)","encrypted":true"#))
         #expect(try scratch.run(["unprotect", scratch.file("a.txt"), scratch.file("b.txt")]).status == 0)
         #expect(try scratch.read("b.txt") == "payroll figures\n")
         #expect(try scratch.run(["unprotect", scratch.file("a.txt")]).status == 0)
@@ -28,6 +31,7 @@ struct ProtectionCLITests {
     @Test("standard input and output stream through")
     func streams() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
         let protected = try scratch.run(["protect", "--owner", "bob@contoso.com", "--force-encrypt", "-", scratch.file("s.env")], stdin: "streamed text")
         #expect(protected.status == 0, "\(protected.stderr)")
         let plain = try scratch.run(["unprotect", scratch.file("s.env"), "-"])
@@ -37,6 +41,7 @@ struct ProtectionCLITests {
     @Test("unprotect refuses what is not an envelope, and a damaged one, with exit 1")
     func refusals() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
         try scratch.write("plain.txt", "plain")
         let plain = try scratch.run(["unprotect", scratch.file("plain.txt")])
         #expect(plain.status == 1)
@@ -44,7 +49,7 @@ struct ProtectionCLITests {
         #expect(try scratch.read("plain.txt") == "plain")
 
         try scratch.write("d.txt", "secret")
-        _ = try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("d.txt")])
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("d.txt")]).status == 0)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: scratch.file("d.txt"))))
         bytes[bytes.count - 3] ^= 1
         try Data(bytes).write(to: URL(fileURLWithPath: scratch.file("d.txt")))
@@ -59,48 +64,79 @@ struct ProtectionCLITests {
         #expect(header.stderr.contains("unknown algorithm 77 at byte 5"))
     }
 
-    @Test("the bundle's policy decides encryption; unknown accounts are only tagged")
-    func policyDecides() throws {
+    /// How protect treats each kind of owner in each mode, with the example bundle in force:
+    /// alice and bob are managed and their iOS policies require encryption.
+    static let protectCases: [(owner: String, flags: [String], status: Int32, info: String, stderr: String)] = [
+        ("alice@contoso.com", [], 0, "owned by \(alice), encrypted", ""),
+        ("ALICE@contoso.com", [], 0, "owned by \(alice), encrypted", ""),
+        ("a1f0c7d2-5b1e-4c3a-9e8f-000000000001", [], 0, "owned by \(alice), encrypted", ""),
+        ("alice@contoso.com", ["--force-encrypt"], 0, "owned by \(alice), encrypted", ""),
+        ("alice@contoso.com", ["--unmanaged"], 1, "not protected", "requires its data to be encrypted"),
+        ("erin@fabrikam.com", [], 1, "not protected", "is not an account of the policy in force"),
+        ("erin@fabrikam.com", ["--unmanaged"], 0, "owned by upn:erin@fabrikam.com, not encrypted", "is tagged for upn:erin@fabrikam.com but not encrypted"),
+        ("erin@fabrikam.com", ["--force-encrypt"], 0, "owned by upn:erin@fabrikam.com, encrypted", ""),
+    ]
+
+    @Test("protect encrypts unless the owner's policy in force says it need not; an unknown owner needs --unmanaged or --force-encrypt", arguments: protectCases)
+    func policyDecides(owner: String, flags: [String], status: Int32, info: String, stderr: String) throws {
         let scratch = try Scratch()
-        let bundle = CLIRunner.packageRoot + "/policies"
-        for (name, owner) in [("alice.txt", "alice@contoso.com"), ("erin.txt", "erin@fabrikam.com")] {
-            try scratch.write(name, "data")
-            let result = try scratch.run(["protect", "--owner", owner, "--bundle", bundle, "--platform", "ios", scratch.file(name)])
-            #expect(result.status == 0, "\(result.stderr)")
-        }
-        #expect(try CLIRunner.run(["info", scratch.file("alice.txt")]).stdout.contains("owned by oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001, encrypted"))
-        #expect(try CLIRunner.run(["info", scratch.file("erin.txt")]).stdout.contains("owned by upn:erin@fabrikam.com, not encrypted"))
-        let forced = try scratch.run(["protect", "--owner", "erin@fabrikam.com", "--bundle", bundle, "--force-encrypt", scratch.file("erin.txt")])
-        #expect(forced.status == 1)
-        #expect(forced.stderr.contains("is not an account of the policy's tenant"))
+        try scratch.applyExampleBundle()
+        try scratch.write("data.txt", "data")
+        let result = try scratch.run(["protect", "--owner", owner, "--platform", "ios"] + flags + [scratch.file("data.txt")])
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(stderr.isEmpty ? result.stderr.isEmpty : result.stderr.contains(stderr), "\(result.stderr)")
+        #expect(try CLIRunner.run(["info", scratch.file("data.txt")]).stdout.contains(info))
     }
 
-    @Test("rotate, rewrap, list and wipe")
+    @Test("without a bundle in force or --bundle, protect writes nothing and names both ways to give one")
+    func noPolicy() throws {
+        let scratch = try Scratch()
+        try scratch.write("a", "plain")
+        for flags in [[], ["--force-encrypt"], ["--unmanaged"]] {
+            let result = try scratch.run(["protect", "--owner", "alice@contoso.com"] + flags + [scratch.file("a"), scratch.file("b")])
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("no bundle is in force") && result.stderr.contains("custody apply --bundle DIR") && result.stderr.contains("--bundle DIR"))
+            #expect(!FileManager.default.fileExists(atPath: scratch.file("b")))
+        }
+        // --bundle is a one-off override: it protects, and records nothing as in force.
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--bundle", CLIRunner.packageRoot + "/policies", scratch.file("a"), scratch.file("b")]).status == 0)
+        #expect(try CLIRunner.run(["info", scratch.file("b")]).stdout.contains("owned by \(Self.alice), encrypted"))
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a"), scratch.file("c")]).status == 1)
+    }
+
+    @Test("rotate, rewrap, list and wipe, by either form of the account")
     func keys() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
         try scratch.write("k.txt", "v1")
-        _ = try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("k.txt")])
-        #expect(try scratch.run(["keys", "rotate", "--account", "alice@contoso.com"]).stdout == "upn:alice@contoso.com: key version 2\n")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("k.txt")]).status == 0)
+        #expect(try scratch.run(["keys", "rotate", "--account", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001"]).stdout == "\(Self.alice): key version 2\n")
         #expect(try scratch.run(["keys", "rewrap", scratch.file("k.txt")]).stdout == "\(scratch.file("k.txt")): key version 1 → 2\n")
-        #expect(try scratch.run(["keys", "list"]).stdout == "upn:alice@contoso.com: versions 1, 2\n")
-        #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).stdout == "upn:alice@contoso.com: wiped 2 key versions\n")
+        #expect(try scratch.run(["keys", "list"]).stdout == "\(Self.alice) (alice@contoso.com): versions 1, 2\n")
+        let unknown = try scratch.run(["keys", "rotate", "--account", "erin@fabrikam.com"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("erin@fabrikam.com is not an account of this installation"))
+        #expect(try scratch.run(["wipe", "--account", "Alice@Contoso.com"]).stdout == "\(Self.alice): wiped 2 key versions (\(Self.alice): 2) and 0 secrets\n")
         let after = try scratch.run(["unprotect", scratch.file("k.txt")])
         #expect(after.status == 1)
-        #expect(after.stderr.contains("is not in the key store (wiped"))
-        #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).stdout == "upn:alice@contoso.com: no keys to wipe\n")
+        #expect(after.stderr.contains("whose keys were wiped at") && after.stderr.contains("can never be opened again"))
+        #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).stdout.hasPrefix("\(Self.alice): no keys to wipe under \(Self.alice), upn:alice@contoso.com"))
     }
 
     @Test("a missing or group-readable master key is refused with a message")
     func masterKey() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
         try scratch.write("m.txt", "x")
-        let none = try CLIRunner.run(["protect", "--owner", "a@c.com", "--force-encrypt", "--state", scratch.file("state"), scratch.file("m.txt")], environment: ["CUSTODY_MASTER_KEY_FILE": "", "CUSTODY_PASSPHRASE": ""])
+        let none = try CLIRunner.run(
+            ["protect", "--owner", "alice@contoso.com", "--state", scratch.file("state"), scratch.file("m.txt")],
+            environment: ["CUSTODY_MASTER_KEY_FILE": "", "CUSTODY_PASSPHRASE": ""])
         #expect(none.status == 1)
         #expect(none.stderr.contains("no master key"))
-        _ = try scratch.run(["keys", "list"])
+        _ = try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("m.txt")])
         #expect(FileManager.default.fileExists(atPath: scratch.file("master.key")))
         try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: scratch.file("master.key"))
-        let open = try scratch.run(["keys", "list"])
+        let open = try scratch.run(["unprotect", scratch.file("m.txt")])
         #expect(open.status == 1)
         #expect(open.stderr.contains("may be read by its group or others (mode 640); run chmod 600"))
     }
@@ -110,5 +146,11 @@ extension TemporaryDirectory {
     /// Runs `custody` with this directory's state and master key.
     func run(_ arguments: [String], stdin: String = "") throws -> CLIRunner.Result {
         try CLIRunner.run(arguments + ["--state", file("state")], stdin: stdin, environment: ["CUSTODY_MASTER_KEY_FILE": file("master.key")])
+    }
+
+    /// Makes the example bundle (`policies/`) the policy in force of this directory's state.
+    func applyExampleBundle() throws {
+        let result = try run(["apply", "--bundle", CLIRunner.packageRoot + "/policies"])
+        #expect(result.status == 0, "\(result.stderr)")
     }
 }

@@ -6,37 +6,70 @@ import Testing
 struct StateCLITests {
     typealias Scratch = ProtectionCLITests.Scratch
 
-    @Test("checkin records a time; a bad time is a usage error naming the option")
+    @Test("checkin records a time under the account's OID; an unknown account is an error; a bad time is a usage error")
     func checkIn() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
         let good = try scratch.run(["checkin", "--account", "alice@contoso.com", "--at", "2026-11-21T09:30:00Z"])
         #expect(good.status == 0)
-        #expect(good.stdout == "upn:alice@contoso.com: checked in at 2026-11-21T09:30:00Z\n")
+        #expect(good.stdout == "\(ProtectionCLITests.alice): checked in at 2026-11-21T09:30:00Z\n")
+        let unknown = try scratch.run(["checkin", "--account", "erin@fabrikam.com"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("erin@fabrikam.com is not an account of this installation"))
         let bad = try scratch.run(["checkin", "--account", "alice@contoso.com", "--at", "yesterday"])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("--at must be an RFC 3339 time"))
     }
 
-    @Test("a wipe is in the audit log; auditing can be switched off")
+    @Test("the audit log holds applied and rejected bundles, key rotations, wipes and, when switched on, decisions")
     func audit() throws {
         let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        let broken = scratch.file("broken")
+        try FileManager.default.createDirectory(atPath: broken, withIntermediateDirectories: true)
+        try scratch.write("broken/tenant.json", "{")
+        #expect(try scratch.run(["apply", "--bundle", broken]).status == 1)
         try scratch.write("a.txt", "secret")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--force-encrypt", scratch.file("a.txt")]).status == 0)
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt")]).status == 0)
+        #expect(try scratch.run(["keys", "rotate", "--account", "alice@contoso.com"]).status == 0)
         let wipe = try scratch.run(["wipe", "--account", "alice@contoso.com"])
         #expect(wipe.status == 0)
-        #expect(wipe.stdout.contains("wiped 1 key version"))
+        #expect(wipe.stdout.contains("wiped 2 key versions"))
+        let query = #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
+        #expect(try scratch.run(["decide"], stdin: query).status == 0)
+        #expect(try scratch.run(["audit", "--decisions", "on"]).stdout == "decision auditing is on\n")
+        #expect(try scratch.run(["decide"], stdin: query + query).status == 0)
+
         let log = try scratch.run(["audit", "--json"])
         #expect(log.status == 0)
-        #expect(log.stdoutLines.count == 1)
-        #expect(log.stdout.contains(#""kind":"wipe""#) && log.stdout.contains("upn:alice@contoso.com"))
+        let kinds = log.stdoutLines.compactMap { line in line.split(separator: "\"").dropFirst(7).first.map(String.init) }
+        #expect(kinds == ["bundle", "bundle", "key", "wipe", "decision", "decision"], "\(log.stdout)")
+        #expect(log.stdoutLines[0].contains(#""action":"apply""#) && log.stdoutLines[1].contains(#""action":"reject""#))
+        #expect(log.stdoutLines[3].contains(ProtectionCLITests.alice))
+        #expect(log.stdoutLines[4].contains(#""account":"bob@contoso.com","action":"print","allowed":"#))
+
         #expect(try scratch.run(["audit", "--set", "off"]).stdout == "auditing is off\n")
         #expect(try scratch.run(["wipe", "--account", "bob@contoso.com"]).status == 0)
-        #expect(try scratch.run(["audit"]).stdoutLines.count == 1, "nothing written while off")
+        #expect(try scratch.run(["decide"], stdin: query).status == 0)
+        #expect(try scratch.run(["audit"]).stdoutLines.count == 6, "nothing written while off")
         #expect(try scratch.run(["audit", "--since", "2999-01-01T00:00:00Z"]).stdout.isEmpty)
+    }
+
+    @Test("watch without --bundle watches where the bundle in force came from; with none it says how to give one")
+    func watchInForce() throws {
+        let scratch = try Scratch()
+        let none = try scratch.run(["watch"])
+        #expect(none.status == 1)
+        #expect(none.stderr.contains("nothing to watch") && none.stderr.contains("custody apply --bundle DIR"))
+        try watch(givingBundle: false)
     }
 
     @Test("watch prints each change as one JSON line, and a broken edit as bundleRejected")
     func watch() throws {
+        try watch(givingBundle: true)
+    }
+
+    private func watch(givingBundle: Bool) throws {
         let scratch = try Scratch()
         let bundle = scratch.file("bundle")
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
@@ -49,7 +82,8 @@ struct StateCLITests {
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["watch", "--bundle", bundle, "--interval", "20", "--state", scratch.file("state")]
+        if !givingBundle { #expect(try scratch.run(["apply", "--bundle", bundle]).status == 0) }
+        process.arguments = ["watch"] + (givingBundle ? ["--bundle", bundle] : []) + ["--interval", "20", "--state", scratch.file("state")]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -70,7 +104,11 @@ struct StateCLITests {
                 buffer.append(chunk)
             }
         }
-        #expect(nextLine() == #"{"event":"policyChanged","accounts":["a@contoso.com"]}"#)
+        if givingBundle {
+            #expect(nextLine() == #"{"event":"policyChanged","accounts":["a@contoso.com"]}"#)
+        } else {
+            Thread.sleep(forTimeInterval: 0.5)  // the watcher's first look finds the bundle in force: no event
+        }
         try Data(policy(true).utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
         #expect(nextLine() == #"{"event":"policyChanged","accounts":["a@contoso.com"]}"#)
         try Data("{".utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))

@@ -1,35 +1,35 @@
 import ArgumentParser
 import Custody
 import CustodyPolicy
-import CustodyStore
 
-/// `custody apply`: make a bundle the policy in force in the state database.
+/// `custody apply`: make a bundle the installation's policy in force.
 struct ApplyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apply",
-        abstract: "Validate a bundle directory and record it, with its files, as the policy in force.",
+        abstract: "Validate a bundle directory and make it the policy in force of this state.",
         discussion: """
-            The bundle is loaded and resolved completely first; one with errors is recorded as \
-            rejected (the policy in force stays) and its errors are printed as \
-            file:line:column, exit status 1. An applied bundle's files are stored in the state \
-            database in one transaction with its history entry, so a service that starts later \
-            (PolicyManager.restore) resumes exactly this policy. Prints the bundle's content hash.
+            The bundle is read once, loaded and resolved completely first; one with errors is \
+            recorded as rejected (the policy in force stays) and its errors are printed as \
+            file:line:column, exit status 1. An applied bundle's files, content hash and accounts \
+            are stored in the state database in one transaction with its history entry and an \
+            audit entry. From then on every command on this state (decide, protect, wipe, keys, \
+            checkin, secrets, config, policy show, matrix table) decides with it unless given \
+            --bundle, and a service that starts later resumes exactly this policy, even if the \
+            directory changes or vanishes. Prints the bundle's revision (its content hash); \
+            applying the bundle already in force changes nothing.
             """
     )
 
-    @OptionGroup var bundleOptions: BundleOptions
+    @Option(name: .long, help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
+    var bundle: String
+
+    @OptionGroup var contextOptions: ContextOptions
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
     func run() async throws {
-        let manager = PolicyManager(context: bundleOptions.contextOptions.context, database: try stateOptions.database(), logger: loggingOptions.makeLogger())
-        do {
-            try await manager.apply(bundleDirectory: bundleOptions.bundle)
-        } catch {
-            StandardError.write("error: \(error)\n")
-            throw ExitCode.failure
-        }
-        let hash = (try? manager.database?.lastAppliedBundle()?.contentHash) ?? nil
-        StandardOutput.write("applied \(bundleOptions.bundle): \(hash ?? "")\n")
+        let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context, restoring: false)
+        let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in try await engine.apply(bundleDirectory: bundle) }
+        StandardOutput.write("\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")
     }
 }

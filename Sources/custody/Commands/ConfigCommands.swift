@@ -1,9 +1,10 @@
 import ArgumentParser
+import Custody
 import CustodyPolicy
 import Foundation
 
 /// `custody config`: the app configuration a bundle delivers.
-struct ConfigCommand: ParsableCommand {
+struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Show the app configuration an account receives, or check a bundle against an app's spec.",
@@ -11,7 +12,7 @@ struct ConfigCommand: ParsableCommand {
     )
 
     /// `custody config show --bundle DIR --account A [--key K ...]`
-    struct Show: ParsableCommand {
+    struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the app configuration an account receives (targetedManagedAppConfiguration).",
             discussion: """
@@ -22,11 +23,14 @@ struct ConfigCommand: ParsableCommand {
                 value by policy id, so it is the same on every run; min and max compare strings \
                 by code point and numbers by value; and and or combine booleans.
 
-                An unmanaged account receives no configuration: `null`, or exit 1 with --key.
+                An unmanaged account receives no configuration: `null`, or exit 1 with --key. The \
+                policy is the bundle in force (see `custody apply`), or --bundle for this command \
+                alone.
                 """
         )
 
-        @OptionGroup var bundleOptions: BundleOptions
+        @OptionGroup var policyOptions: PolicyOptions
+        @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
         @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
@@ -51,8 +55,9 @@ struct ConfigCommand: ParsableCommand {
             }
         }
 
-        func run() throws {
-            let snapshot = try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger())
+        func run() async throws {
+            let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
+            let snapshot = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
             let configuration = snapshot.appConfiguration(for: try parseAccount(account, option: "--account"))
             guard let key else {
                 StandardOutput.write(Self.json(configuration))
@@ -124,29 +129,40 @@ struct ConfigCommand: ParsableCommand {
     }
 
     /// `custody config validate --spec FILE --bundle DIR`
-    struct Validate: ParsableCommand {
+    struct Validate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a bundle's app configuration against an app's spec before rollout.",
             discussion: """
                 Errors: a value the spec does not allow (type, allowed values, bounds, length), a \
                 required setting some managed accounts would not receive. Warnings: a setting the \
                 app does not read, conflicting values for one account. Prints one \
-                file:line:column diagnostic per line, then a summary; exit 1 when there are errors.
+                file:line:column diagnostic per line, then a summary; exit 1 when there are errors. \
+                The bundle is --bundle, or the bundle in force (see `custody apply`).
                 """
         )
 
         @Option(help: ArgumentHelp("The app's spec file (<app>.spec.json).", valueName: "file"))
         var spec: String
 
-        @Option(name: .long, help: ArgumentHelp("The policy bundle directory.", valueName: "dir"))
-        var bundle: String
+        @Option(name: .long, help: ArgumentHelp("The policy bundle directory to check (default: the bundle in force).", valueName: "dir"))
+        var bundle: String?
 
         @Option(help: ArgumentHelp("Evaluate for this platform only; by default iOS and Android both.", valueName: "ios|android"))
         var platform: Platform?
 
-        func run() throws {
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func run() async throws {
             let spec = try loadSpec(spec)
-            let diagnostics = spec.validate(try loadPolicyBundle(bundle), platform: platform)
+            let policyBundle: PolicyBundle
+            if let bundle {
+                policyBundle = try loadPolicyBundle(bundle)
+            } else {
+                let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readOnly)
+                policyBundle = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }.bundle
+            }
+            let diagnostics = spec.validate(policyBundle, platform: platform)
             StandardOutput.write(diagnostics.map { $0.description + "\n" }.joined())
             let errors = diagnostics.filter { $0.severity == .error }.count
             let warnings = diagnostics.count - errors

@@ -1,9 +1,10 @@
 import ArgumentParser
+import Custody
 import CustodyPolicy
 import Foundation
 
 /// `custody decide`: JSON Lines queries in, one JSON decision per line out.
-struct DecideCommand: ParsableCommand {
+struct DecideCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decide",
         abstract: "Answer JSON Lines queries on standard input, one decision per line.",
@@ -33,12 +34,19 @@ struct DecideCommand: ParsableCommand {
             that cannot be read is answered {"error": "line N, column C: ...", "line": N} and the \
             following lines are still answered.
 
-            Exit status: 0 when every line was answered, 1 when the bundle does not load or any \
-            line was an error.
+            Decisions use the bundle in force in the state (see `custody apply`), or --bundle for \
+            this command alone; with neither, the command stops with an error. Contradictory \
+            accounts (an OID and a UPN the tenant records for different accounts) are line \
+            errors. With decision auditing on (`custody audit --decisions on`), every decision is \
+            written to the audit log before its answer.
+
+            Exit status: 0 when every line was answered, 1 when there is no policy, the bundle \
+            does not load, auditing failed, or any line was an error.
             """
     )
 
-    @OptionGroup var bundleOptions: BundleOptions
+    @OptionGroup var policyOptions: PolicyOptions
+    @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
     @Flag(help: "Answer queries naming an account the tenant does not know with an error, instead of treating it as unmanaged.")
@@ -58,13 +66,19 @@ struct DecideCommand: ParsableCommand {
         guard blockBytes >= 1 else { throw ValidationError("--block-bytes must be at least 1") }
     }
 
-    func run() throws {
-        let snapshot = try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger())
+    func run() async throws {
+        let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
         let options = DecisionStream.Options(strictAccounts: strictAccounts, format: format) {
             .seconds(Date().timeIntervalSince1970)
         }
-        let decider = ParallelDecider(snapshot: snapshot, options: options, jobs: jobs, blockBytes: blockBytes)
-        let summary = decider.run(descriptor: 0) { StandardOutput.write($0) }
+        let runner = try reporting(state: stateOptions) { () throws(CustodyError) in
+            try engine.decisionRunner(options: options, jobs: jobs, blockBytes: blockBytes)
+        }
+        let summary = runner.run(descriptor: 0) { StandardOutput.write($0) }
+        if let failure = summary.auditFailure {
+            StandardError.write("error: writing the audit log failed, so answering stopped after line \(summary.lines): \(failure)\n")
+            throw ExitCode.failure
+        }
         guard !summary.readFailed else {
             StandardError.write("error: reading standard input failed after line \(summary.lines)\n")
             throw ExitCode.failure

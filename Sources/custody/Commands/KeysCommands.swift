@@ -1,11 +1,10 @@
 import ArgumentParser
-import Foundation
+import Custody
 import CustodyPolicy
 import CustodyProtection
-import CustodyStore
 
 /// `custody keys`: account keys in the state database.
-struct KeysCommand: ParsableCommand {
+struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Rotate, rewrap and list account keys.",
@@ -13,53 +12,64 @@ struct KeysCommand: ParsableCommand {
     )
 
     /// `custody keys rotate --account A`
-    struct Rotate: ParsableCommand {
+    struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a new version of an account's key.",
             discussion: """
-                New envelopes for the account use the new version; existing ones still open with \
-                theirs. Run `custody keys rewrap` to move files to the new version. Prints the \
-                account's key identifier and the new version.
+                The account is resolved through the policy in force (or --bundle), so a UPN and an \
+                OID of one account name the same keys; an account the installation does not know is \
+                an error. New envelopes for the account use the new version; existing ones still \
+                open with theirs. Run `custody keys rewrap` to move files to the new version. The \
+                rotation is written to the audit log. Prints the account's key identifier and the \
+                new version.
                 """
         )
 
-        @OptionGroup var options: AccountKeyOptions
+        @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
+        var account: String
 
-        func run() throws {
-            let (protector, owner, _) = try options.protectorAndOwner()
-            let version = try reportingProtectionErrors { try protector.keyRing.rotate(owner) }
-            StandardOutput.write("\(owner): key version \(version)\n")
+        @OptionGroup var policyOptions: PolicyOptions
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var masterKeyOptions: MasterKeyOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func run() async throws {
+            let account = try parseAccount(account, option: "--account")
+            let engine = try await openEngine(
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+            let (resolved, version) = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.rotateKey(account: account) }
+            StandardOutput.write("\(resolved.owner): key version \(version)\n")
         }
     }
 
     /// `custody keys rewrap PATH...`
-    struct Rewrap: ParsableCommand {
+    struct Rewrap: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-seal protected files under their owners' newest key versions.",
             discussion: "Files already on the newest version, files not encrypted and files not protected are left alone."
         )
 
-        @OptionGroup var protectionOptions: ProtectionOptions
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var masterKeyOptions: MasterKeyOptions
+        @OptionGroup var loggingOptions: LoggingOptions
 
         @Argument(help: ArgumentHelp("Protected files.", valueName: "path"))
         var paths: [String]
 
-        func run() throws {
-            let protector = DataProtector(keyRing: try protectionOptions.keyRing())
+        func run() async throws {
+            let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
             var failed = false
             for path in paths {
                 do {
-                    let before = try DataProtector.protectionInfo(file: path)
-                    if try protector.rewrap(file: path) {
-                        let after = try DataProtector.protectionInfo(file: path)
-                        StandardOutput.write("\(path): key version \(before?.keyVersion ?? 0) → \(after?.keyVersion ?? 0)\n")
-                    } else {
-                        let state = before == nil ? "not protected" : before?.isEncrypted == true ? "already on the newest key version" : "not encrypted"
-                        StandardOutput.write("\(path): \(state)\n")
+                    switch try engine.rewrap(file: path) {
+                    case .rewrapped(let from, let to): StandardOutput.write("\(path): key version \(from) → \(to)\n")
+                    case .alreadyNewest: StandardOutput.write("\(path): already on the newest key version\n")
+                    case .notEncrypted: StandardOutput.write("\(path): not encrypted\n")
+                    case .notProtected: StandardOutput.write("\(path): not protected\n")
                     }
                 } catch {
                     failed = true
-                    StandardError.write("error: \(error.path == nil ? "\(path): " : "")\(error)\n")
+                    StandardError.write("error: \(error.message.hasPrefix(path) ? "" : "\(path): ")\(error.message)\n")
                 }
             }
             if failed { throw ExitCode.failure }
@@ -67,64 +77,68 @@ struct KeysCommand: ParsableCommand {
     }
 
     /// `custody keys list`
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the accounts that have keys, and their key versions.")
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the accounts that have keys, and their key versions.",
+            discussion: "One line per key identifier; the account's UPN follows when the policy in force knows it. Needs no master key."
+        )
 
-        @OptionGroup var protectionOptions: ProtectionOptions
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var loggingOptions: LoggingOptions
 
-        func run() throws {
-            let keyRing = try protectionOptions.keyRing()
-            try reportingProtectionErrors {
-                for owner in try keyRing.store.owners() {
-                    let versions = try keyRing.versions(of: owner).map(String.init).joined(separator: ", ")
-                    StandardOutput.write("\(owner): versions \(versions)\n")
-                }
+        func run() async throws {
+            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .existing)
+            for owner in try reporting(state: stateOptions, { () throws(CustodyError) in try engine.keyOwners() }) {
+                let name = owner.account.flatMap(\.upn).map { " (\($0))" } ?? ""
+                StandardOutput.write("\(owner.owner)\(name): versions \(owner.versions.map(String.init).joined(separator: ", "))\n")
             }
         }
     }
 }
 
 /// `custody wipe --account A`: crypto-shred an account's data.
-struct WipeCommand: ParsableCommand {
+struct WipeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wipe",
-        abstract: "Delete every version of an account's key: its encrypted data can never be opened again.",
+        abstract: "Delete every version of an account's keys: its encrypted data can never be opened again.",
         discussion: """
-            Selective wipe by crypto-shredding: every version of the account's key, its secrets and \
-            its check-in are deleted from the state database in one transaction (deleted rows are \
-            overwritten and the write-ahead log truncated), so every envelope encrypted for it \
-            becomes unreadable wherever it is. The wipe is written to the audit log. Other \
-            accounts' data is untouched. There is no undo.
+            Selective wipe by crypto-shredding. The account is resolved to one account of this \
+            installation through the policy in force (or --bundle), which links its UPN and OID, \
+            or through the state, which remembers every identifier the account has had here \
+            (keys written under an earlier UPN included). Every version of its keys under every \
+            one of those identifiers, its secrets and its check-ins are deleted from the state \
+            database in one transaction (deleted rows are overwritten and the write-ahead log \
+            truncated), so every envelope encrypted for it becomes unreadable wherever it is. \
+            The wipe is written to the audit log and what was removed is printed. Other \
+            accounts' data is untouched. There is no undo. Needs no master key.
+
+            An account the installation cannot resolve (neither the policy nor the state knows \
+            it), or whose OID and UPN name different accounts, is an error, exit status 1: \
+            nothing is reported wiped that was not.
             """
     )
 
-    @OptionGroup var options: AccountKeyOptions
-
-    func run() throws {
-        let (protector, owner, database) = try options.protectorAndOwner()
-        var count = try reportingStoreErrors {
-            try database.wipe(owner: owner.rawValue, checkInKey: owner.rawValue, reason: "custody wipe", at: Date())
-        }
-        count += try reportingProtectionErrors { try protector.keyRing.wipe(owner) }
-        StandardOutput.write(count == 0 ? "\(owner): no keys to wipe\n" : "\(owner): wiped \(count) key version\(count == 1 ? "" : "s")\n")
-    }
-}
-
-/// The options of commands that act on one account's keys.
-struct AccountKeyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
     var account: String
 
-    @OptionGroup var bundleOptions: OptionalBundleOptions
-    @OptionGroup var protectionOptions: ProtectionOptions
+    @OptionGroup var policyOptions: PolicyOptions
+    @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    /// A protector over the state's keys (and the bundle's policy, if given), the identifier
-    /// the account's keys are kept under, and the state database the keys are in.
-    func protectorAndOwner() throws -> (protector: DataProtector, owner: OwnerIdentifier, database: CustodyDatabase) {
+    func run() async throws {
         let account = try parseAccount(account, option: "--account")
-        let (database, keyRing) = try protectionOptions.stateAndKeyRing()
-        let protector = DataProtector(keyRing: keyRing, policy: try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger()))
-        return (protector, protector.ownerIdentifier(for: account), database)
+        let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .existing)
+        let report = try await reporting(state: stateOptions) { () async throws(CustodyError) in
+            try await engine.wipe(account: account, reason: "custody wipe")
+        }
+        let searched = report.resolved.identifiers.map(\.rawValue).joined(separator: ", ")
+        let versions = report.keyVersions == 1 ? "1 key version" : "\(report.keyVersions) key versions"
+        let under = report.keyVersionsByIdentifier.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key): \($0.value)" }
+        let secrets = report.secrets == 1 ? "1 secret" : "\(report.secrets) secrets"
+        if report.keyVersions == 0 {
+            StandardOutput.write("\(report.owner): no keys to wipe under \(searched); \(secrets) removed\n")
+        } else {
+            StandardOutput.write("\(report.owner): wiped \(versions) (\(under.joined(separator: ", "))) and \(secrets)\n")
+        }
     }
 }

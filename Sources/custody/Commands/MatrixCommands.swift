@@ -1,9 +1,10 @@
 import ArgumentParser
+import Custody
 import CustodyPolicy
 import Foundation
 
 /// `custody matrix`: scenario matrices, decision tables and what a policy change changes.
-struct MatrixCommand: ParsableCommand {
+struct MatrixCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "matrix",
         abstract: "Validate what policies allow before they ship, and what a change would change.",
@@ -62,20 +63,22 @@ struct MatrixCommand: ParsableCommand {
         }
     }
 
-    /// `custody matrix table --bundle DIR --account A`
-    struct Table: ParsableCommand {
+    /// `custody matrix table --account A [--bundle DIR]`
+    struct Table: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print every decision one account's policy makes, with its reason.",
             discussion: """
                 Every save-to and open-from location × the location accounts that matter (the \
                 same account, another managed account, an unmanaged account, none), receiving, \
                 sharing, clipboard, print, backup, screen capture, notifications, encryption and \
-                whether the account is allowed. An aligned table, Markdown (--markdown) or JSON \
-                (--json).
+                whether the account is allowed. The policy is the bundle in force (see `custody \
+                apply`), or --bundle for this command alone. An aligned table, Markdown \
+                (--markdown) or JSON (--json).
                 """
         )
 
-        @OptionGroup var bundleOptions: BundleOptions
+        @OptionGroup var policyOptions: PolicyOptions
+        @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
         @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
@@ -91,9 +94,11 @@ struct MatrixCommand: ParsableCommand {
             if markdown && json { throw ValidationError("--markdown and --json exclude each other") }
         }
 
-        func run() throws {
-            let snapshot = try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger())
-            let table = DecisionTable(snapshot: snapshot, account: try parseAccount(account, option: "--account"))
+        func run() async throws {
+            let account = try parseAccount(account, option: "--account")
+            let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
+            let snapshot = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
+            let table = DecisionTable(snapshot: snapshot, account: account)
             if json {
                 StandardOutput.write(DecisionTableRendering.json(table))
             } else {
@@ -102,21 +107,23 @@ struct MatrixCommand: ParsableCommand {
         }
     }
 
-    /// `custody matrix diff --bundle OLD --bundle NEW`
-    struct Diff: ParsableCommand {
+    /// `custody matrix diff [--bundle OLD] --bundle NEW`
+    struct Diff: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List every decision that differs between two bundles, account by account, with both reasons.",
             discussion: """
                 Compares the decision tables (see `custody matrix table`) of the given accounts, \
                 or of every account either tenant lists, using the same counterparts on both \
-                sides. Exit 1 when anything differs and --fail-on-change is given.
+                sides. With one --bundle, the old side is the bundle in force: what applying the \
+                new bundle would change. Exit 1 when anything differs and --fail-on-change is given.
                 """
         )
 
-        @Option(name: .customLong("bundle"), help: ArgumentHelp("The old bundle, then the new one.", valueName: "dir"))
+        @Option(name: .customLong("bundle"), help: ArgumentHelp("The old bundle, then the new one; or only the new one, against the bundle in force.", valueName: "dir"))
         var bundles: [String]
 
         @OptionGroup var contextOptions: ContextOptions
+        @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
         @Option(help: ArgumentHelp("Only this account (repeatable).", valueName: "account"))
@@ -129,13 +136,28 @@ struct MatrixCommand: ParsableCommand {
         var json = false
 
         func validate() throws {
-            if bundles.count != 2 { throw ValidationError("give --bundle twice: the old bundle, then the new one") }
+            if !(1...2).contains(bundles.count) {
+                throw ValidationError("give --bundle twice (the old bundle, then the new one), or once (the new one, against the bundle in force)")
+            }
         }
 
-        func run() throws {
+        func run() async throws {
             let logger = loggingOptions.makeLogger()
-            let old = try loadPolicySnapshot(bundles[0], context: contextOptions.context, logger: logger)
-            let new = try loadPolicySnapshot(bundles[1], context: contextOptions.context, logger: logger)
+            let context = contextOptions.context
+            let old: PolicySnapshot
+            if bundles.count == 2 {
+                old = PolicySnapshot(bundle: try loadPolicyBundle(bundles[0]), context: context, logger: logger)
+            } else {
+                let configuration = CustodyConfiguration(state: .existingPath(stateOptions.state), context: context, logger: logger)
+                let engine: CustodyEngine
+                do {
+                    engine = try await CustodyEngine.open(configuration)
+                } catch {
+                    throw fail(error, state: stateOptions)
+                }
+                old = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
+            }
+            let new = PolicySnapshot(bundle: try loadPolicyBundle(bundles[bundles.count - 1]), context: context, logger: logger)
             let accounts = try account.isEmpty ? nil : account.map { try parseAccount($0, option: "--account") }
             let diff = DecisionDiff(old: old, new: new, accounts: accounts)
             StandardOutput.write(json ? DecisionTableRendering.json(diff) : Array(DecisionTableRendering.text(diff).utf8))

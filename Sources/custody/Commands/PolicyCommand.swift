@@ -1,8 +1,9 @@
 import ArgumentParser
+import Custody
 import CustodyPolicy
 
 /// `custody policy`: check bundles and explain what they mean for an account.
-struct PolicyCommand: ParsableCommand {
+struct PolicyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "policy",
         abstract: "Validate policy bundles and show effective policies.",
@@ -66,32 +67,40 @@ struct PolicyCommand: ParsableCommand {
         }
     }
 
-    /// `custody policy show --bundle DIR --account A`
-    struct Show: ParsableCommand {
+    /// `custody policy show --account A [--bundle DIR]`
+    struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print an account's effective policy as JSON.",
             discussion: """
                 Prints the policies that reach the account in the evaluation context and, for each \
                 evaluated setting, its merged value, how it was resolved (configured, notConfigured: \
                 Intune's default, or conflictDefault: policies disagree on a number) and the \
-                policies it came from. An account the tenant does not know is an error: unknown \
-                accounts are unmanaged and have no policy to show.
+                policies it came from. The policy is the bundle in force (see `custody apply`), or \
+                --bundle for this command alone. An account the tenant does not know is an error: \
+                unknown accounts are unmanaged and have no policy to show.
                 """
         )
 
-        @OptionGroup var bundleOptions: BundleOptions
+        @OptionGroup var policyOptions: PolicyOptions
+        @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
         @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "upn-or-oid"))
         var account: String
 
-        func run() throws {
+        func run() async throws {
             guard let account = AccountID(account) else {
                 throw ValidationError("--account must not be empty")
             }
-            let snapshot = try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger())
-            guard snapshot.tenantAccount(for: account) != nil else {
-                StandardError.write("error: account '\(account)' is not in the tenant of \(bundleOptions.bundle); unknown accounts are unmanaged (no policy applies)\n")
+            let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
+            let snapshot = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
+            switch snapshot.resolveAccount(account) {
+            case .tenant: break
+            case .unknown:
+                StandardError.write("error: account '\(account)' is not in the tenant of \(engine.bundleInForce?.source ?? "the policy"); unknown accounts are unmanaged (no policy applies)\n")
+                throw ExitCode.failure
+            case .contradictory(let why):
+                StandardError.write("error: account '\(account)' is ambiguous: \(why)\n")
                 throw ExitCode.failure
             }
             var writer = JSONWriter(pretty: true)

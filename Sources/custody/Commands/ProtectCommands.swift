@@ -1,4 +1,5 @@
 import ArgumentParser
+import Custody
 import CustodyPolicy
 import CustodyProtection
 
@@ -7,15 +8,20 @@ import Glibc
 #endif
 
 /// `custody protect`: seal a file or stream for an account.
-struct ProtectCommand: ParsableCommand {
+struct ProtectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "protect",
         abstract: "Protect a file or a stream for an account.",
         discussion: """
-            Writes an envelope that names the owner. The payload is encrypted when the owner's \
-            policy requires it (give --bundle) or with --force-encrypt; otherwise it is only tagged. \
-            Encrypted envelopes use a fresh data key wrapped by the owner's account key, which is \
-            created in the state database (--state) on first use.
+            Writes an envelope that names the owner. The payload is encrypted unless the owner's \
+            policy in force says encryption is not required (then it is only tagged, and a note \
+            on standard error says so). The policy is the bundle in force in the state (see \
+            `custody apply`), or --bundle for this command alone; with neither, nothing is \
+            written. An owner the policy does not know is an error unless --unmanaged (tag only, \
+            the Intune behaviour for unmanaged accounts) or --force-encrypt (sealed under a key \
+            of its own, which a wipe of that account deletes). --unmanaged is refused for an \
+            account whose policy requires encryption. Encrypted envelopes use a fresh data key \
+            wrapped by the owner's account key, created in the state on first use.
 
             IN is a file, or - for standard input (read as plaintext). OUT is a file, or - for \
             standard output; without OUT a file is protected in place and standard input goes to \
@@ -28,11 +34,15 @@ struct ProtectCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The data's owner: a UPN, or an OID in GUID form.", valueName: "account"))
     var owner: String
 
-    @Flag(help: "Encrypt even when the owner's policy does not require it.")
+    @Flag(help: "Encrypt even when the owner's policy does not require it, or the policy does not know the owner.")
     var forceEncrypt = false
 
-    @OptionGroup var bundleOptions: OptionalBundleOptions
-    @OptionGroup var protectionOptions: ProtectionOptions
+    @Flag(help: "Tag the data with an owner the policy does not manage, without encrypting it.")
+    var unmanaged = false
+
+    @OptionGroup var policyOptions: PolicyOptions
+    @OptionGroup var stateOptions: StateOptions
+    @OptionGroup var masterKeyOptions: MasterKeyOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
     @Argument(help: ArgumentHelp("The file to protect, or - for standard input.", valueName: "in"))
@@ -41,27 +51,40 @@ struct ProtectCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("Where to write the envelope, or - for standard output.", valueName: "out"))
     var output: String?
 
-    func run() throws {
+    func validate() throws {
+        if forceEncrypt && unmanaged { throw ValidationError("--force-encrypt and --unmanaged exclude each other") }
+    }
+
+    func run() async throws {
         let account = try parseAccount(owner, option: "--owner")
         let destination = output ?? (input == "-" ? "-" : input)
         if destination == "-", isatty(1) == 1 {
             StandardError.write("error: refusing to write an envelope to a terminal; redirect standard output or give OUT\n")
             throw ExitCode.failure
         }
-        let protector = DataProtector(keyRing: try protectionOptions.keyRing(), policy: try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger()))
+        let engine = try await openEngine(
+            state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+        let mode: ProtectionMode = forceEncrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy
         let bar = ProgressBar(label: "protect", total: input == "-" ? nil : fileSize(input))
-        try reportingProtectionErrors {
-            try protector.protect(
-                from: input == "-" ? .stream(0, name: "standard input") : .file(input),
-                to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
-                owner: account, forceEncryption: forceEncrypt, progress: bar.update)
+        let plan = try reporting(state: stateOptions) { () throws(CustodyError) in
+            do throws(CustodyError) {
+                return try engine.protect(
+                    from: input == "-" ? .stream(0, name: "standard input") : .file(input),
+                    to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
+                    owner: account, mode: mode, progress: bar.update)
+            } catch where error.code == .account && mode == .policy {
+                throw CustodyError(error.code, error.message + " (--unmanaged or --force-encrypt)", underlying: error.underlying)
+            }
         }
         bar.finish()
+        if !plan.encrypted {
+            StandardError.write("note: \(destination == "-" ? "the envelope" : destination) is tagged for \(plan.owner) but not encrypted: \(plan.reason)\n")
+        }
     }
 }
 
 /// `custody unprotect`: the plaintext of an envelope.
-struct UnprotectCommand: ParsableCommand {
+struct UnprotectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unprotect",
         abstract: "Write the plaintext of a protected file or stream.",
@@ -70,15 +93,19 @@ struct UnprotectCommand: ParsableCommand {
             output; without OUT a file is unprotected in place and standard input goes to standard \
             output. A file is replaced only once every chunk authenticated.
 
-            Unlike the library call (which returns data that is not an envelope unchanged, as \
-            Intune does), IN must be an envelope: anything else, including a damaged header, exits \
-            1 with a message, so a damaged file is never mistaken for a plain one. Written to \
-            standard output, plaintext comes out as chunks authenticate; a truncated envelope is \
-            found at the end, so check the exit status.
+            Opening needs only the owner's key in the state: no policy is consulted (a wiped \
+            account's keys are gone, and its data is reported as wiped). Unlike the library call \
+            (which returns data that is not an envelope unchanged, as Intune does), IN must be an \
+            envelope: anything else, including a damaged header, exits 1 with a message, so a \
+            damaged file is never mistaken for a plain one. Written to standard output, plaintext \
+            comes out as chunks authenticate; a truncated envelope is found at the end, so check \
+            the exit status.
             """
     )
 
-    @OptionGroup var protectionOptions: ProtectionOptions
+    @OptionGroup var stateOptions: StateOptions
+    @OptionGroup var masterKeyOptions: MasterKeyOptions
+    @OptionGroup var loggingOptions: LoggingOptions
 
     @Argument(help: ArgumentHelp("The protected file, or - for standard input.", valueName: "in"))
     var input: String
@@ -86,19 +113,12 @@ struct UnprotectCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("Where to write the plaintext, or - for standard output.", valueName: "out"))
     var output: String?
 
-    func run() throws {
+    func run() async throws {
         let destination = output ?? (input == "-" ? "-" : input)
-        if input != "-" {
-            let info = try reportingProtectionErrors { try DataProtector.protectionInfo(file: input) }
-            guard info != nil else {
-                StandardError.write("error: \(input): not a protected file (no envelope header); nothing to unprotect\n")
-                throw ExitCode.failure
-            }
-        }
-        let protector = DataProtector(keyRing: try protectionOptions.keyRing())
+        let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
         let bar = ProgressBar(label: "unprotect", total: input == "-" ? nil : fileSize(input))
-        try reportingProtectionErrors {
-            try protector.unprotect(
+        try reporting(state: stateOptions) { () throws(CustodyError) in
+            try engine.unprotect(
                 from: input == "-" ? .stream(0, name: "standard input") : .file(input),
                 to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
                 progress: bar.update)

@@ -11,13 +11,15 @@ import Darwin
 #endif
 
 /// `custody secrets`: passwords, certificates and identities for the app, sealed in the state.
-struct SecretsCommand: ParsableCommand {
+struct SecretsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "secrets",
         abstract: "Store, list and remove the app's secrets, per account or app-wide.",
         discussion: """
             Secrets are sealed with the account's key (app-wide ones with an app key) in the \
-            state database; a wipe of the account deletes them. Values are never printed, \
+            state database; a wipe of the account deletes them. An account is resolved through \
+            the policy in force (or --bundle), so its UPN and OID find the same secrets; an \
+            account the installation does not know is an error. Values are never printed, \
             logged or audited, and never taken from the command line.
             """,
         subcommands: [AddPassword.self, AddCertificate.self, AddIdentity.self, List.self, Remove.self]
@@ -27,20 +29,25 @@ struct SecretsCommand: ParsableCommand {
         @Option(help: ArgumentHelp("The account the secret belongs to (a UPN, or an OID in GUID form); app-wide without it.", valueName: "account"))
         var account: String?
 
-        @OptionGroup var bundleOptions: OptionalBundleOptions
-        @OptionGroup var protectionOptions: ProtectionOptions
+        @OptionGroup var policyOptions: PolicyOptions
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var masterKeyOptions: MasterKeyOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
-        func provider() throws -> (SecretsProvider, AccountID?) {
+        /// The provider, and the account resolved to the form its secrets are kept under (nil:
+        /// app-wide).
+        func provider() async throws -> (SecretsProvider, AccountID?) {
             let account = try account.map { try parseAccount($0, option: "--account") }
-            let logger = loggingOptions.makeLogger()
-            let (database, keyRing) = try protectionOptions.stateAndKeyRing()
-            return (SecretsProvider(database: database, keyRing: keyRing, policy: try bundleOptions.loadSnapshot(logger: logger), logger: logger), account)
+            let engine = try await openEngine(
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+            return try reporting(state: stateOptions) { () throws(CustodyError) in
+                (try engine.secrets(), try account.map { account throws(CustodyError) in try engine.resolve(account).id })
+            }
         }
     }
 
     /// `custody secrets add-password ID [--account A]`
-    struct AddPassword: ParsableCommand {
+    struct AddPassword: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add-password",
             abstract: "Store a password read from standard input (a terminal does not echo it).",
@@ -52,8 +59,8 @@ struct SecretsCommand: ParsableCommand {
 
         @OptionGroup var options: Options
 
-        func run() throws {
-            let (provider, account) = try options.provider()
+        func run() async throws {
+            let (provider, account) = try await options.provider()
             var bytes = try readPassword()
             defer { SecureMemory.zero(&bytes) }
             guard let password = String(validating: bytes, as: UTF8.self) else {
@@ -89,7 +96,7 @@ struct SecretsCommand: ParsableCommand {
     }
 
     /// `custody secrets add-certificate ID FILE [--account A]`
-    struct AddCertificate: ParsableCommand {
+    struct AddCertificate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add-certificate",
             abstract: "Store an X.509 certificate (PEM or DER), checked before it is stored."
@@ -103,8 +110,8 @@ struct SecretsCommand: ParsableCommand {
 
         @OptionGroup var options: Options
 
-        func run() throws {
-            let (provider, account) = try options.provider()
+        func run() async throws {
+            let (provider, account) = try await options.provider()
             let bytes = try readFile(file)
             let certificate = try reporting(SecretError.self) { try provider.storeCertificate(bytes, identifier: identifier, for: account) }
             StandardOutput.write("stored certificate \(identifier) for \(holder(account)): \(certificate)\n")
@@ -112,7 +119,7 @@ struct SecretsCommand: ParsableCommand {
     }
 
     /// `custody secrets add-identity ID --certificate FILE --key FILE [--account A]`
-    struct AddIdentity: ParsableCommand {
+    struct AddIdentity: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add-identity",
             abstract: "Store a certificate with its private key (PEM: P-256, P-384, P-521, Ed25519 or RSA).",
@@ -130,8 +137,8 @@ struct SecretsCommand: ParsableCommand {
 
         @OptionGroup var options: Options
 
-        func run() throws {
-            let (provider, account) = try options.provider()
+        func run() async throws {
+            let (provider, account) = try await options.provider()
             let certificateBytes = try readFile(certificate)
             var keyBytes = try readFile(key)
             defer { SecureMemory.zero(&keyBytes) }
@@ -143,7 +150,7 @@ struct SecretsCommand: ParsableCommand {
     }
 
     /// `custody secrets list [--account A] [--json]`
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the stored secrets of an account (or the app-wide ones): identifiers and kinds, never values."
         )
@@ -153,8 +160,8 @@ struct SecretsCommand: ParsableCommand {
         @Flag(help: "Print JSON.")
         var json = false
 
-        func run() throws {
-            let (provider, account) = try options.provider()
+        func run() async throws {
+            let (provider, account) = try await options.provider()
             let secrets = try reporting(SecretError.self) { try provider.list(for: account) }
             if json {
                 var writer = JSONWriter()
@@ -179,7 +186,7 @@ struct SecretsCommand: ParsableCommand {
     }
 
     /// `custody secrets remove ID [--account A]`
-    struct Remove: ParsableCommand {
+    struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a secret; exit 1 when there is none.")
 
         @Argument(help: ArgumentHelp("The secret's identifier.", valueName: "id"))
@@ -187,8 +194,8 @@ struct SecretsCommand: ParsableCommand {
 
         @OptionGroup var options: Options
 
-        func run() throws {
-            let (provider, account) = try options.provider()
+        func run() async throws {
+            let (provider, account) = try await options.provider()
             guard try reporting(SecretError.self, { try provider.remove(identifier: identifier, for: account) }) else {
                 StandardError.write("error: no secret '\(identifier)' for \(holder(account))\n")
                 throw ExitCode.failure

@@ -11,30 +11,67 @@ struct WatchCommand: AsyncParsableCommand {
         commandName: "watch",
         abstract: "Apply a bundle directory whenever it changes, printing each change as one JSON line.",
         discussion: """
-            Applies the bundle at once, then polls its *.json files every --interval and applies \
-            them again once edits have settled. Each event is one JSON object per line on \
-            standard output: allowedAccountsChanged, policyChanged (only accounts whose policy \
-            decides something differently), dataProtectionChanged (encryption requirement \
-            flipped: re-protect that account's data), bundleRejected (the policy in force is \
-            unchanged; the errors are file:line:column). Applied and rejected bundles are \
-            recorded in the state database. Runs until interrupted.
+            Watches --bundle, or, without it, the directory the bundle in force was applied from. \
+            Applies it at once, then probes its *.json files with stat every --interval and reads \
+            and applies them again once edits have settled (only when their content changed). \
+            Each event is one JSON object per line on standard output: allowedAccountsChanged, \
+            policyChanged (only accounts whose policy decides something differently), \
+            dataProtectionChanged (encryption requirement flipped: re-protect that account's \
+            data), appConfigurationChanged, bundleRejected (the policy in force is unchanged; the \
+            errors are file:line:column), wipeRequired, wipeCompleted. Applied and rejected \
+            bundles are recorded in the state database.
+
+            Every --offline-interval the check-ins in the state are evaluated: an account past \
+            its policy's periodOfflineBeforeWipeIsEnforced without a check-in (counted from when \
+            the installation first saw it, if it never checked in) gets wipeRequired, once until \
+            it checks in again; with --wipe-when-offline it is also wiped. Runs until interrupted.
             """
     )
 
-    @OptionGroup var bundleOptions: BundleOptions
+    @Option(name: .long, help: ArgumentHelp("The bundle directory to watch and apply (default: where the bundle in force came from).", valueName: "dir"))
+    var bundle: String?
+
+    @OptionGroup var contextOptions: ContextOptions
     @OptionGroup var stateOptions: StateOptions
 
     @Option(help: ArgumentHelp("How often to look at the files, in milliseconds.", valueName: "ms"))
     var interval = 1_000
 
+    @Option(help: ArgumentHelp("How often to evaluate offline grace, in seconds.", valueName: "s"))
+    var offlineInterval = 60
+
+    @Flag(help: "Wipe accounts past their offline wipe period, not only announce wipeRequired.")
+    var wipeWhenOffline = false
+
     @OptionGroup var loggingOptions: LoggingOptions
 
-    func run() async throws {
+    func validate() throws {
         guard interval > 0 else { throw ValidationError("--interval must be positive") }
-        let manager = PolicyManager(context: bundleOptions.contextOptions.context, database: try stateOptions.database(), logger: loggingOptions.makeLogger())
-        let events = manager.events()
-        let watcher = manager.watch(bundleDirectory: bundleOptions.bundle, interval: .milliseconds(interval))
-        defer { watcher.cancel() }
+        guard offlineInterval > 0 else { throw ValidationError("--offline-interval must be positive") }
+    }
+
+    func run() async throws {
+        let configuration = CustodyConfiguration(
+            state: .path(stateOptions.state), context: contextOptions.context, wipesWhenOfflineTooLong: wipeWhenOffline,
+            logger: loggingOptions.makeLogger())
+        let engine: CustodyEngine
+        do {
+            engine = try await CustodyEngine.open(configuration)
+        } catch {
+            throw fail(error, state: stateOptions)
+        }
+        guard let directory = bundle ?? engine.bundleInForce.map(\.source) else {
+            StandardError.write(
+                "error: nothing to watch: no bundle is in force in \(stateOptions.state). Give --bundle DIR, or apply one with `custody apply --bundle DIR`.\n")
+            throw ExitCode.failure
+        }
+        let events = engine.manager.events()
+        let watcher = engine.manager.watch(bundleDirectory: directory, interval: .milliseconds(interval))
+        let offline = engine.manager.startOfflineChecks(every: .seconds(offlineInterval))
+        defer {
+            watcher.cancel()
+            offline.cancel()
+        }
         for await event in events {
             StandardOutput.write(EventJSON.line(event))
         }
@@ -42,14 +79,16 @@ struct WatchCommand: AsyncParsableCommand {
 }
 
 /// `custody checkin`: record a successful policy sync.
-struct CheckInCommand: ParsableCommand {
+struct CheckInCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "checkin",
         abstract: "Record that an account's policy was synced now (or at --at).",
         discussion: """
             Offline grace counts from the last check-in: past periodOfflineBeforeAccessCheck the \
             account's access is blocked, past periodOfflineBeforeWipeIsEnforced its data is to be \
-            wiped. With --bundle, accounts are recorded under their tenant OID.
+            wiped. The account is resolved through the policy in force (or --bundle) and recorded \
+            under its canonical identifier (its tenant OID), so its UPN and OID share one \
+            check-in; an account the installation does not know is an error.
             """
     )
 
@@ -59,27 +98,35 @@ struct CheckInCommand: ParsableCommand {
     @Option(help: ArgumentHelp("When the sync happened (RFC 3339, e.g. 2026-11-21T09:30:00Z); default now.", valueName: "time"))
     var at: String?
 
-    @OptionGroup var bundleOptions: OptionalBundleOptions
+    @OptionGroup var policyOptions: PolicyOptions
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    func run() throws {
+    func run() async throws {
         let account = try parseAccount(account, option: "--account")
         let date = try at.map { try parseTime($0, option: "--at") } ?? Date()
-        let snapshot = try bundleOptions.loadSnapshot(logger: loggingOptions.makeLogger())
-        let owner = OwnerIdentifier(account, policy: snapshot)
-        let database = try stateOptions.database()
-        try reportingStoreErrors { try database.checkIn(account: owner.rawValue, at: date) }
-        StandardOutput.write("\(owner): checked in at \(formatTime(date))\n")
+        let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readWrite)
+        let resolved = try await reporting(state: stateOptions) { () async throws(CustodyError) in try await engine.checkIn(account: account, at: date) }
+        StandardOutput.write("\(resolved.owner): checked in at \(formatTime(date))\n")
     }
 }
 
 /// `custody audit`: show or switch the audit log.
-struct AuditCommand: ParsableCommand {
+struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Print the audit log of wipes, bundles, secret changes and decisions, or switch it on or off.",
-        discussion: "One entry per line, oldest first: time, kind, account, action, result and detail; --json for JSON Lines."
+        abstract: "Print the audit log of applied and rejected bundles, wipes, key rotations, secret changes and decisions, or switch it.",
+        discussion: """
+            The log records applied and rejected bundles (kind bundle: apply or reject, with the \
+            revision and source), wipes (kind wipe: what was deleted under which identifiers), \
+            key rotations (kind key), secret changes (kind secret: identifiers only, never \
+            values), and, when decision auditing is on, every decision `custody decide` answers \
+            (kind decision: account, action, allowed or blocked, reason), written before its \
+            answer. The log is on by default; decision auditing is off by default.
+
+            One entry per line, oldest first: time, kind, account, action, result and detail; \
+            --json for JSON Lines.
+            """
     )
 
     @Option(help: ArgumentHelp("Only entries at or after this time (RFC 3339).", valueName: "time"))
@@ -88,21 +135,34 @@ struct AuditCommand: ParsableCommand {
     @Flag(help: "One JSON object per entry, per line.")
     var json = false
 
-    @Option(help: ArgumentHelp("Switch auditing on or off (kept in the state database) instead of printing.", valueName: "on|off"))
+    @Option(help: ArgumentHelp("Switch the audit log on or off (kept in the state database) instead of printing.", valueName: "on|off"))
     var set: String?
 
-    @OptionGroup var stateOptions: StateOptions
+    @Option(help: ArgumentHelp("Switch auditing of every decision on or off instead of printing.", valueName: "on|off"))
+    var decisions: String?
 
-    func run() throws {
-        let database = try stateOptions.database()
-        if let set {
-            guard set == "on" || set == "off" else { throw ValidationError("--set takes on or off") }
-            try reportingStoreErrors { try database.setAuditEnabled(set == "on") }
-            StandardOutput.write("auditing is \(set)\n")
+    @OptionGroup var stateOptions: StateOptions
+    @OptionGroup var loggingOptions: LoggingOptions
+
+    func validate() throws {
+        for (option, value) in [("--set", set), ("--decisions", decisions)] {
+            if let value, value != "on", value != "off" { throw ValidationError("\(option) takes on or off") }
+        }
+    }
+
+    func run() async throws {
+        if set != nil || decisions != nil {
+            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
+            try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.setAuditing(set.map { $0 == "on" }, decisions: decisions.map { $0 == "on" })
+            }
+            if let set { StandardOutput.write("auditing is \(set)\n") }
+            if let decisions { StandardOutput.write("decision auditing is \(decisions)\n") }
             return
         }
         let since = try since.map { try parseTime($0, option: "--since") }
-        let entries = try reportingStoreErrors { try database.auditEntries(since: since) }
+        let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readOnly, restoring: false)
+        let entries = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.auditEntries(since: since) }
         for entry in entries {
             if json {
                 var writer = JSONWriter()

@@ -1,5 +1,8 @@
 public import ArgumentParser
+import Custody
 import CustodyPolicy
+import CustodyProtection
+import Foundation
 public import Logging
 
 /// The evaluation context: platform, app and management level.
@@ -18,43 +21,40 @@ struct ContextOptions: ParsableArguments {
     }
 }
 
-/// Options every command that evaluates a bundle takes.
-struct BundleOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
-    var bundle: String
-
-    @OptionGroup var contextOptions: ContextOptions
-
-    /// Loads and resolves the bundle, or prints its diagnostics and exits 1.
-    func loadSnapshot(logger: Logger) throws -> PolicySnapshot {
-        try loadPolicySnapshot(bundle, context: contextOptions.context, logger: logger)
-    }
+/// Where the installation's state is, and the one-off bundle override: what every command
+/// that opens the engine takes.
+struct StateOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "Custody's state: a SQLite database file, or a directory holding state.sqlite. It keeps the bundle in force, keys, secrets, check-ins and the audit log.",
+        valueName: "path"))
+    var state: String = ".custody/state.sqlite"
 }
 
-/// A bundle for commands that can do without one (without it, only an explicit request encrypts).
-struct OptionalBundleOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("A policy bundle: its policy decides whose data must be encrypted, and its tenant names accounts by OID.", valueName: "dir"))
+/// The policy a command decides with: the bundle in force in the state, or `--bundle`.
+struct PolicyOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Decide with this bundle directory for this command only, instead of the bundle in force (which `custody apply` sets); nothing is recorded.",
+        valueName: "dir"))
     var bundle: String?
 
     @OptionGroup var contextOptions: ContextOptions
-
-    func loadSnapshot(logger: Logger) throws -> PolicySnapshot? {
-        try bundle.map { try loadPolicySnapshot($0, context: contextOptions.context, logger: logger) }
-    }
 }
 
-/// Loads and resolves a bundle, or prints its diagnostics and exits 1.
-func loadPolicySnapshot(_ path: String, context: EvaluationContext, logger: Logger) throws -> PolicySnapshot {
-    PolicySnapshot(bundle: try loadPolicyBundle(path), context: context, logger: logger)
-}
+/// Where the master key comes from, for commands that need account keys.
+struct MasterKeyOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "The master key file (32 bytes, raw, hex or base64; created with mode 0600 on first use). Default: CUSTODY_MASTER_KEY_FILE, else the passphrase in CUSTODY_PASSPHRASE.",
+        valueName: "file"))
+    var masterKeyFile: String?
 
-/// Loads a bundle, or prints its diagnostics and exits 1.
-func loadPolicyBundle(_ path: String) throws -> PolicyBundle {
-    do {
-        return try PolicyBundle.load(path: path)
-    } catch {
-        StandardError.write(lines: error.diagnostics.map(\.description))
-        throw ExitCode.failure
+    /// The configured source, or a message and exit 1.
+    func source() throws -> MasterKeySource {
+        do {
+            return try MasterKeySource.configured(keyFile: masterKeyFile)
+        } catch {
+            StandardError.write("error: \(error)\n")
+            throw ExitCode.failure
+        }
     }
 }
 
@@ -72,6 +72,91 @@ struct LoggingOptions: ParsableArguments {
         }
         return Logger(label: "custody")
     }
+}
+
+/// How a command opens the installation.
+enum StateAccess {
+    /// The command writes: the state is created when missing.
+    case readWrite
+    /// The command only reads: a missing state is not created (it is empty).
+    case readOnly
+    /// The command acts on what the state holds: a missing state is an error.
+    case existing
+}
+
+/// Opens the installation for a command, or prints why not and exits 1.
+func openEngine(
+    state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, logging: LoggingOptions, access: StateAccess,
+    context: EvaluationContext? = nil, restoring: Bool = true
+) async throws -> CustodyEngine {
+    let configuration = CustodyConfiguration(
+        state: access == .readWrite ? .path(state.state) : access == .readOnly ? .existingPath(state.state) : .requiredPath(state.state),
+        masterKey: try masterKey?.source(),
+        context: context ?? policy?.contextOptions.context ?? EvaluationContext(), bundleOverride: policy?.bundle,
+        restoresBundleInForce: restoring, logger: logging.makeLogger())
+    do {
+        return try await CustodyEngine.open(configuration)
+    } catch {
+        throw fail(error, state: state)
+    }
+}
+
+/// Prints a `CustodyError` as `error: message` and its diagnostics, one per line; returns
+/// exit status 1. With no policy in force, it names both ways to give one.
+func fail(_ error: CustodyError, state: StateOptions? = nil) -> ExitCode {
+    if error.code == .noPolicy {
+        StandardError.write(
+            "error: no policy: no bundle is in force in \(state?.state ?? "the state"). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to decide with a bundle for this command alone.\n")
+    } else {
+        StandardError.write("error: \(error.message)\n")
+        StandardError.write(lines: error.diagnostics.map(\.description))
+    }
+    return ExitCode.failure
+}
+
+/// Runs `body`, turning a `CustodyError` into `error: ...` on standard error and exit 1.
+func reporting<Result>(state: StateOptions? = nil, _ body: () throws(CustodyError) -> Result) throws -> Result {
+    do {
+        return try body()
+    } catch {
+        throw fail(error, state: state)
+    }
+}
+
+/// Runs `body`, turning a `CustodyError` into `error: ...` on standard error and exit 1.
+func reporting<Result>(state: StateOptions? = nil, _ body: () async throws(CustodyError) -> Result) async throws -> Result {
+    do {
+        return try await body()
+    } catch {
+        throw fail(error, state: state)
+    }
+}
+
+/// Runs `body`, turning an error of type `E` into `error: ...` on standard error and exit 1.
+func reporting<E: Error, Result>(_ type: E.Type, _ body: () throws -> Result) throws -> Result {
+    do {
+        return try body()
+    } catch let error as E {
+        StandardError.write("error: \(error)\n")
+        throw ExitCode.failure
+    }
+}
+
+/// Loads a bundle named on the command line (for commands that compare or validate bundles
+/// without deciding with them), or prints its diagnostics and exits 1.
+func loadPolicyBundle(_ path: String) throws -> PolicyBundle {
+    do {
+        return try PolicyBundle.load(path: path)
+    } catch {
+        StandardError.write(lines: error.diagnostics.map(\.description))
+        throw ExitCode.failure
+    }
+}
+
+/// An account given on the command line.
+func parseAccount(_ text: String, option: String) throws -> AccountID {
+    guard let account = AccountID(text) else { throw ValidationError("\(option) must name an account (a UPN or an OID)") }
+    return account
 }
 
 extension Platform: ExpressibleByArgument {}
