@@ -8,7 +8,7 @@ import Testing
 /// Every AES-256-GCM (96-bit nonce) and XChaCha20-Poly1305 vector of Wycheproof through the
 /// wrappers: valid vectors seal to the expected ciphertext and tag and open again, invalid ones
 /// are rejected.
-@Suite("Wycheproof AEAD vectors")
+@Suite("Wycheproof AEAD vectors", .needsSharedCorpora)
 struct WycheproofTests {
     struct Vector: Sendable, CustomTestStringConvertible {
         let id: Int

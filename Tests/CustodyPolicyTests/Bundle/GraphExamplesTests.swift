@@ -5,7 +5,7 @@ import Testing
 
 /// The real exports in `../shared/graph-examples/` (SOURCES.md there says where each comes from;
 /// the GPL ones are read in place, never copied into this project).
-@Suite("Loading the shared Microsoft Graph exports")
+@Suite("Loading the shared Microsoft Graph exports", .needsSharedCorpora)
 struct GraphExamplesTests {
     struct Example: CustomTestStringConvertible, Sendable {
         let file: String

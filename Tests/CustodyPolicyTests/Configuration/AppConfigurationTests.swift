@@ -210,7 +210,7 @@ struct AppConfigurationTests {
         #expect(PolicySnapshot(bundle: bundle).appConfiguration(for: W.inGroupOne)?.allStrings("k") == ["second"])
     }
 
-    @Test("the Graph export's four app configuration policies")
+    @Test("the Graph export's four app configuration policies", .needsSharedCorpora)
     func graphExport() throws {
         let path = TestPaths.graphExample("deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json")
         let export = try PolicyBundle.File(name: path, bytes: Array(Data(contentsOf: URL(fileURLWithPath: path))))
