@@ -24,21 +24,24 @@ build: deps
 	$(SWIFT) build
 
 EXAMPLE_STATE := .build/example-state
+STATE := --state $(EXAMPLE_STATE)
 
-## Validate the example bundle, answer its example queries, run its matrices (policies/matrices), then protect a file for alice with
-## her policy, keys kept in an embedded SQLite state (.build/example-state/state.sqlite); check
-## the bundle's app configuration against the example app's spec and resolve one key.
+## Validate the example bundle and make it the policy in force of an embedded SQLite state
+## (.build/example-state/state.sqlite); answer its example queries, run its matrices
+## (policies/matrices); protect a file for alice under her policy, keys kept in that state;
+## check the bundle's app configuration against the example app's spec and resolve one key.
 run: build
 	$(CUSTODY) policy validate policies
-	$(CUSTODY) decide --bundle policies $(EXAMPLE_CONTEXT) --format text < policies/examples.jsonl
-	$(CUSTODY) matrix run policies/
 	@mkdir -p $(EXAMPLE_STATE)
-	CUSTODY_MASTER_KEY_FILE=$(EXAMPLE_STATE)/master.key $(CUSTODY) protect --bundle policies $(EXAMPLE_CONTEXT) \
-		--state $(EXAMPLE_STATE) --owner alice@contoso.com policies/examples.jsonl $(EXAMPLE_STATE)/examples.jsonl.cst
+	$(CUSTODY) apply $(STATE) --bundle policies $(EXAMPLE_CONTEXT)
+	$(CUSTODY) decide $(STATE) $(EXAMPLE_CONTEXT) --format text < policies/examples.jsonl
+	$(CUSTODY) matrix run policies/
+	CUSTODY_MASTER_KEY_FILE=$(EXAMPLE_STATE)/master.key $(CUSTODY) protect $(STATE) $(EXAMPLE_CONTEXT) \
+		--owner alice@contoso.com policies/examples.jsonl $(EXAMPLE_STATE)/examples.jsonl.cst
 	$(CUSTODY) info $(EXAMPLE_STATE)/examples.jsonl.cst
-	$(CUSTODY) checkin --state $(EXAMPLE_STATE) --bundle policies --account alice@contoso.com
-	$(CUSTODY) config validate --spec specs/com.microsoft.office.outlook.spec.json --bundle policies --platform ios
-	$(CUSTODY) config show --bundle policies $(EXAMPLE_CONTEXT) --account alice@contoso.com \
+	$(CUSTODY) checkin $(STATE) --account alice@contoso.com
+	$(CUSTODY) config validate $(STATE) --spec specs/com.microsoft.office.outlook.spec.json --platform ios
+	$(CUSTODY) config show $(STATE) $(EXAMPLE_CONTEXT) --account alice@contoso.com \
 		--key com.contoso.outlook.SignatureLines --type integer --query max
 
 ## The whole test suite, every fixture matrix through `custody matrix run` (JUnit report in

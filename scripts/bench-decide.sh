@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end throughput of `custody decide`: the release binary answering 1,000,000 generated
 # JSON Lines queries on a 10,000-account, 50-policy bundle, parsing and printing included.
-# Prints the median wall time of RUNS runs for each case and the decisions per second.
 #
-#   scripts/bench-decide.sh            # 5 runs
+# Cases run alternately (case 1, case 2, ..., then again) so that the machine's drift touches
+# every case alike. For each case: the median wall time of RUNS runs, decisions per second from
+# it, and the median CPU time (user + system) beside it.
+#
+#   scripts/bench-decide.sh            # 5 runs per case
 #   RUNS=9 COUNT=2000000 scripts/bench-decide.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,26 +22,33 @@ swift build -c release --product custody >/dev/null
 (cd Benchmarks && swift build -c release --product custody-benchgen >/dev/null)
 Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$WORK/queries.jsonl" \
     --accounts "$ACCOUNTS" --policies "$POLICIES" --count "$COUNT"
+CUSTODY=.build/release/custody
+$CUSTODY apply --state "$WORK/state" --bundle "$WORK/bundle" --platform ios >/dev/null
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-run() { # label, jobs, output file
-    local label=$1 jobs=$2 out=$3 times=()
-    for _ in $(seq "$RUNS"); do
-        local start end
-        start=$(date +%s.%N)
-        .build/release/custody decide --bundle "$WORK/bundle" --platform ios --jobs "$jobs" < "$WORK/queries.jsonl" > "$out"
-        end=$(date +%s.%N)
-        times+=("$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }')")
+LABELS=("bundle in force (state), all cores, to /dev/null" "--bundle override, all cores, to /dev/null"
+        "bundle in force, all cores, to a file" "bundle in force, one core, to /dev/null")
+ARGS=("--state $WORK/state --jobs $(nproc)" "--state $WORK/none --bundle $WORK/bundle --jobs $(nproc)"
+      "--state $WORK/state --jobs $(nproc)" "--state $WORK/state --jobs 1")
+OUTS=(/dev/null /dev/null "$WORK/out.jsonl" /dev/null)
+declare -A WALL CPU
+for _ in $(seq "$RUNS"); do
+    for index in "${!LABELS[@]}"; do
+        # shellcheck disable=SC2086
+        /usr/bin/time -f "%e %U %S" -o "$WORK/time" $CUSTODY decide --platform ios ${ARGS[$index]} < "$WORK/queries.jsonl" > "${OUTS[$index]}"
+        read -r wall user system < "$WORK/time"
+        WALL[$index]+="$wall "
+        CPU[$index]+="$(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }') "
     done
-    local m
-    m=$(printf '%s\n' "${times[@]}" | median)
-    printf '%-34s median %6.3f s  %9.0f decisions/s  (runs: %s)\n' "$label" "$m" "$(awk -v c="$COUNT" -v t="$m" 'BEGIN { print c / t }')" "${times[*]}"
-}
+done
 
-echo "custody decide, $COUNT queries, $ACCOUNTS accounts, $POLICIES policies, $(nproc) cores"
-run "all cores, output to /dev/null" "$(nproc)" /dev/null
-run "all cores, output to a file" "$(nproc)" "$WORK/out.jsonl"
-run "one core, output to /dev/null" 1 /dev/null
+echo "custody decide, $COUNT queries, $ACCOUNTS accounts, $POLICIES policies, $(nproc) cores, $RUNS alternating runs per case"
+for index in "${!LABELS[@]}"; do
+    wall=$(printf '%s\n' ${WALL[$index]} | median)
+    cpu=$(printf '%s\n' ${CPU[$index]} | median)
+    printf '%-50s wall %6.2f s  %9.0f decisions/s  CPU %6.2f s  (wall runs: %s)\n' "${LABELS[$index]}" "$wall" \
+        "$(awk -v c="$COUNT" -v t="$wall" 'BEGIN { print c / t }')" "$cpu" "${WALL[$index]}"
+done
 lines=$(wc -l < "$WORK/out.jsonl")
 [ "$lines" -eq "$COUNT" ] || { echo "expected $COUNT answers, got $lines" >&2; exit 1; }

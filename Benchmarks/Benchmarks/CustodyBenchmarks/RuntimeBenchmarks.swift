@@ -28,6 +28,34 @@ func runtimeBenchmarks(tenant: SyntheticTenant, saves: [(AccountID, SaveLocation
         }
     }
 
+    // The same decision through an installation: the bundle applied to a state, then a new
+    // engine opened on that state (as each process does), deciding with the bundle in force.
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("custody-bench-\(UUID().uuidString)").path
+    try! FileManager.default.createDirectory(atPath: directory + "/bundle", withIntermediateDirectories: true)
+    try! Data(tenant.tenantJSON()).write(to: URL(fileURLWithPath: directory + "/bundle/tenant.json"))
+    try! Data(tenant.policiesJSON()).write(to: URL(fileURLWithPath: directory + "/bundle/policies.json"))
+    let engineReady = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var opened: CustodyEngine?
+    Task {
+        let configuration = CustodyConfiguration(state: .path(directory + "/state.sqlite"), context: EvaluationContext(platform: .ios))
+        try! await CustodyEngine.open(configuration).apply(bundleDirectory: directory + "/bundle")
+        opened = try! await CustodyEngine.open(configuration)
+        engineReady.signal()
+    }
+    engineReady.wait()
+    let engine = opened!
+    try? FileManager.default.removeItem(atPath: directory)
+
+    Benchmark("saveTo decision through CustodyEngine (bundle in force restored), 10k-account bundle", configuration: .init(scalingFactor: .kilo)) {
+        benchmark in
+        var index = 0
+        for _ in benchmark.scaledIterations {
+            let (owner, location, holder) = saves[index & 4_095]
+            blackHole(engine.manager.saveTo(location, locationAccount: holder, owner: .account(owner)))
+            index &+= 1
+        }
+    }
+
     // Two small bundles that differ in one setting of the one policy: every apply publishes one
     // policyChanged event, which 1,000 subscribers must all receive.
     func small(printBlocked: Bool) -> PolicyBundle {

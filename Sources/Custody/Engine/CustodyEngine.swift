@@ -277,3 +277,45 @@ public final class CustodyEngine: Sendable {
         }
     }
 }
+
+extension CustodyEngine {
+    /// A running watch: the events it publishes, until cancelled.
+    public struct Watch: Sendable {
+        /// The directory watched.
+        public let directory: String
+        /// Every event of the engine from the start of the watch.
+        public let events: AsyncStream<PolicyEvent>
+        private let tasks: [Task<Void, Never>]
+        /// Kept alive for as long as the watch: its manager does the work.
+        private let engine: CustodyEngine
+
+        init(directory: String, events: AsyncStream<PolicyEvent>, tasks: [Task<Void, Never>], engine: CustodyEngine) {
+            self.directory = directory
+            self.events = events
+            self.tasks = tasks
+            self.engine = engine
+        }
+
+        /// Stops watching and evaluating offline grace.
+        public func cancel() {
+            for task in tasks { task.cancel() }
+        }
+    }
+
+    /// Applies `directory` (default: the one the bundle in force came from) now and whenever
+    /// it changes (see `PolicyManager.watch`), and evaluates offline grace every
+    /// `offlineCheckInterval` (announcing `wipeRequired`, and wiping when the configuration
+    /// says so).
+    /// - Throws: `CustodyError` `.noPolicy` when no directory is given and no bundle is in force.
+    public func watch(bundleDirectory directory: String? = nil, interval: Duration = .seconds(1), offlineCheckInterval: Duration = .seconds(60))
+        throws(CustodyError) -> Watch
+    {
+        guard let directory = directory ?? bundleInForce.flatMap({ $0.isOverride ? nil : $0.source }) else {
+            throw CustodyError(.noPolicy, "nothing to watch: no bundle is in force in this state, and no directory was given")
+        }
+        let events = manager.events()
+        let watcher = manager.watch(bundleDirectory: directory, interval: interval)
+        let offline = manager.startOfflineChecks(every: offlineCheckInterval)
+        return Watch(directory: directory, events: events, tasks: [watcher, offline], engine: self)
+    }
+}

@@ -57,7 +57,7 @@ struct KeysCommand: AsyncParsableCommand {
         var paths: [String]
 
         func run() async throws {
-            let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+            let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .existing)
             var failed = false
             for path in paths {
                 do {

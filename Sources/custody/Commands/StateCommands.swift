@@ -54,25 +54,12 @@ struct WatchCommand: AsyncParsableCommand {
         let configuration = CustodyConfiguration(
             state: .path(stateOptions.state), context: contextOptions.context, wipesWhenOfflineTooLong: wipeWhenOffline,
             logger: loggingOptions.makeLogger())
-        let engine: CustodyEngine
-        do {
-            engine = try await CustodyEngine.open(configuration)
-        } catch {
-            throw fail(error, state: stateOptions)
+        let watch = try await reporting(state: stateOptions) { () async throws(CustodyError) in
+            try await CustodyEngine.open(configuration).watch(
+                bundleDirectory: bundle, interval: .milliseconds(interval), offlineCheckInterval: .seconds(offlineInterval))
         }
-        guard let directory = bundle ?? engine.bundleInForce.map(\.source) else {
-            StandardError.write(
-                "error: nothing to watch: no bundle is in force in \(stateOptions.state). Give --bundle DIR, or apply one with `custody apply --bundle DIR`.\n")
-            throw ExitCode.failure
-        }
-        let events = engine.manager.events()
-        let watcher = engine.manager.watch(bundleDirectory: directory, interval: .milliseconds(interval))
-        let offline = engine.manager.startOfflineChecks(every: .seconds(offlineInterval))
-        defer {
-            watcher.cancel()
-            offline.cancel()
-        }
-        for await event in events {
+        defer { watch.cancel() }
+        for await event in watch.events {
             StandardOutput.write(EventJSON.line(event))
         }
     }

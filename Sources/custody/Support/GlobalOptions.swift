@@ -106,7 +106,7 @@ func openEngine(
 func fail(_ error: CustodyError, state: StateOptions? = nil) -> ExitCode {
     if error.code == .noPolicy {
         StandardError.write(
-            "error: no policy: no bundle is in force in \(state?.state ?? "the state"). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to decide with a bundle for this command alone.\n")
+            "error: \(error.message) (\(state?.state ?? "the state")). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to use a bundle for this command alone.\n")
     } else {
         StandardError.write("error: \(error.message)\n")
         StandardError.write(lines: error.diagnostics.map(\.description))
