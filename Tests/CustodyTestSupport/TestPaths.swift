@@ -43,7 +43,7 @@ public enum TestPaths {
 
     /// Why tests that need the shared corpora are skipped.
     public static let sharedMissingReason =
-        "skipped: the shared Graph exports and test vectors (../shared) are not beside this clone; set CUSTODY_SHARED_DIR to run them (under CI=true their absence fails)"
+        "the shared Graph exports and test vectors (../shared) are not beside this clone; set CUSTODY_SHARED_DIR to run them (under CI=true their absence fails)"
 
     public static func graphExample(_ name: String) -> String {
         (graphExamples as NSString).appendingPathComponent(name)
