@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "CustodyProtection", targets: ["CustodyProtection"]),
         .library(name: "CustodyStore", targets: ["CustodyStore"]),
         .library(name: "Custody", targets: ["Custody"]),
+        .library(name: "CustodyServer", targets: ["CustodyServer"]),
         .executable(name: "custody", targets: ["custody"]),
     ],
     dependencies: [
@@ -30,6 +31,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -97,6 +108,31 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The decision service: a Hummingbird 2 application over one engine. Routes parse
+        // requests, call the engine and render; auth, limits, metrics and shutdown live here.
+        .target(
+            name: "CustodyServer",
+            dependencies: [
+                "Custody",
+                "CustodyPolicy",
+                "CustodyProtection",
+                "CustodyStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The command-line front end: parses arguments, calls the libraries, sets exit codes.
         .executableTarget(
             name: "custody",
@@ -105,6 +141,7 @@ let package = Package(
                 "CustodyProtection",
                 "CustodyStore",
                 "Custody",
+                "CustodyServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -154,6 +191,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CustodyServerTests",
+            dependencies: [
+                "CustodyServer", "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -24,6 +24,7 @@ extension PolicyManager {
         let account = account(scope)
         let slot = slot
         let hub = hub
+        let journal = journal
         let logger = logger
         let typeName = String(reflecting: type)
         // The first event stands for "now": the loop reads the snapshot in force at that moment.
@@ -47,7 +48,7 @@ extension PolicyManager {
                         "app configuration does not decode",
                         metadata: ["type": "\(typeName)", "setting": "\(error.keyPath)", "code": "\(error.code.rawValue)"])
                     continuation.yield(nil)
-                    hub.publish([.configurationDecodingFailed(account: account, type: typeName, error: error)])
+                    journal.publish([.configurationDecodingFailed(account: account, type: typeName, error: error)])
                 }
             }
             continuation.finish()

@@ -85,10 +85,14 @@ extension PolicyManager {
         }
         var byIdentifier: [OwnerIdentifier: Int] = [:]
         var secrets = 0
+        let announced: [PolicyEvent] = [.wipeCompleted(account: resolved.id), .secretsChanged(account: resolved.id, identifiers: [])]
         do {
             if let database {
-                let counts = try database.wipe(
-                    identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue, reason: reason, at: clock())
+                let counts = try journal.publish(announced) { events throws(StoreError) in
+                    let counts = try database.wipe(
+                        identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue, reason: reason, events: events, at: clock())
+                    return (counts, counts.eventIDs)
+                }
                 for (name, count) in counts.keyVersions { byIdentifier[OwnerIdentifier(rawValue: name)!] = count }
                 secrets = counts.secrets
             }
@@ -121,7 +125,7 @@ extension PolicyManager {
         for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
         let versions = byIdentifier.values.reduce(0, +)
         logger.notice("account wiped", metadata: ["owner": "\(resolved.owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
-        hub.publish([.wipeCompleted(account: resolved.id), .secretsChanged(account: resolved.id, identifiers: [])])
+        if database == nil { journal.publish(announced) }
         return WipeReport(
             account: account, resolved: resolved, keyVersions: versions, keyVersionsByIdentifier: byIdentifier, secrets: secrets, removedPaths: removed)
     }
@@ -196,7 +200,7 @@ extension PolicyManager {
             offlineWipeAnnounced.insert(owner)
             events.append(.wipeRequired(account: account.id, reason: decision.reason))
         }
-        hub.publish(events)
+        journal.publish(events)
         if wipesWhenOfflineTooLong {
             for case .wipeRequired(let account, let reason) in events {
                 do {

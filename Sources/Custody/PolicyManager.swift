@@ -22,7 +22,9 @@ public actor PolicyManager {
     public nonisolated let database: CustodyDatabase?
     nonisolated let logger: Logger
     nonisolated let slot: SnapshotSlot
-    nonisolated let hub = EventHub<PolicyEvent>()
+    /// Records every event in the state's event log and delivers it, in order.
+    nonisolated let journal: EventJournal
+    nonisolated var hub: EventHub<PolicyEvent> { journal.hub }
     nonisolated let processScope = Locked<AccountScope?>(nil)
     let clock: @Sendable () -> Date
     /// Deletes keys at wipe time (and drops them from memory); nil: the database alone.
@@ -57,13 +59,15 @@ public actor PolicyManager {
         self.wipesWhenOfflineTooLong = wipesWhenOfflineTooLong
         self.logger = logger
         self.clock = now
+        let journal = EventJournal(database: database, clock: now, logger: logger)
+        self.journal = journal
         let empty = PolicyBundle(tenant: Tenant(), protectionPolicies: [], appConfigurations: [], warnings: [])
         let slot = SnapshotSlot(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, bundle: nil))
         self.slot = slot
         if let database, let keyRing {
             let processScope = processScope
             self.secrets = SecretsProvider(
-                database: database, keyRing: keyRing, hub: hub, logger: logger, now: now,
+                database: database, keyRing: keyRing, journal: journal, logger: logger, now: now,
                 resolveAccount: { explicit in (explicit ?? AccountScope.current ?? processScope.withLock { $0 })?.account },
                 ownerOf: { OwnerIdentifier($0, policy: slot.current.snapshot) })
         } else {
@@ -94,13 +98,15 @@ public actor PolicyManager {
     public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) -> [PolicyEvent] {
         let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
         let inForce = BundleInForce(revision: contentHash ?? "", source: source, appliedAt: clock(), isOverride: false)
-        do {
-            try record(inForce, result: .applied, message: nil, files: [], accounts: Self.accounts(of: bundle))
-        } catch {
-            // The policy is in force either way; a history that cannot be written is logged.
-            logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
+        return install(snapshot, inForce) { events in
+            do {
+                return try record(inForce, result: .applied, message: nil, files: [], accounts: Self.accounts(of: bundle), events: events)
+            } catch {
+                // The policy is in force either way; a history that cannot be written is logged.
+                logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
+                return []
+            }
         }
-        return install(snapshot, inForce)
     }
 
     /// Loads the bundle in `directory` (each file read once, see `BundleFiles`) and applies it
@@ -139,17 +145,19 @@ public actor PolicyManager {
         // The state's policy in force already (this manager did not restore it): put it in
         // force here without recording it again.
         if bundleInForce == nil, let stored = try? database?.lastAppliedBundle(), stored.contentHash == files.contentHash {
-            return install(snapshot, BundleInForce(revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false))
+            let inForce = BundleInForce(revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false)
+            return install(snapshot, inForce) { _ in [] }
         }
         let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false)
         do {
-            try record(inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) }, accounts: Self.accounts(of: bundle))
+            return try install(snapshot, inForce) { events throws(StoreError) in
+                try record(inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) }, accounts: Self.accounts(of: bundle), events: events)
+            }
         } catch {
             throw reject(
                 source: source, contentHash: files.contentHash,
                 message: "the state database could not record the bundle, so it is not applied: \(error)", diagnostics: [], recording: false)
         }
-        return install(snapshot, inForce)
     }
 
     /// Makes `files` the policy this manager decides with, without recording it anywhere and
@@ -191,12 +199,23 @@ public actor PolicyManager {
         }
     }
 
-    /// Swaps in a resolved snapshot and publishes what changed.
-    private func install(_ snapshot: PolicySnapshot, _ inForce: BundleInForce) -> [PolicyEvent] {
+    /// Swaps in a resolved snapshot and publishes what changed: `recording` stores the bundle
+    /// with the events (returning their ids) first; when it throws, nothing changes.
+    private func install<E: Error>(
+        _ snapshot: PolicySnapshot, _ inForce: BundleInForce, recording: ([EventRecord]) throws(E) -> [Int64]
+    ) throws(E) -> [PolicyEvent] {
         let old = slot.current
         let events = PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
-        slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
-        hub.publish(events)
+        let result: Result<Void, E> = journal.publish(events) { records in
+            do throws(E) {
+                let ids = try recording(records)
+                slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
+                return (.success(()), ids)
+            } catch {
+                return (.failure(error), [])
+            }
+        }
+        try result.get()
         return events
     }
 
@@ -204,25 +223,29 @@ public actor PolicyManager {
     private func reject(source: String, contentHash: String, message: String, diagnostics: [Diagnostic], recording: Bool = true) -> BundleRejection {
         let rejection = BundleRejection(source: source, message: message, diagnostics: diagnostics)
         logger.error("bundle rejected", metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
-        if recording {
-            let refused = BundleInForce(revision: contentHash, source: source, appliedAt: clock(), isOverride: false)
+        let refused = BundleInForce(revision: contentHash, source: source, appliedAt: clock(), isOverride: false)
+        journal.publish([.bundleRejected(error: rejection)]) { events in
+            guard recording else { return ((), []) }
             do {
-                try record(refused, result: .rejected, message: message, files: [], accounts: [])
+                return ((), try record(refused, result: .rejected, message: message, files: [], accounts: [], events: events))
             } catch {
                 logger.error("cannot record the rejected bundle in the state database", metadata: ["error": "\(error)"])
+                return ((), [])
             }
         }
-        hub.publish([.bundleRejected(error: rejection)])
         return rejection
     }
 
+    /// Records a bundle (and the events it brings) in the state; returns the events' ids
+    /// (none without a database).
     private func record(
         _ bundle: BundleInForce, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
-        accounts: [(owner: String, aliases: [String])]
-    ) throws(StoreError) {
+        accounts: [(owner: String, aliases: [String])], events: [EventRecord]
+    ) throws(StoreError) -> [Int64] {
         try database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files, accounts: accounts,
-            at: bundle.appliedAt ?? clock())
+            events: events, at: bundle.appliedAt ?? clock()
+        ).eventIDs ?? []
     }
 
     /// Each tenant account's canonical identifier and its aliases, for the state's registry.
@@ -276,9 +299,24 @@ public actor PolicyManager {
         return stream
     }
 
+    /// Every change from now on with its id in the state's event log (see `events()`). With a
+    /// `limit`, a subscriber that falls that many events behind is dropped: its stream ends and
+    /// the subscription says so (it can resume from the log, `CustodyEngine.events(after:)`).
+    public nonisolated func loggedEvents(limit: Int? = nil) -> (events: AsyncStream<LoggedEvent>, subscription: EventSubscription) {
+        let (stream, subscription) = journal.logged.subscribe(limit: limit)
+        return (stream, subscription)
+    }
+
+    /// How many streams of logged events are subscribed now.
+    public nonisolated var loggedSubscriberCount: Int { journal.logged.subscriberCount }
+
+    /// The id of the newest event in the log this manager knows of (0 before any): what a
+    /// decision is made "at".
+    public nonisolated var lastEventID: Int64 { journal.lastID }
+
     /// Stops every stream (for shutdown).
     public nonisolated func finish() {
-        hub.finish()
+        journal.finish()
     }
 
     private static func same(_ first: EffectivePolicy?, _ second: EffectivePolicy?) -> Bool {

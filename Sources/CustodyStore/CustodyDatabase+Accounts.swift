@@ -22,6 +22,8 @@ public struct WipeCounts: Sendable, Hashable {
     public let secrets: Int
     /// Check-ins deleted.
     public let checkIns: Int
+    /// The ids of the events appended with the wipe.
+    public let eventIDs: [Int64]
 
     /// Key versions deleted in all.
     public var totalKeyVersions: Int { keyVersions.values.reduce(0, +) }
@@ -92,10 +94,11 @@ extension CustodyDatabase {
     /// Selective wipe of one account kept under several identifiers (its canonical one and its
     /// aliases): every key version, secret and check-in under any of them, in one transaction,
     /// with one audit entry (when auditing is on) naming what was deleted. The identifiers are
-    /// recorded as wiped. Then the write-ahead log is truncated, so no copy of the keys stays.
+    /// recorded as wiped, and `events` appended to the event log. Then the write-ahead log is
+    /// truncated, so no copy of the keys stays.
     /// - Parameter account: the canonical identifier, for the audit entry.
     @discardableResult
-    public func wipe(identifiers: [String], account: String, reason: String, at date: Date) throws(StoreError) -> WipeCounts {
+    public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord] = [], at date: Date) throws(StoreError) -> WipeCounts {
         let counts = try write("wiping \(account)") { db -> WipeCounts in
             var keyVersions: [String: Int] = [:]
             var secrets = 0
@@ -114,12 +117,11 @@ extension CustodyDatabase {
                         """,
                     arguments: [identifier, account, date])
             }
-            let counts = WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns)
             let under = identifiers.map { "\($0): \(keyVersions[$0] ?? 0)" }.joined(separator: ", ")
             try Self.audit(
                 .wipe, account: account, action: "wipe",
-                detail: "key versions deleted: \(counts.totalKeyVersions) (\(under)); secrets deleted: \(secrets); \(reason)", at: date, in: db)
-            return counts
+                detail: "key versions deleted: \(keyVersions.values.reduce(0, +)) (\(under)); secrets deleted: \(secrets); \(reason)", at: date, in: db)
+            return WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns, eventIDs: try Self.appendEvents(events, at: date, in: db))
         }
         try truncateLog()
         return counts

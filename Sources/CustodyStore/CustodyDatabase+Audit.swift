@@ -13,6 +13,8 @@ public struct AuditEntry: Sendable, Hashable {
         case secret
         /// An account key rotated.
         case key
+        /// A service token created or revoked (its id; never the token).
+        case token
     }
 
     public let id: Int64
@@ -26,6 +28,8 @@ public struct AuditEntry: Sendable, Hashable {
     public let allowed: Bool?
     /// The reason, or what was wiped.
     public let detail: String?
+    /// The id an audited decision's answer carried.
+    public let decisionID: String?
 }
 
 /// An entry to append to the audit log.
@@ -36,13 +40,18 @@ public struct AuditRecord: Sendable, Hashable {
     public let allowed: Bool?
     public let detail: String?
     public let at: Date
+    /// For a decision: the id its answer carries.
+    public let decisionID: String?
 
-    public init(_ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, at: Date) {
+    public init(
+        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, decisionID: String? = nil, at: Date
+    ) {
         self.kind = kind
         self.account = account
         self.action = action
         self.allowed = allowed
         self.detail = detail
+        self.decisionID = decisionID
         self.at = at
     }
 }
@@ -96,9 +105,10 @@ extension CustodyDatabase {
         guard !records.isEmpty else { return 0 }
         return try write("writing the audit log") { db in
             guard try Self.setting("audit", in: db) != "off" else { return 0 }
-            let insert = try db.makeStatement(sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)")
+            let insert = try db.makeStatement(
+                sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id) VALUES (?, ?, ?, ?, ?, ?, ?)")
             for record in records {
-                try insert.execute(arguments: [record.at, record.kind.rawValue, record.account, record.action, record.allowed, record.detail])
+                try insert.execute(arguments: [record.at, record.kind.rawValue, record.account, record.action, record.allowed, record.detail, record.decisionID])
             }
             return records.count
         }
@@ -120,7 +130,7 @@ extension CustodyDatabase {
     public func auditEntries(since: Date? = nil, limit: Int = 10_000) throws(StoreError) -> [AuditEntry] {
         let rows = try read("reading the audit log") { db in
             try Row.fetchAll(
-                db, sql: "SELECT id, at, kind, account, action, allowed, detail FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
+                db, sql: "SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
                 arguments: [since ?? Date.distantPast, limit])
         }
         var entries: [AuditEntry] = []
@@ -128,7 +138,9 @@ extension CustodyDatabase {
             guard let id: Int64 = row["id"], let at: Date = row["at"], let kind = AuditEntry.Kind(rawValue: row["kind"] ?? ""),
                 let action: String = row["action"]
             else { throw StoreError(.corrupt, "an audit row is damaged", path: path) }
-            entries.append(AuditEntry(id: id, at: at, kind: kind, account: row["account"], action: action, allowed: row["allowed"], detail: row["detail"]))
+            entries.append(AuditEntry(
+                id: id, at: at, kind: kind, account: row["account"], action: action, allowed: row["allowed"], detail: row["detail"],
+                decisionID: row["decision_id"]))
         }
         return entries
     }

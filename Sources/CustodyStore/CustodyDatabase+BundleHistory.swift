@@ -24,12 +24,13 @@ extension CustodyDatabase {
     /// accounts its tenant lists (see `recordAccounts(_:at:)`), and an audit entry when
     /// auditing is on, all in one transaction: a crash keeps all of it or none. Returns its
     /// record.
+    /// `events` are appended to the event log in the same transaction; their ids come back.
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])] = [],
-        accounts: [(owner: String, aliases: [String])] = [], at date: Date
-    ) throws(StoreError) -> BundleRecord {
-        let id = try write("recording a bundle") { db in
+        accounts: [(owner: String, aliases: [String])] = [], events: [EventRecord] = [], at date: Date
+    ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
+        let (id, eventIDs) = try write("recording a bundle") { db in
             try db.execute(
                 sql: "INSERT INTO bundle_history (content_hash, applied_at, source, result, message) VALUES (?, ?, ?, ?, ?)",
                 arguments: [contentHash, date, source, result.rawValue, message])
@@ -41,9 +42,9 @@ extension CustodyDatabase {
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
                 detail: "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")", at: date, in: db)
-            return id
+            return (id, try Self.appendEvents(events, at: date, in: db))
         }
-        return BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message)
+        return (BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message), eventIDs)
     }
 
     /// Bundle records, newest first.
@@ -88,6 +89,13 @@ extension CustodyDatabase {
             files.append((name, [UInt8](bytes)))
         }
         return (record, files)
+    }
+
+    /// The history id of the last time a bundle with this content hash was applied, if ever.
+    public func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64? {
+        try read("reading the bundle history") { db in
+            try Int64.fetchOne(db, sql: "SELECT max(id) FROM bundle_history WHERE content_hash = ? AND result = 'applied'", arguments: [contentHash])
+        }
     }
 
     /// The newest applied bundle, if any.

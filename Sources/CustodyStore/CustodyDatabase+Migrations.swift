@@ -117,6 +117,31 @@ extension CustodyDatabase {
                 table.column("at", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v4: event log, decision ids, service tokens") { db in
+            // Every event an engine published, in order: what Server-Sent Events resume from.
+            // Bounded: the oldest rows are pruned past the retention.
+            try db.create(table: "events") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("at", .datetime).notNull()
+                table.column("name", .text).notNull()
+                table.column("body", .blob).notNull()
+            }
+            // The id an audited decision's answer carries.
+            try db.alter(table: "audit_log") { table in
+                table.add(column: "decision_id", .text)
+            }
+            // Bearer tokens of the decision service: the secret part is kept as its SHA-256 only.
+            try db.create(table: "tokens") { table in
+                table.column("id", .text).primaryKey()
+                table.column("name", .text)
+                table.column("scopes", .text).notNull()
+                table.column("hash", .blob).notNull()
+                table.column("created", .datetime).notNull()
+                table.column("revoked", .datetime)
+            }
+            // A counter that moves on every token created or revoked, by any process.
+            try db.execute(sql: "INSERT INTO settings (name, value) VALUES ('token_generation', '0') ON CONFLICT(name) DO NOTHING")
+        }
         return migrator
     }()
 }

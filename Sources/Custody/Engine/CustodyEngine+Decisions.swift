@@ -1,23 +1,82 @@
 public import CustodyPolicy
+import Logging
+import CustodyProtection
 import CustodyStore
 
 extension CustodyEngine {
-    /// A runner that answers JSON Lines queries with the policy in force on `jobs` cores.
-    /// When decision auditing is on in the state, every decision is written to the audit log
-    /// before its answer (see `DecisionRunner`).
+    /// The policy in force resolved for `context`: the engine's own snapshot for its own
+    /// context, else resolved once per context and kept until the bundle changes (at most
+    /// 32 contexts at a time).
+    /// - Throws: `CustodyError` `.noPolicy` with no policy in force.
+    public func policy(for context: EvaluationContext) throws(CustodyError) -> PolicySnapshot {
+        try policyAndRevision(for: context).snapshot
+    }
+
+    /// The snapshot for `context` and the revision it was resolved from, read together.
+    func policyAndRevision(for context: EvaluationContext?) throws(CustodyError) -> (snapshot: PolicySnapshot, revision: String) {
+        let box = manager.slot.current
+        guard let bundle = box.bundle else {
+            throw CustodyError(.noPolicy, "no policy: no bundle is in force in this state, and no bundle was given")
+        }
+        guard let context, context != box.snapshot.context else { return (box.snapshot, bundle.revision) }
+        return (contexts.snapshot(for: context, of: box.snapshot, version: box.version, logger: logger), bundle.revision)
+    }
+
+    /// A session answering JSON Lines queries for one caller with the policy in force for
+    /// `context` (see `DecisionSession`). When decision auditing is on in the state, every
+    /// answer carries a decision id and the session's `commit()` writes the audit entries.
+    /// With `stamped`, every answer also carries the `revision` and `eventId` it was decided at.
     /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.state` when the audit
     ///   setting cannot be read (answers are never given unaudited by mistake).
-    public func decisionRunner(options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20) throws(CustodyError) -> DecisionRunner {
-        let snapshot = try policy()
+    public func decisionSession(context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = false) throws(CustodyError)
+        -> DecisionSession
+    {
+        // The event id first: an answer may claim an older event than its snapshot saw, never a
+        // newer one.
+        let eventID = manager.lastEventID
+        let (snapshot, revision) = try policyAndRevision(for: context)
         let auditing: Bool
         do {
             auditing = try database.isDecisionAuditEnabled()
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }
-        let database = self.database
-        return DecisionRunner(
-            snapshot: snapshot, options: options, jobs: jobs, blockBytes: blockBytes,
-            audit: auditing ? { records in try database.audit(records) } : nil, now: configuration.now)
+        return DecisionSession(
+            snapshot: snapshot, options: options, revision: revision, eventID: eventID, stamped: stamped,
+            audit: auditing ? AuditBuffer(database: database, now: configuration.now) : nil)
+    }
+
+    /// A runner that answers JSON Lines queries with the policy in force on `jobs` cores, one
+    /// session per core (see `decisionSession`).
+    public func decisionRunner(options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20) throws(CustodyError) -> DecisionRunner {
+        var sessions: [DecisionSession] = []
+        for _ in 0..<max(1, jobs) { sessions.append(try decisionSession(options: options)) }
+        return DecisionRunner(sessions: sessions, blockBytes: blockBytes)
+    }
+}
+
+/// Snapshots of the policy in force for contexts other than the engine's own.
+final class ContextSnapshots: Sendable {
+    private struct Cache {
+        var version = -1
+        var snapshots: [EvaluationContext: PolicySnapshot] = [:]
+    }
+
+    private let cache = Locked(Cache())
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    func snapshot(for context: EvaluationContext, of inForce: PolicySnapshot, version: Int, logger: Logger) -> PolicySnapshot {
+        if let cached = cache.withLock({ $0.version == version ? $0.snapshots[context] : nil }) { return cached }
+        let resolved = PolicySnapshot(bundle: inForce.bundle, context: context, logger: logger)
+        cache.withLock { cache in
+            if cache.version != version { cache = Cache(version: version) }
+            if cache.snapshots.count >= capacity { cache.snapshots.removeAll() }
+            cache.snapshots[context] = resolved
+        }
+        return resolved
     }
 }

@@ -163,11 +163,14 @@ extension CustodyEngine {
         }
     }
 
-    /// The data inside an envelope; bytes that are not an envelope come back unchanged
-    /// (Intune's behaviour).
-    public func unprotect(_ envelope: [UInt8]) throws(CustodyError) -> [UInt8] {
+    /// The data inside an envelope. Bytes that are not an envelope come back unchanged
+    /// (Intune's behaviour), or, with `requireEnvelope`, are an error.
+    public func unprotect(_ envelope: [UInt8], requireEnvelope: Bool = false) throws(CustodyError) -> [UInt8] {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
-        do {
+        do throws(ProtectionError) {
+            if requireEnvelope, try DataProtector.protectionInfo(envelope) == nil {
+                throw ProtectionError(.invalidArguments, "the data is not an envelope (no envelope header); nothing to unprotect")
+            }
             return try protector.unprotect(envelope)
         } catch {
             throw explained(error, owner: (try? DataProtector.protectionInfo(envelope))??.owner)

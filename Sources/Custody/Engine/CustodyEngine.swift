@@ -79,6 +79,10 @@ public final class CustodyEngine: Sendable {
     /// The runtime: the policy in force, decisions, events, identity, wipe and check-ins.
     public let manager: PolicyManager
     let logger: Logger
+    /// The policy in force resolved for other evaluation contexts.
+    let contexts = ContextSnapshots(capacity: 32)
+    /// Bearer tokens verified recently.
+    let tokenCache = TokenCache()
 
     private init(configuration: CustodyConfiguration, database: CustodyDatabase, keyRing: KeyRing?, manager: PolicyManager) {
         self.configuration = configuration
@@ -187,6 +191,67 @@ public final class CustodyEngine: Sendable {
         }
         let now = manager.bundleInForce!
         return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
+    }
+
+    /// Makes `files` (from a request, say) the installation's policy, as
+    /// `apply(bundleDirectory:)` does: validated, stored with its revision, put in force; a
+    /// bundle that does not load is recorded as rejected and the policy in force stays.
+    @discardableResult
+    public func apply(files: BundleFiles, source: String) async throws(CustodyError) -> ApplyResult {
+        let before = manager.bundleInForce?.revision ?? (try? database.lastAppliedBundle()?.contentHash)
+        let events: [PolicyEvent]
+        do {
+            events = try await manager.apply(files, source: source)
+        } catch {
+            throw CustodyError(
+                .bundle, error.diagnostics.isEmpty ? error.message : "the bundle does not load; the policy in force is unchanged",
+                diagnostics: error.diagnostics, underlying: error)
+        }
+        let now = manager.bundleInForce!
+        return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
+    }
+
+    /// Whether the policy in force is `revision` or one applied after it: what a caller that
+    /// requires at least that revision needs. False for a revision this state never applied.
+    public func hasReached(revision: String) throws(CustodyError) -> Bool {
+        guard let current = bundleInForce else { return false }
+        if current.revision == revision { return true }
+        do {
+            guard let wanted = try database.lastApplication(ofRevision: revision), let now = try database.lastApplication(ofRevision: current.revision)
+            else { return false }
+            return wanted <= now
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+
+    /// The files of the bundle in force as the state keeps them (empty for a one-off override).
+    public func filesInForce() throws(CustodyError) -> [BundleFiles.Entry] {
+        guard let inForce = bundleInForce, !inForce.isOverride else { return [] }
+        do {
+            guard let stored = try database.lastAppliedBundleFiles(), stored.record.contentHash == inForce.revision else { return [] }
+            return stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) }
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+
+    // MARK: The event log
+
+    /// Events in the state's log after `id`, oldest first, at most `limit`; `reset` when the
+    /// log no longer holds every event after `id` (pruned past its retention): the caller
+    /// missed some and must read the state afresh.
+    public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> (events: [StoredEvent], reset: Bool) {
+        do {
+            let bounds = try database.eventBounds()
+            if id < bounds.newest, let oldest = bounds.oldest, id + 1 < oldest {
+                return ([], true)
+            }
+            if id < bounds.newest, bounds.oldest == nil { return ([], true) }
+            return (try database.events(after: id, limit: limit), false)
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
     }
 
     // MARK: Accounts

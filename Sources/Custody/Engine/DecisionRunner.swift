@@ -1,7 +1,5 @@
-public import CustodyPolicy
-public import CustodyStore
 import Dispatch
-public import Foundation
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -13,14 +11,14 @@ import Darwin
 /// `custody decide` runs (`CustodyEngine.decisionRunner`).
 ///
 /// Input is read in batches of whole lines; each batch is split at line breaks into one block
-/// per worker, the blocks are answered in parallel (each worker keeps its own stream and reason
-/// cache), and the answers are written block by block in input order, so output line N still
-/// answers input line N. A batch is cut short whenever no more input is ready, so a script that
-/// writes one query and waits for its answer gets it at once.
+/// per worker, the blocks are answered in parallel (each worker keeps its own
+/// `DecisionSession`, with its reason cache), and the answers are written block by block in
+/// input order, so output line N still answers input line N. A batch is cut short whenever no
+/// more input is ready, so a script that writes one query and waits for its answer gets it at
+/// once.
 ///
-/// With an audit sink, each batch's decisions are handed to it before that batch's answers are
-/// written: an answer never leaves before its audit entry is stored, and when the sink fails,
-/// answering stops.
+/// With decision auditing on, each batch's decisions are committed to the audit log before
+/// that batch's answers are written; when the log cannot be written, answering stops.
 public struct DecisionRunner {
     /// Totals after the input ends.
     public struct Summary: Sendable {
@@ -30,52 +28,35 @@ public struct DecisionRunner {
         public var errors = 0
         /// Reading the input failed (the lines before were answered).
         public var readFailed = false
-        /// The audit sink failed: answering stopped after `lines` lines.
+        /// The audit log could not be written: answering stopped after `lines` lines.
         public var auditFailure: String?
     }
 
     private final class Worker: @unchecked Sendable {
         // Touched by one thread at a time: the reader between batches, its worker during one.
-        var stream: DecisionStream
+        var session: DecisionSession
         var input: ArraySlice<UInt8> = []
         var output: [UInt8] = []
-        var audits: [AuditRecord] = []
 
-        init(stream: DecisionStream, auditing: Bool, now: @escaping @Sendable () -> Date) {
-            self.stream = stream
-            if auditing {
-                self.stream.onAnswer = { [unowned self] query, answer in
-                    self.audits.append(AuditRecord(
-                        .decision, account: query.accounts.first?.account.description, action: query.action.rawValue, allowed: answer.isAllowed,
-                        detail: answer.reason, at: now()))
-                }
-            }
+        init(session: DecisionSession) {
+            self.session = session
         }
 
         func run() {
             output.removeAll(keepingCapacity: true)
-            input.withUnsafeBytes { stream.answer(lines: $0, into: &output) }
+            input.withUnsafeBytes { session.answer(lines: $0, into: &output) }
         }
     }
 
     private let workers: [Worker]
     private let batchBytes: Int
-    private let audit: (([AuditRecord]) throws -> Void)?
 
     /// - Parameters:
-    ///   - jobs: worker count (at least 1).
+    ///   - sessions: one per worker (at least one).
     ///   - blockBytes: about how much input each worker answers per batch.
-    ///   - audit: receives each batch's decisions before its answers are written; a throw stops
-    ///     answering.
-    public init(
-        snapshot: PolicySnapshot, options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20,
-        audit: (([AuditRecord]) throws -> Void)? = nil, now: @escaping @Sendable () -> Date = Date.init
-    ) {
-        workers = (0..<max(1, jobs)).map { _ in
-            Worker(stream: DecisionStream(snapshot: snapshot, options: options), auditing: audit != nil, now: now)
-        }
-        batchBytes = max(1, jobs) * max(1, blockBytes)
-        self.audit = audit
+    init(sessions: [DecisionSession], blockBytes: Int = 1 << 20) {
+        workers = sessions.map(Worker.init)
+        batchBytes = max(1, sessions.count) * max(1, blockBytes)
     }
 
     /// Reads `descriptor` to its end, handing answers to `write` in input order.
@@ -88,7 +69,7 @@ public struct DecisionRunner {
             let firstLine = nextLine
             for (worker, block) in zip(workers, blocks) {
                 worker.input = block
-                worker.stream.lineNumber = nextLine - 1
+                worker.session.lineNumber = nextLine - 1
                 nextLine += lineCount(of: block)
             }
             let workers = self.workers
@@ -97,21 +78,18 @@ public struct DecisionRunner {
             } else {
                 DispatchQueue.concurrentPerform(iterations: blocks.count) { workers[$0].run() }
             }
-            if let audit {
-                do {
-                    try audit(workers.prefix(blocks.count).flatMap(\.audits))
-                    for worker in workers { worker.audits.removeAll(keepingCapacity: true) }
-                } catch {
-                    summary.lines = firstLine - 1
-                    summary.auditFailure = "\(error)"
-                    summary.errors = workers.reduce(0) { $0 + $1.stream.errorCount }
-                    return summary
-                }
+            do throws(CustodyError) {
+                for worker in workers.prefix(blocks.count) { try worker.session.commit() }
+            } catch {
+                summary.lines = firstLine - 1
+                summary.auditFailure = error.message
+                summary.errors = workers.reduce(0) { $0 + $1.session.errorCount }
+                return summary
             }
             for worker in workers.prefix(blocks.count) { write(worker.output) }
         }
         summary.lines = nextLine - 1
-        summary.errors = workers.reduce(0) { $0 + $1.stream.errorCount }
+        summary.errors = workers.reduce(0) { $0 + $1.session.errorCount }
         summary.readFailed = reader.failed
         return summary
     }

@@ -45,7 +45,8 @@ public final class SecretsProvider: Sendable {
 
     public let database: CustodyDatabase
     private let protector: DataProtector
-    let hub: EventHub<PolicyEvent>
+    let journal: EventJournal
+    var hub: EventHub<PolicyEvent> { journal.hub }
     private let resolveAccount: @Sendable (AccountScope?) -> AccountID?
     private let ownerOf: @Sendable (AccountID) -> OwnerIdentifier
     private let clock: @Sendable () -> Date
@@ -61,18 +62,18 @@ public final class SecretsProvider: Sendable {
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.init(
-            database: database, keyRing: keyRing, hub: EventHub(), logger: logger, now: now,
+            database: database, keyRing: keyRing, journal: EventJournal(database: database, clock: now, logger: logger), logger: logger, now: now,
             resolveAccount: { ($0 ?? AccountScope.current)?.account },
             ownerOf: { OwnerIdentifier($0, policy: policy) })
     }
 
     init(
-        database: CustodyDatabase, keyRing: KeyRing, hub: EventHub<PolicyEvent>, logger: Logger, now: @escaping @Sendable () -> Date,
+        database: CustodyDatabase, keyRing: KeyRing, journal: EventJournal, logger: Logger, now: @escaping @Sendable () -> Date,
         resolveAccount: @escaping @Sendable (AccountScope?) -> AccountID?, ownerOf: @escaping @Sendable (AccountID) -> OwnerIdentifier
     ) {
         self.database = database
         self.protector = DataProtector(keyRing: keyRing)
-        self.hub = hub
+        self.journal = journal
         self.logger = logger
         self.clock = now
         self.resolveAccount = resolveAccount
@@ -242,7 +243,7 @@ public final class SecretsProvider: Sendable {
         } catch {
             throw SecretError(.storage, identifier: "*", "\(error)")
         }
-        hub.publish([.secretsChanged(account: account, identifiers: identifiers)])
+        journal.publish([.secretsChanged(account: account, identifiers: identifiers)])
     }
 
     private func store(kind: Kind, identifier: String, account: AccountID?, body: [UInt8]) throws(SecretError) {

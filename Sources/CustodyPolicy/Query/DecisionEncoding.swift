@@ -9,9 +9,11 @@ package enum DecisionEncoding {
     /// Writes one answer as a JSON object.
     /// - Parameter explanation: writes the `reason`, `setting` and `policies` members of a
     ///   decision; callers that cache rendered reasons pass their own.
+    /// - Parameter trailer: writes members the caller adds at the end of the object (a
+    ///   decision id).
     package static func write(
         _ answer: DecisionAnswer, to writer: inout JSONWriter,
-        explanation: (Decision, inout JSONWriter) -> Void = writeExplanation
+        explanation: (Decision, inout JSONWriter) -> Void = writeExplanation, trailer: (inout JSONWriter) -> Void = { _ in }
     ) {
         writer.beginObject()
         switch answer {
@@ -53,6 +55,7 @@ package enum DecisionEncoding {
             }
             writer.endArray()
         }
+        trailer(&writer)
         writer.endObject()
     }
 

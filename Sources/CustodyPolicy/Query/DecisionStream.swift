@@ -19,13 +19,17 @@ public struct DecisionStream {
         /// treating the account as unmanaged.
         public var strictAccounts: Bool
         public var format: Format
+        /// Write each decision's `reason` (true), or only its `setting` and `policies`, for
+        /// callers that need the verdict alone and not the words.
+        public var reasons: Bool
         /// The current time since the Unix epoch, for `offlineAccess` queries without `now`.
         public var currentTime: @Sendable () -> Duration
 
         /// Creates options.
-        public init(strictAccounts: Bool = false, format: Format = .json, currentTime: @escaping @Sendable () -> Duration) {
+        public init(strictAccounts: Bool = false, format: Format = .json, reasons: Bool = true, currentTime: @escaping @Sendable () -> Duration) {
             self.strictAccounts = strictAccounts
             self.format = format
+            self.reasons = reasons
             self.currentTime = currentTime
         }
     }
@@ -37,9 +41,17 @@ public struct DecisionStream {
     public var lineNumber = 0
     /// Lines answered with an error so far.
     public private(set) var errorCount = 0
-    /// Called with each query answered (lines that are errors excluded), before its answer is
-    /// written: what an audit log of decisions hooks into.
-    public var onAnswer: ((DecisionQuery, DecisionAnswer) -> Void)?
+    /// Called with each query answered (lines that are errors excluded) as its JSON answer is
+    /// written, to record it (an audit log) and add members at the end of the object (the
+    /// decision id an audit entry holds).
+    package var annotate: ((DecisionQuery, DecisionAnswer, inout JSONWriter) -> Void)?
+    /// JSON members (already encoded, without braces) added at the end of every answer object,
+    /// such as the revision a service decided at.
+    package var trailer: [UInt8] = []
+    /// The error of the last line, when it was one.
+    public private(set) var lastError: QueryError?
+    /// Decisions answered so far, by action and outcome.
+    public var tallies = DecisionTallies()
 
     private var document: JSONDocument
     private var writer = JSONWriter(reservingCapacity: 512)
@@ -61,15 +73,32 @@ public struct DecisionStream {
             line = UnsafeRawBufferPointer(rebasing: line.dropLast())
         }
         writer.clear()
+        lastError = nil
         do throws(QueryError) {
             let query = try readQuery(line)
             let answer = snapshot.answer(query)
-            onAnswer?(query, answer)
+            tallies.count(query.action, allowed: answer.isAllowed)
             write(answer, query: query)
         } catch {
             errorCount += 1
+            tallies.countError()
+            lastError = error
             writeError(error)
         }
+        output.append(contentsOf: writer.bytes)
+        output.append(UInt8(ascii: "\n"))
+    }
+
+    /// Answers the next line, which was not read (too long, say), with an error saying why, in
+    /// its place: `{"error": "line N, ...", "line": N}`.
+    public mutating func refuseLine(_ message: String, into output: inout [UInt8]) {
+        lineNumber += 1
+        errorCount += 1
+        tallies.countError()
+        let error = QueryError(message: message, column: 1)
+        lastError = error
+        writer.clear()
+        writeError(error)
         output.append(contentsOf: writer.bytes)
         output.append(UInt8(ascii: "\n"))
     }
@@ -129,8 +158,24 @@ public struct DecisionStream {
         switch options.format {
         case .json:
             let cache = self.cache
-            DecisionEncoding.write(answer, to: &writer) { decision, writer in cache.writeExplanation(of: decision, to: &writer) }
+            let reasons = options.reasons
+            if annotate != nil || !trailer.isEmpty {
+                let annotate = self.annotate
+                let trailer = self.trailer
+                DecisionEncoding.write(
+                    answer, to: &writer, explanation: { decision, writer in cache.writeExplanation(of: decision, reason: reasons, to: &writer) },
+                    trailer: { writer in
+                        annotate?(query, answer, &writer)
+                        if !trailer.isEmpty { writer.rawMembers(trailer) }
+                    })
+            } else {
+                DecisionEncoding.write(answer, to: &writer) { decision, writer in cache.writeExplanation(of: decision, reason: reasons, to: &writer) }
+            }
         case .text:
+            if let annotate {
+                var ignored = JSONWriter()
+                annotate(query, answer, &ignored)
+            }
             let verdict = answer.isAllowed ? (query.action == .encryptionRequired ? "REQUIRED" : "ALLOW") : (query.action == .encryptionRequired ? "OPTIONAL" : "BLOCK")
             writer.rawText("\(verdict.padding(toLength: 9))\(query) — \(answer.reason)")
         }
@@ -158,14 +203,16 @@ private final class ExplanationCache {
     private static let capacity = 1 << 16
     private var rendered: [Finding: Rendered] = [:]
 
-    func writeExplanation(of decision: Decision, to writer: inout JSONWriter) {
+    func writeExplanation(of decision: Decision, reason: Bool, to writer: inout JSONWriter) {
         let primary = render(decision.primary)
         let secondary = decision.secondary.map(render)
-        writer.key("reason")
-        if let secondary {
-            writer.rawString(primary.explanation, Self.separator, secondary.explanation)
-        } else {
-            writer.rawString(primary.explanation)
+        if reason {
+            writer.key("reason")
+            if let secondary {
+                writer.rawString(primary.explanation, Self.separator, secondary.explanation)
+            } else {
+                writer.rawString(primary.explanation)
+            }
         }
         let deciding = decision.decidingFinding == decision.primary ? primary : secondary ?? primary
         writer.rawMembers(deciding.members)
@@ -197,5 +244,49 @@ private final class ExplanationCache {
 extension String {
     func padding(toLength length: Int) -> String {
         count >= length ? self + " " : self + String(repeating: " ", count: length - count)
+    }
+}
+
+/// How many decisions a stream answered, by action and outcome, and how many lines were errors.
+public struct DecisionTallies: Sendable {
+    private var allowed = [Int](repeating: 0, count: DecisionAction.allCases.count)
+    private var blocked = [Int](repeating: 0, count: DecisionAction.allCases.count)
+    /// Lines that were errors.
+    public private(set) var errors = 0
+
+    public init() {}
+
+    mutating func count(_ action: DecisionAction, allowed isAllowed: Bool) {
+        if isAllowed { allowed[action.ordinal] += 1 } else { blocked[action.ordinal] += 1 }
+    }
+
+    mutating func countError() {
+        errors += 1
+    }
+
+    /// Each action with its allowed and blocked counts.
+    public var counts: [(action: DecisionAction, allowed: Int, blocked: Int)] {
+        DecisionAction.allCases.map { ($0, allowed[$0.ordinal], blocked[$0.ordinal]) }
+    }
+}
+
+extension DecisionAction {
+    /// The action's position in `allCases`.
+    var ordinal: Int {
+        switch self {
+        case .saveTo: 0
+        case .openFrom: 1
+        case .share: 2
+        case .receive: 3
+        case .copyOut: 4
+        case .pasteIn: 5
+        case .print: 6
+        case .backup: 7
+        case .screenCapture: 8
+        case .encryptionRequired: 9
+        case .notifications: 10
+        case .accountAllowed: 11
+        case .offlineAccess: 12
+        }
     }
 }

@@ -81,48 +81,7 @@ struct ConfigCommand: AsyncParsableCommand {
 
         static func json(_ configuration: AppConfiguration?) -> [UInt8] {
             var writer = JSONWriter()
-            guard let configuration else {
-                writer.null()
-                writer.newline()
-                return writer.bytes
-            }
-            writer.beginObject()
-            writer.key("fullData")
-            writer.beginArray()
-            for source in configuration.sources {
-                writer.beginObject()
-                for key in source.values.keys.sorted() {
-                    writer.key(key)
-                    writer.value(source.values[key]!)
-                }
-                writer.endObject()
-            }
-            writer.endArray()
-            writer.key("policies")
-            writer.beginArray()
-            for source in configuration.sources {
-                writer.beginObject()
-                writer.key("id"); writer.value(source.policy.id)
-                writer.key("displayName"); writer.value(source.policy.displayName)
-                writer.key("isDefault"); writer.value(source.isDefault)
-                writer.endObject()
-            }
-            writer.endArray()
-            writer.key("keys")
-            writer.beginObject()
-            for key in configuration.keys {
-                writer.key(key)
-                writer.beginObject()
-                writer.key("values")
-                writer.beginArray()
-                for value in configuration.allStrings(key) { writer.value(value) }
-                writer.endArray()
-                writer.key("any"); writer.value(configuration.string(key))
-                writer.key("conflict"); writer.value(configuration.hasConflict(key))
-                writer.endObject()
-            }
-            writer.endObject()
-            writer.endObject()
+            ConfigurationReport.write(configuration, to: &writer)
             writer.newline()
             return writer.bytes
         }

@@ -60,7 +60,7 @@ struct WatchCommand: AsyncParsableCommand {
         }
         defer { watch.cancel() }
         for await event in watch.events {
-            StandardOutput.write(EventJSON.line(event))
+            StandardOutput.write(event.jsonLine)
         }
     }
 }

@@ -1,0 +1,137 @@
+import Atomics
+public import CustodyPolicy
+import CustodyStore
+import Foundation
+
+/// Answers the JSON Lines queries of one caller (a `custody decide` worker, one request of the
+/// decision service) with one policy snapshot, and audits them when decision auditing is on.
+///
+/// Every answer of a session is decided at one revision and event id. With auditing on, each
+/// decision's answer carries a `decisionId` that its audit entry holds, and `commit()` must
+/// store the entries before the answers written since the last commit leave the process: an
+/// answer is never given without its audit entry.
+public struct DecisionSession {
+    /// The revision (bundle content hash) the answers are decided at.
+    public let revision: String
+    /// The newest event id the engine knew when the session began.
+    public let eventID: Int64
+    private var stream: DecisionStream
+    private let audit: AuditBuffer?
+
+    init(snapshot: PolicySnapshot, options: DecisionStream.Options, revision: String, eventID: Int64, stamped: Bool, audit: AuditBuffer?) {
+        self.revision = revision
+        self.eventID = eventID
+        stream = DecisionStream(snapshot: snapshot, options: options)
+        self.audit = audit
+        if stamped {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("revision")
+            writer.value(revision)
+            writer.key("eventId")
+            writer.value(Int(eventID))
+            writer.endObject()
+            stream.trailer = Array(writer.bytes.dropFirst().dropLast())
+        }
+        if let audit {
+            stream.annotate = { query, answer, writer in audit.record(query, answer, into: &writer) }
+        }
+    }
+
+    /// The number of the last line answered (0 before the first); set it to number lines from
+    /// elsewhere.
+    public var lineNumber: Int {
+        get { stream.lineNumber }
+        set { stream.lineNumber = newValue }
+    }
+
+    /// Lines answered with an error so far.
+    public var errorCount: Int { stream.errorCount }
+
+    /// The error of the last line answered, when it was one.
+    public var lastError: QueryError? { stream.lastError }
+
+    /// Decisions answered so far by action and outcome; reset them after reading.
+    public var tallies: DecisionTallies {
+        get { stream.tallies }
+        set { stream.tallies = newValue }
+    }
+
+    /// Whether decisions are audited.
+    public var isAuditing: Bool { audit != nil }
+
+    /// Answers one line (without its line break) and appends the answer and a line break.
+    public mutating func answer(line: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+        stream.answer(line: line, into: &output)
+    }
+
+    /// Answers the next line, which was not read, with an error saying why (see
+    /// `DecisionStream.refuseLine`).
+    public mutating func refuseLine(_ message: String, into output: inout [UInt8]) {
+        stream.refuseLine(message, into: &output)
+    }
+
+    /// Answers every line of `input` and appends the answers.
+    public mutating func answer(lines input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+        stream.answer(lines: input, into: &output)
+    }
+
+    /// Stores the audit entries of the answers written since the last commit.
+    /// - Throws: `CustodyError` `.state` when the audit log cannot be written: the caller must
+    ///   then not send those answers.
+    public mutating func commit() throws(CustodyError) {
+        try audit?.commit()
+    }
+}
+
+/// Decisions answered but not yet in the audit log, and the ids their answers carry.
+final class AuditBuffer: @unchecked Sendable {
+    // @unchecked: used by one session, on one thread at a time.
+    private let database: CustodyDatabase
+    private let now: @Sendable () -> Date
+    private var records: [AuditRecord] = []
+
+    init(database: CustodyDatabase, now: @escaping @Sendable () -> Date) {
+        self.database = database
+        self.now = now
+    }
+
+    func record(_ query: DecisionQuery, _ answer: DecisionAnswer, into writer: inout JSONWriter) {
+        let id = DecisionIDs.next()
+        records.append(AuditRecord(
+            .decision, account: query.accounts.first?.account.description, action: query.action.rawValue, allowed: answer.isAllowed,
+            detail: answer.reason, decisionID: id, at: now()))
+        writer.key("decisionId")
+        writer.value(id)
+    }
+
+    func commit() throws(CustodyError) {
+        guard !records.isEmpty else { return }
+        do {
+            try database.audit(records)
+        } catch {
+            throw CustodyError(.state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)
+        }
+        records.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Decision ids: unique across processes (a random prefix per process) and increasing within
+/// one, such as `5f1c0e7a93b2d4e8-1a`.
+enum DecisionIDs {
+    private static let prefix: String = {
+        var random = SystemRandomNumberGenerator()
+        return String(random.next(), radix: 16).leftPadded(to: 16)
+    }()
+    private static let counter = ManagedAtomic<UInt64>(0)
+
+    static func next() -> String {
+        prefix + "-" + String(counter.wrappingIncrementThenLoad(ordering: .relaxed), radix: 16)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
+}

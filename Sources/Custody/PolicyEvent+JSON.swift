@@ -1,0 +1,87 @@
+public import CustodyPolicy
+
+extension PolicyEvent {
+    /// The event's name, as its JSON carries it in `"event"` and Server-Sent Events in `event:`.
+    public var name: String {
+        switch self {
+        case .allowedAccountsChanged: "allowedAccountsChanged"
+        case .policyChanged: "policyChanged"
+        case .dataProtectionChanged: "dataProtectionChanged"
+        case .appConfigurationChanged: "appConfigurationChanged"
+        case .configurationDecodingFailed: "configurationDecodingFailed"
+        case .secretsChanged: "secretsChanged"
+        case .wipeRequired: "wipeRequired"
+        case .wipeCompleted: "wipeCompleted"
+        case .bundleRejected: "bundleRejected"
+        }
+    }
+
+    /// The event as one JSON object, such as
+    /// `{"event":"policyChanged","accounts":["a@contoso.com"]}`: what `custody watch` prints,
+    /// what the state's event log keeps, and what the decision service streams.
+    public var json: [UInt8] {
+        var writer = JSONWriter()
+        write(to: &writer)
+        return writer.bytes
+    }
+
+    /// `json` and a line break: one line of `custody watch`.
+    public var jsonLine: [UInt8] { json + [UInt8(ascii: "\n")] }
+
+    /// Writes the event's JSON object.
+    package func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("event")
+        writer.value(name)
+        func accounts(_ key: String, _ accounts: [AccountID]) {
+            writer.key(key)
+            writer.beginArray()
+            for account in accounts { writer.value(account.description) }
+            writer.endArray()
+        }
+        func account(_ account: AccountID) {
+            writer.key("account")
+            writer.value(account.description)
+        }
+        func list(_ key: String, _ values: [String]?) {
+            writer.key(key)
+            guard let values else { return writer.null() }
+            writer.beginArray()
+            for value in values { writer.value(value) }
+            writer.endArray()
+        }
+        switch self {
+        case .allowedAccountsChanged(let old, let new):
+            list("old", old)
+            list("new", new)
+        case .policyChanged(let changed):
+            accounts("accounts", changed)
+        case .dataProtectionChanged(let changed, let required):
+            account(changed)
+            writer.key("encryptionRequired")
+            writer.value(required)
+        case .appConfigurationChanged(let changed):
+            account(changed)
+        case .configurationDecodingFailed(let changed, let type, let error):
+            account(changed)
+            writer.key("type"); writer.value(type)
+            writer.key("setting"); writer.value(error.keyPath)
+            writer.key("code"); writer.value(error.code.rawValue)
+            writer.key("message"); writer.value(error.message)
+        case .secretsChanged(let changed, let identifiers):
+            writer.key("account")
+            writer.value(changed?.description)
+            list("identifiers", identifiers)
+        case .wipeRequired(let changed, let reason):
+            account(changed)
+            writer.key("reason")
+            writer.value(reason)
+        case .wipeCompleted(let changed):
+            account(changed)
+        case .bundleRejected(let rejection):
+            writer.key("source"); writer.value(rejection.source)
+            writer.key("error"); writer.value(rejection.message)
+        }
+        writer.endObject()
+    }
+}

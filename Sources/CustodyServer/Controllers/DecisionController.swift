@@ -1,0 +1,274 @@
+import Custody
+import CustodyPolicy
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Foundation
+import NIOCore
+
+/// `POST /v1/decisions` and `POST /v1/decisions/batch`.
+struct DecisionController {
+    let engine: CustodyEngine
+    let limits: CustodyServerConfiguration.Limits
+    let metrics: ServerMetrics
+
+    func addRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.post("decisions", use: decide)
+        group.post("decisions/batch", use: batch)
+    }
+
+    /// One query in, one decision out: the JSON of a `custody decide` line, with the revision
+    /// and event id it was decided at.
+    @Sendable func decide(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let start = ContinuousClock.now
+        try Freshness.require(request, engine: engine)
+        let (evaluation, options) = try QueryParameters.decision(request.uri)
+        let body = try await request.body.collect(upTo: limits.bodyBytes)
+        var session = try engine.decisionSession(context: evaluation, options: options, stamped: true)
+        var output: [UInt8] = []
+        output.reserveCapacity(512)
+        body.withUnsafeReadableBytes { bytes in
+            var line = bytes[...]
+            while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { line = line.dropLast() }
+            session.answer(line: UnsafeRawBufferPointer(rebasing: line), into: &output)
+        }
+        metrics.decided(session.tallies)
+        if let error = session.lastError { throw ServiceError.badQuery(error) }
+        try session.commit()
+        metrics.decisionTook(start.duration(to: .now))
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .custodyRevision: session.revision, .custodyEventID: String(session.eventID)],
+            body: .init(byteBuffer: ByteBuffer(bytes: output)))
+    }
+
+    /// JSON Lines in, one answer per line out, in order, streamed: each line answered on its
+    /// own (a bad line gets its error object in its place). The batch is decided on one
+    /// snapshot: its revision and event id are in the response headers.
+    @Sendable func batch(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        try Freshness.require(request, engine: engine)
+        let (evaluation, options) = try QueryParameters.decision(request.uri)
+        let box = SessionBox(try engine.decisionSession(context: evaluation, options: options))
+        let limits = self.limits
+        let metrics = self.metrics
+        let headers: HTTPFields = [
+            .contentType: "application/x-ndjson", .custodyRevision: box.session.revision, .custodyEventID: String(box.session.eventID),
+        ]
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                try await box.answer(request.body, limits: limits, metrics: metrics, writer: &writer)
+                try await writer.finish(nil)
+            })
+    }
+}
+
+/// A session handed to a response body's writer (which runs once, after the handler returns).
+final class SessionBox: @unchecked Sendable {
+    // @unchecked: the handler creates it, then only the response writer touches it.
+    var session: DecisionSession
+
+    init(_ session: DecisionSession) {
+        self.session = session
+    }
+
+    /// Answers every line of `body`, writing answers as they are committed.
+    func answer(_ body: RequestBody, limits: CustodyServerConfiguration.Limits, metrics: ServerMetrics, writer: inout any ResponseBodyWriter) async throws {
+        var splitter = LineSplitter(maximumLine: limits.lineBytes)
+        var output: [UInt8] = []
+        output.reserveCapacity(1 << 16)
+        var queries = 0
+        var received = 0
+        var stopped = false
+
+        func answer(_ line: LineSplitter.Line) -> Bool {
+            queries += 1
+            guard queries <= limits.batchQueries else {
+                session.refuseLine(
+                    "the batch holds more than \(limits.batchQueries) queries; this line and those after it are not answered", into: &output)
+                return false
+            }
+            switch line {
+            case .complete(let bytes): bytes.withUnsafeBytes { session.answer(line: $0, into: &output) }
+            case .tooLong(let length): session.refuseLine("the line is longer than \(limits.lineBytes) bytes (at least \(length)); not read", into: &output)
+            }
+            return true
+        }
+
+        func flush() async throws -> Bool {
+            do throws(CustodyError) {
+                try session.commit()
+            } catch {
+                output.removeAll()
+                var writer = JSONWriter()
+                DecisionEncoding.writeError(error.message, line: nil, to: &writer)
+                writer.newline()
+                output = writer.bytes
+                return false
+            }
+            return true
+        }
+
+        reading: for try await buffer in body {
+            received += buffer.readableBytes
+            guard received <= limits.bodyBytes else {
+                session.refuseLine("the batch is larger than \(limits.bodyBytes) bytes; this line and those after it are not answered", into: &output)
+                stopped = true
+                break
+            }
+            var lines: [LineSplitter.Line] = []
+            buffer.withUnsafeReadableBytes { splitter.feed($0) { lines.append($0) } }
+            for line in lines where !answer(line) {
+                stopped = true
+                break reading
+            }
+            if output.count >= 1 << 15 {
+                let committed = try await flush()
+                try await writer.write(ByteBuffer(bytes: output))
+                output.removeAll(keepingCapacity: true)
+                if !committed { stopped = true; break }
+            }
+        }
+        if !stopped, let last = splitter.finish() { _ = answer(last) }
+        let committed = try await flush()
+        if !output.isEmpty { try await writer.write(ByteBuffer(bytes: output)) }
+        _ = committed
+        metrics.batch(queries: min(queries, limits.batchQueries))
+        metrics.decided(session.tallies)
+    }
+}
+
+/// Splits a byte stream into lines (without their breaks), however the stream is cut; a line
+/// longer than `maximumLine` is reported, not kept.
+struct LineSplitter {
+    enum Line {
+        case complete([UInt8])
+        case tooLong(Int)
+    }
+
+    let maximumLine: Int
+    private var pending: [UInt8] = []
+    private var overflow = 0
+
+    init(maximumLine: Int) {
+        self.maximumLine = maximumLine
+    }
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, line: (Line) -> Void) {
+        var start = 0
+        while start < bytes.count {
+            let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n"))
+            let end = newline ?? bytes.count
+            let count = end - start
+            if overflow > 0 || pending.count + count > maximumLine {
+                overflow += pending.count + count
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.append(contentsOf: bytes[start..<end])
+            }
+            guard newline != nil else { return }
+            line(take())
+            start = end + 1
+        }
+    }
+
+    /// The last line, when the stream did not end with a line break.
+    mutating func finish() -> Line? {
+        guard overflow > 0 || !pending.isEmpty else { return nil }
+        return take()
+    }
+
+    private mutating func take() -> Line {
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            overflow = 0
+        }
+        if overflow > 0 { return .tooLong(overflow) }
+        if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
+        return .complete(pending)
+    }
+}
+
+/// `Custody-Min-Revision` and `Custody-Min-Event-Id`: a caller refuses an answer from a service
+/// that is behind.
+enum Freshness {
+    static func require(_ request: Request, engine: CustodyEngine) throws {
+        if let text = request.headers[.custodyMinEventID] {
+            guard let wanted = Int64(text), wanted >= 0 else {
+                throw ServiceError.badParameter("Custody-Min-Event-Id", "must be a whole number, zero or more")
+            }
+            let current = engine.manager.lastEventID
+            if current < wanted { throw stale(engine, "this service has seen events up to \(current), not \(wanted) yet") }
+        }
+        if let wanted = request.headers[.custodyMinRevision] {
+            guard !wanted.isEmpty, wanted.utf8.count <= 128, wanted.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+                throw ServiceError.badParameter("Custody-Min-Revision", "must be a bundle revision (lower-case hex)")
+            }
+            guard try engine.hasReached(revision: wanted) else {
+                throw stale(engine, "this service has not applied revision \(wanted) (or anything after it) yet")
+            }
+        }
+    }
+
+    private static func stale(_ engine: CustodyEngine, _ message: String) -> ServiceError {
+        let revision = engine.bundleInForce?.revision
+        let eventID = engine.manager.lastEventID
+        return ServiceError(
+            .conflict, "stale", message,
+            headers: [.custodyRevision: revision ?? "", .custodyEventID: String(eventID)]
+        ) { writer in
+            writer.key("revision")
+            writer.value(revision)
+            writer.key("eventId")
+            writer.value(Int(eventID))
+        }
+    }
+}
+
+/// The evaluation context and answer options of a request's query string.
+enum QueryParameters {
+    static func decision(_ uri: URI) throws -> (EvaluationContext?, DecisionStream.Options) {
+        let parameters = uri.queryParameters
+        for (key, _) in parameters where !["platform", "app", "managementLevel", "reasons", "strictAccounts"].contains(key) {
+            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: platform, app, managementLevel, reasons, strictAccounts)")
+        }
+        let context = try evaluationContext(uri)
+        let options = DecisionStream.Options(
+            strictAccounts: try flag(parameters, "strictAccounts") ?? false, reasons: try flag(parameters, "reasons") ?? true
+        ) {
+            .seconds(Date.now.timeIntervalSince1970)
+        }
+        return (context, options)
+    }
+
+    /// The context named by `platform`, `app` and `managementLevel`; nil when none is given
+    /// (the service's own).
+    static func evaluationContext(_ uri: URI) throws -> EvaluationContext? {
+        let parameters = uri.queryParameters
+        let platform = try parameters["platform"].map { text in
+            guard let platform = Platform(rawValue: String(text)) else {
+                throw ServiceError.badParameter("platform", "must be one of: \(Platform.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return platform
+        }
+        let level = try parameters["managementLevel"].map { text in
+            guard let level = AppManagementLevel(rawValue: String(text)) else {
+                throw ServiceError.badParameter("managementLevel", "must be one of: \(AppManagementLevel.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return level
+        }
+        let app = parameters["app"].map(String.init)
+        if let app, app.isEmpty || app.utf8.count > 256 { throw ServiceError.badParameter("app", "must be an app id of 1 to 256 bytes") }
+        guard platform != nil || level != nil || app != nil else { return nil }
+        return EvaluationContext(platform: platform, appID: app, managementLevel: level)
+    }
+
+    private static func flag(_ parameters: FlatDictionary<Substring, Substring>, _ name: String) throws -> Bool? {
+        guard let text = parameters[name[...]] else { return nil }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default: throw ServiceError.badParameter(name, "must be true or false")
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Custody
+import CustodyPolicy
+import Foundation
+import HTTPTypes
+import Hummingbird
+import CustodyStore
+
+/// `GET /healthz`, `/readyz`, `/metrics` and `/openapi.json`: no token needed.
+struct OperationsController {
+    let engine: CustodyEngine
+    let metrics: ServerMetrics
+
+    func addRoutes(to router: Router<CustodyRequestContext>) {
+        router.get("healthz") { _, _ in json(Array(#"{"status":"alive"}"#.utf8) + [0x0A]) }
+        router.get("readyz", use: ready)
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(engine: engine))))
+        }
+        router.get("openapi.json") { _, _ in
+            json(OpenAPIDocument.bytes)
+        }
+    }
+
+    /// Ready when a bundle is in force and the state answers; otherwise 503 saying what is
+    /// missing.
+    @Sendable func ready(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        var problems: [String] = []
+        if engine.bundleInForce == nil { problems.append("no bundle is in force") }
+        do {
+            _ = try engine.database.eventBounds()
+        } catch {
+            problems.append("the state cannot be read")
+        }
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("status"); writer.value(problems.isEmpty ? "ready" : "not ready")
+        writer.key("revision"); writer.value(engine.bundleInForce?.revision)
+        writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.key("problems")
+        writer.beginArray()
+        for problem in problems { writer.value(problem) }
+        writer.endArray()
+        writer.endObject()
+        writer.newline()
+        return json(writer.bytes, status: problems.isEmpty ? .ok : .serviceUnavailable)
+    }
+}

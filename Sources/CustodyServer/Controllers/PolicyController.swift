@@ -1,0 +1,157 @@
+import Custody
+import CustodyPolicy
+import CustodyStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The policy in force: an account's effective policy and app configuration, the bundle, and
+/// `PUT /v1/bundle`.
+struct PolicyController {
+    let engine: CustodyEngine
+    let limits: CustodyServerConfiguration.Limits
+
+    func addReadRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.get("accounts/:account/policy", use: policy)
+        group.get("accounts/:account/configuration", use: configuration)
+        group.get("bundle", use: bundle)
+    }
+
+    func addAdminRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.put("bundle", use: putBundle)
+    }
+
+    /// The effective policy of an account, each setting with its sources (`custody policy show`).
+    @Sendable func policy(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        try Freshness.require(request, engine: engine)
+        let account = try Self.account(context)
+        let snapshot = try engine.policy(for: try QueryParameters.evaluationContext(request.uri) ?? engine.configuration.context)
+        switch snapshot.resolveAccount(account) {
+        case .tenant: break
+        case .unknown:
+            throw ServiceError(.notFound, "unknown-account", "\(account) is not in the tenant of the policy in force; unknown accounts are unmanaged (no policy applies)")
+        case .contradictory(let why):
+            throw ServiceError(.unprocessableContent, "ambiguous-account", "\(account) is ambiguous: \(why)")
+        }
+        var writer = JSONWriter()
+        PolicyReport.write(account: account, snapshot: snapshot, to: &writer)
+        writer.newline()
+        return json(writer.bytes)
+    }
+
+    /// The app configuration an account receives (`custody config show`); `null` when it is
+    /// unmanaged.
+    @Sendable func configuration(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        try Freshness.require(request, engine: engine)
+        let account = try Self.account(context)
+        let snapshot = try engine.policy(for: try QueryParameters.evaluationContext(request.uri) ?? engine.configuration.context)
+        if case .contradictory(let why) = snapshot.resolveAccount(account) {
+            throw ServiceError(.unprocessableContent, "ambiguous-account", "\(account) is ambiguous: \(why)")
+        }
+        var writer = JSONWriter()
+        ConfigurationReport.write(snapshot.appConfiguration(for: account), to: &writer)
+        writer.newline()
+        return json(writer.bytes)
+    }
+
+    /// The bundle in force: its revision, when and where from it was applied, its files and
+    /// its warnings.
+    @Sendable func bundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let snapshot = try engine.policy()
+        let inForce = engine.bundleInForce!
+        let files = try engine.filesInForce()
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("revision"); writer.value(inForce.revision)
+        writer.key("source"); writer.value(inForce.source)
+        writer.key("appliedAt"); writer.value(inForce.appliedAt.map(Self.format))
+        writer.key("version"); writer.value(engine.manager.version)
+        writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.key("files")
+        writer.beginArray()
+        for file in files {
+            writer.beginObject()
+            writer.key("name"); writer.value(file.name)
+            writer.key("bytes"); writer.value(file.bytes.count)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("diagnostics")
+        writer.beginArray()
+        for diagnostic in snapshot.bundle.warnings { writer.value(diagnostic.description) }
+        writer.endArray()
+        writer.endObject()
+        writer.newline()
+        return json(writer.bytes, headers: [.custodyRevision: inForce.revision, .eTag: "\"\(inForce.revision)\""])
+    }
+
+    /// `{"files": {"tenant.json": "…", "policies.json": "…"}}`: each file's text; applied as
+    /// `custody apply` applies a directory.
+    @Sendable func putBundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let body = try await request.body.collect(upTo: limits.bodyBytes)
+        let document: JSONDocument
+        do {
+            document = try JSONDocument(parsing: Array(buffer: body))
+        } catch {
+            let position = JSONText.lineAndColumn(ofOffset: error.offset, in: Array(buffer: body))
+            throw ServiceError(.badRequest, "invalid-json", error.message) { writer in
+                writer.key("line"); writer.value(position.line)
+                writer.key("column"); writer.value(position.column)
+            }
+        }
+        let root = document.root
+        guard root.kind == .object, let files = root["files"], files.kind == .object else {
+            throw ServiceError(.badRequest, "invalid-bundle-request", #"the body must be {"files": {"tenant.json": "…", "<name>.json": "…"}}"#)
+        }
+        for member in root.members where member.key != "files" {
+            throw ServiceError(.badRequest, "invalid-bundle-request", "unknown member '\(member.key)' (it takes: files)")
+        }
+        var entries: [BundleFiles.Entry] = []
+        for member in files.members {
+            guard let text = member.value.string else {
+                throw ServiceError(.badRequest, "invalid-bundle-request", "the file '\(member.key)' must be given as a JSON string of its text")
+            }
+            entries.append(BundleFiles.Entry(name: member.key, bytes: Array(text.utf8)))
+        }
+        let bundleFiles: BundleFiles
+        do {
+            bundleFiles = try BundleFiles(entries: entries)
+        } catch {
+            throw ServiceError(.badRequest, "invalid-bundle-request", error.diagnostics.first?.message ?? "\(error)")
+        }
+        let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
+        let result = try await engine.apply(files: bundleFiles, source: source)
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("revision"); writer.value(result.bundle.revision)
+        writer.key("unchanged"); writer.value(result.unchanged)
+        writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.key("events")
+        writer.beginArray()
+        for event in result.events { writer.value(event.name) }
+        writer.endArray()
+        writer.endObject()
+        writer.newline()
+        return json(writer.bytes, headers: [.custodyRevision: result.bundle.revision])
+    }
+
+    static func account(_ context: CustodyRequestContext) throws -> AccountID {
+        guard let text = context.parameters.get("account"), let account = AccountID(text), text.utf8.count <= 1_024 else {
+            throw ServiceError.badParameter("account", "must name an account: a UPN, or an OID in GUID form")
+        }
+        return account
+    }
+
+    static func format(_ date: Date) -> String {
+        var style = Date.ISO8601FormatStyle()
+        style.timeZone = .gmt
+        return style.format(date)
+    }
+}
+
+/// A JSON response.
+func json(_ bytes: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+    var headers = headers
+    headers[.contentType] = "application/json"
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+}

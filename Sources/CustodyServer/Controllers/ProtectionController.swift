@@ -1,0 +1,108 @@
+import Custody
+import CustodyPolicy
+import CustodyProtection
+import HTTPTypes
+import Hummingbird
+
+/// Protection as a service: buffers protected and unprotected, account keys rotated, accounts
+/// wiped. The engine decides exactly as the command line does; the service never returns
+/// partial plaintext (a buffer opens whole or not at all).
+struct ProtectionController {
+    let engine: CustodyEngine
+    let limits: CustodyServerConfiguration.Limits
+
+    func addProtectRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.post("protect", use: protect)
+        group.post("unprotect", use: unprotect)
+    }
+
+    func addAdminRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.post("accounts/:account/wipe", use: wipe)
+        group.post("accounts/:account/keys/rotate", use: rotate)
+    }
+
+    /// Raw bytes in, the envelope out: encrypted unless the owner's policy says it need not be;
+    /// `encrypt=true` forces it; `unmanaged=true` tags data of an account the policy does not
+    /// manage.
+    @Sendable func protect(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        for (key, _) in parameters where !["owner", "encrypt", "unmanaged"].contains(key) {
+            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: owner, encrypt, unmanaged)")
+        }
+        guard let text = parameters["owner"], let owner = AccountID(String(text)), text.utf8.count <= 1_024 else {
+            throw ServiceError.badParameter("owner", "must name the data's owner: a UPN, or an OID in GUID form")
+        }
+        let encrypt = try Self.flag(parameters["encrypt"], "encrypt")
+        let unmanaged = try Self.flag(parameters["unmanaged"], "unmanaged")
+        guard !(encrypt && unmanaged) else { throw ServiceError.badParameter("unmanaged", "encrypt and unmanaged exclude each other") }
+        let body = try await request.body.collect(upTo: limits.bodyBytes)
+        let data = Array(buffer: body)
+        guard !data.isEmpty else { throw ServiceError(.badRequest, "empty-data", "there is no data to protect: the body is empty") }
+        let (envelope, plan) = try engine.protect(data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy)
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/octet-stream", .custodyOwner: plan.owner.rawValue, .custodyEncrypted: plan.encrypted ? "true" : "false",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: envelope)))
+    }
+
+    /// An envelope in, its plaintext out; anything else (not an envelope, changed, truncated, a
+    /// wiped owner) is a 422 naming why, with no plaintext.
+    @Sendable func unprotect(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let body = try await request.body.collect(upTo: limits.bodyBytes + (1 << 16))
+        let envelope = Array(buffer: body)
+        let plaintext = try engine.unprotect(envelope, requireEnvelope: true)
+        let owner = (try? DataProtector.protectionInfo(envelope))??.owner.rawValue ?? ""
+        return Response(
+            status: .ok, headers: [.contentType: "application/octet-stream", .custodyOwner: owner],
+            body: .init(byteBuffer: ByteBuffer(bytes: plaintext)))
+    }
+
+    /// Selective wipe, as `custody wipe`: the account's keys under every identifier it has or
+    /// had, its secrets and check-ins.
+    @Sendable func wipe(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let account = try PolicyController.account(context)
+        let report = try await engine.wipe(account: account, reason: "POST /v1/accounts/…/wipe (token \(context.identity?.id ?? "-"))")
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("account"); writer.value(account.description)
+        writer.key("owner"); writer.value(report.owner.rawValue)
+        writer.key("identifiers")
+        writer.beginArray()
+        for identifier in report.resolved.identifiers { writer.value(identifier.rawValue) }
+        writer.endArray()
+        writer.key("keyVersions"); writer.value(report.keyVersions)
+        writer.key("secrets"); writer.value(report.secrets)
+        writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.endObject()
+        writer.newline()
+        return json(writer.bytes)
+    }
+
+    /// A new version of the account's key.
+    @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let account = try PolicyController.account(context)
+        let (resolved, version) = try engine.rotateKey(account: account)
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("owner"); writer.value(resolved.owner.rawValue)
+        writer.key("version"); writer.value(Int(version))
+        writer.endObject()
+        writer.newline()
+        return json(writer.bytes)
+    }
+
+    private static func flag(_ value: Substring?, _ name: String) throws -> Bool {
+        switch value {
+        case nil, "false": false
+        case "true": true
+        default: throw ServiceError.badParameter(name, "must be true or false")
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let custodyOwner = Self("Custody-Owner")!
+    static let custodyEncrypted = Self("Custody-Encrypted")!
+}

@@ -1,0 +1,79 @@
+/// How the decision service listens, what it accepts, and what it watches.
+public struct CustodyServerConfiguration: Sendable {
+    /// Where the service listens.
+    public enum Listen: Sendable, Hashable, CustomStringConvertible {
+        case tcp(host: String, port: Int)
+        case unixSocket(path: String)
+
+        public var description: String {
+            switch self {
+            case .tcp(let host, let port): "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+            case .unixSocket(let path): "unix:\(path)"
+            }
+        }
+    }
+
+    /// TLS for the listener: PEM files; with `clientCertificateAuthority`, callers must also
+    /// present a certificate it signed.
+    public struct TLS: Sendable, Hashable {
+        public var certificateChain: String
+        public var privateKey: String
+        public var clientCertificateAuthority: String?
+
+        public init(certificateChain: String, privateKey: String, clientCertificateAuthority: String? = nil) {
+            self.certificateChain = certificateChain
+            self.privateKey = privateKey
+            self.clientCertificateAuthority = clientCertificateAuthority
+        }
+    }
+
+    /// Limits on what a request may be. Every limit refused is a clear error naming it.
+    public struct Limits: Sendable, Hashable {
+        /// Largest request body (a query, a bundle, data to protect): 16 MiB.
+        public var bodyBytes = 16 << 20
+        /// Most queries in one batch request: 10,000.
+        public var batchQueries = 10_000
+        /// Longest query line of a batch: 64 KiB.
+        public var lineBytes = 64 << 10
+        /// Largest request head (all header fields): 16 KiB.
+        public var headerBytes = 16 << 10
+        /// How long a connection may stay idle: 60 s. Event streams send heartbeats well within it.
+        public var idleTimeout: Duration = .seconds(60)
+
+        public init() {}
+    }
+
+    public var listen: Listen
+    public var tls: TLS?
+    public var limits: Limits
+    /// A bundle directory applied on start and whenever it changes; nil: the one the bundle in
+    /// force came from, if it is a directory.
+    public var bundleDirectory: String?
+    /// How often the bundle directory is probed.
+    public var watchInterval: Duration
+    /// How often offline grace is evaluated.
+    public var offlineCheckInterval: Duration
+    /// How often an event stream sends a heartbeat when nothing happens.
+    public var heartbeat: Duration
+    /// Events an event stream may fall behind by before it is dropped (the client resumes from
+    /// the state's event log with `Last-Event-ID`).
+    public var eventBuffer: Int
+    /// The name in the `Server` header.
+    public var serverName: String
+
+    public init(
+        listen: Listen = .tcp(host: "127.0.0.1", port: 8080), tls: TLS? = nil, limits: Limits = Limits(), bundleDirectory: String? = nil,
+        watchInterval: Duration = .seconds(1), offlineCheckInterval: Duration = .seconds(60), heartbeat: Duration = .seconds(15),
+        eventBuffer: Int = 1_000, serverName: String = "custody"
+    ) {
+        self.listen = listen
+        self.tls = tls
+        self.limits = limits
+        self.bundleDirectory = bundleDirectory
+        self.watchInterval = watchInterval
+        self.offlineCheckInterval = offlineCheckInterval
+        self.heartbeat = heartbeat
+        self.eventBuffer = eventBuffer
+        self.serverName = serverName
+    }
+}

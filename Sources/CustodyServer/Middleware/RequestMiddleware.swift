@@ -1,0 +1,89 @@
+import Custody
+import HTTPTypes
+import Hummingbird
+import HummingbirdAuth
+import Logging
+import NIOCore
+
+/// The outermost middleware: gives every response its request id (`Custody-Request-Id`),
+/// logs one line per request (method, path, status, time; never a header, a token or a body),
+/// counts requests for `/metrics`, and turns every error into the service's JSON error body, so
+/// that no request ever gets a bare 500.
+struct RequestMiddleware: RouterMiddleware {
+    typealias Context = CustodyRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as ServiceError {
+            response = try error.response(from: request, context: context)
+        } catch let error as CustodyError {
+            response = try ServiceError(error).response(from: request, context: context)
+        } catch let error as any HTTPResponseError {
+            response = try Self.serviceError(error).response(from: request, context: context)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            context.logger.error("request failed", metadata: ["error": "\(String(reflecting: type(of: error)))"])
+            response = try ServiceError(.internalServerError, "internal", "the service failed to answer this request").response(from: request, context: context)
+        }
+        response.headers[.custodyRequestID] = context.id
+        let route = context.endpointPath ?? "unmatched"
+        metrics.request(method: request.method.rawValue, route: route, status: Int(response.status.code), duration: start.duration(to: .now))
+        context.logger.info(
+            "request", metadata: ["method": "\(request.method)", "path": "\(route)", "status": "\(response.status.code)"])
+        return response
+    }
+
+    /// Hummingbird's own errors (no route, a body too large, a method not allowed) in the
+    /// service's JSON form.
+    static func serviceError(_ error: any HTTPResponseError) -> ServiceError {
+        let message: String
+        let code: String
+        switch error.status {
+        case .notFound: (code, message) = ("not-found", "no such endpoint; see GET /openapi.json")
+        case .methodNotAllowed: (code, message) = ("method-not-allowed", "this endpoint does not take that method; see GET /openapi.json")
+        case .contentTooLarge: (code, message) = ("too-large", "the request body is larger than this service accepts")
+        case .badRequest: (code, message) = ("bad-request", (error as? HTTPError)?.body ?? "the request cannot be read")
+        default: (code, message) = ("http-\(error.status.code)", (error as? HTTPError)?.body ?? error.status.reasonPhrase)
+        }
+        return ServiceError(error.status, code, message, headers: (error as? HTTPError)?.headers ?? [:])
+    }
+}
+
+/// Finds the token a request carries (`Authorization: Bearer custody_…`).
+struct TokenAuthenticator: AuthenticatorMiddleware {
+    typealias Context = CustodyRequestContext
+    let engine: CustodyEngine
+
+    func authenticate(request: Request, context: Context) async throws -> ServiceToken? {
+        guard let bearer = request.headers.bearer?.token else { return nil }
+        guard let token = engine.authenticate(bearer: bearer) else { throw ServiceError.unauthorized }
+        return token
+    }
+}
+
+/// Lets a request through only with a token that grants `scope`: 401 without a valid token,
+/// 403 with one that lacks the scope.
+struct RequireScope: RouterMiddleware {
+    typealias Context = CustodyRequestContext
+    let scope: TokenScope
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let token = context.identity else { throw ServiceError.unauthorized }
+        guard token.grants(scope) else { throw ServiceError.forbidden(scope) }
+        return try await next(request, context)
+    }
+}
+
+extension HTTPField.Name {
+    static let custodyRequestID = Self("Custody-Request-Id")!
+    static let custodyRevision = Self("Custody-Revision")!
+    static let custodyEventID = Self("Custody-Event-Id")!
+    static let custodyMinRevision = Self("Custody-Min-Revision")!
+    static let custodyMinEventID = Self("Custody-Min-Event-Id")!
+    static let lastEventID = Self("Last-Event-ID")!
+}

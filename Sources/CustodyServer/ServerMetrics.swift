@@ -1,0 +1,126 @@
+import CoreMetrics
+import Custody
+import CustodyPolicy
+import CustodyProtection
+import Metrics
+import Prometheus
+
+/// What `/metrics` reports, in Prometheus text: made with the registry given to
+/// `buildApplication`, so a process needs no global metrics bootstrap.
+///
+/// - `custody_http_requests_total{method,route,status}`, `custody_http_request_duration_seconds`
+/// - `custody_decisions_total{action,outcome}` (outcome: allowed, blocked, error)
+/// - `custody_decision_duration_seconds`: one decision request
+/// - `custody_batch_queries`: queries per batch request
+/// - `custody_bundle_version`, `custody_bundle_info{revision}`, `custody_last_event_id`
+/// - `custody_event_subscribers`, `custody_events_delivered_total`, `custody_event_streams_dropped_total`
+/// - `custody_decisions_audited_total`
+final class ServerMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let decisions: [String: CoreMetrics.Counter]
+    let decisionDuration: Timer
+    let batchSize: Recorder
+    let subscribers: CoreMetrics.Gauge
+    let delivered: CoreMetrics.Counter
+    let dropped: CoreMetrics.Counter
+    let audited: CoreMetrics.Counter
+    let bundleVersion: CoreMetrics.Gauge
+    let lastEventID: CoreMetrics.Gauge
+    private let revision = Locked<String?>(nil)
+
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .seconds(2.5),
+        ]
+        factory.defaultValueHistogramBuckets = [1, 10, 50, 100, 500, 1_000, 5_000, 10_000]
+        self.factory = factory
+        var decisions: [String: CoreMetrics.Counter] = [:]
+        for action in DecisionAction.allCases.map(\.rawValue) + ["unknown"] {
+            for outcome in ["allowed", "blocked", "error"] {
+                decisions[action + "/" + outcome] = CoreMetrics.Counter(
+                    label: "custody_decisions_total", dimensions: [("action", action), ("outcome", outcome)], factory: factory)
+            }
+        }
+        self.decisions = decisions
+        decisionDuration = Timer(label: "custody_decision_duration_seconds", factory: factory)
+        batchSize = Recorder(label: "custody_batch_queries", aggregate: true, factory: factory)
+        subscribers = CoreMetrics.Gauge(label: "custody_event_subscribers", factory: factory)
+        delivered = CoreMetrics.Counter(label: "custody_events_delivered_total", factory: factory)
+        dropped = CoreMetrics.Counter(label: "custody_event_streams_dropped_total", factory: factory)
+        audited = CoreMetrics.Counter(label: "custody_decisions_audited_total", factory: factory)
+        bundleVersion = CoreMetrics.Gauge(label: "custody_bundle_version", factory: factory)
+        lastEventID = CoreMetrics.Gauge(label: "custody_last_event_id", factory: factory)
+    }
+
+    /// Counts one request.
+    func request(method: String, route: String, status: Int, duration: Duration) {
+        CoreMetrics.Counter(
+            label: "custody_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory
+        ).increment()
+        Timer(label: "custody_http_request_duration_seconds", dimensions: [("route", route)], factory: factory).recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Records how long one decision request took.
+    func decisionTook(_ duration: Duration) {
+        decisionDuration.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Records a batch's size.
+    func batch(queries: Int) {
+        batchSize.record(queries)
+    }
+
+    /// Counts an event written to a stream.
+    func eventDelivered() {
+        delivered.increment()
+    }
+
+    /// Counts a stream dropped for falling behind.
+    func streamDropped() {
+        dropped.increment()
+    }
+
+    /// Counts decisions written to the audit log.
+    func audited(_ count: Int) {
+        audited.increment(by: count)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// Counts the decisions a session answered.
+    func decided(_ tallies: DecisionTallies) {
+        for (action, allowed, blocked) in tallies.counts where allowed + blocked > 0 {
+            if allowed > 0 { decisions[action.rawValue + "/allowed"]?.increment(by: allowed) }
+            if blocked > 0 { decisions[action.rawValue + "/blocked"]?.increment(by: blocked) }
+        }
+        if tallies.errors > 0 { decisions["unknown/error"]?.increment(by: tallies.errors) }
+    }
+
+    /// Sets the bundle in force.
+    func bundle(_ bundle: BundleInForce?, version: Int) {
+        bundleVersion.record(version)
+        let (old, new) = revision.withLock { current -> (String?, String?) in
+            defer { current = bundle?.revision }
+            return (current, bundle?.revision)
+        }
+        guard old != new else { return }
+        if let old { CoreMetrics.Gauge(label: "custody_bundle_info", dimensions: [("revision", old)], factory: factory).record(0) }
+        if let new { CoreMetrics.Gauge(label: "custody_bundle_info", dimensions: [("revision", new)], factory: factory).record(1) }
+    }
+
+    /// The metrics in Prometheus's text format, with the current bundle and event id.
+    func exposition(engine: CustodyEngine) -> [UInt8] {
+        bundle(engine.bundleInForce, version: engine.manager.version)
+        lastEventID.record(engine.manager.lastEventID)
+        subscribers.record(engine.manager.loggedSubscriberCount)
+        return registry.emitToBuffer()
+    }
+}

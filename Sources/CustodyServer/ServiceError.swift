@@ -1,0 +1,110 @@
+import Custody
+import CustodyPolicy
+import CustodyProtection
+import CustodyStore
+public import HTTPTypes
+public import Hummingbird
+
+/// An error the service answers with: a status, a stable code, a message a caller can act
+/// on, and, where they help, more members (a line and column, the current revision). The body
+/// is always JSON: `{"error": "...", "code": "...", ...}`. Never a token, a secret or data.
+public struct ServiceError: HTTPResponseError, CustomStringConvertible {
+    public let status: HTTPResponse.Status
+    public let code: String
+    public let message: String
+    /// More members of the body, already encoded (without braces).
+    let members: [UInt8]
+    public let headers: HTTPFields
+
+    init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:], members: (inout JSONWriter) -> Void = { _ in }) {
+        self.status = status
+        self.code = code
+        self.message = message
+        var writer = JSONWriter()
+        writer.beginObject()
+        members(&writer)
+        writer.endObject()
+        self.members = Array(writer.bytes.dropFirst().dropLast())
+        self.headers = headers
+    }
+
+    public var description: String { "\(status.code) \(code): \(message)" }
+
+    /// The JSON body.
+    var body: [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("error")
+        writer.value(message)
+        writer.key("code")
+        writer.value(code)
+        if !members.isEmpty { writer.rawMembers(members) }
+        writer.endObject()
+        writer.newline()
+        return writer.bytes
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    // MARK: From the engine's errors
+
+    /// The answer for an engine error.
+    init(_ error: CustodyError) {
+        switch error.code {
+        case .noPolicy:
+            self.init(.serviceUnavailable, "no-policy", "no bundle is in force: apply one (custody apply, or PUT /v1/bundle); nothing is decided until then")
+        case .bundle:
+            self.init(.unprocessableContent, "invalid-bundle", error.message) { writer in
+                writer.key("diagnostics")
+                writer.beginArray()
+                for diagnostic in error.diagnostics { writer.value(diagnostic.description) }
+                writer.endArray()
+            }
+        case .account:
+            let unknown = (error.underlying as? AccountError)?.code == .unknown
+                || (error.underlying as? WipeError)?.reason == .unknownAccount
+            self.init(unknown ? .notFound : .unprocessableContent, unknown ? "unknown-account" : "ambiguous-account", error.message)
+        case .protection:
+            let code = (error.underlying as? ProtectionError)?.code.rawValue ?? "protection"
+            self.init(.unprocessableContent, code, error.message)
+        case .refused:
+            self.init(.unprocessableContent, "refused", error.message)
+        case .masterKey:
+            self.init(.serviceUnavailable, "no-master-key", "this service has no usable master key, so it cannot reach account keys")
+        default:
+            self.init(.serviceUnavailable, error.code.rawValue, error.message)
+        }
+    }
+
+    /// A query that could not be read: 400 with its line and column.
+    static func badQuery(_ error: QueryError, line: Int = 1) -> ServiceError {
+        ServiceError(.badRequest, "invalid-query", error.message) { writer in
+            writer.key("line")
+            writer.value(line)
+            writer.key("column")
+            writer.value(error.column)
+        }
+    }
+
+    static func badParameter(_ name: String, _ message: String) -> ServiceError {
+        ServiceError(.badRequest, "invalid-parameter", "\(name): \(message)") { writer in
+            writer.key("parameter")
+            writer.value(name)
+        }
+    }
+
+    static let unauthorized = ServiceError(
+        .unauthorized, "unauthorized", "a bearer token is required: Authorization: Bearer custody_…",
+        headers: [.wwwAuthenticate: #"Bearer realm="custody""#])
+
+    static func forbidden(_ scope: TokenScope) -> ServiceError {
+        ServiceError(.forbidden, "forbidden", "this token does not have the \(scope.rawValue) scope") { writer in
+            writer.key("scope")
+            writer.value(scope.rawValue)
+        }
+    }
+}

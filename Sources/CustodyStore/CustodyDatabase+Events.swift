@@ -1,0 +1,81 @@
+public import Foundation
+import GRDB
+
+/// An event to append to the state's event log: its name and its JSON.
+public struct EventRecord: Sendable, Hashable {
+    public let name: String
+    public let body: [UInt8]
+
+    public init(name: String, body: [UInt8]) {
+        self.name = name
+        self.body = body
+    }
+}
+
+/// An event as the log keeps it.
+public struct StoredEvent: Sendable, Hashable {
+    /// Increasing, never reused: the event's id in Server-Sent Events.
+    public let id: Int64
+    public let at: Date
+    public let name: String
+    public let body: [UInt8]
+}
+
+extension CustodyDatabase {
+    /// How many events the log keeps (the newest); older ones are pruned as new ones come.
+    public static let defaultEventRetention: Int64 = 10_000
+
+    /// Appends events to the log; returns their ids, in order.
+    @discardableResult
+    public func appendEvents(_ records: [EventRecord], at date: Date) throws(StoreError) -> [Int64] {
+        guard !records.isEmpty else { return [] }
+        return try write("appending to the event log") { db in try Self.appendEvents(records, at: date, in: db) }
+    }
+
+    static func appendEvents(_ records: [EventRecord], at date: Date, in db: Database) throws -> [Int64] {
+        guard !records.isEmpty else { return [] }
+        let insert = try db.makeStatement(sql: "INSERT INTO events (at, name, body) VALUES (?, ?, ?)")
+        var ids: [Int64] = []
+        for record in records {
+            try insert.execute(arguments: [date, record.name, Data(record.body)])
+            ids.append(db.lastInsertedRowID)
+        }
+        let retention = Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'event_retention'") ?? "") ?? defaultEventRetention
+        try db.execute(sql: "DELETE FROM events WHERE id <= ?", arguments: [ids[ids.count - 1] - retention])
+        return ids
+    }
+
+    /// Events after `id`, oldest first, at most `limit`.
+    public func events(after id: Int64, limit: Int = 1_000) throws(StoreError) -> [StoredEvent] {
+        let rows = try read("reading the event log") { db in
+            try Row.fetchAll(db, sql: "SELECT id, at, name, body FROM events WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit])
+        }
+        var events: [StoredEvent] = []
+        for row in rows {
+            guard let id: Int64 = row["id"], let at: Date = row["at"], let name: String = row["name"], let body: Data = row["body"] else {
+                throw StoreError(.corrupt, "an event row is damaged", path: path)
+            }
+            events.append(StoredEvent(id: id, at: at, name: name, body: [UInt8](body)))
+        }
+        return events
+    }
+
+    /// The oldest event id the log still holds (nil when empty) and the newest one ever
+    /// given (0 before the first).
+    public func eventBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
+        try read("reading the event log") { db in
+            let oldest = try Int64.fetchOne(db, sql: "SELECT min(id) FROM events")
+            let newest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0
+            return (oldest, newest)
+        }
+    }
+
+    /// Sets how many events the log keeps.
+    public func setEventRetention(_ count: Int64) throws(StoreError) {
+        try write("changing the event retention") { db in
+            try db.execute(
+                sql: "INSERT INTO settings (name, value) VALUES ('event_retention', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                arguments: [String(max(1, count))])
+        }
+    }
+}

@@ -1,0 +1,94 @@
+public import Foundation
+import GRDB
+
+/// A bearer token of the decision service, as stored: never the token itself, only the SHA-256
+/// of its secret part.
+public struct TokenRecord: Sendable, Hashable {
+    /// The public part of the token, which names it in lists and audits.
+    public let id: String
+    /// What the token is for, in words.
+    public let name: String?
+    /// What it may do (`decide`, `read`, `events`, `protect`, `admin`).
+    public let scopes: [String]
+    /// SHA-256 of the secret part.
+    public let hash: [UInt8]
+    public let created: Date
+    /// When it was revoked; nil while it is valid.
+    public let revoked: Date?
+
+    public init(id: String, name: String?, scopes: [String], hash: [UInt8], created: Date, revoked: Date? = nil) {
+        self.id = id
+        self.name = name
+        self.scopes = scopes
+        self.hash = hash
+        self.created = created
+        self.revoked = revoked
+    }
+}
+
+extension CustodyDatabase {
+    /// Stores a new token, audited.
+    public func addToken(_ token: TokenRecord) throws(StoreError) {
+        try write("storing a token") { db in
+            try db.execute(
+                sql: "INSERT INTO tokens (id, name, scopes, hash, created) VALUES (?, ?, ?, ?, ?)",
+                arguments: [token.id, token.name, token.scopes.joined(separator: " "), Data(token.hash), token.created])
+            try Self.bumpTokenGeneration(db)
+            try Self.audit(.token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))", at: token.created, in: db)
+        }
+    }
+
+    /// Revokes a token; returns false when there is no valid token with that id.
+    @discardableResult
+    public func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool {
+        try write("revoking a token") { db in
+            try db.execute(sql: "UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", arguments: [date, id])
+            guard db.changesCount > 0 else { return false }
+            try Self.bumpTokenGeneration(db)
+            try Self.audit(.token, account: nil, action: "revoke", detail: id, at: date, in: db)
+            return true
+        }
+    }
+
+    /// The token with that id, valid or revoked.
+    public func token(id: String) throws(StoreError) -> TokenRecord? {
+        try tokens(sql: "WHERE id = ?", arguments: [id]).first
+    }
+
+    /// Every token, oldest first.
+    public func tokens() throws(StoreError) -> [TokenRecord] {
+        try tokens(sql: "ORDER BY created, id", arguments: [])
+    }
+
+    /// A value that moves whenever any process creates or revokes a token: caches of verified
+    /// tokens compare it.
+    public func tokenGeneration() throws(StoreError) -> Int64 {
+        try read("reading the token generation") { db in
+            Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'token_generation'") ?? "0") ?? 0
+        }
+    }
+
+    private static func bumpTokenGeneration(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO settings (name, value) VALUES ('token_generation', '1')
+                ON CONFLICT(name) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
+                """)
+    }
+
+    private func tokens(sql filter: String, arguments: StatementArguments) throws(StoreError) -> [TokenRecord] {
+        let rows = try read("reading tokens") { db in
+            try Row.fetchAll(db, sql: "SELECT id, name, scopes, hash, created, revoked FROM tokens " + filter, arguments: arguments)
+        }
+        var tokens: [TokenRecord] = []
+        for row in rows {
+            guard let id: String = row["id"], let scopes: String = row["scopes"], let hash: Data = row["hash"], let created: Date = row["created"] else {
+                throw StoreError(.corrupt, "a token row is damaged", path: path)
+            }
+            tokens.append(TokenRecord(
+                id: id, name: row["name"], scopes: scopes.split(separator: " ").map(String.init), hash: [UInt8](hash), created: created,
+                revoked: row["revoked"]))
+        }
+        return tokens
+    }
+}

@@ -1,0 +1,196 @@
+import ArgumentParser
+import Custody
+import CustodyServer
+import Foundation
+import Logging
+
+/// `custody serve`: the decision service.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the decision service: decisions, policy, events and protection over HTTP.",
+        discussion: """
+            Serves the installation in --state over HTTP (Hummingbird 2): POST /v1/decisions and \\
+            /v1/decisions/batch, GET /v1/accounts/{account}/policy and /configuration, GET and \\
+            PUT /v1/bundle, GET /v1/events (Server-Sent Events), POST /v1/protect and \\
+            /v1/unprotect, POST /v1/accounts/{account}/wipe and /keys/rotate, GET /healthz, \\
+            /readyz, /metrics (Prometheus) and /openapi.json. Every /v1 route needs a bearer \\
+            token with its scope (`custody tokens create`).
+
+            With --bundle, that directory is applied at start and whenever it changes (a broken \\
+            edit is rejected and the policy in force stays); without it, the directory the \\
+            bundle in force came from is watched, if any. With no bundle in force, decisions are \\
+            refused with 503 until one is applied (PUT /v1/bundle, or custody apply).
+
+            Listens on 127.0.0.1:8080 by default (--listen HOST:PORT, or --unix-socket PATH); \\
+            TLS with --tls-certificate and --tls-key, and client certificates with \\
+            --tls-client-ca. Stops gracefully on SIGTERM or SIGINT: requests in flight finish, \\
+            event streams end with a shutdown event.
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("A bundle directory to apply now and whenever it changes.", valueName: "dir"))
+    var bundle: String?
+
+    @OptionGroup var contextOptions: ContextOptions
+    @OptionGroup var stateOptions: StateOptions
+    @OptionGroup var masterKeyOptions: MasterKeyOptions
+
+    @Option(help: ArgumentHelp("Where to listen: HOST:PORT (default 127.0.0.1:8080; [::1]:8080 for IPv6).", valueName: "host:port"))
+    var listen: String?
+
+    @Option(help: ArgumentHelp("Listen on this Unix domain socket instead.", valueName: "path"))
+    var unixSocket: String?
+
+    @Option(help: ArgumentHelp("TLS certificate chain (PEM).", valueName: "file"))
+    var tlsCertificate: String?
+
+    @Option(help: ArgumentHelp("TLS private key (PEM).", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(help: ArgumentHelp("Require client certificates signed by this CA (PEM).", valueName: "file"))
+    var tlsClientCa: String?
+
+    @Option(help: ArgumentHelp("Largest request body, in bytes.", valueName: "bytes"))
+    var maxBody = CustodyServerConfiguration.Limits().bodyBytes
+
+    @Option(help: ArgumentHelp("Most queries in one batch request.", valueName: "n"))
+    var maxBatch = CustodyServerConfiguration.Limits().batchQueries
+
+    @Flag(help: "Serve without a master key: protect, unprotect, rotation and secrets answer 503.")
+    var withoutKeys = false
+
+    @Flag(help: "Print the OpenAPI document the service serves, and exit.")
+    var printOpenapi = false
+
+    @OptionGroup var loggingOptions: LoggingOptions
+
+    func validate() throws {
+        if listen != nil && unixSocket != nil { throw ValidationError("--listen and --unix-socket exclude each other") }
+        if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
+        if tlsClientCa != nil && tlsCertificate == nil { throw ValidationError("--tls-client-ca needs --tls-certificate and --tls-key") }
+        if maxBody < 1 || maxBatch < 1 { throw ValidationError("--max-body and --max-batch must be positive") }
+        if let listen { _ = try Self.parse(listen) }
+    }
+
+    func run() async throws {
+        if printOpenapi {
+            StandardOutput.write(CustodyServerConfiguration.openAPIDocument)
+            return
+        }
+        let logger = loggingOptions.makeLogger()
+        let masterKey = withoutKeys ? nil : try masterKeyOptions.source()
+        let engine: CustodyEngine
+        do {
+            engine = try await CustodyEngine.open(CustodyConfiguration(
+                state: .path(stateOptions.state), masterKey: masterKey, context: contextOptions.context, logger: logger))
+            if let bundle { try await engine.apply(bundleDirectory: bundle) }
+        } catch {
+            throw fail(error, state: stateOptions)
+        }
+        var configuration = CustodyServerConfiguration(bundleDirectory: bundle)
+        if let unixSocket {
+            configuration.listen = .unixSocket(path: unixSocket)
+        } else if let listen {
+            let (host, port) = try Self.parse(listen)
+            configuration.listen = .tcp(host: host, port: port)
+        }
+        if let tlsCertificate, let tlsKey {
+            configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey, clientCertificateAuthority: tlsClientCa)
+        }
+        configuration.limits.bodyBytes = maxBody
+        configuration.limits.batchQueries = maxBatch
+        StandardError.write("custody serve: \(configuration.tls == nil ? "http" : "https") on \(configuration.listen), revision \(engine.bundleInForce?.revision ?? "none")\n")
+        try await runService(configuration: configuration, engine: engine, logger: logger)
+    }
+
+    static func parse(_ listen: String) throws -> (String, Int) {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (1...65_535).contains(port) else {
+            throw ValidationError("--listen must be HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080")
+        }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw ValidationError("--listen must name a host, such as 127.0.0.1:8080") }
+        return (host, port)
+    }
+}
+
+/// `custody tokens`: the service's bearer tokens.
+struct TokensCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokens",
+        abstract: "Create, list and revoke the decision service's bearer tokens.",
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a token with the given scopes; the token is printed once, alone on the last line.",
+            discussion: """
+                Scopes: decide (POST /v1/decisions), read (policies, configuration, the bundle), \\
+                events (GET /v1/events), protect (protect, unprotect), admin (everything, and \\
+                wipes, key rotation, PUT /v1/bundle). The state keeps only a hash of the token's \\
+                secret part; lose the token and create another. Creation is audited (by id).
+                """
+        )
+
+        @Option(help: ArgumentHelp("A scope (repeatable): decide, read, events, protect, admin.", valueName: "scope"))
+        var scope: [String]
+
+        @Option(help: ArgumentHelp("What the token is for, shown in lists.", valueName: "name"))
+        var name: String?
+
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func validate() throws {
+            guard !scope.isEmpty else { throw ValidationError("give at least one --scope (decide, read, events, protect, admin)") }
+            for scope in scope where TokenScope(rawValue: scope) == nil {
+                throw ValidationError("unknown scope '\(scope)' (one of: \(TokenScope.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+        }
+
+        func run() async throws {
+            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
+            let scopes = Set(scope.compactMap(TokenScope.init(rawValue:)))
+            let (token, bearer) = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.createToken(scopes: scopes, name: name) }
+            StandardError.write("created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n")
+            StandardOutput.write(bearer + "\n")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List tokens: id, scopes, name, created, revoked. Never the tokens themselves.")
+
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func run() async throws {
+            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            for token in try reporting(state: stateOptions, { () throws(CustodyError) in try engine.tokens() }) {
+                let scopes = token.scopes.sorted().map(\.rawValue).joined(separator: " ")
+                let revoked = token.revoked.map { "revoked \(formatTime($0))" } ?? "valid"
+                StandardOutput.write("\(token.id)\t\(scopes)\t\(token.name ?? "-")\tcreated \(formatTime(token.created))\t\(revoked)\n")
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a token by id; services on this state refuse it within a second.")
+
+        @Argument(help: ArgumentHelp("The token's id (as `tokens list` shows it).", valueName: "id"))
+        var id: String
+
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func run() async throws {
+            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            guard try reporting(state: stateOptions, { () throws(CustodyError) in try engine.revokeToken(id: id) }) else {
+                StandardError.write("error: no valid token \(id)\n")
+                throw ExitCode.failure
+            }
+            StandardOutput.write("revoked \(id)\n")
+        }
+    }
+}
