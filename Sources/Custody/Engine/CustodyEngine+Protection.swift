@@ -52,7 +52,8 @@ extension CustodyEngine {
         let snapshot = try policy()
         switch snapshot.resolveAccount(owner) {
         case .contradictory(let why):
-            throw CustodyError(.account, "\(owner) is ambiguous: \(why)")
+            let message = "\(owner) is ambiguous: \(why)"
+            throw CustodyError(.account, message, underlying: AccountError(code: .ambiguous, account: owner, message: message))
         case .tenant(let account):
             let identifier = OwnerIdentifier(account.id)
             let required = snapshot.encryptionRequired(account: account.id)
@@ -75,9 +76,9 @@ extension CustodyEngine {
             let inForce = bundleInForce.map { "\(PolicyManager.shortRevision($0.revision)) from \($0.source)" } ?? ""
             switch mode {
             case .policy:
-                throw CustodyError(
-                    .account,
-                    "\(owner) is not an account of the policy in force (\(inForce)), so Custody cannot tell whether its data must be encrypted; protect it as unmanaged data (tagged only) or force encryption (a key of its own)")
+                let message =
+                    "\(owner) is not an account of the policy in force (\(inForce)), so Custody cannot tell whether its data must be encrypted; protect it as unmanaged data (tagged only) or force encryption (a key of its own)"
+                throw CustodyError(.account, message, underlying: AccountError(code: .unknown, account: owner, message: message))
             case .unmanaged:
                 return (ProtectionPlan(owner: identifier, encrypted: false, reason: "\(owner) is not managed by the policy in force: tagged only"), owner, nil)
             case .forceEncryption:

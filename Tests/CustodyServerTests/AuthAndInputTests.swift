@@ -1,0 +1,171 @@
+import Custody
+import CustodyTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@testable import CustodyServer
+
+@Suite("Who may call the service", .timeLimit(.minutes(2)))
+struct AuthTests {
+    /// Each route, its method and the scope it needs.
+    static let routes: [(method: HTTPRequest.Method, uri: String, scope: TokenScope)] = [
+        (.post, "/v1/decisions", .decide), (.post, "/v1/decisions/batch", .decide),
+        (.get, "/v1/accounts/alice@contoso.com/policy", .read), (.get, "/v1/accounts/alice@contoso.com/configuration", .read),
+        (.get, "/v1/bundle", .read), (.put, "/v1/bundle", .admin), (.get, "/v1/events", .events),
+        (.post, "/v1/protect?owner=alice@contoso.com", .protect), (.post, "/v1/unprotect", .protect),
+        (.post, "/v1/accounts/alice@contoso.com/wipe", .admin), (.post, "/v1/accounts/alice@contoso.com/keys/rotate", .admin),
+    ]
+
+    @Test("no token: 401; a token without the scope: 403; a malformed or unknown token: 401", arguments: routes)
+    func refusals(method: HTTPRequest.Method, uri: String, scope: TokenScope) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let none = try await client.execute(uri: uri, method: method)
+            #expect(none.status == .unauthorized)
+            #expect(none.headers[.wwwAuthenticate] == #"Bearer realm="custody""#)
+            #expect(try object(none)["code"] as? String == "unauthorized")
+            let other = TokenScope.allCases.first { $0 != scope && $0 != .admin }!
+            let wrong = try await client.execute(uri: uri, method: method, headers: fixture.auth(other))
+            #expect(wrong.status == .forbidden)
+            #expect(try object(wrong)["scope"] as? String == scope.rawValue)
+            let token = fixture.tokens[scope]!
+            let altered = String(token.dropLast()) + (token.last == "0" ? "1" : "0")
+            for bearer in ["nonsense", "custody_0000000000000000_" + String(repeating: "0", count: 64), altered] {
+                let bad = try await client.execute(uri: uri, method: method, headers: [.authorization: "Bearer \(bearer)"])
+                #expect(bad.status == .unauthorized, "\(bearer.prefix(12))")
+            }
+        }
+    }
+
+    @Test("a revoked token is refused; admin grants every scope")
+    func revoked() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let body = ByteBuffer(string: #"{"action":"print","account":"alice@contoso.com"}"#)
+            #expect(try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.admin), body: body).status == .ok)
+            #expect(try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: body).status == .ok)
+            let id = try #require(try fixture.engine.tokens().first { $0.scopes == [.decide] }?.id)
+            #expect(try fixture.engine.revokeToken(id: id))
+            // Caches notice a revocation by any process at once (the token generation moved) or within a second.
+            try await Task.sleep(for: .milliseconds(1_100))
+            let refused = try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: body)
+            #expect(refused.status == .unauthorized)
+        }
+    }
+
+    @Test("no token, secret or plaintext appears in a log line")
+    func logs() async throws {
+        let fixture = try await ServiceFixture.make()
+        let secret = "the quarterly numbers are in"
+        try await fixture.application().test(.router) { client in
+            let protected = try await client.execute(
+                uri: "/v1/protect?owner=alice@contoso.com", method: .post, headers: fixture.auth(.protect), body: ByteBuffer(string: secret))
+            _ = try await client.execute(uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)
+            _ = try await client.execute(uri: "/v1/unprotect", method: .post, headers: [.authorization: "Bearer custody_wrong"], body: protected.body)
+        }
+        let logged = fixture.logs.records.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
+        #expect(!logged.isEmpty)
+        for token in fixture.tokens.values {
+            #expect(!logged.contains(String(token.suffix(64))))
+        }
+        #expect(!logged.contains(secret))
+        #expect(!logged.contains("custody_wrong"))
+    }
+}
+
+@Suite("Bad input never hurts the service", .timeLimit(.minutes(2)))
+struct BadInputTests {
+    /// A request, and the status and error code it must get.
+    struct Case: Sendable, CustomTestStringConvertible {
+        let label: String
+        let method: HTTPRequest.Method
+        let uri: String
+        let scope: TokenScope
+        let body: [UInt8]?
+        let status: HTTPResponse.Status
+        let code: String
+        var testDescription: String { label }
+    }
+
+    static let query = Array(#"{"action":"print","account":"alice@contoso.com"}"#.utf8)
+
+    static let cases: [Case] = [
+        Case(label: "malformed JSON", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(#"{"action": "print",}"#.utf8), status: .badRequest, code: "invalid-query"),
+        Case(label: "an empty body", method: .post, uri: "/v1/decisions", scope: .decide, body: [], status: .badRequest, code: "invalid-query"),
+        Case(label: "two queries to the single endpoint", method: .post, uri: "/v1/decisions", scope: .decide, body: query + [0x0A] + query, status: .badRequest, code: "invalid-query"),
+        Case(label: "a duplicate member", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(#"{"action":"print","account":"a","account":"b"}"#.utf8), status: .badRequest, code: "invalid-query"),
+        Case(label: "a contradictory account", method: .post, uri: "/v1/decisions", scope: .decide,
+             body: Array(#"{"action":"print","account":{"oid":"00000000-0000-0000-0000-000000000000","upn":"alice@contoso.com"}}"#.utf8), status: .badRequest, code: "invalid-query"),
+        Case(label: "invalid UTF-8", method: .post, uri: "/v1/decisions", scope: .decide, body: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D], status: .badRequest, code: "invalid-query"),
+        Case(label: "deep nesting", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(repeating: 0x5B, count: 100_000), status: .badRequest, code: "invalid-query"),
+        Case(label: "an unknown platform", method: .post, uri: "/v1/decisions?platform=windows", scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
+        Case(label: "an unknown parameter", method: .post, uri: "/v1/decisions?plattform=ios", scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
+        Case(label: "a bad flag", method: .post, uri: "/v1/decisions?reasons=maybe", scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
+        Case(label: "a body over the limit", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
+        Case(label: "protect with no owner", method: .post, uri: "/v1/protect", scope: .protect, body: [1], status: .badRequest, code: "invalid-parameter"),
+        Case(label: "protect nothing", method: .post, uri: "/v1/protect?owner=alice@contoso.com", scope: .protect, body: [], status: .badRequest, code: "empty-data"),
+        Case(label: "protect for an unknown owner", method: .post, uri: "/v1/protect?owner=erin@fabrikam.com", scope: .protect, body: [1], status: .notFound, code: "unknown-account"),
+        Case(label: "tag a managed owner's data", method: .post, uri: "/v1/protect?owner=alice@contoso.com&unmanaged=true", scope: .protect, body: [1], status: .unprocessableContent, code: "refused"),
+        Case(label: "unprotect what is not an envelope", method: .post, uri: "/v1/unprotect", scope: .protect, body: Array("plain".utf8), status: .unprocessableContent, code: "invalid-arguments"),
+        Case(label: "unprotect a damaged header", method: .post, uri: "/v1/unprotect", scope: .protect, body: [0x89, 0x43, 0x53, 0x54, 1, 77] + Array(repeating: 0, count: 60), status: .unprocessableContent, code: "malformed-envelope"),
+        Case(label: "a bundle body that is not JSON", method: .put, uri: "/v1/bundle", scope: .admin, body: Array("files".utf8), status: .badRequest, code: "invalid-json"),
+        Case(label: "a bundle body without files", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"tenant": {}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
+        Case(label: "a bundle file name with a path", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {"../tenant.json": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
+        Case(label: "a policy of an unknown account", method: .get, uri: "/v1/accounts/erin@fabrikam.com/policy", scope: .read, body: nil, status: .notFound, code: "unknown-account"),
+        Case(label: "a wipe of an account no one knows", method: .post, uri: "/v1/accounts/%7B%7D/wipe", scope: .admin, body: nil, status: .notFound, code: "unknown-account"),
+        Case(label: "a bad Last-Event-ID", method: .get, uri: "/v1/events?lastEventId=-3", scope: .events, body: nil, status: .badRequest, code: "invalid-parameter"),
+        Case(label: "an unknown route", method: .get, uri: "/v1/nothing", scope: .admin, body: nil, status: .notFound, code: "not-found"),
+        Case(label: "a wrong method", method: .delete, uri: "/v1/decisions", scope: .admin, body: nil, status: .notFound, code: "not-found"),
+    ]
+
+    @Test("each bad request gets a clear JSON error, never a 500", arguments: cases)
+    func refused(_ input: Case) async throws {
+        let fixture = try await ServiceFixture.make { $0.limits.bodyBytes = 1 << 20 }
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: input.uri, method: input.method, headers: fixture.auth(input.scope), body: input.body.map { ByteBuffer(bytes: $0) })
+            #expect(response.status == input.status, "\(response.body.text)")
+            #expect(response.status.code < 500 || response.status == .serviceUnavailable)
+            #expect(response.headers[.contentType] == "application/json")
+            #expect(try object(response)["code"] as? String == input.code, "\(response.body.text)")
+        }
+    }
+
+    @Test("malformed JSON names its line and column")
+    func located() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(string: #"{"action": "print", "account": tru}"#))
+            let body = try object(response)
+            #expect(body["line"] as? Int == 1)
+            #expect(body["column"] as? Int == 32)
+        }
+    }
+
+    @Test("a batch past its limits answers what it can, then says why it stopped, in place")
+    func batchLimits() async throws {
+        let fixture = try await ServiceFixture.make {
+            $0.limits.batchQueries = 3
+            $0.limits.lineBytes = 200
+        }
+        let query = #"{"action":"print","account":"alice@contoso.com"}"#
+        let long = #"{"action":"print","account":""# + String(repeating: "a", count: 300) + #""}"#
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/decisions/batch", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(string: [query, long, query, query, query].joined(separator: "\n")))
+            #expect(response.status == .ok)
+            let lines = response.body.text.split(separator: "\n").map(String.init)
+            #expect(lines.count == 4)
+            #expect(lines[0].hasPrefix(#"{"action":"print""#))
+            #expect(lines[1].hasPrefix(#"{"error":"line 2, column 1: the line is longer than 200 bytes"#))
+            #expect(lines[2].hasPrefix(#"{"action":"print""#))
+            #expect(lines[3].hasPrefix(#"{"error":"line 4, column 1: the batch holds more than 3 queries"#))
+        }
+    }
+}

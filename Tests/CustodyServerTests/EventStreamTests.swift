@@ -1,0 +1,221 @@
+import AsyncHTTPClient
+import Custody
+import CustodyPolicy
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import NIOHTTP1
+import Prometheus
+import ServiceLifecycle
+import Testing
+
+@testable import CustodyServer
+
+/// Reads a Server-Sent Events stream as it comes.
+struct EventReader {
+    struct Event: Equatable {
+        var id: Int64?
+        var name: String
+        var data: String
+    }
+
+    private var iterator: HTTPClientResponse.Body.AsyncIterator
+    private var pending = ""
+
+    init(_ response: HTTPClientResponse) {
+        iterator = response.body.makeAsyncIterator()
+    }
+
+    /// The next event (heartbeats skipped); nil when the stream ends.
+    mutating func next() async throws -> Event? {
+        while true {
+            if let end = pending.range(of: "\n\n") {
+                let block = String(pending[..<end.lowerBound])
+                pending.removeSubrange(..<end.upperBound)
+                var event = Event(id: nil, name: "message", data: "")
+                var isEvent = false
+                for line in block.split(separator: "\n") {
+                    if line.hasPrefix("id: ") { event.id = Int64(line.dropFirst(4)); isEvent = true }
+                    if line.hasPrefix("event: ") { event.name = String(line.dropFirst(7)); isEvent = true }
+                    if line.hasPrefix("data: ") { event.data = String(line.dropFirst(6)); isEvent = true }
+                }
+                if isEvent { return event }
+                continue
+            }
+            guard let buffer = try await iterator.next() else { return nil }
+            pending += String(buffer: buffer)
+        }
+    }
+
+    /// Events until one named `name` (included).
+    mutating func until(_ name: String) async throws -> [Event] {
+        var events: [Event] = []
+        while let event = try await next() {
+            events.append(event)
+            if event.name == name { return events }
+        }
+        return events
+    }
+}
+
+@Suite("Changes pushed to callers", .serialized, .timeLimit(.minutes(2)))
+struct EventStreamTests {
+    /// Opens `/v1/events` on a live service.
+    static func connect(port: Int, token: String, lastEventID: Int64? = nil) async throws -> EventReader {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/events")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let lastEventID { request.headers.add(name: "Last-Event-ID", value: String(lastEventID)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        #expect(response.status == .ok)
+        #expect(response.headers.first(name: "Content-Type") == "text/event-stream")
+        return EventReader(response)
+    }
+
+    static let printBlocked = ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": true}]}"##
+
+    @Test("an edit of the watched bundle reaches a connected client; a client that reconnects with Last-Event-ID gets what it missed")
+    func editAndResume() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            var reader = try await Self.connect(port: port, token: fixture.tokens[.events]!)
+            let ready = try await reader.until("ready")
+            #expect(ready.last?.data.contains(#""eventId":\#(fixture.engine.manager.lastEventID)"#) == true)
+            let start = fixture.engine.manager.lastEventID
+
+            // Print becomes blocked for bob: the watcher applies the edit.
+            try fixture.directory.edit("bundle/all-staff.json") { $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#) }
+            let changed = try await reader.until("policyChanged")
+            #expect(changed.last?.id == start + 1)
+            #expect(changed.last?.data.contains("bob@contoso.com") == true)
+
+            // Two more changes while nobody listens.
+            try await fixture.engine.wipe(account: AccountID("bob@contoso.com")!)
+            let newest = fixture.engine.manager.lastEventID
+            #expect(newest == start + 3)
+            var resumed = try await Self.connect(port: port, token: fixture.tokens[.events]!, lastEventID: start + 1)
+            let missed = try await resumed.until("ready")
+            #expect(missed.map(\.name) == ["wipeCompleted", "secretsChanged", "ready"])
+            #expect(missed.compactMap(\.id) == [start + 2, start + 3])
+        }
+    }
+
+    @Test("a client too far behind the log's retention gets a reset event")
+    func reset() async throws {
+        let fixture = try await ServiceFixture.make()
+        try fixture.engine.database.setEventRetention(2)
+        for round in 0..<4 {
+            try fixture.directory.edit("bundle/tenant.json") { $0 + String(repeating: " ", count: round + 1) }
+            try fixture.directory.edit("bundle/all-staff.json") { text in
+                round % 2 == 0
+                    ? text.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+                    : text.replacingOccurrences(of: #""printBlocked": true"#, with: #""printBlocked": false"#)
+            }
+            try await fixture.engine.apply(bundleDirectory: fixture.bundle)
+        }
+        try await fixture.application().test(.live) { client in
+            var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: 1)
+            let first = try await reader.next()
+            #expect(first?.name == "reset")
+            #expect(first?.id == fixture.engine.manager.lastEventID)
+        }
+    }
+
+    @Test("a subscriber that falls too far behind is dropped, not buffered without bound")
+    func slowConsumer() async throws {
+        let fixture = try await ServiceFixture.make()
+        let (events, subscription) = fixture.engine.manager.loggedEvents(limit: 2)
+        for index in 0..<5 {
+            try await fixture.engine.checkIn(account: AccountID("alice@contoso.com")!)
+            _ = try fixture.engine.secrets().storePassword("p\(index)", identifier: "s\(index)", for: nil)
+        }
+        var received = 0
+        for await _ in events { received += 1 }
+        #expect(received == 2)
+        #expect(subscription.wasDropped)
+    }
+
+    @Test("on shutdown, a connected stream ends with a shutdown event and a request in flight finishes")
+    func gracefulShutdown() async throws {
+        let port = try Self.freePort()
+        let fixture = try await ServiceFixture.make { $0.listen = .tcp(host: "127.0.0.1", port: port) }
+        let application = try fixture.application()
+        let group = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "test")))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            try await Self.waitForListener(port: port)
+            var reader = try await Self.connect(port: port, token: fixture.tokens[.events]!)
+            _ = try await reader.until("ready")
+            // A batch still being sent when the shutdown begins.
+            let body = (0..<2_000).map { _ in #"{"action":"print","account":"alice@contoso.com"}"# }.joined(separator: "\n")
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/decisions/batch")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(fixture.tokens[.decide]!)")
+            request.body = .bytes(ByteBuffer(string: body))
+            let batch = Task { try await HTTPClient.shared.execute(request, timeout: .seconds(30)) }
+            try await Task.sleep(for: .milliseconds(50))
+            await group.triggerGracefulShutdown()
+            let last = try await reader.until("shutdown")
+            #expect(last.last?.name == "shutdown")
+            #expect(try await reader.next() == nil, "the stream ends after it")
+            let response = try await batch.value
+            #expect(response.status == .ok)
+            let answers = String(buffer: try await response.body.collect(upTo: 1 << 22)).split(separator: "\n")
+            #expect(answers.count == 2_000)
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// A loopback port nothing listens on now.
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        #expect(bound)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func waitForListener(port: Int) async throws {
+        for _ in 0..<200 {
+            if (try? await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(1)))?.status == .ok {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        Issue.record("the service never listened on \(port)")
+    }
+}
+
+@Suite("The OpenAPI document")
+struct OpenAPITests {
+    @Test("docs/openapi.json is the document the service serves, and it describes every route, and only routes")
+    func matchesRoutes() async throws {
+        let served = CustodyServerConfiguration.openAPIDocument
+        let kept = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestPaths.package("docs/openapi.json"))))
+        #expect(served == kept, "run: custody serve --print-openapi > docs/openapi.json")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(served)) as? [String: Any])
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let described = Set(paths.flatMap { path, operations in operations.keys.map { "\($0.uppercased()) \(path)" } })
+
+        let fixture = try await ServiceFixture.make()
+        let router = buildRouter(configuration: fixture.configuration, engine: fixture.engine, metrics: ServerMetrics(registry: .init()))
+        let routed = Set(router.routes.map { route in
+            let path = route.path.description.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+            return "\(route.method.rawValue) /\(path)"
+        })
+        #expect(routed == described, "routes without a description: \(routed.subtracting(described)); descriptions without a route: \(described.subtracting(routed))")
+    }
+}
