@@ -7,7 +7,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run serve test bench clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -43,6 +43,17 @@ run: build
 	$(CUSTODY) config validate $(STATE) --spec specs/com.microsoft.office.outlook.spec.json --platform ios
 	$(CUSTODY) config show $(STATE) $(EXAMPLE_CONTEXT) --account alice@contoso.com \
 		--key com.contoso.outlook.SignatureLines --type integer --query max
+
+SERVE_STATE := .build/serve-state
+
+## The decision service on the example bundle with an embedded SQLite state
+## (.build/serve-state), on 127.0.0.1:8080. An admin token is created once, kept in
+## .build/serve-state/token (mode 0600) and printed for curl. Stop it with Ctrl-C.
+serve: build
+	@mkdir -p $(SERVE_STATE)
+	@[ -s $(SERVE_STATE)/token ] || (umask 077 && $(CUSTODY) tokens create --state $(SERVE_STATE) --scope admin --name "make serve" > $(SERVE_STATE)/token)
+	@echo "admin token (also in $(SERVE_STATE)/token): $$(cat $(SERVE_STATE)/token)"
+	CUSTODY_MASTER_KEY_FILE=$(SERVE_STATE)/master.key $(CUSTODY) serve --state $(SERVE_STATE) --bundle policies --platform ios
 
 ## The whole test suite, every fixture matrix through `custody matrix run` (JUnit report in
 ## .build/matrix-junit.xml), then the concurrency test again under ThreadSanitizer (its own

@@ -13,6 +13,8 @@ let package = Package(
         .package(name: "Custody", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // libsodium directly: the baseline the protection benchmarks are measured against.
@@ -37,6 +39,26 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/custody-profile"
+        ),
+        // A bare Hummingbird server answering every POST with a constant body: the baseline the
+        // decision service's HTTP throughput is compared with (scripts/bench-service.sh).
+        .executableTarget(
+            name: "custody-http-baseline",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/custody-http-baseline"
+        ),
+        // Holds many Server-Sent Events streams of the decision service open, changes the bundle,
+        // and reports how long each change took to reach every stream.
+        .executableTarget(
+            name: "custody-sse-fanout",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/custody-sse-fanout"
         ),
         .executableTarget(
             name: "CustodyBenchmarks",

@@ -87,7 +87,7 @@ final class ServerMetrics: Sendable {
 
     /// Counts decisions written to the audit log.
     func audited(_ count: Int) {
-        audited.increment(by: count)
+        if count > 0 { audited.increment(by: count) }
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

@@ -76,11 +76,12 @@ public struct DecisionSession {
         stream.answer(lines: input, into: &output)
     }
 
-    /// Stores the audit entries of the answers written since the last commit.
+    /// Stores the audit entries of the answers written since the last commit; returns how many.
     /// - Throws: `CustodyError` `.state` when the audit log cannot be written: the caller must
     ///   then not send those answers.
-    public mutating func commit() throws(CustodyError) {
-        try audit?.commit()
+    @discardableResult
+    public mutating func commit() throws(CustodyError) -> Int {
+        try audit?.commit() ?? 0
     }
 }
 
@@ -105,14 +106,15 @@ final class AuditBuffer: @unchecked Sendable {
         writer.value(id)
     }
 
-    func commit() throws(CustodyError) {
-        guard !records.isEmpty else { return }
+    func commit() throws(CustodyError) -> Int {
+        guard !records.isEmpty else { return 0 }
         do {
             try database.audit(records)
         } catch {
             throw CustodyError(.state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)
         }
-        records.removeAll(keepingCapacity: true)
+        defer { records.removeAll(keepingCapacity: true) }
+        return records.count
     }
 }
 

@@ -34,7 +34,7 @@ struct DecisionController {
         }
         metrics.decided(session.tallies)
         if let error = session.lastError { throw ServiceError.badQuery(error) }
-        try session.commit()
+        metrics.audited(try session.commit())
         metrics.decisionTook(start.duration(to: .now))
         return Response(
             status: .ok,
@@ -97,7 +97,7 @@ final class SessionBox: @unchecked Sendable {
 
         func flush() async throws -> Bool {
             do throws(CustodyError) {
-                try session.commit()
+                metrics.audited(try session.commit())
             } catch {
                 output.removeAll()
                 var writer = JSONWriter()

@@ -1,0 +1,72 @@
+import CustodyTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("custody tokens and custody serve", .serialized, .timeLimit(.minutes(2)))
+struct ServiceCLITests {
+    typealias Scratch = TemporaryDirectory
+
+    @Test("tokens create prints the token alone on its last line, once; list never shows it; revoke takes its id")
+    func tokens() throws {
+        let scratch = try Scratch()
+        let created = try scratch.run(["tokens", "create", "--scope", "decide", "--scope", "read", "--name", "mail gateway"])
+        #expect(created.status == 0)
+        let token = try #require(created.stdoutLines.last)
+        #expect(created.stdoutLines.count == 1)
+        #expect(token.hasPrefix("custody_") && token.count == 8 + 16 + 1 + 64)
+        let id = String(token.dropFirst(8).prefix(16))
+        let list = try scratch.run(["tokens", "list"])
+        #expect(list.stdout.hasPrefix("\(id)\tdecide read\tmail gateway\tcreated "))
+        #expect(!list.stdout.contains(String(token.suffix(64))))
+        #expect(try scratch.run(["tokens", "revoke", id]).stdout == "revoked \(id)\n")
+        #expect(try scratch.run(["tokens", "list"]).stdout.contains("\trevoked "))
+        let again = try scratch.run(["tokens", "revoke", id])
+        #expect(again.status == 1)
+        let bad = try scratch.run(["tokens", "create", "--scope", "everything"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("unknown scope 'everything'"))
+    }
+
+    @Test("serve --print-openapi prints docs/openapi.json")
+    func openAPI() throws {
+        let printed = try CLIRunner.run(["serve", "--print-openapi"])
+        #expect(printed.status == 0)
+        #expect(printed.stdout == (try String(contentsOfFile: TestPaths.package("docs/openapi.json"), encoding: .utf8)))
+    }
+
+    @Test("serve answers, and stops cleanly on SIGTERM")
+    func serve() async throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        let token = try #require(try scratch.run(["tokens", "create", "--scope", "decide"]).stdoutLines.last)
+        let port = Int.random(in: 20_000..<40_000)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
+        process.arguments = ["serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:\(port)", "--platform", "ios", "--without-keys"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/decisions")!)
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(#"{"action":"print","account":"alice@contoso.com"}"#.utf8)
+        var answer: String?
+        for _ in 0..<200 where answer == nil {
+            if let (data, response) = try? await URLSession.shared.data(for: request), (response as? HTTPURLResponse)?.statusCode == 200 {
+                answer = String(decoding: data, as: UTF8.self)
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        #expect(answer?.hasPrefix(#"{"action":"print","allowed":false"#) == true, "\(answer ?? "no answer")")
+        process.terminate()  // SIGTERM
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+    }
+}
