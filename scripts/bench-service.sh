@@ -78,12 +78,12 @@ declare -A RPS P50 P99 CPU
 for run in $(seq "$RUNS"); do
     for index in "${!LABELS[@]}"; do
         pid=$SERVER; [ "$index" = 0 ] && pid=$BASELINE
-        if [ "$index" = 4 ]; then $CUSTODY audit $STATE --decisions on >/dev/null; fi
+        if [ "$index" = 4 ]; then $CUSTODY audit $STATE --decisions on >/dev/null; sleep 1.2; fi  # the service reads the setting once a second
         before=$(cpu "$pid")
         line=$(BODY=${BODIES[$index]} TOKEN=$TOKEN CONTENT_TYPE=${TYPES[$index]} \
             wrk -t1 -c"${CONNS[$index]}" -d"${DURATION}s" --latency -s "$WORK/post.lua" "${URLS[$index]}" | grep '^RESULT')
         after=$(cpu "$pid")
-        if [ "$index" = 4 ]; then $CUSTODY audit $STATE --decisions off >/dev/null; fi
+        if [ "$index" = 4 ]; then $CUSTODY audit $STATE --decisions off >/dev/null; sleep 1.2; fi
         read -r _ rps p50 p99 errors <<<"$line"
         [ "$errors" = 0 ] || echo "warning: ${LABELS[$index]}: $errors errors in run $run" >&2
         RPS[$index]+="$rps "; P50[$index]+="$p50 "; P99[$index]+="$p99 "

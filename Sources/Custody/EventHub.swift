@@ -50,14 +50,25 @@ final class EventHub<Event: Sendable>: Sendable {
     /// A new subscriber's stream that holds at most `limit` undelivered events (nil: no limit);
     /// one more, and the subscriber is dropped.
     func subscribe(initial: () -> [Event] = { [] }, limit: Int?) -> (stream: AsyncStream<Event>, subscription: EventSubscription) {
-        let policy: AsyncStream<Event>.Continuation.BufferingPolicy = limit.map { .bufferingOldest(max(1, $0)) } ?? .unbounded
+        subscribe(initial: initial, policy: limit.map { .bufferingOldest(max(1, $0)) } ?? .unbounded, dropsWhenFull: limit != nil)
+    }
+
+    /// A new subscriber's stream that keeps only the newest undelivered event: for
+    /// notifications where only the latest one matters (it never overflows, never drops).
+    func subscribeNewest() -> AsyncStream<Event> {
+        subscribe(initial: { [] }, policy: .bufferingNewest(1), dropsWhenFull: false).stream
+    }
+
+    private func subscribe(
+        initial: () -> [Event], policy: AsyncStream<Event>.Continuation.BufferingPolicy, dropsWhenFull: Bool
+    ) -> (stream: AsyncStream<Event>, subscription: EventSubscription) {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: policy)
         let subscription = EventSubscription()
         let registered = state.withLock { state -> Bool in
             guard !state.finished else { return false }
             let id = state.nextID
             state.nextID += 1
-            state.subscribers[id] = Subscriber(continuation: continuation, subscription: limit == nil ? nil : subscription)
+            state.subscribers[id] = Subscriber(continuation: continuation, subscription: dropsWhenFull ? subscription : nil)
             for event in initial() { continuation.yield(event) }
             continuation.onTermination = { [weak self] _ in
                 self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
@@ -74,8 +85,8 @@ final class EventHub<Event: Sendable>: Sendable {
         let subscribers = state.withLock { Array($0.subscribers.values) }
         for subscriber in subscribers {
             for event in events {
-                if case .dropped = subscriber.continuation.yield(event) {
-                    subscriber.subscription?.markDropped()
+                if case .dropped = subscriber.continuation.yield(event), let subscription = subscriber.subscription {
+                    subscription.markDropped()
                     subscriber.continuation.finish()
                     break
                 }

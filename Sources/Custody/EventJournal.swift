@@ -24,15 +24,25 @@ final class EventJournal: Sendable {
     let hub = EventHub<PolicyEvent>()
     /// Subscribers of the events with their ids.
     let logged = EventHub<LoggedEvent>()
+    /// Subscribers told the newest id whenever events are delivered (only the newest is kept
+    /// for a subscriber that has not looked yet): readers of `recent(after:limit:)`.
+    let notifications = EventHub<Int64>()
     private let last: Locked<Int64>
+    /// The newest events, encoded once, for readers that follow the log by id.
+    private let recentEvents: Locked<RecentEvents>
     private let clock: @Sendable () -> Date
     private let logger: Logger
+
+    /// How many of the newest events are kept in memory.
+    static let recentCapacity = 4_096
 
     init(database: CustodyDatabase?, clock: @escaping @Sendable () -> Date, logger: Logger) {
         self.database = database
         self.clock = clock
         self.logger = logger
-        last = Locked((try? database?.eventBounds().newest) ?? 0)
+        let newest = (try? database?.eventBounds().newest) ?? 0
+        last = Locked(newest)
+        recentEvents = Locked(RecentEvents(capacity: Self.recentCapacity, newest: newest))
     }
 
     /// The id of the newest event this journal recorded or delivered (0 before any).
@@ -43,8 +53,9 @@ final class EventJournal: Sendable {
     /// throws, nothing is delivered.
     func publish<Result>(_ events: [PolicyEvent], recording: ([EventRecord]) throws -> (Result, [Int64])) rethrows -> Result {
         try last.withLock { last in
-            let (result, ids) = try recording(events.map(Self.record))
-            deliver(events, ids: ids.count == events.count ? ids : nil, last: &last)
+            let records = events.map(Self.record)
+            let (result, ids) = try recording(records)
+            deliver(events, records: records, ids: ids.count == events.count ? ids : nil, last: &last)
             return result
         }
     }
@@ -54,44 +65,100 @@ final class EventJournal: Sendable {
     func publish(_ events: [PolicyEvent]) {
         guard !events.isEmpty else { return }
         last.withLock { last in
+            let records = events.map(Self.record)
             var ids: [Int64]?
             if let database {
                 do {
-                    ids = try database.appendEvents(events.map(Self.record), at: clock())
+                    ids = try database.appendEvents(records, at: clock())
                 } catch {
                     logger.error("cannot append to the event log", metadata: ["error": "\(error)"])
                 }
             } else {
                 ids = (1...Int64(events.count)).map { last + $0 }
             }
-            deliver(events, ids: ids, last: &last)
+            deliver(events, records: records, ids: ids, last: &last)
         }
     }
 
-    /// Delivers events that another process recorded (found in the log), with their ids.
-    func deliver(foreign events: [LoggedEvent]) {
-        guard !events.isEmpty else { return }
-        last.withLock { last in
-            hub.publish(events.map(\.event))
-            logged.publish(events)
-            last = max(last, events.map(\.id).max() ?? last)
-        }
-    }
-
-    private func deliver(_ events: [PolicyEvent], ids: [Int64]?, last: inout Int64) {
+    private func deliver(_ events: [PolicyEvent], records: [EventRecord], ids: [Int64]?, last: inout Int64) {
         hub.publish(events)
         guard let ids else { return }
         logged.publish(zip(ids, events).map { LoggedEvent(id: $0, event: $1) })
+        let now = clock()
+        recentEvents.withLock { recent in
+            for (id, record) in zip(ids, records) { recent.append(StoredEvent(id: id, at: now, name: record.name, body: record.body)) }
+        }
         last = max(last, ids.max() ?? last)
+        notifications.publish([last])
+    }
+
+    /// Notes that the state's log holds events up to `newest` that other processes recorded:
+    /// readers are woken to read them from the log.
+    func advance(to newest: Int64) {
+        last.withLock { last in
+            guard newest > last else { return }
+            last = newest
+            notifications.publish([newest])
+        }
+    }
+
+    /// The events after `id` among the newest ones kept in memory, oldest first, at most
+    /// `limit`; nil when events after `id` are older than those kept (read the log).
+    func recent(after id: Int64, limit: Int) -> [StoredEvent]? {
+        recentEvents.withLock { $0.events(after: id, limit: limit) }
     }
 
     /// Ends every subscriber's stream.
     func finish() {
         hub.finish()
         logged.finish()
+        notifications.finish()
     }
 
     static func record(_ event: PolicyEvent) -> EventRecord {
         EventRecord(name: event.name, body: event.json)
+    }
+}
+
+/// The newest events, in id order, up to a capacity.
+struct RecentEvents {
+    let capacity: Int
+    private var events: [StoredEvent] = []
+    private var start = 0
+    /// Every event with an id above this one that was delivered is kept (until the capacity
+    /// pushes it out).
+    private var floor: Int64
+
+    init(capacity: Int, newest: Int64) {
+        self.capacity = capacity
+        floor = newest
+        events.reserveCapacity(capacity)
+    }
+
+    mutating func append(_ event: StoredEvent) {
+        if events.count < capacity {
+            events.append(event)
+        } else {
+            floor = events[start].id
+            events[start] = event
+            start = (start + 1) % capacity
+        }
+    }
+
+    /// Kept events after `id`; nil when some event after `id` may not be kept (pushed out,
+    /// or recorded by another process: the ids then have a gap).
+    func events(after id: Int64, limit: Int) -> [StoredEvent]? {
+        guard id >= floor else { return nil }
+        var result: [StoredEvent] = []
+        var expected = id + 1
+        for offset in 0..<events.count {
+            let event = events[(start + offset) % events.count]
+            guard event.id > id else { continue }
+            guard event.id == expected else { return nil }
+            result.append(event)
+            expected += 1
+            if result.count == limit { break }
+        }
+        return result
     }
 }

@@ -307,8 +307,30 @@ public actor PolicyManager {
         return (stream, subscription)
     }
 
-    /// How many streams of logged events are subscribed now.
-    public nonisolated var loggedSubscriberCount: Int { journal.logged.subscriberCount }
+    /// The newest event id each time events are recorded, keeping only the newest for a
+    /// subscriber that has not looked yet: a reader then reads what it missed with
+    /// `CustodyEngine.eventPage(after:limit:)`. It never overflows.
+    public nonisolated func eventNotifications() -> AsyncStream<Int64> {
+        journal.notifications.subscribeNewest()
+    }
+
+    /// Catches up with what other processes recorded in the state: a bundle they applied is put
+    /// in force here (without events: theirs are in the log), and readers of the event log are
+    /// woken to read the events they recorded. Cheap when nothing changed (one read).
+    public func catchUp() {
+        guard let database, let newest = try? database.eventBounds().newest, newest > journal.lastID else { return }
+        if let inForce = bundleInForce, !inForce.isOverride, let stored = try? database.lastAppliedBundle(), stored.contentHash != inForce.revision {
+            do {
+                try restore()
+            } catch {
+                logger.error("a bundle applied by another process does not load here; the policy in force stays", metadata: ["error": "\(error)"])
+            }
+        }
+        journal.advance(to: newest)
+    }
+
+    /// How many streams of logged events or event notifications are subscribed now.
+    public nonisolated var eventStreamCount: Int { journal.logged.subscriberCount + journal.notifications.subscriberCount }
 
     /// The id of the newest event in the log this manager knows of (0 before any): what a
     /// decision is made "at".

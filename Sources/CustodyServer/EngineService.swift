@@ -3,7 +3,8 @@ import Logging
 import ServiceLifecycle
 
 /// The engine's background work while the service runs: applying the bundle directory as it
-/// changes, and evaluating offline grace. On shutdown it stops both and ends every event
+/// changes, evaluating offline grace, and catching up with what other processes record in the
+/// state. On shutdown it stops both and ends every event
 /// stream (each client gets a final `shutdown` event).
 struct EngineService: Service {
     let engine: CustodyEngine
@@ -22,7 +23,16 @@ struct EngineService: Service {
             logger.notice("no bundle directory to watch; bundles come from PUT /v1/bundle")
             watch = nil
         }
+        // What other processes do to the state (a custody apply, a wipe, their events) reaches
+        // this service within a second.
+        let follower = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                await engine.manager.catchUp()
+            }
+        }
         try? await gracefulShutdown()
+        follower.cancel()
         watch?.cancel()
         engine.manager.finish()
     }

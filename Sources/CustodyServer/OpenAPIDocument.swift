@@ -711,7 +711,7 @@ enum OpenAPIDocument {
           }
         ],
         "x-custody-scope": "events",
-        "description": "Each event has its id in the state's event log (`id:`), its name (`event:`) and its JSON (`data:`, as `custody watch` prints it). `Last-Event-ID` resumes after that event from the log; when the log no longer holds every event after it, a `reset` event says so. A `ready` event marks the switch to live events; a comment line is sent as heartbeat. A client that falls too far behind gets a `dropped` event and is disconnected; on shutdown every stream ends with a `shutdown` event. Needs a token with the `events` scope (`admin` grants every scope).",
+        "description": "Each event has its id in the state's event log (`id:`), its name (`event:`) and its JSON (`data:`, as `custody watch` prints it). `Last-Event-ID` resumes after that event from the log; when the log no longer holds every event after it, a `reset` event says so. A `ready` event marks the switch to live events; a comment line is sent as heartbeat. A stream is a cursor into the log, not a queue: however far a client falls behind, the service holds nothing more for it, and it is sent what it missed at its own pace; on shutdown every stream ends with a `shutdown` event. Needs a token with the `events` scope (`admin` grants every scope).",
         "parameters": [
           {
             "name": "Last-Event-ID",

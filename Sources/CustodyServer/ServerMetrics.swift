@@ -13,7 +13,7 @@ import Prometheus
 /// - `custody_decision_duration_seconds`: one decision request
 /// - `custody_batch_queries`: queries per batch request
 /// - `custody_bundle_version`, `custody_bundle_info{revision}`, `custody_last_event_id`
-/// - `custody_event_subscribers`, `custody_events_delivered_total`, `custody_event_streams_dropped_total`
+/// - `custody_event_subscribers`, `custody_events_delivered_total`, `custody_event_streams_reset_total`
 /// - `custody_decisions_audited_total`
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
@@ -23,7 +23,7 @@ final class ServerMetrics: Sendable {
     let batchSize: Recorder
     let subscribers: CoreMetrics.Gauge
     let delivered: CoreMetrics.Counter
-    let dropped: CoreMetrics.Counter
+    let resets: CoreMetrics.Counter
     let audited: CoreMetrics.Counter
     let bundleVersion: CoreMetrics.Gauge
     let lastEventID: CoreMetrics.Gauge
@@ -51,7 +51,7 @@ final class ServerMetrics: Sendable {
         batchSize = Recorder(label: "custody_batch_queries", aggregate: true, factory: factory)
         subscribers = CoreMetrics.Gauge(label: "custody_event_subscribers", factory: factory)
         delivered = CoreMetrics.Counter(label: "custody_events_delivered_total", factory: factory)
-        dropped = CoreMetrics.Counter(label: "custody_event_streams_dropped_total", factory: factory)
+        resets = CoreMetrics.Counter(label: "custody_event_streams_reset_total", factory: factory)
         audited = CoreMetrics.Counter(label: "custody_decisions_audited_total", factory: factory)
         bundleVersion = CoreMetrics.Gauge(label: "custody_bundle_version", factory: factory)
         lastEventID = CoreMetrics.Gauge(label: "custody_last_event_id", factory: factory)
@@ -80,9 +80,9 @@ final class ServerMetrics: Sendable {
         delivered.increment()
     }
 
-    /// Counts a stream dropped for falling behind.
-    func streamDropped() {
-        dropped.increment()
+    /// Counts a stream that fell behind the log's retention and was told to start afresh.
+    func streamReset() {
+        resets.increment()
     }
 
     /// Counts decisions written to the audit log.
@@ -120,7 +120,7 @@ final class ServerMetrics: Sendable {
     func exposition(engine: CustodyEngine) -> [UInt8] {
         bundle(engine.bundleInForce, version: engine.manager.version)
         lastEventID.record(engine.manager.lastEventID)
-        subscribers.record(engine.manager.loggedSubscriberCount)
+        subscribers.record(engine.manager.eventStreamCount)
         return registry.emitToBuffer()
     }
 }

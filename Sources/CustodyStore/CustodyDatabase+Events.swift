@@ -19,6 +19,13 @@ public struct StoredEvent: Sendable, Hashable {
     public let at: Date
     public let name: String
     public let body: [UInt8]
+
+    public init(id: Int64, at: Date, name: String, body: [UInt8]) {
+        self.id = id
+        self.at = at
+        self.name = name
+        self.body = body
+    }
 }
 
 extension CustodyDatabase {

@@ -1,7 +1,8 @@
 import AsyncHTTPClient
-import Custody
 import CustodyPolicy
 import CustodyStore
+
+@testable import Custody
 import CustodyTestSupport
 import Foundation
 import HTTPTypes
@@ -118,15 +119,51 @@ struct EventStreamTests {
             }
             try await fixture.engine.apply(bundleDirectory: fixture.bundle)
         }
-        try await fixture.application().test(.live) { client in
+        // A restarted service: what the log pruned is nowhere any more.
+        let restarted = try await CustodyEngine.open(CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
+        try await buildApplication(configuration: fixture.configuration, engine: restarted).test(.live) { client in
             var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: 1)
             let first = try await reader.next()
             #expect(first?.name == "reset")
-            #expect(first?.id == fixture.engine.manager.lastEventID)
+            #expect(first?.id == restarted.manager.lastEventID)
         }
     }
 
-    @Test("a subscriber that falls too far behind is dropped, not buffered without bound")
+    @Test("a burst of thousands of events reaches a connected client in full, in order, at its pace")
+    func burst() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
+            _ = try await reader.until("ready")
+            let start = fixture.engine.manager.lastEventID
+            let count = 6_000  // more than the events kept in memory: the rest comes from the log
+            for _ in 0..<count / 500 {
+                fixture.engine.manager.journal.publish((0..<500).map { _ in PolicyEvent.wipeCompleted(account: AccountID("bob@contoso.com")!) })
+            }
+            var ids: [Int64] = []
+            while ids.count < count, let event = try await reader.next() { if event.name == "wipeCompleted", let id = event.id { ids.append(id) } }
+            #expect(ids == Array(start + 1...start + Int64(count)))
+        }
+    }
+
+    @Test("events another process records in the state reach the stream, and its bundle is put in force")
+    func otherProcess() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
+            _ = try await reader.until("ready")
+            // Another process on the same state: a wipe, then a bundle.
+            let other = try await CustodyEngine.open(CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
+            try await other.wipe(account: AccountID("bob@contoso.com")!)
+            try fixture.directory.edit("bundle/all-staff.json") { $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#) }
+            try await other.apply(bundleDirectory: fixture.bundle)
+            let events = try await reader.until("policyChanged")
+            #expect(events.map(\.name).prefix(2) == ["wipeCompleted", "secretsChanged"])
+            #expect(fixture.engine.bundleInForce?.revision == other.bundleInForce?.revision)
+        }
+    }
+
+    @Test("a subscriber of the library's bounded event stream that falls behind is dropped, not buffered without bound")
     func slowConsumer() async throws {
         let fixture = try await ServiceFixture.make()
         let (events, subscription) = fixture.engine.manager.loggedEvents(limit: 2)

@@ -25,9 +25,19 @@ struct Fanout: AsyncParsableCommand {
     @Option(help: "Two files holding PUT /v1/bundle bodies, changed between alternately.")
     var bodies: [String]
 
-    struct Receipt {
+    struct Receipt: Sendable {
         var id: Int64
         var at: ContinuousClock.Instant
+    }
+
+    /// What the streams record, shared with the measuring loop.
+    final class Shared: Sendable {
+        let receipts: Mutex<[[Receipt]]>
+        let ready = Atomic<Int>(0)
+
+        init(clients: Int) {
+            receipts = Mutex(Array(repeating: [], count: clients))
+        }
     }
 
     func run() async throws {
@@ -37,8 +47,8 @@ struct Fanout: AsyncParsableCommand {
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = clients + 8
         configuration.timeout.read = .seconds(120)
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        let receipts = Mutex<[[Receipt]]>(Array(repeating: [], count: clients))
-        let ready = Atomic<Int>(0)
+        let state = Shared(clients: clients)
+        _ = 0
         let token = self.token
         let base = url
 
@@ -59,14 +69,14 @@ struct Fanout: AsyncParsableCommand {
                             if line.hasPrefix("id: ") { id = Int64(line.dropFirst(4)) }
                             if line.hasPrefix("event: ") { name = String(line.dropFirst(7)) }
                         }
-                        if name == "ready" { ready.add(1, ordering: .relaxed) }
-                        if name == "policyChanged", let id { receipts.withLock { $0[index].append(Receipt(id: id, at: now)) } }
+                        if name == "ready" { state.ready.add(1, ordering: .relaxed) }
+                        if name == "policyChanged", let id { state.receipts.withLock { $0[index].append(Receipt(id: id, at: now)) } }
                         pending.removeSubrange(..<end.upperBound)
                     }
                 }
             }
         }
-        while ready.load(ordering: .relaxed) < clients { try await Task.sleep(for: .milliseconds(20)) }
+        while state.ready.load(ordering: .relaxed) < clients { try await Task.sleep(for: .milliseconds(20)) }
         print("\(clients) streams open")
 
         var latencies: [Duration] = []
@@ -74,21 +84,21 @@ struct Fanout: AsyncParsableCommand {
             var request = HTTPClientRequest(url: base + "/v1/bundle")
             request.method = .PUT
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            request.body = .bytes(ByteBuffer(data: payloads[round % 2]))
+            request.body = .bytes(ByteBuffer(bytes: payloads[round % 2]))
             let sent = ContinuousClock.now
             let response = try await client.execute(request, timeout: .seconds(30))
             let answer = try await response.body.collect(upTo: 1 << 20)
-            guard response.status == .ok, let object = try JSONSerialization.jsonObject(with: Data(buffer: answer)) as? [String: Any],
+            guard response.status == .ok, let object = try JSONSerialization.jsonObject(with: Data(answer.readableBytesView)) as? [String: Any],
                 let eventID = (object["eventId"] as? NSNumber)?.int64Value
             else { throw ValidationError("PUT /v1/bundle failed: \(response.status) \(String(buffer: answer))") }
             // Wait until every stream has the change (or 10 s).
             let deadline = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < deadline {
-                let done = receipts.withLock { all in all.allSatisfy { $0.contains { $0.id > eventID - 8 && $0.id <= eventID } } }
+                let done = state.receipts.withLock { all in all.allSatisfy { $0.contains { $0.id > eventID - 8 && $0.id <= eventID } } }
                 if done { break }
                 try await Task.sleep(for: .milliseconds(5))
             }
-            let round = receipts.withLock { all in all.compactMap { $0.last { $0.id > eventID - 8 && $0.id <= eventID } } }
+            let round = state.receipts.withLock { all in all.compactMap { $0.last { $0.id > eventID - 8 && $0.id <= eventID } } }
             if round.count < clients { print("round \(round): only \(round.count) of \(clients) streams got the change") }
             latencies += round.map { sent.duration(to: $0.at) }
             try await Task.sleep(for: .milliseconds(100))

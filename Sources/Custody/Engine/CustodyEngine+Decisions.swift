@@ -35,12 +35,7 @@ extension CustodyEngine {
         // newer one.
         let eventID = manager.lastEventID
         let (snapshot, revision) = try policyAndRevision(for: context)
-        let auditing: Bool
-        do {
-            auditing = try database.isDecisionAuditEnabled()
-        } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
-        }
+        let auditing = try auditSetting.isOn(database)
         return DecisionSession(
             snapshot: snapshot, options: options, revision: revision, eventID: eventID, stamped: stamped,
             audit: auditing ? AuditBuffer(database: database, now: configuration.now) : nil)
@@ -52,6 +47,31 @@ extension CustodyEngine {
         var sessions: [DecisionSession] = []
         for _ in 0..<max(1, jobs) { sessions.append(try decisionSession(options: options)) }
         return DecisionRunner(sessions: sessions, blockBytes: blockBytes)
+    }
+}
+
+/// Whether decisions are audited, read from the state at most once a second: a service
+/// deciding thousands of times a second does not read the setting each time, and a switch by
+/// any process takes effect within a second.
+final class DecisionAuditSetting: Sendable {
+    private let state = Locked<(on: Bool, until: ContinuousClock.Instant)?>(nil)
+
+    func isOn(_ database: CustodyDatabase) throws(CustodyError) -> Bool {
+        let now = ContinuousClock.now
+        if let cached = state.withLock({ $0 }), cached.until > now { return cached.on }
+        let on: Bool
+        do {
+            on = try database.isDecisionAuditEnabled()
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+        state.withLock { $0 = (on, now + .seconds(1)) }
+        return on
+    }
+
+    /// Forgets the cached value (this process just changed it).
+    func reset() {
+        state.withLock { $0 = nil }
     }
 }
 

@@ -83,6 +83,8 @@ public final class CustodyEngine: Sendable {
     let contexts = ContextSnapshots(capacity: 32)
     /// Bearer tokens verified recently.
     let tokenCache = TokenCache()
+    /// Whether decisions are audited, as last read.
+    let auditSetting = DecisionAuditSetting()
 
     private init(configuration: CustodyConfiguration, database: CustodyDatabase, keyRing: KeyRing?, manager: PolicyManager) {
         self.configuration = configuration
@@ -238,6 +240,15 @@ public final class CustodyEngine: Sendable {
 
     // MARK: The event log
 
+    /// Events after `id`, oldest first, at most `limit`: from the newest ones kept in memory
+    /// when they hold every event after `id`, else from the state's log; `reset` when the log
+    /// no longer holds them all either (pruned past its retention): the caller missed some and
+    /// must read the state afresh. Events are encoded once, whoever reads them.
+    public func eventPage(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> (events: [StoredEvent], reset: Bool) {
+        if let recent = manager.journal.recent(after: id, limit: limit) { return (recent, false) }
+        return try events(after: id, limit: limit)
+    }
+
     /// Events in the state's log after `id`, oldest first, at most `limit`; `reset` when the
     /// log no longer holds every event after `id` (pruned past its retention): the caller
     /// missed some and must read the state afresh.
@@ -297,6 +308,7 @@ public final class CustodyEngine: Sendable {
         do {
             if let enabled { try database.setAuditEnabled(enabled) }
             if let decisions { try database.setDecisionAuditEnabled(decisions) }
+            auditSetting.reset()
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }

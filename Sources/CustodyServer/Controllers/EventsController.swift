@@ -10,11 +10,14 @@ import ServiceLifecycle
 /// `GET /v1/events`: every engine event as Server-Sent Events, each with its id in the state's
 /// event log.
 ///
-/// `Last-Event-ID` (or `?lastEventId=`) resumes: the events after it are replayed from the log
-/// first; when the log no longer holds them all, a `reset` event says so (read the state
-/// afresh). Then live events follow, with a comment line as heartbeat every few seconds. A
-/// client that falls too far behind is dropped with a `dropped` event (it resumes from the log);
-/// on shutdown every stream ends with a `shutdown` event.
+/// A stream is a cursor into the log, not a queue: it is woken (only the newest id is kept for
+/// it) whenever events are recorded, then reads what it has not sent yet, from the newest
+/// events kept in memory or else from the log, 500 at a time. So a client's memory never grows
+/// whatever it falls behind by, and a burst (a bundle touching 10,000 accounts) is streamed at
+/// the client's pace. `Last-Event-ID` (or `?lastEventId=`) resumes after that event; when the log
+/// no longer holds every event after it (the client fell behind its retention), a `reset` event
+/// says so (read the state afresh). A `ready` event marks the switch to live events; a comment
+/// line is sent as a heartbeat. On shutdown every stream ends with a `shutdown` event.
 struct EventsController {
     let engine: CustodyEngine
     let configuration: CustodyServerConfiguration
@@ -24,17 +27,17 @@ struct EventsController {
         group.get("events", use: events)
     }
 
-    private enum Item: Sendable {
-        case event(LoggedEvent)
+    private enum Wake: Sendable {
+        case events
         case heartbeat
     }
 
     @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let resume = try Self.resumePoint(request)
-        // Subscribe before replaying, so that no event falls between the log and the stream.
-        let (live, subscription) = engine.manager.loggedEvents(limit: configuration.eventBuffer)
+        // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
+        let notifications = engine.manager.eventNotifications()
         let start = engine.manager.lastEventID
-        if let resume { _ = try engine.events(after: resume, limit: 1) }  // an unreadable log is an error now, not mid-stream
+        if let resume { _ = try engine.eventPage(after: resume, limit: 1) }  // an unreadable log is an error now, not mid-stream
         let engine = self.engine
         let metrics = self.metrics
         let heartbeat = configuration.heartbeat
@@ -43,55 +46,47 @@ struct EventsController {
             headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
             body: ResponseBody { writer in
                 var last = resume ?? start
-                if resume != nil {
-                    // Replay what the log holds after the client's last event.
+                /// Sends every event after `last`; false when the log cannot be read.
+                func catchUp() async throws -> Bool {
                     while true {
                         let page: (events: [StoredEvent], reset: Bool)
                         do {
-                            page = try engine.events(after: last, limit: 500)
+                            page = try engine.eventPage(after: last, limit: 500)
                         } catch {
                             try await writer.write(Self.frame(name: "error", data: Array(#"{"error":"the event log cannot be read"}"#.utf8)))
-                            return try await writer.finish(nil)
+                            return false
                         }
                         if page.reset {
                             let newest = engine.manager.lastEventID
-                            try await writer.write(Self.frame(id: newest, name: "reset", data: Self.position(engine, eventID: newest, note: "events after \(last) are no longer in the log: read the state afresh")))
+                            metrics.streamReset()
+                            try await writer.write(Self.frame(
+                                id: newest, name: "reset",
+                                data: Self.position(engine, eventID: newest, note: "events after \(last) are no longer in the log: read the state afresh")))
                             last = newest
-                            break
+                            return true
                         }
                         for event in page.events {
                             try await writer.write(Self.frame(id: event.id, name: event.name, data: event.body))
                             metrics.eventDelivered()
                             last = event.id
                         }
-                        if page.events.count < 500 { break }
+                        if page.events.count < 500 { return true }
                     }
                 }
+                if resume != nil, try await !catchUp() { return try await writer.finish(nil) }
                 try await writer.write(Self.frame(name: "ready", data: Self.position(engine, eventID: last, note: nil)))
-                let items = merge(
-                    live.map { Item.event($0) },
-                    AsyncTimerSequence(interval: heartbeat, clock: .continuous).map { _ in Item.heartbeat }
+                let wakes = merge(
+                    notifications.map { _ in Wake.events },
+                    AsyncTimerSequence(interval: heartbeat, clock: .continuous).map { _ in Wake.heartbeat }
                 ).cancelOnGracefulShutdown()
-                for await item in items {
-                    switch item {
-                    case .heartbeat:
-                        try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
-                    case .event(let logged) where logged.id > last:
-                        try await writer.write(Self.frame(id: logged.id, name: logged.event.name, data: logged.event.json))
-                        metrics.eventDelivered()
-                        last = logged.id
-                    case .event:
-                        continue  // replayed already
+                reading: for await wake in wakes {
+                    switch wake {
+                    case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                    case .events: if try await !catchUp() { break reading }
                     }
                 }
-                if subscription.wasDropped, !Task.isShuttingDownGracefully {
-                    metrics.streamDropped()
-                    try await writer.write(Self.frame(
-                        name: "dropped",
-                        data: Array(#"{"reason":"this client fell more than the service's event buffer behind; reconnect with Last-Event-ID to resume from the log","lastEventId":\#(last)}"#.utf8)))
-                } else {
-                    try await writer.write(Self.frame(name: "shutdown", data: Array(#"{"reason":"the service is shutting down; reconnect with Last-Event-ID to resume","lastEventId":\#(last)}"#.utf8)))
-                }
+                try await writer.write(Self.frame(
+                    name: "shutdown", data: Array(#"{"reason":"the service is shutting down; reconnect with Last-Event-ID to resume","lastEventId":\#(last)}"#.utf8)))
                 try await writer.finish(nil)
             })
     }
