@@ -1,3 +1,4 @@
+import CustodyPolicy
 import CustodyProtection
 
 /// Whether a subscriber's stream was ended because it fell too far behind.

@@ -1,3 +1,4 @@
+import CustodyPolicy
 import CustodyStore
 import CustodyProtection
 import Foundation

@@ -1,4 +1,4 @@
-public import CustodyPolicy
+package import CustodyPolicy
 
 extension PolicyEvent {
     /// The event's name, as its JSON carries it in `"event"` and Server-Sent Events in `event:`.

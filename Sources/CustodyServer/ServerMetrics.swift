@@ -28,6 +28,8 @@ final class ServerMetrics: Sendable {
     let bundleVersion: CoreMetrics.Gauge
     let lastEventID: CoreMetrics.Gauge
     private let revision = Locked<String?>(nil)
+    /// Request counters and timers by method, route and status, made once each.
+    private let requestMetrics = Locked<[String: (count: CoreMetrics.Counter, duration: Timer)]>([:])
 
     init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
@@ -59,10 +61,19 @@ final class ServerMetrics: Sendable {
 
     /// Counts one request.
     func request(method: String, route: String, status: Int, duration: Duration) {
-        CoreMetrics.Counter(
-            label: "custody_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory
-        ).increment()
-        Timer(label: "custody_http_request_duration_seconds", dimensions: [("route", route)], factory: factory).recordNanoseconds(Self.nanoseconds(duration))
+        let key = method + " " + route + " " + String(status)
+        let metrics = requestMetrics.withLock { cache in
+            if let made = cache[key] { return made }
+            let made = (
+                CoreMetrics.Counter(
+                    label: "custody_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory),
+                Timer(label: "custody_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+            )
+            cache[key] = made
+            return made
+        }
+        metrics.count.increment()
+        metrics.duration.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Records how long one decision request took.

@@ -1,3 +1,4 @@
+import CustodyPolicy
 import Crypto
 import CustodyProtection
 import CustodyStore
@@ -104,11 +105,12 @@ extension CustodyEngine {
     }
 }
 
-/// Tokens verified recently, by the SHA-256 of their bearer value: a request costs one hash
-/// and one dictionary lookup, not a database read.
+/// Tokens verified recently, by their bearer value: a request costs one dictionary lookup (a
+/// keyed hash with a per-process seed, so a caller cannot aim at an entry), not a database read
+/// or a SHA-256. A token not in the cache is verified against the state in constant time.
 final class TokenCache: Sendable {
     private struct State {
-        var verified: [[UInt8]: (token: ServiceToken, until: ContinuousClock.Instant)] = [:]
+        var verified: [String: (token: ServiceToken, until: ContinuousClock.Instant)] = [:]
         var generation: Int64 = -1
         var nextCheck = ContinuousClock.now
     }
@@ -118,9 +120,6 @@ final class TokenCache: Sendable {
 
     func authenticate(_ bearer: String, database: CustodyDatabase) -> ServiceToken? {
         guard bearer.hasPrefix(CustodyEngine.tokenPrefix), bearer.utf8.count == CustodyEngine.tokenPrefix.utf8.count + 16 + 1 + 64 else { return nil }
-        let parts = bearer.dropFirst(CustodyEngine.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return nil }
-        let key = Array(SHA256.hash(data: Array(bearer.utf8)))
         let now = ContinuousClock.now
         // Forget everything when any process created or revoked a token since the last look.
         let due = state.withLock { $0.nextCheck <= now }
@@ -131,14 +130,15 @@ final class TokenCache: Sendable {
                 state.nextCheck = now + lifetime
             }
         }
-        if let cached = state.withLock({ $0.verified[key] }), cached.until > now { return cached.token }
-        guard let record = try? database.token(id: String(parts[0])), record.revoked == nil,
+        if let cached = state.withLock({ $0.verified[bearer] }), cached.until > now { return cached.token }
+        let parts = bearer.dropFirst(CustodyEngine.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 2, let record = try? database.token(id: String(parts[0])), record.revoked == nil,
             SecureMemory.constantTimeEqual(Array(SHA256.hash(data: Array(parts[1].utf8))), record.hash)
         else { return nil }
         let token = CustodyEngine.token(record)
         state.withLock { state in
             if state.verified.count > 10_000 { state.verified = [:] }
-            state.verified[key] = (token, now + lifetime)
+            state.verified[bearer] = (token, now + lifetime)
         }
         return token
     }

@@ -55,13 +55,14 @@ public struct DecisionStream {
 
     private var document: JSONDocument
     private var writer = JSONWriter(reservingCapacity: 512)
-    private let cache = ExplanationCache()
+    private let cache: ExplanationCache
 
     /// Creates a stream answering from `snapshot`.
     public init(snapshot: PolicySnapshot, options: Options) {
         self.snapshot = snapshot
         self.options = options
         self.document = try! JSONDocument(parsing: Array("null".utf8))
+        self.cache = ExplanationCache(shared: snapshot.explanations)
     }
 
     /// Answers one line (without its line break; a trailing carriage return is ignored) and
@@ -193,15 +194,13 @@ public struct DecisionStream {
 /// so caching per finding (not per decision) keeps the cache small when two accounts' policies
 /// combine: n effective policies give about n × rules entries, not n² pairs.
 private final class ExplanationCache {
-    private struct Rendered {
-        /// The explanation, JSON-escaped, without quotes.
-        let explanation: [UInt8]
-        /// `"setting":...,"policies":[...]` for when the finding decides.
-        let members: [UInt8]
-    }
-
     private static let capacity = 1 << 16
-    private var rendered: [Finding: Rendered] = [:]
+    private var rendered: [Finding: RenderedExplanation] = [:]
+    private let shared: RenderedExplanations
+
+    init(shared: RenderedExplanations) {
+        self.shared = shared
+    }
 
     func writeExplanation(of decision: Decision, reason: Bool, to writer: inout JSONWriter) {
         let primary = render(decision.primary)
@@ -220,8 +219,15 @@ private final class ExplanationCache {
 
     private static let separator = Array("; ".utf8)
 
-    private func render(_ finding: Finding) -> Rendered {
+    private func render(_ finding: Finding) -> RenderedExplanation {
         if let cached = rendered[finding] { return cached }
+        let entry = shared.rendered(finding, make: Self.make)
+        if rendered.count >= Self.capacity { rendered.removeAll(keepingCapacity: true) }
+        rendered[finding] = entry
+        return entry
+    }
+
+    private static func make(_ finding: Finding) -> RenderedExplanation {
         var scratch = JSONWriter()
         scratch.value(finding.explanation)
         let explanation = Array(scratch.bytes.dropFirst().dropLast())
@@ -234,10 +240,7 @@ private final class ExplanationCache {
         for policy in finding.sources { scratch.value(policy.name) }
         scratch.endArray()
         scratch.endObject()
-        let entry = Rendered(explanation: explanation, members: Array(scratch.bytes.dropFirst().dropLast()))
-        if rendered.count >= Self.capacity { rendered.removeAll(keepingCapacity: true) }
-        rendered[finding] = entry
-        return entry
+        return RenderedExplanation(explanation: explanation, members: Array(scratch.bytes.dropFirst().dropLast()))
     }
 }
 
@@ -288,5 +291,30 @@ extension DecisionAction {
         case .accountAllowed: 11
         case .offlineAccess: 12
         }
+    }
+}
+
+/// A finding's explanation and deciding members, rendered as JSON fragments.
+struct RenderedExplanation: Sendable {
+    /// The explanation, JSON-escaped, without quotes.
+    let explanation: [UInt8]
+    /// `"setting":...,"policies":[...]` for when the finding decides.
+    let members: [UInt8]
+}
+
+/// Explanations rendered for one snapshot, shared by every stream deciding with it: a stream
+/// made for one request starts with the reasons others already rendered. Bounded.
+final class RenderedExplanations: Sendable {
+    private static let capacity = 1 << 16
+    private let rendered = Locked<[Finding: RenderedExplanation]>([:])
+
+    func rendered(_ finding: Finding, make: (Finding) -> RenderedExplanation) -> RenderedExplanation {
+        if let cached = rendered.withLock({ $0[finding] }) { return cached }
+        let entry = make(finding)
+        rendered.withLock { rendered in
+            if rendered.count >= Self.capacity { rendered.removeAll(keepingCapacity: true) }
+            rendered[finding] = entry
+        }
+        return entry
     }
 }

@@ -28,6 +28,8 @@ public final class PolicySnapshot: Sendable {
     let configurationIndexOfAccount: [Int32]
     let configurations: [AppConfiguration]
     let logger: Logger
+    /// Reasons rendered for decisions on this snapshot, shared by every decision stream.
+    let explanations = RenderedExplanations()
 
     /// Resolves `bundle` for `context`.
     /// - Parameter logger: receives diagnostics of identity near misses (never key material or

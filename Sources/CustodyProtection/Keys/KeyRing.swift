@@ -1,3 +1,4 @@
+import CustodyPolicy
 import Foundation
 
 /// One version of one account's key, unwrapped: what seals and opens envelopes' data keys.

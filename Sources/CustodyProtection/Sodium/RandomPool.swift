@@ -1,3 +1,4 @@
+import CustodyPolicy
 internal import CSodium
 import Glibc
 

@@ -81,6 +81,7 @@ final class SessionBox: @unchecked Sendable {
         var received = 0
         var stopped = false
 
+        /// Answers one line; false when the batch must stop.
         func answer(_ line: LineSplitter.Line) -> Bool {
             queries += 1
             guard queries <= limits.batchQueries else {
@@ -89,60 +90,58 @@ final class SessionBox: @unchecked Sendable {
                 return false
             }
             switch line {
-            case .complete(let bytes): bytes.withUnsafeBytes { session.answer(line: $0, into: &output) }
+            case .complete(let bytes): session.answer(line: bytes, into: &output)
             case .tooLong(let length): session.refuseLine("the line is longer than \(limits.lineBytes) bytes (at least \(length)); not read", into: &output)
             }
             return true
         }
 
-        func flush() async throws -> Bool {
+        /// Commits the audit entries of the answers in `output`; on failure, replaces them with
+        /// one error line and returns false.
+        func commit() -> Bool {
             do throws(CustodyError) {
                 metrics.audited(try session.commit())
+                return true
             } catch {
-                output.removeAll()
                 var writer = JSONWriter()
                 DecisionEncoding.writeError(error.message, line: nil, to: &writer)
                 writer.newline()
                 output = writer.bytes
                 return false
             }
-            return true
         }
 
-        reading: for try await buffer in body {
+        for try await buffer in body {
             received += buffer.readableBytes
             guard received <= limits.bodyBytes else {
                 session.refuseLine("the batch is larger than \(limits.bodyBytes) bytes; this line and those after it are not answered", into: &output)
                 stopped = true
                 break
             }
-            var lines: [LineSplitter.Line] = []
-            buffer.withUnsafeReadableBytes { splitter.feed($0) { lines.append($0) } }
-            for line in lines where !answer(line) {
-                stopped = true
-                break reading
-            }
-            if output.count >= 1 << 15 {
-                let committed = try await flush()
+            let more = buffer.withUnsafeReadableBytes { splitter.feed($0, line: answer) }
+            if !more { stopped = true }
+            if stopped || output.count >= 1 << 15 {
+                if !commit() { stopped = true }
                 try await writer.write(ByteBuffer(bytes: output))
                 output.removeAll(keepingCapacity: true)
-                if !committed { stopped = true; break }
             }
+            if stopped { break }
         }
-        if !stopped, let last = splitter.finish() { _ = answer(last) }
-        let committed = try await flush()
+        if !stopped { _ = splitter.finish(line: answer) }
+        _ = commit()
         if !output.isEmpty { try await writer.write(ByteBuffer(bytes: output)) }
-        _ = committed
         metrics.batch(queries: min(queries, limits.batchQueries))
         metrics.decided(session.tallies)
     }
 }
 
-/// Splits a byte stream into lines (without their breaks), however the stream is cut; a line
-/// longer than `maximumLine` is reported, not kept.
+/// Splits a byte stream into lines (without their breaks), however the stream is cut. A line
+/// that lies whole in the bytes fed is handed over where it is, without a copy; only a line cut
+/// by the stream's chunks is gathered. A line longer than `maximumLine` is reported, not kept.
 struct LineSplitter {
     enum Line {
-        case complete([UInt8])
+        /// The line's bytes, valid only during the call.
+        case complete(UnsafeRawBufferPointer)
         case tooLong(Int)
     }
 
@@ -154,38 +153,54 @@ struct LineSplitter {
         self.maximumLine = maximumLine
     }
 
-    mutating func feed(_ bytes: UnsafeRawBufferPointer, line: (Line) -> Void) {
+    /// Hands each complete line of what is fed so far to `line`; stops, returning false, when
+    /// `line` does.
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, line: (Line) -> Bool) -> Bool {
         var start = 0
         while start < bytes.count {
-            let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n"))
-            let end = newline ?? bytes.count
-            let count = end - start
-            if overflow > 0 || pending.count + count > maximumLine {
-                overflow += pending.count + count
-                pending.removeAll(keepingCapacity: true)
-            } else {
-                pending.append(contentsOf: bytes[start..<end])
+            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+                gather(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+                return true
             }
-            guard newline != nil else { return }
-            line(take())
-            start = end + 1
+            let segment = UnsafeRawBufferPointer(rebasing: bytes[start..<newline])
+            start = newline + 1
+            if pending.isEmpty, overflow == 0, segment.count <= maximumLine {
+                guard line(.complete(Self.trimmed(segment))) else { return false }
+                continue
+            }
+            gather(segment)
+            guard take(line) else { return false }
         }
+        return true
     }
 
     /// The last line, when the stream did not end with a line break.
-    mutating func finish() -> Line? {
-        guard overflow > 0 || !pending.isEmpty else { return nil }
-        return take()
+    mutating func finish(line: (Line) -> Bool) -> Bool {
+        guard overflow > 0 || !pending.isEmpty else { return true }
+        return take(line)
     }
 
-    private mutating func take() -> Line {
+    private mutating func gather(_ bytes: UnsafeRawBufferPointer) {
+        if overflow > 0 || pending.count + bytes.count > maximumLine {
+            overflow += pending.count + bytes.count
+            pending.removeAll(keepingCapacity: true)
+        } else {
+            pending.append(contentsOf: bytes)
+        }
+    }
+
+    private mutating func take(_ line: (Line) -> Bool) -> Bool {
         defer {
             pending.removeAll(keepingCapacity: true)
             overflow = 0
         }
-        if overflow > 0 { return .tooLong(overflow) }
-        if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
-        return .complete(pending)
+        if overflow > 0 { return line(.tooLong(overflow)) }
+        return pending.withUnsafeBytes { line(.complete(Self.trimmed($0))) }
+    }
+
+    /// Without a trailing carriage return.
+    private static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        bytes.last == UInt8(ascii: "\r") ? UnsafeRawBufferPointer(rebasing: bytes.dropLast()) : bytes
     }
 }
 
@@ -228,17 +243,20 @@ enum Freshness {
 /// The evaluation context and answer options of a request's query string.
 enum QueryParameters {
     static func decision(_ uri: URI) throws -> (EvaluationContext?, DecisionStream.Options) {
+        guard uri.query != nil else { return (nil, DecisionStream.Options(currentTime: now)) }
         let parameters = uri.queryParameters
         for (key, _) in parameters where !["platform", "app", "managementLevel", "reasons", "strictAccounts"].contains(key) {
             throw ServiceError.badParameter(String(key), "unknown parameter (it takes: platform, app, managementLevel, reasons, strictAccounts)")
         }
         let context = try evaluationContext(uri)
         let options = DecisionStream.Options(
-            strictAccounts: try flag(parameters, "strictAccounts") ?? false, reasons: try flag(parameters, "reasons") ?? true
-        ) {
-            .seconds(Date.now.timeIntervalSince1970)
-        }
+            strictAccounts: try flag(parameters, "strictAccounts") ?? false, reasons: try flag(parameters, "reasons") ?? true, currentTime: now)
         return (context, options)
+    }
+
+    /// The current time since the Unix epoch, for offline-access queries without `now`.
+    @Sendable static func now() -> Duration {
+        .seconds(Date.now.timeIntervalSince1970)
     }
 
     /// The context named by `platform`, `app` and `managementLevel`; nil when none is given
