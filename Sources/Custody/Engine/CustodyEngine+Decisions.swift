@@ -37,8 +37,14 @@ extension CustodyEngine {
         let (snapshot, revision) = try policyAndRevision(for: context)
         let auditing = try auditSetting.isOn(database)
         return DecisionSession(
-            snapshot: snapshot, options: options, revision: revision, eventID: eventID, stamped: stamped,
+            stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID, stamped: stamped,
             audit: auditing ? AuditBuffer(database: database, now: configuration.now) : nil)
+    }
+
+    /// Gives a finished session's stream back for the next session to reuse (its parse buffer
+    /// and reason cache stay warm). Optional: a session not given back is simply freed.
+    public func end(_ session: DecisionSession) {
+        streams.put(session.stream)
     }
 
     /// A runner that answers JSON Lines queries with the policy in force on `jobs` cores, one
@@ -47,6 +53,42 @@ extension CustodyEngine {
         var sessions: [DecisionSession] = []
         for _ in 0..<max(1, jobs) { sessions.append(try decisionSession(options: options)) }
         return DecisionRunner(sessions: sessions, blockBytes: blockBytes)
+    }
+}
+
+/// Decision streams of finished sessions, for the next ones on the same snapshot: a request
+/// then starts with a warm reason cache and parse buffer instead of fresh allocations. Only the
+/// streams of one snapshot are kept (the newest one seen), at most 16.
+final class StreamPool: Sendable {
+    private struct Pooled: @unchecked Sendable {
+        // @unchecked: a pooled stream belongs to no one until taken, then to one session.
+        var stream: DecisionStream
+    }
+
+    private let pool = Locked<(key: ObjectIdentifier?, streams: [Pooled])>((nil, []))
+
+    func take(for snapshot: PolicySnapshot, options: DecisionStream.Options) -> DecisionStream {
+        let key = ObjectIdentifier(snapshot)
+        let pooled = pool.withLock { pool -> Pooled? in
+            guard pool.key == key else {
+                pool = (key, [])
+                return nil
+            }
+            return pool.streams.popLast()
+        }
+        guard var stream = pooled?.stream else { return DecisionStream(snapshot: snapshot, options: options) }
+        stream.options = options
+        return stream
+    }
+
+    func put(_ stream: DecisionStream) {
+        var stream = stream
+        stream.reset()
+        let key = ObjectIdentifier(stream.snapshot)
+        pool.withLock { pool in
+            guard pool.key == key, pool.streams.count < 16 else { return }
+            pool.streams.append(Pooled(stream: stream))
+        }
     }
 }
 

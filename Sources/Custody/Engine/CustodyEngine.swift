@@ -85,6 +85,8 @@ public final class CustodyEngine: Sendable {
     let tokenCache = TokenCache()
     /// Whether decisions are audited, as last read.
     let auditSetting = DecisionAuditSetting()
+    /// Decision streams of finished sessions.
+    let streams = StreamPool()
 
     private init(configuration: CustodyConfiguration, database: CustodyDatabase, keyRing: KeyRing?, manager: PolicyManager) {
         self.configuration = configuration

@@ -15,13 +15,13 @@ public struct DecisionSession {
     public let revision: String
     /// The newest event id the engine knew when the session began.
     public let eventID: Int64
-    private var stream: DecisionStream
+    var stream: DecisionStream
     private let audit: AuditBuffer?
 
-    init(snapshot: PolicySnapshot, options: DecisionStream.Options, revision: String, eventID: Int64, stamped: Bool, audit: AuditBuffer?) {
+    init(stream: DecisionStream, revision: String, eventID: Int64, stamped: Bool, audit: AuditBuffer?) {
         self.revision = revision
         self.eventID = eventID
-        stream = DecisionStream(snapshot: snapshot, options: options)
+        self.stream = stream
         self.audit = audit
         if stamped {
             var writer = JSONWriter()
@@ -31,10 +31,10 @@ public struct DecisionSession {
             writer.key("eventId")
             writer.value(Int(eventID))
             writer.endObject()
-            stream.trailer = Array(writer.bytes.dropFirst().dropLast())
+            self.stream.trailer = Array(writer.bytes.dropFirst().dropLast())
         }
         if let audit {
-            stream.annotate = { query, answer, writer in audit.record(query, answer, into: &writer) }
+            self.stream.annotate = { query, answer, writer in audit.record(query, answer, into: &writer) }
         }
     }
 

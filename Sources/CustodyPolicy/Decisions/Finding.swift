@@ -77,6 +77,12 @@ public struct Finding: Sendable, Hashable {
         case offline(OfflineState, offlineFor: Duration)
     }
 
+    /// Whether this is the refusal of a contradictory account.
+    var isContradiction: Bool {
+        if case .contradictoryAccount = code { return true }
+        return false
+    }
+
     /// The policy setting the rule read, or nil for the tenant's allowed accounts and for
     /// unmanaged accounts.
     public var setting: PolicySetting? {

@@ -124,6 +124,14 @@ public enum DecisionAnswer: Sendable, Hashable {
     case single(Decision)
     case share(ShareDecision)
 
+    /// Whether a decision was refused because an account's forms contradict each other.
+    var refusesContradictoryAccount: Bool {
+        switch self {
+        case .single(let decision): decision.primary.isContradiction
+        case .share(let share): share.targets.contains { $0.decision.primary.isContradiction }
+        }
+    }
+
     /// Whether the action is allowed (for a share: every target).
     public var isAllowed: Bool {
         switch self {

@@ -35,7 +35,8 @@ public struct DecisionStream {
     }
 
     public let snapshot: PolicySnapshot
-    public let options: Options
+    /// How answers are written; a pooled stream takes the options of its next user.
+    public package(set) var options: Options
     /// The number of the last line read (0 before the first). Set it to continue numbering from
     /// elsewhere, as when blocks of one input are answered by several streams in parallel.
     public var lineNumber = 0
@@ -65,6 +66,17 @@ public struct DecisionStream {
         self.cache = ExplanationCache(shared: snapshot.explanations)
     }
 
+    /// Forgets the counts, the hooks and the line numbers of its last user (a pooled stream
+    /// keeps only its parse buffer and its reason cache).
+    package mutating func reset() {
+        lineNumber = 0
+        errorCount = 0
+        lastError = nil
+        tallies = DecisionTallies()
+        annotate = nil
+        trailer = []
+    }
+
     /// Answers one line (without its line break; a trailing carriage return is ignored) and
     /// appends the answer and a line break to `output`.
     public mutating func answer(line: UnsafeRawBufferPointer, into output: inout [UInt8]) {
@@ -78,6 +90,9 @@ public struct DecisionStream {
         do throws(QueryError) {
             let query = try readQuery(line)
             let answer = snapshot.answer(query)
+            // A contradictory account is a line error, located (rare: checked only when the
+            // decision refused one, so the common line pays nothing for it).
+            if answer.refusesContradictoryAccount { try snapshot.checkAccounts(of: query, strict: false) }
             tallies.count(query.action, allowed: answer.isAllowed)
             write(answer, query: query)
         } catch {
@@ -151,7 +166,7 @@ public struct DecisionStream {
             throw QueryError(message: error.message, column: JSONText.lineAndColumn(ofOffset: error.offset, in: document.source).column)
         }
         let query = try DecisionQuery(json: document.root, currentTime: options.currentTime)
-        try snapshot.checkAccounts(of: query, strict: options.strictAccounts)
+        if options.strictAccounts { try snapshot.checkAccounts(of: query, strict: true) }
         return query
     }
 

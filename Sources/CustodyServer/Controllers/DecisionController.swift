@@ -33,6 +33,7 @@ struct DecisionController {
             session.answer(line: UnsafeRawBufferPointer(rebasing: line), into: &output)
         }
         metrics.decided(session.tallies)
+        defer { engine.end(session) }
         if let error = session.lastError { throw ServiceError.badQuery(error) }
         metrics.audited(try session.commit())
         metrics.decisionTook(start.duration(to: .now))
@@ -56,8 +57,9 @@ struct DecisionController {
         ]
         return Response(
             status: .ok, headers: headers,
-            body: ResponseBody { writer in
+            body: ResponseBody { [engine] writer in
                 try await box.answer(request.body, limits: limits, metrics: metrics, writer: &writer)
+                engine.end(box.session)
                 try await writer.finish(nil)
             })
     }
