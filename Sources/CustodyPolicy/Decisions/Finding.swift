@@ -14,8 +14,24 @@ public struct Finding: Sendable, Hashable {
         lhs.code == rhs.code && lhs.policy === rhs.policy
     }
 
+    /// Hashes the rule and the policy, but of an app id or an allowed-account entry only its
+    /// length: findings are looked up by the million in reason caches, and equal findings still
+    /// hash equal (`==` compares the text).
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
+        switch code {
+        case .shareTargetManaged(let target), .shareTargetNotManaged(let target), .shareTargetNotExempted(let target):
+            hasher.combine(1)
+            hasher.combine(target.utf8.count)
+        case .shareTargetExempted(let target, let level):
+            hasher.combine(2)
+            hasher.combine(target.utf8.count)
+            hasher.combine(level)
+        case .allowedAccountListed(let entry):
+            hasher.combine(3)
+            hasher.combine(entry.utf8.count)
+        default:
+            hasher.combine(code)
+        }
         hasher.combine(policy.map(ObjectIdentifier.init))
     }
 
