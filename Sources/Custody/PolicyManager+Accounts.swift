@@ -118,11 +118,16 @@ extension PolicyManager {
     /// the tenant stops listing it.
     nonisolated func register(_ account: ResolvedAccount) throws(StoreError) {
         guard let database else { return }
+        let names = Set(account.identifiers.map(\.rawValue))
+        // Registrations are only ever added to: one seen here need not be read again.
+        if registered.withLock({ $0[account.owner.rawValue]?.isSuperset(of: names) == true }) { return }
         if let recorded = try database.account(owner: account.owner.rawValue),
-            Set(recorded.aliases + [recorded.owner]).isSuperset(of: account.identifiers.map(\.rawValue))
+            Set(recorded.aliases + [recorded.owner]).isSuperset(of: names)
         {
+            registered.withLock { $0[account.owner.rawValue, default: []].formUnion(names) }
             return
         }
         try database.recordAccounts([(account.owner.rawValue, account.identifiers.map(\.rawValue))], at: clock())
+        registered.withLock { $0[account.owner.rawValue, default: []].formUnion(names) }
     }
 }

@@ -39,6 +39,8 @@ public actor PolicyManager {
     var managedRoots: [OwnerIdentifier: Set<String>] = [:]
     /// Owners whose `wipeRequired` was announced since their last check-in.
     var offlineWipeAnnounced: Set<OwnerIdentifier> = []
+    /// Accounts known to be in the state's registry, with the identifiers recorded for them.
+    nonisolated let registered = Locked<[String: Set<String>]>([:])
 
     /// A manager with no bundle yet: every account is unmanaged until the first `apply`.
     /// - Parameters:

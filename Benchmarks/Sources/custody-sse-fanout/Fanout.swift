@@ -79,30 +79,44 @@ struct Fanout: AsyncParsableCommand {
         while state.ready.load(ordering: .relaxed) < clients { try await Task.sleep(for: .milliseconds(20)) }
         print("\(clients) streams open")
 
-        var latencies: [Duration] = []
-        for round in 0..<rounds {
+        /// PUTs a bundle; returns when it was sent and the event id the service reports after it.
+        func put(_ index: Int) async throws -> (sent: ContinuousClock.Instant, eventID: Int64) {
             var request = HTTPClientRequest(url: base + "/v1/bundle")
             request.method = .PUT
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            request.body = .bytes(ByteBuffer(bytes: payloads[round % 2]))
+            request.body = .bytes(ByteBuffer(bytes: payloads[index % 2]))
             let sent = ContinuousClock.now
             let response = try await client.execute(request, timeout: .seconds(30))
             let answer = try await response.body.collect(upTo: 1 << 20)
             guard response.status == .ok, let object = try JSONSerialization.jsonObject(with: Data(answer.readableBytesView)) as? [String: Any],
                 let eventID = (object["eventId"] as? NSNumber)?.int64Value
             else { throw ValidationError("PUT /v1/bundle failed: \(response.status) \(String(buffer: answer))") }
-            // Wait until every stream has the change (or 10 s).
+            return (sent, eventID)
+        }
+
+        /// Waits until every stream has a policyChanged event with an id in `ids` (or 10 s).
+        func receipts(in ids: ClosedRange<Int64>) async throws -> [Receipt] {
             let deadline = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < deadline {
-                let done = state.receipts.withLock { all in all.allSatisfy { $0.contains { $0.id > eventID - 8 && $0.id <= eventID } } }
-                if done { break }
+                if state.receipts.withLock({ all in all.allSatisfy { $0.contains { ids.contains($0.id) } } }) { break }
                 try await Task.sleep(for: .milliseconds(5))
             }
-            let round = state.receipts.withLock { all in all.compactMap { $0.last { $0.id > eventID - 8 && $0.id <= eventID } } }
-            if round.count < clients { print("round \(round): only \(round.count) of \(clients) streams got the change") }
-            latencies += round.map { sent.duration(to: $0.at) }
+            return state.receipts.withLock { all in all.compactMap { $0.first { ids.contains($0.id) } } }
+        }
+
+        // A first change, not measured (the caller has put the second bundle in force).
+        var previous = try await put(0).eventID
+        _ = try await receipts(in: 1...previous)
+        var latencies: [Duration] = []
+        for round in 0..<rounds {
+            let (sent, eventID) = try await put(round + 1)
+            let received = try await receipts(in: (previous + 1)...eventID)
+            if received.count < clients { print("change \(round): only \(received.count) of \(clients) streams got it") }
+            latencies += received.map { sent.duration(to: $0.at) }
+            previous = eventID
             try await Task.sleep(for: .milliseconds(100))
         }
+        guard !latencies.isEmpty else { throw ValidationError("no stream received any change") }
         latencies.sort()
         func percentile(_ p: Double) -> Double {
             let d = latencies[min(latencies.count - 1, Int(Double(latencies.count - 1) * p))]

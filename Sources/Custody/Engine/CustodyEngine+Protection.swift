@@ -57,7 +57,11 @@ extension CustodyEngine {
         case .tenant(let account):
             let identifier = OwnerIdentifier(account.id)
             let required = snapshot.encryptionRequired(account: account.id)
-            let holder = try? resolve(account.id)
+            // What a wipe will look under: the tenant's forms of the account (the state's older
+            // aliases are recorded already).
+            let holder = ResolvedAccount(
+                id: account.id, owner: identifier, identifiers: [identifier] + ResolvedAccount.identifiers(of: account.id).filter { $0 != identifier },
+                tenantAccount: account)
             switch mode {
             case .policy:
                 return (ProtectionPlan(owner: identifier, encrypted: required.isAllowed, reason: required.reason), account.id, holder)
