@@ -73,6 +73,8 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
             self.init(.unprocessableContent, code, error.message)
         case .refused:
             self.init(.unprocessableContent, "refused", error.message)
+        case .platform:
+            self.init(.badRequest, "platform-required", error.message + ": add ?platform=ios or ?platform=android, or start the service with --platform")
         case .masterKey:
             self.init(.serviceUnavailable, "no-master-key", "this service has no usable master key, so it cannot reach account keys")
         default:

@@ -145,3 +145,31 @@ extension CustodyDatabase {
         return entries
     }
 }
+
+extension CustodyDatabase {
+    /// The installation's evaluation context, as `custody apply` recorded it: raw values of
+    /// the platform, app id and management level, each nil when never recorded.
+    public func installationContext() throws(StoreError) -> (platform: String?, appID: String?, managementLevel: String?) {
+        try read("reading the installation's context") { db in
+            (try Self.storedSetting("context_platform", in: db), try Self.storedSetting("context_app", in: db),
+             try Self.storedSetting("context_management_level", in: db))
+        }
+    }
+
+    /// Records the fields of the installation's context that are given; the others keep their
+    /// stored value.
+    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?) throws(StoreError) {
+        try write("recording the installation's context") { db in
+            for (name, value) in [("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel)] {
+                guard let value else { continue }
+                try db.execute(
+                    sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                    arguments: [name, value])
+            }
+        }
+    }
+
+    private static func storedSetting(_ name: String, in db: Database) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
+    }
+}

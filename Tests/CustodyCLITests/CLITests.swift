@@ -59,7 +59,7 @@ struct CLITests {
             #expect(throws: Never.self) { try JSONDocument(parsing: Array(line.utf8)) }
         }
 
-        let good = try CLIRunner.run(["decide", "--bundle", "policies"], stdin: #"{"action":"accountAllowed","account":"bob@contoso.com"}"#)
+        let good = try CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios"], stdin: #"{"action":"accountAllowed","account":"bob@contoso.com"}"#)
         #expect(good.status == 0)
         #expect(good.stdoutLines == [#"{"action":"accountAllowed","allowed":true,"reason":"the account matches 'Bob@Contoso.com' in allowedAccounts","setting":"allowedAccounts","policies":[]}"#])
     }
@@ -100,6 +100,31 @@ struct CLITests {
         #expect(exception["resolution"]?.string == "conflictDefault")
         #expect(root["settings"]?["encryptAppData"] == nil, "Android settings are not shown for iOS")
         #expect(root["accountAllowed"]?["allowed"]?.bool == true)
+    }
+
+    @Test("policy show without a platform, for a bundle of both, reports per platform")
+    func showPerPlatform() throws {
+        let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "alice@contoso.com"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let root = try JSONDocument(parsing: Array(result.stdout.utf8)).root
+        #expect(root.elements.map { $0["context"]?["platform"]?.string } == ["ios", "android"])
+        #expect(root.elements.map { $0["settings"]?["encryptAppData"] == nil } == [true, false])
+    }
+
+    @Test("decide --explain names the rule and whether it is documented")
+    func explain() throws {
+        let result = try CLIRunner.run(
+            ["decide", "--bundle", "policies", "--platform", "ios", "--explain"],
+            stdin: #"{"action":"openFrom","receiver":"alice@contoso.com","location":"localStorage","locationAccount":"alice@contoso.com"}"# + "\n"
+                + #"{"action":"print","accounts":["alice@contoso.com","bob@contoso.com"]}"# + "\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = try result.stdoutLines.map { try JSONDocument(parsing: Array($0.utf8)).root }
+        #expect(lines.count == 2)
+        #expect(lines[0]["rule"]?.string?.hasPrefix("openFrom.") == true)
+        #expect(["documented", "inferred"].contains(lines[0]["basis"]?.string ?? ""))
+        #expect(lines[0]["source"]?.string?.isEmpty == false)
+        #expect(lines[1]["accounts"].map { Array($0.elements).count } == 2)
+        #expect(lines[1]["accounts"]?.elements.allSatisfy { $0["rule"]?.string == "print" } == true)
     }
 
     @Test("policy show refuses an account the tenant does not know")

@@ -33,7 +33,7 @@ struct DecideStreamingTests {
     func interactive() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["decide", "--bundle", "policies", "--jobs", "2"]
+        process.arguments = ["decide", "--bundle", "policies", "--platform", "ios", "--jobs", "2"]
         process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
         let input = Pipe()
         let output = Pipe()

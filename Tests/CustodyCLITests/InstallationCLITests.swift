@@ -14,7 +14,7 @@ struct InstallationCLITests {
         try scratch.write("report.txt", "quarterly figures")
         try scratch.write("a", "more figures")
         let policies = CLIRunner.packageRoot + "/policies"
-        let protect = try scratch.run(["protect", "--bundle", policies, "--owner", "alice@contoso.com", scratch.file("report.txt"), scratch.file("report.cst")])
+        let protect = try scratch.run(["protect", "--bundle", policies, "--platform", "ios", "--owner", "alice@contoso.com", scratch.file("report.txt"), scratch.file("report.cst")])
         #expect(protect.status == 0, "\(protect.stderr)")
         #expect(try CLIRunner.run(["info", scratch.file("report.cst")]).stdout.contains("owned by \(ProtectionCLITests.alice), encrypted with AES-256-GCM"))
 

@@ -99,7 +99,7 @@ struct ProtectionCLITests {
             #expect(!FileManager.default.fileExists(atPath: scratch.file("b")))
         }
         // --bundle is a one-off override: it protects, and records nothing as in force.
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--bundle", CLIRunner.packageRoot + "/policies", scratch.file("a"), scratch.file("b")]).status == 0)
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios", scratch.file("a"), scratch.file("b")]).status == 0)
         #expect(try CLIRunner.run(["info", scratch.file("b")]).stdout.contains("owned by \(Self.alice), encrypted"))
         #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a"), scratch.file("c")]).status == 1)
     }
@@ -150,7 +150,7 @@ extension TemporaryDirectory {
 
     /// Makes the example bundle (`policies/`) the policy in force of this directory's state.
     func applyExampleBundle() throws {
-        let result = try run(["apply", "--bundle", CLIRunner.packageRoot + "/policies"])
+        let result = try run(["apply", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios"])
         #expect(result.status == 0, "\(result.stderr)")
     }
 }

@@ -7,7 +7,8 @@ extension CustodyEngine {
     /// The policy in force resolved for `context`: the engine's own snapshot for its own
     /// context, else resolved once per context and kept until the bundle changes (at most
     /// 32 contexts at a time).
-    /// - Throws: `CustodyError` `.noPolicy` with no policy in force.
+    /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.platform` when the
+    ///   bundle holds policies for several platforms and `context` names none.
     public func policy(for context: EvaluationContext) throws(CustodyError) -> PolicySnapshot {
         try policyAndRevision(for: context).snapshot
     }
@@ -18,8 +19,8 @@ extension CustodyEngine {
         guard let bundle = box.bundle else {
             throw CustodyError(.noPolicy, "no policy: no bundle is in force in this state, and no bundle was given")
         }
-        guard let context, context != box.snapshot.context else { return (box.snapshot, bundle.revision) }
-        return (contexts.snapshot(for: context, of: box.snapshot, version: box.version, logger: logger), bundle.revision)
+        guard let context, context != box.snapshot.context else { return (try Self.deciding(box.snapshot), bundle.revision) }
+        return (try Self.deciding(contexts.snapshot(for: context, of: box.snapshot, version: box.version, logger: logger)), bundle.revision)
     }
 
     /// A session answering JSON Lines queries for one caller with the policy in force for

@@ -133,8 +133,14 @@ public final class CustodyEngine: Sendable {
         } catch {
             throw CustodyError(.masterKey, "\(error)", underlying: error)
         }
+        let context: EvaluationContext
+        do {
+            context = try Self.context(configuration.context, recordedIn: database)
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
         let manager = PolicyManager(
-            context: configuration.context, database: database, keyRing: keyRing, wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
+            context: context, database: database, keyRing: keyRing, wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
             logger: configuration.logger, now: configuration.now)
         if let directory = configuration.bundleOverride {
             do {
@@ -152,18 +158,76 @@ public final class CustodyEngine: Sendable {
         return CustodyEngine(configuration: configuration, database: database, keyRing: keyRing, manager: manager)
     }
 
+    // MARK: The installation's context
+
+    /// `given`, each field it leaves nil taken from the context recorded in the state.
+    static func context(_ given: EvaluationContext, recordedIn database: CustodyDatabase) throws(StoreError) -> EvaluationContext {
+        let recorded = try database.installationContext()
+        var context = given
+        if context.platform == nil { context.platform = recorded.platform.flatMap(Platform.init(rawValue:)) }
+        if context.appID == nil { context.appID = recorded.appID }
+        if context.managementLevel == nil { context.managementLevel = recorded.managementLevel.flatMap(AppManagementLevel.init(rawValue:)) }
+        return context
+    }
+
+    /// The context decisions are made for: the configuration's, completed by the installation's.
+    public var context: EvaluationContext { manager.context }
+
+    /// Records the fields `context` names as the installation's evaluation context: every later
+    /// engine on this state evaluates with them unless its configuration names its own. (A
+    /// bundle with iOS and Android policies needs a platform for every decision; recording one
+    /// at `custody apply` saves naming it on every command.)
+    public func recordContext(_ context: EvaluationContext) throws(CustodyError) {
+        do {
+            try database.recordInstallationContext(
+                platform: context.platform?.rawValue, appID: context.appID, managementLevel: context.managementLevel?.rawValue)
+        } catch {
+            throw CustodyError(.state, "\(error)", underlying: error)
+        }
+    }
+
     // MARK: The policy in force
 
     /// The bundle decisions are made with (the override, when one was given); nil when none.
     public var bundleInForce: BundleInForce? { manager.bundleInForce }
 
     /// The policy to decide with.
-    /// - Throws: `CustodyError` `.noPolicy` when no bundle is in force and none was given.
+    /// - Throws: `CustodyError` `.noPolicy` when no bundle is in force and none was given;
+    ///   `.platform` when the bundle holds policies for several platforms and the engine's
+    ///   context names none (decisions are always for one platform).
     public func policy() throws(CustodyError) -> PolicySnapshot {
         guard manager.bundleInForce != nil else {
             throw CustodyError(.noPolicy, "no policy: no bundle is in force in this state, and no bundle was given")
         }
-        return manager.snapshot
+        return try Self.deciding(manager.snapshot)
+    }
+
+    /// The policy to report on: the one `policy()` gives, or, when the bundle holds policies
+    /// for several platforms and none is named, one per platform (iOS first), each resolved
+    /// for its platform. For `custody policy show` and `matrix table`, which answer per
+    /// platform rather than refuse.
+    public func policyPerPlatform() throws(CustodyError) -> [PolicySnapshot] {
+        do {
+            return [try policy()]
+        } catch where error.code == .platform {
+            let snapshot = manager.snapshot
+            return try snapshot.bundle.policyPlatforms.sorted { $0.rawValue > $1.rawValue }.map { platform throws(CustodyError) in
+                var context = snapshot.context
+                context.platform = platform
+                return try policy(for: context)
+            }
+        }
+    }
+
+    /// `snapshot`, when it can decide: its context names a platform or its bundle implies one.
+    static func deciding(_ snapshot: PolicySnapshot) throws(CustodyError) -> PolicySnapshot {
+        guard snapshot.isPlatformAmbiguous else { return snapshot }
+        do {
+            _ = try snapshot.bundle.platform(for: snapshot.context)
+            return snapshot
+        } catch {
+            throw CustodyError(.platform, error.description, underlying: error)
+        }
     }
 
     /// What `apply(bundleDirectory:)` did.

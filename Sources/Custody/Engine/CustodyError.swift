@@ -16,6 +16,8 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
         public static let noPolicy = Code(rawValue: "no-policy")
         /// A bundle does not load, or was refused; `diagnostics` says where.
         public static let bundle = Code(rawValue: "bundle")
+        /// The bundle holds policies for several platforms and no platform was named.
+        public static let platform = Code(rawValue: "platform")
         /// The state database cannot be opened, read or written.
         public static let state = Code(rawValue: "state")
         /// No master key was configured, or it is not the one the state's keys are wrapped with.

@@ -139,6 +139,15 @@ extension DocumentReader {
         case "periodOfflineBeforeWipeIsEnforced": settings.periodOfflineBeforeWipeIsEnforced = duration(value, path: path)
         case "exemptedAppProtocols": settings.exemptedAppProtocols = exemptions(value, path: path)
         case "exemptedAppPackages": settings.exemptedAppPackages = exemptions(value, path: path)
+        case "filterOpenInToOnlyManagedApps": settings.filterOpenInToOnlyManagedApps = bool(value, path: path)
+        case "disableProtectionOfManagedOutboundOpenInData":
+            settings.disableProtectionOfManagedOutboundOpenInData = bool(value, path: path)
+        case "protectInboundDataFromUnknownSources": settings.protectInboundDataFromUnknownSources = bool(value, path: path)
+        case "disableAppEncryptionIfDeviceEncryptionIsEnabled":
+            settings.disableAppEncryptionIfDeviceEncryptionIsEnabled = bool(value, path: path)
+        case "exemptedUniversalLinks": settings.exemptedUniversalLinks = linkPatterns(value, path: path)
+        case "managedUniversalLinks": settings.managedUniversalLinks = linkPatterns(value, path: path)
+        case "contactSyncBlocked": settings.contactSyncBlocked = bool(value, path: path)
         default: break
         }
     }
@@ -152,6 +161,19 @@ extension DocumentReader {
             for part in pair.value.split(separator: ";") {
                 let id = String(part).trimmingSpaces.lowercased()
                 if !id.isEmpty { result.insert(id) }
+            }
+        }
+        return result
+    }
+
+    /// Universal link patterns: a list of strings, each possibly `;`-separated, lower-cased.
+    private mutating func linkPatterns(_ value: JSONValue, path: String) -> Set<String>? {
+        guard let list = stringList(value, path: path) else { return nil }
+        var result: Set<String> = []
+        for (text, _) in list {
+            for part in text.split(separator: ";") {
+                let pattern = String(part).trimmingSpaces.lowercased()
+                if !pattern.isEmpty { result.insert(pattern) }
             }
         }
         return result

@@ -1,6 +1,7 @@
 extension DocumentReader {
     /// Decodes `tenant.json`:
-    /// `{"accounts": [{"oid", "upn", "groups"}], "allowedAccounts": null | [...], "managedApps": [...]}`.
+    /// `{"accounts": [{"oid", "upn", "groups"}], "allowedAccounts": null | [...], "managedApps": [...],
+    /// "mdmManagedApps": [...]}`.
     ///
     /// Every account needs an OID or a UPN, and no OID or UPN may belong to two accounts: an
     /// identity that resolves two ways would make every decision about it ambiguous.
@@ -20,10 +21,12 @@ extension DocumentReader {
                 tenant.allowedAccounts = stringList(member.value, path: path)?.map(\.0)
             case "managedApps":
                 tenant.managedApps = stringList(member.value, path: path)?.map(\.0) ?? []
+            case "mdmManagedApps":
+                tenant.mdmManagedApps = stringList(member.value, path: path)?.map(\.0) ?? []
             case let key where key.hasPrefix("$") || isAnnotation(key):
                 continue
             default:
-                warning(.unknownProperty, "unknown property '\(member.key)' of tenant.json is ignored (known: accounts, allowedAccounts, managedApps)", at: member.name, path: path)
+                warning(.unknownProperty, "unknown property '\(member.key)' of tenant.json is ignored (known: accounts, allowedAccounts, managedApps, mdmManagedApps)", at: member.name, path: path)
             }
         }
         return tenant

@@ -109,3 +109,44 @@ public struct PolicyBundle: Sendable {
         }
     }
 }
+
+extension PolicyBundle {
+    /// The platforms the bundle's protection policies are written for: an iOS or Android
+    /// policy's own, both for a `defaultManagedAppProtection` (which carries the settings of
+    /// both).
+    public var policyPlatforms: Set<Platform> {
+        var platforms: Set<Platform> = []
+        for policy in protectionPolicies {
+            if let platform = policy.kind.platform {
+                platforms.insert(platform)
+            } else {
+                return Set(Platform.allCases)
+            }
+        }
+        return platforms
+    }
+
+    /// The platform decisions are made for in `context`: the context's own; else the one
+    /// platform all the bundle's protection policies are written for; nil when the bundle has
+    /// no protection policy (no account is managed, whatever the platform).
+    ///
+    /// A decision is always for one platform: iOS and Android settings are never merged.
+    /// - Throws: `PlatformError` when the context names no platform and the bundle holds
+    ///   policies of both (or a default policy, which is for both).
+    public func platform(for context: EvaluationContext) throws(PlatformError) -> Platform? {
+        if let platform = context.platform { return platform }
+        let platforms = policyPlatforms
+        guard platforms.count > 1 else { return platforms.first }
+        throw PlatformError(platforms: platforms.sorted { $0.rawValue < $1.rawValue })
+    }
+}
+
+/// A decision asked without a platform of a bundle whose policies are for several.
+public struct PlatformError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The platforms the bundle's policies are for.
+    public let platforms: [Platform]
+
+    public var description: String {
+        "the bundle holds policies for \(platforms.map(\.rawValue).joined(separator: " and ")) (a defaultManagedAppProtection is for both): name the platform the decision is for (\(platforms.map(\.rawValue).joined(separator: " or ")))"
+    }
+}

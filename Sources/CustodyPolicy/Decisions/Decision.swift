@@ -13,6 +13,9 @@ public enum DecisionAction: String, Sendable, Hashable, CaseIterable, CustomStri
     case notifications
     case accountAllowed
     case offlineAccess
+    case appSharing
+    case appIntents
+    case contactSync
 
     public var description: String { rawValue }
 }
@@ -96,10 +99,22 @@ public struct Decision: Sendable, Hashable, CustomStringConvertible {
         return isAllowed ? .online : .accessBlocked
     }
 
-    /// The decision for an action about an account whose forms contradict each other: the
-    /// most restrictive answer (blocked; for `encryptionRequired`, required).
-    static func refused(_ action: DecisionAction, _ role: AccountRole) -> Decision {
-        Decision(action, allowed: action == .encryptionRequired, Finding(.contradictoryAccount(role), nil))
+    /// The decision for an action that cannot be decided (an account whose forms contradict
+    /// each other; no platform for a bundle of several): the most restrictive answer (blocked;
+    /// for `encryptionRequired`, required).
+    static func refused(_ action: DecisionAction, _ code: Finding.Code) -> Decision {
+        Decision(action, allowed: action == .encryptionRequired, Finding(code, nil))
+    }
+
+    /// Whether the decision was refused rather than made (see `refused`).
+    public var isRefusal: Bool { primary.isContradiction || primary.isPlatformRefusal }
+
+    /// Whether the data, which had no owner, is to be protected as the receiving account's
+    /// from now on ("All apps with incoming Org data"): for `receive` and `openFrom`.
+    public var protectsAsReceiver: Bool {
+        guard isAllowed, let secondary else { return false }
+        if case .unknownSourceAdopted = secondary.code { return true }
+        return false
     }
 
     /// `allow: reason` or `block: reason`.
@@ -128,6 +143,14 @@ public struct ShareDecision: Sendable, Hashable {
     }
 
     public let targets: [Target]
+    /// "Open-In/Share filtering" (iOS `filterOpenInToOnlyManagedApps`): the share sheet should
+    /// offer only the allowed targets rather than show the others and refuse them.
+    public let filtersShareSheet: Bool
+
+    init(targets: [Target], filtersShareSheet: Bool = false) {
+        self.targets = targets
+        self.filtersShareSheet = filtersShareSheet
+    }
 
     /// Whether every target is allowed.
     public var isAllowed: Bool { targets.allSatisfy(\.decision.isAllowed) }

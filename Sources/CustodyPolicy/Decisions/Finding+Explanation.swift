@@ -22,29 +22,49 @@ extension Finding {
         switch code {
         case .contradictoryAccount(let role):
             return "\(role.phrase) carries an OID and a UPN that the tenant records for different accounts: it is ambiguous, so the action is refused"
+        case .platformRequired:
+            return "the bundle holds policies for more than one platform and the decision names none: iOS and Android settings are never merged, so the action is refused (name the platform)"
         case .unmanaged(let role):
             return "\(role.phrase) is not managed: no protection policy applies to it"
 
         case .saveAsAllowed:
             return "saveAsBlocked is false: copies of org data may be saved"
+        case .saveOpenBySend:
+            return "allowedOutboundDataTransferDestinations is allApps: saving copies is not restricted (saveAsBlocked is in effect only when org data may go to policy-managed apps)"
         case .saveLocationListed(let location):
             let listed = "saveAsBlocked is true, but \(location.storageLocation!) is in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
-            return location == .localDrive || location == .cameraRoll ? listed : listed + " and the location belongs to the owner's account"
+            switch location {
+            case .cameraRoll: return listed
+            case .localDrive: return listed + " and the local storage is the owner's"
+            default: return listed + " and the location belongs to the owner's account"
+            }
         case .saveLocationNotListed(let location):
             return "saveAsBlocked is true and \(location.storageLocation!) is not in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
         case .saveLocationOtherAccount(let location):
-            return "saveAsBlocked is true: \(location.storageLocation!) is in allowedDataStorageLocations, but only in the owner's own account, and the location belongs to another account or to none"
+            return location == .localDrive
+                ? "saveAsBlocked is true: localStorage is in allowedDataStorageLocations, but only for the owner's own local storage, and this one belongs to another account or to none"
+                : "saveAsBlocked is true: \(location.storageLocation!) is in allowedDataStorageLocations, but only in the owner's own account, and the location belongs to another account or to none"
         case .saveLocationNeverAllowed(let location):
             return "saveAsBlocked is true and \(location) is never an allowed save location while it is"
         case .saveAccountDocument(let same):
+            let restricted = policy?.saveGate == .closedBySend ? "allowedOutboundDataTransferDestinations is none" : "saveAsBlocked is true"
             return same
-                ? "saveAsBlocked is true, but the document belongs to the owner's own account"
-                : "saveAsBlocked is true and the document belongs to another account or to none"
+                ? "\(restricted), but the document belongs to the owner's own account"
+                : "\(restricted) and the document belongs to another account or to none"
+        case .saveClosedBySend(let location):
+            return "allowedOutboundDataTransferDestinations is none: saving copies of org data is blocked, to \(location) as to every location"
         case .locationAccountIngestion(let blocked):
-            return "the location belongs to another managed account, whose blockDataIngestionIntoOrganizationDocuments is \(blocked)"
+            let base = "the location belongs to another managed account, "
+            switch policy?.ingestionGate {
+            case .closedByReceive?: return base + "whose allowedInboundDataTransferSources is none: no data may enter its documents"
+            case .openByLevel?: return base + "whose allowedInboundDataTransferSources is allApps: data may enter its documents"
+            default: return base + "whose blockDataIngestionIntoOrganizationDocuments is \(blocked)"
+            }
 
         case .ingestionAllowed:
             return "blockDataIngestionIntoOrganizationDocuments is false: data may be opened into org documents"
+        case .ingestionOpenByReceive:
+            return "allowedInboundDataTransferSources is allApps: opening data into org documents is not restricted (blockDataIngestionIntoOrganizationDocuments is in effect only when data may come from policy-managed apps)"
         case .openLocationListed(let location):
             let listed = "blockDataIngestionIntoOrganizationDocuments is true, but \(location.ingestionLocation!) is in allowedDataIngestionLocations \(value(.allowedDataIngestionLocations))"
             return location == .camera || location == .photos ? listed : listed + " and the location belongs to the receiving account"
@@ -54,10 +74,15 @@ extension Finding {
             return "blockDataIngestionIntoOrganizationDocuments is true: \(location.ingestionLocation!) is in allowedDataIngestionLocations, but only in the receiving account's own location, and it belongs to another account or to none"
         case .openLocationNeverAllowed(let location):
             return "blockDataIngestionIntoOrganizationDocuments is true and \(location) is never an allowed source while it is"
-        case .openLocalSource(let location, let same):
+        case .openLocalStorage:
+            return "blockDataIngestionIntoOrganizationDocuments is true and localStorage is not a location allowedDataIngestionLocations can list: opening from local storage is blocked, whoever it belongs to"
+        case .openAccountDocument(let same):
+            let restricted = policy?.ingestionGate == .closedByReceive ? "allowedInboundDataTransferSources is none" : "blockDataIngestionIntoOrganizationDocuments is true"
             return same
-                ? "blockDataIngestionIntoOrganizationDocuments is true, but the \(location) data belongs to the receiving account"
-                : "blockDataIngestionIntoOrganizationDocuments is true and the \(location) data belongs to another account or to none"
+                ? "\(restricted), but the document belongs to the receiving account"
+                : "\(restricted) and the document belongs to another account or to none"
+        case .ingestionClosedByReceive(let location):
+            return "allowedInboundDataTransferSources is none: opening data into org documents is blocked, from \(location) as from every location"
 
         case .send(let level, let receiverManaged, let role):
             let base = "\(role.phrase) is another managed account, whose allowedOutboundDataTransferDestinations is \(level)"
@@ -68,12 +93,20 @@ extension Finding {
             return "allowedOutboundDataTransferDestinations is allApps: any app may receive the data"
         case .shareTargetManaged(let target):
             return "allowedOutboundDataTransferDestinations is managedApps and \(target) is a policy-managed app"
-        case .shareTargetExempted(let target, let level):
-            return "allowedOutboundDataTransferDestinations is \(level), but \(target) is exempted in \(setting!)"
+        case .shareTargetExempted(let target, let list):
+            return "allowedOutboundDataTransferDestinations is managedApps and \(target) is exempted in \(list)"
+        case .shareTargetManagedLink(let target):
+            return "allowedOutboundDataTransferDestinations is managedApps and \(target) is in managedUniversalLinks: it opens in a managed app"
+        case .shareTargetMDMManaged(let target):
+            return "allowedOutboundDataTransferDestinations is managedApps with disableProtectionOfManagedOutboundOpenInData (Policy managed apps with OS sharing), the device is MDM-enrolled and \(target) is an app its MDM manages"
         case .shareTargetNotManaged(let target):
-            return "allowedOutboundDataTransferDestinations is managedApps and \(target) is neither a policy-managed app nor exempted"
-        case .shareTargetNotExempted(let target):
-            return "allowedOutboundDataTransferDestinations is none and \(target) is not exempted"
+            var text = "allowedOutboundDataTransferDestinations is managedApps and \(target) is neither a policy-managed app nor exempted"
+            if let policy, policy.platform == .ios, policy.filterOpenInToOnlyManagedApps.value {
+                text += " (Open-In/Share filtering: the share sheet does not offer it)"
+            }
+            return text
+        case .shareBlocked(let target):
+            return "allowedOutboundDataTransferDestinations is none: no app may receive the data, \(target) included (exemptions apply only to transfer to policy-managed apps)"
 
         case .receive(let level, let sourceManaged, let same):
             switch level {
@@ -84,6 +117,8 @@ extension Finding {
             case .none:
                 return "allowedInboundDataTransferSources is none and the shared item's owner is \(same ? "" : "not ")the receiving account"
             }
+        case .unknownSourceAdopted:
+            return "protectInboundDataFromUnknownSources is true (All apps with incoming Org data): the data, which has no owner, becomes the receiving account's org data"
 
         case .clipboardCopy(let level, let destinationManaged):
             let target = destinationManaged ? "a policy-managed app" : "an unmanaged app"
@@ -121,6 +156,18 @@ extension Finding {
             }
         case .encryption(let setting, let required):
             return "\(setting) is \(value(setting)): encryption of the account's data is \(required ? "required" : "not required")"
+        case .encryptionWaivedOnEnrolledDevice:
+            return "encryptAppData is true, but disableAppEncryptionIfDeviceEncryptionIsEnabled is true and the device is enrolled (its storage is encrypted): app-level encryption is not required"
+        case .appSharing(let level):
+            return level == .none
+                ? "allowedOutboundDataTransferDestinations is none: sharing through the system share sheet is blocked"
+                : "allowedOutboundDataTransferDestinations is \(level): sharing through the system share sheet is allowed\(level == .managedApps ? ", to the targets a share decision allows" : "")"
+        case .appIntents(let level):
+            return level == .allApps
+                ? "allowedOutboundDataTransferDestinations is allApps: Siri, App Intents and Spotlight may use org data"
+                : "allowedOutboundDataTransferDestinations is \(level): Siri, App Intents and Spotlight are blocked unless it is allApps"
+        case .contactSync(let blocked):
+            return "contactSyncBlocked is \(blocked): syncing org data to native contacts, calendars and widgets is \(blocked ? "blocked" : "allowed")"
 
         case .allowedAccountsUnrestricted:
             return "allowedAccounts is null: every account is allowed"

@@ -19,13 +19,14 @@ public struct Finding: Sendable, Hashable {
     /// hash equal (`==` compares the text).
     public func hash(into hasher: inout Hasher) {
         switch code {
-        case .shareTargetManaged(let target), .shareTargetNotManaged(let target), .shareTargetNotExempted(let target):
+        case .shareTargetManaged(let target), .shareTargetNotManaged(let target), .shareBlocked(let target),
+            .shareTargetManagedLink(let target), .shareTargetMDMManaged(let target):
             hasher.combine(1)
             hasher.combine(target.utf8.count)
-        case .shareTargetExempted(let target, let level):
+        case .shareTargetExempted(let target, let list):
             hasher.combine(2)
             hasher.combine(target.utf8.count)
-            hasher.combine(level)
+            hasher.combine(list)
         case .allowedAccountListed(let entry):
             hasher.combine(3)
             hasher.combine(entry.utf8.count)
@@ -35,30 +36,42 @@ public struct Finding: Sendable, Hashable {
         hasher.combine(policy.map(ObjectIdentifier.init))
     }
 
-    /// The rules of DESIGN.md's decision contract.
+    /// The rules of the decision contract (docs/decisions.md).
     public enum Code: Sendable, Hashable {
         case unmanaged(AccountRole)
         /// The account in this role carries an OID and a UPN that the tenant does not link
         /// (see `PolicySnapshot.resolveAccount(_:)`): the action is refused.
         case contradictoryAccount(AccountRole)
+        /// The bundle holds policies of several platforms and the context names none.
+        case platformRequired
 
         // Save to (the owner's policy).
         case saveAsAllowed
+        /// Send is All apps on iOS: "Save copies of org data" is not in effect.
+        case saveOpenBySend
         case saveLocationListed(SaveLocation)
         case saveLocationNotListed(SaveLocation)
         case saveLocationOtherAccount(SaveLocation)
         case saveLocationNeverAllowed(SaveLocation)
         case saveAccountDocument(sameAccount: Bool)
+        /// Send is None: saving copies is blocked, to every location.
+        case saveClosedBySend(SaveLocation)
         /// The location's account is another managed account: may data enter its documents?
         case locationAccountIngestion(blocked: Bool)
 
         // Open from (the receiver's policy).
         case ingestionAllowed
+        /// Receive is All apps on iOS: "Open data into Org documents" is not in effect.
+        case ingestionOpenByReceive
         case openLocationListed(OpenLocation)
         case openLocationNotListed(OpenLocation)
         case openLocationOtherAccount(OpenLocation)
         case openLocationNeverAllowed(OpenLocation)
-        case openLocalSource(OpenLocation, sameAccount: Bool)
+        /// Local storage is not a service an administrator can list: blocked while ingestion is.
+        case openLocalStorage
+        case openAccountDocument(sameAccount: Bool)
+        /// Receive is None: opening data into org documents is blocked, from every location.
+        case ingestionClosedByReceive(OpenLocation)
 
         /// Data leaves another managed account (`role`): its send rule.
         case send(DataTransferLevel, receiverManaged: Bool, role: AccountRole)
@@ -66,12 +79,20 @@ public struct Finding: Sendable, Hashable {
         // Share (the owner's send rule, per target).
         case shareAllApps
         case shareTargetManaged(String)
-        case shareTargetExempted(String, DataTransferLevel)
+        /// Exempted in `list` (`exemptedAppProtocols`, `exemptedAppPackages`, `exemptedUniversalLinks`).
+        case shareTargetExempted(String, list: PolicySetting)
+        /// A universal link listed in `managedUniversalLinks`: it opens in a managed app.
+        case shareTargetManagedLink(String)
+        /// "Policy managed apps with OS sharing" on an MDM-enrolled device: an app the MDM manages.
+        case shareTargetMDMManaged(String)
         case shareTargetNotManaged(String)
-        case shareTargetNotExempted(String)
+        /// Send is None: no app may receive the data; exemptions do not apply.
+        case shareBlocked(String)
 
         /// Receive (the receiver's inbound rule).
         case receive(DataTransferLevel, sourceManaged: Bool, sameAccount: Bool)
+        /// "All apps with incoming Org data": data without an owner becomes the receiver's.
+        case unknownSourceAdopted
 
         // Clipboard.
         case clipboardCopy(ClipboardSharingLevel, destinationManaged: Bool)
@@ -85,6 +106,13 @@ public struct Finding: Sendable, Hashable {
         case screenCapture(PolicySetting, blocked: Bool)
         case notifications(NotificationRestriction)
         case encryption(PolicySetting, required: Bool)
+        /// Android "Encrypt org data on enrolled devices: Not required", on an enrolled device.
+        case encryptionWaivedOnEnrolledDevice
+        /// The OS share sheet and document interaction (`isAppSharingAllowed`).
+        case appSharing(DataTransferLevel)
+        /// Siri, App Intents, Spotlight (allowed only when send is All apps).
+        case appIntents(DataTransferLevel)
+        case contactSync(blocked: Bool)
 
         // Access.
         case allowedAccountsUnrestricted
@@ -99,27 +127,43 @@ public struct Finding: Sendable, Hashable {
         return false
     }
 
+    /// Whether this is a refusal for want of a platform.
+    var isPlatformRefusal: Bool {
+        if case .platformRequired = code { return true }
+        return false
+    }
+
     /// The policy setting the rule read, or nil for the tenant's allowed accounts and for
     /// unmanaged accounts.
     public var setting: PolicySetting? {
         switch code {
-        case .unmanaged, .contradictoryAccount, .allowedAccountsUnrestricted, .allowedAccountListed, .allowedAccountNotListed: nil
+        case .unmanaged, .contradictoryAccount, .platformRequired, .allowedAccountsUnrestricted, .allowedAccountListed,
+            .allowedAccountNotListed:
+            nil
         case .saveAsAllowed, .saveLocationNeverAllowed, .saveAccountDocument: .saveAsBlocked
+        case .saveOpenBySend, .saveClosedBySend: .allowedOutboundDataTransferDestinations
         case .saveLocationListed, .saveLocationNotListed, .saveLocationOtherAccount: .allowedDataStorageLocations
-        case .locationAccountIngestion, .ingestionAllowed, .openLocationNeverAllowed, .openLocalSource:
+        case .locationAccountIngestion:
+            policy?.ingestionGate == .closedByReceive ? .allowedInboundDataTransferSources : .blockDataIngestionIntoOrganizationDocuments
+        case .ingestionAllowed, .openLocationNeverAllowed, .openLocalStorage, .openAccountDocument:
             .blockDataIngestionIntoOrganizationDocuments
+        case .ingestionOpenByReceive, .ingestionClosedByReceive: .allowedInboundDataTransferSources
         case .openLocationListed, .openLocationNotListed, .openLocationOtherAccount: .allowedDataIngestionLocations
-        case .send, .shareAllApps, .shareTargetManaged, .shareTargetNotManaged, .shareTargetNotExempted:
+        case .send, .shareAllApps, .shareTargetManaged, .shareTargetNotManaged, .shareBlocked, .appSharing, .appIntents:
             .allowedOutboundDataTransferDestinations
-        case .shareTargetExempted:
-            policy?.platform == .android ? .exemptedAppPackages : .exemptedAppProtocols
+        case .shareTargetExempted(_, let list): list
+        case .shareTargetManagedLink: .managedUniversalLinks
+        case .shareTargetMDMManaged: .disableProtectionOfManagedOutboundOpenInData
         case .receive: .allowedInboundDataTransferSources
+        case .unknownSourceAdopted: .protectInboundDataFromUnknownSources
         case .clipboardCopy, .clipboardPaste: .allowedOutboundClipboardSharingLevel
         case .clipboardException, .clipboardExceptionExceeded: .allowedOutboundClipboardSharingExceptionLength
         case .print: .printBlocked
         case .backup: .dataBackupBlocked
         case .screenCapture(let setting, _), .encryption(let setting, _): setting
+        case .encryptionWaivedOnEnrolledDevice: .disableAppEncryptionIfDeviceEncryptionIsEnabled
         case .notifications: .notificationRestriction
+        case .contactSync: .contactSyncBlocked
         case .offline(let state, _):
             state == .wipeRequired ? .periodOfflineBeforeWipeIsEnforced : .periodOfflineBeforeAccessCheck
         }

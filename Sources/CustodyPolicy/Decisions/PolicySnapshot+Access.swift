@@ -8,15 +8,16 @@ extension PolicySnapshot {
     /// misses are logged for diagnosis: a match that differs only in case (allowed), and an
     /// entry with the same local part at another domain (not allowed).
     public func accountAllowed(_ account: AccountID?) -> Decision {
-        let party = resolve(account)
-        if party.isContradictory { return .refused(.accountAllowed, .account) }
+        // The tenant's list, not a policy: no platform is needed.
+        let index = account.map { directory.find($0) } ?? AccountDirectory.unknown
+        if index == AccountDirectory.contradictory { return .refused(.accountAllowed, .contradictoryAccount(.account)) }
         guard let allowedAccounts else {
             return Decision(.accountAllowed, allowed: true, Finding(.allowedAccountsUnrestricted, nil))
         }
         guard let account else {
             return Decision(.accountAllowed, allowed: false, Finding(.allowedAccountNotListed, nil))
         }
-        if let entry = allowedAccounts.match(account, tenantIndex: party.index) {
+        if let entry = allowedAccounts.match(account, tenantIndex: index) {
             if entry != account.upn, entry != account.oid, AccountID(entry).map({ $0.isSameAccount(as: account) }) == true {
                 logger.notice(
                     "Allowed account matched ignoring case",
@@ -40,7 +41,7 @@ extension PolicySnapshot {
     /// A negative time (a check-in stamped in the future) counts as no time offline.
     public func offlineAccess(account: AccountID?, offlineFor: Duration) -> Decision {
         let party = resolve(account)
-        if party.isContradictory { return .refused(.offlineAccess, .account) }
+        if let refusal = party.refusal(.account) { return .refused(.offlineAccess, refusal) }
         guard let policy = party.policy else {
             return Decision(.offlineAccess, allowed: true, Finding(.unmanaged(.account), nil))
         }

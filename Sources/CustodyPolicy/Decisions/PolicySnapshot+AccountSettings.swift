@@ -15,7 +15,7 @@ extension PolicySnapshot {
     /// With no platform in the context, either blocking blocks.
     public func screenCapture(account: AccountID?) -> Decision {
         let party = resolve(account)
-        if party.isContradictory { return .refused(.screenCapture, .account) }
+        if let refusal = party.refusal(.account) { return .refused(.screenCapture, refusal) }
         guard let policy = party.policy else {
             return Decision(.screenCapture, allowed: true, Finding(.unmanaged(.account), nil))
         }
@@ -39,7 +39,7 @@ extension PolicySnapshot {
     /// app that may still show a notification without org data (`blockOrganizationalData`).
     public func notifications(account: AccountID?) -> Decision {
         let party = resolve(account)
-        if party.isContradictory { return .refused(.notifications, .account) }
+        if let refusal = party.refusal(.account) { return .refused(.notifications, refusal) }
         guard let policy = party.policy else {
             return Decision(.notifications, allowed: true, Finding(.unmanaged(.account), nil))
         }
@@ -55,7 +55,7 @@ extension PolicySnapshot {
     /// Unmanaged accounts need no encryption (their data is only tagged).
     public func encryptionRequired(account: AccountID?) -> Decision {
         let party = resolve(account)
-        if party.isContradictory { return .refused(.encryptionRequired, .account) }
+        if let refusal = party.refusal(.account) { return .refused(.encryptionRequired, refusal) }
         guard let policy = party.policy else {
             return Decision(.encryptionRequired, allowed: false, Finding(.unmanaged(.account), nil))
         }
@@ -64,7 +64,11 @@ extension PolicySnapshot {
         let chosen: (setting: PolicySetting, required: Bool)
         switch context.platform {
         case .ios: chosen = ios
-        case .android: chosen = android
+        case .android:
+            if android.required, policy.disableAppEncryptionIfDeviceEncryptionIsEnabled.value, context.isEnrolledDevice {
+                return Decision(.encryptionRequired, allowed: false, Finding(.encryptionWaivedOnEnrolledDevice, policy))
+            }
+            chosen = android
         case nil:
             let iosConfigured = policy.appDataEncryptionType.resolution != .notConfigured
             let androidConfigured = policy.encryptAppData.resolution != .notConfigured
@@ -77,12 +81,45 @@ extension PolicySnapshot {
         return Decision(.encryptionRequired, allowed: chosen.required, Finding(.encryption(chosen.setting, required: chosen.required), policy))
     }
 
+    /// May org data of `account` be shared through the system's share sheet and document
+    /// interaction at all (`isAppSharingAllowed`; on Linux, browser extensions and
+    /// native-messaging hosts)? Blocked only when `allowedOutboundDataTransferDestinations`
+    /// is `none`; under `managedApps` sharing goes on, to the targets `share` allows.
+    public func appSharing(account: AccountID?) -> Decision {
+        level(.appSharing, account: account) { level in (.appSharing(level), level != .none) }
+    }
+
+    /// May org data of `account` reach Siri, App Intents, Spotlight and other system
+    /// assistants? Microsoft's settings reference: they are blocked unless "Send org data to
+    /// other apps" is All apps.
+    public func appIntents(account: AccountID?) -> Decision {
+        level(.appIntents, account: account) { level in (.appIntents(level), level == .allApps) }
+    }
+
+    /// May org data of `account` be synced to the system's own contacts, calendar and widgets,
+    /// or used by add-ins? (`contactSyncBlocked`)
+    public func contactSync(account: AccountID?) -> Decision {
+        flag(.contactSync, account: account, \.contactSyncBlocked) { .contactSync(blocked: $0) }
+    }
+
+    private func level(
+        _ action: DecisionAction, account: AccountID?, _ rule: (DataTransferLevel) -> (Finding.Code, Bool)
+    ) -> Decision {
+        let party = resolve(account)
+        if let refusal = party.refusal(.account) { return .refused(action, refusal) }
+        guard let policy = party.policy else {
+            return Decision(action, allowed: true, Finding(.unmanaged(.account), nil))
+        }
+        let (code, allowed) = rule(policy.allowedOutboundDataTransferDestinations.value)
+        return Decision(action, allowed: allowed, Finding(code, policy))
+    }
+
     private func flag(
         _ action: DecisionAction, account: AccountID?, _ keyPath: KeyPath<EffectivePolicy, ResolvedSetting<Bool>>,
         _ code: (Bool) -> Finding.Code
     ) -> Decision {
         let party = resolve(account)
-        if party.isContradictory { return .refused(action, .account) }
+        if let refusal = party.refusal(.account) { return .refused(action, refusal) }
         guard let policy = party.policy else {
             return Decision(action, allowed: true, Finding(.unmanaged(.account), nil))
         }

@@ -7,7 +7,7 @@ extension PolicySnapshot {
     /// - Parameter length: characters copied; nil when unknown (the exception cannot apply).
     public func copyOut(owner: AccountID?, destinationManaged: Bool, length: Int?) -> Decision {
         let party = resolve(owner)
-        if party.isContradictory { return .refused(.copyOut, .owner) }
+        if let refusal = party.refusal(.owner) { return .refused(.copyOut, refusal) }
         guard let policy = party.policy else {
             return Decision(.copyOut, allowed: true, Finding(.unmanaged(.owner), nil))
         }
@@ -34,7 +34,7 @@ extension PolicySnapshot {
     /// source; `managedApps` allows a policy-managed source; `blocked` blocks.
     public func pasteIn(owner: AccountID?, sourceManaged: Bool) -> Decision {
         let party = resolve(owner)
-        if party.isContradictory { return .refused(.pasteIn, .owner) }
+        if let refusal = party.refusal(.owner) { return .refused(.pasteIn, refusal) }
         guard let policy = party.policy else {
             return Decision(.pasteIn, allowed: true, Finding(.unmanaged(.owner), nil))
         }

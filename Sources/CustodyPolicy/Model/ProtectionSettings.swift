@@ -24,6 +24,24 @@ public struct ProtectionSettings: Sendable, Hashable {
     public var exemptedAppProtocols: Set<String>?
     /// Android: package ids of unmanaged apps that may still receive org data.
     public var exemptedAppPackages: Set<String>?
+    /// iOS "Policy managed apps with Open-In/Share filtering": the OS share sheet offers only
+    /// policy-managed apps.
+    public var filterOpenInToOnlyManagedApps: Bool?
+    /// iOS "Policy managed apps with OS sharing": on MDM-enrolled devices, files may also go to
+    /// apps the device's MDM manages.
+    public var disableProtectionOfManagedOutboundOpenInData: Bool?
+    /// iOS "All apps with incoming Org data": on MDM-enrolled devices, incoming data without an
+    /// owner becomes the receiving account's org data.
+    public var protectInboundDataFromUnknownSources: Bool?
+    /// Android "Encrypt org data on enrolled devices" = Not required: no app-layer encryption on
+    /// enrolled devices, whose storage is encrypted.
+    public var disableAppEncryptionIfDeviceEncryptionIsEnabled: Bool?
+    /// iOS: universal links (lower-cased, `*` wildcards) that may open in an unmanaged app.
+    public var exemptedUniversalLinks: Set<String>?
+    /// iOS: universal links (lower-cased, `*` wildcards) that open in a managed app.
+    public var managedUniversalLinks: Set<String>?
+    /// "Sync policy managed app data with native apps or add-ins" (contacts, calendar, widgets).
+    public var contactSyncBlocked: Bool?
 
     /// Creates settings with nothing configured.
     public init() {}
@@ -50,14 +68,24 @@ public enum PolicySetting: String, Sendable, Hashable, CaseIterable, CustomStrin
     case periodOfflineBeforeWipeIsEnforced
     case exemptedAppProtocols
     case exemptedAppPackages
+    case filterOpenInToOnlyManagedApps
+    case disableProtectionOfManagedOutboundOpenInData
+    case protectInboundDataFromUnknownSources
+    case disableAppEncryptionIfDeviceEncryptionIsEnabled
+    case exemptedUniversalLinks
+    case managedUniversalLinks
+    case contactSyncBlocked
 
     public var description: String { rawValue }
 
     /// The platforms whose policies carry this setting (the default policy carries all).
     public var platforms: Set<Platform> {
         switch self {
-        case .appDataEncryptionType, .exemptedAppProtocols, .screenCaptureConfigurationState: [.ios]
-        case .encryptAppData, .exemptedAppPackages, .screenCaptureBlocked: [.android]
+        case .appDataEncryptionType, .exemptedAppProtocols, .screenCaptureConfigurationState, .filterOpenInToOnlyManagedApps,
+            .disableProtectionOfManagedOutboundOpenInData, .protectInboundDataFromUnknownSources, .exemptedUniversalLinks,
+            .managedUniversalLinks:
+            [.ios]
+        case .encryptAppData, .exemptedAppPackages, .screenCaptureBlocked, .disableAppEncryptionIfDeviceEncryptionIsEnabled: [.android]
         default: [.ios, .android]
         }
     }

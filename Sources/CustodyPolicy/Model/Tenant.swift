@@ -21,11 +21,15 @@ public struct Tenant: Sendable, Hashable {
     public var allowedAccounts: [String]?
     /// App ids (bundle ids, package ids) the tenant manages beyond those named in policies.
     public var managedApps: [String]
+    /// App ids the devices' MDM manages (iOS managed apps, deployed through device management):
+    /// under "Policy managed apps with OS sharing", an MDM-enrolled device may send files to them.
+    public var mdmManagedApps: [String]
 
     /// Creates a tenant.
-    public init(accounts: [TenantAccount] = [], allowedAccounts: [String]? = nil, managedApps: [String] = []) {
+    public init(accounts: [TenantAccount] = [], allowedAccounts: [String]? = nil, managedApps: [String] = [], mdmManagedApps: [String] = []) {
         self.accounts = accounts
         self.allowedAccounts = allowedAccounts
         self.managedApps = managedApps
+        self.mdmManagedApps = mdmManagedApps
     }
 }

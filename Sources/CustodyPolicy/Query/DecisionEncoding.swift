@@ -3,8 +3,11 @@
 /// `{"action":"saveTo","allowed":false,"reason":"...","setting":"saveAsBlocked","policies":["..."]}`
 ///
 /// Notifications add `"restriction"`, offline access adds `"state"`, encryption adds
-/// `"required"` (the same as `allowed`), and a share adds `"targets"`, each target with its own
-/// `id`, `allowed`, `reason`, `setting` and `policies`.
+/// `"required"` (the same as `allowed`), a receive or open of data that becomes the receiver's
+/// adds `"protectAsReceiver": true`, and a share adds `"targets"`, each target with its own
+/// `id`, `allowed`, `reason`, `setting` and `policies` (and `"filtersShareSheet": true` under
+/// Open-In/Share filtering). A view of several accounts answers as its deciding account does,
+/// adding `"account"` (that account) and `"accounts"` (each account's own answer).
 package enum DecisionEncoding {
     /// Writes one answer as a JSON object.
     /// - Parameter explanation: writes the `reason`, `setting` and `policies` members of a
@@ -16,6 +19,14 @@ package enum DecisionEncoding {
         explanation: (Decision, inout JSONWriter) -> Void = writeExplanation, trailer: (inout JSONWriter) -> Void = { _ in }
     ) {
         writer.beginObject()
+        writeMembers(answer, to: &writer, explanation: explanation)
+        trailer(&writer)
+        writer.endObject()
+    }
+
+    private static func writeMembers(
+        _ answer: DecisionAnswer, to writer: inout JSONWriter, explanation: (Decision, inout JSONWriter) -> Void
+    ) {
         switch answer {
         case .single(let decision):
             writer.key("action")
@@ -34,12 +45,20 @@ package enum DecisionEncoding {
                 writer.key("required")
                 writer.value(decision.isAllowed)
             }
+            if decision.protectsAsReceiver {
+                writer.key("protectAsReceiver")
+                writer.value(true)
+            }
             explanation(decision, &writer)
         case .share(let share):
             writer.key("action")
             writer.value(DecisionAction.share.rawValue)
             writer.key("allowed")
             writer.value(share.isAllowed)
+            if share.filtersShareSheet {
+                writer.key("filtersShareSheet")
+                writer.value(true)
+            }
             writer.key("reason")
             writer.value(share.reason)
             writer.key("targets")
@@ -54,9 +73,21 @@ package enum DecisionEncoding {
                 writer.endObject()
             }
             writer.endArray()
+        case .view(let view):
+            writeMembers(view.combined, to: &writer, explanation: explanation)
+            writer.key("account")
+            writer.value(view.deciding?.account?.description)
+            writer.key("accounts")
+            writer.beginArray()
+            for account in view.accounts {
+                writer.beginObject()
+                writer.key("account")
+                writer.value(account.account?.description)
+                writeMembers(account.answer, to: &writer, explanation: explanation)
+                writer.endObject()
+            }
+            writer.endArray()
         }
-        trailer(&writer)
-        writer.endObject()
     }
 
     /// Writes `"reason"`, `"setting"` and `"policies"` for a decision.

@@ -1,15 +1,19 @@
 extension DecisionQuery {
     /// The members each action takes, required ones first; every other member is an error
-    /// (names are exact). No action takes more than four.
+    /// (names are exact). No action takes more than four. Actions a view of several accounts
+    /// can ask take the account (`account` or `owner`) or a list of them (`accounts`,
+    /// `owners`): exactly one of the two.
     static func fields(of action: DecisionAction) -> (names: [String], required: Int) {
         switch action {
         case .saveTo: (["owner", "location", "locationAccount"], 2)
         case .openFrom: (["receiver", "location", "locationAccount"], 2)
-        case .share: (["owner", "targets"], 2)
+        case .share: (["targets", "owner", "owners"], 1)
         case .receive: (["receiver", "dataOwner"], 1)
-        case .copyOut: (["owner", "destinationManaged", "length"], 2)
-        case .pasteIn: (["owner", "sourceManaged"], 2)
-        case .print, .backup, .screenCapture, .encryptionRequired, .notifications, .accountAllowed: (["account"], 1)
+        case .copyOut: (["destinationManaged", "owner", "length", "owners"], 1)
+        case .pasteIn: (["sourceManaged", "owner", "owners"], 1)
+        case .print, .backup, .screenCapture, .encryptionRequired, .notifications, .appSharing, .appIntents, .contactSync:
+            (["account", "accounts"], 0)
+        case .accountAllowed: (["account"], 1)
         case .offlineAccess: (["account", "offlineFor", "lastCheckIn", "now"], 1)
         }
     }
@@ -71,6 +75,23 @@ extension DecisionQuery {
             throw reader.error("action \(action) needs the field '\(names[position])'", at: object)
         }
 
+        /// The subject of an action a view can ask: one account (`single` at `position`), or
+        /// the list at `listPosition`.
+        func subject(_ single: Int, _ list: Int, _ name: String) throws(QueryError) -> (AccountID?, [AccountID?]?) {
+            switch (values[single], values[list]) {
+            case (let one?, nil): return (try reader.account(one), nil)
+            case (nil, let many?): return (nil, try reader.accountList(many, field: names[list]))
+            case (nil, nil):
+                throw reader.error("action \(action) needs the field '\(name)' (or '\(names[list])' for a view of several accounts)", at: object)
+            case (_, let many?):
+                throw reader.error("give either '\(name)' or '\(names[list])', not both", at: many)
+            }
+        }
+        func make(_ subject: (AccountID?, [AccountID?]?), _ query: (AccountID?) -> DecisionQuery) -> DecisionQuery {
+            guard let accounts = subject.1 else { return query(subject.0) }
+            return .view(query(nil), accounts: accounts)
+        }
+
         switch action {
         case .saveTo:
             self = .saveTo(
@@ -83,21 +104,25 @@ extension DecisionQuery {
                 location: try reader.enumValue(values[1]!, OpenLocation.self),
                 locationAccount: try reader.account(values[2]))
         case .share:
-            self = .share(owner: try reader.account(values[0]), targets: try reader.targets(values[1]!))
+            let targets = try reader.targets(values[0]!)
+            self = make(try subject(1, 2, "owner")) { .share(owner: $0, targets: targets) }
         case .receive:
             self = .receive(receiver: try reader.account(values[0]), dataOwner: try reader.account(values[1]))
         case .copyOut:
-            self = .copyOut(
-                owner: try reader.account(values[0]),
-                destinationManaged: try reader.bool(values[1]!),
-                length: try values[2].flatMap { value throws(QueryError) in try reader.length(value) })
+            let destinationManaged = try reader.bool(values[0]!)
+            let length = try values[2].flatMap { value throws(QueryError) in try reader.length(value) }
+            self = make(try subject(1, 3, "owner")) { .copyOut(owner: $0, destinationManaged: destinationManaged, length: length) }
         case .pasteIn:
-            self = .pasteIn(owner: try reader.account(values[0]), sourceManaged: try reader.bool(values[1]!))
-        case .print: self = .print(account: try reader.account(values[0]))
-        case .backup: self = .backup(account: try reader.account(values[0]))
-        case .screenCapture: self = .screenCapture(account: try reader.account(values[0]))
-        case .encryptionRequired: self = .encryptionRequired(account: try reader.account(values[0]))
-        case .notifications: self = .notifications(account: try reader.account(values[0]))
+            let sourceManaged = try reader.bool(values[0]!)
+            self = make(try subject(1, 2, "owner")) { .pasteIn(owner: $0, sourceManaged: sourceManaged) }
+        case .print: self = make(try subject(0, 1, "account")) { .print(account: $0) }
+        case .backup: self = make(try subject(0, 1, "account")) { .backup(account: $0) }
+        case .screenCapture: self = make(try subject(0, 1, "account")) { .screenCapture(account: $0) }
+        case .encryptionRequired: self = make(try subject(0, 1, "account")) { .encryptionRequired(account: $0) }
+        case .notifications: self = make(try subject(0, 1, "account")) { .notifications(account: $0) }
+        case .appSharing: self = make(try subject(0, 1, "account")) { .appSharing(account: $0) }
+        case .appIntents: self = make(try subject(0, 1, "account")) { .appIntents(account: $0) }
+        case .contactSync: self = make(try subject(0, 1, "account")) { .contactSync(account: $0) }
         case .accountAllowed: self = .accountAllowed(account: try reader.account(values[0]))
         case .offlineAccess:
             self = .offlineAccess(
@@ -183,6 +208,20 @@ private struct QueryReader {
         default:
             throw error("an account must be a UPN or OID string, an {\"oid\", \"upn\"} object or null, found \(value.kind.article)", at: value)
         }
+    }
+
+    /// The accounts of a view: an array of 1 to 64 accounts.
+    func accountList(_ value: JSONValue, field: String) throws(QueryError) -> [AccountID?] {
+        guard value.kind == .array else {
+            throw error("\"\(field)\" must be an array of accounts, found \(value.kind.article)", at: value)
+        }
+        var accounts: [AccountID?] = []
+        for element in value.elements {
+            guard accounts.count < 64 else { throw error("\"\(field)\" may name at most 64 accounts", at: element) }
+            accounts.append(try account(element))
+        }
+        guard !accounts.isEmpty else { throw error("\"\(field)\" must name at least one account", at: value) }
+        return accounts
     }
 
     private func optionalString(_ value: JSONValue) throws(QueryError) -> String? {

@@ -14,10 +14,29 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
     case notifications(account: AccountID?)
     case accountAllowed(account: AccountID?)
     case offlineAccess(account: AccountID?, offlineFor: Duration)
+    case appSharing(account: AccountID?)
+    case appIntents(account: AccountID?)
+    case contactSync(account: AccountID?)
+    /// The same question about a view that shows data of several accounts at once (a unified
+    /// inbox): asked of each account in turn (its account or owner replaced), and answered
+    /// with the most restrictive of their answers. Intune's multi-identity rule.
+    indirect case view(DecisionQuery, accounts: [AccountID?])
+
+    /// The actions a view of several accounts can ask about: the per-account settings, the
+    /// clipboard and sharing. Transfers between two accounts (save, open, receive) name both
+    /// sides already.
+    public static let viewActions: Set<DecisionAction> = [
+        .share, .copyOut, .pasteIn, .print, .backup, .screenCapture, .encryptionRequired, .notifications, .appSharing,
+        .appIntents, .contactSync,
+    ]
 
     /// The action the query asks about.
     public var action: DecisionAction {
         switch self {
+        case .view(let query, _): query.action
+        case .appSharing: .appSharing
+        case .appIntents: .appIntents
+        case .contactSync: .contactSync
         case .saveTo: .saveTo
         case .openFrom: .openFrom
         case .share: .share
@@ -43,10 +62,35 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         case let .share(owner, _), let .copyOut(owner, _, _), let .pasteIn(owner, _): named = [(.owner, owner)]
         case let .receive(receiver, dataOwner): named = [(.receiver, receiver), (.dataOwner, dataOwner)]
         case let .print(account), let .backup(account), let .screenCapture(account), let .encryptionRequired(account),
-            let .notifications(account), let .accountAllowed(account), let .offlineAccess(account, _):
+            let .notifications(account), let .accountAllowed(account), let .offlineAccess(account, _), let .appSharing(account),
+            let .appIntents(account), let .contactSync(account):
             named = [(.account, account)]
+        case let .view(query, accounts):
+            let role: AccountRole = [.share, .copyOut, .pasteIn].contains(query.action) ? .owner : .account
+            named = accounts.map { (role, $0) }
         }
         return named.compactMap { role, account in account.map { (role, $0) } }
+    }
+
+    /// The query with its owner (share, clipboard) or account (per-account settings) replaced:
+    /// one account's part of a view.
+    func replacingSubject(with account: AccountID?) -> DecisionQuery {
+        switch self {
+        case let .share(_, targets): .share(owner: account, targets: targets)
+        case let .copyOut(_, destinationManaged, length): .copyOut(owner: account, destinationManaged: destinationManaged, length: length)
+        case let .pasteIn(_, sourceManaged): .pasteIn(owner: account, sourceManaged: sourceManaged)
+        case .print: .print(account: account)
+        case .backup: .backup(account: account)
+        case .screenCapture: .screenCapture(account: account)
+        case .encryptionRequired: .encryptionRequired(account: account)
+        case .notifications: .notifications(account: account)
+        case .accountAllowed: .accountAllowed(account: account)
+        case let .offlineAccess(_, offlineFor): .offlineAccess(account: account, offlineFor: offlineFor)
+        case .appSharing: .appSharing(account: account)
+        case .appIntents: .appIntents(account: account)
+        case .contactSync: .contactSync(account: account)
+        case .saveTo, .openFrom, .receive, .view: self
+        }
     }
 
     /// A one-line summary for people, such as `saveTo dropbox: owner alice@contoso.com, location account none`.
@@ -68,8 +112,12 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         case let .offlineAccess(account, offlineFor):
             return "offlineAccess after \(PolicyDuration(max(offlineFor, .zero))): account \(name(account))"
         case let .print(account), let .backup(account), let .screenCapture(account), let .encryptionRequired(account),
-            let .notifications(account), let .accountAllowed(account):
+            let .notifications(account), let .accountAllowed(account), let .appSharing(account), let .appIntents(account),
+            let .contactSync(account):
             return "\(action): account \(name(account))"
+        case let .view(query, accounts):
+            let subject = String(query.description.prefix { $0 != ":" })
+            return "\(subject) in a view of \(accounts.map(name).joined(separator: ", "))"
         }
     }
 }
@@ -95,6 +143,18 @@ extension PolicySnapshot {
         }
     }
 
+    /// Checks that the snapshot can decide: a bundle with policies for several platforms needs
+    /// a platform in the context.
+    /// - Throws: `QueryError` saying which platforms and how to name one.
+    public func checkPlatform() throws(QueryError) {
+        guard isPlatformAmbiguous else { return }
+        do {
+            _ = try bundle.platform(for: context)
+        } catch {
+            throw QueryError(message: error.description, column: 1)
+        }
+    }
+
     /// Answers a query. Share queries answer with one decision per target; every other query
     /// with one decision.
     public func answer(_ query: DecisionQuery) -> DecisionAnswer {
@@ -115,36 +175,131 @@ extension PolicySnapshot {
         case let .notifications(account): .single(notifications(account: account))
         case let .accountAllowed(account): .single(accountAllowed(account))
         case let .offlineAccess(account, offlineFor): .single(offlineAccess(account: account, offlineFor: offlineFor))
+        case let .appSharing(account): .single(appSharing(account: account))
+        case let .appIntents(account): .single(appIntents(account: account))
+        case let .contactSync(account): .single(contactSync(account: account))
+        case let .view(query, accounts): .view(view(query, accounts: accounts))
         }
     }
+
+    /// Answers `query` for each of `accounts` and combines the answers, most restrictive
+    /// first: blocked when any account's answer blocks (encryption required when any requires
+    /// it; the strictest notification restriction); a share target allowed only when every
+    /// account's answer allows it.
+    public func view(_ query: DecisionQuery, accounts: [AccountID?]) -> ViewDecision {
+        let answers = accounts.map { account in (account, answer(query.replacingSubject(with: account))) }
+        return ViewDecision(accounts: answers)
+    }
+}
+
+/// The answer to a question about a view showing data of several accounts: each account's
+/// answer, and the one that decides for the view (the most restrictive).
+public struct ViewDecision: Sendable, Hashable {
+    /// One account of the view and its own answer.
+    public struct Account: Sendable, Hashable {
+        public let account: AccountID?
+        public let answer: DecisionAnswer
+    }
+
+    public let accounts: [Account]
+
+    init(accounts: [(AccountID?, DecisionAnswer)]) {
+        self.accounts = accounts.map { Account(account: $0.0, answer: $0.1) }
+    }
+
+    /// The account whose answer decides for the view: the first that blocks (for encryption,
+    /// the first that requires it; for notifications, the strictest restriction); else the
+    /// first account.
+    public var deciding: Account? {
+        guard let first = accounts.first else { return nil }
+        switch first.answer {
+        case .single(let decision) where decision.action == .encryptionRequired:
+            return accounts.first { $0.answer.isAllowed } ?? first
+        case .single(let decision) where decision.action == .notifications:
+            return accounts.max { lhs, rhs in
+                (lhs.answer.notificationRank) < (rhs.answer.notificationRank)
+            } ?? first
+        default:
+            return accounts.first { !$0.answer.isAllowed } ?? first
+        }
+    }
+
+    /// The view's answer: the deciding account's; for a share, each target decided by the
+    /// first account whose answer blocks it.
+    public var combined: DecisionAnswer {
+        guard let deciding else { return .single(Decision(.print, allowed: false, Finding(.unmanaged(.account), nil))) }
+        guard case .share(let first) = deciding.answer else { return deciding.answer }
+        var targets: [ShareDecision.Target] = []
+        var filters = false
+        for (index, target) in first.targets.enumerated() {
+            var chosen = target
+            for account in accounts {
+                guard case .share(let share) = account.answer else { continue }
+                filters = filters || share.filtersShareSheet
+                if !share.targets[index].decision.isAllowed {
+                    chosen = share.targets[index]
+                    break
+                }
+            }
+            targets.append(chosen)
+        }
+        return .share(ShareDecision(targets: targets, filtersShareSheet: filters))
+    }
+
+    /// Whether the view may do it.
+    public var isAllowed: Bool { combined.isAllowed }
 }
 
 /// The answer to a `DecisionQuery`.
 public enum DecisionAnswer: Sendable, Hashable {
     case single(Decision)
     case share(ShareDecision)
+    indirect case view(ViewDecision)
 
-    /// Whether a decision was refused because an account's forms contradict each other.
-    var refusesContradictoryAccount: Bool {
+    /// Whether a decision was refused rather than made (a contradictory account; no platform).
+    var isRefusal: Bool {
         switch self {
-        case .single(let decision): decision.primary.isContradiction
-        case .share(let share): share.targets.contains { $0.decision.primary.isContradiction }
+        case .single(let decision): decision.isRefusal
+        case .share(let share): share.targets.contains { $0.decision.isRefusal }
+        case .view(let view): view.accounts.contains { $0.answer.isRefusal }
         }
     }
 
-    /// Whether the action is allowed (for a share: every target).
+    /// Whether the action is allowed (for a share: every target; for a view: as its most
+    /// restrictive account decides).
     public var isAllowed: Bool {
         switch self {
         case .single(let decision): decision.isAllowed
         case .share(let share): share.isAllowed
+        case .view(let view): view.isAllowed
         }
     }
 
     /// Why, in words.
     public var reason: String {
         switch self {
-        case .single(let decision): decision.reason
-        case .share(let share): share.targets.map { "\($0.id): \($0.decision.reason)" }.joined(separator: "; ")
+        case .single(let decision): return decision.reason
+        case .share(let share): return share.targets.map { "\($0.id): \($0.decision.reason)" }.joined(separator: "; ")
+        case .view(let view):
+            guard let deciding = view.deciding else { return "no account" }
+            return "\(deciding.account?.description ?? "no account") (the most restrictive of \(view.accounts.count) accounts): " + deciding.answer.reason
         }
+    }
+
+    /// The rule that settled the answer (for a share, its first blocked target's, else its
+    /// first target's; for a view, its deciding account's).
+    public var decidingRule: DecisionRule? {
+        switch self {
+        case .single(let decision): return decision.decidingFinding.rule
+        case .share(let share):
+            return (share.targets.first { !$0.decision.isAllowed } ?? share.targets.first)?.decision.decidingFinding.rule
+        case .view(let view): return view.deciding?.answer.decidingRule
+        }
+    }
+
+    /// Orders notification answers by restriction (other answers rank 0).
+    var notificationRank: Int {
+        guard case .single(let decision) = self, let restriction = decision.notificationRestriction else { return 0 }
+        return NotificationRestriction.allCases.firstIndex(of: restriction) ?? 0
     }
 }

@@ -22,14 +22,21 @@ public struct DecisionStream {
         /// Write each decision's `reason` (true), or only its `setting` and `policies`, for
         /// callers that need the verdict alone and not the words.
         public var reasons: Bool
+        /// Add the rule behind each decision: `"rule"` (its name), `"basis"` (`documented` or
+        /// `inferred`) and `"source"` (the Microsoft source, or why Custody infers it).
+        public var explain: Bool
         /// The current time since the Unix epoch, for `offlineAccess` queries without `now`.
         public var currentTime: @Sendable () -> Duration
 
         /// Creates options.
-        public init(strictAccounts: Bool = false, format: Format = .json, reasons: Bool = true, currentTime: @escaping @Sendable () -> Duration) {
+        public init(
+            strictAccounts: Bool = false, format: Format = .json, reasons: Bool = true, explain: Bool = false,
+            currentTime: @escaping @Sendable () -> Duration
+        ) {
             self.strictAccounts = strictAccounts
             self.format = format
             self.reasons = reasons
+            self.explain = explain
             self.currentTime = currentTime
         }
     }
@@ -90,9 +97,13 @@ public struct DecisionStream {
         do throws(QueryError) {
             let query = try readQuery(line)
             let answer = snapshot.answer(query)
-            // A contradictory account is a line error, located (rare: checked only when the
-            // decision refused one, so the common line pays nothing for it).
-            if answer.refusesContradictoryAccount { try snapshot.checkAccounts(of: query, strict: false) }
+            // A contradictory account, or a bundle of several platforms with none named, is a
+            // line error, located (rare: checked only when a decision was refused, so the
+            // common line pays nothing for it).
+            if answer.isRefusal {
+                try snapshot.checkAccounts(of: query, strict: false)
+                try snapshot.checkPlatform()
+            }
             tallies.count(query.action, allowed: answer.isAllowed)
             write(answer, query: query)
         } catch {
@@ -175,17 +186,21 @@ public struct DecisionStream {
         case .json:
             let cache = self.cache
             let reasons = options.reasons
-            if annotate != nil || !trailer.isEmpty {
+            let explain = options.explain
+            if annotate != nil || !trailer.isEmpty || explain {
                 let annotate = self.annotate
                 let trailer = self.trailer
                 DecisionEncoding.write(
-                    answer, to: &writer, explanation: { decision, writer in cache.writeExplanation(of: decision, reason: reasons, to: &writer) },
+                    answer, to: &writer,
+                    explanation: { decision, writer in cache.writeExplanation(of: decision, reason: reasons, rule: explain, to: &writer) },
                     trailer: { writer in
                         annotate?(query, answer, &writer)
                         if !trailer.isEmpty { writer.rawMembers(trailer) }
                     })
             } else {
-                DecisionEncoding.write(answer, to: &writer) { decision, writer in cache.writeExplanation(of: decision, reason: reasons, to: &writer) }
+                DecisionEncoding.write(answer, to: &writer) { decision, writer in
+                    cache.writeExplanation(of: decision, reason: reasons, rule: false, to: &writer)
+                }
             }
         case .text:
             if let annotate {
@@ -193,7 +208,11 @@ public struct DecisionStream {
                 annotate(query, answer, &ignored)
             }
             let verdict = answer.isAllowed ? (query.action == .encryptionRequired ? "REQUIRED" : "ALLOW") : (query.action == .encryptionRequired ? "OPTIONAL" : "BLOCK")
-            writer.rawText("\(verdict.padding(toLength: 9))\(query) — \(answer.reason)")
+            var line = "\(verdict.padding(toLength: 9))\(query) — \(answer.reason)"
+            if options.explain, let rule = answer.decidingRule {
+                line += " [\(rule.id), \(rule.basis.rawValue): \(rule.source)]"
+            }
+            writer.rawText(line)
         }
     }
 
@@ -217,7 +236,7 @@ private final class ExplanationCache {
         self.shared = shared
     }
 
-    func writeExplanation(of decision: Decision, reason: Bool, to writer: inout JSONWriter) {
+    func writeExplanation(of decision: Decision, reason: Bool, rule: Bool, to writer: inout JSONWriter) {
         let primary = render(decision.primary)
         let secondary = decision.secondary.map(render)
         if reason {
@@ -230,6 +249,7 @@ private final class ExplanationCache {
         }
         let deciding = decision.decidingFinding == decision.primary ? primary : secondary ?? primary
         writer.rawMembers(deciding.members)
+        if rule { writer.rawMembers(deciding.ruleMembers) }
     }
 
     private static let separator = Array("; ".utf8)
@@ -255,7 +275,18 @@ private final class ExplanationCache {
         for policy in finding.sources { scratch.value(policy.name) }
         scratch.endArray()
         scratch.endObject()
-        return RenderedExplanation(explanation: explanation, members: Array(scratch.bytes.dropFirst().dropLast()))
+        let members = Array(scratch.bytes.dropFirst().dropLast())
+        scratch.clear()
+        let rule = finding.rule
+        scratch.beginObject()
+        scratch.key("rule")
+        scratch.value(rule.id)
+        scratch.key("basis")
+        scratch.value(rule.basis.rawValue)
+        scratch.key("source")
+        scratch.value(rule.source)
+        scratch.endObject()
+        return RenderedExplanation(explanation: explanation, members: members, ruleMembers: Array(scratch.bytes.dropFirst().dropLast()))
     }
 }
 
@@ -305,6 +336,9 @@ extension DecisionAction {
         case .notifications: 10
         case .accountAllowed: 11
         case .offlineAccess: 12
+        case .appSharing: 13
+        case .appIntents: 14
+        case .contactSync: 15
         }
     }
 }
@@ -315,6 +349,8 @@ struct RenderedExplanation: Sendable {
     let explanation: [UInt8]
     /// `"setting":...,"policies":[...]` for when the finding decides.
     let members: [UInt8]
+    /// `"rule":...,"basis":...,"source":...` for `--explain`.
+    let ruleMembers: [UInt8]
 }
 
 /// Explanations rendered for one snapshot, shared by every stream deciding with it: a stream

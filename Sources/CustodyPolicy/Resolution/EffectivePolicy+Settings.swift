@@ -60,6 +60,13 @@ extension EffectivePolicy {
         case .periodOfflineBeforeWipeIsEnforced: return summary(periodOfflineBeforeWipeIsEnforced) { .string($0.description) }
         case .exemptedAppProtocols: return summary(exemptedAppProtocols) { .list($0.sorted()) }
         case .exemptedAppPackages: return summary(exemptedAppPackages) { .list($0.sorted()) }
+        case .filterOpenInToOnlyManagedApps: return summary(filterOpenInToOnlyManagedApps, SettingValue.bool)
+        case .disableProtectionOfManagedOutboundOpenInData: return summary(disableProtectionOfManagedOutboundOpenInData, SettingValue.bool)
+        case .protectInboundDataFromUnknownSources: return summary(protectInboundDataFromUnknownSources, SettingValue.bool)
+        case .disableAppEncryptionIfDeviceEncryptionIsEnabled: return summary(disableAppEncryptionIfDeviceEncryptionIsEnabled, SettingValue.bool)
+        case .exemptedUniversalLinks: return summary(exemptedUniversalLinks) { .list($0.sorted()) }
+        case .managedUniversalLinks: return summary(managedUniversalLinks) { .list($0.sorted()) }
+        case .contactSyncBlocked: return summary(contactSyncBlocked, SettingValue.bool)
         }
     }
 }

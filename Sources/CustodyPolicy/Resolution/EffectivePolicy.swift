@@ -27,6 +27,18 @@ public final class EffectivePolicy: Sendable {
     public let periodOfflineBeforeWipeIsEnforced: ResolvedSetting<PolicyDuration>
     public let exemptedAppProtocols: ResolvedSetting<Set<String>>
     public let exemptedAppPackages: ResolvedSetting<Set<String>>
+    public let filterOpenInToOnlyManagedApps: ResolvedSetting<Bool>
+    public let disableProtectionOfManagedOutboundOpenInData: ResolvedSetting<Bool>
+    public let protectInboundDataFromUnknownSources: ResolvedSetting<Bool>
+    public let disableAppEncryptionIfDeviceEncryptionIsEnabled: ResolvedSetting<Bool>
+    public let exemptedUniversalLinks: ResolvedSetting<Set<String>>
+    public let managedUniversalLinks: ResolvedSetting<Set<String>>
+    public let contactSyncBlocked: ResolvedSetting<Bool>
+
+    /// What "Save copies of org data" amounts to once the send level is taken into account.
+    let saveGate: Gate
+    /// What "Open data into Org documents" amounts to once the receive level is taken into account.
+    let ingestionGate: Gate
 
     /// Policy-managed apps for share decisions, lower-cased: every app the account's policies
     /// target (on any app, in this platform) and the tenant's `managedApps`.
@@ -73,8 +85,65 @@ public final class EffectivePolicy: Sendable {
             entries(\.periodOfflineBeforeWipeIsEnforced), default: defaults.offlineBeforeWipe)
         exemptedAppProtocols = SettingMerge.intersection(entries(\.exemptedAppProtocols), default: [])
         exemptedAppPackages = SettingMerge.intersection(entries(\.exemptedAppPackages), default: [])
-        storageMask = allowedDataStorageLocations.value.reduce(0) { $0 | $1.bit }
-        ingestionMask = allowedDataIngestionLocations.value.reduce(0) { $0 | $1.bit }
+        filterOpenInToOnlyManagedApps = SettingMerge.anyTrue(entries(\.filterOpenInToOnlyManagedApps), default: false)
+        // Turning protection off is the permissive side: every configuring policy must agree.
+        disableProtectionOfManagedOutboundOpenInData = SettingMerge.allTrue(
+            entries(\.disableProtectionOfManagedOutboundOpenInData), default: false)
+        protectInboundDataFromUnknownSources = SettingMerge.anyTrue(entries(\.protectInboundDataFromUnknownSources), default: false)
+        disableAppEncryptionIfDeviceEncryptionIsEnabled = SettingMerge.allTrue(
+            entries(\.disableAppEncryptionIfDeviceEncryptionIsEnabled), default: false)
+        exemptedUniversalLinks = SettingMerge.intersection(entries(\.exemptedUniversalLinks), default: [])
+        managedUniversalLinks = SettingMerge.intersection(entries(\.managedUniversalLinks), default: [])
+        contactSyncBlocked = SettingMerge.anyTrue(entries(\.contactSyncBlocked), default: false)
+
+        saveGate = Gate.save(
+            blocked: saveAsBlocked.value, send: allowedOutboundDataTransferDestinations.value, platform: platform)
+        ingestionGate = Gate.ingestion(
+            blocked: blockDataIngestionIntoOrganizationDocuments.value, receive: allowedInboundDataTransferSources.value,
+            platform: platform)
+        storageMask = saveGate == .closedBySend ? 0 : allowedDataStorageLocations.value.reduce(0) { $0 | $1.bit }
+        ingestionMask = ingestionGate == .closedByReceive ? 0 : allowedDataIngestionLocations.value.reduce(0) { $0 | $1.bit }
+    }
+
+    /// A location restriction ("Save copies of org data", "Open data into Org documents") as
+    /// it stands once the transfer level it depends on is taken into account.
+    ///
+    /// Microsoft's iOS settings reference: Save copies "will be Allow" when Send org data is All
+    /// apps and "Block with no allowed service locations" when it is None; Open data into Org
+    /// documents "will be Allow" when Receive data is All apps and Block with no locations when
+    /// it is None. On Android the documentation says the same of Open data, but Microsoft's
+    /// issue tracker (MicrosoftDocs/memdocs#1199) shows the Android client enforcing a Block
+    /// left under All apps, so on Android (and with no platform) Custody keeps the stricter,
+    /// literal reading: the flag applies whatever the level, except that None closes it.
+    enum Gate: Sendable, Hashable {
+        /// No restriction: the flag is false (under the level that lets it apply).
+        case open
+        /// No restriction because the transfer level is All apps (the flag is not in effect).
+        case openByLevel
+        /// The flag is true: only the listed locations (and the account's own data).
+        case listed
+        /// The transfer level is None: blocked, with no location allowed.
+        case closedBySend
+        /// The receive level is None: blocked, with no location allowed.
+        case closedByReceive
+
+        var restricts: Bool { self == .listed || self == .closedBySend || self == .closedByReceive }
+
+        static func save(blocked: Bool, send: DataTransferLevel, platform: Platform?) -> Gate {
+            switch send {
+            case .none: .closedBySend
+            case .allApps where platform == .ios: .openByLevel
+            default: blocked ? .listed : .open
+            }
+        }
+
+        static func ingestion(blocked: Bool, receive: DataTransferLevel, platform: Platform?) -> Gate {
+            switch receive {
+            case .none: .closedByReceive
+            case .allApps where platform == .ios: .openByLevel
+            default: blocked ? .listed : .open
+            }
+        }
     }
 
     /// Whether `allowedDataStorageLocations` lists `location`.
@@ -97,16 +166,86 @@ public final class EffectivePolicy: Sendable {
         managedAppIDs.contains(appID.lowercased())
     }
 
-    /// Whether `target` (a URL scheme or package id) is exempted from transfer restrictions on
-    /// the evaluated platform (case-insensitive; a `scheme:` or `scheme://...` form matches its scheme).
-    public func isExemptedApp(_ target: String) -> Bool {
-        var candidate = target.lowercased()
-        if let colon = candidate.firstIndex(of: ":") { candidate = String(candidate[..<colon]) }
-        switch platform {
-        case .ios: return exemptedAppProtocols.value.contains(candidate)
-        case .android: return exemptedAppPackages.value.contains(candidate)
-        case nil: return exemptedAppProtocols.value.contains(candidate) || exemptedAppPackages.value.contains(candidate)
+    /// The exemption list that exempts `target` on the evaluated platform, or nil: a URL scheme
+    /// in `exemptedAppProtocols` (iOS; `scheme`, `scheme:` and `scheme://...` match `scheme`), a
+    /// package id in `exemptedAppPackages` (Android), a universal link (`http(s)://...`) matching
+    /// a pattern of `exemptedUniversalLinks` (iOS). Case-insensitive.
+    public func exemption(of target: String) -> PolicySetting? {
+        let lowered = target.lowercased()
+        if UniversalLink.isLink(lowered) {
+            guard platform == .ios else { return nil }
+            return exemptedUniversalLinks.value.contains { UniversalLink.matches(pattern: $0, link: lowered) } ? .exemptedUniversalLinks : nil
         }
+        switch platform {
+        case .ios:
+            return exemptedAppProtocols.value.contains(UniversalLink.scheme(of: lowered)) ? .exemptedAppProtocols : nil
+        case .android:
+            return exemptedAppPackages.value.contains(lowered) ? .exemptedAppPackages : nil
+        case nil:
+            return nil
+        }
+    }
+
+    /// Whether `target` is a universal link (iOS) matching a pattern of `managedUniversalLinks`:
+    /// it opens in a managed app.
+    public func isManagedUniversalLink(_ target: String) -> Bool {
+        let lowered = target.lowercased()
+        guard platform == .ios, UniversalLink.isLink(lowered) else { return false }
+        return managedUniversalLinks.value.contains { UniversalLink.matches(pattern: $0, link: lowered) }
+    }
+}
+
+/// iOS universal links in share targets and the patterns of `exemptedUniversalLinks` and
+/// `managedUniversalLinks` (both lower-cased by the caller).
+enum UniversalLink {
+    static func isLink(_ target: String) -> Bool {
+        target.hasPrefix("http://") || target.hasPrefix("https://")
+    }
+
+    /// The URL scheme a share target names: `skype`, `skype:` and `skype://call` are `skype`.
+    static func scheme(of target: String) -> String {
+        guard let colon = target.firstIndex(of: ":") else { return target }
+        return String(target[..<colon])
+    }
+
+    /// Whether `link` matches `pattern`: `*` stands for any run of characters; a pattern
+    /// without one names a site (`http://maps.apple.com` matches that address and every path
+    /// and query under it).
+    static func matches(pattern: String, link: String) -> Bool {
+        guard pattern.contains("*") else {
+            guard link.hasPrefix(pattern) else { return false }
+            let rest = link.utf8.dropFirst(pattern.utf8.count)
+            guard let next = rest.first else { return true }
+            return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
+                || pattern.hasSuffix("/")
+        }
+        return glob(Array(pattern.utf8)[...], Array(link.utf8)[...])
+    }
+
+    /// Wildcard matching (`*` only), iterative with one backtrack point: linear in practice.
+    private static func glob(_ pattern: ArraySlice<UInt8>, _ text: ArraySlice<UInt8>) -> Bool {
+        var p = pattern.startIndex
+        var t = text.startIndex
+        var star: Int?
+        var resume = t
+        while t < text.endIndex {
+            if p < pattern.endIndex, pattern[p] == UInt8(ascii: "*") {
+                star = p
+                p += 1
+                resume = t
+            } else if p < pattern.endIndex, pattern[p] == text[t] {
+                p += 1
+                t += 1
+            } else if let star {
+                p = star + 1
+                resume += 1
+                t = resume
+            } else {
+                return false
+            }
+        }
+        while p < pattern.endIndex, pattern[p] == UInt8(ascii: "*") { p += 1 }
+        return p == pattern.endIndex
     }
 }
 

@@ -1,7 +1,9 @@
 /// What a bundle is evaluated for: the platform, the app asking, and the device's management.
 ///
-/// A field left nil does not filter: with no platform, iOS and Android policies both apply and
-/// merge; with no app, policies apply whatever apps they list.
+/// A field left nil does not filter: with no app, policies apply whatever apps they list; with
+/// no management level, whatever levels they target. With no platform, the bundle's own
+/// platform applies when its policies are all for one; otherwise decisions need one
+/// (`PolicyBundle.platform(for:)`): iOS and Android settings never merge.
 public struct EvaluationContext: Sendable, Hashable, CustomStringConvertible {
     /// The platform whose policies apply.
     public var platform: Platform?
@@ -16,6 +18,18 @@ public struct EvaluationContext: Sendable, Hashable, CustomStringConvertible {
         self.platform = platform
         self.appID = appID
         self.managementLevel = managementLevel
+    }
+
+    /// Whether the context says the device is enrolled in device management (MDM or Android
+    /// Enterprise), whose storage encryption the enrollment enforces. An unknown management
+    /// level is not enrolled: nothing is waived on a guess.
+    public var isEnrolledDevice: Bool {
+        switch managementLevel {
+        case .mdm, .androidEnterprise, .androidEnterpriseDedicatedDevicesWithAzureAdSharedMode,
+            .androidOpenSourceProjectUserAssociated, .androidOpenSourceProjectUserless:
+            true
+        case .unspecified, .unmanaged, nil: false
+        }
     }
 
     public var description: String {

@@ -16,8 +16,14 @@ public import Logging
 public final class PolicySnapshot: Sendable {
     /// The bundle this snapshot evaluates.
     public let bundle: PolicyBundle
-    /// The platform, app and management level it was resolved for.
+    /// The platform, app and management level it was resolved for: the context it was given,
+    /// with the platform the bundle implies when that context names none (see
+    /// `PolicyBundle.platform(for:)`).
     public let context: EvaluationContext
+    /// The context names no platform and the bundle holds policies of several: every decision
+    /// about a managed account is refused (`Finding.Code.platformRequired`), never merged
+    /// across platforms.
+    public let isPlatformAmbiguous: Bool
 
     let directory: AccountDirectory
     /// For each tenant account, its index in `effectivePolicies`, or -1 when unmanaged.
@@ -34,9 +40,17 @@ public final class PolicySnapshot: Sendable {
     /// Resolves `bundle` for `context`.
     /// - Parameter logger: receives diagnostics of identity near misses (never key material or
     ///   data); by default a logger labelled `custody.policy`.
-    public init(bundle: PolicyBundle, context: EvaluationContext = EvaluationContext(), logger: Logger? = nil) {
+    public init(bundle: PolicyBundle, context requested: EvaluationContext = EvaluationContext(), logger: Logger? = nil) {
+        var context = requested
+        var ambiguous = false
+        do {
+            context.platform = try bundle.platform(for: requested)
+        } catch {
+            ambiguous = true
+        }
         self.bundle = bundle
         self.context = context
+        self.isPlatformAmbiguous = ambiguous
         self.logger = logger ?? Logger(label: "custody.policy")
         let directory = AccountDirectory(accounts: bundle.tenant.accounts)
         self.directory = directory
@@ -127,12 +141,23 @@ public final class PolicySnapshot: Sendable {
     /// An account as a decision sees it: where the tenant lists it and its policy. The id itself
     /// stays with the caller, so resolving copies no strings.
     struct Party {
-        /// Index in the tenant, `AccountDirectory.unknown` or `AccountDirectory.contradictory`.
+        /// Index in the tenant, `AccountDirectory.unknown`, `AccountDirectory.contradictory` or
+        /// `Party.platformAmbiguous`.
         let index: Int32
         let policy: EffectivePolicy?
         var isManaged: Bool { policy != nil }
         /// The account's OID and UPN name different accounts: decisions about it are blocked.
         var isContradictory: Bool { index == AccountDirectory.contradictory }
+
+        /// A managed account of a snapshot whose platform is ambiguous.
+        static let platformAmbiguous: Int32 = -3
+
+        /// Why a decision about this party must be refused, or nil when it can be decided.
+        @inline(__always)
+        func refusal(_ role: AccountRole) -> Finding.Code? {
+            guard index < AccountDirectory.unknown else { return nil }
+            return index == AccountDirectory.contradictory ? .contradictoryAccount(role) : .platformRequired
+        }
     }
 
     @inline(__always)
@@ -141,7 +166,9 @@ public final class PolicySnapshot: Sendable {
         let index = directory.find(account)
         guard index >= 0 else { return Party(index: index, policy: nil) }
         let policyIndex = policyIndexOfAccount[Int(index)]
-        return Party(index: index, policy: policyIndex < 0 ? nil : effectivePolicies[Int(policyIndex)])
+        guard policyIndex >= 0 else { return Party(index: index, policy: nil) }
+        if isPlatformAmbiguous { return Party(index: Party.platformAmbiguous, policy: nil) }
+        return Party(index: index, policy: effectivePolicies[Int(policyIndex)])
     }
 
     /// Same tenant account when both resolve; otherwise the ids' own forms decide, with a

@@ -48,6 +48,16 @@ enum SettingMerge {
         return ResolvedSetting(value: value, sources: entries.filter { $0.value == value }.map(\.policy), resolution: .configured)
     }
 
+    /// `true` only when every configuring policy says `true` (a flag that turns a protection
+    /// off: the most restrictive merge keeps the protection unless all agree).
+    static func allTrue(_ entries: [Entry<Bool>], default: Bool) -> ResolvedSetting<Bool> {
+        guard !entries.isEmpty else {
+            return ResolvedSetting(value: `default`, sources: [], resolution: .notConfigured)
+        }
+        let value = entries.allSatisfy { $0.value }
+        return ResolvedSetting(value: value, sources: entries.filter { $0.value == value }.map(\.policy), resolution: .configured)
+    }
+
     /// The values every configuring policy allows (allow-lists intersect).
     static func intersection<T: Hashable & Sendable>(_ entries: [Entry<Set<T>>], default: Set<T>) -> ResolvedSetting<Set<T>> {
         guard let first = entries.first else {

@@ -17,6 +17,11 @@ struct ApplyCommand: AsyncParsableCommand {
             --bundle, and a service that starts later resumes exactly this policy, even if the \
             directory changes or vanishes. Prints the bundle's revision (its content hash); \
             applying the bundle already in force changes nothing.
+
+            --platform, --app and --management-level given here are recorded as the \
+            installation's evaluation context: later commands on this state use them unless they \
+            name their own. A decision is always for one platform, so a bundle with iOS and \
+            Android policies needs a platform, recorded here or named on each command.
             """
     )
 
@@ -30,6 +35,12 @@ struct ApplyCommand: AsyncParsableCommand {
     func run() async throws {
         let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context, restoring: false)
         let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in try await engine.apply(bundleDirectory: bundle) }
+        try reporting(state: stateOptions) { () throws(CustodyError) in try engine.recordContext(contextOptions.context) }
         StandardOutput.write("\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")
+        if let platform = engine.context.platform {
+            StandardError.write("decisions on this state are for \(platform) unless a command names another platform\n")
+        } else if (try? engine.policy()) == nil {
+            StandardError.write("note: the bundle holds iOS and Android policies; decisions need --platform (give it here to record it for this state)\n")
+        }
     }
 }

@@ -20,8 +20,14 @@ struct DecideCommand: AsyncParsableCommand {
               {"action":"copyOut","owner":A,"destinationManaged":true,"length":12}
               {"action":"pasteIn","owner":A,"sourceManaged":false}
               {"action":"print"|"backup"|"screenCapture"|"encryptionRequired"|"notifications"|"accountAllowed","account":A}
+              {"action":"appSharing"|"appIntents"|"contactSync","account":A}
               {"action":"offlineAccess","account":A,"offlineFor":"PT13H"}
               {"action":"offlineAccess","account":A,"lastCheckIn":"2026-11-20T08:00:00Z","now":"2026-11-21T08:00:00Z"}
+
+            A view showing data of several accounts at once asks with "accounts":[A, ...] (or \
+            "owners" for share, copyOut and pasteIn) instead of "account" ("owner"): it gets the \
+            most restrictive of the accounts' answers, with "account" naming the deciding one and \
+            "accounts" each account's own answer.
 
             Save locations: other, oneDriveForBusiness, sharePoint, box, dropbox, googleDrive, \
             localDrive, cameraRoll, accountDocument, iManage, egnyte. Open locations: other, \
@@ -30,7 +36,12 @@ struct DecideCommand: AsyncParsableCommand {
 
             Every answer has "allowed" and "reason", plus "setting" and "policies" naming what \
             decided; notifications add "restriction", offlineAccess "state", encryptionRequired \
-            "required" (the same as "allowed"), share "targets" with a decision per target. A line \
+            "required" (the same as "allowed"), share "targets" with a decision per target (and \
+            "filtersShareSheet" under Open-In/Share filtering), receive and openFrom of data \
+            without an owner that becomes the receiver's "protectAsReceiver". --explain adds \
+            "rule", "basis" (documented or inferred) and "source". A decision is for one \
+            platform: a bundle with iOS and Android policies needs --platform (or one recorded \
+            by `custody apply`). A line \
             that cannot be read is answered {"error": "line N, column C: ...", "line": N} and the \
             following lines are still answered.
 
@@ -52,6 +63,9 @@ struct DecideCommand: AsyncParsableCommand {
     @Flag(help: "Answer queries naming an account the tenant does not know with an error, instead of treating it as unmanaged.")
     var strictAccounts = false
 
+    @Flag(help: "Add the rule behind each answer: its name, whether Microsoft documents it or Custody infers it, and the source.")
+    var explain = false
+
     @Option(help: ArgumentHelp("json: one JSON object per line (the contract); text: one line per answer for people.", valueName: "json|text"))
     var format: DecisionStream.Format = .json
 
@@ -68,7 +82,7 @@ struct DecideCommand: AsyncParsableCommand {
 
     func run() async throws {
         let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-        let options = DecisionStream.Options(strictAccounts: strictAccounts, format: format) {
+        let options = DecisionStream.Options(strictAccounts: strictAccounts, format: format, explain: explain) {
             .seconds(Date().timeIntervalSince1970)
         }
         let runner = try reporting(state: stateOptions) { () throws(CustodyError) in

@@ -77,7 +77,10 @@ struct PolicyCommand: AsyncParsableCommand {
                 Intune's default, or conflictDefault: policies disagree on a number) and the \
                 policies it came from. The policy is the bundle in force (see `custody apply`), or \
                 --bundle for this command alone. An account the tenant does not know is an error: \
-                unknown accounts are unmanaged and have no policy to show.
+                unknown accounts are unmanaged and have no policy to show. A policy is for one \
+                platform: when the bundle holds iOS and Android policies and no platform is named \
+                (--platform, or recorded by `custody apply`), the output is a JSON array of one \
+                report per platform.
                 """
         )
 
@@ -93,8 +96,8 @@ struct PolicyCommand: AsyncParsableCommand {
                 throw ValidationError("--account must not be empty")
             }
             let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-            let snapshot = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
-            switch snapshot.resolveAccount(account) {
+            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policyPerPlatform() }
+            switch snapshots[0].resolveAccount(account) {
             case .tenant: break
             case .unknown:
                 StandardError.write("error: account '\(account)' is not in the tenant of \(engine.bundleInForce?.source ?? "the policy"); unknown accounts are unmanaged (no policy applies)\n")
@@ -104,7 +107,13 @@ struct PolicyCommand: AsyncParsableCommand {
                 throw ExitCode.failure
             }
             var writer = JSONWriter(pretty: true)
-            PolicyReport.write(account: account, snapshot: snapshot, to: &writer)
+            if snapshots.count == 1 {
+                PolicyReport.write(account: account, snapshot: snapshots[0], to: &writer)
+            } else {
+                writer.beginArray()
+                for snapshot in snapshots { PolicyReport.write(account: account, snapshot: snapshot, to: &writer) }
+                writer.endArray()
+            }
             writer.newline()
             StandardOutput.write(writer.bytes)
         }

@@ -7,7 +7,9 @@ public import Logging
 
 /// The evaluation context: platform, app and management level.
 struct ContextOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Evaluate for this platform only; by default iOS and Android policies both apply.", valueName: "ios|android"))
+    @Option(help: ArgumentHelp(
+        "Evaluate for this platform: its policies and the default policy apply. Needed when the bundle holds policies of both platforms, unless `custody apply` recorded one for the state.",
+        valueName: "ios|android"))
     var platform: Platform?
 
     @Option(name: .customLong("app"), help: ArgumentHelp("The evaluating app's bundle or package id; policies whose app lists omit it do not apply.", valueName: "id"))
@@ -107,6 +109,8 @@ func fail(_ error: CustodyError, state: StateOptions? = nil) -> ExitCode {
     if error.code == .noPolicy {
         StandardError.write(
             "error: \(error.message) (\(state?.state ?? "the state")). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to use a bundle for this command alone.\n")
+    } else if error.code == .platform {
+        StandardError.write("error: \(error.message): give --platform ios or --platform android\n")
     } else {
         StandardError.write("error: \(error.message)\n")
         StandardError.write(lines: error.diagnostics.map(\.description))

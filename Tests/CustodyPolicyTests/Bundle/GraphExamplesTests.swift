@@ -118,6 +118,10 @@ struct GraphExamplesTests {
         expected.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 12 * 3_600)
         expected.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 90 * 86_400)
         expected.exemptedAppProtocols = ["tel", "telprompt", "skype", "app-settings", "calshow", "itms", "itmss", "itms-apps", "itms-appss", "itms-services"]
+        expected.filterOpenInToOnlyManagedApps = false
+        expected.disableProtectionOfManagedOutboundOpenInData = false
+        expected.protectInboundDataFromUnknownSources = false
+        expected.contactSyncBlocked = false
         #expect(policy.settings == expected)
         #expect(policy.targeting.managementLevels == [.unspecified])
         #expect(policy.targeting.appGroupType == .allCoreMicrosoftApps)

@@ -69,12 +69,6 @@ struct AccountSettingsTests {
         TwoPlatformRow(ios: "useDeviceSettings", android: true, platform: .android, result: true, setting: "encryptAppData"),
         TwoPlatformRow(ios: "whenDeviceLocked", android: false, platform: .android, result: false, setting: "encryptAppData"),
         TwoPlatformRow(ios: "whenDeviceLocked", android: nil, platform: .android, result: true, setting: "encryptAppData"),
-        TwoPlatformRow(ios: "useDeviceSettings", android: true, platform: nil, result: true, setting: "encryptAppData"),
-        TwoPlatformRow(ios: "afterDeviceRestart", android: false, platform: nil, result: true, setting: "appDataEncryptionType"),
-        TwoPlatformRow(ios: "useDeviceSettings", android: false, platform: nil, result: false, setting: "appDataEncryptionType"),
-        TwoPlatformRow(ios: "useDeviceSettings", android: nil, platform: nil, result: false, setting: "appDataEncryptionType"),
-        TwoPlatformRow(ios: nil, android: false, platform: nil, result: false, setting: "encryptAppData"),
-        TwoPlatformRow(ios: nil, android: nil, platform: nil, result: true, setting: "appDataEncryptionType"),
     ]
 
     @Test("encryption required: iOS appDataEncryptionType, Android encryptAppData", arguments: encryptionRows)
@@ -95,9 +89,6 @@ struct AccountSettingsTests {
         TwoPlatformRow(ios: nil, android: true, platform: .ios, result: true, setting: "screenCaptureConfigurationState"),
         TwoPlatformRow(ios: "blocked", android: false, platform: .android, result: true, setting: "screenCaptureBlocked"),
         TwoPlatformRow(ios: nil, android: true, platform: .android, result: false, setting: "screenCaptureBlocked"),
-        TwoPlatformRow(ios: "blocked", android: false, platform: nil, result: false, setting: "screenCaptureConfigurationState"),
-        TwoPlatformRow(ios: "notBlocked", android: true, platform: nil, result: false, setting: "screenCaptureBlocked"),
-        TwoPlatformRow(ios: "notBlocked", android: false, platform: nil, result: true, setting: "screenCaptureBlocked"),
     ]
 
     @Test("screen capture: Android screenCaptureBlocked, iOS screenCaptureConfigurationState", arguments: screenRows)
@@ -109,5 +100,99 @@ struct AccountSettingsTests {
         #expect(decision.isAllowed == row.result)
         #expect(decision.settingName == row.setting)
         #expect(snapshot.screenCapture(account: World.outsider).isAllowed)
+    }
+
+    /// A decision is for one platform: with iOS and Android policies and no platform named,
+    /// every decision about a managed account is refused (the most restrictive answer) and
+    /// says why; an account no policy reaches is still unmanaged.
+    @Test("with policies of both platforms and no platform, decisions about managed accounts are refused")
+    func noPlatform() {
+        let snapshot = twoPlatforms(ios: .with { $0.printBlocked = false }, android: .with { $0.printBlocked = false }, platform: nil)
+        #expect(snapshot.isPlatformAmbiguous)
+        let decisions = [
+            snapshot.print(account: World.owner), snapshot.encryptionRequired(account: World.owner), snapshot.screenCapture(account: World.owner),
+            snapshot.notifications(account: World.owner), snapshot.appSharing(account: World.owner), snapshot.copyOut(owner: World.owner, destinationManaged: true, length: 1),
+            snapshot.saveTo(owner: World.owner, location: .dropbox, locationAccount: nil), snapshot.receive(receiver: World.outsider, dataOwner: World.owner),
+        ]
+        for decision in decisions {
+            #expect(decision.isRefusal)
+            #expect(decision.isAllowed == (decision.action == .encryptionRequired), "\(decision.action)")
+            #expect(decision.reason.contains("iOS and Android settings are never merged"))
+            #expect(decision.settingName == nil)
+        }
+        #expect(snapshot.print(account: World.outsider).isAllowed)
+        #expect(throws: QueryError.self) { try snapshot.checkPlatform() }
+        #expect(throws: PlatformError.self) { try snapshot.bundle.platform(for: snapshot.context) }
+        // A bundle of one platform's policies implies it.
+        let ios = World.snapshot(owner: .with { $0.printBlocked = true }, context: EvaluationContext())
+        #expect(!ios.isPlatformAmbiguous)
+        #expect(ios.context.platform == .ios)
+        #expect(!ios.print(account: World.owner).isAllowed)
+    }
+
+    struct LevelRow: CustomTestStringConvertible, Sendable {
+        let action: DecisionAction
+        let send: DataTransferLevel?
+        let allowed: Bool
+        let reason: String
+        var testDescription: String { "\(action) with send \(send?.rawValue ?? "-") → \(allowed ? "allow" : "block")" }
+    }
+
+    /// isAppSharingAllowed: blocked only by Send None. Siri, App Intents and Spotlight: "blocked
+    /// unless set to All apps" (iOS settings reference).
+    static let levelRows: [LevelRow] = [
+        LevelRow(action: .appSharing, send: .allApps, allowed: true, reason: "allowedOutboundDataTransferDestinations is allApps: sharing through the system share sheet is allowed"),
+        LevelRow(action: .appSharing, send: .managedApps, allowed: true, reason: "is managedApps: sharing through the system share sheet is allowed, to the targets a share decision allows"),
+        LevelRow(action: .appSharing, send: DataTransferLevel.none, allowed: false, reason: "is none: sharing through the system share sheet is blocked"),
+        LevelRow(action: .appSharing, send: nil, allowed: true, reason: "(Intune default"),
+        LevelRow(action: .appIntents, send: .allApps, allowed: true, reason: "is allApps: Siri, App Intents and Spotlight may use org data"),
+        LevelRow(action: .appIntents, send: .managedApps, allowed: false, reason: "is managedApps: Siri, App Intents and Spotlight are blocked unless it is allApps"),
+        LevelRow(action: .appIntents, send: DataTransferLevel.none, allowed: false, reason: "are blocked unless it is allApps"),
+        LevelRow(action: .appIntents, send: nil, allowed: true, reason: "(Intune default"),
+    ]
+
+    @Test("app sharing and app intents follow the send level", arguments: levelRows, Platform.allCases)
+    func levels(row: LevelRow, platform: Platform) {
+        let snapshot = World.snapshot(
+            owner: .with { $0.allowedOutboundDataTransferDestinations = row.send },
+            kind: platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection, context: EvaluationContext(platform: platform))
+        let decision = row.action == .appSharing ? snapshot.appSharing(account: World.owner) : snapshot.appIntents(account: World.owner)
+        #expect(decision.action == row.action)
+        #expect(decision.isAllowed == row.allowed)
+        #expect(decision.reason.contains(row.reason), "\(decision.reason)")
+        #expect(decision.settingName == "allowedOutboundDataTransferDestinations")
+        let unmanaged = row.action == .appSharing ? snapshot.appSharing(account: World.outsider) : snapshot.appIntents(account: World.outsider)
+        #expect(unmanaged.isAllowed)
+    }
+
+    @Test("contact sync follows contactSyncBlocked", arguments: [(true as Bool?, false), (false, true), (nil, true)])
+    func contactSync(blocked: Bool?, allowed: Bool) {
+        let snapshot = World.snapshot(owner: .with { $0.contactSyncBlocked = blocked })
+        let decision = snapshot.contactSync(account: World.owner)
+        #expect(decision.isAllowed == allowed)
+        #expect(decision.settingName == "contactSyncBlocked")
+        #expect(decision.reason.contains("contactSyncBlocked is \(!allowed)"))
+        #expect(snapshot.contactSync(account: World.bystander).isAllowed)
+    }
+
+    /// Android "Encrypt org data on enrolled devices: Not required": no app-level encryption on
+    /// an enrolled device; an unknown management level is not enrolled.
+    @Test(
+        "Android encryption is waived on enrolled devices only when the policy says so",
+        arguments: [
+            (true as Bool?, AppManagementLevel.mdm as AppManagementLevel?, false),
+            (true, .androidEnterprise, false),
+            (true, .unmanaged, true),
+            (true, nil, true),
+            (false, .mdm, true),
+            (nil, .mdm, true),
+        ] as [(Bool?, AppManagementLevel?, Bool)])
+    func enrolledDevice(waived: Bool?, level: AppManagementLevel?, required: Bool) {
+        let snapshot = World.snapshot(
+            owner: .with { $0.encryptAppData = true; $0.disableAppEncryptionIfDeviceEncryptionIsEnabled = waived },
+            kind: .androidManagedAppProtection, context: EvaluationContext(platform: .android, managementLevel: level))
+        let decision = snapshot.encryptionRequired(account: World.owner)
+        #expect(decision.isAllowed == required)
+        #expect(decision.settingName == (required ? "encryptAppData" : "disableAppEncryptionIfDeviceEncryptionIsEnabled"))
     }
 }

@@ -23,16 +23,27 @@ struct ShareAndReceiveTests {
                  reason: "allowedOutboundDataTransferDestinations is managedApps and com.microsoft.office.word is a policy-managed app (from \"Owner policy\")"),
         ShareRow(sends: .managedApps, target: "COM.MICROSOFT.OFFICE.WORD", allowed: true, reason: "is a policy-managed app"),
         ShareRow(sends: .managedApps, target: "com.contoso.expenses", allowed: true, reason: "is a policy-managed app"),
-        ShareRow(sends: .managedApps, target: "skype", allowed: true, reason: "allowedOutboundDataTransferDestinations is managedApps, but skype is exempted in exemptedAppProtocols"),
+        ShareRow(sends: .managedApps, target: "skype", allowed: true, reason: "allowedOutboundDataTransferDestinations is managedApps and skype is exempted in exemptedAppProtocols"),
         ShareRow(sends: .managedApps, target: "Skype:", allowed: true, reason: "is exempted"),
         ShareRow(sends: .managedApps, target: "skype://call?id=1", allowed: true, reason: "is exempted"),
         ShareRow(sends: .managedApps, target: "com.getdropbox.Dropbox", allowed: false,
                  reason: "allowedOutboundDataTransferDestinations is managedApps and com.getdropbox.Dropbox is neither a policy-managed app nor exempted"),
         ShareRow(sends: .managedApps, target: "com.microsoft.office.wordx", allowed: false, reason: "neither"),
-        // none: exemptions only.
+        // none: no target, exempted or not ("Select apps to exempt" is available only with
+        // Policy managed apps).
         ShareRow(sends: DataTransferLevel.none, target: "com.microsoft.office.word", allowed: false,
-                 reason: "allowedOutboundDataTransferDestinations is none and com.microsoft.office.word is not exempted"),
-        ShareRow(sends: DataTransferLevel.none, target: "tel", allowed: true, reason: "allowedOutboundDataTransferDestinations is none, but tel is exempted"),
+                 reason: "allowedOutboundDataTransferDestinations is none: no app may receive the data, com.microsoft.office.word included (exemptions apply only to transfer to policy-managed apps)"),
+        ShareRow(sends: DataTransferLevel.none, target: "tel", allowed: false, reason: "allowedOutboundDataTransferDestinations is none: no app may receive the data, tel included"),
+        ShareRow(sends: DataTransferLevel.none, platform: .android, target: "com.google.android.apps.maps", allowed: false, reason: "is none: no app may receive the data"),
+        // Universal links (iOS): exempted ones open in an unmanaged app, managed ones in a managed app.
+        ShareRow(sends: .managedApps, target: "https://maps.apple.com/?q=cafe", allowed: true, reason: "is exempted in exemptedUniversalLinks"),
+        ShareRow(sends: .managedApps, target: "http://maps.apple.com", allowed: true, reason: "is exempted in exemptedUniversalLinks"),
+        ShareRow(sends: .managedApps, target: "https://maps.apple.com.evil.example/x", allowed: false, reason: "neither"),
+        ShareRow(sends: .managedApps, target: "https://contoso.sharepoint.com/sites/finance", allowed: true,
+                 reason: "is in managedUniversalLinks: it opens in a managed app"),
+        ShareRow(sends: .managedApps, target: "https://sharepoint.com.evil.example/", allowed: false, reason: "neither"),
+        ShareRow(sends: DataTransferLevel.none, target: "https://maps.apple.com/", allowed: false, reason: "is none"),
+        ShareRow(sends: .managedApps, platform: .android, target: "https://maps.apple.com/", allowed: false, reason: "neither"),
         // Exemption lists belong to their platform.
         ShareRow(sends: .managedApps, platform: .android, target: "com.google.android.apps.maps", allowed: true, reason: "is exempted in exemptedAppPackages"),
         ShareRow(sends: .managedApps, platform: .android, target: "skype", allowed: false, reason: "neither"),
@@ -45,6 +56,8 @@ struct ShareAndReceiveTests {
             $0.allowedOutboundDataTransferDestinations = row.sends
             $0.exemptedAppProtocols = ["skype", "tel"]
             $0.exemptedAppPackages = ["com.google.android.apps.maps"]
+            $0.exemptedUniversalLinks = ["http://maps.apple.com", "https://maps.apple.com"]
+            $0.managedUniversalLinks = ["https://*.sharepoint.com/*"]
         }
         let snapshot = World.snapshot(
             owner: settings, kind: row.platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection,
@@ -65,6 +78,62 @@ struct ShareAndReceiveTests {
         #expect(share.allowedTargets == ["com.microsoft.office.word", "com.contoso.expenses"])
         #expect(share.reason == "2 of 3 targets allowed")
         #expect(share.targets.map(\.decision.settingName) == Array(repeating: "allowedOutboundDataTransferDestinations", count: 3))
+    }
+
+    /// iOS "Policy managed apps with OS sharing": on an MDM-enrolled device, apps the MDM
+    /// manages may receive files; elsewhere (or when the device's management is unknown)
+    /// Policy managed apps applies.
+    @Test(
+        "Policy managed apps with OS sharing reaches MDM-managed apps on enrolled devices only",
+        arguments: [
+            (Platform.ios, AppManagementLevel.mdm as AppManagementLevel?, true as Bool?, "com.contoso.mdm-only", true),
+            (.ios, .mdm, true, "COM.CONTOSO.MDM-ONLY", true),
+            (.ios, .unmanaged, true, "com.contoso.mdm-only", false),
+            (.ios, nil, true, "com.contoso.mdm-only", false),
+            (.ios, .mdm, false, "com.contoso.mdm-only", false),
+            (.ios, .mdm, nil, "com.contoso.mdm-only", false),
+            (.ios, .mdm, true, "com.getdropbox.Dropbox", false),
+            (.android, .mdm, true, "com.contoso.mdm-only", false),
+        ] as [(Platform, AppManagementLevel?, Bool?, String, Bool)])
+    func osSharing(platform: Platform, level: AppManagementLevel?, flag: Bool?, target: String, allowed: Bool) throws {
+        let settings = ProtectionSettings.with {
+            $0.allowedOutboundDataTransferDestinations = .managedApps
+            $0.disableProtectionOfManagedOutboundOpenInData = flag
+        }
+        let snapshot = World.snapshot(
+            owner: settings, kind: platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection,
+            context: EvaluationContext(platform: platform, managementLevel: level))
+        let decision = try #require(snapshot.share(owner: World.owner, targets: [target]).targets.first).decision
+        #expect(decision.isAllowed == allowed)
+        #expect(decision.settingName == (allowed ? "disableProtectionOfManagedOutboundOpenInData" : "allowedOutboundDataTransferDestinations"))
+        if allowed { #expect(decision.reason.contains("Policy managed apps with OS sharing")) }
+    }
+
+    /// "Policy managed apps with Open-In/Share filtering" (iOS): the answer tells the caller to
+    /// hide, not refuse, the targets it does not allow.
+    @Test(
+        "Open-In/Share filtering marks the share answer",
+        arguments: [
+            (Platform.ios, DataTransferLevel.managedApps, true as Bool?, true),
+            (.ios, .managedApps, false, false),
+            (.ios, .managedApps, nil, false),
+            (.ios, .allApps, true, false),
+            (.android, .managedApps, true, false),
+        ] as [(Platform, DataTransferLevel, Bool?, Bool)])
+    func filtering(platform: Platform, sends: DataTransferLevel, flag: Bool?, filters: Bool) {
+        let settings = ProtectionSettings.with {
+            $0.allowedOutboundDataTransferDestinations = sends
+            $0.filterOpenInToOnlyManagedApps = flag
+        }
+        let snapshot = World.snapshot(
+            owner: settings, kind: platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection,
+            context: EvaluationContext(platform: platform))
+        let share = snapshot.share(owner: World.owner, targets: ["com.getdropbox.Dropbox"])
+        #expect(share.filtersShareSheet == filters)
+        #expect(snapshot.share(owner: World.outsider, targets: ["x"]).filtersShareSheet == false)
+        if filters {
+            #expect(share.targets[0].decision.reason.contains("Open-In/Share filtering: the share sheet does not offer it"))
+        }
     }
 
     struct ReceiveRow: CustomTestStringConvertible, Sendable {

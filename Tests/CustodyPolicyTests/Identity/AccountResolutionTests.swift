@@ -52,7 +52,8 @@ struct AccountResolutionTests {
         targeting.included = [.group("g-owner"), .group("g-peer")]
         let policy = ProtectionPolicy(
             reference: PolicyReference(index: 0, id: nil, displayName: "P", kind: .iosManagedAppProtection, location: DocumentLocation(file: "t", line: 1, column: 1)),
-            settings: .with { $0.saveAsBlocked = true; $0.allowedDataStorageLocations = [] }, targeting: targeting)
+            settings: .with { $0.saveAsBlocked = true; $0.allowedDataStorageLocations = []; $0.allowedOutboundDataTransferDestinations = .managedApps },
+            targeting: targeting)
         return PolicySnapshot(bundle: PolicyBundle(tenant: tenant, protectionPolicies: [policy]), context: EvaluationContext(platform: .ios))
     }()
 

@@ -47,6 +47,17 @@ struct DecisionQueryTests {
          .offlineAccess(account: id("a@contoso.com"), offlineFor: .seconds(86_400))),
         (#"{"action":"offlineAccess","account":"a@contoso.com","lastCheckIn":"2026-11-21T07:59:30.5Z"}"#,
          .offlineAccess(account: id("a@contoso.com"), offlineFor: .milliseconds(29_500))),
+        (#"{"action":"appSharing","account":"a@contoso.com"}"#, .appSharing(account: id("a@contoso.com"))),
+        (#"{"action":"appIntents","account":"a@contoso.com"}"#, .appIntents(account: id("a@contoso.com"))),
+        (#"{"action":"contactSync","account":"a@contoso.com"}"#, .contactSync(account: id("a@contoso.com"))),
+        // A view of several accounts.
+        (#"{"action":"print","accounts":["a@contoso.com","b@contoso.com",null]}"#,
+         .view(.print(account: nil), accounts: [id("a@contoso.com"), id("b@contoso.com"), nil])),
+        (#"{"action":"copyOut","owners":["a@contoso.com"],"destinationManaged":false,"length":3}"#,
+         .view(.copyOut(owner: nil, destinationManaged: false, length: 3), accounts: [id("a@contoso.com")])),
+        (#"{"action":"share","owners":["a@contoso.com","b@contoso.com"],"targets":["skype"]}"#,
+         .view(.share(owner: nil, targets: ["skype"]), accounts: [id("a@contoso.com"), id("b@contoso.com")])),
+        (#"{"action":"notifications","accounts":[{"upn":"a@contoso.com"}]}"#, .view(.notifications(account: nil), accounts: [id("a@contoso.com")])),
     ]
 
     @Test("reads every action", arguments: valid)
@@ -82,6 +93,14 @@ struct DecisionQueryTests {
             (#"{"action":"offlineAccess","account":"a","offlineFor":"PT1H","now":"2026-01-01T00:00:00Z"}"#, #""PT1H""#, "give either \"offlineFor\" or \"lastCheckIn\""),
             (#"{"action":"offlineAccess","account":"a","lastCheckIn":"2026-02-30T00:00:00Z"}"#, #""2026"#, "must be an RFC 3339 timestamp"),
             (#"{"action":"offlineAccess","account":"a","lastCheckIn":"2026-11-21 08:00"}"#, #""2026"#, "must be an RFC 3339 timestamp"),
+            (#"{"action":"print"}"#, #"{"#, "action print needs the field 'account' (or 'accounts' for a view of several accounts)"),
+            (#"{"action":"print","account":"a","accounts":["b"]}"#, #"["#, "give either 'account' or 'accounts', not both"),
+            (#"{"action":"print","accounts":[]}"#, #"[]"#, "\"accounts\" must name at least one account"),
+            (#"{"action":"print","accounts":"a"}"#, #""a""#, "\"accounts\" must be an array of accounts"),
+            (#"{"action":"print","accounts":[5]}"#, #"5]"#, "an account must be a UPN or OID string"),
+            (#"{"action":"copyOut","destinationManaged":true}"#, #"{"#, "action copyOut needs the field 'owner' (or 'owners'"),
+            (#"{"action":"saveTo","owners":["a"],"location":"box"}"#, #""owners""#, "unknown field 'owners' for action saveTo"),
+            (#"{"action":"accountAllowed","accounts":["a"]}"#, #""accounts""#, "unknown field 'accounts' for action accountAllowed"),
         ])
     func errors(line: String, marker: String, message: String) throws {
         let offset = try #require(line.range(of: marker)).lowerBound.utf16Offset(in: line)

@@ -135,6 +135,8 @@ struct MergeTests {
     func applicableSettings() {
         #expect(!merged([ProtectionSettings()], platform: .ios).applicableSettings.contains(.encryptAppData))
         #expect(!merged([ProtectionSettings()], platform: .android).applicableSettings.contains(.appDataEncryptionType))
-        #expect(merged([ProtectionSettings()], platform: nil).applicableSettings == PolicySetting.allCases)
+        // With no platform named, the bundle's one platform applies.
+        #expect(merged([ProtectionSettings()], platform: nil).platform == .ios)
+        #expect(merged([ProtectionSettings()], platform: nil).applicableSettings == PolicySetting.allCases.filter { $0.platforms.contains(.ios) })
     }
 }

@@ -46,7 +46,7 @@ enum World {
             TenantAccount(id: AccountID(oid: "0a000000-0000-4000-8000-000000000002", upn: "peer@contoso.com")!, groups: ["g-peer"]),
             TenantAccount(id: AccountID(oid: "0a000000-0000-4000-8000-000000000003", upn: "bystander@contoso.com")!, groups: []),
         ],
-        managedApps: ["com.contoso.expenses"])
+        managedApps: ["com.contoso.expenses"], mdmManagedApps: ["com.contoso.mdm-only"])
 
     /// A snapshot where the owner's policy has `owner` settings and the peer's `peer` settings.
     static func snapshot(
