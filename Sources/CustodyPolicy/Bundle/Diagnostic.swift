@@ -20,10 +20,13 @@ public struct DocumentLocation: Sendable, Hashable, CustomStringConvertible {
 
 /// A problem found while loading a policy bundle, with where it is and what to do about it.
 public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Errors stop a bundle from loading; warnings are reported and the bundle still loads.
+    /// Errors stop a bundle from loading; warnings are reported and the bundle still loads;
+    /// notices say what Custody leaves aside (settings it does not enforce, files that are not
+    /// policy documents).
     public enum Severity: String, Sendable, Hashable {
         case error
         case warning
+        case notice
     }
 
     /// A stable, machine-readable name for the kind of problem.
@@ -68,6 +71,12 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
         public static let configurationConflict = Code(rawValue: "configuration-conflict")
         /// The bundle has no `tenant.json`, so it knows no accounts.
         public static let noTenant = Code(rawValue: "no-tenant")
+        /// A policy configures settings Custody does not enforce (PIN, device conditions, …).
+        public static let notEnforced = Code(rawValue: "not-enforced")
+        /// A setting whose value is not in effect given another setting (as Microsoft documents).
+        public static let notInEffect = Code(rawValue: "not-in-effect")
+        /// A file of the bundle directory that is not a Graph document; it is ignored.
+        public static let ignoredFile = Code(rawValue: "ignored-file")
     }
 
     public var severity: Severity

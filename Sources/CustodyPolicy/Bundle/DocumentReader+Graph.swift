@@ -21,6 +21,12 @@ extension DocumentReader {
             return root.elements.enumerated().compactMap { index, element in
                 decodeDocument(element, path: "$[\(index)]")
             }
+        case .object where root["@odata.type"] == nil && root["value"] == nil && !looksLikeGraph(root):
+            // A scenario matrix, an app spec, an editor's settings: not a policy document.
+            notice(
+                .ignoredFile,
+                "not a Graph policy document (no @odata.type and no Graph property): the file is ignored", at: root, path: "$")
+            return []
         case .object where root["@odata.type"] == nil && root["value"] != nil:
             if let next = root["@odata.nextLink"], !next.isNull {
                 warning(.unsupportedType, "the export is paged (@odata.nextLink): policies on later pages are not in this file", at: next, path: "$.@odata.nextLink")
@@ -70,6 +76,7 @@ extension DocumentReader {
         var targeting = PolicyTargeting()
         var customSettings: [(name: String, value: String)] = []
         let known = GraphSchema.knownProperties(of: kind)
+        var notEnforced: [(key: String, value: JSONValue)] = []
 
         for member in uniqueMembers(of: object, path: path) {
             let key = member.key
@@ -79,6 +86,11 @@ extension DocumentReader {
             guard known.contains(key) else {
                 warning(.unknownProperty, "unknown property '\(key)' of \(kind.rawValue) is ignored", at: member.name, path: memberPath)
                 continue
+            }
+            if kind != .targetedManagedAppConfiguration, !GraphSchema.evaluated.contains(key), !GraphSchema.metadata.contains(key),
+                !GraphSchema.isNeutral(value)
+            {
+                notEnforced.append((key, value))
             }
             switch key {
             case "id": metadata.id = string(value, path: memberPath)
@@ -104,7 +116,62 @@ extension DocumentReader {
             checkConfiguration(customSettings, of: object, path: path + ".customSettings")
             return .configuration(metadata: metadata, settings: customSettings, targeting: targeting)
         }
+        reportNotEnforced(notEnforced, of: object, path: path)
+        checkDependencies(settings, kind: kind, of: object, path: path)
         return .protection(kind: kind, metadata: metadata, settings: settings, targeting: targeting)
+    }
+
+    /// Whether an object without `@odata.type` carries any property a Graph policy has: then it
+    /// is a policy that lost its type (an error), not some other file.
+    private func looksLikeGraph(_ object: JSONValue) -> Bool {
+        let known = PolicyKind.allCases.reduce(into: Set<String>()) { $0.formUnion(GraphSchema.knownProperties(of: $1)) }
+            .subtracting(["id", "description", "version", "settings"])
+        return object.members.contains { known.contains($0.key) }
+    }
+
+    /// One notice per policy naming every setting it configures that Custody does not enforce
+    /// (left to the apps and the Intune SDK): PIN, biometrics, device conditions, versions,
+    /// keyboards, browsers. A companion setting (a PIN's length) is named only beside its
+    /// parent (the PIN).
+    private mutating func reportNotEnforced(_ settings: [(key: String, value: JSONValue)], of object: JSONValue, path: String) {
+        let configured = Set(settings.map(\.key))
+        let shown = settings.filter { setting in
+            guard let parent = GraphSchema.companions[setting.key] else { return true }
+            return configured.contains(parent)
+        }
+        guard !shown.isEmpty else { return }
+        let list = shown.map { "\($0.key) (\(GraphSchema.brief($0.value)))" }.joined(separator: ", ")
+        notice(
+            .notEnforced,
+            "Custody does not enforce \(shown.count == 1 ? "this setting" : "these \(shown.count) settings") of the policy (they are left to the apps and the Intune SDK): \(list)",
+            at: object, path: path)
+    }
+
+    /// Settings whose value is not in effect given the transfer level they depend on, as
+    /// Microsoft's settings reference describes the portal (docs/decisions.md).
+    private mutating func checkDependencies(_ settings: ProtectionSettings, kind: PolicyKind, of object: JSONValue, path: String) {
+        let send = settings.allowedOutboundDataTransferDestinations ?? PolicyDefaults.dataTransfer
+        let receive = settings.allowedInboundDataTransferSources ?? PolicyDefaults.dataTransfer
+        if settings.saveAsBlocked == true, send == .allApps, kind != .androidManagedAppProtection {
+            warning(
+                .notInEffect,
+                "saveAsBlocked is true but allowedOutboundDataTransferDestinations is allApps: Microsoft documents Save copies as Allow then on iOS, so Custody does not apply it there (Android clients were seen enforcing it: it applies on Android)",
+                at: object, path: path + ".saveAsBlocked")
+        }
+        if settings.blockDataIngestionIntoOrganizationDocuments == true, receive == .allApps, kind != .androidManagedAppProtection {
+            warning(
+                .notInEffect,
+                "blockDataIngestionIntoOrganizationDocuments is true but allowedInboundDataTransferSources is allApps: Microsoft documents Open data into Org documents as Allow then on iOS, so Custody does not apply it there (it applies on Android)",
+                at: object, path: path + ".blockDataIngestionIntoOrganizationDocuments")
+        }
+        let exemptions = (settings.exemptedAppProtocols ?? []).count + (settings.exemptedAppPackages ?? []).count
+            + (settings.exemptedUniversalLinks ?? []).count
+        if send == .none, exemptions > 0 {
+            notice(
+                .notInEffect,
+                "allowedOutboundDataTransferDestinations is none: its \(exemptions) exempted app\(exemptions == 1 ? "" : "s") and link\(exemptions == 1 ? "" : "s") are not in effect (exemptions apply only to transfer to policy-managed apps)",
+                at: object, path: path + ".allowedOutboundDataTransferDestinations")
+        }
     }
 
     /// Reads one evaluated setting; other known properties are accepted and not evaluated.

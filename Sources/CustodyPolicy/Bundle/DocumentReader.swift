@@ -67,6 +67,10 @@ struct DocumentReader {
         diagnostics.append(Diagnostic(severity: .warning, code: code, message: message, location: location(of: value), path: path))
     }
 
+    mutating func notice(_ code: Diagnostic.Code, _ message: String, at value: JSONValue, path: String?) {
+        diagnostics.append(Diagnostic(severity: .notice, code: code, message: message, location: location(of: value), path: path))
+    }
+
     /// The members of an object, with duplicate names reported as errors (which of two values
     /// would apply is ambiguous) and only the first of each name returned.
     mutating func uniqueMembers(of object: JSONValue, path: @autoclosure () -> String) -> [JSONMembers.Member] {

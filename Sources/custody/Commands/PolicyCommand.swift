@@ -17,9 +17,12 @@ struct PolicyCommand: AsyncParsableCommand {
             discussion: """
                 Each PATH is a bundle directory, a tenant.json, or a single Graph JSON file. Every \
                 problem is printed on standard error as `file:line:column: error: message` (or \
-                `warning:`), the form editors and CI annotate. Warnings (unknown properties, unknown \
-                enum values, ignored documents) do not fail validation; errors (invalid JSON, wrong \
-                value types, documents without @odata.type, duplicate accounts) do.
+                `warning:`, `notice:`), the form editors and CI annotate. Warnings (unknown \
+                properties, unknown enum values, ignored documents, settings not in effect) and \
+                notices (the settings of each policy that Custody does not enforce, such as PIN and \
+                device conditions; files that are not Graph documents, such as scenario matrices) \
+                do not fail validation; errors (invalid JSON, wrong value types, documents without \
+                @odata.type, duplicate accounts) do.
 
                 Standard output gets one summary line per path. Exit status: 0 when every path \
                 loads, 1 when any has an error.
@@ -62,7 +65,8 @@ struct PolicyCommand: AsyncParsableCommand {
                 count(bundle.tenant.accounts.count, "account", "accounts"),
                 count(bundle.protectionPolicies.count, "protection policy", "protection policies"),
                 count(bundle.appConfigurations.count, "app configuration", "app configurations"),
-                count(bundle.warnings.count, "warning", "warnings"),
+                count(bundle.warnings.filter { $0.severity == .warning }.count, "warning", "warnings"),
+                count(bundle.warnings.filter { $0.severity == .notice }.count, "notice", "notices"),
             ].joined(separator: ", ")
         }
     }

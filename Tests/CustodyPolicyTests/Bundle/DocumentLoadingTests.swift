@@ -117,6 +117,79 @@ struct DocumentLoadingTests {
         #expect(errors.first?.location.line == 1)
     }
 
+    /// Each policy gets one notice naming the settings it configures that Custody does not
+    /// enforce; neutral values (false, 0, empty, not configured, any app) are not named, nor are
+    /// a PIN's details without the PIN.
+    @Test(
+        "settings Custody does not enforce get one notice per policy",
+        arguments: [
+            (#""pinRequired": true, "minimumPinLength": 6, "pinCharacterSet": "alphanumericAndSymbol""#,
+             "pinRequired (true), minimumPinLength (6), pinCharacterSet (alphanumericAndSymbol)" as String?),
+            (#""pinRequired": false, "minimumPinLength": 6, "faceIdBlocked": true"#, nil),
+            (#""thirdPartyKeyboardsBlocked": true, "minimumRequiredOsVersion": "17.0""#, "thirdPartyKeyboardsBlocked (true), minimumRequiredOsVersion (17.0)"),
+            (#""managedBrowserToOpenLinksRequired": false, "managedBrowser": "notConfigured", "dialerRestrictionLevel": "allApps""#, nil),
+            (#""periodBeforePinReset": "PT0S", "minimumWipeOsVersion": null, "allowedIosDeviceModels": """#, nil),
+            (#""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#,
+             "deviceComplianceRequired (true), appActionIfDeviceComplianceRequired (wipe)"),
+            (#""appActionIfDeviceComplianceRequired": "wipe""#, nil),
+            (#""saveAsBlocked": true, "printBlocked": true, "contactSyncBlocked": true, "filterOpenInToOnlyManagedApps": true"#, nil),
+        ] as [(String, String?)])
+    func notEnforced(members: String, listed: String?) throws {
+        let bundle = try loadBundle(tenant: nil, documents: [ios(#""allowedOutboundDataTransferDestinations": "managedApps", "# + members)])
+        let notices = bundle.warnings.filter { $0.code == .notEnforced }
+        #expect(notices.count == (listed == nil ? 0 : 1))
+        if let listed, let notice = notices.first {
+            #expect(notice.severity == .notice)
+            #expect(notice.message.hasSuffix("they are left to the apps and the Intune SDK): " + listed), "\(notice.message)")
+            #expect(notice.description.hasPrefix("doc0.json:1:1: notice: Custody does not enforce"))
+        }
+    }
+
+    /// Microsoft documents some settings as not in effect under a transfer level; a policy that
+    /// configures them anyway gets told (on the iOS and default kinds, where it applies).
+    @Test(
+        "a setting the transfer level puts out of effect is reported",
+        arguments: [
+            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "allApps", "saveAsBlocked": true"#, Diagnostic.Severity.warning as Diagnostic.Severity?, "saveAsBlocked"),
+            ("androidManagedAppProtection", #""allowedOutboundDataTransferDestinations": "allApps", "saveAsBlocked": true"#, nil, ""),
+            ("iosManagedAppProtection", #""saveAsBlocked": true"#, .warning, "saveAsBlocked"),
+            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "managedApps", "saveAsBlocked": true"#, nil, ""),
+            ("defaultManagedAppProtection", #""allowedInboundDataTransferSources": "allApps", "blockDataIngestionIntoOrganizationDocuments": true"#, .warning, "blockDataIngestionIntoOrganizationDocuments"),
+            ("iosManagedAppProtection", #""allowedInboundDataTransferSources": "managedApps", "blockDataIngestionIntoOrganizationDocuments": true"#, nil, ""),
+            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "none", "exemptedAppProtocols": [{"name": "Skype", "value": "skype;"}]"#, .notice, "allowedOutboundDataTransferDestinations"),
+            ("androidManagedAppProtection", #""allowedOutboundDataTransferDestinations": "none", "exemptedAppPackages": [{"name": "Maps", "value": "com.google.maps"}]"#, .notice, "allowedOutboundDataTransferDestinations"),
+            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "managedApps", "exemptedAppProtocols": [{"name": "Skype", "value": "skype;"}]"#, nil, ""),
+        ] as [(String, String, Diagnostic.Severity?, String)])
+    func notInEffect(type: String, members: String, severity: Diagnostic.Severity?, setting: String) throws {
+        let document = ##"{"@odata.type": "#microsoft.graph.\##(type)", "displayName": "P", \##(members)}"##
+        let bundle = try loadBundle(tenant: nil, documents: [document])
+        let reported = bundle.warnings.filter { $0.code == .notInEffect }
+        #expect(reported.map(\.severity) == (severity.map { [$0] } ?? []))
+        if let first = reported.first { #expect(first.path == "$." + setting) }
+    }
+
+    /// A scenario matrix, an app spec or any JSON that is not a policy, in a bundle directory,
+    /// is left aside with a notice; an object with Graph properties but no type is still an error.
+    @Test(
+        "a file that is not a Graph document is ignored with a notice",
+        arguments: [
+            (#"{"description": "matrix", "bundle": ".", "cases": []}"#, true),
+            (#"{"bundleId": "com.contoso.app", "settings": []}"#, true),
+            (#"{}"#, true),
+            (#"{"displayName": "P", "saveAsBlocked": true}"#, false),
+            (#"{"pinRequired": true}"#, false),
+        ])
+    func ignoredFiles(text: String, ignored: Bool) throws {
+        if ignored {
+            let bundle = try loadBundle(tenant: nil, documents: [text, ios("")])
+            #expect(bundle.protectionPolicies.count == 1)
+            #expect(bundle.warnings.map(\.code) == [.ignoredFile])
+            #expect(bundle.warnings.first?.severity == .notice)
+        } else {
+            #expect(loadFailure(tenant: nil, documents: [text]).map(\.code) == [.missingType])
+        }
+    }
+
     @Test("a document without @odata.type is an error; one of another type is ignored with a warning")
     func documentTypes() throws {
         let missing = loadFailure(tenant: nil, documents: [#"{"displayName": "what am I"}"#])
