@@ -18,6 +18,8 @@ public import Logging
 public actor PolicyManager {
     /// The evaluation context every snapshot is resolved for.
     public nonisolated let context: EvaluationContext
+    /// How several policies reaching one account combine (see `PolicyPrecedence`).
+    public nonisolated let precedence: PolicyPrecedence.Rule
     /// Where bundles, check-ins and the audit log are recorded; nil: nowhere.
     public nonisolated let database: CustodyDatabase?
     nonisolated let logger: Logger
@@ -50,12 +52,15 @@ public actor PolicyManager {
     ///   - keyRing: the account keys a wipe deletes (and forgets).
     ///   - wipesWhenOfflineTooLong: wipe an account past its offline wipe period, not only
     ///     announce `wipeRequired`.
+    ///   - precedence: how several policies reaching one account combine; `incumbent` needs
+    ///     the database's record of when each policy first reached each account.
     public init(
         context: EvaluationContext = EvaluationContext(), database: CustodyDatabase? = nil, keyRing: KeyRing? = nil,
-        wipesWhenOfflineTooLong: Bool = false, logger: Logger = Logger(label: "custody.manager"),
-        now: @escaping @Sendable () -> Date = Date.init
+        wipesWhenOfflineTooLong: Bool = false, precedence: PolicyPrecedence.Rule = .mostRestrictive,
+        logger: Logger = Logger(label: "custody.manager"), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.context = context
+        self.precedence = precedence
         self.database = database
         self.keyRing = keyRing
         self.wipesWhenOfflineTooLong = wipesWhenOfflineTooLong
@@ -98,11 +103,12 @@ public actor PolicyManager {
     /// (`apply(_:source:)` with `BundleFiles`) to make a bundle the installation's policy.
     @discardableResult
     public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) -> [PolicyEvent] {
-        let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
         let inForce = BundleInForce(revision: contentHash ?? "", source: source, appliedAt: clock(), isOverride: false)
+        let reach = bundle.assignmentReach()
+        let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
         return install(snapshot, inForce) { events in
             do {
-                return try record(inForce, result: .applied, message: nil, files: [], accounts: Self.accounts(of: bundle), events: events)
+                return try record(inForce, result: .applied, message: nil, files: [], accounts: Self.accounts(of: bundle), reach: reach, events: events)
             } catch {
                 // The policy is in force either way; a history that cannot be written is logged.
                 logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
@@ -143,17 +149,20 @@ public actor PolicyManager {
         if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
             return []
         }
-        let snapshot = PolicySnapshot(bundle: bundle, context: context, logger: logger)
+        let reach = bundle.assignmentReach()
         // The state's policy in force already (this manager did not restore it): put it in
         // force here without recording it again.
         if bundleInForce == nil, let stored = try? database?.lastAppliedBundle(), stored.contentHash == files.contentHash {
             let inForce = BundleInForce(revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false)
-            return install(snapshot, inForce) { _ in [] }
+            return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), inForce) { _ in [] }
         }
         let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false)
+        let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
         do {
             return try install(snapshot, inForce) { events throws(StoreError) in
-                try record(inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) }, accounts: Self.accounts(of: bundle), events: events)
+                try record(
+                    inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) }, accounts: Self.accounts(of: bundle),
+                    reach: reach, events: events)
             }
         } catch {
             throw reject(
@@ -169,7 +178,7 @@ public actor PolicyManager {
         let bundle = try files.load()
         let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: nil, isOverride: true)
         let old = slot.current
-        slot.store(SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, bundle: inForce))
+        slot.store(SnapshotBox(makeSnapshot(bundle, reach: bundle.assignmentReach(), at: clock()), version: old.version + 1, bundle: inForce))
     }
 
     /// Makes the last bundle applied with its files (by any process using this database) the
@@ -192,13 +201,43 @@ public actor PolicyManager {
             let bundle = try files.load()
             let inForce = BundleInForce(revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false)
             let old = slot.current
-            slot.store(SnapshotBox(PolicySnapshot(bundle: bundle, context: context, logger: logger), version: old.version + 1, bundle: inForce))
+            slot.store(SnapshotBox(makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt), version: old.version + 1, bundle: inForce))
             return true
         } catch {
             logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
             throw BundleRejection(
                 source: record.source, message: "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads", diagnostics: error.diagnostics)
         }
+    }
+
+    /// `bundle` resolved for the manager's context and precedence. Under `incumbent`, the pairs
+    /// of `reach` the state has not recorded yet count as reaching their account at `time`; a
+    /// history that cannot be read falls back to merging every policy, which is never less
+    /// restrictive.
+    nonisolated func makeSnapshot(_ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date) -> PolicySnapshot {
+        PolicySnapshot(bundle: bundle, context: context, precedence: precedence(for: reach, at: time), logger: logger)
+    }
+
+    nonisolated func precedence(for reach: [(account: String, policies: [String])], at time: Date) -> PolicyPrecedence {
+        guard precedence == .incumbent else { return .mostRestrictive }
+        var firstReached: [String: [String: Double]] = [:]
+        if let database {
+            do {
+                for (account, policies) in try database.policyReach() {
+                    firstReached[account] = policies.mapValues(\.timeIntervalSince1970)
+                }
+            } catch {
+                logger.error("cannot read when policies reached accounts; every applying policy merges instead", metadata: ["error": "\(error)"])
+                return .mostRestrictive
+            }
+        }
+        let now = time.timeIntervalSince1970
+        for (account, policies) in reach {
+            for policy in policies where firstReached[account]?[policy] == nil {
+                firstReached[account, default: [:]][policy] = now
+            }
+        }
+        return PolicyPrecedence(rule: .incumbent, firstReached: firstReached)
     }
 
     /// Swaps in a resolved snapshot and publishes what changed: `recording` stores the bundle
@@ -242,11 +281,11 @@ public actor PolicyManager {
     /// (none without a database).
     private func record(
         _ bundle: BundleInForce, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
-        accounts: [(owner: String, aliases: [String])], events: [EventRecord]
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])] = [], events: [EventRecord]
     ) throws(StoreError) -> [Int64] {
         try database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files, accounts: accounts,
-            events: events, at: bundle.appliedAt ?? clock()
+            reach: reach, events: events, at: bundle.appliedAt ?? clock()
         ).eventIDs ?? []
     }
 

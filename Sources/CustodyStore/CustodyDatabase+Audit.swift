@@ -149,18 +149,20 @@ extension CustodyDatabase {
 extension CustodyDatabase {
     /// The installation's evaluation context, as `custody apply` recorded it: raw values of
     /// the platform, app id and management level, each nil when never recorded.
-    public func installationContext() throws(StoreError) -> (platform: String?, appID: String?, managementLevel: String?) {
+    public func installationContext() throws(StoreError) -> (platform: String?, appID: String?, managementLevel: String?, precedence: String?) {
         try read("reading the installation's context") { db in
             (try Self.storedSetting("context_platform", in: db), try Self.storedSetting("context_app", in: db),
-             try Self.storedSetting("context_management_level", in: db))
+             try Self.storedSetting("context_management_level", in: db), try Self.storedSetting("precedence", in: db))
         }
     }
 
     /// Records the fields of the installation's context that are given; the others keep their
     /// stored value.
-    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?) throws(StoreError) {
+    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String? = nil) throws(StoreError) {
         try write("recording the installation's context") { db in
-            for (name, value) in [("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel)] {
+            for (name, value) in [
+                ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel), ("precedence", precedence),
+            ] {
                 guard let value else { continue }
                 try db.execute(
                     sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",

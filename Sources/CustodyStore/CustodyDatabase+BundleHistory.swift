@@ -28,7 +28,8 @@ extension CustodyDatabase {
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])] = [],
-        accounts: [(owner: String, aliases: [String])] = [], events: [EventRecord] = [], at date: Date
+        accounts: [(owner: String, aliases: [String])] = [], reach: [(account: String, policies: [String])] = [], events: [EventRecord] = [],
+        at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         let (id, eventIDs) = try write("recording a bundle") { db in
             try db.execute(
@@ -39,12 +40,32 @@ extension CustodyDatabase {
                 try db.execute(sql: "INSERT INTO bundle_files (bundle_id, name, bytes) VALUES (?, ?, ?)", arguments: [id, file.name, Data(file.bytes)])
             }
             try Self.recordAccounts(accounts, at: date, in: db)
+            if !reach.isEmpty {
+                let insert = try db.makeStatement(sql: "INSERT OR IGNORE INTO policy_reach (account, policy, first_reached) VALUES (?, ?, ?)")
+                for (account, policies) in reach {
+                    for policy in policies { try insert.execute(arguments: [account, policy, date]) }
+                }
+            }
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
                 detail: "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")", at: date, in: db)
             return (id, try Self.appendEvents(events, at: date, in: db))
         }
         return (BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message), eventIDs)
+    }
+
+    /// When each policy first reached each account, as recorded by every applied bundle:
+    /// account → policy → time.
+    public func policyReach() throws(StoreError) -> [String: [String: Date]] {
+        try read("reading when policies reached accounts") { db in
+            var reach: [String: [String: Date]] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT account, policy, first_reached FROM policy_reach")
+            while let row = try rows.next() {
+                guard let account: String = row["account"], let policy: String = row["policy"], let at: Date = row["first_reached"] else { continue }
+                reach[account, default: [:]][policy] = at
+            }
+            return reach
+        }
     }
 
     /// Bundle records, newest first.

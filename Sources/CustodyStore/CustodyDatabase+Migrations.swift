@@ -142,6 +142,15 @@ extension CustodyDatabase {
             // A counter that moves on every token created or revoked, by any process.
             try db.execute(sql: "INSERT INTO settings (name, value) VALUES ('token_generation', '0') ON CONFLICT(name) DO NOTHING")
         }
+        migrator.registerMigration("v5: when each policy first reached each account") { db in
+            // For incumbent precedence: the first policy to reach an account stays applied.
+            try db.create(table: "policy_reach", options: .withoutRowID) { table in
+                table.column("account", .text).notNull()
+                table.column("policy", .text).notNull()
+                table.column("first_reached", .datetime).notNull()
+                table.primaryKey(["account", "policy"])
+            }
+        }
         return migrator
     }()
 }

@@ -19,11 +19,13 @@ struct Installation {
     var state: String { directory.file("state.sqlite") }
 
     /// Opens an engine on the state (each call a new engine, as each process would).
-    func open(bundle: String? = nil, keys: Bool = true, platform: Platform? = .ios, wipes: Bool = false) async throws -> CustodyEngine {
+    func open(
+        bundle: String? = nil, keys: Bool = true, platform: Platform? = .ios, wipes: Bool = false, precedence: PolicyPrecedence.Rule? = nil
+    ) async throws -> CustodyEngine {
         let clock = self.clock
         return try await CustodyEngine.open(CustodyConfiguration(
             state: .path(state), masterKey: keys ? .keyFile(path: directory.file("master.key")) : nil, context: EvaluationContext(platform: platform),
-            bundleOverride: bundle, wipesWhenOfflineTooLong: wipes, now: { clock.now }))
+            precedence: precedence, bundleOverride: bundle, wipesWhenOfflineTooLong: wipes, now: { clock.now }))
     }
 
     /// Writes a test bundle into `name`; returns its path.

@@ -134,7 +134,7 @@ final class ContextSnapshots: Sendable {
 
     func snapshot(for context: EvaluationContext, of inForce: PolicySnapshot, version: Int, logger: Logger) -> PolicySnapshot {
         if let cached = cache.withLock({ $0.version == version ? $0.snapshots[context] : nil }) { return cached }
-        let resolved = PolicySnapshot(bundle: inForce.bundle, context: context, logger: logger)
+        let resolved = PolicySnapshot(bundle: inForce.bundle, context: context, precedence: inForce.precedence, logger: logger)
         cache.withLock { cache in
             if cache.version != version { cache = Cache(version: version) }
             if cache.snapshots.count >= capacity { cache.snapshots.removeAll() }

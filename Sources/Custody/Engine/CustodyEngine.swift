@@ -24,8 +24,12 @@ public struct CustodyConfiguration: Sendable {
     /// Where the master key comes from; nil: no key ring (deciding, wiping and reading need
     /// none; protecting, unprotecting, rotating and secrets do).
     public var masterKey: MasterKeySource?
-    /// The platform, app and management level every decision is made for.
+    /// The platform, app and management level every decision is made for; a field left nil
+    /// takes the installation's recorded value (`CustodyEngine.recordContext`).
     public var context: EvaluationContext
+    /// How several policies reaching one account combine; nil: the installation's recorded
+    /// rule, else `mostRestrictive` (see `PolicyPrecedence`).
+    public var precedence: PolicyPrecedence.Rule?
     /// A bundle directory to decide with for this engine's life instead of the bundle in
     /// force: a one-off override, never recorded.
     public var bundleOverride: String?
@@ -41,12 +45,13 @@ public struct CustodyConfiguration: Sendable {
 
     public init(
         state: State = .path(".custody/state.sqlite"), masterKey: MasterKeySource? = nil, context: EvaluationContext = EvaluationContext(),
-        bundleOverride: String? = nil, restoresBundleInForce: Bool = true, wipesWhenOfflineTooLong: Bool = false,
-        logger: Logger = Logger(label: "custody"), now: @escaping @Sendable () -> Date = Date.init
+        precedence: PolicyPrecedence.Rule? = nil, bundleOverride: String? = nil, restoresBundleInForce: Bool = true,
+        wipesWhenOfflineTooLong: Bool = false, logger: Logger = Logger(label: "custody"), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.state = state
         self.masterKey = masterKey
         self.context = context
+        self.precedence = precedence
         self.bundleOverride = bundleOverride
         self.restoresBundleInForce = restoresBundleInForce
         self.wipesWhenOfflineTooLong = wipesWhenOfflineTooLong
@@ -134,14 +139,17 @@ public final class CustodyEngine: Sendable {
             throw CustodyError(.masterKey, "\(error)", underlying: error)
         }
         let context: EvaluationContext
+        let precedence: PolicyPrecedence.Rule
         do {
             context = try Self.context(configuration.context, recordedIn: database)
+            precedence = try configuration.precedence
+                ?? database.installationContext().precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:)) ?? .mostRestrictive
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }
         let manager = PolicyManager(
             context: context, database: database, keyRing: keyRing, wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
-            logger: configuration.logger, now: configuration.now)
+            precedence: precedence, logger: configuration.logger, now: configuration.now)
         if let directory = configuration.bundleOverride {
             do {
                 try await manager.use(try BundleFiles.read(directory: directory), source: directory)
@@ -173,14 +181,19 @@ public final class CustodyEngine: Sendable {
     /// The context decisions are made for: the configuration's, completed by the installation's.
     public var context: EvaluationContext { manager.context }
 
+    /// How several policies reaching one account combine: the configuration's, else the
+    /// installation's (recorded by `recordContext`), else `mostRestrictive`.
+    public var precedence: PolicyPrecedence.Rule { manager.precedence }
+
     /// Records the fields `context` names as the installation's evaluation context: every later
     /// engine on this state evaluates with them unless its configuration names its own. (A
     /// bundle with iOS and Android policies needs a platform for every decision; recording one
     /// at `custody apply` saves naming it on every command.)
-    public func recordContext(_ context: EvaluationContext) throws(CustodyError) {
+    public func recordContext(_ context: EvaluationContext, precedence: PolicyPrecedence.Rule? = nil) throws(CustodyError) {
         do {
             try database.recordInstallationContext(
-                platform: context.platform?.rawValue, appID: context.appID, managementLevel: context.managementLevel?.rawValue)
+                platform: context.platform?.rawValue, appID: context.appID, managementLevel: context.managementLevel?.rawValue,
+                precedence: precedence?.rawValue)
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }

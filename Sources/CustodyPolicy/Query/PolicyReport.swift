@@ -5,7 +5,9 @@
 /// {"account": {...}, "context": {...}, "managed": true, "accountAllowed": {...},
 ///  "policies": [{"name", "id", "type", "location"}],
 ///  "settings": {"saveAsBlocked": {"value": true, "resolution": "configured", "sources": ["..."]}, ...},
-///  "managedApps": ["..."]}
+///  "managedApps": ["..."], "precedence": "mostRestrictive",
+///  "conflicts": {"settings": [{"setting", "value", "resolution", "values": [{"policy", "value"}]}],
+///                "setAside": [{"policy", "incumbents": ["..."]}]}}
 /// ```
 package enum PolicyReport {
     package static func write(account: AccountID, snapshot: PolicySnapshot, to writer: inout JSONWriter) {
@@ -87,7 +89,66 @@ package enum PolicyReport {
         for app in policy?.managedApps ?? [] { writer.value(app) }
         writer.endArray()
 
+        writer.key("precedence")
+        writer.value(snapshot.precedence.rule.rawValue)
+        writeConflicts(snapshot.conflicts(for: account), to: &writer)
+
         writer.endObject()
+    }
+
+    /// `"conflicts": {"settings": [...], "setAside": [...]}`.
+    package static func writeConflicts(_ conflicts: PolicyConflicts, to writer: inout JSONWriter) {
+        writer.key("conflicts")
+        writer.beginObject()
+        writer.key("settings")
+        writer.beginArray()
+        for conflict in conflicts.settings {
+            writer.beginObject()
+            writer.key("setting")
+            writer.value(conflict.setting.rawValue)
+            writer.key("value")
+            write(conflict.resolved.value, to: &writer)
+            writer.key("resolution")
+            writer.value(conflict.resolved.resolution.rawValue)
+            writer.key("values")
+            writer.beginArray()
+            for (policy, value) in conflict.values {
+                writer.beginObject()
+                writer.key("policy")
+                writer.value(policy.name)
+                writer.key("value")
+                write(value, to: &writer)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("setAside")
+        writer.beginArray()
+        for aside in conflicts.setAside {
+            writer.beginObject()
+            writer.key("policy")
+            writer.value(aside.policy.name)
+            writer.key("incumbents")
+            writer.beginArray()
+            for incumbent in aside.incumbents { writer.value(incumbent.name) }
+            writer.endArray()
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+    }
+
+    /// The conflicts in words, one line each, for tables people read.
+    package static func conflictLines(_ conflicts: PolicyConflicts) -> [String] {
+        conflicts.settings.map { conflict in
+            let values = conflict.values.map { "\"\($0.policy.name)\" \($0.value)" }.joined(separator: ", ")
+            let outcome = conflict.resolved.resolution == .conflictDefault ? "the recommended default" : "the most restrictive"
+            return "\(conflict.setting): \(values); \(outcome), \(conflict.resolved.value), applies"
+        } + conflicts.setAside.map { aside in
+            "\"\(aside.policy.name)\" is set aside: \(quotedNames(aside.incumbents)) reached the account first and take\(aside.incumbents.count == 1 ? "s" : "") precedence"
+        }
     }
 
     package static func write(_ value: SettingValue, to writer: inout JSONWriter) {

@@ -34,13 +34,23 @@ public final class PolicySnapshot: Sendable {
     let configurationIndexOfAccount: [Int32]
     let configurations: [AppConfiguration]
     let logger: Logger
+    /// How applying policies combine (see `PolicyPrecedence`).
+    public let precedence: PolicyPrecedence
+    /// For each tenant account, its index in `setAsideLists`, or -1 when nothing was set aside.
+    let setAsideIndexOfAccount: [Int32]
+    let setAsideLists: [[PolicyReference]]
     /// Reasons rendered for decisions on this snapshot, shared by every decision stream.
     let explanations = RenderedExplanations()
 
     /// Resolves `bundle` for `context`.
     /// - Parameter logger: receives diagnostics of identity near misses (never key material or
     ///   data); by default a logger labelled `custody.policy`.
-    public init(bundle: PolicyBundle, context requested: EvaluationContext = EvaluationContext(), logger: Logger? = nil) {
+    /// - Parameter precedence: how several policies reaching one account combine; by default
+    ///   all merge, most restrictive first.
+    public init(
+        bundle: PolicyBundle, context requested: EvaluationContext = EvaluationContext(), precedence: PolicyPrecedence = .mostRestrictive,
+        logger: Logger? = nil
+    ) {
         var context = requested
         var ambiguous = false
         do {
@@ -51,6 +61,7 @@ public final class PolicySnapshot: Sendable {
         self.bundle = bundle
         self.context = context
         self.isPlatformAmbiguous = ambiguous
+        self.precedence = precedence
         self.logger = logger ?? Logger(label: "custody.policy")
         let directory = AccountDirectory(accounts: bundle.tenant.accounts)
         self.directory = directory
@@ -62,16 +73,30 @@ public final class PolicySnapshot: Sendable {
         let configurationResolver = ConfigurationResolver(bundle: bundle, context: context)
         var effective = SharedValues<TargetingResolver.Key, EffectivePolicy>()
         var configurations = SharedValues<[Int], AppConfiguration>()
+        var setAside = SharedValues<[Int], [PolicyReference]>()
         var policyIndexOfAccount: [Int32] = []
         var configurationIndexOfAccount: [Int32] = []
+        var setAsideIndexOfAccount: [Int32] = []
         policyIndexOfAccount.reserveCapacity(bundle.tenant.accounts.count)
         configurationIndexOfAccount.reserveCapacity(bundle.tenant.accounts.count)
         for account in bundle.tenant.accounts {
-            let key = resolver.key(for: account)
+            var key = resolver.key(for: account)
             guard !key.applying.isEmpty else {
                 policyIndexOfAccount.append(-1)
                 configurationIndexOfAccount.append(-1)
+                setAsideIndexOfAccount.append(-1)
                 continue
+            }
+            if precedence.rule == .incumbent {
+                let (kept, aside) = precedence.split(key.applying.indices, of: bundle.protectionPolicies, for: account)
+                if !aside.isEmpty {
+                    key.applying = PolicyMask(kept)
+                    setAsideIndexOfAccount.append(setAside.index(of: aside) { $0.map { bundle.protectionPolicies[$0].reference } })
+                } else {
+                    setAsideIndexOfAccount.append(-1)
+                }
+            } else {
+                setAsideIndexOfAccount.append(-1)
             }
             policyIndexOfAccount.append(effective.index(of: key) { resolver.effectivePolicy(for: $0) })
             let reaching = bundle.appConfigurations.isEmpty ? [] : configurationResolver.policies(reaching: account)
@@ -81,6 +106,16 @@ public final class PolicySnapshot: Sendable {
         self.policyIndexOfAccount = policyIndexOfAccount
         self.configurations = configurations.values
         self.configurationIndexOfAccount = configurationIndexOfAccount
+        self.setAsideLists = setAside.values
+        self.setAsideIndexOfAccount = setAsideIndexOfAccount
+    }
+
+    /// The policies that reach `account` but were set aside because others reached it first
+    /// (`incumbent` precedence only; empty otherwise).
+    public func setAsidePolicies(for account: AccountID) -> [PolicyReference] {
+        guard let index = directory.index(of: account) else { return [] }
+        let list = setAsideIndexOfAccount[Int(index)]
+        return list < 0 ? [] : setAsideLists[Int(list)]
     }
 
     /// The app configuration that reaches `account`: nil when the account is unmanaged (not in

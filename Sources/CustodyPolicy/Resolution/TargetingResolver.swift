@@ -88,6 +88,12 @@ struct TargetingResolver {
 struct PolicyMask: Hashable {
     private var words: [UInt64] = []
 
+    init() {}
+
+    init(_ indices: [Int]) {
+        for index in indices { insert(index) }
+    }
+
     var isEmpty: Bool { words.allSatisfy { $0 == 0 } }
 
     mutating func insert(_ index: Int) {

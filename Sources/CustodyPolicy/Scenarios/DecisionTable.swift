@@ -67,11 +67,14 @@ public struct DecisionTable: Sendable {
     public let account: AccountID
     public let counterparts: Counterparts
     public let rows: [Row]
+    /// The policy the table was decided with.
+    public let snapshot: PolicySnapshot
 
     /// The table of `account` under `snapshot`, with counterparts chosen from it unless given
     /// (a diff uses the same counterparts for both bundles).
     public init(snapshot: PolicySnapshot, account: AccountID, counterparts: Counterparts? = nil) {
         let counterparts = counterparts ?? Counterparts(for: account, in: snapshot)
+        self.snapshot = snapshot
         self.account = account
         self.counterparts = counterparts
         var parties: [(String, AccountID?)] = [("same account", account)]
@@ -108,6 +111,9 @@ public struct DecisionTable: Sendable {
         add(.screenCapture, "", "", .screenCapture(account: account))
         add(.notifications, "", "", .notifications(account: account))
         add(.encryptionRequired, "", "", .encryptionRequired(account: account))
+        add(.appSharing, "", "", .appSharing(account: account))
+        add(.appIntents, "", "", .appIntents(account: account))
+        add(.contactSync, "", "", .contactSync(account: account))
         add(.accountAllowed, "", "", .accountAllowed(account: account))
         self.rows = rows
     }

@@ -18,7 +18,7 @@ struct ApplyCommand: AsyncParsableCommand {
             directory changes or vanishes. Prints the bundle's revision (its content hash); \
             applying the bundle already in force changes nothing.
 
-            --platform, --app and --management-level given here are recorded as the \
+            --platform, --app, --management-level and --precedence given here are recorded as the \
             installation's evaluation context: later commands on this state use them unless they \
             name their own. A decision is always for one platform, so a bundle with iOS and \
             Android policies needs a platform, recorded here or named on each command.
@@ -33,9 +33,13 @@ struct ApplyCommand: AsyncParsableCommand {
     @OptionGroup var loggingOptions: LoggingOptions
 
     func run() async throws {
-        let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context, restoring: false)
+        let engine = try await openEngine(
+            state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context, precedence: contextOptions.precedence,
+            restoring: false)
         let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in try await engine.apply(bundleDirectory: bundle) }
-        try reporting(state: stateOptions) { () throws(CustodyError) in try engine.recordContext(contextOptions.context) }
+        try reporting(state: stateOptions) { () throws(CustodyError) in
+            try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
+        }
         StandardOutput.write("\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")
         if let platform = engine.context.platform {
             StandardError.write("decisions on this state are for \(platform) unless a command names another platform\n")

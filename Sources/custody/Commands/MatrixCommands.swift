@@ -71,9 +71,12 @@ struct MatrixCommand: AsyncParsableCommand {
                 Every save-to and open-from location × the location accounts that matter (the \
                 same account, another managed account, an unmanaged account, none), receiving, \
                 sharing, clipboard, print, backup, screen capture, notifications, encryption and \
-                whether the account is allowed. The policy is the bundle in force (see `custody \
-                apply`), or --bundle for this command alone. An aligned table, Markdown \
-                (--markdown) or JSON (--json).
+                whether the account is allowed, with the conflicts between the policies that \
+                reach it (settings they configure differently; under --precedence incumbent, the \
+                policies set aside). The policy is the bundle in force (see `custody apply`), or \
+                --bundle for this command alone. An aligned table, Markdown (--markdown) or JSON \
+                (--json, one object per line). With no platform named and a bundle of iOS and \
+                Android policies, one table per platform.
                 """
         )
 
@@ -97,12 +100,15 @@ struct MatrixCommand: AsyncParsableCommand {
         func run() async throws {
             let account = try parseAccount(account, option: "--account")
             let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-            let snapshot = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
-            let table = DecisionTable(snapshot: snapshot, account: account)
-            if json {
-                StandardOutput.write(DecisionTableRendering.json(table))
-            } else {
-                StandardOutput.write(DecisionTableRendering.text(table, markdown: markdown))
+            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policyPerPlatform() }
+            for (index, snapshot) in snapshots.enumerated() {
+                let table = DecisionTable(snapshot: snapshot, account: account)
+                if json {
+                    StandardOutput.write(DecisionTableRendering.json(table))
+                } else {
+                    if index > 0 { StandardOutput.write("\n") }
+                    StandardOutput.write(DecisionTableRendering.text(table, markdown: markdown))
+                }
             }
         }
     }

@@ -18,10 +18,17 @@ struct ContextOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The device's management state (unmanaged, mdm, androidEnterprise, ...), matched against targetedAppManagementLevels.", valueName: "level"))
     var managementLevel: AppManagementLevel?
 
+    @Option(help: ArgumentHelp(
+        "How several policies reaching one account combine: mostRestrictive (every one merges, the default) or incumbent (the first to reach the account stays applied; later ones are set aside).",
+        valueName: "rule"))
+    var precedence: PolicyPrecedence.Rule?
+
     var context: EvaluationContext {
         EvaluationContext(platform: platform, appID: appID, managementLevel: managementLevel)
     }
 }
+
+extension PolicyPrecedence.Rule: ExpressibleByArgument {}
 
 /// Where the installation's state is, and the one-off bundle override: what every command
 /// that opens the engine takes.
@@ -89,12 +96,13 @@ enum StateAccess {
 /// Opens the installation for a command, or prints why not and exits 1.
 func openEngine(
     state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, logging: LoggingOptions, access: StateAccess,
-    context: EvaluationContext? = nil, restoring: Bool = true
+    context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true
 ) async throws -> CustodyEngine {
     let configuration = CustodyConfiguration(
         state: access == .readWrite ? .path(state.state) : access == .readOnly ? .existingPath(state.state) : .requiredPath(state.state),
         masterKey: try masterKey?.source(),
-        context: context ?? policy?.contextOptions.context ?? EvaluationContext(), bundleOverride: policy?.bundle,
+        context: context ?? policy?.contextOptions.context ?? EvaluationContext(), precedence: precedence ?? policy?.contextOptions.precedence,
+        bundleOverride: policy?.bundle,
         restoresBundleInForce: restoring, logger: logging.makeLogger())
     do {
         return try await CustodyEngine.open(configuration)

@@ -137,7 +137,14 @@ enum DecisionTableRendering {
         var parties: [String] = []
         if let other = table.counterparts.otherManaged { parties.append("another managed account: \(other)") }
         parties.append("an unmanaged account: \(table.counterparts.unmanaged)")
-        text += " (" + parties.joined(separator: "; ") + ")\n\n"
+        text += " (" + parties.joined(separator: "; ") + ")"
+        if let platform = table.snapshot.context.platform { text += ", on \(platform)" }
+        text += "\n\n"
+        let conflicts = PolicyReport.conflictLines(table.snapshot.conflicts(for: table.account))
+        if !conflicts.isEmpty {
+            let lines = conflicts.map { "  " + $0 + "\n" }.joined()
+            text += "Conflicts (\(table.snapshot.precedence.rule) precedence):\n" + lines + "\n"
+        }
         return text + (markdown ? TextTable.markdown(header: header, rows: rows) : TextTable.render(header: header, rows: rows)) + "\n"
     }
 
@@ -150,6 +157,9 @@ enum DecisionTableRendering {
         writer.key("anotherManagedAccount"); writer.value(table.counterparts.otherManaged?.description)
         writer.key("unmanagedAccount"); writer.value(table.counterparts.unmanaged.description)
         writer.endObject()
+        writer.key("platform"); writer.value(table.snapshot.context.platform?.rawValue)
+        writer.key("precedence"); writer.value(table.snapshot.precedence.rule.rawValue)
+        PolicyReport.writeConflicts(table.snapshot.conflicts(for: table.account), to: &writer)
         writer.key("rows")
         writer.beginArray()
         for row in table.rows { rowJSON(row, into: &writer) }
