@@ -169,6 +169,15 @@ enum OpenAPIDocument {
             "description": "true: a query naming an account the tenant does not know is an error."
           },
           {
+            "name": "explain",
+            "in": "query",
+            "schema": {
+              "type": "boolean",
+              "default": false
+            },
+            "description": "true: each answer adds the rule behind it: `rule`, `basis` (documented or inferred) and `source`."
+          },
+          {
             "name": "Custody-Min-Revision",
             "in": "header",
             "schema": {
@@ -303,6 +312,15 @@ enum OpenAPIDocument {
             "description": "true: a query naming an account the tenant does not know is an error."
           },
           {
+            "name": "explain",
+            "in": "query",
+            "schema": {
+              "type": "boolean",
+              "default": false
+            },
+            "description": "true: each answer adds the rule behind it: `rule`, `basis` (documented or inferred) and `source`."
+          },
+          {
             "name": "Custody-Min-Revision",
             "in": "header",
             "schema": {
@@ -367,6 +385,126 @@ enum OpenAPIDocument {
           },
           "409": {
             "$ref": "#/components/responses/Stale"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/v1/decisions/receive": {
+      "post": {
+        "summary": "Decide whether a shared item may be received, by its own protection tag.",
+        "operationId": "receive",
+        "security": [
+          {
+            "bearer": []
+          }
+        ],
+        "x-custody-scope": "decide",
+        "description": "The body is the shared item: an envelope, its first bytes (the header is enough; at most 4 KiB are read), or untagged data. The owner is read from the envelope, as Intune's canReceiveSharedFile: does, and the receive query is decided. An encrypted envelope's owner is verified (its data-key wrap must open under that owner's key): a changed header, or an owner whose keys were wiped, is a 422. An unencrypted envelope's owner is a claim: the item is allowed only when it would be both as that owner's data and as untagged data. Needs a token with the `decide` scope (`admin` grants every scope).",
+        "parameters": [
+          {
+            "name": "receiver",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "maxLength": 1024
+            },
+            "description": "The receiving account: a UPN, or an OID in GUID form (none: no account)."
+          },
+          {
+            "name": "platform",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "ios",
+                "android"
+              ]
+            },
+            "description": "Evaluate for this platform (default: the service's context)."
+          },
+          {
+            "name": "app",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "maxLength": 256
+            },
+            "description": "The evaluating app's bundle or package id."
+          },
+          {
+            "name": "managementLevel",
+            "in": "query",
+            "schema": {
+              "type": "string"
+            },
+            "description": "The device's management state, matched against targetedAppManagementLevels."
+          },
+          {
+            "name": "Custody-Min-Revision",
+            "in": "header",
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{1,128}$"
+            },
+            "description": "Refuse (409) unless this revision, or one applied after it, is in force."
+          },
+          {
+            "name": "Custody-Min-Event-Id",
+            "in": "header",
+            "schema": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "description": "Refuse (409) unless the service has seen events up to this id."
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/octet-stream": {
+              "schema": {
+                "type": "string",
+                "format": "binary"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The receive decision, with `dataOwner` (the owner the envelope names; null when untagged), `ownerVerified` and `revision`.",
+            "headers": {
+              "Custody-Revision": {
+                "schema": {
+                  "type": "string"
+                },
+                "description": "The bundle revision (content hash) the answer was decided at."
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Decision"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "409": {
+            "$ref": "#/components/responses/Stale"
+          },
+          "422": {
+            "$ref": "#/components/responses/Unprocessable"
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
@@ -1088,11 +1226,32 @@ enum OpenAPIDocument {
               "encryptionRequired",
               "notifications",
               "accountAllowed",
-              "offlineAccess"
+              "offlineAccess",
+              "appSharing",
+              "appIntents",
+              "contactSync"
             ]
           },
           "owner": {
             "$ref": "#/components/schemas/Account"
+          },
+          "owners": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/Account"
+            },
+            "minItems": 1,
+            "maxItems": 64,
+            "description": "A view of several accounts (share, copyOut, pasteIn): decided with the most restrictive of their answers."
+          },
+          "accounts": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/Account"
+            },
+            "minItems": 1,
+            "maxItems": 64,
+            "description": "A view of several accounts (per-account actions): decided with the most restrictive of their answers."
           },
           "receiver": {
             "$ref": "#/components/schemas/Account"
@@ -1180,6 +1339,51 @@ enum OpenAPIDocument {
             "items": {
               "type": "object"
             }
+          },
+          "filtersShareSheet": {
+            "type": "boolean",
+            "description": "Open-In/Share filtering: offer only the allowed targets."
+          },
+          "protectAsReceiver": {
+            "type": "boolean",
+            "description": "The data had no owner and becomes the receiving account's (All apps with incoming Org data)."
+          },
+          "account": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "For a view of several accounts: the account whose answer decides."
+          },
+          "accounts": {
+            "type": "array",
+            "items": {
+              "type": "object"
+            },
+            "description": "For a view of several accounts: each account's own answer."
+          },
+          "rule": {
+            "type": "string",
+            "description": "With explain=true: the rule of the contract that decided."
+          },
+          "basis": {
+            "type": "string",
+            "enum": [
+              "documented",
+              "inferred"
+            ]
+          },
+          "source": {
+            "type": "string"
+          },
+          "dataOwner": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "ownerVerified": {
+            "type": "boolean"
           },
           "decisionId": {
             "type": "string"
@@ -1351,7 +1555,7 @@ enum OpenAPIDocument {
     },
     "responses": {
       "BadRequest": {
-        "description": "The request cannot be read: malformed JSON or query (`line`, `column`), a bad parameter (`parameter`).",
+        "description": "The request cannot be read: malformed JSON or query (`line`, `column`), a bad parameter (`parameter`); or no platform is named for a bundle whose policies are for iOS and Android (`platform-required`: add `platform`).",
         "content": {
           "application/json": {
             "schema": {

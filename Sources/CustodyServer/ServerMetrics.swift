@@ -115,6 +115,11 @@ final class ServerMetrics: Sendable {
         if tallies.errors > 0 { decisions["unknown/error"]?.increment(by: tallies.errors) }
     }
 
+    /// Counts one decision.
+    func decided(action: DecisionAction, allowed: Bool) {
+        decisions[action.rawValue + (allowed ? "/allowed" : "/blocked")]?.increment(by: 1)
+    }
+
     /// Sets the bundle in force.
     func bundle(_ bundle: BundleInForce?, version: Int) {
         bundleVersion.record(version)

@@ -38,6 +38,31 @@ struct ProtectionCLITests {
         #expect(plain.stdout == "streamed text")
     }
 
+    @Test("receive reads each file's owner from its envelope and decides; exit 1 when one may not be received")
+    func receive() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("minutes.txt", "minutes")
+        try scratch.write("plain.txt", "plain")
+        #expect(try scratch.run(["protect", "--owner", "bob@contoso.com", scratch.file("minutes.txt"), scratch.file("minutes.cst")]).status == 0)
+        // Alice takes data from policy-managed apps only (Contoso Finance): Bob's, yes; untagged, no.
+        let accepted = try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("minutes.cst")])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(accepted.stdout.contains(#""action":"receive","allowed":true"#))
+        #expect(accepted.stdout.contains(#""dataOwner":"bob@contoso.com","ownerVerified":true"#), "\(accepted.stdout)")
+        let mixed = try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("minutes.cst"), scratch.file("plain.txt"), scratch.file("gone")])
+        #expect(mixed.status == 1)
+        #expect(mixed.stdoutLines.count == 2)
+        #expect(mixed.stdoutLines[1].contains(#""allowed":false"#) && mixed.stdoutLines[1].contains(#""dataOwner":null"#))
+        #expect(mixed.stderr.contains("gone: no such file"))
+        // Without a master key, an encrypted envelope's owner is read but not verified.
+        let unverified = try CLIRunner.run(
+            ["receive", "--receiver", "alice@contoso.com", "--state", scratch.file("state"), scratch.file("minutes.cst")],
+            environment: ["CUSTODY_MASTER_KEY_FILE": "", "CUSTODY_PASSPHRASE": ""])
+        #expect(unverified.status == 0, "\(unverified.stderr)")
+        #expect(unverified.stdout.contains(#""ownerVerified":false"#))
+    }
+
     @Test("unprotect refuses what is not an envelope, and a damaged one, with exit 1")
     func refusals() throws {
         let scratch = try Scratch()

@@ -115,7 +115,8 @@ struct EndpointTests {
             #expect(try object(decision)["allowed"] as? Bool == false)
             let again = try await client.execute(
                 uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: try body(["tenant.json": tenant, "policies.json": policy]))
-            #expect(try object(again)["unchanged"] as? Bool == true)
+            #expect(again.status == .ok, "\(again.body.text)")
+            #expect(try object(again)["unchanged"] as? Bool == true, "\(again.body.text)")
         }
     }
 
@@ -153,6 +154,40 @@ struct EndpointTests {
             let unknown = try await client.execute(uri: "/v1/accounts/erin@fabrikam.com/wipe", method: .post, headers: fixture.auth(.admin))
             #expect(unknown.status == .notFound)
             #expect(try object(unknown)["code"] as? String == "unknown-account")
+        }
+    }
+
+    @Test("receive decides by the item's own tag: the owner read from the envelope, plain data untagged")
+    func receive() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let protected = try await client.execute(
+                uri: "/v1/protect?owner=bob@contoso.com", method: .post, headers: fixture.auth(.protect), body: ByteBuffer(string: "minutes"))
+            #expect(protected.status == .ok)
+            // Alice takes data from policy-managed apps only: Bob's envelope, yes; plain data, no.
+            let tagged = try await client.execute(
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide), body: protected.body)
+            #expect(tagged.status == .ok)
+            let answer = try object(tagged)
+            #expect(answer["action"] as? String == "receive")
+            #expect(answer["allowed"] as? Bool == true)
+            #expect(answer["dataOwner"] as? String == "bob@contoso.com")
+            #expect(answer["ownerVerified"] as? Bool == true)
+            #expect((answer["revision"] as? String)?.count == 64)
+            let plain = try await client.execute(
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(string: "minutes"))
+            #expect(try object(plain)["allowed"] as? Bool == false)
+            #expect(try object(plain)["dataOwner"] is NSNull)
+            let damaged = try await client.execute(
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(bytes: [0x89, 0x43, 0x53, 0x54, 0x01, 0x4D, 0x10, 0x00, 0x00, 0x05]))
+            #expect(damaged.status == .unprocessableContent)
+            let noScope = try await client.execute(
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.read), body: protected.body)
+            #expect(noScope.status == .forbidden)
+            let badParameter = try await client.execute(
+                uri: "/v1/decisions/receive?owner=alice@contoso.com", method: .post, headers: fixture.auth(.decide), body: protected.body)
+            #expect(badParameter.status == .badRequest)
         }
     }
 

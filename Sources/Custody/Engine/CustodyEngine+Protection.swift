@@ -250,3 +250,93 @@ extension CustodyEngine {
         }
     }
 }
+
+/// A receive decision about a shared item, with what its protection tag said.
+public struct SharedItemDecision: Sendable {
+    public let decision: Decision
+    /// The owner the item's envelope names; nil for data that is not an envelope (untagged).
+    public let dataOwner: AccountID?
+    /// Whether the owner is proven: an encrypted envelope whose data key opened under the
+    /// owner's key. An unencrypted envelope's owner is only a claim (see `receive(receiver:item:)`).
+    public let ownerVerified: Bool
+    /// The revision of the bundle it was decided with.
+    public let revision: String
+}
+
+extension CustodyEngine {
+    // MARK: Receiving shared items
+
+    /// May the shared item `item` (an envelope, or its first bytes: the header is enough; or
+    /// untagged data) be received into `receiver`'s documents? The owner is read from the
+    /// item's own protection tag, as Intune's `canReceiveSharedFile:` does.
+    ///
+    /// Fail closed: an encrypted envelope's owner is verified when the engine holds keys (its
+    /// data-key wrap must open under that owner's key; a changed header, or an owner whose keys
+    /// were wiped, is an error). An unencrypted envelope's owner is a claim anyone can write,
+    /// so the item is received only when both readings allow it: as the named owner's data,
+    /// and as untagged data.
+    /// - Throws: `CustodyError` `.protection` for a damaged or unverifiable envelope; `.noPolicy`,
+    ///   `.platform` as `policy()`.
+    /// - Parameter context: the evaluation context; nil: the engine's.
+    public func receive(receiver: AccountID?, item: [UInt8], context: EvaluationContext? = nil) throws(CustodyError) -> SharedItemDecision {
+        let (snapshot, revision) = try policyAndRevision(for: context)
+        let info: ProtectionInfo?
+        var verified = false
+        do throws(ProtectionError) {
+            if let protector = try? protector(""), try DataProtector.protectionInfo(item)?.isEncrypted == true {
+                info = try protector.verifiedProtectionInfo(item)
+                verified = true
+            } else {
+                info = try DataProtector.protectionInfo(item)
+            }
+        } catch {
+            throw explained(error, owner: (try? DataProtector.protectionInfo(item))??.owner)
+        }
+        guard let info else {
+            return SharedItemDecision(
+                decision: snapshot.receive(receiver: receiver, dataOwner: nil), dataOwner: nil, ownerVerified: false, revision: revision)
+        }
+        let owner = snapshot.tenantAccount(for: info.owner.account)?.id ?? info.owner.account
+        let claimed = snapshot.receive(receiver: receiver, dataOwner: owner)
+        // Encrypted: nobody without the owner's key can read it, so even an unverified claim
+        // gains nothing. Unencrypted: the stricter of the claim and no owner at all.
+        guard !info.isEncrypted else { return SharedItemDecision(decision: claimed, dataOwner: owner, ownerVerified: verified, revision: revision) }
+        let untagged = snapshot.receive(receiver: receiver, dataOwner: nil)
+        let decision = claimed.isAllowed && !untagged.isAllowed ? untagged : claimed
+        return SharedItemDecision(decision: decision, dataOwner: owner, ownerVerified: false, revision: revision)
+    }
+
+    /// `receive(receiver:item:)` for a file: its header is read (the rest is not).
+    public func receive(receiver: AccountID?, file path: String, context: EvaluationContext? = nil) throws(CustodyError) -> SharedItemDecision {
+        let head: [UInt8]
+        do {
+            head = try FileHead.read(path, count: 4_096)
+        } catch {
+            throw CustodyError(.protection, "\(path): \(error)", underlying: error)
+        }
+        do {
+            return try receive(receiver: receiver, item: head, context: context)
+        } catch {
+            throw CustodyError(error.code, "\(path): \(error.message)", diagnostics: error.diagnostics, underlying: error.underlying)
+        }
+    }
+}
+
+/// The first bytes of a file.
+enum FileHead {
+    struct Failure: Error, Sendable, CustomStringConvertible {
+        let description: String
+    }
+
+    static func read(_ path: String, count: Int) throws(Failure) -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw Failure(description: FileManager.default.fileExists(atPath: path) ? "cannot be read" : "no such file")
+        }
+        defer { try? handle.close() }
+        do {
+            return [UInt8](try handle.read(upToCount: count) ?? Data())
+        } catch {
+            throw Failure(description: "cannot be read: \(error.localizedDescription)")
+        }
+    }
+}

@@ -219,17 +219,24 @@ public final class CustodyEngine: Sendable {
     /// for several platforms and none is named, one per platform (iOS first), each resolved
     /// for its platform. For `custody policy show` and `matrix table`, which answer per
     /// platform rather than refuse.
-    public func policyPerPlatform() throws(CustodyError) -> [PolicySnapshot] {
+    /// - Parameter context: the evaluation context; nil: the engine's.
+    public func policyPerPlatform(for context: EvaluationContext? = nil) throws(CustodyError) -> [PolicySnapshot] {
         do {
-            return [try policy()]
+            return [try policy(for: context)]
         } catch where error.code == .platform {
             let snapshot = manager.snapshot
             return try snapshot.bundle.policyPlatforms.sorted { $0.rawValue > $1.rawValue }.map { platform throws(CustodyError) in
-                var context = snapshot.context
-                context.platform = platform
-                return try policy(for: context)
+                var resolved = context ?? snapshot.context
+                resolved.platform = platform
+                return try policy(for: resolved)
             }
         }
+    }
+
+    /// The policy for `context` (`policy(for:)`), or the engine's own when it is nil (`policy()`).
+    public func policy(for context: EvaluationContext?) throws(CustodyError) -> PolicySnapshot {
+        guard let context else { return try policy() }
+        return try policy(for: context)
     }
 
     /// `snapshot`, when it can decide: its context names a platform or its bundle implies one.

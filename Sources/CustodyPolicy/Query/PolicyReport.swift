@@ -10,6 +10,15 @@
 ///                "setAside": [{"policy", "incumbents": ["..."]}]}}
 /// ```
 package enum PolicyReport {
+    /// One report, or, for policies resolved per platform (no platform named for a bundle of
+    /// both), an array of one report per platform.
+    package static func write(account: AccountID, snapshots: [PolicySnapshot], to writer: inout JSONWriter) {
+        guard snapshots.count != 1 else { return write(account: account, snapshot: snapshots[0], to: &writer) }
+        writer.beginArray()
+        for snapshot in snapshots { write(account: account, snapshot: snapshot, to: &writer) }
+        writer.endArray()
+    }
+
     package static func write(account: AccountID, snapshot: PolicySnapshot, to writer: inout JSONWriter) {
         let policy = snapshot.effectivePolicy(for: account)
         writer.beginObject()

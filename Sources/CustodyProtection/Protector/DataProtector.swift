@@ -103,6 +103,20 @@ public final class DataProtector: Sendable {
         return try decoded.get().map(ProtectionInfo.init(header:))
     }
 
+    /// What an envelope (or its first bytes: the header is enough) says about itself, with its
+    /// owner verified when it is encrypted: the data key's wrap, which authenticates the header
+    /// (owner included), must open under that owner's key. Nil for data that is not an envelope.
+    /// An unencrypted envelope's owner cannot be verified (it carries no key): `isEncrypted`
+    /// false says so.
+    /// - Throws: `ProtectionError` for a damaged header, a key that is gone (wiped) or absent,
+    ///   and a header whose owner or key version was changed.
+    public func verifiedProtectionInfo(_ data: [UInt8]) throws(ProtectionError) -> ProtectionInfo? {
+        let decoded = data.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }
+        guard let header = try decoded.get() else { return nil }
+        _ = try makeOpener(header)
+        return ProtectionInfo(header: header)
+    }
+
     /// Protects a string; the envelope comes back as base64.
     public func protect(string: String, owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> String {
         Data(try protect(Array(string.utf8), owner: owner, forceEncryption: forceEncryption)).base64EncodedString()

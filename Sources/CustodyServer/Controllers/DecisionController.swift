@@ -15,6 +15,43 @@ struct DecisionController {
     func addRoutes(to group: RouterGroup<CustodyRequestContext>) {
         group.post("decisions", use: decide)
         group.post("decisions/batch", use: batch)
+        group.post("decisions/receive", use: receive)
+    }
+
+    /// A shared item in (an envelope, its first bytes, or untagged data), its receive decision
+    /// out: the owner is read from the item's own protection tag (`custody receive`).
+    @Sendable func receive(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        try Freshness.require(request, engine: engine)
+        let parameters = request.uri.queryParameters
+        for (key, _) in parameters where !["receiver", "platform", "app", "managementLevel"].contains(key) {
+            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: receiver, platform, app, managementLevel)")
+        }
+        var receiver: AccountID?
+        if let text = parameters["receiver"], !text.isEmpty {
+            guard let account = AccountID(String(text)), text.utf8.count <= 1_024 else {
+                throw ServiceError.badParameter("receiver", "must name the receiving account: a UPN, or an OID in GUID form")
+            }
+            receiver = account
+        }
+        // The header is all that is read: at most 4 KiB of the body.
+        var head: [UInt8] = []
+        for try await chunk in request.body {
+            head += chunk.readableBytesView.prefix(4_096 - head.count)
+            if head.count >= 4_096 { break }
+        }
+        let result = try engine.receive(receiver: receiver, item: head, context: try QueryParameters.evaluationContext(request.uri))
+        metrics.decided(action: .receive, allowed: result.decision.isAllowed)
+        var writer = JSONWriter()
+        DecisionEncoding.write(.single(result.decision), to: &writer, trailer: { writer in
+            writer.key("dataOwner")
+            writer.value(result.dataOwner?.description)
+            writer.key("ownerVerified")
+            writer.value(result.ownerVerified)
+            writer.key("revision")
+            writer.value(result.revision)
+        })
+        writer.newline()
+        return json(writer.bytes, headers: [.custodyRevision: result.revision])
     }
 
     /// One query in, one decision out: the JSON of a `custody decide` line, with the revision
@@ -247,12 +284,13 @@ enum QueryParameters {
     static func decision(_ uri: URI) throws -> (EvaluationContext?, DecisionStream.Options) {
         guard uri.query != nil else { return (nil, DecisionStream.Options(currentTime: now)) }
         let parameters = uri.queryParameters
-        for (key, _) in parameters where !["platform", "app", "managementLevel", "reasons", "strictAccounts"].contains(key) {
-            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: platform, app, managementLevel, reasons, strictAccounts)")
+        for (key, _) in parameters where !["platform", "app", "managementLevel", "reasons", "strictAccounts", "explain"].contains(key) {
+            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: platform, app, managementLevel, reasons, strictAccounts, explain)")
         }
         let context = try evaluationContext(uri)
         let options = DecisionStream.Options(
-            strictAccounts: try flag(parameters, "strictAccounts") ?? false, reasons: try flag(parameters, "reasons") ?? true, currentTime: now)
+            strictAccounts: try flag(parameters, "strictAccounts") ?? false, reasons: try flag(parameters, "reasons") ?? true,
+            explain: try flag(parameters, "explain") ?? false, currentTime: now)
         return (context, options)
     }
 

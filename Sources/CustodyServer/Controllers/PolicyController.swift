@@ -25,16 +25,17 @@ struct PolicyController {
     @Sendable func policy(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         try Freshness.require(request, engine: engine)
         let account = try Self.account(context)
-        let snapshot = try engine.policy(for: try QueryParameters.evaluationContext(request.uri) ?? engine.configuration.context)
-        switch snapshot.resolveAccount(account) {
+        let snapshots = try engine.policyPerPlatform(for: try QueryParameters.evaluationContext(request.uri))
+        switch snapshots[0].resolveAccount(account) {
         case .tenant: break
         case .unknown:
             throw ServiceError(.notFound, "unknown-account", "\(account) is not in the tenant of the policy in force; unknown accounts are unmanaged (no policy applies)")
         case .contradictory(let why):
             throw ServiceError(.unprocessableContent, "ambiguous-account", "\(account) is ambiguous: \(why)")
         }
+        // A policy is for one platform: with none named for a bundle of both, one report each.
         var writer = JSONWriter()
-        PolicyReport.write(account: account, snapshot: snapshot, to: &writer)
+        PolicyReport.write(account: account, snapshots: snapshots, to: &writer)
         writer.newline()
         return json(writer.bytes)
     }
@@ -57,7 +58,8 @@ struct PolicyController {
     /// The bundle in force: its revision, when and where from it was applied, its files and
     /// its warnings.
     @Sendable func bundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        let snapshot = try engine.policy()
+        _ = try engine.bundleInForce ?? { throw ServiceError(CustodyError(.noPolicy, "no policy")) }()
+        let snapshot = engine.manager.snapshot
         let inForce = engine.bundleInForce!
         let files = try engine.filesInForce()
         var writer = JSONWriter()

@@ -111,13 +111,7 @@ struct PolicyCommand: AsyncParsableCommand {
                 throw ExitCode.failure
             }
             var writer = JSONWriter(pretty: true)
-            if snapshots.count == 1 {
-                PolicyReport.write(account: account, snapshot: snapshots[0], to: &writer)
-            } else {
-                writer.beginArray()
-                for snapshot in snapshots { PolicyReport.write(account: account, snapshot: snapshot, to: &writer) }
-                writer.endArray()
-            }
+            PolicyReport.write(account: account, snapshots: snapshots, to: &writer)
             writer.newline()
             StandardOutput.write(writer.bytes)
         }

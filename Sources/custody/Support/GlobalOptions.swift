@@ -56,6 +56,14 @@ struct MasterKeyOptions: ParsableArguments {
         valueName: "file"))
     var masterKeyFile: String?
 
+    /// The configured source when there is one and it exists (a key file is not created: for
+    /// commands that only verify), else nil.
+    var sourceIfPresent: MasterKeySource? {
+        guard let source = try? MasterKeySource.configured(keyFile: masterKeyFile) else { return nil }
+        if case .keyFile(let path) = source, !FileManager.default.fileExists(atPath: path) { return nil }
+        return source
+    }
+
     /// The configured source, or a message and exit 1.
     func source() throws -> MasterKeySource {
         do {
@@ -95,12 +103,12 @@ enum StateAccess {
 
 /// Opens the installation for a command, or prints why not and exits 1.
 func openEngine(
-    state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, logging: LoggingOptions, access: StateAccess,
-    context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true
+    state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, masterKeyIfPresent: MasterKeyOptions? = nil,
+    logging: LoggingOptions, access: StateAccess, context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true
 ) async throws -> CustodyEngine {
     let configuration = CustodyConfiguration(
         state: access == .readWrite ? .path(state.state) : access == .readOnly ? .existingPath(state.state) : .requiredPath(state.state),
-        masterKey: try masterKey?.source(),
+        masterKey: try masterKey?.source() ?? masterKeyIfPresent?.sourceIfPresent,
         context: context ?? policy?.contextOptions.context ?? EvaluationContext(), precedence: precedence ?? policy?.contextOptions.precedence,
         bundleOverride: policy?.bundle,
         restoresBundleInForce: restoring, logger: logging.makeLogger())
