@@ -93,7 +93,9 @@ extension PolicyManager {
                         identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue, reason: reason, events: events, at: clock())
                     return (counts, counts.eventIDs)
                 }
-                for (name, count) in counts.keyVersions { byIdentifier[OwnerIdentifier(rawValue: name)!] = count }
+                for (name, count) in counts.keyVersions {
+                    if let identifier = OwnerIdentifier(rawValue: name) { byIdentifier[identifier] = count }
+                }
                 secrets = counts.secrets
             }
             if let keyRing {

@@ -92,6 +92,18 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         }
     }
 
+    /// The account a parameter names, or a 400 saying why it names none.
+    static func account(_ text: String?, parameter: String, naming role: String) throws(ServiceError) -> AccountID {
+        guard let text, !text.isEmpty else {
+            throw badParameter(parameter, "must name \(role): a UPN, or an OID in GUID form")
+        }
+        do {
+            return try AccountID(validating: text)
+        } catch {
+            throw badParameter(parameter, "must name \(role): a UPN, or an OID in GUID form (\(error))")
+        }
+    }
+
     static func badParameter(_ name: String, _ message: String) -> ServiceError {
         ServiceError(.badRequest, "invalid-parameter", "\(name): \(message)") { writer in
             writer.key("parameter")

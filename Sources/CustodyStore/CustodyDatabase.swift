@@ -31,6 +31,13 @@ public final class CustodyDatabase: Sendable {
                 throw StoreError(.open, "cannot create the state directory: \(error.localizedDescription)", path: path)
             }
         }
+        // A new database file is created here, mode 0600 (SQLite would make it 0644 less the
+        // umask); its -wal and -shm files take the same mode from it.
+        let created = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if created >= 0 {
+            _ = fchmod(created, 0o600)
+            close(created)
+        }
         do {
             writer = try DatabasePool(path: path, configuration: Self.configuration())
         } catch {

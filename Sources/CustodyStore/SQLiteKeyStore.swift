@@ -1,3 +1,4 @@
+import CustodyPolicy
 public import CustodyProtection
 import Foundation
 import GRDB
@@ -65,7 +66,7 @@ public struct SQLiteKeyStore: AccountKeyStore {
         }
         var owners: [OwnerIdentifier] = []
         for name in names {
-            guard let owner = OwnerIdentifier(rawValue: name) else { throw corrupt("an account key names the owner \"\(name)\"") }
+            guard let owner = OwnerIdentifier(rawValue: name) else { throw corrupt("an account key names the owner \"\(name.escapingControlCharacters)\", which is not an owner identifier") }
             owners.append(owner)
         }
         return owners

@@ -54,7 +54,7 @@ struct ProtectionCLITests {
         #expect(mixed.status == 1)
         #expect(mixed.stdoutLines.count == 2)
         #expect(mixed.stdoutLines[1].contains(#""allowed":false"#) && mixed.stdoutLines[1].contains(#""dataOwner":null"#))
-        #expect(mixed.stderr.contains("gone: no such file"))
+        #expect(mixed.stderr.contains("gone: opening failed: No such file or directory"))
         // Without a master key, an encrypted envelope's owner is read but not verified.
         let unverified = try CLIRunner.run(
             ["receive", "--receiver", "alice@contoso.com", "--state", scratch.file("state"), scratch.file("minutes.cst")],

@@ -1,4 +1,5 @@
 import CustodyPolicy
+import Foundation
 import Testing
 
 @testable import CustodyProtection
@@ -140,9 +141,21 @@ struct BufferProtectionTests {
         let state = try TestState()
         _ = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
         let otherKey = state.path("other.key")
+        #expect(FileManager.default.createFile(atPath: otherKey, contents: Data(pattern(32, seed: 99)), attributes: [.posixPermissions: 0o600]))
         let error = protectionError { _ = try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: otherKey)) }
         #expect(error?.code == .masterKey)
         #expect(error?.message.contains("not the one this state's keys were wrapped with") == true)
+    }
+
+    @Test("a mistyped key file path on a state with keys fails without creating a key file (issue 13)")
+    func missingMasterKeyFile() throws {
+        let state = try TestState()
+        _ = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
+        let typo = state.path("typo.key")
+        let error = protectionError { _ = try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: typo)) }
+        #expect(error?.code == .masterKey)
+        #expect(error?.message.contains("there is no master key file here") == true)
+        #expect(!FileManager.default.fileExists(atPath: typo))
     }
 
     @Test("strings round trip through base64, and plain strings pass through")

@@ -50,10 +50,12 @@ extension CustodyEngine {
 
     /// A runner that answers JSON Lines queries with the policy in force on `jobs` cores, one
     /// session per core (see `decisionSession`).
-    public func decisionRunner(options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20) throws(CustodyError) -> DecisionRunner {
+    public func decisionRunner(
+        options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20, maximumLineBytes: Int = DecisionRunner.defaultMaximumLineBytes
+    ) throws(CustodyError) -> DecisionRunner {
         var sessions: [DecisionSession] = []
         for _ in 0..<max(1, jobs) { sessions.append(try decisionSession(options: options)) }
-        return DecisionRunner(sessions: sessions, blockBytes: blockBytes)
+        return DecisionRunner(sessions: sessions, blockBytes: blockBytes, maximumLineBytes: maximumLineBytes)
     }
 }
 

@@ -117,6 +117,11 @@ extension CustodyEngine {
         from source: DataProtector.Source, to sink: DataProtector.Sink, owner: AccountID, mode: ProtectionMode = .policy,
         progress: DataProtector.Progress? = nil
     ) throws(CustodyError) -> ProtectionPlan {
+        do {
+            try DataProtector.checkFiles(source: source, sink: sink, protecting: true)
+        } catch {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
@@ -148,6 +153,11 @@ extension CustodyEngine {
     ///   so and when.
     public func unprotect(from source: DataProtector.Source, to sink: DataProtector.Sink, progress: DataProtector.Progress? = nil) throws(CustodyError) {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
+        do {
+            try DataProtector.checkFiles(source: source, sink: sink, protecting: false)
+        } catch {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        }
         if case .file(let path) = source {
             let info: ProtectionInfo?
             do {
@@ -310,33 +320,14 @@ extension CustodyEngine {
     public func receive(receiver: AccountID?, file path: String, context: EvaluationContext? = nil) throws(CustodyError) -> SharedItemDecision {
         let head: [UInt8]
         do {
-            head = try FileHead.read(path, count: 4_096)
+            head = try DataProtector.head(ofFile: path, count: 4_096)
         } catch {
-            throw CustodyError(.protection, "\(path): \(error)", underlying: error)
+            throw CustodyError(.protection, "\(error)", underlying: error)
         }
         do {
             return try receive(receiver: receiver, item: head, context: context)
         } catch {
             throw CustodyError(error.code, "\(path): \(error.message)", diagnostics: error.diagnostics, underlying: error.underlying)
-        }
-    }
-}
-
-/// The first bytes of a file.
-enum FileHead {
-    struct Failure: Error, Sendable, CustomStringConvertible {
-        let description: String
-    }
-
-    static func read(_ path: String, count: Int) throws(Failure) -> [UInt8] {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw Failure(description: FileManager.default.fileExists(atPath: path) ? "cannot be read" : "no such file")
-        }
-        defer { try? handle.close() }
-        do {
-            return [UInt8](try handle.read(upToCount: count) ?? Data())
-        } catch {
-            throw Failure(description: "cannot be read: \(error.localizedDescription)")
         }
     }
 }

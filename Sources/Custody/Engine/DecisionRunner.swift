@@ -50,18 +50,26 @@ public struct DecisionRunner {
 
     private let workers: [Worker]
     private let batchBytes: Int
+    private let maximumLine: Int
+
+    /// The longest line read by default (1 MiB); a query is a few hundred bytes.
+    public static let defaultMaximumLineBytes = 1 << 20
 
     /// - Parameters:
     ///   - sessions: one per worker (at least one).
     ///   - blockBytes: about how much input each worker answers per batch.
-    init(sessions: [DecisionSession], blockBytes: Int = 1 << 20) {
+    ///   - maximumLineBytes: a longer line is answered with an error in its place, and only its
+    ///     first `maximumLineBytes + 1` bytes are kept in memory.
+    init(sessions: [DecisionSession], blockBytes: Int = 1 << 20, maximumLineBytes: Int = defaultMaximumLineBytes) {
         workers = sessions.map(Worker.init)
         batchBytes = max(1, sessions.count) * max(1, blockBytes)
+        maximumLine = max(1, maximumLineBytes)
+        for worker in workers { worker.session.maximumLineBytes = maximumLine }
     }
 
     /// Reads `descriptor` to its end, handing answers to `write` in input order.
     public func run(descriptor: Int32, write: ([UInt8]) -> Void) -> Summary {
-        var reader = BatchReader(descriptor: descriptor)
+        var reader = BatchReader(descriptor: descriptor, maximumLine: maximumLine)
         var summary = Summary()
         var nextLine = 1
         while let batch = reader.nextBatch(targetBytes: batchBytes) {
@@ -117,49 +125,106 @@ public struct DecisionRunner {
 
 /// Reads whole lines in batches: up to a target size while input keeps coming, less as soon as
 /// no more is ready (an interactive writer), everything at the end of the input.
+///
+/// A line longer than `maximumLine` is cut to its first `maximumLine + 1` bytes (the rest is
+/// read and dropped up to its line break), so a huge line costs no memory, and the answering
+/// session, seeing a line over the limit, answers it with an error in its place.
 private struct BatchReader {
     let descriptor: Int32
+    let maximumLine: Int
     private var pending: [UInt8] = []
+    /// Where the last, incomplete line starts in `pending` (0: no complete line yet).
+    private var lineStart = 0
+    /// Dropping the rest of a line over the limit, up to its line break.
+    private var dropping = false
+    private var chunk = [UInt8](repeating: 0, count: readSize)
     private var ended = false
     private(set) var failed = false
     private static let readSize = 1 << 20
 
-    init(descriptor: Int32) {
+    init(descriptor: Int32, maximumLine: Int) {
         self.descriptor = descriptor
+        self.maximumLine = maximumLine
     }
 
     /// The next batch of complete lines (at the end of the input, the rest, with or without a
     /// final line break), or nil when nothing is left.
     mutating func nextBatch(targetBytes: Int) -> [UInt8]? {
         while !ended {
-            let hasLine = pending.contains(UInt8(ascii: "\n"))
-            if hasLine, pending.count >= targetBytes || !inputReady() { break }
+            if lineStart > 0, pending.count >= targetBytes || !inputReady() { break }
             readMore()
         }
         if ended {
             guard !pending.isEmpty else { return nil }
-            defer { pending.removeAll() }
+            defer {
+                pending.removeAll()
+                lineStart = 0
+            }
             return pending
         }
-        let cut = pending.lastIndex(of: UInt8(ascii: "\n"))! + 1
-        let batch = Array(pending[..<cut])
-        pending.removeFirst(cut)
+        let batch = Array(pending[..<lineStart])
+        pending.removeFirst(lineStart)
+        lineStart = 0
         return batch
     }
 
     private mutating func readMore() {
-        let start = pending.count
-        pending.append(contentsOf: repeatElement(0, count: Self.readSize))
-        let count = pending.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + start, Self.readSize) }
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, Self.readSize) }
         if count < 0 {
-            pending.removeLast(Self.readSize)
             if errno == EINTR { return }
             failed = true
             ended = true
             return
         }
-        pending.removeLast(Self.readSize - count)
-        if count == 0 { ended = true }
+        if count == 0 {
+            ended = true
+            return
+        }
+        append(chunk[..<count])
+    }
+
+    /// Appends `bytes`, keeping lines within the limit and `lineStart` up to date. Runs of
+    /// whole lines are copied in one piece.
+    private mutating func append(_ bytes: ArraySlice<UInt8>) {
+        let newline = UInt8(ascii: "\n")
+        var index = bytes.startIndex
+        var copyFrom = index
+        var nextLineStart: Int?
+        var lineLength = pending.count - lineStart
+        while index < bytes.endIndex {
+            if dropping {
+                guard let found = bytes[index...].firstIndex(of: newline) else { return }
+                dropping = false
+                pending.append(newline)
+                lineStart = pending.count
+                index = found + 1
+                copyFrom = index
+                lineLength = 0
+                continue
+            }
+            let found = bytes[index...].firstIndex(of: newline)
+            if lineLength + ((found ?? bytes.endIndex) - index) > maximumLine {
+                let keep = maximumLine + 1 - lineLength
+                copy(bytes[copyFrom..<(index + keep)], nextLineStart: nextLineStart)
+                nextLineStart = nil
+                dropping = true
+                index += keep
+                copyFrom = index
+                continue
+            }
+            guard let found else { break }
+            index = found + 1
+            lineLength = 0
+            nextLineStart = index
+        }
+        if !dropping { copy(bytes[copyFrom...], nextLineStart: nextLineStart) }
+    }
+
+    /// Appends `run`; `nextLineStart` (an index into it, or its end) is where a line starts.
+    private mutating func copy(_ run: ArraySlice<UInt8>, nextLineStart: Int?) {
+        let base = pending.count
+        pending.append(contentsOf: run)
+        if let nextLineStart { lineStart = base + (nextLineStart - run.startIndex) }
     }
 
     /// Whether a read would return at once (data, or the end of the input).

@@ -72,6 +72,12 @@ public struct DecisionSession {
     }
 
     /// Answers every line of `input` and appends the answers.
+    /// A longer line is answered with an error in its place, not parsed.
+    public var maximumLineBytes: Int {
+        get { stream.maximumLineBytes }
+        set { stream.maximumLineBytes = newValue }
+    }
+
     public mutating func answer(lines input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
         stream.answer(lines: input, into: &output)
     }

@@ -90,7 +90,21 @@ public struct BundleFiles: Sendable, Hashable {
     /// - Throws: `BundleError` naming each entry that cannot be read as a regular file (with
     ///   the diagnostics of the readable ones, so that one run reports every problem), or the
     ///   directory itself when it cannot be listed.
+    /// The most bytes a bundle directory may hold in its entries, together: 256 MiB unless
+    /// `CUSTODY_MAX_BUNDLE_BYTES` says otherwise (a tenant of 100,000 accounts takes about 15 MB).
+    /// A bundle over the limit is refused, naming the file that crossed it, before that file is
+    /// read to its end.
+    public static let maximumBytes: Int = {
+        if let text = ProcessInfo.processInfo.environment["CUSTODY_MAX_BUNDLE_BYTES"], let value = Int(text), value > 0 { return value }
+        return 256 << 20
+    }()
+
     public static func read(directory: String) throws(BundleError) -> BundleFiles {
+        try read(directory: directory, maximumBytes: maximumBytes)
+    }
+
+    /// Reads every bundle entry of `directory`, refusing more than `maximumBytes` in all.
+    public static func read(directory: String, maximumBytes: Int) throws(BundleError) -> BundleFiles {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory)
@@ -100,11 +114,19 @@ public struct BundleFiles: Sendable, Hashable {
         }
         var entries: [Entry] = []
         var problems: [Diagnostic] = []
+        var total = 0
         for name in entryNames(among: names) {
             let path = (directory as NSString).appendingPathComponent(name)
-            switch readRegularFile(path) {
-            case .success(let bytes): entries.append(Entry(name: name, bytes: bytes))
-            case .failure(let reason): problems.append(problem(path, reason.message))
+            switch readRegularFile(path, maximumBytes: maximumBytes - total) {
+            case .success(let bytes):
+                entries.append(Entry(name: name, bytes: bytes))
+                total += bytes.count
+            case .failure(let reason):
+                problems.append(problem(path, reason.message))
+                if reason.isTooLarge {
+                    throw BundleError(diagnostics: [problem(
+                        path, "the bundle is larger than \(maximumBytes) bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES if it is meant to be")])
+                }
             }
         }
         let files = BundleFiles(sorted: entries, directory: directory)
@@ -156,11 +178,12 @@ public struct BundleFiles: Sendable, Hashable {
 
     struct ReadFailure: Error {
         let message: String
+        var isTooLarge = false
     }
 
     /// The bytes of the regular file at `path` (a symbolic link to one is followed), without
     /// ever blocking: a FIFO or a device is refused by its type before anything is read.
-    static func readRegularFile(_ path: String) -> Result<[UInt8], ReadFailure> {
+    static func readRegularFile(_ path: String, maximumBytes: Int = .max) -> Result<[UInt8], ReadFailure> {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             let code = errno
@@ -182,6 +205,7 @@ public struct BundleFiles: Sendable, Hashable {
         guard (status.st_mode & S_IFMT) == S_IFREG else {
             return .failure(ReadFailure(message: "\(kind(of: status.st_mode)) named like a policy file; a bundle's *.json entries must be regular files"))
         }
+        guard status.st_size <= maximumBytes else { return .failure(ReadFailure(message: "too large", isTooLarge: true)) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(status.st_size))
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -192,6 +216,8 @@ public struct BundleFiles: Sendable, Hashable {
                 return .failure(ReadFailure(message: "reading the file failed: \(String(cString: strerror(errno)))"))
             }
             if count == 0 { break }
+            // The file may grow while it is read: the limit holds for what is read.
+            guard bytes.count + count <= maximumBytes else { return .failure(ReadFailure(message: "too large", isTooLarge: true)) }
             bytes.append(contentsOf: buffer[..<count])
         }
         return .success(bytes)

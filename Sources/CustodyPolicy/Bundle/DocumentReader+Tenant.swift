@@ -60,8 +60,12 @@ extension DocumentReader {
                     warning(.unknownProperty, "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups)", at: member.name, path: "\(path)[\(index)]")
                 }
             }
-            guard let id = AccountID(oid: oid, upn: upn) else {
-                error(.tenant, "an account needs an \"oid\" or a \"upn\"", at: element, path: "\(path)[\(index)]")
+            let id: AccountID
+            do {
+                id = try AccountID(validatingOID: oid, upn: upn)
+            } catch {
+                let message = error.reason == .blank ? "an account needs an \"oid\" or a \"upn\"" : error.description
+                self.error(.tenant, message, at: element, path: "\(path)[\(index)]")
                 continue
             }
             if let key = id.oidKey {

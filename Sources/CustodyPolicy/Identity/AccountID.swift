@@ -32,25 +32,66 @@ public struct AccountID: Sendable, Hashable, CustomStringConvertible {
     var oidKey: AccountKey? { storage.oidKey }
     var upnKey: AccountKey? { storage.upnKey }
 
-    /// Creates an id from an OID, a UPN or both. Returns nil when both are nil or blank.
+    /// The longest form an id may have, in UTF-8 bytes, as given and once case-folded: an
+    /// envelope names its owner in at most 1,024 bytes, four of them the `oid:`/`upn:` prefix.
+    public static let maximumLength = 1_020
+
+    /// Creates an id from an OID, a UPN or both. Returns nil when both are nil or blank, or
+    /// when a form is not a valid identifier (`init(validatingOID:upn:)` says why).
     public init?(oid: String? = nil, upn: String? = nil) {
-        let oid = oid.map(trimmed).flatMap { $0.isEmpty ? nil : $0 }
-        let upn = upn.map(trimmed).flatMap { $0.isEmpty ? nil : $0 }
-        guard oid != nil || upn != nil else { return nil }
+        guard let id = try? AccountID(validatingOID: oid, upn: upn) else { return nil }
+        self = id
+    }
+
+    /// Creates an id from an OID, a UPN or both, saying why when it cannot: both blank, a form
+    /// longer than `maximumLength` bytes, or a form holding a control character (which could
+    /// rewrite a terminal line or a log entry when printed).
+    public init(validatingOID oid: String?, upn: String?) throws(InvalidAccountID) {
+        let oid = try oid.map(trimmed).flatMap { (form: String) throws(InvalidAccountID) -> String? in
+            form.isEmpty ? nil : try Self.validated(form, form: "oid")
+        }
+        let upn = try upn.map(trimmed).flatMap { (form: String) throws(InvalidAccountID) -> String? in
+            form.isEmpty ? nil : try Self.validated(form, form: "upn")
+        }
+        guard oid != nil || upn != nil else { throw InvalidAccountID(.blank, form: oid == nil ? "upn" : "oid") }
         storage = Storage(oid: oid, upn: upn)
     }
 
     /// Creates an id from one identifier: a GUID (optionally in braces) is taken as an OID,
-    /// anything else as a UPN. Returns nil for a blank string.
+    /// anything else as a UPN. Returns nil for a blank or invalid string.
     ///
     /// Lookups in a tenant also try the other form, so a non-GUID OID still resolves.
     public init?(_ identifier: String) {
+        guard let id = try? AccountID(validating: identifier) else { return nil }
+        self = id
+    }
+
+    /// Creates an id from one identifier as `init?(_:)` does, saying why when it cannot.
+    public init(validating identifier: String) throws(InvalidAccountID) {
         let value = trimmed(identifier)
         if let guid = guidForm(value) {
-            self.init(oid: guid)
+            try self.init(validatingOID: guid, upn: nil)
         } else {
-            self.init(upn: value)
+            guard !value.isEmpty else { throw InvalidAccountID(.blank, form: "identifier") }
+            try self.init(validatingOID: nil, upn: value)
         }
+    }
+
+    /// `form` when it can name an account; else why not.
+    private static func validated(_ text: String, form: String) throws(InvalidAccountID) -> String {
+        var copy = text
+        let plainASCII = copy.withUTF8 { bytes in
+            bytes.count <= maximumLength && !bytes.contains { $0 < 0x20 || $0 >= 0x7F }
+        }
+        if plainASCII { return text }
+        let count = text.utf8.count
+        guard count <= maximumLength else { throw InvalidAccountID(.tooLong(count), form: form) }
+        for (offset, scalar) in text.unicodeScalars.enumerated() where isUnprintable(scalar) {
+            throw InvalidAccountID(.controlCharacter(scalar, offset: offset), form: form)
+        }
+        let folded = caseFolded(text).utf8.count
+        guard folded <= maximumLength else { throw InvalidAccountID(.tooLong(folded), form: form) }
+        return text
     }
 
     /// The UPN if known, else the OID: how the account is shown to people.
@@ -152,4 +193,75 @@ private func guidForm(_ text: String) -> String? {
     guard let range else { return nil }
     if range.count == copy.utf8.count { return text }
     return String(copy.utf8.dropFirst(range.lowerBound).prefix(range.count))
+}
+
+/// Why a string cannot name an account.
+public struct InvalidAccountID: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        /// Empty or only whitespace.
+        case blank
+        /// Longer than `AccountID.maximumLength` UTF-8 bytes (as given or case-folded).
+        case tooLong(Int)
+        /// A control or bidirectional-formatting character, at this character offset.
+        case controlCharacter(Unicode.Scalar, offset: Int)
+    }
+
+    public let reason: Reason
+    /// Which form was wrong: `oid`, `upn` or `identifier`.
+    public let form: String
+
+    init(_ reason: Reason, form: String) {
+        self.reason = reason
+        self.form = form
+    }
+
+    public var description: String {
+        switch reason {
+        case .blank:
+            "an account needs a non-blank OID or UPN"
+        case .tooLong(let count):
+            "the account's \(form) is \(count) bytes long; at most \(AccountID.maximumLength) are allowed"
+        case .controlCharacter(let scalar, let offset):
+            "the account's \(form) holds the control character \(escapedScalar(scalar)) at character \(offset + 1); identifiers may not contain control characters"
+        }
+    }
+}
+
+/// Whether `scalar` may not appear in an identifier: a C0 or C1 control, DEL, a line or
+/// paragraph separator, or a bidirectional embedding, override or isolate (which reorder what
+/// a terminal shows).
+func isUnprintable(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x061C:
+        true
+    default:
+        false
+    }
+}
+
+/// `U+XXXX` for one scalar.
+func escapedScalar(_ scalar: Unicode.Scalar) -> String {
+    let hex = String(scalar.value, radix: 16, uppercase: true)
+    return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+}
+
+extension String {
+    /// The text with every control or bidirectional-formatting character written as `\u{XX}`,
+    /// so text that came from input (an owner, an account, an app id) cannot rewrite a terminal
+    /// line or forge a log entry when printed. Returned as is (no copy) when there is none.
+    public var escapingControlCharacters: String {
+        var copy = self
+        let clean = copy.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 == 0x7F || $0 >= 0xC2 } }
+        if clean || !unicodeScalars.contains(where: isUnprintable) { return self }
+        var result = ""
+        result.reserveCapacity(utf8.count + 8)
+        for scalar in unicodeScalars {
+            if isUnprintable(scalar) {
+                result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
 }

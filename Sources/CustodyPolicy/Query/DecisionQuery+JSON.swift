@@ -60,9 +60,17 @@ extension DecisionQuery {
         }
         let (names, required) = Self.fields(of: action)
         var values = FieldValues()
+        var actionSeen = false
         for field in fields {
             let key = field.key
-            if key == "action" || (!extraMembers.isEmpty && extraMembers.contains(key)) { continue }
+            if key == "action" {
+                // Twice is an error like any other duplicate: a proxy that takes the last
+                // value would see another query.
+                guard !actionSeen else { throw reader.error("field 'action' appears more than once", at: field.name) }
+                actionSeen = true
+                continue
+            }
+            if !extraMembers.isEmpty && extraMembers.contains(key) { continue }
             guard let position = names.firstIndex(of: key) else {
                 throw reader.error("unknown field '\(key)' for action \(action) (it takes: \(names.joined(separator: ", ")))", at: field.name)
             }
@@ -193,7 +201,13 @@ private struct QueryReader {
         guard let value, !value.isNull else { return nil }
         switch value.kind {
         case .string:
-            return AccountID(value.string!)
+            do {
+                return try AccountID(validating: value.string!)
+            } catch {
+                // A blank account means "no account" (unmanaged), as null does.
+                if error.reason == .blank { return nil }
+                throw self.error(error.description, at: value)
+            }
         case .object:
             var oid: String?
             var upn: String?
@@ -204,7 +218,12 @@ private struct QueryReader {
                 default: throw error("unknown field '\(member.key)' of an account (it takes: oid, upn)", at: member.name)
                 }
             }
-            return AccountID(oid: oid, upn: upn)
+            do {
+                return try AccountID(validatingOID: oid, upn: upn)
+            } catch {
+                if error.reason == .blank { return nil }
+                throw self.error(error.description, at: value)
+            }
         default:
             throw error("an account must be a UPN or OID string, an {\"oid\", \"upn\"} object or null, found \(value.kind.article)", at: value)
         }

@@ -61,6 +61,10 @@ public struct DecisionStream {
     /// Decisions answered so far, by action and outcome.
     public var tallies = DecisionTallies()
 
+    /// A longer line is answered with an error in its place, not parsed (a reader that cuts
+    /// long lines to `maximumLineBytes + 1` bytes keeps a huge one out of memory).
+    public var maximumLineBytes = Int.max
+
     private var document: JSONDocument
     private var writer = JSONWriter(reservingCapacity: 512)
     private let cache: ExplanationCache
@@ -87,6 +91,10 @@ public struct DecisionStream {
     /// Answers one line (without its line break; a trailing carriage return is ignored) and
     /// appends the answer and a line break to `output`.
     public mutating func answer(line: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+        if line.count > maximumLineBytes {
+            refuseLine("the line is longer than \(maximumLineBytes) bytes; not read (raise the limit with --max-line-bytes)", into: &output)
+            return
+        }
         lineNumber += 1
         var line = line
         if let last = line.last, last == UInt8(ascii: "\r") {
@@ -212,14 +220,16 @@ public struct DecisionStream {
             if options.explain, let rule = answer.decidingRule {
                 line += " [\(rule.id), \(rule.basis.rawValue): \(rule.source)]"
             }
-            writer.rawText(line)
+            // The query's text (app ids, targets, paths) came from input: escaped, so a line
+            // cannot rewrite the terminal or forge another answer.
+            writer.rawText(line.escapingControlCharacters)
         }
     }
 
     private mutating func writeError(_ error: QueryError) {
         switch options.format {
         case .json: DecisionEncoding.writeError(error.description, line: lineNumber, to: &writer)
-        case .text: writer.rawText("\("ERROR".padding(toLength: 9))line \(lineNumber), \(error)")
+        case .text: writer.rawText("\("ERROR".padding(toLength: 9))line \(lineNumber), \(error)".escapingControlCharacters)
         }
     }
 }

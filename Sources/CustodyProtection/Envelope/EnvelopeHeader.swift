@@ -236,7 +236,16 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
 
     private static func isWellFormed(_ text: String) -> Bool {
         let count = text.utf8.count
-        return count > 4 && count <= EnvelopeHeader.maximumOwnerCount && (text.hasPrefix("oid:") || text.hasPrefix("upn:"))
+        guard count > 4, count <= EnvelopeHeader.maximumOwnerCount else { return false }
+        // The value must itself name an account: not blank, no control characters, the
+        // same once trimmed (so `account` gives back exactly this owner).
+        let value = String(text.utf8.dropFirst(4))!
+        if text.hasPrefix("oid:") {
+            return AccountID(oid: value)?.oid == value
+        } else if text.hasPrefix("upn:") {
+            return AccountID(upn: value)?.upn == value
+        }
+        return false
     }
 
     /// The account it names.

@@ -16,10 +16,10 @@ final class AtomicFileWriter {
 
     /// - Parameter mode: permissions of the new file.
     init(path: String, mode: mode_t) throws(ProtectionError) {
+        try FileSystem.requireReplaceable(path)
         destination = path
         temporary = FileSystem.temporaryPath(besides: path)
-        descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw FileSystem.ioError("creating a temporary file", temporary) }
+        descriptor = try FileSystem.createTemporary(temporary, mode: mode)
         _ = fchmod(descriptor, mode)
     }
 

@@ -1,3 +1,6 @@
+import CustodyPolicy
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -15,12 +18,65 @@ enum FileSystem {
         ProtectionError(.io, "\(action) failed: \(describe(code))", path: path)
     }
 
-    /// The whole file, or nil when it does not exist.
+    /// Opens `path` for reading only if it is a regular file (following symbolic links). The
+    /// open never blocks: a FIFO or a device is refused, not waited on.
+    static func openRegularFile(_ path: String) throws(ProtectionError) -> Int32 {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ioError("opening", path) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw ioError("reading the status of", path, code)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw ProtectionError(.invalidArguments, "is \(kind(of: status.st_mode)), not a regular file", path: path)
+        }
+        // Regular files never block; clear the flag so reads behave as usual.
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        return descriptor
+    }
+
+    /// What a file of mode `mode` is, in words: "a directory", "a FIFO", …
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: "a regular file"
+        case S_IFDIR: "a directory"
+        case S_IFLNK: "a symbolic link"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "not a regular file"
+        }
+    }
+
+    /// Refuses a destination Custody would replace by renaming over it unless it is missing or
+    /// a regular file: a symbolic link (renaming would replace the link and leave its target as
+    /// it was), a FIFO, a device (`/dev/null` would become a file holding the output), a
+    /// directory or a socket.
+    static func requireReplaceable(_ path: String) throws(ProtectionError) {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return }
+            throw ioError("reading the status of", path)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw ProtectionError(
+                .invalidArguments, "the destination is \(kind(of: status.st_mode)); Custody writes only regular files (use - for standard output)",
+                path: path)
+        }
+    }
+
+    /// The whole file, or nil when it does not exist. Only regular files are read.
     static func read(_ path: String) throws(ProtectionError) -> [UInt8]? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        if descriptor < 0 {
-            if errno == ENOENT { return nil }
-            throw ioError("opening", path)
+        let descriptor: Int32
+        do {
+            descriptor = try openRegularFile(path)
+        } catch {
+            if error.code == .io, access(path, F_OK) != 0, errno == ENOENT { return nil }
+            throw error
         }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
@@ -66,9 +122,9 @@ enum FileSystem {
     /// fsynced, renamed over `path`, and the directory fsynced. A crash leaves the old file or
     /// the new one, never a mix.
     static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(ProtectionError) {
+        try requireReplaceable(path)
         let temporary = temporaryPath(besides: path)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw ioError("creating", temporary) }
+        let descriptor = try createTemporary(temporary, mode: mode)
         do throws(ProtectionError) {
             try writeAll(descriptor, bytes, path: temporary)
             guard fsync(descriptor) == 0 else { throw ioError("syncing", temporary) }
@@ -82,10 +138,26 @@ enum FileSystem {
         }
     }
 
-    /// A fresh temporary name in the same directory as `path` (so that renaming over it is atomic).
+    /// What follows a file's name in the name of its temporary file.
+    static let temporaryMarker = ".custody-tmp-"
+
+    /// A fresh temporary name in the same directory as `path` (so that renaming over it is
+    /// atomic): `.NAME.custody-tmp-` and 16 hex digits.
     static func temporaryPath(besides path: String) -> String {
-        let random = Sodium.randomBytes(count: 8).map { String($0, radix: 16) }.joined()
-        return directory(of: path) + "/." + fileName(of: path) + ".custody-tmp-" + random
+        let random = Sodium.randomBytes(count: 8).map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        return directory(of: path) + "/." + fileName(of: path) + temporaryMarker + random
+    }
+
+    /// Creates the temporary file `path` (which must not exist) and holds an exclusive `flock`
+    /// on it for as long as the descriptor is open: what tells `removeStrayTemporaries` that a
+    /// live process is still writing it. Removes the strays of the directory first, once per
+    /// process.
+    static func createTemporary(_ path: String, mode: mode_t) throws(ProtectionError) -> Int32 {
+        StrayTemporaries.removeOnce(in: directory(of: path))
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard descriptor >= 0 else { throw ioError("creating a temporary file", path) }
+        _ = flock(descriptor, LOCK_EX | LOCK_NB)
+        return descriptor
     }
 
     /// Makes a rename or unlink in the directory of `path` durable.
@@ -149,4 +221,60 @@ enum FileSystem {
         defer { flock(descriptor, LOCK_UN) }
         return try body()
     }
+}
+
+/// Temporary files left by a Custody process that was killed mid-write (`kill -9` during an
+/// in-place protect): removed the next time a process writes into their directory.
+enum StrayTemporaries {
+    private static let cleaned = Locked<Set<String>>([])
+
+    /// Removes the strays of `directory`, unless this process already did.
+    static func removeOnce(in directory: String) {
+        let first = cleaned.withLock { $0.insert(directory).inserted }
+        if first { _ = remove(in: directory) }
+    }
+
+    /// Removes, in `directory`, every regular file named like Custody's temporaries
+    /// (`.NAME.custody-tmp-` and hex digits) that no live process holds: its writer's `flock`
+    /// is gone with its process. A file just created (empty, less than ten seconds old) is
+    /// left, in case its writer has not taken the lock yet. Returns the names removed.
+    @discardableResult
+    static func remove(in directory: String, now: time_t = time(nil)) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var removed: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard isTemporaryName(name) else { continue }
+            let path = directory + "/" + name
+            let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            var status = stat()
+            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == geteuid() else { continue }
+            if status.st_size == 0, now - status.st_mtim.tv_sec < 10 { continue }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
+            if unlink(path) == 0 { removed.append(name) }
+        }
+        return removed
+    }
+
+    /// `.NAME.custody-tmp-` followed by 1 to 16 hex digits, NAME not empty.
+    static func isTemporaryName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        let marker = Array(FileSystem.temporaryMarker.utf8)
+        guard bytes.first == UInt8(ascii: "."), bytes.count > 1 + 1 + marker.count else { return false }
+        var end = bytes.count
+        while end > 0, isHexDigit(bytes[end - 1]) { end -= 1 }
+        let digits = bytes.count - end
+        guard (1...16).contains(digits), end - marker.count >= 2 else { return false }
+        return Array(bytes[(end - marker.count)..<end]) == marker
+    }
+}
+
+private func isHexDigit(_ byte: UInt8) -> Bool {
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+        || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
 }

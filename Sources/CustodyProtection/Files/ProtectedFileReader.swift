@@ -33,8 +33,7 @@ public final class ProtectedFileReader {
 
     /// Opens `path`, which must be an envelope.
     convenience init(path: String, protector: DataProtector) throws(ProtectionError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
+        let descriptor = try FileSystem.openRegularFile(path)
         try self.init(descriptor: descriptor, name: path, owning: true, protector: protector)
     }
 

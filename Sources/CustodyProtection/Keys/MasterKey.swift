@@ -48,7 +48,9 @@ final class MasterKey: Sendable {
             if let record, record.kind != .keyFile {
                 throw ProtectionError(.masterKey, "this state's keys are wrapped by a passphrase: set CUSTODY_PASSPHRASE instead of a key file")
             }
-            key = try readOrCreateKeyFile(path)
+            // A state whose keys are already wrapped never gets a new key file: a mistyped
+            // path must fail, not leave behind a key that wraps nothing.
+            key = try readOrCreateKeyFile(path, creating: record == nil)
             if record == nil { newRecord = MasterKeyRecord(kind: .keyFile, salt: nil, opsLimit: nil, memLimit: nil, checkNonce: [], checkCiphertext: []) }
         case .passphrase(let passphrase):
             if let record, record.kind != .passphrase {
@@ -152,11 +154,16 @@ final class MasterKey: Sendable {
         return key
     }
 
-    private static func readOrCreateKeyFile(_ path: String) throws(ProtectionError) -> SecretBytes {
-        var descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    private static func readOrCreateKeyFile(_ path: String, creating: Bool) throws(ProtectionError) -> SecretBytes {
+        var descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if descriptor < 0, errno == ENOENT {
+            guard creating else {
+                throw ProtectionError(
+                    .masterKey, "there is no master key file here, and this state's keys are wrapped by an existing one: give the path of that file",
+                    path: path)
+            }
             try createKeyFile(path)
-            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         }
         guard descriptor >= 0 else {
             throw ProtectionError(.masterKey, "cannot open the master key file: \(FileSystem.describe())", path: path)

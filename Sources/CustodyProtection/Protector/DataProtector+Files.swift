@@ -63,7 +63,13 @@ extension DataProtector {
         let writer: ProtectedFileWriter
         switch sink {
         case .file(let path):
-            if case .file(let input) = source { try Self.requireRegularFile(input) }
+            if case .file(let input) = source {
+                if input == path {
+                    try Self.requireReplaceableInPlace(path, protecting: true)
+                } else {
+                    try Self.requireRegularFile(input)
+                }
+            }
             writer = try ProtectedFileWriter(path: path, cipher: cipher, mode: Self.mode(of: path) ?? Self.sourceMode(source))
         case .stream(let descriptor, let name):
             writer = try ProtectedFileWriter(sink: .stream(descriptor, name: name), cipher: cipher)
@@ -126,7 +132,7 @@ extension DataProtector {
     }
 
     func protect(file path: String, owner: AccountID, forceEncryption: Bool, progress: Progress?, failAfterChunks: UInt64?) throws(ProtectionError) {
-        try Self.requireRegularFile(path)
+        try Self.requireReplaceableInPlace(path, protecting: true)
         let writer = try makeWriter(path: path, owner: owner, forceEncryption: forceEncryption)
         writer.failAfterChunks = failAfterChunks
         do throws(ProtectionError) {
@@ -146,7 +152,7 @@ extension DataProtector {
     /// - Throws: `.decryptFailed`, `.keyUnavailable` and header errors; the file is then
     ///   unchanged and no plaintext is left behind.
     public func unprotect(file path: String, progress: Progress? = nil) throws(ProtectionError) {
-        try Self.requireRegularFile(path)
+        try Self.requireReplaceableInPlace(path, protecting: false)
         guard try protectionInfo(file: path) != nil else { return }
         try unprotect(from: .file(path), to: .file(path), progress: progress)
     }
@@ -158,8 +164,7 @@ extension DataProtector {
 
     /// What a file's envelope says (see `protectionInfo(file:)`), needing no protector.
     public static func protectionInfo(file path: String) throws(ProtectionError) -> ProtectionInfo? {
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
+        let descriptor = try FileSystem.openRegularFile(path)
         defer { close(descriptor) }
         var head = [UInt8](repeating: 0, count: 2_048)
         let count = head.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
@@ -279,6 +284,42 @@ extension DataProtector {
         }
     }
 
+    // MARK: Checks
+
+    /// Checks, before anything is read, sealed or stored, that protecting (or unprotecting)
+    /// `source` into `sink` can write only what it should: a file source must be a regular
+    /// file (a FIFO or device is refused, not waited on); a file sink must be missing or a
+    /// regular file; the same path for both (in place) must be the file itself, not a link to
+    /// it, and when protecting not one of several hard links.
+    public static func checkFiles(source: Source, sink: Sink, protecting: Bool) throws(ProtectionError) {
+        if case .file(let output) = sink {
+            if case .file(let input) = source, input == output {
+                try requireReplaceableInPlace(output, protecting: protecting)
+                return
+            }
+            try FileSystem.requireReplaceable(output)
+        }
+        if case .file(let input) = source { try requireRegularFile(input) }
+    }
+
+    /// The first `count` bytes (or fewer) of the regular file at `path`.
+    public static func head(ofFile path: String, count: Int) throws(ProtectionError) -> [UInt8] {
+        let descriptor = try FileSystem.openRegularFile(path)
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let read = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, count - filled) }
+            if read < 0 {
+                if errno == EINTR { continue }
+                throw FileSystem.ioError("reading", path)
+            }
+            if read == 0 { break }
+            filled += read
+        }
+        return Array(bytes[..<filled])
+    }
+
     // MARK: Helpers
 
     /// Hands the plaintext of `source` to `body` in blocks: a protected file's contents, or the
@@ -292,8 +333,7 @@ extension DataProtector {
                 try makeReader(path: path).forEachBlock(body)
                 return
             }
-            descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw FileSystem.ioError("opening", path) }
+            descriptor = try FileSystem.openRegularFile(path)
             name = path
         case .stream(let stream, let streamName):
             descriptor = stream
@@ -330,9 +370,35 @@ extension DataProtector {
         return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
     }
 
+    /// Refuses to replace `path` in place unless it is itself a regular file: a symbolic link
+    /// would be replaced while its target kept the old bytes. When protecting, a file with
+    /// other hard links is refused too: renaming over one name leaves the plaintext readable
+    /// under the others.
+    static func requireReplaceableInPlace(_ path: String, protecting: Bool) throws(ProtectionError) {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { throw FileSystem.ioError("opening", path) }
+        if (status.st_mode & S_IFMT) == S_IFLNK {
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "its target"
+            throw ProtectionError(
+                .invalidArguments, "is a symbolic link (to \(target)); give the file itself, so the link and its target do not part ways",
+                path: path)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw ProtectionError(.invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a regular file", path: path)
+        }
+        if protecting, status.st_nlink > 1 {
+            throw ProtectionError(
+                .invalidArguments,
+                "has \(status.st_nlink) hard links; protecting it in place would leave the plaintext readable under the other names (protect to a new file, or remove the other links)",
+                path: path)
+        }
+    }
+
     static func requireRegularFile(_ path: String) throws(ProtectionError) {
         var status = stat()
         guard stat(path, &status) == 0 else { throw FileSystem.ioError("opening", path) }
-        guard (status.st_mode & S_IFMT) == S_IFREG else { throw ProtectionError(.invalidArguments, "not a regular file", path: path) }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw ProtectionError(.invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a regular file", path: path)
+        }
     }
 }

@@ -21,12 +21,9 @@ final class SecretBytes: @unchecked Sendable, CustomStringConvertible {
         self.locked = locked
         self.count = count
         if locked { _ = sodium_mlock(pointer.baseAddress!, pointer.count) }
-        do {
-            try initializer(UnsafeMutableRawBufferPointer(rebasing: pointer[0..<count]))
-        } catch {
-            release()
-            throw error
-        }
+        // Every stored property is set: when the fill throws, Swift runs `deinit`, which alone
+        // zeroes and frees the buffer (freeing it here too would free it twice).
+        try initializer(UnsafeMutableRawBufferPointer(rebasing: pointer[0..<count]))
     }
 
     /// `count` fresh random bytes.

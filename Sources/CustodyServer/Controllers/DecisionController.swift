@@ -28,10 +28,7 @@ struct DecisionController {
         }
         var receiver: AccountID?
         if let text = parameters["receiver"], !text.isEmpty {
-            guard let account = AccountID(String(text)), text.utf8.count <= 1_024 else {
-                throw ServiceError.badParameter("receiver", "must name the receiving account: a UPN, or an OID in GUID form")
-            }
-            receiver = account
+            receiver = try ServiceError.account(String(text), parameter: "receiver", naming: "the receiving account")
         }
         // The header is all that is read: at most 4 KiB of the body.
         var head: [UInt8] = []

@@ -138,10 +138,7 @@ struct PolicyController {
     }
 
     static func account(_ context: CustodyRequestContext) throws -> AccountID {
-        guard let text = context.parameters.get("account"), let account = AccountID(text), text.utf8.count <= 1_024 else {
-            throw ServiceError.badParameter("account", "must name an account: a UPN, or an OID in GUID form")
-        }
-        return account
+        try ServiceError.account(context.parameters.get("account"), parameter: "account", naming: "an account")
     }
 
     static func format(_ date: Date) -> String {

@@ -29,9 +29,7 @@ struct ProtectionController {
         for (key, _) in parameters where !["owner", "encrypt", "unmanaged"].contains(key) {
             throw ServiceError.badParameter(String(key), "unknown parameter (it takes: owner, encrypt, unmanaged)")
         }
-        guard let text = parameters["owner"], let owner = AccountID(String(text)), text.utf8.count <= 1_024 else {
-            throw ServiceError.badParameter("owner", "must name the data's owner: a UPN, or an OID in GUID form")
-        }
+        let owner = try ServiceError.account(parameters["owner"].map(String.init), parameter: "owner", naming: "the data's owner")
         let encrypt = try Self.flag(parameters["encrypt"], "encrypt")
         let unmanaged = try Self.flag(parameters["unmanaged"], "unmanaged")
         guard !(encrypt && unmanaged) else { throw ServiceError.badParameter("unmanaged", "encrypt and unmanaged exclude each other") }

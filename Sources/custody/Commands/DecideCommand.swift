@@ -75,7 +75,12 @@ struct DecideCommand: AsyncParsableCommand {
     @Option(help: .hidden)
     var blockBytes: Int = 1 << 20
 
+    @Option(help: ArgumentHelp(
+        "A longer line is answered with an error in its place, without being read into memory (default: 1 MiB).", valueName: "bytes"))
+    var maxLineBytes: Int = DecisionRunner.defaultMaximumLineBytes
+
     func validate() throws {
+        guard maxLineBytes >= 1 else { throw ValidationError("--max-line-bytes must be at least 1") }
         guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
         guard blockBytes >= 1 else { throw ValidationError("--block-bytes must be at least 1") }
     }
@@ -86,7 +91,7 @@ struct DecideCommand: AsyncParsableCommand {
             .seconds(Date().timeIntervalSince1970)
         }
         let runner = try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.decisionRunner(options: options, jobs: jobs, blockBytes: blockBytes)
+            try engine.decisionRunner(options: options, jobs: jobs, blockBytes: blockBytes, maximumLineBytes: maxLineBytes)
         }
         let summary = runner.run(descriptor: 0) { StandardOutput.write($0) }
         if let failure = summary.auditFailure {

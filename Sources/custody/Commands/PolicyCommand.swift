@@ -96,9 +96,7 @@ struct PolicyCommand: AsyncParsableCommand {
         var account: String
 
         func run() async throws {
-            guard let account = AccountID(account) else {
-                throw ValidationError("--account must not be empty")
-            }
+            let account = try parseAccount(account, option: "--account")
             let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
             let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policyPerPlatform() }
             switch snapshots[0].resolveAccount(account) {

@@ -150,7 +150,7 @@ struct InfoCommand: ParsableCommand {
         for path in paths {
             do {
                 let info = try DataProtector.protectionInfo(file: path)
-                StandardOutput.write(json ? Self.json(path: path, info: info) : Self.text(path: path, info: info))
+                StandardOutput.write(json ? Self.json(path: path, info: info) : Self.text(path: path, info: info).escapingControlCharacters + "\n")
             } catch {
                 failed = true
                 StandardError.write("error: \(error)\n")
@@ -160,12 +160,12 @@ struct InfoCommand: ParsableCommand {
     }
 
     static func text(path: String, info: ProtectionInfo?) -> String {
-        guard let info else { return "\(path): not protected\n" }
+        guard let info else { return "\(path): not protected" }
         let chunk = info.chunkSize >= 1 << 20 ? "\(info.chunkSize >> 20) MiB" : "\(info.chunkSize >> 10) KiB"
         guard info.isEncrypted, let version = info.keyVersion else {
-            return "\(path): owned by \(info.owner), not encrypted (tag only), \(chunk) chunks\n"
+            return "\(path): owned by \(info.owner), not encrypted (tag only), \(chunk) chunks"
         }
-        return "\(path): owned by \(info.owner), encrypted with \(info.algorithm), key version \(version), \(chunk) chunks\n"
+        return "\(path): owned by \(info.owner), encrypted with \(info.algorithm), key version \(version), \(chunk) chunks"
     }
 
     static func json(path: String, info: ProtectionInfo?) -> String {

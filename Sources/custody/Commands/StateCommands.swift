@@ -165,7 +165,9 @@ struct AuditCommand: AsyncParsableCommand {
                 StandardOutput.write(writer.bytes)
             } else {
                 let result = entry.allowed.map { $0 ? "allowed" : "blocked" } ?? "-"
-                StandardOutput.write("\(formatTime(entry.at))  \(entry.kind.rawValue)  \(entry.account ?? "-")  \(entry.action)  \(result)  \(entry.detail ?? "")\n")
+                // Accounts and details came from input once: escaped, one entry per line.
+                let line = "\(formatTime(entry.at))  \(entry.kind.rawValue)  \(entry.account ?? "-")  \(entry.action)  \(result)  \(entry.detail ?? "")"
+                StandardOutput.write(line.escapingControlCharacters + "\n")
             }
         }
     }

@@ -175,8 +175,11 @@ func loadPolicyBundle(_ path: String) throws -> PolicyBundle {
 
 /// An account given on the command line.
 func parseAccount(_ text: String, option: String) throws -> AccountID {
-    guard let account = AccountID(text) else { throw ValidationError("\(option) must name an account (a UPN or an OID)") }
-    return account
+    do {
+        return try AccountID(validating: text)
+    } catch {
+        throw ValidationError("\(option) must name an account (a UPN or an OID): \(error)")
+    }
 }
 
 extension Platform: ExpressibleByArgument {}

@@ -1,3 +1,5 @@
+import CustodyPolicy
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -10,8 +12,12 @@ enum StandardError {
         for line in lines { write(line + "\n") }
     }
 
+    /// Writes `text`; control characters other than its line breaks are escaped, since
+    /// messages quote input (paths, accounts, query text) that could otherwise rewrite the
+    /// terminal.
     static func write(_ text: String) {
-        var text = text
+        var text = text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { String($0).escapingControlCharacters }.joined(separator: "\n")
         text.withUTF8 { StandardOutput.writeAll($0, to: 2) }
     }
 }

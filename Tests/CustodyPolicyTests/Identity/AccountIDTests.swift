@@ -19,6 +19,57 @@ struct AccountIDTests {
         #expect(account.upn == upn)
     }
 
+    @Test(
+        "refuses identifiers that are too long or hold control characters, saying why",
+        arguments: [
+            (String(repeating: "a", count: 1_021), InvalidAccountID.Reason.tooLong(1_021)),
+            (String(repeating: "a", count: 1_008) + "@contoso.com" + "x", .tooLong(1_021)),
+            // Folding İ (2 bytes) gives i̇ (3 bytes): the limit holds for the folded form too.
+            (String(repeating: "İ", count: 500) + "@c.com", .tooLong(1_506)),
+            ("al\u{1B}[2Jice@contoso.com", .controlCharacter("\u{1B}", offset: 2)),
+            ("alice@contoso.com\u{0}x", .controlCharacter("\u{0}", offset: 17)),
+            ("a\rb@contoso.com", .controlCharacter("\r", offset: 1)),
+            ("a\u{7F}@contoso.com", .controlCharacter("\u{7F}", offset: 1)),
+            ("a\u{85}@contoso.com", .controlCharacter("\u{85}", offset: 1)),
+            ("moc.osotnoc@\u{202E}alice", .controlCharacter("\u{202E}", offset: 12)),
+            ("a\u{2066}b@contoso.com", .controlCharacter("\u{2066}", offset: 1)),
+            ("a\u{2028}b@contoso.com", .controlCharacter("\u{2028}", offset: 1)),
+            ("   ", .blank),
+        ] as [(String, InvalidAccountID.Reason)])
+    func invalid(identifier: String, reason: InvalidAccountID.Reason) {
+        #expect(AccountID(identifier) == nil)
+        #expect(AccountID(upn: identifier) == nil)
+        #expect(throws: InvalidAccountID.self) { try AccountID(validating: identifier) }
+        do {
+            _ = try AccountID(validating: identifier)
+        } catch {
+            #expect(error.reason == reason)
+            #expect(!error.description.isEmpty)
+        }
+    }
+
+    @Test("accepts the longest identifier and non-ASCII letters")
+    func longestAndUnicode() throws {
+        #expect(AccountID(String(repeating: "a", count: 1_008) + "@contoso.com") != nil)
+        #expect(AccountID("élodie@contoso.com")?.upn == "élodie@contoso.com")
+        #expect(AccountID("山田@contoso.jp") != nil)
+    }
+
+    @Test(
+        "escapes control characters in text printed from input, and nothing else",
+        arguments: [
+            ("alice@contoso.com", "alice@contoso.com"),
+            ("élodie — ok", "élodie — ok"),
+            ("a\u{1B}[2Jb", "a\\u{1B}[2Jb"),
+            ("line\nforged", "line\\u{A}forged"),
+            ("tab\there", "tab\\u{9}here"),
+            ("\u{202E}txt.exe", "\\u{202E}txt.exe"),
+            ("c1\u{9B}31m", "c1\\u{9B}31m"),
+        ])
+    func escaping(text: String, printed: String) {
+        #expect(text.escapingControlCharacters == printed)
+    }
+
     @Test("refuses blank identities")
     func blank() {
         #expect(AccountID("") == nil)

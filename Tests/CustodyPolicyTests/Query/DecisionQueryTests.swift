@@ -101,6 +101,15 @@ struct DecisionQueryTests {
             (#"{"action":"copyOut","destinationManaged":true}"#, #"{"#, "action copyOut needs the field 'owner' (or 'owners'"),
             (#"{"action":"saveTo","owners":["a"],"location":"box"}"#, #""owners""#, "unknown field 'owners' for action saveTo"),
             (#"{"action":"accountAllowed","accounts":["a"]}"#, #""accounts""#, "unknown field 'accounts' for action accountAllowed"),
+            // Issue 13: a second action is refused like any other duplicate (a proxy that kept
+            // the last one would see another query).
+            (#"{"action":"print","account":"a","action":"share"}"#, #""action":"share""#, "field 'action' appears more than once"),
+            (#"{"action":"saveTo","action":"saveTo","owner":"a","location":"box"}"#, #""action":"saveTo","owner""#, "field 'action' appears more than once"),
+            // Identifiers: no control characters, at most 1,020 bytes.
+            (#"{"action":"print","account":"al\u001b[2Jice@contoso.com"}"#, #""al"#, "holds the control character U+001B at character 3"),
+            (#"{"action":"print","account":{"upn":"a\u202e@contoso.com"}}"#, #"{"upn""#, "the account's upn holds the control character U+202E"),
+            (#"{"action":"print","account":{"oid":"x\u0000"}}"#, #"{"oid""#, "the account's oid holds the control character U+0000"),
+            ("{\"action\":\"print\",\"account\":\"" + String(repeating: "a", count: 1_021) + "\"}", #""aaa"#, "is 1021 bytes long; at most 1020 are allowed"),
         ])
     func errors(line: String, marker: String, message: String) throws {
         let offset = try #require(line.range(of: marker)).lowerBound.utf16Offset(in: line)
