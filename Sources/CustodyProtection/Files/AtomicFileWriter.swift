@@ -10,17 +10,14 @@ import Darwin
 /// the temporary file and leaves the destination as it was.
 final class AtomicFileWriter {
     let destination: String
-    private let temporary: String
-    private var descriptor: Int32
+    private var temporary: TemporaryFile
     private var done = false
 
     /// - Parameter mode: permissions of the new file.
     init(path: String, mode: mode_t) throws(ProtectionError) {
         try FileSystem.requireReplaceable(path)
         destination = path
-        temporary = FileSystem.temporaryPath(besides: path)
-        descriptor = try FileSystem.createTemporary(temporary, mode: mode)
-        _ = fchmod(descriptor, mode)
+        temporary = try TemporaryFile(besides: path, mode: mode)
     }
 
     deinit {
@@ -28,21 +25,18 @@ final class AtomicFileWriter {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) {
-        try FileSystem.writeAll(descriptor, bytes, path: temporary)
+        try FileSystem.writeAll(temporary.descriptor, bytes, path: temporary.path)
     }
 
     func write(_ bytes: [UInt8]) throws(ProtectionError) {
-        try FileSystem.writeAll(descriptor, bytes, path: temporary)
+        try FileSystem.writeAll(temporary.descriptor, bytes, path: temporary.path)
     }
 
     /// Syncs the file and puts it in place.
     func commit() throws(ProtectionError) {
         guard !done else { return }
         do throws(ProtectionError) {
-            guard fsync(descriptor) == 0 else { throw FileSystem.ioError("syncing", temporary) }
-            close(descriptor)
-            descriptor = -1
-            guard rename(temporary, destination) == 0 else { throw FileSystem.ioError("renaming into place", destination) }
+            try temporary.moveIntoPlace(destination)
             done = true
             try FileSystem.syncDirectory(containing: destination)
         } catch {
@@ -55,10 +49,6 @@ final class AtomicFileWriter {
     func cancel() {
         guard !done else { return }
         done = true
-        if descriptor >= 0 {
-            close(descriptor)
-            descriptor = -1
-        }
-        unlink(temporary)
+        temporary.discard()
     }
 }

@@ -123,17 +123,13 @@ enum FileSystem {
     /// the new one, never a mix.
     static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(ProtectionError) {
         try requireReplaceable(path)
-        let temporary = temporaryPath(besides: path)
-        let descriptor = try createTemporary(temporary, mode: mode)
+        var temporary = try TemporaryFile(besides: path, mode: mode)
         do throws(ProtectionError) {
-            try writeAll(descriptor, bytes, path: temporary)
-            guard fsync(descriptor) == 0 else { throw ioError("syncing", temporary) }
-            close(descriptor)
-            guard rename(temporary, path) == 0 else { throw ioError("renaming into place", path) }
+            try writeAll(temporary.descriptor, bytes, path: temporary.path)
+            try temporary.moveIntoPlace(path)
             try syncDirectory(containing: path)
         } catch {
-            close(descriptor)
-            unlink(temporary)
+            temporary.discard()
             throw error
         }
     }
@@ -146,18 +142,6 @@ enum FileSystem {
     static func temporaryPath(besides path: String) -> String {
         let random = Sodium.randomBytes(count: 8).map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
         return directory(of: path) + "/." + fileName(of: path) + temporaryMarker + random
-    }
-
-    /// Creates the temporary file `path` (which must not exist) and holds an exclusive `flock`
-    /// on it for as long as the descriptor is open: what tells `removeStrayTemporaries` that a
-    /// live process is still writing it. Removes the strays of the directory first, once per
-    /// process.
-    static func createTemporary(_ path: String, mode: mode_t) throws(ProtectionError) -> Int32 {
-        StrayTemporaries.removeOnce(in: directory(of: path))
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
-        guard descriptor >= 0 else { throw ioError("creating a temporary file", path) }
-        _ = flock(descriptor, LOCK_EX | LOCK_NB)
-        return descriptor
     }
 
     /// Makes a rename or unlink in the directory of `path` durable.
@@ -277,4 +261,67 @@ enum StrayTemporaries {
 private func isHexDigit(_ byte: UInt8) -> Bool {
     (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
         || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+}
+
+/// The file an atomic replace writes before it takes the destination's place, in the same
+/// directory. Where the file system allows it (Linux `O_TMPFILE`: ext4, xfs, btrfs, tmpfs) it
+/// has no name until it is complete, so a process killed while writing leaves nothing behind.
+/// Elsewhere it is `.NAME.custody-tmp-` and 16 hex digits, held under an exclusive `flock`
+/// while its writer lives: `StrayTemporaries` removes those a killed writer left.
+struct TemporaryFile {
+    /// The name it has, or gets just before it is renamed over the destination.
+    let path: String
+    private(set) var descriptor: Int32
+    private(set) var isNamed: Bool
+
+    /// `O_TMPFILE` of Linux (`__O_TMPFILE | O_DIRECTORY`), which Glibc's module does not export.
+    private static let unnamedFlag: Int32 = 0o20_000_000 | O_DIRECTORY
+
+    init(besides destination: String, mode: mode_t) throws(ProtectionError) {
+        let directory = FileSystem.directory(of: destination)
+        StrayTemporaries.removeOnce(in: directory)
+        path = FileSystem.temporaryPath(besides: destination)
+        #if os(Linux)
+        let unnamed = open(directory, O_WRONLY | O_CLOEXEC | Self.unnamedFlag, mode)
+        if unnamed >= 0 {
+            descriptor = unnamed
+            isNamed = false
+            _ = fchmod(descriptor, mode)
+            return
+        }
+        // EOPNOTSUPP, EISDIR or EINVAL: no unnamed files here; fall back to a named one.
+        #endif
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard descriptor >= 0 else { throw FileSystem.ioError("creating a temporary file", path) }
+        isNamed = true
+        _ = flock(descriptor, LOCK_EX | LOCK_NB)
+        _ = fchmod(descriptor, mode)
+    }
+
+    /// Syncs the file, gives it its name if it has none, and renames it over `destination`.
+    mutating func moveIntoPlace(_ destination: String) throws(ProtectionError) {
+        guard fsync(descriptor) == 0 else { throw FileSystem.ioError("syncing", path) }
+        if !isNamed {
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
+                throw FileSystem.ioError("naming the temporary file", path)
+            }
+            isNamed = true
+        }
+        guard rename(path, destination) == 0 else { throw FileSystem.ioError("renaming into place", destination) }
+        isNamed = false  // the name is the destination's now
+        close(descriptor)
+        descriptor = -1
+    }
+
+    /// Closes and removes the file; the destination stays as it was.
+    mutating func discard() {
+        if descriptor >= 0 {
+            close(descriptor)
+            descriptor = -1
+        }
+        if isNamed {
+            unlink(path)
+            isNamed = false
+        }
+    }
 }

@@ -1,0 +1,161 @@
+import CustodyProtection
+import CustodyTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import CoreFoundation
+import Glibc
+#endif
+
+/// Issue 13's reproducers, run as an attacker or a careless user would: with the built tool.
+@Suite("Hardening: the CLI under bad input")
+struct HardeningCLITests {
+    typealias Scratch = TemporaryDirectory
+
+    @Test("an owner longer than an envelope can name is refused before the file or the state is touched")
+    func longOwner() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("a.txt", "payroll")
+        let owner = String(repeating: "a", count: 1_100) + "@contoso.com"
+        let result = try scratch.run(["protect", "--unmanaged", "--owner", owner, scratch.file("a.txt")])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("is 1112 bytes long; at most 1020 are allowed"), "\(result.stderr)")
+        #expect(try scratch.read("a.txt") == "payroll")
+        let keys = try scratch.run(["keys", "list"])
+        #expect(keys.status == 0, "\(keys.stderr)")
+    }
+
+    @Test(
+        "unprotect never replaces a FIFO, a device or a symbolic link with a plaintext file",
+        arguments: ["fifo", "/dev/null", "symlink"])
+    func nonRegularDestinations(kind: String) throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("a.txt", "payroll")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        let destination: String
+        switch kind {
+        case "fifo":
+            destination = scratch.file("pipe")
+            #expect(mkfifo(destination, 0o600) == 0)
+        case "symlink":
+            try scratch.write("target.txt", "target")
+            destination = scratch.file("link")
+            #expect(symlink(scratch.file("target.txt"), destination) == 0)
+        default:
+            destination = kind
+        }
+        var before = stat()
+        #expect(lstat(destination, &before) == 0)
+        let result = try scratch.run(["unprotect", scratch.file("a.cst"), destination])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("Custody writes only regular files (use - for standard output)"), "\(result.stderr)")
+        var after = stat()
+        #expect(lstat(destination, &after) == 0)
+        #expect(after.st_mode == before.st_mode && after.st_ino == before.st_ino && after.st_rdev == before.st_rdev)
+        // Standard output is still how to stream plaintext out.
+        #expect(try scratch.run(["unprotect", scratch.file("a.cst"), "-"]).stdout == "payroll")
+    }
+
+    @Test("in-place protect of a symbolic link is refused and says so; the target stays as it was")
+    func symlinkInPlace() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("real.txt", "plaintext")
+        #expect(symlink(scratch.file("real.txt"), scratch.file("link.txt")) == 0)
+        let result = try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("link.txt")])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("is a symbolic link (to \(scratch.file("real.txt")))"), "\(result.stderr)")
+        #expect(try scratch.read("real.txt") == "plaintext")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: scratch.file("link.txt")) == scratch.file("real.txt"))
+    }
+
+    @Test("info, unprotect and receive on a FIFO answer at once with an error", arguments: [
+        ["info"], ["unprotect"], ["receive", "--receiver", "alice@contoso.com"], ["protect", "--owner", "alice@contoso.com"],
+    ])
+    func fifoInput(command: [String]) throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        #expect(mkfifo(scratch.file("pipe"), 0o600) == 0)
+        let result = command == ["info"] ? try CLIRunner.run(command + [scratch.file("pipe")]) : try scratch.run(command + [scratch.file("pipe")])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("is a FIFO, not a regular file"), "\(result.stderr)")
+    }
+
+    @Test("decide answers a line over the limit with an error in its place, without reading it into memory, and goes on")
+    func longLine() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        let query = #"{"action":"print","account":"alice@contoso.com"}"#
+        let long = #"{"action":"print","account":""# + String(repeating: "a", count: 3 << 20) + #""}"#
+        let overLimit = String(repeating: " ", count: 200) + query
+        let result = try scratch.run(["decide", "--max-line-bytes", "100"], stdin: [query, long, query, overLimit, query].joined(separator: "\n") + "\n")
+        #expect(result.status == 1)
+        #expect(result.stdoutLines.count == 5)
+        #expect(result.stdoutLines[0].hasPrefix(#"{"action":"print","allowed":"#))
+        #expect(result.stdoutLines[1] == #"{"error":"line 2, column 1: the line is longer than 100 bytes; not read (raise the limit with --max-line-bytes)","line":2}"#)
+        #expect(result.stdoutLines[2] == result.stdoutLines[0])
+        #expect(result.stdoutLines[3].contains(#""line":4"#))
+        #expect(result.stdoutLines[4] == result.stdoutLines[0])
+        // The default (1 MiB) takes the 3 MiB line as too long too, and the next line is answered.
+        let byDefault = try scratch.run(["decide"], stdin: long + "\n" + query + "\n")
+        #expect(byDefault.stdoutLines.count == 2)
+        #expect(byDefault.stdoutLines[0].contains("longer than 1048576 bytes"))
+        #expect(byDefault.stdoutLines[1] == result.stdoutLines[0])
+    }
+
+    @Test("control characters from input never reach the terminal raw", arguments: [
+        (["decide", "--format", "text"], #"{"action":"share","owner":"alice@contoso.com","targets":["evil\u001b[2J\rALLOW"]}"#),
+        (["decide", "--format", "text"], #"{"action":"print","account":"a\u001b]0;pwned\u0007@contoso.com"}"#),
+        (["decide"], #"{"action":"print","account":"a\u001b[2J@contoso.com"}"#),
+    ])
+    func terminalInjection(command: [String], line: String) throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        let result = try scratch.run(command, stdin: line + "\n")
+        let printed = result.stdout + result.stderr
+        #expect(!printed.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(printed.debugDescription)")
+        #expect(result.stdoutLines.count == 1)
+    }
+
+    @Test("an owner with control characters is refused by protect, with the character named")
+    func controlOwner() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("a.txt", "x")
+        let result = try scratch.run(["protect", "--unmanaged", "--owner", "evil\u{1B}[2Jx@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("holds the control character U+001B at character 5"))
+        #expect(!result.stderr.contains("\u{1B}"))
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("a.cst")))
+    }
+
+    @Test("a mistyped master key file on a keyed state fails and creates no key file; the state database is mode 0600")
+    func masterKeyTypoAndMode() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("a.txt", "x")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        let typo = try CLIRunner.run(
+            ["unprotect", "--state", scratch.file("state"), "--master-key-file", scratch.file("typo.key"), scratch.file("a.cst"), "-"])
+        #expect(typo.status == 1)
+        #expect(typo.stderr.contains("there is no master key file here"), "\(typo.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("typo.key")))
+        for name in ["state", "state-wal"] where FileManager.default.fileExists(atPath: scratch.file(name)) {
+            let attributes = try FileManager.default.attributesOfItem(atPath: scratch.file(name))
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(name)")
+        }
+    }
+
+    @Test("a bundle larger than the limit is refused, naming the file that crossed it")
+    func bundleLimit() throws {
+        let scratch = try Scratch()
+        try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: scratch.file("bundle"))
+        let result = try CLIRunner.run(["policy", "validate", scratch.file("bundle")], environment: ["CUSTODY_MAX_BUNDLE_BYTES": "2000"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("the bundle is larger than 2000 bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES"), "\(result.stderr)")
+        #expect(try CLIRunner.run(["policy", "validate", scratch.file("bundle")]).status == 0)
+    }
+}
