@@ -11,6 +11,8 @@ import Foundation
 public final class CustodyDatabase: Sendable {
     /// The database file; nil when in memory.
     public let path: String?
+    /// Opened by `init(readingOnly:)`: every write fails.
+    public let isReadOnly: Bool
     let writer: any DatabaseWriter
 
     /// The file name inside a state directory.
@@ -22,6 +24,7 @@ public final class CustodyDatabase: Sendable {
     ///   written by a newer Custody or a migration fails.
     public init(path: String) throws(StoreError) {
         self.path = path
+        isReadOnly = false
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             do {
@@ -46,9 +49,49 @@ public final class CustodyDatabase: Sendable {
         try migrate()
     }
 
+    /// Opens the existing database at `path` for reading only: nothing is created, migrated or
+    /// written, so a command that only reads leaves the file exactly as it was, and a state
+    /// on a read-only file system or owned by another user still serves it. A write through
+    /// this instance fails with an error that says the state is open read-only.
+    /// - Throws: `.open` when there is no database at `path` or it cannot be opened;
+    ///   `.migration` when it needs migrating (by a command that writes) or was written by a
+    ///   newer Custody.
+    public init(readingOnly path: String) throws(StoreError) {
+        self.path = path
+        isReadOnly = true
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.open, "there is no state here (nothing has ever been stored in it)", path: path)
+        }
+        var configuration = Self.configuration()
+        configuration.readonly = true
+        do {
+            writer = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            throw StoreError(.open, "cannot open the database for reading: \(Self.describe(error))", path: path)
+        }
+        let applied: Set<String>
+        do {
+            applied = try writer.read { db in try Self.migrator.appliedIdentifiers(db) }
+        } catch {
+            throw StoreError(.migration, "cannot read the database's migrations: \(Self.describe(error))", path: path)
+        }
+        let unknown = applied.filter { !Self.migrator.migrations.contains($0) }
+        guard unknown.isEmpty else {
+            throw StoreError(
+                .migration, "the database was written by a newer Custody (migrations \(unknown.sorted().joined(separator: ", "))); upgrade to open it",
+                path: path)
+        }
+        guard Set(Self.migrator.migrations).isSubset(of: applied) else {
+            throw StoreError(
+                .migration, "the database was written by an older Custody and must be brought up to date by a command that writes to it (custody apply, say) first",
+                path: path)
+        }
+    }
+
     /// A fresh database in memory: for tests and throwaway state.
     public init() throws(StoreError) {
         path = nil
+        isReadOnly = false
         do {
             writer = try DatabaseQueue(configuration: Self.configuration())
         } catch {
@@ -144,6 +187,9 @@ public final class CustodyDatabase: Sendable {
 
     static func describe(_ error: any Error) -> String {
         if let error = error as? DatabaseError {
+            if error.resultCode == .SQLITE_READONLY {
+                return "the state is open read-only (the command only reads it, or its file cannot be written)"
+            }
             return error.message ?? "\(error.resultCode)"
         }
         return "\(error)"

@@ -17,6 +17,8 @@ public struct SQLiteKeyStore: AccountKeyStore {
         self.database = database
     }
 
+    public var isReadOnly: Bool { database.isReadOnly }
+
     public func keys(for owner: OwnerIdentifier) throws(ProtectionError) -> [WrappedAccountKey] {
         let rows = try mapped { () throws(StoreError) in
             try database.read("reading the keys of \(owner)") { db in

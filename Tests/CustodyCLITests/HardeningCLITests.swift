@@ -158,4 +158,19 @@ struct HardeningCLITests {
         #expect(result.stderr.contains("the bundle is larger than 2000 bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES"), "\(result.stderr)")
         #expect(try CLIRunner.run(["policy", "validate", scratch.file("bundle")]).status == 0)
     }
+
+    @Test("commands that only read, or are refused before they act, leave the state database byte for byte as it was", arguments: [
+        ["keys", "list"], ["unprotect", "@a.cst", "-"], ["audit"], ["unprotect", "@plain.txt", "@out.txt"], ["unprotect", "@a.cst", "/dev/null"],
+    ])
+    func readersLeaveTheStateAlone(command: [String]) throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("plain.txt", "plain")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("plain.txt"), scratch.file("a.cst")]).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: scratch.file("state")))
+        _ = try scratch.run(command.map { $0.hasPrefix("@") ? scratch.file(String($0.dropFirst())) : $0 })
+        let after = try Data(contentsOf: URL(fileURLWithPath: scratch.file("state")))
+        #expect(before == after)
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("out.txt")))
+    }
 }

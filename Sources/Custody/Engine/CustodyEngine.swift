@@ -16,6 +16,11 @@ public struct CustodyConfiguration: Sendable {
         /// As `path`, but a database that does not exist is an error (for commands that act on
         /// what a state holds, such as a wipe: none must succeed on a state that is not there).
         case requiredPath(String)
+        /// An existing database, opened for reading only: nothing is created, migrated or
+        /// written (the file stays byte for byte as it was); a missing one is an error. For
+        /// commands that only read what a state holds (`keys list`, `unprotect`, `audit`), and
+        /// for states on read-only storage.
+        case readOnlyPath(String)
         /// A throwaway state in memory.
         case inMemory
     }
@@ -122,6 +127,8 @@ public final class CustodyEngine: Sendable {
                     throw CustodyError(.state, "\(path): there is no state here (nothing has ever been stored in it)")
                 }
                 database = try CustodyDatabase(path: path)
+            case .readOnlyPath(let state):
+                database = try CustodyDatabase(readingOnly: CustodyDatabase.path(forState: state))
             case .inMemory:
                 database = try CustodyDatabase()
             }

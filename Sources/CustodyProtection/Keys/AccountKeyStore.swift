@@ -31,10 +31,15 @@ public protocol AccountKeyStore: Sendable {
     /// A value that changes whenever any process adds or removes a key: key rings compare it
     /// now and then to notice keys rotated or wiped elsewhere. Nil: the store cannot tell.
     func changeToken() throws(ProtectionError) -> UInt64?
+
+    /// Whether the store was opened for reading only: then a missing master key record means
+    /// the store holds no keys, and opening it creates no key file and records nothing.
+    var isReadOnly: Bool { get }
 }
 
 extension AccountKeyStore {
     public func changeToken() throws(ProtectionError) -> UInt64? { nil }
+    public var isReadOnly: Bool { false }
 }
 
 /// One version of an account key, wrapped (XChaCha20-Poly1305) by the master key.

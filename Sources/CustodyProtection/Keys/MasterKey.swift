@@ -41,6 +41,11 @@ final class MasterKey: Sendable {
     /// record (and a key file) on first use.
     static func open(_ source: MasterKeySource, store: any AccountKeyStore) throws(ProtectionError) -> MasterKey {
         let record = try store.masterKeyRecord()
+        if record == nil, store.isReadOnly {
+            // A store opened read-only without a record holds no keys: nothing will be
+            // unwrapped, so no key file is created or read and nothing is recorded.
+            return MasterKey(key: SecretBytes(randomCount: 32, locked: true))
+        }
         let key: SecretBytes
         var newRecord: MasterKeyRecord?
         switch source {

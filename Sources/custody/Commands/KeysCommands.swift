@@ -87,7 +87,7 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var loggingOptions: LoggingOptions
 
         func run() async throws {
-            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .existing)
+            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .reading)
             for owner in try reporting(state: stateOptions, { () throws(CustodyError) in try engine.keyOwners() }) {
                 let name = owner.account.flatMap(\.upn).map { " (\($0))" } ?? ""
                 StandardOutput.write("\(owner.owner)\(name): versions \(owner.versions.map(String.init).joined(separator: ", "))\n")

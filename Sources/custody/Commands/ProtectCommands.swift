@@ -115,7 +115,7 @@ struct UnprotectCommand: AsyncParsableCommand {
 
     func run() async throws {
         let destination = output ?? (input == "-" ? "-" : input)
-        let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .existing)
+        let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .reading)
         let bar = ProgressBar(label: "unprotect", total: input == "-" ? nil : fileSize(input))
         try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.unprotect(

@@ -148,7 +148,7 @@ struct AuditCommand: AsyncParsableCommand {
             return
         }
         let since = try since.map { try parseTime($0, option: "--since") }
-        let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readOnly, restoring: false)
+        let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
         let entries = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.auditEntries(since: since) }
         for entry in entries {
             if json {

@@ -99,6 +99,10 @@ enum StateAccess {
     case readOnly
     /// The command acts on what the state holds: a missing state is an error.
     case existing
+    /// The command only reads what the state holds: a missing state is an error, and the
+    /// database is opened read-only, so it is left byte for byte as it was (and a state on
+    /// read-only storage serves it).
+    case reading
 }
 
 /// Opens the installation for a command, or prints why not and exits 1.
@@ -106,8 +110,15 @@ func openEngine(
     state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, masterKeyIfPresent: MasterKeyOptions? = nil,
     logging: LoggingOptions, access: StateAccess, context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true
 ) async throws -> CustodyEngine {
+    let opened: CustodyConfiguration.State =
+        switch access {
+        case .readWrite: .path(state.state)
+        case .readOnly: .existingPath(state.state)
+        case .existing: .requiredPath(state.state)
+        case .reading: .readOnlyPath(state.state)
+        }
     let configuration = CustodyConfiguration(
-        state: access == .readWrite ? .path(state.state) : access == .readOnly ? .existingPath(state.state) : .requiredPath(state.state),
+        state: opened,
         masterKey: try masterKey?.source() ?? masterKeyIfPresent?.sourceIfPresent,
         context: context ?? policy?.contextOptions.context ?? EvaluationContext(), precedence: precedence ?? policy?.contextOptions.precedence,
         bundleOverride: policy?.bundle,
