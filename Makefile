@@ -7,7 +7,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build run serve test bench clean
+.PHONY: deps build run serve test bench fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -56,12 +56,33 @@ serve: build
 	CUSTODY_MASTER_KEY_FILE=$(SERVE_STATE)/master.key $(CUSTODY) serve --state $(SERVE_STATE) --bundle policies --platform ios
 
 ## The whole test suite, every fixture matrix through `custody matrix run` (JUnit report in
-## .build/matrix-junit.xml), then the concurrency test again under ThreadSanitizer (its own
-## build folder, so the debug build stays warm).
+## .build/matrix-junit.xml), then the concurrency test again under ThreadSanitizer and the
+## protection and store tests under AddressSanitizer (each in its own build folder, so the
+## debug build stays warm), then a short run of every fuzzing harness (fuzz-smoke).
 test: deps
 	$(SWIFT) test
 	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
+	$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'
+	$(MAKE) fuzz-smoke
+
+FUZZ_HARNESSES := json query bundle envelope matrix configuration spec
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 15
+
+## The libFuzzer build of Fuzz/Harnesses (AddressSanitizer on), in .build-fuzz.
+fuzz-build: deps
+	$(SWIFT) build --scratch-path .build-fuzz --product CustodyFuzz \
+		-Xswiftc -sanitize=fuzzer,address -Xswiftc -DCUSTODY_FUZZING -Xswiftc -parse-as-library
+
+## Every fuzzing harness for FUZZ_SECONDS each (default 600; see Fuzz/README.md). Stops at
+## the first finding, which is saved in .build-fuzz/artifacts/HARNESS/.
+fuzz: fuzz-build
+	@for harness in $(FUZZ_HARNESSES); do scripts/fuzz.sh $$harness $(FUZZ_SECONDS) || exit 1; done
+
+## A short run of every harness (FUZZ_SMOKE_SECONDS each): what `make test` runs.
+fuzz-smoke: fuzz-build
+	@for harness in $(FUZZ_HARNESSES); do scripts/fuzz.sh $$harness $(FUZZ_SMOKE_SECONDS) || exit 1; done
 
 ## Benchmarks (release builds; see Benchmarks/README.md).
 bench: deps

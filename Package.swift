@@ -148,6 +148,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Fuzzing harnesses for every reader of untrusted input (see Fuzz/README.md). Built
+        // normally it replays a corpus through a harness (a regression test); `make fuzz`
+        // builds it with libFuzzer and AddressSanitizer (-sanitize=fuzzer,address).
+        .executableTarget(
+            name: "CustodyFuzz",
+            dependencies: ["CustodyPolicy", "CustodyProtection", .product(name: "Logging", package: "swift-log")],
+            path: "Fuzz/Harnesses",
+            swiftSettings: swiftSettings
+        ),
+
         // Where tests find the package's fixtures and the shared Graph exports and vectors.
         .target(
             name: "CustodyTestSupport",
@@ -213,7 +223,7 @@ let package = Package(
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.
         .testTarget(
             name: "CustodyCLITests",
-            dependencies: ["custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport"],
+            dependencies: ["custody", "CustodyFuzz", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport"],
             swiftSettings: swiftSettings
         ),
     ],

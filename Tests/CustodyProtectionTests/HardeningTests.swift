@@ -192,8 +192,19 @@ struct HardeningTests {
     }
 
     @Test(
+        "an owner whose value starts with a combining mark names exactly that value, of the kind its prefix says",
+        arguments: [("upn:\u{301}x@contoso.com", "\u{301}x@contoso.com", false), ("oid:\u{301}abc", "\u{301}abc", true)])
+    func combiningOwner(raw: String, value: String, isOID: Bool) throws {
+        let owner = try #require(Array(raw.utf8).withUnsafeBytes { OwnerIdentifier(encoded: $0) })
+        #expect(owner.rawValue == raw)
+        #expect(isOID ? owner.account.oid == value : owner.account.upn == value)
+        #expect(isOID ? owner.account.upn == nil : owner.account.oid == nil)
+        #expect(OwnerIdentifier(owner.account) == owner)
+    }
+
+    @Test(
         "an envelope whose owner is not a valid identifier is refused as malformed",
-        arguments: ["upn:   ", "upn:a\u{1B}[2Jb@contoso.com", "oid:\u{202E}x", "upn: padded@contoso.com", "upn:", "xyz:alice"])
+        arguments: ["upn:   ", "upn:a\u{1B}[2Jb@contoso.com", "oid:\u{202E}x", "upn: padded@contoso.com", "upn:", "xyz:alice", "upň:x", "up\u{301}n:x"])
     func invalidOwners(owner: String) {
         let bytes = Array(owner.utf8)
         let parsed = bytes.withUnsafeBytes { OwnerIdentifier(encoded: $0) }

@@ -239,19 +239,19 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
         guard count > 4, count <= EnvelopeHeader.maximumOwnerCount else { return false }
         // The value must itself name an account: not blank, no control characters, the
         // same once trimmed (so `account` gives back exactly this owner).
-        let value = String(text.utf8.dropFirst(4))!
-        if text.hasPrefix("oid:") {
-            return AccountID(oid: value)?.oid == value
-        } else if text.hasPrefix("upn:") {
-            return AccountID(upn: value)?.upn == value
-        }
-        return false
+        let isOID = text.utf8.starts(with: "oid:".utf8)
+        guard isOID || text.utf8.starts(with: "upn:".utf8) else { return false }
+        // The prefix is four ASCII scalars, so dropping four scalars never splits one.
+        let value = String(String.UnicodeScalarView(text.unicodeScalars.dropFirst(4)))
+        return isOID ? AccountID(oid: value)?.oid == value : AccountID(upn: value)?.upn == value
     }
 
     /// The account it names.
     public var account: AccountID {
-        let value = String(rawValue.dropFirst(4))
-        return rawValue.hasPrefix("oid:") ? AccountID(oid: value)! : AccountID(upn: value)!
+        // By scalars, as `isWellFormed` checked it: "upn:" followed by a combining mark is
+        // still this owner's UPN, whatever graphemes the text forms.
+        let value = String(String.UnicodeScalarView(rawValue.unicodeScalars.dropFirst(4)))
+        return rawValue.utf8.starts(with: "oid:".utf8) ? AccountID(oid: value)! : AccountID(upn: value)!
     }
 
     public var description: String { rawValue }
