@@ -67,7 +67,14 @@ public final class CustodyDatabase: Sendable {
         do {
             writer = try DatabaseQueue(path: path, configuration: configuration)
         } catch {
-            throw StoreError(.open, "cannot open the database for reading: \(Self.describe(error))", path: path)
+            // On read-only storage (or a directory this user cannot write) SQLite cannot make
+            // the -shm file a WAL database needs. With no -wal file holding commits, the
+            // database file alone is the whole state, so it is read as immutable.
+            let log = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int ?? 0
+            guard log == 0, let fallback = try? DatabaseQueue(path: Self.immutableURI(path), configuration: configuration) else {
+                throw StoreError(.open, "cannot open the database for reading: \(Self.describe(error))", path: path)
+            }
+            writer = fallback
         }
         let applied: Set<String>
         do {
@@ -86,6 +93,21 @@ public final class CustodyDatabase: Sendable {
                 .migration, "the database was written by an older Custody and must be brought up to date by a command that writes to it (custody apply, say) first",
                 path: path)
         }
+    }
+
+    /// `file:` URI of `path`, read-only and immutable (Debian's SQLite takes URIs as paths).
+    private static func immutableURI(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var encoded = ""
+        for byte in absolute.utf8 {
+            switch byte {
+            case UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "%"), 0..<0x21, 0x7F...0xFF:
+                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            default:
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        return "file:" + encoded + "?mode=ro&immutable=1"
     }
 
     /// A fresh database in memory: for tests and throwaway state.

@@ -25,7 +25,7 @@ struct CLIRunner {
         return directory.appendingPathComponent("custody").path
     }()
 
-    static func run(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> Result {
+    static func run(_ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

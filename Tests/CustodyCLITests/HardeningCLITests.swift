@@ -173,4 +173,36 @@ struct HardeningCLITests {
         #expect(before == after)
         #expect(!FileManager.default.fileExists(atPath: scratch.file("out.txt")))
     }
+
+    static let canDropPrivileges = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+
+    @Test(
+        "a state this user cannot write (read-only storage) still serves keys list and unprotect",
+        .enabled(if: canDropPrivileges, "needs root and setpriv, to run the tool as nobody over a state it cannot write"))
+    func readOnlyStorage() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("a.txt", "payroll")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        // Everything readable by nobody, nothing writable by it; the key file is nobody's own.
+        #expect(chmod(scratch.path, 0o755) == 0)
+        for name in ["state", "a.cst"] { #expect(chmod(scratch.file(name), 0o644) == 0) }
+        #expect(chown(scratch.file("master.key"), 65_534, 65_534) == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: scratch.file("state")))
+        func asNobody(_ arguments: [String]) throws -> CLIRunner.Result {
+            try CLIRunner.run(
+                ["--reuid=65534", "--regid=65534", "--clear-groups", CLIRunner.executable] + arguments + ["--state", scratch.file("state")],
+                executable: "/usr/bin/setpriv", environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
+        }
+        let keys = try asNobody(["keys", "list"])
+        #expect(keys.status == 0, "\(keys.stderr)")
+        #expect(keys.stdout.contains("(alice@contoso.com): versions 1"))
+        let plain = try asNobody(["unprotect", scratch.file("a.cst"), "-"])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdout == "payroll")
+        // A command that writes says why it cannot, and changes nothing.
+        let wipe = try asNobody(["wipe", "--account", "alice@contoso.com"])
+        #expect(wipe.status == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.file("state"))) == before)
+    }
 }
