@@ -107,7 +107,7 @@ struct HardeningCLITests {
     }
 
     @Test("control characters from input never reach the terminal raw", arguments: [
-        (["decide", "--format", "text"], #"{"action":"share","owner":"alice@contoso.com","targets":["evil\u001b[2J\rALLOW"]}"#),
+        (["decide", "--format", "text", "--log-level", "trace"], #"{"action":"share","owner":"alice@contoso.com","targets":["evil\u001b[2J\rALLOW"]}"#),
         (["decide", "--format", "text"], #"{"action":"print","account":"a\u001b]0;pwned\u0007@contoso.com"}"#),
         (["decide"], #"{"action":"print","account":"a\u001b[2J@contoso.com"}"#),
     ])

@@ -83,7 +83,7 @@ struct LoggingOptions: ParsableArguments {
     func makeLogger() -> Logger {
         let level = logLevel
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = EscapingLogHandler(wrapped: StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }
