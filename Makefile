@@ -63,7 +63,8 @@ test: deps
 	$(SWIFT) test
 	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
-	$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \
+		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'
 	$(MAKE) fuzz-smoke
 
 FUZZ_HARNESSES := json query bundle envelope matrix configuration spec
