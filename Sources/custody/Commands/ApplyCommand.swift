@@ -8,7 +8,8 @@ struct ApplyCommand: AsyncParsableCommand {
         commandName: "apply",
         abstract: "Validate a bundle directory and make it the policy in force of this state.",
         discussion: """
-            The bundle is read once, loaded and resolved completely first; one with errors is \
+            The bundle is read once (at most 256 MiB of *.json files; CUSTODY_MAX_BUNDLE_BYTES \
+            raises the limit), loaded and resolved completely first; one with errors is \
             recorded as rejected (the policy in force stays) and its errors are printed as \
             file:line:column, exit status 1. An applied bundle's files, content hash and accounts \
             are stored in the state database in one transaction with its history entry and an \
