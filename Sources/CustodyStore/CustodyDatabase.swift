@@ -1,5 +1,6 @@
-import GRDB
+import CustodyPolicy
 import Foundation
+import GRDB
 
 /// Custody's state in one SQLite database: account keys, sealed secrets, check-ins, bundle
 /// history and the audit log.
@@ -13,18 +14,71 @@ public final class CustodyDatabase: Sendable {
     public let path: String?
     /// Opened by `init(readingOnly:)`: every write fails.
     public let isReadOnly: Bool
-    let writer: any DatabaseWriter
+    private let connections: Connections
 
     /// The file name inside a state directory.
     public static let fileName = "state.sqlite"
 
     /// Opens (creating when missing, with its directory, mode 0700) and migrates the database
     /// at `path`.
+    /// - Parameter deferringWrites: open an existing, up-to-date database read-only, and for
+    ///   writing (a `DatabasePool`) only on the first write: a command refused before it
+    ///   writes leaves the file byte for byte as it was (opening a pool writes to it). For
+    ///   short-lived commands; a long-running service opens for writing at once.
     /// - Throws: `.open` when the file cannot be opened or created; `.migration` when it was
     ///   written by a newer Custody or a migration fails.
-    public init(path: String) throws(StoreError) {
+    public init(path: String, deferringWrites: Bool = false) throws(StoreError) {
         self.path = path
         isReadOnly = false
+        if deferringWrites, FileManager.default.fileExists(atPath: path),
+            let reader = try? Self.openReadOnly(path, immutableFallback: false), try Self.checkMigrations(of: reader, path: path)
+        {
+            connections = Connections(reader: reader) { () throws(StoreError) in try Self.openPool(path) }
+            return
+        }
+        let pool = try Self.openPool(path)
+        try Self.migrate(pool, path: path)
+        connections = Connections(pool)
+    }
+
+    /// Opens the existing database at `path` for reading only: nothing is created, migrated or
+    /// written, so a command that only reads leaves the file exactly as it was, and a state
+    /// on a read-only file system or owned by another user still serves it. A write through
+    /// this instance fails with an error that says the state is open read-only.
+    /// - Throws: `.open` when there is no database at `path` or it cannot be opened;
+    ///   `.migration` when it needs migrating (by a command that writes) or was written by a
+    ///   newer Custody.
+    public init(readingOnly path: String) throws(StoreError) {
+        self.path = path
+        isReadOnly = true
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.open, "there is no state here (nothing has ever been stored in it)", path: path)
+        }
+        let reader = try Self.openReadOnly(path, immutableFallback: true)
+        guard try Self.checkMigrations(of: reader, path: path) else {
+            throw StoreError(
+                .migration, "the database was written by an older Custody and must be brought up to date by a command that writes to it (custody apply, say) first",
+                path: path)
+        }
+        connections = Connections(reader)
+    }
+
+    /// A fresh database in memory: for tests and throwaway state.
+    public init() throws(StoreError) {
+        path = nil
+        isReadOnly = false
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(configuration: Self.configuration())
+        } catch {
+            throw StoreError(.open, "cannot open an in-memory database: \(Self.describe(error))")
+        }
+        try Self.migrate(queue, path: nil)
+        connections = Connections(queue)
+    }
+
+    /// A pool on `path` (created when missing, mode 0600, in a directory created 0700).
+    private static func openPool(_ path: String) throws(StoreError) -> DatabasePool {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             do {
@@ -42,43 +96,37 @@ public final class CustodyDatabase: Sendable {
             close(created)
         }
         do {
-            writer = try DatabasePool(path: path, configuration: Self.configuration())
+            return try DatabasePool(path: path, configuration: Self.configuration())
         } catch {
             throw StoreError(.open, "cannot open the database: \(Self.describe(error))", path: path)
         }
-        try migrate()
     }
 
-    /// Opens the existing database at `path` for reading only: nothing is created, migrated or
-    /// written, so a command that only reads leaves the file exactly as it was, and a state
-    /// on a read-only file system or owned by another user still serves it. A write through
-    /// this instance fails with an error that says the state is open read-only.
-    /// - Throws: `.open` when there is no database at `path` or it cannot be opened;
-    ///   `.migration` when it needs migrating (by a command that writes) or was written by a
-    ///   newer Custody.
-    public init(readingOnly path: String) throws(StoreError) {
-        self.path = path
-        isReadOnly = true
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw StoreError(.open, "there is no state here (nothing has ever been stored in it)", path: path)
-        }
+    /// A read-only connection to the existing database at `path`.
+    /// - Parameter immutableFallback: on read-only storage (or a directory this user cannot
+    ///   write) SQLite cannot make the -shm file a WAL database needs; with no -wal file
+    ///   holding commits the database file alone is the whole state, so it is then read as
+    ///   immutable.
+    private static func openReadOnly(_ path: String, immutableFallback: Bool) throws(StoreError) -> DatabaseQueue {
         var configuration = Self.configuration()
         configuration.readonly = true
         do {
-            writer = try DatabaseQueue(path: path, configuration: configuration)
+            return try DatabaseQueue(path: path, configuration: configuration)
         } catch {
-            // On read-only storage (or a directory this user cannot write) SQLite cannot make
-            // the -shm file a WAL database needs. With no -wal file holding commits, the
-            // database file alone is the whole state, so it is read as immutable.
             let log = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int ?? 0
-            guard log == 0, let fallback = try? DatabaseQueue(path: Self.immutableURI(path), configuration: configuration) else {
+            guard immutableFallback, log == 0, let fallback = try? DatabaseQueue(path: Self.immutableURI(path), configuration: configuration) else {
                 throw StoreError(.open, "cannot open the database for reading: \(Self.describe(error))", path: path)
             }
-            writer = fallback
+            return fallback
         }
+    }
+
+    /// Whether every migration this Custody knows was applied; an error when the database
+    /// carries migrations it does not know (a newer Custody wrote it).
+    private static func checkMigrations(of reader: any DatabaseReader, path: String?) throws(StoreError) -> Bool {
         let applied: Set<String>
         do {
-            applied = try writer.read { db in try Self.migrator.appliedIdentifiers(db) }
+            applied = try reader.read { db in try Self.migrator.appliedIdentifiers(db) }
         } catch {
             throw StoreError(.migration, "cannot read the database's migrations: \(Self.describe(error))", path: path)
         }
@@ -88,11 +136,7 @@ public final class CustodyDatabase: Sendable {
                 .migration, "the database was written by a newer Custody (migrations \(unknown.sorted().joined(separator: ", "))); upgrade to open it",
                 path: path)
         }
-        guard Set(Self.migrator.migrations).isSubset(of: applied) else {
-            throw StoreError(
-                .migration, "the database was written by an older Custody and must be brought up to date by a command that writes to it (custody apply, say) first",
-                path: path)
-        }
+        return Set(Self.migrator.migrations).isSubset(of: applied)
     }
 
     /// `file:` URI of `path`, read-only and immutable (Debian's SQLite takes URIs as paths).
@@ -108,18 +152,6 @@ public final class CustodyDatabase: Sendable {
             }
         }
         return "file:" + encoded + "?mode=ro&immutable=1"
-    }
-
-    /// A fresh database in memory: for tests and throwaway state.
-    public init() throws(StoreError) {
-        path = nil
-        isReadOnly = false
-        do {
-            writer = try DatabaseQueue(configuration: Self.configuration())
-        } catch {
-            throw StoreError(.open, "cannot open an in-memory database: \(Self.describe(error))")
-        }
-        try migrate()
     }
 
     /// Where the database of a `--state` argument lives: `PATH` itself, or `PATH/state.sqlite`
@@ -143,35 +175,27 @@ public final class CustodyDatabase: Sendable {
         return configuration
     }
 
-    private func migrate() throws(StoreError) {
+    private static func migrate(_ writer: any DatabaseWriter, path: String?) throws(StoreError) {
         do {
             try Self.migrator.migrate(writer)
         } catch {
             throw StoreError(.migration, "cannot bring the database up to date: \(Self.describe(error))", path: path)
         }
-        let unknown: [String]
-        do {
-            unknown = try writer.read { db in try Self.migrator.appliedIdentifiers(db) }.filter { !Self.migrator.migrations.contains($0) }
-        } catch {
-            throw StoreError(.migration, "cannot read the database's migrations: \(Self.describe(error))", path: path)
-        }
-        guard unknown.isEmpty else {
-            throw StoreError(
-                .migration, "the database was written by a newer Custody (migrations \(unknown.joined(separator: ", "))); upgrade to open it",
-                path: path)
-        }
+        _ = try checkMigrations(of: writer, path: path)
     }
 
     // MARK: Access
 
     /// Runs `body` in a write transaction.
     func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
-        try mapErrors(what) { try writer.write(body) }
+        let writer = try connections.writer()
+        return try mapErrors(what) { try writer.write(body) }
     }
 
     /// Runs `body` on a consistent snapshot.
     func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
-        try mapErrors(what) { try writer.read(body) }
+        let reader = connections.reader
+        return try mapErrors(what) { try reader.read(body) }
     }
 
     /// `body`'s result; its GRDB errors as `StoreError`s that say what failed.
@@ -188,7 +212,8 @@ public final class CustodyDatabase: Sendable {
     /// Copies every committed page into the database file and empties the WAL, so rows just
     /// deleted (and overwritten, `secure_delete`) leave no older copy in the WAL.
     func truncateLog() throws(StoreError) {
-        guard let pool = writer as? DatabasePool else { return }
+        // No writer opened yet: nothing was written through this instance.
+        guard let pool = connections.openedWriter as? DatabasePool else { return }
         do {
             try pool.barrierWriteWithoutTransaction { db in
                 _ = try db.checkpoint(.truncate)
@@ -215,5 +240,60 @@ public final class CustodyDatabase: Sendable {
             return error.message ?? "\(error.resultCode)"
         }
         return "\(error)"
+    }
+}
+
+/// The connections a `CustodyDatabase` works through: the one it reads with, and the one it
+/// writes with, opened on the first write when the database was opened deferring writes.
+private final class Connections: Sendable {
+    private struct State: @unchecked Sendable {
+        // @unchecked: GRDB's readers and writers are Sendable; the closure is only called
+        // under the lock.
+        var reader: any DatabaseReader
+        var writer: (any DatabaseWriter)?
+        let open: (() throws(StoreError) -> any DatabaseWriter)?
+    }
+
+    private let state: Locked<State>
+
+    /// One connection for both (a pool, an in-memory queue).
+    init(_ writer: any DatabaseWriter) {
+        state = Locked(State(reader: writer, writer: writer, open: nil))
+    }
+
+    /// A read-only connection: writes go to it and fail as SQLite refuses them.
+    init(_ reader: DatabaseQueue) {
+        state = Locked(State(reader: reader, writer: reader, open: nil))
+    }
+
+    /// Reads through `reader` until the first write opens the writer with `open`.
+    init(reader: DatabaseQueue, open: @escaping () throws(StoreError) -> any DatabaseWriter) {
+        state = Locked(State(reader: reader, writer: nil, open: open))
+    }
+
+    /// The connection to read with: the writer once opened (it sees its own writes).
+    var reader: any DatabaseReader {
+        state.withLock { $0.writer ?? $0.reader }
+    }
+
+    /// The writer, if one is open.
+    var openedWriter: (any DatabaseWriter)? {
+        state.withLock { $0.writer }
+    }
+
+    /// The writer, opened now if it was deferred.
+    func writer() throws(StoreError) -> any DatabaseWriter {
+        let result: Result<any DatabaseWriter, StoreError> = state.withLock { state in
+            if let writer = state.writer { return .success(writer) }
+            do throws(StoreError) {
+                let writer = try state.open!()
+                state.writer = writer
+                state.reader = writer
+                return .success(writer)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 }

@@ -161,6 +161,10 @@ struct HardeningCLITests {
 
     @Test("commands that only read, or are refused before they act, leave the state database byte for byte as it was", arguments: [
         ["keys", "list"], ["unprotect", "@a.cst", "-"], ["audit"], ["unprotect", "@plain.txt", "@out.txt"], ["unprotect", "@a.cst", "/dev/null"],
+        // Commands that write, refused before they do: the state is opened for writing only
+        // on the first write.
+        ["protect", "--owner", "nobody@unknown.example", "@plain.txt", "@out.txt"], ["protect", "--owner", "alice@contoso.com", "@plain.txt", "/dev/null"],
+        ["wipe", "--account", "nobody@fabrikam.com"], ["keys", "rotate", "--account", "nobody@fabrikam.com"], ["decide", "--platform", "android"],
     ])
     func readersLeaveTheStateAlone(command: [String]) throws {
         let scratch = try Scratch()

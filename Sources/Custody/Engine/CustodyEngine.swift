@@ -44,6 +44,10 @@ public struct CustodyConfiguration: Sendable {
     public var restoresBundleInForce: Bool
     /// Wipe an account past its offline wipe period, not only announce `wipeRequired`.
     public var wipesWhenOfflineTooLong: Bool
+    /// Open an existing state read-only, and for writing only on the first write, so a
+    /// command refused before it writes leaves the database file as it was (for short-lived
+    /// commands; off by default, and for a service that keeps the state open).
+    public var defersStateWrites = false
     public var logger: Logger
     /// The clock (tests inject one).
     public var now: @Sendable () -> Date
@@ -117,16 +121,17 @@ public final class CustodyEngine: Sendable {
         do {
             switch configuration.state {
             case .path(let state):
-                database = try CustodyDatabase(path: CustodyDatabase.path(forState: state))
+                database = try CustodyDatabase(path: CustodyDatabase.path(forState: state), deferringWrites: configuration.defersStateWrites)
             case .existingPath(let state):
                 let path = CustodyDatabase.path(forState: state)
-                database = FileManager.default.fileExists(atPath: path) ? try CustodyDatabase(path: path) : try CustodyDatabase()
+                database = FileManager.default.fileExists(atPath: path)
+                    ? try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites) : try CustodyDatabase()
             case .requiredPath(let state):
                 let path = CustodyDatabase.path(forState: state)
                 guard FileManager.default.fileExists(atPath: path) else {
                     throw CustodyError(.state, "\(path): there is no state here (nothing has ever been stored in it)")
                 }
-                database = try CustodyDatabase(path: path)
+                database = try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites)
             case .readOnlyPath(let state):
                 database = try CustodyDatabase(readingOnly: CustodyDatabase.path(forState: state))
             case .inMemory:

@@ -106,9 +106,13 @@ enum StateAccess {
 }
 
 /// Opens the installation for a command, or prints why not and exits 1.
+/// - Parameter serving: the engine serves requests for a long time (`custody serve`): its
+///   state is opened for writing at once; a command's is opened for writing on its first
+///   write, so a command refused before it writes leaves the state file as it was.
 func openEngine(
     state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, masterKeyIfPresent: MasterKeyOptions? = nil,
-    logging: LoggingOptions, access: StateAccess, context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true
+    logging: LoggingOptions, access: StateAccess, context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true,
+    serving: Bool = false
 ) async throws -> CustodyEngine {
     let opened: CustodyConfiguration.State =
         switch access {
@@ -117,12 +121,13 @@ func openEngine(
         case .existing: .requiredPath(state.state)
         case .reading: .readOnlyPath(state.state)
         }
-    let configuration = CustodyConfiguration(
+    var configuration = CustodyConfiguration(
         state: opened,
         masterKey: try masterKey?.source() ?? masterKeyIfPresent?.sourceIfPresent,
         context: context ?? policy?.contextOptions.context ?? EvaluationContext(), precedence: precedence ?? policy?.contextOptions.precedence,
         bundleOverride: policy?.bundle,
         restoresBundleInForce: restoring, logger: logging.makeLogger())
+    configuration.defersStateWrites = !serving
     do {
         return try await CustodyEngine.open(configuration)
     } catch {
