@@ -256,14 +256,10 @@ private final class Connections: Sendable {
 
     private let state: Locked<State>
 
-    /// One connection for both (a pool, an in-memory queue).
+    /// One connection for both: a pool, an in-memory queue, or a read-only queue (whose
+    /// writes fail as SQLite refuses them).
     init(_ writer: any DatabaseWriter) {
         state = Locked(State(reader: writer, writer: writer, open: nil))
-    }
-
-    /// A read-only connection: writes go to it and fail as SQLite refuses them.
-    init(_ reader: DatabaseQueue) {
-        state = Locked(State(reader: reader, writer: reader, open: nil))
     }
 
     /// Reads through `reader` until the first write opens the writer with `open`.

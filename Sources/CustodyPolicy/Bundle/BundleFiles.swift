@@ -121,12 +121,11 @@ public struct BundleFiles: Sendable, Hashable {
             case .success(let bytes):
                 entries.append(Entry(name: name, bytes: bytes))
                 total += bytes.count
+            case .failure(let reason) where reason.isTooLarge:
+                throw BundleError(diagnostics: [problem(
+                    path, "the bundle is larger than \(maximumBytes) bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES if it is meant to be")])
             case .failure(let reason):
                 problems.append(problem(path, reason.message))
-                if reason.isTooLarge {
-                    throw BundleError(diagnostics: [problem(
-                        path, "the bundle is larger than \(maximumBytes) bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES if it is meant to be")])
-                }
             }
         }
         let files = BundleFiles(sorted: entries, directory: directory)
@@ -232,14 +231,7 @@ public struct BundleFiles: Sendable, Hashable {
     }
 
     private static func kind(of mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFDIR: "a directory"
-        case S_IFIFO: "a FIFO"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFSOCK: "a socket"
-        default: "not a regular file but something"
-        }
+        fileKind(of: mode) ?? "not a regular file but something"
     }
 }
 
@@ -279,5 +271,20 @@ public struct BundleProbe: Sendable, Hashable {
                 changed: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec), failure: 0))
         }
         return BundleProbe(entries: entries)
+    }
+}
+
+/// What a file of mode `mode` is, in words ("a directory", "a FIFO", …); nil for a type with
+/// no name here. Shared by every layer that refuses a file for its type.
+package func fileKind<Mode: BinaryInteger>(of mode: Mode) -> String? {
+    switch mode_t(truncatingIfNeeded: mode) & S_IFMT {
+    case S_IFREG: "a regular file"
+    case S_IFDIR: "a directory"
+    case S_IFLNK: "a symbolic link"
+    case S_IFIFO: "a FIFO"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFSOCK: "a socket"
+    default: nil
     }
 }

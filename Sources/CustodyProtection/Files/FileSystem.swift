@@ -40,16 +40,7 @@ enum FileSystem {
 
     /// What a file of mode `mode` is, in words: "a directory", "a FIFO", …
     static func kind(of mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFREG: "a regular file"
-        case S_IFDIR: "a directory"
-        case S_IFLNK: "a symbolic link"
-        case S_IFIFO: "a FIFO"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFSOCK: "a socket"
-        default: "not a regular file"
-        }
+        fileKind(of: mode) ?? "not a regular file"
     }
 
     /// Refuses a destination Custody would replace by renaming over it unless it is missing or
@@ -90,6 +81,23 @@ enum FileSystem {
             if count == 0 { return bytes }
             bytes += block[0..<count]
         }
+    }
+
+    /// Up to `count` bytes from `descriptor`: fewer only at the end of the input.
+    static func read(_ descriptor: Int32, upTo count: Int, path: String) throws(ProtectionError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let read = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, count - filled) }
+            if read < 0 {
+                if errno == EINTR { continue }
+                throw ioError("reading", path)
+            }
+            if read == 0 { break }
+            filled += read
+        }
+        buffer.removeSubrange(filled...)
+        return buffer
     }
 
     /// Writes all of `bytes` to `descriptor`, retrying short writes and interruptions.

@@ -46,7 +46,7 @@ public final class ProtectedFileReader {
         do throws(ProtectionError) {
             // Read as much as the largest header could take (a pipe may deliver it in pieces),
             // then decode it.
-            let headerBytes = try Self.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
+            let headerBytes = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
             let decoded = try headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }.get()
             guard let header = decoded else {
                 throw ProtectionError(.invalidArguments, "not a protected file (no envelope header)", path: name)
@@ -167,22 +167,5 @@ public final class ProtectedFileReader {
             .decryptFailed,
             "chunk \(index) does not authenticate: the file was changed, truncated or reordered, or the key is not the one it was sealed with",
             path: path)
-    }
-
-    /// Up to `count` bytes: fewer only at the end of the input.
-    private static func read(_ descriptor: Int32, upTo count: Int, path: String) throws(ProtectionError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        while filled < count {
-            let read = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, count - filled) }
-            if read < 0 {
-                if errno == EINTR { continue }
-                throw FileSystem.ioError("reading", path)
-            }
-            if read == 0 { break }
-            filled += read
-        }
-        buffer.removeSubrange(filled...)
-        return buffer
     }
 }

@@ -59,17 +59,11 @@ extension DataProtector {
     public func protect(
         from source: Source, to sink: Sink, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil
     ) throws(ProtectionError) {
+        try Self.checkFiles(source: source, sink: sink, protecting: true)
         let cipher = try makeSealer(owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
         let writer: ProtectedFileWriter
         switch sink {
         case .file(let path):
-            if case .file(let input) = source {
-                if input == path {
-                    try Self.requireReplaceableInPlace(path, protecting: true)
-                } else {
-                    try Self.requireRegularFile(input)
-                }
-            }
             writer = try ProtectedFileWriter(path: path, cipher: cipher, mode: Self.mode(of: path) ?? Self.sourceMode(source))
         case .stream(let descriptor, let name):
             writer = try ProtectedFileWriter(sink: .stream(descriptor, name: name), cipher: cipher)
@@ -93,10 +87,10 @@ extension DataProtector {
     /// as chunks authenticate; when the envelope turns out to be cut off, the error comes at the
     /// end, so a consumer must check for it.
     public func unprotect(from source: Source, to sink: Sink, progress: Progress? = nil) throws(ProtectionError) {
+        try Self.checkFiles(source: source, sink: sink, protecting: false)
         let reader: ProtectedFileReader
         switch source {
         case .file(let path):
-            try Self.requireRegularFile(path)
             reader = try makeReader(path: path)
         case .stream(let descriptor, let name):
             reader = try ProtectedFileReader(descriptor: descriptor, name: name, owning: false, protector: self)
@@ -306,18 +300,7 @@ extension DataProtector {
     public static func head(ofFile path: String, count: Int) throws(ProtectionError) -> [UInt8] {
         let descriptor = try FileSystem.openRegularFile(path)
         defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        while filled < count {
-            let read = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, count - filled) }
-            if read < 0 {
-                if errno == EINTR { continue }
-                throw FileSystem.ioError("reading", path)
-            }
-            if read == 0 { break }
-            filled += read
-        }
-        return Array(bytes[..<filled])
+        return try FileSystem.read(descriptor, upTo: count, path: path)
     }
 
     // MARK: Helpers
