@@ -88,7 +88,9 @@ struct EndpointTests {
 
     @Test("PUT /v1/bundle applies a bundle; a broken one is refused with located diagnostics and the policy in force stays")
     func putBundle() async throws {
-        let fixture = try await ServiceFixture.make()
+        // No watched directory: its watcher applies the directory once it settles (250 ms
+        // after start), which could land between the two PUTs and make the second a change.
+        let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
         let tenant = #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}]}"#
         let policy = ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": true}]}"##
         @Sendable func body(_ files: [String: String]) throws -> ByteBuffer {
