@@ -1,8 +1,9 @@
 # Custody: `make run` and `make test` work from a fresh clone on Debian 12.
-# Both first install the system packages the build links (libsodium, SQLite) when missing.
+# Both first install the system packages the build links (libsodium, OpenSSL's libcrypto,
+# SQLite) when missing.
 
 SWIFT ?= swift
-DEB_PACKAGES := libsodium-dev libsqlite3-dev pkg-config
+DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook

@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 //
 // Custody: a multi-identity data-protection policy engine for Swift on Linux.
-// Layers (each depends only on those above it): CSodium → CustodyPolicy → CustodyProtection
+// Layers (each depends only on those above it): CSodium, CLibcrypto → CustodyPolicy → CustodyProtection
 // → CustodyStore → Custody → CustodyServer, custody. See docs/architecture.md.
 
 import PackageDescription
@@ -50,6 +50,14 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
 
+        // OpenSSL 3's libcrypto, wrapped once, for AES-256-GCM and ChaCha20-Poly1305 at the
+        // machine's speed. Only CustodyProtection may import it.
+        .systemLibrary(
+            name: "CLibcrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
         // Graph policy bundles in, explained decisions out. No C of its own (swift-crypto for the
         // bundle's content hash), no I/O beyond reading the documents it is handed.
         .target(
@@ -62,13 +70,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // Per-account keys and envelopes for buffers and files, over libsodium. No libsodium type
-        // or raw pointer escapes its public API. swift-crypto decodes AES-256-GCM envelopes on
-        // CPUs where libsodium's AES-GCM (which needs AES-NI) is unavailable.
+        // Per-account keys and envelopes for buffers and files: libcrypto seals and opens chunks,
+        // libsodium does the rest (randomness, key wrapping, BLAKE2b, Argon2id). No C type or raw
+        // pointer escapes its public API. swift-crypto decodes the earlier AES-256-GCM envelopes
+        // on CPUs where libsodium's AES-GCM (which needs AES-NI) is unavailable.
         .target(
             name: "CustodyProtection",
             dependencies: [
                 "CSodium",
+                "CLibcrypto",
                 "CustodyPolicy",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -186,6 +196,8 @@ let package = Package(
                 "CustodyTestSupport",
                 "CustodyPolicy",
                 .product(name: "Logging", package: "swift-log"),
+                // An independent AES-GCM and ChaCha20-Poly1305 for the known-answer envelopes.
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -10,6 +10,13 @@ struct ChunkCipherTests {
         let header: EnvelopeHeader
         if algorithm == .none {
             header = EnvelopeHeader(unencryptedFor: owner, chunkSizeExponent: 10)
+        } else if algorithm.derivesKey {
+            let salt = [UInt8](repeating: 1, count: 32)
+            header = salt.withUnsafeBytes { salt in
+                EnvelopeHeader(derivingAlgorithm: algorithm, chunkSizeExponent: 10, owner: owner, keyVersion: 1, salt: salt) { _, check in
+                    check.initializeMemory(as: UInt8.self, repeating: 2)
+                }
+            }
         } else {
             let wrapNonce = [UInt8](repeating: 1, count: 24)
             let noncePrefix = [UInt8](repeating: 3, count: EnvelopeHeader.noncePrefixCount(for: algorithm))

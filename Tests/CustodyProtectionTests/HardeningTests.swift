@@ -209,4 +209,61 @@ struct HardeningTests {
         #expect(parsed == nil)
         #expect(OwnerIdentifier(rawValue: owner) == nil)
     }
+
+    /// A tag-only envelope with chunk size exponent `exponent` and `size` bytes of plaintext
+    /// (built with the real header and checksums, whatever the exponent).
+    /// Exponents above 24 (which no code can seal with) are written into byte 6 afterwards.
+    private func tagOnly(exponent: UInt8, size: Int) -> [UInt8] {
+        let header = EnvelopeHeader(unencryptedFor: OwnerIdentifier(alice), chunkSizeExponent: min(exponent, 24))
+        var envelope = pattern(size).withUnsafeBytes { DataProtector.seal($0, with: ChunkCipher(header: header, cipher: nil)) }
+        envelope[6] = exponent
+        return envelope
+    }
+
+    @Test(
+        "a header declaring chunks over 1 MiB is refused at byte 6, from a buffer, a file or a stream, before anything is allocated for it",
+        arguments: [UInt8(21), 22, 24, 31, 255])
+    func chunkSizeCap(exponent: UInt8) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let envelope = tagOnly(exponent: exponent, size: 100)
+        let buffer = protectionError { _ = try protector.unprotect(envelope) }
+        #expect(buffer?.code == .malformedEnvelope)
+        #expect(buffer?.message.contains("chunk size exponent \(exponent) at byte 6 is outside 10...20") == true)
+        #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.code == .malformedEnvelope)
+        let path = state.path("large-chunks.cst")
+        try Data(envelope).write(to: URL(fileURLWithPath: path))
+        let file = protectionError { try protector.unprotect(from: .file(path), to: .file(state.path("out"))) }
+        #expect(file?.code == .malformedEnvelope)
+        #expect(file?.path == path)
+        #expect(!FileManager.default.fileExists(atPath: state.path("out")))
+        let reader = protectionError { _ = try protector.makeReader(path: path) }
+        #expect(reader?.code == .malformedEnvelope)
+    }
+
+    @Test("the largest chunk size there is (1 MiB, as buffers use) still reads from a file and a stream", arguments: [UInt8(10), 16, 20])
+    func largestChunkReads(exponent: UInt8) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let size = (3 << exponent) + 77
+        let path = state.path("chunks.cst")
+        try Data(tagOnly(exponent: exponent, size: size)).write(to: URL(fileURLWithPath: path))
+        try protector.unprotect(from: .file(path), to: .file(state.path("out")))
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: state.path("out")))) == pattern(size))
+        let descriptor = open(path, O_RDONLY)
+        defer { close(descriptor) }
+        let reader = try ProtectedFileReader(descriptor: descriptor, name: "stream", owning: false, protector: protector)
+        var read: [UInt8] = []
+        try reader.forEachBlock { read += $0 }
+        #expect(read == pattern(size))
+    }
+
+    @Test("a reader's and a writer's buffers stay a few MiB whatever the chunk size", arguments: [1 << 10, 1 << 16, 1 << 20])
+    func batchBytesBounded(chunkSize: Int) {
+        let chunks = ChunkBatch.chunksPerBatch(chunkSize: chunkSize)
+        #expect(chunks >= 1)
+        #expect(chunks * chunkSize <= ChunkBatch.batchBytes)
+        // Two buffers (plaintext, sealed) of one batch and one spare chunk each.
+        #expect(2 * (chunks + 1) * (chunkSize + 16) <= 9 << 20)
+    }
 }

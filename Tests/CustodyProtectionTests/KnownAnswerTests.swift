@@ -1,4 +1,5 @@
 import CustodyPolicy
+import Crypto
 import CustodyTestSupport
 import Foundation
 import Testing
@@ -22,6 +23,8 @@ struct KnownAnswerTests {
         var dataKey: [UInt8]
         var wrapNonce: [UInt8]
         var noncePrefix: [UInt8]
+        /// The random salt of a derived-key envelope (`dataKey` is then what it derives).
+        var salt: [UInt8] = []
         var plaintext: [UInt8]
         var envelope: [UInt8]
     }
@@ -46,6 +49,18 @@ struct KnownAnswerTests {
             Vector(description: "XChaCha20-Poly1305, empty plaintext: one empty final chunk", algorithm: .xChaCha20Poly1305, chunkSizeExponent: 16,
                    owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1, accountKey: bytes(32, 0x20), dataKey: bytes(32, 0x60),
                    wrapNonce: bytes(24, 0x70), noncePrefix: bytes(19, 0xC0), plaintext: [], envelope: []),
+            Vector(description: "AES-256-GCM with a derived key, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .aes256GCMDerived,
+                   chunkSizeExponent: 10, owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1, accountKey: bytes(32, 0x00),
+                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xD0), plaintext: repeated(3_584), envelope: []),
+            Vector(description: "ChaCha20-Poly1305 with a derived key, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .chaCha20Poly1305Derived,
+                   chunkSizeExponent: 10, owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 3, accountKey: bytes(32, 0x00),
+                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xD0), plaintext: repeated(3_584), envelope: []),
+            Vector(description: "AES-256-GCM with a derived key, exactly one full chunk, then an empty final chunk", algorithm: .aes256GCMDerived,
+                   chunkSizeExponent: 10, owner: "upn:alice@contoso.com", keyVersion: 2, accountKey: bytes(32, 0x10),
+                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xE0), plaintext: repeated(1_024), envelope: []),
+            Vector(description: "ChaCha20-Poly1305 with a derived key, empty plaintext: one empty final chunk", algorithm: .chaCha20Poly1305Derived,
+                   chunkSizeExponent: 16, owner: "upn:bob@contoso.com", keyVersion: 1, accountKey: bytes(32, 0x20),
+                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xF0), plaintext: [], envelope: []),
             Vector(description: "not encrypted (tag only), 1 KiB chunks, 1.5 chunks of plaintext", algorithm: .none, chunkSizeExponent: 10,
                    owner: "upn:bob@contoso.com", keyVersion: 0, accountKey: [], dataKey: [], wrapNonce: [], noncePrefix: [],
                    plaintext: repeated(1_536), envelope: []),
@@ -62,6 +77,10 @@ struct KnownAnswerTests {
             cipher = ChunkCipher(
                 header: EnvelopeHeader(unencryptedFor: OwnerIdentifier(rawValue: vector.owner)!, chunkSizeExponent: vector.chunkSizeExponent),
                 cipher: nil)
+        } else if vector.algorithm.derivesKey {
+            cipher = vector.salt.withUnsafeBytes { salt in
+                DataProtector.sealer(algorithm: vector.algorithm, chunkExponent: vector.chunkSizeExponent, accountKey: accountKey(vector), random: salt)
+            }
         } else {
             cipher = (vector.dataKey + vector.wrapNonce + vector.noncePrefix).withUnsafeBytes { random in
                 DataProtector.sealer(algorithm: vector.algorithm, chunkExponent: vector.chunkSizeExponent, accountKey: accountKey(vector), random: random)
@@ -70,10 +89,31 @@ struct KnownAnswerTests {
         return vector.plaintext.withUnsafeBytes { DataProtector.seal($0, with: cipher) }
     }
 
+    /// The data key a derived-key vector's account key and envelope header give, computed from
+    /// the format's words alone: BLAKE2b keyed with the account key, 48 bytes out, over the label
+    /// and the header up to and including the salt; the data key is the first 32 bytes, the
+    /// header's key check the last 16.
+    static func derivedKey(accountKey: [UInt8], header: ArraySlice<UInt8>) -> (dataKey: [UInt8], keyCheck: [UInt8]) {
+        var output = [UInt8](repeating: 0, count: 48)
+        let label = Array("custody data key v1".utf8) + [0]
+        accountKey.withUnsafeBytes { key in
+            label.withUnsafeBytes { label in
+                header.withUnsafeBytes { input in output.withUnsafeMutableBytes { Checksum.keyed(key: key, label, input, into: $0) } }
+            }
+        }
+        return (Array(output[..<32]), Array(output[32...]))
+    }
+
     @Test("the fixture's envelopes are exactly what the code produces, and they open")
     func vectors() throws {
         var generated = Self.definitions()
-        for index in generated.indices { generated[index].envelope = Self.seal(generated[index]) }
+        for index in generated.indices {
+            generated[index].envelope = Self.seal(generated[index])
+            if generated[index].algorithm.derivesKey {
+                let header = try #require(try generated[index].envelope.withUnsafeBytes { try EnvelopeHeader.decode($0) })
+                generated[index].dataKey = Self.derivedKey(accountKey: generated[index].accountKey, header: header.derivationInput).dataKey
+            }
+        }
         if ProcessInfo.processInfo.environment["CUSTODY_WRITE_VECTORS"] != nil {
             try Data(Self.encode(generated)).write(to: URL(fileURLWithPath: Self.path))
         }
@@ -86,7 +126,14 @@ struct KnownAnswerTests {
             let header = try #require(try stored.envelope.withUnsafeBytes { try EnvelopeHeader.decode($0) })
             #expect(header.owner.rawValue == stored.owner)
             let opener: ChunkCipher
-            if header.isEncrypted {
+            if header.algorithm.derivesKey {
+                #expect(Array(header.derivationInput.suffix(32)) == stored.salt)
+                let (dataKey, keyCheck) = Self.derivedKey(accountKey: stored.accountKey, header: header.derivationInput)
+                #expect(dataKey == stored.dataKey)
+                #expect(Array(header.keyCheck) == keyCheck)
+                #expect(try Self.openIndependently(stored.envelope, header: header, dataKey: dataKey) == stored.plaintext, "\(stored.description): swift-crypto")
+                opener = ChunkCipher(header: header, cipher: dataKey.withUnsafeBytes { AEADCipher(algorithm: header.algorithm, key: $0) })
+            } else if header.isEncrypted {
                 var dataKey = [UInt8](repeating: 0, count: 32)
                 let prefix = header.encodedPrefix
                 let unwrapped = header.wrappedDataKey.withUnsafeBytes { wrapped in
@@ -102,6 +149,34 @@ struct KnownAnswerTests {
             }
             let body = Array(stored.envelope[header.count...])
             #expect(try body.withUnsafeBytes { try DataProtector.open($0, with: opener) } == stored.plaintext)
+        }
+    }
+
+    /// The plaintext of a derived-key envelope opened with swift-crypto's AES-GCM or
+    /// ChaCha20-Poly1305 (BoringSSL), chunk by chunk as docs/format.md describes: an
+    /// implementation other than the one that sealed it.
+    static func openIndependently(_ envelope: [UInt8], header: EnvelopeHeader, dataKey: [UInt8]) throws -> [UInt8] {
+        let key = SymmetricKey(data: dataKey)
+        let sealedSize = header.chunkSize + 16
+        var body = envelope[header.count...]
+        var plaintext: [UInt8] = []
+        var index: UInt32 = 0
+        while true {
+            let last = body.count < sealedSize
+            let sealed = body.prefix(last ? body.count : sealedSize)
+            body = body.dropFirst(sealed.count)
+            let nonce = [UInt8](repeating: 0, count: 7) + [UInt8(index >> 24), UInt8(index >> 16 & 0xFF), UInt8(index >> 8 & 0xFF), UInt8(index & 0xFF), last ? 1 : 0]
+            let ciphertext = sealed.dropLast(16)
+            let tag = sealed.suffix(16)
+            if header.algorithm == .aes256GCMDerived {
+                let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
+                plaintext += try AES.GCM.open(box, using: key, authenticating: header.bytes)
+            } else {
+                let box = try ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
+                plaintext += try ChaChaPoly.open(box, using: key, authenticating: header.bytes)
+            }
+            if last { return plaintext }
+            index += 1
         }
     }
 
@@ -125,6 +200,7 @@ struct KnownAnswerTests {
             writer.key("dataKey"); writer.value(hexString(vector.dataKey))
             writer.key("wrapNonce"); writer.value(hexString(vector.wrapNonce))
             writer.key("noncePrefix"); writer.value(hexString(vector.noncePrefix))
+            writer.key("salt"); writer.value(hexString(vector.salt))
             writer.key("plaintext"); writer.value(hexString(vector.plaintext))
             writer.key("envelope"); writer.value(hexString(vector.envelope))
             writer.endObject()
@@ -144,7 +220,7 @@ struct KnownAnswerTests {
                 description: try text("description"), algorithm: try #require(EnvelopeAlgorithm(rawValue: UInt8(try int("algorithm")))),
                 chunkSizeExponent: UInt8(try int("chunkSizeExponent")), owner: try text("owner"), keyVersion: UInt32(try int("keyVersion")),
                 accountKey: hexBytes(try text("accountKey")), dataKey: hexBytes(try text("dataKey")), wrapNonce: hexBytes(try text("wrapNonce")),
-                noncePrefix: hexBytes(try text("noncePrefix")), plaintext: hexBytes(try text("plaintext")), envelope: hexBytes(try text("envelope")))
+                noncePrefix: hexBytes(try text("noncePrefix")), salt: hexBytes(entry["salt"]?.string ?? ""), plaintext: hexBytes(try text("plaintext")), envelope: hexBytes(try text("envelope")))
         }
     }
 }

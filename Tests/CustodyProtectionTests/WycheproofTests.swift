@@ -5,9 +5,9 @@ import Testing
 
 @testable import CustodyProtection
 
-/// Every AES-256-GCM (96-bit nonce) and XChaCha20-Poly1305 vector of Wycheproof through the
-/// wrappers: valid vectors seal to the expected ciphertext and tag and open again, invalid ones
-/// are rejected.
+/// Every AES-256-GCM (96-bit nonce), ChaCha20-Poly1305 and XChaCha20-Poly1305 vector of
+/// Wycheproof through the wrappers (libsodium, swift-crypto and OpenSSL): valid vectors seal to
+/// the expected ciphertext and tag and open again, invalid ones are rejected.
 @Suite("Wycheproof AEAD vectors", .needsSharedCorpora)
 struct WycheproofTests {
     struct Vector: Sendable, CustomTestStringConvertible {
@@ -36,7 +36,7 @@ struct WycheproofTests {
         return vectors
     }
 
-    @Test("AES-256-GCM: every 256-bit-key, 96-bit-nonce vector, both implementations")
+    @Test("AES-256-GCM: every 256-bit-key, 96-bit-nonce vector, through libsodium, swift-crypto and OpenSSL")
     func aesGCM() throws {
         let vectors = try Self.vectors(file: "aes_gcm_test.json", nonceBits: 96)
         #expect(vectors.filter(\.valid).count == 39)
@@ -44,6 +44,15 @@ struct WycheproofTests {
         for implementation in [AEADCipher.Implementation.automatic, .portable] {
             for vector in vectors { check(vector, .aes256GCM, implementation) }
         }
+        for vector in vectors { check(vector, .aes256GCMDerived, .automatic) }
+    }
+
+    @Test("ChaCha20-Poly1305: every vector, wrong nonce sizes included, through OpenSSL")
+    func chaCha() throws {
+        let vectors = try Self.vectors(file: "chacha20_poly1305_test.json", nonceBits: nil)
+        #expect(vectors.filter(\.valid).count == 256)
+        #expect(vectors.filter { !$0.valid }.count == 69)
+        for vector in vectors { check(vector, .chaCha20Poly1305Derived, .automatic) }
     }
 
     @Test("XChaCha20-Poly1305: every vector, wrong nonce sizes included")

@@ -4,9 +4,12 @@ import Foundation
 
 /// An AEAD cipher bound to one key: the state an envelope's chunks are sealed and opened with.
 ///
-/// AES-256-GCM uses libsodium's precomputed state (AES-NI) when available and swift-crypto's
-/// implementation otherwise, so AES-256-GCM envelopes open on every machine. The cipher is
-/// immutable after creation, so one instance may seal or open chunks on several threads at once.
+/// The derived-key algorithms (AES-256-GCM and ChaCha20-Poly1305, algorithm ids 3 and 4) run on
+/// OpenSSL's libcrypto, which has fast paths for every x86-64 and ARM CPU and portable code for
+/// the rest. The wrapped-key algorithms of earlier envelopes (ids 1 and 2) stay on libsodium:
+/// AES-256-GCM through its precomputed state (AES-NI) when available and swift-crypto's
+/// implementation otherwise, so they open on every machine. One instance may seal or open
+/// chunks on several threads at once.
 final class AEADCipher: @unchecked Sendable {
     /// Which implementation does the work (tests force the portable one).
     enum Implementation: Sendable {
@@ -20,6 +23,8 @@ final class AEADCipher: @unchecked Sendable {
     /// libsodium's expanded AES-256-GCM key, when the hardware path is used.
     private let aesState: UnsafeMutableRawPointer?
     private let portableKey: SymmetricKey?
+    /// OpenSSL's contexts, for the derived-key algorithms.
+    private let openSSL: OpenSSLCipher?
 
     /// - Parameters:
     ///   - key: 32 bytes, copied; the caller zeroes its own copy.
@@ -29,7 +34,16 @@ final class AEADCipher: @unchecked Sendable {
         precondition(algorithm != .none && key.count == EnvelopeAlgorithm.keyCount, "an AEAD cipher needs a 32-byte key")
         Sodium.ensureInitialized()
         self.algorithm = algorithm
-        if algorithm == .aes256GCM, implementation == .automatic, Sodium.hasHardwareAESGCM {
+        openSSL = switch algorithm {
+        case .aes256GCMDerived: OpenSSLCipher(.aes256GCM, key: key)
+        case .chaCha20Poly1305Derived: OpenSSLCipher(.chaCha20Poly1305, key: key)
+        default: nil
+        }
+        if openSSL != nil {
+            self.key = nil
+            aesState = nil
+            portableKey = nil
+        } else if algorithm == .aes256GCM, implementation == .automatic, Sodium.hasHardwareAESGCM {
             let state = UnsafeMutableRawPointer.allocate(byteCount: crypto_aead_aes256gcm_statebytes(), alignment: 16)
             _ = crypto_aead_aes256gcm_beforenm(state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self), key.baseAddress!)
             self.key = nil
@@ -59,6 +73,7 @@ final class AEADCipher: @unchecked Sendable {
         into output: UnsafeMutableRawBufferPointer
     ) {
         precondition(nonce.count == algorithm.nonceCount && output.count == plaintext.count + EnvelopeAlgorithm.tagCount)
+        if let openSSL { return openSSL.seal(plaintext, nonce: nonce, aad: aad, into: output) }
         var written: UInt64 = 0
         let plain = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let additional = aad.baseAddress?.assumingMemoryBound(to: UInt8.self)
@@ -79,8 +94,8 @@ final class AEADCipher: @unchecked Sendable {
                     out, &written, plain, UInt64(plaintext.count), additional, UInt64(aad.count), nil, noncePointer,
                     key.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
-        case .none:
-            preconditionFailure("no cipher for algorithm none")
+        case .none, .aes256GCMDerived, .chaCha20Poly1305Derived:
+            preconditionFailure("no libsodium cipher for \(algorithm)")
         }
     }
 
@@ -94,6 +109,7 @@ final class AEADCipher: @unchecked Sendable {
         guard sealed.count >= EnvelopeAlgorithm.tagCount, nonce.count == algorithm.nonceCount,
             output.count == sealed.count - EnvelopeAlgorithm.tagCount
         else { return false }
+        if let openSSL { return openSSL.open(sealed, nonce: nonce, aad: aad, into: output) }
         var written: UInt64 = 0
         let input = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)
         let additional = aad.baseAddress?.assumingMemoryBound(to: UInt8.self)
@@ -115,7 +131,7 @@ final class AEADCipher: @unchecked Sendable {
                     out, &written, nil, input, UInt64(sealed.count), additional, UInt64(aad.count), noncePointer,
                     key.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
-        case .none:
+        case .none, .aes256GCMDerived, .chaCha20Poly1305Derived:
             return false
         }
         if status != 0 {

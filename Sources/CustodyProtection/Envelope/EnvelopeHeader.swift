@@ -1,20 +1,26 @@
 public import CustodyPolicy
 
 /// The header of an envelope (docs/format.md): who owns the data, how it is sealed, and for
-/// encrypted envelopes the per-envelope data key wrapped by the owner's account key.
+/// encrypted envelopes what turns the owner's account key into the data key: a salt it is
+/// derived from with a check value (algorithms 3 and 4), or the data key wrapped (1 and 2).
 ///
 /// ```
 /// magic 89 43 53 54 · version · algorithm · chunk-size exponent · flags
 /// owner length (BE16) · owner (UTF-8) · key version (BE32)
-/// [encrypted:] wrap nonce (24) · wrapped data key (48) · nonce prefix (7 or 19)
+/// [derived key:] salt (32) · key check (16)
+/// [wrapped key:] wrap nonce (24) · wrapped data key (48) · nonce prefix (7 or 19)
 /// ```
 struct EnvelopeHeader: Sendable, Hashable {
     static let magic: [UInt8] = [0x89, 0x43, 0x53, 0x54]
     static let formatVersion: UInt8 = 1
     static let wrapNonceCount = 24
     static let wrappedKeyCount = EnvelopeAlgorithm.keyCount + EnvelopeAlgorithm.tagCount
+    static let saltCount = 32
+    static let keyCheckCount = 16
     static let maximumOwnerCount = 1_024
-    static let chunkExponents: ClosedRange<UInt8> = 10...24
+    /// Chunk size exponents a reader accepts: 1 KiB to 1 MiB chunks. The bound keeps a reader's
+    /// memory small whatever a header declares (no writer used more than 2^20).
+    static let chunkExponents: ClosedRange<UInt8> = 10...20
     /// Bytes of the fixed fields before the owner.
     private static let fixedCount = 10
     /// Bytes of the largest header there can be.
@@ -24,7 +30,7 @@ struct EnvelopeHeader: Sendable, Hashable {
     /// Plaintext bytes per chunk: 2^exponent.
     let chunkSizeExponent: UInt8
     let owner: OwnerIdentifier
-    /// The account key version that wraps the data key; 0 when not encrypted.
+    /// The account key version that wraps or derives the data key; 0 when not encrypted.
     let keyVersion: UInt32
     /// The header as written: the associated data of every chunk. The fields below are views
     /// into it, so a header costs one allocation whether it is built or read.
@@ -38,11 +44,23 @@ struct EnvelopeHeader: Sendable, Hashable {
     var count: Int { bytes.count }
 
     var encodedPrefix: ArraySlice<UInt8> { bytes[..<prefixCount] }
-    var wrapNonce: ArraySlice<UInt8> { isEncrypted ? bytes[prefixCount..<prefixCount + Self.wrapNonceCount] : [] }
+    var wrapNonce: ArraySlice<UInt8> { isWrapped ? bytes[prefixCount..<prefixCount + Self.wrapNonceCount] : [] }
     var wrappedDataKey: ArraySlice<UInt8> {
-        isEncrypted ? bytes[prefixCount + Self.wrapNonceCount..<prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount] : []
+        isWrapped ? bytes[prefixCount + Self.wrapNonceCount..<prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount] : []
     }
-    var noncePrefix: ArraySlice<UInt8> { isEncrypted ? bytes[(prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount)...] : [] }
+    /// The first bytes of every chunk nonce: stored for wrapped-key envelopes; seven zero bytes
+    /// for derived-key envelopes (their data key is never used for another envelope).
+    var noncePrefix: ArraySlice<UInt8> {
+        if algorithm.derivesKey { return Self.zeroNoncePrefix[...] }
+        return isWrapped ? bytes[(prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount)...] : []
+    }
+    /// The header up to and including the salt: what a derived data key is derived from.
+    var derivationInput: ArraySlice<UInt8> { algorithm.derivesKey ? bytes[..<(prefixCount + Self.saltCount)] : [] }
+    /// The key check of a derived-key envelope.
+    var keyCheck: ArraySlice<UInt8> { algorithm.derivesKey ? bytes[(prefixCount + Self.saltCount)...] : [] }
+
+    private var isWrapped: Bool { isEncrypted && !algorithm.derivesKey }
+    private static let zeroNoncePrefix = [UInt8](repeating: 0, count: 7)
 
     /// Bytes of the nonce prefix for an algorithm: the nonce less the 4-byte counter and the
     /// 1-byte last-chunk flag.
@@ -50,12 +68,19 @@ struct EnvelopeHeader: Sendable, Hashable {
         algorithm == .none ? 0 : algorithm.nonceCount - 5
     }
 
+    /// Bytes after the prefix for an algorithm.
+    static func suffixCount(for algorithm: EnvelopeAlgorithm) -> Int {
+        if algorithm == .none { return 0 }
+        if algorithm.derivesKey { return saltCount + keyCheckCount }
+        return wrapNonceCount + wrappedKeyCount + noncePrefixCount(for: algorithm)
+    }
+
     /// The header of an unencrypted envelope.
     init(unencryptedFor owner: OwnerIdentifier, chunkSizeExponent: UInt8) {
         self.init(algorithm: .none, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: 0, suffixCount: 0) { _, _ in }
     }
 
-    /// The header of an encrypted envelope.
+    /// The header of a wrapped-key envelope (algorithms 1 and 2).
     /// - Parameter wrap: writes the wrapped data key (48 bytes, `into`), sealed under the wrap
     ///   nonce with the header's prefix (`prefix`) as associated data.
     init(
@@ -63,15 +88,31 @@ struct EnvelopeHeader: Sendable, Hashable {
         wrapNonce: UnsafeRawBufferPointer, noncePrefix: UnsafeRawBufferPointer,
         wrap: (_ prefix: UnsafeRawBufferPointer, _ nonce: UnsafeRawBufferPointer, _ into: UnsafeMutableRawBufferPointer) -> Void
     ) {
-        precondition(algorithm.isEncrypting && keyVersion >= 1, "an encrypted header needs an algorithm and a key version")
+        precondition(algorithm.isEncrypting && !algorithm.derivesKey && keyVersion >= 1, "a wrapped-key header needs its algorithm and a key version")
         precondition(wrapNonce.count == Self.wrapNonceCount && noncePrefix.count == Self.noncePrefixCount(for: algorithm))
-        let suffixCount = Self.wrapNonceCount + Self.wrappedKeyCount + noncePrefix.count
-        self.init(algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion, suffixCount: suffixCount) { prefix, suffix in
+        self.init(algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion, suffixCount: Self.suffixCount(for: algorithm)) { prefix, suffix in
             let nonce = UnsafeMutableRawBufferPointer(rebasing: suffix[..<Self.wrapNonceCount])
             nonce.copyMemory(from: wrapNonce)
             let wrapped = UnsafeMutableRawBufferPointer(rebasing: suffix[Self.wrapNonceCount..<Self.wrapNonceCount + Self.wrappedKeyCount])
             wrap(prefix, UnsafeRawBufferPointer(nonce), wrapped)
             UnsafeMutableRawBufferPointer(rebasing: suffix[(Self.wrapNonceCount + Self.wrappedKeyCount)...]).copyMemory(from: noncePrefix)
+        }
+    }
+
+    /// The header of a derived-key envelope (algorithms 3 and 4).
+    /// - Parameter derive: given the header up to and including the salt, writes the key check
+    ///   (16 bytes, `into`); the caller keeps the data key the same derivation yields.
+    init(
+        derivingAlgorithm algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32,
+        salt: UnsafeRawBufferPointer, derive: (_ input: UnsafeRawBufferPointer, _ keyCheck: UnsafeMutableRawBufferPointer) -> Void
+    ) {
+        precondition(algorithm.derivesKey && keyVersion >= 1, "a derived-key header needs its algorithm and a key version")
+        precondition(salt.count == Self.saltCount)
+        self.init(algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion, suffixCount: Self.suffixCount(for: algorithm)) { prefix, suffix in
+            UnsafeMutableRawBufferPointer(rebasing: suffix[..<Self.saltCount]).copyMemory(from: salt)
+            // The prefix and the salt are contiguous: the derivation's input.
+            let input = UnsafeRawBufferPointer(start: prefix.baseAddress, count: prefix.count + Self.saltCount)
+            derive(input, UnsafeMutableRawBufferPointer(rebasing: suffix[Self.saltCount...]))
         }
     }
 
@@ -136,7 +177,9 @@ struct EnvelopeHeader: Sendable, Hashable {
         }
         let exponent = bytes[6]
         guard chunkExponents.contains(exponent) else {
-            throw ProtectionError(.malformedEnvelope, "chunk size exponent \(exponent) at byte 6 is outside \(chunkExponents)")
+            throw ProtectionError(
+                .malformedEnvelope,
+                "chunk size exponent \(exponent) at byte 6 is outside \(chunkExponents) (chunks of 1 KiB to 1 MiB; larger ones are refused so that reading stays in bounded memory)")
         }
         guard bytes[7] == 0 else {
             throw ProtectionError(.malformedEnvelope, "unknown flags \(bytes[7]) at byte 7")
@@ -156,9 +199,9 @@ struct EnvelopeHeader: Sendable, Hashable {
             guard keyVersion >= 1 else {
                 throw ProtectionError(.malformedEnvelope, "an encrypted envelope names key version 0 at byte \(prefixCount - 4)")
             }
-            let suffixCount = wrapNonceCount + wrappedKeyCount + noncePrefixCount(for: algorithm)
-            try need(suffixCount, at: prefixCount, for: "wrapped data key")
-            count = prefixCount + suffixCount
+            let suffix = suffixCount(for: algorithm)
+            try need(suffix, at: prefixCount, for: algorithm.derivesKey ? "key salt and check" : "wrapped data key")
+            count = prefixCount + suffix
         } else {
             guard keyVersion == 0 else {
                 throw ProtectionError(.malformedEnvelope, "an unencrypted envelope names key version \(keyVersion) at byte \(prefixCount - 4)")

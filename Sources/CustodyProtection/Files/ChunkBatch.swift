@@ -7,10 +7,15 @@ import Foundation
 /// between threads; the caller writes the results out in order. The batch size bounds memory:
 /// it does not grow with the file.
 enum ChunkBatch {
-    /// Chunks per batch: four per core, so every core has work, but at most 48, so the two
-    /// batch buffers of a reader or writer stay near 6 MiB (of 64 KiB chunks) on any machine
-    /// and a process protecting a file stays under 32 MiB resident.
-    static let chunksPerBatch = min(max(1, ProcessInfo.processInfo.activeProcessorCount) * 4, 48)
+    /// Chunks per batch for chunks of `chunkSize` bytes: four per core, so every core has work,
+    /// but no more than `batchBytes` of plaintext, so the two batch buffers of a reader or
+    /// writer stay near 6 MiB on any machine and for any chunk size a header may declare.
+    static func chunksPerBatch(chunkSize: Int) -> Int {
+        max(1, min(max(1, ProcessInfo.processInfo.activeProcessorCount) * 4, batchBytes / chunkSize))
+    }
+
+    /// The most plaintext one batch holds (48 chunks of 64 KiB, 3 chunks of 1 MiB).
+    static let batchBytes = 3 << 20
 
     /// Runs `body` for `count` chunks, in parallel when there is more than one.
     static func forEach(_ count: Int, _ body: @Sendable (Int) -> Void) {

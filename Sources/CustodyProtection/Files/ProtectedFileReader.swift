@@ -38,15 +38,23 @@ public final class ProtectedFileReader {
     }
 
     /// Reads an envelope from `descriptor` (standard input, say); `name` is for messages.
-    /// - Parameter owning: close the descriptor when done.
-    init(descriptor: Int32, name: String, owning: Bool, protector: DataProtector) throws(ProtectionError) {
+    /// - Parameters:
+    ///   - owning: close the descriptor when done.
+    ///   - prefetched: the bytes already read from the descriptor, when the caller looked at
+    ///     them first: exactly what `FileSystem.read(_:upTo: EnvelopeHeader.maximumCount)` gave.
+    init(descriptor: Int32, name: String, owning: Bool, protector: DataProtector, prefetched: [UInt8]? = nil) throws(ProtectionError) {
         self.path = name
         self.descriptor = descriptor
         self.ownsDescriptor = owning
         do throws(ProtectionError) {
             // Read as much as the largest header could take (a pipe may deliver it in pieces),
             // then decode it.
-            let headerBytes = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
+            let headerBytes: [UInt8]
+            if let prefetched {
+                headerBytes = prefetched
+            } else {
+                headerBytes = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
+            }
             let decoded = try headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }.get()
             guard let header = decoded else {
                 throw ProtectionError(.invalidArguments, "not a protected file (no envelope header)", path: name)
@@ -54,8 +62,8 @@ public final class ProtectedFileReader {
             let length = header.count
             info = ProtectionInfo(header: header)
             cipher = try protector.makeOpener(header)
-            sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.sealedChunkSize + cipher.sealedChunkSize)
-            plaintext = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.chunkSize + cipher.chunkSize)
+            sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.sealedChunkSize + cipher.sealedChunkSize)
+            plaintext = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.chunkSize + cipher.chunkSize)
             let leftover = headerBytes.count - length
             sealed.withUnsafeMutableBytes { sealed in
                 headerBytes.withUnsafeBytes { sealed.baseAddress!.copyMemory(from: $0.baseAddress! + length, byteCount: leftover) }
@@ -106,7 +114,7 @@ public final class ProtectedFileReader {
     /// end of the file the short final chunk.
     private func decryptBatch() throws(ProtectionError) {
         let sealedChunk = cipher.sealedChunkSize
-        let target = ChunkBatch.chunksPerBatch * sealedChunk
+        let target = ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * sealedChunk
         while sealedCount < target, !endOfFile {
             let count = sealed.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + sealedCount, target - sealedCount) }
             if count < 0 {

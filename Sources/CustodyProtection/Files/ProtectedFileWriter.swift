@@ -60,8 +60,8 @@ public final class ProtectedFileWriter {
     init(sink: Sink, cipher: ChunkCipher) throws(ProtectionError) {
         self.cipher = cipher
         self.sink = sink
-        pending = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.chunkSize)
-        sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch * cipher.sealedChunkSize)
+        pending = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.chunkSize)
+        sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.sealedChunkSize)
         do throws(ProtectionError) {
             try cipher.headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try sink.write(bytes) } }.get()
         } catch {

@@ -5,13 +5,31 @@ import Foundation
 final class AccountKey: Sendable {
     let owner: OwnerIdentifier
     let version: UInt32
-    /// XChaCha20-Poly1305 under the account key: wraps and unwraps data keys.
+    /// XChaCha20-Poly1305 under the account key: wraps and unwraps data keys (algorithms 1, 2).
     let cipher: AEADCipher
+    /// The key itself, locked against swapping: derives data keys (algorithms 3, 4).
+    private let key: SecretBytes
+
+    /// The label that starts every data-key derivation's input (docs/format.md).
+    static let derivationLabel: [UInt8] = Array("custody data key v1".utf8) + [0]
+    /// Bytes a derivation yields: the data key, then the key check the header carries.
+    static let derivedCount = EnvelopeAlgorithm.keyCount + EnvelopeHeader.keyCheckCount
 
     init(owner: OwnerIdentifier, version: UInt32, key: SecretBytes) {
         self.owner = owner
         self.version = version
+        self.key = key.withUnsafeBytes { SecretBytes(copying: $0, locked: true) }
         self.cipher = key.withUnsafeBytes { AEADCipher(algorithm: .xChaCha20Poly1305, key: $0, lockingKey: true) }
+    }
+
+    /// The data key and key check of a derived-key envelope: BLAKE2b with this key, 48 bytes
+    /// out, over the label and `input` (the header up to and including its salt). Writes the
+    /// data key to the first 32 bytes of `output` and the check to the last 16.
+    func derive(from input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        precondition(output.count == Self.derivedCount)
+        key.withUnsafeBytes { key in
+            Self.derivationLabel.withUnsafeBytes { label in Checksum.keyed(key: key, label, input, into: output) }
+        }
     }
 }
 

@@ -7,7 +7,7 @@ public struct ProtectionInfo: Sendable, Hashable {
     public let owner: OwnerIdentifier
     public let isEncrypted: Bool
     public let algorithm: EnvelopeAlgorithm
-    /// The owner's key version that wraps the data key; nil when not encrypted.
+    /// The owner's key version the data key comes from; nil when not encrypted.
     public let keyVersion: UInt32?
     /// Plaintext bytes per chunk.
     public let chunkSize: Int
@@ -26,8 +26,8 @@ public struct ProtectionInfo: Sendable, Hashable {
 
 /// Protects data per account, as IntuneMAMDataProtectionManager and
 /// IntuneMAMFileProtectionManager do: an envelope that names the owner, and, when the owner's
-/// policy requires it (or the caller asks), encryption under a fresh data key wrapped by the
-/// owner's account key.
+/// policy requires it (or the caller asks), encryption under a data key of its own, derived
+/// from the owner's account key and a fresh random salt (docs/format.md).
 ///
 /// Thread-safe: share one protector between tasks.
 public final class DataProtector: Sendable {
@@ -46,7 +46,7 @@ public final class DataProtector: Sendable {
     ///   - policy: decides whose data is encrypted (`PolicySnapshot.encryptionRequired`) and
     ///     names accounts by their tenant OID; nil protects by the caller's word alone.
     ///   - algorithm: for new encrypted envelopes; by default AES-256-GCM where the CPU
-    ///     accelerates it, XChaCha20-Poly1305 otherwise.
+    ///     accelerates it, ChaCha20-Poly1305 otherwise, both with derived keys.
     public init(keyRing: KeyRing, policy: PolicySnapshot? = nil, algorithm: EnvelopeAlgorithm = .preferred) {
         self.keyRing = keyRing
         self.policy = policy
@@ -154,7 +154,7 @@ public final class DataProtector: Sendable {
         return forceEncryption || policy.encryptionRequired(account: owner).isAllowed
     }
 
-    /// A sealer for a new envelope: a fresh data key wrapped by the owner's current key (created
+    /// A sealer for a new envelope: a data key of its own from the owner's current key (created
     /// on first use), or a tag-only envelope.
     func makeSealer(owner account: AccountID, forceEncryption: Bool, chunkExponent: UInt8) throws(ProtectionError) -> ChunkCipher {
         let owner = ownerIdentifier(for: account)
@@ -177,20 +177,36 @@ public final class DataProtector: Sendable {
         }
     }
 
-    /// Bytes of randomness a new encrypted envelope takes: data key, wrap nonce, nonce prefix.
+    /// Bytes of randomness a new encrypted envelope takes: the salt (derived-key algorithms);
+    /// the data key, wrap nonce and nonce prefix (wrapped-key algorithms).
     static func randomCount(for algorithm: EnvelopeAlgorithm) -> Int {
-        EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount + EnvelopeHeader.noncePrefixCount(for: algorithm)
+        if algorithm.derivesKey { return EnvelopeHeader.saltCount }
+        return EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount + EnvelopeHeader.noncePrefixCount(for: algorithm)
     }
 
     /// The sealer of an envelope whose random parts are given: what `makeSealer` does with fresh
     /// randomness, and what known-answer vectors do with fixed values.
-    /// - Parameter random: `randomCount(for: algorithm)` bytes: the data key (32), the wrap
-    ///   nonce (24), the chunk nonce prefix.
+    /// - Parameter random: `randomCount(for: algorithm)` bytes: the salt (derived-key
+    ///   algorithms); or the data key (32), the wrap nonce (24) and the chunk nonce prefix.
     static func sealer(
         algorithm: EnvelopeAlgorithm, chunkExponent: UInt8, accountKey: AccountKey, random: UnsafeRawBufferPointer,
         implementation: AEADCipher.Implementation = .automatic
     ) -> ChunkCipher {
         precondition(random.count == randomCount(for: algorithm))
+        if algorithm.derivesKey {
+            return withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
+                defer { Sodium.zero(derived) }
+                let header = EnvelopeHeader(
+                    derivingAlgorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner, keyVersion: accountKey.version,
+                    salt: random
+                ) { input, keyCheck in
+                    accountKey.derive(from: input, into: derived)
+                    keyCheck.copyMemory(from: UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]))
+                }
+                let dataKey = UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount])
+                return ChunkCipher(header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
+            }
+        }
         let keyEnd = EnvelopeAlgorithm.keyCount
         let nonceEnd = keyEnd + EnvelopeHeader.wrapNonceCount
         let dataKey = UnsafeRawBufferPointer(rebasing: random[..<keyEnd])
@@ -203,22 +219,40 @@ public final class DataProtector: Sendable {
         return ChunkCipher(header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
     }
 
-    /// An opener for an existing envelope: its data key unwrapped by the owner's key version.
+    /// An opener for an existing envelope: its data key derived or unwrapped with the owner's
+    /// key version.
     func makeOpener(_ header: EnvelopeHeader) throws(ProtectionError) -> ChunkCipher {
         guard header.isEncrypted else { return ChunkCipher(header: header, cipher: nil) }
         let accountKey = try keyRing.key(for: header.owner, version: header.keyVersion)
-        guard let cipher = Self.unwrapDataKey(of: header, with: accountKey, implementation: implementation) else {
+        guard let cipher = Self.dataKeyCipher(of: header, with: accountKey, implementation: implementation) else {
             throw ProtectionError(
                 .decryptFailed,
-                "the data key does not unwrap with key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with")
+                header.algorithm.derivesKey
+                    ? "the header's key check does not match key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with"
+                    : "the data key does not unwrap with key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with")
         }
         return ChunkCipher(header: header, cipher: cipher)
     }
 
-    /// The data-key cipher of an encrypted header; nil when the wrapped key does not
-    /// authenticate under `accountKey` (a changed header, or the wrong key).
-    static func unwrapDataKey(of header: EnvelopeHeader, with accountKey: AccountKey, implementation: AEADCipher.Implementation = .automatic) -> AEADCipher? {
+    /// The data-key cipher of an encrypted header; nil when the header does not authenticate
+    /// under `accountKey` (a changed header, or the wrong key): the key check does not match,
+    /// or the wrapped key does not open.
+    static func dataKeyCipher(of header: EnvelopeHeader, with accountKey: AccountKey, implementation: AEADCipher.Implementation = .automatic) -> AEADCipher? {
         header.bytes.withUnsafeBytes { bytes in
+            if header.algorithm.derivesKey {
+                return withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
+                    defer { Sodium.zero(derived) }
+                    let inputEnd = header.prefixCount + EnvelopeHeader.saltCount
+                    accountKey.derive(from: UnsafeRawBufferPointer(rebasing: bytes[..<inputEnd]), into: derived)
+                    guard Sodium.constantTimeEqual(
+                        UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]),
+                        UnsafeRawBufferPointer(rebasing: bytes[inputEnd..<inputEnd + EnvelopeHeader.keyCheckCount]))
+                    else { return nil }
+                    return AEADCipher(
+                        algorithm: header.algorithm, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]),
+                        implementation: implementation)
+                }
+            }
             let prefix = UnsafeRawBufferPointer(rebasing: bytes[..<header.prefixCount])
             let nonceEnd = header.prefixCount + EnvelopeHeader.wrapNonceCount
             let nonce = UnsafeRawBufferPointer(rebasing: bytes[header.prefixCount..<nonceEnd])
