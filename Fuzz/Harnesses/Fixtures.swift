@@ -70,6 +70,6 @@ enum Fixtures {
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { return }
         let sink = open("/dev/null", O_WRONLY)
         defer { close(sink) }
-        try? protector.unprotect(from: .file(path), to: .stream(sink, name: "/dev/null"))
+        _ = try? protector.unprotect(from: .file(path), to: .stream(sink, name: "/dev/null"))
     }
 }

@@ -21,13 +21,13 @@ struct FileProtectionTests {
     }
 
     @Test(
-        "round trips at every size that matters, both algorithms and tag-only",
+        "round trips at every size that matters, every algorithm and tag-only",
         arguments: [0, 1, chunk - 1, chunk, chunk + 1, 5 * chunk + 3, 40 * chunk])
     func roundTrips(size: Int) throws {
         let state = try TestState()
         let data = pattern(size)
         let path = state.path("file.bin")
-        for algorithm in [EnvelopeAlgorithm.aes256GCM, .xChaCha20Poly1305] {
+        for algorithm in BufferProtectionTests.algorithms {
             let protector = state.protector(algorithm: algorithm)
             try write(data, path)
             try protector.protect(file: path, owner: alice, forceEncryption: true)
@@ -255,8 +255,13 @@ struct FileProtectionTests {
         let root = state.path("docs")
         try FileManager.default.createDirectory(atPath: root + "/sub/deeper", withIntermediateDirectories: true)
         for name in ["a.txt", "sub/b.txt", "sub/deeper/c.txt"] { try write(Array(name.utf8), root + "/" + name) }
-        #expect(try protector.protect(directory: root, owner: alice, forceEncryption: true) == 3)
-        #expect(try protector.protect(directory: root, owner: alice, forceEncryption: true) == 0, "already protected")
+        let first = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        #expect(first.written == ["a.txt", "sub/b.txt", "sub/deeper/c.txt"].map { root + "/" + $0 })
+        #expect(first.skipped.isEmpty && first.failed.isEmpty)
+        let again = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        #expect(again.written.isEmpty, "already protected")
+        #expect(again.skipped.map(\.path) == first.written)
+        #expect(again.skipped.allSatisfy { $0.reason.hasPrefix("already protected for oid:") })
         for name in ["a.txt", "sub/b.txt", "sub/deeper/c.txt"] {
             #expect(try protector.protectionInfo(file: root + "/" + name)?.owner == protector.ownerIdentifier(for: alice))
         }
@@ -267,5 +272,166 @@ struct FileProtectionTests {
         try write(Array("dropped in".utf8), root + "/later.txt")
         #expect(try protector.verifyAndProtect(file: root + "/later.txt", forceEncryption: true))
         #expect(protectionError { _ = try protector.makeWriter(path: state.path("orphan.txt"), owner: nil) }?.code == .invalidArguments)
+    }
+
+    /// A tree with one file of each kind that matters: plain files at two depths, a file already
+    /// protected for alice, one protected for bob, a symbolic link, a FIFO, and an empty file.
+    private func mixedTree(_ state: TestState, _ protector: DataProtector) throws -> String {
+        let root = state.path("tree")
+        try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
+        try write(pattern(70_000), root + "/plain.bin")
+        try write(pattern(10, seed: 2), root + "/sub/small.txt")
+        try write([], root + "/sub/empty")
+        try write(pattern(500, seed: 3), root + "/alice.bin")
+        try protector.protect(file: root + "/alice.bin", owner: alice, forceEncryption: true)
+        try write(pattern(600, seed: 4), root + "/bob.bin")
+        try protector.protect(file: root + "/bob.bin", owner: bob, forceEncryption: true)
+        #expect(symlink(root + "/plain.bin", root + "/link") == 0)
+        #expect(mkfifo(root + "/sub/fifo", 0o600) == 0)
+        return root
+    }
+
+    @Test("a tree protected for alice: what is written, what is skipped and why; progress covers the tree once")
+    func directoryReport() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let root = try mixedTree(state, protector)
+        var progress: [(Int64, Int64)] = []
+        let bobSize = Int64(try read(root + "/bob.bin").count)
+        let total = bobSize + 70_000 + 0 + 10
+        let report = try protector.protect(directory: root, owner: alice, forceEncryption: true) { progress.append(($0, $1)) }
+        #expect(report.written == ["bob.bin", "plain.bin", "sub/empty", "sub/small.txt"].map { root + "/" + $0 })
+        #expect(report.bytes == total)
+        #expect(report.failed.isEmpty)
+        let skipped = Dictionary(uniqueKeysWithValues: report.skipped.map { ($0.path.replacingOccurrences(of: root + "/", with: ""), $0.reason) })
+        #expect(skipped.keys.sorted() == ["alice.bin", "link", "sub/fifo"])
+        #expect(skipped["alice.bin"]?.hasPrefix("already protected for oid:0d000000-0000-4000-8000-000000000001") == true)
+        #expect(skipped["link"] == "a symbolic link: its target is not protected through it")
+        #expect(skipped["sub/fifo"] == "a FIFO, not a regular file")
+        #expect(progress.first.map { $0.0 == 0 && $0.1 == total } == true)
+        #expect(progress.last.map { $0.0 == total && $0.1 == total } == true)
+        #expect(zip(progress, progress.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "progress never goes back")
+        for name in ["bob.bin", "plain.bin", "sub/empty", "sub/small.txt", "alice.bin"] {
+            let info = try #require(try protector.protectionInfo(file: root + "/" + name), "\(name)")
+            #expect(info.owner == protector.ownerIdentifier(for: alice), "\(name)")
+            #expect(info.isEncrypted, "\(name)")
+        }
+        #expect(try protector.directoryOwner(forNewFileAt: root + "/sub/new") == protector.ownerIdentifier(for: alice))
+    }
+
+    @Test("unprotecting a tree restores every file, skips plain ones, and removes the owner record")
+    func directoryUnprotect() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let root = try mixedTree(state, protector)
+        _ = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        try write(Array("plain, added later".utf8), root + "/sub/later.txt")
+        let report = try protector.unprotect(directory: root)
+        #expect(report.written == ["alice.bin", "bob.bin", "plain.bin", "sub/empty", "sub/small.txt"].map { root + "/" + $0 })
+        #expect(report.failed.isEmpty)
+        #expect(report.skipped.map(\.path) == ["link", "sub/fifo", "sub/later.txt"].map { root + "/" + $0 })
+        #expect(report.skipped.last?.reason == "not protected")
+        #expect(try read(root + "/plain.bin") == pattern(70_000))
+        #expect(try read(root + "/alice.bin") == pattern(500, seed: 3))
+        #expect(try read(root + "/bob.bin") == pattern(600, seed: 4))
+        #expect(try read(root + "/sub/empty") == [])
+        #expect(!FileManager.default.fileExists(atPath: root + "/" + DataProtector.directoryOwnerFileName))
+    }
+
+    @Test("a file that fails in a tree is reported and left as it was; the others are done, and the owner record stays")
+    func directoryFailure() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let root = try mixedTree(state, protector)
+        _ = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        // bob's file, protected again for alice above, is damaged in its last byte.
+        var damaged = try read(root + "/bob.bin")
+        damaged[damaged.count - 1] ^= 1
+        try write(damaged, root + "/bob.bin")
+        let report = try protector.unprotect(directory: root)
+        #expect(report.failed.map(\.path) == [root + "/bob.bin"])
+        #expect(report.failed.first?.error.code == .decryptFailed)
+        #expect(try read(root + "/bob.bin") == damaged, "left as it was")
+        #expect(report.written.count == 4)
+        #expect(try read(root + "/plain.bin") == pattern(70_000))
+        #expect(FileManager.default.fileExists(atPath: root + "/" + DataProtector.directoryOwnerFileName))
+    }
+
+    @Test("a directory argument that is not a directory is refused before anything is written", arguments: ["missing", "file", "link"])
+    func notADirectory(kind: String) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        try write(pattern(10), state.path("file"))
+        try FileManager.default.createDirectory(atPath: state.path("dir"), withIntermediateDirectories: true)
+        #expect(symlink(state.path("dir"), state.path("link")) == 0)
+        let error = protectionError { _ = try protector.protect(directory: state.path(kind), owner: alice, forceEncryption: true) }
+        #expect(error?.code == (kind == "missing" ? .io : .invalidArguments))
+        #expect(protectionError { _ = try protector.unprotect(directory: state.path(kind)) } != nil)
+        #expect(!FileManager.default.fileExists(atPath: state.path("dir/" + DataProtector.directoryOwnerFileName)))
+    }
+
+    /// Table for verifyAndProtect: the file as it is, the owner asked for, whether encryption is
+    /// forced, and whether the file is written.
+    struct VerifyCase: Sendable, CustomTestStringConvertible {
+        enum Start: Sendable { case plain, encryptedForAlice, encryptedForBob, taggedForAlice }
+        let start: Start
+        let force: Bool
+        let writes: Bool
+        var testDescription: String { "\(start), force \(force) → \(writes ? "written" : "skipped")" }
+    }
+
+    @Test("verifyAndProtect protects only what is not already protected for the owner", arguments: [
+        VerifyCase(start: .plain, force: true, writes: true),
+        VerifyCase(start: .plain, force: false, writes: true),
+        VerifyCase(start: .encryptedForAlice, force: true, writes: false),
+        VerifyCase(start: .encryptedForAlice, force: false, writes: false),
+        VerifyCase(start: .encryptedForBob, force: true, writes: true),
+        VerifyCase(start: .taggedForAlice, force: true, writes: true),
+        VerifyCase(start: .taggedForAlice, force: false, writes: false),
+    ])
+    func verifyAndProtect(_ test: VerifyCase) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let path = state.path("file")
+        try write(pattern(3_000), path)
+        switch test.start {
+        case .plain: break
+        case .encryptedForAlice: try protector.protect(file: path, owner: alice, forceEncryption: true)
+        case .encryptedForBob: try protector.protect(file: path, owner: bob, forceEncryption: true)
+        case .taggedForAlice: try protector.protect(file: path, owner: alice, forceEncryption: false)
+        }
+        let before = try read(path)
+        #expect(try (protector.alreadyProtected(file: path, for: alice, forceEncryption: test.force) == nil) == test.writes)
+        #expect(try protector.verifyAndProtect(file: path, owner: alice, forceEncryption: test.force) == test.writes)
+        if !test.writes { #expect(try read(path) == before, "skipped files are not touched") }
+        #expect(try protector.protectionInfo(file: path)?.owner == protector.ownerIdentifier(for: alice))
+        #expect(try protector.unprotect(try read(path)) == pattern(3_000))
+    }
+
+    @Test("pass-through: data that is not an envelope is copied unchanged; an envelope is opened; a damaged header is still an error")
+    func passThrough() throws {
+        let state = try TestState()
+        let protector = state.protector()
+        for (name, bytes) in [("plain", pattern(5_000)), ("short", [UInt8(0x89)]), ("empty", [])] {
+            try write(bytes, state.path(name))
+            #expect(try !protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name + ".out")), passThrough: true))
+            #expect(try read(state.path(name + ".out")) == bytes, "\(name)")
+            let refused = protectionError { try protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name + ".refused"))) }
+            #expect(refused?.code == .invalidArguments, "\(name)")
+            #expect(!FileManager.default.fileExists(atPath: state.path(name + ".refused")))
+            // In place, a plain file is left alone.
+            #expect(try !protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name)), passThrough: true))
+            #expect(try read(state.path(name)) == bytes)
+        }
+        try write(pattern(5_000), state.path("sealed"))
+        try protector.protect(file: state.path("sealed"), owner: alice, forceEncryption: true)
+        #expect(try protector.unprotect(from: .file(state.path("sealed")), to: .file(state.path("sealed.out")), passThrough: true))
+        #expect(try read(state.path("sealed.out")) == pattern(5_000))
+        var damaged = try read(state.path("sealed"))
+        damaged[5] = 0x7F  // the algorithm byte
+        try write(damaged, state.path("damaged"))
+        let error = protectionError { try protector.unprotect(from: .file(state.path("damaged")), to: .file(state.path("damaged.out")), passThrough: true) }
+        #expect(error?.code == .malformedEnvelope)
+        #expect(!FileManager.default.fileExists(atPath: state.path("damaged.out")))
     }
 }

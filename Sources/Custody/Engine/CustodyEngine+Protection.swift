@@ -145,37 +145,90 @@ extension CustodyEngine {
         }
     }
 
-    // MARK: Unprotecting
-
-    /// Writes the plaintext of the envelope in `source` to `sink`; a source that is not an
-    /// envelope is an error. A file sink appears only once every chunk authenticated.
-    /// - Throws: `CustodyError` `.protection`; for data whose owner was wiped, the message says
-    ///   so and when.
-    public func unprotect(from source: DataProtector.Source, to sink: DataProtector.Sink, progress: DataProtector.Progress? = nil) throws(CustodyError) {
-        let protector = try protector("opening encrypted data needs the account keys it was sealed under")
+    /// Protects the file at `path` in place for `owner` unless it already is protected for
+    /// that owner (Intune's `verifyAndProtect`; see `protect(from:to:owner:mode:progress:)` for
+    /// `mode`). Returns the plan, and why the file was left as it was when it was.
+    public func verifyAndProtect(
+        file path: String, owner: AccountID, mode: ProtectionMode = .policy, progress: DataProtector.Progress? = nil
+    ) throws(CustodyError) -> (plan: ProtectionPlan, skipped: String?) {
         do {
-            try DataProtector.checkFiles(source: source, sink: sink, protecting: false)
+            try DataProtector.checkFiles(source: .file(path), sink: .file(path), protecting: true)
         } catch {
             throw CustodyError(.protection, "\(error)", underlying: error)
         }
-        if case .file(let path) = source {
-            let info: ProtectionInfo?
-            do {
-                info = try DataProtector.protectionInfo(file: path)
-            } catch {
-                throw CustodyError(.protection, "\(error)", underlying: error)
-            }
-            guard info != nil else {
-                throw CustodyError(.protection, "\(path): not a protected file (no envelope header); nothing to unprotect")
-            }
-        }
+        let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
+        let protector = try protector("protecting data needs the account keys it is sealed under")
         do {
-            try protector.unprotect(from: source, to: sink, progress: progress)
+            if let reason = try protector.alreadyProtected(file: path, for: sealFor, forceEncryption: plan.encrypted) {
+                return (plan, reason)
+            }
+            if plan.encrypted { try record(holder) }
+            try protector.protect(file: path, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
+        } catch let error as ProtectionError {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        } catch let error as CustodyError {
+            throw error
+        } catch {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        }
+        return (plan, nil)
+    }
+
+    /// Protects every file in `directory` and below it for `owner`, as `mode` and the policy in
+    /// force say, and records `owner` as the directory's owner for files created in it later.
+    /// Files already protected for `owner` are skipped; a file that fails is reported and left
+    /// as it was. Returns the plan and the report.
+    public func protect(
+        directory: String, owner: AccountID, mode: ProtectionMode = .policy, progress: DataProtector.TreeProgress? = nil
+    ) throws(CustodyError) -> (plan: ProtectionPlan, report: DirectoryReport) {
+        let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
+        let protector = try protector("protecting data needs the account keys it is sealed under")
+        if plan.encrypted { try record(holder) }
+        do {
+            return (plan, try protector.protect(directory: directory, owner: sealFor, forceEncryption: plan.encrypted, progress: progress))
+        } catch {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        }
+    }
+
+    // MARK: Unprotecting
+
+    /// Writes the plaintext of the envelope in `source` to `sink`; a source that is not an
+    /// envelope is an error, or with `passThrough` is copied to `sink` unchanged (in place: left
+    /// as it is). A file sink appears only once every chunk authenticated.
+    /// - Returns: whether the source was an envelope.
+    /// - Throws: `CustodyError` `.protection`; for data whose owner was wiped, the message says
+    ///   so and when.
+    @discardableResult
+    public func unprotect(
+        from source: DataProtector.Source, to sink: DataProtector.Sink, passThrough: Bool = false, progress: DataProtector.Progress? = nil
+    ) throws(CustodyError) -> Bool {
+        let protector = try protector("opening encrypted data needs the account keys it was sealed under")
+        do {
+            return try protector.unprotect(from: source, to: sink, passThrough: passThrough, progress: progress)
         } catch {
             var owner: OwnerIdentifier?
             if case .file(let path) = source { owner = (try? DataProtector.protectionInfo(file: path))??.owner }
             throw explained(error, owner: owner)
         }
+    }
+
+    /// Replaces every protected file in `directory` and below it with its plaintext and removes
+    /// the directory's owner record. A file that fails (wiped keys: the message says when) is
+    /// reported and left as it was.
+    public func unprotect(directory: String, progress: DataProtector.TreeProgress? = nil) throws(CustodyError) -> DirectoryReport {
+        let protector = try protector("opening encrypted data needs the account keys it was sealed under")
+        var report: DirectoryReport
+        do {
+            report = try protector.unprotect(directory: directory, progress: progress)
+        } catch {
+            throw CustodyError(.protection, "\(error)", underlying: error)
+        }
+        for index in report.failed.indices {
+            let failure = report.failed[index]
+            report.failed[index].message = explained(failure.error, owner: (try? DataProtector.protectionInfo(file: failure.path))??.owner).message
+        }
+        return report
     }
 
     /// The data inside an envelope. Bytes that are not an envelope come back unchanged

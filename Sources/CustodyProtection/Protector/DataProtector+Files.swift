@@ -81,39 +81,82 @@ extension DataProtector {
     }
 
     /// Writes the plaintext of the envelope in `source` to `sink`. Unlike `unprotect(file:)`,
-    /// a source that is not an envelope is an error (`.invalidArguments`), never copied as is.
+    /// a source that is not an envelope is an error (`.invalidArguments`), never copied as is,
+    /// unless `passThrough` asks for exactly that (Intune's behaviour for data that was never
+    /// protected). A source that starts like an envelope but whose header is damaged is always
+    /// an error.
     ///
     /// A file sink appears only once every chunk authenticated. A stream sink receives plaintext
     /// as chunks authenticate; when the envelope turns out to be cut off, the error comes at the
     /// end, so a consumer must check for it.
-    public func unprotect(from source: Source, to sink: Sink, progress: Progress? = nil) throws(ProtectionError) {
+    /// - Returns: whether the source was an envelope (false: it was passed through, or, in
+    ///   place, left as it was).
+    @discardableResult
+    public func unprotect(from source: Source, to sink: Sink, passThrough: Bool = false, progress: Progress? = nil) throws(ProtectionError) -> Bool {
         try Self.checkFiles(source: source, sink: sink, protecting: false)
-        let reader: ProtectedFileReader
+        let descriptor: Int32
+        let name: String
         switch source {
         case .file(let path):
-            reader = try makeReader(path: path)
-        case .stream(let descriptor, let name):
-            reader = try ProtectedFileReader(descriptor: descriptor, name: name, owning: false, protector: self)
+            descriptor = try FileSystem.openRegularFile(path)
+            name = path
+        case .stream(let stream, let streamName):
+            descriptor = stream
+            name = streamName
         }
+        let owning: Bool = if case .file = source { true } else { false }
+        var reader: ProtectedFileReader?
+        let head: [UInt8]
+        do throws(ProtectionError) {
+            head = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
+            let isEnvelope = try head.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) != nil } }.get()
+            if isEnvelope {
+                reader = try ProtectedFileReader(descriptor: descriptor, name: name, owning: owning, protector: self, prefetched: head)
+            } else if !passThrough {
+                throw ProtectionError(.invalidArguments, "not a protected file (no envelope header); nothing to unprotect", path: name)
+            }
+        } catch {
+            if owning, reader == nil { close(descriptor) }
+            throw error.at(name)
+        }
+        if reader == nil, case .file(let input) = source, case .file(let output) = sink, input == output {
+            close(descriptor)
+            return false
+        }
+        defer { if owning, reader == nil { close(descriptor) } }
+        var done: Int64 = 0
+        let blocks: ((UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) -> Void
+        if let reader {
+            blocks = reader.forEachBlock
+        } else {
+            blocks = { body throws(ProtectionError) in
+                try head.withUnsafeBytes { head in Result { () throws(ProtectionError) in try body(head) } }.get()
+                try Self.copy(descriptor, name: name, body)
+            }
+        }
+        let emit: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void
+        var writer: AtomicFileWriter?
         switch sink {
         case .file(let path):
-            let writer = try AtomicFileWriter(path: path, mode: Self.mode(of: path) ?? Self.sourceMode(source))
-            do throws(ProtectionError) {
-                try reader.forEachBlock { block throws(ProtectionError) in
-                    try writer.write(block)
-                    progress?(reader.bytesRead + Int64(block.count))
-                }
-                try writer.commit()
-            } catch {
-                writer.cancel()
-                throw error.at(path)
-            }
-        case .stream(let descriptor, let name):
-            try reader.forEachBlock { block throws(ProtectionError) in
-                try FileSystem.writeAll(descriptor, block, path: name)
-                progress?(reader.bytesRead + Int64(block.count))
-            }
+            let fileWriter = try AtomicFileWriter(path: path, mode: Self.mode(of: path) ?? Self.sourceMode(source))
+            writer = fileWriter
+            emit = { block throws(ProtectionError) in try fileWriter.write(block) }
+        case .stream(let output, let outputName):
+            emit = { block throws(ProtectionError) in try FileSystem.writeAll(output, block, path: outputName) }
         }
+        do throws(ProtectionError) {
+            try blocks { block throws(ProtectionError) in
+                try emit(block)
+                done += Int64(block.count)
+                progress?(done)
+            }
+            try writer?.commit()
+        } catch {
+            writer?.cancel()
+            if case .file(let path) = sink { throw error.at(path) }
+            throw error
+        }
+        return reader != nil
     }
 
     // MARK: Files
@@ -170,24 +213,44 @@ extension DataProtector {
         }
     }
 
-    /// Protects the file for `owner` unless it already is protected for that owner.
+    /// What the envelope at the start of `source` says (see `protectionInfo(file:)`); nil when
+    /// it is not an envelope. Reads no more than a header can take from a stream.
+    public static func protectionInfo(from source: Source) throws(ProtectionError) -> ProtectionInfo? {
+        switch source {
+        case .file(let path):
+            return try protectionInfo(file: path)
+        case .stream(let descriptor, let name):
+            let head = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
+            do throws(ProtectionError) {
+                return try protectionInfo(head)
+            } catch {
+                throw error.at(name)
+            }
+        }
+    }
+
+    /// Protects the file for `owner` unless it already is protected for that owner (Intune's
+    /// `verifyAndProtect`): an envelope for the same owner identifier, encrypted, or tagged
+    /// only when the owner's data need not be encrypted.
     /// - Parameter owner: nil takes the owner recorded for the file's directory.
     /// - Returns: whether the file was (re)written.
     @discardableResult
-    public func verifyAndProtect(file path: String, owner: AccountID? = nil, forceEncryption: Bool = false) throws(ProtectionError) -> Bool {
+    public func verifyAndProtect(file path: String, owner: AccountID? = nil, forceEncryption: Bool = false, progress: Progress? = nil) throws(ProtectionError) -> Bool {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
-        if let info = try protectionInfo(file: path), info.owner == ownerIdentifier(for: account) {
-            let encryptionSatisfied: Bool
-            if info.isEncrypted {
-                encryptionSatisfied = true
-            } else {
-                encryptionSatisfied = !(try requiresEncryption(for: account, forceEncryption: forceEncryption))
-            }
-            if encryptionSatisfied { return false }
-        }
-        try protect(file: path, owner: account, forceEncryption: forceEncryption)
+        if try alreadyProtected(file: path, for: account, forceEncryption: forceEncryption) != nil { return false }
+        try protect(file: path, owner: account, forceEncryption: forceEncryption, progress: progress)
         return true
+    }
+
+    /// Why the file at `path` needs no protecting for `account` (in words), or nil when it does:
+    /// it is not an envelope, names another owner, or is tagged only while `account`'s data must
+    /// be encrypted.
+    public func alreadyProtected(file path: String, for account: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> String? {
+        guard let info = try protectionInfo(file: path), info.owner == ownerIdentifier(for: account) else { return nil }
+        if info.isEncrypted { return "already protected for \(info.owner) (encrypted, key version \(info.keyVersion ?? 0))" }
+        guard !(try requiresEncryption(for: account, forceEncryption: forceEncryption)) else { return nil }
+        return "already tagged for \(info.owner), whose data need not be encrypted"
     }
 
     /// Re-seals an encrypted file under its owner's newest key version, if it uses an older one
@@ -219,39 +282,6 @@ extension DataProtector {
         let plaintext = try unprotect(data)
         let cipher = try makeSealer(owner: info.owner, chunkExponent: Self.bufferChunkExponent)
         return plaintext.withUnsafeBytes { Self.seal($0, with: cipher) }
-    }
-
-    // MARK: Directories
-
-    /// Records `owner` as the owner of `directory` (files created in it later inherit it) and
-    /// protects every file in it and below it that is not already protected for `owner`.
-    /// - Returns: the number of files written.
-    @discardableResult
-    public func protect(directory: String, owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> Int {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ProtectionError(.invalidArguments, "not a directory", path: directory)
-        }
-        let owned = ownerIdentifier(for: owner)
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("owner")
-        writer.value(owned.rawValue)
-        writer.endObject()
-        writer.newline()
-        try FileSystem.writeAtomically(writer.bytes, to: directory + "/" + Self.directoryOwnerFileName, mode: 0o644)
-
-        guard let enumerator = FileManager.default.enumerator(atPath: directory) else {
-            throw ProtectionError(.io, "cannot list the directory", path: directory)
-        }
-        var written = 0
-        while let relative = enumerator.nextObject() as? String {
-            let name = (relative as NSString).lastPathComponent
-            let path = directory + "/" + relative
-            guard name != Self.directoryOwnerFileName, !name.contains(".custody-tmp-"), Self.isRegularFile(path) else { continue }
-            if try verifyAndProtect(file: path, owner: owner, forceEncryption: forceEncryption) { written += 1 }
-        }
-        return written
     }
 
     /// The owner recorded above `path`, as an account; an error when there is none.
@@ -323,6 +353,11 @@ extension DataProtector {
             name = streamName
         }
         defer { if case .file = source { close(descriptor) } }
+        try Self.copy(descriptor, name: name, body)
+    }
+
+    /// Hands the rest of `descriptor` to `body` in blocks of up to 1 MiB (wiped afterwards).
+    private static func copy(_ descriptor: Int32, name: String, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) {
         var block = [UInt8](repeating: 0, count: 1 << 20)
         defer { block.withUnsafeMutableBytes { Sodium.zero($0) } }
         while true {

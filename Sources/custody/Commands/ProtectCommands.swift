@@ -11,7 +11,7 @@ import Glibc
 struct ProtectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "protect",
-        abstract: "Protect a file or a stream for an account.",
+        abstract: "Protect a file, a directory tree or a stream for an account.",
         discussion: """
             Writes an envelope that names the owner. The payload is encrypted unless the owner's \
             policy in force says encryption is not required (then it is only tagged, and a note \
@@ -20,14 +20,22 @@ struct ProtectCommand: AsyncParsableCommand {
             written. An owner the policy does not know is an error unless --unmanaged (tag only, \
             the Intune behaviour for unmanaged accounts) or --force-encrypt (sealed under a key \
             of its own, which a wipe of that account deletes). --unmanaged is refused for an \
-            account whose policy requires encryption. Encrypted envelopes use a fresh data key \
-            wrapped by the owner's account key, created in the state on first use.
+            account whose policy requires encryption. Encrypted envelopes use a data key of their \
+            own, derived from the owner's account key (created in the state on first use) and a \
+            random salt.
 
             IN is a file, or - for standard input (read as plaintext). OUT is a file, or - for \
             standard output; without OUT a file is protected in place and standard input goes to \
             standard output. Files are written to a temporary file that replaces OUT only once \
             complete, so an interrupted protect leaves OUT as it was. A file that is already \
-            protected is opened and sealed again for the new owner.
+            protected is opened and sealed again for the new owner, unless --verify.
+
+            IN may be a directory: every regular file in it and below it is protected in place \
+            (one progress bar for the tree), files already protected for the owner are left as \
+            they are, and the owner is recorded in the directory (.custody-owner) for files \
+            created there later. Skipped files (already protected, symbolic links, devices) are \
+            listed on standard error with the reason; a file that fails is named and left as it \
+            was, the others are still done, and the exit status is 1.
             """
     )
 
@@ -40,12 +48,15 @@ struct ProtectCommand: AsyncParsableCommand {
     @Flag(help: "Tag the data with an owner the policy does not manage, without encrypting it.")
     var unmanaged = false
 
+    @Flag(help: "Leave a file that is already protected for the owner as it is, and say so (Intune's verifyAndProtect); protects in place. Directories are always protected this way.")
+    var verify = false
+
     @OptionGroup var policyOptions: PolicyOptions
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var masterKeyOptions: MasterKeyOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    @Argument(help: ArgumentHelp("The file to protect, or - for standard input.", valueName: "in"))
+    @Argument(help: ArgumentHelp("The file or directory to protect, or - for standard input.", valueName: "in"))
     var input: String
 
     @Argument(help: ArgumentHelp("Where to write the envelope, or - for standard output.", valueName: "out"))
@@ -53,10 +64,44 @@ struct ProtectCommand: AsyncParsableCommand {
 
     func validate() throws {
         if forceEncrypt && unmanaged { throw ValidationError("--force-encrypt and --unmanaged exclude each other") }
+        if verify && (input == "-" || (output != nil && output != input)) {
+            throw ValidationError("--verify protects a file in place: give IN alone, a file or a directory")
+        }
     }
 
     func run() async throws {
         let account = try parseAccount(owner, option: "--owner")
+        let mode: ProtectionMode = forceEncrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy
+        if input != "-", isDirectory(input) {
+            guard output == nil || output == input else {
+                throw ValidationError("a directory is protected in place: give no OUT")
+            }
+            let engine = try await openEngine(
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+            let bar = TreeProgressBar(label: "protect")
+            let (plan, report) = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
+            }
+            bar.finish()
+            let how = plan.encrypted ? "encrypted" : "tagged, not encrypted (\(plan.reason))"
+            try render(report, done: "protected for \(plan.owner), \(how)")
+            return
+        }
+        if verify {
+            let engine = try await openEngine(
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+            let bar = ProgressBar(label: "protect", total: fileSize(input))
+            let (plan, skipped) = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.verifyAndProtect(file: input, owner: account, mode: mode, progress: bar.update)
+            }
+            bar.finish()
+            if let skipped {
+                StandardError.write("skipped: \(input.escapingControlCharacters): \(skipped.escapingControlCharacters)\n")
+            } else if !plan.encrypted {
+                StandardError.write("note: \(input) is tagged for \(plan.owner) but not encrypted: \(plan.reason)\n")
+            }
+            return
+        }
         let destination = output ?? (input == "-" ? "-" : input)
         if destination == "-", isatty(1) == 1 {
             StandardError.write("error: refusing to write an envelope to a terminal; redirect standard output or give OUT\n")
@@ -64,7 +109,6 @@ struct ProtectCommand: AsyncParsableCommand {
         }
         let engine = try await openEngine(
             state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
-        let mode: ProtectionMode = forceEncrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy
         let bar = ProgressBar(label: "protect", total: input == "-" ? nil : fileSize(input))
         let plan = try reporting(state: stateOptions) { () throws(CustodyError) in
             do throws(CustodyError) {
@@ -87,17 +131,24 @@ struct ProtectCommand: AsyncParsableCommand {
 struct UnprotectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unprotect",
-        abstract: "Write the plaintext of a protected file or stream.",
+        abstract: "Write the plaintext of a protected file, directory tree or stream.",
         discussion: """
             IN is a protected file, or - for standard input. OUT is a file, or - for standard \
             output; without OUT a file is unprotected in place and standard input goes to standard \
             output. A file is replaced only once every chunk authenticated.
 
+            IN may be a directory: every protected file in it and below it is replaced by its \
+            plaintext (one progress bar for the tree) and the directory's owner record is \
+            removed. Files that are not protected are skipped; a file that fails is named and \
+            left as it was, the others are still done, and the exit status is 1.
+
             Opening needs only the owner's key in the state: no policy is consulted (a wiped \
             account's keys are gone, and its data is reported as wiped). Unlike the library call \
             (which returns data that is not an envelope unchanged, as Intune does), IN must be an \
-            envelope: anything else, including a damaged header, exits 1 with a message, so a \
-            damaged file is never mistaken for a plain one. Written to standard output, plaintext \
+            envelope: anything else exits 1 with a message, unless --pass-through, which copies \
+            data that does not start like an envelope to OUT unchanged (a file unprotected in \
+            place is then left as it is). A damaged header is an error either way, so a damaged \
+            envelope is never mistaken for plain data. Written to standard output, plaintext \
             comes out as chunks authenticate; a truncated envelope is found at the end, so check \
             the exit status.
             """
@@ -107,7 +158,10 @@ struct UnprotectCommand: AsyncParsableCommand {
     @OptionGroup var masterKeyOptions: MasterKeyOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    @Argument(help: ArgumentHelp("The protected file, or - for standard input.", valueName: "in"))
+    @Flag(help: "Copy data that is not an envelope to OUT unchanged instead of refusing it (Intune's behaviour for data never protected).")
+    var passThrough = false
+
+    @Argument(help: ArgumentHelp("The protected file or directory, or - for standard input.", valueName: "in"))
     var input: String
 
     @Argument(help: ArgumentHelp("Where to write the plaintext, or - for standard output.", valueName: "out"))
@@ -116,14 +170,29 @@ struct UnprotectCommand: AsyncParsableCommand {
     func run() async throws {
         let destination = output ?? (input == "-" ? "-" : input)
         let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .reading)
+        if input != "-", isDirectory(input) {
+            guard destination == input else { throw ValidationError("a directory is unprotected in place: give no OUT") }
+            let bar = TreeProgressBar(label: "unprotect")
+            let report = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.unprotect(directory: input, progress: bar.update)
+            }
+            bar.finish()
+            try render(report, done: "unprotected")
+            return
+        }
         let bar = ProgressBar(label: "unprotect", total: input == "-" ? nil : fileSize(input))
-        try reporting(state: stateOptions) { () throws(CustodyError) in
+        let wasEnvelope = try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.unprotect(
                 from: input == "-" ? .stream(0, name: "standard input") : .file(input),
                 to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
-                progress: bar.update)
+                passThrough: passThrough, progress: bar.update)
         }
         bar.finish()
+        if !wasEnvelope {
+            let source = input == "-" ? "standard input" : input
+            let what = destination == input ? "left as it is" : "passed through unchanged"
+            StandardError.write("note: \(source.escapingControlCharacters) is not protected: \(what)\n")
+        }
     }
 }
 
@@ -134,23 +203,25 @@ struct InfoCommand: ParsableCommand {
         abstract: "Show the owner and protection of files, without any key.",
         discussion: """
             For each PATH: its owner, whether it is encrypted, the algorithm, the owner's key \
-            version and the chunk size; or that it is not protected. With --json, one JSON object \
-            per line. Exit status 1 when a file cannot be read or has a damaged header.
+            version and the chunk size; or that it is not protected. PATH - reads standard input \
+            (no more than a header). With --json, one JSON object per line. Exit status 1 when a \
+            file cannot be read or has a damaged header.
             """
     )
 
     @Flag(help: "One JSON object per path, one per line.")
     var json = false
 
-    @Argument(help: ArgumentHelp("Files to inspect.", valueName: "path"))
+    @Argument(help: ArgumentHelp("Files to inspect, or - for standard input.", valueName: "path"))
     var paths: [String]
 
     func run() throws {
         var failed = false
         for path in paths {
             do {
-                let info = try DataProtector.protectionInfo(file: path)
-                StandardOutput.write(json ? Self.json(path: path, info: info) : Self.text(path: path, info: info).escapingControlCharacters + "\n")
+                let info = try DataProtector.protectionInfo(from: path == "-" ? .stream(0, name: "standard input") : .file(path))
+                let name = path == "-" ? "standard input" : path
+                StandardOutput.write(json ? Self.json(path: name, info: info) : Self.text(path: name, info: info).escapingControlCharacters + "\n")
             } catch {
                 failed = true
                 StandardError.write("error: \(error)\n")
@@ -190,5 +261,25 @@ struct InfoCommand: ParsableCommand {
         writer.endObject()
         writer.newline()
         return writer.string
+    }
+}
+
+/// Whether `path` is a directory (not a link to one).
+private func isDirectory(_ path: String) -> Bool {
+    var status = stat()
+    return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+}
+
+/// Prints what a tree operation did on standard error; exits 1 when any file failed.
+private func render(_ report: DirectoryReport, done: String) throws {
+    let size = report.bytes >= 1 << 20 ? "\(report.bytes >> 20) MiB" : report.bytes >= 1 << 10 ? "\(report.bytes >> 10) KiB" : "\(report.bytes) bytes"
+    var text = "\(report.written.count) file\(report.written.count == 1 ? "" : "s") (\(size)) \(done)"
+    text += report.skipped.isEmpty ? "\n" : "; \(report.skipped.count) skipped:\n"
+    for skipped in report.skipped { text += "  \(skipped.path.escapingControlCharacters): \(skipped.reason.escapingControlCharacters)\n" }
+    for failure in report.failed { text += "error: \(failure.message.escapingControlCharacters)\n" }
+    StandardError.write(text)
+    if !report.failed.isEmpty {
+        StandardError.write("error: \(report.failed.count) file\(report.failed.count == 1 ? "" : "s") could not be done and \(report.failed.count == 1 ? "was" : "were") left as \(report.failed.count == 1 ? "it was" : "they were")\n")
+        throw ExitCode.failure
     }
 }

@@ -46,6 +46,26 @@ final class ProgressBar {
     }
 }
 
+/// A progress bar for a directory tree, whose total is known once the tree is listed.
+final class TreeProgressBar {
+    private let label: String
+    private var bar: ProgressBar?
+
+    init(label: String) {
+        self.label = label
+    }
+
+    /// Draws the bar for `done` of `total` bytes.
+    func update(_ done: Int64, _ total: Int64) {
+        if bar == nil { bar = ProgressBar(label: label, total: total) }
+        bar?.update(done)
+    }
+
+    func finish() {
+        bar?.finish()
+    }
+}
+
 /// The size of a regular file, or nil.
 func fileSize(_ path: String) -> Int64? {
     guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), attributes[.type] as? FileAttributeType == .typeRegular,
