@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build run serve test bench fuzz fuzz-build fuzz-smoke clean
+.PHONY: deps build release run serve test bench fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -23,6 +23,12 @@ deps:
 
 build: deps
 	$(SWIFT) build
+
+## The release `custody` binary, .build/release/custody, with the Swift runtime and Foundation
+## linked in: it needs only Debian's libsodium, libcrypto and libsqlite3 on the machine it runs
+## on. What the benchmark scripts measure.
+release: deps
+	$(SWIFT) build -c release --product custody --static-swift-stdlib
 
 EXAMPLE_STATE := .build/example-state
 STATE := --state $(EXAMPLE_STATE)

@@ -17,8 +17,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
-        // libsodium directly: the baseline the protection benchmarks are measured against.
+        // libsodium directly: BLAKE2b and randomness for the protection benchmarks' baseline.
         .systemLibrary(name: "CLibsodium", path: "Sources/CLibsodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // OpenSSL's libcrypto directly: the AEAD baseline of the protection benchmarks.
+        .systemLibrary(name: "CLibcrypto", path: "Sources/CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Deterministic synthetic tenants, policies and query streams.
         .target(
             name: "BenchmarkData",
@@ -65,6 +67,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkData",
                 "CLibsodium",
+                "CLibcrypto",
                 .product(name: "CustodyPolicy", package: "Custody"),
                 .product(name: "CustodyProtection", package: "Custody"),
                 .product(name: "Custody", package: "Custody"),

@@ -3,7 +3,7 @@
 # Swift: written from the document alone. Needs: pip install cryptography pynacl.
 #   scripts/verify-format.py fixtures/vectors/envelopes.json
 import json, sys, hashlib, struct
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt as xdec
 
 vectors = json.load(open(sys.argv[1]))["vectors"]
@@ -18,6 +18,14 @@ for v in vectors:
     C = 1 << e
     if alg == 0:
         H = 14 + n
+    elif alg in (3, 4):
+        R = env[14 + n:46 + n]; K = env[46 + n:62 + n]
+        H = 62 + n
+        derived = hashlib.blake2b(b"custody data key v1\x00" + prefix + R, key=bytes.fromhex(v["accountKey"]), digest_size=48).digest()
+        D = derived[:32]
+        assert derived[32:] == K, "key check"
+        assert D.hex() == v["dataKey"], "derived data key"
+        P = bytes(7)
     else:
         p = 7 if alg == 1 else 19
         W = env[14 + n:38 + n]; Kw = env[38 + n:86 + n]; P = env[86 + n:86 + n + p]
@@ -38,8 +46,10 @@ for v in vectors:
             tag = hashlib.blake2b(S + chunk[:-16], key=T, digest_size=16).digest()
             assert tag == chunk[-16:], "checksum"
             out += chunk[:-16]
-        elif alg == 1:
+        elif alg in (1, 3):
             out += AESGCM(D).decrypt(P + S, chunk, header)
+        elif alg == 4:
+            out += ChaCha20Poly1305(D).decrypt(P + S, chunk, header)
         else:
             out += xdec(chunk, header, P + S, D)
         pos += size; i += 1

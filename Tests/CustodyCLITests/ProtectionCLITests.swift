@@ -63,6 +63,96 @@ struct ProtectionCLITests {
         #expect(unverified.stdout.contains(#""ownerVerified":false"#))
     }
 
+    @Test("a directory is protected and unprotected as a tree: skipped files and why on standard error, exit 1 when one fails")
+    func directories() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try FileManager.default.createDirectory(atPath: scratch.file("tree/sub"), withIntermediateDirectories: true)
+        try scratch.write("tree/a.txt", "first")
+        try scratch.write("tree/sub/b.txt", "second")
+        try scratch.write("tree/done.txt", "already")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("tree/done.txt")]).status == 0)
+        #expect(symlink(scratch.file("tree/a.txt"), scratch.file("tree/link")) == 0)
+
+        let protected = try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("tree")])
+        #expect(protected.status == 0, "\(protected.stderr)")
+        #expect(protected.stderr.hasPrefix("2 files ("))
+        #expect(protected.stderr.contains(") protected for \(Self.alice), encrypted; 2 skipped:\n"))
+        #expect(protected.stderr.contains("  \(scratch.file("tree/done.txt")): already protected for \(Self.alice) (encrypted, key version 1)\n"))
+        #expect(protected.stderr.contains("  \(scratch.file("tree/link")): a symbolic link: its target is not protected through it\n"))
+        for name in ["a.txt", "sub/b.txt", "done.txt"] {
+            #expect(try CLIRunner.run(["info", scratch.file("tree/" + name)]).stdout.contains("owned by \(Self.alice), encrypted"), "\(name)")
+        }
+        #expect(FileManager.default.fileExists(atPath: scratch.file("tree/.custody-owner")))
+        let withOutput = try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("tree"), scratch.file("elsewhere")])
+        #expect(withOutput.status != 0)
+        #expect(withOutput.stderr.contains("a directory is protected in place: give no OUT"))
+
+        // Damage one file: the others are still unprotected, the damaged one is named and kept.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: scratch.file("tree/sub/b.txt"))))
+        bytes[bytes.count - 1] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: scratch.file("tree/sub/b.txt")))
+        let unprotected = try scratch.run(["unprotect", scratch.file("tree")])
+        #expect(unprotected.status == 1)
+        #expect(unprotected.stderr.hasPrefix("2 files ("))
+        #expect(unprotected.stderr.contains("error: \(scratch.file("tree/sub/b.txt")): chunk 0 does not authenticate"))
+        #expect(unprotected.stderr.hasSuffix("error: 1 file could not be done and was left as it was\n"))
+        #expect(try scratch.read("tree/a.txt") == "first")
+        #expect(try scratch.read("tree/done.txt") == "already")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.file("tree/sub/b.txt"))) == Data(bytes))
+    }
+
+    @Test("--verify leaves a file already protected for the owner alone and says so; protects it otherwise")
+    func verify() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        try scratch.write("v.txt", "figures")
+        let first = try scratch.run(["protect", "--verify", "--owner", "alice@contoso.com", scratch.file("v.txt")])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.isEmpty)
+        let sealed = try Data(contentsOf: URL(fileURLWithPath: scratch.file("v.txt")))
+        let again = try scratch.run(["protect", "--verify", "--owner", "alice@contoso.com", scratch.file("v.txt")])
+        #expect(again.status == 0)
+        #expect(again.stderr == "skipped: \(scratch.file("v.txt")): already protected for \(Self.alice) (encrypted, key version 1)\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.file("v.txt"))) == sealed, "not rewritten")
+        let bob = try scratch.run(["protect", "--verify", "--owner", "bob@contoso.com", scratch.file("v.txt")])
+        #expect(bob.status == 0, "\(bob.stderr)")
+        #expect(try CLIRunner.run(["info", scratch.file("v.txt")]).stdout.contains("owned by oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000002"))
+        for arguments in [["-"], [scratch.file("v.txt"), scratch.file("w.txt")]] {
+            let refused = try scratch.run(["protect", "--verify", "--owner", "alice@contoso.com"] + arguments)
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("--verify protects a file in place"))
+        }
+    }
+
+    @Test("info and unprotect read standard input; --pass-through returns data that is not an envelope unchanged")
+    func passThrough() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        #expect(try CLIRunner.run(["info", "-"], stdin: "just text").stdout == "standard input: not protected\n")
+        let refused = try scratch.run(["unprotect", "-", "-"], stdin: "just text")
+        #expect(refused.status == 1)
+        #expect(refused.stdout.isEmpty)
+        #expect(refused.stderr.contains("standard input: not a protected file (no envelope header)"))
+        let passed = try scratch.run(["unprotect", "--pass-through", "-", "-"], stdin: "just text")
+        #expect(passed.status == 0)
+        #expect(passed.stdout == "just text")
+        #expect(passed.stderr == "note: standard input is not protected: passed through unchanged\n")
+        // An envelope is opened as usual with --pass-through.
+        try scratch.write("e.txt", "sealed text")
+        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("e.txt")]).status == 0)
+        let fromFile = try scratch.run(["unprotect", "--pass-through", scratch.file("e.txt"), "-"])
+        #expect(fromFile.stdout == "sealed text")
+        #expect(fromFile.stderr.isEmpty)
+        // A plain file in place is left as it is; copied to OUT unchanged.
+        try scratch.write("p.txt", "plain")
+        let inPlace = try scratch.run(["unprotect", "--pass-through", scratch.file("p.txt")])
+        #expect(inPlace.status == 0)
+        #expect(inPlace.stderr == "note: \(scratch.file("p.txt")) is not protected: left as it is\n")
+        #expect(try scratch.run(["unprotect", "--pass-through", scratch.file("p.txt"), scratch.file("q.txt")]).status == 0)
+        #expect(try scratch.read("q.txt") == "plain")
+    }
+
     @Test("unprotect refuses what is not an envelope, and a damaged one, with exit 1")
     func refusals() throws {
         let scratch = try Scratch()

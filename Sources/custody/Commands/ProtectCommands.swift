@@ -2,6 +2,7 @@ import ArgumentParser
 import Custody
 import CustodyPolicy
 import CustodyProtection
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -190,7 +191,7 @@ struct UnprotectCommand: AsyncParsableCommand {
         bar.finish()
         if !wasEnvelope {
             let source = input == "-" ? "standard input" : input
-            let what = destination == input ? "left as it is" : "passed through unchanged"
+            let what = destination == input && input != "-" ? "left as it is" : "passed through unchanged"
             StandardError.write("note: \(source.escapingControlCharacters) is not protected: \(what)\n")
         }
     }
@@ -264,10 +265,11 @@ struct InfoCommand: ParsableCommand {
     }
 }
 
-/// Whether `path` is a directory (not a link to one).
+/// Whether `path` is a directory, or a link to one (which the tree operations then refuse by
+/// name).
 private func isDirectory(_ path: String) -> Bool {
-    var status = stat()
-    return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    var isDirectory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
 }
 
 /// Prints what a tree operation did on standard error; exits 1 when any file failed.
