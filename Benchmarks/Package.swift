@@ -20,7 +20,7 @@ let package = Package(
         // libsodium directly: BLAKE2b and randomness for the protection benchmarks' baseline.
         .systemLibrary(name: "CLibsodium", path: "Sources/CLibsodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // OpenSSL's libcrypto directly: the AEAD baseline of the protection benchmarks.
-        .systemLibrary(name: "CLibcrypto", path: "Sources/CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "COpenSSLBaseline", path: "Sources/COpenSSLBaseline", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Deterministic synthetic tenants, policies and query streams.
         .target(
             name: "BenchmarkData",
@@ -67,7 +67,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkData",
                 "CLibsodium",
-                "CLibcrypto",
+                "COpenSSLBaseline",
                 .product(name: "CustodyPolicy", package: "Custody"),
                 .product(name: "CustodyProtection", package: "Custody"),
                 .product(name: "Custody", package: "Custody"),

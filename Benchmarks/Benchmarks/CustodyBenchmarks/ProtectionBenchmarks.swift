@@ -1,5 +1,5 @@
 import Benchmark
-import CLibcrypto
+import COpenSSLBaseline
 import CLibsodium
 import CustodyPolicy
 import CustodyProtection
