@@ -15,24 +15,9 @@ enum Checksum {
         return out
     }
 
-    /// A 16-byte keyed digest of the concatenation of `parts`, written to `output`.
-    static func keyed(_ key: [UInt8], parts: [UnsafeRawBufferPointer], into output: UnsafeMutableRawBufferPointer) {
-        Sodium.ensureInitialized()
-        withUnsafeTemporaryAllocation(byteCount: crypto_generichash_blake2b_statebytes(), alignment: 64) { raw in
-            let state = OpaquePointer(raw.baseAddress!)
-            key.withUnsafeBytes { key in
-                _ = crypto_generichash_blake2b_init(state, key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count, output.count)
-            }
-            for part in parts where !part.isEmpty {
-                _ = crypto_generichash_blake2b_update(state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
-            }
-            _ = crypto_generichash_blake2b_final(state, output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.count)
-            Sodium.zero(raw)
-        }
-    }
-
     /// A keyed digest of `first` then `second`, as long as `output` (at most 64 bytes), with no
-    /// allocation: the data-key derivation of derived-key envelopes.
+    /// allocation: the 16-byte chunk checksums of unencrypted envelopes (keyed by the header's
+    /// digest) and the data-key derivation of derived-key envelopes (keyed by the account key).
     static func keyed(
         key: UnsafeRawBufferPointer, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) {
@@ -40,9 +25,12 @@ enum Checksum {
         withUnsafeTemporaryAllocation(byteCount: crypto_generichash_blake2b_statebytes(), alignment: 64) { raw in
             let state = OpaquePointer(raw.baseAddress!)
             _ = crypto_generichash_blake2b_init(state, key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count, output.count)
-            for part in [first, second] where !part.isEmpty {
-                _ = crypto_generichash_blake2b_update(state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+            func absorb(_ part: UnsafeRawBufferPointer) {
+                guard let base = part.baseAddress, !part.isEmpty else { return }
+                _ = crypto_generichash_blake2b_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
             }
+            absorb(first)
+            absorb(second)
             _ = crypto_generichash_blake2b_final(state, output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.count)
             Sodium.zero(raw)
         }

@@ -40,7 +40,9 @@ final class ChunkCipher: Sendable {
                 headerBytes.withUnsafeBytes { aad in cipher.seal(plaintext, nonce: nonce, aad: aad, into: output) }
             } else {
                 UnsafeMutableRawBufferPointer(rebasing: output[..<plaintext.count]).copyMemory(from: plaintext)
-                Checksum.keyed(checksumKey, parts: [nonce, plaintext], into: UnsafeMutableRawBufferPointer(rebasing: output[plaintext.count...]))
+                checksumKey.withUnsafeBytes { key in
+                    Checksum.keyed(key: key, nonce, plaintext, into: UnsafeMutableRawBufferPointer(rebasing: output[plaintext.count...]))
+                }
             }
         }
     }
@@ -56,7 +58,7 @@ final class ChunkCipher: Sendable {
             let split = sealed.count - EnvelopeAlgorithm.tagCount
             let payload = UnsafeRawBufferPointer(rebasing: sealed[..<split])
             return withUnsafeTemporaryAllocation(byteCount: EnvelopeAlgorithm.tagCount, alignment: 1) { expected in
-                Checksum.keyed(checksumKey, parts: [nonce, payload], into: expected)
+                checksumKey.withUnsafeBytes { key in Checksum.keyed(key: key, nonce, payload, into: expected) }
                 guard Sodium.constantTimeEqual(UnsafeRawBufferPointer(expected), UnsafeRawBufferPointer(rebasing: sealed[split...])) else {
                     Sodium.zero(output)
                     return false

@@ -189,9 +189,8 @@ extension DataProtector {
     /// - Throws: `.decryptFailed`, `.keyUnavailable` and header errors; the file is then
     ///   unchanged and no plaintext is left behind.
     public func unprotect(file path: String, progress: Progress? = nil) throws(ProtectionError) {
-        try Self.requireReplaceableInPlace(path, protecting: false)
-        guard try protectionInfo(file: path) != nil else { return }
-        try unprotect(from: .file(path), to: .file(path), progress: progress)
+        // In place and passing through: a file that is not an envelope is left as it is.
+        try unprotect(from: .file(path), to: .file(path), passThrough: true, progress: progress)
     }
 
     /// What the file's envelope says, without any key; nil when it is not a protected file.
@@ -381,11 +380,6 @@ extension DataProtector {
         var status = stat()
         guard stat(path, &status) == 0 else { return nil }
         return status.st_mode & 0o7777
-    }
-
-    static func isRegularFile(_ path: String) -> Bool {
-        var status = stat()
-        return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Refuses to replace `path` in place unless it is itself a regular file: a symbolic link
