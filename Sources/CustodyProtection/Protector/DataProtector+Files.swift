@@ -104,26 +104,25 @@ extension DataProtector {
             descriptor = stream
             name = streamName
         }
-        let owning: Bool = if case .file = source { true } else { false }
+        // This function alone closes a descriptor it opened, once, however it returns: the
+        // reader is handed the descriptor without owning it.
+        defer { if case .file = source { close(descriptor) } }
         var reader: ProtectedFileReader?
         let head: [UInt8]
         do throws(ProtectionError) {
             head = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
             let isEnvelope = try head.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) != nil } }.get()
             if isEnvelope {
-                reader = try ProtectedFileReader(descriptor: descriptor, name: name, owning: owning, protector: self, prefetched: head)
+                reader = try ProtectedFileReader(descriptor: descriptor, name: name, owning: false, protector: self, prefetched: head)
             } else if !passThrough {
                 throw ProtectionError(.invalidArguments, "not a protected file (no envelope header); nothing to unprotect", path: name)
             }
         } catch {
-            if owning, reader == nil { close(descriptor) }
             throw error.at(name)
         }
         if reader == nil, case .file(let input) = source, case .file(let output) = sink, input == output {
-            close(descriptor)
             return false
         }
-        defer { if owning, reader == nil { close(descriptor) } }
         var done: Int64 = 0
         let blocks: ((UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) -> Void
         if let reader {
