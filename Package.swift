@@ -2,7 +2,7 @@
 //
 // Custody: a multi-identity data-protection policy engine for Swift on Linux.
 // Layers (each depends only on those above it): CSodium, CLibcrypto → CustodyPolicy → CustodyProtection
-// → CustodyStore → Custody → CustodyServer, custody. See docs/architecture.md.
+// → CustodyStore → CustodyPostgres → Custody → CustodyServer, custody. See docs/architecture.md.
 
 import PackageDescription
 
@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "CustodyPolicy", targets: ["CustodyPolicy"]),
         .library(name: "CustodyProtection", targets: ["CustodyProtection"]),
         .library(name: "CustodyStore", targets: ["CustodyStore"]),
+        .library(name: "CustodyPostgres", targets: ["CustodyPostgres"]),
         .library(name: "Custody", targets: ["Custody"]),
         .library(name: "CustodyServer", targets: ["CustodyServer"]),
         .executable(name: "custody", targets: ["custody"]),
@@ -41,6 +42,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -99,6 +101,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The same state on PostgreSQL (postgres-nio), for a fleet of replicas: the same tables
+        // and migrations, a change log announced with LISTEN/NOTIFY.
+        .target(
+            name: "CustodyPostgres",
+            dependencies: [
+                "CustodyStore",
+                "CustodyProtection",
+                "CustodyPolicy",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The runtime an app or service embeds: PolicyManager (snapshots swapped atomically,
         // decisions without awaiting), change notifications as AsyncStream, task-scoped
         // identity, selective wipe, app configuration and secrets providers (certificates
@@ -109,6 +128,7 @@ let package = Package(
                 "CustodyPolicy",
                 "CustodyProtection",
                 "CustodyStore",
+                "CustodyPostgres",
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -203,7 +223,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CustodyStoreTests",
-            dependencies: ["CustodyStore", "CustodyProtection", "CustodyPolicy", "CustodyTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CustodyStore", "CustodyPostgres", "CustodyProtection", "CustodyPolicy", "CustodyTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -20,7 +20,7 @@ public struct LoggedEvent: Sendable, Hashable {
 /// this one: the exception to `Locked`'s rule of not calling out under the lock is safe here.) Events that change the state are recorded in the same
 /// transaction as the change (`publish(_:recording:)`): a crash keeps both or neither.
 final class EventJournal: Sendable {
-    let database: CustodyDatabase?
+    let database: (any StateStore)?
     /// Subscribers of the events alone.
     let hub = EventHub<PolicyEvent>()
     /// Subscribers of the events with their ids.
@@ -37,7 +37,7 @@ final class EventJournal: Sendable {
     /// How many of the newest events are kept in memory.
     static let recentCapacity = 4_096
 
-    init(database: CustodyDatabase?, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    init(database: (any StateStore)?, clock: @escaping @Sendable () -> Date, logger: Logger) {
         self.database = database
         self.clock = clock
         self.logger = logger

@@ -99,7 +99,7 @@ extension PolicyManager {
                 secrets = counts.secrets
             }
             if let keyRing {
-                if let store = keyRing.store as? SQLiteKeyStore, store.database === database {
+                if let store = keyRing.store as? StateKeyStore, store.state === database {
                     keyRing.forget(resolved.identifiers)
                 } else {
                     // Keys in a store of their own: delete them there too.

@@ -21,7 +21,7 @@ public actor PolicyManager {
     /// How several policies reaching one account combine (see `PolicyPrecedence`).
     public nonisolated let precedence: PolicyPrecedence.Rule
     /// Where bundles, check-ins and the audit log are recorded; nil: nowhere.
-    public nonisolated let database: CustodyDatabase?
+    public nonisolated let database: (any StateStore)?
     nonisolated let logger: Logger
     nonisolated let slot: SnapshotSlot
     /// Records every event in the state's event log and delivers it, in order.
@@ -55,7 +55,7 @@ public actor PolicyManager {
     ///   - precedence: how several policies reaching one account combine; `incumbent` needs
     ///     the database's record of when each policy first reached each account.
     public init(
-        context: EvaluationContext = EvaluationContext(), database: CustodyDatabase? = nil, keyRing: KeyRing? = nil,
+        context: EvaluationContext = EvaluationContext(), database: (any StateStore)? = nil, keyRing: KeyRing? = nil,
         wipesWhenOfflineTooLong: Bool = false, precedence: PolicyPrecedence.Rule = .mostRestrictive,
         logger: Logger = Logger(label: "custody.manager"), now: @escaping @Sendable () -> Date = Date.init
     ) {
@@ -368,6 +368,19 @@ public actor PolicyManager {
             }
         }
         journal.advance(to: newest)
+    }
+
+    /// Puts the bundle last applied to the state (by any process or replica) in force here, if
+    /// it is not in force already; a one-off override stays. A stored bundle that does not load
+    /// here leaves the policy in force as it is, and is logged.
+    public func adoptStoredBundle() {
+        guard let database, bundleInForce?.isOverride != true else { return }
+        do {
+            guard let stored = try database.lastAppliedBundle(), stored.contentHash != bundleInForce?.revision else { return }
+            try restore()
+        } catch {
+            logger.error("a bundle applied elsewhere cannot be put in force here; the policy in force stays", metadata: ["error": "\(error)"])
+        }
     }
 
     /// How many streams of logged events or event notifications are subscribed now.

@@ -43,7 +43,7 @@ public func buildApplication(
 /// Every route, grouped by the scope it needs.
 func buildRouter(configuration: CustodyServerConfiguration, engine: CustodyEngine, metrics: ServerMetrics) -> Router<CustodyRequestContext> {
     let router = Router(context: CustodyRequestContext.self)
-    router.add(middleware: RequestMiddleware(metrics: metrics))
+    router.add(middleware: RequestMiddleware(metrics: metrics, engine: engine))
     router.add(middleware: TokenAuthenticator(engine: engine))
     OperationsController(engine: engine, metrics: metrics).addRoutes(to: router)
 

@@ -53,6 +53,12 @@ public struct CustodyServerConfiguration: Sendable {
     public var watchInterval: Duration
     /// How often offline grace is evaluated.
     public var offlineCheckInterval: Duration
+    /// How often the state's change log is read besides change notices (the only way to hear
+    /// of changes on SQLite; a safety net and the reachability probe on PostgreSQL).
+    public var statePollInterval: Duration = .seconds(1)
+    /// How long without reaching the state (or, on PostgreSQL, without a listening connection)
+    /// before the service marks its answers stale (`Custody-Stale`) and `/readyz` fails.
+    public var staleAfter: Duration = .seconds(3)
     /// How often an event stream sends a heartbeat when nothing happens.
     public var heartbeat: Duration
     /// Events an event stream may fall behind by before it is dropped (the client resumes from

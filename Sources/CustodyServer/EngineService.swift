@@ -3,8 +3,8 @@ import Logging
 import ServiceLifecycle
 
 /// The engine's background work while the service runs: applying the bundle directory as it
-/// changes, evaluating offline grace, and catching up with what other processes record in the
-/// state. On shutdown it stops both and ends every event
+/// changes, evaluating offline grace, and following the state's change log (what other
+/// processes and replicas record in it). On shutdown it stops both and ends every event
 /// stream (each client gets a final `shutdown` event).
 struct EngineService: Service {
     let engine: CustodyEngine
@@ -23,13 +23,11 @@ struct EngineService: Service {
             logger.notice("no bundle directory to watch; bundles come from PUT /v1/bundle")
             watch = nil
         }
-        // What other processes do to the state (a custody apply, a wipe, their events) reaches
-        // this service within a second.
+        // What other processes and replicas do to the state (a bundle applied, a wipe, a key
+        // rotated, a token revoked, their events) reaches this service: on PostgreSQL as soon
+        // as it commits (LISTEN/NOTIFY), and within a poll interval in any case.
         let follower = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                await engine.manager.catchUp()
-            }
+            await engine.follow(pollInterval: configuration.statePollInterval, staleAfter: configuration.staleAfter)
         }
         try? await gracefulShutdown()
         follower.cancel()

@@ -11,6 +11,12 @@ public struct AccountRecord: Sendable, Hashable {
     public let aliases: [String]
     /// When the installation first saw it.
     public let firstSeen: Date
+
+    package init(owner: String, aliases: [String], firstSeen: Date) {
+        self.owner = owner
+        self.aliases = aliases
+        self.firstSeen = firstSeen
+    }
 }
 
 /// What a wipe deleted, per identifier.
@@ -24,6 +30,13 @@ public struct WipeCounts: Sendable, Hashable {
     public let checkIns: Int
     /// The ids of the events appended with the wipe.
     public let eventIDs: [Int64]
+
+    package init(keyVersions: [String: Int], secrets: Int, checkIns: Int, eventIDs: [Int64]) {
+        self.keyVersions = keyVersions
+        self.secrets = secrets
+        self.checkIns = checkIns
+        self.eventIDs = eventIDs
+    }
 
     /// Key versions deleted in all.
     public var totalKeyVersions: Int { keyVersions.values.reduce(0, +) }
@@ -98,7 +111,7 @@ extension CustodyDatabase {
     /// truncated, so no copy of the keys stays.
     /// - Parameter account: the canonical identifier, for the audit entry.
     @discardableResult
-    public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord] = [], at date: Date) throws(StoreError) -> WipeCounts {
+    public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date) throws(StoreError) -> WipeCounts {
         let counts = try write("wiping \(account)") { db -> WipeCounts in
             var keyVersions: [String: Int] = [:]
             var secrets = 0
@@ -121,6 +134,7 @@ extension CustodyDatabase {
             try Self.audit(
                 .wipe, account: account, action: "wipe",
                 detail: "key versions deleted: \(keyVersions.values.reduce(0, +)) (\(under)); secrets deleted: \(secrets); \(reason)", at: date, in: db)
+            try Self.recordChange(.wipe, identifiers, at: date, in: db)
             return WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns, eventIDs: try Self.appendEvents(events, at: date, in: db))
         }
         try truncateLog()

@@ -30,6 +30,17 @@ public struct AuditEntry: Sendable, Hashable {
     public let detail: String?
     /// The id an audited decision's answer carried.
     public let decisionID: String?
+
+    package init(id: Int64, at: Date, kind: Kind, account: String?, action: String, allowed: Bool?, detail: String?, decisionID: String?) {
+        self.id = id
+        self.at = at
+        self.kind = kind
+        self.account = account
+        self.action = action
+        self.allowed = allowed
+        self.detail = detail
+        self.decisionID = decisionID
+    }
 }
 
 /// An entry to append to the audit log.
@@ -89,14 +100,7 @@ extension CustodyDatabase {
         try db.execute(
             sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
             arguments: [name, value])
-    }
-
-    /// Appends an entry when auditing is on; returns whether it was written.
-    @discardableResult
-    public func audit(_ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, at date: Date) throws(StoreError) -> Bool {
-        try write("writing the audit log") { db in
-            try Self.audit(kind, account: account, action: action, allowed: allowed, detail: detail, at: date, in: db)
-        }
+        try recordChange(.setting, [name], at: Date(), in: db)
     }
 
     /// Appends entries in one transaction when auditing is on; returns how many were written.
@@ -127,7 +131,7 @@ extension CustodyDatabase {
     }
 
     /// Audit entries at or after `since` (all when nil), oldest first.
-    public func auditEntries(since: Date? = nil, limit: Int = 10_000) throws(StoreError) -> [AuditEntry] {
+    public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
         let rows = try read("reading the audit log") { db in
             try Row.fetchAll(
                 db, sql: "SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
@@ -158,15 +162,13 @@ extension CustodyDatabase {
 
     /// Records the fields of the installation's context that are given; the others keep their
     /// stored value.
-    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String? = nil) throws(StoreError) {
+    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?) throws(StoreError) {
         try write("recording the installation's context") { db in
             for (name, value) in [
                 ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel), ("precedence", precedence),
             ] {
                 guard let value else { continue }
-                try db.execute(
-                    sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                    arguments: [name, value])
+                try Self.setSetting(name, value, in: db)
             }
         }
     }

@@ -17,6 +17,15 @@ public struct BundleRecord: Sendable, Hashable {
     public let result: Result
     /// Why it was rejected; nil when applied.
     public let message: String?
+
+    package init(id: Int64, contentHash: String, appliedAt: Date, source: String, result: Result, message: String?) {
+        self.id = id
+        self.contentHash = contentHash
+        self.appliedAt = appliedAt
+        self.source = source
+        self.result = result
+        self.message = message
+    }
 }
 
 extension CustodyDatabase {
@@ -27,8 +36,8 @@ extension CustodyDatabase {
     /// `events` are appended to the event log in the same transaction; their ids come back.
     @discardableResult
     public func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])] = [],
-        accounts: [(owner: String, aliases: [String])] = [], reach: [(account: String, policies: [String])] = [], events: [EventRecord] = [],
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord],
         at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         let (id, eventIDs) = try write("recording a bundle") { db in
@@ -49,6 +58,7 @@ extension CustodyDatabase {
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
                 detail: "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")", at: date, in: db)
+            if result == .applied, !files.isEmpty { try Self.recordChange(.bundle, [contentHash], at: date, in: db) }
             return (id, try Self.appendEvents(events, at: date, in: db))
         }
         return (BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message), eventIDs)
@@ -69,7 +79,7 @@ extension CustodyDatabase {
     }
 
     /// Bundle records, newest first.
-    public func bundleHistory(limit: Int = 100) throws(StoreError) -> [BundleRecord] {
+    public func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord] {
         let rows = try read("reading the bundle history") { db in
             try Row.fetchAll(
                 db, sql: "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT ?",

@@ -53,7 +53,7 @@ extension CustodyDatabase {
     }
 
     /// Events after `id`, oldest first, at most `limit`.
-    public func events(after id: Int64, limit: Int = 1_000) throws(StoreError) -> [StoredEvent] {
+    public func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
         let rows = try read("reading the event log") { db in
             try Row.fetchAll(db, sql: "SELECT id, at, name, body FROM events WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit])
         }

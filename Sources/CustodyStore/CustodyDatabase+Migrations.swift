@@ -151,6 +151,18 @@ extension CustodyDatabase {
                 table.primaryKey(["account", "policy"])
             }
         }
+        migrator.registerMigration("v6: the change log replicas follow") { db in
+            // Every bundle applied, wipe, key added or deleted, token and secret change and
+            // setting change, in commit order: what replicas of a fleet apply, and what a
+            // replica that was away catches up from. Bounded: the oldest rows are pruned past
+            // the retention.
+            try db.create(table: "changes") { table in
+                table.autoIncrementedPrimaryKey("revision")
+                table.column("at", .datetime).notNull()
+                table.column("kind", .text).notNull()
+                table.column("subjects", .text).notNull()
+            }
+        }
         return migrator
     }()
 }

@@ -31,6 +31,7 @@ extension CustodyDatabase {
                     ON CONFLICT(scope, identifier) DO UPDATE SET kind = excluded.kind, sealed = excluded.sealed, updated = excluded.updated
                     """,
                 arguments: [secret.scope, secret.identifier, secret.kind, Data(secret.sealed), secret.updated])
+            try Self.recordChange(.secret, [secret.scope], at: secret.updated, in: db)
         }
     }
 
@@ -49,7 +50,9 @@ extension CustodyDatabase {
     public func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool {
         try write("removing the secret \(identifier)") { db in
             try db.execute(sql: "DELETE FROM secrets WHERE scope = ? AND identifier = ?", arguments: [scope, identifier])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return false }
+            try Self.recordChange(.secret, [scope], at: Date(), in: db)
+            return true
         }
     }
 
@@ -58,7 +61,9 @@ extension CustodyDatabase {
     public func removeSecrets(scope: String) throws(StoreError) -> Int {
         try write("removing the secrets of \(scope)") { db in
             try db.execute(sql: "DELETE FROM secrets WHERE scope = ?", arguments: [scope])
-            return db.changesCount
+            let count = db.changesCount
+            if count > 0 { try Self.recordChange(.secret, [scope], at: Date(), in: db) }
+            return count
         }
     }
 

@@ -34,6 +34,7 @@ extension CustodyDatabase {
                 sql: "INSERT INTO tokens (id, name, scopes, hash, created) VALUES (?, ?, ?, ?, ?)",
                 arguments: [token.id, token.name, token.scopes.joined(separator: " "), Data(token.hash), token.created])
             try Self.bumpTokenGeneration(db)
+            try Self.recordChange(.token, [token.id], at: token.created, in: db)
             try Self.audit(.token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))", at: token.created, in: db)
         }
     }
@@ -45,6 +46,7 @@ extension CustodyDatabase {
             try db.execute(sql: "UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", arguments: [date, id])
             guard db.changesCount > 0 else { return false }
             try Self.bumpTokenGeneration(db)
+            try Self.recordChange(.token, [id], at: date, in: db)
             try Self.audit(.token, account: nil, action: "revoke", detail: id, at: date, in: db)
             return true
         }

@@ -9,7 +9,7 @@ import GRDB
 /// writer); tests use an in-memory database. Deleted rows are overwritten (`secure_delete`),
 /// and wiping keys also checkpoints and truncates the WAL, so a wiped key leaves no copy in the
 /// file. Thread-safe: share one instance; several processes may open the same file.
-public final class CustodyDatabase: Sendable {
+public final class CustodyDatabase: StateStore {
     /// The database file; nil when in memory.
     public let path: String?
     /// Opened by `init(readingOnly:)`: every write fails.

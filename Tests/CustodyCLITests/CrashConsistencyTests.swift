@@ -87,13 +87,13 @@ struct CrashConsistencyTests {
         for round in 0..<Self.kills {
             // Give alice a key and a check-in when the last round wiped them.
             let database = try CustodyDatabase(path: scratch.file("state"))
-            if try SQLiteKeyStore(database: database).keys(for: owner).isEmpty {
+            if try StateKeyStore(state: database).keys(for: owner).isEmpty {
                 #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
                 #expect(try scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
             }
             try runAndKill(["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
             let after = try CustodyDatabase(path: scratch.file("state"))
-            let keys = try SQLiteKeyStore(database: after).keys(for: owner).count
+            let keys = try StateKeyStore(state: after).keys(for: owner).count
             let checkIn = try after.lastCheckIn(account: owner.rawValue)
             #expect((keys == 0) == (checkIn == nil), "round \(round): \(keys) keys left, check-in \(checkIn.map { "\($0)" } ?? "gone")")
             if keys == 0 { wiped += 1 } else { untouched += 1 }
@@ -130,7 +130,7 @@ struct CrashConsistencyTests {
             // The envelope is absent or whole: whole means it opens while alice has keys, and
             // is refused as wiped once she has none.
             guard FileManager.default.fileExists(atPath: scratch.file("a.cst")) else { continue }
-            let keys = try SQLiteKeyStore(database: database).keys(for: owner)
+            let keys = try StateKeyStore(state: database).keys(for: owner)
             let opened = try scratch.run(["unprotect", scratch.file("a.cst"), scratch.file("back.txt")])
             if opened.status == 0 {
                 #expect(try scratch.read("back.txt") == plaintext, "round \(round): the envelope opened to something else")

@@ -39,8 +39,8 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
     func make(in directory: TemporaryDirectory) throws -> any AccountKeyStore {
         switch self {
         case .files: try FileKeyStore(directory: directory.file("state"))
-        case .sqliteOnDisk: SQLiteKeyStore(database: try CustodyDatabase(path: directory.file("state/state.sqlite")))
-        case .sqliteInMemory: SQLiteKeyStore(database: try CustodyDatabase())
+        case .sqliteOnDisk: StateKeyStore(state: try CustodyDatabase(path: directory.file("state/state.sqlite")))
+        case .sqliteInMemory: StateKeyStore(state: try CustodyDatabase())
         }
     }
 }
@@ -82,7 +82,7 @@ struct KeyStoreTests {
     func keyRing() throws {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(store: SQLiteKeyStore(database: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let protector = DataProtector(keyRing: ring)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
         let data = Array("quarterly numbers".utf8)
@@ -94,7 +94,7 @@ struct KeyStoreTests {
         // A second process (a second ring on the same file) reads the same keys, and notices
         // the wipe the first one makes (at its next look at the store: at once, here).
         let again = try KeyRing(
-            store: SQLiteKeyStore(database: try CustodyDatabase(path: directory.file("state.sqlite"))),
+            store: StateKeyStore(state: try CustodyDatabase(path: directory.file("state.sqlite"))),
             masterKey: .keyFile(path: directory.file("master.key")), revalidationInterval: .zero)
         #expect(try DataProtector(keyRing: again).unprotect(first) == data)
 
@@ -120,7 +120,7 @@ struct KeyStoreTests {
     func shredding() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("state.sqlite")
-        let store = SQLiteKeyStore(database: try CustodyDatabase(path: path))
+        let store = StateKeyStore(state: try CustodyDatabase(path: path))
         let marker = [UInt8](repeating: 0x5C, count: 48)
         try store.add(WrappedAccountKey(owner: owner, version: 1, created: Date(), nonce: [UInt8](repeating: 0x3E, count: 24), ciphertext: marker))
         try store.add(wrapped(other, 1))

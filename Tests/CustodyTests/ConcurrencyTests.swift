@@ -14,7 +14,7 @@ struct ConcurrencyTests {
     func swapsUnderLoad() async throws {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(store: SQLiteKeyStore(database: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let manager = PolicyManager(context: EvaluationContext(platform: .ios), database: nil, keyRing: ring)
         let bundles = try (0..<4).map { try TestBundle(printBlockedA: $0 & 1 == 0, printBlockedB: $0 & 2 == 0).bundle() }
         await manager.apply(bundles[0], source: "test")

@@ -36,7 +36,7 @@ struct SecretsTests {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
         try database.setAuditEnabled(true)
-        let ring = try KeyRing(store: SQLiteKeyStore(database: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let clock = TestClock(Self.t0)
         let logs = LogCapture()
         let manager = PolicyManager(

@@ -17,7 +17,7 @@ struct WipeTests {
         -> (PolicyManager, DataProtector, CustodyDatabase)
     {
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(store: SQLiteKeyStore(database: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let manager = PolicyManager(
             context: EvaluationContext(platform: .ios), database: database, keyRing: ring, wipesWhenOfflineTooLong: wipes, now: now)
         await manager.apply(try TestBundle().bundle(), source: "test")

@@ -101,7 +101,7 @@ final class StreamPool: Sendable {
 final class DecisionAuditSetting: Sendable {
     private let state = Locked<(on: Bool, until: ContinuousClock.Instant)?>(nil)
 
-    func isOn(_ database: CustodyDatabase) throws(CustodyError) -> Bool {
+    func isOn(_ database: any StateStore) throws(CustodyError) -> Bool {
         let now = ContinuousClock.now
         if let cached = state.withLock({ $0 }), cached.until > now { return cached.on }
         let on: Bool

@@ -302,7 +302,7 @@ extension CustodyEngine {
 
     /// Every owner with keys in the state, with its versions. Needs no master key.
     public func keyOwners() throws(CustodyError) -> [KeyOwner] {
-        let store = SQLiteKeyStore(database: database)
+        let store = StateKeyStore(state: database)
         let snapshot = manager.snapshot
         do {
             return try store.owners().map { owner throws(ProtectionError) in

@@ -118,7 +118,12 @@ final class TokenCache: Sendable {
     private let state = Locked(State())
     private let lifetime: Duration = .seconds(1)
 
-    func authenticate(_ bearer: String, database: CustodyDatabase) -> ServiceToken? {
+    /// Forgets every verified token (a token was created or revoked elsewhere).
+    func forget() {
+        state.withLock { $0 = State() }
+    }
+
+    func authenticate(_ bearer: String, database: any StateStore) -> ServiceToken? {
         guard bearer.hasPrefix(CustodyEngine.tokenPrefix), bearer.utf8.count == CustodyEngine.tokenPrefix.utf8.count + 16 + 1 + 64 else { return nil }
         let now = ContinuousClock.now
         // Forget everything when any process created or revoked a token since the last look.

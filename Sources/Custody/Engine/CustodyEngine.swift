@@ -1,6 +1,7 @@
 public import CustodyPolicy
 public import CustodyProtection
 public import CustodyStore
+import CustodyPostgres
 public import Foundation
 public import Logging
 
@@ -23,6 +24,16 @@ public struct CustodyConfiguration: Sendable {
         case readOnlyPath(String)
         /// A throwaway state in memory.
         case inMemory
+        /// A PostgreSQL state (`postgres://USER@HOST:PORT/DATABASE?schema=NAME`, see
+        /// `PostgresSettings`), shared by a fleet of replicas: its schema is created and
+        /// migrated on first use.
+        case postgres(String)
+
+        /// The state a `--state` argument names: a `postgres://` URL, else a SQLite path
+        /// opened as `path` says.
+        public static func named(_ argument: String, _ path: (String) -> State) -> State {
+            PostgresSettings.isURL(argument) ? .postgres(argument) : path(argument)
+        }
     }
 
     public var state: State
@@ -87,7 +98,7 @@ public struct CustodyConfiguration: Sendable {
 public final class CustodyEngine: Sendable {
     public let configuration: CustodyConfiguration
     /// The state database.
-    public let database: CustodyDatabase
+    public let database: any StateStore
     /// The account keys, when a master key was configured.
     public let keyRing: KeyRing?
     /// The runtime: the policy in force, decisions, events, identity, wipe and check-ins.
@@ -101,13 +112,23 @@ public final class CustodyEngine: Sendable {
     let auditSetting = DecisionAuditSetting()
     /// Decision streams of finished sessions.
     let streams = StreamPool()
+    /// How current this replica is with the state (see `follow`).
+    let replica: Locked<ReplicaStatus>
+    /// Applies the state's change log, once each change, in order.
+    let applier: ChangeApplier
 
-    private init(configuration: CustodyConfiguration, database: CustodyDatabase, keyRing: KeyRing?, manager: PolicyManager) {
+    private init(configuration: CustodyConfiguration, database: any StateStore, keyRing: KeyRing?, manager: PolicyManager, revision: Int64) {
         self.configuration = configuration
         self.database = database
         self.keyRing = keyRing
         self.manager = manager
         self.logger = configuration.logger
+        let replica = Locked(ReplicaStatus(
+            revision: revision, newestKnown: revision, listening: !database.notifiesChanges, lastContact: configuration.now(), problem: nil,
+            staleAfter: .seconds(3)))
+        self.replica = replica
+        applier = ChangeApplier(
+            state: database, keyRing: keyRing, tokenCache: tokenCache, auditSetting: auditSetting, manager: manager, replica: replica)
     }
 
     /// Opens an installation: the state database (migrated), the key ring when a master key
@@ -117,7 +138,7 @@ public final class CustodyEngine: Sendable {
     ///   the master key is unusable, `.bundle` when the override or the stored bundle does not
     ///   load (a policy in force that cannot be restored is never replaced by an empty one).
     public static func open(_ configuration: CustodyConfiguration) async throws(CustodyError) -> CustodyEngine {
-        let database: CustodyDatabase
+        let database: any StateStore
         do {
             switch configuration.state {
             case .path(let state):
@@ -136,6 +157,8 @@ public final class CustodyEngine: Sendable {
                 database = try CustodyDatabase(readingOnly: CustodyDatabase.path(forState: state))
             case .inMemory:
                 database = try CustodyDatabase()
+            case .postgres(let url):
+                database = try PostgresState(url: url, logger: configuration.logger)
             }
         } catch let error as CustodyError {
             throw error
@@ -145,14 +168,18 @@ public final class CustodyEngine: Sendable {
         let keyRing: KeyRing?
         do {
             keyRing = try configuration.masterKey.map { source throws(ProtectionError) in
-                try KeyRing(store: SQLiteKeyStore(database: database), masterKey: source)
+                try KeyRing(store: StateKeyStore(state: database), masterKey: source)
             }
         } catch {
             throw CustodyError(.masterKey, "\(error)", underlying: error)
         }
         let context: EvaluationContext
         let precedence: PolicyPrecedence.Rule
+        // Read before the bundle in force is: a change committed meanwhile is applied later,
+        // never missed.
+        let revision: Int64
         do {
+            revision = try database.changeBounds().newest
             context = try Self.context(configuration.context, recordedIn: database)
             precedence = try configuration.precedence
                 ?? database.installationContext().precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:)) ?? .mostRestrictive
@@ -175,13 +202,13 @@ public final class CustodyEngine: Sendable {
                 throw CustodyError(.bundle, error.message, diagnostics: error.diagnostics, underlying: error)
             }
         }
-        return CustodyEngine(configuration: configuration, database: database, keyRing: keyRing, manager: manager)
+        return CustodyEngine(configuration: configuration, database: database, keyRing: keyRing, manager: manager, revision: revision)
     }
 
     // MARK: The installation's context
 
     /// `given`, each field it leaves nil taken from the context recorded in the state.
-    static func context(_ given: EvaluationContext, recordedIn database: CustodyDatabase) throws(StoreError) -> EvaluationContext {
+    static func context(_ given: EvaluationContext, recordedIn database: any StateStore) throws(StoreError) -> EvaluationContext {
         let recorded = try database.installationContext()
         var context = given
         if context.platform == nil { context.platform = recorded.platform.flatMap(Platform.init(rawValue:)) }

@@ -94,11 +94,11 @@ public struct DecisionSession {
 /// Decisions answered but not yet in the audit log, and the ids their answers carry.
 final class AuditBuffer: @unchecked Sendable {
     // @unchecked: used by one session, on one thread at a time.
-    private let database: CustodyDatabase
+    private let database: any StateStore
     private let now: @Sendable () -> Date
     private var records: [AuditRecord] = []
 
-    init(database: CustodyDatabase, now: @escaping @Sendable () -> Date) {
+    init(database: any StateStore, now: @escaping @Sendable () -> Date) {
         self.database = database
         self.now = now
     }

@@ -43,7 +43,7 @@ public final class SecretsProvider: Sendable {
     /// The longest identifier accepted, in bytes.
     public static let maximumIdentifierLength = 256
 
-    public let database: CustodyDatabase
+    public let database: any StateStore
     private let protector: DataProtector
     let journal: EventJournal
     var hub: EventHub<PolicyEvent> { journal.hub }
@@ -58,7 +58,7 @@ public final class SecretsProvider: Sendable {
     /// - Parameter policy: its tenant files an account's secrets under the tenant's OID for it,
     ///   as a manager does, so every form of the account finds them.
     public convenience init(
-        database: CustodyDatabase, keyRing: KeyRing, policy: PolicySnapshot? = nil, logger: Logger = Logger(label: "custody.secrets"),
+        database: any StateStore, keyRing: KeyRing, policy: PolicySnapshot? = nil, logger: Logger = Logger(label: "custody.secrets"),
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.init(
@@ -68,7 +68,7 @@ public final class SecretsProvider: Sendable {
     }
 
     init(
-        database: CustodyDatabase, keyRing: KeyRing, journal: EventJournal, logger: Logger, now: @escaping @Sendable () -> Date,
+        database: any StateStore, keyRing: KeyRing, journal: EventJournal, logger: Logger, now: @escaping @Sendable () -> Date,
         resolveAccount: @escaping @Sendable (AccountScope?) -> AccountID?, ownerOf: @escaping @Sendable (AccountID) -> OwnerIdentifier
     ) {
         self.database = database

@@ -156,6 +156,14 @@ public final class KeyRing: Sendable {
         }
     }
 
+    /// Drops every key from memory: they are read (and unwrapped) afresh when next used.
+    public func forgetAll() {
+        cache.withLock { cache in
+            cache.keys = [:]
+            cache.current = [:]
+        }
+    }
+
     private func addVersion(for owner: OwnerIdentifier) throws(ProtectionError) -> AccountKey {
         let result: Result<AccountKey, ProtectionError> = writer.withLock { added in
             // Another process may add the same version between our read and our write: the store

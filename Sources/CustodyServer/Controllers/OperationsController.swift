@@ -33,11 +33,25 @@ struct OperationsController {
         } catch {
             problems.append("the state cannot be read")
         }
+        let replica = engine.replicaStatus
+        let stale = replica.isStale()
+        if stale {
+            problems.append("stale: \(replica.listening ? "the state has not answered recently" : "not hearing of changes to the state")\(replica.problem.map { " (\($0))" } ?? "")")
+        }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("status"); writer.value(problems.isEmpty ? "ready" : "not ready")
         writer.key("revision"); writer.value(engine.bundleInForce?.revision)
         writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.key("state")
+        writer.beginObject()
+        writer.key("backend"); writer.value(engine.database.notifiesChanges ? "postgres" : "sqlite")
+        writer.key("changeRevision"); writer.value(Int(replica.revision))
+        writer.key("newestKnown"); writer.value(Int(replica.newestKnown))
+        writer.key("listening"); writer.value(replica.listening)
+        writer.key("stale"); writer.value(stale)
+        writer.key("lastContact"); writer.value(replica.lastContact.map { $0.formatted(.iso8601) })
+        writer.endObject()
         writer.key("problems")
         writer.beginArray()
         for problem in problems { writer.value(problem) }

@@ -12,6 +12,7 @@ import NIOCore
 struct RequestMiddleware: RouterMiddleware {
     typealias Context = CustodyRequestContext
     let metrics: ServerMetrics
+    let engine: CustodyEngine
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
@@ -31,6 +32,14 @@ struct RequestMiddleware: RouterMiddleware {
             response = try ServiceError(.internalServerError, "internal", "the service failed to answer this request").response(from: request, context: context)
         }
         response.headers[.custodyRequestID] = context.id
+        // A replica that lost the shared state says so on every answer (made from the policy
+        // in force, which may be behind): `Custody-Stale: true`, with the change revision it
+        // has applied.
+        let replica = engine.replicaStatus
+        if replica.isStale() {
+            response.headers[.custodyStale] = "true"
+            response.headers[.custodyStateRevision] = String(replica.revision)
+        }
         let route = context.endpointPath ?? "unmatched"
         metrics.request(method: request.method.rawValue, route: route, status: Int(response.status.code), duration: start.duration(to: .now))
         context.logger.info(
@@ -82,6 +91,8 @@ struct RequireScope: RouterMiddleware {
 extension HTTPField.Name {
     static let custodyRequestID = Self("Custody-Request-Id")!
     static let custodyRevision = Self("Custody-Revision")!
+    static let custodyStale = Self("Custody-Stale")!
+    static let custodyStateRevision = Self("Custody-State-Revision")!
     static let custodyEventID = Self("Custody-Event-Id")!
     static let custodyMinRevision = Self("Custody-Min-Revision")!
     static let custodyMinEventID = Self("Custody-Min-Event-Id")!

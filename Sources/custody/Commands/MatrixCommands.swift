@@ -154,7 +154,7 @@ struct MatrixCommand: AsyncParsableCommand {
             if bundles.count == 2 {
                 old = PolicySnapshot(bundle: try loadPolicyBundle(bundles[0]), context: context, logger: logger)
             } else {
-                let configuration = CustodyConfiguration(state: .existingPath(stateOptions.state), context: context, logger: logger)
+                let configuration = CustodyConfiguration(state: stateOptions.opened(CustodyConfiguration.State.existingPath), context: context, logger: logger)
                 let engine: CustodyEngine
                 do {
                     engine = try await CustodyEngine.open(configuration)

@@ -83,7 +83,7 @@ struct ServeCommand: AsyncParsableCommand {
         let engine: CustodyEngine
         do {
             engine = try await CustodyEngine.open(CustodyConfiguration(
-                state: .path(stateOptions.state), masterKey: masterKey, context: contextOptions.context, logger: logger))
+                state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey, context: contextOptions.context, logger: logger))
             if let bundle { try await engine.apply(bundleDirectory: bundle) }
         } catch {
             throw fail(error, state: stateOptions)

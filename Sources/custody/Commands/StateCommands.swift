@@ -52,7 +52,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = CustodyConfiguration(
-            state: .path(stateOptions.state), context: contextOptions.context, wipesWhenOfflineTooLong: wipeWhenOffline,
+            state: stateOptions.opened(CustodyConfiguration.State.path), context: contextOptions.context, wipesWhenOfflineTooLong: wipeWhenOffline,
             logger: loggingOptions.makeLogger())
         let watch = try await reporting(state: stateOptions) { () async throws(CustodyError) in
             try await CustodyEngine.open(configuration).watch(

@@ -33,10 +33,24 @@ extension PolicyPrecedence.Rule: ExpressibleByArgument {}
 /// Where the installation's state is, and the one-off bundle override: what every command
 /// that opens the engine takes.
 struct StateOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "Custody's state: a SQLite database file, or a directory holding state.sqlite. It keeps the bundle in force, keys, secrets, check-ins and the audit log.",
-        valueName: "path"))
-    var state: String = ".custody/state.sqlite"
+    @Option(
+        name: .customLong("state"),
+        help: ArgumentHelp(
+            "Custody's state: a SQLite database file, a directory holding state.sqlite, or a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE?schema=NAME) that a fleet of replicas shares. It keeps the bundle in force, keys, secrets, check-ins, tokens and the audit log. Default: $CUSTODY_STATE_URL, else .custody/state.sqlite.",
+            valueName: "path-or-url"))
+    var stateArgument: String?
+
+    /// `--state`, else `CUSTODY_STATE_URL`, else the default SQLite file.
+    var state: String {
+        if let stateArgument { return stateArgument }
+        if let url = ProcessInfo.processInfo.environment["CUSTODY_STATE_URL"], !url.isEmpty { return url }
+        return ".custody/state.sqlite"
+    }
+
+    /// The state, opened as `path` says when it is a SQLite path.
+    func opened(_ path: (String) -> CustodyConfiguration.State) -> CustodyConfiguration.State {
+        .named(state, path)
+    }
 }
 
 /// The policy a command decides with: the bundle in force in the state, or `--bundle`.
@@ -116,10 +130,10 @@ func openEngine(
 ) async throws -> CustodyEngine {
     let opened: CustodyConfiguration.State =
         switch access {
-        case .readWrite: .path(state.state)
-        case .readOnly: .existingPath(state.state)
-        case .existing: .requiredPath(state.state)
-        case .reading: .readOnlyPath(state.state)
+        case .readWrite: state.opened(CustodyConfiguration.State.path)
+        case .readOnly: state.opened(CustodyConfiguration.State.existingPath)
+        case .existing: state.opened(CustodyConfiguration.State.requiredPath)
+        case .reading: state.opened(CustodyConfiguration.State.readOnlyPath)
         }
     var configuration = CustodyConfiguration(
         state: opened,

@@ -1,0 +1,103 @@
+public import CustodyStore
+import Foundation
+import NIOSSL
+public import PostgresNIO
+
+/// Where a PostgreSQL state lives, parsed from a `postgres://` URL.
+///
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=MODE&host=SOCKETDIR]`
+/// - `schema` (default `custody`): the schema Custody's tables live in, created on first use.
+///   Several installations can share one database under different schemas; each has its own
+///   change channel.
+/// - `sslmode`: `disable`, `prefer` (the default, as libpq's) or `require` (TLS with the
+///   server's certificate verified against the system's trust roots; stricter than libpq's
+///   `require`, which does not verify).
+/// - `host` as a query parameter: a directory holding the server's Unix socket, as libpq reads
+///   it (the URL's host is then empty: `postgres://custody@/custody?host=/run/postgresql`).
+public struct PostgresSettings: Sendable {
+    public var configuration: PostgresConnection.Configuration
+    /// The schema Custody's tables live in.
+    public var schema: String
+    /// The URL without its password: what messages name.
+    public var redacted: String
+    /// How long one statement may take, on the server and as the client waits for it.
+    public var statementTimeout: Duration = .seconds(30)
+    /// Connections kept for queries (the listener has its own).
+    public var maximumConnections = 8
+
+    /// Parses `url`.
+    /// - Throws: `StoreError` `.open` naming what is wrong with it.
+    public init(url: String) throws(StoreError) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
+            throw StoreError(.open, "not a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE): \(Self.redact(url))")
+        }
+        let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let known: Set<String> = ["schema", "sslmode", "host", "application_name"]
+        if let unknown = query.keys.filter({ !known.contains($0) }).sorted().first {
+            throw StoreError(.open, "unknown parameter \"\(unknown)\" in the state URL (known: \(known.sorted().joined(separator: ", ")))")
+        }
+        guard let user = components.user.flatMap({ $0.removingPercentEncoding }), !user.isEmpty else {
+            throw StoreError(.open, "the state URL names no user (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
+        }
+        let password = components.password?.removingPercentEncoding
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        guard !path.isEmpty, !path.contains("/") else {
+            throw StoreError(.open, "the state URL names no database (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
+        }
+        let database = path.removingPercentEncoding ?? path
+        schema = query["schema"] ?? "custody"
+        guard Self.isIdentifier(schema) else {
+            throw StoreError(.open, "the schema \"\(schema)\" is not a plain identifier (lower-case letters, digits and _, at most 48)")
+        }
+        let port = components.port ?? 5432
+        if let socketDirectory = query["host"], !socketDirectory.isEmpty {
+            configuration = PostgresConnection.Configuration(
+                unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        } else {
+            guard let host = components.host, !host.isEmpty else {
+                throw StoreError(.open, "the state URL names no host: \(Self.redact(url))")
+            }
+            let tls: PostgresConnection.Configuration.TLS
+            switch query["sslmode"] ?? "prefer" {
+            case "disable": tls = .disable
+            case "prefer", "require":
+                let context: NIOSSLContext
+                do {
+                    context = try NIOSSLContext(configuration: .makeClientConfiguration())
+                } catch {
+                    throw StoreError(.open, "cannot set up TLS for the state: \(error)")
+                }
+                tls = query["sslmode"] == "require" ? .require(context) : .prefer(context)
+            case let mode:
+                throw StoreError(.open, "sslmode \"\(mode)\" is not one of disable, prefer, require")
+            }
+            configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        }
+        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.additionalStartupParameters = [
+            ("search_path", schema), ("application_name", query["application_name"] ?? "custody"),
+            ("statement_timeout", "30s"), ("lock_timeout", "30s"), ("TimeZone", "UTC"),
+        ]
+        redacted = Self.redact(url)
+    }
+
+    /// The channel change notices are sent on: one per schema.
+    public var channel: String { "custody_changes_" + schema }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 48 && name.utf8.first.map { !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } == true
+            && name.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") }
+    }
+
+    /// `url` with its password replaced by `***`.
+    public static func redact(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? "postgres://(unprintable URL)"
+    }
+
+    /// Whether `state` (a `--state` argument) names a PostgreSQL state.
+    public static func isURL(_ state: String) -> Bool {
+        state.hasPrefix("postgres://") || state.hasPrefix("postgresql://")
+    }
+}

@@ -1,0 +1,140 @@
+public import CustodyProtection
+public import CustodyStore
+public import Foundation
+public import Logging
+import NIOCore
+import PostgresNIO
+
+/// Custody's state on PostgreSQL, for a fleet of replicas sharing one state: the same tables,
+/// migrations and errors as the SQLite state (`CustodyDatabase`), through postgres-nio.
+///
+/// Every write that other replicas must hear of appends to the change log in its own
+/// transaction and sends a `NOTIFY` with the new revision (the number only, never the data);
+/// `changeNotifications()` listens on a connection of its own. Change revisions and event ids
+/// are numbered under one row lock each, so they are in commit order.
+///
+/// Thread-safe: share one instance per process. `close()` ends its connections.
+public final class PostgresState: ChangeNotifying {
+    public let settings: PostgresSettings
+    let sessions: PostgresSessions
+    let logger: Logger
+
+    public var path: String? { settings.redacted }
+    public var isReadOnly: Bool { false }
+
+    /// Connects to the state at `url` and brings its schema up to date.
+    /// - Throws: `StoreError` `.open` when the URL is malformed or the database cannot be
+    ///   reached; `.migration` when it was written by a newer Custody or a migration fails.
+    public convenience init(url: String, logger: Logger = Logger(label: "custody.state")) throws(StoreError) {
+        try self.init(settings: PostgresSettings(url: url), logger: logger)
+    }
+
+    public init(settings: PostgresSettings, logger: Logger = Logger(label: "custody.state")) throws(StoreError) {
+        self.settings = settings
+        self.logger = logger
+        sessions = PostgresSessions(settings: settings, logger: logger)
+        do {
+            try PostgresMigrations.migrate(sessions)
+        } catch {
+            sessions.close()
+            throw error
+        }
+    }
+
+    deinit {
+        sessions.close()
+    }
+
+    /// Ends every connection; later calls fail.
+    public func close() {
+        sessions.close()
+    }
+
+    func write<T>(_ what: String, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
+        try sessions.run(what, transaction: true, body)
+    }
+
+    func read<T>(_ what: String, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
+        try sessions.run(what, transaction: false, body)
+    }
+
+    func corrupt(_ message: String) -> StoreError { StoreError(.corrupt, message, path: path) }
+
+    // MARK: The change log
+
+    /// Appends a change (numbered under the counter's row lock) and notifies listeners at commit.
+    func recordChange(_ kind: StateChange.Kind, _ subjects: [String], at date: Date, in session: PostgresSession) throws {
+        guard let revision = try session.value("UPDATE counters SET value = value + 1 WHERE name = 'change' RETURNING value", as: Int64.self) else {
+            throw corrupt("the change counter is missing")
+        }
+        try session.execute("INSERT INTO changes (revision, at, kind, subjects) VALUES (\(revision), \(date), \(kind.rawValue), \(StateChange.encode(subjects)))")
+        let retention = Int64(try session.value("SELECT value FROM settings WHERE name = 'change_retention'", as: String.self) ?? "") ?? StateChange.defaultRetention
+        if revision > retention {
+            try session.execute("DELETE FROM changes WHERE revision <= \(revision - retention)")
+        }
+        try session.execute("SELECT pg_notify(\(settings.channel), \(String(revision)))")
+    }
+
+    public func changes(after revision: Int64, limit: Int) throws(StoreError) -> [StateChange] {
+        let rows = try read("reading the change log") { session in
+            try session.query("SELECT revision, at, kind, subjects FROM changes WHERE revision > \(revision) ORDER BY revision LIMIT \(limit)")
+                .map { try $0.decode((Int64, Date, String, String).self) }
+        }
+        return rows.map { StateChange(revision: $0.0, at: $0.1, kind: StateChange.Kind(rawValue: $0.2), subjects: StateChange.decode($0.3)) }
+    }
+
+    public func changeBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
+        try read("reading the change log") { session in
+            let oldest = try session.value("SELECT min(revision) FROM changes", as: Int64.self)
+            let newest = try session.value("SELECT value FROM counters WHERE name = 'change'", as: Int64.self) ?? 0
+            return (oldest, newest)
+        }
+    }
+
+    public func setChangeRetention(_ count: Int64) throws(StoreError) {
+        try write("changing the change log retention") { session in
+            try session.execute(
+                "INSERT INTO settings (name, value) VALUES ('change_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+        }
+    }
+
+    /// PostgreSQL keeps no copy Custody controls: a deleted row's space is reclaimed by
+    /// VACUUM, and the write-ahead log and backups are the operator's (docs/hardening.md).
+    public func purgeDeletedRows() throws(StoreError) {}
+
+    public func changeNotifications() -> AsyncThrowingStream<Int64, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<Int64, any Error>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let sessions = sessions
+        let channel = settings.channel
+        let task = Task {
+            let connection: PostgresConnection
+            do {
+                connection = try await sessions.connect(applicationName: "custody listener")
+            } catch {
+                continuation.finish(
+                    throwing: StoreError(.open, "cannot connect to the state to listen: \(PostgresSessions.describe(error))", path: sessions.settings.redacted))
+                return
+            }
+            do {
+                try await connection.listen(on: channel) { notifications in
+                    // Listening now: the newest revision from here on is either this one or
+                    // arrives as a notification.
+                    let rows = try await connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger)
+                    for try await row in rows { continuation.yield(try row.decode(Int64.self)) }
+                    for try await notification in notifications {
+                        if let revision = Int64(notification.payload) { continuation.yield(revision) }
+                    }
+                }
+                continuation.finish(throwing: StoreError(.database, "the listening connection ended", path: sessions.settings.redacted))
+            } catch is CancellationError {
+                continuation.finish()
+            } catch {
+                continuation.finish(
+                    throwing: StoreError(.database, "listening for changes failed: \(PostgresSessions.describe(error))", path: sessions.settings.redacted))
+            }
+            try? await connection.close()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}

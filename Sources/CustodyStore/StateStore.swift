@@ -1,0 +1,226 @@
+public import CustodyProtection
+public import Foundation
+
+/// Custody's state, whichever engine keeps it: account keys (wrapped), sealed secrets,
+/// check-ins, accounts and their aliases, wiped identifiers, bundle history with the files of
+/// applied bundles, the audit log, the event log, service tokens, settings, and the change log
+/// that replicas follow.
+///
+/// Two implementations: `CustodyDatabase` (SQLite, embedded, the default) and
+/// `PostgresState` (module `CustodyPostgres`, for a fleet of replicas on one PostgreSQL). Both
+/// apply the same named, append-only migrations, throw the same `StoreError`s, and pass one
+/// shared test suite. Every method is synchronous and thread-safe; a write is one transaction.
+///
+/// **The change log.** Every write that changes what another replica must know (a bundle
+/// applied, a wipe, an account key added or deleted, a token created or revoked, a secret
+/// saved or removed, a setting changed) appends a `StateChange` in the same transaction, with
+/// the next revision. Replicas read the log after the last revision they applied
+/// (`changes(after:limit:)`) and act on each change in order.
+public protocol StateStore: AnyObject, Sendable {
+    /// Where the state is, for messages: the SQLite file, or the PostgreSQL URL without its
+    /// password; nil for a state in memory.
+    var path: String? { get }
+    /// Opened for reading only: every write fails.
+    var isReadOnly: Bool { get }
+
+    // MARK: Accounts and wipes
+
+    /// Records that the installation sees these accounts now (see `CustodyDatabase`).
+    func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date) throws(StoreError)
+    /// The account recorded under `owner`, if any.
+    func account(owner: String) throws(StoreError) -> AccountRecord?
+    /// The canonical identifiers of the accounts `identifier` names, sorted.
+    func owners(named identifier: String) throws(StoreError) -> [String]
+    /// When each recorded account was first seen.
+    func accountsFirstSeen() throws(StoreError) -> [String: Date]
+    /// Selective wipe of one account under all its identifiers, in one transaction.
+    @discardableResult
+    func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date) throws(StoreError) -> WipeCounts
+    /// When `identifier`'s keys were wiped, and as which account; nil when never.
+    func wipeRecord(of identifier: String) throws(StoreError) -> (account: String, at: Date)?
+
+    // MARK: Account keys and the master key record
+
+    /// Every version of `owner`'s key, oldest first.
+    func accountKeys(owner: String) throws(StoreError) -> [WrappedAccountKey]
+    /// Adds a key version; `.conflict` when that version exists.
+    func addAccountKey(_ key: WrappedAccountKey) throws(StoreError)
+    /// Deletes every version of `owner`'s key; returns how many there were.
+    @discardableResult
+    func removeAccountKeys(owner: String) throws(StoreError) -> Int
+    /// Every owner with at least one key, sorted.
+    func accountKeyOwners() throws(StoreError) -> [String]
+    /// The master key record; nil before first use.
+    func masterKeyRecord() throws(StoreError) -> MasterKeyRecord?
+    /// Saves the master key record; `.conflict` when one exists.
+    func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(StoreError)
+    /// A counter that moves whenever any process adds or removes a key.
+    func keyGeneration() throws(StoreError) -> Int64
+
+    // MARK: Secrets
+
+    func saveSecret(_ secret: SealedSecret) throws(StoreError)
+    func secret(scope: String, identifier: String) throws(StoreError) -> SealedSecret?
+    func secrets(scope: String) throws(StoreError) -> [SealedSecret]
+    @discardableResult
+    func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool
+    @discardableResult
+    func removeSecrets(scope: String) throws(StoreError) -> Int
+
+    // MARK: Check-ins
+
+    func checkIn(account: String, at date: Date) throws(StoreError)
+    func lastCheckIn(account: String) throws(StoreError) -> Date?
+    func checkIns() throws(StoreError) -> [String: Date]
+    func removeCheckIn(account: String) throws(StoreError)
+
+    // MARK: Bundle history
+
+    @discardableResult
+    func recordBundle(
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord], at date: Date
+    ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64])
+    func policyReach() throws(StoreError) -> [String: [String: Date]]
+    func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord]
+    func lastAppliedBundleFiles() throws(StoreError) -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])?
+    func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64?
+    func lastAppliedBundle() throws(StoreError) -> BundleRecord?
+
+    // MARK: Audit and settings
+
+    func isAuditEnabled() throws(StoreError) -> Bool
+    func setAuditEnabled(_ enabled: Bool) throws(StoreError)
+    func isDecisionAuditEnabled() throws(StoreError) -> Bool
+    func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError)
+    @discardableResult
+    func audit(_ records: [AuditRecord]) throws(StoreError) -> Int
+    func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry]
+    func installationContext() throws(StoreError) -> (platform: String?, appID: String?, managementLevel: String?, precedence: String?)
+    func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?) throws(StoreError)
+
+    // MARK: The event log
+
+    @discardableResult
+    func appendEvents(_ records: [EventRecord], at date: Date) throws(StoreError) -> [Int64]
+    func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent]
+    func eventBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64)
+    func setEventRetention(_ count: Int64) throws(StoreError)
+
+    // MARK: Tokens
+
+    func addToken(_ token: TokenRecord) throws(StoreError)
+    @discardableResult
+    func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool
+    func token(id: String) throws(StoreError) -> TokenRecord?
+    func tokens() throws(StoreError) -> [TokenRecord]
+    func tokenGeneration() throws(StoreError) -> Int64
+
+    // MARK: The change log
+
+    /// Changes after `revision`, oldest first, at most `limit`.
+    func changes(after revision: Int64, limit: Int) throws(StoreError) -> [StateChange]
+    /// The oldest revision the log still holds (nil when empty) and the newest ever written
+    /// (0 before any): a reader whose last revision is below `oldest - 1` missed changes the
+    /// log no longer holds, and must reload everything.
+    func changeBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64)
+    /// How many changes the log keeps (the oldest are pruned past it).
+    func setChangeRetention(_ count: Int64) throws(StoreError)
+    /// Whether this store pushes new revisions (`ChangeNotifying`) rather than being polled.
+    var notifiesChanges: Bool { get }
+
+    /// After a wipe: makes sure deleted rows leave no copy behind that the store controls
+    /// (SQLite truncates its write-ahead log). Nothing to do where the engine keeps no such copy.
+    func purgeDeletedRows() throws(StoreError)
+}
+
+/// A store that tells listeners of new revisions as they commit (PostgreSQL's LISTEN/NOTIFY).
+public protocol ChangeNotifying: StateStore {
+    /// Listens on a connection of its own and yields each committed revision (possibly
+    /// coalesced, never reordered) until the connection fails (the stream then throws) or the
+    /// task is cancelled. The first element is yielded once listening has started, with the
+    /// newest revision at that moment, so a caller catches up from there without a gap.
+    func changeNotifications() -> AsyncThrowingStream<Int64, any Error>
+}
+
+extension StateStore {
+    public var notifiesChanges: Bool { self is any ChangeNotifying }
+
+    // Conveniences with the usual defaults.
+
+    public func auditEntries(since: Date? = nil) throws(StoreError) -> [AuditEntry] { try auditEntries(since: since, limit: 10_000) }
+    public func events(after id: Int64) throws(StoreError) -> [StoredEvent] { try events(after: id, limit: 1_000) }
+    public func bundleHistory() throws(StoreError) -> [BundleRecord] { try bundleHistory(limit: 100) }
+    public func changes(after revision: Int64) throws(StoreError) -> [StateChange] { try changes(after: revision, limit: 1_000) }
+
+    /// Appends one entry when auditing is on; returns whether it was written.
+    @discardableResult
+    public func audit(
+        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, at date: Date
+    ) throws(StoreError) -> Bool {
+        try audit([AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date)]) == 1
+    }
+
+    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?) throws(StoreError) {
+        try recordInstallationContext(platform: platform, appID: appID, managementLevel: managementLevel, precedence: nil)
+    }
+
+    @discardableResult
+    public func wipe(identifiers: [String], account: String, reason: String, at date: Date) throws(StoreError) -> WipeCounts {
+        try wipe(identifiers: identifiers, account: account, reason: reason, events: [], at: date)
+    }
+
+    @discardableResult
+    public func recordBundle(
+        contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])] = [],
+        accounts: [(owner: String, aliases: [String])] = [], at date: Date
+    ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
+        try recordBundle(
+            contentHash: contentHash, source: source, result: result, message: message, files: files, accounts: accounts, reach: [], events: [],
+            at: date)
+    }
+}
+
+/// One entry of the change log: what changed, never the data itself.
+public struct StateChange: Sendable, Hashable {
+    public struct Kind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A bundle was applied: the policy in force is the last applied bundle's.
+        public static let bundle = Kind(rawValue: "bundle")
+        /// An account was wiped: `subjects` are every identifier its keys were deleted under.
+        public static let wipe = Kind(rawValue: "wipe")
+        /// An account key version was added (created, rotated) or deleted: `subjects` names
+        /// the owner.
+        public static let key = Kind(rawValue: "key")
+        /// A service token was created or revoked: `subjects` names its id.
+        public static let token = Kind(rawValue: "token")
+        /// A secret was saved or removed: `subjects` names its scope ("" app-wide).
+        public static let secret = Kind(rawValue: "secret")
+        /// A setting changed (auditing, the installation's context): `subjects` names it.
+        public static let setting = Kind(rawValue: "setting")
+    }
+
+    /// Its place in the log: 1, 2, 3…, in commit order (writers of changes are serialized).
+    public let revision: Int64
+    public let at: Date
+    public let kind: Kind
+    /// Whom or what it concerns (account identifiers, a token id, a scope); never key material.
+    public let subjects: [String]
+
+    public init(revision: Int64, at: Date, kind: Kind, subjects: [String]) {
+        self.revision = revision
+        self.at = at
+        self.kind = kind
+        self.subjects = subjects
+    }
+
+    /// Subjects as one column: separated by line feeds (no identifier holds one).
+    public static func encode(_ subjects: [String]) -> String { subjects.joined(separator: "\n") }
+    public static func decode(_ column: String) -> [String] { column.isEmpty ? [] : column.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+
+    /// How many changes a log keeps by default.
+    public static let defaultRetention: Int64 = 100_000
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for the tests: `start DIR` installs Debian's PostgreSQL when
+# it is missing, makes a cluster in DIR (as a user other than root: PostgreSQL refuses to run
+# as root), starts it on a free loopback port with its socket in DIR, and prints its URL;
+# `stop DIR` stops it and deletes DIR. Nothing outside DIR is touched (but the package).
+set -euo pipefail
+
+command=${1:?usage: test-postgres.sh start|stop DIR}
+dir=${2:?usage: test-postgres.sh start|stop DIR}
+
+bindir() {
+    local found
+    found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+    [ -n "$found" ] && [ -x "$found/initdb" ] && echo "$found"
+}
+
+as_owner() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+case "$command" in
+start)
+    if [ -z "$(bindir)" ]; then
+        echo "Installing PostgreSQL (Debian's postgresql package) for the tests" >&2
+        sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql >&2
+    fi
+    bin=$(bindir) || { echo "test-postgres.sh: no PostgreSQL server found after installing it" >&2; exit 1; }
+    if [ -f "$dir/data/postmaster.pid" ]; then
+        as_owner "$bin/pg_ctl" -D "$dir/data" stop -m immediate >/dev/null 2>&1 || true
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    [ "$(id -u)" = 0 ] && chown postgres "$dir"
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_owner "$bin/initdb" -D "$dir/data" -U custody -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c max_connections=300" start >/dev/null \
+        || { cat "$dir/server.log" >&2; exit 1; }
+    echo "postgres://custody@127.0.0.1:$port/postgres?sslmode=disable"
+    ;;
+stop)
+    bin=$(bindir) || exit 0
+    if [ -f "$dir/data/postmaster.pid" ]; then
+        as_owner "$bin/pg_ctl" -D "$dir/data" stop -m fast -w >/dev/null 2>&1 || true
+    fi
+    rm -rf "$dir"
+    ;;
+*)
+    echo "usage: test-postgres.sh start|stop DIR" >&2
+    exit 2
+    ;;
+esac
