@@ -66,12 +66,22 @@ serve: build
 ## .build/matrix-junit.xml), then the concurrency test again under ThreadSanitizer and the
 ## protection and store tests under AddressSanitizer (each in its own build folder, so the
 ## debug build stays warm), then a short run of every fuzzing harness (fuzz-smoke).
+## The store and fleet tests run against PostgreSQL too: a throwaway cluster
+## (scripts/test-postgres.sh: Debian's postgresql, installed when missing) is started in a
+## temporary directory on a free loopback port for the run, and stopped and deleted after it,
+## whatever the outcome.
 test: deps
-	$(SWIFT) test
-	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
+	@postgres=$$(mktemp -d /tmp/custody-test-postgres.XXXXXX); \
+	trap 'scripts/test-postgres.sh stop "$$postgres"' EXIT; \
+	CUSTODY_TEST_POSTGRES_URL=$$(scripts/test-postgres.sh start "$$postgres") || exit 1; \
+	export CUSTODY_TEST_POSTGRES_URL; \
+	echo "PostgreSQL for the tests: $$CUSTODY_TEST_POSTGRES_URL"; \
+	set -ex; \
+	$(SWIFT) test; \
+	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency; \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \
-		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'
+		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'; \
 	$(MAKE) fuzz-smoke
 
 FUZZ_HARNESSES := json query bundle envelope matrix configuration spec

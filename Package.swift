@@ -225,13 +225,15 @@ let package = Package(
             name: "CustodyStoreTests",
             dependencies: [
                 "CustodyStore", "CustodyPostgres", "CustodyProtection", "CustodyPolicy", "CustodyTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CustodyTests",
             dependencies: [
-                "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
+                "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyPostgres", "CustodyTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "GRDB", package: "GRDB.swift"),

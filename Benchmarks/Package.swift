@@ -42,6 +42,14 @@ let package = Package(
             ],
             path: "Sources/custody-profile"
         ),
+        // Change propagation across replicas on one PostgreSQL state (scripts/bench-fleet.sh).
+        .executableTarget(
+            name: "custody-fleet-propagation",
+            dependencies: [
+                .product(name: "Custody", package: "Custody"), .product(name: "CustodyPolicy", package: "Custody"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // A bare Hummingbird server answering every POST with a constant body: the baseline the
         // decision service's HTTP throughput is compared with (scripts/bench-service.sh).
         .executableTarget(

@@ -22,6 +22,9 @@ public struct PostgresSettings: Sendable {
     public var redacted: String
     /// How long one statement may take, on the server and as the client waits for it.
     public var statementTimeout: Duration = .seconds(30)
+    /// The `application_name` its connections carry (`pg_stat_activity`); the listener's is
+    /// this name followed by " listener".
+    public var applicationName: String
     /// Connections kept for queries (the listener has its own).
     public var maximumConnections = 8
 
@@ -33,6 +36,7 @@ public struct PostgresSettings: Sendable {
         }
         let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
         let known: Set<String> = ["schema", "sslmode", "host", "application_name"]
+        // (application_name: what its connections are called in pg_stat_activity.)
         if let unknown = query.keys.filter({ !known.contains($0) }).sorted().first {
             throw StoreError(.open, "unknown parameter \"\(unknown)\" in the state URL (known: \(known.sorted().joined(separator: ", ")))")
         }
@@ -73,9 +77,10 @@ public struct PostgresSettings: Sendable {
             }
             configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
+        applicationName = query["application_name"] ?? "custody"
         configuration.options.connectTimeout = .seconds(10)
         configuration.options.additionalStartupParameters = [
-            ("search_path", schema), ("application_name", query["application_name"] ?? "custody"),
+            ("search_path", schema), ("application_name", applicationName),
             ("statement_timeout", "30s"), ("lock_timeout", "30s"), ("TimeZone", "UTC"),
         ]
         redacted = Self.redact(url)

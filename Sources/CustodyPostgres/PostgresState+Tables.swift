@@ -129,7 +129,7 @@ extension PostgresState {
 
     public func accountKeyOwners() throws(StoreError) -> [String] {
         try read("listing key owners") { session in
-            try session.query("SELECT DISTINCT owner FROM account_keys ORDER BY owner COLLATE \"C\"").map { try $0.decode(String.self) }
+            try session.query("SELECT owner FROM account_keys GROUP BY owner ORDER BY owner COLLATE \"C\"").map { try $0.decode(String.self) }
         }
     }
 

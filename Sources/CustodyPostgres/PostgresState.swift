@@ -109,7 +109,7 @@ public final class PostgresState: ChangeNotifying {
         let task = Task {
             let connection: PostgresConnection
             do {
-                connection = try await sessions.connect(applicationName: "custody listener")
+                connection = try await sessions.connect(applicationName: sessions.settings.applicationName + " listener")
             } catch {
                 continuation.finish(
                     throwing: StoreError(.open, "cannot connect to the state to listen: \(PostgresSessions.describe(error))", path: sessions.settings.redacted))

@@ -1,4 +1,5 @@
 import CustodyPolicy
+import CustodyPostgres
 import CustodyProtection
 import CustodyStore
 import CustodyTestSupport
@@ -32,22 +33,26 @@ func protectionError(_ body: () throws -> Void) -> ProtectionError? { thrown(Pro
 
 /// The key stores the protection layer can use, each fresh.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
-    case files, sqliteOnDisk, sqliteInMemory
+    case files, sqliteOnDisk, sqliteInMemory, postgres
 
     var testDescription: String { rawValue }
+
+    /// Every store the tests can reach here (PostgreSQL: see `TestPostgres`).
+    static var reachable: [StoreKind] { TestPostgres.available ? allCases : [.files, .sqliteOnDisk, .sqliteInMemory] }
 
     func make(in directory: TemporaryDirectory) throws -> any AccountKeyStore {
         switch self {
         case .files: try FileKeyStore(directory: directory.file("state"))
         case .sqliteOnDisk: StateKeyStore(state: try CustodyDatabase(path: directory.file("state/state.sqlite")))
         case .sqliteInMemory: StateKeyStore(state: try CustodyDatabase())
+        case .postgres: StateKeyStore(state: try PostgresState(url: TestPostgres.freshURL("keys")))
         }
     }
 }
 
 @Suite("Key stores")
 struct KeyStoreTests {
-    @Test("every store keeps versions in order, refuses a version twice, and forgets an owner wholly", arguments: StoreKind.allCases)
+    @Test("every store keeps versions in order, refuses a version twice, and forgets an owner wholly", arguments: StoreKind.reachable)
     func contract(kind: StoreKind) throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
@@ -65,7 +70,7 @@ struct KeyStoreTests {
         #expect(try store.owners() == [other])
     }
 
-    @Test("every store records the master key once", arguments: StoreKind.allCases)
+    @Test("every store records the master key once", arguments: StoreKind.reachable)
     func masterRecord(kind: StoreKind) throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)

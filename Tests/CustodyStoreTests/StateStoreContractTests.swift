@@ -1,0 +1,251 @@
+import CustodyPolicy
+@testable import CustodyPostgres
+import CustodyProtection
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+/// The state backends, each fresh: SQLite in memory and on disk, and PostgreSQL (a schema of
+/// its own on the test server) when one is there.
+enum Backend: String, CaseIterable, CustomTestStringConvertible {
+    case sqliteInMemory, sqliteOnDisk, postgres
+
+    var testDescription: String { rawValue }
+
+    /// Every backend the tests can reach here (PostgreSQL: see `TestPostgres`).
+    static var reachable: [Backend] { TestPostgres.available ? allCases : [.sqliteInMemory, .sqliteOnDisk] }
+
+    func make(in directory: TemporaryDirectory) throws -> any StateStore {
+        switch self {
+        case .sqliteInMemory: try CustodyDatabase()
+        case .sqliteOnDisk: try CustodyDatabase(path: directory.file("state/state.sqlite"))
+        case .postgres: try PostgresState(url: TestPostgres.freshURL("store"))
+        }
+    }
+}
+
+private let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+
+/// One suite, run against every backend: what the engine relies on from a state.
+@Suite("State store contract")
+struct StateStoreContractTests {
+    @Test("accounts keep their first-seen time and aliases; an identifier names its accounts", arguments: Backend.reachable)
+    func accounts(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try state.recordAccounts([(owner: "oid:a", aliases: ["upn:alice@contoso.com", "oid:a"]), (owner: "upn:bob@contoso.com", aliases: [])], at: t0)
+        try state.recordAccounts([(owner: "oid:a", aliases: ["upn:alice.old@contoso.com"])], at: t0 + 60)
+        let alice = try #require(try state.account(owner: "oid:a"))
+        #expect(alice.firstSeen == t0)
+        #expect(alice.aliases == ["upn:alice.old@contoso.com", "upn:alice@contoso.com"])
+        #expect(try state.account(owner: "oid:nobody") == nil)
+        #expect(try state.owners(named: "upn:alice@contoso.com") == ["oid:a"])
+        #expect(try state.owners(named: "upn:nobody@contoso.com") == [])
+        #expect(try state.accountsFirstSeen() == ["oid:a": t0, "upn:bob@contoso.com": t0])
+    }
+
+    @Test("key versions: in order, a version twice is a conflict, deletion counts, the generation moves", arguments: Backend.reachable)
+    func keys(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        let generation = try state.keyGeneration()
+        try state.addAccountKey(wrapped(owner, 2))
+        try state.addAccountKey(wrapped(owner, 1))
+        try state.addAccountKey(wrapped(other, 1))
+        #expect(try state.accountKeys(owner: owner.rawValue) == [wrapped(owner, 1), wrapped(owner, 2)])
+        #expect(storeError { try state.addAccountKey(wrapped(owner, 2, fill: 1)) }?.code == .conflict)
+        #expect(try state.accountKeyOwners() == [owner.rawValue, other.rawValue].sorted())
+        #expect(try state.keyGeneration() > generation)
+        #expect(try state.removeAccountKeys(owner: owner.rawValue) == 2)
+        #expect(try state.removeAccountKeys(owner: owner.rawValue) == 0)
+        #expect(try state.accountKeys(owner: owner.rawValue).isEmpty)
+    }
+
+    @Test("the master key record is saved once", arguments: Backend.reachable)
+    func masterKeyRecord(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        #expect(try state.masterKeyRecord() == nil)
+        let record = MasterKeyRecord(
+            kind: .passphrase, salt: [UInt8](repeating: 1, count: 16), opsLimit: 3, memLimit: 1 << 26, checkNonce: [UInt8](repeating: 2, count: 24),
+            checkCiphertext: [UInt8](repeating: 3, count: 48))
+        try state.saveMasterKeyRecord(record)
+        #expect(try state.masterKeyRecord() == record)
+        #expect(storeError { try state.saveMasterKeyRecord(record) }?.code == .conflict)
+    }
+
+    @Test("a wipe deletes keys, secrets and check-ins under every identifier, records them as wiped and logs one change", arguments: Backend.reachable)
+    func wipe(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try state.addAccountKey(wrapped(owner, 1))
+        try state.addAccountKey(wrapped(owner, 2))
+        try state.addAccountKey(wrapped(other, 1))
+        try state.saveSecret(SealedSecret(scope: other.rawValue, identifier: "vpn", kind: "password", sealed: [1, 2], updated: t0))
+        try state.checkIn(account: owner.rawValue, at: t0)
+        let before = try state.changeBounds().newest
+        let counts = try state.wipe(
+            identifiers: [owner.rawValue, other.rawValue], account: owner.rawValue, reason: "test",
+            events: [EventRecord(name: "wiped", body: Array("{}".utf8))], at: t0 + 1)
+        #expect(counts.keyVersions == [owner.rawValue: 2, other.rawValue: 1])
+        #expect(counts.secrets == 1 && counts.checkIns == 1 && counts.eventIDs.count == 1)
+        #expect(try state.accountKeyOwners().isEmpty)
+        #expect(try state.wipeRecord(of: other.rawValue)?.account == owner.rawValue)
+        #expect(try state.wipeRecord(of: "oid:never") == nil)
+        let changes = try state.changes(after: before)
+        #expect(changes.map(\.kind) == [.wipe])
+        #expect(changes.first?.subjects == [owner.rawValue, other.rawValue])
+        #expect(try state.auditEntries(since: nil).last?.kind == .wipe)
+    }
+
+    @Test("secrets are per scope, replaced, removed; each change is logged", arguments: Backend.reachable)
+    func secrets(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try state.saveSecret(SealedSecret(scope: "", identifier: "b", kind: "password", sealed: [1], updated: t0))
+        try state.saveSecret(SealedSecret(scope: "", identifier: "a", kind: "password", sealed: [2], updated: t0))
+        try state.saveSecret(SealedSecret(scope: "", identifier: "a", kind: "certificate", sealed: [3], updated: t0 + 1))
+        #expect(try state.secrets(scope: "").map(\.identifier) == ["a", "b"])
+        #expect(try state.secret(scope: "", identifier: "a")?.sealed == [3])
+        #expect(try state.removeSecret(scope: "", identifier: "a"))
+        #expect(try !state.removeSecret(scope: "", identifier: "a"))
+        #expect(try state.removeSecrets(scope: "") == 1)
+        #expect(try state.changes(after: 0).map(\.kind) == [.secret, .secret, .secret, .secret, .secret])
+    }
+
+    @Test("check-ins keep the latest time", arguments: Backend.reachable)
+    func checkIns(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try state.checkIn(account: "oid:a", at: t0 + 10)
+        try state.checkIn(account: "oid:a", at: t0)
+        #expect(try state.lastCheckIn(account: "oid:a") == t0 + 10)
+        #expect(try state.checkIns() == ["oid:a": t0 + 10])
+        try state.removeCheckIn(account: "oid:a")
+        #expect(try state.lastCheckIn(account: "oid:a") == nil)
+    }
+
+    @Test("bundle history: applied and rejected, the files of the last applied, reach; only applied bundles with files are changes", arguments: Backend.reachable)
+    func bundles(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try state.recordBundle(
+            contentHash: "aa", source: "one", result: .applied, message: nil, files: [(name: "b.json", bytes: [2]), (name: "a.json", bytes: [1])],
+            accounts: [(owner: "oid:a", aliases: [])], reach: [(account: "oid:a", policies: ["p1"])], events: [], at: t0)
+        try state.recordBundle(contentHash: "bb", source: "two", result: .rejected, message: "bad", at: t0 + 1)
+        #expect(try state.bundleHistory().map(\.contentHash) == ["bb", "aa"])
+        #expect(try state.lastAppliedBundle()?.contentHash == "aa")
+        let files = try #require(try state.lastAppliedBundleFiles())
+        #expect(files.record.contentHash == "aa" && files.files.map(\.name) == ["a.json", "b.json"] && files.files[0].bytes == [1])
+        #expect(try state.lastApplication(ofRevision: "aa") != nil)
+        #expect(try state.lastApplication(ofRevision: "bb") == nil)
+        #expect(try state.policyReach() == ["oid:a": ["p1": t0]])
+        #expect(try state.changes(after: 0).map(\.kind) == [.bundle])
+        #expect(try state.changes(after: 0).first?.subjects == ["aa"])
+    }
+
+    @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)
+    func audit(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        #expect(try state.isAuditEnabled())
+        #expect(try state.audit(.decision, account: "oid:a", action: "saveTo", allowed: false, detail: "blocked", at: t0))
+        try state.setAuditEnabled(false)
+        #expect(try !state.audit(.decision, account: "oid:a", action: "saveTo", at: t0))
+        try state.setAuditEnabled(true)
+        try state.setDecisionAuditEnabled(true)
+        #expect(try state.isDecisionAuditEnabled())
+        #expect(try state.audit([AuditRecord(.decision, account: nil, action: "print", allowed: true, decisionID: "d1", at: t0 + 1)]) == 1)
+        let entries = try state.auditEntries(since: t0)
+        #expect(entries.map(\.action) == ["saveTo", "print"])
+        #expect(entries[0].allowed == false && entries[0].detail == "blocked" && entries[1].decisionID == "d1")
+        #expect(try state.auditEntries(since: t0 + 1).count == 1)
+        try state.recordInstallationContext(platform: "ios", appID: nil, managementLevel: nil, precedence: "incumbent")
+        try state.recordInstallationContext(platform: nil, appID: "com.example", managementLevel: nil)
+        let context = try state.installationContext()
+        #expect(context.platform == "ios" && context.appID == "com.example" && context.managementLevel == nil && context.precedence == "incumbent")
+        #expect(try state.changes(after: 0).allSatisfy { $0.kind == .setting })
+    }
+
+    @Test("events: ids in order, pruned past the retention, bounds that never go back", arguments: Backend.reachable)
+    func events(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        #expect(try state.eventBounds().newest == 0)
+        try state.setEventRetention(3)
+        let ids = try state.appendEvents((1...5).map { EventRecord(name: "e\($0)", body: [UInt8($0)]) }, at: t0)
+        #expect(ids == [1, 2, 3, 4, 5])
+        #expect(try state.events(after: 0).map(\.id) == [3, 4, 5])
+        #expect(try state.events(after: 3, limit: 1).map(\.name) == ["e4"])
+        let bounds = try state.eventBounds()
+        #expect(bounds.oldest == 3 && bounds.newest == 5)
+    }
+
+    @Test("tokens: created, revoked once, each a change that moves the generation", arguments: Backend.reachable)
+    func tokens(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        let generation = try state.tokenGeneration()
+        try state.addToken(TokenRecord(id: "t1", name: "ops", scopes: ["decide", "admin"], hash: [UInt8](repeating: 7, count: 32), created: t0))
+        #expect(storeError { try state.addToken(TokenRecord(id: "t1", name: nil, scopes: [], hash: [], created: t0)) }?.code == .conflict)
+        #expect(try state.token(id: "t1")?.scopes == ["decide", "admin"])
+        #expect(try state.revokeToken(id: "t1", at: t0 + 1))
+        #expect(try !state.revokeToken(id: "t1", at: t0 + 2))
+        #expect(try state.token(id: "t1")?.revoked == t0 + 1)
+        #expect(try state.tokens().map(\.id) == ["t1"])
+        #expect(try state.tokenGeneration() == generation + 2)
+        #expect(try state.changes(after: 0).map(\.kind) == [.token, .token])
+    }
+
+    @Test("the change log: revisions in order, pruned past its retention, bounds tell a reader it missed some", arguments: Backend.reachable)
+    func changeLog(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        let empty = try state.changeBounds()
+        #expect(empty.oldest == nil && empty.newest == 0)
+        try state.setChangeRetention(2)
+        for version in 1...4 { try state.addAccountKey(wrapped(owner, UInt32(version))) }
+        let changes = try state.changes(after: 0)
+        #expect(changes.map(\.revision) == [3, 4])
+        #expect(changes.allSatisfy { $0.kind == .key && $0.subjects == [owner.rawValue] })
+        let bounds = try state.changeBounds()
+        #expect(bounds.oldest == 3 && bounds.newest == 4)
+        #expect(try state.changes(after: 4).isEmpty)
+    }
+}
+
+/// What only one backend has.
+@Suite("PostgreSQL state", TestPostgres.enabled)
+struct PostgresStateTests {
+    @Test("a malformed or unreachable state URL is a typed error naming what is wrong, never with its password", arguments: [
+        ("mysql://u@h/db", "not a PostgreSQL URL"),
+        ("postgres://h/db", "names no user"),
+        ("postgres://u@h", "names no database"),
+        ("postgres://u@h/db?schema=Bad-Name", "not a plain identifier"),
+        ("postgres://u@h/db?sslmode=sometimes", "sslmode"),
+        ("postgres://u@h/db?colour=blue", "unknown parameter \"colour\""),
+        ("postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable", "cannot connect"),
+    ])
+    func badURLs(url: String, message: String) throws {
+        let error = storeError { _ = try PostgresState(url: url) }
+        #expect(error?.code == .open)
+        #expect("\(error.map { "\($0)" } ?? "")".contains(message))
+        #expect(!"\(error.map { "\($0)" } ?? "")".contains("hunter2"))
+    }
+
+    @Test("a schema written by a newer Custody is refused; replicas opening one schema together migrate it once")
+    func migrations() throws {
+        let url = TestPostgres.freshURL("migrate")
+        let states = try (0..<3).map { _ in try PostgresState(url: url) }
+        #expect(try states[0].changeBounds().newest == 0)
+        _ = try states[0].sessions.run("test", transaction: true) { session in
+            try session.execute("INSERT INTO custody_migrations (identifier, applied_at) VALUES ('v99: from the future', now())")
+        }
+        let error = storeError { _ = try PostgresState(url: url) }
+        #expect(error?.code == .migration)
+        #expect(error?.message.contains("newer Custody") == true)
+    }
+
+    @Test("a notice follows each committed change, and the listener starts with the newest revision")
+    func notifications() async throws {
+        let state = try PostgresState(url: TestPostgres.freshURL("notify"))
+        try state.addAccountKey(wrapped(owner, 1))
+        var revisions = state.changeNotifications().makeAsyncIterator()
+        #expect(try await revisions.next() == 1)
+        try state.addAccountKey(wrapped(owner, 2))
+        try state.addToken(TokenRecord(id: "t", name: nil, scopes: ["decide"], hash: [1], created: t0))
+        #expect(try await revisions.next() == 2)
+        #expect(try await revisions.next() == 3)
+    }
+}
