@@ -59,10 +59,15 @@ func superuser(_ sql: String, database: String = "postgres") throws {
 
 @Suite("Fleet mode: replicas on one PostgreSQL state", TestPostgres.enabled, .timeLimit(.minutes(3)))
 struct FleetTests {
-    @Test("a bundle applied through one replica is in force on all three; a wipe through one leaves the account's envelopes unreadable on all")
+    @Test("replicas started together share one master key record; a bundle applied through one is in force on all three; a wipe through one leaves the account's envelopes unreadable on all")
     func bundleAndWipe() async throws {
         let fleet = try Fleet()
-        let replicas = [try await fleet.replica("a"), try await fleet.replica("b"), try await fleet.replica("c")]
+        // Opened at the same moment on a new state: one records the master key, the others
+        // check theirs against its record.
+        async let a = fleet.replica("a")
+        async let b = fleet.replica("b")
+        async let c = fleet.replica("c")
+        let replicas = try await [a, b, c]
         let followers = replicas.map { engine in Task { await engine.follow(pollInterval: .seconds(60)) } }
         defer { for follower in followers { follower.cancel() } }
         #expect(await eventually { replicas.allSatisfy { $0.replicaStatus.listening } })

@@ -73,7 +73,14 @@ final class MasterKey: Sendable {
                 throw ProtectionError(.masterKey, "the master key is not the one this state's keys were wrapped with")
             }
         } else if let newRecord {
-            try store.saveMasterKeyRecord(master.sealingCheck(into: newRecord))
+            do {
+                try store.saveMasterKeyRecord(master.sealingCheck(into: newRecord))
+            } catch {
+                // Another process (a replica starting at the same moment) recorded its master
+                // key first: check ours against that record instead.
+                guard (try? store.masterKeyRecord()) != nil else { throw error }
+                return try open(source, store: store)
+            }
         }
         return master
     }
