@@ -57,7 +57,12 @@ actor ChangeApplier {
     func apply() async throws(StoreError) -> Int {
         let bounds = try state.changeBounds()
         replica.withLock { $0.newestKnown = max($0.newestKnown, bounds.newest) }
-        guard bounds.newest > revision else { return 0 }
+        guard bounds.newest > revision else {
+            // Events other processes recorded without a change (a bundle they refused, an
+            // offline wipe announced) still reach this engine's event-log readers.
+            await manager.catchUp()
+            return 0
+        }
         if let oldest = bounds.oldest, oldest > revision + 1 {
             manager.logger.warning(
                 "the change log no longer holds every change since this replica's last; reloading everything",
