@@ -97,7 +97,8 @@ final class PostgresSessions: Sendable {
     /// Closes `connection` without waiting.
     private func drop(_ connection: PostgresConnection) {
         let closing: EventLoopFuture<Void> = connection.close()
-        closing.whenComplete { _ in }
+        // Kept alive until closed: postgres-nio requires a connection closed before it is freed.
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// A new connection.
@@ -138,10 +139,8 @@ final class PostgresSessions: Sendable {
             defer { idle.removeAll() }
             return idle
         }
-        for connection in connections {
-            let closing: EventLoopFuture<Void> = connection.close()
-            _ = try? wait(closing)
-        }
+        // Nothing here waits: this may run in a deinit on any thread, an event loop's included.
+        for connection in connections { drop(connection) }
         group.shutdownGracefully { _ in }
     }
 
