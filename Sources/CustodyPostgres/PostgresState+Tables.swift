@@ -72,10 +72,9 @@ extension PostgresState {
                     ON CONFLICT (identifier) DO UPDATE SET account = excluded.account, at = excluded.at
                     """)
             }
-            let under = identifiers.map { "\($0): \(keyVersions[$0] ?? 0)" }.joined(separator: ", ")
             try Self.audit(
                 .wipe, account: account, action: "wipe",
-                detail: "key versions deleted: \(keyVersions.values.reduce(0, +)) (\(under)); secrets deleted: \(secrets); \(reason)", at: date, in: session)
+                detail: AuditRecord.wipeDetail(identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date, in: session)
             try recordChange(.wipe, identifiers, at: date, in: session)
             return WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns, eventIDs: try Self.appendEvents(events, at: date, in: session))
         }
@@ -262,7 +261,7 @@ extension PostgresState {
             }
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
-                detail: "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")", at: date, in: session)
+                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date, in: session)
             if result == .applied, !files.isEmpty { try recordChange(.bundle, [contentHash], at: date, in: session) }
             return (id, try Self.appendEvents(events, at: date, in: session))
         }

@@ -130,10 +130,9 @@ extension CustodyDatabase {
                         """,
                     arguments: [identifier, account, date])
             }
-            let under = identifiers.map { "\($0): \(keyVersions[$0] ?? 0)" }.joined(separator: ", ")
             try Self.audit(
                 .wipe, account: account, action: "wipe",
-                detail: "key versions deleted: \(keyVersions.values.reduce(0, +)) (\(under)); secrets deleted: \(secrets); \(reason)", at: date, in: db)
+                detail: AuditRecord.wipeDetail(identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date, in: db)
             try Self.recordChange(.wipe, identifiers, at: date, in: db)
             return WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns, eventIDs: try Self.appendEvents(events, at: date, in: db))
         }

@@ -67,6 +67,19 @@ public struct AuditRecord: Sendable, Hashable {
     }
 }
 
+extension AuditRecord {
+    /// The detail of a wipe's audit entry, the same on every backend.
+    package static func wipeDetail(identifiers: [String], keyVersions: [String: Int], secrets: Int, reason: String) -> String {
+        let under = identifiers.map { "\($0): \(keyVersions[$0] ?? 0)" }.joined(separator: ", ")
+        return "key versions deleted: \(keyVersions.values.reduce(0, +)) (\(under)); secrets deleted: \(secrets); \(reason)"
+    }
+
+    /// The detail of a bundle's audit entry, the same on every backend.
+    package static func bundleDetail(contentHash: String, source: String, message: String?) -> String {
+        "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")"
+    }
+}
+
 extension CustodyDatabase {
     /// Whether the audit log is written at all (on by default): bundles, wipes, key rotations,
     /// secret changes, and decisions when `isDecisionAuditEnabled`.

@@ -57,7 +57,7 @@ extension CustodyDatabase {
             }
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
-                detail: "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")", at: date, in: db)
+                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date, in: db)
             if result == .applied, !files.isEmpty { try Self.recordChange(.bundle, [contentHash], at: date, in: db) }
             return (id, try Self.appendEvents(events, at: date, in: db))
         }

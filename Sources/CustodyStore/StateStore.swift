@@ -126,9 +126,6 @@ public protocol StateStore: AnyObject, Sendable {
     func changeBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64)
     /// How many changes the log keeps (the oldest are pruned past it).
     func setChangeRetention(_ count: Int64) throws(StoreError)
-    /// Whether this store pushes new revisions (`ChangeNotifying`) rather than being polled.
-    var notifiesChanges: Bool { get }
-
     /// After a wipe: makes sure deleted rows leave no copy behind that the store controls
     /// (SQLite truncates its write-ahead log). Nothing to do where the engine keeps no such copy.
     func purgeDeletedRows() throws(StoreError)
@@ -144,6 +141,7 @@ public protocol ChangeNotifying: StateStore {
 }
 
 extension StateStore {
+    /// Whether this store pushes new revisions (`ChangeNotifying`) rather than being polled.
     public var notifiesChanges: Bool { self is any ChangeNotifying }
 
     // Conveniences with the usual defaults.

@@ -177,10 +177,7 @@ extension CustodyEngine {
                     _ = try? await applyChanges()
                 }
             } catch {
-                replica.withLock { status in
-                    status.listening = false
-                    status.problem = "\(error)"
-                }
+                replica.withLock { $0.problem = "\(error)" }
                 configuration.logger.warning("stopped hearing of changes to the state; reconnecting", metadata: ["error": "\(error)"])
             }
             replica.withLock { $0.listening = false }
