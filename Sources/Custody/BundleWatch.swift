@@ -19,6 +19,13 @@ struct BundleWatch: Sendable {
         self.debounce = debounce
     }
 
+    /// Takes `probe` as already read: the directory as it is now needs nothing, only a later
+    /// change does (its content is the policy in force when the watch starts).
+    mutating func settle(_ probe: BundleProbe?) {
+        settled = .some(probe)
+        pending = nil
+    }
+
     /// Whether a change is waiting to settle (the watcher then looks again sooner).
     var isSettling: Bool { pending != nil }
 

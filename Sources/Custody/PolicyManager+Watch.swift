@@ -1,8 +1,8 @@
 import CustodyPolicy
 
 extension PolicyManager {
-    /// Applies the bundle in `directory` now and again whenever its files change, until the
-    /// returned task is cancelled.
+    /// Applies the bundle in `directory` now (unless it is the policy in force already) and
+    /// again whenever its files change, until the returned task is cancelled.
     ///
     /// Every `interval` the directory is probed with `stat` (names, sizes, times, inodes of
     /// its `*.json` entries); the files are read only when the probe changed and has stayed the
@@ -14,8 +14,19 @@ extension PolicyManager {
     public nonisolated func watch<C: Clock>(
         bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250), clock: C
     ) -> Task<Void, Never> where C.Duration == Duration {
-        Task { [weak self] in
-            var watch = BundleWatch(debounce: debounce)
+        // When the directory holds the policy in force right now, only its later changes are
+        // applied: a bundle put in force another way meanwhile (PUT /v1/bundle, a replica) is
+        // not overridden by a late first look at an unchanged directory. The probe is taken
+        // before the files are read, so a change between the two is still seen.
+        var initial = BundleWatch(debounce: debounce)
+        let probe = BundleProbe.take(directory: directory)
+        if let inForce = bundleInForce, !inForce.isOverride, let files = try? BundleFiles.read(directory: directory),
+            files.contentHash == inForce.revision
+        {
+            initial.settle(probe)
+        }
+        return Task { [weak self, initial] in
+            var watch = initial
             let start = clock.now
             while !Task.isCancelled {
                 if watch.shouldRead(BundleProbe.take(directory: directory), at: start.duration(to: clock.now)) {

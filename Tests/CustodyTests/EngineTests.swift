@@ -297,6 +297,45 @@ struct BundleWatchTests {
         ("a directory that cannot be listed is read once (to reject it), then again when it returns", [(nil, 0, false), (nil, 250, true), (nil, 1_250, false), (1, 2_250, false), (1, 2_500, true)]),
     ]
 
+    /// Watches started on a directory whose content is the policy in force (settled on the
+    /// probe numbered first): only a later change is read.
+    static let settledStarts: [(label: String, settled: Int, steps: [(probe: Int?, at: Int, reads: Bool)])] = [
+        ("the directory as it was at the start is never read", 1, [(1, 0, false), (1, 250, false), (1, 1_250, false)]),
+        ("a later edit is read once it settles", 1, [(1, 0, false), (2, 1_000, false), (2, 1_250, true), (2, 2_250, false)]),
+        ("an edit made since the probe was taken is read", 1, [(2, 0, false), (2, 250, true)]),
+    ]
+
+    @Test("a watch started on the policy in force reads only later changes", arguments: settledStarts)
+    func settledStart(label: String, settled: Int, steps: [(probe: Int?, at: Int, reads: Bool)]) throws {
+        let directory = try TemporaryDirectory()
+        var probes: [Int: BundleProbe] = [:]
+        for state in Set(steps.compactMap(\.probe) + [settled]).sorted() {
+            try directory.write("policies.json", String(repeating: "x", count: state))
+            probes[state] = BundleProbe.take(directory: directory.path)
+        }
+        var watch = BundleWatch(debounce: .milliseconds(250))
+        watch.settle(probes[settled])
+        for (index, step) in steps.enumerated() {
+            let reads = watch.shouldRead(step.probe.flatMap { probes[$0] }, at: .milliseconds(step.at))
+            #expect(reads == step.reads, "\(label): step \(index)")
+        }
+    }
+
+    @Test("a bundle put in force after a watch started is not overridden by the watch's first look at the unchanged directory")
+    func watchDoesNotOverride() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let watched = try installation.bundle("watched")
+        try await engine.apply(bundleDirectory: watched)
+        let watch = engine.manager.watch(bundleDirectory: watched, interval: .milliseconds(10), debounce: .milliseconds(100))
+        defer { watch.cancel() }
+        var other = TestBundle()
+        other.printBlockedA = true
+        let put = try await engine.apply(bundleDirectory: try installation.bundle("other", other))
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(engine.bundleInForce?.revision == put.bundle.revision, "the watch re-applied a directory that had not changed")
+    }
+
     @Test("reads only on a settled change, without sleeping", arguments: timelines)
     func timeline(label: String, steps: [(probe: Int?, at: Int, reads: Bool)]) throws {
         let directory = try TemporaryDirectory()
