@@ -1,4 +1,4 @@
-public import CustodyPolicy
+import CustodyPolicy
 public import CustodyProtection
 public import CustodyStore
 public import Foundation

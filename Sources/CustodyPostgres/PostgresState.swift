@@ -1,6 +1,6 @@
-public import CustodyProtection
+import CustodyProtection
 public import CustodyStore
-public import Foundation
+import Foundation
 public import Logging
 import NIOCore
 import PostgresNIO
@@ -50,6 +50,7 @@ public final class PostgresState: ChangeNotifying {
         sessions.close()
     }
 
+    @discardableResult
     func write<T>(_ what: String, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
         try sessions.run(what, transaction: true, body)
     }

@@ -1,6 +1,6 @@
 import CustodyPolicy
 public import CustodyProtection
-public import Foundation
+package import Foundation
 import GRDB
 
 extension CustodyDatabase {

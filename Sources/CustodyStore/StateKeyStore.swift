@@ -1,4 +1,4 @@
-public import CustodyPolicy
+import CustodyPolicy
 public import CustodyProtection
 
 /// The account keys and master key record of a state (`StateStore`, SQLite or PostgreSQL) as
