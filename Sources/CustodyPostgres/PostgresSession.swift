@@ -12,6 +12,12 @@ import Synchronization
 /// on an event loop of their own, so a caller blocked waiting for one (on a thread of Swift's
 /// pool or an HTTP server's loop) never blocks the loop that completes it. Every wait has a
 /// deadline: an unreachable server is an error within the statement timeout, never a hang.
+///
+/// Once the state is found unreachable (a connection cannot be made, a call or the listener's
+/// heartbeat times out), calls fail at once with `unavailable` rather than each waiting for its
+/// deadline, and the first answer from the server ends the outage. What tries again is the
+/// listener, where there is one (it reconnects with backoff); otherwise one call at a time is
+/// let through, `retryInterval` after the last attempt failed.
 final class PostgresSessions: Sendable {
     let settings: PostgresSettings
     let group: MultiThreadedEventLoopGroup
@@ -20,6 +26,21 @@ final class PostgresSessions: Sendable {
     private let slots: DispatchSemaphore
     private let nextID = Atomic<Int>(1)
     private let closed = Atomic<Bool>(false)
+    private let outage = Mutex<Outage?>(nil)
+    /// How to make each call waiting for the server give up: done when the state is found
+    /// unreachable, so that no call waits out its own deadline for a server known not to answer.
+    private let waiting = Mutex<(next: Int, giveUp: [Int: @Sendable () -> Void])>((0, [:]))
+    /// The listeners' tasks (`PostgresState.changeNotifications`), ended before the event loop.
+    private let listeners = Mutex<(next: Int, tasks: [Int: Task<Void, Never>])>((0, [:]))
+
+    /// Since when, and why, the state has not answered.
+    struct Outage: Error {
+        var since: Date
+        var reason: String
+        /// When a call may next try the state again, and whether one is trying now.
+        var nextTrial: ContinuousClock.Instant
+        var trying: Bool
+    }
 
     init(settings: PostgresSettings, logger: Logger) {
         self.settings = settings
@@ -35,8 +56,12 @@ final class PostgresSessions: Sendable {
     /// was sent, the call is retried once on a new connection.
     func run<T>(_ what: String, transaction: Bool, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
         guard !closed.load(ordering: .relaxed) else { throw StoreError(.database, "\(what) failed: the state is closed", path: settings.redacted) }
+        let trial = try admit(what)
+        // A trial that ends without an answer or a loss (a body's own error) lets the next one try.
+        defer { if trial { outage.withLock { $0?.trying = false } } }
         guard slots.wait(timeout: .now() + .seconds(Int(settings.statementTimeout.components.seconds))) == .success else {
-            throw StoreError(.database, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
+            lost("every connection to the state stayed busy")
+            throw StoreError(.unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
         }
         defer { slots.signal() }
         var attempt = 0
@@ -55,22 +80,24 @@ final class PostgresSessions: Sendable {
                 let result = try body(session)
                 if transaction { try session.execute("COMMIT") }
                 give(back: connection)
+                answered()
                 return result
             } catch let error as StoreError {
                 if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
+                if session.sentAnything { answered() }
                 throw error
             } catch {
-                let lost = Self.isConnectionError(error)
-                if lost {
+                if Self.isConnectionError(error) {
                     drop(connection)
-                    if attempt == 1, !session.sentAnything || (pooled != nil && session.statements <= 1) {
+                    if attempt == 1, unreachable == nil, !session.sentAnything || (pooled != nil && session.statements <= 1) {
                         logger.debug("a pooled connection to the state was lost; retrying on a new one")
                         continue
                     }
-                } else if transaction {
-                    finish(connection, rollingBack: true)
+                    lost(Self.describe(error))
                 } else {
-                    give(back: connection)
+                    // The server answered (with an error of its own).
+                    answered()
+                    if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
                 }
                 throw StoreError(Self.code(of: error), "\(what) failed: \(Self.describe(error))", path: settings.redacted)
             }
@@ -95,19 +122,22 @@ final class PostgresSessions: Sendable {
     }
 
     /// Closes `connection` without waiting.
-    private func drop(_ connection: PostgresConnection) {
+    func drop(_ connection: PostgresConnection) {
         let closing: EventLoopFuture<Void> = connection.close()
         // Kept alive until closed: postgres-nio requires a connection closed before it is freed.
         closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
-    /// A new connection.
+    /// A new connection, made within the connect timeout (a server that accepts the socket but
+    /// never completes the handshake counts as unreachable too).
     func connect() throws(StoreError) -> PostgresConnection {
         let future = PostgresConnection.connect(on: group.next(), configuration: settings.configuration, id: makeID(), logger: logger)
         do {
-            return try wait(future)
+            return try deadlined(future, within: settings.configuration.options.connectTimeout).wait()
         } catch {
-            throw StoreError(.open, "cannot connect to the state: \(Self.describe(error))", path: settings.redacted)
+            let reason = "cannot connect to the state: \(Self.describe(error))"
+            lost(reason)
+            throw StoreError(.unavailable, reason, path: settings.redacted)
         }
     }
 
@@ -124,24 +154,131 @@ final class PostgresSessions: Sendable {
 
     /// `future`'s value, waiting at most the statement deadline.
     func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
-        let loop = future.eventLoop
-        let promise = loop.makePromise(of: T.self)
-        let timer = loop.scheduleTask(in: deadline) { promise.fail(PostgresTimeout()) }
-        future.cascade(to: promise)
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        return try promise.futureResult.wait()
+        try deadlined(future, within: deadline).wait()
     }
 
-    /// Closes every connection and stops the event loop; later calls fail.
+    /// `future`, failed with `PostgresTimeout` if it has not completed within `timeout`, or
+    /// when the state is found unreachable meanwhile (`lost`).
+    func deadlined<T: Sendable>(_ future: EventLoopFuture<T>, within timeout: TimeAmount) -> EventLoopFuture<T> {
+        let loop = future.eventLoop
+        let promise = loop.makePromise(of: T.self)
+        let timer = loop.scheduleTask(in: timeout) { promise.fail(PostgresTimeout()) }
+        let id = waiting.withLock { waiting in
+            defer { waiting.next += 1 }
+            waiting.giveUp[waiting.next] = { promise.fail(PostgresTimeout()) }
+            return waiting.next
+        }
+        future.cascade(to: promise)
+        promise.futureResult.whenComplete { [weak self] _ in
+            timer.cancel()
+            _ = self?.waiting.withLock { $0.giveUp.removeValue(forKey: id) }
+        }
+        return promise.futureResult
+    }
+
+    // MARK: Outages
+
+    /// Whether a call may go to the state: true when it is the one call let through to try an
+    /// unreachable state again, false when the state answers.
+    /// - Throws: `unavailable` at once while the state is known unreachable and another call
+    ///   is trying, or tried less than `retryInterval` ago.
+    private func admit(_ what: String) throws(StoreError) -> Bool {
+        let now = ContinuousClock.now
+        // A listener, when there is one, is what tries again: it reconnects, and its heartbeat
+        // ends the outage. Calls then never wait for a state that is known not to answer.
+        let probing = listeners.withLock { !$0.tasks.isEmpty }
+        let admission: Result<Bool, Outage> = outage.withLock { outage in
+            guard var current = outage else { return .success(false) }
+            guard !probing, !current.trying, now >= current.nextTrial else { return .failure(current) }
+            current.trying = true
+            current.nextTrial = now + settings.retryInterval
+            outage = current
+            return .success(true)
+        }
+        switch admission {
+        case .success(let trial):
+            return trial
+        case .failure(let outage):
+            throw StoreError(
+                .unavailable,
+                "\(what) failed: the state has not answered since \(outage.since.formatted(.iso8601)) (\(outage.reason)); trying again in the background",
+                path: settings.redacted)
+        }
+    }
+
+    /// The server answered: an outage, if any, is over.
+    func answered() {
+        guard let ended = outage.withLock({ outage -> Outage? in
+            defer { outage = nil }
+            return outage
+        }) else { return }
+        logger.notice("the state answers again", metadata: ["since": "\(ended.since.formatted(.iso8601))"])
+    }
+
+    /// The server did not answer: a connection could not be made, or a call or heartbeat
+    /// timed out. Calls waiting for it give up, and later calls fail at once (see `admit`).
+    func lost(_ reason: String) {
+        let began = outage.withLock { outage -> Bool in
+            guard var current = outage else {
+                outage = Outage(since: Date(), reason: reason, nextTrial: .now + settings.retryInterval, trying: false)
+                return true
+            }
+            current.reason = reason
+            current.trying = false
+            current.nextTrial = .now + settings.retryInterval
+            outage = current
+            return false
+        }
+        guard began else { return }
+        logger.warning("the state does not answer; calls fail at once until it does", metadata: ["reason": "\(reason)"])
+        // Calls already waiting give up now rather than at their own deadlines.
+        let giveUp = waiting.withLock { Array($0.giveUp.values) }
+        for giveUp in giveUp { giveUp() }
+    }
+
+    /// Since when, and why, the state has not answered; nil while it answers.
+    var unreachable: (since: Date, reason: String)? {
+        outage.withLock { $0.map { ($0.since, $0.reason) } }
+    }
+
+    /// Runs `body` as a listener's task, which `close()` cancels and lets end before the event
+    /// loop stops; nil when the sessions are closed already.
+    func listen(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never>? {
+        listeners.withLock { listeners -> Task<Void, Never>? in
+            guard !closed.load(ordering: .relaxed) else { return nil }
+            let id = listeners.next
+            listeners.next += 1
+            let task = Task {
+                await body()
+                _ = self.listeners.withLock { $0.tasks.removeValue(forKey: id) }
+            }
+            listeners.tasks[id] = task
+            return task
+        }
+    }
+
+    /// Closes every connection and stops the event loop (once the listeners have ended); later
+    /// calls fail.
     func close() {
-        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        let tasks = listeners.withLock { listeners -> [Task<Void, Never>]? in
+            guard !closed.exchange(true, ordering: .relaxed) else { return nil }
+            defer { listeners.tasks = [:] }
+            return Array(listeners.tasks.values)
+        }
+        guard let tasks else { return }
         let connections = idle.withLock { idle in
             defer { idle.removeAll() }
             return idle
         }
         // Nothing here waits: this may run in a deinit on any thread, an event loop's included.
         for connection in connections { drop(connection) }
-        group.shutdownGracefully { _ in }
+        for task in tasks { task.cancel() }
+        let group = group
+        Task {
+            // A listener closes its connection as it ends: on a loop that still runs.
+            for task in tasks { await task.value }
+            try? await group.shutdownGracefully()
+        }
     }
 
     static func isConnectionError(_ error: any Error) -> Bool {
@@ -152,6 +289,7 @@ final class PostgresSessions: Sendable {
     }
 
     static func code(of error: any Error) -> StoreError.Code {
+        if isConnectionError(error) { return .unavailable }
         guard let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] else { return .database }
         if state.hasPrefix("23") { return .conflict }
         if state == "XX001" || state == "XX002" { return .corrupt }

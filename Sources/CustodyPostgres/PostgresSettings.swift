@@ -27,6 +27,19 @@ public struct PostgresSettings: Sendable {
     public var applicationName: String
     /// Connections kept for queries (the listener has its own).
     public var maximumConnections = 8
+    /// How often the listening connection is asked for the newest revision: its heartbeat,
+    /// which finds a connection that went silent (a network that drops packets never closes
+    /// it) and tells that the state answers.
+    public var heartbeatInterval: Duration = .seconds(1)
+    /// How long the listening connection may take to answer a heartbeat before it counts as
+    /// lost (and is closed and made again).
+    public var heartbeatTimeout: Duration = .seconds(2)
+    /// Once the state is found unreachable (a connection cannot be made, a call or heartbeat
+    /// times out), calls fail at once with `unavailable` instead of each waiting for its own
+    /// deadline, and the first answer ends the outage. Where no listener tries again (see
+    /// `PostgresState.changeNotifications`), one call is let through this long after the last
+    /// attempt failed.
+    public var retryInterval: Duration = .seconds(1)
 
     /// Parses `url`.
     /// - Throws: `StoreError` `.open` naming what is wrong with it.

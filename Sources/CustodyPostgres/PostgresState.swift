@@ -37,7 +37,8 @@ public final class PostgresState: ChangeNotifying {
             try PostgresMigrations.migrate(sessions)
         } catch {
             sessions.close()
-            throw error
+            // A state that cannot be reached at all is one that cannot be opened.
+            throw error.code == .unavailable ? StoreError(.open, error.message, path: error.path) : error
         }
     }
 
@@ -106,36 +107,78 @@ public final class PostgresState: ChangeNotifying {
     public func changeNotifications() -> AsyncThrowingStream<Int64, any Error> {
         let (stream, continuation) = AsyncThrowingStream<Int64, any Error>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let sessions = sessions
-        let channel = settings.channel
-        let task = Task {
+        let task = sessions.listen {
             let connection: PostgresConnection
             do {
                 connection = try await sessions.connect(applicationName: sessions.settings.applicationName + " listener")
             } catch {
-                continuation.finish(
-                    throwing: StoreError(.open, "cannot connect to the state to listen: \(PostgresSessions.describe(error))", path: sessions.settings.redacted))
+                let reason = "cannot connect to the state to listen: \(PostgresSessions.describe(error))"
+                sessions.lost(reason)
+                continuation.finish(throwing: StoreError(.unavailable, reason, path: sessions.settings.redacted))
                 return
             }
             do {
-                try await connection.listen(on: channel) { notifications in
-                    // Listening now: the newest revision from here on is either this one or
-                    // arrives as a notification.
-                    let rows = try await connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger)
-                    for try await row in rows { continuation.yield(try row.decode(Int64.self)) }
-                    for try await notification in notifications {
-                        if let revision = Int64(notification.payload) { continuation.yield(revision) }
+                try await connection.listen(on: sessions.settings.channel) { notifications in
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for try await notification in notifications {
+                                if let revision = Int64(notification.payload) { continuation.yield(revision) }
+                            }
+                            throw StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted)
+                        }
+                        group.addTask { try await Self.heartbeat(on: connection, sessions: sessions, continuation: continuation) }
+                        // Either ends only by failing: the other is cancelled with it.
+                        try await group.next()
                     }
                 }
-                continuation.finish(throwing: StoreError(.database, "the listening connection ended", path: sessions.settings.redacted))
+                continuation.finish(throwing: StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted))
             } catch is CancellationError {
                 continuation.finish()
+            } catch let error as StoreError {
+                continuation.finish(throwing: error)
             } catch {
                 continuation.finish(
-                    throwing: StoreError(.database, "listening for changes failed: \(PostgresSessions.describe(error))", path: sessions.settings.redacted))
+                    throwing: StoreError(
+                        .unavailable, "listening for changes failed: \(PostgresSessions.describe(error))", path: sessions.settings.redacted))
             }
-            try? await connection.close()
+            sessions.drop(connection)
+        }
+        guard let task else {
+            continuation.finish(throwing: StoreError(.database, "listening for changes failed: the state is closed", path: sessions.settings.redacted))
+            return stream
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
+    }
+
+    /// Asks the listening connection for the newest revision at once (listening has started:
+    /// from here on, every newer revision is either this one or arrives as a notice), then
+    /// every `heartbeatInterval`, yielding each answer. An answer that does not come within
+    /// `heartbeatTimeout` means the connection is lost, though the network may never say so:
+    /// the connection is closed (which ends the notices too), the state is marked unreachable,
+    /// and this throws.
+    private static func heartbeat(
+        on connection: PostgresConnection, sessions: PostgresSessions, continuation: AsyncThrowingStream<Int64, any Error>.Continuation
+    ) async throws {
+        let timeout = TimeAmount.nanoseconds(
+            sessions.settings.heartbeatTimeout.components.seconds * 1_000_000_000 + sessions.settings.heartbeatTimeout.components.attoseconds / 1_000_000_000)
+        // However it ends (a lost answer, or cancelled), the connection is closed: the notices
+        // it was delivering end with it.
+        defer { sessions.drop(connection) }
+        while true {
+            let result: PostgresQueryResult
+            do {
+                result = try await sessions.deadlined(
+                    connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger), within: timeout
+                ).get()
+            } catch {
+                let reason = "the listening connection did not answer its heartbeat: \(PostgresSessions.describe(error))"
+                if PostgresSessions.isConnectionError(error) { sessions.lost(reason) }
+                throw StoreError(.unavailable, reason, path: sessions.settings.redacted)
+            }
+            sessions.answered()
+            for row in result.rows { continuation.yield(try row.decode(Int64.self)) }
+            try await Task.sleep(for: sessions.settings.heartbeatInterval)
+        }
     }
 }

@@ -136,7 +136,10 @@ public protocol ChangeNotifying: StateStore {
     /// Listens on a connection of its own and yields each committed revision (possibly
     /// coalesced, never reordered) until the connection fails (the stream then throws) or the
     /// task is cancelled. The first element is yielded once listening has started, with the
-    /// newest revision at that moment, so a caller catches up from there without a gap.
+    /// newest revision at that moment, so a caller catches up from there without a gap; the
+    /// newest revision is yielded again at every heartbeat of the connection, and a heartbeat
+    /// not answered in time ends the stream with `unavailable` (a connection the network
+    /// silently dropped is found, not listened to forever).
     func changeNotifications() -> AsyncThrowingStream<Int64, any Error>
 }
 

@@ -21,6 +21,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let notFound = Code(rawValue: "not-found")
         /// The write conflicts with what is stored (a key version that already exists).
         public static let conflict = Code(rawValue: "conflict")
+        /// The state cannot be reached now (a shared PostgreSQL state whose server refuses
+        /// connections or does not answer in time): nothing was read or written, and the
+        /// same call may succeed later.
+        public static let unavailable = Code(rawValue: "unavailable")
     }
 
     public let code: Code

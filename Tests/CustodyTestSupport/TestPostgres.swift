@@ -19,6 +19,21 @@ public enum TestPostgres {
     /// Skips a suite or test without a server, saying why.
     public static var enabled: ConditionTrait { .enabled(if: available, Comment(rawValue: missingReason)) }
 
+    /// The test server's port.
+    public static var port: Int? { url.flatMap { URLComponents(string: $0)?.port } }
+
+    /// `url` with its port replaced by `port`: the same server, reached through a `NetworkProxy`.
+    public static func url(_ url: String, throughPort port: Int) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.port = port
+        return components.string ?? url
+    }
+
+    /// A proxy to the test server (see `NetworkProxy`).
+    public static func proxy() throws -> NetworkProxy {
+        try NetworkProxy(port: port ?? 1)
+    }
+
     /// The server's URL with a schema no other test uses (and `extra` query parameters).
     public static func freshURL(_ label: String = "t", extra: String = "") -> String {
         let base = url ?? "postgres://custody@127.0.0.1:1/missing?sslmode=disable"

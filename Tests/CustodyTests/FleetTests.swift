@@ -39,16 +39,6 @@ struct Fleet {
     }
 }
 
-/// Waits until `condition` holds, checking every 10 ms, for at most `limit`.
-func eventually(within limit: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try await condition()
-}
-
 /// Runs a SQL statement on the test server as its superuser (to kill connections, say).
 func superuser(_ sql: String, database: String = "postgres") throws {
     let url = TestPostgres.url ?? "postgres://custody@127.0.0.1:1/missing"

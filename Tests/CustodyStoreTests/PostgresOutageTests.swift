@@ -1,0 +1,120 @@
+@testable import CustodyPostgres
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+/// A PostgreSQL state whose network fails, through a `NetworkProxy`: calls never wait out their
+/// own deadlines for a server known not to answer, and the first answer ends the outage.
+@Suite("PostgreSQL state: outages", TestPostgres.enabled, .timeLimit(.minutes(2)))
+struct PostgresOutageTests {
+    /// A state through `proxy`, with a fast heartbeat (so that tests take seconds, not minutes).
+    static func state(through proxy: NetworkProxy, _ label: String) throws -> PostgresState {
+        var settings = try PostgresSettings(url: TestPostgres.url(TestPostgres.freshURL(label), throughPort: proxy.port))
+        settings.heartbeatInterval = .milliseconds(100)
+        settings.heartbeatTimeout = .milliseconds(400)
+        settings.retryInterval = .milliseconds(300)
+        settings.configuration.options.connectTimeout = .seconds(1)
+        return try PostgresState(settings: settings)
+    }
+
+    /// How long `body` took, and the `StoreError` it threw (nil: none).
+    static func timed(_ body: @Sendable () throws -> Void) -> (seconds: Double, error: StoreError?) {
+        let start = ContinuousClock.now
+        let error = storeError(body)
+        let elapsed = start.duration(to: .now)
+        return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, error)
+    }
+
+    @Test(
+        "a state whose network goes silent: the listener's heartbeat finds it, the call in flight gives up then, later calls fail at once with `unavailable`, and the first answer after healing ends it"
+    )
+    func silentNetwork() async throws {
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let state = try Self.state(through: proxy, "silent")
+        defer { state.close() }
+        var notices = state.changeNotifications().makeAsyncIterator()
+        #expect(try await notices.next() == 0, "the listener answers its first heartbeat")
+        #expect(try state.changeBounds().newest == 0)
+
+        proxy.blackhole()
+        // A call on a pooled connection: without the heartbeat it would wait its 35 s deadline.
+        let inFlight = Self.timed { _ = try state.changeBounds() }
+        #expect(inFlight.error?.code == .unavailable)
+        #expect(inFlight.seconds < 5, "gave up when the heartbeat found the silence, not at its own deadline")
+        #expect(state.sessions.unreachable != nil)
+        // The listener ended too: its stream says why.
+        let ended = await Task {
+            do {
+                while try await notices.next() != nil {}
+                return nil as StoreError?
+            } catch {
+                return error as? StoreError
+            }
+        }.value
+        #expect(ended?.code == .unavailable)
+
+        // While the state is known not to answer, calls do not try: no wait at all.
+        let later = Self.timed { try state.addAccountKey(wrapped(owner, 1)) }
+        #expect(later.error?.code == .unavailable)
+        #expect(later.error?.message.contains("has not answered since") == true)
+        #expect(later.seconds < 0.5)
+
+        proxy.heal()
+        // Without a listener, one call at a time tries again, `retryInterval` after the last failed.
+        #expect(await eventually { (try? state.changeBounds()) != nil }, "answers again once healed")
+        #expect(state.sessions.unreachable == nil)
+        try state.addAccountKey(wrapped(owner, 1))
+        #expect(try state.changeBounds().newest == 1, "nothing was written while unreachable")
+    }
+
+    @Test("a state whose connections are cut and refused: a call fails with `unavailable` at once, a listener is what tries again, and the outage ends when it reconnects")
+    func cutNetwork() async throws {
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let state = try Self.state(through: proxy, "cut")
+        defer { state.close() }
+        #expect(try state.changeBounds().newest == 0)
+
+        proxy.cut()
+        let first = Self.timed { _ = try state.changeBounds() }
+        #expect(first.error?.code == .unavailable)
+        #expect(first.seconds < 2)
+        // A listener that cannot connect keeps the outage on; calls do not try while it does.
+        let listener = Task {
+            for attempt in 0... {
+                do {
+                    for try await _ in state.changeNotifications() {}
+                } catch {}
+                if Task.isCancelled { return attempt }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return 0
+        }
+        defer { listener.cancel() }
+        try await Task.sleep(for: .milliseconds(500))
+        for _ in 0..<3 {
+            let call = Self.timed { _ = try state.changeBounds() }
+            #expect(call.error?.code == .unavailable)
+            #expect(call.error?.message.contains("has not answered since") == true, "refused without trying")
+            #expect(call.seconds < 0.2)
+        }
+        proxy.heal()
+        #expect(await eventually { state.sessions.unreachable == nil }, "the listener's first heartbeat ends the outage")
+        #expect(try state.changeBounds().newest == 0)
+    }
+
+    @Test("opening a state that cannot be reached is an `open` error, never `unavailable`", arguments: [NetworkProxy.Mode.cut, .blackhole])
+    func openUnreachable(mode: NetworkProxy.Mode) throws {
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        if mode == .cut { proxy.cut() } else { proxy.blackhole() }
+        var settings = try PostgresSettings(url: TestPostgres.url(TestPostgres.freshURL("open"), throughPort: proxy.port))
+        settings.configuration.options.connectTimeout = .seconds(1)
+        let error = storeError { _ = try PostgresState(settings: settings) }
+        #expect(error?.code == .open)
+        #expect(error?.message.contains("cannot connect") == true)
+    }
+}

@@ -1,0 +1,116 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A TCP proxy on loopback between clients and one server, for tests of what the network does
+/// to them. It carries bytes both ways until told otherwise:
+/// - `blackhole()`: no byte goes through either way, and connections stay open, as when a
+///   network silently drops packets (new connections are accepted, and hang);
+/// - `cut()`: every connection is closed, and new ones are closed as soon as they are made,
+///   as when the server is gone;
+/// - `heal()`: bytes flow again (connections a cut closed stay closed).
+public final class NetworkProxy: Sendable {
+    public enum Mode: Sendable {
+        case open, blackhole, cut
+    }
+
+    /// The port clients connect to, on 127.0.0.1.
+    public let port: Int
+    private let group: MultiThreadedEventLoopGroup
+    private let server: any Channel
+    private let state: Shared
+
+    private final class Shared: Sendable {
+        let mode = Mutex(Mode.open)
+        /// Every channel, both sides of every connection.
+        let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    }
+
+    /// A proxy to `host`:`port`, listening on a free port of its own.
+    public init(to host: String = "127.0.0.1", port targetPort: Int) throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let state = Shared()
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.autoRead, value: false)
+            .childChannelInitializer { inbound in
+                Self.track(inbound, in: state)
+                if state.mode.withLock({ $0 }) == .cut { return inbound.close() }
+                return ClientBootstrap(group: inbound.eventLoop)
+                    .channelOption(.autoRead, value: false)
+                    .connect(host: host, port: targetPort)
+                    .flatMap { outbound in
+                        Self.track(outbound, in: state)
+                        let (toServer, toClient) = (Relay(partner: outbound), Relay(partner: inbound))
+                        return inbound.pipeline.addHandler(toServer).flatMap { outbound.pipeline.addHandler(toClient) }.map {
+                            // Bytes flow unless the network is down now.
+                            if state.mode.withLock({ $0 }) == .open {
+                                inbound.setOption(.autoRead, value: true).whenComplete { _ in }
+                                outbound.setOption(.autoRead, value: true).whenComplete { _ in }
+                            }
+                        }
+                    }
+            }
+        let server = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+        self.group = group
+        self.server = server
+        self.state = state
+        self.port = server.localAddress?.port ?? 0
+    }
+
+    /// Lets no byte through, leaving connections open.
+    public func blackhole() { set(.blackhole) }
+
+    /// Closes every connection, and each new one as it is made.
+    public func cut() { set(.cut) }
+
+    /// Lets bytes through again.
+    public func heal() { set(.open) }
+
+    private func set(_ mode: Mode) {
+        state.mode.withLock { $0 = mode }
+        let channels = state.channels.withLock { Array($0.values) }
+        for channel in channels {
+            switch mode {
+            case .open: channel.setOption(.autoRead, value: true).whenComplete { _ in }
+            case .blackhole: channel.setOption(.autoRead, value: false).whenComplete { _ in }
+            case .cut: channel.close(promise: nil)
+            }
+        }
+    }
+
+    /// Stops the proxy: every connection closes.
+    public func close() throws {
+        try server.close().wait()
+        set(.cut)
+        try group.syncShutdownGracefully()
+    }
+
+    private static func track(_ channel: any Channel, in state: Shared) {
+        let id = ObjectIdentifier(channel)
+        state.channels.withLock { $0[id] = channel }
+        channel.closeFuture.whenComplete { _ in _ = state.channels.withLock { $0.removeValue(forKey: id) } }
+    }
+
+    /// Writes what one side reads to the other, and closes the other when one closes.
+    private final class Relay: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let partner: any Channel
+
+        init(partner: any Channel) {
+            self.partner = partner
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            partner.writeAndFlush(data, promise: nil)
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            partner.close(promise: nil)
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            context.close(promise: nil)
+        }
+    }
+}
