@@ -74,6 +74,7 @@ public struct StateKeyStore: AccountKeyStore {
     }
 
     private static func protectionError(_ error: StoreError) -> ProtectionError {
+        if error.code == .unavailable { return ProtectionError(.keyStoreUnavailable, error.message, path: error.path) }
         let message = error.code == .corrupt ? "the key store is damaged: \(error.message)" : error.message
         return ProtectionError(.io, message, path: error.path)
     }

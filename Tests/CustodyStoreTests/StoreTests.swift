@@ -4,6 +4,7 @@ import CustodyProtection
 import CustodyStore
 import CustodyTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 let owner = OwnerIdentifier(rawValue: "oid:0d000000-0000-4000-8000-000000000001")!
@@ -121,6 +122,32 @@ struct KeyStoreTests {
         #expect(protectionError { _ = try DataProtector(keyRing: readerRing).unprotect(envelope) }?.code == .keyUnavailable)
     }
 
+    @Test(
+        "a ring that cannot confirm its keys with the store uses none of them: another process's wipe is never missed for longer than the ring's interval",
+        arguments: StoreKind.reachable, [ProtectionError.Code.keyStoreUnavailable, .io])
+    func unconfirmedCache(kind: StoreKind, failure: ProtectionError.Code) throws {
+        let directory = try TemporaryDirectory()
+        let master = MasterKeySource.keyFile(path: directory.file("master.key"))
+        let store = FailingKeyStore(try kind.make(in: directory))
+        let ring = try KeyRing(store: store, masterKey: master, revalidationInterval: .milliseconds(50))
+        let protector = DataProtector(keyRing: ring)
+        let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
+        let envelope = try protector.protect([1, 2, 3], owner: alice, forceEncryption: true)
+        #expect(try protector.unprotect(envelope) == [1, 2, 3], "the key is cached now")
+
+        // Another process wipes the account while this one cannot read the store.
+        store.failure.withLock { $0 = failure }
+        try store.base.removeKeys(for: owner)
+        Thread.sleep(forTimeInterval: 0.06)
+        let refused = protectionError { _ = try protector.unprotect(envelope) }
+        #expect(refused?.code == failure, "refused with the store's own reason")
+        #expect(refused?.message.contains("none is used") == true)
+        #expect(protectionError { _ = try protector.protect([4], owner: alice, forceEncryption: true) }?.code == failure, "nothing sealed either")
+
+        store.failure.withLock { $0 = nil }
+        #expect(protectionError { _ = try protector.unprotect(envelope) }?.code == .keyUnavailable, "the store answers: the wipe holds")
+    }
+
     @Test("a wiped key leaves no copy in the database file or its log")
     func shredding() throws {
         let directory = try TemporaryDirectory()
@@ -146,5 +173,50 @@ extension Array where Element == UInt8 {
     func contains(subsequence: [UInt8]) -> Bool {
         guard !subsequence.isEmpty, subsequence.count <= count else { return false }
         return (0...(count - subsequence.count)).contains { self[$0..<$0 + subsequence.count].elementsEqual(subsequence) }
+    }
+}
+
+/// A real key store whose every read and write fails with `failure` while it is set (a state
+/// out of reach, a disk error); `base` is the store itself, for another process's writes.
+final class FailingKeyStore: AccountKeyStore, Sendable {
+    let base: any AccountKeyStore
+    let failure = Mutex<ProtectionError.Code?>(nil)
+
+    init(_ base: any AccountKeyStore) {
+        self.base = base
+    }
+
+    private func check() throws(ProtectionError) {
+        if let code = failure.withLock({ $0 }) { throw ProtectionError(code, "the store cannot be read (test)") }
+    }
+
+    var isReadOnly: Bool { base.isReadOnly }
+    func keys(for owner: OwnerIdentifier) throws(ProtectionError) -> [WrappedAccountKey] {
+        try check()
+        return try base.keys(for: owner)
+    }
+    func add(_ key: WrappedAccountKey) throws(ProtectionError) {
+        try check()
+        try base.add(key)
+    }
+    func removeKeys(for owner: OwnerIdentifier) throws(ProtectionError) -> Int {
+        try check()
+        return try base.removeKeys(for: owner)
+    }
+    func owners() throws(ProtectionError) -> [OwnerIdentifier] {
+        try check()
+        return try base.owners()
+    }
+    func masterKeyRecord() throws(ProtectionError) -> MasterKeyRecord? {
+        try check()
+        return try base.masterKeyRecord()
+    }
+    func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(ProtectionError) {
+        try check()
+        try base.saveMasterKeyRecord(record)
+    }
+    func changeToken() throws(ProtectionError) -> UInt64? {
+        try check()
+        return try base.changeToken()
     }
 }

@@ -120,7 +120,7 @@ extension CustodyEngine {
         do {
             try DataProtector.checkFiles(source: source, sink: sink, protecting: true)
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
@@ -128,7 +128,7 @@ extension CustodyEngine {
         do {
             try protector.protect(from: source, to: sink, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
         return plan
     }
@@ -141,7 +141,7 @@ extension CustodyEngine {
         do {
             return (try protector.protect(data, owner: sealFor, forceEncryption: plan.encrypted), plan)
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
     }
 
@@ -154,7 +154,7 @@ extension CustodyEngine {
         do {
             try DataProtector.checkFiles(source: .file(path), sink: .file(path), protecting: true)
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
@@ -165,11 +165,11 @@ extension CustodyEngine {
             if plan.encrypted { try record(holder) }
             try protector.protect(file: path, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
         } catch let error as ProtectionError {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         } catch let error as CustodyError {
             throw error
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
         return (plan, nil)
     }
@@ -187,7 +187,7 @@ extension CustodyEngine {
         do {
             return (plan, try protector.protect(directory: directory, owner: sealFor, forceEncryption: plan.encrypted, progress: progress))
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
     }
 
@@ -222,7 +222,7 @@ extension CustodyEngine {
         do {
             report = try protector.unprotect(directory: directory, progress: progress)
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
         for index in report.failed.indices {
             let failure = report.failed[index]
@@ -255,7 +255,7 @@ extension CustodyEngine {
                 "\(prefix)the data belongs to \(owner), whose keys were wiped at \(formatted(wiped.at)) (account \(wiped.account)): it can never be opened again",
                 underlying: error)
         }
-        return CustodyError(.protection, "\(error)", underlying: error)
+        return CustodyError(protection: error)
     }
 
     // MARK: Keys
@@ -271,7 +271,7 @@ extension CustodyEngine {
             try database.audit(.key, account: resolved.owner.rawValue, action: "rotate", detail: "version \(version)", at: configuration.now())
             return (resolved, version)
         } catch let error as ProtectionError {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }
@@ -375,7 +375,7 @@ extension CustodyEngine {
         do {
             head = try DataProtector.head(ofFile: path, count: 4_096)
         } catch {
-            throw CustodyError(.protection, "\(error)", underlying: error)
+            throw CustodyError(protection: error)
         }
         do {
             return try receive(receiver: receiver, item: head, context: context)

@@ -1,4 +1,5 @@
 public import CustodyPolicy
+import CustodyProtection
 
 /// Why the engine could not do what was asked: a stable code, a message a person can act on,
 /// and, for bundles, every located problem.
@@ -51,5 +52,15 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
     /// The message, then each diagnostic on its own line.
     public var description: String {
         ([message] + diagnostics.map(\.description)).joined(separator: "\n")
+    }
+}
+
+extension CustodyError {
+    /// A failure to protect or unprotect data: `.protection`, or `.state` when the key store
+    /// could not be reached (nothing was opened or sealed, and the same call may succeed once
+    /// the state answers again).
+    init(protection error: any Error) {
+        let unreachable = (error as? ProtectionError)?.code == .keyStoreUnavailable
+        self.init(unreachable ? .state : .protection, "\(error)", underlying: error)
     }
 }

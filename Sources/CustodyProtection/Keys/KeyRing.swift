@@ -40,7 +40,9 @@ final class AccountKey: Sendable {
 /// account drops its keys from memory and the store: its envelopes can no longer be opened.
 /// Keys rotated or wiped by another process are noticed within `revalidationInterval`: the
 /// ring compares the store's change token at most that often and forgets its cache when it
-/// moved.
+/// moved. A store that cannot be read when a comparison is due drops the cache and refuses:
+/// keys in memory are never used longer than `revalidationInterval` past the store's last
+/// answer.
 public final class KeyRing: Sendable {
     public let store: any AccountKeyStore
     private let master: MasterKey
@@ -83,11 +85,26 @@ public final class KeyRing: Sendable {
     }
 
     /// Forgets cached keys when the store changed since the last look and a look is due.
-    private func revalidate() {
+    /// - Throws: the store's error when a look is due and the store cannot be read. Not
+    ///   hearing from the store is no proof that nothing changed (another process or replica
+    ///   may have wiped the account): every cached key is dropped, and nothing is opened or
+    ///   sealed until the store answers again.
+    private func revalidate() throws(ProtectionError) {
         let now = ContinuousClock.now
         guard cache.withLock({ now >= $0.nextCheck }) else { return }
-        // A store that cannot be read now keeps the cache until the next look.
-        guard let token = try? store.changeToken() else { return }
+        let token: UInt64?
+        do {
+            token = try store.changeToken()
+        } catch {
+            cache.withLock { cache in
+                cache.keys = [:]
+                cache.current = [:]
+                cache.token = nil
+            }
+            throw ProtectionError(
+                error.code, "the key store cannot be read to confirm that the keys in memory are still valid, so none is used: \(error.message)",
+                path: error.path)
+        }
         cache.withLock { cache in
             if cache.token != token {
                 cache.keys = [:]
@@ -105,7 +122,7 @@ public final class KeyRing: Sendable {
 
     /// The newest version of `owner`'s key, creating version 1 when `creating` and there is none.
     func currentKey(for owner: OwnerIdentifier, creating: Bool) throws(ProtectionError) -> AccountKey {
-        revalidate()
+        try revalidate()
         if let key = cache.withLock({ $0.current[owner] }) { return key }
         let stored = try store.keys(for: owner)
         if let newest = stored.max(by: { $0.version < $1.version }) {
@@ -120,7 +137,7 @@ public final class KeyRing: Sendable {
     /// Version `version` of `owner`'s key.
     /// - Throws: `.keyUnavailable` when the store does not have it (wiped, or made elsewhere).
     func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
-        revalidate()
+        try revalidate()
         if let key = cache.withLock({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
         guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
             throw ProtectionError(.keyUnavailable, "key version \(version) of \(owner) is not in the key store (wiped, or never created here)")

@@ -32,6 +32,10 @@ public struct ProtectionError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let io = Code(rawValue: "io")
         /// A key store already has the key version being added (another process added it first).
         public static let keyVersionExists = Code(rawValue: "key-version-exists")
+        /// The key store cannot be reached now (a shared state out of reach), so no key can be
+        /// read, nor a cached one trusted: nothing was opened or sealed; the same call may
+        /// succeed later.
+        public static let keyStoreUnavailable = Code(rawValue: "key-store-unavailable")
     }
 
     public let code: Code
