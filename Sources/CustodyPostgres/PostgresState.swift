@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// Custody's state on PostgreSQL, for a fleet of replicas sharing one state: the same tables,
 /// migrations and errors as the SQLite state (`CustodyDatabase`), through postgres-nio.
@@ -117,30 +118,29 @@ public final class PostgresState: ChangeNotifying {
                 continuation.finish(throwing: StoreError(.unavailable, reason, path: sessions.settings.redacted))
                 return
             }
+            let heartbeat = Heartbeat()
             do {
-                try await connection.listen(on: sessions.settings.channel) { notifications in
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            for try await notification in notifications {
-                                if let revision = Int64(notification.payload) { continuation.yield(revision) }
-                            }
-                            throw StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted)
+                try await withTaskCancellationHandler {
+                    try await connection.listen(on: sessions.settings.channel) { notifications in
+                        heartbeat.start(on: connection, sessions: sessions, continuation: continuation)
+                        for try await notification in notifications {
+                            if let revision = Int64(notification.payload) { continuation.yield(revision) }
                         }
-                        group.addTask { try await Self.heartbeat(on: connection, sessions: sessions, continuation: continuation) }
-                        // Either ends only by failing: the other is cancelled with it.
-                        try await group.next()
                     }
+                } onCancel: {
+                    // The notices end with the connection.
+                    sessions.drop(connection)
                 }
-                continuation.finish(throwing: StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted))
-            } catch is CancellationError {
+                continuation.finish(throwing: heartbeat.failure ?? StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted))
+            } catch where Task.isCancelled {
                 continuation.finish()
-            } catch let error as StoreError {
-                continuation.finish(throwing: error)
             } catch {
-                continuation.finish(
-                    throwing: StoreError(
-                        .unavailable, "listening for changes failed: \(PostgresSessions.describe(error))", path: sessions.settings.redacted))
+                let failure = heartbeat.failure
+                    ?? (error as? StoreError)
+                    ?? StoreError(.unavailable, "listening for changes failed: \(PostgresSessions.describe(error))", path: sessions.settings.redacted)
+                continuation.finish(throwing: failure)
             }
+            heartbeat.stop()
             sessions.drop(connection)
         }
         guard let task else {
@@ -151,34 +151,46 @@ public final class PostgresState: ChangeNotifying {
         return stream
     }
 
-    /// Asks the listening connection for the newest revision at once (listening has started:
-    /// from here on, every newer revision is either this one or arrives as a notice), then
-    /// every `heartbeatInterval`, yielding each answer. An answer that does not come within
-    /// `heartbeatTimeout` means the connection is lost, though the network may never say so:
-    /// the connection is closed (which ends the notices too), the state is marked unreachable,
-    /// and this throws.
-    private static func heartbeat(
-        on connection: PostgresConnection, sessions: PostgresSessions, continuation: AsyncThrowingStream<Int64, any Error>.Continuation
-    ) async throws {
-        let timeout = TimeAmount.nanoseconds(
-            sessions.settings.heartbeatTimeout.components.seconds * 1_000_000_000 + sessions.settings.heartbeatTimeout.components.attoseconds / 1_000_000_000)
-        // However it ends (a lost answer, or cancelled), the connection is closed: the notices
-        // it was delivering end with it.
-        defer { sessions.drop(connection) }
-        while true {
-            let result: PostgresQueryResult
-            do {
-                result = try await sessions.deadlined(
-                    connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger), within: timeout
-                ).get()
-            } catch {
-                let reason = "the listening connection did not answer its heartbeat: \(PostgresSessions.describe(error))"
-                if PostgresSessions.isConnectionError(error) { sessions.lost(reason) }
-                throw StoreError(.unavailable, reason, path: sessions.settings.redacted)
+    /// The listening connection's heartbeat, driven by the connection's own event loop (so that
+    /// nothing it does waits for a thread of Swift's pool): it asks for the newest revision at
+    /// once (listening has started: from here on every newer revision is either this one or
+    /// arrives as a notice), then every `heartbeatInterval`, yielding each answer. An answer
+    /// that does not come within `heartbeatTimeout` means the connection is lost, though the
+    /// network may never say so: the state is marked unreachable (calls waiting for it give up),
+    /// and the connection is closed, which ends the notices.
+    final class Heartbeat: Sendable {
+        private let state = Mutex<(task: RepeatedTask?, failure: StoreError?)>((nil, nil))
+
+        /// Why it stopped the connection, if it did.
+        var failure: StoreError? { state.withLock { $0.failure } }
+
+        func start(on connection: PostgresConnection, sessions: PostgresSessions, continuation: AsyncThrowingStream<Int64, any Error>.Continuation) {
+            let interval = Self.amount(sessions.settings.heartbeatInterval)
+            let timeout = Self.amount(sessions.settings.heartbeatTimeout)
+            let task = connection.eventLoop.scheduleRepeatedAsyncTask(initialDelay: .zero, delay: interval) { [self] repeated in
+                sessions.deadlined(connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger), within: timeout)
+                    .flatMapThrowing { result in
+                        sessions.answered()
+                        for row in result.rows { continuation.yield(try row.decode(Int64.self)) }
+                    }
+                    .flatMapErrorThrowing { error in
+                        let reason = "the listening connection did not answer its heartbeat: \(PostgresSessions.describe(error))"
+                        self.state.withLock { $0.failure = StoreError(.unavailable, reason, path: sessions.settings.redacted) }
+                        if PostgresSessions.isConnectionError(error) { sessions.lost(reason) }
+                        repeated.cancel()
+                        sessions.drop(connection)
+                        throw error
+                    }
             }
-            sessions.answered()
-            for row in result.rows { continuation.yield(try row.decode(Int64.self)) }
-            try await Task.sleep(for: sessions.settings.heartbeatInterval)
+            state.withLock { $0.task = task }
+        }
+
+        func stop() {
+            state.withLock { $0.task }?.cancel()
+        }
+
+        static func amount(_ duration: Duration) -> TimeAmount {
+            .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
         }
     }
 }

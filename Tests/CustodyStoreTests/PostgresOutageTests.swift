@@ -10,11 +10,11 @@ import Testing
 @Suite("PostgreSQL state: outages", TestPostgres.enabled, .timeLimit(.minutes(2)))
 struct PostgresOutageTests {
     /// A state through `proxy`, with a fast heartbeat (so that tests take seconds, not minutes).
-    static func state(through proxy: NetworkProxy, _ label: String) throws -> PostgresState {
+    static func state(through proxy: NetworkProxy, _ label: String, retry: Duration) throws -> PostgresState {
         var settings = try PostgresSettings(url: TestPostgres.url(TestPostgres.freshURL(label), throughPort: proxy.port))
         settings.heartbeatInterval = .milliseconds(100)
         settings.heartbeatTimeout = .milliseconds(400)
-        settings.retryInterval = .milliseconds(300)
+        settings.retryInterval = retry
         settings.configuration.options.connectTimeout = .seconds(1)
         return try PostgresState(settings: settings)
     }
@@ -33,7 +33,7 @@ struct PostgresOutageTests {
     func silentNetwork() async throws {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
-        let state = try Self.state(through: proxy, "silent")
+        let state = try Self.state(through: proxy, "silent", retry: .seconds(60))
         defer { state.close() }
         var notices = state.changeNotifications().makeAsyncIterator()
         #expect(try await notices.next() == 0, "the listener answers its first heartbeat")
@@ -63,18 +63,21 @@ struct PostgresOutageTests {
         #expect(later.seconds < 0.5)
 
         proxy.heal()
-        // Without a listener, one call at a time tries again, `retryInterval` after the last failed.
-        #expect(await eventually { (try? state.changeBounds()) != nil }, "answers again once healed")
+        // A listener is what finds the state again: its first answer ends the outage.
+        var again = state.changeNotifications().makeAsyncIterator()
+        #expect(try await again.next() == 0)
         #expect(state.sessions.unreachable == nil)
         try state.addAccountKey(wrapped(owner, 1))
         #expect(try state.changeBounds().newest == 1, "nothing was written while unreachable")
     }
 
-    @Test("a state whose connections are cut and refused: a call fails with `unavailable` at once, a listener is what tries again, and the outage ends when it reconnects")
+    @Test(
+        "a state whose connections are cut: a call fails with `unavailable` at once; without a listener one call tries again after the retry interval, with one no call does, and the outage ends when it reconnects"
+    )
     func cutNetwork() async throws {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
-        let state = try Self.state(through: proxy, "cut")
+        let state = try Self.state(through: proxy, "cut", retry: .seconds(2))
         defer { state.close() }
         #expect(try state.changeBounds().newest == 0)
 
@@ -82,6 +85,13 @@ struct PostgresOutageTests {
         let first = Self.timed { _ = try state.changeBounds() }
         #expect(first.error?.code == .unavailable)
         #expect(first.seconds < 2)
+        // No listener: within the retry interval nothing tries; after it, one call does.
+        let soon = Self.timed { _ = try state.changeBounds() }
+        #expect(soon.error?.message.contains("has not answered since") == true, "refused without trying")
+        try await Task.sleep(for: .milliseconds(2_100))
+        let trial = Self.timed { _ = try state.changeBounds() }
+        #expect(trial.error?.code == .unavailable)
+        #expect(trial.error?.message.contains("cannot connect") == true, "tried again")
         // A listener that cannot connect keeps the outage on; calls do not try while it does.
         let listener = Task {
             for attempt in 0... {
