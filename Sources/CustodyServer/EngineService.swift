@@ -12,16 +12,13 @@ struct EngineService: Service {
     let logger: Logger
 
     func run() async throws {
-        let watch: CustodyEngine.Watch?
-        do {
-            watch = try engine.watch(
-                bundleDirectory: configuration.bundleDirectory, interval: configuration.watchInterval,
-                offlineCheckInterval: configuration.offlineCheckInterval)
-            logger.info("watching the bundle directory", metadata: ["directory": "\(watch?.directory ?? "")"])
-        } catch {
-            // Nothing to watch: the policy comes from PUT /v1/bundle (and the state).
-            logger.notice("no bundle directory to watch; bundles come from PUT /v1/bundle")
-            watch = nil
+        let watch = engine.watch(
+            bundleDirectory: configuration.bundleDirectory, interval: configuration.watchInterval,
+            offlineCheckInterval: configuration.offlineCheckInterval)
+        if let directory = watch.directory {
+            logger.info("watching the bundle directory", metadata: ["directory": "\(directory)"])
+        } else {
+            logger.notice("no bundle directory to watch: the policy in force is the state's (custody apply, PUT /v1/bundle, another replica)")
         }
         // What other processes and replicas do to the state (a bundle applied, a wipe, a key
         // rotated, a token revoked, their events) reaches this service: on PostgreSQL as soon
@@ -31,7 +28,7 @@ struct EngineService: Service {
         }
         try? await gracefulShutdown()
         follower.cancel()
-        watch?.cancel()
+        watch.cancel()
         engine.manager.finish()
     }
 }

@@ -483,15 +483,15 @@ public final class CustodyEngine: Sendable {
 extension CustodyEngine {
     /// A running watch: the events it publishes, until cancelled.
     public struct Watch: Sendable {
-        /// The directory watched.
-        public let directory: String
+        /// The bundle directory watched; nil when none is (offline grace is evaluated all the same).
+        public let directory: String?
         /// Every event of the engine from the start of the watch.
         public let events: AsyncStream<PolicyEvent>
         private let tasks: [Task<Void, Never>]
         /// Kept alive for as long as the watch: its manager does the work.
         private let engine: CustodyEngine
 
-        init(directory: String, events: AsyncStream<PolicyEvent>, tasks: [Task<Void, Never>], engine: CustodyEngine) {
+        init(directory: String?, events: AsyncStream<PolicyEvent>, tasks: [Task<Void, Never>], engine: CustodyEngine) {
             self.directory = directory
             self.events = events
             self.tasks = tasks
@@ -504,20 +504,30 @@ extension CustodyEngine {
         }
     }
 
-    /// Applies `directory` (default: the one the bundle in force came from) now and whenever
-    /// it changes (see `PolicyManager.watch`), and evaluates offline grace every
-    /// `offlineCheckInterval` (announcing `wipeRequired`, and wiping when the configuration
-    /// says so).
-    /// - Throws: `CustodyError` `.noPolicy` when no directory is given and no bundle is in force.
-    public func watch(bundleDirectory directory: String? = nil, interval: Duration = .seconds(1), offlineCheckInterval: Duration = .seconds(60))
-        throws(CustodyError) -> Watch
-    {
-        guard let directory = directory ?? bundleInForce.flatMap({ $0.isOverride ? nil : $0.source }) else {
-            throw CustodyError(.noPolicy, "nothing to watch: no bundle is in force in this state, and no directory was given")
-        }
+    /// Evaluates offline grace every `offlineCheckInterval` (announcing `wipeRequired`, and
+    /// wiping when the configuration says so), and applies a bundle directory now and whenever
+    /// it changes (see `PolicyManager.watch`): `directory` when given; otherwise the directory
+    /// the bundle in force came from, when the state is this machine's own (SQLite) and that
+    /// directory is here.
+    ///
+    /// On a state that replicas share (PostgreSQL) no directory is watched unless one is given:
+    /// the policy in force is the state's, and the directory another process applied it from
+    /// is that process's. A copy at the same path here may hold another version, which would
+    /// be put in force for every replica.
+    public func watch(bundleDirectory directory: String? = nil, interval: Duration = .seconds(1), offlineCheckInterval: Duration = .seconds(60)) -> Watch {
+        let watched = directory ?? recordedBundleDirectory
         let events = manager.events()
-        let watcher = manager.watch(bundleDirectory: directory, interval: interval)
-        let offline = manager.startOfflineChecks(every: offlineCheckInterval)
-        return Watch(directory: directory, events: events, tasks: [watcher, offline], engine: self)
+        var tasks = [manager.startOfflineChecks(every: offlineCheckInterval)]
+        if let watched { tasks.append(manager.watch(bundleDirectory: watched, interval: interval)) }
+        return Watch(directory: watched, events: events, tasks: tasks, engine: self)
+    }
+
+    /// The directory the bundle in force was applied from, when it is a directory on this
+    /// machine and the state is this machine's own; nil otherwise (see `watch`).
+    var recordedBundleDirectory: String? {
+        guard !database.notifiesChanges, let inForce = bundleInForce, !inForce.isOverride else { return nil }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: inForce.source, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
+        return inForce.source
     }
 }

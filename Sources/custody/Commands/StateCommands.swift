@@ -28,7 +28,11 @@ struct WatchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: ArgumentHelp("The bundle directory to watch and apply (default: where the bundle in force came from).", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The bundle directory to watch and apply (default: where the bundle in force came from, on a SQLite state; none on a PostgreSQL state, whose policy in force is the fleet's).",
+            valueName: "dir"))
     var bundle: String?
 
     @OptionGroup var contextOptions: ContextOptions
@@ -55,8 +59,19 @@ struct WatchCommand: AsyncParsableCommand {
             state: stateOptions.opened(CustodyConfiguration.State.path), context: contextOptions.context, wipesWhenOfflineTooLong: wipeWhenOffline,
             logger: loggingOptions.makeLogger())
         let watch = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-            try await CustodyEngine.open(configuration).watch(
-                bundleDirectory: bundle, interval: .milliseconds(interval), offlineCheckInterval: .seconds(offlineInterval))
+            let engine = try await CustodyEngine.open(configuration)
+            let watch = engine.watch(bundleDirectory: bundle, interval: .milliseconds(interval), offlineCheckInterval: .seconds(offlineInterval))
+            guard watch.directory != nil else {
+                watch.cancel()
+                throw CustodyError(
+                    .noPolicy,
+                    engine.bundleInForce == nil
+                        ? "nothing to watch: no bundle is in force in this state, and no directory was given"
+                        : engine.database.notifiesChanges
+                            ? "nothing to watch: no directory was given, and on a state replicas share the directory the bundle in force came from is not watched (it may be another machine's)"
+                            : "nothing to watch: no directory was given, and the bundle in force did not come from a directory on this machine")
+            }
+            return watch
         }
         defer { watch.cancel() }
         for await event in watch.events {
