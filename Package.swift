@@ -129,6 +129,7 @@ let package = Package(
                 "CustodyProtection",
                 "CustodyStore",
                 "CustodyPostgres",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),

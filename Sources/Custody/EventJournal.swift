@@ -93,6 +93,14 @@ final class EventJournal: Sendable {
         notifications.publish([last])
     }
 
+    /// Runs `change` (which swaps in a policy another process put in force) and hands the
+    /// events it returns to this process's subscribers of the events alone, in order with
+    /// everything this journal delivers. They are not recorded: the other process recorded its
+    /// own, which readers of the log get through `advance(to:)`.
+    func announce(_ change: () -> [PolicyEvent]) {
+        last.withLock { _ in hub.publish(change()) }
+    }
+
     /// Notes that the state's log holds events up to `newest` that other processes recorded:
     /// readers are woken to read them from the log.
     func advance(to newest: Int64) {

@@ -189,20 +189,54 @@ public actor PolicyManager {
     @discardableResult
     public func restore() throws(BundleRejection) -> Bool {
         guard let database else { return false }
-        let stored: (record: BundleRecord, files: [(name: String, bytes: [UInt8])])?
+        let stored: StoredBundle?
         do {
             stored = try database.lastAppliedBundleFiles()
         } catch {
             throw BundleRejection(source: database.path ?? "the state database", message: "the bundle in force cannot be read: \(error)")
         }
-        guard let (record, storedFiles) = stored else { return false }
+        guard let stored else { return false }
+        try putInForce(stored, announcing: false)
+        return true
+    }
+
+    /// Puts the bundle last applied to the state (by any process or replica) in force here, if
+    /// it is not in force already (a one-off override stays), and tells this process's
+    /// subscribers what changed for them (`events()` and the typed streams; the process that
+    /// applied it recorded its own events in the log).
+    /// - Returns: why the stored bundle does not load here, when it does not; the policy in
+    ///   force then stays as it was.
+    /// - Throws: `StoreError` when the state cannot be read; nothing changed.
+    public func adoptStoredBundle() throws(StoreError) -> BundleRejection? {
+        guard let database, bundleInForce?.isOverride != true else { return nil }
+        guard let record = try database.lastAppliedBundle(), record.contentHash != bundleInForce?.revision,
+            let stored = try database.lastAppliedBundleFiles(), stored.record.contentHash != bundleInForce?.revision
+        else { return nil }
         do {
-            let files = try BundleFiles(entries: storedFiles.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) })
+            try putInForce(stored, announcing: true)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// A bundle as the state keeps it: its record and its files.
+    typealias StoredBundle = (record: BundleRecord, files: [(name: String, bytes: [UInt8])])
+
+    /// Loads a stored bundle and swaps it in. With `announcing`, this process's subscribers are
+    /// told what changed (`PolicyChanges`, for this manager's context).
+    private func putInForce(_ stored: StoredBundle, announcing: Bool) throws(BundleRejection) {
+        let record = stored.record
+        do {
+            let files = try BundleFiles(entries: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) })
             let bundle = try files.load()
             let inForce = BundleInForce(revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false)
-            let old = slot.current
-            slot.store(SnapshotBox(makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt), version: old.version + 1, bundle: inForce))
-            return true
+            let snapshot = makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
+            journal.announce { () -> [PolicyEvent] in
+                let old = slot.current
+                slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
+                return announcing ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot) : []
+            }
         } catch {
             logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
             throw BundleRejection(
@@ -355,32 +389,12 @@ public actor PolicyManager {
         journal.notifications.subscribeNewest()
     }
 
-    /// Catches up with what other processes recorded in the state: a bundle they applied is put
-    /// in force here (without events: theirs are in the log), and readers of the event log are
-    /// woken to read the events they recorded. Cheap when nothing changed (one read).
+    /// Catches up with the events other processes recorded in the state: readers of the event
+    /// log are woken to read them. Cheap when nothing changed (one read). (A bundle they applied
+    /// comes through the change log: `adoptStoredBundle()`.)
     public func catchUp() {
         guard let database, let newest = try? database.eventBounds().newest, newest > journal.lastID else { return }
-        if let inForce = bundleInForce, !inForce.isOverride, let stored = try? database.lastAppliedBundle(), stored.contentHash != inForce.revision {
-            do {
-                try restore()
-            } catch {
-                logger.error("a bundle applied by another process does not load here; the policy in force stays", metadata: ["error": "\(error)"])
-            }
-        }
         journal.advance(to: newest)
-    }
-
-    /// Puts the bundle last applied to the state (by any process or replica) in force here, if
-    /// it is not in force already; a one-off override stays. A stored bundle that does not load
-    /// here leaves the policy in force as it is, and is logged.
-    public func adoptStoredBundle() {
-        guard let database, bundleInForce?.isOverride != true else { return }
-        do {
-            guard let stored = try database.lastAppliedBundle(), stored.contentHash != bundleInForce?.revision else { return }
-            try restore()
-        } catch {
-            logger.error("a bundle applied elsewhere cannot be put in force here; the policy in force stays", metadata: ["error": "\(error)"])
-        }
     }
 
     /// How many streams of logged events or event notifications are subscribed now.

@@ -39,6 +39,21 @@ struct Fleet {
     }
 }
 
+/// One decision through a decision session of `engine` (what the service does per request).
+func decide(_ engine: CustodyEngine, _ line: String) throws(CustodyError) -> String {
+    var session = try engine.decisionSession(options: DecisionStream.Options(currentTime: { .seconds(0) }))
+    defer { engine.end(session) }
+    var output: [UInt8] = []
+    Array(line.utf8).withUnsafeBytes { session.answer(line: $0, into: &output) }
+    return String(decoding: output, as: UTF8.self)
+}
+
+/// Runs `sql` in the schema of `engine`'s PostgreSQL state.
+func inSchema(of engine: CustodyEngine, _ sql: String) throws {
+    let state = try #require(engine.database as? PostgresState)
+    _ = try state.sessions.run("test", transaction: false) { session in try session.execute(PostgresQuery(unsafeSQL: sql)) }
+}
+
 /// Runs a SQL statement on the test server as its superuser (to kill connections, say).
 func superuser(_ sql: String, database: String = "postgres") throws {
     let url = TestPostgres.url ?? "postgres://custody@127.0.0.1:1/missing"
@@ -130,5 +145,141 @@ struct FleetTests {
         #expect(await eventually { !replica.replicaStatus.isStale() }, "fresh again once it reaches the state")
         follower.cancel()
         try? superuser("DROP DATABASE \(name) WITH (FORCE)")
+    }
+
+    @Test(
+        "a replica cut off from the state keeps deciding and accepting the tokens it verified, uses no account key, says it is stale; healed, it catches up and the wipe made meanwhile holds there",
+        arguments: [NetworkProxy.Mode.blackhole, .cut])
+    func partitioned(fault: NetworkProxy.Mode) async throws {
+        let fleet = try Fleet()
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let a = try await fleet.replica("a")
+        let c = try await fleet.replica("c", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
+        let followers = [a, c].map { engine in Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) } }
+        defer { for follower in followers { follower.cancel() } }
+        let applied = try await a.apply(bundleDirectory: try fleet.bundle(0))
+        #expect(await eventually { c.bundleInForce?.revision == applied.bundle.revision && c.replicaStatus.listening })
+
+        let alice = TestBundle.account("A", 0)
+        let bob = TestBundle.account("B", 0)
+        let aliceEnvelope = try c.protect([1], owner: alice, mode: .forceEncryption).envelope
+        let bobEnvelope = try c.protect([2], owner: bob, mode: .forceEncryption).envelope
+        let known = try a.createToken(scopes: [.decide]).bearer
+        let unseen = try a.createToken(scopes: [.decide]).bearer
+        let created = try a.database.changeBounds().newest
+        #expect(await eventually { c.replicaStatus.revision == created })
+        #expect(try await c.authenticate(bearer: known) != nil)
+        #expect(!c.replicaStatus.isStale())
+
+        if fault == .cut { proxy.cut() } else { proxy.blackhole() }
+        try await a.wipe(account: alice, reason: "fleet test: partition")
+        #expect(await eventually(within: .seconds(8)) { c.replicaStatus.isStale() }, "c says it is stale")
+        #expect(await eventually { c.replicaStatus.problem != nil }, "and why")
+
+        // Decisions, and tokens it verified, never wait for the state.
+        let start = ContinuousClock.now
+        #expect(try decide(c, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#))
+        #expect(try c.policy().print(account: bob).isAllowed)
+        #expect(try await c.authenticate(bearer: known)?.grants(.decide) == true)
+        #expect(start.duration(to: .now) < .milliseconds(500), "answered without waiting for the state")
+
+        // What it cannot confirm, it refuses: a token it never verified is not called invalid,
+        // and no envelope opens, the wiped account's or another's.
+        #expect(await custodyError { _ = try await c.authenticate(bearer: unseen) }?.code == .state)
+        #expect(await custodyError { _ = try c.unprotect(aliceEnvelope) }?.code == .state)
+        #expect(await custodyError { _ = try c.unprotect(bobEnvelope) }?.code == .state)
+        #expect(await custodyError { _ = try c.protect([3], owner: bob, mode: .forceEncryption) }?.code == .state)
+
+        proxy.heal()
+        #expect(await eventually(within: .seconds(15)) { !c.replicaStatus.isStale() }, "fresh again once healed")
+        let newest = try a.database.changeBounds().newest
+        #expect(await eventually { c.replicaStatus.revision == newest }, "caught up with what it missed")
+        let error = await custodyError { _ = try c.unprotect(aliceEnvelope) }
+        #expect(error?.code == .protection, "the wipe made while it was cut off holds on c")
+        #expect(error?.message.contains("wiped") == true)
+        #expect(try c.unprotect(bobEnvelope) == [2])
+        #expect(try await c.authenticate(bearer: unseen) != nil)
+    }
+
+    @Test("a bundle applied to the state that does not load on a replica leaves its policy in force and marks it stale with the reason, until a bundle that loads is applied")
+    func divergence() async throws {
+        let fleet = try Fleet()
+        let a = try await fleet.replica("a")
+        let b = try await fleet.replica("b")
+        let follower = Task { await b.follow(pollInterval: .seconds(60)) }
+        defer { follower.cancel() }
+        let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
+        #expect(await eventually { b.bundleInForce?.revision == first.bundle.revision && !b.replicaStatus.isStale() })
+
+        // What a newer Custody could write: a bundle this one cannot load.
+        let unloadable = String(repeating: "e", count: 64)
+        try a.database.recordBundle(
+            contentHash: unloadable, source: "a newer Custody", result: .applied, files: [("tenant.json", Array(#"{"accounts": 7}"#.utf8))], at: Date())
+        let recorded = try a.database.changeBounds().newest
+        #expect(await eventually { b.replicaStatus.revision == recorded })
+        let status = b.replicaStatus
+        #expect(status.divergence?.contains("does not load here") == true)
+        #expect(status.isStale(), "a replica that cannot put the state's policy in force says so")
+        #expect(status.reachesState(), "it reaches the state: the policy is what it lacks")
+        #expect(b.bundleInForce?.revision == first.bundle.revision, "the policy in force stays")
+        #expect(try decide(b, #"{"action":"print","account":"a0@contoso.com"}"#).contains(#""allowed""#))
+
+        let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
+        #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision })
+        #expect(b.replicaStatus.divergence == nil)
+        #expect(await eventually { !b.replicaStatus.isStale() })
+    }
+
+    @Test("a replica's own subscribers hear of a bundle another replica applied: its events and its typed streams")
+    func subscribersOfOtherReplicas() async throws {
+        let fleet = try Fleet()
+        let a = try await fleet.replica("a")
+        let b = try await fleet.replica("b")
+        try await a.apply(bundleDirectory: try fleet.bundle(0))
+        let follower = Task { await b.follow(pollInterval: .seconds(60)) }
+        defer { follower.cancel() }
+        #expect(await eventually { b.bundleInForce?.revision == a.bundleInForce?.revision && b.replicaStatus.listening })
+        let alice = TestBundle.account("A", 0)
+        var events = b.manager.events().makeAsyncIterator()
+        var policies = b.manager.effectivePolicy(for: alice).makeAsyncIterator()
+        let before = try #require(await policies.next() ?? nil)
+        #expect(before.printBlocked.value == false)
+
+        try await a.apply(bundleDirectory: try fleet.bundle(1))
+        let after = try #require(await policies.next() ?? nil)
+        #expect(after.printBlocked.value == true, "the typed stream yields the new policy")
+        var heard: [PolicyEvent] = []
+        while let event = await events.next() {
+            heard.append(event)
+            if case .policyChanged = event { break }
+        }
+        #expect(heard.contains { if case .policyChanged(let accounts) = $0 { accounts.contains(alice) } else { false } })
+    }
+
+    @Test("a bundle change whose files cannot be read yet is not counted as applied: the replica is behind until it reads them, then puts the bundle in force")
+    func unreadableBundleChange() async throws {
+        let fleet = try Fleet()
+        let a = try await fleet.replica("a")
+        let b = try await fleet.replica("b")
+        let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
+        let follower = Task { await b.follow(pollInterval: .milliseconds(100), staleAfter: .seconds(1)) }
+        defer { follower.cancel() }
+        #expect(await eventually { b.bundleInForce?.revision == first.bundle.revision && !b.replicaStatus.isStale() })
+        let before = b.replicaStatus.revision
+
+        let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
+        try inSchema(of: a, "ALTER TABLE bundle_files RENAME TO bundle_files_away")
+        let newest = try a.database.changeBounds().newest
+        // b hears of the change (the log reads), cannot read the bundle, and stays behind.
+        #expect(await eventually { b.replicaStatus.newestKnown == newest && b.replicaStatus.problem != nil })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(b.replicaStatus.revision == before, "the change is not counted as applied")
+        #expect(b.bundleInForce?.revision == first.bundle.revision)
+        #expect(await eventually { b.replicaStatus.isStale() }, "and it says it is behind")
+
+        try inSchema(of: a, "ALTER TABLE bundle_files_away RENAME TO bundle_files")
+        #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision }, "put in force once readable")
+        #expect(await eventually { b.replicaStatus.revision == newest && !b.replicaStatus.isStale() })
     }
 }

@@ -36,7 +36,7 @@ extension CustodyEngine {
         // newer one.
         let eventID = manager.lastEventID
         let (snapshot, revision) = try policyAndRevision(for: context)
-        let auditing = try auditSetting.isOn(database)
+        let auditing = try auditSetting.isOn(database, following: isFollowing)
         return DecisionSession(
             stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID, stamped: stamped,
             audit: auditing ? AuditBuffer(database: database, now: configuration.now) : nil)
@@ -95,28 +95,41 @@ final class StreamPool: Sendable {
     }
 }
 
-/// Whether decisions are audited, read from the state at most once a second: a service
-/// deciding thousands of times a second does not read the setting each time, and a switch by
-/// any process takes effect within a second.
+/// Whether decisions are audited. While the engine follows the change log, the value read is
+/// kept until a setting change arrives (`reset()`): decisions never wait for the state. Otherwise
+/// it is read at most once a second, so a service deciding thousands of times a second does not
+/// read it each time, and a switch by any process takes effect within a second.
 final class DecisionAuditSetting: Sendable {
-    private let state = Locked<(on: Bool, until: ContinuousClock.Instant)?>(nil)
+    private struct State {
+        var value: (on: Bool, until: ContinuousClock.Instant?)?
+        /// Moves at every `reset()`: a value read before it must not be kept after it.
+        var epoch: UInt64 = 0
+    }
 
-    func isOn(_ database: any StateStore) throws(CustodyError) -> Bool {
+    private let state = Locked(State())
+
+    func isOn(_ database: any StateStore, following: Bool) throws(CustodyError) -> Bool {
         let now = ContinuousClock.now
-        if let cached = state.withLock({ $0 }), cached.until > now { return cached.on }
+        let (cached, epoch) = state.withLock { ($0.value, $0.epoch) }
+        if let cached, cached.until.map({ $0 > now }) ?? true { return cached.on }
         let on: Bool
         do {
             on = try database.isDecisionAuditEnabled()
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }
-        state.withLock { $0 = (on, now + .seconds(1)) }
+        state.withLock { state in
+            guard state.epoch == epoch else { return }
+            state.value = (on, following ? nil : now + .seconds(1))
+        }
         return on
     }
 
-    /// Forgets the cached value (this process just changed it).
+    /// Forgets the cached value (a process changed it).
     func reset() {
-        state.withLock { $0 = nil }
+        state.withLock { state in
+            state = State(value: nil, epoch: state.epoch &+ 1)
+        }
     }
 }
 

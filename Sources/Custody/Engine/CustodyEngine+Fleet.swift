@@ -3,6 +3,7 @@ import CustodyProtection
 import CustodyStore
 public import Foundation
 import Logging
+import Synchronization
 
 /// How current one replica is with the state it shares with others: the last change it
 /// applied, whether it hears of new ones, and when it last reached the state.
@@ -20,12 +21,35 @@ public struct ReplicaStatus: Sendable, Hashable {
     public var problem: String?
     /// How long without contact makes it stale.
     public var staleAfter: Duration
+    /// Why the policy in force here is not the state's although the state answers: the bundle
+    /// last applied to it (by another replica) does not load here. Nil when it does.
+    public var divergence: String?
 
-    /// Stale: it may be missing changes (its listener is down, or the state has not answered
-    /// within `staleAfter`). It keeps answering from the policy in force, and says so.
+    public init(
+        revision: Int64, newestKnown: Int64, listening: Bool, lastContact: Date?, problem: String?, staleAfter: Duration, divergence: String? = nil
+    ) {
+        self.revision = revision
+        self.newestKnown = newestKnown
+        self.listening = listening
+        self.lastContact = lastContact
+        self.problem = problem
+        self.staleAfter = staleAfter
+        self.divergence = divergence
+    }
+
+    /// Whether it hears from the state: it is listening (where the state sends notices) and the
+    /// state answered within `staleAfter`. A replica that does not can vouch for nothing the
+    /// state may have changed since, a wipe included.
+    public func reachesState(at now: Date = Date()) -> Bool {
+        guard listening, let lastContact else { return false }
+        return now.timeIntervalSince(lastContact) <= Double(staleAfter.components.seconds) + Double(staleAfter.components.attoseconds) / 1e18
+    }
+
+    /// Stale: it may be missing changes (it does not reach the state, see `reachesState`), or it
+    /// could not put the state's bundle in force (`divergence`). It keeps answering decisions
+    /// from the policy in force, and says so.
     public func isStale(at now: Date = Date()) -> Bool {
-        guard listening, let lastContact else { return true }
-        return now.timeIntervalSince(lastContact) > Double(staleAfter.components.seconds) + Double(staleAfter.components.attoseconds) / 1e18
+        !reachesState(at: now) || divergence != nil
     }
 }
 
@@ -52,60 +76,76 @@ actor ChangeApplier {
         self.revision = replica.withLock { $0.revision }
     }
 
-    /// Reads the changes after the last applied and acts on each; returns how many. When the
-    /// log no longer holds them all (pruned past its retention), reloads everything instead.
-    func apply() async throws(StoreError) -> Int {
+    /// Reads the changes after the last applied and acts on each, in order; returns how many,
+    /// and whether a setting changed among them. When the log no longer holds them all (pruned
+    /// past its retention), reloads everything instead. A change is counted as applied only
+    /// once acted on: when the state cannot be read midway, this throws and the next call
+    /// starts again from the first change not applied.
+    func apply() async throws(StoreError) -> (count: Int, settingChanged: Bool) {
         let bounds = try state.changeBounds()
         replica.withLock { $0.newestKnown = max($0.newestKnown, bounds.newest) }
         guard bounds.newest > revision else {
             // Events other processes recorded without a change (a bundle they refused, an
             // offline wipe announced) still reach this engine's event-log readers.
             await manager.catchUp()
-            return 0
+            return (0, false)
         }
         if let oldest = bounds.oldest, oldest > revision + 1 {
             manager.logger.warning(
                 "the change log no longer holds every change since this replica's last; reloading everything",
                 metadata: ["applied": "\(revision)", "oldest": "\(oldest)"])
-            await reloadAll()
+            keyRing?.forgetAll()
+            tokenCache.forget()
+            auditSetting.reset()
+            try await adoptBundle(at: bounds.newest)
             revision = bounds.newest
             replica.withLock { $0.revision = bounds.newest }
-            return 1
+            return (1, true)
         }
         var applied = 0
+        var settingChanged = false
         while true {
             let changes = try state.changes(after: revision, limit: 1_000)
-            guard !changes.isEmpty else { break }
+            guard let last = changes.last else { break }
             var bundleChanged = false
             for change in changes {
                 switch change.kind {
                 case .bundle: bundleChanged = true
                 case .wipe, .key: keyRing?.forget(change.subjects.compactMap(OwnerIdentifier.init(rawValue:)))
-                case .token: tokenCache.forget()
-                case .setting: auditSetting.reset()
+                case .token: tokenCache.forget(ids: change.subjects)
+                case .setting:
+                    auditSetting.reset()
+                    settingChanged = true
                 default: break
                 }
             }
-            if bundleChanged { await manager.adoptStoredBundle() }
-            revision = changes[changes.count - 1].revision
+            // Forgetting is safe to repeat; the bundle is read before the revision moves.
+            if bundleChanged { try await adoptBundle(at: last.revision) }
+            revision = last.revision
             applied += changes.count
-            replica.withLock { $0.revision = revision }
+            replica.withLock { $0.revision = last.revision }
         }
         await manager.catchUp()
-        return applied
+        return (applied, settingChanged)
     }
 
-    /// After missing changes the log no longer holds: the bundle in force, every cached key
-    /// and token, the audit setting, all read afresh.
-    private func reloadAll() async {
-        keyRing?.forgetAll()
-        tokenCache.forget()
-        auditSetting.reset()
-        await manager.adoptStoredBundle()
+    /// Puts the state's last applied bundle in force here. One that does not load here leaves
+    /// the policy in force and marks the replica stale (`divergence`) until a later one loads.
+    private func adoptBundle(at change: Int64) async throws(StoreError) {
+        if let rejection = try await manager.adoptStoredBundle() {
+            let reason = "the bundle applied to the state at change \(change) does not load here (\(rejection.message)); the policy in force before it stays"
+            manager.logger.error("a bundle applied elsewhere does not load here; this replica is stale until one that loads is applied", metadata: ["change": "\(change)"])
+            replica.withLock { $0.divergence = reason }
+        } else {
+            replica.withLock { $0.divergence = nil }
+        }
     }
 }
 
 extension CustodyEngine {
+    /// Whether this engine follows the state's change log now (`follow` is running).
+    var isFollowing: Bool { followers.load(ordering: .relaxed) > 0 }
+
     /// How current this replica is with the shared state.
     public var replicaStatus: ReplicaStatus { replica.withLock { $0 } }
 
@@ -117,12 +157,14 @@ extension CustodyEngine {
     @discardableResult
     public func applyChanges() async throws(CustodyError) -> Int {
         do {
-            let count = try await applier.apply()
+            let (count, settingChanged) = try await applier.apply()
             replica.withLock { status in
                 status.lastContact = configuration.now()
                 status.problem = nil
                 if !database.notifiesChanges { status.listening = true }
             }
+            // Read the new audit setting now, so that decisions do not have to.
+            if settingChanged { _ = try? auditSetting.isOn(database, following: isFollowing) }
             return count
         } catch {
             replica.withLock { status in
@@ -138,14 +180,28 @@ extension CustodyEngine {
     /// and reads the log every `pollInterval` besides (the only way for SQLite; a safety net
     /// and the staleness probe for PostgreSQL). A replica that loses the state keeps answering
     /// from the policy in force, marked stale after `staleAfter` (see `replicaStatus`).
+    ///
+    /// While it runs, decisions and the verification of tokens already seen never read the
+    /// state: what they depend on (the audit setting, tokens) is kept until the log says it
+    /// changed. Its own reads of the state run on `StateExecutor`'s threads.
     public func follow(pollInterval: Duration = .seconds(1), staleAfter: Duration = .seconds(3)) async {
         replica.withLock { $0.staleAfter = staleAfter }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.poll(every: pollInterval) }
-            if let notifying = database as? any ChangeNotifying {
-                group.addTask { await self.listen(to: notifying) }
+        followers.add(1, ordering: .relaxed)
+        defer {
+            followers.subtract(1, ordering: .relaxed)
+            // Values kept while following are read afresh (and kept a second at most) from now on.
+            tokenCache.forget()
+            auditSetting.reset()
+        }
+        await StateExecutor.run {
+            _ = try? auditSetting.isOn(database, following: true)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.poll(every: pollInterval) }
+                if let notifying = database as? any ChangeNotifying {
+                    group.addTask { await self.listen(to: notifying) }
+                }
+                await group.waitForAll()
             }
-            await group.waitForAll()
         }
     }
 
@@ -161,20 +217,21 @@ extension CustodyEngine {
         while !Task.isCancelled {
             do {
                 for try await revision in store.changeNotifications() {
-                    let wasListening = replica.withLock { status in
+                    let (wasListening, applied) = replica.withLock { status in
                         defer {
                             status.listening = true
                             status.newestKnown = max(status.newestKnown, revision)
                         }
-                        return status.listening
+                        return (status.listening, status.revision)
                     }
                     if !wasListening {
                         configuration.logger.notice("listening for changes to the state", metadata: ["revision": "\(revision)"])
                     }
                     backoff = .milliseconds(50)
-                    // Every notice (and the first element, on each connection) catches up from
-                    // the last revision applied: nothing is lost across a reconnect.
-                    _ = try? await applyChanges()
+                    // A notice of a newer revision, and the first answer on each connection,
+                    // catch up from the last revision applied: nothing is lost across a
+                    // reconnect. (Heartbeats that bring nothing new cost nothing more.)
+                    if !wasListening || revision > applied { _ = try? await applyChanges() }
                 }
             } catch {
                 replica.withLock { $0.problem = "\(error)" }

@@ -345,8 +345,11 @@ extension CustodyEngine {
         let (snapshot, revision) = try policyAndRevision(for: context)
         let info: ProtectionInfo?
         var verified = false
+        // Without a master key an encrypted item's owner is a claim (which gains nothing: the
+        // item cannot be read without the key); with one, it is verified or the item refused.
+        let protector = keyRing == nil ? nil : try protector("verifying the owner of an encrypted item needs its key")
         do throws(ProtectionError) {
-            if let protector = try? protector(""), try DataProtector.protectionInfo(item)?.isEncrypted == true {
+            if let protector, try DataProtector.protectionInfo(item)?.isEncrypted == true {
                 info = try protector.verifiedProtectionInfo(item)
                 verified = true
             } else {

@@ -69,22 +69,36 @@ extension CustodyEngine {
         }
     }
 
-    /// Revokes a token; false when there is no valid token with that id. Servers sharing this
-    /// state stop accepting it within a second.
+    /// Revokes a token; false when there is no valid token with that id. This engine stops
+    /// accepting it at once; others sharing the state as soon as the change reaches them (see
+    /// `authenticate(bearer:)`).
     @discardableResult
     public func revokeToken(id: String) throws(CustodyError) -> Bool {
         do {
+            defer { tokenCache.forget(ids: [id]) }
             return try database.revokeToken(id: id, at: configuration.now())
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }
     }
 
-    /// The valid token a bearer value names, or nil. The secret is compared in constant time;
-    /// verified tokens are remembered for up to a second (or until any process creates or
-    /// revokes a token).
-    public func authenticate(bearer: String) -> ServiceToken? {
-        tokenCache.authenticate(bearer, database: database)
+    /// The valid token a bearer value names, or nil. The secret is compared in constant time.
+    /// Verified tokens are remembered: while this engine follows the state's change log
+    /// (`follow`), until a token is created or revoked anywhere (the log says so); otherwise
+    /// for up to a second.
+    /// - Throws: `CustodyError` `.state` when the token is not remembered and the state cannot
+    ///   be read to verify it: it is neither accepted nor called invalid.
+    public func authenticate(bearer: String) async throws(CustodyError) -> ServiceToken? {
+        let following = isFollowing
+        if following, let token = tokenCache.remembered(bearer) { return token }
+        // Not remembered: read from the state, on its threads.
+        return try await StateExecutor.run { () throws(CustodyError) in
+            do {
+                return try tokenCache.authenticate(bearer, database: database, following: following)
+            } catch {
+                throw CustodyError(.state, "the token cannot be verified now: \(error)", underlying: error)
+            }
+        }
     }
 
     static func token(_ record: TokenRecord) -> ServiceToken {
@@ -108,42 +122,93 @@ extension CustodyEngine {
 /// Tokens verified recently, by their bearer value: a request costs one dictionary lookup (a
 /// keyed hash with a per-process seed, so a caller cannot aim at an entry), not a database read
 /// or a SHA-256. A token not in the cache is verified against the state in constant time.
+///
+/// While the engine follows the change log, a verified token stays verified until `forget()`
+/// (a token change in the log), so requests never wait for the state. Otherwise entries live a
+/// second, and the state's token generation is compared once a second.
 final class TokenCache: Sendable {
     private struct State {
-        var verified: [String: (token: ServiceToken, until: ContinuousClock.Instant)] = [:]
+        var verified: [String: (token: ServiceToken, until: ContinuousClock.Instant?)] = [:]
         var generation: Int64 = -1
         var nextCheck = ContinuousClock.now
+        /// Moves at every forgetting. A verification that read the state before its token (or
+        /// every token) was forgotten must not be remembered after: it may have read a token
+        /// since revoked.
+        var epoch: UInt64 = 0
+        var everythingForgottenAt: UInt64 = 0
+        var forgottenAt: [String: UInt64] = [:]
+
+        /// Whether a verification of `id` that began at `epoch` may be remembered.
+        func mayRemember(_ id: String, readAt epoch: UInt64) -> Bool {
+            everythingForgottenAt <= epoch && (forgottenAt[id] ?? 0) <= epoch
+        }
     }
 
     private let state = Locked(State())
     private let lifetime: Duration = .seconds(1)
 
-    /// Forgets every verified token (a token was created or revoked elsewhere).
+    /// Forgets every verified token.
     func forget() {
-        state.withLock { $0 = State() }
+        state.withLock { state in
+            let epoch = state.epoch &+ 1
+            state = State(epoch: epoch, everythingForgottenAt: epoch)
+        }
     }
 
-    func authenticate(_ bearer: String, database: any StateStore) -> ServiceToken? {
-        guard bearer.hasPrefix(CustodyEngine.tokenPrefix), bearer.utf8.count == CustodyEngine.tokenPrefix.utf8.count + 16 + 1 + 64 else { return nil }
-        let now = ContinuousClock.now
-        // Forget everything when any process created or revoked a token since the last look.
-        let due = state.withLock { $0.nextCheck <= now }
-        if due, let generation = try? database.tokenGeneration() {
-            state.withLock { state in
-                if state.generation != generation { state.verified = [:] }
-                state.generation = generation
-                state.nextCheck = now + lifetime
+    /// Forgets the tokens with these ids (one was revoked or created, here or elsewhere: a new
+    /// token invalidates nothing, a revoked one only itself).
+    func forget(ids: [String]) {
+        let ids = Set(ids)
+        state.withLock { state in
+            state.epoch &+= 1
+            state.verified = state.verified.filter { !ids.contains($0.value.token.id) }
+            for id in ids { state.forgottenAt[id] = state.epoch }
+            if state.forgottenAt.count > 10_000 {
+                state.forgottenAt = [:]
+                state.everythingForgottenAt = state.epoch
             }
         }
-        if let cached = state.withLock({ $0.verified[bearer] }), cached.until > now { return cached.token }
+    }
+
+    /// The token `bearer` names if it was verified and is kept without a time limit (while the
+    /// engine follows the change log); nil otherwise. Never reads the state.
+    func remembered(_ bearer: String) -> ServiceToken? {
+        state.withLock { state in
+            guard let cached = state.verified[bearer], cached.until == nil else { return nil }
+            return cached.token
+        }
+    }
+
+    /// The token `bearer` names if it is valid, else nil.
+    /// - Throws: `StoreError` when it must be read from the state and cannot be.
+    func authenticate(_ bearer: String, database: any StateStore, following: Bool) throws(StoreError) -> ServiceToken? {
+        guard bearer.hasPrefix(CustodyEngine.tokenPrefix), bearer.utf8.count == CustodyEngine.tokenPrefix.utf8.count + 16 + 1 + 64 else { return nil }
+        let now = ContinuousClock.now
+        if !following {
+            // Forget everything when any process created or revoked a token since the last look
+            // (entries expire within a second anyway, so a generation that cannot be read waits).
+            let due = state.withLock { $0.nextCheck <= now }
+            if due, let generation = try? database.tokenGeneration() {
+                state.withLock { state in
+                    if state.generation != generation {
+                        let epoch = state.epoch &+ 1
+                        state = State(generation: generation, epoch: epoch, everythingForgottenAt: epoch)
+                    }
+                    state.nextCheck = now + lifetime
+                }
+            }
+        }
+        let (cached, epoch) = state.withLock { ($0.verified[bearer], $0.epoch) }
+        if let cached, cached.until.map({ $0 > now }) ?? true { return cached.token }
         let parts = bearer.dropFirst(CustodyEngine.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
-        guard parts.count == 2, let record = try? database.token(id: String(parts[0])), record.revoked == nil,
+        guard parts.count == 2, let record = try database.token(id: String(parts[0])), record.revoked == nil,
             SecureMemory.constantTimeEqual(Array(SHA256.hash(data: Array(parts[1].utf8))), record.hash)
         else { return nil }
         let token = CustodyEngine.token(record)
         state.withLock { state in
+            guard state.mayRemember(token.id, readAt: epoch) else { return }
             if state.verified.count > 10_000 { state.verified = [:] }
-            state.verified[bearer] = (token, now + lifetime)
+            state.verified[bearer] = (token, following ? nil : now + lifetime)
         }
         return token
     }

@@ -4,6 +4,7 @@ public import CustodyStore
 import CustodyPostgres
 public import Foundation
 public import Logging
+import Synchronization
 
 /// How to open an installation of Custody.
 public struct CustodyConfiguration: Sendable {
@@ -114,6 +115,9 @@ public final class CustodyEngine: Sendable {
     let streams = StreamPool()
     /// How current this replica is with the state (see `follow`).
     let replica: Locked<ReplicaStatus>
+    /// How many `follow` calls are running: while one is, values read from the state (verified
+    /// tokens, the audit setting) are kept until the change log says they changed.
+    let followers = Atomic<Int>(0)
     /// Applies the state's change log, once each change, in order.
     let applier: ChangeApplier
 
@@ -340,15 +344,19 @@ public final class CustodyEngine: Sendable {
 
     /// Whether the policy in force is `revision` or one applied after it: what a caller that
     /// requires at least that revision needs. False for a revision this state never applied.
-    public func hasReached(revision: String) throws(CustodyError) -> Bool {
+    public func hasReached(revision: String) async throws(CustodyError) -> Bool {
         guard let current = bundleInForce else { return false }
         if current.revision == revision { return true }
-        do {
-            guard let wanted = try database.lastApplication(ofRevision: revision), let now = try database.lastApplication(ofRevision: current.revision)
-            else { return false }
-            return wanted <= now
-        } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+        // Another revision: the bundle history says which came first (read on the state's threads).
+        return try await StateExecutor.run { () throws(CustodyError) in
+            do {
+                guard let wanted = try database.lastApplication(ofRevision: revision),
+                    let now = try database.lastApplication(ofRevision: current.revision)
+                else { return false }
+                return wanted <= now
+            } catch {
+                throw CustodyError(.state, "\(error)", underlying: error)
+            }
         }
     }
 
@@ -369,9 +377,10 @@ public final class CustodyEngine: Sendable {
     /// when they hold every event after `id`, else from the state's log; `reset` when the log
     /// no longer holds them all either (pruned past its retention): the caller missed some and
     /// must read the state afresh. Events are encoded once, whoever reads them.
-    public func eventPage(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> (events: [StoredEvent], reset: Bool) {
+    /// The log is read on `StateExecutor`'s threads; the newest events come from memory.
+    public func eventPage(after id: Int64, limit: Int = 1_000) async throws(CustodyError) -> (events: [StoredEvent], reset: Bool) {
         if let recent = manager.journal.recent(after: id, limit: limit) { return (recent, false) }
-        return try events(after: id, limit: limit)
+        return try await StateExecutor.run { () throws(CustodyError) in try events(after: id, limit: limit) }
     }
 
     /// Events in the state's log after `id`, oldest first, at most `limit`; `reset` when the
@@ -459,8 +468,22 @@ public final class CustodyEngine: Sendable {
 
     /// The key ring.
     /// - Throws: `CustodyError` `.masterKey` when no master key was configured.
+    ///
+    /// An engine that follows the state (`follow`) and does not reach it now uses no key: it
+    /// could not know of a wipe made elsewhere meanwhile.
+    /// - Throws: `.masterKey` without a master key; `.state` while the state is out of reach.
     public func requireKeyRing(_ purpose: String) throws(CustodyError) -> KeyRing {
         guard let keyRing else { throw Self.noMasterKey(purpose) }
+        if isFollowing {
+            let status = replicaStatus
+            guard status.reachesState() else {
+                let since = status.lastContact.map { " since \(formatted($0))" } ?? ""
+                throw CustodyError(
+                    .state,
+                    "this replica has not reached the state\(since)\(status.problem.map { " (\($0))" } ?? ""), so it uses no account key: it cannot know of a wipe made elsewhere meanwhile"
+                )
+            }
+        }
         return keyRing
     }
 

@@ -21,7 +21,7 @@ struct DecisionController {
     /// A shared item in (an envelope, its first bytes, or untagged data), its receive decision
     /// out: the owner is read from the item's own protection tag (`custody receive`).
     @Sendable func receive(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        try Freshness.require(request, engine: engine)
+        try await Freshness.require(request, engine: engine)
         let parameters = request.uri.queryParameters
         for (key, _) in parameters where !["receiver", "platform", "app", "managementLevel"].contains(key) {
             throw ServiceError.badParameter(String(key), "unknown parameter (it takes: receiver, platform, app, managementLevel)")
@@ -36,7 +36,9 @@ struct DecisionController {
             head += chunk.readableBytesView.prefix(4_096 - head.count)
             if head.count >= 4_096 { break }
         }
-        let result = try engine.receive(receiver: receiver, item: head, context: try QueryParameters.evaluationContext(request.uri))
+        let context = try QueryParameters.evaluationContext(request.uri)
+        // An encrypted item's owner is verified with its key: the state may be read.
+        let result = try await StateExecutor.run { try engine.receive(receiver: receiver, item: head, context: context) }
         metrics.decided(action: .receive, allowed: result.decision.isAllowed)
         var writer = JSONWriter()
         DecisionEncoding.write(.single(result.decision), to: &writer, trailer: { writer in
@@ -55,7 +57,7 @@ struct DecisionController {
     /// and event id it was decided at.
     @Sendable func decide(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let start = ContinuousClock.now
-        try Freshness.require(request, engine: engine)
+        try await Freshness.require(request, engine: engine)
         let (evaluation, options) = try QueryParameters.decision(request.uri)
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         var session = try engine.decisionSession(context: evaluation, options: options, stamped: true)
@@ -69,7 +71,10 @@ struct DecisionController {
         metrics.decided(session.tallies)
         defer { engine.end(session) }
         if let error = session.lastError { throw ServiceError.badQuery(error) }
-        metrics.audited(try session.commit())
+        if session.isAuditing {
+            // Audit entries are written before the answer is given: on the state's threads.
+            metrics.audited(try await StateExecutor.run { () throws(CustodyError) in try session.commit() })
+        }
         metrics.decisionTook(start.duration(to: .now))
         return Response(
             status: .ok,
@@ -81,7 +86,7 @@ struct DecisionController {
     /// own (a bad line gets its error object in its place). The batch is decided on one
     /// snapshot: its revision and event id are in the response headers.
     @Sendable func batch(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        try Freshness.require(request, engine: engine)
+        try await Freshness.require(request, engine: engine)
         let (evaluation, options) = try QueryParameters.decision(request.uri)
         let box = SessionBox(try engine.decisionSession(context: evaluation, options: options))
         let limits = self.limits
@@ -92,7 +97,13 @@ struct DecisionController {
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { [engine] writer in
-                try await box.answer(request.body, limits: limits, metrics: metrics, writer: &writer)
+                if box.session.isAuditing {
+                    // Every block's audit entries are written before the block is sent: on the
+                    // state's threads.
+                    try await StateExecutor.run { try await box.answer(request.body, limits: limits, metrics: metrics, writer: &writer) }
+                } else {
+                    try await box.answer(request.body, limits: limits, metrics: metrics, writer: &writer)
+                }
                 engine.end(box.session)
                 try await writer.finish(nil)
             })
@@ -243,7 +254,7 @@ struct LineSplitter {
 /// `Custody-Min-Revision` and `Custody-Min-Event-Id`: a caller refuses an answer from a service
 /// that is behind.
 enum Freshness {
-    static func require(_ request: Request, engine: CustodyEngine) throws {
+    static func require(_ request: Request, engine: CustodyEngine) async throws {
         if let text = request.headers[.custodyMinEventID] {
             guard let wanted = Int64(text), wanted >= 0 else {
                 throw ServiceError.badParameter("Custody-Min-Event-Id", "must be a whole number, zero or more")
@@ -259,7 +270,7 @@ enum Freshness {
             if wanted != engine.bundleInForce?.revision, replica.isStale() {
                 throw stale(engine, "this replica cannot reach the shared state (\(replica.problem ?? "no contact recently")) and does not have revision \(wanted) in force")
             }
-            guard try engine.hasReached(revision: wanted) else {
+            guard try await engine.hasReached(revision: wanted) else {
                 throw stale(engine, "this service has not applied revision \(wanted) (or anything after it) yet")
             }
         }

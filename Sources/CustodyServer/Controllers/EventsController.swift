@@ -37,7 +37,7 @@ struct EventsController {
         // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
         let notifications = engine.manager.eventNotifications()
         let start = engine.manager.lastEventID
-        if let resume { _ = try engine.eventPage(after: resume, limit: 1) }  // an unreadable log is an error now, not mid-stream
+        if let resume { _ = try await engine.eventPage(after: resume, limit: 1) }  // an unreadable log is an error now, not mid-stream
         let engine = self.engine
         let metrics = self.metrics
         let heartbeat = configuration.heartbeat
@@ -51,7 +51,7 @@ struct EventsController {
                     while true {
                         let page: (events: [StoredEvent], reset: Bool)
                         do {
-                            page = try engine.eventPage(after: last, limit: 500)
+                            page = try await engine.eventPage(after: last, limit: 500)
                         } catch {
                             try await writer.write(Self.frame(name: "error", data: Array(#"{"error":"the event log cannot be read"}"#.utf8)))
                             return false

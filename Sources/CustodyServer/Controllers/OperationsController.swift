@@ -23,20 +23,20 @@ struct OperationsController {
         }
     }
 
-    /// Ready when a bundle is in force and the state answers; otherwise 503 saying what is
-    /// missing.
+    /// Ready when a bundle is in force and this replica is current with the state (it follows
+    /// the state's change log, which reads the state every poll interval); otherwise 503 saying
+    /// what is missing. Never reads the state itself: it answers at once whatever the state does.
     @Sendable func ready(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         var problems: [String] = []
         if engine.bundleInForce == nil { problems.append("no bundle is in force") }
-        do {
-            _ = try engine.database.eventBounds()
-        } catch {
-            problems.append("the state cannot be read")
-        }
         let replica = engine.replicaStatus
         let stale = replica.isStale()
         if stale {
-            problems.append("stale: \(replica.listening ? "the state has not answered recently" : "not hearing of changes to the state")\(replica.problem.map { " (\($0))" } ?? "")")
+            let why =
+                if let divergence = replica.divergence { divergence }
+                else if !replica.listening { "not hearing of changes to the state" }
+                else { "the state has not answered for more than \(replica.staleAfter.formatted(.units(allowed: [.seconds, .milliseconds])))" }
+            problems.append("stale: \(why)\(replica.problem.map { " (\($0))" } ?? "")")
         }
         var writer = JSONWriter()
         writer.beginObject()
@@ -51,6 +51,7 @@ struct OperationsController {
         writer.key("listening"); writer.value(replica.listening)
         writer.key("stale"); writer.value(stale)
         writer.key("lastContact"); writer.value(replica.lastContact.map { $0.formatted(.iso8601) })
+        writer.key("divergence"); writer.value(replica.divergence)
         writer.endObject()
         writer.key("problems")
         writer.beginArray()

@@ -23,7 +23,7 @@ struct PolicyController {
 
     /// The effective policy of an account, each setting with its sources (`custody policy show`).
     @Sendable func policy(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        try Freshness.require(request, engine: engine)
+        try await Freshness.require(request, engine: engine)
         let account = try Self.account(context)
         let snapshots = try engine.policyPerPlatform(for: try QueryParameters.evaluationContext(request.uri))
         switch snapshots[0].resolveAccount(account) {
@@ -43,7 +43,7 @@ struct PolicyController {
     /// The app configuration an account receives (`custody config show`); `null` when it is
     /// unmanaged.
     @Sendable func configuration(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        try Freshness.require(request, engine: engine)
+        try await Freshness.require(request, engine: engine)
         let account = try Self.account(context)
         let snapshot = try engine.policy(for: try QueryParameters.evaluationContext(request.uri) ?? engine.configuration.context)
         if case .contradictory(let why) = snapshot.resolveAccount(account) {
@@ -61,7 +61,7 @@ struct PolicyController {
         _ = try engine.bundleInForce ?? { throw ServiceError(CustodyError(.noPolicy, "no policy")) }()
         let snapshot = engine.manager.snapshot
         let inForce = engine.bundleInForce!
-        let files = try engine.filesInForce()
+        let files = try await StateExecutor.run { try engine.filesInForce() }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("revision"); writer.value(inForce.revision)
@@ -122,7 +122,7 @@ struct PolicyController {
             throw ServiceError(.badRequest, "invalid-bundle-request", error.diagnostics.first?.message ?? "\(error)")
         }
         let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
-        let result = try await engine.apply(files: bundleFiles, source: source)
+        let result = try await StateExecutor.run { try await engine.apply(files: bundleFiles, source: source) }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("revision"); writer.value(result.bundle.revision)

@@ -36,7 +36,9 @@ struct ProtectionController {
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         let data = Array(buffer: body)
         guard !data.isEmpty else { throw ServiceError(.badRequest, "empty-data", "there is no data to protect: the body is empty") }
-        let (envelope, plan) = try engine.protect(data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy)
+        let (envelope, plan) = try await StateExecutor.run {
+            try engine.protect(data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy)
+        }
         return Response(
             status: .ok,
             headers: [
@@ -50,7 +52,7 @@ struct ProtectionController {
     @Sendable func unprotect(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let body = try await request.body.collect(upTo: limits.bodyBytes + (1 << 16))
         let envelope = Array(buffer: body)
-        let plaintext = try engine.unprotect(envelope, requireEnvelope: true)
+        let plaintext = try await StateExecutor.run { try engine.unprotect(envelope, requireEnvelope: true) }
         let owner = (try? DataProtector.protectionInfo(envelope))??.owner.rawValue ?? ""
         return Response(
             status: .ok, headers: [.contentType: "application/octet-stream", .custodyOwner: owner],
@@ -61,7 +63,8 @@ struct ProtectionController {
     /// had, its secrets and check-ins.
     @Sendable func wipe(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let account = try PolicyController.account(context)
-        let report = try await engine.wipe(account: account, reason: "POST /v1/accounts/…/wipe (token \(context.identity?.id ?? "-"))")
+        let reason = "POST /v1/accounts/…/wipe (token \(context.identity?.id ?? "-"))"
+        let report = try await StateExecutor.run { try await engine.wipe(account: account, reason: reason) }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("account"); writer.value(account.description)
@@ -81,7 +84,7 @@ struct ProtectionController {
     /// A new version of the account's key.
     @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let account = try PolicyController.account(context)
-        let (resolved, version) = try engine.rotateKey(account: account)
+        let (resolved, version) = try await StateExecutor.run { try engine.rotateKey(account: account) }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("owner"); writer.value(resolved.owner.rawValue)

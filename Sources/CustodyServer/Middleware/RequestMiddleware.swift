@@ -70,7 +70,7 @@ struct TokenAuthenticator: AuthenticatorMiddleware {
 
     func authenticate(request: Request, context: Context) async throws -> ServiceToken? {
         guard let bearer = request.headers.bearer?.token else { return nil }
-        guard let token = engine.authenticate(bearer: bearer) else { throw ServiceError.unauthorized }
+        guard let token = try await engine.authenticate(bearer: bearer) else { throw ServiceError.unauthorized }
         return token
     }
 }

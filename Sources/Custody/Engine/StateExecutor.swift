@@ -1,0 +1,38 @@
+import NIOPosix
+
+/// The threads on which work that may wait for the state runs, so that waiting never holds a
+/// thread of Swift's cooperative pool.
+///
+/// Reading or writing the state is synchronous: a SQLite call waits for a lock, a PostgreSQL
+/// call for its server, and a server that stops answering makes a call wait until its
+/// deadline. On the cooperative pool (one thread per core) a few such waits would stall
+/// everything else, decisions and `/readyz` included. Work run here (`run`) waits on a thread
+/// of its own instead; a default actor called from it (the policy manager, the change
+/// applier) runs here too, as task executor preference makes it.
+///
+/// Decisions do not come here: while the engine follows the change log they never read the
+/// state (see `CustodyEngine.follow`).
+public final class StateExecutor: TaskExecutor {
+    /// The executor the engine and the decision service use: 16 threads, started on first
+    /// use and kept for the life of the process.
+    public static let shared = StateExecutor(threads: 16)
+
+    private let pool: NIOThreadPool
+
+    /// An executor with `threads` threads of its own, started now and never stopped.
+    init(threads: Int) {
+        pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        pool.submit { _ in job.runSynchronously(on: executor) }
+    }
+
+    /// Runs `body` on the state's threads (see `StateExecutor`) and returns its result.
+    public static func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        try await withTaskExecutorPreference(shared, operation: body)
+    }
+}

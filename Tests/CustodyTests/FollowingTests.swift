@@ -1,0 +1,100 @@
+@testable import Custody
+import CustodyPolicy
+import CustodyProtection
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// What an engine that follows the state's change log keeps, and what it forgets, whatever the
+/// backend (SQLite here: two engines on one file stand for two processes).
+@Suite("Following the change log", .timeLimit(.minutes(1)))
+struct FollowingTests {
+    static func engine(_ directory: TemporaryDirectory) async throws -> CustodyEngine {
+        try await CustodyEngine.open(CustodyConfiguration(
+            state: .path(directory.file("state.sqlite")), masterKey: .keyFile(path: directory.file("master.key")),
+            context: EvaluationContext(platform: .ios)))
+    }
+
+    enum TokenChange: String, CaseIterable, CustomTestStringConvertible {
+        case revokeOne, createAnother
+        var testDescription: String { rawValue }
+    }
+
+    @Test("while following, a token change forgets that token only: a revoked token stops working, the others stay verified without reading the state", arguments: TokenChange.allCases)
+    func tokenChanges(change: TokenChange) async throws {
+        let directory = try TemporaryDirectory()
+        let follower = try await Self.engine(directory)
+        let other = try await Self.engine(directory)
+        let first = try other.createToken(scopes: [.decide])
+        let second = try other.createToken(scopes: [.decide])
+        let following = Task { await follower.follow(pollInterval: .milliseconds(20)) }
+        defer { following.cancel() }
+        let created = try other.database.changeBounds().newest
+        #expect(await eventually { follower.replicaStatus.revision == created })
+        #expect(try await follower.authenticate(bearer: first.bearer) != nil)
+        #expect(try await follower.authenticate(bearer: second.bearer) != nil)
+        #expect(follower.tokenCache.remembered(first.bearer) != nil, "kept without a time limit while following")
+
+        switch change {
+        case .revokeOne: #expect(try other.revokeToken(id: first.token.id))
+        case .createAnother: _ = try other.createToken(scopes: [.read])
+        }
+        let changed = try other.database.changeBounds().newest
+        #expect(await eventually { follower.replicaStatus.revision == changed })
+        #expect(follower.tokenCache.remembered(second.bearer) != nil, "a change to another token leaves this one verified")
+        switch change {
+        case .revokeOne:
+            #expect(follower.tokenCache.remembered(first.bearer) == nil)
+            #expect(try await follower.authenticate(bearer: first.bearer) == nil, "revoked elsewhere: refused here")
+        case .createAnother:
+            #expect(follower.tokenCache.remembered(first.bearer) != nil)
+        }
+    }
+
+    @Test("while following, decision auditing switched by another process reaches new decision sessions through the change log", arguments: [true, false])
+    func auditSetting(on: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let follower = try await Self.engine(directory)
+        let other = try await Self.engine(directory)
+        try await follower.apply(bundleDirectory: TestPaths.package("policies"))
+        try other.setAuditing(decisions: !on)
+        let following = Task { await follower.follow(pollInterval: .milliseconds(20)) }
+        defer { following.cancel() }
+        let options = DecisionStream.Options(currentTime: { .zero })
+        #expect(await eventually { (try? follower.decisionSession(options: options).isAuditing) == !on })
+        try other.setAuditing(decisions: on)
+        #expect(await eventually { (try? follower.decisionSession(options: options).isAuditing) == on })
+    }
+
+    @Test("work that waits on the state's executor holds none of Swift's cooperative threads", .serialized, arguments: [2, 8])
+    func stateExecutor(blocked: Int) async throws {
+        final class Gate: Sendable {
+            let open = Mutex(false)
+            let waiting = Atomic<Int>(0)
+        }
+        let gate = Gate()
+        let waiters = (0..<blocked).map { _ in
+            Task {
+                await StateExecutor.run {
+                    gate.waiting.add(1, ordering: .relaxed)
+                    // A synchronous wait, as a state call makes for its server.
+                    while !gate.open.withLock({ $0 }) { usleep(1_000) }
+                }
+            }
+        }
+        #expect(await eventually { gate.waiting.load(ordering: .relaxed) == blocked }, "every waiter runs at once")
+        // Meanwhile, work on the cooperative pool goes on (it would not if the waiters held
+        // its threads: there are as many as cores).
+        let start = ContinuousClock.now
+        let done = await withTaskGroup(of: Int.self) { group in
+            for value in 0..<64 { group.addTask { value } }
+            return await group.reduce(0, +)
+        }
+        #expect(done == 2_016)
+        #expect(start.duration(to: .now) < .milliseconds(500))
+        gate.open.withLock { $0 = true }
+        for waiter in waiters { await waiter.value }
+    }
+}
