@@ -93,12 +93,15 @@ final class EventJournal: Sendable {
         notifications.publish([last])
     }
 
-    /// Runs `change` (which swaps in a policy another process put in force) and hands the
-    /// events it returns to this process's subscribers of the events alone, in order with
-    /// everything this journal delivers. They are not recorded: the other process recorded its
-    /// own, which readers of the log get through `advance(to:)`.
-    func announce(_ change: () -> [PolicyEvent]) {
-        last.withLock { _ in hub.publish(change()) }
+    /// Runs `change` (which swaps in a policy another process put in force) and hands `events`
+    /// to this process's subscribers of the events alone, in order with everything this journal
+    /// delivers. They are not recorded: the other process recorded its own, which readers of the
+    /// log get through `advance(to:)`.
+    func announce(_ events: [PolicyEvent], change: () -> Void) {
+        last.withLock { _ in
+            change()
+            hub.publish(events)
+        }
     }
 
     /// Notes that the state's log holds events up to `newest` that other processes recorded:

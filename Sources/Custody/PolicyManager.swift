@@ -232,10 +232,11 @@ public actor PolicyManager {
             let bundle = try files.load()
             let inForce = BundleInForce(revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false)
             let snapshot = makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
-            journal.announce { () -> [PolicyEvent] in
-                let old = slot.current
+            // The slot changes only on this actor: what it holds now is what is replaced.
+            let old = slot.current
+            let events = announcing ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot) : []
+            journal.announce(events) {
                 slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
-                return announcing ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot) : []
             }
         } catch {
             logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])

@@ -25,18 +25,6 @@ public struct ReplicaStatus: Sendable, Hashable {
     /// last applied to it (by another replica) does not load here. Nil when it does.
     public var divergence: String?
 
-    public init(
-        revision: Int64, newestKnown: Int64, listening: Bool, lastContact: Date?, problem: String?, staleAfter: Duration, divergence: String? = nil
-    ) {
-        self.revision = revision
-        self.newestKnown = newestKnown
-        self.listening = listening
-        self.lastContact = lastContact
-        self.problem = problem
-        self.staleAfter = staleAfter
-        self.divergence = divergence
-    }
-
     /// Whether it hears from the state: it is listening (where the state sends notices) and the
     /// state answered within `staleAfter`. A replica that does not can vouch for nothing the
     /// state may have changed since, a wipe included.
@@ -94,10 +82,7 @@ actor ChangeApplier {
             manager.logger.warning(
                 "the change log no longer holds every change since this replica's last; reloading everything",
                 metadata: ["applied": "\(revision)", "oldest": "\(oldest)"])
-            keyRing?.forgetAll()
-            tokenCache.forget()
-            auditSetting.reset()
-            try await adoptBundle(at: bounds.newest)
+            try await reloadAll(at: bounds.newest)
             revision = bounds.newest
             replica.withLock { $0.revision = bounds.newest }
             return (1, true)
@@ -127,6 +112,15 @@ actor ChangeApplier {
         }
         await manager.catchUp()
         return (applied, settingChanged)
+    }
+
+    /// After missing changes the log no longer holds: every cached key and token and the audit
+    /// setting forgotten (read afresh when next needed), the bundle in force read again.
+    private func reloadAll(at change: Int64) async throws(StoreError) {
+        keyRing?.forgetAll()
+        tokenCache.forget()
+        auditSetting.reset()
+        try await adoptBundle(at: change)
     }
 
     /// Puts the state's last applied bundle in force here. One that does not load here leaves
