@@ -44,7 +44,7 @@ enum OpenAPIDocument {
     },
     "/readyz": {
       "get": {
-        "summary": "The service is ready: a bundle is in force and the state answers.",
+        "summary": "The service is ready: a bundle is in force and the replica is current with its state (never waits for the state).",
         "operationId": "ready",
         "security": [],
         "responses": {
@@ -1454,6 +1454,47 @@ enum OpenAPIDocument {
           },
           "eventId": {
             "type": "integer"
+          },
+          "state": {
+            "type": "object",
+            "description": "How current this replica is with its state (docs/fleet.md).",
+            "properties": {
+              "backend": {
+                "type": "string",
+                "enum": [
+                  "sqlite",
+                  "postgres"
+                ]
+              },
+              "changeRevision": {
+                "type": "integer",
+                "description": "The last change of the state's change log applied here."
+              },
+              "newestKnown": {
+                "type": "integer",
+                "description": "The newest change this replica has heard of."
+              },
+              "listening": {
+                "type": "boolean"
+              },
+              "stale": {
+                "type": "boolean"
+              },
+              "lastContact": {
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "format": "date-time"
+              },
+              "divergence": {
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "description": "Why the state's newest bundle is not in force here although the state answers (it does not load here)."
+              }
+            }
           },
           "problems": {
             "type": "array",
