@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Fleet mode, measured on loopback with a throwaway PostgreSQL (scripts/test-postgres.sh):
 #
-# 1. Propagation: CHANGES bundles applied and CHANGES tokens created, each through one of 3
-#    replicas in turn, and the time until every replica has it in force (p50, p99, max), from
-#    the commit (the writer's call returned) and from the writer's call
+# 1. Propagation: CHANGES bundles applied, CHANGES tokens created and CHANGES wipes, each
+#    through one of 3 replicas in turn, and the time until every replica has it in force (p50,
+#    p99, max; a wipe is in force when every replica refuses an envelope it opened just before
+#    from its cached key), from the commit (the writer's call returned) and from the writer's call
 #    (Benchmarks' custody-fleet-propagation; the replicas are engines in one process, each with
 #    its own connections and listener).
 # 2. Decisions per second of one replica, with its state in SQLite and in PostgreSQL: two
 #    `custody serve` processes, wrk (10 connections, one decision per request) against each in
-#    turn, RUNS rounds alternating; the median of each, with the server's CPU time per request.
+#    turn, RUNS rounds alternating (and which goes first alternating too); the median of each,
+#    with the server's CPU time per request, and the per-round ratios.
 #
 #   scripts/bench-fleet.sh                    # 1,000 changes of each kind, 5 rounds of 10 s
 #   CHANGES=200 RUNS=3 DURATION=5 scripts/bench-fleet.sh
@@ -86,9 +88,15 @@ measure() { # name pid port token
     echo "$1 $rps $p50 $p99 $errors $(python3 -c "print(f'{($after - $before) / $ticks / ($rps * $DURATION) * 1e6:.1f}')")"
 }
 : > "$WORK/results"
+# The order alternates too (ABBA): whichever server goes second in a round is not always the same.
 for run in $(seq "$RUNS"); do
-    measure sqlite "$SQLITE_SERVER" 18090 "$SQLITE_TOKEN" >> "$WORK/results"
-    measure postgres "$POSTGRES_SERVER" 18091 "$POSTGRES_TOKEN" >> "$WORK/results"
+    if [ $((run % 2)) = 1 ]; then
+        measure sqlite "$SQLITE_SERVER" 18090 "$SQLITE_TOKEN" >> "$WORK/results"
+        measure postgres "$POSTGRES_SERVER" 18091 "$POSTGRES_TOKEN" >> "$WORK/results"
+    else
+        measure postgres "$POSTGRES_SERVER" 18091 "$POSTGRES_TOKEN" >> "$WORK/results"
+        measure sqlite "$SQLITE_SERVER" 18090 "$SQLITE_TOKEN" >> "$WORK/results"
+    fi
 done
 python3 - "$WORK/results" <<'PY'
 import statistics, sys
@@ -101,5 +109,7 @@ for name in ("sqlite", "postgres"):
     cols = list(zip(*by[name]))
     print(f"{name:10} {statistics.median(cols[0]):11.0f} {statistics.median(cols[1]):7.3f} {statistics.median(cols[2]):7.3f} {statistics.median(cols[4]):10.1f} {sum(cols[3])}")
 ratios = [p[0] / s[0] for s, p in zip(by["sqlite"], by["postgres"])]
-print(f"postgres / sqlite requests/s, median of per-round ratios: {statistics.median(ratios):.3f}")
+cpu = [p[4] / s[4] for s, p in zip(by["sqlite"], by["postgres"])]
+print(f"postgres / sqlite requests/s, median of per-round ratios: {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
+print(f"postgres / sqlite CPU per request, median of per-round ratios: {statistics.median(cpu):.3f}")
 PY

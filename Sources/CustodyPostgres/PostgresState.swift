@@ -131,7 +131,11 @@ public final class PostgresState: ChangeNotifying {
                     // The notices end with the connection.
                     sessions.drop(connection)
                 }
-                continuation.finish(throwing: heartbeat.failure ?? StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted))
+                if Task.isCancelled {
+                    continuation.finish()
+                } else {
+                    continuation.finish(throwing: heartbeat.failure ?? StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted))
+                }
             } catch where Task.isCancelled {
                 continuation.finish()
             } catch {

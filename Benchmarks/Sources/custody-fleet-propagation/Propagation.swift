@@ -8,11 +8,12 @@ import Foundation
 /// its own connections and listener (as separate processes would have), following the state
 /// (`CustodyEngine.follow`). Changes go through each replica in turn.
 ///
-/// Two kinds of change, alternating: a bundle applied (in force = every replica decides with
-/// its revision; each replica reads the bundle's files from the state and loads them), and a
-/// token created (in force = every replica has applied its change-log revision). Latency is
-/// measured from the writer's call returning (the commit is done) and, second figure, from the
-/// call starting; observers check every 50 µs.
+/// Three kinds of change, in turn: a bundle applied (in force = every replica decides with its
+/// revision; each replica reads the bundle's files from the state and loads them), a token
+/// created (in force = every replica has applied its change-log revision), and a wipe (in force
+/// = every replica refuses to open an envelope of the account that it opened just before, from
+/// its cached key). Latency is measured from the writer's call returning (the commit is done)
+/// and, second figure, from the call starting; observers check every 50 µs.
 @main
 struct Propagation: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -52,6 +53,9 @@ struct Propagation: AsyncParsableCommand {
         var bundleFromCall: [Double] = []
         var tokenFromReturn: [Double] = []
         var tokenFromCall: [Double] = []
+        var wipeFromReturn: [Double] = []
+        var wipeFromCall: [Double] = []
+        guard let account = try engines[0].policy().bundle.tenant.accounts.first?.id else { throw ValidationError("the bundle names no account") }
         for round in 0..<changes {
             let writer = engines[round % engines.count]
             var start = ContinuousClock.now
@@ -71,12 +75,25 @@ struct Propagation: AsyncParsableCommand {
             done = ContinuousClock.now
             tokenFromReturn.append(milliseconds(committed.duration(to: done)))
             tokenFromCall.append(milliseconds(start.duration(to: done)))
+
+            // A fresh key for the account (after the last round's wipe), cached on every replica.
+            let envelope = try writer.protect([1, 2, 3], owner: account, mode: .forceEncryption).envelope
+            for engine in engines { _ = try engine.unprotect(envelope) }
+            start = ContinuousClock.now
+            try await writer.wipe(account: account, reason: "propagation \(round)")
+            committed = ContinuousClock.now
+            while !engines.allSatisfy({ (try? $0.unprotect(envelope)) == nil }) { try await Task.sleep(for: .microseconds(50)) }
+            done = ContinuousClock.now
+            wipeFromReturn.append(milliseconds(committed.duration(to: done)))
+            wipeFromCall.append(milliseconds(start.duration(to: done)))
         }
         print("replicas: \(replicas), changes of each kind: \(changes)")
         report("bundle applied, from commit (call returned)", bundleFromReturn)
         report("bundle applied, from the call", bundleFromCall)
         report("token created, from commit (call returned)", tokenFromReturn)
         report("token created, from the call", tokenFromCall)
+        report("wipe, from commit (call returned)", wipeFromReturn)
+        report("wipe, from the call", wipeFromCall)
     }
 
     func milliseconds(_ duration: Duration) -> Double {

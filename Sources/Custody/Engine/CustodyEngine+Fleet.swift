@@ -227,10 +227,10 @@ extension CustodyEngine {
                     // reconnect. (Heartbeats that bring nothing new cost nothing more.)
                     if !wasListening || revision > applied { _ = try? await applyChanges() }
                 }
-            } catch {
+            } catch where !Task.isCancelled {
                 replica.withLock { $0.problem = "\(error)" }
                 configuration.logger.warning("stopped hearing of changes to the state; reconnecting", metadata: ["error": "\(error)"])
-            }
+            } catch {}
             replica.withLock { $0.listening = false }
             try? await Task.sleep(for: backoff)
             backoff = min(backoff * 2, .seconds(2))
