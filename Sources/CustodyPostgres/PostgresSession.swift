@@ -49,7 +49,7 @@ final class PostgresSessions: Sendable {
         slots = DispatchSemaphore(value: settings.maximumConnections)
     }
 
-    var deadline: TimeAmount { .nanoseconds(Int64(settings.statementTimeout.components.seconds) * 1_000_000_000 + 5_000_000_000) }
+    var deadline: TimeAmount { TimeAmount(settings.statementTimeout + .seconds(5)) }
 
     /// Runs `body` on a connection: in a transaction when `transaction`. A connection that
     /// failed (closed by the server, a timeout) is dropped; when that happens before anything

@@ -169,8 +169,8 @@ public final class PostgresState: ChangeNotifying {
         var failure: StoreError? { state.withLock { $0.failure } }
 
         func start(on connection: PostgresConnection, sessions: PostgresSessions, continuation: AsyncThrowingStream<Int64, any Error>.Continuation) {
-            let interval = Self.amount(sessions.settings.heartbeatInterval)
-            let timeout = Self.amount(sessions.settings.heartbeatTimeout)
+            let interval = TimeAmount(sessions.settings.heartbeatInterval)
+            let timeout = TimeAmount(sessions.settings.heartbeatTimeout)
             let task = connection.eventLoop.scheduleRepeatedAsyncTask(initialDelay: .zero, delay: interval) { [self] repeated in
                 sessions.deadlined(connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger), within: timeout)
                     .flatMapThrowing { result in
@@ -191,10 +191,6 @@ public final class PostgresState: ChangeNotifying {
 
         func stop() {
             state.withLock { $0.task }?.cancel()
-        }
-
-        static func amount(_ duration: Duration) -> TimeAmount {
-            .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
         }
     }
 }

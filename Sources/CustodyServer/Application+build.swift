@@ -24,7 +24,7 @@ public func buildApplication(
     let router = buildRouter(configuration: configuration, engine: engine, metrics: metrics)
     let limits = configuration.limits
     let http = HTTP1Channel.Configuration(
-        idleTimeout: TimeAmount.nanoseconds(Int64(limits.idleTimeout.components.seconds) * 1_000_000_000 + limits.idleTimeout.components.attoseconds / 1_000_000_000),
+        idleTimeout: TimeAmount(limits.idleTimeout),
         httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes, maxHeaderFieldCount: 100))
     var server: HTTPServerBuilder = .http1(configuration: http)
     if let tls = configuration.tls {
