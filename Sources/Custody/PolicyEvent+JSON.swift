@@ -13,6 +13,7 @@ extension PolicyEvent {
         case .wipeRequired: "wipeRequired"
         case .wipeCompleted: "wipeCompleted"
         case .bundleRejected: "bundleRejected"
+        case .bundleApplied: "bundleApplied"
         }
     }
 
@@ -81,6 +82,9 @@ extension PolicyEvent {
         case .bundleRejected(let rejection):
             writer.key("source"); writer.value(rejection.source)
             writer.key("error"); writer.value(rejection.message)
+        case .bundleApplied(let revision, let source):
+            writer.key("revision"); writer.value(revision)
+            writer.key("source"); writer.value(source)
         }
         writer.endObject()
     }

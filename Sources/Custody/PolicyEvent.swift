@@ -23,6 +23,12 @@ public enum PolicyEvent: Sendable, Hashable {
     case wipeCompleted(account: AccountID)
     /// A bundle was offered and refused; the policy in force did not change.
     case bundleRejected(error: BundleRejection)
+    /// A bundle with this revision (content hash) is now the policy in force, put there from
+    /// `source`. Sent for every bundle put in force, after the events saying what changed for
+    /// which accounts (there may be none: a bundle that decides alike, or a context that names
+    /// no platform for a bundle of both, where only a decision naming one can tell). Not sent
+    /// for a `PolicyBundle` applied in memory without a content hash: it has no revision.
+    case bundleApplied(revision: String, source: String)
 }
 
 /// Why a bundle was refused, and where it came from.

@@ -37,6 +37,8 @@ public actor PolicyManager {
     public nonisolated let secrets: SecretsProvider?
     /// Wipe accounts past `periodOfflineBeforeWipeIsEnforced` rather than only announce it.
     public let wipesWhenOfflineTooLong: Bool
+    /// How many bundle history rows the state keeps (see `StateStore.recordBundle`).
+    public nonisolated let retainedBundles: Int
     /// Directories and files that hold each owner's data, deleted at wipe.
     var managedRoots: [OwnerIdentifier: Set<String>] = [:]
     /// Owners whose `wipeRequired` was announced since their last check-in.
@@ -54,11 +56,15 @@ public actor PolicyManager {
     ///     announce `wipeRequired`.
     ///   - precedence: how several policies reaching one account combine; `incumbent` needs
     ///     the database's record of when each policy first reached each account.
+    ///   - retainedBundles: how many bundle history rows the state keeps (the newest; the one
+    ///     in force always).
     public init(
         context: EvaluationContext = EvaluationContext(), database: (any StateStore)? = nil, keyRing: KeyRing? = nil,
         wipesWhenOfflineTooLong: Bool = false, precedence: PolicyPrecedence.Rule = .mostRestrictive,
+        retainedBundles: Int = BundleRecord.defaultRetained,
         logger: Logger = Logger(label: "custody.manager"), now: @escaping @Sendable () -> Date = Date.init
     ) {
+        self.retainedBundles = max(retainedBundles, 1)
         self.context = context
         self.precedence = precedence
         self.database = database
@@ -108,7 +114,7 @@ public actor PolicyManager {
         let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
         return install(snapshot, inForce) { events in
             do {
-                return try record(inForce, result: .applied, message: nil, files: [], accounts: Self.accounts(of: bundle), reach: reach, events: events)
+                return try record(inForce, result: .applied, message: nil, files: nil, accounts: Self.accounts(of: bundle), reach: reach, events: events)
             } catch {
                 // The policy is in force either way; a history that cannot be written is logged.
                 logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
@@ -118,16 +124,16 @@ public actor PolicyManager {
     }
 
     /// Loads the bundle in `directory` (each file read once, see `BundleFiles`) and applies it
-    /// (see `apply(_:source:)`).
+    /// (see `apply(_:source:allowingEmpty:)`).
     @discardableResult
-    public func apply(bundleDirectory directory: String) throws(BundleRejection) -> [PolicyEvent] {
+    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) throws(BundleRejection) -> [PolicyEvent] {
         let files: BundleFiles
         do {
             files = try BundleFiles.read(directory: directory)
         } catch {
             throw reject(source: directory, contentHash: "", message: error.description, diagnostics: error.diagnostics)
         }
-        return try apply(files, source: directory)
+        return try apply(files, source: directory, allowingEmpty: allowingEmpty)
     }
 
     /// Makes `files` the installation's policy: loads and resolves them fully, records them (the
@@ -137,12 +143,14 @@ public actor PolicyManager {
     ///
     /// A bundle that does not load, or that the state database cannot record, leaves the
     /// policy in force unchanged, is recorded as rejected (when it can be), announced as
-    /// `bundleRejected`, and thrown: the policy in force and the state never disagree.
+    /// `bundleRejected`, and thrown: the policy in force and the state never disagree. So is a
+    /// bundle that knows nothing (no `tenant.json`, no protection policy), unless
+    /// `allowingEmpty`: it would leave every account unmanaged.
     @discardableResult
-    public func apply(_ files: BundleFiles, source: String) throws(BundleRejection) -> [PolicyEvent] {
+    public func apply(_ files: BundleFiles, source: String, allowingEmpty: Bool = false) throws(BundleRejection) -> [PolicyEvent] {
         let bundle: PolicyBundle
         do {
-            bundle = try files.load()
+            bundle = try files.load(allowingEmpty: allowingEmpty)
         } catch {
             throw reject(source: source, contentHash: files.contentHash, message: error.description, diagnostics: error.diagnostics)
         }
@@ -173,7 +181,8 @@ public actor PolicyManager {
 
     /// Makes `files` the policy this manager decides with, without recording it anywhere and
     /// without events: a one-off policy for one command (`--bundle`), not the installation's.
-    /// - Throws: the bundle's `BundleError` when it does not load.
+    /// - Throws: the bundle's `BundleError` when it does not load, or knows nothing (see
+    ///   `BundleFiles.load(allowingEmpty:)`).
     public func use(_ files: BundleFiles, source: String) throws(BundleError) {
         let bundle = try files.load()
         let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: nil, isOverride: true)
@@ -229,12 +238,16 @@ public actor PolicyManager {
         let record = stored.record
         do {
             let files = try BundleFiles(entries: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) })
-            let bundle = try files.load()
+            // Applied once, so accepted then, even if it knows nothing (applied on purpose).
+            let bundle = try files.load(allowingEmpty: true)
             let inForce = BundleInForce(revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false)
             let snapshot = makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
             // The slot changes only on this actor: what it holds now is what is replaced.
             let old = slot.current
-            let events = announcing ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot) : []
+            let events =
+                announcing
+                ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
+                    + [.bundleApplied(revision: inForce.revision, source: inForce.source)] : []
             journal.announce(events) {
                 slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
             }
@@ -281,7 +294,9 @@ public actor PolicyManager {
         _ snapshot: PolicySnapshot, _ inForce: BundleInForce, recording: ([EventRecord]) throws(E) -> [Int64]
     ) throws(E) -> [PolicyEvent] {
         let old = slot.current
+        // A bundle with a revision is announced as such; an in-memory one without is not.
         let events = PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
+            + (inForce.revision.isEmpty ? [] : [.bundleApplied(revision: inForce.revision, source: inForce.source)])
         let result: Result<Void, E> = journal.publish(events) { records in
             do throws(E) {
                 let ids = try recording(records)
@@ -303,7 +318,7 @@ public actor PolicyManager {
         journal.publish([.bundleRejected(error: rejection)]) { events in
             guard recording else { return ((), []) }
             do {
-                return ((), try record(refused, result: .rejected, message: message, files: [], accounts: [], events: events))
+                return ((), try record(refused, result: .rejected, message: message, files: nil, accounts: [], events: events))
             } catch {
                 logger.error("cannot record the rejected bundle in the state database", metadata: ["error": "\(error)"])
                 return ((), [])
@@ -315,12 +330,12 @@ public actor PolicyManager {
     /// Records a bundle (and the events it brings) in the state; returns the events' ids
     /// (none without a database).
     private func record(
-        _ bundle: BundleInForce, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
+        _ bundle: BundleInForce, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
         accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])] = [], events: [EventRecord]
     ) throws(StoreError) -> [Int64] {
         try database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files, accounts: accounts,
-            reach: reach, events: events, at: bundle.appliedAt ?? clock()
+            reach: reach, events: events, retaining: retainedBundles, at: bundle.appliedAt ?? clock()
         ).eventIDs ?? []
     }
 

@@ -101,6 +101,29 @@ enum PostgresMigrations {
                 "INSERT INTO counters (name, value) VALUES ('change', 0), ('event', 0)",
             ]
         ),
+        (
+            "v7: each bundle revision's files stored once",
+            [
+                "CREATE TABLE bundle_revisions (content_hash text PRIMARY KEY, stored_at timestamptz NOT NULL)",
+                """
+                CREATE TABLE bundle_revision_files (
+                    content_hash text NOT NULL REFERENCES bundle_revisions ON DELETE CASCADE, name text NOT NULL, bytes bytea NOT NULL,
+                    PRIMARY KEY (content_hash, name))
+                """,
+                """
+                INSERT INTO bundle_revisions (content_hash, stored_at)
+                SELECT h.content_hash, min(h.applied_at) FROM bundle_history h WHERE h.id IN (SELECT bundle_id FROM bundle_files)
+                GROUP BY h.content_hash ON CONFLICT DO NOTHING
+                """,
+                """
+                INSERT INTO bundle_revision_files (content_hash, name, bytes)
+                SELECT DISTINCT ON (h.content_hash, f.name) h.content_hash, f.name, f.bytes
+                FROM bundle_files f JOIN bundle_history h ON h.id = f.bundle_id ORDER BY h.content_hash, f.name, f.bundle_id DESC
+                """,
+                "DROP TABLE bundle_files",
+                "CREATE INDEX bundle_history_by_revision ON bundle_history (content_hash)",
+            ]
+        ),
     ]
 
     /// Creates the schema when missing and applies the migrations not applied yet.

@@ -239,8 +239,9 @@ extension PostgresState {
 
     @discardableResult
     public func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord], at date: Date
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord],
+        retaining: Int, at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         let (id, eventIDs) = try write("recording a bundle") { session -> (Int64, [Int64]) in
             guard let id = try session.value(
@@ -249,8 +250,15 @@ extension PostgresState {
                 VALUES (\(contentHash), \(date), \(source), \(result.rawValue), \(message)) RETURNING id
                 """, as: Int64.self)
             else { throw corrupt("recording a bundle returned no id") }
-            for file in files {
-                try session.execute("INSERT INTO bundle_files (bundle_id, name, bytes) VALUES (\(id), \(file.name), \(Data(file.bytes)))")
+            if result == .applied, let files,
+                try session.value(
+                    "INSERT INTO bundle_revisions (content_hash, stored_at) VALUES (\(contentHash), \(date)) ON CONFLICT DO NOTHING RETURNING content_hash",
+                    as: String.self) != nil
+            {
+                for file in files {
+                    try session.execute(
+                        "INSERT INTO bundle_revision_files (content_hash, name, bytes) VALUES (\(contentHash), \(file.name), \(Data(file.bytes)))")
+                }
             }
             try Self.recordAccounts(accounts, at: date, in: session)
             for (account, policies) in reach {
@@ -262,10 +270,26 @@ extension PostgresState {
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
                 detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date, in: session)
-            if result == .applied, !files.isEmpty { try recordChange(.bundle, [contentHash], at: date, in: session) }
-            return (id, try Self.appendEvents(events, at: date, in: session))
+            if result == .applied, files != nil { try recordChange(.bundle, [contentHash], at: date, in: session) }
+            let eventIDs = try Self.appendEvents(events, at: date, in: session)
+            try Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
+            return (id, eventIDs)
         }
         return (BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message), eventIDs)
+    }
+
+    /// Deletes history rows past the newest `retaining` (never the row of the bundle in
+    /// force), then every stored revision no applied row names.
+    private static func pruneBundleHistory(retaining: Int, in session: PostgresSession) throws {
+        let count = try session.value("SELECT count(*) FROM bundle_history", as: Int64.self) ?? 0
+        guard count > retaining else { return }
+        try session.execute(
+            """
+            DELETE FROM bundle_history WHERE id NOT IN (SELECT id FROM bundle_history ORDER BY id DESC LIMIT \(retaining))
+            AND id IS DISTINCT FROM (
+                SELECT max(id) FROM bundle_history WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions))
+            """)
+        try session.execute("DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')")
     }
 
     public func policyReach() throws(StoreError) -> [String: [String: Date]] {
@@ -297,11 +321,13 @@ extension PostgresState {
             guard let row = try session.query(
                 """
                 SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
-                WHERE result = 'applied' AND id IN (SELECT bundle_id FROM bundle_files) ORDER BY id DESC LIMIT 1
+                WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                 """
             ).first else { return nil }
             let record = try bundleRecord(row)
-            let files = try session.query("SELECT name, bytes FROM bundle_files WHERE bundle_id = \(record.id) ORDER BY name COLLATE \"C\"").map { row in
+            let files = try session.query(
+                "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(record.contentHash) ORDER BY name COLLATE \"C\""
+            ).map { row in
                 let (name, bytes) = try row.decode((String, Data).self)
                 return (name: name, bytes: [UInt8](bytes))
             }
@@ -312,6 +338,22 @@ extension PostgresState {
     public func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64? {
         try read("reading the bundle history") { session in
             try session.value("SELECT max(id) FROM bundle_history WHERE content_hash = \(contentHash) AND result = 'applied'", as: Int64.self)
+        }
+    }
+
+    public func storedBundleRevisions() throws(StoreError) -> [String: Int] {
+        try read("reading the stored bundle revisions") { session in
+            var revisions: [String: Int] = [:]
+            for row in try session.query(
+                """
+                SELECT r.content_hash, coalesce(sum(octet_length(f.bytes)), 0)::bigint FROM bundle_revisions r
+                LEFT JOIN bundle_revision_files f ON f.content_hash = r.content_hash GROUP BY r.content_hash
+                """)
+            {
+                let (hash, bytes) = try row.decode((String, Int64).self)
+                revisions[hash] = Int(bytes)
+            }
+            return revisions
         }
     }
 

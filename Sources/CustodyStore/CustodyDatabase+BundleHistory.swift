@@ -18,6 +18,10 @@ public struct BundleRecord: Sendable, Hashable {
     /// Why it was rejected; nil when applied.
     public let message: String?
 
+    /// How many history rows a state keeps unless told otherwise: the newest 100 (with the
+    /// files of the revisions they name), and always the bundle in force.
+    public static let defaultRetained = 100
+
     package init(id: Int64, contentHash: String, appliedAt: Date, source: String, result: Result, message: String?) {
         self.id = id
         self.contentHash = contentHash
@@ -33,20 +37,33 @@ extension CustodyDatabase {
     /// accounts its tenant lists (see `recordAccounts(_:at:)`), and an audit entry when
     /// auditing is on, all in one transaction: a crash keeps all of it or none. Returns its
     /// record.
+    ///
+    /// `files` nil: the bundle's files are not kept (an in-memory bundle), so it can never be
+    /// restored and is no change for replicas to follow. Otherwise an applied bundle's files
+    /// are stored once per revision, however often it is applied, and its application is a
+    /// change in the log. The history keeps its newest `retaining` rows (never the one in
+    /// force), and a revision's files only while a history row names it.
     /// `events` are appended to the event log in the same transaction; their ids come back.
     @discardableResult
     public func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
         accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord],
-        at date: Date
+        retaining: Int, at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
-        let (id, eventIDs) = try write("recording a bundle") { db in
+        let (id, eventIDs, pruned) = try write("recording a bundle") { db in
             try db.execute(
                 sql: "INSERT INTO bundle_history (content_hash, applied_at, source, result, message) VALUES (?, ?, ?, ?, ?)",
                 arguments: [contentHash, date, source, result.rawValue, message])
             let id = db.lastInsertedRowID
-            for file in files {
-                try db.execute(sql: "INSERT INTO bundle_files (bundle_id, name, bytes) VALUES (?, ?, ?)", arguments: [id, file.name, Data(file.bytes)])
+            if result == .applied, let files {
+                try db.execute(sql: "INSERT OR IGNORE INTO bundle_revisions (content_hash, stored_at) VALUES (?, ?)", arguments: [contentHash, date])
+                if db.changesCount > 0 {
+                    for file in files {
+                        try db.execute(
+                            sql: "INSERT INTO bundle_revision_files (content_hash, name, bytes) VALUES (?, ?, ?)",
+                            arguments: [contentHash, file.name, Data(file.bytes)])
+                    }
+                }
             }
             try Self.recordAccounts(accounts, at: date, in: db)
             if !reach.isEmpty {
@@ -58,10 +75,30 @@ extension CustodyDatabase {
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
                 detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date, in: db)
-            if result == .applied, !files.isEmpty { try Self.recordChange(.bundle, [contentHash], at: date, in: db) }
-            return (id, try Self.appendEvents(events, at: date, in: db))
+            if result == .applied, files != nil { try Self.recordChange(.bundle, [contentHash], at: date, in: db) }
+            let eventIDs = try Self.appendEvents(events, at: date, in: db)
+            return (id, eventIDs, try Self.pruneBundleHistory(retaining: retaining, in: db))
         }
+        // Pages freed by pruning leave the write-ahead log with the next checkpoint; empty it
+        // now, so that a long history of applies does not leave a log as large as the history.
+        if pruned { try? truncateLog() }
         return (BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message), eventIDs)
+    }
+
+    /// Deletes history rows past the newest `retaining` (never the row of the bundle in
+    /// force), then every stored revision no applied row names. Returns whether it deleted any.
+    private static func pruneBundleHistory(retaining: Int, in db: Database) throws -> Bool {
+        let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_history") ?? 0
+        guard count > max(retaining, 1) else { return false }
+        let inForce = try Int64.fetchOne(
+            db, sql: "SELECT max(id) FROM bundle_history WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions)")
+        try db.execute(
+            sql: """
+                DELETE FROM bundle_history WHERE id NOT IN (SELECT id FROM bundle_history ORDER BY id DESC LIMIT ?) AND id IS NOT ?
+                """,
+            arguments: [max(retaining, 1), inForce])
+        try db.execute(sql: "DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')")
+        return true
     }
 
     /// When each policy first reached each account, as recorded by every applied bundle:
@@ -104,11 +141,14 @@ extension CustodyDatabase {
                 db,
                 sql: """
                     SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
-                    WHERE result = 'applied' AND id IN (SELECT bundle_id FROM bundle_files) ORDER BY id DESC LIMIT 1
+                    WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                     """)
             else { return nil }
-            let id: Int64? = record["id"]
-            return (record, try Row.fetchAll(db, sql: "SELECT name, bytes FROM bundle_files WHERE bundle_id = ? ORDER BY name", arguments: [id]))
+            let revision: String? = record["content_hash"]
+            return (
+                record,
+                try Row.fetchAll(db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name", arguments: [revision])
+            )
         }
         guard let (recordRow, rows) = found else { return nil }
         let record = try bundleRecord(recordRow)
@@ -126,6 +166,20 @@ extension CustodyDatabase {
     public func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64? {
         try read("reading the bundle history") { db in
             try Int64.fetchOne(db, sql: "SELECT max(id) FROM bundle_history WHERE content_hash = ? AND result = 'applied'", arguments: [contentHash])
+        }
+    }
+
+    public func storedBundleRevisions() throws(StoreError) -> [String: Int] {
+        try read("reading the stored bundle revisions") { db in
+            var revisions: [String: Int] = [:]
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT r.content_hash AS hash, coalesce(sum(length(f.bytes)), 0) AS bytes FROM bundle_revisions r
+                    LEFT JOIN bundle_revision_files f ON f.content_hash = r.content_hash GROUP BY r.content_hash
+                    """)
+            while let row = try rows.next() { revisions[row["hash"]] = row["bytes"] }
+            return revisions
         }
     }
 

@@ -163,6 +163,30 @@ extension CustodyDatabase {
                 table.column("subjects", .text).notNull()
             }
         }
+        migrator.registerMigration("v7: each bundle revision's files stored once") { db in
+            // A revision's files are stored once, however often it is applied (v2 kept a copy
+            // per application), and an applied bundle with no files (an empty bundle applied
+            // on purpose) is a revision like any other: restorable, and a change.
+            try db.create(table: "bundle_revisions") { table in
+                table.column("content_hash", .text).primaryKey()
+                table.column("stored_at", .datetime).notNull()
+            }
+            try db.create(table: "bundle_revision_files", options: .withoutRowID) { table in
+                table.column("content_hash", .text).notNull().references("bundle_revisions", onDelete: .cascade)
+                table.column("name", .text).notNull()
+                table.column("bytes", .blob).notNull()
+                table.primaryKey(["content_hash", "name"])
+            }
+            try db.execute(
+                sql: """
+                    INSERT OR IGNORE INTO bundle_revisions (content_hash, stored_at)
+                    SELECT h.content_hash, min(h.applied_at) FROM bundle_history h WHERE h.id IN (SELECT bundle_id FROM bundle_files) GROUP BY h.content_hash;
+                    INSERT OR IGNORE INTO bundle_revision_files (content_hash, name, bytes)
+                    SELECT h.content_hash, f.name, f.bytes FROM bundle_files f JOIN bundle_history h ON h.id = f.bundle_id ORDER BY f.bundle_id DESC;
+                    DROP TABLE bundle_files;
+                    CREATE INDEX bundle_history_by_revision ON bundle_history (content_hash);
+                    """)
+        }
         return migrator
     }()
 }

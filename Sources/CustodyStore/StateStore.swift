@@ -76,16 +76,22 @@ public protocol StateStore: AnyObject, Sendable {
 
     // MARK: Bundle history
 
+    /// Records a bundle applied or rejected (see `CustodyDatabase.recordBundle`): `files` nil
+    /// keeps no files (never restorable, no change); the history keeps its newest `retaining`
+    /// rows and the files of the revisions they name.
     @discardableResult
     func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])],
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord], at date: Date
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord],
+        retaining: Int, at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64])
     func policyReach() throws(StoreError) -> [String: [String: Date]]
     func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord]
     func lastAppliedBundleFiles() throws(StoreError) -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])?
     func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64?
     func lastAppliedBundle() throws(StoreError) -> BundleRecord?
+    /// The revisions whose files the state keeps, each with the bytes of its files.
+    func storedBundleRevisions() throws(StoreError) -> [String: Int]
 
     // MARK: Audit and settings
 
@@ -173,12 +179,12 @@ extension StateStore {
 
     @discardableResult
     public func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])] = [],
+        contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])]? = nil,
         accounts: [(owner: String, aliases: [String])] = [], at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         try recordBundle(
             contentHash: contentHash, source: source, result: result, message: message, files: files, accounts: accounts, reach: [], events: [],
-            at: date)
+            retaining: BundleRecord.defaultRetained, at: date)
     }
 }
 

@@ -106,11 +106,14 @@ struct StateCLITests {
         }
         if givingBundle {
             #expect(nextLine() == #"{"event":"policyChanged","accounts":["a@contoso.com"]}"#)
+            #expect(nextLine()?.hasPrefix(#"{"event":"bundleApplied","revision":""#) == true)
         } else {
             Thread.sleep(forTimeInterval: 0.5)  // the watcher's first look finds the bundle in force: no event
         }
         try Data(policy(true).utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
         #expect(nextLine() == #"{"event":"policyChanged","accounts":["a@contoso.com"]}"#)
+        let applied = nextLine() ?? ""
+        #expect(applied.hasPrefix(#"{"event":"bundleApplied","revision":""#) && applied.contains(#""source":"\#(bundle)"}"#), "\(applied)")
         try Data("{".utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
         let rejected = nextLine() ?? ""
         #expect(rejected.hasPrefix(#"{"event":"bundleRejected","source":"#))

@@ -91,18 +91,20 @@ struct EventStreamTests {
 
             // Print becomes blocked for bob: the watcher applies the edit.
             try fixture.directory.edit("bundle/all-staff.json") { $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#) }
-            let changed = try await reader.until("policyChanged")
-            #expect(changed.last?.id == start + 1)
-            #expect(changed.last?.data.contains("bob@contoso.com") == true)
+            let changed = try await reader.until("bundleApplied")
+            #expect(changed.map(\.name) == ["policyChanged", "bundleApplied"])
+            #expect(changed.first?.id == start + 1)
+            #expect(changed.first?.data.contains("bob@contoso.com") == true)
+            #expect(changed.last?.data.contains(fixture.engine.bundleInForce!.revision) == true)
 
             // Two more changes while nobody listens.
             try await fixture.engine.wipe(account: AccountID("bob@contoso.com")!)
             let newest = fixture.engine.manager.lastEventID
-            #expect(newest == start + 3)
-            var resumed = try await Self.connect(port: port, token: fixture.tokens[.events]!, lastEventID: start + 1)
+            #expect(newest == start + 4)
+            var resumed = try await Self.connect(port: port, token: fixture.tokens[.events]!, lastEventID: start + 2)
             let missed = try await resumed.until("ready")
             #expect(missed.map(\.name) == ["wipeCompleted", "secretsChanged", "ready"])
-            #expect(missed.compactMap(\.id) == [start + 2, start + 3])
+            #expect(missed.compactMap(\.id) == [start + 3, start + 4])
         }
     }
 

@@ -126,7 +126,7 @@ struct StateStoreContractTests {
         let state = try backend.make(in: TemporaryDirectory())
         try state.recordBundle(
             contentHash: "aa", source: "one", result: .applied, message: nil, files: [(name: "b.json", bytes: [2]), (name: "a.json", bytes: [1])],
-            accounts: [(owner: "oid:a", aliases: [])], reach: [(account: "oid:a", policies: ["p1"])], events: [], at: t0)
+            accounts: [(owner: "oid:a", aliases: [])], reach: [(account: "oid:a", policies: ["p1"])], events: [], retaining: 100, at: t0)
         try state.recordBundle(contentHash: "bb", source: "two", result: .rejected, message: "bad", at: t0 + 1)
         #expect(try state.bundleHistory().map(\.contentHash) == ["bb", "aa"])
         #expect(try state.lastAppliedBundle()?.contentHash == "aa")
@@ -137,6 +137,52 @@ struct StateStoreContractTests {
         #expect(try state.policyReach() == ["oid:a": ["p1": t0]])
         #expect(try state.changes(after: 0).map(\.kind) == [.bundle])
         #expect(try state.changes(after: 0).first?.subjects == ["aa"])
+    }
+
+    @Test("a revision's files are stored once however often it is applied; a bundle applied with no files is restorable and a change; one recorded without files is neither", arguments: Backend.reachable)
+    func bundleRevisions(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        let files: [(name: String, bytes: [UInt8])] = [(name: "tenant.json", bytes: Array(repeating: 7, count: 1_000))]
+        for round in 0..<5 {
+            try state.recordBundle(contentHash: "aa", source: "round \(round)", result: .applied, files: files, at: t0 + Double(round))
+        }
+        #expect(try state.storedBundleRevisions() == ["aa": 1_000], "five applies, one copy")
+        #expect(try state.bundleHistory().count == 5)
+
+        let before = try state.changeBounds().newest
+        try state.recordBundle(contentHash: "e3", source: "empty on purpose", result: .applied, files: [], at: t0 + 10)
+        #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "e3")
+        #expect(try state.lastAppliedBundleFiles()?.files.isEmpty == true)
+        #expect(try state.changes(after: before).map(\.subjects) == [["e3"]])
+        #expect(try state.storedBundleRevisions() == ["aa": 1_000, "e3": 0])
+
+        let unstored = try state.changeBounds().newest
+        try state.recordBundle(contentHash: "mem", source: "in memory", result: .applied, files: nil, at: t0 + 11)
+        #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "e3", "a bundle without files cannot be restored")
+        #expect(try state.changes(after: unstored).isEmpty)
+    }
+
+    @Test("the bundle history keeps its newest rows and the bundle in force, and a revision's files while a kept row names it", arguments: Backend.reachable)
+    func bundleHistoryRetention(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        func record(_ hash: String, _ result: BundleRecord.Result, at offset: Double) throws {
+            try state.recordBundle(
+                contentHash: hash, source: hash, result: result, message: result == .rejected ? "bad" : nil,
+                files: result == .applied ? [(name: "tenant.json", bytes: Array(hash.utf8))] : nil, accounts: [], reach: [], events: [],
+                retaining: 3, at: t0 + offset)
+        }
+        try record("r1", .applied, at: 1)
+        try record("r2", .applied, at: 2)
+        try record("r3", .applied, at: 3)
+        #expect(Set(try state.storedBundleRevisions().keys) == ["r1", "r2", "r3"])
+        try record("r4", .applied, at: 4)
+        #expect(try state.bundleHistory().map(\.contentHash) == ["r4", "r3", "r2"])
+        #expect(Set(try state.storedBundleRevisions().keys) == ["r2", "r3", "r4"], "r1's files went with its last row")
+        // Rejections push applied rows out, but never the bundle in force.
+        for offset in 5...8 { try record("bad\(offset)", .rejected, at: Double(offset)) }
+        #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "r4")
+        #expect(Set(try state.storedBundleRevisions().keys) == ["r4"])
+        #expect(try state.bundleHistory().map(\.contentHash) == ["bad8", "bad7", "bad6", "r4"])
     }
 
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)

@@ -269,7 +269,7 @@ struct FleetTests {
         let before = b.replicaStatus.revision
 
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
-        try inSchema(of: a, "ALTER TABLE bundle_files RENAME TO bundle_files_away")
+        try inSchema(of: a, "ALTER TABLE bundle_revision_files RENAME TO bundle_revision_files_away")
         let newest = try a.database.changeBounds().newest
         // b hears of the change (the log reads), cannot read the bundle, and stays behind.
         #expect(await eventually { b.replicaStatus.newestKnown == newest && b.replicaStatus.problem != nil })
@@ -278,7 +278,7 @@ struct FleetTests {
         #expect(b.bundleInForce?.revision == first.bundle.revision)
         #expect(await eventually { b.replicaStatus.isStale() }, "and it says it is behind")
 
-        try inSchema(of: a, "ALTER TABLE bundle_files_away RENAME TO bundle_files")
+        try inSchema(of: a, "ALTER TABLE bundle_revision_files_away RENAME TO bundle_revision_files")
         #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision }, "put in force once readable")
         #expect(await eventually { b.replicaStatus.revision == newest && !b.replicaStatus.isStale() })
     }

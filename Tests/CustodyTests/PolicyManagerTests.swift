@@ -160,9 +160,12 @@ struct WatchTests {
         defer { watcher.cancel() }
         var events = stream.makeAsyncIterator()
         guard case .policyChanged? = await events.next() else { Issue.record("the first bundle was not applied"); return }
+        guard case .bundleApplied(_, let source)? = await events.next() else { Issue.record("the first bundle was not announced"); return }
+        #expect(source == directory.path)
 
         try TestBundle(printBlockedA: true).write(to: directory.path)
         #expect(await events.next() == .policyChanged(accounts: (0..<3).map { TestBundle.account("A", $0) }))
+        #expect(await events.next() == .bundleApplied(revision: manager.bundleInForce!.revision, source: directory.path))
         #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed)
 
         try Data("{".utf8).write(to: URL(fileURLWithPath: directory.file("policies.json")))

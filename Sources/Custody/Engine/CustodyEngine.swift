@@ -60,6 +60,9 @@ public struct CustodyConfiguration: Sendable {
     /// command refused before it writes leaves the database file as it was (for short-lived
     /// commands; off by default, and for a service that keeps the state open).
     public var defersStateWrites = false
+    /// How many bundle history rows the state keeps: the newest (the bundle in force always),
+    /// with the files of the revisions they name, each revision's files stored once.
+    public var retainedBundles = BundleRecord.defaultRetained
     public var logger: Logger
     /// The clock (tests inject one).
     public var now: @Sendable () -> Date
@@ -192,7 +195,7 @@ public final class CustodyEngine: Sendable {
         }
         let manager = PolicyManager(
             context: context, database: database, keyRing: keyRing, wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
-            precedence: precedence, logger: configuration.logger, now: configuration.now)
+            precedence: precedence, retainedBundles: configuration.retainedBundles, logger: configuration.logger, now: configuration.now)
         if let directory = configuration.bundleOverride {
             do {
                 try await manager.use(try BundleFiles.read(directory: directory), source: directory)
@@ -306,15 +309,17 @@ public final class CustodyEngine: Sendable {
     /// Makes the bundle in `directory` the installation's policy: validated and resolved
     /// completely, then stored in the state with its files, content hash and accounts, in one
     /// transaction, and put in force. Every engine opened on this state later decides with it.
+    /// - Parameter allowingEmpty: accept a bundle with no `tenant.json` and no protection
+    ///   policy (one that manages no account, so allows everything): refused otherwise.
     /// - Throws: `CustodyError` `.bundle` with located diagnostics when it does not load (it is
     ///   then recorded as rejected, and the policy in force stays).
     @discardableResult
-    public func apply(bundleDirectory directory: String) async throws(CustodyError) -> ApplyResult {
+    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) async throws(CustodyError) -> ApplyResult {
         let source = URL(fileURLWithPath: directory).standardizedFileURL.path
         let before = manager.bundleInForce?.revision ?? (try? database.lastAppliedBundle()?.contentHash)
         let events: [PolicyEvent]
         do {
-            events = try await manager.apply(bundleDirectory: source)
+            events = try await manager.apply(bundleDirectory: source, allowingEmpty: allowingEmpty)
         } catch {
             throw CustodyError(
                 .bundle, error.diagnostics.isEmpty ? error.message : "the bundle \(directory) does not load; the policy in force is unchanged",
@@ -328,11 +333,11 @@ public final class CustodyEngine: Sendable {
     /// `apply(bundleDirectory:)` does: validated, stored with its revision, put in force; a
     /// bundle that does not load is recorded as rejected and the policy in force stays.
     @discardableResult
-    public func apply(files: BundleFiles, source: String) async throws(CustodyError) -> ApplyResult {
+    public func apply(files: BundleFiles, source: String, allowingEmpty: Bool = false) async throws(CustodyError) -> ApplyResult {
         let before = manager.bundleInForce?.revision ?? (try? database.lastAppliedBundle()?.contentHash)
         let events: [PolicyEvent]
         do {
-            events = try await manager.apply(files, source: source)
+            events = try await manager.apply(files, source: source, allowingEmpty: allowingEmpty)
         } catch {
             throw CustodyError(
                 .bundle, error.diagnostics.isEmpty ? error.message : "the bundle does not load; the policy in force is unchanged",

@@ -48,8 +48,15 @@ public struct BundleFiles: Sendable, Hashable {
     public init(entries: [Entry], directory: String? = nil) throws(BundleError) {
         var seen = Set<String>()
         for entry in entries {
-            guard Self.isEntryName(entry.name), !entry.name.contains("/") else {
-                throw BundleError(diagnostics: [Self.problem(entry.name, "'\(entry.name)' is not a bundle file name (a *.json name without a directory, not hidden)")])
+            guard Self.isEntryName(entry.name), !entry.name.contains("/"), entry.name.utf8.count <= 255 else {
+                throw BundleError(diagnostics: [Self.problem(
+                    entry.name.escapingControlCharacters,
+                    "'\(entry.name.escapingControlCharacters)' is not a bundle file name (a *.json name of at most 255 bytes, without a directory, not hidden)")])
+            }
+            if let scalar = entry.name.unicodeScalars.first(where: isUnprintable) {
+                throw BundleError(diagnostics: [Self.problem(
+                    entry.name.escapingControlCharacters,
+                    "'\(entry.name.escapingControlCharacters)' is not a bundle file name: it holds \(escapedScalar(scalar)), a control or bidirectional-formatting character")])
             }
             guard seen.insert(entry.name).inserted else {
                 throw BundleError(diagnostics: [Self.problem(entry.name, "the bundle names '\(entry.name)' twice")])
@@ -132,7 +139,7 @@ public struct BundleFiles: Sendable, Hashable {
         guard problems.isEmpty else {
             let others: [Diagnostic]
             do {
-                others = try files.load().warnings
+                others = try files.load(allowingEmpty: true).warnings
             } catch {
                 others = error.diagnostics
             }
@@ -143,8 +150,11 @@ public struct BundleFiles: Sendable, Hashable {
 
     /// Loads the files as a bundle. A bundle without `tenant.json` loads with a warning: it
     /// knows no accounts, so every account is unmanaged.
+    /// - Parameter allowingEmpty: accept a bundle that has neither `tenant.json` nor an app
+    ///   protection policy (no files at all, say). Such a bundle manages no account, so every
+    ///   decision under it allows: it is refused (`emptyBundle`) unless asked for on purpose.
     /// - Throws: `BundleError` with every problem of every file.
-    public func load() throws(BundleError) -> PolicyBundle {
+    public func load(allowingEmpty: Bool = false) throws(BundleError) -> PolicyBundle {
         let tenant = self.tenant.map(file)
         let documents = entries.filter { $0.name != Self.tenantName }.map(file)
         var leading: [Diagnostic] = []
@@ -154,13 +164,28 @@ public struct BundleFiles: Sendable, Hashable {
                 message: "the bundle has no tenant.json, so it knows no accounts and treats every account as unmanaged",
                 location: DocumentLocation(file: path(of: Self.tenantName), line: 1, column: 1)))
         }
+        var bundle: PolicyBundle
         do {
-            var bundle = try PolicyBundle.load(tenant: tenant, documents: documents)
-            bundle.warnings = leading + bundle.warnings
-            return bundle
+            bundle = try PolicyBundle.load(tenant: tenant, documents: documents)
         } catch {
             throw BundleError(diagnostics: leading + error.diagnostics)
         }
+        bundle.warnings = leading + bundle.warnings
+        if tenant == nil, bundle.protectionPolicies.isEmpty, !allowingEmpty {
+            throw BundleError(diagnostics: [Self.emptyBundleDiagnostic(at: directory ?? "the bundle")] + bundle.warnings)
+        }
+        return bundle
+    }
+
+    /// Why a bundle that knows nothing is refused, and how to apply it anyway.
+    static func emptyBundleDiagnostic(at place: String) -> Diagnostic {
+        Diagnostic(
+            severity: .error, code: .emptyBundle,
+            message: """
+                the bundle has no tenant.json and no app protection policy: it manages no account, so every decision would allow; \
+                to clear the policy on purpose, apply it with --allow-empty (PUT /v1/bundle: "allowEmpty": true)
+                """,
+            location: DocumentLocation(file: place, line: 1, column: 1))
     }
 
     private func path(of name: String) -> String {

@@ -71,6 +71,9 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
         public static let configurationConflict = Code(rawValue: "configuration-conflict")
         /// The bundle has no `tenant.json`, so it knows no accounts.
         public static let noTenant = Code(rawValue: "no-tenant")
+        /// The bundle has no tenant.json and no app protection policy: it knows no account and
+        /// manages none, so it would allow everything. Refused unless applied on purpose.
+        public static let emptyBundle = Code(rawValue: "empty-bundle")
         /// A policy configures settings Custody does not enforce (PIN, device conditions, …).
         public static let notEnforced = Code(rawValue: "not-enforced")
         /// A setting whose value is not in effect given another setting (as Microsoft documents).

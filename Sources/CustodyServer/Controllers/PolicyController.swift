@@ -25,7 +25,8 @@ struct PolicyController {
     @Sendable func policy(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         try await Freshness.require(request, engine: engine)
         let account = try Self.account(context)
-        let snapshots = try engine.policyPerPlatform(for: try QueryParameters.evaluationContext(request.uri))
+        let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
+        let snapshots = try engine.policyPerPlatform(for: try parameters.evaluationContext(over: engine.context))
         switch snapshots[0].resolveAccount(account) {
         case .tenant: break
         case .unknown:
@@ -45,7 +46,8 @@ struct PolicyController {
     @Sendable func configuration(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         try await Freshness.require(request, engine: engine)
         let account = try Self.account(context)
-        let snapshot = try engine.policy(for: try QueryParameters.evaluationContext(request.uri) ?? engine.configuration.context)
+        let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
+        let snapshot = try engine.policy(for: try parameters.evaluationContext(over: engine.context) ?? engine.context)
         if case .contradictory(let why) = snapshot.resolveAccount(account) {
             throw ServiceError(.unprocessableContent, "ambiguous-account", "\(account) is ambiguous: \(why)")
         }
@@ -58,6 +60,7 @@ struct PolicyController {
     /// The bundle in force: its revision, when and where from it was applied, its files and
     /// its warnings.
     @Sendable func bundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
         _ = try engine.bundleInForce ?? { throw ServiceError(CustodyError(.noPolicy, "no policy")) }()
         let snapshot = engine.manager.snapshot
         let inForce = engine.bundleInForce!
@@ -90,6 +93,7 @@ struct PolicyController {
     /// `{"files": {"tenant.json": "…", "policies.json": "…"}}`: each file's text; applied as
     /// `custody apply` applies a directory.
     @Sendable func putBundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         let document: JSONDocument
         do {
@@ -105,8 +109,15 @@ struct PolicyController {
         guard root.kind == .object, let files = root["files"], files.kind == .object else {
             throw ServiceError(.badRequest, "invalid-bundle-request", #"the body must be {"files": {"tenant.json": "…", "<name>.json": "…"}}"#)
         }
-        for member in root.members where member.key != "files" {
-            throw ServiceError(.badRequest, "invalid-bundle-request", "unknown member '\(member.key)' (it takes: files)")
+        for member in root.members where member.key != "files" && member.key != "allowEmpty" {
+            throw ServiceError(.badRequest, "invalid-bundle-request", "unknown member '\(member.key)' (it takes: files, allowEmpty)")
+        }
+        var allowEmpty = false
+        if let flag = root["allowEmpty"] {
+            guard let value = flag.bool else {
+                throw ServiceError(.badRequest, "invalid-bundle-request", "allowEmpty must be true or false")
+            }
+            allowEmpty = value
         }
         var entries: [BundleFiles.Entry] = []
         for member in files.members {
@@ -122,7 +133,7 @@ struct PolicyController {
             throw ServiceError(.badRequest, "invalid-bundle-request", error.diagnostics.first?.message ?? "\(error)")
         }
         let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
-        let result = try await StateExecutor.run { try await engine.apply(files: bundleFiles, source: source) }
+        let result = try await StateExecutor.run { try await engine.apply(files: bundleFiles, source: source, allowingEmpty: allowEmpty) }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("revision"); writer.value(result.bundle.revision)
@@ -137,8 +148,14 @@ struct PolicyController {
         return json(writer.bytes, headers: [.custodyRevision: result.bundle.revision])
     }
 
+    /// The account a path names, percent-decoded (what `encodeURIComponent` sends), then
+    /// checked as every identifier is.
     static func account(_ context: CustodyRequestContext) throws -> AccountID {
-        try ServiceError.account(context.parameters.get("account"), parameter: "account", naming: "an account")
+        guard let raw = context.parameters.get("account") else { throw ServiceError.badParameter("account", "the path names no account") }
+        guard let decoded = raw.removingPercentEncoding else {
+            throw ServiceError.badParameter("account", "the path segment is not valid percent-encoded UTF-8")
+        }
+        return try ServiceError.account(decoded, parameter: "account", naming: "an account")
     }
 
     static func format(_ date: Date) -> String {

@@ -19,6 +19,10 @@ struct ApplyCommand: AsyncParsableCommand {
             directory changes or vanishes. Prints the bundle's revision (its content hash); \
             applying the bundle already in force changes nothing.
 
+            A bundle with no tenant.json and no app protection policy (an empty directory, say) \
+            manages no account, so every decision under it would allow: it is refused unless \
+            --allow-empty says that clearing the policy is meant.
+
             --platform, --app, --management-level and --precedence given here are recorded as the \
             installation's evaluation context: later commands on this state use them unless they \
             name their own. A decision is always for one platform, so a bundle with iOS and \
@@ -29,15 +33,21 @@ struct ApplyCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
     var bundle: String
 
+    @Flag(help: "Apply a bundle with no tenant.json and no protection policy: every account becomes unmanaged.")
+    var allowEmpty = false
+
     @OptionGroup var contextOptions: ContextOptions
     @OptionGroup var stateOptions: StateOptions
+    @OptionGroup var historyOptions: BundleHistoryOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
     func run() async throws {
         let engine = try await openEngine(
             state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context, precedence: contextOptions.precedence,
-            restoring: false)
-        let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in try await engine.apply(bundleDirectory: bundle) }
+            restoring: false, history: historyOptions)
+        let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
+            try await engine.apply(bundleDirectory: bundle, allowingEmpty: allowEmpty)
+        }
         try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
         }

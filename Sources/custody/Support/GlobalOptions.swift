@@ -2,6 +2,7 @@ public import ArgumentParser
 import Custody
 import CustodyPolicy
 import CustodyProtection
+import CustodyStore
 import Foundation
 public import Logging
 
@@ -50,6 +51,18 @@ struct StateOptions: ParsableArguments {
     /// The state, opened as `path` says when it is a SQLite path.
     func opened(_ path: (String) -> CustodyConfiguration.State) -> CustodyConfiguration.State {
         .named(state, path)
+    }
+}
+
+/// How much bundle history the state keeps, for commands that apply bundles.
+struct BundleHistoryOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "How many bundle history entries (applied and rejected) the state keeps, newest first; the bundle in force is always kept, and each revision's files are stored once.",
+        valueName: "n"))
+    var bundleHistory = BundleRecord.defaultRetained
+
+    func validate() throws {
+        if bundleHistory < 1 { throw ValidationError("--bundle-history must be at least 1") }
     }
 }
 
@@ -126,7 +139,7 @@ enum StateAccess {
 func openEngine(
     state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, masterKeyIfPresent: MasterKeyOptions? = nil,
     logging: LoggingOptions, access: StateAccess, context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true,
-    serving: Bool = false
+    serving: Bool = false, history: BundleHistoryOptions? = nil
 ) async throws -> CustodyEngine {
     let opened: CustodyConfiguration.State =
         switch access {
@@ -142,6 +155,7 @@ func openEngine(
         bundleOverride: policy?.bundle,
         restoresBundleInForce: restoring, logger: logging.makeLogger())
     configuration.defersStateWrites = !serving
+    if let history { configuration.retainedBundles = history.bundleHistory }
     do {
         return try await CustodyEngine.open(configuration)
     } catch {

@@ -76,11 +76,36 @@ struct TenantLoadingTests {
     func missingThings() throws {
         let temporary = try TemporaryDirectory()
         let directory = temporary.path
+        try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##, to: "\(directory)/policy.json")
         let bundle = try PolicyBundle.load(path: directory)
         #expect(bundle.warnings.map(\.code) == [.noTenant])
         let error = try #require(throws: BundleError.self) { try PolicyBundle.load(path: "\(directory)/nope") }
         #expect(error.errors.map(\.code) == [.unreadable])
         #expect(error.description == "\(directory)/nope:1:1: error: no such file or directory")
+    }
+
+    /// A bundle that knows nothing: what it holds, and whether it is refused.
+    static let knowingNothing: [(label: String, files: [String: String], refused: Bool)] = [
+        ("no files at all", [:], true),
+        ("an app configuration alone", ["config.json": ##"{"@odata.type": "#microsoft.graph.targetedManagedAppConfiguration", "id": "c", "displayName": "C", "customSettings": []}"##], true),
+        ("a file that is not a policy", ["notes.json": #"{"hello": "world"}"#], true),
+        ("a tenant alone", ["tenant.json": #"{"accounts": []}"#], false),
+        ("a protection policy alone", ["policy.json": ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##], false),
+    ]
+
+    @Test("a bundle with no tenant.json and no protection policy is refused as empty-bundle, unless allowed on purpose", arguments: knowingNothing)
+    func knowsNothing(label: String, files: [String: String], refused: Bool) throws {
+        let temporary = try TemporaryDirectory()
+        for (name, text) in files { try write(text, to: "\(temporary.path)/\(name)") }
+        let bundle = try BundleFiles.read(directory: temporary.path)
+        if refused {
+            let error = try #require(throws: BundleError.self) { try bundle.load() }
+            #expect(error.errors.map(\.code) == [.emptyBundle], "\(label)")
+            #expect(error.description.contains("--allow-empty"))
+            #expect(try bundle.load(allowingEmpty: true).protectionPolicies.isEmpty)
+        } else {
+            _ = try bundle.load()
+        }
     }
 
     @Test("a lone tenant.json validates as a tenant")
