@@ -111,6 +111,13 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         }
     }
 
+    /// A body over the limit: 413.
+    static func tooLarge(_ limits: CustodyServerConfiguration.Limits) -> ServiceError {
+        ServiceError(.contentTooLarge, "too-large", "the request body is larger than this service accepts (\(limits.bodyBytes) bytes)") { writer in
+            writer.key("limit"); writer.value(limits.bodyBytes)
+        }
+    }
+
     static let unauthorized = ServiceError(
         .unauthorized, "unauthorized", "a bearer token is required: Authorization: Bearer custody_…",
         headers: [.wwwAuthenticate: #"Bearer realm="custody""#])

@@ -145,6 +145,19 @@ struct CLITests {
         #expect(result.stderr.contains("Error:") || result.stderr.contains("error:"))
     }
 
+    @Test(
+        "every command's help reads as prose: no source-code line continuations or escapes leak into it",
+        arguments: [
+            ["apply"], ["decide"], ["serve"], ["receive"], ["watch"], ["tokens", "create"], ["protect"], ["unprotect"], ["wipe"], ["policy", "show"],
+            ["matrix", "run"], ["config", "show"], ["audit"], ["keys", "rotate"],
+        ])
+    func helpIsProse(command: [String]) throws {
+        let result = try CLIRunner.run(command + ["--help"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let continuation = result.stdout.split(separator: "\n").first { $0.hasSuffix("\\") || $0.contains(" \\ ") }
+        #expect(continuation == nil, "\(command.joined(separator: " ")): \(continuation ?? "")")
+    }
+
     @Test("help texts document the query contract")
     func help() throws {
         let result = try CLIRunner.run(["decide", "--help"])

@@ -21,6 +21,25 @@ struct StateCLITests {
         #expect(bad.stderr.contains("--at must be an RFC 3339 time"))
     }
 
+    @Test("apply refuses a bundle that knows nothing and leaves the policy in force; --allow-empty applies it, and a later command decides with it")
+    func emptyBundle() throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        let empty = scratch.file("empty")
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        let print = #"{"action":"print","account":"alice@contoso.com"}"# + "\n"
+        let refused = try scratch.run(["apply", "--bundle", empty])
+        #expect(refused.status == 1)
+        #expect(refused.stdout.isEmpty, "no 'applied' line for what was not applied")
+        #expect(refused.stderr.contains("empty-bundle") || refused.stderr.contains("--allow-empty"), "\(refused.stderr)")
+        #expect(try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":false"#), "the policy in force stays")
+
+        let applied = try scratch.run(["apply", "--bundle", empty, "--allow-empty"])
+        #expect(applied.status == 0, "\(applied.stderr)")
+        #expect(applied.stdout == "applied \(empty): e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n")
+        #expect(try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":true"#), "every account is unmanaged now")
+    }
+
     @Test("the audit log holds applied and rejected bundles, key rotations, wipes and, when switched on, decisions")
     func audit() throws {
         let scratch = try Scratch()

@@ -131,6 +131,37 @@ struct EventStreamTests {
         }
     }
 
+    @Test("a client resuming after an event this state never had (a restored or replaced state) is told to reset, then hears what comes next")
+    func resumeFromTheFuture() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            let newest = fixture.engine.manager.lastEventID
+            var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: newest + 1_000)
+            let first = try await reader.next()
+            #expect(first?.name == "reset")
+            #expect(first?.id == newest)
+            #expect(try await reader.next()?.name == "ready")
+            try await fixture.engine.wipe(account: AccountID("bob@contoso.com")!)
+            #expect(try await reader.next()?.id == newest + 1, "live events follow")
+        }
+    }
+
+    @Test("a stream opened with a token that is then revoked ends within a second, saying why")
+    func revokedTokenEndsStream() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
+            _ = try await reader.until("ready")
+            let id = try #require(try fixture.engine.tokens().first { $0.scopes == [.events] }?.id)
+            let revoked = ContinuousClock.now
+            #expect(try fixture.engine.revokeToken(id: id))
+            let rest = try await reader.until("unauthorized")
+            #expect(rest.last?.name == "unauthorized")
+            #expect(try await reader.next() == nil, "and the stream ends")
+            #expect(revoked.duration(to: .now) < .milliseconds(2_500))
+        }
+    }
+
     @Test("a burst of thousands of events reaches a connected client in full, in order, at its pace")
     func burst() async throws {
         let fixture = try await ServiceFixture.make()

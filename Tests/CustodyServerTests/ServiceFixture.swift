@@ -23,14 +23,15 @@ struct ServiceFixture: Sendable {
     var configuration: CustodyServerConfiguration
 
     /// - Parameter applying: make the example bundle the policy in force (a copy the test may edit).
-    static func make(applying: Bool = true, auditing: Bool = false, configure: (inout CustodyServerConfiguration) -> Void = { _ in }) async throws
-        -> ServiceFixture
-    {
+    static func make(
+        applying: Bool = true, auditing: Bool = false, context: EvaluationContext = EvaluationContext(platform: .ios),
+        configure: (inout CustodyServerConfiguration) -> Void = { _ in }
+    ) async throws -> ServiceFixture {
         let directory = try TemporaryDirectory()
         try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("bundle"))
         let engine = try await CustodyEngine.open(CustodyConfiguration(
             state: .path(directory.file("state.sqlite")), masterKey: .keyFile(path: directory.file("master.key")),
-            context: EvaluationContext(platform: .ios)))
+            context: context))
         if applying { try await engine.apply(bundleDirectory: directory.file("bundle")) }
         if auditing { try engine.setAuditing(decisions: true) }
         var tokens: [TokenScope: String] = [:]

@@ -43,13 +43,15 @@ extension CustodyEngine {
     /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.account` for an owner
     ///   whose forms contradict each other, or one the policy does not know in `.policy` mode;
     ///   `.refused` for `.unmanaged` data of an account whose policy requires encryption.
-    public func protectionPlan(owner: AccountID, mode: ProtectionMode = .policy) throws(CustodyError) -> ProtectionPlan {
-        try plan(owner: owner, mode: mode).plan
+    public func protectionPlan(owner: AccountID, mode: ProtectionMode = .policy, context: EvaluationContext? = nil) throws(CustodyError) -> ProtectionPlan {
+        try plan(owner: owner, mode: mode, context: context).plan
     }
 
     /// The plan, the account to seal for, and the account to record as holding keys.
-    private func plan(owner: AccountID, mode: ProtectionMode) throws(CustodyError) -> (plan: ProtectionPlan, sealFor: AccountID, holder: ResolvedAccount?) {
-        let snapshot = try policy()
+    private func plan(
+        owner: AccountID, mode: ProtectionMode, context: EvaluationContext? = nil
+    ) throws(CustodyError) -> (plan: ProtectionPlan, sealFor: AccountID, holder: ResolvedAccount?) {
+        let snapshot = try policyAndRevision(for: context).snapshot
         switch snapshot.resolveAccount(owner) {
         case .contradictory(let why):
             let message = "\(owner) is ambiguous: \(why)"
@@ -133,9 +135,12 @@ extension CustodyEngine {
         return plan
     }
 
-    /// Protects a buffer for `owner` (see `protect(from:to:owner:mode:progress:)`).
-    public func protect(_ data: [UInt8], owner: AccountID, mode: ProtectionMode = .policy) throws(CustodyError) -> (envelope: [UInt8], plan: ProtectionPlan) {
-        let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
+    /// Protects a buffer for `owner` (see `protect(from:to:owner:mode:progress:)`), under the
+    /// policy in force resolved for `context` (nil: the engine's).
+    public func protect(
+        _ data: [UInt8], owner: AccountID, mode: ProtectionMode = .policy, context: EvaluationContext? = nil
+    ) throws(CustodyError) -> (envelope: [UInt8], plan: ProtectionPlan) {
+        let (plan, sealFor, holder) = try plan(owner: owner, mode: mode, context: context)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
         do {

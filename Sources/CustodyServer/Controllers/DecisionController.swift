@@ -22,21 +22,22 @@ struct DecisionController {
     /// out: the owner is read from the item's own protection tag (`custody receive`).
     @Sendable func receive(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         try await Freshness.require(request, engine: engine)
-        let parameters = request.uri.queryParameters
-        for (key, _) in parameters where !["receiver", "platform", "app", "managementLevel"].contains(key) {
-            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: receiver, platform, app, managementLevel)")
-        }
+        let parameters = try QueryParameters(request.uri, accepting: ["receiver"] + QueryParameters.context)
         var receiver: AccountID?
         if let text = parameters["receiver"], !text.isEmpty {
-            receiver = try ServiceError.account(String(text), parameter: "receiver", naming: "the receiving account")
+            receiver = try ServiceError.account(text, parameter: "receiver", naming: "the receiving account")
         }
-        // The header is all that is read: at most 4 KiB of the body.
+        let context = try parameters.evaluationContext(over: engine.context)
+        // The header is all that is kept: at most 4 KiB of the body. The rest is read and
+        // dropped, within the body limit like every route's.
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.bodyBytes { throw ServiceError.tooLarge(limits) }
         var head: [UInt8] = []
+        var total = 0
         for try await chunk in request.body {
-            head += chunk.readableBytesView.prefix(4_096 - head.count)
-            if head.count >= 4_096 { break }
+            total += chunk.readableBytes
+            if total > limits.bodyBytes { throw ServiceError.tooLarge(limits) }
+            if head.count < 4_096 { head += chunk.readableBytesView.prefix(4_096 - head.count) }
         }
-        let context = try QueryParameters.evaluationContext(request.uri)
         // An encrypted item's owner is verified with its key: the state may be read.
         let result = try await StateExecutor.run { try engine.receive(receiver: receiver, item: head, context: context) }
         metrics.decided(action: .receive, allowed: result.decision.isAllowed)
@@ -58,7 +59,7 @@ struct DecisionController {
     @Sendable func decide(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let start = ContinuousClock.now
         try await Freshness.require(request, engine: engine)
-        let (evaluation, options) = try QueryParameters.decision(request.uri)
+        let (evaluation, options) = try QueryParameters.decision(request.uri, engine: engine)
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         var session = try engine.decisionSession(context: evaluation, options: options, stamped: true)
         var output: [UInt8] = []
@@ -87,7 +88,7 @@ struct DecisionController {
     /// snapshot: its revision and event id are in the response headers.
     @Sendable func batch(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         try await Freshness.require(request, engine: engine)
-        let (evaluation, options) = try QueryParameters.decision(request.uri)
+        let (evaluation, options) = try QueryParameters.decision(request.uri, engine: engine)
         let box = SessionBox(try engine.decisionSession(context: evaluation, options: options))
         let limits = self.limits
         let metrics = self.metrics
@@ -291,54 +292,3 @@ enum Freshness {
     }
 }
 
-/// The evaluation context and answer options of a request's query string.
-enum QueryParameters {
-    static func decision(_ uri: URI) throws -> (EvaluationContext?, DecisionStream.Options) {
-        guard uri.query != nil else { return (nil, DecisionStream.Options(currentTime: now)) }
-        let parameters = uri.queryParameters
-        for (key, _) in parameters where !["platform", "app", "managementLevel", "reasons", "strictAccounts", "explain"].contains(key) {
-            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: platform, app, managementLevel, reasons, strictAccounts, explain)")
-        }
-        let context = try evaluationContext(uri)
-        let options = DecisionStream.Options(
-            strictAccounts: try flag(parameters, "strictAccounts") ?? false, reasons: try flag(parameters, "reasons") ?? true,
-            explain: try flag(parameters, "explain") ?? false, currentTime: now)
-        return (context, options)
-    }
-
-    /// The current time since the Unix epoch, for offline-access queries without `now`.
-    @Sendable static func now() -> Duration {
-        .seconds(Date.now.timeIntervalSince1970)
-    }
-
-    /// The context named by `platform`, `app` and `managementLevel`; nil when none is given
-    /// (the service's own).
-    static func evaluationContext(_ uri: URI) throws -> EvaluationContext? {
-        let parameters = uri.queryParameters
-        let platform = try parameters["platform"].map { text in
-            guard let platform = Platform(rawValue: String(text)) else {
-                throw ServiceError.badParameter("platform", "must be one of: \(Platform.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return platform
-        }
-        let level = try parameters["managementLevel"].map { text in
-            guard let level = AppManagementLevel(rawValue: String(text)) else {
-                throw ServiceError.badParameter("managementLevel", "must be one of: \(AppManagementLevel.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return level
-        }
-        let app = parameters["app"].map(String.init)
-        if let app, app.isEmpty || app.utf8.count > 256 { throw ServiceError.badParameter("app", "must be an app id of 1 to 256 bytes") }
-        guard platform != nil || level != nil || app != nil else { return nil }
-        return EvaluationContext(platform: platform, appID: app, managementLevel: level)
-    }
-
-    private static func flag(_ parameters: FlatDictionary<Substring, Substring>, _ name: String) throws -> Bool? {
-        guard let text = parameters[name[...]] else { return nil }
-        switch text {
-        case "true": return true
-        case "false": return false
-        default: throw ServiceError.badParameter(name, "must be true or false")
-        }
-    }
-}

@@ -4,6 +4,7 @@ import CustodyPolicy
 import CustodyStore
 import HTTPTypes
 import Hummingbird
+import HummingbirdAuth
 import NIOCore
 import ServiceLifecycle
 
@@ -30,10 +31,16 @@ struct EventsController {
     private enum Wake: Sendable {
         case events
         case heartbeat
+        case credentials
     }
+
+    /// How often a stream checks that the token it was opened with is still valid: a revoked
+    /// token's streams end within this.
+    static let credentialCheckInterval: Duration = .milliseconds(500)
 
     @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let resume = try Self.resumePoint(request)
+        let bearer = request.headers.bearer?.token
         // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
         let notifications = engine.manager.eventNotifications()
         let start = engine.manager.lastEventID
@@ -73,16 +80,35 @@ struct EventsController {
                         if page.events.count < 500 { return true }
                     }
                 }
-                if resume != nil, try await !catchUp() { return try await writer.finish(nil) }
+                if let resume, resume > start {
+                    // A client that outlived a restored or replaced state: the events it has
+                    // seen are not this state's. It must read the state afresh.
+                    metrics.streamReset()
+                    try await writer.write(Self.frame(
+                        id: start, name: "reset",
+                        data: Self.position(engine, eventID: start, note: "event \(resume) is newer than this state's newest, \(start): read the state afresh")))
+                    last = start
+                } else if resume != nil, try await !catchUp() {
+                    return try await writer.finish(nil)
+                }
                 try await writer.write(Self.frame(name: "ready", data: Self.position(engine, eventID: last, note: nil)))
                 let wakes = merge(
                     notifications.map { _ in Wake.events },
-                    AsyncTimerSequence(interval: heartbeat, clock: .continuous).map { _ in Wake.heartbeat }
+                    AsyncTimerSequence(interval: heartbeat, clock: .continuous).map { _ in Wake.heartbeat },
+                    AsyncTimerSequence(interval: Self.credentialCheckInterval, clock: .continuous).map { _ in Wake.credentials }
                 ).cancelOnGracefulShutdown()
                 reading: for await wake in wakes {
                     switch wake {
                     case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
                     case .events: if try await !catchUp() { break reading }
+                    case .credentials:
+                        // A token revoked since the stream opened ends it, as it refuses new
+                        // requests. One this replica cannot check now (the state out of reach)
+                        // is not remembered as verified, so it is not revoked as far as it knows.
+                        guard let bearer, await Self.isRevoked(bearer, engine: engine) else { continue }
+                        try await writer.write(Self.frame(
+                            name: "unauthorized", data: Array(#"{"reason":"the token this stream was opened with is no longer valid"}"#.utf8)))
+                        return try await writer.finish(nil)
                     }
                 }
                 try await writer.write(Self.frame(
@@ -94,9 +120,31 @@ struct EventsController {
     /// The event id a client resumes after (`Last-Event-ID`, or `?lastEventId=`); nil for a new
     /// client.
     static func resumePoint(_ request: Request) throws -> Int64? {
-        guard let text = request.headers[.lastEventID] ?? request.uri.queryParameters["lastEventId"].map(String.init) else { return nil }
-        guard let id = Int64(text), id >= 0 else {
-            throw ServiceError.badParameter("Last-Event-ID", "must be an event id: a whole number, zero or more")
+        let parameters = try QueryParameters(request.uri, accepting: ["lastEventId"])
+        // Both are checked, whichever is used: a bad value is an error, never ignored.
+        var query: Int64?
+        if let text = parameters["lastEventId"] { query = try eventID(text, "lastEventId") }
+        if let header = request.headers[values: .lastEventID].first {
+            guard request.headers[values: .lastEventID].count == 1 else {
+                throw ServiceError.badParameter("Last-Event-ID", "given more than once; give it once")
+            }
+            return try eventID(header, "Last-Event-ID")
+        }
+        return query
+    }
+
+    /// Whether `bearer` is known to be invalid now; false when it cannot be checked.
+    private static func isRevoked(_ bearer: String, engine: CustodyEngine) async -> Bool {
+        do {
+            return try await engine.authenticate(bearer: bearer) == nil
+        } catch {
+            return false
+        }
+    }
+
+    private static func eventID(_ text: String, _ name: String) throws(ServiceError) -> Int64 {
+        guard text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let id = Int64(text) else {
+            throw ServiceError.badParameter(name, "must be an event id: a whole number from 0 to 9223372036854775807")
         }
         return id
     }

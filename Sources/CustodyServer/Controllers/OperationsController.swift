@@ -11,15 +11,20 @@ struct OperationsController {
     let metrics: ServerMetrics
 
     func addRoutes(to router: Router<CustodyRequestContext>) {
-        router.get("healthz") { _, _ in json(Array(#"{"status":"alive"}"#.utf8) + [0x0A]) }
+        router.get("healthz") { request, _ in
+            _ = try QueryParameters(request.uri, accepting: [])
+            return json(Array(#"{"status":"alive"}"#.utf8) + [0x0A])
+        }
         router.get("readyz", use: ready)
-        router.get("metrics") { _, _ in
-            Response(
+        router.get("metrics") { request, _ in
+            _ = try QueryParameters(request.uri, accepting: [])
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(engine: engine))))
         }
-        router.get("openapi.json") { _, _ in
-            json(OpenAPIDocument.bytes)
+        router.get("openapi.json") { request, _ in
+            _ = try QueryParameters(request.uri, accepting: [])
+            return json(OpenAPIDocument.bytes)
         }
     }
 
@@ -27,6 +32,7 @@ struct OperationsController {
     /// the state's change log, which reads the state every poll interval); otherwise 503 saying
     /// what is missing. Never reads the state itself: it answers at once whatever the state does.
     @Sendable func ready(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
         var problems: [String] = []
         if engine.bundleInForce == nil { problems.append("no bundle is in force") }
         let replica = engine.replicaStatus

@@ -25,19 +25,17 @@ struct ProtectionController {
     /// `encrypt=true` forces it; `unmanaged=true` tags data of an account the policy does not
     /// manage.
     @Sendable func protect(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        let parameters = request.uri.queryParameters
-        for (key, _) in parameters where !["owner", "encrypt", "unmanaged"].contains(key) {
-            throw ServiceError.badParameter(String(key), "unknown parameter (it takes: owner, encrypt, unmanaged)")
-        }
-        let owner = try ServiceError.account(parameters["owner"].map(String.init), parameter: "owner", naming: "the data's owner")
-        let encrypt = try Self.flag(parameters["encrypt"], "encrypt")
-        let unmanaged = try Self.flag(parameters["unmanaged"], "unmanaged")
+        let parameters = try QueryParameters(request.uri, accepting: ["owner", "encrypt", "unmanaged"] + QueryParameters.context)
+        let owner = try ServiceError.account(parameters["owner"], parameter: "owner", naming: "the data's owner")
+        let encrypt = try parameters.flag("encrypt") ?? false
+        let unmanaged = try parameters.flag("unmanaged") ?? false
+        let evaluation = try parameters.evaluationContext(over: engine.context)
         guard !(encrypt && unmanaged) else { throw ServiceError.badParameter("unmanaged", "encrypt and unmanaged exclude each other") }
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         let data = Array(buffer: body)
         guard !data.isEmpty else { throw ServiceError(.badRequest, "empty-data", "there is no data to protect: the body is empty") }
         let (envelope, plan) = try await StateExecutor.run {
-            try engine.protect(data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy)
+            try engine.protect(data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy, context: evaluation)
         }
         return Response(
             status: .ok,
@@ -50,6 +48,7 @@ struct ProtectionController {
     /// An envelope in, its plaintext out; anything else (not an envelope, changed, truncated, a
     /// wiped owner) is a 422 naming why, with no plaintext.
     @Sendable func unprotect(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
         let body = try await request.body.collect(upTo: limits.bodyBytes + (1 << 16))
         let envelope = Array(buffer: body)
         let plaintext = try await StateExecutor.run { try engine.unprotect(envelope, requireEnvelope: true) }
@@ -62,6 +61,7 @@ struct ProtectionController {
     /// Selective wipe, as `custody wipe`: the account's keys under every identifier it has or
     /// had, its secrets and check-ins.
     @Sendable func wipe(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
         let account = try PolicyController.account(context)
         let reason = "POST /v1/accounts/…/wipe (token \(context.identity?.id ?? "-"))"
         let report = try await StateExecutor.run { try await engine.wipe(account: account, reason: reason) }
@@ -83,6 +83,7 @@ struct ProtectionController {
 
     /// A new version of the account's key.
     @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
         let account = try PolicyController.account(context)
         let (resolved, version) = try await StateExecutor.run { try engine.rotateKey(account: account) }
         var writer = JSONWriter()
@@ -92,14 +93,6 @@ struct ProtectionController {
         writer.endObject()
         writer.newline()
         return json(writer.bytes)
-    }
-
-    private static func flag(_ value: Substring?, _ name: String) throws -> Bool {
-        switch value {
-        case nil, "false": false
-        case "true": true
-        default: throw ServiceError.badParameter(name, "must be true or false")
-        }
     }
 }
 

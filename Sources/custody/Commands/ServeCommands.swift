@@ -10,21 +10,21 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the decision service: decisions, policy, events and protection over HTTP.",
         discussion: """
-            Serves the installation in --state over HTTP (Hummingbird 2): POST /v1/decisions and \\
-            /v1/decisions/batch, GET /v1/accounts/{account}/policy and /configuration, GET and \\
-            PUT /v1/bundle, GET /v1/events (Server-Sent Events), POST /v1/protect and \\
-            /v1/unprotect, POST /v1/accounts/{account}/wipe and /keys/rotate, GET /healthz, \\
-            /readyz, /metrics (Prometheus) and /openapi.json. Every /v1 route needs a bearer \\
+            Serves the installation in --state over HTTP (Hummingbird 2): POST /v1/decisions and \
+            /v1/decisions/batch, GET /v1/accounts/{account}/policy and /configuration, GET and \
+            PUT /v1/bundle, GET /v1/events (Server-Sent Events), POST /v1/protect and \
+            /v1/unprotect, POST /v1/accounts/{account}/wipe and /keys/rotate, GET /healthz, \
+            /readyz, /metrics (Prometheus) and /openapi.json. Every /v1 route needs a bearer \
             token with its scope (`custody tokens create`).
 
-            With --bundle, that directory is applied at start and whenever it changes (a broken \\
-            edit is rejected and the policy in force stays); without it, the directory the \\
-            bundle in force came from is watched, if any. With no bundle in force, decisions are \\
+            With --bundle, that directory is applied at start and whenever it changes (a broken \
+            edit is rejected and the policy in force stays); without it, the directory the \
+            bundle in force came from is watched, if any. With no bundle in force, decisions are \
             refused with 503 until one is applied (PUT /v1/bundle, or custody apply).
 
-            Listens on 127.0.0.1:8080 by default (--listen HOST:PORT, or --unix-socket PATH); \\
-            TLS with --tls-certificate and --tls-key, and client certificates with \\
-            --tls-client-ca. Stops gracefully on SIGTERM or SIGINT: requests in flight finish, \\
+            Listens on 127.0.0.1:8080 by default (--listen HOST:PORT, or --unix-socket PATH); \
+            TLS with --tls-certificate and --tls-key, and client certificates with \
+            --tls-client-ca. Stops gracefully on SIGTERM or SIGINT: requests in flight finish, \
             event streams end with a shutdown event.
             """
     )
@@ -127,9 +127,9 @@ struct TokensCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a token with the given scopes; the token is printed once, alone on the last line.",
             discussion: """
-                Scopes: decide (POST /v1/decisions), read (policies, configuration, the bundle), \\
-                events (GET /v1/events), protect (protect, unprotect), admin (everything, and \\
-                wipes, key rotation, PUT /v1/bundle). The state keeps only a hash of the token's \\
+                Scopes: decide (POST /v1/decisions), read (policies, configuration, the bundle), \
+                events (GET /v1/events), protect (protect, unprotect), admin (everything, and \
+                wipes, key rotation, PUT /v1/bundle). The state keeps only a hash of the token's \
                 secret part; lose the token and create another. Creation is audited (by id).
                 """
         )

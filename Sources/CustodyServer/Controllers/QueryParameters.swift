@@ -1,0 +1,88 @@
+import Custody
+import CustodyPolicy
+import Foundation
+import Hummingbird
+import HummingbirdCore
+
+/// A request's query string, read once and checked whole: every parameter is one the route
+/// takes (an unknown one, such as a misspelt `platfrom`, is a 400, never ignored), and none is
+/// given twice (a repeated one is a 400, never its first value).
+///
+/// The evaluation context parameters, `platform`, `app` and `managementLevel`, each override
+/// their own field of the service's context only (`--platform`, `--app`, or what `custody
+/// apply` recorded): `?app=` on a service started for iOS decides for that app on iOS.
+struct QueryParameters {
+    /// The parameters every route whose answer depends on the policy takes.
+    static let context = ["platform", "app", "managementLevel"]
+
+    private let values: [String: String]
+
+    /// Reads `uri`'s query string for a route that takes `accepted`.
+    /// - Throws: `ServiceError` `invalid-parameter` naming an unknown or repeated parameter.
+    init(_ uri: URI, accepting accepted: [String]) throws(ServiceError) {
+        var values: [String: String] = [:]
+        for (key, value) in uri.queryParameters {
+            let name = String(key)
+            guard accepted.contains(name) else {
+                let takes = accepted.isEmpty ? "it takes none" : "it takes: \(accepted.joined(separator: ", "))"
+                throw ServiceError.badParameter(name.escapingControlCharacters, "unknown parameter (\(takes))")
+            }
+            guard values.updateValue(String(value), forKey: name) == nil else {
+                throw ServiceError.badParameter(name, "given more than once; give it once")
+            }
+        }
+        self.values = values
+    }
+
+    subscript(_ name: String) -> String? { values[name] }
+
+    /// A `true` or `false` parameter; nil when absent.
+    func flag(_ name: String) throws(ServiceError) -> Bool? {
+        switch values[name] {
+        case nil: return nil
+        case "true": return true
+        case "false": return false
+        default: throw ServiceError.badParameter(name, "must be true or false")
+        }
+    }
+
+    /// The service's context with each field the request names overridden; nil when it names
+    /// none (the service's own context, resolved already).
+    func evaluationContext(over base: EvaluationContext) throws(ServiceError) -> EvaluationContext? {
+        var platform: Platform?
+        if let text = values["platform"] {
+            guard let value = Platform(rawValue: text) else {
+                throw ServiceError.badParameter("platform", "must be one of: \(Platform.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            platform = value
+        }
+        var level: AppManagementLevel?
+        if let text = values["managementLevel"] {
+            guard let value = AppManagementLevel(rawValue: text) else {
+                throw ServiceError.badParameter("managementLevel", "must be one of: \(AppManagementLevel.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            level = value
+        }
+        let app = values["app"]
+        if let app, app.isEmpty || app.utf8.count > 256 || app.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw ServiceError.badParameter("app", "must be an app id of 1 to 256 bytes without control characters")
+        }
+        guard platform != nil || level != nil || app != nil else { return nil }
+        return EvaluationContext(
+            platform: platform ?? base.platform, appID: app ?? base.appID, managementLevel: level ?? base.managementLevel)
+    }
+
+    /// The context and answer options of a decision request.
+    static func decision(_ uri: URI, engine: CustodyEngine) throws(ServiceError) -> (EvaluationContext?, DecisionStream.Options) {
+        let parameters = try QueryParameters(uri, accepting: context + ["reasons", "strictAccounts", "explain"])
+        let options = DecisionStream.Options(
+            strictAccounts: try parameters.flag("strictAccounts") ?? false, reasons: try parameters.flag("reasons") ?? true,
+            explain: try parameters.flag("explain") ?? false, currentTime: now)
+        return (try parameters.evaluationContext(over: engine.context), options)
+    }
+
+    /// The current time since the Unix epoch, for offline-access queries without `now`.
+    @Sendable static func now() -> Duration {
+        .seconds(Date.now.timeIntervalSince1970)
+    }
+}
