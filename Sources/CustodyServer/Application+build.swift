@@ -1,9 +1,12 @@
 public import Custody
+import CustodyPolicy
 public import Hummingbird
 import HummingbirdAuth
 import HummingbirdCore
 import HummingbirdTLS
 public import Logging
+import Foundation
+import HTTPTypes
 import NIOCore
 public import Prometheus
 
@@ -16,19 +19,25 @@ public import Prometheus
 ///   - engine: the installation; share it with nothing that outlives the application.
 ///   - metrics: where `/metrics` reads from (a fresh registry by default).
 /// - Throws: when the TLS files cannot be read.
+///   - onListening: called once the listener is bound, with the address it is bound to (the
+///     real port when 0 was asked for); nothing is announced before.
 public func buildApplication(
     configuration: CustodyServerConfiguration, engine: CustodyEngine, metrics registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
-    logger: Logger = Logger(label: "custody.server")
+    logger: Logger = Logger(label: "custody.server"), onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let metrics = ServerMetrics(registry: registry)
     let router = buildRouter(configuration: configuration, engine: engine, metrics: metrics)
     let limits = configuration.limits
     let http = HTTP1Channel.Configuration(
+        additionalChannelHandlers: [
+            HeadErrorHandler(), ExpectContinueHandler(maximumBody: limits.bodyBytes + (1 << 16)),
+            BodyDeadlineHandler(limit: TimeAmount(limits.bodyTimeout)), CloseAfterResponseHandler(),
+        ],
         idleTimeout: TimeAmount(limits.idleTimeout),
-        httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes, maxHeaderFieldCount: 100))
-    var server: HTTPServerBuilder = .http1(configuration: http)
+        httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes, maxHeaderFieldCount: limits.headerFields))
+    var server: HTTPServerBuilder = .custodyHTTP1(configuration: http)
     if let tls = configuration.tls {
-        server = try .tls(.http1(configuration: http), tlsConfiguration: try TLSSettings.configuration(tls))
+        server = try .tls(.custodyHTTP1(configuration: http), tlsConfiguration: try TLSSettings.configuration(tls))
     }
     let address: BindAddress
     switch configuration.listen {
@@ -37,12 +46,22 @@ public func buildApplication(
     }
     return Application(
         router: router, server: server, configuration: .init(address: address, serverName: configuration.serverName),
-        services: [EngineService(engine: engine, configuration: configuration, logger: logger)], logger: logger)
+        services: [EngineService(engine: engine, configuration: configuration, logger: logger)],
+        onServerRunning: { channel in
+            let bound = channel.localAddress.map { address in
+                address.pathname.map { "unix:\($0)" } ?? CustodyServerConfiguration.Listen.tcp(host: address.ipAddress ?? "?", port: address.port ?? 0).description
+            }
+            await onListening(bound ?? configuration.listen.description)
+        },
+        logger: logger)
 }
 
-/// Every route, grouped by the scope it needs.
-func buildRouter(configuration: CustodyServerConfiguration, engine: CustodyEngine, metrics: ServerMetrics) -> Router<CustodyRequestContext> {
-    let router = Router(context: CustodyRequestContext.self)
+/// Every route, grouped by the scope it needs; with `refusingOtherMethods`, each route's other
+/// methods answer 405 (off only to list the routes themselves).
+func buildRouter(
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, metrics: ServerMetrics, refusingOtherMethods: Bool = true
+) -> Router<CustodyRequestContext> {
+    let router = Router(context: CustodyRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestMiddleware(metrics: metrics, engine: engine))
     router.add(middleware: TokenAuthenticator(engine: engine))
     OperationsController(engine: engine, metrics: metrics).addRoutes(to: router)
@@ -58,11 +77,57 @@ func buildRouter(configuration: CustodyServerConfiguration, engine: CustodyEngin
     let admin = v1.group().add(middleware: RequireScope(scope: .admin))
     policy.addAdminRoutes(to: admin)
     protection.addAdminRoutes(to: admin)
+    if refusingOtherMethods { router.addMethodNotAllowedRoutes() }
     return router
+}
+
+extension Router where Context == CustodyRequestContext {
+    /// Every route's other methods answer 405 with `Allow` (HEAD is generated for every GET).
+    /// Call once every route is added.
+    func addMethodNotAllowedRoutes() {
+        var byPath: [String: (path: RouterPath, methods: Set<HTTPRequest.Method>)] = [:]
+        for route in routes { byPath[route.path.description, default: (route.path, [])].methods.insert(route.method) }
+        let standard: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+        for (_, entry) in byPath {
+            var allowed = entry.methods
+            if allowed.contains(.get) { allowed.insert(.head) }
+            let allow = standard.filter(allowed.contains).map(\.rawValue).joined(separator: ", ")
+            for method in standard where !allowed.contains(method) {
+                on(entry.path, method: method) { _, _ -> Response in
+                    throw ServiceError(
+                        .methodNotAllowed, "method-not-allowed", "this endpoint takes \(allow); see GET /openapi.json", headers: [.allow: allow]
+                    ) { writer in
+                        writer.key("allow")
+                        writer.beginArray()
+                        for method in allow.split(separator: ",") { writer.value(method.trimmingCharacters(in: .whitespaces)) }
+                        writer.endArray()
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Why the service could not start listening, naming the address.
+public struct ListenError: Error, CustomStringConvertible {
+    public let description: String
 }
 
 /// Builds the service (`buildApplication`) and runs it until SIGTERM or SIGINT, then stops
 /// gracefully: requests in flight finish, event streams end with a `shutdown` event.
-public func runService(configuration: CustodyServerConfiguration, engine: CustodyEngine, logger: Logger = Logger(label: "custody.server")) async throws {
-    try await buildApplication(configuration: configuration, engine: engine, logger: logger).runService()
+/// - Parameter onListening: called once the listener is bound, with its address.
+/// - Throws: `ListenError` naming the address when it cannot be listened on (taken, not this
+///   host's, or not permitted).
+public func runService(
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, logger: Logger = Logger(label: "custody.server"),
+    onListening: @escaping @Sendable (String) async -> Void = { _ in }
+) async throws {
+    do {
+        try await buildApplication(configuration: configuration, engine: engine, logger: logger, onListening: onListening).runService()
+    } catch let error as IOError where error.errnoCode == EADDRINUSE {
+        throw ListenError(description: "cannot listen on \(configuration.listen): the address is already in use (another service listens there)")
+    } catch let error as IOError where error.errnoCode == EACCES || error.errnoCode == EADDRNOTAVAIL {
+        let why = error.errnoCode == EACCES ? "permission denied (a port below 1024 needs privileges)" : "the address is not one of this host's"
+        throw ListenError(description: "cannot listen on \(configuration.listen): \(why)")
+    }
 }

@@ -39,6 +39,12 @@ public struct CustodyServerConfiguration: Sendable {
         public var headerBytes = 16 << 10
         /// How long a connection may stay idle: 60 s. Event streams send heartbeats well within it.
         public var idleTimeout: Duration = .seconds(60)
+        /// How long a request body may take to arrive, from its head to its end: 60 s. A client
+        /// sending a byte now and then, which keeps the idle timeout from firing, is cut with
+        /// 408 when it passes.
+        public var bodyTimeout: Duration = .seconds(60)
+        /// Most header fields in a request head: 100.
+        public var headerFields = 100
 
         public init() {}
     }

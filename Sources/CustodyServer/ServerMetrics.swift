@@ -15,6 +15,8 @@ import Prometheus
 /// - `custody_bundle_version`, `custody_bundle_info{revision}`, `custody_last_event_id`
 /// - `custody_event_subscribers`, `custody_events_delivered_total`, `custody_event_streams_reset_total`
 /// - `custody_decisions_audited_total`
+/// - `custody_client_aborts_total`: requests whose client went away before they were read
+///   (not counted as requests: nobody got an answer)
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -25,6 +27,7 @@ final class ServerMetrics: Sendable {
     let delivered: CoreMetrics.Counter
     let resets: CoreMetrics.Counter
     let audited: CoreMetrics.Counter
+    let clientAborts: CoreMetrics.Counter
     let bundleVersion: CoreMetrics.Gauge
     let lastEventID: CoreMetrics.Gauge
     private let revision = Locked<String?>(nil)
@@ -55,6 +58,7 @@ final class ServerMetrics: Sendable {
         delivered = CoreMetrics.Counter(label: "custody_events_delivered_total", factory: factory)
         resets = CoreMetrics.Counter(label: "custody_event_streams_reset_total", factory: factory)
         audited = CoreMetrics.Counter(label: "custody_decisions_audited_total", factory: factory)
+        clientAborts = CoreMetrics.Counter(label: "custody_client_aborts_total", factory: factory)
         bundleVersion = CoreMetrics.Gauge(label: "custody_bundle_version", factory: factory)
         lastEventID = CoreMetrics.Gauge(label: "custody_last_event_id", factory: factory)
     }

@@ -82,13 +82,16 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         }
     }
 
-    /// A query that could not be read: 400 with its line and column.
-    static func badQuery(_ error: QueryError, line: Int = 1) -> ServiceError {
-        ServiceError(.badRequest, "invalid-query", error.message) { writer in
+    /// A query that could not be read: 400 with its line and column in `text`, the body it
+    /// was read from (a pretty-printed query spans lines).
+    static func badQuery(_ error: QueryError, in text: [UInt8]) -> ServiceError {
+        let (line, column) =
+            text.contains(UInt8(ascii: "\n")) ? JSONText.lineAndColumn(ofOffset: error.offset ?? (error.column - 1), in: text) : (1, error.column)
+        return ServiceError(.badRequest, "invalid-query", "line \(line), column \(column): \(error.message)") { writer in
             writer.key("line")
             writer.value(line)
             writer.key("column")
-            writer.value(error.column)
+            writer.value(column)
         }
     }
 

@@ -132,7 +132,7 @@ struct BadInputTests {
         Case(label: "an account path hiding a bidirectional override", method: .get, uri: "/v1/accounts/%E2%80%AEalice@contoso.com/policy", scope: .read, body: nil, status: .badRequest, code: "invalid-parameter"),
         Case(label: "an account path hiding a control character", method: .post, uri: "/v1/accounts/alice%0A@contoso.com/wipe", scope: .admin, body: nil, status: .badRequest, code: "invalid-parameter"),
         Case(label: "an unknown route", method: .get, uri: "/v1/nothing", scope: .admin, body: nil, status: .notFound, code: "not-found"),
-        Case(label: "a wrong method", method: .delete, uri: "/v1/decisions", scope: .admin, body: nil, status: .notFound, code: "not-found"),
+        Case(label: "a wrong method", method: .delete, uri: "/v1/decisions", scope: .admin, body: nil, status: .methodNotAllowed, code: "method-not-allowed"),
     ]
 
     @Test("each bad request gets a clear JSON error, never a 500", arguments: cases)

@@ -281,7 +281,8 @@ struct OpenAPITests {
         let described = Set(paths.flatMap { path, operations in operations.keys.map { "\($0.uppercased()) \(path)" } })
 
         let fixture = try await ServiceFixture.make()
-        let router = buildRouter(configuration: fixture.configuration, engine: fixture.engine, metrics: ServerMetrics(registry: .init()))
+        let router = buildRouter(
+            configuration: fixture.configuration, engine: fixture.engine, metrics: ServerMetrics(registry: .init()), refusingOtherMethods: false)
         let routed = Set(router.routes.map { route in
             let path = route.path.description.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
             return "\(route.method.rawValue) /\(path)"

@@ -182,7 +182,8 @@ public struct DecisionStream {
         do {
             try document.reparse(line)
         } catch {
-            throw QueryError(message: error.message, column: JSONText.lineAndColumn(ofOffset: error.offset, in: document.source).column)
+            throw QueryError(
+                message: error.message, column: JSONText.lineAndColumn(ofOffset: error.offset, in: document.source).column, offset: error.offset)
         }
         let query = try DecisionQuery(json: document.root, currentTime: options.currentTime)
         if options.strictAccounts { try snapshot.checkAccounts(of: query, strict: true) }

@@ -71,7 +71,7 @@ struct DecisionController {
         }
         metrics.decided(session.tallies)
         defer { engine.end(session) }
-        if let error = session.lastError { throw ServiceError.badQuery(error) }
+        if let error = session.lastError { throw ServiceError.badQuery(error, in: Array(buffer: body)) }
         if session.isAuditing {
             // Audit entries are written before the answer is given: on the state's threads.
             metrics.audited(try await StateExecutor.run { () throws(CustodyError) in try session.commit() })
@@ -89,7 +89,11 @@ struct DecisionController {
     @Sendable func batch(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         try await Freshness.require(request, engine: engine)
         let (evaluation, options) = try QueryParameters.decision(request.uri, engine: engine)
-        let box = SessionBox(try engine.decisionSession(context: evaluation, options: options))
+        // The first part of the body is read before the answer starts, so that a body whose
+        // framing is broken from the start is a 400, not a 200 cut short.
+        var body = request.body.makeAsyncIterator()
+        let first = try await body.next()
+        let box = SessionBox(try engine.decisionSession(context: evaluation, options: options), body: body, first: first)
         let limits = self.limits
         let metrics = self.metrics
         let headers: HTTPFields = [
@@ -101,9 +105,9 @@ struct DecisionController {
                 if box.session.isAuditing {
                     // Every block's audit entries are written before the block is sent: on the
                     // state's threads.
-                    try await StateExecutor.run { try await box.answer(request.body, limits: limits, metrics: metrics, writer: &writer) }
+                    try await StateExecutor.run { try await box.answer(limits: limits, metrics: metrics, writer: &writer) }
                 } else {
-                    try await box.answer(request.body, limits: limits, metrics: metrics, writer: &writer)
+                    try await box.answer(limits: limits, metrics: metrics, writer: &writer)
                 }
                 engine.end(box.session)
                 try await writer.finish(nil)
@@ -111,17 +115,33 @@ struct DecisionController {
     }
 }
 
-/// A session handed to a response body's writer (which runs once, after the handler returns).
+/// A session and the request body it answers, handed to a response body's writer (which runs
+/// once, after the handler returns).
 final class SessionBox: @unchecked Sendable {
     // @unchecked: the handler creates it, then only the response writer touches it.
     var session: DecisionSession
+    private var body: RequestBody.AsyncIterator
+    private var first: ByteBuffer?
 
-    init(_ session: DecisionSession) {
+    init(_ session: DecisionSession, body: RequestBody.AsyncIterator, first: ByteBuffer?) {
         self.session = session
+        self.body = body
+        self.first = first
     }
 
-    /// Answers every line of `body`, writing answers as they are committed.
-    func answer(_ body: RequestBody, limits: CustodyServerConfiguration.Limits, metrics: ServerMetrics, writer: inout any ResponseBodyWriter) async throws {
+    /// The next part of the body: the one read before the answer started, then the rest.
+    private func next() async throws -> ByteBuffer? {
+        if let first {
+            self.first = nil
+            return first
+        }
+        return try await body.next()
+    }
+
+    /// Answers every line of the body, writing answers as they are committed. A body whose
+    /// framing breaks after the answer started gets one last error line saying so (the status
+    /// is sent already), then the answer ends.
+    func answer(limits: CustodyServerConfiguration.Limits, metrics: ServerMetrics, writer: inout any ResponseBodyWriter) async throws {
         var splitter = LineSplitter(maximumLine: limits.lineBytes)
         var output: [UInt8] = []
         output.reserveCapacity(1 << 16)
@@ -159,7 +179,21 @@ final class SessionBox: @unchecked Sendable {
             }
         }
 
-        for try await buffer in body {
+        while true {
+            let buffer: ByteBuffer
+            do {
+                guard let next = try await next() else { break }
+                buffer = next
+            } catch let error where TransportFailure(error) != nil {
+                _ = commit()
+                let failure = TransportFailure(error)!.serviceError
+                var line = JSONWriter()
+                DecisionEncoding.writeError(failure.message, line: nil, to: &line)
+                line.newline()
+                try await writer.write(ByteBuffer(bytes: output + line.bytes))
+                metrics.decided(session.tallies)
+                return
+            }
             received += buffer.readableBytes
             guard received <= limits.bodyBytes else {
                 session.refuseLine("the batch is larger than \(limits.bodyBytes) bytes; this line and those after it are not answered", into: &output)

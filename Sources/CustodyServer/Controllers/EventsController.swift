@@ -4,7 +4,6 @@ import CustodyPolicy
 import CustodyStore
 import HTTPTypes
 import Hummingbird
-import HummingbirdAuth
 import NIOCore
 import ServiceLifecycle
 
@@ -40,7 +39,7 @@ struct EventsController {
 
     @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let resume = try Self.resumePoint(request)
-        let bearer = request.headers.bearer?.token
+        let bearer = TokenAuthenticator.bearer(request.headers)
         // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
         let notifications = engine.manager.eventNotifications()
         let start = engine.manager.lastEventID

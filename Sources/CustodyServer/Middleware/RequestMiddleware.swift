@@ -1,4 +1,7 @@
 import Custody
+import CoreMetrics
+import CustodyPolicy
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdAuth
@@ -14,11 +17,24 @@ struct RequestMiddleware: RouterMiddleware {
     let metrics: ServerMetrics
     let engine: CustodyEngine
 
+    /// The methods the service knows; anything else is 501.
+    static let knownMethods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
         var response: Response
         do {
+            try Self.checkFraming(request)
             response = try await next(request, context)
+        } catch let error where TransportFailure(error) != nil {
+            let failure = TransportFailure(error)!
+            if failure == .clientGone {
+                // Not the service's failure, and nobody reads an answer: counted apart.
+                metrics.clientAborts.increment()
+                context.logger.debug("client went away before its request was read", metadata: ["path": "\(context.endpointPath ?? "unmatched")"])
+                throw CancellationError()
+            }
+            response = try failure.serviceError.response(from: request, context: context)
         } catch let error as ServiceError {
             response = try error.response(from: request, context: context)
         } catch let error as CustodyError {
@@ -47,6 +63,23 @@ struct RequestMiddleware: RouterMiddleware {
         return response
     }
 
+    /// Refuses, before any route runs, what no route can read: a method the service does not
+    /// know (501) and a body in a content coding (415; the gzip bytes of a body sent without
+    /// a length would otherwise be read as the next request).
+    static func checkFraming(_ request: Request) throws(ServiceError) {
+        guard knownMethods.contains(request.method) else {
+            throw ServiceError(.notImplemented, "not-implemented", "this service does not know the method \(request.method.rawValue.escapingControlCharacters)")
+        }
+        for coding in request.headers[values: .contentEncoding] {
+            for value in coding.split(separator: ",") where value.trimmingCharacters(in: .whitespaces).lowercased() != "identity" {
+                throw ServiceError(
+                    .unsupportedMediaType, "unsupported-content-encoding",
+                    "request bodies are read as sent: Content-Encoding \(String(value).escapingControlCharacters) is not accepted",
+                    headers: [.acceptEncoding: "identity", .connection: "close"])
+            }
+        }
+    }
+
     /// Hummingbird's own errors (no route, a body too large, a method not allowed) in the
     /// service's JSON form.
     static func serviceError(_ error: any HTTPResponseError) -> ServiceError {
@@ -69,9 +102,18 @@ struct TokenAuthenticator: AuthenticatorMiddleware {
     let engine: CustodyEngine
 
     func authenticate(request: Request, context: Context) async throws -> ServiceToken? {
-        guard let bearer = request.headers.bearer?.token else { return nil }
+        guard let bearer = Self.bearer(request.headers) else { return nil }
         guard let token = try await engine.authenticate(bearer: bearer) else { throw ServiceError.unauthorized }
         return token
+    }
+
+    /// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110
+    /// section 11.1), and so `bearer` and `BEARER` are the same.
+    static func bearer(_ headers: HTTPFields) -> String? {
+        guard let value = headers[.authorization], let space = value.firstIndex(of: " ") else { return nil }
+        guard value[..<space].lowercased() == "bearer" else { return nil }
+        let token = value[value.index(after: space)...].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
     }
 }
 

@@ -57,6 +57,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Most queries in one batch request.", valueName: "n"))
     var maxBatch = CustodyServerConfiguration.Limits().batchQueries
 
+    @Option(help: ArgumentHelp("How long a request body may take to arrive, in seconds; a slower one is cut with 408.", valueName: "seconds"))
+    var bodyTimeout = Int(CustodyServerConfiguration.Limits().bodyTimeout.components.seconds)
+
+    @OptionGroup var historyOptions: BundleHistoryOptions
+
     @Flag(help: "Serve without a master key: protect, unprotect, rotation and secrets answer 503.")
     var withoutKeys = false
 
@@ -70,6 +75,7 @@ struct ServeCommand: AsyncParsableCommand {
         if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
         if tlsClientCa != nil && tlsCertificate == nil { throw ValidationError("--tls-client-ca needs --tls-certificate and --tls-key") }
         if maxBody < 1 || maxBatch < 1 { throw ValidationError("--max-body and --max-batch must be positive") }
+        if bodyTimeout < 1 { throw ValidationError("--body-timeout must be at least 1 second") }
         if let listen { _ = try Self.parse(listen) }
     }
 
@@ -82,8 +88,10 @@ struct ServeCommand: AsyncParsableCommand {
         let masterKey = withoutKeys ? nil : try masterKeyOptions.source()
         let engine: CustodyEngine
         do {
-            engine = try await CustodyEngine.open(CustodyConfiguration(
-                state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey, context: contextOptions.context, logger: logger))
+            var engineConfiguration = CustodyConfiguration(
+                state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey, context: contextOptions.context, logger: logger)
+            engineConfiguration.retainedBundles = historyOptions.bundleHistory
+            engine = try await CustodyEngine.open(engineConfiguration)
             if let bundle { try await engine.apply(bundleDirectory: bundle) }
         } catch {
             throw fail(error, state: stateOptions)
@@ -100,8 +108,16 @@ struct ServeCommand: AsyncParsableCommand {
         }
         configuration.limits.bodyBytes = maxBody
         configuration.limits.batchQueries = maxBatch
-        StandardError.write("custody serve: \(configuration.tls == nil ? "http" : "https") on \(configuration.listen), revision \(engine.bundleInForce?.revision ?? "none")\n")
-        try await runService(configuration: configuration, engine: engine, logger: logger)
+        configuration.limits.bodyTimeout = .seconds(bodyTimeout)
+        let scheme = configuration.tls == nil ? "http" : "https"
+        do {
+            try await runService(configuration: configuration, engine: engine, logger: logger) { address in
+                StandardError.write("custody serve: \(scheme) on \(address), revision \(engine.bundleInForce?.revision ?? "none")\n")
+            }
+        } catch let error as ListenError {
+            StandardError.write("error: \(error)\n")
+            throw ExitCode.failure
+        }
     }
 
     static func parse(_ listen: String) throws -> (String, Int) {

@@ -1,0 +1,223 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// Writes a `ServiceError` as a whole JSON response from inside the pipeline, then closes the
+/// connection: for what is refused before the router ever sees a request.
+func writeAndClose(_ error: ServiceError, context: ChannelHandlerContext) {
+    let body = ByteBuffer(bytes: error.body)
+    var fields = error.headers
+    fields[.contentType] = "application/json"
+    fields[.contentLength] = String(body.readableBytes)
+    fields[.connection] = "close"
+    context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: error.status, headerFields: fields))), promise: nil)
+    context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil)
+    let loop = context.eventLoop.assumeIsolated()
+    context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { _ in
+        context.close(mode: .output, promise: nil)
+        // A full close a little later, so that a reset does not hide the answer from a client
+        // still sending.
+        loop.scheduleTask(in: .seconds(2)) { context.close(promise: nil) }
+    }
+}
+
+/// Answers the errors NIO's decoder raises between requests, before any request exists (a
+/// request line or header fields over the limits, a head that cannot be read), with the
+/// service's JSON error (431 or 400) rather than Hummingbird's empty 400, then closes. Errors
+/// raised while a body is read go on to the route, which answers them (see `TransportFailure`).
+final class HeadErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private var readingBody = false
+    /// Requests read whose response has not ended.
+    private var unanswered = 0
+    /// The answer waiting for the response in flight to end.
+    private var held: ServiceError?
+    private var failed = false
+    /// A response said `Connection: close`: what comes after it is not read as a request, and
+    /// not answered.
+    private var closing = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            readingBody = true
+            unanswered += 1
+        case .body: break
+        case .end: readingBody = false
+        }
+        context.fireChannelRead(data)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if failed || (closing && !readingBody) { return }
+        guard !readingBody, let answer = Self.answer(error) else { return context.fireErrorCaught(error) }
+        failed = true
+        if unanswered == 0 { writeAndClose(answer, context: context) } else { held = answer }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        context.write(data, promise: promise)
+        if case .head(let head) = unwrapOutboundIn(data), head.status.kind != .informational,
+            head.headerFields[.connection]?.lowercased().contains("close") == true
+        {
+            closing = true
+        }
+        guard case .end = unwrapOutboundIn(data) else { return }
+        unanswered -= 1
+        if unanswered == 0, let answer = held {
+            held = nil
+            // After an answer that closes the connection, what followed it was never a request.
+            if !closing { writeAndClose(answer, context: context) }
+        }
+    }
+
+    static func answer(_ error: any Error) -> ServiceError? {
+        switch error {
+        case let error as HTTPParserError where error == .headerOverflow:
+            ServiceError(
+                .requestHeaderFieldsTooLarge, "headers-too-large",
+                "the request line or header fields are larger than this service accepts (16 KiB in all, at most 100 fields)")
+        case let error as HTTPParserError:
+            ServiceError(.badRequest, "malformed-request", "the request is not valid HTTP/1.1: \(TransportFailure.describe(error))")
+        default:
+            nil
+        }
+    }
+}
+
+/// `Expect: 100-continue`: a body the service will read is asked for at once (`100
+/// Continue`), one over the body limit is refused before it is sent (413), and any other
+/// expectation is refused (417).
+final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    let maximumBody: Int
+    private var unanswered = 0
+    private var continueAfterResponse = false
+    private var refused = false
+
+    init(maximumBody: Int) {
+        self.maximumBody = maximumBody
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if refused { return }
+        guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        if let expectation = head.headerFields[.expect] {
+            if expectation.lowercased() != "100-continue" {
+                refused = true
+                return writeAndClose(
+                    ServiceError(.expectationFailed, "expectation-failed", "this service meets only Expect: 100-continue"), context: context)
+            }
+            if let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > maximumBody {
+                refused = true
+                return writeAndClose(
+                    ServiceError(.contentTooLarge, "too-large", "the request body is larger than this service accepts (\(maximumBody) bytes)"),
+                    context: context)
+            }
+            if unanswered == 0 { sendContinue(context) } else { continueAfterResponse = true }
+        }
+        unanswered += 1
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        context.write(data, promise: promise)
+        guard case .end = unwrapOutboundIn(data) else { return }
+        unanswered -= 1
+        if continueAfterResponse, unanswered == 1 {
+            continueAfterResponse = false
+            sendContinue(context)
+        }
+    }
+
+    private func sendContinue(_ context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
+    }
+}
+
+/// Raised into a request's body when it has not arrived within the body deadline.
+struct RequestBodyTimeout: Error {}
+
+/// A deadline for a whole request body, from its head to its end: a client that sends a byte
+/// now and then (which keeps the idle timeout from firing) is cut with 408 when it passes.
+final class BodyDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    let limit: TimeAmount
+    private var timer: Scheduled<Void>?
+    private var expired = false
+
+    init(limit: TimeAmount) {
+        self.limit = limit
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if expired { return }
+        switch unwrapInboundIn(data) {
+        case .head:
+            let loop = context.eventLoop.assumeIsolated()
+            timer = loop.scheduleTask(in: limit) {
+                self.timer = nil
+                self.expired = true
+                context.fireErrorCaught(RequestBodyTimeout())
+            }
+        case .end:
+            timer?.cancel()
+            timer = nil
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// Closes the connection after a response that says `Connection: close` (Hummingbird reads
+/// only the request's): its output first, then wholly a little later, so that a reset does not
+/// hide the answer from a client still sending.
+final class CloseAfterResponseHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private var closeAfterEnd = false
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            if head.status.kind != .informational, head.headerFields[.connection]?.lowercased().contains("close") == true { closeAfterEnd = true }
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            guard closeAfterEnd else { return context.write(data, promise: promise) }
+            closeAfterEnd = false
+            let loop = context.eventLoop.assumeIsolated()
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.cascade(to: promise)
+            context.writeAndFlush(data, promise: written)
+            written.futureResult.assumeIsolated().whenComplete { _ in
+                context.close(mode: .output, promise: nil)
+                loop.scheduleTask(in: .seconds(2)) { context.close(promise: nil) }
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+
+/// Hummingbird's HTTP/1 child channel with HTTP/1.x connection rules it leaves to its users:
+/// a request that must not be kept alive (HTTP/1.0, or `Connection: close` in any spelling)
+/// gets its connection closed after its answer, and an HTTP/1.0 client is answered in HTTP/1.0
+/// (so a streamed answer is framed by closing, never chunked).
+struct CustodyHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+    let base: HTTP1Channel
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        base.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let pipeline = channel.pipeline.syncOperations
+            let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
+            try pipeline.addHandler(KeepAliveHandler(), position: .before(codec))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await base.handle(value: value, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// HTTP/1.1 as `.http1(configuration:)`, with `CustodyHTTP1Channel`'s connection rules.
+    static func custodyHTTP1(configuration: HTTP1Channel.Configuration) -> HTTPServerBuilder {
+        .init { responder in CustodyHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: configuration)) }
+    }
+}
+
+/// Sees each request's HTTP version and keep-alive (lost past the HTTP types codec): a request
+/// not to be kept alive is marked exactly `Connection: close`, which Hummingbird honours; the
+/// answer to it says `Connection: close`, and to HTTP/1.0 it is sent as HTTP/1.0.
+final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Requests read whose final response head has not been written.
+    private var awaiting: [(isHTTP10: Bool, close: Bool)] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        let isHTTP10 = head.version == .http1_0
+        let close = isHTTP10 || !head.isKeepAlive
+        if close { head.headers.replaceOrAdd(name: "connection", value: "close") }
+        awaiting.append((isHTTP10, close))
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .head(var head) = unwrapOutboundIn(data), !(100..<200).contains(head.status.code), !awaiting.isEmpty else {
+            return context.write(data, promise: promise)
+        }
+        let request = awaiting.removeFirst()
+        if request.close { head.headers.replaceOrAdd(name: "connection", value: "close") }
+        if request.isHTTP10 { head.version = .http1_0 }
+        context.write(wrapOutboundOut(.head(head)), promise: promise)
+    }
+}
