@@ -110,6 +110,8 @@ final class EventJournal: Sendable {
         last.withLock { last in
             guard newest > last else { return }
             last = newest
+            // Those events are in the log only: a reader after an older id reads the log.
+            recentEvents.withLock { $0.skip(to: newest) }
             notifications.publish([newest])
         }
     }
@@ -157,8 +159,14 @@ struct RecentEvents {
         }
     }
 
+    /// Notes that events up to `newest` exist that are not kept here (another process recorded
+    /// them): only readers after `newest` or later can be answered from memory.
+    mutating func skip(to newest: Int64) {
+        floor = max(floor, newest)
+    }
+
     /// Kept events after `id`; nil when some event after `id` may not be kept (pushed out,
-    /// or recorded by another process: the ids then have a gap).
+    /// or recorded by another process: the ids then have a gap, or lie below the floor).
     func events(after id: Int64, limit: Int) -> [StoredEvent]? {
         guard id >= floor else { return nil }
         var result: [StoredEvent] = []
