@@ -1,4 +1,5 @@
 public import CustodyPolicy
+public import CustodyStore
 
 /// Something that changed under a `PolicyManager`, as its subscribers hear it.
 public enum PolicyEvent: Sendable, Hashable {
@@ -40,11 +41,18 @@ public struct BundleRejection: Error, Sendable, Hashable, CustomStringConvertibl
     public let message: String
     /// The bundle's diagnostics, when it did not load.
     public let diagnostics: [Diagnostic]
+    /// Why the state could not record a bundle that loads: then the bundle itself was not
+    /// refused, the state failed (and with `outcomeUnknown`, it may be in force after all).
+    public let stateFailure: StoreError?
+    /// The bundle's revision, when its files were read.
+    public let revision: String?
 
-    public init(source: String, message: String, diagnostics: [Diagnostic] = []) {
+    public init(source: String, message: String, diagnostics: [Diagnostic] = [], stateFailure: StoreError? = nil, revision: String? = nil) {
         self.source = source
         self.message = message
         self.diagnostics = diagnostics
+        self.stateFailure = stateFailure
+        self.revision = revision
     }
 
     public var description: String { "\(source): bundle rejected, the policy in force is unchanged:\n\(message)" }

@@ -99,6 +99,13 @@ public actor PolicyManager {
     /// Where the policy in force came from and its revision; nil before the first bundle.
     public nonisolated var bundleInForce: BundleInForce? { slot.current.bundle }
 
+    /// The bundle in force, its snapshot and its version, read together (nil before the first
+    /// bundle): what describes the policy in force without reading the state.
+    public nonisolated var inForce: (bundle: BundleInForce, snapshot: PolicySnapshot, version: Int)? {
+        let box = slot.current
+        return box.bundle.map { ($0, box.snapshot, box.version) }
+    }
+
     // MARK: Applying bundles
 
     /// Validates `bundle` fully, resolves it, then makes it the policy in force and tells every
@@ -161,10 +168,11 @@ public actor PolicyManager {
         // The state's policy in force already (this manager did not restore it): put it in
         // force here without recording it again.
         if bundleInForce == nil, let stored = try? database?.lastAppliedBundle(), stored.contentHash == files.contentHash {
-            let inForce = BundleInForce(revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false)
+            let inForce = BundleInForce(
+                revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false, entries: files.entries)
             return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), inForce) { _ in [] }
         }
-        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false)
+        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries)
         let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
         do {
             return try install(snapshot, inForce) { events throws(StoreError) in
@@ -173,9 +181,21 @@ public actor PolicyManager {
                     reach: reach, events: events)
             }
         } catch {
-            throw reject(
-                source: source, contentHash: files.contentHash,
-                message: "the state database could not record the bundle, so it is not applied: \(error)", diagnostics: [], recording: false)
+            // Not a refusal of the bundle: the state failed. When the commit's outcome is not
+            // known, the state says what happened: the bundle is in force there, or not.
+            if error.code == .outcomeUnknown, let stored = try? database?.lastAppliedBundle(), stored.contentHash == files.contentHash {
+                logger.warning("the state did not confirm the bundle's commit, but holds it: it is in force", metadata: ["revision": "\(files.contentHash)"])
+                let confirmed = BundleInForce(
+                    revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false, entries: files.entries)
+                return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), confirmed) { _ in [] }
+            }
+            logger.error(
+                "the state could not record the bundle", metadata: ["source": "\(source)", "revision": "\(files.contentHash)", "error": "\(error)"])
+            let outcome =
+                error.code == .outcomeUnknown
+                ? "the state did not confirm whether it recorded the bundle; check GET /v1/bundle (or custody policy) for revision \(files.contentHash)"
+                : "the state could not record the bundle, so it is not applied"
+            throw BundleRejection(source: source, message: "\(outcome): \(error)", stateFailure: error, revision: files.contentHash)
         }
     }
 
@@ -185,7 +205,7 @@ public actor PolicyManager {
     ///   `BundleFiles.load(allowingEmpty:)`).
     public func use(_ files: BundleFiles, source: String) throws(BundleError) {
         let bundle = try files.load()
-        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: nil, isOverride: true)
+        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
         let old = slot.current
         slot.store(SnapshotBox(makeSnapshot(bundle, reach: bundle.assignmentReach(), at: clock()), version: old.version + 1, bundle: inForce))
     }
@@ -240,7 +260,8 @@ public actor PolicyManager {
             let files = try BundleFiles(entries: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) })
             // Applied once, so accepted then, even if it knows nothing (applied on purpose).
             let bundle = try files.load(allowingEmpty: true)
-            let inForce = BundleInForce(revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false)
+            let inForce = BundleInForce(
+                revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false, entries: files.entries)
             let snapshot = makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
             // The slot changes only on this actor: what it holds now is what is replaced.
             let old = slot.current
@@ -474,6 +495,29 @@ public struct BundleInForce: Sendable, Hashable {
     public let appliedAt: Date?
     /// A one-off policy for one command, not the installation's policy in force.
     public let isOverride: Bool
+    /// Its files' names and sizes, in load order (none for a bundle applied from values):
+    /// known without reading the state.
+    public let files: [FileSummary]
+
+    /// One file of a bundle: its name and how many bytes it holds.
+    public struct FileSummary: Sendable, Hashable {
+        public let name: String
+        public let bytes: Int
+    }
+
+    init(revision: String, source: String, appliedAt: Date?, isOverride: Bool, files: [FileSummary] = []) {
+        self.revision = revision
+        self.source = source
+        self.appliedAt = appliedAt
+        self.isOverride = isOverride
+        self.files = files
+    }
+
+    init(revision: String, source: String, appliedAt: Date?, isOverride: Bool, entries: [BundleFiles.Entry]) {
+        self.init(
+            revision: revision, source: source, appliedAt: appliedAt, isOverride: isOverride,
+            files: entries.map { FileSummary(name: $0.name, bytes: $0.bytes.count) })
+    }
 }
 
 /// RFC 3339 in UTC, seconds.

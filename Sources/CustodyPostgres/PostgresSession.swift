@@ -75,10 +75,14 @@ final class PostgresSessions: Sendable {
                 connection = try connect()
             }
             let session = PostgresSession(connection: connection, sessions: self)
+            var committing = false
             do {
                 if transaction { try session.execute("BEGIN") }
                 let result = try body(session)
-                if transaction { try session.execute("COMMIT") }
+                if transaction {
+                    committing = true
+                    try session.execute("COMMIT")
+                }
                 give(back: connection)
                 answered()
                 return result
@@ -94,6 +98,12 @@ final class PostgresSessions: Sendable {
                         continue
                     }
                     lost(Self.describe(error))
+                    if committing {
+                        // The server may have committed before the answer was lost.
+                        throw StoreError(
+                            .outcomeUnknown, "\(what): the state did not confirm the commit (\(Self.describe(error))); it may have been committed",
+                            path: settings.redacted)
+                    }
                 } else {
                     // The server answered (with an error of its own).
                     answered()
@@ -292,6 +302,9 @@ final class PostgresSessions: Sendable {
         if isConnectionError(error) { return .unavailable }
         guard let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] else { return .database }
         if state.hasPrefix("23") { return .conflict }
+        // A statement, lock or idle-transaction timeout: the state did not answer in time, and
+        // the transaction was rolled back.
+        if ["57014", "55P03", "25P03", "40P01"].contains(state) { return .unavailable }
         if state == "XX001" || state == "XX002" { return .corrupt }
         return .database
     }

@@ -22,6 +22,19 @@ public struct PostgresSettings: Sendable {
     public var redacted: String
     /// How long one statement may take, on the server and as the client waits for it.
     public var statementTimeout: Duration = .seconds(30)
+    /// How long a statement may wait for a lock (the change counter's, say) before it fails:
+    /// shorter than the statement timeout, so that a writer held up by another is told so
+    /// (`unavailable`) rather than stalling.
+    public static let lockTimeout: Duration = .seconds(10)
+    /// How long the server keeps a session that sits in a transaction without sending its next
+    /// statement before it ends it and rolls back: a replica cut off in the middle of a write
+    /// holds its locks (every other replica's writes wait on them) for at most this long.
+    /// Custody's transactions never pause between statements.
+    public static let idleInTransactionTimeout: Duration = .seconds(5)
+    /// TCP keepalives on the server's side of each session (idle seconds, interval, count):
+    /// a peer that vanished without closing is found within about 25 s even outside a
+    /// transaction.
+    public static let serverKeepalives = (idle: 10, interval: 5, count: 3)
     /// The `application_name` its connections carry (`pg_stat_activity`); the listener's is
     /// this name followed by " listener".
     public var applicationName: String
@@ -94,7 +107,10 @@ public struct PostgresSettings: Sendable {
         configuration.options.connectTimeout = .seconds(10)
         configuration.options.additionalStartupParameters = [
             ("search_path", schema), ("application_name", applicationName),
-            ("statement_timeout", "30s"), ("lock_timeout", "30s"), ("TimeZone", "UTC"),
+            ("statement_timeout", "30s"), ("lock_timeout", "\(Self.lockTimeout.components.seconds)s"),
+            ("idle_in_transaction_session_timeout", "\(Self.idleInTransactionTimeout.components.seconds)s"),
+            ("tcp_keepalives_idle", "\(Self.serverKeepalives.idle)"), ("tcp_keepalives_interval", "\(Self.serverKeepalives.interval)"),
+            ("tcp_keepalives_count", "\(Self.serverKeepalives.count)"), ("TimeZone", "UTC"),
         ]
         redacted = Self.redact(url)
     }

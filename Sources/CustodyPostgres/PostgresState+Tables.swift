@@ -244,6 +244,10 @@ extension PostgresState {
         retaining: Int, at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         let (id, eventIDs) = try write("recording a bundle") { session -> (Int64, [Int64]) in
+            // The change counter's lock first: bundles are then numbered in history in the
+            // order they commit, so the last applied by id is the last applied by change
+            // revision, whichever replicas write at once.
+            try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
             guard let id = try session.value(
                 """
                 INSERT INTO bundle_history (content_hash, applied_at, source, result, message)

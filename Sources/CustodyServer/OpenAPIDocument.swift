@@ -1,6 +1,6 @@
-/// The OpenAPI 3.1 description of every endpoint, served at `GET /openapi.json` and kept in
-/// `docs/openapi.json` (`custody serve --print-openapi` writes it; a test checks that both agree
-/// and that every route is described).
+/// The OpenAPI 3.1 description of every endpoint, served at `GET /openapi.json`. The source is
+/// `docs/openapi.json`, edited by hand; `scripts/openapi-sync.sh` copies it here byte for byte
+/// (a test fails while the two differ, and checks that every route is described).
 enum OpenAPIDocument {
     static let bytes: [UInt8] = Array(text.utf8)
 

@@ -75,6 +75,14 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
             self.init(.unprocessableContent, "refused", error.message)
         case .platform:
             self.init(.badRequest, "platform-required", error.message + ": add ?platform=ios or ?platform=android, or start the service with --platform")
+        case .outcomeUnknown:
+            let revision = (error.underlying as? BundleRejection)?.revision
+            self.init(.serviceUnavailable, "outcome-unknown", error.message) { writer in
+                if let revision {
+                    writer.key("revision")
+                    writer.value(revision)
+                }
+            }
         case .masterKey:
             self.init(.serviceUnavailable, "no-master-key", "this service has no usable master key, so it cannot reach account keys")
         default:

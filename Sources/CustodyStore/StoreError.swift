@@ -25,6 +25,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// connections or does not answer in time): nothing was read or written, and the
         /// same call may succeed later.
         public static let unavailable = Code(rawValue: "unavailable")
+        /// A write whose commit was sent but never confirmed (the connection was lost, or the
+        /// answer did not come in time): it may have been committed or not. Read the state
+        /// back to know; never take it as a refusal.
+        public static let outcomeUnknown = Code(rawValue: "outcome-unknown")
     }
 
     public let code: Code

@@ -35,7 +35,40 @@ struct ServiceCLITests {
     func openAPI() throws {
         let printed = try CLIRunner.run(["serve", "--print-openapi"])
         #expect(printed.status == 0)
-        #expect(printed.stdout == (try String(contentsOfFile: TestPaths.package("docs/openapi.json"), encoding: .utf8)))
+        let same = printed.stdout == (try String(contentsOfFile: TestPaths.package("docs/openapi.json"), encoding: .utf8))
+        #expect(same, "the printed document and docs/openapi.json differ: run scripts/openapi-sync.sh")
+    }
+
+    @Test("serve --bundle that replaces the bundle in force says so, naming the revision it replaced, and announces its address once bound")
+    func bundleReplacesWarning() async throws {
+        let scratch = try Scratch()
+        let applied = try scratch.run(["apply", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios"])
+        let before = try #require(applied.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let edited = scratch.file("edited")
+        try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: edited)
+        try scratch.write("edited/tenant.json", try String(contentsOfFile: edited + "/tenant.json", encoding: .utf8) + " ")
+        let port = Int.random(in: 20_000..<40_000)
+        let log = scratch.file("serve.log")
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
+        process.arguments = [
+            "serve", "--state", scratch.file("state"), "--bundle", edited, "--listen", "127.0.0.1:\(port)", "--platform", "ios", "--without-keys",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var text = ""
+        for _ in 0..<200 where !text.contains("custody serve: http on") {
+            try await Task.sleep(for: .milliseconds(50))
+            text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        }
+        #expect(text.contains("warning: --bundle \(edited)"), "\(text)")
+        #expect(text.contains("replaced the bundle in force on this state, revision \(before)"), "\(text)")
+        #expect(text.contains("custody serve: http on 127.0.0.1:\(port)"), "\(text)")
+        process.terminate()
+        process.waitUntilExit()
     }
 
     @Test("serve answers, and stops cleanly on SIGTERM")

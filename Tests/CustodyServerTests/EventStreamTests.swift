@@ -274,7 +274,8 @@ struct OpenAPITests {
     func matchesRoutes() async throws {
         let served = CustodyServerConfiguration.openAPIDocument
         let kept = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestPaths.package("docs/openapi.json"))))
-        #expect(served == kept, "run: custody serve --print-openapi > docs/openapi.json")
+        let same = served == kept
+        #expect(same, "the served document and docs/openapi.json differ: run scripts/openapi-sync.sh")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(served)) as? [String: Any])
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = try #require(document["paths"] as? [String: [String: Any]])

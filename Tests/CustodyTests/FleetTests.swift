@@ -257,6 +257,117 @@ struct FleetTests {
         #expect(heard.contains { if case .policyChanged(let accounts) = $0 { accounts.contains(alice) } else { false } })
     }
 
+    @Test("a bundle whose commit the state never confirms is not a refusal: the writer says the outcome is unknown, and the bundle the state committed is in force everywhere once it is heard again")
+    func commitNeverConfirmed() async throws {
+        let fleet = try Fleet()
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let a = try await fleet.replica("a")
+        let writer = try await fleet.replica("w", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
+        let followers = [a, writer].map { engine in Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) } }
+        defer { for follower in followers { follower.cancel() } }
+        let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
+        #expect(await eventually { writer.bundleInForce?.revision == first.bundle.revision && writer.replicaStatus.listening })
+
+        // The commit of the next bundle takes a second and a half on the server; the writer's
+        // connection is cut meanwhile, so its answer never arrives. The server commits anyway.
+        try inSchema(of: a, "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$")
+        try inSchema(
+            of: a,
+            "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()")
+        let second = try fleet.bundle(1)
+        // Cut from a thread of its own: the apply below blocks a cooperative thread while it
+        // waits for the commit, and a busy machine may have no other free for a task.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.7) { proxy.cut() }
+        let error = await custodyError { _ = try await writer.apply(bundleDirectory: second) }
+        #expect(error?.code == .outcomeUnknown, "\(String(describing: error))")
+        let revision = try BundleFiles.read(directory: second).contentHash
+        #expect(error?.message.contains(revision) == true, "it names the revision to check")
+
+        #expect(await eventually { a.bundleInForce?.revision == revision }, "the state committed it: in force on the replica that hears it")
+        #expect(try a.database.bundleHistory().first?.result == .applied, "and it was never recorded as rejected")
+        proxy.heal()
+        #expect(await eventually(within: .seconds(15)) { writer.bundleInForce?.revision == revision }, "and on the writer once healed")
+        try inSchema(of: a, "DROP TRIGGER slow_commit ON bundle_history")
+    }
+
+    @Test("a bundle change while the state is out of reach is a state failure, never an invalid bundle; nothing changes anywhere", arguments: [NetworkProxy.Mode.blackhole, .cut])
+    func bundleWhileStateAway(fault: NetworkProxy.Mode) async throws {
+        let fleet = try Fleet()
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let a = try await fleet.replica("a")
+        let writer = try await fleet.replica("w", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
+        let follower = Task { await writer.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
+        defer { follower.cancel() }
+        let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
+        #expect(await eventually { writer.bundleInForce?.revision == first.bundle.revision && writer.replicaStatus.listening })
+        if fault == .cut { proxy.cut() } else { proxy.blackhole() }
+        #expect(await eventually(within: .seconds(8)) { writer.replicaStatus.isStale() })
+        let error = await custodyError { _ = try await writer.apply(bundleDirectory: try fleet.bundle(1)) }
+        #expect(error?.code == .state, "\(String(describing: error))")
+        #expect(writer.bundleInForce?.revision == first.bundle.revision)
+        #expect(a.bundleInForce?.revision == first.bundle.revision)
+        #expect(try a.database.bundleHistory().first?.result == .applied, "no rejection recorded")
+        proxy.heal()
+    }
+
+    @Test("bundles put through two replicas at the same moment: the one in force everywhere is the one whose change committed last")
+    func concurrentBundles() async throws {
+        let fleet = try Fleet()
+        let a = try await fleet.replica("a")
+        let b = try await fleet.replica("b")
+        let followers = [a, b].map { engine in Task { await engine.follow(pollInterval: .milliseconds(100)) } }
+        defer { for follower in followers { follower.cancel() } }
+        var variant = 0
+        for round in 0..<12 {
+            let first = try BundleFiles.read(directory: try fleet.bundle(variant))
+            let second = try BundleFiles.read(directory: try fleet.bundle(variant + 1))
+            variant += 2
+            async let throughA: Void = { _ = try await a.apply(files: first, source: "a") }()
+            async let throughB: Void = { _ = try await b.apply(files: second, source: "b") }()
+            _ = try await (throughA, throughB)
+            let last = try #require(try a.database.changes(after: 0, limit: 100_000).last { $0.kind == .bundle }?.subjects.first)
+            #expect(try a.database.lastAppliedBundleFiles()?.record.contentHash == last, "round \(round): the state's bundle in force")
+            #expect(await eventually { a.bundleInForce?.revision == last && b.bundleInForce?.revision == last }, "round \(round): both replicas")
+        }
+    }
+
+    @Test("a replica cut off in the middle of its own write does not stall the others' writes: the server ends its transaction within seconds")
+    func cutOffMidTransaction() async throws {
+        let fleet = try Fleet()
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let a = try await fleet.replica("a")
+        let stuck = try await fleet.replica("s", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
+        _ = try await a.apply(bundleDirectory: try fleet.bundle(0))
+        // Inserting a history row takes a second on the server; the replica is cut off
+        // meanwhile, so its transaction sits open holding the change counter's lock.
+        try inSchema(
+            of: a,
+            """
+            CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF current_setting('application_name') = 's' THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$
+            """)
+        try inSchema(of: a, "CREATE TRIGGER slow_insert AFTER INSERT ON bundle_history FOR EACH ROW EXECUTE FUNCTION slow_insert()")
+        let stalled = Task { try? await stuck.apply(bundleDirectory: try fleet.bundle(1)) }
+        try await Task.sleep(for: .milliseconds(500))
+        proxy.blackhole()
+        try await Task.sleep(for: .milliseconds(800))
+
+        let started = ContinuousClock.now
+        let applied = try await a.apply(bundleDirectory: try fleet.bundle(2))
+        let waited = started.duration(to: .now)
+        #expect(waited < .seconds(9), "a healthy replica's write waited \(waited)")
+        let wiped = ContinuousClock.now
+        _ = try await a.wipe(account: TestBundle.account("A", 0), reason: "fleet test")
+        #expect(wiped.duration(to: .now) < .seconds(2))
+        #expect(try a.database.lastAppliedBundleFiles()?.record.contentHash == applied.bundle.revision)
+        proxy.heal()
+        _ = await stalled.value
+        try inSchema(of: a, "DROP TRIGGER slow_insert ON bundle_history")
+    }
+
     @Test("a bundle change whose files cannot be read yet is not counted as applied: the replica is behind until it reads them, then puts the bundle in force")
     func unreadableBundleChange() async throws {
         let fleet = try Fleet()

@@ -321,9 +321,7 @@ public final class CustodyEngine: Sendable {
         do {
             events = try await manager.apply(bundleDirectory: source, allowingEmpty: allowingEmpty)
         } catch {
-            throw CustodyError(
-                .bundle, error.diagnostics.isEmpty ? error.message : "the bundle \(directory) does not load; the policy in force is unchanged",
-                diagnostics: error.diagnostics, underlying: error)
+            throw Self.applyError(error, naming: "the bundle \(directory)")
         }
         let now = manager.bundleInForce!
         return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
@@ -339,12 +337,21 @@ public final class CustodyEngine: Sendable {
         do {
             events = try await manager.apply(files, source: source, allowingEmpty: allowingEmpty)
         } catch {
-            throw CustodyError(
-                .bundle, error.diagnostics.isEmpty ? error.message : "the bundle does not load; the policy in force is unchanged",
-                diagnostics: error.diagnostics, underlying: error)
+            throw Self.applyError(error, naming: "the bundle")
         }
         let now = manager.bundleInForce!
         return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
+    }
+
+    /// The error for a bundle that was not put in force: `.bundle` when it was refused, `.state`
+    /// when the state could not record it, `.outcomeUnknown` when the state did not confirm.
+    static func applyError(_ rejection: BundleRejection, naming bundle: String) -> CustodyError {
+        if let failure = rejection.stateFailure {
+            return CustodyError(failure.code == .outcomeUnknown ? .outcomeUnknown : .state, rejection.message, underlying: rejection)
+        }
+        return CustodyError(
+            .bundle, rejection.diagnostics.isEmpty ? rejection.message : "\(bundle) does not load; the policy in force is unchanged",
+            diagnostics: rejection.diagnostics, underlying: rejection)
     }
 
     /// Whether the policy in force is `revision` or one applied after it: what a caller that

@@ -32,6 +32,9 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
         public static let refused = Code(rawValue: "refused")
         /// A wipe could not be done.
         public static let wipe = Code(rawValue: "wipe")
+        /// A change was sent to the state, which did not confirm whether it committed it: it
+        /// may be in force. Not a refusal: read the state to know.
+        public static let outcomeUnknown = Code(rawValue: "outcome-unknown")
     }
 
     public let code: Code

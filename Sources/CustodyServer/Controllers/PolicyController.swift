@@ -61,23 +61,22 @@ struct PolicyController {
     /// its warnings.
     @Sendable func bundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
-        _ = try engine.bundleInForce ?? { throw ServiceError(CustodyError(.noPolicy, "no policy")) }()
-        let snapshot = engine.manager.snapshot
-        let inForce = engine.bundleInForce!
-        let files = try await StateExecutor.run { try engine.filesInForce() }
+        // Answered from memory: a replica that cannot reach the state still says what it
+        // decides with (its answers are marked stale).
+        guard let (inForce, snapshot, version) = engine.manager.inForce else { throw ServiceError(CustodyError(.noPolicy, "no policy")) }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("revision"); writer.value(inForce.revision)
         writer.key("source"); writer.value(inForce.source)
         writer.key("appliedAt"); writer.value(inForce.appliedAt.map(Self.format))
-        writer.key("version"); writer.value(engine.manager.version)
+        writer.key("version"); writer.value(version)
         writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
         writer.key("files")
         writer.beginArray()
-        for file in files {
+        for file in inForce.files {
             writer.beginObject()
             writer.key("name"); writer.value(file.name)
-            writer.key("bytes"); writer.value(file.bytes.count)
+            writer.key("bytes"); writer.value(file.bytes)
             writer.endObject()
         }
         writer.endArray()

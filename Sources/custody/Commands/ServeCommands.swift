@@ -19,7 +19,9 @@ struct ServeCommand: AsyncParsableCommand {
 
             With --bundle, that directory is applied at start and whenever it changes (a broken \
             edit is rejected and the policy in force stays); without it, the directory the \
-            bundle in force came from is watched, if any. With no bundle in force, decisions are \
+            bundle in force came from is watched, if any. On a state shared by replicas, --bundle \
+            at start replaces the bundle in force for every replica, even one put in force since \
+            (PUT /v1/bundle, another replica): a warning names the revision it replaced. With no bundle in force, decisions are \
             refused with 503 until one is applied (PUT /v1/bundle, or custody apply).
 
             Listens on 127.0.0.1:8080 by default (--listen HOST:PORT, or --unix-socket PATH); \
@@ -92,7 +94,16 @@ struct ServeCommand: AsyncParsableCommand {
                 state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey, context: contextOptions.context, logger: logger)
             engineConfiguration.retainedBundles = historyOptions.bundleHistory
             engine = try await CustodyEngine.open(engineConfiguration)
-            if let bundle { try await engine.apply(bundleDirectory: bundle) }
+            if let bundle {
+                let before = engine.bundleInForce
+                let result = try await engine.apply(bundleDirectory: bundle)
+                if let before, !result.unchanged {
+                    // Said loudly: every replica on this state follows it, whatever was put in
+                    // force since this directory was last applied.
+                    StandardError.write(
+                        "warning: --bundle \(bundle) (revision \(result.bundle.revision)) replaced the bundle in force on this state, revision \(before.revision) from \(before.source)\(before.appliedAt.map { ", applied \(formatTime($0))" } ?? ""); every replica on this state now decides with it\n")
+                }
+            }
         } catch {
             throw fail(error, state: stateOptions)
         }
