@@ -169,6 +169,8 @@ struct RecentEvents {
     /// or recorded by another process: the ids then have a gap, or lie below the floor).
     func events(after id: Int64, limit: Int) -> [StoredEvent]? {
         guard id >= floor else { return nil }
+        // No id comes after the largest one (and `id + 1` would overflow).
+        guard id < .max else { return [] }
         var result: [StoredEvent] = []
         var expected = id + 1
         for offset in 0..<events.count {

@@ -146,6 +146,20 @@ struct EventStreamTests {
         }
     }
 
+    @Test("the largest event id is a resume point like any other: reset, and the service goes on", arguments: [Int64.max, Int64.max - 1])
+    func largestEventID(id: Int64) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            var reader = try await Self.connect(port: port, token: fixture.tokens[.events]!, lastEventID: id)
+            #expect(try await reader.next()?.name == "reset")
+            let health = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(5))
+            #expect(health.status == .ok)
+        }
+        let direct = try await fixture.engine.eventPage(after: .max)
+        #expect(direct.events.isEmpty && !direct.reset)
+    }
+
     @Test("a stream opened with a token that is then revoked ends within a second, saying why")
     func revokedTokenEndsStream() async throws {
         let fixture = try await ServiceFixture.make()

@@ -401,7 +401,7 @@ public final class CustodyEngine: Sendable {
     public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> (events: [StoredEvent], reset: Bool) {
         do {
             let bounds = try database.eventBounds()
-            if id < bounds.newest, let oldest = bounds.oldest, id + 1 < oldest {
+            if id < bounds.newest, let oldest = bounds.oldest, id < oldest - 1 {
                 return ([], true)
             }
             if id < bounds.newest, bounds.oldest == nil { return ([], true) }
