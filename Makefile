@@ -63,7 +63,9 @@ serve: build
 	CUSTODY_MASTER_KEY_FILE=$(SERVE_STATE)/master.key $(CUSTODY) serve --state $(SERVE_STATE) --bundle policies --platform ios
 
 ## The whole test suite, every fixture matrix through `custody matrix run` (JUnit report in
-## .build/matrix-junit.xml), then the concurrency test again under ThreadSanitizer and the
+## .build/matrix-junit.xml), the service's contract checked by tools no one here wrote
+## (scripts/contract/run.sh: schemathesis against a live service, and a client generated from
+## docs/openapi.json running the README's examples; both from PyPI, in .build/contract-venv), then the concurrency test again under ThreadSanitizer and the
 ## protection and store tests under AddressSanitizer (each in its own build folder, so the
 ## debug build stays warm), then a short run of every fuzzing harness (fuzz-smoke).
 ## The store and fleet tests run against PostgreSQL too: a throwaway cluster
@@ -79,6 +81,7 @@ test: deps
 	set -ex; \
 	$(SWIFT) test; \
 	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
+	scripts/contract/run.sh $(CUSTODY); \
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency; \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \
 		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'; \

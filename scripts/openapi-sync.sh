@@ -16,10 +16,12 @@ path = "Sources/CustodyServer/OpenAPIDocument.swift"
 source = open(path, encoding="utf-8").read()
 start = source.index('    static let text = #"""\n') + len('    static let text = #"""\n')
 end = source.index('"""#\n', start)
+# A Swift multi-line literal ends before the line break that precedes its closing delimiter:
+# the document's own last line break needs one more after it.
 embedded = source[start:end]
 if "--check" in sys.argv:
-    sys.exit(0 if embedded == document else "docs/openapi.json and the served document differ: run scripts/openapi-sync.sh")
+    sys.exit(0 if embedded == document + "\n" else "docs/openapi.json and the served document differ: run scripts/openapi-sync.sh")
 if not document.endswith("\n"):
     sys.exit("docs/openapi.json must end with a line break")
-open(path, "w", encoding="utf-8").write(source[:start] + document + source[end:])
+open(path, "w", encoding="utf-8").write(source[:start] + document + "\n" + source[end:])
 PY

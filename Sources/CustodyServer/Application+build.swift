@@ -30,7 +30,7 @@ public func buildApplication(
     let limits = configuration.limits
     let http = HTTP1Channel.Configuration(
         additionalChannelHandlers: [
-            HeadErrorHandler(), ExpectContinueHandler(maximumBody: limits.bodyBytes + (1 << 16)),
+            HeadErrorHandler(), ExpectContinueHandler(limit: limits.bodyBytes, allowance: 1 << 16),
             BodyDeadlineHandler(limit: TimeAmount(limits.bodyTimeout)), CloseAfterResponseHandler(),
         ],
         idleTimeout: TimeAmount(limits.idleTimeout),

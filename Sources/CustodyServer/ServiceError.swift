@@ -124,8 +124,13 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
 
     /// A body over the limit: 413.
     static func tooLarge(_ limits: CustodyServerConfiguration.Limits) -> ServiceError {
-        ServiceError(.contentTooLarge, "too-large", "the request body is larger than this service accepts (\(limits.bodyBytes) bytes)") { writer in
-            writer.key("limit"); writer.value(limits.bodyBytes)
+        tooLarge(limits.bodyBytes)
+    }
+
+    /// A body over `limit` bytes: 413.
+    static func tooLarge(_ limit: Int) -> ServiceError {
+        ServiceError(.contentTooLarge, "too-large", "the request body is larger than this service accepts (\(limit) bytes)") { writer in
+            writer.key("limit"); writer.value(limit)
         }
     }
 

@@ -58,6 +58,33 @@ struct FleetStreamTests {
         }
     }
 
+    @Test("a replica cut off from the state still says which bundle it decides with, marked stale", arguments: [NetworkProxy.Mode.blackhole, .cut])
+    func bundleWhileStale(fault: NetworkProxy.Mode) async throws {
+        let directory = try TemporaryDirectory()
+        let url = TestPostgres.freshURL("stale")
+        let master = directory.file("master.key")
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let a = try await Self.open(url, "a", master: master)
+        let applied = try await a.apply(bundleDirectory: TestPaths.package("policies"))
+        let token = try a.createToken(scopes: [.read], name: "test").bearer
+        let cutOff = try await Self.open(TestPostgres.url(url, throughPort: proxy.port), "c", master: master)
+        var configuration = CustodyServerConfiguration(watchInterval: .seconds(60))
+        configuration.statePollInterval = .milliseconds(200)
+        configuration.staleAfter = .seconds(1)
+        try await buildApplication(configuration: configuration, engine: cutOff).test(.router) { client in
+            _ = try await client.execute(uri: "/v1/bundle", method: .get, headers: [.authorization: "Bearer \(token)"])
+            if fault == .cut { proxy.cut() } else { proxy.blackhole() }
+            #expect(await eventually(within: .seconds(8)) { cutOff.replicaStatus.isStale() })
+            let response = try await client.execute(uri: "/v1/bundle", method: .get, headers: [.authorization: "Bearer \(token)"])
+            #expect(response.status == .ok, "\(String(buffer: response.body))")
+            #expect(response.headers[.custodyStale] == "true")
+            #expect(response.headers[.custodyRevision] == applied.bundle.revision)
+            #expect(String(buffer: response.body).contains(#""files":[{"name":"all-staff.json""#))
+            proxy.heal()
+        }
+    }
+
     /// The ids a stream delivers until `newest`, or what it delivered when `limit` passes first.
     static func ids(from reader: EventReader, through newest: Int64, within limit: Duration) async throws -> [Int64] {
         let seen = Locked<[Int64]>([])

@@ -99,13 +99,18 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    let maximumBody: Int
+    /// The body limit, as the routes apply it.
+    let limit: Int
+    /// What a route may take past it (`/v1/unprotect` reads an envelope of up to `limit` bytes
+    /// of data, with its header): only a body over both is refused here.
+    let allowance: Int
     private var unanswered = 0
     private var continueAfterResponse = false
     private var refused = false
 
-    init(maximumBody: Int) {
-        self.maximumBody = maximumBody
+    init(limit: Int, allowance: Int) {
+        self.limit = limit
+        self.allowance = allowance
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -117,11 +122,9 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return writeAndClose(
                     ServiceError(.expectationFailed, "expectation-failed", "this service meets only Expect: 100-continue"), context: context)
             }
-            if let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > maximumBody {
+            if let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > limit + allowance {
                 refused = true
-                return writeAndClose(
-                    ServiceError(.contentTooLarge, "too-large", "the request body is larger than this service accepts (\(maximumBody) bytes)"),
-                    context: context)
+                return writeAndClose(ServiceError.tooLarge(limit), context: context)
             }
             if unanswered == 0 { sendContinue(context) } else { continueAfterResponse = true }
         }
