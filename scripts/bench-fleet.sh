@@ -7,7 +7,11 @@
 #    from its cached key), from the commit (the writer's call returned) and from the writer's call
 #    (Benchmarks' custody-fleet-propagation; the replicas are engines in one process, each with
 #    its own connections and listener).
-# 2. Decisions per second of one replica, with its state in SQLite and in PostgreSQL: two
+# 2. Event streams: 3 `custody serve` replicas on one PostgreSQL state, STREAMS Server-Sent
+#    Events clients on each; CHANGES bundles PUT through each replica in turn, and the time until
+#    every client on every replica has the change's `bundleApplied` event, from the commit (the
+#    PUT answered) and from the PUT sent (Benchmarks' custody-sse-fanout with three --url).
+# 3. Decisions per second of one replica, with its state in SQLite and in PostgreSQL: two
 #    `custody serve` processes, wrk (10 connections, one decision per request) against each in
 #    turn, RUNS rounds alternating (and which goes first alternating too); the median of each,
 #    with the server's CPU time per request, and the per-round ratios.
@@ -23,10 +27,12 @@ DURATION=${DURATION:-10}
 command -v wrk >/dev/null || { echo "this benchmark needs wrk: apt-get install wrk" >&2; exit 1; }
 
 make -s release >/dev/null
-(cd Benchmarks && swift build -c release --product custody-fleet-propagation >/dev/null && swift build -c release --product custody-benchgen >/dev/null)
+(cd Benchmarks && swift build -c release --product custody-fleet-propagation >/dev/null && swift build -c release --product custody-benchgen >/dev/null \
+    && swift build -c release --product custody-sse-fanout >/dev/null)
+STREAMS=${STREAMS:-10}
 WORK=$(mktemp -d)
 POSTGRES=$(mktemp -d /tmp/custody-bench-postgres.XXXXXX)
-trap 'kill ${SQLITE_SERVER:-} ${POSTGRES_SERVER:-} 2>/dev/null; scripts/test-postgres.sh stop "$POSTGRES"; rm -rf "$WORK"' EXIT
+trap 'kill ${SQLITE_SERVER:-} ${POSTGRES_SERVER:-} ${REPLICAS:-} 2>/dev/null; scripts/test-postgres.sh stop "$POSTGRES"; rm -rf "$WORK"' EXIT
 URL=$(scripts/test-postgres.sh start "$POSTGRES")
 CUSTODY=.build/release/custody
 export CUSTODY_MASTER_KEY_FILE=$WORK/master.key
@@ -48,6 +54,29 @@ PY
 echo "== propagation ($CHANGES changes of each kind, 3 replicas)"
 Benchmarks/.build/release/custody-fleet-propagation --url "$URL&schema=propagation" --bundle "$WORK/bundle-a" --bundle "$WORK/bundle-b" \
     --master-key "$WORK/master.key" --changes "$CHANGES"
+
+echo "== event streams: $CHANGES bundles PUT through 3 replicas in turn, $STREAMS streams on each"
+$CUSTODY apply --state "$URL&schema=streams" --bundle "$WORK/bundle-a" --platform ios >/dev/null
+STREAMS_TOKEN=$($CUSTODY tokens create --state "$URL&schema=streams" --scope admin 2>/dev/null)
+REPLICAS=""
+for port in 18095 18096 18097; do
+    $CUSTODY serve --state "$URL&schema=streams" --platform ios --listen "127.0.0.1:$port" --log-level error 2>/dev/null &
+    REPLICAS="$REPLICAS $!"
+done
+for port in 18095 18096 18097; do
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+done
+for bundle in bundle-a bundle-b; do
+    python3 - "$WORK/$bundle" > "$WORK/$bundle.put.json" <<'PY'
+import json, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+print(json.dumps({"files": {path.name: path.read_text() for path in sorted(root.glob("*.json"))}}))
+PY
+done
+Benchmarks/.build/release/custody-sse-fanout --url http://127.0.0.1:18095 --url http://127.0.0.1:18096 --url http://127.0.0.1:18097 \
+    --token "$STREAMS_TOKEN" --clients "$STREAMS" --rounds "$CHANGES" --bodies "$WORK/bundle-a.put.json" --bodies "$WORK/bundle-b.put.json"
+kill $REPLICAS 2>/dev/null || true
+REPLICAS=""
 
 echo "== decisions per second of one replica: SQLite state beside PostgreSQL state"
 Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$WORK/queries.jsonl" --accounts 10000 --policies 50 --count 1000
