@@ -1,5 +1,8 @@
 import CustodyTestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs the `custody` binary built beside the tests.
 struct CLIRunner {
@@ -42,13 +45,39 @@ struct CLIRunner {
         let group = DispatchGroup()
         nonisolated(unsafe) var outData = Data()
         nonisolated(unsafe) var errData = Data()
-        DispatchQueue.global().async(group: group) { outData = output.fileHandleForReading.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: group) { errData = error.fileHandleForReading.readDataToEndOfFile() }
+        DispatchQueue.global().async(group: group) { outData = readToEnd(output.fileHandleForReading.fileDescriptor) }
+        DispatchQueue.global().async(group: group) { errData = readToEnd(error.fileHandleForReading.fileDescriptor) }
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
         process.waitUntilExit()
         group.wait()
         return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Everything `descriptor` yields until its end. A read interrupted by a signal (the
+    /// SIGCHLD of another test's child, say) is tried again: Foundation's
+    /// `readDataToEndOfFile()` stops the whole test process on EINTR instead.
+    static func readToEnd(_ descriptor: Int32) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                data.append(contentsOf: buffer[..<count])
+            } else if count == 0 || errno != EINTR {
+                return data
+            }
+        }
+    }
+
+    /// What `descriptor` has now, waiting for some (empty at its end); retried on EINTR.
+    static func readSome(_ descriptor: Int32) -> Data {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count >= 0 { return Data(buffer[..<count]) }
+            if errno != EINTR { return Data() }
+        }
     }
 
     /// The shared Graph exports (see `TestPaths.graphExamples`).

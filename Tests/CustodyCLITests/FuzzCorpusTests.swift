@@ -41,8 +41,8 @@ struct FuzzCorpusTests {
         process.standardOutput = output
         process.standardError = error
         try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
+        let out = CLIRunner.readToEnd(output.fileHandleForReading.fileDescriptor)
+        let err = CLIRunner.readToEnd(error.fileHandleForReading.fileDescriptor)
         process.waitUntilExit()
         return CLIRunner.Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
     }

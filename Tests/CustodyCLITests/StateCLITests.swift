@@ -118,7 +118,7 @@ struct StateCLITests {
                     buffer.removeSubrange(...newline)
                     return line
                 }
-                let chunk = output.fileHandleForReading.availableData
+                let chunk = CLIRunner.readSome(output.fileHandleForReading.fileDescriptor)
                 if chunk.isEmpty { return nil }
                 buffer.append(chunk)
             }

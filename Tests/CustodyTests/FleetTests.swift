@@ -62,7 +62,7 @@ func superuser(_ sql: String, database: String = "postgres") throws {
     _ = try admin.sessions.run("test", transaction: false) { session in try session.execute(PostgresQuery(unsafeSQL: sql)) }
 }
 
-@Suite("Fleet mode: replicas on one PostgreSQL state", TestPostgres.enabled, .timeLimit(.minutes(3)))
+@Suite("Fleet mode: replicas on one PostgreSQL state", TestPostgres.enabled, .serialized, .timeLimit(.minutes(3)))
 struct FleetTests {
     @Test("replicas started together share one master key record; a bundle applied through one is in force on all three; a wipe through one leaves the account's envelopes unreadable on all")
     func bundleAndWipe() async throws {
@@ -218,10 +218,11 @@ struct FleetTests {
             contentHash: unloadable, source: "a newer Custody", result: .applied, files: [("tenant.json", Array(#"{"accounts": 7}"#.utf8))], at: Date())
         let recorded = try a.database.changeBounds().newest
         #expect(await eventually { b.replicaStatus.revision == recorded })
+        // The contact time is set once the whole catch-up has returned, just after the revision.
+        #expect(await eventually { b.replicaStatus.reachesState() }, "it reaches the state: the policy is what it lacks")
         let status = b.replicaStatus
         #expect(status.divergence?.contains("does not load here") == true)
         #expect(status.isStale(), "a replica that cannot put the state's policy in force says so")
-        #expect(status.reachesState(), "it reaches the state: the policy is what it lacks")
         #expect(b.bundleInForce?.revision == first.bundle.revision, "the policy in force stays")
         #expect(try decide(b, #"{"action":"print","account":"a0@contoso.com"}"#).contains(#""allowed""#))
 
