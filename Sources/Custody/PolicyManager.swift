@@ -134,6 +134,9 @@ public actor PolicyManager {
     /// (see `apply(_:source:allowingEmpty:)`).
     @discardableResult
     public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) throws(BundleRejection) -> [PolicyEvent] {
+        // Recorded as an absolute path: a relative one would name another directory for a
+        // process started elsewhere.
+        let directory = URL(fileURLWithPath: directory).standardizedFileURL.path
         let files: BundleFiles
         do {
             files = try BundleFiles.read(directory: directory)
@@ -162,7 +165,10 @@ public actor PolicyManager {
             throw reject(source: source, contentHash: files.contentHash, message: error.description, diagnostics: error.diagnostics)
         }
         if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
-            return []
+            // Unchanged only if the state agrees: another writer may have put a bundle in force
+            // that this manager has not adopted yet. A state that cannot be read is tried below.
+            guard let database else { return [] }
+            if let stored = try? database.lastAppliedBundle(), stored.contentHash == files.contentHash { return [] }
         }
         let reach = bundle.assignmentReach()
         // The state's policy in force already (this manager did not restore it): put it in

@@ -145,6 +145,9 @@ final class PostgresSessions: Sendable {
         do {
             return try deadlined(future, within: settings.configuration.options.connectTimeout).wait()
         } catch {
+            // Given up on (a deadline, or the state found unreachable meanwhile), the attempt may
+            // still succeed later: that connection is closed then, never freed open.
+            future.whenSuccess { [self] connection in drop(connection) }
             let reason = "cannot connect to the state: \(Self.describe(error))"
             lost(reason)
             throw StoreError(.unavailable, reason, path: settings.redacted)

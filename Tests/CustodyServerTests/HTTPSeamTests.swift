@@ -143,6 +143,21 @@ struct HTTPSeamTests {
         #expect(!fixture.logs.records.contains { $0.level >= .error }, "a client's going away is not an error of the service")
     }
 
+    @Test("a client that sends part of a body and half-closes gets a 400 saying so, never a 500", arguments: ["/v1/decisions", "/v1/protect?owner=alice@contoso.com", "/v1/unprotect", "/v1/decisions/receive?receiver=alice@contoso.com"])
+    func halfClosed(path: String) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            let head = Self.head("POST", path, "Content-Length: 100\r\n\r\n").replacingOccurrences(of: "TOKEN", with: fixture.tokens[.admin]!)
+            let exchange = try await RawHTTP.send(port: port, [head + "{\"act"], halfCloseAfterSending: true)
+            #expect(exchange.statuses == [400], "\(exchange.text.prefix(300))")
+            #expect(exchange.lastBody.contains(#""code":"aborted""#))
+            let metrics = try await RawHTTP.send(port: port, ["GET /metrics HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n"])
+            #expect(!metrics.text.contains(#"status="500""#))
+            #expect(metrics.text.contains("custody_client_aborts_total 1"))
+        }
+    }
+
     @Test("a pretty-printed query's error names the line and column where it is")
     func prettyPrintedQuery() async throws {
         let fixture = try await ServiceFixture.make()

@@ -36,7 +36,8 @@ public enum RawHTTP {
     /// Sends `parts` (waiting `pause` between them), then reads until the server closes or
     /// sends nothing for `quiet`.
     public static func exchange(
-        port: Int, _ parts: [[UInt8]], pause: Duration = .zero, quiet: Duration = .seconds(2), closeAfterSending: Bool = false
+        port: Int, _ parts: [[UInt8]], pause: Duration = .zero, quiet: Duration = .seconds(2), closeAfterSending: Bool = false,
+        halfCloseAfterSending: Bool = false
     ) throws -> Exchange {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
@@ -61,6 +62,7 @@ public enum RawHTTP {
             }
         }
         if closeAfterSending { return Exchange(text: "", closed: false) }
+        if halfCloseAfterSending { shutdown(descriptor, Int32(SHUT_WR)) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -81,12 +83,17 @@ extension RawHTTP {
     /// `exchange` on a thread of its own, so that waiting for the server never holds one of
     /// the cooperative threads the server's own routes run on.
     public static func send(
-        port: Int, _ parts: [String], pause: Duration = .zero, quiet: Duration = .seconds(2), closeAfterSending: Bool = false
+        port: Int, _ parts: [String], pause: Duration = .zero, quiet: Duration = .seconds(2), closeAfterSending: Bool = false,
+        halfCloseAfterSending: Bool = false
     ) async throws -> Exchange {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 continuation.resume(
-                    with: Result { try exchange(port: port, parts.map { Array($0.utf8) }, pause: pause, quiet: quiet, closeAfterSending: closeAfterSending) })
+                    with: Result {
+                        try exchange(
+                            port: port, parts.map { Array($0.utf8) }, pause: pause, quiet: quiet, closeAfterSending: closeAfterSending,
+                            halfCloseAfterSending: halfCloseAfterSending)
+                    })
             }
             thread.start()
         }

@@ -352,3 +352,40 @@ struct BundleWatchTests {
         }
     }
 }
+
+@Suite("Applying a bundle the state has moved past")
+struct StaleApplyTests {
+    @Test("re-applying the bundle this engine has in force, after another writer put another in force, is a change, not 'unchanged'")
+    func lostUpdate() async throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state.sqlite")
+        let first = directory.file("first"), second = directory.file("second")
+        try TestBundle().write(to: first)
+        try TestBundle(printBlockedA: true).write(to: second)
+        let a = try await CustodyEngine.open(CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        let b = try await CustodyEngine.open(CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        let p1 = try await a.apply(bundleDirectory: first)
+        let p2 = try await b.apply(bundleDirectory: second)
+        #expect(!p2.unchanged)
+        // a has not heard of b's bundle yet (it does not follow the log here).
+        #expect(a.bundleInForce?.revision == p1.bundle.revision)
+        let again = try await a.apply(bundleDirectory: first)
+        #expect(!again.unchanged, "the state had another bundle in force")
+        #expect(try a.database.lastAppliedBundle()?.contentHash == p1.bundle.revision, "and now has this one")
+        let repeated = try await a.apply(bundleDirectory: first)
+        #expect(repeated.unchanged, "applying it once more changes nothing")
+    }
+
+    @Test("a bundle directory given as a relative path is recorded as the absolute path it names")
+    func relativeSource() async throws {
+        let directory = try TemporaryDirectory()
+        try TestBundle().write(to: directory.file("bundle"))
+        let here = FileManager.default.currentDirectoryPath.split(separator: "/")
+        let relative = String(repeating: "../", count: here.count) + String(directory.file("bundle").dropFirst())
+        let manager = PolicyManager(context: EvaluationContext(platform: .ios), database: try CustodyDatabase())
+        try await manager.apply(bundleDirectory: relative)
+        #expect(manager.bundleInForce?.source == directory.file("bundle"))
+        #expect(manager.bundleInForce?.source.hasPrefix("/") == true)
+    }
+}
+

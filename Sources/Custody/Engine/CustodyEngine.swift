@@ -316,7 +316,8 @@ public final class CustodyEngine: Sendable {
     @discardableResult
     public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) async throws(CustodyError) -> ApplyResult {
         let source = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let before = manager.bundleInForce?.revision ?? (try? database.lastAppliedBundle()?.contentHash)
+        // What the state had in force (another writer may be ahead of this engine).
+        let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
         let events: [PolicyEvent]
         do {
             events = try await manager.apply(bundleDirectory: source, allowingEmpty: allowingEmpty)
@@ -332,7 +333,8 @@ public final class CustodyEngine: Sendable {
     /// bundle that does not load is recorded as rejected and the policy in force stays.
     @discardableResult
     public func apply(files: BundleFiles, source: String, allowingEmpty: Bool = false) async throws(CustodyError) -> ApplyResult {
-        let before = manager.bundleInForce?.revision ?? (try? database.lastAppliedBundle()?.contentHash)
+        // What the state had in force (another writer may be ahead of this engine).
+        let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
         let events: [PolicyEvent]
         do {
             events = try await manager.apply(files, source: source, allowingEmpty: allowingEmpty)

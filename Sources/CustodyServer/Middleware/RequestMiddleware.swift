@@ -23,16 +23,18 @@ struct RequestMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
         var response: Response
+        var aborted = false
         do {
             try Self.checkFraming(request)
             response = try await next(request, context)
         } catch let error where TransportFailure(error) != nil {
             let failure = TransportFailure(error)!
             if failure == .clientGone {
-                // Not the service's failure, and nobody reads an answer: counted apart.
+                // Not the service's failure: counted apart, logged at debug level, and answered
+                // (a client that only half-closed still reads) with the connection closed.
+                aborted = true
                 metrics.clientAborts.increment()
                 context.logger.debug("client went away before its request was read", metadata: ["path": "\(context.endpointPath ?? "unmatched")"])
-                throw CancellationError()
             }
             response = try failure.serviceError.response(from: request, context: context)
         } catch let error as ServiceError {
@@ -57,6 +59,7 @@ struct RequestMiddleware: RouterMiddleware {
             response.headers[.custodyStateRevision] = String(replica.revision)
         }
         let route = context.endpointPath ?? "unmatched"
+        if aborted { return response }
         metrics.request(method: request.method.rawValue, route: route, status: Int(response.status.code), duration: start.duration(to: .now))
         context.logger.info(
             "request", metadata: ["method": "\(request.method)", "path": "\(route)", "status": "\(response.status.code)"])
