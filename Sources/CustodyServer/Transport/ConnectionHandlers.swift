@@ -13,12 +13,20 @@ func writeAndClose(_ error: ServiceError, context: ChannelHandlerContext) {
     fields[.connection] = "close"
     context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: error.status, headerFields: fields))), promise: nil)
     context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil)
-    let loop = context.eventLoop.assumeIsolated()
-    context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { _ in
-        context.close(mode: .output, promise: nil)
-        // A full close a little later, so that a reset does not hide the answer from a client
-        // still sending.
-        loop.scheduleTask(in: .seconds(2)) { context.close(promise: nil) }
+    context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { _ in closeLingering(context) }
+}
+
+/// Closes the connection's output now, and the whole connection a little later, so that a
+/// reset does not hide the answer just written from a client still sending.
+func closeLingering(_ context: ChannelHandlerContext) {
+    context.close(mode: .output, promise: nil)
+    context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(2)) { context.close(promise: nil) }
+}
+
+extension HTTPResponse {
+    /// A final answer that says `Connection: close`: nothing after it on the connection is read.
+    var closesConnection: Bool {
+        status.kind != .informational && headerFields[.connection]?.lowercased().contains("close") == true
     }
 }
 
@@ -62,11 +70,7 @@ final class HeadErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         context.write(data, promise: promise)
-        if case .head(let head) = unwrapOutboundIn(data), head.status.kind != .informational,
-            head.headerFields[.connection]?.lowercased().contains("close") == true
-        {
-            closing = true
-        }
+        if case .head(let head) = unwrapOutboundIn(data), head.closesConnection { closing = true }
         guard case .end = unwrapOutboundIn(data) else { return }
         unanswered -= 1
         if unanswered == 0, let answer = held {
@@ -206,21 +210,17 @@ final class CloseAfterResponseHandler: ChannelOutboundHandler, RemovableChannelH
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head):
-            if head.status.kind != .informational, head.headerFields[.connection]?.lowercased().contains("close") == true { closeAfterEnd = true }
+            if head.closesConnection { closeAfterEnd = true }
             context.write(data, promise: promise)
         case .body:
             context.write(data, promise: promise)
         case .end:
             guard closeAfterEnd else { return context.write(data, promise: promise) }
             closeAfterEnd = false
-            let loop = context.eventLoop.assumeIsolated()
             let written = context.eventLoop.makePromise(of: Void.self)
             written.futureResult.cascade(to: promise)
             context.writeAndFlush(data, promise: written)
-            written.futureResult.assumeIsolated().whenComplete { _ in
-                context.close(mode: .output, promise: nil)
-                loop.scheduleTask(in: .seconds(2)) { context.close(promise: nil) }
-            }
+            written.futureResult.assumeIsolated().whenComplete { _ in closeLingering(context) }
         }
     }
 }
