@@ -2,11 +2,14 @@
 # A throwaway PostgreSQL cluster for the tests: `start DIR` installs Debian's PostgreSQL when
 # it is missing, makes a cluster in DIR (as a user other than root: PostgreSQL refuses to run
 # as root), starts it on a free loopback port with its socket in DIR, and prints its URL;
-# `stop DIR` stops it and deletes DIR. Nothing outside DIR is touched (but the package).
+# `stop DIR` stops it and deletes DIR. For the fault tests: `halt DIR` stops it as a crash would
+# (`-m immediate`: no shutdown checkpoint, clients cut off) and `resume DIR` starts it again on
+# the same port. Nothing outside DIR is touched (but the package).
 set -euo pipefail
 
-command=${1:?usage: test-postgres.sh start|stop DIR}
-dir=${2:?usage: test-postgres.sh start|stop DIR}
+usage="usage: test-postgres.sh start|stop|halt|resume DIR"
+command=${1:?$usage}
+dir=${2:?$usage}
 
 bindir() {
     local found
@@ -16,6 +19,15 @@ bindir() {
 
 as_owner() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# Starts the cluster in $2 on port $3 with options $4; its output goes to $2/server.log, never to ours (a test
+# reading this script's output to its end must not wait for the server to exit).
+launch() {
+    as_owner "$1/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $3 -k $2 -c fsync=off $4 -c max_connections=300" start \
+        </dev/null >/dev/null 2>&1 \
+        || { cat "$2/server.log" >&2; exit 1; }
 }
 
 case "$command" in
@@ -37,10 +49,23 @@ start)
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     as_owner "$bin/initdb" -D "$dir/data" -U custody -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c max_connections=300" start >/dev/null \
-        || { cat "$dir/server.log" >&2; exit 1; }
+    echo "$port" >"$dir/port"
+    # Commits are acknowledged before their WAL is written (fast, and safe for a cluster that is
+    # only ever stopped cleanly), unless CUSTODY_TEST_POSTGRES_DURABLE=1: a cluster that `halt`
+    # stops as a crash would must keep what it acknowledged.
+    durability="-c synchronous_commit=off"
+    [ "${CUSTODY_TEST_POSTGRES_DURABLE:-}" = 1 ] && durability=""
+    echo "$durability" >"$dir/durability"
+    launch "$bin" "$dir" "$port" "$durability"
     echo "postgres://custody@127.0.0.1:$port/postgres?sslmode=disable"
+    ;;
+halt)
+    bin=$(bindir) || { echo "test-postgres.sh: no PostgreSQL server" >&2; exit 1; }
+    as_owner "$bin/pg_ctl" -D "$dir/data" stop -m immediate -w >/dev/null
+    ;;
+resume)
+    bin=$(bindir) || { echo "test-postgres.sh: no PostgreSQL server" >&2; exit 1; }
+    launch "$bin" "$dir" "$(cat "$dir/port")" "$(cat "$dir/durability")"
     ;;
 stop)
     bin=$(bindir) || exit 0
@@ -50,7 +75,7 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: test-postgres.sh start|stop DIR" >&2
+    echo "$usage" >&2
     exit 2
     ;;
 esac

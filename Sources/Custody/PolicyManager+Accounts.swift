@@ -1,6 +1,6 @@
 public import CustodyPolicy
 public import CustodyProtection
-import CustodyStore
+public import CustodyStore
 
 /// One account as the installation knows it: the identifier its keys, secrets and check-ins
 /// are kept under, and every identifier that names it (or named it) in this state.
@@ -38,6 +38,8 @@ public struct AccountError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The account as asked for.
     public let account: AccountID
     public let message: String
+    /// For `.storage`: the state's own code (`.unavailable` when it could not be reached).
+    public var stateCode: StoreError.Code? = nil
 
     public var description: String { message }
 }
@@ -72,7 +74,7 @@ extension PolicyManager {
                 do {
                     owners.formUnion(try database?.owners(named: identifier.rawValue) ?? [])
                 } catch {
-                    throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)")
+                    throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)", stateCode: error.code)
                 }
             }
             // An owner recorded as another one's alias (a UPN-only account that later got its
@@ -104,7 +106,7 @@ extension PolicyManager {
         do {
             return try database?.account(owner: owner.rawValue)
         } catch {
-            throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)")
+            throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)", stateCode: error.code)
         }
     }
 

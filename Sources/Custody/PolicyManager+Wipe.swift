@@ -33,6 +33,9 @@ public struct WipeError: Error, Sendable, CustomStringConvertible {
         case ambiguousAccount
         /// The state database failed.
         case storage
+        /// The state could not be reached: nothing was read or wiped, and the same wipe may
+        /// succeed later.
+        case stateUnavailable
         /// The keys are gone but a managed root could not be deleted.
         case files
     }
@@ -80,7 +83,12 @@ extension PolicyManager {
         do {
             resolved = try resolve(account)
         } catch {
-            let reason: WipeError.Reason = error.code == .unknown ? .unknownAccount : error.code == .ambiguous ? .ambiguousAccount : .storage
+            let reason: WipeError.Reason =
+                switch error.code {
+                case .unknown: .unknownAccount
+                case .ambiguous: .ambiguousAccount
+                case .storage: error.stateCode == .unavailable ? .stateUnavailable : .storage
+                }
             throw WipeError(reason: reason, account: account, message: error.message)
         }
         var byIdentifier: [OwnerIdentifier: Int] = [:]
@@ -110,7 +118,7 @@ extension PolicyManager {
                 }
             }
         } catch let error as StoreError {
-            throw WipeError(reason: .storage, account: account, message: "\(error)")
+            throw WipeError(reason: error.code == .unavailable ? .stateUnavailable : .storage, account: account, message: "\(error)")
         } catch {
             throw WipeError(reason: .storage, account: account, message: "\(error)")
         }

@@ -214,7 +214,7 @@ final class PostgresSessions: Sendable {
         case .failure(let outage):
             throw StoreError(
                 .unavailable,
-                "\(what) failed: the state has not answered since \(outage.since.formatted(.iso8601)) (\(outage.reason)); trying again in the background",
+                "\(what) failed: the state has not answered since \(outage.since.formatted(.iso8601)) (\(outage.reason)); nothing was done (the connection is retried in the background, this call is not)",
                 path: settings.redacted)
         }
     }

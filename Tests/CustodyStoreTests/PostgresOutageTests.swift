@@ -10,8 +10,8 @@ import Testing
 @Suite("PostgreSQL state: outages", TestPostgres.enabled, .timeLimit(.minutes(2)))
 struct PostgresOutageTests {
     /// A state through `proxy`, with a fast heartbeat (so that tests take seconds, not minutes).
-    static func state(through proxy: NetworkProxy, _ label: String, retry: Duration) throws -> PostgresState {
-        var settings = try PostgresSettings(url: TestPostgres.url(TestPostgres.freshURL(label), throughPort: proxy.port))
+    static func state(through proxy: NetworkProxy, _ label: String = "t", url: String? = nil, retry: Duration) throws -> PostgresState {
+        var settings = try PostgresSettings(url: TestPostgres.url(url ?? TestPostgres.freshURL(label), throughPort: proxy.port))
         settings.heartbeatInterval = .milliseconds(100)
         settings.heartbeatTimeout = .milliseconds(400)
         settings.retryInterval = retry
@@ -126,5 +126,37 @@ struct PostgresOutageTests {
         let error = storeError { _ = try PostgresState(settings: settings) }
         #expect(error?.code == .open)
         #expect(error?.message.contains("cannot connect") == true)
+    }
+
+    @Test("a commit whose reply the network holds back is `outcome-unknown`, never a refusal, and the state holds what was committed")
+    func replyHeldBack() async throws {
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let url = TestPostgres.freshURL("held")
+        let state = try Self.state(through: proxy, url: url, retry: .seconds(60))
+        defer { state.close() }
+        let direct = try PostgresState(url: url)
+        defer { direct.close() }
+        var notices = state.changeNotifications().makeAsyncIterator()
+        #expect(try await notices.next() == 0, "the listener answers its first heartbeat")
+        let first = String(repeating: "a", count: 64), second = String(repeating: "b", count: 64)
+        _ = try state.recordBundle(contentHash: first, source: "test", result: .applied, files: [("tenant.json", Array("{}".utf8))], at: Date())
+
+        // The commit takes half a second on the server; its reply is held back meanwhile.
+        _ = try direct.sessions.run("test", transaction: false) { session in
+            try session.execute(PostgresQuery(unsafeSQL: "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$"))
+            try session.execute(PostgresQuery(unsafeSQL: """
+                CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION slow_commit()
+                """))
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.25) { proxy.holdReplies() }
+        let held = Self.timed {
+            _ = try state.recordBundle(contentHash: second, source: "test", result: .applied, files: [("tenant.json", Array("{ }".utf8))], at: Date())
+        }
+        #expect(held.error?.code == .outcomeUnknown, "\(String(describing: held.error))")
+        #expect(held.seconds < 5, "found out by the heartbeat, not the statement deadline")
+        #expect(try direct.lastAppliedBundleFiles()?.record.contentHash == second, "the server committed it")
+        proxy.heal()
     }
 }

@@ -8,10 +8,13 @@ import Synchronization
 ///   network silently drops packets (new connections are accepted, and hang);
 /// - `cut()`: every connection is closed, and new ones are closed as soon as they are made,
 ///   as when the server is gone;
-/// - `heal()`: bytes flow again (connections a cut closed stay closed).
+/// - `holdReplies()`: what clients send reaches the server, but nothing the server answers
+///   reaches them (held, not dropped), as when the return path of a network stalls: a commit
+///   the server performs is never confirmed;
+/// - `heal()`: bytes flow again (connections a cut closed stay closed; held replies arrive).
 public final class NetworkProxy: Sendable {
     public enum Mode: Sendable {
-        case open, blackhole, cut
+        case open, blackhole, cut, holdReplies
     }
 
     /// The port clients connect to, on 127.0.0.1.
@@ -22,8 +25,8 @@ public final class NetworkProxy: Sendable {
 
     private final class Shared: Sendable {
         let mode = Mutex(Mode.open)
-        /// Every channel, both sides of every connection.
-        let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+        /// Every channel, both sides of every connection, and whether it is the server's side.
+        let channels = Mutex<[ObjectIdentifier: (channel: any Channel, toServer: Bool)]>([:])
     }
 
     /// A proxy to `host`:`port`, listening on a free port of its own.
@@ -34,20 +37,19 @@ public final class NetworkProxy: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { inbound in
-                Self.track(inbound, in: state)
+                Self.track(inbound, toServer: false, in: state)
                 if state.mode.withLock({ $0 }) == .cut { return inbound.close() }
                 return ClientBootstrap(group: inbound.eventLoop)
                     .channelOption(.autoRead, value: false)
                     .connect(host: host, port: targetPort)
                     .flatMap { outbound in
-                        Self.track(outbound, in: state)
+                        Self.track(outbound, toServer: true, in: state)
                         let (toServer, toClient) = (Relay(partner: outbound), Relay(partner: inbound))
                         return inbound.pipeline.addHandler(toServer).flatMap { outbound.pipeline.addHandler(toClient) }.map {
-                            // Bytes flow unless the network is down now.
-                            if state.mode.withLock({ $0 }) == .open {
-                                inbound.setOption(.autoRead, value: true).whenComplete { _ in }
-                                outbound.setOption(.autoRead, value: true).whenComplete { _ in }
-                            }
+                            // Bytes flow as the network lets them now.
+                            let mode = state.mode.withLock { $0 }
+                            inbound.setOption(.autoRead, value: Self.reads(mode, toServer: false)).whenComplete { _ in }
+                            outbound.setOption(.autoRead, value: Self.reads(mode, toServer: true)).whenComplete { _ in }
                         }
                     }
             }
@@ -64,17 +66,30 @@ public final class NetworkProxy: Sendable {
     /// Closes every connection, and each new one as it is made.
     public func cut() { set(.cut) }
 
+    /// Carries what clients send, holds back what the server answers.
+    public func holdReplies() { set(.holdReplies) }
+
     /// Lets bytes through again.
     public func heal() { set(.open) }
+
+    /// Whether the side of a connection facing the server (`toServer`), or the client, is read
+    /// (and what it reads relayed) in `mode`.
+    private static func reads(_ mode: Mode, toServer: Bool) -> Bool {
+        switch mode {
+        case .open: true
+        case .blackhole, .cut: false
+        case .holdReplies: !toServer
+        }
+    }
 
     private func set(_ mode: Mode) {
         state.mode.withLock { $0 = mode }
         let channels = state.channels.withLock { Array($0.values) }
-        for channel in channels {
-            switch mode {
-            case .open: channel.setOption(.autoRead, value: true).whenComplete { _ in }
-            case .blackhole: channel.setOption(.autoRead, value: false).whenComplete { _ in }
-            case .cut: channel.close(promise: nil)
+        for (channel, toServer) in channels {
+            if mode == .cut {
+                channel.close(promise: nil)
+            } else {
+                channel.setOption(.autoRead, value: Self.reads(mode, toServer: toServer)).whenComplete { _ in }
             }
         }
     }
@@ -86,9 +101,9 @@ public final class NetworkProxy: Sendable {
         try group.syncShutdownGracefully()
     }
 
-    private static func track(_ channel: any Channel, in state: Shared) {
+    private static func track(_ channel: any Channel, toServer: Bool, in state: Shared) {
         let id = ObjectIdentifier(channel)
-        state.channels.withLock { $0[id] = channel }
+        state.channels.withLock { $0[id] = (channel, toServer) }
         channel.closeFuture.whenComplete { _ in _ = state.channels.withLock { $0.removeValue(forKey: id) } }
     }
 
@@ -102,7 +117,7 @@ public final class NetworkProxy: Sendable {
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            partner.writeAndFlush(data, promise: nil)
+            partner.writeAndFlush(Self.unwrapInboundIn(data), promise: nil)
         }
 
         func channelInactive(context: ChannelHandlerContext) {

@@ -394,4 +394,37 @@ struct FleetTests {
         #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision }, "put in force once readable")
         #expect(await eventually { b.replicaStatus.revision == newest && !b.replicaStatus.isStale() })
     }
+
+    @Test("PostgreSQL stopped as a crash would and started again: replicas decide from the policy in force meanwhile, refuse what needs the state, and recover by themselves with nothing lost")
+    func serverRestarted() async throws {
+        let server = try PrivatePostgres()
+        defer { server.stop() }
+        let url = server.url + "&schema=custody"
+        let fleet = try Fleet()
+        let a = try await fleet.replica("a", url: url)
+        let b = try await fleet.replica("b", url: url)
+        let followers = [a, b].map { engine in Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) } }
+        defer { for follower in followers { follower.cancel() } }
+        let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
+        #expect(await eventually { b.bundleInForce?.revision == first.bundle.revision && b.replicaStatus.listening })
+        let alice = TestBundle.account("A", 0)
+        let sealed = try b.protect([7], owner: alice, mode: .forceEncryption).envelope
+
+        try server.halt()
+        #expect(await eventually(within: .seconds(8)) { a.replicaStatus.isStale() && b.replicaStatus.isStale() }, "both say they are stale")
+        #expect(try decide(b, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#), "decisions go on")
+        #expect(await custodyError { _ = try b.unprotect(sealed) }?.code == .state, "no key without the state")
+        let wipe = await custodyError { try await a.wipe(account: alice, reason: "while down") }
+        #expect(wipe?.code == .state, "\(String(describing: wipe))")
+        let refused = await custodyError { _ = try await a.apply(bundleDirectory: try fleet.bundle(1)) }
+        #expect(refused?.code == .state, "a bundle change is a state failure, not an invalid bundle: \(String(describing: refused))")
+
+        try server.resume()
+        #expect(await eventually(within: .seconds(20)) { !a.replicaStatus.isStale() && !b.replicaStatus.isStale() }, "fresh again by themselves")
+        #expect(await eventually { b.replicaStatus.listening }, "listening again")
+        #expect(try b.unprotect(sealed) == [7], "the key is there: the refused wipe did nothing")
+        let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
+        #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision }, "changes flow again")
+        #expect(try a.database.bundleHistory().allSatisfy { $0.result == .applied }, "nothing recorded as rejected")
+    }
 }

@@ -438,13 +438,19 @@ public final class CustodyEngine: Sendable {
     /// Selective wipe of `account` under every identifier it has or had here (see
     /// `PolicyManager.wipe`). Needs no master key.
     /// - Throws: `CustodyError` `.account` for an account the installation cannot resolve
-    ///   (never a silent success), `.wipe` when the state or a managed root fails.
+    ///   (never a silent success), `.state` when the state cannot be reached (nothing was
+    ///   wiped), `.wipe` when the state or a managed root fails otherwise.
     @discardableResult
     public func wipe(account: AccountID, reason: String = "requested") async throws(CustodyError) -> WipeReport {
         do {
             return try await manager.wipe(account: account, reason: reason)
         } catch {
-            let code: CustodyError.Code = error.reason == .unknownAccount || error.reason == .ambiguousAccount ? .account : .wipe
+            let code: CustodyError.Code =
+                switch error.reason {
+                case .unknownAccount, .ambiguousAccount: .account
+                case .stateUnavailable: .state
+                case .storage, .files: .wipe
+                }
             throw CustodyError(code, error.reason == .files ? error.description : error.message, underlying: error)
         }
     }
