@@ -2,7 +2,7 @@
 //
 // Custody: a multi-identity data-protection policy engine for Swift on Linux.
 // Layers (each depends only on those above it): CSodium, CLibcrypto → CustodyPolicy → CustodyProtection
-// → CustodyStore → CustodyPostgres → Custody → CustodyServer, custody. See docs/architecture.md.
+// → CustodyStore → CustodyPostgres → Custody → CustodyServer, CustodyGraph → custody. See docs/architecture.md.
 
 import PackageDescription
 
@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "CustodyPostgres", targets: ["CustodyPostgres"]),
         .library(name: "Custody", targets: ["Custody"]),
         .library(name: "CustodyServer", targets: ["CustodyServer"]),
+        .library(name: "CustodyGraph", targets: ["CustodyGraph"]),
         .executable(name: "custody", targets: ["custody"]),
     ],
     dependencies: [
@@ -44,6 +45,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -168,6 +170,32 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // renameat2(RENAME_EXCHANGE), which Glibc's Swift module leaves out: a bundle directory
+        // replaced by a new one in one step.
+        .systemLibrary(name: "CSystemCalls"),
+
+        // The Microsoft Graph connector: reads a tenant's app protection policies and the
+        // members of the groups they target (async-http-client; certificate logins signed by
+        // jwt-kit), and builds a bundle from them: written atomically, or applied to a state.
+        .target(
+            name: "CustodyGraph",
+            dependencies: [
+                "Custody",
+                "CustodyPolicy",
+                "CSystemCalls",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The command-line front end: parses arguments, calls the libraries, sets exit codes.
         .executableTarget(
             name: "custody",
@@ -177,6 +205,7 @@ let package = Package(
                 "CustodyStore",
                 "Custody",
                 "CustodyServer",
+                "CustodyGraph",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -259,6 +288,26 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The Graph connector against a Graph-shaped server the tests start (Hummingbird, on
+        // loopback): paging, throttling, logins, and the bundle it builds deciding as the
+        // tenant says.
+        .testTarget(
+            name: "CustodyGraphTests",
+            dependencies: [
+                "CustodyGraph", "Custody", "CustodyPolicy", "CustodyTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

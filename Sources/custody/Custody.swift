@@ -31,7 +31,7 @@ struct Custody: AsyncParsableCommand {
         subcommands: [
             PolicyCommand.self, DecideCommand.self, ProtectCommand.self, UnprotectCommand.self, InfoCommand.self, KeysCommand.self,
             WipeCommand.self, ApplyCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self, ConfigCommand.self,
-            SpecCommand.self, SecretsCommand.self, MatrixCommand.self, ServeCommand.self, TokensCommand.self, ReceiveCommand.self,
+            SpecCommand.self, SecretsCommand.self, MatrixCommand.self, ServeCommand.self, TokensCommand.self, ReceiveCommand.self, GraphCommand.self,
         ]
     )
 }

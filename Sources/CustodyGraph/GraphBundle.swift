@@ -1,0 +1,119 @@
+import CSystemCalls
+public import CustodyPolicy
+import Crypto
+import Foundation
+
+/// The bundle a tenant snapshot gives: `tenant.json` (the users of the assigned groups, with
+/// their OID, UPN and groups; and what an overlay adds) and one file per policy, in Graph's
+/// own JSON. The same tenant gives the same bytes: sorted keys, sorted lists, no time of the
+/// sync inside.
+public enum GraphBundle {
+    /// The bundle's files, checked to load.
+    /// - Parameter overlay: a JSON object whose members other than `accounts` are added to
+    ///   `tenant.json` (`allowedAccounts`, `managedApps`, `mdmManagedApps`): what Graph does
+    ///   not hold.
+    static func files(of snapshot: TenantSnapshot, overlay: [UInt8]?) throws(GraphError) -> BundleFiles {
+        var tenant: [String: GraphJSON] = [:]
+        if let overlay {
+            guard let parsed = try? JSONDecoder().decode(GraphJSON.self, from: Data(overlay)), case .object(let members) = parsed else {
+                throw GraphError(.configuration, "the tenant overlay is not a JSON object")
+            }
+            guard members["accounts"] == nil else {
+                throw GraphError(.configuration, "the tenant overlay has \"accounts\": accounts come from Graph; the overlay adds allowedAccounts, managedApps and mdmManagedApps")
+            }
+            tenant = members
+        }
+        tenant["accounts"] = .array(
+            snapshot.users.keys.sorted().map { oid in
+                let user = snapshot.users[oid]!
+                var account: [String: GraphJSON] = ["oid": .string(oid), "groups": .array(user.groups.sorted().map(GraphJSON.string))]
+                if let upn = user.upn, !upn.isEmpty { account["upn"] = .string(upn) }
+                return .object(account)
+            })
+        var entries: [BundleFiles.Entry] = []
+        do {
+            entries.append(BundleFiles.Entry(name: BundleFiles.tenantName, bytes: try GraphJSON.object(tenant).canonicalBytes()))
+            for name in snapshot.policies.keys.sorted() {
+                entries.append(BundleFiles.Entry(name: name, bytes: try snapshot.policies[name]!.canonicalBytes()))
+            }
+        } catch {
+            throw GraphError(.bundle, "cannot write the bundle's JSON: \(error)")
+        }
+        let files: BundleFiles
+        do {
+            files = try BundleFiles(entries: entries)
+            _ = try files.load(allowingEmpty: true)
+        } catch {
+            throw GraphError(.bundle, "the tenant's policies do not load as a bundle: \(error)")
+        }
+        return files
+    }
+
+    /// Writes `files` as the directory `path`: into a new directory beside it, each file
+    /// synced, then exchanged with `path` in one step (renameat2), so that `path` holds the old
+    /// bundle or the whole new one, never a mix and never nothing; the old one is then removed.
+    public static func write(_ files: BundleFiles, to path: String) throws(GraphError) {
+        let target = URL(fileURLWithPath: path).standardizedFileURL
+        let parent = target.deletingLastPathComponent().path
+        let staging = parent + "/.\(target.lastPathComponent).custody-sync-\(UInt64.random(in: 0..<UInt64.max))"
+        let manager = FileManager.default
+        do {
+            try manager.createDirectory(atPath: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+            for entry in files.entries {
+                try write(entry.bytes, to: staging + "/" + entry.name)
+            }
+            try sync(staging)
+        } catch {
+            try? manager.removeItem(atPath: staging)
+            throw GraphError(.bundle, "cannot write the new bundle beside \(target.path): \(error)")
+        }
+        var isDirectory: ObjCBool = false
+        if manager.fileExists(atPath: target.path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                try? manager.removeItem(atPath: staging)
+                throw GraphError(.bundle, "\(target.path) exists and is not a directory")
+            }
+            guard custody_exchange_paths(staging, target.path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                try? manager.removeItem(atPath: staging)
+                throw GraphError(.bundle, "cannot put the new bundle in place of \(target.path) in one step: \(reason)")
+            }
+            // The old bundle is at the staging name now.
+            try? manager.removeItem(atPath: staging)
+        } else {
+            guard rename(staging, target.path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                try? manager.removeItem(atPath: staging)
+                throw GraphError(.bundle, "cannot move the new bundle to \(target.path): \(reason)")
+            }
+        }
+        try? sync(parent)
+    }
+
+    private static func write(_ bytes: [UInt8], to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+            written += count
+        }
+        guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    private static func sync(_ directory: String) throws {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    static func digest(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}

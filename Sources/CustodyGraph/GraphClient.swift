@@ -1,0 +1,231 @@
+import Foundation
+import Logging
+import NIOHTTP1
+import Synchronization
+
+/// What a sync did on the wire, for its report, `/metrics` and the benchmark.
+public struct GraphStatistics: Sendable, Equatable {
+    /// Requests sent to Graph (each try counts), and tokens obtained.
+    public var requests = 0
+    public var tokens = 0
+    /// Pages of collections read.
+    public var pages = 0
+    /// Answers that said 429 (throttled) and 5xx.
+    public var throttled = 0
+    public var serverErrors = 0
+    /// Every wait before trying a request again, in order.
+    public var retryWaits: [Duration] = []
+    /// Time spent waiting for the client's own request budget.
+    public var budgetWait: Duration = .zero
+
+    public init() {}
+}
+
+/// The client's own request budget: a token bucket of `capacity` requests refilled evenly over
+/// `window`, so that a sync stays under Intune's per-app limit without being told.
+actor RequestBudget {
+    private let capacity: Double
+    private let perSecond: Double
+    private var available: Double
+    private var updated = ContinuousClock.now
+
+    init(requests: Int, window: Duration) {
+        capacity = Double(max(1, requests))
+        let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+        perSecond = capacity / max(seconds, 0.001)
+        available = capacity
+    }
+
+    /// Takes one request from the budget, waiting for it when there is none; returns the wait.
+    func take() async -> Duration {
+        var waited: Duration = .zero
+        while true {
+            let now = ContinuousClock.now
+            let elapsed = updated.duration(to: now)
+            available = min(capacity, available + (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * perSecond)
+            updated = now
+            if available >= 1 {
+                available -= 1
+                return waited
+            }
+            let wait = Duration.seconds((1 - available) / perSecond)
+            try? await Task.sleep(for: wait)
+            waited += wait
+        }
+    }
+}
+
+/// Graph requests with a token, the budget, retries and paging.
+final class GraphClient: Sendable {
+    let settings: GraphSettings
+    let transport: GraphTransport
+    let tokens: GraphTokens
+    let budget: RequestBudget
+    let statistics = Mutex(GraphStatistics())
+    let logger: Logger
+    /// Graph's origin: a nextLink elsewhere is refused (it would carry the token there).
+    let origin: String
+
+    init(settings: GraphSettings, logger: Logger) throws(GraphError) {
+        self.settings = settings
+        // Everything that can fail first: a client made is a client to shut down.
+        var assertions: ClientAssertions?
+        if case .certificate(let certificate, let key) = settings.credential {
+            assertions = try ClientAssertions(certificatePEM: certificate, privateKeyPEM: key, clientID: settings.clientID, audience: settings.tokenURL)
+        }
+        transport = GraphTransport(settings: settings)
+        tokens = GraphTokens(settings: settings, transport: transport, assertions: assertions)
+        budget = RequestBudget(requests: settings.requestBudget, window: settings.budgetWindow)
+        self.logger = logger
+        let url = URL(string: settings.graphURL)
+        origin = "\(url?.scheme ?? "https")://\(url?.host ?? "")\(url?.port.map { ":\($0)" } ?? "")"
+    }
+
+    func shutdown() async { await transport.shutdown() }
+
+    /// GETs `url` (absolute, or a path under Graph's root) and decodes it as `T`.
+    /// - Returns: nil for a 404 when `missingIsNil` (an item that disappeared).
+    /// - Throws: `GraphError` naming the request: Graph's code and message for a 4xx, the last
+    ///   status after every try for 429 and 5xx, `.authentication` for a 401 that a new token
+    ///   does not cure.
+    func get<T: Decodable>(_ url: String, as type: T.Type, missingIsNil: Bool = false) async throws(GraphError) -> T? {
+        let url = url.hasPrefix("http://") || url.hasPrefix("https://") ? url : settings.graphURL + url
+        let name = "GET \(url)"
+        var renewed = false
+        var attempt = 0
+        while true {
+            attempt += 1
+            let waited = await budget.take()
+            let token = try await tokens.token(renewing: false)
+            statistics.withLock {
+                $0.requests += 1
+                $0.budgetWait += waited
+            }
+            let response: GraphTransport.Response
+            do {
+                response = try await transport.send(
+                    .GET, url, headers: [("Authorization", "Bearer \(token)"), ("Accept", "application/json"), ("ConsistencyLevel", "eventual")])
+            } catch where error.code == .timeout || error.code == .request {
+                // No answer: tried again like a 503, then failed with what happened last.
+                guard attempt < settings.maximumAttempts else { throw error }
+                try await pause(backoff(attempt), request: name)
+                continue
+            }
+            switch response.status {
+            case 200..<300:
+                do {
+                    return try JSONDecoder().decode(T.self, from: Data(response.body))
+                } catch {
+                    throw GraphError(.invalidResponse, "the answer is not the JSON Graph sends: \(Self.describe(error))", request: name)
+                }
+            case 401 where !renewed:
+                // The token may have expired early or been revoked: one new token, then fail.
+                renewed = true
+                _ = try await tokens.token(renewing: true)
+                attempt -= 1
+            case 404 where missingIsNil:
+                return nil
+            case 429, 500..<600:
+                statistics.withLock {
+                    if response.status == 429 { $0.throttled += 1 } else { $0.serverErrors += 1 }
+                }
+                guard attempt < settings.maximumAttempts else {
+                    throw GraphError(
+                        .request, "HTTP \(response.status) after \(attempt) tries\(Self.graphError(response.body).map { ": \($0)" } ?? "")", request: name)
+                }
+                let wait = Self.retryAfter(response.headers).map { $0 + jitter($0) } ?? backoff(attempt)
+                try await pause(wait, request: name)
+            default:
+                let said = Self.graphError(response.body).map { ": \($0)" } ?? ""
+                throw GraphError(response.status == 401 ? .authentication : .request, "HTTP \(response.status)\(said)", request: name)
+            }
+        }
+    }
+
+    /// Every item of a collection, following `@odata.nextLink` as given until it is absent.
+    func collect<Item: Decodable & Sendable>(_ url: String, of type: Item.Type, missingIsNil: Bool = false) async throws(GraphError) -> [Item]? {
+        var items: [Item] = []
+        var next: String? = url
+        var seen = Set<String>()
+        while let link = next {
+            guard seen.insert(link).inserted else {
+                throw GraphError(.invalidResponse, "the nextLink repeats a page already read", request: "GET \(link)")
+            }
+            if link.hasPrefix("http://") || link.hasPrefix("https://") {
+                guard link.hasPrefix(origin + "/") else {
+                    throw GraphError(.invalidResponse, "the nextLink leaves Graph's host \(origin)", request: "GET \(link)")
+                }
+            }
+            guard let page = try await get(link, as: Page<Item>.self, missingIsNil: missingIsNil && items.isEmpty && seen.count == 1) else {
+                return nil
+            }
+            statistics.withLock { $0.pages += 1 }
+            items.append(contentsOf: page.value)
+            next = page.nextLink
+        }
+        return items
+    }
+
+    struct Page<Item: Decodable>: Decodable {
+        let value: [Item]
+        let nextLink: String?
+        enum CodingKeys: String, CodingKey {
+            case value
+            case nextLink = "@odata.nextLink"
+        }
+    }
+
+    private func backoff(_ attempt: Int) -> Duration {
+        let doubled = settings.initialBackoff * (1 << min(attempt - 1, 20))
+        let capped = min(doubled, settings.maximumBackoff)
+        // Jittered between half and all of it, so that clients throttled together spread out.
+        return capped * Double.random(in: 0.5...1.0)
+    }
+
+    private func jitter(_ wait: Duration) -> Duration {
+        min(wait * Double.random(in: 0...0.1), .seconds(5))
+    }
+
+    private func pause(_ wait: Duration, request: String) async throws(GraphError) {
+        statistics.withLock { $0.retryWaits.append(wait) }
+        logger.info("Graph asked to wait", metadata: ["request": "\(request)", "seconds": "\(wait)"])
+        do {
+            try await Task.sleep(for: wait)
+        } catch {
+            throw GraphError(.request, "cancelled while waiting to try again", request: request)
+        }
+    }
+
+    /// `Retry-After` in seconds (Graph sends seconds), capped at an hour.
+    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
+        guard let value = headers.first(name: "Retry-After"), let seconds = Double(value.trimmingCharacters(in: .whitespaces)), seconds >= 0
+        else { return nil }
+        return .seconds(min(seconds, 3_600))
+    }
+
+    /// Graph's error body, `{"error": {"code", "message"}}`, as `code: message`.
+    static func graphError(_ body: [UInt8]) -> String? {
+        struct Failure: Decodable {
+            struct Detail: Decodable {
+                let code: String?
+                let message: String?
+            }
+            let error: Detail
+        }
+        guard let failure = try? JSONDecoder().decode(Failure.self, from: Data(body)) else { return nil }
+        return [failure.error.code, failure.error.message].compactMap { $0 }.joined(separator: ": ")
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let context): "\(context.debugDescription) at \(path(context.codingPath))"
+        case DecodingError.keyNotFound(let key, let context): "\"\(key.stringValue)\" is missing at \(path(context.codingPath))"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context): "\(context.debugDescription) at \(path(context.codingPath))"
+        default: "\(error)"
+        }
+    }
+
+    private static func path(_ codingPath: [any CodingKey]) -> String {
+        "$" + codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+/// The Microsoft cloud a tenant lives in: where its tokens come from and where Graph answers.
+/// Source: Microsoft Graph national cloud deployments (learn.microsoft.com/graph/deployments).
+public enum GraphCloud: String, CaseIterable, Sendable {
+    /// The global service (and GCC, which uses it).
+    case global
+    /// US Government L4 (GCC): the global endpoints.
+    case usgov
+    /// US Government L4 High (GCC High).
+    case usgovhigh
+    /// US Government L5 (DoD).
+    case dod
+    /// Operated by 21Vianet in China.
+    case china
+
+    /// The token service's root.
+    public var authority: String {
+        switch self {
+        case .global, .usgov: "https://login.microsoftonline.com"
+        case .usgovhigh, .dod: "https://login.microsoftonline.us"
+        case .china: "https://login.chinacloudapi.cn"
+        }
+    }
+
+    /// Graph's root with the version Custody reads (beta: the shape of real exports).
+    public var graphURL: String {
+        switch self {
+        case .global, .usgov: "https://graph.microsoft.com/beta"
+        case .usgovhigh: "https://graph.microsoft.us/beta"
+        case .dod: "https://dod-graph.microsoft.us/beta"
+        case .china: "https://microsoftgraph.chinacloudapi.cn/beta"
+        }
+    }
+}
+
+/// How the app registration proves who it is.
+public enum GraphCredential: Sendable {
+    /// A client secret.
+    case secret(String)
+    /// A certificate registered with the app and its private key (PEM): each token request
+    /// carries a client assertion signed with the key (RS256, `x5t#S256` names the certificate).
+    case certificate(certificatePEM: String, privateKeyPEM: String)
+
+    /// Reads a client secret from `path`: refused when the file may be read by its group or
+    /// others, or is empty. Surrounding whitespace (a trailing newline) is not part of it.
+    public static func secret(file path: String) throws(GraphError) -> GraphCredential {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
+            throw GraphError(.configuration, "cannot read the client secret file \(path)")
+        }
+        if let permissions = attributes[.posixPermissions] as? Int, permissions & 0o077 != 0 {
+            throw GraphError(
+                .configuration,
+                "the client secret file \(path) may be read by others (mode \(String(permissions, radix: 8))): chmod 600 it")
+        }
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw GraphError(.configuration, "cannot read the client secret file \(path) as UTF-8 text")
+        }
+        let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !secret.isEmpty else { throw GraphError(.configuration, "the client secret file \(path) is empty") }
+        return .secret(secret)
+    }
+}
+
+/// Everything a sync needs to reach a tenant, and how hard it may press Graph.
+public struct GraphSettings: Sendable {
+    /// The directory (tenant) ID or a verified domain.
+    public var tenantID: String
+    /// The app registration's application (client) ID.
+    public var clientID: String
+    public var credential: GraphCredential
+    /// The token service's root, e.g. `https://login.microsoftonline.com`.
+    public var authority: String
+    /// Graph's root with its version, e.g. `https://graph.microsoft.com/beta`.
+    public var graphURL: String
+    /// How long connecting may take.
+    public var connectTimeout: Duration = .seconds(10)
+    /// How long one request may take, answer and body.
+    public var requestTimeout: Duration = .seconds(60)
+    /// How many times one request is tried when Graph throttles it (429) or fails it (5xx).
+    public var maximumAttempts = 6
+    /// The first wait when Graph gives no `Retry-After`; doubled each try, up to `maximumBackoff`.
+    public var initialBackoff: Duration = .seconds(1)
+    public var maximumBackoff: Duration = .seconds(60)
+    /// The client's own budget: at most this many requests in any `budgetWindow`, below
+    /// Intune's 1,000 requests per 20 seconds per app and tenant.
+    public var requestBudget = 900
+    public var budgetWindow: Duration = .seconds(20)
+    /// Requests in flight at once (group members are read side by side).
+    public var concurrency = 4
+    /// The largest answer read, in bytes.
+    public var maximumResponseBytes = 64 << 20
+
+    /// Settings for a tenant in `cloud`; `authority` and `graphURL` override its endpoints.
+    public init(
+        tenantID: String, clientID: String, credential: GraphCredential, cloud: GraphCloud = .global, authority: String? = nil,
+        graphURL: String? = nil
+    ) throws(GraphError) {
+        let identifier = { (value: String) in
+            !value.isEmpty && value.count <= 256 && value.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._".unicodeScalars.contains($0)) }
+        }
+        guard identifier(tenantID) else {
+            throw GraphError(.configuration, "the tenant ID \"\(tenantID)\" is not a directory ID or a domain name")
+        }
+        guard identifier(clientID) else {
+            throw GraphError(.configuration, "the client ID \"\(clientID)\" is not an application ID")
+        }
+        self.tenantID = tenantID
+        self.clientID = clientID
+        self.credential = credential
+        self.authority = try Self.checked(authority ?? cloud.authority, "--authority")
+        self.graphURL = try Self.checked(graphURL ?? cloud.graphURL, "--graph-url")
+    }
+
+    /// The token endpoint: `{authority}/{tenant}/oauth2/v2.0/token`.
+    public var tokenURL: String { "\(authority)/\(tenantID)/oauth2/v2.0/token" }
+
+    /// The scope asked for: Graph's host with `/.default` (the app's granted permissions).
+    public var scope: String {
+        guard let url = URL(string: graphURL), let scheme = url.scheme, let host = url.host else { return "https://graph.microsoft.com/.default" }
+        return "\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")/.default"
+    }
+
+    /// `url` without a trailing slash; https, or http to this machine alone (a secret or a
+    /// token never crosses a network in the clear).
+    static func checked(_ url: String, _ option: String) throws(GraphError) -> String {
+        let trimmed = url.hasSuffix("/") ? String(url.dropLast()) : url
+        guard let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty,
+            parsed.query == nil, parsed.fragment == nil
+        else {
+            throw GraphError(.configuration, "\(option) \"\(url)\" is not an absolute URL")
+        }
+        let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host.lowercased())
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            throw GraphError(.configuration, "\(option) \"\(url)\" must be https (plain http only to this machine, for tests)")
+        }
+        return trimmed
+    }
+}

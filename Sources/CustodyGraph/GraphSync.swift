@@ -1,0 +1,84 @@
+public import Custody
+public import CustodyPolicy
+import Foundation
+public import Logging
+import Synchronization
+
+/// What one sync read and produced.
+public struct GraphSyncReport: Sendable {
+    /// The bundle's revision (content hash): the same for an unchanged tenant.
+    public let revision: String
+    public let policies: Int
+    public let groups: Int
+    public let accounts: Int
+    public let statistics: GraphStatistics
+    public let duration: Duration
+    /// Policies deleted while they were read, groups that no longer exist.
+    public let warnings: [String]
+}
+
+/// Reads a tenant from Microsoft Graph and makes it a bundle: `custody graph sync`.
+///
+/// A sync is one snapshot: it either completes (the bundle is written or applied whole) or
+/// fails with a `GraphError` naming the request that failed, leaving the previous bundle, the
+/// directory or the bundle in force, exactly as it was.
+public final class GraphSync: Sendable {
+    public let settings: GraphSettings
+    private let client: GraphClient
+    private let logger: Logger
+    /// The tenant overlay's bytes (see `GraphBundle.files`).
+    private let overlay: [UInt8]?
+
+    public init(settings: GraphSettings, overlay: [UInt8]? = nil, logger: Logger = Logger(label: "custody.graph")) throws(GraphError) {
+        self.settings = settings
+        self.overlay = overlay
+        self.logger = logger
+        client = try GraphClient(settings: settings, logger: logger)
+    }
+
+    /// Closes the HTTP client. Call once, when done.
+    public func shutdown() async { await client.shutdown() }
+
+    /// Reads the tenant and returns its bundle, not yet written anywhere.
+    public func snapshot(progress: (@Sendable (String) -> Void)? = nil) async throws(GraphError) -> (files: BundleFiles, report: GraphSyncReport) {
+        let started = ContinuousClock.now
+        let before = client.statistics.withLock { $0 }
+        let snapshot = try await TenantReader(client: client, logger: logger, progress: progress).read()
+        let files = try GraphBundle.files(of: snapshot, overlay: overlay)
+        var statistics = client.statistics.withLock { $0 }
+        statistics.requests -= before.requests
+        statistics.pages -= before.pages
+        statistics.throttled -= before.throttled
+        statistics.serverErrors -= before.serverErrors
+        statistics.retryWaits.removeFirst(min(before.retryWaits.count, statistics.retryWaits.count))
+        statistics.tokens = await client.tokens.obtained
+        let groups = Set(snapshot.policies.values.flatMap { policy in
+            (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
+        })
+        for warning in snapshot.warnings { logger.warning("\(warning)") }
+        let report = GraphSyncReport(
+            revision: files.contentHash, policies: snapshot.policies.count, groups: groups.count, accounts: snapshot.users.count,
+            statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings)
+        return (files, report)
+    }
+
+    /// Reads the tenant and writes its bundle as the directory `path`, atomically.
+    public func sync(to path: String, progress: (@Sendable (String) -> Void)? = nil) async throws(GraphError) -> GraphSyncReport {
+        let (files, report) = try await snapshot(progress: progress)
+        try GraphBundle.write(files, to: path)
+        return report
+    }
+
+    /// Reads the tenant and applies its bundle to `engine`'s state, as `custody apply` does,
+    /// its source recorded as the tenant.
+    public func sync(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)? = nil) async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) {
+        let (files, report) = try await snapshot(progress: progress)
+        let applied = try await engine.apply(files: files, source: source)
+        return (report, applied)
+    }
+
+    /// How a bundle from this tenant is named in the history: `graph:{tenant}@{graph host}`.
+    public var source: String {
+        "graph:\(settings.tenantID)@\(URL(string: settings.graphURL)?.host ?? settings.graphURL)"
+    }
+}

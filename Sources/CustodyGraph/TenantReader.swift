@@ -1,0 +1,175 @@
+import Foundation
+import Logging
+
+/// One snapshot of a tenant: its app protection and app configuration policies, each with its
+/// apps and assignments, and the users of every group they include or exclude.
+struct TenantSnapshot: Sendable {
+    /// Policies by file name (`{collection}-{id}.json`).
+    var policies: [String: GraphJSON] = [:]
+    /// Users by object ID: their UPN and the assigned groups they are in (transitively).
+    var users: [String: (upn: String?, groups: Set<String>)] = [:]
+    /// Things that did not stop the sync but that an administrator should know.
+    var warnings: [String] = []
+}
+
+/// A collection of policies under `/deviceAppManagement`.
+struct PolicyCollection: Sendable {
+    let name: String
+    let type: String
+    /// Whether its policies have assignments (a default protection applies to all users and
+    /// has none).
+    let assigned: Bool
+
+    static let all = [
+        PolicyCollection(name: "iosManagedAppProtections", type: "#microsoft.graph.iosManagedAppProtection", assigned: true),
+        PolicyCollection(name: "androidManagedAppProtections", type: "#microsoft.graph.androidManagedAppProtection", assigned: true),
+        PolicyCollection(name: "defaultManagedAppProtections", type: "#microsoft.graph.defaultManagedAppProtection", assigned: false),
+        PolicyCollection(name: "targetedManagedAppConfigurations", type: "#microsoft.graph.targetedManagedAppConfiguration", assigned: true),
+    ]
+}
+
+/// Reads a snapshot through a `GraphClient`.
+struct TenantReader {
+    let client: GraphClient
+    let logger: Logger
+    let progress: (@Sendable (String) -> Void)?
+
+    func read() async throws(GraphError) -> TenantSnapshot {
+        var snapshot = TenantSnapshot()
+        for collection in PolicyCollection.all {
+            try await readPolicies(of: collection, into: &snapshot)
+        }
+        // The groups the assignments name, included or excluded; all users when a policy is
+        // assigned to every licensed user.
+        var groups = Set<String>()
+        var everyone = false
+        for policy in snapshot.policies.values {
+            for assignment in policy["assignments"]?.array ?? [] {
+                let target = assignment["target"]
+                switch target?["@odata.type"]?.string {
+                case "#microsoft.graph.groupAssignmentTarget", "#microsoft.graph.exclusionGroupAssignmentTarget":
+                    if let group = target?["groupId"]?.string, !group.isEmpty { groups.insert(group) }
+                case "#microsoft.graph.allLicensedUsersAssignmentTarget":
+                    everyone = true
+                default:
+                    break
+                }
+            }
+        }
+        progress?("\(snapshot.policies.count) policies, \(groups.count) groups")
+        if everyone {
+            let users = try await client.collect("/users?$select=id,userPrincipalName&$top=999", of: Member.self) ?? []
+            for user in users where user.isUser {
+                snapshot.users[user.id, default: (user.userPrincipalName, [])].upn = user.userPrincipalName
+            }
+        }
+        try await readMembers(of: groups.sorted(), into: &snapshot)
+        return snapshot
+    }
+
+    private func readPolicies(of collection: PolicyCollection, into snapshot: inout TenantSnapshot) async throws(GraphError) {
+        let expand = collection.assigned ? "apps,assignments" : "apps"
+        let base = "/deviceAppManagement/\(collection.name)"
+        let listed = try await client.collect("\(base)?$expand=\(expand)", of: GraphJSON.self) ?? []
+        for item in listed {
+            guard case .object(var members) = item, let id = members["id"]?.string, !id.isEmpty else {
+                throw GraphError(.invalidResponse, "an item of \(collection.name) has no id", request: "GET \(client.settings.graphURL)\(base)")
+            }
+            members = Self.withoutAnnotations(members)
+            if members["@odata.type"] == nil { members["@odata.type"] = .string(collection.type) }
+            let escaped = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
+            // A listing that ignored $expand: each policy's apps and assignments read alone.
+            var gone = false
+            for navigation in collection.assigned ? ["apps", "assignments"] : ["apps"] where members[navigation] == nil {
+                guard let read = try await client.collect("\(base)/\(escaped)/\(navigation)", of: GraphJSON.self, missingIsNil: true) else {
+                    gone = true
+                    break
+                }
+                members[navigation] = .array(read.map { $0.object.map { .object(Self.withoutAnnotations($0)) } ?? $0 })
+            }
+            if gone {
+                // Deleted between the listing and this read: it is not in the tenant now.
+                snapshot.warnings.append("\(collection.name) \(id) was deleted while the tenant was read; it is left out")
+                continue
+            }
+            for navigation in ["apps", "assignments"] {
+                if let list = members[navigation]?.array {
+                    members[navigation] = .array(list.sorted { ($0["id"]?.string ?? "") < ($1["id"]?.string ?? "") })
+                }
+            }
+            snapshot.policies[Self.fileName(collection: collection.name, id: id)] = .object(members)
+        }
+    }
+
+    private func readMembers(of groups: [String], into snapshot: inout TenantSnapshot) async throws(GraphError) {
+        let client = self.client
+        let width = max(1, client.settings.concurrency)
+        var read: [(group: String, members: [Member]?)] = []
+        do {
+            try await withThrowingTaskGroup(of: (String, [Member]?).self) { tasks in
+                var pending = groups[...]
+                func start() {
+                    guard let group = pending.popFirst() else { return }
+                    let escaped = group.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? group
+                    tasks.addTask {
+                        let url = "/groups/\(escaped)/transitiveMembers/microsoft.graph.user?$select=id,userPrincipalName&$top=999"
+                        return (group, try await client.collect(url, of: Member.self, missingIsNil: true))
+                    }
+                }
+                for _ in 0..<width { start() }
+                while let result = try await tasks.next() {
+                    read.append(result)
+                    progress?("groups \(read.count)/\(groups.count)")
+                    start()
+                }
+            }
+        } catch let error as GraphError {
+            throw error
+        } catch {
+            throw GraphError(.request, "reading group members failed: \(error)")
+        }
+        for (group, members) in read {
+            guard let members else {
+                // A group deleted but still named by an assignment reaches no one.
+                snapshot.warnings.append("group \(group) named by an assignment does not exist; it reaches no one")
+                continue
+            }
+            for member in members where member.isUser {
+                snapshot.users[member.id, default: (member.userPrincipalName, [])].groups.insert(group)
+                if snapshot.users[member.id]?.upn == nil { snapshot.users[member.id]?.upn = member.userPrincipalName }
+            }
+        }
+    }
+
+    /// A policy's members without Graph's per-response annotations (`@odata.context`,
+    /// `apps@odata.context`, …), which change with the request rather than the tenant.
+    static func withoutAnnotations(_ members: [String: GraphJSON]) -> [String: GraphJSON] {
+        members.filter { key, _ in
+            !(key.hasSuffix("@odata.context") || key.hasSuffix("@odata.nextLink") || key.hasSuffix("@odata.count") || key.hasSuffix("@odata.deltaLink"))
+        }
+    }
+
+    /// `{collection}-{id}.json`, the id kept when it is plain and replaced by its SHA-256
+    /// otherwise (a file name holds no `/`, no control character, and stays short).
+    static func fileName(collection: String, id: String) -> String {
+        let plain = id.count <= 128 && id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }
+            && !id.hasPrefix(".")
+        return "\(collection)-\(plain ? id : GraphBundle.digest(Array(id.utf8))).json"
+    }
+}
+
+/// A member of a group as `transitiveMembers` lists it: a user (what the cast asks for), or a
+/// device or a group from a server that lists every kind.
+struct Member: Decodable, Sendable {
+    let id: String
+    let userPrincipalName: String?
+    let type: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, userPrincipalName
+        case type = "@odata.type"
+    }
+
+    /// Users only: devices, groups and service principals are not accounts.
+    var isUser: Bool { (type == nil || type == "#microsoft.graph.user") && !id.isEmpty }
+}
