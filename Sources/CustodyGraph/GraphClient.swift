@@ -133,7 +133,13 @@ final class GraphClient: Sendable {
                     throw GraphError(
                         .request, "HTTP \(response.status) after \(attempt) tries\(Self.graphError(response.body).map { ": \($0)" } ?? "")", request: name)
                 }
-                let wait = Self.retryAfter(response.headers).map { $0 + jitter($0) } ?? backoff(attempt)
+                let asked = Self.retryAfter(response.headers)
+                if let asked, asked > settings.maximumRetryAfter {
+                    throw GraphError(
+                        .request, "HTTP \(response.status) asking to wait \(asked.components.seconds) s, longer than the \(settings.maximumRetryAfter.components.seconds) s a sync waits",
+                        request: name)
+                }
+                let wait = asked.map { $0 + jitter($0) } ?? backoff(attempt)
                 try await pause(wait, request: name)
             default:
                 let said = Self.graphError(response.body).map { ": \($0)" } ?? ""

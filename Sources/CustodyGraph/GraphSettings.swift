@@ -82,6 +82,9 @@ public struct GraphSettings: Sendable {
     /// The first wait when Graph gives no `Retry-After`; doubled each try, up to `maximumBackoff`.
     public var initialBackoff: Duration = .seconds(1)
     public var maximumBackoff: Duration = .seconds(60)
+    /// The longest `Retry-After` waited for; Graph asking for more fails the sync at once
+    /// (a sync that would sit for an hour is better reported, and run again later).
+    public var maximumRetryAfter: Duration = .seconds(300)
     /// The client's own budget: at most this many requests in any `budgetWindow`, below
     /// Intune's 1,000 requests per 20 seconds per app and tenant.
     public var requestBudget = 900

@@ -188,7 +188,7 @@ struct GraphSyncTests {
         }
     }
 
-    @Test("a page that keeps failing, a 4xx, a stalled server, a nextLink to another host: the sync fails naming the request, and the bundle written before is untouched, byte for byte", arguments: ["keeps-503", "403", "stall", "foreign-link"])
+    @Test("a page that keeps failing, a 4xx, a stalled server, a nextLink to another host: the sync fails naming the request, and the bundle written before is untouched, byte for byte", arguments: ["keeps-503", "403", "stall", "foreign-link", "retry-after-too-long"])
     func failureChangesNothing(kind: String) async throws {
         let server = GraphServer(tenant: try standardTenant())
         let directory = try TemporaryDirectory()
@@ -202,6 +202,7 @@ struct GraphSyncTests {
                 case "keeps-503": state.faults = [Fault(pathContains: "grp-sales", answers: Array(repeating: (503, []), count: 10))]
                 case "403": state.faults = [Fault(pathContains: "grp-sales", answers: [(403, [])])]
                 case "stall": state.faults = [Fault(pathContains: "grp-sales", answers: [], stall: .seconds(4))]
+                case "retry-after-too-long": state.faults = [Fault(pathContains: "grp-sales", answers: [(429, [("Retry-After", "99999")])])]
                 default:
                     state.onRequest = nil
                 }
@@ -229,6 +230,9 @@ struct GraphSyncTests {
             case "stall":
                 #expect(error?.code == .timeout, "\(String(describing: error))")
                 #expect(started.duration(to: .now) < .seconds(3), "given up after the request timeout, not the stall")
+            case "retry-after-too-long":
+                #expect(error?.description.contains("asking to wait 3600 s") == true, "\(String(describing: error))")
+                #expect(started.duration(to: .now) < .seconds(3), "reported, not waited for")
             default: #expect(error?.description.contains("leaves Graph's host") == true, "\(String(describing: error))")
             }
             if kind != "foreign-link" { #expect(error?.request?.contains("grp-sales") == true, "names the request: \(String(describing: error))") }
