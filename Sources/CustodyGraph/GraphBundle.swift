@@ -57,6 +57,19 @@ public enum GraphBundle {
         let parent = target.deletingLastPathComponent().path
         let staging = parent + "/.\(target.lastPathComponent).custody-sync-\(UInt64.random(in: 0..<UInt64.max))"
         let manager = FileManager.default
+        // What is replaced must be a bundle (or nothing): a mistyped --out never takes a
+        // directory of other things with it.
+        if let names = try? manager.contentsOfDirectory(atPath: target.path) {
+            for name in names.sorted() {
+                var isDirectory: ObjCBool = false
+                _ = manager.fileExists(atPath: target.path + "/" + name, isDirectory: &isDirectory)
+                guard name.hasSuffix(".json"), !name.hasPrefix("."), !isDirectory.boolValue else {
+                    throw GraphError(
+                        .bundle,
+                        "\(target.path) holds \(name), which is not a bundle file: give an empty directory, a new path, or a bundle directory (only *.json files) to replace")
+                }
+            }
+        }
         do {
             try manager.createDirectory(atPath: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
             for entry in files.entries {
@@ -65,7 +78,7 @@ public enum GraphBundle {
             try sync(staging)
         } catch {
             try? manager.removeItem(atPath: staging)
-            throw GraphError(.bundle, "cannot write the new bundle beside \(target.path): \(error)")
+            throw GraphError(.bundle, "cannot write the new bundle beside \(target.path): \(Self.describe(error))")
         }
         var isDirectory: ObjCBool = false
         if manager.fileExists(atPath: target.path, isDirectory: &isDirectory) {
@@ -111,6 +124,13 @@ public enum GraphBundle {
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    /// A file error as a sentence.
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        return underlying.map { String(cString: strerror(Int32($0.code))) } ?? (error as NSError).localizedDescription
     }
 
     static func digest(_ bytes: [UInt8]) -> String {

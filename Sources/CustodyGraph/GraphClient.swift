@@ -153,7 +153,13 @@ final class GraphClient: Sendable {
         var items: [Item] = []
         var next: String? = url
         var seen = Set<String>()
+        var emptyInARow = 0
         while let link = next {
+            // Bounded: a server that pages without end (new links, empty pages) ends the sync.
+            guard seen.count < settings.maximumPages, emptyInARow < 100 else {
+                throw GraphError(
+                    .invalidResponse, "the listing did not end after \(seen.count) pages (\(emptyInARow) empty in a row)", request: "GET \(link)")
+            }
             guard seen.insert(link).inserted else {
                 throw GraphError(.invalidResponse, "the nextLink repeats a page already read", request: "GET \(link)")
             }
@@ -167,6 +173,7 @@ final class GraphClient: Sendable {
             }
             statistics.withLock { $0.pages += 1 }
             items.append(contentsOf: page.value)
+            emptyInARow = page.value.isEmpty ? emptyInARow + 1 : 0
             next = page.nextLink
         }
         return items

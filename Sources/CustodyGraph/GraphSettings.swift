@@ -89,6 +89,10 @@ public struct GraphSettings: Sendable {
     /// Intune's 1,000 requests per 20 seconds per app and tenant.
     public var requestBudget = 900
     public var budgetWindow: Duration = .seconds(20)
+    /// The most pages one listing may have (20,000 pages of 999: 20 million items), and a
+    /// listing also ends after 100 empty pages in a row: a server that pages without end
+    /// fails the sync rather than holding it.
+    public var maximumPages = 20_000
     /// Requests in flight at once (group members are read side by side).
     public var concurrency = 4
     /// The largest answer read, in bytes.

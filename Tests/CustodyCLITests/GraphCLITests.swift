@@ -28,3 +28,57 @@ struct GraphCLITests {
         #expect(!FileManager.default.fileExists(atPath: scratch.file("b")))
     }
 }
+
+@Suite("custody graph sync against a Graph-shaped tenant (scripts/graph/tenant-server.py)", .serialized, .timeLimit(.minutes(2)))
+struct GraphCLISyncTests {
+    typealias Scratch = ProtectionCLITests.Scratch
+
+    /// Runs the Python tenant server for `body` (its base URL).
+    static func serving(_ body: (String) throws -> Void) throws {
+        let scratch = try Scratch()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", CLIRunner.packageRoot + "/scripts/graph/tenant-server.py", "200", "4", "2", CLIRunner.packageRoot]
+        let portFile = scratch.file("port")
+        _ = FileManager.default.createFile(atPath: portFile, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: portFile))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { process.terminate() }
+        var port: Int?
+        for _ in 0..<100 where port == nil {
+            usleep(50_000)
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
+        }
+        try body("http://127.0.0.1:\(try #require(port))")
+    }
+
+    @Test("--state applies the tenant's bundle (source graph:TENANT@HOST); --out refuses to replace a directory that is not a bundle")
+    func stateAndOut() throws {
+        let scratch = try Scratch()
+        _ = try scratch.write("secret", "anything")
+        chmod(scratch.file("secret"), 0o600)
+        try Self.serving { base in
+            let common = [
+                "graph", "sync", "--tenant-id", "contoso", "--client-id", "app", "--client-secret-file", scratch.file("secret"), "--authority", base,
+                "--graph-url", base + "/beta",
+            ]
+            let applied = try CLIRunner.run(common + ["--state", scratch.file("state")], environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
+            #expect(applied.status == 0, "\(applied.stderr)")
+            #expect(applied.stdout.hasPrefix("applied graph:contoso@127.0.0.1: "), "\(applied.stdout)")
+            let again = try CLIRunner.run(common + ["--state", scratch.file("state")], environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
+            #expect(again.stdout.hasPrefix("already in force"), "an unchanged tenant: \(again.stdout)")
+
+            try FileManager.default.createDirectory(atPath: scratch.file("victim/sub"), withIntermediateDirectories: true)
+            _ = try scratch.write("victim/notes.txt", "important")
+            let refused = try CLIRunner.run(common + ["--out", scratch.file("victim")])
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("not a bundle file"), "\(refused.stderr)")
+            #expect(try scratch.read("victim/notes.txt") == "important")
+            let written = try CLIRunner.run(common + ["--out", scratch.file("bundle")])
+            #expect(written.status == 0, "\(written.stderr)")
+            let replaced = try CLIRunner.run(common + ["--out", scratch.file("bundle")])
+            #expect(replaced.status == 0, "a bundle directory is replaced: \(replaced.stderr)")
+        }
+    }
+}

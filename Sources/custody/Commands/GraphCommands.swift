@@ -2,6 +2,7 @@ import ArgumentParser
 import Custody
 import CustodyGraph
 import Foundation
+import Logging
 
 /// `custody graph`: read a tenant from Microsoft Graph.
 struct GraphCommand: AsyncParsableCommand {
@@ -92,7 +93,11 @@ struct GraphSyncCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = loggingOptions.makeLogger()
+        // The logging system is set up once: by opening the state when there is one.
+        let engine: CustodyEngine? =
+            out == nil
+            ? try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false, history: historyOptions) : nil
+        let logger = engine == nil ? loggingOptions.makeLogger() : Logger(label: "custody.graph")
         let credential: GraphCredential
         var overlay: [UInt8]?
         do {
@@ -129,8 +134,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
                 if progress != nil { StandardError.write("\n") }
                 Self.describe(report)
                 StandardOutput.write("wrote \(out): \(report.revision)\n")
-            } else {
-                let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false, history: historyOptions)
+            } else if let engine {
                 let (report, applied) = try await sync.sync(into: engine, progress: progress)
                 if progress != nil { StandardError.write("\n") }
                 Self.describe(report)
