@@ -31,7 +31,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
             mdmManagedApps).
 
             --out DIR writes the bundle as DIR, atomically: DIR holds the old bundle or the whole \
-            new one. --state applies it as the bundle in force, as custody apply does, its source \
+            new one; an existing DIR must be empty or hold only *.json files. --state applies it as the bundle in force, as custody apply does, its source \
             recorded as graph:TENANT@HOST. The app registration needs the application permissions \
             DeviceManagementApps.Read.All and GroupMember.Read.All (see docs/graph.md).
 
