@@ -63,7 +63,7 @@ public enum GraphBundle {
             for name in names.sorted() {
                 var isDirectory: ObjCBool = false
                 _ = manager.fileExists(atPath: target.path + "/" + name, isDirectory: &isDirectory)
-                guard name.hasSuffix(".json"), !name.hasPrefix("."), !isDirectory.boolValue else {
+                guard BundleFiles.isEntryName(name), !isDirectory.boolValue else {
                     throw GraphError(
                         .bundle,
                         "\(target.path) holds \(name), which is not a bundle file: give an empty directory, a new path, or a bundle directory (only *.json files) to replace")

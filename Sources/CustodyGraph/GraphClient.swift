@@ -19,6 +19,19 @@ public struct GraphStatistics: Sendable, Equatable {
     public var budgetWait: Duration = .zero
 
     public init() {}
+
+    /// What happened since `earlier` (a reading of the same counters): tokens excepted, which
+    /// count every token the client obtained.
+    func since(_ earlier: GraphStatistics) -> GraphStatistics {
+        var result = self
+        result.requests -= earlier.requests
+        result.pages -= earlier.pages
+        result.throttled -= earlier.throttled
+        result.serverErrors -= earlier.serverErrors
+        result.retryWaits.removeFirst(min(earlier.retryWaits.count, retryWaits.count))
+        result.budgetWait -= earlier.budgetWait
+        return result
+    }
 }
 
 /// The client's own request budget: a token bucket of `capacity` requests refilled evenly over

@@ -45,12 +45,7 @@ public final class GraphSync: Sendable {
         let before = client.statistics.withLock { $0 }
         let snapshot = try await TenantReader(client: client, logger: logger, progress: progress).read()
         let files = try GraphBundle.files(of: snapshot, overlay: overlay)
-        var statistics = client.statistics.withLock { $0 }
-        statistics.requests -= before.requests
-        statistics.pages -= before.pages
-        statistics.throttled -= before.throttled
-        statistics.serverErrors -= before.serverErrors
-        statistics.retryWaits.removeFirst(min(before.retryWaits.count, statistics.retryWaits.count))
+        var statistics = client.statistics.withLock { $0 }.since(before)
         statistics.tokens = await client.tokens.obtained
         let groups = Set(snapshot.policies.values.flatMap { policy in
             (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
