@@ -26,6 +26,13 @@ struct BundleWatch: Sendable {
         pending = nil
     }
 
+    /// Forgets the last read: the files are read again at the next look (after `debounce`),
+    /// changed or not. For a read whose files could not be recorded.
+    mutating func retry() {
+        settled = nil
+        pending = nil
+    }
+
     /// Whether a change is waiting to settle (the watcher then looks again sooner).
     var isSettling: Bool { pending != nil }
 

@@ -9,7 +9,8 @@ extension PolicyManager {
     /// same for `debounce` (see `BundleWatch`), then applied when their content differs from
     /// the policy in force. A bundle that does not load leaves the policy in force and is
     /// announced as `bundleRejected`; the same broken files are not announced again until they
-    /// change.
+    /// change. Files the state could not record (unreachable, busy) are read again at the
+    /// next look, changed or not.
     /// - Parameter clock: the clock the watcher sleeps on (tests inject their own).
     public nonisolated func watch<C: Clock>(
         bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250), clock: C
@@ -31,7 +32,14 @@ extension PolicyManager {
             while !Task.isCancelled {
                 if watch.shouldRead(BundleProbe.take(directory: directory), at: start.duration(to: clock.now)) {
                     guard let self else { return }
-                    _ = try? await self.apply(bundleDirectory: directory)
+                    do {
+                        _ = try await self.apply(bundleDirectory: directory)
+                    } catch let rejection as BundleRejection where rejection.stateFailure != nil {
+                        // The files were not refused, the state failed: read them again at
+                        // the next look, not only when they change.
+                        watch.retry()
+                        try? await clock.sleep(for: interval)
+                    } catch {}
                     continue
                 }
                 try? await clock.sleep(for: watch.isSettling ? min(interval, debounce) : interval)

@@ -321,6 +321,24 @@ struct BundleWatchTests {
         }
     }
 
+    @Test("files the state could not record are read again at the next look, unchanged, after the debounce")
+    func retryAfterStateFailure() throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("policies.json", "x")
+        let probe = BundleProbe.take(directory: directory.path)
+        var watch = BundleWatch(debounce: .milliseconds(250))
+        watch.settle(probe)
+        let settled = watch.shouldRead(probe, at: .milliseconds(0))
+        watch.retry()
+        let early = watch.shouldRead(probe, at: .milliseconds(1_000))
+        let due = watch.shouldRead(probe, at: .milliseconds(1_250))
+        let after = watch.shouldRead(probe, at: .milliseconds(2_250))
+        #expect(!settled, "settled: not read")
+        #expect(!early, "waits for the debounce")
+        #expect(due, "then reads the same files again")
+        #expect(!after, "once")
+    }
+
     @Test("a bundle put in force after a watch started is not overridden by the watch's first look at the unchanged directory")
     func watchDoesNotOverride() async throws {
         let installation = try Installation()

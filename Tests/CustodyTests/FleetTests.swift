@@ -313,6 +313,27 @@ struct FleetTests {
         proxy.heal()
     }
 
+    @Test("a watched directory changed while the state is out of reach is applied once it is back, not only at the next edit")
+    func watchRetriesStateFailure() async throws {
+        let fleet = try Fleet()
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let writer = try await fleet.replica("w", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
+        let directory = try fleet.bundle(0)
+        let first = try await writer.apply(bundleDirectory: directory)
+        proxy.cut()
+        var changed = TestBundle()
+        changed.printBlockedA = true
+        try changed.write(to: directory)
+        let watch = writer.watch(bundleDirectory: directory, interval: .milliseconds(50))
+        defer { watch.cancel() }
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(writer.bundleInForce?.revision == first.bundle.revision, "nothing is in force that the state did not record")
+        proxy.heal()
+        #expect(await eventually(within: .seconds(15)) { writer.bundleInForce?.revision != first.bundle.revision }, "the unchanged directory is read again")
+        #expect(try writer.database.lastAppliedBundle()?.contentHash == writer.bundleInForce?.revision, "and the state records it")
+    }
+
     @Test("bundles put through two replicas at the same moment: the one in force everywhere is the one whose change committed last")
     func concurrentBundles() async throws {
         let fleet = try Fleet()

@@ -35,7 +35,7 @@ struct WatchScopeTests {
         switch backend {
         case .sqlite:
             #expect(watch.directory == bundle)
-            #expect(await eventually { engine.bundleInForce?.revision != applied.bundle.revision }, "the change is applied")
+            #expect(await eventually(within: .seconds(30)) { engine.bundleInForce?.revision != applied.bundle.revision }, "the change is applied")
         case .postgres:
             #expect(watch.directory == nil)
             try await Task.sleep(for: .milliseconds(400))
