@@ -28,7 +28,7 @@ struct ServiceCrashTests {
             let log = scratch.file("serve-\(round).log")
             _ = FileManager.default.createFile(atPath: log, contents: nil)
             process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-            process.arguments = ["serve", "--state", state, "--listen", "127.0.0.1:\(Int.random(in: 20_000..<40_000))", "--platform", "ios", "--without-keys"]
+            process.arguments = ["serve", "--state", state, "--listen", "127.0.0.1:0", "--platform", "ios", "--without-keys"]
             process.environment = ProcessInfo.processInfo.environment.merging(["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")]) { $1 }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))

@@ -38,7 +38,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var masterKeyOptions: MasterKeyOptions
 
-    @Option(help: ArgumentHelp("Where to listen: HOST:PORT (default 127.0.0.1:8080; [::1]:8080 for IPv6).", valueName: "host:port"))
+    @Option(help: ArgumentHelp("Where to listen: HOST:PORT (default 127.0.0.1:8080; [::1]:8080 for IPv6; port 0 takes a free one, announced on stderr).", valueName: "host:port"))
     var listen: String?
 
     @Option(help: ArgumentHelp("Listen on this Unix domain socket instead.", valueName: "path"))
@@ -132,7 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     static func parse(_ listen: String) throws -> (String, Int) {
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (1...65_535).contains(port) else {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65_535).contains(port) else {
             throw ValidationError("--listen must be HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080")
         }
         var host = String(listen[..<colon])
