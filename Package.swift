@@ -2,7 +2,7 @@
 //
 // Custody: a multi-identity data-protection policy engine for Swift on Linux.
 // Layers (each depends only on those above it): CSodium, CLibcrypto → CustodyPolicy → CustodyProtection
-// → CustodyStore → CustodyPostgres → Custody → CustodyServer, CustodyGraph → custody. See docs/architecture.md.
+// → CustodyStore → CustodyPostgres → Custody → CustodyGraph → CustodyServer → custody. See docs/architecture.md.
 
 import PackageDescription
 
@@ -148,6 +148,7 @@ let package = Package(
             name: "CustodyServer",
             dependencies: [
                 "Custody",
+                "CustodyGraph",
                 "CustodyPolicy",
                 "CustodyProtection",
                 "CustodyStore",
@@ -298,7 +299,7 @@ let package = Package(
         .testTarget(
             name: "CustodyGraphTests",
             dependencies: [
-                "CustodyGraph", "Custody", "CustodyPolicy", "CustodyTestSupport",
+                "CustodyGraph", "Custody", "CustodyPolicy", "CustodyServer", "CustodyStore", "CustodyTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,4 +1,5 @@
 package import CustodyPolicy
+import Foundation
 
 extension PolicyEvent {
     /// The event's name, as its JSON carries it in `"event"` and Server-Sent Events in `event:`.
@@ -14,6 +15,7 @@ extension PolicyEvent {
         case .wipeCompleted: "wipeCompleted"
         case .bundleRejected: "bundleRejected"
         case .bundleApplied: "bundleApplied"
+        case .policySynced: "policySynced"
         }
     }
 
@@ -85,7 +87,26 @@ extension PolicyEvent {
         case .bundleApplied(let revision, let source):
             writer.key("revision"); writer.value(revision)
             writer.key("source"); writer.value(source)
+        case .policySynced(let sync):
+            sync.write(to: &writer)
         }
         writer.endObject()
+    }
+}
+
+extension PolicySync {
+    /// The sync's fields, inside an object already begun: `status`, `trigger`, `source`,
+    /// `revision`, `pages`, `requests`, `throttled`, `durationMs`, `finishedAt`, `error`.
+    package func write(to writer: inout JSONWriter) {
+        writer.key("status"); writer.value(status.rawValue)
+        writer.key("trigger"); writer.value(trigger.rawValue)
+        writer.key("source"); writer.value(source)
+        writer.key("revision"); writer.value(revision)
+        writer.key("pages"); writer.value(pages)
+        writer.key("requests"); writer.value(requests)
+        writer.key("throttled"); writer.value(throttled)
+        writer.key("durationMs"); writer.value(milliseconds)
+        writer.key("finishedAt"); writer.value(finishedAt.formatted(.iso8601))
+        writer.key("error"); writer.value(error)
     }
 }

@@ -30,6 +30,9 @@ public enum PolicyEvent: Sendable, Hashable {
     /// no platform for a bundle of both, where only a decision naming one can tell). Not sent
     /// for a `PolicyBundle` applied in memory without a content hash: it has no revision.
     case bundleApplied(revision: String, source: String)
+    /// A sync from the policy's source (Microsoft Graph) ended: applied, unchanged or failed.
+    /// Sent after the events of the bundle it put in force, if any.
+    case policySynced(PolicySync)
 }
 
 /// Why a bundle was refused, and where it came from.

@@ -22,7 +22,7 @@ public struct GraphStatistics: Sendable, Equatable {
 
     /// What happened since `earlier` (a reading of the same counters): tokens excepted, which
     /// count every token the client obtained.
-    func since(_ earlier: GraphStatistics) -> GraphStatistics {
+    public func since(_ earlier: GraphStatistics) -> GraphStatistics {
         var result = self
         result.requests -= earlier.requests
         result.pages -= earlier.pages

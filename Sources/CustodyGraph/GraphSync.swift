@@ -36,6 +36,10 @@ public final class GraphSync: Sendable {
         client = try GraphClient(settings: settings, logger: logger)
     }
 
+    /// The client's counters since it was made (requests, pages, 429s...): read before and
+    /// after a sync, `since(_:)` gives the sync's own, failed ones included.
+    public var statistics: GraphStatistics { client.statistics.withLock { $0 } }
+
     /// Closes the HTTP client. Call once, when done.
     public func shutdown() async { await client.shutdown() }
 

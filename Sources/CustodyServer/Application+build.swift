@@ -1,4 +1,5 @@
 public import Custody
+public import CustodyGraph
 import CustodyPolicy
 public import Hummingbird
 import HummingbirdAuth
@@ -17,16 +18,20 @@ public import Prometheus
 /// - Parameters:
 ///   - configuration: where to listen, TLS, limits, what to watch.
 ///   - engine: the installation; share it with nothing that outlives the application.
+///   - graph: syncs the policy from a Microsoft Graph tenant at start, every
+///     `configuration.graphInterval` and on `POST /v1/graph/sync`; nil: the service does not.
+///     Its HTTP client is shut down when the service stops.
 ///   - metrics: where `/metrics` reads from (a fresh registry by default).
 /// - Throws: when the TLS files cannot be read.
 ///   - onListening: called once the listener is bound, with the address it is bound to (the
 ///     real port when 0 was asked for); nothing is announced before.
 public func buildApplication(
-    configuration: CustodyServerConfiguration, engine: CustodyEngine, metrics registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil,
+    metrics registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
     logger: Logger = Logger(label: "custody.server"), onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let metrics = ServerMetrics(registry: registry)
-    let router = buildRouter(configuration: configuration, engine: engine, metrics: metrics)
+    let router = buildRouter(configuration: configuration, engine: engine, graph: graph, metrics: metrics)
     let limits = configuration.limits
     let http = HTTP1Channel.Configuration(
         additionalChannelHandlers: [
@@ -46,7 +51,8 @@ public func buildApplication(
     }
     return Application(
         router: router, server: server, configuration: .init(address: address, serverName: configuration.serverName),
-        services: [EngineService(engine: engine, configuration: configuration, logger: logger)],
+        services: [EngineService(engine: engine, configuration: configuration, logger: logger)]
+            + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] } ?? []),
         onServerRunning: { channel in
             let bound = channel.localAddress.map { address in
                 address.pathname.map { "unix:\($0)" } ?? CustodyServerConfiguration.Listen.tcp(host: address.ipAddress ?? "?", port: address.port ?? 0).description
@@ -59,12 +65,13 @@ public func buildApplication(
 /// Every route, grouped by the scope it needs; with `refusingOtherMethods`, each route's other
 /// methods answer 405 (off only to list the routes themselves).
 func buildRouter(
-    configuration: CustodyServerConfiguration, engine: CustodyEngine, metrics: ServerMetrics, refusingOtherMethods: Bool = true
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil, metrics: ServerMetrics,
+    refusingOtherMethods: Bool = true
 ) -> Router<CustodyRequestContext> {
     let router = Router(context: CustodyRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestMiddleware(metrics: metrics, engine: engine))
     router.add(middleware: TokenAuthenticator(engine: engine))
-    OperationsController(engine: engine, metrics: metrics).addRoutes(to: router)
+    OperationsController(engine: engine, graph: graph, metrics: metrics).addRoutes(to: router)
 
     let v1 = router.group("v1")
     let decisions = DecisionController(engine: engine, limits: configuration.limits, metrics: metrics)
@@ -77,6 +84,7 @@ func buildRouter(
     let admin = v1.group().add(middleware: RequireScope(scope: .admin))
     policy.addAdminRoutes(to: admin)
     protection.addAdminRoutes(to: admin)
+    GraphController(runner: graph, metrics: metrics).addAdminRoutes(to: admin)
     if refusingOtherMethods { router.addMethodNotAllowedRoutes() }
     return router
 }
@@ -119,11 +127,11 @@ public struct ListenError: Error, CustomStringConvertible {
 /// - Throws: `ListenError` naming the address when it cannot be listened on (taken, not this
 ///   host's, or not permitted).
 public func runService(
-    configuration: CustodyServerConfiguration, engine: CustodyEngine, logger: Logger = Logger(label: "custody.server"),
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil, logger: Logger = Logger(label: "custody.server"),
     onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) async throws {
     do {
-        try await buildApplication(configuration: configuration, engine: engine, logger: logger, onListening: onListening).runService()
+        try await buildApplication(configuration: configuration, engine: engine, graph: graph, logger: logger, onListening: onListening).runService()
     } catch let error as IOError where error.errnoCode == EADDRINUSE {
         throw ListenError(description: "cannot listen on \(configuration.listen): the address is already in use (another service listens there)")
     } catch let error as IOError where error.errnoCode == EACCES || error.errnoCode == EADDRNOTAVAIL {

@@ -65,6 +65,9 @@ public struct CustodyServerConfiguration: Sendable {
     /// How long without reaching the state (or, on PostgreSQL, without a listening connection)
     /// before the service marks its answers stale (`Custody-Stale`) and `/readyz` fails.
     public var staleAfter: Duration = .seconds(3)
+    /// How often the policy is synced from Microsoft Graph, when the service does (`--graph`):
+    /// 5 minutes.
+    public var graphInterval: Duration = .seconds(300)
     /// How often an event stream sends a heartbeat when nothing happens.
     public var heartbeat: Duration
     /// Events an event stream may fall behind by before it is dropped (the client resumes from

@@ -1,4 +1,5 @@
 import Custody
+import CustodyGraph
 import Logging
 import ServiceLifecycle
 
@@ -30,5 +31,23 @@ struct EngineService: Service {
         follower.cancel()
         watch.cancel()
         engine.manager.finish()
+    }
+}
+
+/// Syncs the policy from Microsoft Graph at start and every `interval` while the service runs;
+/// on shutdown it stops (a sync in progress is cancelled: nothing half-applied, the policy in
+/// force stays) and closes the Graph client.
+struct GraphSyncService: Service {
+    let runner: GraphSyncRunner
+    let interval: Duration
+    let metrics: ServerMetrics
+
+    func run() async throws {
+        let metrics = metrics
+        let schedule = Task { await runner.run(every: interval) { metrics.graphSynced($0) } }
+        try? await gracefulShutdown()
+        schedule.cancel()
+        _ = await schedule.value
+        await runner.sync.shutdown()
     }
 }

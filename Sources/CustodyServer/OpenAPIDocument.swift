@@ -1282,6 +1282,82 @@ enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/v1/graph/sync": {
+      "post": {
+        "summary": "Sync the policy from Microsoft Graph now.",
+        "operationId": "graphSync",
+        "security": [
+          {
+            "bearer": []
+          }
+        ],
+        "x-custody-scope": "admin",
+        "description": "Takes no query parameter and no body. Reads the tenant (after the sync in progress, if any) and applies its bundle, as custody graph sync --state does; the outcome is also announced as a `policySynced` event and reported by /readyz and /metrics. Needs a token with the `admin` scope (`admin` grants every scope). The path takes POST; any other method is a 405 `method-not-allowed` with `Allow: POST`.",
+        "responses": {
+          "200": {
+            "description": "The sync ran and its bundle is in force (`applied`, or `unchanged` when it was already).",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PolicySync"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "description": "The service does not sync from Graph (`graph-not-configured`): start it with --graph FILE.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "Another process or replica on this state is syncing now (`graph-sync-busy`, with `Retry-After`); its result reaches this service through the state.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/TooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedContentEncoding"
+          },
+          "417": {
+            "$ref": "#/components/responses/ExpectationFailed"
+          },
+          "431": {
+            "$ref": "#/components/responses/HeadersTooLarge"
+          },
+          "502": {
+            "description": "The sync failed (`graph-sync-failed`, with the `sync`): Graph or the token service refused or kept failing, or the tenant's bundle does not load. The policy in force is unchanged.",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {
@@ -2469,9 +2545,12 @@ enum OpenAPIDocument {
               "no-master-key",
               "state",
               "wipe",
-              "outcome-unknown"
+              "outcome-unknown",
+              "graph-not-configured",
+              "graph-sync-busy",
+              "graph-sync-failed"
             ],
-            "description": "A stable code (docs/service.md lists each with its status): `invalid-query`, `invalid-json` (`line`, `column`), `invalid-parameter` (`parameter`), `invalid-bundle-request`, `empty-data`, `platform-required` and `malformed-request` (400); `unauthorized` (401); `forbidden` (403, `scope`); `unknown-account` and `not-found` (404); `method-not-allowed` (405, `allow`); `body-timeout` (408); `stale` (409, `revision`, `eventId`); `too-large` (413, `limit`); `unsupported-content-encoding` (415); `expectation-failed` (417); `invalid-bundle` (422, `diagnostics`), `ambiguous-account`, `refused` and the protection codes (422); `headers-too-large` (431); `not-implemented` (501); `no-policy`, `no-master-key`, `state`, `wipe` and `outcome-unknown` (503, `revision`)."
+            "description": "A stable code (docs/service.md lists each with its status): `invalid-query`, `invalid-json` (`line`, `column`), `invalid-parameter` (`parameter`), `invalid-bundle-request`, `empty-data`, `platform-required` and `malformed-request` (400); `unauthorized` (401); `forbidden` (403, `scope`); `unknown-account`, `not-found` and `graph-not-configured` (404); `method-not-allowed` (405, `allow`); `body-timeout` (408); `stale` (409, `revision`, `eventId`) and `graph-sync-busy` (409); `too-large` (413, `limit`); `unsupported-content-encoding` (415); `expectation-failed` (417); `invalid-bundle` (422, `diagnostics`), `ambiguous-account`, `refused` and the protection codes (422); `headers-too-large` (431); `not-implemented` (501); `graph-sync-failed` (502, `sync`); `no-policy`, `no-master-key`, `state`, `wipe` and `outcome-unknown` (503, `revision`)."
           },
           "line": {
             "type": "integer"
@@ -2588,6 +2667,57 @@ enum OpenAPIDocument {
             "items": {
               "type": "string"
             }
+          },
+          "graph": {
+            "type": "object",
+            "description": "Present when the service syncs from Microsoft Graph. A failing sync leaves the service ready (the policy in force decides) and adds a warning.",
+            "properties": {
+              "status": {
+                "type": "string",
+                "enum": [
+                  "pending",
+                  "ok",
+                  "failing"
+                ]
+              },
+              "running": {
+                "type": "boolean"
+              },
+              "consecutiveFailures": {
+                "type": "integer"
+              },
+              "lastSuccessAt": {
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "format": "date-time"
+              },
+              "last": {
+                "oneOf": [
+                  {
+                    "$ref": "#/components/schemas/PolicySync"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              }
+            },
+            "required": [
+              "status",
+              "running",
+              "consecutiveFailures",
+              "lastSuccessAt",
+              "last"
+            ]
+          },
+          "warnings": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "What does not make the service unready but needs attention (a failing Graph sync)."
           }
         },
         "required": [
@@ -2595,7 +2725,8 @@ enum OpenAPIDocument {
           "revision",
           "eventId",
           "state",
-          "problems"
+          "problems",
+          "warnings"
         ]
       },
       "PolicyReport": {
@@ -2976,7 +3107,8 @@ enum OpenAPIDocument {
           "wipeRequired",
           "wipeCompleted",
           "bundleRejected",
-          "bundleApplied"
+          "bundleApplied",
+          "policySynced"
         ],
         "description": "An event the engine publishes (and GET /v1/events streams)."
       },
@@ -2993,6 +3125,7 @@ enum OpenAPIDocument {
           "wipeCompleted",
           "bundleRejected",
           "bundleApplied",
+          "policySynced",
           "ready",
           "reset",
           "unauthorized",
@@ -3054,6 +3187,77 @@ enum OpenAPIDocument {
         "type": "string",
         "format": "binary",
         "description": "Raw bytes."
+      },
+      "PolicySync": {
+        "type": "object",
+        "description": "One sync of the policy from Microsoft Graph (custody serve --graph): what POST /v1/graph/sync answers, what /readyz reports as `graph.last`, and the body of a `policySynced` event (with `event`).",
+        "properties": {
+          "status": {
+            "type": "string",
+            "enum": [
+              "applied",
+              "unchanged",
+              "failed"
+            ],
+            "description": "`applied`: the tenant's bundle is in force now; `unchanged`: it was already; `failed`: the policy in force stayed as it was."
+          },
+          "trigger": {
+            "type": "string",
+            "enum": [
+              "start",
+              "schedule",
+              "request"
+            ]
+          },
+          "source": {
+            "type": "string",
+            "description": "`graph:{tenant}@{host}`."
+          },
+          "revision": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The tenant's bundle revision; null when the sync failed."
+          },
+          "pages": {
+            "type": "integer"
+          },
+          "requests": {
+            "type": "integer",
+            "description": "Requests sent to Graph and the token service, each try counted."
+          },
+          "throttled": {
+            "type": "integer",
+            "description": "Answers that were 429."
+          },
+          "durationMs": {
+            "type": "integer"
+          },
+          "finishedAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "error": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Why it failed, naming the request."
+          }
+        },
+        "required": [
+          "status",
+          "trigger",
+          "source",
+          "revision",
+          "pages",
+          "requests",
+          "throttled",
+          "durationMs",
+          "finishedAt",
+          "error"
+        ]
       }
     },
     "responses": {

@@ -2,6 +2,7 @@ import CoreMetrics
 import Custody
 import CustodyPolicy
 import CustodyProtection
+import Foundation
 import Metrics
 import Prometheus
 
@@ -17,6 +18,9 @@ import Prometheus
 /// - `custody_decisions_audited_total`
 /// - `custody_client_aborts_total`: requests whose client went away before they were read
 ///   (not counted as requests: nobody got an answer)
+/// - `custody_graph_syncs_total{status}` (applied, unchanged, failed), `custody_graph_requests_total`,
+///   `custody_graph_pages_total`, `custody_graph_throttled_total`, `custody_graph_sync_duration_seconds`,
+///   `custody_graph_last_success_timestamp_seconds`: syncs from Microsoft Graph (`--graph`)
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -30,6 +34,12 @@ final class ServerMetrics: Sendable {
     let clientAborts: CoreMetrics.Counter
     let bundleVersion: CoreMetrics.Gauge
     let lastEventID: CoreMetrics.Gauge
+    private let graphSyncs: [PolicySync.Status: CoreMetrics.Counter]
+    private let graphRequests: CoreMetrics.Counter
+    private let graphPages: CoreMetrics.Counter
+    private let graphThrottled: CoreMetrics.Counter
+    private let graphDuration: Timer
+    private let graphLastSuccess: CoreMetrics.Gauge
     private let revision = Locked<String?>(nil)
     /// Request counters and timers by method, route and status, made once each.
     private let requestMetrics = Locked<[String: (count: CoreMetrics.Counter, duration: Timer)]>([:])
@@ -61,6 +71,26 @@ final class ServerMetrics: Sendable {
         clientAborts = CoreMetrics.Counter(label: "custody_client_aborts_total", factory: factory)
         bundleVersion = CoreMetrics.Gauge(label: "custody_bundle_version", factory: factory)
         lastEventID = CoreMetrics.Gauge(label: "custody_last_event_id", factory: factory)
+        graphSyncs = Dictionary(uniqueKeysWithValues: PolicySync.Status.allCases.map { status in
+            (status, CoreMetrics.Counter(label: "custody_graph_syncs_total", dimensions: [("status", status.rawValue)], factory: factory))
+        })
+        graphRequests = CoreMetrics.Counter(label: "custody_graph_requests_total", factory: factory)
+        graphPages = CoreMetrics.Counter(label: "custody_graph_pages_total", factory: factory)
+        graphThrottled = CoreMetrics.Counter(label: "custody_graph_throttled_total", factory: factory)
+        var slow = factory
+        slow.defaultDurationHistogramBuckets = [.milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300)]
+        graphDuration = Timer(label: "custody_graph_sync_duration_seconds", factory: slow)
+        graphLastSuccess = CoreMetrics.Gauge(label: "custody_graph_last_success_timestamp_seconds", factory: factory)
+    }
+
+    /// Counts one sync from Microsoft Graph.
+    func graphSynced(_ sync: PolicySync) {
+        graphSyncs[sync.status]?.increment()
+        if sync.requests > 0 { graphRequests.increment(by: sync.requests) }
+        if sync.pages > 0 { graphPages.increment(by: sync.pages) }
+        if sync.throttled > 0 { graphThrottled.increment(by: sync.throttled) }
+        graphDuration.recordNanoseconds(Self.nanoseconds(sync.duration))
+        if sync.status != .failed { graphLastSuccess.record(sync.finishedAt.timeIntervalSince1970) }
     }
 
     /// Counts one request.

@@ -15,6 +15,8 @@ public final class CustodyDatabase: StateStore {
     /// Opened by `init(readingOnly:)`: every write fails.
     public let isReadOnly: Bool
     private let connections: Connections
+    /// Leases taken on a database in memory (see `lease(_:)`).
+    let memoryLeases = MemoryLeases()
 
     /// The file name inside a state directory.
     public static let fileName = "state.sqlite"

@@ -135,6 +135,22 @@ public protocol StateStore: AnyObject, Sendable {
     /// After a wipe: makes sure deleted rows leave no copy behind that the store controls
     /// (SQLite truncates its write-ahead log). Nothing to do where the engine keeps no such copy.
     func purgeDeletedRows() throws(StoreError)
+
+    // MARK: Leases
+
+    /// Takes the lease `name` for this process unless another process (or replica, or another
+    /// caller here) holds it: nil then. Held until released or until this process ends
+    /// (SQLite: an `flock` on a file beside the database; PostgreSQL: a session advisory lock
+    /// on a connection of its own, freed by the server when that connection goes). For work
+    /// one replica at a time should do, such as syncing from Microsoft Graph.
+    /// - Throws: `unavailable` when the state cannot be reached to take it.
+    func lease(_ name: String) throws(StoreError) -> (any StateLease)?
+}
+
+/// A lease taken with `StateStore.lease(_:)`.
+public protocol StateLease: Sendable {
+    /// Gives the lease up; later calls do nothing.
+    func release()
 }
 
 /// A store that tells listeners of new revisions as they commit (PostgreSQL's LISTEN/NOTIFY).

@@ -45,6 +45,36 @@ struct StateStoreContractTests {
         #expect(try state.accountsFirstSeen() == ["oid:a": t0, "upn:bob@contoso.com": t0])
     }
 
+    @Test("a lease is held by one taker at a time, across instances on one state, and is not re-entrant; released, it can be taken again", arguments: Backend.reachable)
+    func leases(backend: Backend) throws {
+        let directory = try TemporaryDirectory()
+        let url = TestPostgres.freshURL("lease")
+        // A second instance on the same state (in memory: the same instance).
+        let first: any StateStore
+        let second: any StateStore
+        switch backend {
+        case .sqliteInMemory:
+            first = try CustodyDatabase()
+            second = first
+        case .sqliteOnDisk:
+            first = try CustodyDatabase(path: directory.file("state.sqlite"))
+            second = try CustodyDatabase(path: directory.file("state.sqlite"))
+        case .postgres:
+            first = try PostgresState(url: url)
+            second = try PostgresState(url: url)
+        }
+        let held = try #require(try first.lease("graph-sync"))
+        #expect(try second.lease("graph-sync") == nil, "held elsewhere")
+        #expect(try first.lease("graph-sync") == nil, "not re-entrant")
+        let other = try #require(try second.lease("other"), "another name is another lease")
+        other.release()
+        held.release()
+        let again = try #require(try second.lease("graph-sync"), "released, it is free")
+        again.release()
+        again.release()
+        #expect(try first.lease("graph-sync") != nil, "released twice is released once")
+    }
+
     @Test("key versions: in order, a version twice is a conflict, deletion counts, the generation moves", arguments: Backend.reachable)
     func keys(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())

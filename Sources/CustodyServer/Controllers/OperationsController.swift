@@ -1,4 +1,5 @@
 import Custody
+import CustodyGraph
 import CustodyPolicy
 import Foundation
 import HTTPTypes
@@ -8,6 +9,7 @@ import CustodyStore
 /// `GET /healthz`, `/readyz`, `/metrics` and `/openapi.json`: no token needed.
 struct OperationsController {
     let engine: CustodyEngine
+    let graph: GraphSyncRunner?
     let metrics: ServerMetrics
 
     func addRoutes(to router: Router<CustodyRequestContext>) {
@@ -34,7 +36,17 @@ struct OperationsController {
     @Sendable func ready(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
         var problems: [String] = []
-        if engine.bundleInForce == nil { problems.append("no bundle is in force") }
+        // A failing Graph sync does not make the service unready: the policy in force still
+        // decides (as Intune's apps keep theirs while the service is away). It is a warning,
+        // unless there is no policy at all.
+        var warnings: [String] = []
+        let sync = graph?.status
+        let syncError = sync.flatMap { $0.consecutiveFailures > 0 ? $0.last?.error : nil }
+        if engine.bundleInForce == nil {
+            problems.append("no bundle is in force" + (syncError.map { " (the Graph sync fails: \($0))" } ?? ""))
+        } else if let syncError {
+            warnings.append("the Graph sync fails (\(sync?.consecutiveFailures ?? 0) in a row), the policy in force stays: \(syncError)")
+        }
         let replica = engine.replicaStatus
         let stale = replica.isStale()
         if stale {
@@ -59,9 +71,30 @@ struct OperationsController {
         writer.key("lastContact"); writer.value(replica.lastContact.map { $0.formatted(.iso8601) })
         writer.key("divergence"); writer.value(replica.divergence)
         writer.endObject()
+        if let sync {
+            writer.key("graph")
+            writer.beginObject()
+            writer.key("status"); writer.value(sync.last == nil ? "pending" : sync.consecutiveFailures > 0 ? "failing" : "ok")
+            writer.key("running"); writer.value(sync.running)
+            writer.key("consecutiveFailures"); writer.value(sync.consecutiveFailures)
+            writer.key("lastSuccessAt"); writer.value(sync.lastSuccess.map { $0.finishedAt.formatted(.iso8601) })
+            writer.key("last")
+            if let last = sync.last {
+                writer.beginObject()
+                last.write(to: &writer)
+                writer.endObject()
+            } else {
+                writer.null()
+            }
+            writer.endObject()
+        }
         writer.key("problems")
         writer.beginArray()
         for problem in problems { writer.value(problem) }
+        writer.endArray()
+        writer.key("warnings")
+        writer.beginArray()
+        for warning in warnings { writer.value(warning) }
         writer.endArray()
         writer.endObject()
         writer.newline()

@@ -101,7 +101,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
         let credential: GraphCredential
         var overlay: [UInt8]?
         do {
-            credential = try loadCredential()
+            credential = try GraphCredential.load(clientSecretFile: clientSecretFile, certificate: certificate, privateKey: privateKey)
             if let tenantOverlay {
                 guard let data = FileManager.default.contents(atPath: tenantOverlay) else {
                     throw GraphError(.configuration, "cannot read the tenant overlay \(tenantOverlay)")
@@ -153,19 +153,6 @@ struct GraphSyncCommand: AsyncParsableCommand {
             throw error
         }
         await sync.shutdown()
-    }
-
-    private func loadCredential() throws -> GraphCredential {
-        if let certificate, let privateKey {
-            guard let certificatePEM = try? String(contentsOfFile: certificate, encoding: .utf8) else {
-                throw GraphError(.configuration, "cannot read the certificate \(certificate)")
-            }
-            let key = try GraphCredential.secret(file: privateKey)
-            guard case .secret(let privateKeyPEM) = key else { throw GraphError(.configuration, "cannot read the private key \(privateKey)") }
-            return .certificate(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM)
-        }
-        if let clientSecretFile { return try GraphCredential.secret(file: clientSecretFile) }
-        return .secret(ProcessInfo.processInfo.environment["CUSTODY_GRAPH_CLIENT_SECRET"] ?? "")
     }
 
     private static func describe(_ report: GraphSyncReport) {

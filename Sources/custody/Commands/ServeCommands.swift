@@ -1,5 +1,6 @@
 import ArgumentParser
 import Custody
+import CustodyGraph
 import CustodyServer
 import Foundation
 import Logging
@@ -24,6 +25,14 @@ struct ServeCommand: AsyncParsableCommand {
             (PUT /v1/bundle, another replica): a warning names the revision it replaced. With no bundle in force, decisions are \
             refused with 503 until one is applied (PUT /v1/bundle, or custody apply).
 
+            With --graph FILE (a JSON object: tenantId, clientId, clientSecretFile or \
+            certificate and privateKey, cloud, authority, graphUrl, tenantOverlay, \
+            intervalSeconds; see docs/graph.md), the policy is synced from Microsoft Graph at \
+            start, every --graph-interval seconds (default: the file's intervalSeconds, else 300) \
+            and on POST /v1/graph/sync (admin), as custody graph sync --state does. A failed sync \
+            keeps the policy in force; /readyz, /metrics and the event stream (policySynced) say \
+            how each went. On a state shared by replicas, one syncs at a time.
+
             Listens on 127.0.0.1:8080 by default (--listen HOST:PORT, or --unix-socket PATH); \
             TLS with --tls-certificate and --tls-key, and client certificates with \
             --tls-client-ca. Stops gracefully on SIGTERM or SIGINT: requests in flight finish, \
@@ -33,6 +42,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("A bundle directory to apply now and whenever it changes.", valueName: "dir"))
     var bundle: String?
+
+    @Option(help: ArgumentHelp("Sync the policy from Microsoft Graph with the settings in this JSON file.", valueName: "file"))
+    var graph: String?
+
+    @Option(name: .customLong("graph-interval"), help: ArgumentHelp("Seconds between syncs from Graph (10 to 86400; default 300).", valueName: "seconds"))
+    var graphInterval: Int?
 
     @OptionGroup var contextOptions: ContextOptions
     @OptionGroup var stateOptions: StateOptions
@@ -79,6 +94,13 @@ struct ServeCommand: AsyncParsableCommand {
         if maxBody < 1 || maxBatch < 1 { throw ValidationError("--max-body and --max-batch must be positive") }
         if bodyTimeout < 1 { throw ValidationError("--body-timeout must be at least 1 second") }
         if let listen { _ = try Self.parse(listen) }
+        if graph != nil && bundle != nil {
+            throw ValidationError("--graph and --bundle exclude each other: the policy comes from the tenant or from a directory")
+        }
+        if let graphInterval {
+            guard graph != nil else { throw ValidationError("--graph-interval needs --graph FILE") }
+            guard (10...86_400).contains(graphInterval) else { throw ValidationError("--graph-interval must be between 10 and 86400 seconds") }
+        }
     }
 
     func run() async throws {
@@ -87,6 +109,14 @@ struct ServeCommand: AsyncParsableCommand {
             return
         }
         let logger = loggingOptions.makeLogger()
+        // Read before anything is opened: a configuration that does not hold stops here.
+        let graphConfiguration: GraphConfiguration?
+        do {
+            graphConfiguration = try graph.map { path throws(GraphError) in try GraphConfiguration.load(file: path) }
+        } catch {
+            StandardError.write("error: --graph: \(error)\n")
+            throw ExitCode.failure
+        }
         let masterKey = withoutKeys ? nil : try masterKeyOptions.source()
         let engine: CustodyEngine
         do {
@@ -121,14 +151,30 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.limits.batchQueries = maxBatch
         configuration.limits.bodyTimeout = .seconds(bodyTimeout)
         let scheme = configuration.tls == nil ? "http" : "https"
+        var runner: GraphSyncRunner?
+        if let graphConfiguration {
+            do {
+                let sync = try GraphSync(settings: graphConfiguration.settings, overlay: graphConfiguration.overlay, logger: Logger(label: "custody.graph"))
+                runner = GraphSyncRunner(sync: sync, engine: engine)
+            } catch {
+                StandardError.write("error: --graph: \(error)\n")
+                throw ExitCode.failure
+            }
+            configuration.graphInterval = .seconds(graphInterval ?? graphConfiguration.interval.map { Int($0.components.seconds) } ?? 300)
+        }
         do {
-            try await runService(configuration: configuration, engine: engine, logger: logger) { address in
+            try await runService(configuration: configuration, engine: engine, graph: runner, logger: logger) { address in
                 StandardError.write("custody serve: \(scheme) on \(address), revision \(engine.bundleInForce?.revision ?? "none")\n")
             }
         } catch let error as ListenError {
+            await runner?.sync.shutdown()
             StandardError.write("error: \(error)\n")
             throw ExitCode.failure
+        } catch {
+            await runner?.sync.shutdown()
+            throw error
         }
+        await runner?.sync.shutdown()
     }
 
     static func parse(_ listen: String) throws -> (String, Int) {

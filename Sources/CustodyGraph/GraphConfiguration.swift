@@ -1,0 +1,130 @@
+public import Foundation
+
+extension GraphCredential {
+    /// The credential a command or a configuration names: a certificate with its private key
+    /// (the key file readable by its owner alone), a client secret file, or else the secret in
+    /// `CUSTODY_GRAPH_CLIENT_SECRET`.
+    /// - Throws: `configuration` when a file cannot be read, may be read by others, or nothing
+    ///   names a credential.
+    public static func load(
+        clientSecretFile: String?, certificate: String?, privateKey: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(GraphError) -> GraphCredential {
+        switch (clientSecretFile, certificate, privateKey) {
+        case (nil, let certificate?, let privateKey?):
+            guard let certificatePEM = try? String(contentsOfFile: certificate, encoding: .utf8) else {
+                throw GraphError(.configuration, "cannot read the certificate \(certificate)")
+            }
+            guard case .secret(let privateKeyPEM) = try GraphCredential.secret(file: privateKey) else {
+                throw GraphError(.configuration, "cannot read the private key \(privateKey)")
+            }
+            return .certificate(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM)
+        case (let file?, nil, nil):
+            return try GraphCredential.secret(file: file)
+        case (nil, nil, nil):
+            guard let secret = environment["CUSTODY_GRAPH_CLIENT_SECRET"], !secret.isEmpty else {
+                throw GraphError(.configuration, "no credential: give a client secret file (or CUSTODY_GRAPH_CLIENT_SECRET), or a certificate with its private key")
+            }
+            return .secret(secret)
+        case (nil, _, _):
+            throw GraphError(.configuration, "a certificate and its private key go together")
+        default:
+            throw GraphError(.configuration, "give a client secret or a certificate, not both")
+        }
+    }
+}
+
+/// What `custody serve --graph FILE` reads: the tenant, the app registration and how often to
+/// sync, as one JSON object.
+///
+/// ```json
+/// {"tenantId": "contoso.onmicrosoft.com", "clientId": "…", "clientSecretFile": "graph-secret",
+///  "cloud": "global", "tenantOverlay": "overlay.json", "intervalSeconds": 300}
+/// ```
+///
+/// Keys: `tenantId`, `clientId` (required); `clientSecretFile`, or `certificate` with
+/// `privateKey` (else `CUSTODY_GRAPH_CLIENT_SECRET`); `cloud`, `authority`, `graphUrl`;
+/// `tenantOverlay`; `intervalSeconds`. A secret is never written in the file itself. Paths are
+/// relative to the file's directory. An unknown key is an error, as is a value of the wrong
+/// type, each naming the file and the key.
+public struct GraphConfiguration: Sendable {
+    public var settings: GraphSettings
+    /// The tenant overlay's bytes (see `GraphBundle.files`).
+    public var overlay: [UInt8]?
+    /// How often to sync, when the file says.
+    public var interval: Duration?
+
+    static let keys: Set<String> = [
+        "tenantId", "clientId", "clientSecretFile", "certificate", "privateKey", "cloud", "authority", "graphUrl", "tenantOverlay",
+        "intervalSeconds",
+    ]
+
+    private struct File: Decodable {
+        var tenantId: String
+        var clientId: String
+        var clientSecretFile: String?
+        var certificate: String?
+        var privateKey: String?
+        var cloud: String?
+        var authority: String?
+        var graphUrl: String?
+        var tenantOverlay: String?
+        var intervalSeconds: Int?
+    }
+
+    /// Reads the configuration at `path`, with the credential and overlay it names.
+    /// - Throws: `configuration`, naming the file and the key at fault.
+    public static func load(file path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(GraphError)
+        -> GraphConfiguration
+    {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw GraphError(.configuration, "cannot read the Graph configuration \(path)")
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw GraphError(.configuration, "\(path): not a JSON object")
+        }
+        if object["clientSecret"] != nil {
+            throw GraphError(.configuration, "\(path): \"clientSecret\": a secret is not kept in the configuration; name a file holding it with \"clientSecretFile\" (mode 600)")
+        }
+        if let unknown = object.keys.sorted().first(where: { !keys.contains($0) }) {
+            throw GraphError(.configuration, "\(path): unknown key \"\(unknown)\" (known: \(keys.sorted().joined(separator: ", ")))")
+        }
+        let file: File
+        do {
+            file = try JSONDecoder().decode(File.self, from: data)
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw GraphError(.configuration, "\(path): \"\(key.stringValue)\" is required")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            let key = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw GraphError(.configuration, "\(path): \"\(key)\" has the wrong type (\(key == "intervalSeconds" ? "a whole number" : "a string") expected)")
+        } catch {
+            throw GraphError(.configuration, "\(path): \(error)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        func resolved(_ file: String?) -> String? {
+            file.map { $0.hasPrefix("/") || directory.isEmpty ? $0 : directory + "/" + $0 }
+        }
+        var cloud = GraphCloud.global
+        if let name = file.cloud {
+            guard let named = GraphCloud(rawValue: name) else {
+                throw GraphError(.configuration, "\(path): \"cloud\" \"\(name)\" is not one of \(GraphCloud.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            cloud = named
+        }
+        if let seconds = file.intervalSeconds, !(10...86_400).contains(seconds) {
+            throw GraphError(.configuration, "\(path): \"intervalSeconds\" \(seconds) is not between 10 and 86400")
+        }
+        let credential = try GraphCredential.load(
+            clientSecretFile: resolved(file.clientSecretFile), certificate: resolved(file.certificate), privateKey: resolved(file.privateKey),
+            environment: environment)
+        var overlay: [UInt8]?
+        if let overlayPath = resolved(file.tenantOverlay) {
+            guard let bytes = FileManager.default.contents(atPath: overlayPath) else {
+                throw GraphError(.configuration, "\(path): cannot read the tenant overlay \(overlayPath)")
+            }
+            overlay = Array(bytes)
+        }
+        let settings = try GraphSettings(
+            tenantID: file.tenantId, clientID: file.clientId, credential: credential, cloud: cloud, authority: file.authority, graphURL: file.graphUrl)
+        return GraphConfiguration(settings: settings, overlay: overlay, interval: file.intervalSeconds.map { .seconds($0) })
+    }
+}

@@ -1,0 +1,128 @@
+public import Custody
+import CustodyStore
+import Foundation
+public import Logging
+import Synchronization
+
+/// Keeps an engine's policy in force current from a tenant, for a long-running service: one
+/// sync at a time in this process, and one at a time across every process and replica on the
+/// same state (a lease in the state: a PostgreSQL advisory lock, an `flock` beside a SQLite
+/// file). Each sync that runs ends in a `PolicySync`, announced to every event stream (through
+/// the state's event log) and kept as `status`.
+///
+/// A failed sync changes nothing: the policy in force stays, and the failure is what
+/// `status` and the event say.
+public actor GraphSyncRunner {
+    /// What a call to `sync(_:)` came to.
+    public enum Outcome: Sendable {
+        /// The sync ran (applied, unchanged or failed).
+        case synced(PolicySync)
+        /// Another process or replica holds the sync lease: it is syncing now, and its result
+        /// reaches this one through the state's change log.
+        case busy
+    }
+
+    /// What `/readyz` reports.
+    public struct Status: Sendable {
+        /// The last sync this process ran, and the last that did not fail.
+        public var last: PolicySync?
+        public var lastSuccess: PolicySync?
+        /// Failed syncs since the last that did not.
+        public var consecutiveFailures = 0
+        /// Whether a sync is running in this process now.
+        public var running = false
+    }
+
+    /// The name of the lease that keeps syncs apart across processes and replicas.
+    public static let leaseName = "graph-sync"
+
+    public nonisolated let sync: GraphSync
+    public nonisolated let engine: CustodyEngine
+    private let logger: Logger
+    private nonisolated let current = Mutex(Status())
+    private var inFlight: Task<Outcome, Never>?
+
+    public init(sync: GraphSync, engine: CustodyEngine, logger: Logger = Logger(label: "custody.graph")) {
+        self.sync = sync
+        self.engine = engine
+        self.logger = logger
+    }
+
+    /// The last syncs' outcome, read without waiting for a sync in progress.
+    public nonisolated var status: Status { current.withLock { $0 } }
+
+    /// Runs a sync once the one in progress (if any) has ended, and returns what it came to.
+    public func sync(_ trigger: PolicySync.Trigger) async -> Outcome {
+        while let running = inFlight { _ = await running.value }
+        let task = Task { await self.perform(trigger) }
+        inFlight = task
+        return await task.value
+    }
+
+    /// Syncs now and then every `interval` (after a failure, within a minute) until the task
+    /// is cancelled.
+    public func run(every interval: Duration, onSync: @Sendable (PolicySync) -> Void = { _ in }) async {
+        var trigger = PolicySync.Trigger.start
+        while !Task.isCancelled {
+            var wait = interval
+            if case .synced(let done) = await sync(trigger) {
+                onSync(done)
+                if done.status == .failed { wait = min(interval, .seconds(60)) }
+            }
+            trigger = .schedule
+            do { try await Task.sleep(for: wait) } catch { return }
+        }
+    }
+
+    private func perform(_ trigger: PolicySync.Trigger) async -> Outcome {
+        defer { inFlight = nil }
+        current.withLock { $0.running = true }
+        defer { current.withLock { $0.running = false } }
+        let started = ContinuousClock.now
+        let before = sync.statistics
+        func outcome(_ status: PolicySync.Status, revision: String?, error: String?) -> PolicySync {
+            let statistics = sync.statistics.since(before)
+            return PolicySync(
+                status: status, trigger: trigger, source: sync.source, revision: revision, pages: statistics.pages, requests: statistics.requests,
+                throttled: statistics.throttled, duration: started.duration(to: .now), finishedAt: Date(), error: error)
+        }
+        let done: PolicySync
+        do {
+            guard let lease = try engine.database.lease(Self.leaseName) else {
+                logger.info("another process or replica is syncing from Graph; its result reaches this one through the state")
+                return .busy
+            }
+            defer { lease.release() }
+            do {
+                let (_, applied) = try await sync.sync(into: engine)
+                done = outcome(applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil)
+            } catch let error as GraphError {
+                done = outcome(.failed, revision: nil, error: "graph sync failed, the policy in force is unchanged: \(error)")
+            } catch {
+                done = outcome(.failed, revision: nil, error: "the tenant's bundle was not applied, the policy in force is unchanged: \(error)")
+            }
+        } catch {
+            done = outcome(.failed, revision: nil, error: "cannot take the sync lease, nothing was read: \(error)")
+        }
+        current.withLock { status in
+            status.last = done
+            if done.status == .failed {
+                status.consecutiveFailures += 1
+            } else {
+                status.lastSuccess = done
+                status.consecutiveFailures = 0
+            }
+        }
+        let metadata: Logger.Metadata = [
+            "status": "\(done.status.rawValue)", "trigger": "\(trigger.rawValue)", "requests": "\(done.requests)", "pages": "\(done.pages)",
+            "throttled": "\(done.throttled)", "durationMs": "\(done.milliseconds)", "revision": "\(done.revision ?? "none")",
+        ]
+        if let error = done.error {
+            logger.error("\(error)", metadata: metadata)
+        } else {
+            logger.info("graph sync \(done.status.rawValue)", metadata: metadata)
+        }
+        engine.manager.announce(done)
+        return .synced(done)
+    }
+}

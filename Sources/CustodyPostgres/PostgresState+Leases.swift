@@ -1,0 +1,43 @@
+public import CustodyStore
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+extension PostgresState {
+    /// A session advisory lock (`pg_try_advisory_lock`) keyed by the schema and `name`, on a
+    /// connection of its own: every replica of this state contends for the same key, and the
+    /// server frees it when the connection ends, so a replica that dies or is cut off never
+    /// holds it for good.
+    public func lease(_ name: String) throws(StoreError) -> (any StateLease)? {
+        let connection = try sessions.connect()
+        let key = "custody:\(settings.schema):\(name)"
+        do {
+            let rows = try sessions.wait(connection.query("SELECT pg_try_advisory_lock(hashtextextended(\(key), 0))", logger: logger)).rows
+            guard let taken = try rows.first?.decode(Bool.self), taken else {
+                sessions.drop(connection)
+                return nil
+            }
+            return AdvisoryLease(connection: connection, sessions: sessions)
+        } catch {
+            sessions.drop(connection)
+            throw StoreError(.unavailable, "cannot take the lease \(name): \(PostgresSessions.describe(error))", path: settings.redacted)
+        }
+    }
+}
+
+/// An advisory lock held by keeping its connection open: released by closing it.
+final class AdvisoryLease: StateLease {
+    private let connection: Mutex<PostgresConnection?>
+    private let sessions: PostgresSessions
+
+    init(connection: PostgresConnection, sessions: PostgresSessions) {
+        self.connection = Mutex(connection)
+        self.sessions = sessions
+    }
+
+    func release() {
+        if let connection = connection.withLock({ $0.take() }) { sessions.drop(connection) }
+    }
+
+    deinit { release() }
+}

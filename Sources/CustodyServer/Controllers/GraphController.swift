@@ -1,0 +1,47 @@
+import Custody
+import CustodyGraph
+import CustodyPolicy
+import Hummingbird
+
+/// `POST /v1/graph/sync` (admin): a sync from Microsoft Graph now, when the service syncs
+/// from a tenant (`custody serve --graph FILE`).
+struct GraphController {
+    let runner: GraphSyncRunner?
+    let metrics: ServerMetrics
+
+    func addAdminRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.post("graph/sync", use: sync)
+    }
+
+    /// Runs a sync (after the one in progress, if any) and answers with what it came to: 200
+    /// `applied` or `unchanged`; 502 `graph-sync-failed` (the policy in force is unchanged);
+    /// 409 `graph-sync-busy` when another replica holds the sync lease.
+    @Sendable func sync(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
+        guard let runner else {
+            throw ServiceError(.notFound, "graph-not-configured", "this service does not sync from Microsoft Graph: start it with custody serve --graph FILE")
+        }
+        switch await runner.sync(.request) {
+        case .busy:
+            throw ServiceError(
+                .conflict, "graph-sync-busy",
+                "another process or replica on this state is syncing from Graph now; its result reaches this service through the state", headers: [.retryAfter: "5"])
+        case .synced(let done):
+            metrics.graphSynced(done)
+            guard done.status != .failed else {
+                throw ServiceError(.badGateway, "graph-sync-failed", done.error ?? "the sync failed; the policy in force is unchanged") { writer in
+                    writer.key("sync")
+                    writer.beginObject()
+                    done.write(to: &writer)
+                    writer.endObject()
+                }
+            }
+            var writer = JSONWriter()
+            writer.beginObject()
+            done.write(to: &writer)
+            writer.endObject()
+            writer.newline()
+            return json(writer.bytes)
+        }
+    }
+}
