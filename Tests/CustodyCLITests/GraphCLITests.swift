@@ -2,6 +2,10 @@ import CustodyTestSupport
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 @Suite("custody graph sync: arguments and secrets", .timeLimit(.minutes(1)))
 struct GraphCLITests {
     typealias Scratch = ProtectionCLITests.Scratch
@@ -34,7 +38,7 @@ struct GraphCLISyncTests {
     typealias Scratch = ProtectionCLITests.Scratch
 
     /// Runs the Python tenant server for `body` (its base URL).
-    static func serving(_ body: (String) throws -> Void) throws {
+    static func serving(_ body: @escaping @Sendable (String) async throws -> Void) async throws {
         let scratch = try Scratch()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -47,18 +51,18 @@ struct GraphCLISyncTests {
         defer { process.terminate() }
         var port: Int?
         for _ in 0..<100 where port == nil {
-            usleep(50_000)
+            try await Task.sleep(for: .milliseconds(50))
             port = (try? String(contentsOfFile: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
         }
-        try body("http://127.0.0.1:\(try #require(port))")
+        try await body("http://127.0.0.1:\(try #require(port))")
     }
 
     @Test("--state applies the tenant's bundle (source graph:TENANT@HOST); --out refuses to replace a directory that is not a bundle")
-    func stateAndOut() throws {
+    func stateAndOut() async throws {
         let scratch = try Scratch()
         _ = try scratch.write("secret", "anything")
         chmod(scratch.file("secret"), 0o600)
-        try Self.serving { base in
+        try await Self.serving { base in
             let common = [
                 "graph", "sync", "--tenant-id", "contoso", "--client-id", "app", "--client-secret-file", scratch.file("secret"), "--authority", base,
                 "--graph-url", base + "/beta",
@@ -79,6 +83,62 @@ struct GraphCLISyncTests {
             #expect(written.status == 0, "\(written.stderr)")
             let replaced = try CLIRunner.run(common + ["--out", scratch.file("bundle")])
             #expect(replaced.status == 0, "a bundle directory is replaced: \(replaced.stderr)")
+        }
+    }
+}
+
+@Suite("custody serve --graph", .serialized, .timeLimit(.minutes(2)))
+struct GraphServeCLITests {
+    typealias Scratch = ProtectionCLITests.Scratch
+
+    @Test("refused before anything is opened: --graph with --bundle, --graph-interval alone or out of range, a configuration that does not hold", arguments: [
+        (["--graph", "graph.json", "--bundle", "policies"], Int32(64), "--graph and --bundle exclude each other"),
+        (["--graph-interval", "60"], 64, "--graph-interval needs --graph FILE"),
+        (["--graph", "graph.json", "--graph-interval", "5"], 64, "--graph-interval must be between 10 and 86400"),
+        (["--graph", "missing.json"], 1, "error: --graph: cannot read the Graph configuration"),
+        (["--graph", "inline-secret.json"], 1, "a secret is not kept in the configuration"),
+    ])
+    func refused(arguments: [String], status: Int32, message: String) throws {
+        let scratch = try Scratch()
+        _ = try scratch.write("inline-secret.json", #"{"tenantId":"t","clientId":"c","clientSecret":"x"}"#)
+        let result = try CLIRunner.run(
+            ["serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:0", "--without-keys"] + arguments.map { $0.hasSuffix(".json") ? scratch.file($0) : $0 })
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("state")), "nothing was opened")
+    }
+
+    @Test("serve --graph syncs the tenant at start: /readyz reports the sync, the policy in force is the tenant's, and POST /v1/graph/sync finds it unchanged")
+    func serves() async throws {
+        let scratch = try Scratch()
+        _ = try scratch.write("secret", "anything")
+        chmod(scratch.file("secret"), 0o600)
+        let token = try #require(try CLIRunner.run(["tokens", "create", "--scope", "admin", "--state", scratch.file("state")]).stdoutLines.last)
+        try await GraphCLISyncTests.serving { base in
+            _ = try scratch.write(
+                "graph.json", #"{"tenantId":"contoso","clientId":"app","clientSecretFile":"secret","authority":"\#(base)","graphUrl":"\#(base)/beta"}"#)
+            let server = try await ServeProcess(
+                ["--state", scratch.file("state"), "--graph", scratch.file("graph.json"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
+            let address = server.address
+            var readiness: [String: Any] = [:]
+            for _ in 0..<200 {
+                let (data, _) = try await URLSession.shared.data(from: URL(string: address + "/readyz")!)
+                readiness = (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+                if readiness["status"] as? String == "ready" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(readiness["status"] as? String == "ready", "\(readiness)")
+            let graph = readiness["graph"] as? [String: Any]
+            #expect(graph?["status"] as? String == "ok")
+            #expect((graph?["last"] as? [String: Any])?["source"] as? String == "graph:contoso@127.0.0.1")
+
+            var request = URLRequest(url: URL(string: address + "/v1/graph/sync")!)
+            request.httpMethod = "POST"
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
+            #expect((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["status"] as? String == "unchanged")
+            #expect(server.stop() == 0, "stops cleanly, its Graph client shut down: \(server.output)")
         }
     }
 }

@@ -50,24 +50,8 @@ struct ServiceCLITests {
     @Test("serve --listen HOST:0 takes a free port and announces the one it bound")
     func listenAnyPort() async throws {
         let scratch = try Scratch()
-        let log = scratch.file("serve.log")
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:0", "--platform", "ios", "--without-keys"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var port: Int?
-        for _ in 0..<400 where port == nil {
-            try await Task.sleep(for: .milliseconds(25))
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "custody serve: http on 127.0.0.1:") {
-                port = Int(text[range.upperBound...].prefix { $0.isNumber })
-            }
-        }
-        let bound = try #require(port, "no address announced")
+        let server = try await ServeProcess(["--state", scratch.file("state"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
+        let bound = server.port
         #expect(bound > 0)
         let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(bound)/healthz")!)
         #expect((response as? HTTPURLResponse)?.statusCode == 200, "the announced port answers")

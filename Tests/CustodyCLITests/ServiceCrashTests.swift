@@ -14,41 +14,16 @@ struct ServiceCrashTests {
     typealias Scratch = ProtectionCLITests.Scratch
     static let rounds = 20
 
-    struct StartFailure: Error, CustomStringConvertible {
-        let log: String
-        var description: String { "serve did not start: \(log)" }
-    }
-
-    /// One `custody serve` on `state`, on a random port, until killed.
+    /// One `custody serve` on `state`, on a free port, until killed.
     final class Server {
-        let process = Process()
-        let port: Int
+        let serve: ServeProcess
+        var process: Process { serve.process }
+        var port: Int { serve.port }
 
         init(state: String, scratch: Scratch, round: Int) async throws {
-            let log = scratch.file("serve-\(round).log")
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-            process.arguments = ["serve", "--state", state, "--listen", "127.0.0.1:0", "--platform", "ios", "--without-keys"]
-            process.environment = ProcessInfo.processInfo.environment.merging(["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")]) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-            try process.run()
-            var announced: Int?
-            for _ in 0..<400 where announced == nil && process.isRunning {
-                try await Task.sleep(for: .milliseconds(25))
-                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                // "custody serve: http on 127.0.0.1:PORT, revision ..."
-                if let line = text.split(separator: "\n").first(where: { $0.contains("custody serve: http on 127.0.0.1:") }),
-                    let address = line.split(separator: " ").first(where: { $0.hasPrefix("127.0.0.1:") })
-                {
-                    announced = Int(address.dropFirst("127.0.0.1:".count).prefix { $0.isNumber })
-                }
-            }
-            guard let announced else {
-                process.terminate()
-                throw StartFailure(log: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
-            }
-            port = announced
+            serve = try await ServeProcess(
+                ["--state", state, "--platform", "ios", "--without-keys"], log: scratch.file("serve-\(round).log"),
+                environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
         }
 
         func kill9() {
