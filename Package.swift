@@ -183,6 +183,7 @@ let package = Package(
             dependencies: [
                 "Custody",
                 "CustodyPolicy",
+                "CustodyStore",
                 "CSystemCalls",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -144,7 +144,8 @@ final class GraphClient: Sendable {
                 }
                 guard attempt < settings.maximumAttempts else {
                     throw GraphError(
-                        .request, "HTTP \(response.status) after \(attempt) tries\(Self.graphError(response.body).map { ": \($0)" } ?? "")", request: name)
+                        .request, "HTTP \(response.status) after \(attempt) tries\(Self.graphError(response.body).map { ": \($0)" } ?? "")", request: name,
+                        status: response.status)
                 }
                 let asked = Self.retryAfter(response.headers)
                 if let asked, asked > settings.maximumRetryAfter {
@@ -156,14 +157,38 @@ final class GraphClient: Sendable {
                 try await pause(wait, request: name)
             default:
                 let said = Self.graphError(response.body).map { ": \($0)" } ?? ""
-                throw GraphError(response.status == 401 ? .authentication : .request, "HTTP \(response.status)\(said)", request: name)
+                let code = Self.graphErrorCode(response.body)
+                if response.status == 410 || ["syncStateNotFound", "syncStateInvalid", "resyncRequired"].contains(code) {
+                    throw GraphError(.resyncRequired, "HTTP \(response.status)\(said)", request: name, status: response.status)
+                }
+                throw GraphError(response.status == 401 ? .authentication : .request, "HTTP \(response.status)\(said)", request: name, status: response.status)
             }
         }
     }
 
     /// Every item of a collection, following `@odata.nextLink` as given until it is absent.
     func collect<Item: Decodable & Sendable>(_ url: String, of type: Item.Type, missingIsNil: Bool = false) async throws(GraphError) -> [Item]? {
+        try await walk(url, of: type, missingIsNil: missingIsNil)?.items
+    }
+
+    /// One round of a delta query: the changes from `url` (a delta function, or the deltaLink
+    /// of the last round) across its pages, and the deltaLink the round ends with.
+    /// - Throws: `resyncRequired` when Graph no longer honours the link.
+    func delta<Item: Decodable & Sendable>(_ url: String, of type: Item.Type) async throws(GraphError) -> (items: [Item], deltaLink: String) {
+        guard let round = try await walk(url, of: type, missingIsNil: false), let link = round.deltaLink else {
+            throw GraphError(.invalidResponse, "the delta round ended without an @odata.deltaLink", request: "GET \(url)")
+        }
+        guard link.hasPrefix(origin + "/") else {
+            throw GraphError(.invalidResponse, "the deltaLink leaves Graph's host \(origin)", request: "GET \(url)")
+        }
+        return (round.items, link)
+    }
+
+    /// The pages from `url`, following `@odata.nextLink` until it is absent: their items, and
+    /// the last page's `@odata.deltaLink`.
+    private func walk<Item: Decodable & Sendable>(_ url: String, of type: Item.Type, missingIsNil: Bool) async throws(GraphError) -> (items: [Item], deltaLink: String?)? {
         var items: [Item] = []
+        var deltaLink: String?
         var next: String? = url
         var seen = Set<String>()
         var emptyInARow = 0
@@ -188,16 +213,19 @@ final class GraphClient: Sendable {
             items.append(contentsOf: page.value)
             emptyInARow = page.value.isEmpty ? emptyInARow + 1 : 0
             next = page.nextLink
+            deltaLink = page.deltaLink
         }
-        return items
+        return (items, deltaLink)
     }
 
     struct Page<Item: Decodable>: Decodable {
         let value: [Item]
         let nextLink: String?
+        let deltaLink: String?
         enum CodingKeys: String, CodingKey {
             case value
             case nextLink = "@odata.nextLink"
+            case deltaLink = "@odata.deltaLink"
         }
     }
 
@@ -229,17 +257,24 @@ final class GraphClient: Sendable {
         return .seconds(min(seconds, 3_600))
     }
 
-    /// Graph's error body, `{"error": {"code", "message"}}`, as `code: message`.
-    static func graphError(_ body: [UInt8]) -> String? {
-        struct Failure: Decodable {
-            struct Detail: Decodable {
-                let code: String?
-                let message: String?
-            }
-            let error: Detail
+    /// Graph's error body, `{"error": {"code", "message"}}`.
+    private struct Failure: Decodable {
+        struct Detail: Decodable {
+            let code: String?
+            let message: String?
         }
+        let error: Detail
+    }
+
+    /// Graph's error body as `code: message`.
+    static func graphError(_ body: [UInt8]) -> String? {
         guard let failure = try? JSONDecoder().decode(Failure.self, from: Data(body)) else { return nil }
         return [failure.error.code, failure.error.message].compactMap { $0 }.joined(separator: ": ")
+    }
+
+    /// The `code` of Graph's error body, if any.
+    static func graphErrorCode(_ body: [UInt8]) -> String? {
+        (try? JSONDecoder().decode(Failure.self, from: Data(body)))?.error.code
     }
 
     static func describe(_ error: any Error) -> String {

@@ -23,6 +23,9 @@ public struct GraphError: Error, Sendable, CustomStringConvertible {
         /// The answer is not what Graph sends: not JSON, no `value` list, an item without an
         /// id, a `nextLink` to another host, a page that repeats.
         public static let invalidResponse = Code(rawValue: "invalid-response")
+        /// A delta link Graph no longer honours (`410 Gone`, or `syncStateNotFound`,
+        /// `syncStateInvalid`, `resyncRequired`): the members are read in full instead.
+        public static let resyncRequired = Code(rawValue: "resync-required")
         /// The bundle the tenant gives does not load, or cannot be written.
         public static let bundle = Code(rawValue: "bundle")
     }
@@ -31,11 +34,14 @@ public struct GraphError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The request that failed: `GET https://graph.microsoft.com/beta/...`.
     public let request: String?
+    /// The HTTP status Graph answered it with, when it answered.
+    public let status: Int?
 
-    public init(_ code: Code, _ message: String, request: String? = nil) {
+    public init(_ code: Code, _ message: String, request: String? = nil, status: Int? = nil) {
         self.code = code
         self.message = message
         self.request = request
+        self.status = status
     }
 
     public var description: String {

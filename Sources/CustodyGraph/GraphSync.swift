@@ -1,5 +1,6 @@
 public import Custody
 public import CustodyPolicy
+import CustodyStore
 import Foundation
 public import Logging
 import Synchronization
@@ -15,6 +16,10 @@ public struct GraphSyncReport: Sendable {
     public let duration: Duration
     /// Policies deleted while they were read, groups that no longer exist.
     public let warnings: [String]
+    /// Whether group members were read by delta (only the groups that changed), and how many
+    /// groups were read.
+    public let incremental: Bool
+    public let groupsRead: Int
 }
 
 /// Reads a tenant from Microsoft Graph and makes it a bundle: `custody graph sync`.
@@ -45,9 +50,21 @@ public final class GraphSync: Sendable {
 
     /// Reads the tenant and returns its bundle, not yet written anywhere.
     public func snapshot(progress: (@Sendable (String) -> Void)? = nil) async throws(GraphError) -> (files: BundleFiles, report: GraphSyncReport) {
+        let (files, report, _) = try await snapshot(tracking: false, cache: nil, progress: progress)
+        return (files, report)
+    }
+
+    /// Reads the tenant; with `tracking`, group members by delta from `cache` (in full when
+    /// there is none or it cannot be used), and returns what to keep for the next sync.
+    func snapshot(tracking: Bool, cache: MembershipCache?, progress: (@Sendable (String) -> Void)?) async throws(GraphError)
+        -> (files: BundleFiles, report: GraphSyncReport, cache: MembershipCache?)
+    {
         let started = ContinuousClock.now
         let before = client.statistics.withLock { $0 }
-        let snapshot = try await TenantReader(client: client, logger: logger, progress: progress).read()
+        var reader = TenantReader(client: client, logger: logger, progress: progress, source: source)
+        reader.tracking = tracking
+        reader.cache = cache
+        let snapshot = try await reader.read()
         let files = try GraphBundle.files(of: snapshot, overlay: overlay)
         var statistics = client.statistics.withLock { $0 }.since(before)
         statistics.tokens = await client.tokens.obtained
@@ -57,8 +74,9 @@ public final class GraphSync: Sendable {
         for warning in snapshot.warnings { logger.warning("\(warning)") }
         let report = GraphSyncReport(
             revision: files.contentHash, policies: snapshot.policies.count, groups: groups.count, accounts: snapshot.users.count,
-            statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings)
-        return (files, report)
+            statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings, incremental: snapshot.incremental,
+            groupsRead: snapshot.groupsRead)
+        return (files, report, snapshot.membershipCache)
     }
 
     /// Reads the tenant and writes its bundle as the directory `path`, atomically.
@@ -70,9 +88,33 @@ public final class GraphSync: Sendable {
 
     /// Reads the tenant and applies its bundle to `engine`'s state, as `custody apply` does,
     /// its source recorded as the tenant.
+    ///
+    /// Group members are read by delta: the state keeps what this sync read and the delta
+    /// links (the cache `graph-membership`), so the next sync of an unchanged tenant reads the
+    /// policies and one round of each link, not every group. Read in full once a day, when Graph
+    /// no longer honours a link, and when the cache is missing or unreadable.
     public func sync(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)? = nil) async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) {
-        let (files, report) = try await snapshot(progress: progress)
+        var cache: MembershipCache?
+        do {
+            if let text = try engine.database.cache(MembershipCache.name) {
+                cache = try JSONDecoder().decode(MembershipCache.self, from: Data(text.utf8))
+            }
+        } catch {
+            logger.warning("the kept group members cannot be read; every group is read", metadata: ["error": "\(error)"])
+        }
+        let (files, report, kept) = try await snapshot(tracking: true, cache: cache, progress: progress)
         let applied = try await engine.apply(files: files, source: source)
+        if kept != nil || cache != nil {
+            do {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                // Nothing kept (delta queries not allowed): the old cache is forgotten too.
+                try engine.database.saveCache(MembershipCache.name, try kept.map { String(decoding: try encoder.encode($0), as: UTF8.self) })
+            } catch {
+                // The bundle is in force; the next sync reads every group.
+                logger.warning("the group members read cannot be kept; the next sync reads every group", metadata: ["error": "\(error)"])
+            }
+        }
         return (report, applied)
     }
 

@@ -10,6 +10,11 @@ struct TenantSnapshot: Sendable {
     var users: [String: (upn: String?, groups: Set<String>)] = [:]
     /// Things that did not stop the sync but that an administrator should know.
     var warnings: [String] = []
+    /// What to keep for the next sync's delta reads (nil when changes are not tracked).
+    var membershipCache: MembershipCache?
+    /// Whether the members were read by delta, and how many groups were read.
+    var incremental = false
+    var groupsRead = 0
 }
 
 /// A collection of policies under `/deviceAppManagement`.
@@ -33,6 +38,12 @@ struct TenantReader {
     let client: GraphClient
     let logger: Logger
     let progress: (@Sendable (String) -> Void)?
+    /// Where a bundle from this tenant is said to come from (the cache is kept per source).
+    let source: String
+    /// With `tracking`, delta links are taken and the members kept for the next sync;
+    /// `cache` is what the last sync kept (nil: read every group).
+    var tracking = false
+    var cache: MembershipCache?
 
     func read() async throws(GraphError) -> TenantSnapshot {
         var snapshot = TenantSnapshot()
@@ -65,6 +76,24 @@ struct TenantReader {
         }
         try await readMembers(of: groups.sorted(), into: &snapshot)
         return snapshot
+    }
+
+    private func readMembers(of groups: [String], into snapshot: inout TenantSnapshot) async throws(GraphError) {
+        let reader = MembershipReader(client: client, source: source, now: Date(), logger: logger, progress: progress, tracking: tracking)
+        let result = try await reader.read(groups, cache: tracking ? cache : nil)
+        snapshot.membershipCache = tracking && result.tracked ? result.cache : nil
+        snapshot.incremental = result.incremental
+        snapshot.groupsRead = result.groupsRead
+        for group in groups {
+            guard let members = result.members[group] ?? nil else {
+                // A group deleted but still named by an assignment reaches no one.
+                snapshot.warnings.append("group \(group) named by an assignment does not exist; it reaches no one")
+                continue
+            }
+            for (id, upn) in members.users {
+                snapshot.users[id, default: (upn.isEmpty ? nil : upn, [])].groups.insert(group)
+            }
+        }
     }
 
     private func readPolicies(of collection: PolicyCollection, into snapshot: inout TenantSnapshot) async throws(GraphError) {
@@ -101,46 +130,6 @@ struct TenantReader {
         }
     }
 
-    private func readMembers(of groups: [String], into snapshot: inout TenantSnapshot) async throws(GraphError) {
-        let client = self.client
-        let width = max(1, client.settings.concurrency)
-        var read: [(group: String, members: [Member]?)] = []
-        do {
-            try await withThrowingTaskGroup(of: (String, [Member]?).self) { tasks in
-                var pending = groups[...]
-                func start() {
-                    guard let group = pending.popFirst() else { return }
-                    let escaped = group.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? group
-                    tasks.addTask {
-                        let url = "/groups/\(escaped)/transitiveMembers/microsoft.graph.user?$select=id,userPrincipalName&$top=999"
-                        return (group, try await client.collect(url, of: Member.self, missingIsNil: true))
-                    }
-                }
-                for _ in 0..<width { start() }
-                while let result = try await tasks.next() {
-                    read.append(result)
-                    progress?("groups \(read.count)/\(groups.count)")
-                    start()
-                }
-            }
-        } catch let error as GraphError {
-            throw error
-        } catch {
-            throw GraphError(.request, "reading group members failed: \(error)")
-        }
-        for (group, members) in read {
-            guard let members else {
-                // A group deleted but still named by an assignment reaches no one.
-                snapshot.warnings.append("group \(group) named by an assignment does not exist; it reaches no one")
-                continue
-            }
-            for member in members where member.isUser {
-                snapshot.users[member.id, default: (member.userPrincipalName, [])].groups.insert(group)
-                if snapshot.users[member.id]?.upn == nil { snapshot.users[member.id]?.upn = member.userPrincipalName }
-            }
-        }
-    }
-
     /// A policy's members without Graph's per-response annotations (`@odata.context`,
     /// `apps@odata.context`, …), which change with the request rather than the tenant.
     static func withoutAnnotations(_ members: [String: GraphJSON]) -> [String: GraphJSON] {
@@ -172,4 +161,6 @@ struct Member: Decodable, Sendable {
 
     /// Users only: devices, groups and service principals are not accounts.
     var isUser: Bool { (type == nil || type == "#microsoft.graph.user") && !id.isEmpty }
+    /// A group nested in the one listed.
+    var isGroup: Bool { type == "#microsoft.graph.group" && !id.isEmpty }
 }

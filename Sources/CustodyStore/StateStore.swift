@@ -145,6 +145,15 @@ public protocol StateStore: AnyObject, Sendable {
     /// one replica at a time should do, such as syncing from Microsoft Graph.
     /// - Throws: `unavailable` when the state cannot be reached to take it.
     func lease(_ name: String) throws(StoreError) -> (any StateLease)?
+
+    // MARK: Caches
+
+    /// The text kept under `name` by `saveCache`, nil when none: what work done for the
+    /// installation keeps between runs (the Graph connector's group members and delta links).
+    /// Not in the change log: whoever needs it reads it.
+    func cache(_ name: String) throws(StoreError) -> String?
+    /// Keeps `text` under `name` (nil: forgets it).
+    func saveCache(_ name: String, _ text: String?) throws(StoreError)
 }
 
 /// A lease taken with `StateStore.lease(_:)`.

@@ -26,6 +26,41 @@ struct FakeTenant: Sendable {
     var groups: [String: [Member]] = [:]
     var users: [(id: String, upn: String)] = []
 
+    /// Delta queries: every change made through `change(group:_:)` and `rename(user:to:)`,
+    /// numbered; a delta link holds the number it was made at. Links older than
+    /// `oldestDelta` are answered `410 syncStateNotFound`.
+    var version = 0
+    var groupChanges: [(version: Int, group: String)] = []
+    var userChanges: [(version: Int, id: String)] = []
+    var oldestDelta = 0
+
+    /// Changes a group's direct members, as `/groups/delta` reports it.
+    mutating func change(group: String, _ body: (inout [Member]) -> Void) {
+        version += 1
+        body(&groups[group, default: []])
+        groupChanges.append((version, group))
+    }
+
+    /// Renames a user everywhere, as `/users/delta` reports it.
+    mutating func rename(user id: String, to upn: String) {
+        version += 1
+        for (group, members) in groups {
+            groups[group] = members.map { member in
+                if case .user(id, _) = member { return .user(id: id, upn: upn) }
+                return member
+            }
+        }
+        userChanges.append((version, id))
+    }
+
+    /// A user's UPN as the groups hold it.
+    func upn(of id: String) -> String? {
+        for members in groups.values {
+            for case .user(id, let upn) in members { return upn }
+        }
+        return nil
+    }
+
     /// A group's users through nested groups (devices and groups are not listed by the cast).
     func transitiveUsers(of group: String, seen: Set<String> = []) -> [(id: String, upn: String)] {
         var result: [(id: String, upn: String)] = []
@@ -70,8 +105,6 @@ struct ServerBehaviour: Sendable {
     var skipPaging = false
     /// Listings answer without the `$expand`ed apps and assignments.
     var ignoresExpand = false
-    /// Member listings hold devices and groups as well as users (the cast ignored).
-    var ignoresCast = false
     /// Before the last page of each listing, an empty page with a nextLink.
     var emptyPageBeforeLast = false
 }
@@ -237,9 +270,16 @@ final class GraphServer: Sendable {
             guard tenant.groups[p[1]] != nil else {
                 return Self.json(404, .object(["error": .object(["code": .string("Request_ResourceNotFound"), "message": .string("Resource '\(p[1])' does not exist")])]))
             }
-            items = behaviour.ignoresCast
-                ? tenant.transitiveMembers(of: p[1])
-                : tenant.transitiveUsers(of: p[1]).map { .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)]) }
+            items = tenant.transitiveUsers(of: p[1]).map { .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)]) }
+        case let p where p.count == 3 && p[0] == "groups" && p[2] == "transitiveMembers":
+            guard tenant.groups[p[1]] != nil else {
+                return Self.json(404, .object(["error": .object(["code": .string("Request_ResourceNotFound"), "message": .string("Resource '\(p[1])' does not exist")])]))
+            }
+            var unique = Set<String>()
+            items = tenant.transitiveMembers(of: p[1]).filter { unique.insert($0["id"]?.string ?? "").inserted }
+        case let p where p.count == 2 && p[1] == "delta" && ["groups", "users"].contains(p[0]):
+            let parameters = Dictionary(query.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first })
+            return delta(of: p[0], query: parameters, tenant: tenant, port: port)
         case let p where p == ["users"]:
             items = tenant.users.map { .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)]) }
         default:
@@ -278,6 +318,38 @@ final class GraphServer: Sendable {
         var body: [String: GraphJSON] = ["@odata.context": .string("https://graph.microsoft.com/beta/$metadata#\(path)"), "value": .array(page)]
         if let next { body["@odata.nextLink"] = .string(next) }
         return Self.json(200, .object(body))
+    }
+
+    /// A round of `/groups/delta` or `/users/delta`: `$deltatoken=latest` gives a link and no
+    /// data; a link's token gives the groups (among those its filter named) or users changed
+    /// since it was made, and a link for now. Not paged.
+    private func delta(of collection: String, query: [String: String], tenant: FakeTenant, port: Int) -> Response {
+        var ids: [String] = []
+        if let listed = query["ids"] {
+            ids = listed.split(separator: ",").map(String.init)
+        } else if let filter = query["$filter"] {
+            // id eq 'a' or id eq 'b' → a, b
+            ids = filter.split(separator: "'", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        }
+        var changed: [GraphJSON] = []
+        if let token = query["$deltatoken"], token != "latest" {
+            guard let since = Int(token), since >= tenant.oldestDelta else {
+                return Self.json(410, .object(["error": .object(["code": .string("syncStateNotFound"), "message": .string("The sync state is no longer available.")])]))
+            }
+            if collection == "groups" {
+                let groups = Set(tenant.groupChanges.filter { $0.version > since && ids.contains($0.group) }.map(\.group))
+                changed = groups.sorted().map { .object(["id": .string($0), "members@delta": .array([])]) }
+            } else {
+                let users = Set(tenant.userChanges.filter { $0.version > since }.map(\.id))
+                changed = users.sorted().map { id in
+                    tenant.upn(of: id).map { .object(["id": .string(id), "userPrincipalName": .string($0)]) }
+                        ?? .object(["id": .string(id), "@removed": .object(["reason": .string("deleted")])])
+                }
+            }
+        }
+        var link = URLComponents(string: "http://127.0.0.1:\(port)/beta/\(collection)/delta")!
+        link.queryItems = [URLQueryItem(name: "$deltatoken", value: "\(tenant.version)")] + (ids.isEmpty ? [] : [URLQueryItem(name: "ids", value: ids.joined(separator: ","))])
+        return Self.json(200, .object(["value": .array(changed), "@odata.deltaLink": .string(link.string!)]))
     }
 
     private func link(_ base: URLComponents, position: String, behaviour: ServerBehaviour, empty: Bool) -> String {

@@ -75,6 +75,23 @@ struct StateStoreContractTests {
         #expect(try first.lease("graph-sync") != nil, "released twice is released once")
     }
 
+    @Test("a cache keeps its text by name, replaced or forgotten, outside the change log", arguments: Backend.reachable)
+    func caches(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        let before = try state.changeBounds().newest
+        #expect(try state.cache("graph-membership") == nil)
+        try state.saveCache("graph-membership", #"{"a":1}"#)
+        try state.saveCache("other", "x")
+        #expect(try state.cache("graph-membership") == #"{"a":1}"#)
+        let large = String(repeating: "é", count: 1 << 20)
+        try state.saveCache("graph-membership", large)
+        #expect(try state.cache("graph-membership") == large, "replaced, whole")
+        try state.saveCache("graph-membership", nil)
+        #expect(try state.cache("graph-membership") == nil)
+        #expect(try state.cache("other") == "x", "names are apart")
+        #expect(try state.changeBounds().newest == before, "no change for replicas to apply")
+    }
+
     @Test("key versions: in order, a version twice is a conflict, deletion counts, the generation moves", arguments: Backend.reachable)
     func keys(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())

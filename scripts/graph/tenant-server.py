@@ -4,7 +4,8 @@
 USERS users in GROUPS groups (each user in two groups, so each group has 2*USERS/GROUPS
 members), POLICIES app protection policies (half iOS, half Android) each including three groups
 and excluding one, built from policies/finance-ios.json. Graph's page sizes: 999 members a page
-by $skiptoken cursor, policies with $expand=apps,assignments. Any client secret is accepted.
+by $skiptoken cursor, policies with $expand=apps,assignments; /groups/delta and /users/delta
+answer every round with no change. Any client secret is accepted.
 Prints the port on its first line; counts requests at GET /_stats.
 """
 import json, sys, threading, copy
@@ -72,7 +73,13 @@ class Handler(BaseHTTPRequestHandler):
             kind = segments[1]
             items = [p for p in policies if p["@odata.type"].endswith(kind[:-1])]
             return self.send(200, {"value": items})
-        if segments[:1] == ["groups"] and len(segments) == 4:
+        if segments in (["groups", "delta"], ["users", "delta"]):
+            # The tenant never changes: every round is empty, with a link for now.
+            rest = {k: v[0] for k, v in query.items() if k != "$deltatoken"}
+            rest["$deltatoken"] = "1"
+            link = f"http://127.0.0.1:{self.server.server_port}{parts.path}?{urlencode(rest)}"
+            return self.send(200, {"value": [], "@odata.deltaLink": link})
+        if segments[:1] == ["groups"] and len(segments) in (3, 4):
             g = int(segments[1].split("-")[1])
             items = members(g)
             start = int(query.get("$skiptoken", ["0"])[0])

@@ -4,6 +4,22 @@ import PostgresNIO
 import Synchronization
 
 extension PostgresState {
+    /// Kept in the settings table as `cache:{name}`, outside the change log.
+    public func cache(_ name: String) throws(StoreError) -> String? {
+        try read("reading the cache \(name)") { session in try Self.setting("cache:" + name, in: session) }
+    }
+
+    public func saveCache(_ name: String, _ text: String?) throws(StoreError) {
+        let key = "cache:" + name
+        try write("saving the cache \(name)") { session in
+            if let text {
+                try session.execute("INSERT INTO settings (name, value) VALUES (\(key), \(text)) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+            } else {
+                try session.execute("DELETE FROM settings WHERE name = \(key)")
+            }
+        }
+    }
+
     /// A session advisory lock (`pg_try_advisory_lock`) keyed by the schema and `name`, on a
     /// connection of its own: every replica of this state contends for the same key, and the
     /// server frees it when the connection ends, so a replica that dies or is cut off never

@@ -1,7 +1,27 @@
 import Foundation
+import GRDB
 import Synchronization
 
 extension CustodyDatabase {
+    /// Kept in the settings table as `cache:{name}`, outside the change log.
+    public func cache(_ name: String) throws(StoreError) -> String? {
+        try read("reading the cache \(name)") { db in
+            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: ["cache:" + name])
+        }
+    }
+
+    public func saveCache(_ name: String, _ text: String?) throws(StoreError) {
+        try write("saving the cache \(name)") { db in
+            if let text {
+                try db.execute(
+                    sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                    arguments: ["cache:" + name, text])
+            } else {
+                try db.execute(sql: "DELETE FROM settings WHERE name = ?", arguments: ["cache:" + name])
+            }
+        }
+    }
+
     /// An `flock` on `{database}.{name}.lock`, which every process opening this database takes
     /// the same way; in memory, a lock of this instance alone.
     public func lease(_ name: String) throws(StoreError) -> (any StateLease)? {

@@ -1,0 +1,188 @@
+import Custody
+import CustodyGraph
+import CustodyPolicy
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// Group members by delta: a sync into a state keeps what it read and the `/groups/delta` and
+/// `/users/delta` links, and the next sync reads only what changed. Each test checks the
+/// bundle against a full read of the same tenant: a delta sync decides exactly as a full one.
+@Suite("Graph connector: group members by delta", .timeLimit(.minutes(3)))
+struct GraphDeltaTests {
+    /// An engine on a state of its own, and a sync for `base`.
+    struct Installation {
+        let directory: TemporaryDirectory
+        let engine: CustodyEngine
+        let sync: GraphSync
+
+        init(base: String) async throws {
+            directory = try TemporaryDirectory()
+            engine = try await CustodyEngine.open(CustodyConfiguration(state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+            sync = try GraphSync(settings: try settings(base))
+        }
+
+        /// Syncs into the state; the report and the Graph requests it made.
+        func run(_ server: GraphServer) async throws -> (report: GraphSyncReport, requests: [String]) {
+            let before = server.requests.count
+            let (report, _) = try await sync.sync(into: engine)
+            return (report, Array(server.requests.dropFirst(before)))
+        }
+    }
+
+    /// The revision a full read of the tenant gives now (a sync to a directory: no cache).
+    func fullRevision(_ base: String) async throws -> String {
+        let sync = try GraphSync(settings: try settings(base))
+        defer { Task { await sync.shutdown() } }
+        return try await sync.snapshot().files.contentHash
+    }
+
+    @Test("a repeated sync of an unchanged tenant reads the policies and one round of each delta link, no group; the bundle is the same")
+    func unchanged() async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        try await server.serving { base in
+            let installation = try await Installation(base: base)
+            let first = try await installation.run(server)
+            #expect(!first.report.incremental)
+            #expect(first.report.groupsRead == 3 + 1, "finance, contractors, sales, and finance-emea once its link was taken")
+            let repeated = try await installation.run(server)
+            #expect(repeated.report.incremental)
+            #expect(repeated.report.groupsRead == 0)
+            #expect(repeated.report.revision == first.report.revision)
+            #expect(!repeated.requests.contains { $0.contains("transitiveMembers") }, "\(repeated.requests)")
+            // 4 policy listings; one round of each link: the assigned groups', the nested group's
+            // (taken when it was found), the users'.
+            #expect(repeated.requests.count == 7, "\(repeated.requests)")
+            #expect(repeated.report.revision == (try await fullRevision(base)))
+            await installation.sync.shutdown()
+        }
+    }
+
+    /// Changes to the standard tenant, and how many groups the next sync must read.
+    enum Change: String, CaseIterable, CustomTestStringConvertible {
+        case memberAdded = "a member added to an assigned group"
+        case nestedMemberRemoved = "a member removed from a nested group"
+        case userRenamed = "a user renamed"
+        case excludedMemberAdded = "an excluded member added"
+        case groupNested = "a group nested into an assigned group"
+        case groupDeleted = "a group deleted"
+
+        var testDescription: String { rawValue }
+
+        func apply(to tenant: inout FakeTenant) {
+            switch self {
+            case .memberAdded: tenant.change(group: "grp-sales") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }
+            case .nestedMemberRemoved: tenant.change(group: "grp-finance-emea") { $0.removeAll { if case .user = $0 { true } else { false } } }
+            case .userRenamed: tenant.rename(user: People.bob.id, to: "robert@contoso.com")
+            case .excludedMemberAdded: tenant.change(group: "grp-contractors") { $0.append(.user(id: People.alice.id, upn: People.alice.upn)) }
+            case .groupNested:
+                tenant.groups["grp-new"] = [.user(id: People.dave.id, upn: People.dave.upn)]
+                tenant.change(group: "grp-sales") { $0.append(.group("grp-new")) }
+            case .groupDeleted:
+                tenant.change(group: "grp-contractors") { _ in }
+                tenant.groups["grp-contractors"] = nil
+            }
+        }
+
+        /// Sales read, then read again once grp-new's link is taken; the others once.
+        var groupsRead: Int {
+            switch self {
+            case .userRenamed: 0
+            case .groupNested: 2
+            default: 1
+            }
+        }
+    }
+
+    @Test("a change to the tenant: the next sync reads only the groups it touched, and decides as a full read does", arguments: Change.allCases)
+    func changed(change: Change) async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        try await server.serving { base in
+            let installation = try await Installation(base: base)
+            let first = try await installation.run(server)
+            server.state.withLock { change.apply(to: &$0.tenant) }
+            let next = try await installation.run(server)
+            #expect(next.report.incremental)
+            #expect(next.report.groupsRead == change.groupsRead, "\(next.requests)")
+            #expect(next.report.revision != first.report.revision, "the bundle changed")
+            #expect(next.report.revision == (try await fullRevision(base)), "as a full read")
+            // And nothing more at the sync after (the links moved on); a group that does not
+            // exist is asked for again each time (one request).
+            let again = try await installation.run(server)
+            #expect(again.report.groupsRead == (change == .groupDeleted ? 1 : 0))
+            #expect(again.report.revision == next.report.revision)
+            await installation.sync.shutdown()
+        }
+    }
+
+    @Test("a nested group tracked from its discovery: a member added to it later is read at the next sync")
+    func nestedLater() async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        try await server.serving { base in
+            let installation = try await Installation(base: base)
+            _ = try await installation.run(server)
+            server.state.withLock { state in
+                state.tenant.groups["grp-new"] = []
+                state.tenant.change(group: "grp-sales") { $0.append(.group("grp-new")) }
+            }
+            _ = try await installation.run(server)
+            server.state.withLock { $0.tenant.change(group: "grp-new") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) } }
+            let next = try await installation.run(server)
+            #expect(next.report.groupsRead == 1, "sales, which holds it")
+            #expect(next.report.revision == (try await fullRevision(base)))
+            #expect(try installation.engine.policy().print(account: People.account(People.dave)).isAllowed == true)
+            await installation.sync.shutdown()
+        }
+    }
+
+    @Test("the members are read in full when Graph no longer honours a link (410 syncStateNotFound), when the cache is a day old or unreadable, and when the tenant is another")
+    func fullAgain() async throws {
+        for reason in ["expired link", "a day old", "unreadable", "another version"] {
+            let server = GraphServer(tenant: try standardTenant())
+            try await server.serving { base in
+                let installation = try await Installation(base: base)
+                _ = try await installation.run(server)
+                let state = installation.engine.database
+                switch reason {
+                case "expired link":
+                    server.state.withLock { $0.tenant.change(group: "grp-sales") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }; $0.tenant.oldestDelta = $0.tenant.version }
+                case "a day old":
+                    let text = try #require(try state.cache("graph-membership"))
+                    var object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+                    object["fullReadAt"] = Date().timeIntervalSince1970 - 86_401
+                    try state.saveCache("graph-membership", String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
+                case "unreadable":
+                    try state.saveCache("graph-membership", "{not json")
+                default:
+                    let text = try #require(try state.cache("graph-membership"))
+                    try state.saveCache("graph-membership", text.replacingOccurrences(of: #""version":1"#, with: #""version":99"#))
+                }
+                let next = try await installation.run(server)
+                #expect(!next.report.incremental, "\(reason)")
+                #expect(next.report.groupsRead == 4, "\(reason)")
+                #expect(next.report.revision == (try await fullRevision(base)), "\(reason)")
+                let after = try await installation.run(server)
+                #expect(after.report.incremental, "\(reason): delta again after the full read")
+                await installation.sync.shutdown()
+            }
+        }
+    }
+
+    @Test("an app without User.Read.All (delta refused with 403): every sync reads every group, and nothing is kept")
+    func deltaNotAllowed() async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        server.state.withLock { $0.faults = [Fault(pathContains: "/users/delta", answers: Array(repeating: (403, []), count: 10))] }
+        try await server.serving { base in
+            let installation = try await Installation(base: base)
+            let first = try await installation.run(server)
+            let second = try await installation.run(server)
+            #expect(!first.report.incremental && !second.report.incremental)
+            #expect(second.report.groupsRead == 3, "the assigned groups, whose listings hold the nested ones")
+            #expect(try installation.engine.database.cache("graph-membership") == nil)
+            #expect(second.report.revision == (try await fullRevision(base)))
+            await installation.sync.shutdown()
+        }
+    }
+}
