@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # custody graph sync against a Graph-shaped tenant served on loopback (scripts/graph/tenant-server.py):
 # USERS users (default 100,000) in GROUP_COUNT groups (200) and POLICIES policies (50), 999 members a page.
-# Runs a first sync and a repeated sync of the unchanged tenant, each under /usr/bin/time -v:
-# wall time, CPU time, peak RSS, and the requests the server answered.
+# Runs first and repeated syncs of the unchanged tenant, to a directory and into a state, each under
+# /usr/bin/time -v: wall time, CPU time, peak RSS, and the requests the server answered.
 # Usage: scripts/bench-graph.sh [BINARY] (default .build/release/custody; build it with swift build -c release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,16 +18,26 @@ BASE="http://127.0.0.1:$PORT"
 printf 'bench-secret' >"$WORK/secret"; chmod 600 "$WORK/secret"
 requests() { curl -s "$BASE/_stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])'; }
 echo "tenant: $USERS users, $GROUP_COUNT groups, $POLICIES policies; binary $BINARY"
-for run in first repeat; do
+# Two ways: --out DIR (no state, so no delta: every sync reads every group), and --state
+# (group members by delta from the second sync on). Each a first sync, then a repeat of the
+# unchanged tenant.
+run() {  # name, destination arguments...
+    local name=$1; shift
     before=$(requests)
     /usr/bin/time -v "$BINARY" graph sync --tenant-id contoso --client-id bench --client-secret-file "$WORK/secret" \
-        --authority "$BASE" --graph-url "$BASE/beta" --out "$WORK/bundle" >"$WORK/$run.out" 2>"$WORK/$run.err"
+        --authority "$BASE" --graph-url "$BASE/beta" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
     after=$(requests)
-    wall=$(grep "Elapsed (wall clock)" "$WORK/$run.err" | awk '{print $NF}')
-    user=$(grep "User time" "$WORK/$run.err" | awk '{print $NF}')
-    sys=$(grep "System time" "$WORK/$run.err" | awk '{print $NF}')
-    rss=$(grep "Maximum resident" "$WORK/$run.err" | awk '{print $NF}')
-    echo "$run sync: wall $wall, cpu ${user}s user + ${sys}s sys, peak RSS $((rss / 1024)) MiB, $((after - before)) requests; $(grep '^read' "$WORK/$run.err")"
-    echo "  $(cat "$WORK/$run.out")"
-done
+    wall=$(grep "Elapsed (wall clock)" "$WORK/$name.err" | awk '{print $NF}')
+    user=$(grep "User time" "$WORK/$name.err" | awk '{print $NF}')
+    sys=$(grep "System time" "$WORK/$name.err" | awk '{print $NF}')
+    rss=$(grep "Maximum resident" "$WORK/$name.err" | awk '{print $NF}')
+    echo "$name: wall $wall, cpu ${user}s user + ${sys}s sys, peak RSS $((rss / 1024)) MiB, $((after - before)) requests; $(grep '^read' "$WORK/$name.err")"
+    echo "  $(cat "$WORK/$name.out")"
+}
+export CUSTODY_MASTER_KEY_FILE="$WORK/master.key"
+run "--out first " --out "$WORK/bundle"
+run "--out repeat" --out "$WORK/bundle"
+run "--state first " --state "$WORK/state"
+run "--state repeat" --state "$WORK/state"
+run "--state repeat" --state "$WORK/state"
 echo "bundle: $(du -sh "$WORK/bundle" | cut -f1), tenant.json $(wc -c <"$WORK/bundle/tenant.json") bytes"

@@ -42,6 +42,10 @@ struct GraphSyncCommand: AsyncParsableCommand {
             under Intune's per-app limit. Any failure leaves the previous bundle as it was, \
             names the request that failed, and exits 1. Two syncs of an unchanged tenant give \
             the same bytes, so the revision changes only when the tenant does.
+
+            With --state, the members read and Graph's delta links are kept in the state: the \
+            next sync reads only the groups that changed (/groups/delta, /users/delta; the app \
+            then also needs User.Read.All), and every group again once a day.
             """
     )
 
@@ -158,7 +162,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
     private static func describe(_ report: GraphSyncReport) {
         let seconds = Double(report.duration.components.seconds) + Double(report.duration.components.attoseconds) / 1e18
         StandardError.write(
-            "read \(report.policies) policies, \(report.groups) groups, \(report.accounts) accounts in \(report.statistics.requests) requests (\(report.statistics.pages) pages, \(report.statistics.throttled) throttled) in \(String(format: "%.1f", seconds)) s\n")
+            "read \(report.policies) policies, \(report.groups) groups (\(report.groupsRead) read\(report.incremental ? ", the others unchanged by delta" : "")), \(report.accounts) accounts in \(report.statistics.requests) requests (\(report.statistics.pages) pages, \(report.statistics.throttled) throttled) in \(String(format: "%.1f", seconds)) s\n")
         for warning in report.warnings { StandardError.write("warning: \(warning)\n") }
     }
 }
