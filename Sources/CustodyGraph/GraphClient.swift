@@ -1,3 +1,4 @@
+import CustodyPolicy
 import Foundation
 import Logging
 import NIOHTTP1
@@ -44,7 +45,7 @@ actor RequestBudget {
 
     init(requests: Int, window: Duration) {
         capacity = Double(max(1, requests))
-        let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+        let seconds = window.inSeconds
         perSecond = capacity / max(seconds, 0.001)
         available = capacity
     }
@@ -55,7 +56,7 @@ actor RequestBudget {
         while true {
             let now = ContinuousClock.now
             let elapsed = updated.duration(to: now)
-            available = min(capacity, available + (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * perSecond)
+            available = min(capacity, available + elapsed.inSeconds * perSecond)
             updated = now
             if available >= 1 {
                 available -= 1

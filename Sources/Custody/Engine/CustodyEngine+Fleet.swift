@@ -30,7 +30,7 @@ public struct ReplicaStatus: Sendable, Hashable {
     /// state may have changed since, a wipe included.
     public func reachesState(at now: Date = Date()) -> Bool {
         guard listening, let lastContact else { return false }
-        return now.timeIntervalSince(lastContact) <= Double(staleAfter.components.seconds) + Double(staleAfter.components.attoseconds) / 1e18
+        return now.timeIntervalSince(lastContact) <= staleAfter.inSeconds
     }
 
     /// Stale: it may be missing changes (it does not reach the state, see `reachesState`), or it

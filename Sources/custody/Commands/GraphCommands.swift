@@ -1,5 +1,6 @@
 import ArgumentParser
 import Custody
+import CustodyPolicy
 import CustodyGraph
 import Foundation
 import Logging
@@ -160,7 +161,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
     }
 
     private static func describe(_ report: GraphSyncReport) {
-        let seconds = Double(report.duration.components.seconds) + Double(report.duration.components.attoseconds) / 1e18
+        let seconds = report.duration.inSeconds
         StandardError.write(
             "read \(report.policies) policies, \(report.groups) groups (\(report.groupsRead) read\(report.incremental ? ", the others unchanged by delta" : "")), \(report.accounts) accounts in \(report.statistics.requests) requests (\(report.statistics.pages) pages, \(report.statistics.throttled) throttled) in \(String(format: "%.1f", seconds)) s\n")
         for warning in report.warnings { StandardError.write("warning: \(warning)\n") }

@@ -78,7 +78,7 @@ struct MatrixReport {
         var xml = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
         xml += #"<testsuites name="custody matrix run" tests="\#(run.passed + run.failed)" failures="\#(run.failed)">"# + "\n"
         for file in run.files {
-            let seconds = String(format: "%.3f", Double(file.duration.components.attoseconds) / 1e18 + Double(file.duration.components.seconds))
+            let seconds = String(format: "%.3f", file.duration.inSeconds)
             if !file.diagnostics.isEmpty {
                 xml += #"  <testsuite name="\#(Self.escape(file.file))" tests="1" failures="1" time="\#(seconds)">"# + "\n"
                 xml += #"    <testcase name="load" classname="\#(Self.escape(file.file))">"# + "\n"

@@ -1,3 +1,4 @@
+import CustodyPolicy
 import Foundation
 
 #if canImport(Glibc)
@@ -33,7 +34,7 @@ final class ProgressBar {
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 0
         let width = 30
         let filled = Int(fraction * Double(width))
-        let seconds = max(Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18, 0.001)
+        let seconds = max((now - started).inSeconds, 0.001)
         let rate = Double(done) / seconds / Double(1 << 20)
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         StandardError.write("\r\(label) \(bar) \(Int(fraction * 100))% \(Int(rate)) MiB/s ")
