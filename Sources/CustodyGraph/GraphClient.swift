@@ -21,10 +21,10 @@ public struct GraphStatistics: Sendable, Equatable {
 
     public init() {}
 
-    /// What happened since `earlier` (a reading of the same counters): tokens excepted, which
-    /// count every token the client obtained.
+    /// What happened since `earlier` (a reading of the same counters).
     public func since(_ earlier: GraphStatistics) -> GraphStatistics {
         var result = self
+        result.tokens -= earlier.tokens
         result.requests -= earlier.requests
         result.pages -= earlier.pages
         result.throttled -= earlier.throttled

@@ -26,6 +26,8 @@ public struct GraphError: Error, Sendable, CustomStringConvertible {
         /// A delta link Graph no longer honours (`410 Gone`, or `syncStateNotFound`,
         /// `syncStateInvalid`, `resyncRequired`): the members are read in full instead.
         public static let resyncRequired = Code(rawValue: "resync-required")
+        /// Another process or replica on the state holds the sync lease: it is syncing now.
+        public static let busy = Code(rawValue: "busy")
         /// The bundle the tenant gives does not load, or cannot be written.
         public static let bundle = Code(rawValue: "bundle")
     }

@@ -61,13 +61,14 @@ public final class GraphSync: Sendable {
     {
         let started = ContinuousClock.now
         let before = client.statistics.withLock { $0 }
+        let tokensBefore = await client.tokens.obtained
         var reader = TenantReader(client: client, logger: logger, progress: progress, source: source)
         reader.tracking = tracking
         reader.cache = cache
         let snapshot = try await reader.read()
         let files = try GraphBundle.files(of: snapshot, overlay: overlay)
         var statistics = client.statistics.withLock { $0 }.since(before)
-        statistics.tokens = await client.tokens.obtained
+        statistics.tokens = await client.tokens.obtained - tokensBefore
         let groups = Set(snapshot.policies.values.flatMap { policy in
             (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
         })
@@ -93,7 +94,17 @@ public final class GraphSync: Sendable {
     /// links (the cache `graph-membership`), so the next sync of an unchanged tenant reads the
     /// policies and one round of each link, not every group. Read in full once a day, when Graph
     /// no longer honours a link, and when the cache is missing or unreadable.
+    ///
+    /// One sync at a time on a state: the sync holds the state's `graph-sync` lease while it
+    /// runs (see `StateStore.lease`).
+    /// - Throws: `GraphError` (`busy` when another process or replica holds the lease),
+    ///   `StoreError` when the state cannot be reached to take it, `CustodyError` when the
+    ///   bundle is not applied.
     public func sync(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)? = nil) async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) {
+        guard let lease = try engine.database.lease(Self.leaseName) else {
+            throw GraphError(.busy, "another process or replica on this state is syncing from Graph now; its bundle reaches this one through the state")
+        }
+        defer { lease.release() }
         var cache: MembershipCache?
         do {
             if let text = try engine.database.cache(MembershipCache.name) {
@@ -117,6 +128,9 @@ public final class GraphSync: Sendable {
         }
         return (report, applied)
     }
+
+    /// The name of the state's lease that keeps syncs apart across processes and replicas.
+    public static let leaseName = "graph-sync"
 
     /// How a bundle from this tenant is named in the history: `graph:{tenant}@{graph host}`.
     public var source: String {

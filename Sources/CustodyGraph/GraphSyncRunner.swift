@@ -6,8 +6,8 @@ import Synchronization
 
 /// Keeps an engine's policy in force current from a tenant, for a long-running service: one
 /// sync at a time in this process, and one at a time across every process and replica on the
-/// same state (a lease in the state: a PostgreSQL advisory lock, an `flock` beside a SQLite
-/// file). Each sync that runs ends in a `PolicySync`, announced to every event stream (through
+/// same state (`GraphSync.sync(into:)` holds the state's `graph-sync` lease: a PostgreSQL
+/// advisory lock, an `flock` beside a SQLite file). Each sync that runs ends in a `PolicySync`, announced to every event stream (through
 /// the state's event log) and kept as `status`.
 ///
 /// A failed sync changes nothing: the policy in force stays, and the failure is what
@@ -32,9 +32,6 @@ public actor GraphSyncRunner {
         /// Whether a sync is running in this process now.
         public var running = false
     }
-
-    /// The name of the lease that keeps syncs apart across processes and replicas.
-    public static let leaseName = "graph-sync"
 
     public nonisolated let sync: GraphSync
     public nonisolated let engine: CustodyEngine
@@ -88,21 +85,17 @@ public actor GraphSyncRunner {
         }
         let done: PolicySync
         do {
-            guard let lease = try engine.database.lease(Self.leaseName) else {
-                logger.info("another process or replica is syncing from Graph; its result reaches this one through the state")
-                return .busy
-            }
-            defer { lease.release() }
-            do {
-                let (_, applied) = try await sync.sync(into: engine)
-                done = outcome(applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil)
-            } catch let error as GraphError {
-                done = outcome(.failed, revision: nil, error: "graph sync failed, the policy in force is unchanged: \(error)")
-            } catch {
-                done = outcome(.failed, revision: nil, error: "the tenant's bundle was not applied, the policy in force is unchanged: \(error)")
-            }
+            let (_, applied) = try await sync.sync(into: engine)
+            done = outcome(applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil)
+        } catch let error as GraphError where error.code == .busy {
+            logger.info("another process or replica is syncing from Graph; its result reaches this one through the state")
+            return .busy
+        } catch let error as GraphError {
+            done = outcome(.failed, revision: nil, error: "graph sync failed, the policy in force is unchanged: \(error)")
+        } catch let error as StoreError {
+            done = outcome(.failed, revision: nil, error: "the state cannot be reached to take the sync lease, nothing was read: \(error)")
         } catch {
-            done = outcome(.failed, revision: nil, error: "cannot take the sync lease, nothing was read: \(error)")
+            done = outcome(.failed, revision: nil, error: "the tenant's bundle was not applied, the policy in force is unchanged: \(error)")
         }
         current.withLock { status in
             status.last = done

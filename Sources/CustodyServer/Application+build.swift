@@ -51,7 +51,7 @@ public func buildApplication(
     }
     return Application(
         router: router, server: server, configuration: .init(address: address, serverName: configuration.serverName),
-        services: [EngineService(engine: engine, configuration: configuration, logger: logger)]
+        services: [EngineService(engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil)]
             + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] } ?? []),
         onServerRunning: { channel in
             let bound = channel.localAddress.map { address in

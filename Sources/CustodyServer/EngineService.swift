@@ -11,13 +11,17 @@ struct EngineService: Service {
     let engine: CustodyEngine
     let configuration: CustodyServerConfiguration
     let logger: Logger
+    /// Whether the policy comes from Microsoft Graph: then no directory is watched.
+    var syncsFromGraph = false
 
     func run() async throws {
         let watch = engine.watch(
-            bundleDirectory: configuration.bundleDirectory, interval: configuration.watchInterval,
+            bundleDirectory: configuration.bundleDirectory, recordedDirectory: !syncsFromGraph, interval: configuration.watchInterval,
             offlineCheckInterval: configuration.offlineCheckInterval)
         if let directory = watch.directory {
             logger.info("watching the bundle directory", metadata: ["directory": "\(directory)"])
+        } else if syncsFromGraph {
+            logger.notice("no bundle directory to watch: the policy comes from Microsoft Graph (--graph)")
         } else {
             logger.notice("no bundle directory to watch: the policy in force is the state's (custody apply, PUT /v1/bundle, another replica)")
         }

@@ -1,3 +1,4 @@
+import CustodyStore
 import CustodyTestSupport
 import Foundation
 import Testing
@@ -72,6 +73,15 @@ struct GraphCLISyncTests {
             #expect(applied.stdout.hasPrefix("applied graph:contoso@127.0.0.1: "), "\(applied.stdout)")
             let again = try CLIRunner.run(common + ["--state", scratch.file("state")], environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
             #expect(again.stdout.hasPrefix("already in force"), "an unchanged tenant: \(again.stdout)")
+            #expect(again.stderr.contains("(0 read, the others unchanged by delta)"), "by delta: \(again.stderr)")
+
+            // While another process syncs (holds the lease), a sync is refused, nothing read.
+            let other = try CustodyDatabase(path: scratch.file("state"))
+            let lease = try #require(try other.lease("graph-sync"))
+            let busy = try CLIRunner.run(common + ["--state", scratch.file("state")], environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
+            #expect(busy.status == 1)
+            #expect(busy.stderr.contains("another process or replica on this state is syncing from Graph now"), "\(busy.stderr)")
+            lease.release()
 
             try FileManager.default.createDirectory(atPath: scratch.file("victim/sub"), withIntermediateDirectories: true)
             _ = try scratch.write("victim/notes.txt", "important")

@@ -174,7 +174,7 @@ struct GraphServiceTests {
                 #expect(await eventually { service.runner.status.last != nil })
                 // Another process on the same state file holds the lease.
                 let other = try CustodyDatabase(path: service.directory.file("state.sqlite"))
-                let lease = try #require(try other.lease(GraphSyncRunner.leaseName))
+                let lease = try #require(try other.lease(GraphSync.leaseName))
                 let requests = server.graphRequests
                 let busy = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
                 #expect(busy.status == .conflict)
@@ -184,6 +184,27 @@ struct GraphServiceTests {
                 lease.release()
                 let ran = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
                 #expect(ran.status == .ok)
+            }
+        }
+    }
+
+    @Test("with --graph, the directory a bundle in force was applied from is not watched: the tenant's bundle is not overridden by an edit there")
+    func noDirectoryWatch() async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        try await server.serving { base in
+            let service = try await Service(base: base)
+            let directory = service.directory.file("bundle")
+            try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory)
+            try await service.engine.apply(bundleDirectory: directory)
+            var configuration = CustodyServerConfiguration(listen: .tcp(host: "127.0.0.1", port: 0), watchInterval: .milliseconds(20))
+            configuration.graphInterval = .seconds(3_600)
+            let app = try buildApplication(configuration: configuration, engine: service.engine, graph: service.runner)
+            try await app.test(.live) { _ in
+                #expect(await eventually { service.engine.bundleInForce?.source == service.runner.sync.source })
+                let tenant = directory + "/tenant.json"
+                try (String(contentsOfFile: tenant, encoding: .utf8) + " \n").write(toFile: tenant, atomically: true, encoding: .utf8)
+                try await Task.sleep(for: .milliseconds(800))
+                #expect(service.engine.bundleInForce?.source == service.runner.sync.source, "the tenant's bundle stays in force")
             }
         }
     }

@@ -556,9 +556,13 @@ extension CustodyEngine {
     /// On a state that replicas share (PostgreSQL) no directory is watched unless one is given:
     /// the policy in force is the state's, and the directory another process applied it from
     /// is that process's. A copy at the same path here may hold another version, which would
-    /// be put in force for every replica.
-    public func watch(bundleDirectory directory: String? = nil, interval: Duration = .seconds(1), offlineCheckInterval: Duration = .seconds(60)) -> Watch {
-        let watched = directory ?? recordedBundleDirectory
+    /// be put in force for every replica. Nor is one watched with `recordedDirectory` false:
+    /// for a service whose policy comes from elsewhere (Microsoft Graph).
+    public func watch(
+        bundleDirectory directory: String? = nil, recordedDirectory: Bool = true, interval: Duration = .seconds(1),
+        offlineCheckInterval: Duration = .seconds(60)
+    ) -> Watch {
+        let watched = directory ?? (recordedDirectory ? recordedBundleDirectory : nil)
         let events = manager.events()
         var tasks = [manager.startOfflineChecks(every: offlineCheckInterval)]
         if let watched { tasks.append(manager.watch(bundleDirectory: watched, interval: interval)) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Custody
 import CustodyPolicy
+import CustodyStore
 import CustodyGraph
 import Foundation
 import Logging
@@ -153,6 +154,11 @@ struct GraphSyncCommand: AsyncParsableCommand {
         } catch let error as CustodyError {
             await sync.shutdown()
             throw fail(error, state: stateOptions)
+        } catch let error as StoreError {
+            await sync.shutdown()
+            if progress != nil { StandardError.write("\n") }
+            StandardError.write("error: graph sync failed, nothing changed: \(error)\n")
+            throw ExitCode.failure
         } catch {
             await sync.shutdown()
             throw error
