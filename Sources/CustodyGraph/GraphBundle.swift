@@ -8,21 +8,42 @@ import Foundation
 /// own JSON. The same tenant gives the same bytes: sorted keys, sorted lists, no time of the
 /// sync inside.
 public enum GraphBundle {
+    /// What a tenant overlay may hold: what `tenant.json` has that Graph does not.
+    static let overlayKeys = ["allowedAccounts", "managedApps", "mdmManagedApps"]
+
+    /// Checks a tenant overlay read from `path`: a JSON object of `allowedAccounts` (a list of
+    /// accounts, or null: every account), `managedApps` and `mdmManagedApps` (lists of app ids).
+    /// - Throws: `configuration`, naming `path` and the member at fault.
+    public static func checkOverlay(_ bytes: [UInt8], path: String) throws(GraphError) {
+        _ = try overlayMembers(bytes, path: path)
+    }
+
+    static func overlayMembers(_ bytes: [UInt8], path: String) throws(GraphError) -> [String: GraphJSON] {
+        guard let parsed = try? JSONDecoder().decode(GraphJSON.self, from: Data(bytes)), case .object(let members) = parsed else {
+            throw GraphError(.configuration, "\(path): not a JSON object")
+        }
+        for (key, value) in members.sorted(by: { $0.key < $1.key }) {
+            if key == "accounts" {
+                throw GraphError(.configuration, "\(path): \"accounts\": accounts come from Graph; the overlay adds \(overlayKeys.joined(separator: ", "))")
+            }
+            guard overlayKeys.contains(key) else {
+                throw GraphError(.configuration, "\(path): unknown member \"\(key)\" (known: \(overlayKeys.joined(separator: ", ")))")
+            }
+            if key == "allowedAccounts", case .null = value { continue }
+            guard let list = value.array, list.allSatisfy({ $0.string.map { !$0.isEmpty } == true }) else {
+                throw GraphError(.configuration, "\(path): \"\(key)\" must be a list of non-empty strings\(key == "allowedAccounts" ? " (or null: every account)" : "")")
+            }
+        }
+        return members
+    }
+
     /// The bundle's files, checked to load.
     /// - Parameter overlay: a JSON object whose members other than `accounts` are added to
     ///   `tenant.json` (`allowedAccounts`, `managedApps`, `mdmManagedApps`): what Graph does
     ///   not hold.
     static func files(of snapshot: TenantSnapshot, overlay: [UInt8]?) throws(GraphError) -> BundleFiles {
         var tenant: [String: GraphJSON] = [:]
-        if let overlay {
-            guard let parsed = try? JSONDecoder().decode(GraphJSON.self, from: Data(overlay)), case .object(let members) = parsed else {
-                throw GraphError(.configuration, "the tenant overlay is not a JSON object")
-            }
-            guard members["accounts"] == nil else {
-                throw GraphError(.configuration, "the tenant overlay has \"accounts\": accounts come from Graph; the overlay adds allowedAccounts, managedApps and mdmManagedApps")
-            }
-            tenant = members
-        }
+        if let overlay { tenant = try overlayMembers(overlay, path: "the tenant overlay") }
         tenant["accounts"] = .array(
             snapshot.users.keys.sorted().map { oid in
                 let user = snapshot.users[oid]!

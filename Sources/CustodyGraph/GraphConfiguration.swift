@@ -121,6 +121,7 @@ public struct GraphConfiguration: Sendable {
             guard let bytes = FileManager.default.contents(atPath: overlayPath) else {
                 throw GraphError(.configuration, "\(path): cannot read the tenant overlay \(overlayPath)")
             }
+            try GraphBundle.checkOverlay(Array(bytes), path: overlayPath)
             overlay = Array(bytes)
         }
         let settings = try GraphSettings(

@@ -277,6 +277,31 @@ struct GraphConfigurationTests {
         }
     }
 
+    static let badOverlays: [(json: String, message: String)] = [
+        ("[]", "not a JSON object"),
+        (#"{"accounts":[]}"#, "\"accounts\": accounts come from Graph"),
+        (#"{"allowedAccount":["a@contoso.com"]}"#, "unknown member \"allowedAccount\""),
+        (#"{"managedApps":"com.contoso.app"}"#, "\"managedApps\" must be a list of non-empty strings"),
+        (#"{"mdmManagedApps":[1]}"#, "\"mdmManagedApps\" must be a list of non-empty strings"),
+        (#"{"allowedAccounts":[""]}"#, "\"allowedAccounts\" must be a list of non-empty strings (or null: every account)"),
+    ]
+
+    @Test("a tenant overlay that is not what tenant.json takes from it is refused when the configuration is read, naming the overlay file and the member", arguments: badOverlays)
+    func badOverlay(json: String, message: String) throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("secret", "s3cret")
+        chmod(directory.file("secret"), 0o600)
+        try directory.write("overlay.json", json)
+        try directory.write("graph.json", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tenantOverlay":"overlay.json"}"#)
+        do {
+            _ = try GraphConfiguration.load(file: directory.file("graph.json"), environment: [:])
+            Issue.record("accepted \(json)")
+        } catch {
+            #expect(error.description.hasPrefix(directory.file("overlay.json") + ": "), "\(error)")
+            #expect(error.description.contains(message), "\(error)")
+        }
+    }
+
     @Test("paths are relative to the file; the interval, cloud and overlay are read; the secret may come from the environment")
     func accepted() throws {
         let directory = try TemporaryDirectory()

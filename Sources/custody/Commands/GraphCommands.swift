@@ -112,6 +112,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
                 guard let data = FileManager.default.contents(atPath: tenantOverlay) else {
                     throw GraphError(.configuration, "cannot read the tenant overlay \(tenantOverlay)")
                 }
+                try GraphBundle.checkOverlay(Array(data), path: tenantOverlay)
                 overlay = Array(data)
             }
         } catch let error as GraphError {
