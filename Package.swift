@@ -183,6 +183,7 @@ let package = Package(
             dependencies: [
                 "Custody",
                 "CustodyPolicy",
+                "CustodyProtection",
                 "CustodyStore",
                 "CSystemCalls",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

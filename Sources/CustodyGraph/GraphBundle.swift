@@ -1,6 +1,7 @@
 import CSystemCalls
 public import CustodyPolicy
 import Crypto
+import CustodyProtection
 import Foundation
 
 /// The bundle a tenant snapshot gives: `tenant.json` (the users of the assigned groups, with
@@ -94,9 +95,9 @@ public enum GraphBundle {
         do {
             try manager.createDirectory(atPath: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
             for entry in files.entries {
-                try write(entry.bytes, to: staging + "/" + entry.name)
+                try FileSystem.writeNew(entry.bytes, to: staging + "/" + entry.name, mode: 0o644)
             }
-            try sync(staging)
+            try FileSystem.syncDirectory(containing: staging + "/" + BundleFiles.tenantName)
         } catch {
             try? manager.removeItem(atPath: staging)
             throw GraphError(.bundle, "cannot write the new bundle beside \(target.path): \(Self.describe(error))")
@@ -121,35 +122,12 @@ public enum GraphBundle {
                 throw GraphError(.bundle, "cannot move the new bundle to \(target.path): \(reason)")
             }
         }
-        try? sync(parent)
-    }
-
-    private static func write(_ bytes: [UInt8], to path: String) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            }
-            written += count
-        }
-        guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-    }
-
-    private static func sync(_ directory: String) throws {
-        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        try? FileSystem.syncDirectory(containing: target.path)
     }
 
     /// A file error as a sentence.
     private static func describe(_ error: any Error) -> String {
-        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
+        if let error = error as? ProtectionError { return error.message }
         let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
         return underlying.map { String(cString: strerror(Int32($0.code))) } ?? (error as NSError).localizedDescription
     }

@@ -134,7 +134,7 @@ struct GraphServeCLITests {
             for _ in 0..<200 {
                 let (data, _) = try await URLSession.shared.data(from: URL(string: address + "/readyz")!)
                 readiness = (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-                if readiness["status"] as? String == "ready" { break }
+                if readiness["status"] as? String == "ready", (readiness["graph"] as? [String: Any])?["status"] as? String != "pending" { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(readiness["status"] as? String == "ready", "\(readiness)")

@@ -70,7 +70,10 @@ struct GraphServiceTests {
         try await server.serving { base in
             let service = try await Service(base: base)
             try await service.serving { client in
-                #expect(await eventually { service.engine.bundleInForce?.source == service.runner.sync.source }, "the start sync applies the tenant")
+                // The bundle is in force a moment before the sync has ended (its members are
+                // kept after the apply): wait for the end.
+                #expect(await eventually { service.runner.status.last != nil }, "the start sync ends")
+                #expect(service.engine.bundleInForce?.source == service.runner.sync.source, "and applied the tenant")
                 #expect(try service.printing() == expectedPrinting)
                 let ready = try await client.execute(uri: "/readyz", method: .get)
                 #expect(ready.status == .ok)

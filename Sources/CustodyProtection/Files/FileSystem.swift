@@ -7,8 +7,9 @@ import Glibc
 import Darwin
 #endif
 
-/// The POSIX file operations this layer relies on, with errors as `ProtectionError`s.
-enum FileSystem {
+/// The POSIX file operations this layer relies on, with errors as `ProtectionError`s (the
+/// Graph connector writes its bundle directories with them too).
+package enum FileSystem {
     /// `errno` in words.
     static func describe(_ code: Int32 = errno) -> String {
         String(cString: strerror(code))
@@ -152,8 +153,17 @@ enum FileSystem {
         return directory(of: path) + "/." + fileName(of: path) + temporaryMarker + random
     }
 
+    /// Creates `path` (which must not exist) holding `bytes`, and syncs it to the disk.
+    package static func writeNew(_ bytes: [UInt8], to path: String, mode: Int) throws(ProtectionError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode))
+        guard descriptor >= 0 else { throw ioError("creating", path) }
+        defer { close(descriptor) }
+        try writeAll(descriptor, bytes, path: path)
+        guard fsync(descriptor) == 0 else { throw ioError("syncing", path) }
+    }
+
     /// Makes a rename or unlink in the directory of `path` durable.
-    static func syncDirectory(containing path: String) throws(ProtectionError) {
+    package static func syncDirectory(containing path: String) throws(ProtectionError) {
         let directoryPath = directory(of: path)
         let descriptor = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw ioError("opening directory", directoryPath) }
