@@ -212,6 +212,44 @@ struct GraphServiceTests {
         }
     }
 
+    @Test("two replicas on one PostgreSQL state: while one syncs (its Graph reads stalled), the other's sync is busy and reads nothing; the first's bundle reaches it through the state", TestPostgres.enabled)
+    func replicasOnPostgres() async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        let url = TestPostgres.freshURL("graph")
+        try await server.serving { base in
+            let engines = [
+                try await CustodyEngine.open(CustodyConfiguration(state: .postgres(url + "&application_name=a"), context: EvaluationContext(platform: .ios))),
+                try await CustodyEngine.open(CustodyConfiguration(state: .postgres(url + "&application_name=b"), context: EvaluationContext(platform: .ios))),
+            ]
+            let runners = try engines.map { GraphSyncRunner(sync: try GraphSync(settings: try settings(base)), engine: $0) }
+            let follower = Task { await engines[1].follow(pollInterval: .milliseconds(100)) }
+            defer { follower.cancel() }
+            server.state.withLock { $0.faults = [Fault(pathContains: "iosManagedAppProtections", answers: [], stall: .seconds(1))] }
+            let first = Task { await runners[0].sync(.request) }
+            #expect(await eventually { !server.requests.isEmpty }, "a is reading")
+            let seen = server.requests.count
+            guard case .busy = await runners[1].sync(.request) else {
+                Issue.record("b synced while a held the lease")
+                return
+            }
+            #expect(server.requests.count == seen, "b read nothing (a is stalled on its first read meanwhile)")
+            guard case .synced(let done) = await first.value else {
+                Issue.record("a did not sync")
+                return
+            }
+            #expect(done.status == .applied)
+            #expect(await eventually { engines[1].bundleInForce?.revision == done.revision }, "b has a's bundle through the state")
+            server.state.withLock { $0.faults = [] }
+            guard case .synced(let after) = await runners[1].sync(.request) else {
+                Issue.record("b still busy after a released the lease")
+                return
+            }
+            #expect(after.status == .unchanged)
+            #expect(after.requests < done.requests, "b reads by delta from what a kept in the state")
+            for runner in runners { await runner.sync.shutdown() }
+        }
+    }
+
     @Test("requests made side by side run one after the other in the process, each a whole sync")
     func serialized() async throws {
         let server = GraphServer(tenant: try standardTenant())
