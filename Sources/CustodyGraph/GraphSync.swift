@@ -101,6 +101,16 @@ public final class GraphSync: Sendable {
     ///   `StoreError` when the state cannot be reached to take it, `CustodyError` when the
     ///   bundle is not applied.
     public func sync(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)? = nil) async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) {
+        // The state's calls wait for it (the lease, the cache): on the state's threads, never
+        // on the cooperative pool.
+        try await StateExecutor.run { () async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) in
+            try await syncHoldingLease(into: engine, progress: progress)
+        }
+    }
+
+    private func syncHoldingLease(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)?) async throws -> (
+        report: GraphSyncReport, applied: CustodyEngine.ApplyResult
+    ) {
         guard let lease = try engine.database.lease(Self.leaseName) else {
             throw GraphError(.busy, "another process or replica on this state is syncing from Graph now; its bundle reaches this one through the state")
         }

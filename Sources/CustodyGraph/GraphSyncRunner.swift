@@ -115,7 +115,9 @@ public actor GraphSyncRunner {
         } else {
             logger.info("graph sync \(done.status.rawValue)", metadata: metadata)
         }
-        engine.manager.announce(done)
+        // Recorded in the state's event log: on the state's threads.
+        let engine = engine
+        await StateExecutor.run { engine.manager.announce(done) }
         return .synced(done)
     }
 }
