@@ -150,9 +150,10 @@ final class GraphClient: Sendable {
                 }
                 let asked = Self.retryAfter(response.headers)
                 if let asked, asked > settings.maximumRetryAfter {
+                    let said = response.headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces) ?? "\(asked.components.seconds)"
                     throw GraphError(
-                        .request, "HTTP \(response.status) asking to wait \(asked.components.seconds) s, longer than the \(settings.maximumRetryAfter.components.seconds) s a sync waits",
-                        request: name)
+                        .request, "HTTP \(response.status) asking to wait \(said) s (Retry-After), longer than the \(settings.maximumRetryAfter.components.seconds) s a sync waits",
+                        request: name, status: response.status)
                 }
                 let wait = asked.map { $0 + jitter($0) } ?? backoff(attempt)
                 try await pause(wait, request: name)
@@ -204,7 +205,7 @@ final class GraphClient: Sendable {
             }
             if link.hasPrefix("http://") || link.hasPrefix("https://") {
                 guard link.hasPrefix(origin + "/") else {
-                    throw GraphError(.invalidResponse, "the nextLink leaves Graph's host \(origin)", request: "GET \(link)")
+                    throw GraphError(.invalidResponse, "the link leaves Graph's host \(origin) (following it would send the token there)", request: "GET \(link)")
                 }
             }
             guard let page = try await get(link, as: Page<Item>.self, missingIsNil: missingIsNil && items.isEmpty && seen.count == 1) else {

@@ -1,3 +1,4 @@
+import CustodyPolicy
 public import Foundation
 
 extension GraphCredential {
@@ -68,7 +69,7 @@ public struct GraphConfiguration: Sendable {
         var authority: String?
         var graphUrl: String?
         var tenantOverlay: String?
-        var intervalSeconds: Int?
+        var intervalSeconds: Double?
     }
 
     /// Reads the configuration at `path`, with the credential and overlay it names.
@@ -79,23 +80,36 @@ public struct GraphConfiguration: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw GraphError(.configuration, "cannot read the Graph configuration \(path)")
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-            throw GraphError(.configuration, "\(path): not a JSON object")
+        // Custody's own reader first: it says where the syntax breaks, and sees a key given
+        // twice (the decoder would keep one silently) and a null.
+        let document: JSONDocument
+        do {
+            document = try JSONDocument(parsing: Array(data))
+        } catch {
+            throw GraphError(.configuration, "\(path): not JSON: \(error)")
         }
-        if object["clientSecret"] != nil {
-            throw GraphError(.configuration, "\(path): \"clientSecret\": a secret is not kept in the configuration; name a file holding it with \"clientSecretFile\" (mode 600)")
-        }
-        if let unknown = object.keys.sorted().first(where: { !keys.contains($0) }) {
-            throw GraphError(.configuration, "\(path): unknown key \"\(unknown)\" (known: \(keys.sorted().joined(separator: ", ")))")
+        guard document.root.kind == .object else { throw GraphError(.configuration, "\(path): not a JSON object") }
+        var seen = Set<String>()
+        for member in document.root.members {
+            if member.key == "clientSecret" {
+                throw GraphError(.configuration, "\(path): \"clientSecret\": a secret is not kept in the configuration; name a file holding it with \"clientSecretFile\" (mode 600)")
+            }
+            guard keys.contains(member.key) else {
+                throw GraphError(.configuration, "\(path): unknown key \"\(member.key)\" (known: \(keys.sorted().joined(separator: ", ")))")
+            }
+            guard seen.insert(member.key).inserted else { throw GraphError(.configuration, "\(path): \"\(member.key)\" is given twice") }
+            guard !member.value.isNull else {
+                throw GraphError(.configuration, "\(path): \"\(member.key)\" is null: leave the key out for its default")
+            }
         }
         let file: File
         do {
             file = try JSONDecoder().decode(File.self, from: data)
         } catch let DecodingError.keyNotFound(key, _) {
             throw GraphError(.configuration, "\(path): \"\(key.stringValue)\" is required")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context), let DecodingError.dataCorrupted(context) {
             let key = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw GraphError(.configuration, "\(path): \"\(key)\" has the wrong type (\(key == "intervalSeconds" ? "a whole number" : "a string") expected)")
+            throw GraphError(.configuration, "\(path): \"\(key)\" has the wrong type (\(key == "intervalSeconds" ? "a whole number of seconds" : "a string") expected)")
         } catch {
             throw GraphError(.configuration, "\(path): \(error)")
         }
@@ -110,12 +124,24 @@ public struct GraphConfiguration: Sendable {
             }
             cloud = named
         }
-        if let seconds = file.intervalSeconds, !(10...86_400).contains(seconds) {
-            throw GraphError(.configuration, "\(path): \"intervalSeconds\" \(seconds) is not between 10 and 86400")
+        var interval: Duration?
+        if let seconds = file.intervalSeconds {
+            guard seconds.rounded() == seconds else {
+                throw GraphError(.configuration, "\(path): \"intervalSeconds\" has the wrong type (a whole number of seconds expected)")
+            }
+            guard (10...86_400).contains(seconds) else {
+                throw GraphError(.configuration, "\(path): \"intervalSeconds\" \(seconds.formatted()) is not between 10 and 86400")
+            }
+            interval = .seconds(Int(seconds))
         }
-        let credential = try GraphCredential.load(
-            clientSecretFile: resolved(file.clientSecretFile), certificate: resolved(file.certificate), privateKey: resolved(file.privateKey),
-            environment: environment)
+        let credential: GraphCredential
+        do {
+            credential = try GraphCredential.load(
+                clientSecretFile: resolved(file.clientSecretFile), certificate: resolved(file.certificate), privateKey: resolved(file.privateKey),
+                environment: environment)
+        } catch {
+            throw GraphError(.configuration, "\(path): \(error.message)")
+        }
         var overlay: [UInt8]?
         if let overlayPath = resolved(file.tenantOverlay) {
             guard let bytes = FileManager.default.contents(atPath: overlayPath) else {
@@ -124,8 +150,14 @@ public struct GraphConfiguration: Sendable {
             try GraphBundle.checkOverlay(Array(bytes), path: overlayPath)
             overlay = Array(bytes)
         }
-        let settings = try GraphSettings(
-            tenantID: file.tenantId, clientID: file.clientId, credential: credential, cloud: cloud, authority: file.authority, graphURL: file.graphUrl)
-        return GraphConfiguration(settings: settings, overlay: overlay, interval: file.intervalSeconds.map { .seconds($0) })
+        let settings: GraphSettings
+        do {
+            settings = try GraphSettings(
+                tenantID: file.tenantId, clientID: file.clientId, credential: credential, cloud: cloud, authority: file.authority, graphURL: file.graphUrl,
+                optionNames: (authority: "\"authority\"", graphURL: "\"graphUrl\""))
+        } catch {
+            throw GraphError(.configuration, "\(path): \(error.message)")
+        }
+        return GraphConfiguration(settings: settings, overlay: overlay, interval: interval)
     }
 }

@@ -26,6 +26,9 @@ public struct GraphError: Error, Sendable, CustomStringConvertible {
         /// A delta link Graph no longer honours (`410 Gone`, or `syncStateNotFound`,
         /// `syncStateInvalid`, `resyncRequired`): the members are read in full instead.
         public static let resyncRequired = Code(rawValue: "resync-required")
+        /// A delta round could not be used (expired, refused, or answered with a link to
+        /// another host): the members are read in full instead. Never the outcome of a sync.
+        static let deltaUnavailable = Code(rawValue: "delta-unavailable")
         /// Another process or replica on the state holds the sync lease: it is syncing now.
         public static let busy = Code(rawValue: "busy")
         /// The bundle the tenant gives does not load, or cannot be written.

@@ -73,35 +73,38 @@ struct MembershipReader {
     }
 
     func read(_ assigned: [String], cache: MembershipCache?) async throws(GraphError) -> Result {
-        if let cache, cache.usable(for: source, at: now) {
+        if tracking, let cache, cache.usable(for: source, at: now) {
             do {
                 return try await incremental(assigned, cache: cache)
-            } catch where error.code == .resyncRequired {
-                logger.notice("Graph no longer honours a delta link; reading every group again", metadata: ["error": "\(error)"])
+            } catch where error.code == .deltaUnavailable {
+                logger.notice("the kept delta links cannot be used; every group is read", metadata: ["error": "\(error)"])
             }
         }
-        return try await full(assigned)
-    }
-
-    /// Every group read; the delta links taken first, so a change made meanwhile is in the
-    /// next round.
-    private func full(_ assigned: [String]) async throws(GraphError) -> Result {
-        var reader = self
-        var userLink = ""
         if tracking {
             do {
-                userLink = try await latest("/users/delta?$select=id,userPrincipalName&$deltatoken=latest")
-            } catch where error.status == 403 || error.status == 404 {
-                // Delta queries need User.Read.All besides GroupMember.Read.All: without them,
-                // every sync reads every group, as a sync to a directory does.
-                logger.warning("delta queries are not allowed for this app (User.Read.All is needed); every sync reads every group", metadata: ["error": "\(error)"])
-                reader.tracking = false
+                return try await full(assigned)
+            } catch where error.code == .deltaUnavailable {
+                // Refused (User.Read.All or GroupMember.Read.All withdrawn), or links Graph
+                // should not give: every group read, nothing kept, as a sync to a directory.
+                logger.warning(
+                    "delta queries cannot be used for this tenant; every sync reads every group (delta reads need User.Read.All)",
+                    metadata: ["error": "\(error)"])
             }
         }
-        var result = Result(cache: MembershipCache(source: source, fullReadAt: now.timeIntervalSince1970, groups: [:], groupLinks: [], userLink: userLink), incremental: false)
-        try await reader.track(Set(assigned), in: &result.cache)
-        try await reader.readGroups(assigned, into: &result)
-        result.tracked = reader.tracking
+        var reader = self
+        reader.tracking = false
+        return try await reader.full(assigned)
+    }
+
+    /// Every group read; with `tracking`, the delta links taken first, so a change made
+    /// meanwhile is in the next round.
+    private func full(_ assigned: [String]) async throws(GraphError) -> Result {
+        let userLink = tracking ? try await latest("/users/delta?$select=id,userPrincipalName&$deltatoken=latest") : ""
+        var result = Result(
+            cache: MembershipCache(source: source, fullReadAt: now.timeIntervalSince1970, groups: [:], groupLinks: [], userLink: userLink), incremental: false)
+        result.tracked = tracking
+        try await track(Set(assigned), in: &result.cache)
+        try await readGroups(assigned, into: &result)
         return result
     }
 
@@ -111,11 +114,11 @@ struct MembershipReader {
         var cache = cache
         var changed = Set<String>()
         for index in cache.groupLinks.indices {
-            let round = try await client.delta(cache.groupLinks[index].link, of: DeltaItem.self)
+            let round = try await deltaRound(cache.groupLinks[index].link)
             changed.formUnion(round.items.map(\.id))
             cache.groupLinks[index].link = round.deltaLink
         }
-        let users = try await client.delta(cache.userLink, of: DeltaItem.self)
+        let users = try await deltaRound(cache.userLink)
         cache.userLink = users.deltaLink
         // A renamed user keeps its groups; a deleted one leaves them (the groups' own rounds
         // say so too).
@@ -176,7 +179,19 @@ struct MembershipReader {
 
     /// The deltaLink of a "sync from now" round (`$deltatoken=latest`: no data, only the link).
     private func latest(_ url: String) async throws(GraphError) -> String {
-        try await client.delta(url, of: DeltaItem.self).deltaLink
+        try await deltaRound(url).deltaLink
+    }
+
+    /// One delta round. A link Graph no longer honours (`resyncRequired`), refuses (400, 403,
+    /// 404) or answers with what it should not (a link to another host, a page that is not
+    /// Graph's) is `deltaUnavailable`: the sync reads every group instead of failing.
+    /// Throttling, server errors and timeouts stay failures of the sync, as for any request.
+    private func deltaRound(_ url: String) async throws(GraphError) -> (items: [DeltaItem], deltaLink: String) {
+        do {
+            return try await client.delta(url, of: DeltaItem.self)
+        } catch where error.code == .resyncRequired || error.code == .invalidResponse || [400, 403, 404].contains(error.status ?? 0) {
+            throw GraphError(.deltaUnavailable, error.message, request: error.request, status: error.status)
+        }
     }
 
     /// The transitive members of each group (nil: it does not exist), read side by side:

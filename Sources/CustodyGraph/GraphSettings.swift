@@ -103,6 +103,17 @@ public struct GraphSettings: Sendable {
         tenantID: String, clientID: String, credential: GraphCredential, cloud: GraphCloud = .global, authority: String? = nil,
         graphURL: String? = nil
     ) throws(GraphError) {
+        try self.init(
+            tenantID: tenantID, clientID: clientID, credential: credential, cloud: cloud, authority: authority, graphURL: graphURL,
+            optionNames: (authority: "--authority", graphURL: "--graph-url"))
+    }
+
+    /// `optionNames`: what the errors call the authority and the Graph root (the command's
+    /// options, or a configuration file's keys).
+    init(
+        tenantID: String, clientID: String, credential: GraphCredential, cloud: GraphCloud, authority: String?, graphURL: String?,
+        optionNames: (authority: String, graphURL: String)
+    ) throws(GraphError) {
         let identifier = { (value: String) in
             !value.isEmpty && value.count <= 256 && value.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._".unicodeScalars.contains($0)) }
         }
@@ -115,8 +126,8 @@ public struct GraphSettings: Sendable {
         self.tenantID = tenantID
         self.clientID = clientID
         self.credential = credential
-        self.authority = try Self.checked(authority ?? cloud.authority, "--authority")
-        self.graphURL = try Self.checked(graphURL ?? cloud.graphURL, "--graph-url")
+        self.authority = try Self.checked(authority ?? cloud.authority, optionNames.authority)
+        self.graphURL = try Self.checked(graphURL ?? cloud.graphURL, optionNames.graphURL)
     }
 
     /// The token endpoint: `{authority}/{tenant}/oauth2/v2.0/token`.

@@ -17,7 +17,7 @@ public struct GraphSyncReport: Sendable {
     /// Policies deleted while they were read, groups that no longer exist.
     public let warnings: [String]
     /// Whether group members were read by delta (only the groups that changed), and how many
-    /// groups were read.
+    /// member listings were read (a group holding a newly found nested group is read twice).
     public let incremental: Bool
     public let groupsRead: Int
 }
@@ -62,7 +62,8 @@ public final class GraphSync: Sendable {
         let started = ContinuousClock.now
         let before = client.statistics.withLock { $0 }
         let tokensBefore = await client.tokens.obtained
-        var reader = TenantReader(client: client, logger: logger, progress: progress, source: source)
+        // What was kept is for this tenant read from this Graph root (scheme, host, port, path).
+        var reader = TenantReader(client: client, logger: logger, progress: progress, source: "\(settings.tenantID)@\(settings.graphURL)")
         reader.tracking = tracking
         reader.cache = cache
         let snapshot = try await reader.read()
@@ -72,7 +73,6 @@ public final class GraphSync: Sendable {
         let groups = Set(snapshot.policies.values.flatMap { policy in
             (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
         })
-        for warning in snapshot.warnings { logger.warning("\(warning)") }
         let report = GraphSyncReport(
             revision: files.contentHash, policies: snapshot.policies.count, groups: groups.count, accounts: snapshot.users.count,
             statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings, incremental: snapshot.incremental,

@@ -85,7 +85,8 @@ public actor GraphSyncRunner {
         }
         let done: PolicySync
         do {
-            let (_, applied) = try await sync.sync(into: engine)
+            let (report, applied) = try await sync.sync(into: engine)
+            for warning in report.warnings { logger.warning("\(warning)") }
             done = outcome(applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil)
         } catch let error as GraphError where error.code == .busy {
             logger.info("another process or replica is syncing from Graph; its result reaches this one through the state")

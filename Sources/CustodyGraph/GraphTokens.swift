@@ -42,8 +42,15 @@ actor GraphTokens {
         guard response.status == 200 else {
             // The token service's error as it came: `invalid_client`, `AADSTS7000215: ...`.
             let failure = try? JSONDecoder().decode(TokenFailure.self, from: Data(response.body))
-            let said = failure.map { "\($0.error)\($0.errorDescription.map { ": \($0)" } ?? "")" } ?? "HTTP \(response.status)"
-            throw GraphError(.authentication, "the token service refused the app: \(said)", request: name)
+            var said = failure.map { "\($0.error)\($0.errorDescription.map { ": \($0)" } ?? "")" } ?? "HTTP \(response.status)"
+            // As it came, but never with the secret, should a token service repeat it.
+            if case .secret(let secret) = settings.credential, !secret.isEmpty {
+                let encoded = String(Self.formEncoded([("", secret)]).dropFirst())
+                for form in Set([secret, encoded]) {
+                    said = said.replacingOccurrences(of: form, with: "[client secret]")
+                }
+            }
+            throw GraphError(.authentication, "the token service refused the app: \(said)", request: name, status: response.status)
         }
         guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)), !answer.accessToken.isEmpty else {
             throw GraphError(.invalidResponse, "the token service's answer has no access_token", request: name)

@@ -38,7 +38,7 @@ struct TenantReader {
     let client: GraphClient
     let logger: Logger
     let progress: (@Sendable (String) -> Void)?
-    /// Where a bundle from this tenant is said to come from (the cache is kept per source).
+    /// The tenant and the Graph root it is read from: what is kept is kept for them alone.
     let source: String
     /// With `tracking`, delta links are taken and the members kept for the next sync;
     /// `cache` is what the last sync kept (nil: read every group).

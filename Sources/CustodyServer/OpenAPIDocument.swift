@@ -1173,7 +1173,7 @@ enum OpenAPIDocument {
           }
         ],
         "x-custody-scope": "admin",
-        "description": "Takes no query parameter. As `custody wipe`: the account's keys under every identifier it has or had in this state, its secrets and check-ins, in one transaction. An account the installation cannot resolve is a 404; nothing is reported wiped that was not. Needs a token with the `admin` scope (`admin` grants every scope). The path takes POST; any other method is a 405 `method-not-allowed` with `Allow: POST`.",
+        "description": "Takes no query parameter and no body (a body is a 400 `unexpected-body`). As `custody wipe`: the account's keys under every identifier it has or had in this state, its secrets and check-ins, in one transaction. An account the installation cannot resolve is a 404; nothing is reported wiped that was not. Needs a token with the `admin` scope (`admin` grants every scope). The path takes POST; any other method is a 405 `method-not-allowed` with `Allow: POST`.",
         "parameters": [
           {
             "$ref": "#/components/parameters/Account"
@@ -1233,7 +1233,7 @@ enum OpenAPIDocument {
           }
         ],
         "x-custody-scope": "admin",
-        "description": "Takes no query parameter. Needs a token with the `admin` scope (`admin` grants every scope). The path takes POST; any other method is a 405 `method-not-allowed` with `Allow: POST`.",
+        "description": "Takes no query parameter and no body (a body is a 400 `unexpected-body`). Needs a token with the `admin` scope (`admin` grants every scope). The path takes POST; any other method is a 405 `method-not-allowed` with `Allow: POST`.",
         "parameters": [
           {
             "$ref": "#/components/parameters/Account"
@@ -1293,7 +1293,7 @@ enum OpenAPIDocument {
           }
         ],
         "x-custody-scope": "admin",
-        "description": "Takes no query parameter and no body. Reads the tenant (after the sync in progress, if any) and applies its bundle, as custody graph sync --state does; the outcome is also announced as a `policySynced` event and reported by /readyz and /metrics. Needs a token with the `admin` scope (`admin` grants every scope). The path takes POST; any other method is a 405 `method-not-allowed` with `Allow: POST`.",
+        "description": "Takes no query parameter and no body (a body is a 400 `unexpected-body`). Reads the tenant (after the sync in progress, if any) and applies its bundle, as custody graph sync --state does; the outcome is also announced as a `policySynced` event and reported by /readyz and /metrics. Needs a token with the `admin` scope (`admin` grants every scope). The path takes POST; any other method is a 405 `method-not-allowed` with `Allow: POST`.",
         "responses": {
           "200": {
             "description": "The sync ran and its bundle is in force (`applied`, or `unchanged` when it was already).",
@@ -2516,6 +2516,7 @@ enum OpenAPIDocument {
               "empty-data",
               "platform-required",
               "malformed-request",
+              "unexpected-body",
               "unauthorized",
               "forbidden",
               "unknown-account",
@@ -2550,7 +2551,7 @@ enum OpenAPIDocument {
               "graph-sync-busy",
               "graph-sync-failed"
             ],
-            "description": "A stable code (docs/service.md lists each with its status): `invalid-query`, `invalid-json` (`line`, `column`), `invalid-parameter` (`parameter`), `invalid-bundle-request`, `empty-data`, `platform-required` and `malformed-request` (400); `unauthorized` (401); `forbidden` (403, `scope`); `unknown-account`, `not-found` and `graph-not-configured` (404); `method-not-allowed` (405, `allow`); `body-timeout` (408); `stale` (409, `revision`, `eventId`) and `graph-sync-busy` (409); `too-large` (413, `limit`); `unsupported-content-encoding` (415); `expectation-failed` (417); `invalid-bundle` (422, `diagnostics`), `ambiguous-account`, `refused` and the protection codes (422); `headers-too-large` (431); `not-implemented` (501); `graph-sync-failed` (502, `sync`); `no-policy`, `no-master-key`, `state`, `wipe` and `outcome-unknown` (503, `revision`)."
+            "description": "A stable code (docs/service.md lists each with its status): `invalid-query`, `invalid-json` (`line`, `column`), `invalid-parameter` (`parameter`), `invalid-bundle-request`, `empty-data`, `platform-required`, `malformed-request` and `unexpected-body` (400); `unauthorized` (401); `forbidden` (403, `scope`); `unknown-account`, `not-found` and `graph-not-configured` (404); `method-not-allowed` (405, `allow`); `body-timeout` (408); `stale` (409, `revision`, `eventId`) and `graph-sync-busy` (409); `too-large` (413, `limit`); `unsupported-content-encoding` (415); `expectation-failed` (417); `invalid-bundle` (422, `diagnostics`), `ambiguous-account`, `refused` and the protection codes (422); `headers-too-large` (431); `not-implemented` (501); `graph-sync-failed` (502, `sync`); `no-policy`, `no-master-key`, `state`, `wipe` and `outcome-unknown` (503, `revision`)."
           },
           "line": {
             "type": "integer"

@@ -170,6 +170,56 @@ struct GraphDeltaTests {
         }
     }
 
+    enum Refusal: String, CaseIterable, CustomTestStringConvertible {
+        case usersForbidden = "the users' link answered 403 (User.Read.All withdrawn)"
+        case groupsForbidden = "the groups' links answered 403"
+        case foreignLink = "a delta round giving a link to another host"
+        var testDescription: String { rawValue }
+    }
+
+    @Test("delta refused after links were kept: the sync reads every group instead of failing, keeps nothing, and decides as a full read", arguments: Refusal.allCases)
+    func refusedLater(refusal: Refusal) async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        try await server.serving { base in
+            let installation = try await Installation(base: base)
+            _ = try await installation.run(server)
+            server.state.withLock { state in
+                state.tenant.change(group: "grp-sales") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }
+                switch refusal {
+                case .usersForbidden: state.faults = [Fault(pathContains: "/users/delta", answers: Array(repeating: (403, []), count: 10))]
+                case .groupsForbidden: state.faults = [Fault(pathContains: "/groups/delta", answers: Array(repeating: (403, []), count: 10))]
+                case .foreignLink: state.behaviour.deltaLinkOrigin = "http://127.0.0.2:9"
+                }
+            }
+            let next = try await installation.run(server)
+            #expect(!next.report.incremental)
+            #expect(next.report.revision == (try await fullRevision(base)))
+            #expect(!server.requests.contains { $0.contains("127.0.0.2") }, "nothing follows a link to another host")
+            #expect(try installation.engine.database.cache("graph-membership") == nil, "nothing kept")
+            await installation.sync.shutdown()
+        }
+    }
+
+    @Test("members kept for another Graph root (another port or path on the same host) are not used: every group is read")
+    func anotherGraphRoot() async throws {
+        let first = GraphServer(tenant: try standardTenant())
+        let second = GraphServer(tenant: try standardTenant())
+        let directory = try TemporaryDirectory()
+        let engine = try await CustodyEngine.open(CustodyConfiguration(state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+        try await first.serving { base in
+            let sync = try GraphSync(settings: try settings(base))
+            _ = try await sync.sync(into: engine)
+            await sync.shutdown()
+        }
+        try await second.serving { base in
+            let sync = try GraphSync(settings: try settings(base))
+            let (report, _) = try await sync.sync(into: engine)
+            await sync.shutdown()
+            #expect(!report.incremental)
+            #expect(report.groupsRead == 4)
+        }
+    }
+
     @Test("an app without User.Read.All (delta refused with 403): every sync reads every group, and nothing is kept")
     func deltaNotAllowed() async throws {
         let server = GraphServer(tenant: try standardTenant())

@@ -107,6 +107,8 @@ struct ServerBehaviour: Sendable {
     var ignoresExpand = false
     /// Before the last page of each listing, an empty page with a nextLink.
     var emptyPageBeforeLast = false
+    /// Delta links to this origin instead of the server's own (a Graph that should not).
+    var deltaLinkOrigin: String?
 }
 
 /// Answers to give instead of the real one: the first request whose path holds `pathContains`
@@ -347,7 +349,8 @@ final class GraphServer: Sendable {
                 }
             }
         }
-        var link = URLComponents(string: "http://127.0.0.1:\(port)/beta/\(collection)/delta")!
+        let origin = state.withLock { $0.behaviour.deltaLinkOrigin } ?? "http://127.0.0.1:\(port)"
+        var link = URLComponents(string: "\(origin)/beta/\(collection)/delta")!
         link.queryItems = [URLQueryItem(name: "$deltatoken", value: "\(tenant.version)")] + (ids.isEmpty ? [] : [URLQueryItem(name: "ids", value: ids.joined(separator: ","))])
         return Self.json(200, .object(["value": .array(changed), "@odata.deltaLink": .string(link.string!)]))
     }

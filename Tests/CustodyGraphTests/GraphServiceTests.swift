@@ -296,7 +296,13 @@ struct GraphConfigurationTests {
         ("a secret file others may read", #"{"tenantId":"t","clientId":"c","clientSecretFile":"open-secret"}"#, "may be read by others"),
         ("no credential", #"{"tenantId":"t","clientId":"c"}"#, "no credential"),
         ("a certificate without its key", #"{"tenantId":"t","clientId":"c","certificate":"cert.pem"}"#, "go together"),
-        ("plain http to another host", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","graphUrl":"http://graph.example.com/beta"}"#, "must be https"),
+        ("plain http to another host", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","graphUrl":"http://graph.example.com/beta"}"#, "\"graphUrl\" \"http://graph.example.com/beta\" must be https"),
+        ("plain http authority", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","authority":"http://10.0.0.1"}"#, "\"authority\" \"http://10.0.0.1\" must be https"),
+        ("a key given twice", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","clientSecretFile":"open-secret"}"#, "\"clientSecretFile\" is given twice"),
+        ("a null", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":null}"#, "\"intervalSeconds\" is null"),
+        ("a fractional interval", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":30.5}"#, "\"intervalSeconds\" has the wrong type"),
+        ("an interval past Int", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":1e30}"#, "is not between 10 and 86400"),
+        ("not JSON", #"{"tenantId":"t","#, "not JSON"),
         ("a missing overlay", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tenantOverlay":"none.json"}"#, "cannot read the tenant overlay"),
     ]
 
@@ -314,6 +320,7 @@ struct GraphConfigurationTests {
         } catch {
             #expect(error.code == .configuration, "\(label)")
             #expect(error.description.contains(message), "\(label): \(error)")
+            #expect(error.description.hasPrefix(directory.file("graph.json") + ": "), "\(label): names the file: \(error)")
             #expect(!error.description.contains("s3cret"), "\(label): the secret never shows")
         }
     }

@@ -18,6 +18,7 @@ struct GraphController {
     /// 409 `graph-sync-busy` when another replica holds the sync lease.
     @Sendable func sync(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
+        try await request.requireNoBody()
         guard let runner else {
             throw ServiceError(.notFound, "graph-not-configured", "this service does not sync from Microsoft Graph: start it with custody serve --graph FILE")
         }

@@ -62,6 +62,7 @@ struct ProtectionController {
     /// had, its secrets and check-ins.
     @Sendable func wipe(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
+        try await request.requireNoBody()
         let account = try PolicyController.account(context)
         let reason = "POST /v1/accounts/…/wipe (token \(context.identity?.id ?? "-"))"
         let report = try await StateExecutor.run { try await engine.wipe(account: account, reason: reason) }
@@ -84,6 +85,7 @@ struct ProtectionController {
     /// A new version of the account's key.
     @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
+        try await request.requireNoBody()
         let account = try PolicyController.account(context)
         let (resolved, version) = try await StateExecutor.run { try engine.rotateKey(account: account) }
         var writer = JSONWriter()

@@ -86,3 +86,13 @@ struct QueryParameters {
         .seconds(Date.now.timeIntervalSince1970)
     }
 }
+
+extension Request {
+    /// Refuses a body on a route that takes none (a wipe, a key rotation, a Graph sync): 400
+    /// `unexpected-body`, never a body silently ignored. An empty body is no body.
+    func requireNoBody() async throws {
+        for try await chunk in body where chunk.readableBytes > 0 {
+            throw ServiceError(.badRequest, "unexpected-body", "this endpoint takes no body; send none (what it needs is in the path)")
+        }
+    }
+}

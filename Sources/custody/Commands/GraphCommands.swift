@@ -170,7 +170,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
     private static func describe(_ report: GraphSyncReport) {
         let seconds = report.duration.inSeconds
         StandardError.write(
-            "read \(report.policies) policies, \(report.groups) groups (\(report.groupsRead) read\(report.incremental ? ", the others unchanged by delta" : "")), \(report.accounts) accounts in \(report.statistics.requests) requests (\(report.statistics.pages) pages, \(report.statistics.throttled) throttled) in \(String(format: "%.1f", seconds)) s\n")
+            "read \(report.policies) policies, \(report.groups) groups assigned (\(report.groupsRead) member listings read\(report.incremental ? ", by delta" : "")), \(report.accounts) accounts in \(report.statistics.requests) requests (\(report.statistics.pages) pages, \(report.statistics.throttled) throttled) in \(String(format: "%.1f", seconds)) s\n")
         for warning in report.warnings { StandardError.write("warning: \(warning)\n") }
     }
 }
