@@ -15,9 +15,12 @@ extension GraphCredential {
             guard let certificatePEM = try? String(contentsOfFile: certificate, encoding: .utf8) else {
                 throw GraphError(.configuration, "cannot read the certificate \(certificate)")
             }
-            guard case .secret(let privateKeyPEM) = try GraphCredential.secret(file: privateKey) else {
-                throw GraphError(.configuration, "cannot read the private key \(privateKey)")
-            }
+            let privateKeyPEM = try GraphCredential.privateText(file: privateKey, what: "the private key file")
+            // Checked now, naming the files: a pair that does not hold fails here, not at the
+            // first sync.
+            _ = try ClientAssertions(
+                certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM, clientID: "-", audience: "-",
+                names: ("the certificate \(certificate)", "the private key \(privateKey)"))
             return .certificate(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM)
         case (let file?, nil, nil):
             return try GraphCredential.secret(file: file)
@@ -130,7 +133,7 @@ public struct GraphConfiguration: Sendable {
                 throw GraphError(.configuration, "\(path): \"intervalSeconds\" has the wrong type (a whole number of seconds expected)")
             }
             guard (10...86_400).contains(seconds) else {
-                throw GraphError(.configuration, "\(path): \"intervalSeconds\" \(seconds.formatted()) is not between 10 and 86400")
+                throw GraphError(.configuration, "\(path): \"intervalSeconds\" \(seconds.formatted(.number.grouping(.never))) is not between 10 and 86400")
             }
             interval = .seconds(Int(seconds))
         }

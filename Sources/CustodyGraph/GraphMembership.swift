@@ -77,7 +77,7 @@ struct MembershipReader {
             do {
                 return try await incremental(assigned, cache: cache)
             } catch where error.code == .deltaUnavailable {
-                logger.notice("the kept delta links cannot be used; every group is read", metadata: ["error": "\(error)"])
+                logger.warning("the kept delta links cannot be used; every group is read: \(error)")
             }
         }
         if tracking {
@@ -87,8 +87,7 @@ struct MembershipReader {
                 // Refused (User.Read.All or GroupMember.Read.All withdrawn), or links Graph
                 // should not give: every group read, nothing kept, as a sync to a directory.
                 logger.warning(
-                    "delta queries cannot be used for this tenant; every sync reads every group (delta reads need User.Read.All)",
-                    metadata: ["error": "\(error)"])
+                    "delta queries cannot be used; this sync reads every group and keeps nothing (delta reads need User.Read.All and GroupMember.Read.All): \(error)")
             }
         }
         var reader = self

@@ -45,20 +45,26 @@ public enum GraphCredential: Sendable {
     /// Reads a client secret from `path`: refused when the file may be read by its group or
     /// others, or is empty. Surrounding whitespace (a trailing newline) is not part of it.
     public static func secret(file path: String) throws(GraphError) -> GraphCredential {
+        .secret(try privateText(file: path, what: "the client secret file"))
+    }
+
+    /// The text of `path`, trimmed: refused when the file may be read by its group or others,
+    /// or is empty. `what` names it in errors.
+    static func privateText(file path: String, what: String) throws(GraphError) -> String {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
-            throw GraphError(.configuration, "cannot read the client secret file \(path)")
+            throw GraphError(.configuration, "cannot read \(what) \(path)")
         }
         if let permissions = attributes[.posixPermissions] as? Int, permissions & 0o077 != 0 {
             throw GraphError(
                 .configuration,
-                "the client secret file \(path) may be read by others (mode \(String(permissions, radix: 8))): chmod 600 it")
+                "\(what) \(path) may be read by others (mode \(String(permissions, radix: 8))): chmod 600 it")
         }
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw GraphError(.configuration, "cannot read the client secret file \(path) as UTF-8 text")
+            throw GraphError(.configuration, "cannot read \(what) \(path) as UTF-8 text")
         }
-        let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !secret.isEmpty else { throw GraphError(.configuration, "the client secret file \(path) is empty") }
-        return .secret(secret)
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw GraphError(.configuration, "\(what) \(path) is empty") }
+        return trimmed
     }
 }
 

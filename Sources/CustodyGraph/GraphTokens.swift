@@ -43,12 +43,10 @@ actor GraphTokens {
             // The token service's error as it came: `invalid_client`, `AADSTS7000215: ...`.
             let failure = try? JSONDecoder().decode(TokenFailure.self, from: Data(response.body))
             var said = failure.map { "\($0.error)\($0.errorDescription.map { ": \($0)" } ?? "")" } ?? "HTTP \(response.status)"
-            // As it came, but never with the secret, should a token service repeat it.
-            if case .secret(let secret) = settings.credential, !secret.isEmpty {
-                let encoded = String(Self.formEncoded([("", secret)]).dropFirst())
-                for form in Set([secret, encoded]) {
-                    said = said.replacingOccurrences(of: form, with: "[client secret]")
-                }
+            // As it came, but never with the secret, should a token service repeat it in any
+            // encoding: then the description is withheld.
+            if case .secret(let secret) = settings.credential, Self.mayRepeat(secret, said) {
+                said = "\(failure?.error ?? "HTTP \(response.status)"): [the description is withheld: it repeats the client secret]"
             }
             throw GraphError(.authentication, "the token service refused the app: \(said)", request: name, status: response.status)
         }
@@ -59,6 +57,17 @@ actor GraphTokens {
         current = (answer.accessToken, ContinuousClock.now + .seconds(lifetime))
         obtained += 1
         return answer.accessToken
+    }
+
+    /// Whether `text` may hold `secret`: as it is, or percent-decoded (either case, `+` for a
+    /// space), ignoring case.
+    static func mayRepeat(_ secret: String, _ text: String) -> Bool {
+        guard !secret.isEmpty else { return false }
+        // `+` and a space are one character here, in the secret and in the text alike: a form
+        // encoder writes a space as `+`, and a `+` may be read back as a space.
+        func folded(_ value: String) -> String { value.replacingOccurrences(of: "+", with: " ").lowercased() }
+        let wanted = folded(secret)
+        return [text, text.removingPercentEncoding ?? text].contains { folded($0).contains(wanted) }
     }
 
     static func formEncoded(_ form: [(String, String)]) -> String {
@@ -96,22 +105,21 @@ struct ClientAssertions: Sendable {
     let clientID: String
     let audience: String
 
-    init(certificatePEM: String, privateKeyPEM: String, clientID: String, audience: String) throws(GraphError) {
-        let certificate: Certificate
-        do {
-            certificate = try Certificate(pemEncoded: certificatePEM)
-        } catch {
-            throw GraphError(.configuration, "the certificate is not a PEM X.509 certificate: \(error)")
+    /// - Parameter names: what errors call the certificate and the key (their files, when known).
+    init(
+        certificatePEM: String, privateKeyPEM: String, clientID: String, audience: String,
+        names: (certificate: String, key: String) = ("the certificate", "the private key")
+    ) throws(GraphError) {
+        // The parsers' own errors name their source files and internal codes: not repeated.
+        guard let certificate = try? Certificate(pemEncoded: certificatePEM) else {
+            throw GraphError(.configuration, "\(names.certificate) is not a PEM X.509 certificate (-----BEGIN CERTIFICATE-----)")
         }
-        let key: JWTKit.Insecure.RSA.PrivateKey
-        do {
-            key = try JWTKit.Insecure.RSA.PrivateKey(pem: privateKeyPEM)
-        } catch {
-            throw GraphError(.configuration, "the private key is not a PEM RSA private key (Entra ID signs client assertions with RSA): \(error)")
+        guard let key = try? JWTKit.Insecure.RSA.PrivateKey(pem: privateKeyPEM) else {
+            throw GraphError(.configuration, "\(names.key) is not a PEM RSA private key (Entra ID signs client assertions with RSA)")
         }
         // The key must be the certificate's: a mismatch fails only at the token service, later.
         guard let parsed = try? Certificate.PrivateKey(pemEncoded: privateKeyPEM), parsed.publicKey == certificate.publicKey else {
-            throw GraphError(.configuration, "the private key is not the certificate's")
+            throw GraphError(.configuration, "\(names.key) is not the private key of \(names.certificate)")
         }
         var serializer = DER.Serializer()
         do {

@@ -53,7 +53,7 @@ struct OutageTests {
                 return ready?.status == .serviceUnavailable
             }
             #expect(notReady, "/readyz says the replica is not ready")
-            #expect(slowest < .milliseconds(500), "/readyz never waits for the state")
+            #expect(slowest < .seconds(2), "/readyz never waits for the state (10 s to fail to connect, 35 s to time out; a loaded CI took 0.57 s)")
             let body = try #require(ready)
             let state = try #require(try object(body)["state"] as? [String: Any])
             #expect(state["stale"] as? Bool == true)
@@ -62,7 +62,7 @@ struct OutageTests {
             let decided = try await post(decide)
             #expect(decided.status == .ok, "decided from the policy in force")
             #expect(decided.headers[.custodyStale] == "true")
-            #expect(start.duration(to: .now) < .milliseconds(500))
+            #expect(start.duration(to: .now) < .seconds(2), "decided without waiting for the state")
 
             let refused = try await post(unseen)
             #expect(refused.status == .serviceUnavailable, "cannot verify is not invalid")

@@ -182,7 +182,7 @@ struct FleetTests {
         #expect(try decide(c, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#))
         #expect(try c.policy().print(account: bob).isAllowed)
         #expect(try await c.authenticate(bearer: known)?.grants(.decide) == true)
-        #expect(start.duration(to: .now) < .milliseconds(500), "answered without waiting for the state")
+        #expect(start.duration(to: .now) < .seconds(2), "answered without waiting for the state (which takes 10 s to fail to connect, 35 s to time out)")
 
         // What it cannot confirm, it refuses: a token it never verified is not called invalid,
         // and no envelope opens, the wiped account's or another's.
