@@ -2,7 +2,6 @@ import CustodyPolicy
 import Foundation
 import Logging
 import NIOHTTP1
-import Synchronization
 
 /// What a sync did on the wire, for its report, `/metrics` and the benchmark.
 public struct GraphStatistics: Sendable, Equatable {
@@ -75,7 +74,7 @@ final class GraphClient: Sendable {
     let transport: GraphTransport
     let tokens: GraphTokens
     let budget: RequestBudget
-    let statistics = Mutex(GraphStatistics())
+    let statistics = Locked(GraphStatistics())
     let logger: Logger
     /// Graph's origin: a nextLink elsewhere is refused (it would carry the token there).
     let origin: String

@@ -3,7 +3,6 @@ public import CustodyPolicy
 import CustodyStore
 import Foundation
 public import Logging
-import Synchronization
 
 /// What one sync read and produced.
 public struct GraphSyncReport: Sendable {

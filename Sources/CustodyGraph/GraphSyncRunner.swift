@@ -1,8 +1,8 @@
+import CustodyPolicy
 public import Custody
 import CustodyStore
 import Foundation
 public import Logging
-import Synchronization
 
 /// Keeps an engine's policy in force current from a tenant, for a long-running service: one
 /// sync at a time in this process, and one at a time across every process and replica on the
@@ -36,7 +36,7 @@ public actor GraphSyncRunner {
     public nonisolated let sync: GraphSync
     public nonisolated let engine: CustodyEngine
     private let logger: Logger
-    private nonisolated let current = Mutex(Status())
+    private nonisolated let current = Locked(Status())
     private var inFlight: Task<Outcome, Never>?
 
     public init(sync: GraphSync, engine: CustodyEngine, logger: Logger = Logger(label: "custody.graph")) {

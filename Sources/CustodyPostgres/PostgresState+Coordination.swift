@@ -1,7 +1,7 @@
+import CustodyPolicy
 public import CustodyStore
 import NIOCore
 import PostgresNIO
-import Synchronization
 
 extension PostgresState {
     /// Kept in the settings table as `cache:{name}`, outside the change log.
@@ -41,18 +41,23 @@ extension PostgresState {
     }
 }
 
-/// An advisory lock held by keeping its connection open: released by closing it.
+/// An advisory lock held by keeping its connection open. Released by unlocking it before the
+/// connection is closed: the server sees a closed connection only a moment later, and another
+/// replica asking meanwhile would find it still held. (A connection that cannot be unlocked is
+/// closed all the same, and the server frees the lock when it sees it gone.)
 final class AdvisoryLease: StateLease {
-    private let connection: Mutex<PostgresConnection?>
+    private let connection: Locked<PostgresConnection?>
     private let sessions: PostgresSessions
 
     init(connection: PostgresConnection, sessions: PostgresSessions) {
-        self.connection = Mutex(connection)
+        self.connection = Locked(connection)
         self.sessions = sessions
     }
 
     func release() {
-        if let connection = connection.withLock({ $0.take() }) { sessions.drop(connection) }
+        guard let connection = connection.withLock({ $0.take() }) else { return }
+        _ = try? sessions.wait(connection.query("SELECT pg_advisory_unlock_all()", logger: sessions.logger))
+        sessions.drop(connection)
     }
 
     deinit { release() }

@@ -1,6 +1,6 @@
+import CustodyPolicy
 import Foundation
 import GRDB
-import Synchronization
 
 extension CustodyDatabase {
     /// Kept in the settings table as `cache:{name}`, outside the change log.
@@ -44,10 +44,10 @@ extension CustodyDatabase {
 /// A lease held as an `flock` on an open file: released by closing it (or by the process
 /// ending).
 final class FileLease: StateLease {
-    private let descriptor: Mutex<Int32?>
+    private let descriptor: Locked<Int32?>
 
     init(descriptor: Int32) {
-        self.descriptor = Mutex(descriptor)
+        self.descriptor = Locked(descriptor)
     }
 
     func release() {
@@ -62,7 +62,7 @@ final class FileLease: StateLease {
 
 /// The leases of a database in memory: held by name in this instance.
 final class MemoryLeases: Sendable {
-    private let held = Mutex<Set<String>>([])
+    private let held = Locked<Set<String>>([])
 
     func take(_ name: String) -> (any StateLease)? {
         let taken = held.withLock { $0.insert(name).inserted }
@@ -76,11 +76,11 @@ final class MemoryLeases: Sendable {
 
 private final class MemoryLease: StateLease {
     private let name: String
-    private let leases: Mutex<MemoryLeases?>
+    private let leases: Locked<MemoryLeases?>
 
     init(name: String, leases: MemoryLeases) {
         self.name = name
-        self.leases = Mutex(leases)
+        self.leases = Locked(leases)
     }
 
     func release() {
