@@ -103,7 +103,7 @@ extension Router where Context == CustodyRequestContext {
             for method in standard where !allowed.contains(method) {
                 on(entry.path, method: method) { _, _ -> Response in
                     throw ServiceError(
-                        .methodNotAllowed, "method-not-allowed", "this endpoint takes \(allow); see GET /openapi.json", headers: [.allow: allow]
+                        .methodNotAllowed, .methodNotAllowed, "this endpoint takes \(allow); see GET /openapi.json", headers: [.allow: allow]
                     ) { writer in
                         writer.key("allow")
                         writer.beginArray()

@@ -2517,6 +2517,7 @@ enum OpenAPIDocument {
               "platform-required",
               "malformed-request",
               "unexpected-body",
+              "aborted",
               "unauthorized",
               "forbidden",
               "unknown-account",
@@ -2535,12 +2536,14 @@ enum OpenAPIDocument {
               "unsupported-version",
               "decrypt-failed",
               "key-unavailable",
+              "key-store-unavailable",
               "not-managed",
               "key-version-exists",
               "encrypt-failed",
               "io",
               "master-key",
               "headers-too-large",
+              "internal",
               "not-implemented",
               "no-policy",
               "no-master-key",
@@ -2551,7 +2554,7 @@ enum OpenAPIDocument {
               "graph-sync-busy",
               "graph-sync-failed"
             ],
-            "description": "A stable code (docs/service.md lists each with its status): `invalid-query`, `invalid-json` (`line`, `column`), `invalid-parameter` (`parameter`), `invalid-bundle-request`, `empty-data`, `platform-required`, `malformed-request` and `unexpected-body` (400); `unauthorized` (401); `forbidden` (403, `scope`); `unknown-account`, `not-found` and `graph-not-configured` (404); `method-not-allowed` (405, `allow`); `body-timeout` (408); `stale` (409, `revision`, `eventId`) and `graph-sync-busy` (409); `too-large` (413, `limit`); `unsupported-content-encoding` (415); `expectation-failed` (417); `invalid-bundle` (422, `diagnostics`), `ambiguous-account`, `refused` and the protection codes (422); `headers-too-large` (431); `not-implemented` (501); `graph-sync-failed` (502, `sync`); `no-policy`, `no-master-key`, `state`, `wipe` and `outcome-unknown` (503, `revision`)."
+            "description": "A stable code (docs/service.md lists each with its status): `invalid-query`, `invalid-json` (`line`, `column`), `invalid-parameter` (`parameter`), `invalid-bundle-request`, `empty-data`, `platform-required`, `malformed-request`, `unexpected-body` and `aborted` (400; `aborted` is logged for a client that left before its request was read, and reaches no one); `unauthorized` (401); `forbidden` (403, `scope`); `unknown-account`, `not-found` and `graph-not-configured` (404); `method-not-allowed` (405, `allow`); `body-timeout` (408); `stale` (409, `revision`, `eventId`) and `graph-sync-busy` (409); `too-large` (413, `limit`); `unsupported-content-encoding` (415); `expectation-failed` (417); `invalid-bundle` (422, `diagnostics`), `ambiguous-account`, `refused` and the protection codes (422); `headers-too-large` (431); `internal` (500); `not-implemented` (501); `graph-sync-failed` (502, `sync`); `no-policy`, `no-master-key`, `state`, `key-store-unavailable`, `wipe` and `outcome-unknown` (503, `revision`)."
           },
           "line": {
             "type": "integer"
@@ -3479,7 +3482,7 @@ enum OpenAPIDocument {
         }
       },
       "Unavailable": {
-        "description": "No bundle is in force (`no-policy`), no master key (`no-master-key`), the state cannot be reached (`state`), a wipe could not be completed (`wipe`), or the state did not confirm a bundle's commit and could not be read back (`outcome-unknown`, with the bundle's `revision`: it may be in force; see GET /v1/bundle). Never an allow.",
+        "description": "No bundle is in force (`no-policy`), no master key (`no-master-key`), the state cannot be reached (`state`, or `key-store-unavailable` when account keys are needed), a wipe could not be completed (`wipe`), or the state did not confirm a bundle's commit and could not be read back (`outcome-unknown`, with the bundle's `revision`: it may be in force; see GET /v1/bundle). Never an allow.",
         "content": {
           "application/json": {
             "schema": {

@@ -10,13 +10,13 @@ public import Hummingbird
 /// is always JSON: `{"error": "...", "code": "...", ...}`. Never a token, a secret or data.
 public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     public let status: HTTPResponse.Status
-    public let code: String
+    public let code: Code
     public let message: String
     /// More members of the body, already encoded (without braces).
     let members: [UInt8]
     public let headers: HTTPFields
 
-    init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:], members: (inout JSONWriter) -> Void = { _ in }) {
+    init(_ status: HTTPResponse.Status, _ code: Code, _ message: String, headers: HTTPFields = [:], members: (inout JSONWriter) -> Void = { _ in }) {
         self.status = status
         self.code = code
         self.message = message
@@ -28,7 +28,7 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         self.headers = headers
     }
 
-    public var description: String { "\(status.code) \(code): \(message)" }
+    public var description: String { "\(status.code) \(code.rawValue): \(message)" }
 
     /// The JSON body.
     var body: [UInt8] {
@@ -37,7 +37,7 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         writer.key("error")
         writer.value(message)
         writer.key("code")
-        writer.value(code)
+        writer.value(code.rawValue)
         if !members.isEmpty { writer.rawMembers(members) }
         writer.endObject()
         writer.newline()
@@ -56,9 +56,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     init(_ error: CustodyError) {
         switch error.code {
         case .noPolicy:
-            self.init(.serviceUnavailable, "no-policy", "no bundle is in force: apply one (custody apply, or PUT /v1/bundle); nothing is decided until then")
+            self.init(.serviceUnavailable, .noPolicy, "no bundle is in force: apply one (custody apply, or PUT /v1/bundle); nothing is decided until then")
         case .bundle:
-            self.init(.unprocessableContent, "invalid-bundle", error.message) { writer in
+            self.init(.unprocessableContent, .invalidBundle, error.message) { writer in
                 writer.key("diagnostics")
                 writer.beginArray()
                 for diagnostic in error.diagnostics { writer.value(diagnostic.description) }
@@ -67,26 +67,31 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         case .account:
             let unknown = (error.underlying as? AccountError)?.code == .unknown
                 || (error.underlying as? WipeError)?.reason == .unknownAccount
-            self.init(unknown ? .notFound : .unprocessableContent, unknown ? "unknown-account" : "ambiguous-account", error.message)
+            self.init(unknown ? .notFound : .unprocessableContent, unknown ? .unknownAccount : .ambiguousAccount, error.message)
         case .protection:
-            let code = (error.underlying as? ProtectionError)?.code.rawValue ?? "protection"
-            self.init(.unprocessableContent, code, error.message)
+            // Each of `ProtectionError`'s codes is one of the service's (a test checks it).
+            let code = (error.underlying as? ProtectionError).flatMap { Code(rawValue: $0.code.rawValue) } ?? .invalidArguments
+            // Keys out of reach now is not a refusal of the request: it may succeed later.
+            self.init(code == .keyStoreUnavailable ? .serviceUnavailable : .unprocessableContent, code, error.message)
         case .refused:
-            self.init(.unprocessableContent, "refused", error.message)
+            self.init(.unprocessableContent, .refused, error.message)
         case .platform:
-            self.init(.badRequest, "platform-required", error.message + ": add ?platform=ios or ?platform=android, or start the service with --platform")
+            self.init(.badRequest, .platformRequired, error.message + ": add ?platform=ios or ?platform=android, or start the service with --platform")
         case .outcomeUnknown:
             let revision = (error.underlying as? BundleRejection)?.revision
-            self.init(.serviceUnavailable, "outcome-unknown", error.message) { writer in
+            self.init(.serviceUnavailable, .outcomeUnknown, error.message) { writer in
                 if let revision {
                     writer.key("revision")
                     writer.value(revision)
                 }
             }
         case .masterKey:
-            self.init(.serviceUnavailable, "no-master-key", "this service has no usable master key, so it cannot reach account keys")
+            self.init(.serviceUnavailable, .noMasterKey, "this service has no usable master key, so it cannot reach account keys")
+        case .wipe:
+            self.init(.serviceUnavailable, .wipe, error.message)
         default:
-            self.init(.serviceUnavailable, error.code.rawValue, error.message)
+            // `state`, and any code the engine may add: the state cannot be relied on now.
+            self.init(.serviceUnavailable, .state, error.message)
         }
     }
 
@@ -95,7 +100,7 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     static func badQuery(_ error: QueryError, in text: [UInt8]) -> ServiceError {
         let (line, column) =
             text.contains(UInt8(ascii: "\n")) ? JSONText.lineAndColumn(ofOffset: error.offset ?? (error.column - 1), in: text) : (1, error.column)
-        return ServiceError(.badRequest, "invalid-query", "line \(line), column \(column): \(error.message)") { writer in
+        return ServiceError(.badRequest, .invalidQuery, "line \(line), column \(column): \(error.message)") { writer in
             writer.key("line")
             writer.value(line)
             writer.key("column")
@@ -116,7 +121,7 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     }
 
     static func badParameter(_ name: String, _ message: String) -> ServiceError {
-        ServiceError(.badRequest, "invalid-parameter", "\(name): \(message)") { writer in
+        ServiceError(.badRequest, .invalidParameter, "\(name): \(message)") { writer in
             writer.key("parameter")
             writer.value(name)
         }
@@ -129,17 +134,17 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
 
     /// A body over `limit` bytes: 413.
     static func tooLarge(_ limit: Int) -> ServiceError {
-        ServiceError(.contentTooLarge, "too-large", "the request body is larger than this service accepts (\(limit) bytes)") { writer in
+        ServiceError(.contentTooLarge, .tooLarge, "the request body is larger than this service accepts (\(limit) bytes)") { writer in
             writer.key("limit"); writer.value(limit)
         }
     }
 
     static let unauthorized = ServiceError(
-        .unauthorized, "unauthorized", "a bearer token is required: Authorization: Bearer custody_…",
+        .unauthorized, .unauthorized, "a bearer token is required: Authorization: Bearer custody_…",
         headers: [.wwwAuthenticate: #"Bearer realm="custody""#])
 
     static func forbidden(_ scope: TokenScope) -> ServiceError {
-        ServiceError(.forbidden, "forbidden", "this token does not have the \(scope.rawValue) scope") { writer in
+        ServiceError(.forbidden, .forbidden, "this token does not have the \(scope.rawValue) scope") { writer in
             writer.key("scope")
             writer.value(scope.rawValue)
         }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CustodyPolicy
+import CustodyProtection
 import CustodyStore
 
 @testable import Custody
@@ -284,6 +285,23 @@ struct EventStreamTests {
 
 @Suite("The OpenAPI document")
 struct OpenAPITests {
+    @Test("the service's error codes are a closed set: each in docs/openapi.json's Error schema and in docs/service.md's table, and nothing else; every protection code is one of them")
+    func errorCodes() throws {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(CustodyServerConfiguration.openAPIDocument)) as? [String: Any])
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let code = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["code"] as? [String: Any])
+        let documented = Set(try #require(code["enum"] as? [String]))
+        let codes = Set(ServiceError.Code.allCases.map(\.rawValue))
+        #expect(codes == documented, "in the code, not documented: \(codes.subtracting(documented)); documented, not in the code: \(documented.subtracting(codes))")
+        let table = try String(contentsOfFile: TestPaths.package("docs/service.md"), encoding: .utf8)
+        for code in codes.sorted() {
+            #expect(table.contains("`\(code)`"), "docs/service.md's table does not list \(code)")
+        }
+        for protection in ProtectionError.Code.all {
+            #expect(ServiceError.Code(rawValue: protection.rawValue) != nil, "the protection code \(protection) has no service code")
+        }
+    }
+
     @Test("docs/openapi.json is the document the service serves, and it describes every route, and only routes")
     func matchesRoutes() async throws {
         let served = CustodyServerConfiguration.openAPIDocument

@@ -36,6 +36,12 @@ public struct ProtectionError: Error, Sendable, Hashable, CustomStringConvertibl
         /// read, nor a cached one trusted: nothing was opened or sealed; the same call may
         /// succeed later.
         public static let keyStoreUnavailable = Code(rawValue: "key-store-unavailable")
+
+        /// Every code above (the decision service answers each as a code of its own).
+        public static let all: [Code] = [
+            notManaged, invalidArguments, encryptFailed, decryptFailed, keyUnavailable, emptyData, unsupportedVersion, malformedEnvelope,
+            masterKey, io, keyVersionExists, keyStoreUnavailable,
+        ]
     }
 
     public let code: Code

@@ -315,7 +315,7 @@ enum Freshness {
         let revision = engine.bundleInForce?.revision
         let eventID = engine.manager.lastEventID
         return ServiceError(
-            .conflict, "stale", message,
+            .conflict, .stale, message,
             headers: [.custodyRevision: revision ?? "", .custodyEventID: String(eventID)]
         ) { writer in
             writer.key("revision")

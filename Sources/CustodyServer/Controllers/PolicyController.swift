@@ -30,9 +30,9 @@ struct PolicyController {
         switch snapshots[0].resolveAccount(account) {
         case .tenant: break
         case .unknown:
-            throw ServiceError(.notFound, "unknown-account", "\(account) is not in the tenant of the policy in force; unknown accounts are unmanaged (no policy applies)")
+            throw ServiceError(.notFound, .unknownAccount, "\(account) is not in the tenant of the policy in force; unknown accounts are unmanaged (no policy applies)")
         case .contradictory(let why):
-            throw ServiceError(.unprocessableContent, "ambiguous-account", "\(account) is ambiguous: \(why)")
+            throw ServiceError(.unprocessableContent, .ambiguousAccount, "\(account) is ambiguous: \(why)")
         }
         // A policy is for one platform: with none named for a bundle of both, one report each.
         var writer = JSONWriter()
@@ -49,7 +49,7 @@ struct PolicyController {
         let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
         let snapshot = try engine.policy(for: try parameters.evaluationContext(over: engine.context) ?? engine.context)
         if case .contradictory(let why) = snapshot.resolveAccount(account) {
-            throw ServiceError(.unprocessableContent, "ambiguous-account", "\(account) is ambiguous: \(why)")
+            throw ServiceError(.unprocessableContent, .ambiguousAccount, "\(account) is ambiguous: \(why)")
         }
         var writer = JSONWriter()
         ConfigurationReport.write(snapshot.appConfiguration(for: account), to: &writer)
@@ -99,29 +99,29 @@ struct PolicyController {
             document = try JSONDocument(parsing: Array(buffer: body))
         } catch {
             let position = JSONText.lineAndColumn(ofOffset: error.offset, in: Array(buffer: body))
-            throw ServiceError(.badRequest, "invalid-json", error.message) { writer in
+            throw ServiceError(.badRequest, .invalidJSON, error.message) { writer in
                 writer.key("line"); writer.value(position.line)
                 writer.key("column"); writer.value(position.column)
             }
         }
         let root = document.root
         guard root.kind == .object, let files = root["files"], files.kind == .object else {
-            throw ServiceError(.badRequest, "invalid-bundle-request", #"the body must be {"files": {"tenant.json": "…", "<name>.json": "…"}}"#)
+            throw ServiceError(.badRequest, .invalidBundleRequest, #"the body must be {"files": {"tenant.json": "…", "<name>.json": "…"}}"#)
         }
         for member in root.members where member.key != "files" && member.key != "allowEmpty" {
-            throw ServiceError(.badRequest, "invalid-bundle-request", "unknown member '\(member.key)' (it takes: files, allowEmpty)")
+            throw ServiceError(.badRequest, .invalidBundleRequest, "unknown member '\(member.key)' (it takes: files, allowEmpty)")
         }
         var allowEmpty = false
         if let flag = root["allowEmpty"] {
             guard let value = flag.bool else {
-                throw ServiceError(.badRequest, "invalid-bundle-request", "allowEmpty must be true or false")
+                throw ServiceError(.badRequest, .invalidBundleRequest, "allowEmpty must be true or false")
             }
             allowEmpty = value
         }
         var entries: [BundleFiles.Entry] = []
         for member in files.members {
             guard let text = member.value.string else {
-                throw ServiceError(.badRequest, "invalid-bundle-request", "the file '\(member.key)' must be given as a JSON string of its text")
+                throw ServiceError(.badRequest, .invalidBundleRequest, "the file '\(member.key)' must be given as a JSON string of its text")
             }
             entries.append(BundleFiles.Entry(name: member.key, bytes: Array(text.utf8)))
         }
@@ -129,7 +129,7 @@ struct PolicyController {
         do {
             bundleFiles = try BundleFiles(entries: entries)
         } catch {
-            throw ServiceError(.badRequest, "invalid-bundle-request", error.diagnostics.first?.message ?? "\(error)")
+            throw ServiceError(.badRequest, .invalidBundleRequest, error.diagnostics.first?.message ?? "\(error)")
         }
         let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
         let result = try await StateExecutor.run { try await engine.apply(files: bundleFiles, source: source, allowingEmpty: allowEmpty) }

@@ -33,7 +33,7 @@ struct ProtectionController {
         guard !(encrypt && unmanaged) else { throw ServiceError.badParameter("unmanaged", "encrypt and unmanaged exclude each other") }
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         let data = Array(buffer: body)
-        guard !data.isEmpty else { throw ServiceError(.badRequest, "empty-data", "there is no data to protect: the body is empty") }
+        guard !data.isEmpty else { throw ServiceError(.badRequest, .emptyData, "there is no data to protect: the body is empty") }
         let (envelope, plan) = try await StateExecutor.run {
             try engine.protect(data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy, context: evaluation)
         }

@@ -92,7 +92,7 @@ extension Request {
     /// `unexpected-body`, never a body silently ignored. An empty body is no body.
     func requireNoBody() async throws {
         for try await chunk in body where chunk.readableBytes > 0 {
-            throw ServiceError(.badRequest, "unexpected-body", "this endpoint takes no body; send none (what it needs is in the path)")
+            throw ServiceError(.badRequest, .unexpectedBody, "this endpoint takes no body; send none (what it needs is in the path)")
         }
     }
 }

@@ -47,7 +47,7 @@ struct RequestMiddleware: RouterMiddleware {
             throw CancellationError()
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: type(of: error)))"])
-            response = try ServiceError(.internalServerError, "internal", "the service failed to answer this request").response(from: request, context: context)
+            response = try ServiceError(.internalServerError, .`internal`, "the service failed to answer this request").response(from: request, context: context)
         }
         response.headers[.custodyRequestID] = context.id
         // A replica that lost the shared state says so on every answer (made from the policy
@@ -71,12 +71,12 @@ struct RequestMiddleware: RouterMiddleware {
     /// a length would otherwise be read as the next request).
     static func checkFraming(_ request: Request) throws(ServiceError) {
         guard knownMethods.contains(request.method) else {
-            throw ServiceError(.notImplemented, "not-implemented", "this service does not know the method \(request.method.rawValue.escapingControlCharacters)")
+            throw ServiceError(.notImplemented, .notImplemented, "this service does not know the method \(request.method.rawValue.escapingControlCharacters)")
         }
         for coding in request.headers[values: .contentEncoding] {
             for value in coding.split(separator: ",") where value.trimmingCharacters(in: .whitespaces).lowercased() != "identity" {
                 throw ServiceError(
-                    .unsupportedMediaType, "unsupported-content-encoding",
+                    .unsupportedMediaType, .unsupportedContentEncoding,
                     "request bodies are read as sent: Content-Encoding \(String(value).escapingControlCharacters) is not accepted",
                     headers: [.acceptEncoding: "identity", .connection: "close"])
             }
@@ -87,13 +87,21 @@ struct RequestMiddleware: RouterMiddleware {
     /// service's JSON form.
     static func serviceError(_ error: any HTTPResponseError) -> ServiceError {
         let message: String
-        let code: String
+        let code: ServiceError.Code
+        let said = (error as? HTTPError)?.body
         switch error.status {
-        case .notFound: (code, message) = ("not-found", "no such endpoint; see GET /openapi.json")
-        case .methodNotAllowed: (code, message) = ("method-not-allowed", "this endpoint does not take that method; see GET /openapi.json")
-        case .contentTooLarge: (code, message) = ("too-large", "the request body is larger than this service accepts")
-        case .badRequest: (code, message) = ("bad-request", (error as? HTTPError)?.body ?? "the request cannot be read")
-        default: (code, message) = ("http-\(error.status.code)", (error as? HTTPError)?.body ?? error.status.reasonPhrase)
+        case .notFound: (code, message) = (.notFound, "no such endpoint; see GET /openapi.json")
+        case .methodNotAllowed: (code, message) = (.methodNotAllowed, "this endpoint does not take that method; see GET /openapi.json")
+        case .contentTooLarge: (code, message) = (.tooLarge, "the request body is larger than this service accepts")
+        case .requestTimeout: (code, message) = (.bodyTimeout, said ?? "the request body did not arrive in time")
+        case .requestHeaderFieldsTooLarge: (code, message) = (.headersTooLarge, said ?? "the request head is too large")
+        case .notImplemented: (code, message) = (.notImplemented, said ?? "this service does not implement that")
+        default:
+            // Any other status Hummingbird answers with: the request could not be read (4xx),
+            // or the service failed (5xx). The closed set has a code for each kind.
+            (code, message) =
+                error.status.code < 500
+                ? (.malformedRequest, said ?? "the request cannot be read") : (.internal, said ?? "the service failed to answer this request")
         }
         return ServiceError(error.status, code, message, headers: (error as? HTTPError)?.headers ?? [:])
     }

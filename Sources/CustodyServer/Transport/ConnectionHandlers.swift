@@ -84,10 +84,10 @@ final class HeadErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch error {
         case let error as HTTPParserError where error == .headerOverflow:
             ServiceError(
-                .requestHeaderFieldsTooLarge, "headers-too-large",
+                .requestHeaderFieldsTooLarge, .headersTooLarge,
                 "the request line or header fields are larger than this service accepts (16 KiB in all, at most 100 fields)")
         case let error as HTTPParserError:
-            ServiceError(.badRequest, "malformed-request", "the request is not valid HTTP/1.1: \(TransportFailure.describe(error))")
+            ServiceError(.badRequest, .malformedRequest, "the request is not valid HTTP/1.1: \(TransportFailure.describe(error))")
         default:
             nil
         }
@@ -124,7 +124,7 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
             if expectation.lowercased() != "100-continue" {
                 refused = true
                 return writeAndClose(
-                    ServiceError(.expectationFailed, "expectation-failed", "this service meets only Expect: 100-continue"), context: context)
+                    ServiceError(.expectationFailed, .expectationFailed, "this service meets only Expect: 100-continue"), context: context)
             }
             if let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > limit + allowance {
                 refused = true

@@ -42,13 +42,13 @@ enum TransportFailure: Equatable {
         let close: HTTPFields = [.connection: "close"]
         return switch self {
         case .malformed(let what):
-            ServiceError(.badRequest, "malformed-request", "the request is not valid HTTP/1.1: \(what)", headers: close)
+            ServiceError(.badRequest, .malformedRequest, "the request is not valid HTTP/1.1: \(what)", headers: close)
         case .headersTooLarge:
-            ServiceError(.requestHeaderFieldsTooLarge, "headers-too-large", "the request's header fields are larger than this service accepts", headers: close)
+            ServiceError(.requestHeaderFieldsTooLarge, .headersTooLarge, "the request's header fields are larger than this service accepts", headers: close)
         case .timedOut:
-            ServiceError(.requestTimeout, "body-timeout", "the request body did not arrive in time", headers: close)
+            ServiceError(.requestTimeout, .bodyTimeout, "the request body did not arrive in time", headers: close)
         case .clientGone:
-            ServiceError(.badRequest, "aborted", "the client closed the connection before its request was read", headers: close)
+            ServiceError(.badRequest, .aborted, "the client closed the connection before its request was read", headers: close)
         }
     }
 
