@@ -200,7 +200,7 @@ struct GraphSyncTests {
                 switch kind {
                 case "keeps-503": state.faults = [Fault(pathContains: "grp-sales", answers: Array(repeating: (503, []), count: 10))]
                 case "403": state.faults = [Fault(pathContains: "grp-sales", answers: [(403, [])])]
-                case "stall": state.faults = [Fault(pathContains: "grp-sales", answers: [], stall: .seconds(4))]
+                case "stall": state.faults = [Fault(pathContains: "grp-sales", answers: [], stall: .seconds(8))]
                 case "retry-after-too-long": state.faults = [Fault(pathContains: "grp-sales", answers: [(429, [("Retry-After", "99999")])])]
                 default:
                     state.onRequest = nil
@@ -228,7 +228,7 @@ struct GraphSyncTests {
             case "403": #expect(error?.description.contains("HTTP 403: ServiceUnavailable") == true || error?.description.contains("HTTP 403") == true)
             case "stall":
                 #expect(error?.code == .timeout, "\(String(describing: error))")
-                #expect(started.duration(to: .now) < .seconds(3), "given up after the request timeout, not the stall")
+                #expect(started.duration(to: .now) < .seconds(6), "given up after the 1 s request timeout, not the 8 s stall")
             case "retry-after-too-long":
                 #expect(error?.description.contains("asking to wait 99999 s (Retry-After)") == true, "\(String(describing: error))")
                 #expect(started.duration(to: .now) < .seconds(3), "reported, not waited for")
