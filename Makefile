@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build release run serve test bench fuzz fuzz-build fuzz-smoke clean
+.PHONY: deps build release run serve lint format test bench fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -62,7 +62,15 @@ serve: build
 	@echo "admin token (also in $(SERVE_STATE)/token): $$(cat $(SERVE_STATE)/token)"
 	CUSTODY_MASTER_KEY_FILE=$(SERVE_STATE)/master.key $(CUSTODY) serve --state $(SERVE_STATE) --bundle policies --platform ios
 
-## The whole test suite, every fixture matrix through `custody matrix run` (JUnit report in
+## Every Swift file formatted as .swift-format says (the toolchain's swift format; 120 columns):
+## `make lint` fails naming each line that is not, `make format` rewrites them.
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests Package.swift
+
+format:
+	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
+
+## Formatting first (make lint), then the whole test suite, every fixture matrix through `custody matrix run` (JUnit report in
 ## .build/matrix-junit.xml), the service's contract checked by tools no one here wrote
 ## (scripts/contract/run.sh: schemathesis against a live service, and a client generated from
 ## docs/openapi.json running the README's examples; both from PyPI, in .build/contract-venv), then the concurrency test again under ThreadSanitizer and the
@@ -72,7 +80,7 @@ serve: build
 ## (scripts/test-postgres.sh: Debian's postgresql, installed when missing) is started in a
 ## temporary directory on a free loopback port for the run, and stopped and deleted after it,
 ## whatever the outcome.
-test: deps
+test: deps lint
 	@postgres=$$(mktemp -d /tmp/custody-test-postgres.XXXXXX); \
 	trap 'scripts/test-postgres.sh stop "$$postgres"' EXIT; \
 	CUSTODY_TEST_POSTGRES_URL=$$(scripts/test-postgres.sh start "$$postgres") || exit 1; \

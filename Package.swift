@@ -263,7 +263,8 @@ let package = Package(
         .testTarget(
             name: "CustodyStoreTests",
             dependencies: [
-                "CustodyStore", "CustodyPostgres", "CustodyProtection", "CustodyPolicy", "CustodyTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "CustodyStore", "CustodyPostgres", "CustodyProtection", "CustodyPolicy", "CustodyTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
@@ -271,7 +272,8 @@ let package = Package(
         .testTarget(
             name: "CustodyTests",
             dependencies: [
-                "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyPostgres", "CustodyTestSupport",
+                "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyPostgres",
+                "CustodyTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -318,7 +320,9 @@ let package = Package(
         // Runs the built `custody` binary: exit codes, stdout and stderr are the contract.
         .testTarget(
             name: "CustodyCLITests",
-            dependencies: ["custody", "CustodyFuzz", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport"],
+            dependencies: [
+                "custody", "CustodyFuzz", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
     ],

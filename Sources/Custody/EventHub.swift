@@ -50,8 +50,12 @@ final class EventHub<Event: Sendable>: Sendable {
 
     /// A new subscriber's stream that holds at most `limit` undelivered events (nil: no limit);
     /// one more, and the subscriber is dropped.
-    func subscribe(initial: () -> [Event] = { [] }, limit: Int?) -> (stream: AsyncStream<Event>, subscription: EventSubscription) {
-        subscribe(initial: initial, policy: limit.map { .bufferingOldest(max(1, $0)) } ?? .unbounded, dropsWhenFull: limit != nil)
+    func subscribe(initial: () -> [Event] = { [] }, limit: Int?) -> (
+        stream: AsyncStream<Event>, subscription: EventSubscription
+    ) {
+        subscribe(
+            initial: initial, policy: limit.map { .bufferingOldest(max(1, $0)) } ?? .unbounded,
+            dropsWhenFull: limit != nil)
     }
 
     /// A new subscriber's stream that keeps only the newest undelivered event: for
@@ -69,7 +73,8 @@ final class EventHub<Event: Sendable>: Sendable {
             guard !state.finished else { return false }
             let id = state.nextID
             state.nextID += 1
-            state.subscribers[id] = Subscriber(continuation: continuation, subscription: dropsWhenFull ? subscription : nil)
+            state.subscribers[id] = Subscriber(
+                continuation: continuation, subscription: dropsWhenFull ? subscription : nil)
             for event in initial() { continuation.yield(event) }
             continuation.onTermination = { [weak self] _ in
                 self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }

@@ -52,7 +52,9 @@ final class EventJournal: Sendable {
     /// Records `events` through `recording` (which appends them in the caller's transaction
     /// and returns their ids, with its own result), then delivers them. When `recording`
     /// throws, nothing is delivered.
-    func publish<Result>(_ events: [PolicyEvent], recording: ([EventRecord]) throws -> (Result, [Int64])) rethrows -> Result {
+    func publish<Result>(_ events: [PolicyEvent], recording: ([EventRecord]) throws -> (Result, [Int64])) rethrows
+        -> Result
+    {
         try last.withLock { last in
             let records = events.map(Self.record)
             let (result, ids) = try recording(records)
@@ -87,7 +89,9 @@ final class EventJournal: Sendable {
         logged.publish(zip(ids, events).map { LoggedEvent(id: $0, event: $1) })
         let now = clock()
         recentEvents.withLock { recent in
-            for (id, record) in zip(ids, records) { recent.append(StoredEvent(id: id, at: now, name: record.name, body: record.body)) }
+            for (id, record) in zip(ids, records) {
+                recent.append(StoredEvent(id: id, at: now, name: record.name, body: record.body))
+            }
         }
         last = max(last, ids.max() ?? last)
         notifications.publish([last])

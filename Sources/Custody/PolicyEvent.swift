@@ -50,7 +50,10 @@ public struct BundleRejection: Error, Sendable, Hashable, CustomStringConvertibl
     /// The bundle's revision, when its files were read.
     public let revision: String?
 
-    public init(source: String, message: String, diagnostics: [Diagnostic] = [], stateFailure: StoreError? = nil, revision: String? = nil) {
+    public init(
+        source: String, message: String, diagnostics: [Diagnostic] = [], stateFailure: StoreError? = nil,
+        revision: String? = nil
+    ) {
         self.source = source
         self.message = message
         self.diagnostics = diagnostics

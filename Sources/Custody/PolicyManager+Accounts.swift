@@ -18,7 +18,10 @@ public struct ResolvedAccount: Sendable, Hashable {
 
     /// The `oid:` and `upn:` identifiers of an id's forms, OID first.
     static func identifiers(of id: AccountID) -> [OwnerIdentifier] {
-        [id.oid.flatMap { OwnerIdentifier(rawValue: "oid:" + $0) }, id.upn.flatMap { OwnerIdentifier(rawValue: "upn:" + $0) }].compactMap { $0 }
+        [
+            id.oid.flatMap { OwnerIdentifier(rawValue: "oid:" + $0) },
+            id.upn.flatMap { OwnerIdentifier(rawValue: "upn:" + $0) },
+        ].compactMap { $0 }
     }
 }
 
@@ -60,53 +63,73 @@ extension PolicyManager {
         case .tenant(let tenantAccount):
             let owner = OwnerIdentifier(tenantAccount.id)
             var identifiers = [owner]
-            for identifier in ResolvedAccount.identifiers(of: tenantAccount.id) where !identifiers.contains(identifier) {
+            for identifier in ResolvedAccount.identifiers(of: tenantAccount.id) where !identifiers.contains(identifier)
+            {
                 identifiers.append(identifier)
             }
             let recorded = try stateRecord(of: owner, for: account)
             for alias in recorded?.aliases ?? [] {
-                if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) { identifiers.append(identifier) }
+                if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) {
+                    identifiers.append(identifier)
+                }
             }
-            return ResolvedAccount(id: tenantAccount.id, owner: owner, identifiers: identifiers, tenantAccount: tenantAccount)
+            return ResolvedAccount(
+                id: tenantAccount.id, owner: owner, identifiers: identifiers, tenantAccount: tenantAccount)
         case .unknown:
             var owners = Set<String>()
             for identifier in ResolvedAccount.identifiers(of: account) {
                 do {
                     owners.formUnion(try database?.owners(named: identifier.rawValue) ?? [])
                 } catch {
-                    throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)", stateCode: error.code)
+                    throw AccountError(
+                        code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)",
+                        stateCode: error.code)
                 }
             }
             // An owner recorded as another one's alias (a UPN-only account that later got its
             // OID) is that other account.
             var records: [String: AccountRecord] = [:]
             for name in owners { records[name] = try stateRecord(of: OwnerIdentifier(rawValue: name), for: account) }
-            owners = owners.filter { name in !owners.contains { $0 != name && records[$0]?.aliases.contains(name) == true } }
+            owners = owners.filter { name in
+                !owners.contains { $0 != name && records[$0]?.aliases.contains(name) == true }
+            }
             guard let name = owners.first, let owner = OwnerIdentifier(rawValue: name) else {
-                let policy = bundleInForce.map { "the bundle in force (\(Self.shortRevision($0.revision)) from \($0.source))" } ?? "no bundle is in force, and it"
+                let policy =
+                    bundleInForce.map { "the bundle in force (\(Self.shortRevision($0.revision)) from \($0.source))" }
+                    ?? "no bundle is in force, and it"
                 throw AccountError(
                     code: .unknown, account: account,
-                    message: "\(account) is not an account of this installation: \(policy) does not list it, and the state has never seen it")
+                    message:
+                        "\(account) is not an account of this installation: \(policy) does not list it, and the state has never seen it"
+                )
             }
             guard owners.count == 1 else {
                 throw AccountError(
                     code: .ambiguous, account: account,
-                    message: "\(account) has named several accounts in this state (\(owners.sorted().joined(separator: ", "))); name it by its OID")
+                    message:
+                        "\(account) has named several accounts in this state (\(owners.sorted().joined(separator: ", "))); name it by its OID"
+                )
             }
             var identifiers = [owner]
             for alias in try stateRecord(of: owner, for: account)?.aliases ?? [] {
-                if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) { identifiers.append(identifier) }
+                if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) {
+                    identifiers.append(identifier)
+                }
             }
             return ResolvedAccount(id: owner.account, owner: owner, identifiers: identifiers, tenantAccount: nil)
         }
     }
 
-    private nonisolated func stateRecord(of owner: OwnerIdentifier?, for account: AccountID) throws(AccountError) -> AccountRecord? {
+    private nonisolated func stateRecord(of owner: OwnerIdentifier?, for account: AccountID) throws(AccountError)
+        -> AccountRecord?
+    {
         guard let owner else { return nil }
         do {
             return try database?.account(owner: owner.rawValue)
         } catch {
-            throw AccountError(code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)", stateCode: error.code)
+            throw AccountError(
+                code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)",
+                stateCode: error.code)
         }
     }
 

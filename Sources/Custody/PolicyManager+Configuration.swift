@@ -46,7 +46,9 @@ extension PolicyManager {
                 } catch {
                     logger.error(
                         "app configuration does not decode",
-                        metadata: ["type": "\(typeName)", "setting": "\(error.keyPath)", "code": "\(error.code.rawValue)"])
+                        metadata: [
+                            "type": "\(typeName)", "setting": "\(error.keyPath)", "code": "\(error.code.rawValue)",
+                        ])
                     continuation.yield(nil)
                     journal.publish([.configurationDecodingFailed(account: account, type: typeName, error: error)])
                 }

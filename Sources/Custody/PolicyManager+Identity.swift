@@ -22,12 +22,16 @@ extension PolicyManager {
     // MARK: Decisions for the account in effect
 
     /// May data of the account in effect be saved to `location`? See `PolicySnapshot.saveTo`.
-    public nonisolated func saveTo(_ location: SaveLocation, locationAccount: AccountID?, owner: AccountScope? = nil) -> Decision {
+    public nonisolated func saveTo(_ location: SaveLocation, locationAccount: AccountID?, owner: AccountScope? = nil)
+        -> Decision
+    {
         deciding(for: owner) { $0.saveTo(owner: $1, location: location, locationAccount: locationAccount) }
     }
 
     /// May data be opened from `location` into the account in effect's documents?
-    public nonisolated func openFrom(_ location: OpenLocation, locationAccount: AccountID?, receiver: AccountScope? = nil) -> Decision {
+    public nonisolated func openFrom(
+        _ location: OpenLocation, locationAccount: AccountID?, receiver: AccountScope? = nil
+    ) -> Decision {
         deciding(for: receiver) { $0.openFrom(receiver: $1, location: location, locationAccount: locationAccount) }
     }
 

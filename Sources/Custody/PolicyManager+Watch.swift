@@ -13,7 +13,8 @@ extension PolicyManager {
     /// next look, changed or not.
     /// - Parameter clock: the clock the watcher sleeps on (tests inject their own).
     public nonisolated func watch<C: Clock>(
-        bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250), clock: C
+        bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250),
+        clock: C
     ) -> Task<Void, Never> where C.Duration == Duration {
         // When the directory holds the policy in force right now, only its later changes are
         // applied: a bundle put in force another way meanwhile (PUT /v1/bundle, a replica) is
@@ -48,7 +49,9 @@ extension PolicyManager {
     }
 
     /// `watch(bundleDirectory:interval:debounce:clock:)` on the continuous clock.
-    public nonisolated func watch(bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250))
+    public nonisolated func watch(
+        bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250)
+    )
         -> Task<Void, Never>
     {
         watch(bundleDirectory: directory, interval: interval, debounce: debounce, clock: ContinuousClock())

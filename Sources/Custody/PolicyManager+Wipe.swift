@@ -93,12 +93,15 @@ extension PolicyManager {
         }
         var byIdentifier: [OwnerIdentifier: Int] = [:]
         var secrets = 0
-        let announced: [PolicyEvent] = [.wipeCompleted(account: resolved.id), .secretsChanged(account: resolved.id, identifiers: [])]
+        let announced: [PolicyEvent] = [
+            .wipeCompleted(account: resolved.id), .secretsChanged(account: resolved.id, identifiers: []),
+        ]
         do {
             if let database {
                 let counts = try journal.publish(announced) { events throws(StoreError) in
                     let counts = try database.wipe(
-                        identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue, reason: reason, events: events, at: clock())
+                        identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue,
+                        reason: reason, events: events, at: clock())
                     return (counts, counts.eventIDs)
                 }
                 for (name, count) in counts.keyVersions {
@@ -118,7 +121,9 @@ extension PolicyManager {
                 }
             }
         } catch let error as StoreError {
-            throw WipeError(reason: error.code == .unavailable ? .stateUnavailable : .storage, account: account, message: "\(error)")
+            throw WipeError(
+                reason: error.code == .unavailable ? .stateUnavailable : .storage, account: account, message: "\(error)"
+            )
         } catch {
             throw WipeError(reason: .storage, account: account, message: "\(error)")
         }
@@ -129,15 +134,20 @@ extension PolicyManager {
                 try FileManager.default.removeItem(atPath: root)
                 removed.append(root)
             } catch {
-                throw WipeError(reason: .files, account: account, message: "the keys are gone, but \(root) could not be deleted: \(error.localizedDescription)")
+                throw WipeError(
+                    reason: .files, account: account,
+                    message: "the keys are gone, but \(root) could not be deleted: \(error.localizedDescription)")
             }
         }
         for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
         let versions = byIdentifier.values.reduce(0, +)
-        logger.notice("account wiped", metadata: ["owner": "\(resolved.owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
+        logger.notice(
+            "account wiped",
+            metadata: ["owner": "\(resolved.owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
         if database == nil { journal.publish(announced) }
         return WipeReport(
-            account: account, resolved: resolved, keyVersions: versions, keyVersionsByIdentifier: byIdentifier, secrets: secrets, removedPaths: removed)
+            account: account, resolved: resolved, keyVersions: versions, keyVersionsByIdentifier: byIdentifier,
+            secrets: secrets, removedPaths: removed)
     }
 
     // MARK: Check-ins and offline grace
@@ -151,7 +161,8 @@ extension PolicyManager {
         do {
             try database?.checkIn(account: resolved.owner.rawValue, at: date ?? clock())
         } catch {
-            throw AccountError(code: .storage, account: account, message: "cannot record the check-in of \(account): \(error)")
+            throw AccountError(
+                code: .storage, account: account, message: "cannot record the check-in of \(account): \(error)")
         }
         for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
         return resolved
@@ -165,7 +176,9 @@ extension PolicyManager {
         let identifiers = (try? resolve(account))?.identifiers ?? [owner(of: account)]
         var since: Date?
         for identifier in identifiers {
-            if let last = try? database.lastCheckIn(account: identifier.rawValue), since.map({ last > $0 }) ?? true { since = last }
+            if let last = try? database.lastCheckIn(account: identifier.rawValue), since.map({ last > $0 }) ?? true {
+                since = last
+            }
         }
         if since == nil { since = try? database.account(owner: identifiers[0].rawValue)?.firstSeen }
         return since.map { .seconds(max(0, date.timeIntervalSince($0))) }
@@ -204,8 +217,10 @@ extension PolicyManager {
             let owner = OwnerIdentifier(account.id)
             guard !offlineWipeAnnounced.contains(owner) else { continue }
             let identifiers = ResolvedAccount.identifiers(of: account.id).map(\.rawValue)
-            guard let since = identifiers.compactMap({ checkIns[$0] }).max() ?? firstSeen[owner.rawValue] ?? appliedAt else { continue }
-            let decision = snapshot.offlineAccess(account: account.id, offlineFor: .seconds(max(0, now.timeIntervalSince(since))))
+            guard let since = identifiers.compactMap({ checkIns[$0] }).max() ?? firstSeen[owner.rawValue] ?? appliedAt
+            else { continue }
+            let decision = snapshot.offlineAccess(
+                account: account.id, offlineFor: .seconds(max(0, now.timeIntervalSince(since))))
             guard decision.offlineState == .wipeRequired else { continue }
             offlineWipeAnnounced.insert(owner)
             events.append(.wipeRequired(account: account.id, reason: decision.reason))

@@ -81,7 +81,9 @@ public actor PolicyManager {
             let processScope = processScope
             self.secrets = SecretsProvider(
                 database: database, keyRing: keyRing, journal: journal, logger: logger, now: now,
-                resolveAccount: { explicit in (explicit ?? AccountScope.current ?? processScope.withLock { $0 })?.account },
+                resolveAccount: { explicit in
+                    (explicit ?? AccountScope.current ?? processScope.withLock { $0 })?.account
+                },
                 ownerOf: { OwnerIdentifier($0, policy: slot.current.snapshot) })
         } else {
             self.secrets = nil
@@ -121,7 +123,9 @@ public actor PolicyManager {
         let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
         return install(snapshot, inForce) { events in
             do {
-                return try record(inForce, result: .applied, message: nil, files: nil, accounts: Self.accounts(of: bundle), reach: reach, events: events)
+                return try record(
+                    inForce, result: .applied, message: nil, files: nil, accounts: Self.accounts(of: bundle),
+                    reach: reach, events: events)
             } catch {
                 // The policy is in force either way; a history that cannot be written is logged.
                 logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
@@ -133,7 +137,9 @@ public actor PolicyManager {
     /// Loads the bundle in `directory` (each file read once, see `BundleFiles`) and applies it
     /// (see `apply(_:source:allowingEmpty:)`).
     @discardableResult
-    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) throws(BundleRejection) -> [PolicyEvent] {
+    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) throws(BundleRejection)
+        -> [PolicyEvent]
+    {
         // Recorded as an absolute path: a relative one would name another directory for a
         // process started elsewhere.
         let directory = URL(fileURLWithPath: directory).standardizedFileURL.path
@@ -157,12 +163,16 @@ public actor PolicyManager {
     /// bundle that knows nothing (no `tenant.json`, no protection policy), unless
     /// `allowingEmpty`: it would leave every account unmanaged.
     @discardableResult
-    public func apply(_ files: BundleFiles, source: String, allowingEmpty: Bool = false) throws(BundleRejection) -> [PolicyEvent] {
+    public func apply(_ files: BundleFiles, source: String, allowingEmpty: Bool = false) throws(BundleRejection)
+        -> [PolicyEvent]
+    {
         let bundle: PolicyBundle
         do {
             bundle = try files.load(allowingEmpty: allowingEmpty)
         } catch {
-            throw reject(source: source, contentHash: files.contentHash, message: error.description, diagnostics: error.diagnostics)
+            throw reject(
+                source: source, contentHash: files.contentHash, message: error.description,
+                diagnostics: error.diagnostics)
         }
         if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
             // Unchanged only if the state agrees: another writer may have put a bundle in force
@@ -173,35 +183,47 @@ public actor PolicyManager {
         let reach = bundle.assignmentReach()
         // The state's policy in force already (this manager did not restore it): put it in
         // force here without recording it again.
-        if bundleInForce == nil, let stored = try? database?.lastAppliedBundle(), stored.contentHash == files.contentHash {
+        if bundleInForce == nil, let stored = try? database?.lastAppliedBundle(),
+            stored.contentHash == files.contentHash
+        {
             let inForce = BundleInForce(
-                revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false, entries: files.entries)
+                revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
+                entries: files.entries)
             return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), inForce) { _ in [] }
         }
-        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries)
+        let inForce = BundleInForce(
+            revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries)
         let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
         do {
             return try install(snapshot, inForce) { events throws(StoreError) in
                 try record(
-                    inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) }, accounts: Self.accounts(of: bundle),
+                    inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) },
+                    accounts: Self.accounts(of: bundle),
                     reach: reach, events: events)
             }
         } catch {
             // Not a refusal of the bundle: the state failed. When the commit's outcome is not
             // known, the state says what happened: the bundle is in force there, or not.
-            if error.code == .outcomeUnknown, let stored = try? database?.lastAppliedBundle(), stored.contentHash == files.contentHash {
-                logger.warning("the state did not confirm the bundle's commit, but holds it: it is in force", metadata: ["revision": "\(files.contentHash)"])
+            if error.code == .outcomeUnknown, let stored = try? database?.lastAppliedBundle(),
+                stored.contentHash == files.contentHash
+            {
+                logger.warning(
+                    "the state did not confirm the bundle's commit, but holds it: it is in force",
+                    metadata: ["revision": "\(files.contentHash)"])
                 let confirmed = BundleInForce(
-                    revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false, entries: files.entries)
+                    revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
+                    entries: files.entries)
                 return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), confirmed) { _ in [] }
             }
             logger.error(
-                "the state could not record the bundle", metadata: ["source": "\(source)", "revision": "\(files.contentHash)", "error": "\(error)"])
+                "the state could not record the bundle",
+                metadata: ["source": "\(source)", "revision": "\(files.contentHash)", "error": "\(error)"])
             let outcome =
                 error.code == .outcomeUnknown
                 ? "the state did not confirm whether it recorded the bundle; check GET /v1/bundle (or custody policy) for revision \(files.contentHash)"
                 : "the state could not record the bundle, so it is not applied"
-            throw BundleRejection(source: source, message: "\(outcome): \(error)", stateFailure: error, revision: files.contentHash)
+            throw BundleRejection(
+                source: source, message: "\(outcome): \(error)", stateFailure: error, revision: files.contentHash)
         }
     }
 
@@ -211,9 +233,13 @@ public actor PolicyManager {
     ///   `BundleFiles.load(allowingEmpty:)`).
     public func use(_ files: BundleFiles, source: String) throws(BundleError) {
         let bundle = try files.load()
-        let inForce = BundleInForce(revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
+        let inForce = BundleInForce(
+            revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
         let old = slot.current
-        slot.store(SnapshotBox(makeSnapshot(bundle, reach: bundle.assignmentReach(), at: clock()), version: old.version + 1, bundle: inForce))
+        slot.store(
+            SnapshotBox(
+                makeSnapshot(bundle, reach: bundle.assignmentReach(), at: clock()), version: old.version + 1,
+                bundle: inForce))
     }
 
     /// Makes the last bundle applied with its files (by any process using this database) the
@@ -228,7 +254,8 @@ public actor PolicyManager {
         do {
             stored = try database.lastAppliedBundleFiles()
         } catch {
-            throw BundleRejection(source: database.path ?? "the state database", message: "the bundle in force cannot be read: \(error)")
+            throw BundleRejection(
+                source: database.path ?? "the state database", message: "the bundle in force cannot be read: \(error)")
         }
         guard let stored else { return false }
         try putInForce(stored, announcing: false)
@@ -267,7 +294,8 @@ public actor PolicyManager {
             // Applied once, so accepted then, even if it knows nothing (applied on purpose).
             let bundle = try files.load(allowingEmpty: true)
             let inForce = BundleInForce(
-                revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false, entries: files.entries)
+                revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false,
+                entries: files.entries)
             let snapshot = makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
             // The slot changes only on this actor: what it holds now is what is replaced.
             let old = slot.current
@@ -279,9 +307,13 @@ public actor PolicyManager {
                 slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
             }
         } catch {
-            logger.error("the stored bundle does not load", metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
+            logger.error(
+                "the stored bundle does not load",
+                metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
             throw BundleRejection(
-                source: record.source, message: "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads", diagnostics: error.diagnostics)
+                source: record.source,
+                message: "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads",
+                diagnostics: error.diagnostics)
         }
     }
 
@@ -289,7 +321,9 @@ public actor PolicyManager {
     /// of `reach` the state has not recorded yet count as reaching their account at `time`; a
     /// history that cannot be read falls back to merging every policy, which is never less
     /// restrictive.
-    nonisolated func makeSnapshot(_ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date) -> PolicySnapshot {
+    nonisolated func makeSnapshot(_ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date)
+        -> PolicySnapshot
+    {
         PolicySnapshot(bundle: bundle, context: context, precedence: precedence(for: reach, at: time), logger: logger)
     }
 
@@ -302,7 +336,9 @@ public actor PolicyManager {
                     firstReached[account] = policies.mapValues(\.timeIntervalSince1970)
                 }
             } catch {
-                logger.error("cannot read when policies reached accounts; every applying policy merges instead", metadata: ["error": "\(error)"])
+                logger.error(
+                    "cannot read when policies reached accounts; every applying policy merges instead",
+                    metadata: ["error": "\(error)"])
                 return .mostRestrictive
             }
         }
@@ -322,7 +358,8 @@ public actor PolicyManager {
     ) throws(E) -> [PolicyEvent] {
         let old = slot.current
         // A bundle with a revision is announced as such; an in-memory one without is not.
-        let events = PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
+        let events =
+            PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
             + (inForce.revision.isEmpty ? [] : [.bundleApplied(revision: inForce.revision, source: inForce.source)])
         let result: Result<Void, E> = journal.publish(events) { records in
             do throws(E) {
@@ -338,14 +375,21 @@ public actor PolicyManager {
     }
 
     /// Records and announces a refused bundle; returns the error to throw.
-    private func reject(source: String, contentHash: String, message: String, diagnostics: [Diagnostic], recording: Bool = true) -> BundleRejection {
+    private func reject(
+        source: String, contentHash: String, message: String, diagnostics: [Diagnostic], recording: Bool = true
+    ) -> BundleRejection {
         let rejection = BundleRejection(source: source, message: message, diagnostics: diagnostics)
-        logger.error("bundle rejected", metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
+        logger.error(
+            "bundle rejected",
+            metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
         let refused = BundleInForce(revision: contentHash, source: source, appliedAt: clock(), isOverride: false)
         journal.publish([.bundleRejected(error: rejection)]) { events in
             guard recording else { return ((), []) }
             do {
-                return ((), try record(refused, result: .rejected, message: message, files: nil, accounts: [], events: events))
+                return (
+                    (),
+                    try record(refused, result: .rejected, message: message, files: nil, accounts: [], events: events)
+                )
             } catch {
                 logger.error("cannot record the rejected bundle in the state database", metadata: ["error": "\(error)"])
                 return ((), [])
@@ -357,11 +401,14 @@ public actor PolicyManager {
     /// Records a bundle (and the events it brings) in the state; returns the events' ids
     /// (none without a database).
     private func record(
-        _ bundle: BundleInForce, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])] = [], events: [EventRecord]
+        _ bundle: BundleInForce, result: BundleRecord.Result, message: String?,
+        files: [(name: String, bytes: [UInt8])]?,
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])] = [],
+        events: [EventRecord]
     ) throws(StoreError) -> [Int64] {
         try database?.recordBundle(
-            contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files, accounts: accounts,
+            contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files,
+            accounts: accounts,
             reach: reach, events: events, retaining: retainedBundles, at: bundle.appliedAt ?? clock()
         ).eventIDs ?? []
     }
@@ -420,7 +467,9 @@ public actor PolicyManager {
     /// Every change from now on with its id in the state's event log (see `events()`). With a
     /// `limit`, a subscriber that falls that many events behind is dropped: its stream ends and
     /// the subscription says so (it can resume from the log, `CustodyEngine.events(after:)`).
-    public nonisolated func loggedEvents(limit: Int? = nil) -> (events: AsyncStream<LoggedEvent>, subscription: EventSubscription) {
+    public nonisolated func loggedEvents(limit: Int? = nil) -> (
+        events: AsyncStream<LoggedEvent>, subscription: EventSubscription
+    ) {
         let (stream, subscription) = journal.logged.subscribe(limit: limit)
         return (stream, subscription)
     }
@@ -441,7 +490,9 @@ public actor PolicyManager {
     }
 
     /// How many streams of logged events or event notifications are subscribed now.
-    public nonisolated var eventStreamCount: Int { journal.logged.subscriberCount + journal.notifications.subscriberCount }
+    public nonisolated var eventStreamCount: Int {
+        journal.logged.subscriberCount + journal.notifications.subscriberCount
+    }
 
     /// The id of the newest event in the log this manager knows of (0 before any): what a
     /// decision is made "at".

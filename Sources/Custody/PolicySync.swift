@@ -40,7 +40,8 @@ public struct PolicySync: Sendable, Hashable {
     public var error: String?
 
     public init(
-        status: Status, trigger: Trigger, source: String, revision: String?, pages: Int, requests: Int, throttled: Int, duration: Duration,
+        status: Status, trigger: Trigger, source: String, revision: String?, pages: Int, requests: Int, throttled: Int,
+        duration: Duration,
         finishedAt: Date, error: String?
     ) {
         self.status = status

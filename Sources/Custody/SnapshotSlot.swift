@@ -2,11 +2,11 @@ import Atomics
 import CustodyPolicy
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Where a manager keeps the snapshot in force, made cheap to read from many threads at once.
@@ -104,9 +104,9 @@ private let threadSnapshotCacheKey: pthread_key_t = {
     var key = pthread_key_t()
     let status = pthread_key_create(&key) { pointer in
         #if canImport(Darwin)
-        Unmanaged<AnyObject>.fromOpaque(pointer).release()
+            Unmanaged<AnyObject>.fromOpaque(pointer).release()
         #else
-        if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
+            if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
         #endif
     }
     precondition(status == 0, "pthread_key_create failed: \(status)")

@@ -20,19 +20,29 @@ public enum GraphBundle {
     }
 
     static func overlayMembers(_ bytes: [UInt8], path: String) throws(GraphError) -> [String: GraphJSON] {
-        guard let parsed = try? JSONDecoder().decode(GraphJSON.self, from: Data(bytes)), case .object(let members) = parsed else {
+        guard let parsed = try? JSONDecoder().decode(GraphJSON.self, from: Data(bytes)),
+            case .object(let members) = parsed
+        else {
             throw GraphError(.configuration, "\(path): not a JSON object")
         }
         for (key, value) in members.sorted(by: { $0.key < $1.key }) {
             if key == "accounts" {
-                throw GraphError(.configuration, "\(path): \"accounts\": accounts come from Graph; the overlay adds \(overlayKeys.joined(separator: ", "))")
+                throw GraphError(
+                    .configuration,
+                    "\(path): \"accounts\": accounts come from Graph; the overlay adds \(overlayKeys.joined(separator: ", "))"
+                )
             }
             guard overlayKeys.contains(key) else {
-                throw GraphError(.configuration, "\(path): unknown member \"\(key)\" (known: \(overlayKeys.joined(separator: ", ")))")
+                throw GraphError(
+                    .configuration, "\(path): unknown member \"\(key)\" (known: \(overlayKeys.joined(separator: ", ")))"
+                )
             }
             if key == "allowedAccounts", case .null = value { continue }
             guard let list = value.array, list.allSatisfy({ $0.string.map { !$0.isEmpty } == true }) else {
-                throw GraphError(.configuration, "\(path): \"\(key)\" must be a list of non-empty strings\(key == "allowedAccounts" ? " (or null: every account)" : "")")
+                throw GraphError(
+                    .configuration,
+                    "\(path): \"\(key)\" must be a list of non-empty strings\(key == "allowedAccounts" ? " (or null: every account)" : "")"
+                )
             }
         }
         return members
@@ -48,13 +58,16 @@ public enum GraphBundle {
         tenant["accounts"] = .array(
             snapshot.users.keys.sorted().map { oid in
                 let user = snapshot.users[oid]!
-                var account: [String: GraphJSON] = ["oid": .string(oid), "groups": .array(user.groups.sorted().map(GraphJSON.string))]
+                var account: [String: GraphJSON] = [
+                    "oid": .string(oid), "groups": .array(user.groups.sorted().map(GraphJSON.string)),
+                ]
                 if let upn = user.upn, !upn.isEmpty { account["upn"] = .string(upn) }
                 return .object(account)
             })
         var entries: [BundleFiles.Entry] = []
         do {
-            entries.append(BundleFiles.Entry(name: BundleFiles.tenantName, bytes: try GraphJSON.object(tenant).canonicalBytes()))
+            entries.append(
+                BundleFiles.Entry(name: BundleFiles.tenantName, bytes: try GraphJSON.object(tenant).canonicalBytes()))
             for name in snapshot.policies.keys.sorted() {
                 entries.append(BundleFiles.Entry(name: name, bytes: try snapshot.policies[name]!.canonicalBytes()))
             }
@@ -88,12 +101,14 @@ public enum GraphBundle {
                 guard BundleFiles.isEntryName(name), !isDirectory.boolValue else {
                     throw GraphError(
                         .bundle,
-                        "\(target.path) holds \(name), which is not a bundle file: give an empty directory, a new path, or a bundle directory (only *.json files) to replace")
+                        "\(target.path) holds \(name), which is not a bundle file: give an empty directory, a new path, or a bundle directory (only *.json files) to replace"
+                    )
                 }
             }
         }
         do {
-            try manager.createDirectory(atPath: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+            try manager.createDirectory(
+                atPath: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
             for entry in files.entries {
                 try FileSystem.writeNew(entry.bytes, to: staging + "/" + entry.name, mode: 0o644)
             }

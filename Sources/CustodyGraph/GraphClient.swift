@@ -84,7 +84,9 @@ final class GraphClient: Sendable {
         // Everything that can fail first: a client made is a client to shut down.
         var assertions: ClientAssertions?
         if case .certificate(let certificate, let key) = settings.credential {
-            assertions = try ClientAssertions(certificatePEM: certificate, privateKeyPEM: key, clientID: settings.clientID, audience: settings.tokenURL)
+            assertions = try ClientAssertions(
+                certificatePEM: certificate, privateKeyPEM: key, clientID: settings.clientID,
+                audience: settings.tokenURL)
         }
         transport = GraphTransport(settings: settings)
         tokens = GraphTokens(settings: settings, transport: transport, assertions: assertions)
@@ -117,8 +119,12 @@ final class GraphClient: Sendable {
             let response: GraphTransport.Response
             do {
                 response = try await transport.send(
-                    .GET, url, headers: [("Authorization", "Bearer \(token)"), ("Accept", "application/json"), ("ConsistencyLevel", "eventual")])
-            } catch where error.code == .timeout || error.code == .request {
+                    .GET, url,
+                    headers: [
+                        ("Authorization", "Bearer \(token)"), ("Accept", "application/json"),
+                        ("ConsistencyLevel", "eventual"),
+                    ])
+            } catch  where error.code == .timeout || error.code == .request {
                 // No answer: tried again like a 503, then failed with what happened last.
                 guard attempt < settings.maximumAttempts else { throw error }
                 try await pause(backoff(attempt), request: name)
@@ -129,7 +135,9 @@ final class GraphClient: Sendable {
                 do {
                     return try JSONDecoder().decode(T.self, from: Data(response.body))
                 } catch {
-                    throw GraphError(.invalidResponse, "the answer is not the JSON Graph sends: \(Self.describe(error))", request: name)
+                    throw GraphError(
+                        .invalidResponse, "the answer is not the JSON Graph sends: \(Self.describe(error))",
+                        request: name)
                 }
             case 401 where !renewed:
                 // The token may have expired early or been revoked: one new token, then fail.
@@ -144,14 +152,19 @@ final class GraphClient: Sendable {
                 }
                 guard attempt < settings.maximumAttempts else {
                     throw GraphError(
-                        .request, "HTTP \(response.status) after \(attempt) tries\(Self.graphError(response.body).map { ": \($0)" } ?? "")", request: name,
+                        .request,
+                        "HTTP \(response.status) after \(attempt) tries\(Self.graphError(response.body).map { ": \($0)" } ?? "")",
+                        request: name,
                         status: response.status)
                 }
                 let asked = Self.retryAfter(response.headers)
                 if let asked, asked > settings.maximumRetryAfter {
-                    let said = response.headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces) ?? "\(asked.components.seconds)"
+                    let said =
+                        response.headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces)
+                        ?? "\(asked.components.seconds)"
                     throw GraphError(
-                        .request, "HTTP \(response.status) asking to wait \(said) s (Retry-After), longer than the \(settings.maximumRetryAfter.components.seconds) s a sync waits",
+                        .request,
+                        "HTTP \(response.status) asking to wait \(said) s (Retry-After), longer than the \(settings.maximumRetryAfter.components.seconds) s a sync waits",
                         request: name, status: response.status)
                 }
                 let wait = asked.map { $0 + jitter($0) } ?? backoff(attempt)
@@ -159,25 +172,34 @@ final class GraphClient: Sendable {
             default:
                 let said = Self.graphError(response.body).map { ": \($0)" } ?? ""
                 let code = Self.graphErrorCode(response.body)
-                if response.status == 410 || ["syncStateNotFound", "syncStateInvalid", "resyncRequired"].contains(code) {
-                    throw GraphError(.resyncRequired, "HTTP \(response.status)\(said)", request: name, status: response.status)
+                if response.status == 410 || ["syncStateNotFound", "syncStateInvalid", "resyncRequired"].contains(code)
+                {
+                    throw GraphError(
+                        .resyncRequired, "HTTP \(response.status)\(said)", request: name, status: response.status)
                 }
-                throw GraphError(response.status == 401 ? .authentication : .request, "HTTP \(response.status)\(said)", request: name, status: response.status)
+                throw GraphError(
+                    response.status == 401 ? .authentication : .request, "HTTP \(response.status)\(said)",
+                    request: name, status: response.status)
             }
         }
     }
 
     /// Every item of a collection, following `@odata.nextLink` as given until it is absent.
-    func collect<Item: Decodable & Sendable>(_ url: String, of type: Item.Type, missingIsNil: Bool = false) async throws(GraphError) -> [Item]? {
+    func collect<Item: Decodable & Sendable>(_ url: String, of type: Item.Type, missingIsNil: Bool = false)
+        async throws(GraphError) -> [Item]?
+    {
         try await walk(url, of: type, missingIsNil: missingIsNil)?.items
     }
 
     /// One round of a delta query: the changes from `url` (a delta function, or the deltaLink
     /// of the last round) across its pages, and the deltaLink the round ends with.
     /// - Throws: `resyncRequired` when Graph no longer honours the link.
-    func delta<Item: Decodable & Sendable>(_ url: String, of type: Item.Type) async throws(GraphError) -> (items: [Item], deltaLink: String) {
+    func delta<Item: Decodable & Sendable>(_ url: String, of type: Item.Type) async throws(GraphError) -> (
+        items: [Item], deltaLink: String
+    ) {
         guard let round = try await walk(url, of: type, missingIsNil: false), let link = round.deltaLink else {
-            throw GraphError(.invalidResponse, "the delta round ended without an @odata.deltaLink", request: "GET \(url)")
+            throw GraphError(
+                .invalidResponse, "the delta round ended without an @odata.deltaLink", request: "GET \(url)")
         }
         guard link.hasPrefix(origin + "/") else {
             throw GraphError(.invalidResponse, "the deltaLink leaves Graph's host \(origin)", request: "GET \(url)")
@@ -187,7 +209,9 @@ final class GraphClient: Sendable {
 
     /// The pages from `url`, following `@odata.nextLink` until it is absent: their items, and
     /// the last page's `@odata.deltaLink`.
-    private func walk<Item: Decodable & Sendable>(_ url: String, of type: Item.Type, missingIsNil: Bool) async throws(GraphError) -> (items: [Item], deltaLink: String?)? {
+    private func walk<Item: Decodable & Sendable>(_ url: String, of type: Item.Type, missingIsNil: Bool)
+        async throws(GraphError) -> (items: [Item], deltaLink: String?)?
+    {
         var items: [Item] = []
         var deltaLink: String?
         var next: String? = url
@@ -197,17 +221,25 @@ final class GraphClient: Sendable {
             // Bounded: a server that pages without end (new links, empty pages) ends the sync.
             guard seen.count < settings.maximumPages, emptyInARow < 100 else {
                 throw GraphError(
-                    .invalidResponse, "the listing did not end after \(seen.count) pages (\(emptyInARow) empty in a row)", request: "GET \(link)")
+                    .invalidResponse,
+                    "the listing did not end after \(seen.count) pages (\(emptyInARow) empty in a row)",
+                    request: "GET \(link)")
             }
             guard seen.insert(link).inserted else {
                 throw GraphError(.invalidResponse, "the nextLink repeats a page already read", request: "GET \(link)")
             }
             if link.hasPrefix("http://") || link.hasPrefix("https://") {
                 guard link.hasPrefix(origin + "/") else {
-                    throw GraphError(.invalidResponse, "the link leaves Graph's host \(origin) (following it would send the token there)", request: "GET \(link)")
+                    throw GraphError(
+                        .invalidResponse,
+                        "the link leaves Graph's host \(origin) (following it would send the token there)",
+                        request: "GET \(link)")
                 }
             }
-            guard let page = try await get(link, as: Page<Item>.self, missingIsNil: missingIsNil && items.isEmpty && seen.count == 1) else {
+            guard
+                let page = try await get(
+                    link, as: Page<Item>.self, missingIsNil: missingIsNil && items.isEmpty && seen.count == 1)
+            else {
                 return nil
             }
             statistics.withLock { $0.pages += 1 }
@@ -253,7 +285,8 @@ final class GraphClient: Sendable {
 
     /// `Retry-After` in seconds (Graph sends seconds), capped at an hour.
     static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
-        guard let value = headers.first(name: "Retry-After"), let seconds = Double(value.trimmingCharacters(in: .whitespaces)), seconds >= 0
+        guard let value = headers.first(name: "Retry-After"),
+            let seconds = Double(value.trimmingCharacters(in: .whitespaces)), seconds >= 0
         else { return nil }
         return .seconds(min(seconds, 3_600))
     }
@@ -281,8 +314,10 @@ final class GraphClient: Sendable {
     static func describe(_ error: any Error) -> String {
         switch error {
         case DecodingError.dataCorrupted(let context): "\(context.debugDescription) at \(path(context.codingPath))"
-        case DecodingError.keyNotFound(let key, let context): "\"\(key.stringValue)\" is missing at \(path(context.codingPath))"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context): "\(context.debugDescription) at \(path(context.codingPath))"
+        case DecodingError.keyNotFound(let key, let context):
+            "\"\(key.stringValue)\" is missing at \(path(context.codingPath))"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            "\(context.debugDescription) at \(path(context.codingPath))"
         default: "\(error)"
         }
     }

@@ -8,7 +8,8 @@ extension GraphCredential {
     /// - Throws: `configuration` when a file cannot be read, may be read by others, or nothing
     ///   names a credential.
     public static func load(
-        clientSecretFile: String?, certificate: String?, privateKey: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+        clientSecretFile: String?, certificate: String?, privateKey: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(GraphError) -> GraphCredential {
         switch (clientSecretFile, certificate, privateKey) {
         case (nil, let certificate?, let privateKey?):
@@ -26,7 +27,10 @@ extension GraphCredential {
             return try GraphCredential.secret(file: file)
         case (nil, nil, nil):
             guard let secret = environment["CUSTODY_GRAPH_CLIENT_SECRET"], !secret.isEmpty else {
-                throw GraphError(.configuration, "no credential: give a client secret file (or CUSTODY_GRAPH_CLIENT_SECRET), or a certificate with its private key")
+                throw GraphError(
+                    .configuration,
+                    "no credential: give a client secret file (or CUSTODY_GRAPH_CLIENT_SECRET), or a certificate with its private key"
+                )
             }
             return .secret(secret)
         case (nil, _, _):
@@ -58,7 +62,8 @@ public struct GraphConfiguration: Sendable {
     public var interval: Duration?
 
     static let keys: Set<String> = [
-        "tenantId", "clientId", "clientSecretFile", "certificate", "privateKey", "cloud", "authority", "graphUrl", "tenantOverlay",
+        "tenantId", "clientId", "clientSecretFile", "certificate", "privateKey", "cloud", "authority", "graphUrl",
+        "tenantOverlay",
         "intervalSeconds",
     ]
 
@@ -77,7 +82,8 @@ public struct GraphConfiguration: Sendable {
 
     /// Reads the configuration at `path`, with the credential and overlay it names.
     /// - Throws: `configuration`, naming the file and the key at fault.
-    public static func load(file path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(GraphError)
+    public static func load(file path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(GraphError)
         -> GraphConfiguration
     {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -95,14 +101,22 @@ public struct GraphConfiguration: Sendable {
         var seen = Set<String>()
         for member in document.root.members {
             if member.key == "clientSecret" {
-                throw GraphError(.configuration, "\(path): \"clientSecret\": a secret is not kept in the configuration; name a file holding it with \"clientSecretFile\" (mode 600)")
+                throw GraphError(
+                    .configuration,
+                    "\(path): \"clientSecret\": a secret is not kept in the configuration; name a file holding it with \"clientSecretFile\" (mode 600)"
+                )
             }
             guard keys.contains(member.key) else {
-                throw GraphError(.configuration, "\(path): unknown key \"\(member.key)\" (known: \(keys.sorted().joined(separator: ", ")))")
+                throw GraphError(
+                    .configuration,
+                    "\(path): unknown key \"\(member.key)\" (known: \(keys.sorted().joined(separator: ", ")))")
             }
-            guard seen.insert(member.key).inserted else { throw GraphError(.configuration, "\(path): \"\(member.key)\" is given twice") }
+            guard seen.insert(member.key).inserted else {
+                throw GraphError(.configuration, "\(path): \"\(member.key)\" is given twice")
+            }
             guard !member.value.isNull else {
-                throw GraphError(.configuration, "\(path): \"\(member.key)\" is null: leave the key out for its default")
+                throw GraphError(
+                    .configuration, "\(path): \"\(member.key)\" is null: leave the key out for its default")
             }
         }
         let file: File
@@ -110,9 +124,14 @@ public struct GraphConfiguration: Sendable {
             file = try JSONDecoder().decode(File.self, from: data)
         } catch let DecodingError.keyNotFound(key, _) {
             throw GraphError(.configuration, "\(path): \"\(key.stringValue)\" is required")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context), let DecodingError.dataCorrupted(context) {
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context), let
+            DecodingError.dataCorrupted(context)
+        {
             let key = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw GraphError(.configuration, "\(path): \"\(key)\" has the wrong type (\(key == "intervalSeconds" ? "a whole number of seconds" : "a string") expected)")
+            throw GraphError(
+                .configuration,
+                "\(path): \"\(key)\" has the wrong type (\(key == "intervalSeconds" ? "a whole number of seconds" : "a string") expected)"
+            )
         } catch {
             throw GraphError(.configuration, "\(path): \(error)")
         }
@@ -123,24 +142,33 @@ public struct GraphConfiguration: Sendable {
         var cloud = GraphCloud.global
         if let name = file.cloud {
             guard let named = GraphCloud(rawValue: name) else {
-                throw GraphError(.configuration, "\(path): \"cloud\" \"\(name)\" is not one of \(GraphCloud.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw GraphError(
+                    .configuration,
+                    "\(path): \"cloud\" \"\(name)\" is not one of \(GraphCloud.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             cloud = named
         }
         var interval: Duration?
         if let seconds = file.intervalSeconds {
             guard seconds.rounded() == seconds else {
-                throw GraphError(.configuration, "\(path): \"intervalSeconds\" has the wrong type (a whole number of seconds expected)")
+                throw GraphError(
+                    .configuration,
+                    "\(path): \"intervalSeconds\" has the wrong type (a whole number of seconds expected)")
             }
             guard (10...86_400).contains(seconds) else {
-                throw GraphError(.configuration, "\(path): \"intervalSeconds\" \(seconds.formatted(.number.grouping(.never))) is not between 10 and 86400")
+                throw GraphError(
+                    .configuration,
+                    "\(path): \"intervalSeconds\" \(seconds.formatted(.number.grouping(.never))) is not between 10 and 86400"
+                )
             }
             interval = .seconds(Int(seconds))
         }
         let credential: GraphCredential
         do {
             credential = try GraphCredential.load(
-                clientSecretFile: resolved(file.clientSecretFile), certificate: resolved(file.certificate), privateKey: resolved(file.privateKey),
+                clientSecretFile: resolved(file.clientSecretFile), certificate: resolved(file.certificate),
+                privateKey: resolved(file.privateKey),
                 environment: environment)
         } catch {
             throw GraphError(.configuration, "\(path): \(error.message)")
@@ -156,7 +184,8 @@ public struct GraphConfiguration: Sendable {
         let settings: GraphSettings
         do {
             settings = try GraphSettings(
-                tenantID: file.tenantId, clientID: file.clientId, credential: credential, cloud: cloud, authority: file.authority, graphURL: file.graphUrl,
+                tenantID: file.tenantId, clientID: file.clientId, credential: credential, cloud: cloud,
+                authority: file.authority, graphURL: file.graphUrl,
                 optionNames: (authority: "\"authority\"", graphURL: "\"graphUrl\""))
         } catch {
             throw GraphError(.configuration, "\(path): \(error.message)")

@@ -30,7 +30,8 @@ struct MembershipCache: Codable, Sendable, Equatable {
 
     /// Whether the cache may be used for `source` at `now`.
     func usable(for source: String, at now: Date) -> Bool {
-        version == Self.currentVersion && self.source == source && now.timeIntervalSince1970 - fullReadAt < Self.fullReadInterval
+        version == Self.currentVersion && self.source == source
+            && now.timeIntervalSince1970 - fullReadAt < Self.fullReadInterval
             && now.timeIntervalSince1970 >= fullReadAt
     }
 }
@@ -76,18 +77,19 @@ struct MembershipReader {
         if tracking, let cache, cache.usable(for: source, at: now) {
             do {
                 return try await incremental(assigned, cache: cache)
-            } catch where error.code == .deltaUnavailable {
+            } catch  where error.code == .deltaUnavailable {
                 logger.warning("the kept delta links cannot be used; every group is read: \(error)")
             }
         }
         if tracking {
             do {
                 return try await full(assigned)
-            } catch where error.code == .deltaUnavailable {
+            } catch  where error.code == .deltaUnavailable {
                 // Refused (User.Read.All or GroupMember.Read.All withdrawn), or links Graph
                 // should not give: every group read, nothing kept, as a sync to a directory.
                 logger.warning(
-                    "delta queries cannot be used; this sync reads every group and keeps nothing (delta reads need User.Read.All and GroupMember.Read.All): \(error)")
+                    "delta queries cannot be used; this sync reads every group and keeps nothing (delta reads need User.Read.All and GroupMember.Read.All): \(error)"
+                )
             }
         }
         var reader = self
@@ -100,7 +102,9 @@ struct MembershipReader {
     private func full(_ assigned: [String]) async throws(GraphError) -> Result {
         let userLink = tracking ? try await latest("/users/delta?$select=id,userPrincipalName&$deltatoken=latest") : ""
         var result = Result(
-            cache: MembershipCache(source: source, fullReadAt: now.timeIntervalSince1970, groups: [:], groupLinks: [], userLink: userLink), incremental: false)
+            cache: MembershipCache(
+                source: source, fullReadAt: now.timeIntervalSince1970, groups: [:], groupLinks: [], userLink: userLink),
+            incremental: false)
         result.tracked = tracking
         try await track(Set(assigned), in: &result.cache)
         try await readGroups(assigned, into: &result)
@@ -140,7 +144,11 @@ struct MembershipReader {
         try await readGroups(toRead, into: &result)
         // Groups no longer assigned are not kept.
         result.cache.groups = result.cache.groups.filter { assigned.contains($0.key) }
-        logger.info("group members read by delta", metadata: ["changed": "\(changed.count)", "read": "\(result.groupsRead)", "users changed": "\(users.items.count)"])
+        logger.info(
+            "group members read by delta",
+            metadata: [
+                "changed": "\(changed.count)", "read": "\(result.groupsRead)", "users changed": "\(users.items.count)",
+            ])
         return result
     }
 
@@ -169,8 +177,11 @@ struct MembershipReader {
         let sorted = groups.sorted()
         for start in stride(from: 0, to: sorted.count, by: GroupDeltaLink.limit) {
             let chunk = Array(sorted[start..<min(start + GroupDeltaLink.limit, sorted.count)])
-            let filter = chunk.map { "id eq '\($0.replacingOccurrences(of: "'", with: "''"))'" }.joined(separator: " or ")
-            let encoded = filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~'"))) ?? filter
+            let filter = chunk.map { "id eq '\($0.replacingOccurrences(of: "'", with: "''"))'" }.joined(
+                separator: " or ")
+            let encoded =
+                filter.addingPercentEncoding(
+                    withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~'"))) ?? filter
             let link = try await latest("/groups/delta?$filter=\(encoded)&$select=members&$deltatoken=latest")
             cache.groupLinks.append(GroupDeltaLink(groups: chunk, link: link))
         }
@@ -188,7 +199,10 @@ struct MembershipReader {
     private func deltaRound(_ url: String) async throws(GraphError) -> (items: [DeltaItem], deltaLink: String) {
         do {
             return try await client.delta(url, of: DeltaItem.self)
-        } catch where error.code == .resyncRequired || error.code == .invalidResponse || [400, 403, 404].contains(error.status ?? 0) {
+        } catch
+            where error.code == .resyncRequired || error.code == .invalidResponse
+            || [400, 403, 404].contains(error.status ?? 0)
+        {
             throw GraphError(.deltaUnavailable, error.message, request: error.request, status: error.status)
         }
     }
@@ -204,7 +218,9 @@ struct MembershipReader {
                 var pending = groups[...]
                 func start() {
                     guard let group = pending.popFirst() else { return }
-                    let escaped = group.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? group
+                    let escaped =
+                        group.addingPercentEncoding(
+                            withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? group
                     tasks.addTask {
                         let url = "/groups/\(escaped)/transitiveMembers?$select=id,userPrincipalName&$top=999"
                         return (group, try await client.collect(url, of: Member.self, missingIsNil: true))
@@ -212,12 +228,15 @@ struct MembershipReader {
                 }
                 for _ in 0..<width { start() }
                 while let (group, members) = try await tasks.next() {
-                    read[group] = .some(members.map { members in
-                        var users: [String: String] = [:]
-                        for member in members where member.isUser { users[member.id] = users[member.id] ?? member.userPrincipalName ?? "" }
-                        let nested = Set(members.filter(\.isGroup).map(\.id)).sorted()
-                        return GroupMembers(users: users, nested: nested)
-                    })
+                    read[group] = .some(
+                        members.map { members in
+                            var users: [String: String] = [:]
+                            for member in members where member.isUser {
+                                users[member.id] = users[member.id] ?? member.userPrincipalName ?? ""
+                            }
+                            let nested = Set(members.filter(\.isGroup).map(\.id)).sorted()
+                            return GroupMembers(users: users, nested: nested)
+                        })
                     progress?("groups \(read.count)/\(groups.count)")
                     start()
                 }

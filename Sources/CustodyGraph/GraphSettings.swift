@@ -59,7 +59,8 @@ public enum GraphCredential: Sendable {
                 .configuration,
                 "\(what) \(path) may be read by others (mode \(String(permissions, radix: 8))): chmod 600 it")
         }
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+        else {
             throw GraphError(.configuration, "cannot read \(what) \(path) as UTF-8 text")
         }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -106,22 +107,28 @@ public struct GraphSettings: Sendable {
 
     /// Settings for a tenant in `cloud`; `authority` and `graphURL` override its endpoints.
     public init(
-        tenantID: String, clientID: String, credential: GraphCredential, cloud: GraphCloud = .global, authority: String? = nil,
+        tenantID: String, clientID: String, credential: GraphCredential, cloud: GraphCloud = .global,
+        authority: String? = nil,
         graphURL: String? = nil
     ) throws(GraphError) {
         try self.init(
-            tenantID: tenantID, clientID: clientID, credential: credential, cloud: cloud, authority: authority, graphURL: graphURL,
+            tenantID: tenantID, clientID: clientID, credential: credential, cloud: cloud, authority: authority,
+            graphURL: graphURL,
             optionNames: (authority: "--authority", graphURL: "--graph-url"))
     }
 
     /// `optionNames`: what the errors call the authority and the Graph root (the command's
     /// options, or a configuration file's keys).
     init(
-        tenantID: String, clientID: String, credential: GraphCredential, cloud: GraphCloud, authority: String?, graphURL: String?,
+        tenantID: String, clientID: String, credential: GraphCredential, cloud: GraphCloud, authority: String?,
+        graphURL: String?,
         optionNames: (authority: String, graphURL: String)
     ) throws(GraphError) {
         let identifier = { (value: String) in
-            !value.isEmpty && value.count <= 256 && value.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._".unicodeScalars.contains($0)) }
+            !value.isEmpty && value.count <= 256
+                && value.unicodeScalars.allSatisfy {
+                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._".unicodeScalars.contains($0))
+                }
         }
         guard identifier(tenantID) else {
             throw GraphError(.configuration, "the tenant ID \"\(tenantID)\" is not a directory ID or a domain name")
@@ -141,7 +148,9 @@ public struct GraphSettings: Sendable {
 
     /// The scope asked for: Graph's host with `/.default` (the app's granted permissions).
     public var scope: String {
-        guard let url = URL(string: graphURL), let scheme = url.scheme, let host = url.host else { return "https://graph.microsoft.com/.default" }
+        guard let url = URL(string: graphURL), let scheme = url.scheme, let host = url.host else {
+            return "https://graph.microsoft.com/.default"
+        }
         return "\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")/.default"
     }
 
@@ -149,14 +158,16 @@ public struct GraphSettings: Sendable {
     /// token never crosses a network in the clear).
     static func checked(_ url: String, _ option: String) throws(GraphError) -> String {
         let trimmed = url.hasSuffix("/") ? String(url.dropLast()) : url
-        guard let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty,
+        guard let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased(), let host = parsed.host,
+            !host.isEmpty,
             parsed.query == nil, parsed.fragment == nil
         else {
             throw GraphError(.configuration, "\(option) \"\(url)\" is not an absolute URL")
         }
         let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host.lowercased())
         guard scheme == "https" || (scheme == "http" && loopback) else {
-            throw GraphError(.configuration, "\(option) \"\(url)\" must be https (plain http only to this machine, for tests)")
+            throw GraphError(
+                .configuration, "\(option) \"\(url)\" must be https (plain http only to this machine, for tests)")
         }
         return trimmed
     }

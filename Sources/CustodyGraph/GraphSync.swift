@@ -33,7 +33,9 @@ public final class GraphSync: Sendable {
     /// The tenant overlay's bytes (see `GraphBundle.files`).
     private let overlay: [UInt8]?
 
-    public init(settings: GraphSettings, overlay: [UInt8]? = nil, logger: Logger = Logger(label: "custody.graph")) throws(GraphError) {
+    public init(settings: GraphSettings, overlay: [UInt8]? = nil, logger: Logger = Logger(label: "custody.graph"))
+        throws(GraphError)
+    {
         self.settings = settings
         self.overlay = overlay
         self.logger = logger
@@ -48,39 +50,48 @@ public final class GraphSync: Sendable {
     public func shutdown() async { await client.shutdown() }
 
     /// Reads the tenant and returns its bundle, not yet written anywhere.
-    public func snapshot(progress: (@Sendable (String) -> Void)? = nil) async throws(GraphError) -> (files: BundleFiles, report: GraphSyncReport) {
+    public func snapshot(progress: (@Sendable (String) -> Void)? = nil) async throws(GraphError) -> (
+        files: BundleFiles, report: GraphSyncReport
+    ) {
         let (files, report, _) = try await snapshot(tracking: false, cache: nil, progress: progress)
         return (files, report)
     }
 
     /// Reads the tenant; with `tracking`, group members by delta from `cache` (in full when
     /// there is none or it cannot be used), and returns what to keep for the next sync.
-    func snapshot(tracking: Bool, cache: MembershipCache?, progress: (@Sendable (String) -> Void)?) async throws(GraphError)
+    func snapshot(tracking: Bool, cache: MembershipCache?, progress: (@Sendable (String) -> Void)?)
+        async throws(GraphError)
         -> (files: BundleFiles, report: GraphSyncReport, cache: MembershipCache?)
     {
         let started = ContinuousClock.now
         let before = client.statistics.withLock { $0 }
         let tokensBefore = await client.tokens.obtained
         // What was kept is for this tenant read from this Graph root (scheme, host, port, path).
-        var reader = TenantReader(client: client, logger: logger, progress: progress, source: "\(settings.tenantID)@\(settings.graphURL)")
+        var reader = TenantReader(
+            client: client, logger: logger, progress: progress, source: "\(settings.tenantID)@\(settings.graphURL)")
         reader.tracking = tracking
         reader.cache = cache
         let snapshot = try await reader.read()
         let files = try GraphBundle.files(of: snapshot, overlay: overlay)
         var statistics = client.statistics.withLock { $0 }.since(before)
         statistics.tokens = await client.tokens.obtained - tokensBefore
-        let groups = Set(snapshot.policies.values.flatMap { policy in
-            (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
-        })
+        let groups = Set(
+            snapshot.policies.values.flatMap { policy in
+                (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
+            })
         let report = GraphSyncReport(
-            revision: files.contentHash, policies: snapshot.policies.count, groups: groups.count, accounts: snapshot.users.count,
-            statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings, incremental: snapshot.incremental,
+            revision: files.contentHash, policies: snapshot.policies.count, groups: groups.count,
+            accounts: snapshot.users.count,
+            statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings,
+            incremental: snapshot.incremental,
             groupsRead: snapshot.groupsRead)
         return (files, report, snapshot.membershipCache)
     }
 
     /// Reads the tenant and writes its bundle as the directory `path`, atomically.
-    public func sync(to path: String, progress: (@Sendable (String) -> Void)? = nil) async throws(GraphError) -> GraphSyncReport {
+    public func sync(to path: String, progress: (@Sendable (String) -> Void)? = nil) async throws(GraphError)
+        -> GraphSyncReport
+    {
         let (files, report) = try await snapshot(progress: progress)
         try GraphBundle.write(files, to: path)
         return report
@@ -99,10 +110,13 @@ public final class GraphSync: Sendable {
     /// - Throws: `GraphError` (`busy` when another process or replica holds the lease),
     ///   `StoreError` when the state cannot be reached to take it, `CustodyError` when the
     ///   bundle is not applied.
-    public func sync(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)? = nil) async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) {
+    public func sync(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)? = nil) async throws -> (
+        report: GraphSyncReport, applied: CustodyEngine.ApplyResult
+    ) {
         // The state's calls wait for it (the lease, the cache): on the state's threads, never
         // on the cooperative pool.
-        try await StateExecutor.run { () async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) in
+        try await StateExecutor.run {
+            () async throws -> (report: GraphSyncReport, applied: CustodyEngine.ApplyResult) in
             try await syncHoldingLease(into: engine, progress: progress)
         }
     }
@@ -111,7 +125,10 @@ public final class GraphSync: Sendable {
         report: GraphSyncReport, applied: CustodyEngine.ApplyResult
     ) {
         guard let lease = try engine.database.lease(Self.leaseName) else {
-            throw GraphError(.busy, "another process or replica on this state is syncing from Graph now; its bundle reaches this one through the state")
+            throw GraphError(
+                .busy,
+                "another process or replica on this state is syncing from Graph now; its bundle reaches this one through the state"
+            )
         }
         defer { lease.release() }
         var cache: MembershipCache?
@@ -120,7 +137,8 @@ public final class GraphSync: Sendable {
                 cache = try JSONDecoder().decode(MembershipCache.self, from: Data(text.utf8))
             }
         } catch {
-            logger.warning("the kept group members cannot be read; every group is read", metadata: ["error": "\(error)"])
+            logger.warning(
+                "the kept group members cannot be read; every group is read", metadata: ["error": "\(error)"])
         }
         let (files, report, kept) = try await snapshot(tracking: true, cache: cache, progress: progress)
         let applied = try await engine.apply(files: files, source: source)
@@ -129,10 +147,13 @@ public final class GraphSync: Sendable {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = .sortedKeys
                 // Nothing kept (delta queries not allowed): the old cache is forgotten too.
-                try engine.database.saveCache(MembershipCache.name, try kept.map { String(decoding: try encoder.encode($0), as: UTF8.self) })
+                try engine.database.saveCache(
+                    MembershipCache.name, try kept.map { String(decoding: try encoder.encode($0), as: UTF8.self) })
             } catch {
                 // The bundle is in force; the next sync reads every group.
-                logger.warning("the group members read cannot be kept; the next sync reads every group", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "the group members read cannot be kept; the next sync reads every group",
+                    metadata: ["error": "\(error)"])
             }
         }
         return (report, applied)

@@ -80,7 +80,8 @@ public actor GraphSyncRunner {
         func outcome(_ status: PolicySync.Status, revision: String?, error: String?) -> PolicySync {
             let statistics = sync.statistics.since(before)
             return PolicySync(
-                status: status, trigger: trigger, source: sync.source, revision: revision, pages: statistics.pages, requests: statistics.requests,
+                status: status, trigger: trigger, source: sync.source, revision: revision, pages: statistics.pages,
+                requests: statistics.requests,
                 throttled: statistics.throttled, duration: started.duration(to: .now), finishedAt: Date(), error: error)
         }
         let done: PolicySync
@@ -89,14 +90,20 @@ public actor GraphSyncRunner {
             for warning in report.warnings { logger.warning("\(warning)") }
             done = outcome(applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil)
         } catch let error as GraphError where error.code == .busy {
-            logger.info("another process or replica is syncing from Graph; its result reaches this one through the state")
+            logger.info(
+                "another process or replica is syncing from Graph; its result reaches this one through the state")
             return .busy
         } catch let error as GraphError {
-            done = outcome(.failed, revision: nil, error: "graph sync failed, the policy in force is unchanged: \(error)")
+            done = outcome(
+                .failed, revision: nil, error: "graph sync failed, the policy in force is unchanged: \(error)")
         } catch let error as StoreError {
-            done = outcome(.failed, revision: nil, error: "the state cannot be reached to take the sync lease, nothing was read: \(error)")
+            done = outcome(
+                .failed, revision: nil,
+                error: "the state cannot be reached to take the sync lease, nothing was read: \(error)")
         } catch {
-            done = outcome(.failed, revision: nil, error: "the tenant's bundle was not applied, the policy in force is unchanged: \(error)")
+            done = outcome(
+                .failed, revision: nil,
+                error: "the tenant's bundle was not applied, the policy in force is unchanged: \(error)")
         }
         current.withLock { status in
             status.last = done
@@ -108,8 +115,10 @@ public actor GraphSyncRunner {
             }
         }
         let metadata: Logger.Metadata = [
-            "status": "\(done.status.rawValue)", "trigger": "\(trigger.rawValue)", "requests": "\(done.requests)", "pages": "\(done.pages)",
-            "throttled": "\(done.throttled)", "durationMs": "\(done.milliseconds)", "revision": "\(done.revision ?? "none")",
+            "status": "\(done.status.rawValue)", "trigger": "\(trigger.rawValue)", "requests": "\(done.requests)",
+            "pages": "\(done.pages)",
+            "throttled": "\(done.throttled)", "durationMs": "\(done.milliseconds)",
+            "revision": "\(done.revision ?? "none")",
         ]
         if let error = done.error {
             logger.error("\(error)", metadata: metadata)

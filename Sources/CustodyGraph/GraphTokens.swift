@@ -26,7 +26,9 @@ actor GraphTokens {
     /// one it had).
     func token(renewing: Bool = false) async throws(GraphError) -> String {
         if !renewing, let current, ContinuousClock.now < current.expires { return current.token }
-        var form: [(String, String)] = [("client_id", settings.clientID), ("scope", settings.scope), ("grant_type", "client_credentials")]
+        var form: [(String, String)] = [
+            ("client_id", settings.clientID), ("scope", settings.scope), ("grant_type", "client_credentials"),
+        ]
         switch settings.credential {
         case .secret(let secret):
             form.append(("client_secret", secret))
@@ -36,21 +38,27 @@ actor GraphTokens {
             form.append(("client_assertion", try await assertions.make()))
         }
         let response = try await transport.send(
-            .POST, settings.tokenURL, headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
+            .POST, settings.tokenURL,
+            headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
             body: Array(Self.formEncoded(form).utf8))
         let name = "POST \(settings.tokenURL)"
         guard response.status == 200 else {
             // The token service's error as it came: `invalid_client`, `AADSTS7000215: ...`.
             let failure = try? JSONDecoder().decode(TokenFailure.self, from: Data(response.body))
-            var said = failure.map { "\($0.error)\($0.errorDescription.map { ": \($0)" } ?? "")" } ?? "HTTP \(response.status)"
+            var said =
+                failure.map { "\($0.error)\($0.errorDescription.map { ": \($0)" } ?? "")" } ?? "HTTP \(response.status)"
             // As it came, but never with the secret, should a token service repeat it in any
             // encoding: then the description is withheld.
             if case .secret(let secret) = settings.credential, Self.mayRepeat(secret, said) {
-                said = "\(failure?.error ?? "HTTP \(response.status)"): [the description is withheld: it repeats the client secret]"
+                said =
+                    "\(failure?.error ?? "HTTP \(response.status)"): [the description is withheld: it repeats the client secret]"
             }
-            throw GraphError(.authentication, "the token service refused the app: \(said)", request: name, status: response.status)
+            throw GraphError(
+                .authentication, "the token service refused the app: \(said)", request: name, status: response.status)
         }
-        guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)), !answer.accessToken.isEmpty else {
+        guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)),
+            !answer.accessToken.isEmpty
+        else {
             throw GraphError(.invalidResponse, "the token service's answer has no access_token", request: name)
         }
         let lifetime = max(0, (answer.expiresIn ?? 3_600) - 60)
@@ -73,7 +81,8 @@ actor GraphTokens {
     static func formEncoded(_ form: [(String, String)]) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
-        return form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
+        return form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(
+            separator: "&")
     }
 
     private struct TokenAnswer: Decodable {
@@ -112,13 +121,17 @@ struct ClientAssertions: Sendable {
     ) throws(GraphError) {
         // The parsers' own errors name their source files and internal codes: not repeated.
         guard let certificate = try? Certificate(pemEncoded: certificatePEM) else {
-            throw GraphError(.configuration, "\(names.certificate) is not a PEM X.509 certificate (-----BEGIN CERTIFICATE-----)")
+            throw GraphError(
+                .configuration, "\(names.certificate) is not a PEM X.509 certificate (-----BEGIN CERTIFICATE-----)")
         }
         guard let key = try? JWTKit.Insecure.RSA.PrivateKey(pem: privateKeyPEM) else {
-            throw GraphError(.configuration, "\(names.key) is not a PEM RSA private key (Entra ID signs client assertions with RSA)")
+            throw GraphError(
+                .configuration, "\(names.key) is not a PEM RSA private key (Entra ID signs client assertions with RSA)")
         }
         // The key must be the certificate's: a mismatch fails only at the token service, later.
-        guard let parsed = try? Certificate.PrivateKey(pemEncoded: privateKeyPEM), parsed.publicKey == certificate.publicKey else {
+        guard let parsed = try? Certificate.PrivateKey(pemEncoded: privateKeyPEM),
+            parsed.publicKey == certificate.publicKey
+        else {
             throw GraphError(.configuration, "\(names.key) is not the private key of \(names.certificate)")
         }
         var serializer = DER.Serializer()
@@ -137,7 +150,8 @@ struct ClientAssertions: Sendable {
         let now = Date()
         let payload = AssertionPayload(
             aud: AudienceClaim(value: audience), iss: IssuerClaim(value: clientID), sub: SubjectClaim(value: clientID),
-            jti: IDClaim(value: UUID().uuidString), nbf: NotBeforeClaim(value: now.addingTimeInterval(-30)), iat: IssuedAtClaim(value: now),
+            jti: IDClaim(value: UUID().uuidString), nbf: NotBeforeClaim(value: now.addingTimeInterval(-30)),
+            iat: IssuedAtClaim(value: now),
             exp: ExpirationClaim(value: now.addingTimeInterval(600)))
         var header = JWTHeader()
         header.typ = "JWT"
@@ -167,6 +181,7 @@ struct ClientAssertions: Sendable {
 
 extension Data {
     func base64URLEncodedString() -> String {
-        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 }

@@ -18,7 +18,8 @@ final class GraphTransport: Sendable {
 
     init(settings: GraphSettings) {
         var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: TimeAmount(settings.connectTimeout), read: TimeAmount(settings.requestTimeout))
+        configuration.timeout = .init(
+            connect: TimeAmount(settings.connectTimeout), read: TimeAmount(settings.requestTimeout))
         // A nextLink is followed as Graph gives it, but never to another host, and a redirect
         // would carry the token elsewhere: none is followed.
         configuration.redirectConfiguration = .disallow
@@ -34,7 +35,9 @@ final class GraphTransport: Sendable {
     /// Sends one request and reads its whole answer.
     /// - Throws: `GraphError` `.timeout` (connecting or answering took too long) or `.request`
     ///   (no answer: refused, reset, TLS), naming the request.
-    func send(_ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws(GraphError) -> Response {
+    func send(_ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: [UInt8]? = nil)
+        async throws(GraphError) -> Response
+    {
         let name = "\(method.rawValue) \(url)"
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -43,11 +46,14 @@ final class GraphTransport: Sendable {
         do {
             let response = try await client.execute(request, timeout: TimeAmount(requestTimeout))
             var buffer = try await response.body.collect(upTo: maximumBytes)
-            return Response(status: Int(response.status.code), headers: response.headers, body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+            return Response(
+                status: Int(response.status.code), headers: response.headers,
+                body: buffer.readBytes(length: buffer.readableBytes) ?? [])
         } catch let error as HTTPClientError where [.deadlineExceeded, .connectTimeout, .readTimeout].contains(error) {
             throw GraphError(.timeout, "no answer within the time allowed (\(error))", request: name)
         } catch let error as NIOTooManyBytesError {
-            throw GraphError(.invalidResponse, "the answer is larger than \(maximumBytes) bytes (\(error))", request: name)
+            throw GraphError(
+                .invalidResponse, "the answer is larger than \(maximumBytes) bytes (\(error))", request: name)
         } catch {
             throw GraphError(.request, "the request failed: \(error)", request: name)
         }

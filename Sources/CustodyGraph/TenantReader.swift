@@ -26,10 +26,15 @@ struct PolicyCollection: Sendable {
     let assigned: Bool
 
     static let all = [
-        PolicyCollection(name: "iosManagedAppProtections", type: "#microsoft.graph.iosManagedAppProtection", assigned: true),
-        PolicyCollection(name: "androidManagedAppProtections", type: "#microsoft.graph.androidManagedAppProtection", assigned: true),
-        PolicyCollection(name: "defaultManagedAppProtections", type: "#microsoft.graph.defaultManagedAppProtection", assigned: false),
-        PolicyCollection(name: "targetedManagedAppConfigurations", type: "#microsoft.graph.targetedManagedAppConfiguration", assigned: true),
+        PolicyCollection(
+            name: "iosManagedAppProtections", type: "#microsoft.graph.iosManagedAppProtection", assigned: true),
+        PolicyCollection(
+            name: "androidManagedAppProtections", type: "#microsoft.graph.androidManagedAppProtection", assigned: true),
+        PolicyCollection(
+            name: "defaultManagedAppProtections", type: "#microsoft.graph.defaultManagedAppProtection", assigned: false),
+        PolicyCollection(
+            name: "targetedManagedAppConfigurations", type: "#microsoft.graph.targetedManagedAppConfiguration",
+            assigned: true),
     ]
 }
 
@@ -79,7 +84,8 @@ struct TenantReader {
     }
 
     private func readMembers(of groups: [String], into snapshot: inout TenantSnapshot) async throws(GraphError) {
-        let reader = MembershipReader(client: client, source: source, now: Date(), logger: logger, progress: progress, tracking: tracking)
+        let reader = MembershipReader(
+            client: client, source: source, now: Date(), logger: logger, progress: progress, tracking: tracking)
         let result = try await reader.read(groups, cache: tracking ? cache : nil)
         snapshot.membershipCache = tracking && result.tracked ? result.cache : nil
         snapshot.incremental = result.incremental
@@ -96,21 +102,31 @@ struct TenantReader {
         }
     }
 
-    private func readPolicies(of collection: PolicyCollection, into snapshot: inout TenantSnapshot) async throws(GraphError) {
+    private func readPolicies(of collection: PolicyCollection, into snapshot: inout TenantSnapshot)
+        async throws(GraphError)
+    {
         let expand = collection.assigned ? "apps,assignments" : "apps"
         let base = "/deviceAppManagement/\(collection.name)"
         let listed = try await client.collect("\(base)?$expand=\(expand)", of: GraphJSON.self) ?? []
         for item in listed {
             guard case .object(var members) = item, let id = members["id"]?.string, !id.isEmpty else {
-                throw GraphError(.invalidResponse, "an item of \(collection.name) has no id", request: "GET \(client.settings.graphURL)\(base)")
+                throw GraphError(
+                    .invalidResponse, "an item of \(collection.name) has no id",
+                    request: "GET \(client.settings.graphURL)\(base)")
             }
             members = Self.withoutAnnotations(members)
             if members["@odata.type"] == nil { members["@odata.type"] = .string(collection.type) }
-            let escaped = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
+            let escaped =
+                id.addingPercentEncoding(
+                    withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
             // A listing that ignored $expand: each policy's apps and assignments read alone.
             var gone = false
-            for navigation in collection.assigned ? ["apps", "assignments"] : ["apps"] where members[navigation] == nil {
-                guard let read = try await client.collect("\(base)/\(escaped)/\(navigation)", of: GraphJSON.self, missingIsNil: true) else {
+            for navigation in collection.assigned ? ["apps", "assignments"] : ["apps"] where members[navigation] == nil
+            {
+                guard
+                    let read = try await client.collect(
+                        "\(base)/\(escaped)/\(navigation)", of: GraphJSON.self, missingIsNil: true)
+                else {
                     gone = true
                     break
                 }
@@ -118,7 +134,8 @@ struct TenantReader {
             }
             if gone {
                 // Deleted between the listing and this read: it is not in the tenant now.
-                snapshot.warnings.append("\(collection.name) \(id) was deleted while the tenant was read; it is left out")
+                snapshot.warnings.append(
+                    "\(collection.name) \(id) was deleted while the tenant was read; it is left out")
                 continue
             }
             for navigation in ["apps", "assignments"] {
@@ -134,14 +151,19 @@ struct TenantReader {
     /// `apps@odata.context`, …), which change with the request rather than the tenant.
     static func withoutAnnotations(_ members: [String: GraphJSON]) -> [String: GraphJSON] {
         members.filter { key, _ in
-            !(key.hasSuffix("@odata.context") || key.hasSuffix("@odata.nextLink") || key.hasSuffix("@odata.count") || key.hasSuffix("@odata.deltaLink"))
+            !(key.hasSuffix("@odata.context") || key.hasSuffix("@odata.nextLink") || key.hasSuffix("@odata.count")
+                || key.hasSuffix("@odata.deltaLink"))
         }
     }
 
     /// `{collection}-{id}.json`, the id kept when it is plain and replaced by its SHA-256
     /// otherwise (a file name holds no `/`, no control character, and stays short).
     static func fileName(collection: String, id: String) -> String {
-        let plain = id.count <= 128 && id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }
+        let plain =
+            id.count <= 128
+            && id.unicodeScalars.allSatisfy {
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0))
+            }
             && !id.hasPrefix(".")
         return "\(collection)-\(plain ? id : GraphBundle.digest(Array(id.utf8))).json"
     }

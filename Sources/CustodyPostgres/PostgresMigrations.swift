@@ -135,7 +135,10 @@ enum PostgresMigrations {
             try session.execute("SELECT pg_advisory_xact_lock(hashtext(\(schema)))")
             try session.execute(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(schema)"))
             try session.execute(
-                PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS \(schema).custody_migrations (identifier text PRIMARY KEY, applied_at timestamptz NOT NULL)"))
+                PostgresQuery(
+                    unsafeSQL:
+                        "CREATE TABLE IF NOT EXISTS \(schema).custody_migrations (identifier text PRIMARY KEY, applied_at timestamptz NOT NULL)"
+                ))
             var applied = Set<String>()
             for row in try session.query("SELECT identifier FROM custody_migrations") {
                 applied.insert(try row.decode(String.self))
@@ -144,13 +147,15 @@ enum PostgresMigrations {
             let unknown = applied.subtracting(known)
             guard unknown.isEmpty else {
                 throw StoreError(
-                    .migration, "the state was written by a newer Custody (migrations \(unknown.sorted().joined(separator: ", "))); upgrade to open it",
+                    .migration,
+                    "the state was written by a newer Custody (migrations \(unknown.sorted().joined(separator: ", "))); upgrade to open it",
                     path: sessions.settings.redacted)
             }
             var done: [String] = []
             for migration in all where !applied.contains(migration.identifier) {
                 for statement in migration.statements { try session.execute(PostgresQuery(unsafeSQL: statement)) }
-                try session.execute("INSERT INTO custody_migrations (identifier, applied_at) VALUES (\(migration.identifier), now())")
+                try session.execute(
+                    "INSERT INTO custody_migrations (identifier, applied_at) VALUES (\(migration.identifier), now())")
                 done.append(migration.identifier)
             }
             return done

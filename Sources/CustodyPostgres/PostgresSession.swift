@@ -55,13 +55,17 @@ final class PostgresSessions: Sendable {
     /// failed (closed by the server, a timeout) is dropped; when that happens before anything
     /// was sent, the call is retried once on a new connection.
     func run<T>(_ what: String, transaction: Bool, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
-        guard !closed.load(ordering: .relaxed) else { throw StoreError(.database, "\(what) failed: the state is closed", path: settings.redacted) }
+        guard !closed.load(ordering: .relaxed) else {
+            throw StoreError(.database, "\(what) failed: the state is closed", path: settings.redacted)
+        }
         let trial = try admit(what)
         // A trial that ends without an answer or a loss (a body's own error) lets the next one try.
         defer { if trial { outage.withLock { $0?.trying = false } } }
-        guard slots.wait(timeout: .now() + .seconds(Int(settings.statementTimeout.components.seconds))) == .success else {
+        guard slots.wait(timeout: .now() + .seconds(Int(settings.statementTimeout.components.seconds))) == .success
+        else {
             lost("every connection to the state stayed busy")
-            throw StoreError(.unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
+            throw StoreError(
+                .unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
         }
         defer { slots.signal() }
         var attempt = 0
@@ -93,7 +97,9 @@ final class PostgresSessions: Sendable {
             } catch {
                 if Self.isConnectionError(error) {
                     drop(connection)
-                    if attempt == 1, unreachable == nil, !session.sentAnything || (pooled != nil && session.statements <= 1) {
+                    if attempt == 1, unreachable == nil,
+                        !session.sentAnything || (pooled != nil && session.statements <= 1)
+                    {
                         logger.debug("a pooled connection to the state was lost; retrying on a new one")
                         continue
                     }
@@ -101,7 +107,8 @@ final class PostgresSessions: Sendable {
                     if committing {
                         // The server may have committed before the answer was lost.
                         throw StoreError(
-                            .outcomeUnknown, "\(what): the state did not confirm the commit (\(Self.describe(error))); it may have been committed",
+                            .outcomeUnknown,
+                            "\(what): the state did not confirm the commit (\(Self.describe(error))); it may have been committed",
                             path: settings.redacted)
                     }
                 } else {
@@ -109,7 +116,8 @@ final class PostgresSessions: Sendable {
                     answered()
                     if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
                 }
-                throw StoreError(Self.code(of: error), "\(what) failed: \(Self.describe(error))", path: settings.redacted)
+                throw StoreError(
+                    Self.code(of: error), "\(what) failed: \(Self.describe(error))", path: settings.redacted)
             }
         }
     }
@@ -141,7 +149,8 @@ final class PostgresSessions: Sendable {
     /// A new connection, made within the connect timeout (a server that accepts the socket but
     /// never completes the handshake counts as unreachable too).
     func connect() throws(StoreError) -> PostgresConnection {
-        let future = PostgresConnection.connect(on: group.next(), configuration: settings.configuration, id: makeID(), logger: logger)
+        let future = PostgresConnection.connect(
+            on: group.next(), configuration: settings.configuration, id: makeID(), logger: logger)
         do {
             return try deadlined(future, within: settings.configuration.options.connectTimeout).wait()
         } catch {
@@ -160,7 +169,8 @@ final class PostgresSessions: Sendable {
         configuration.options.additionalStartupParameters = configuration.options.additionalStartupParameters.map {
             $0.0 == "application_name" ? ($0.0, applicationName) : $0
         }
-        return try await PostgresConnection.connect(on: group.next(), configuration: configuration, id: makeID(), logger: logger)
+        return try await PostgresConnection.connect(
+            on: group.next(), configuration: configuration, id: makeID(), logger: logger)
     }
 
     private func makeID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
@@ -221,10 +231,12 @@ final class PostgresSessions: Sendable {
 
     /// The server answered: an outage, if any, is over.
     func answered() {
-        guard let ended = outage.withLock({ outage -> Outage? in
-            defer { outage = nil }
-            return outage
-        }) else { return }
+        guard
+            let ended = outage.withLock({ outage -> Outage? in
+                defer { outage = nil }
+                return outage
+            })
+        else { return }
         logger.notice("the state answers again", metadata: ["since": "\(ended.since.formatted(.iso8601))"])
     }
 
@@ -297,8 +309,10 @@ final class PostgresSessions: Sendable {
     static func isConnectionError(_ error: any Error) -> Bool {
         if error is PostgresTimeout { return true }
         guard let error = error as? PSQLError else { return error is ChannelError || error is IOError }
-        return [.clientClosedConnection, .serverClosedConnection, .connectionError, .uncleanShutdown].contains(error.code)
-            || (error.code == .server && error.serverInfo?[.sqlState].map { $0.hasPrefix("57P") || $0.hasPrefix("08") } == true)
+        return [.clientClosedConnection, .serverClosedConnection, .connectionError, .uncleanShutdown].contains(
+            error.code)
+            || (error.code == .server
+                && error.serverInfo?[.sqlState].map { $0.hasPrefix("57P") || $0.hasPrefix("08") } == true)
     }
 
     static func code(of error: any Error) -> StoreError.Code {
@@ -321,7 +335,8 @@ final class PostgresSessions: Sendable {
         switch error.code {
         case .serverClosedConnection, .uncleanShutdown: return "the database closed the connection"
         case .clientClosedConnection: return "the connection to the database was closed"
-        case .connectionError: return "cannot reach the database (\(error.underlying.map { "\($0)" } ?? "connection error"))"
+        case .connectionError:
+            return "cannot reach the database (\(error.underlying.map { "\($0)" } ?? "connection error"))"
         default: return "\(error.code)"
         }
     }
@@ -356,7 +371,8 @@ final class PostgresSession {
     }
 
     /// The first column of the first row, if any.
-    func value<T: PostgresDecodable>(_ query: PostgresQuery, as type: T.Type = T.self) throws -> T? where T._DecodableType == T {
+    func value<T: PostgresDecodable>(_ query: PostgresQuery, as type: T.Type = T.self) throws -> T?
+    where T._DecodableType == T {
         guard let row = try self.query(query).first else { return nil }
         return try row.decode(T?.self)
     }

@@ -57,14 +57,19 @@ public struct PostgresSettings: Sendable {
     /// Parses `url`.
     /// - Throws: `StoreError` `.open` naming what is wrong with it.
     public init(url: String) throws(StoreError) {
-        guard let components = URLComponents(string: url), let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
+        guard let components = URLComponents(string: url), let scheme = components.scheme,
+            ["postgres", "postgresql"].contains(scheme)
+        else {
             throw StoreError(.open, "not a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE): \(Self.redact(url))")
         }
-        let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let query = Dictionary(
+            (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
         let known: Set<String> = ["schema", "sslmode", "host", "application_name"]
         // (application_name: what its connections are called in pg_stat_activity.)
         if let unknown = query.keys.filter({ !known.contains($0) }).sorted().first {
-            throw StoreError(.open, "unknown parameter \"\(unknown)\" in the state URL (known: \(known.sorted().joined(separator: ", ")))")
+            throw StoreError(
+                .open,
+                "unknown parameter \"\(unknown)\" in the state URL (known: \(known.sorted().joined(separator: ", ")))")
         }
         guard let user = components.user.flatMap({ $0.removingPercentEncoding }), !user.isEmpty else {
             throw StoreError(.open, "the state URL names no user (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
@@ -72,17 +77,21 @@ public struct PostgresSettings: Sendable {
         let password = components.password?.removingPercentEncoding
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         guard !path.isEmpty, !path.contains("/") else {
-            throw StoreError(.open, "the state URL names no database (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
+            throw StoreError(
+                .open, "the state URL names no database (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
         }
         let database = path.removingPercentEncoding ?? path
         schema = query["schema"] ?? "custody"
         guard Self.isIdentifier(schema) else {
-            throw StoreError(.open, "the schema \"\(schema)\" is not a plain identifier (lower-case letters, digits and _, at most 48)")
+            throw StoreError(
+                .open,
+                "the schema \"\(schema)\" is not a plain identifier (lower-case letters, digits and _, at most 48)")
         }
         let port = components.port ?? 5432
         if let socketDirectory = query["host"], !socketDirectory.isEmpty {
             configuration = PostgresConnection.Configuration(
-                unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
+                unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: user, password: password,
+                database: database)
         } else {
             guard let host = components.host, !host.isEmpty else {
                 throw StoreError(.open, "the state URL names no host: \(Self.redact(url))")
@@ -101,7 +110,8 @@ public struct PostgresSettings: Sendable {
             case let mode:
                 throw StoreError(.open, "sslmode \"\(mode)\" is not one of disable, prefer, require")
             }
-            configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+            configuration = PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
         applicationName = query["application_name"] ?? "custody"
         configuration.options.connectTimeout = .seconds(10)
@@ -109,7 +119,8 @@ public struct PostgresSettings: Sendable {
             ("search_path", schema), ("application_name", applicationName),
             ("statement_timeout", "30s"), ("lock_timeout", "\(Self.lockTimeout.components.seconds)s"),
             ("idle_in_transaction_session_timeout", "\(Self.idleInTransactionTimeout.components.seconds)s"),
-            ("tcp_keepalives_idle", "\(Self.serverKeepalives.idle)"), ("tcp_keepalives_interval", "\(Self.serverKeepalives.interval)"),
+            ("tcp_keepalives_idle", "\(Self.serverKeepalives.idle)"),
+            ("tcp_keepalives_interval", "\(Self.serverKeepalives.interval)"),
             ("tcp_keepalives_count", "\(Self.serverKeepalives.count)"), ("TimeZone", "UTC"),
         ]
         redacted = Self.redact(url)
@@ -119,8 +130,12 @@ public struct PostgresSettings: Sendable {
     public var channel: String { "custody_changes_" + schema }
 
     static func isIdentifier(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 48 && name.utf8.first.map { !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } == true
-            && name.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") }
+        !name.isEmpty && name.utf8.count <= 48
+            && name.utf8.first.map { !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } == true
+            && name.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_")
+            }
     }
 
     /// `url` with its password replaced by `***`.

@@ -13,7 +13,9 @@ extension PostgresState {
         let key = "cache:" + name
         try write("saving the cache \(name)") { session in
             if let text {
-                try session.execute("INSERT INTO settings (name, value) VALUES (\(key), \(text)) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+                try session.execute(
+                    "INSERT INTO settings (name, value) VALUES (\(key), \(text)) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+                )
             } else {
                 try session.execute("DELETE FROM settings WHERE name = \(key)")
             }
@@ -28,7 +30,9 @@ extension PostgresState {
         let connection = try sessions.connect()
         let key = "custody:\(settings.schema):\(name)"
         do {
-            let rows = try sessions.wait(connection.query("SELECT pg_try_advisory_lock(hashtextextended(\(key), 0))", logger: logger)).rows
+            let rows = try sessions.wait(
+                connection.query("SELECT pg_try_advisory_lock(hashtextextended(\(key), 0))", logger: logger)
+            ).rows
             guard let taken = try rows.first?.decode(Bool.self), taken else {
                 sessions.drop(connection)
                 return nil
@@ -36,7 +40,9 @@ extension PostgresState {
             return AdvisoryLease(connection: connection, sessions: sessions)
         } catch {
             sessions.drop(connection)
-            throw StoreError(.unavailable, "cannot take the lease \(name): \(PostgresSessions.describe(error))", path: settings.redacted)
+            throw StoreError(
+                .unavailable, "cannot take the lease \(name): \(PostgresSessions.describe(error))",
+                path: settings.redacted)
         }
     }
 }

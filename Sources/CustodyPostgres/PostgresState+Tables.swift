@@ -15,19 +15,29 @@ extension PostgresState {
         try write("recording accounts") { session in try Self.recordAccounts(accounts, at: date, in: session) }
     }
 
-    static func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date, in session: PostgresSession) throws {
+    static func recordAccounts(
+        _ accounts: [(owner: String, aliases: [String])], at date: Date, in session: PostgresSession
+    ) throws {
         for (owner, aliases) in accounts {
-            try session.execute("INSERT INTO accounts (owner, first_seen) VALUES (\(owner), \(date)) ON CONFLICT DO NOTHING")
+            try session.execute(
+                "INSERT INTO accounts (owner, first_seen) VALUES (\(owner), \(date)) ON CONFLICT DO NOTHING")
             for name in aliases where name != owner {
-                try session.execute("INSERT INTO account_aliases (alias, owner, since) VALUES (\(name), \(owner), \(date)) ON CONFLICT DO NOTHING")
+                try session.execute(
+                    "INSERT INTO account_aliases (alias, owner, since) VALUES (\(name), \(owner), \(date)) ON CONFLICT DO NOTHING"
+                )
             }
         }
     }
 
     public func account(owner: String) throws(StoreError) -> AccountRecord? {
         try read("reading the account \(owner)") { session -> AccountRecord? in
-            guard let firstSeen = try session.value("SELECT first_seen FROM accounts WHERE owner = \(owner)", as: Date.self) else { return nil }
-            let aliases = try session.query("SELECT alias FROM account_aliases WHERE owner = \(owner) ORDER BY alias COLLATE \"C\"").map { try $0.decode(String.self) }
+            guard
+                let firstSeen = try session.value(
+                    "SELECT first_seen FROM accounts WHERE owner = \(owner)", as: Date.self)
+            else { return nil }
+            let aliases = try session.query(
+                "SELECT alias FROM account_aliases WHERE owner = \(owner) ORDER BY alias COLLATE \"C\""
+            ).map { try $0.decode(String.self) }
             return AccountRecord(owner: owner, aliases: aliases, firstSeen: firstSeen)
         }
     }
@@ -56,7 +66,9 @@ extension PostgresState {
     }
 
     @discardableResult
-    public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date) throws(StoreError) -> WipeCounts {
+    public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date)
+        throws(StoreError) -> WipeCounts
+    {
         try write("wiping \(account)") { session -> WipeCounts in
             var keyVersions: [String: Int] = [:]
             var secrets = 0
@@ -74,9 +86,13 @@ extension PostgresState {
             }
             try Self.audit(
                 .wipe, account: account, action: "wipe",
-                detail: AuditRecord.wipeDetail(identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date, in: session)
+                detail: AuditRecord.wipeDetail(
+                    identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date,
+                in: session)
             try recordChange(.wipe, identifiers, at: date, in: session)
-            return WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns, eventIDs: try Self.appendEvents(events, at: date, in: session))
+            return WipeCounts(
+                keyVersions: keyVersions, secrets: secrets, checkIns: checkIns,
+                eventIDs: try Self.appendEvents(events, at: date, in: session))
         }
     }
 
@@ -92,13 +108,20 @@ extension PostgresState {
 
     public func accountKeys(owner: String) throws(StoreError) -> [WrappedAccountKey] {
         let rows = try read("reading the keys of \(owner)") { session in
-            try session.query("SELECT owner, version, created, nonce, ciphertext FROM account_keys WHERE owner = \(owner) ORDER BY version")
-                .map { try $0.decode((String, Int64, Date, Data, Data).self) }
+            try session.query(
+                "SELECT owner, version, created, nonce, ciphertext FROM account_keys WHERE owner = \(owner) ORDER BY version"
+            )
+            .map { try $0.decode((String, Int64, Date, Data, Data).self) }
         }
         var keys: [WrappedAccountKey] = []
         for row in rows {
-            guard let owner = OwnerIdentifier(rawValue: row.0) else { throw corrupt("an account key has no valid owner") }
-            guard let key = WrappedAccountKey(stored: owner, version: row.1, created: row.2, nonce: row.3, ciphertext: row.4) else {
+            guard let owner = OwnerIdentifier(rawValue: row.0) else {
+                throw corrupt("an account key has no valid owner")
+            }
+            guard
+                let key = WrappedAccountKey(
+                    stored: owner, version: row.1, created: row.2, nonce: row.3, ciphertext: row.4)
+            else {
                 throw corrupt("a key of \(owner) is damaged")
             }
             keys.append(key)
@@ -128,17 +151,24 @@ extension PostgresState {
 
     public func accountKeyOwners() throws(StoreError) -> [String] {
         try read("listing key owners") { session in
-            try session.query("SELECT owner FROM account_keys GROUP BY owner ORDER BY owner COLLATE \"C\"").map { try $0.decode(String.self) }
+            try session.query("SELECT owner FROM account_keys GROUP BY owner ORDER BY owner COLLATE \"C\"").map {
+                try $0.decode(String.self)
+            }
         }
     }
 
     public func masterKeyRecord() throws(StoreError) -> MasterKeyRecord? {
         let row = try read("reading the master key record") { session in
-            try session.query("SELECT kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext FROM master_key WHERE id = 1").first
+            try session.query(
+                "SELECT kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext FROM master_key WHERE id = 1"
+            ).first
                 .map { try $0.decode((String, Data?, Int64?, Int64?, Data?, Data?).self) }
         }
         guard let row else { return nil }
-        guard let record = MasterKeyRecord(stored: row.0, salt: row.1, opsLimit: row.2, memLimit: row.3, checkNonce: row.4, checkCiphertext: row.5) else {
+        guard
+            let record = MasterKeyRecord(
+                stored: row.0, salt: row.1, opsLimit: row.2, memLimit: row.3, checkNonce: row.4, checkCiphertext: row.5)
+        else {
             throw corrupt("the master key record is damaged (an unknown kind, or no check value)")
         }
         return record
@@ -156,7 +186,9 @@ extension PostgresState {
     }
 
     public func keyGeneration() throws(StoreError) -> Int64 {
-        try read("reading the key generation") { session in try session.value("SELECT value FROM key_generation WHERE id = 1", as: Int64.self) ?? 0 }
+        try read("reading the key generation") { session in
+            try session.value("SELECT value FROM key_generation WHERE id = 1", as: Int64.self) ?? 0
+        }
     }
 
     // MARK: Secrets
@@ -175,15 +207,19 @@ extension PostgresState {
 
     public func secret(scope: String, identifier: String) throws(StoreError) -> SealedSecret? {
         try read("reading secrets") { session in
-            try session.query("SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)")
-                .map(Self.secret).first
+            try session.query(
+                "SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)"
+            )
+            .map(Self.secret).first
         }
     }
 
     public func secrets(scope: String) throws(StoreError) -> [SealedSecret] {
         try read("reading secrets") { session in
-            try session.query("SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) ORDER BY identifier COLLATE \"C\"")
-                .map(Self.secret)
+            try session.query(
+                "SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) ORDER BY identifier COLLATE \"C\""
+            )
+            .map(Self.secret)
         }
     }
 
@@ -195,7 +231,8 @@ extension PostgresState {
     @discardableResult
     public func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool {
         try write("removing the secret \(identifier)") { session in
-            guard try session.execute("DELETE FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)") > 0 else { return false }
+            guard try session.execute("DELETE FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)") > 0
+            else { return false }
             try recordChange(.secret, [scope], at: Date(), in: session)
             return true
         }
@@ -223,24 +260,32 @@ extension PostgresState {
     }
 
     public func lastCheckIn(account: String) throws(StoreError) -> Date? {
-        try read("reading the check-in of \(account)") { session in try session.value("SELECT at FROM check_ins WHERE account = \(account)", as: Date.self) }
+        try read("reading the check-in of \(account)") { session in
+            try session.value("SELECT at FROM check_ins WHERE account = \(account)", as: Date.self)
+        }
     }
 
     public func checkIns() throws(StoreError) -> [String: Date] {
-        let rows = try read("reading check-ins") { session in try session.query("SELECT account, at FROM check_ins").map { try $0.decode((String, Date).self) } }
+        let rows = try read("reading check-ins") { session in
+            try session.query("SELECT account, at FROM check_ins").map { try $0.decode((String, Date).self) }
+        }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
 
     public func removeCheckIn(account: String) throws(StoreError) {
-        try write("removing the check-in of \(account)") { session in try session.execute("DELETE FROM check_ins WHERE account = \(account)") }
+        try write("removing the check-in of \(account)") { session in
+            try session.execute("DELETE FROM check_ins WHERE account = \(account)")
+        }
     }
 
     // MARK: Bundle history
 
     @discardableResult
     public func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord],
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?,
+        files: [(name: String, bytes: [UInt8])]?,
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
+        events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         let (id, eventIDs) = try write("recording a bundle") { session -> (Int64, [Int64]) in
@@ -248,11 +293,12 @@ extension PostgresState {
             // order they commit, so the last applied by id is the last applied by change
             // revision, whichever replicas write at once.
             try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
-            guard let id = try session.value(
-                """
-                INSERT INTO bundle_history (content_hash, applied_at, source, result, message)
-                VALUES (\(contentHash), \(date), \(source), \(result.rawValue), \(message)) RETURNING id
-                """, as: Int64.self)
+            guard
+                let id = try session.value(
+                    """
+                    INSERT INTO bundle_history (content_hash, applied_at, source, result, message)
+                    VALUES (\(contentHash), \(date), \(source), \(result.rawValue), \(message)) RETURNING id
+                    """, as: Int64.self)
             else { throw corrupt("recording a bundle returned no id") }
             if result == .applied, let files,
                 try session.value(
@@ -261,25 +307,32 @@ extension PostgresState {
             {
                 for file in files {
                     try session.execute(
-                        "INSERT INTO bundle_revision_files (content_hash, name, bytes) VALUES (\(contentHash), \(file.name), \(Data(file.bytes)))")
+                        "INSERT INTO bundle_revision_files (content_hash, name, bytes) VALUES (\(contentHash), \(file.name), \(Data(file.bytes)))"
+                    )
                 }
             }
             try Self.recordAccounts(accounts, at: date, in: session)
             for (account, policies) in reach {
                 for policy in policies {
                     try session.execute(
-                        "INSERT INTO policy_reach (account, policy, first_reached) VALUES (\(account), \(policy), \(date)) ON CONFLICT DO NOTHING")
+                        "INSERT INTO policy_reach (account, policy, first_reached) VALUES (\(account), \(policy), \(date)) ON CONFLICT DO NOTHING"
+                    )
                 }
             }
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
-                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date, in: session)
+                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date,
+                in: session)
             if result == .applied, files != nil { try recordChange(.bundle, [contentHash], at: date, in: session) }
             let eventIDs = try Self.appendEvents(events, at: date, in: session)
             try Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
             return (id, eventIDs)
         }
-        return (BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message), eventIDs)
+        return (
+            BundleRecord(
+                id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message),
+            eventIDs
+        )
     }
 
     /// Deletes history rows past the newest `retaining` (never the row of the bundle in
@@ -293,7 +346,9 @@ extension PostgresState {
             AND id IS DISTINCT FROM (
                 SELECT max(id) FROM bundle_history WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions))
             """)
-        try session.execute("DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')")
+        try session.execute(
+            "DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')"
+        )
     }
 
     public func policyReach() throws(StoreError) -> [String: [String: Date]] {
@@ -309,25 +364,35 @@ extension PostgresState {
 
     public func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord] {
         try read("reading the bundle history") { session in
-            try session.query("SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT \(limit)")
-                .map { row throws in try bundleRecord(row) }
+            try session.query(
+                "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT \(limit)"
+            )
+            .map { row throws in try bundleRecord(row) }
         }
     }
 
     private func bundleRecord(_ row: PostgresRow) throws -> BundleRecord {
-        let (id, hash, at, source, result, message) = try row.decode((Int64, String, Date, String, String, String?).self)
-        guard let result = BundleRecord.Result(rawValue: result) else { throw corrupt("a bundle history row is damaged") }
+        let (id, hash, at, source, result, message) = try row.decode(
+            (Int64, String, Date, String, String, String?).self)
+        guard let result = BundleRecord.Result(rawValue: result) else {
+            throw corrupt("a bundle history row is damaged")
+        }
         return BundleRecord(id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: message)
     }
 
-    public func lastAppliedBundleFiles() throws(StoreError) -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])? {
-        try read("reading the last applied bundle") { session -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])? in
-            guard let row = try session.query(
-                """
-                SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
-                WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
-                """
-            ).first else { return nil }
+    public func lastAppliedBundleFiles() throws(StoreError) -> (
+        record: BundleRecord, files: [(name: String, bytes: [UInt8])]
+    )? {
+        try read("reading the last applied bundle") {
+            session -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])? in
+            guard
+                let row = try session.query(
+                    """
+                    SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
+                    WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
+                    """
+                ).first
+            else { return nil }
             let record = try bundleRecord(row)
             let files = try session.query(
                 "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(record.contentHash) ORDER BY name COLLATE \"C\""
@@ -341,7 +406,9 @@ extension PostgresState {
 
     public func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64? {
         try read("reading the bundle history") { session in
-            try session.value("SELECT max(id) FROM bundle_history WHERE content_hash = \(contentHash) AND result = 'applied'", as: Int64.self)
+            try session.value(
+                "SELECT max(id) FROM bundle_history WHERE content_hash = \(contentHash) AND result = 'applied'",
+                as: Int64.self)
         }
     }
 
@@ -376,7 +443,9 @@ extension PostgresState {
     }
 
     func setSetting(_ name: String, _ value: String, in session: PostgresSession) throws {
-        try session.execute("INSERT INTO settings (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+        try session.execute(
+            "INSERT INTO settings (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+        )
         try recordChange(.setting, [name], at: Date(), in: session)
     }
 
@@ -385,7 +454,9 @@ extension PostgresState {
     }
 
     public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the audit setting") { session in try setSetting("audit", enabled ? "on" : "off", in: session) }
+        try write("changing the audit setting") { session in
+            try setSetting("audit", enabled ? "on" : "off", in: session)
+        }
     }
 
     public func isDecisionAuditEnabled() throws(StoreError) -> Bool {
@@ -395,7 +466,9 @@ extension PostgresState {
     }
 
     public func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the decision audit setting") { session in try setSetting("audit_decisions", enabled ? "on" : "off", in: session) }
+        try write("changing the decision audit setting") { session in
+            try setSetting("audit_decisions", enabled ? "on" : "off", in: session)
+        }
     }
 
     @discardableResult
@@ -414,10 +487,14 @@ extension PostgresState {
         }
     }
 
-    static func audit(_ kind: AuditEntry.Kind, account: String?, action: String, detail: String?, at date: Date, in session: PostgresSession) throws {
+    static func audit(
+        _ kind: AuditEntry.Kind, account: String?, action: String, detail: String?, at date: Date,
+        in session: PostgresSession
+    ) throws {
         guard try setting("audit", in: session) != "off" else { return }
         try session.execute(
-            "INSERT INTO audit_log (at, kind, account, action, detail) VALUES (\(date), \(kind.rawValue), \(account), \(action), \(detail))")
+            "INSERT INTO audit_log (at, kind, account, action, detail) VALUES (\(date), \(kind.rawValue), \(account), \(action), \(detail))"
+        )
     }
 
     public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
@@ -432,22 +509,32 @@ extension PostgresState {
         var entries: [AuditEntry] = []
         for row in rows {
             guard let kind = AuditEntry.Kind(rawValue: row.2) else { throw corrupt("an audit row is damaged") }
-            entries.append(AuditEntry(id: row.0, at: row.1, kind: kind, account: row.3, action: row.4, allowed: row.5, detail: row.6, decisionID: row.7))
+            entries.append(
+                AuditEntry(
+                    id: row.0, at: row.1, kind: kind, account: row.3, action: row.4, allowed: row.5, detail: row.6,
+                    decisionID: row.7))
         }
         return entries
     }
 
-    public func installationContext() throws(StoreError) -> (platform: String?, appID: String?, managementLevel: String?, precedence: String?) {
+    public func installationContext() throws(StoreError) -> (
+        platform: String?, appID: String?, managementLevel: String?, precedence: String?
+    ) {
         try read("reading the installation's context") { session in
-            (try Self.setting("context_platform", in: session), try Self.setting("context_app", in: session),
-             try Self.setting("context_management_level", in: session), try Self.setting("precedence", in: session))
+            (
+                try Self.setting("context_platform", in: session), try Self.setting("context_app", in: session),
+                try Self.setting("context_management_level", in: session), try Self.setting("precedence", in: session)
+            )
         }
     }
 
-    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?) throws(StoreError) {
+    public func recordInstallationContext(
+        platform: String?, appID: String?, managementLevel: String?, precedence: String?
+    ) throws(StoreError) {
         try write("recording the installation's context") { session in
             for (name, value) in [
-                ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel), ("precedence", precedence),
+                ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel),
+                ("precedence", precedence),
             ] {
                 guard let value else { continue }
                 try setSetting(name, value, in: session)
@@ -460,29 +547,36 @@ extension PostgresState {
     @discardableResult
     public func appendEvents(_ records: [EventRecord], at date: Date) throws(StoreError) -> [Int64] {
         guard !records.isEmpty else { return [] }
-        return try write("appending to the event log") { session in try Self.appendEvents(records, at: date, in: session) }
+        return try write("appending to the event log") { session in
+            try Self.appendEvents(records, at: date, in: session)
+        }
     }
 
     /// Numbers events under the 'event' counter's row lock (so ids are in commit order) and
     /// prunes the log past its retention.
     static func appendEvents(_ records: [EventRecord], at date: Date, in session: PostgresSession) throws -> [Int64] {
         guard !records.isEmpty,
-            let last = try session.value("UPDATE counters SET value = value + \(Int64(records.count)) WHERE name = 'event' RETURNING value", as: Int64.self)
+            let last = try session.value(
+                "UPDATE counters SET value = value + \(Int64(records.count)) WHERE name = 'event' RETURNING value",
+                as: Int64.self)
         else { return [] }
         var ids: [Int64] = []
         for (offset, record) in records.enumerated() {
             let id = last - Int64(records.count) + 1 + Int64(offset)
-            try session.execute("INSERT INTO events (id, at, name, body) VALUES (\(id), \(date), \(record.name), \(Data(record.body)))")
+            try session.execute(
+                "INSERT INTO events (id, at, name, body) VALUES (\(id), \(date), \(record.name), \(Data(record.body)))")
             ids.append(id)
         }
-        let retention = Int64(try setting("event_retention", in: session) ?? "") ?? CustodyDatabase.defaultEventRetention
+        let retention =
+            Int64(try setting("event_retention", in: session) ?? "") ?? CustodyDatabase.defaultEventRetention
         try session.execute("DELETE FROM events WHERE id <= \(last - retention)")
         return ids
     }
 
     public func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
         try read("reading the event log") { session in
-            try session.query("SELECT id, at, name, body FROM events WHERE id > \(id) ORDER BY id LIMIT \(limit)").map { row in
+            try session.query("SELECT id, at, name, body FROM events WHERE id > \(id) ORDER BY id LIMIT \(limit)").map {
+                row in
                 let (id, at, name, body) = try row.decode((Int64, Date, String, Data).self)
                 return StoredEvent(id: id, at: at, name: name, body: [UInt8](body))
             }
@@ -491,15 +585,18 @@ extension PostgresState {
 
     public func eventBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
         try read("reading the event log") { session in
-            (try session.value("SELECT min(id) FROM events", as: Int64.self),
-             try session.value("SELECT value FROM counters WHERE name = 'event'", as: Int64.self) ?? 0)
+            (
+                try session.value("SELECT min(id) FROM events", as: Int64.self),
+                try session.value("SELECT value FROM counters WHERE name = 'event'", as: Int64.self) ?? 0
+            )
         }
     }
 
     public func setEventRetention(_ count: Int64) throws(StoreError) {
         try write("changing the event retention") { session in
             try session.execute(
-                "INSERT INTO settings (name, value) VALUES ('event_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+                "INSERT INTO settings (name, value) VALUES ('event_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+            )
         }
     }
 
@@ -514,14 +611,17 @@ extension PostgresState {
                 """)
             try Self.bumpTokenGeneration(session)
             try recordChange(.token, [token.id], at: token.created, in: session)
-            try Self.audit(.token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))", at: token.created, in: session)
+            try Self.audit(
+                .token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))",
+                at: token.created, in: session)
         }
     }
 
     @discardableResult
     public func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool {
         try write("revoking a token") { session in
-            guard try session.execute("UPDATE tokens SET revoked = \(date) WHERE id = \(id) AND revoked IS NULL") > 0 else { return false }
+            guard try session.execute("UPDATE tokens SET revoked = \(date) WHERE id = \(id) AND revoked IS NULL") > 0
+            else { return false }
             try Self.bumpTokenGeneration(session)
             try recordChange(.token, [id], at: date, in: session)
             try Self.audit(.token, account: nil, action: "revoke", detail: id, at: date, in: session)
@@ -531,23 +631,32 @@ extension PostgresState {
 
     public func token(id: String) throws(StoreError) -> TokenRecord? {
         try read("reading tokens") { session in
-            try session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens WHERE id = \(id)").map(Self.token).first
+            try session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens WHERE id = \(id)").map(
+                Self.token
+            ).first
         }
     }
 
     public func tokens() throws(StoreError) -> [TokenRecord] {
         try read("reading tokens") { session in
-            try session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens ORDER BY created, id COLLATE \"C\"").map(Self.token)
+            try session.query(
+                "SELECT id, name, scopes, hash, created, revoked FROM tokens ORDER BY created, id COLLATE \"C\""
+            ).map(Self.token)
         }
     }
 
     private static func token(_ row: PostgresRow) throws -> TokenRecord {
-        let (id, name, scopes, hash, created, revoked) = try row.decode((String, String?, String, Data, Date, Date?).self)
-        return TokenRecord(id: id, name: name, scopes: scopes.split(separator: " ").map(String.init), hash: [UInt8](hash), created: created, revoked: revoked)
+        let (id, name, scopes, hash, created, revoked) = try row.decode(
+            (String, String?, String, Data, Date, Date?).self)
+        return TokenRecord(
+            id: id, name: name, scopes: scopes.split(separator: " ").map(String.init), hash: [UInt8](hash),
+            created: created, revoked: revoked)
     }
 
     public func tokenGeneration() throws(StoreError) -> Int64 {
-        try read("reading the token generation") { session in Int64(try Self.setting("token_generation", in: session) ?? "0") ?? 0 }
+        try read("reading the token generation") { session in
+            Int64(try Self.setting("token_generation", in: session) ?? "0") ?? 0
+        }
     }
 
     private static func bumpTokenGeneration(_ session: PostgresSession) throws {

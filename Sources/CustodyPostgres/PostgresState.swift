@@ -66,12 +66,21 @@ public final class PostgresState: ChangeNotifying {
     // MARK: The change log
 
     /// Appends a change (numbered under the counter's row lock) and notifies listeners at commit.
-    func recordChange(_ kind: StateChange.Kind, _ subjects: [String], at date: Date, in session: PostgresSession) throws {
-        guard let revision = try session.value("UPDATE counters SET value = value + 1 WHERE name = 'change' RETURNING value", as: Int64.self) else {
+    func recordChange(_ kind: StateChange.Kind, _ subjects: [String], at date: Date, in session: PostgresSession) throws
+    {
+        guard
+            let revision = try session.value(
+                "UPDATE counters SET value = value + 1 WHERE name = 'change' RETURNING value", as: Int64.self)
+        else {
             throw corrupt("the change counter is missing")
         }
-        try session.execute("INSERT INTO changes (revision, at, kind, subjects) VALUES (\(revision), \(date), \(kind.rawValue), \(StateChange.encode(subjects)))")
-        let retention = Int64(try session.value("SELECT value FROM settings WHERE name = 'change_retention'", as: String.self) ?? "") ?? StateChange.defaultRetention
+        try session.execute(
+            "INSERT INTO changes (revision, at, kind, subjects) VALUES (\(revision), \(date), \(kind.rawValue), \(StateChange.encode(subjects)))"
+        )
+        let retention =
+            Int64(
+                try session.value("SELECT value FROM settings WHERE name = 'change_retention'", as: String.self) ?? "")
+            ?? StateChange.defaultRetention
         if revision > retention {
             try session.execute("DELETE FROM changes WHERE revision <= \(revision - retention)")
         }
@@ -80,10 +89,15 @@ public final class PostgresState: ChangeNotifying {
 
     public func changes(after revision: Int64, limit: Int) throws(StoreError) -> [StateChange] {
         let rows = try read("reading the change log") { session in
-            try session.query("SELECT revision, at, kind, subjects FROM changes WHERE revision > \(revision) ORDER BY revision LIMIT \(limit)")
-                .map { try $0.decode((Int64, Date, String, String).self) }
+            try session.query(
+                "SELECT revision, at, kind, subjects FROM changes WHERE revision > \(revision) ORDER BY revision LIMIT \(limit)"
+            )
+            .map { try $0.decode((Int64, Date, String, String).self) }
         }
-        return rows.map { StateChange(revision: $0.0, at: $0.1, kind: StateChange.Kind(rawValue: $0.2), subjects: StateChange.decode($0.3)) }
+        return rows.map {
+            StateChange(
+                revision: $0.0, at: $0.1, kind: StateChange.Kind(rawValue: $0.2), subjects: StateChange.decode($0.3))
+        }
     }
 
     public func changeBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
@@ -97,7 +111,8 @@ public final class PostgresState: ChangeNotifying {
     public func setChangeRetention(_ count: Int64) throws(StoreError) {
         try write("changing the change log retention") { session in
             try session.execute(
-                "INSERT INTO settings (name, value) VALUES ('change_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+                "INSERT INTO settings (name, value) VALUES ('change_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+            )
         }
     }
 
@@ -106,12 +121,14 @@ public final class PostgresState: ChangeNotifying {
     public func purgeDeletedRows() throws(StoreError) {}
 
     public func changeNotifications() -> AsyncThrowingStream<Int64, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<Int64, any Error>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let (stream, continuation) = AsyncThrowingStream<Int64, any Error>.makeStream(
+            bufferingPolicy: .bufferingNewest(64))
         let sessions = sessions
         let task = sessions.listen {
             let connection: PostgresConnection
             do {
-                connection = try await sessions.connect(applicationName: sessions.settings.applicationName + " listener")
+                connection = try await sessions.connect(
+                    applicationName: sessions.settings.applicationName + " listener")
             } catch {
                 let reason = "cannot connect to the state to listen: \(PostgresSessions.describe(error))"
                 sessions.lost(reason)
@@ -134,21 +151,29 @@ public final class PostgresState: ChangeNotifying {
                 if Task.isCancelled {
                     continuation.finish()
                 } else {
-                    continuation.finish(throwing: heartbeat.failure ?? StoreError(.unavailable, "the listening connection ended", path: sessions.settings.redacted))
+                    continuation.finish(
+                        throwing: heartbeat.failure
+                            ?? StoreError(
+                                .unavailable, "the listening connection ended", path: sessions.settings.redacted))
                 }
-            } catch where Task.isCancelled {
+            } catch  where Task.isCancelled {
                 continuation.finish()
             } catch {
-                let failure = heartbeat.failure
+                let failure =
+                    heartbeat.failure
                     ?? (error as? StoreError)
-                    ?? StoreError(.unavailable, "listening for changes failed: \(PostgresSessions.describe(error))", path: sessions.settings.redacted)
+                    ?? StoreError(
+                        .unavailable, "listening for changes failed: \(PostgresSessions.describe(error))",
+                        path: sessions.settings.redacted)
                 continuation.finish(throwing: failure)
             }
             heartbeat.stop()
             sessions.drop(connection)
         }
         guard let task else {
-            continuation.finish(throwing: StoreError(.database, "listening for changes failed: the state is closed", path: sessions.settings.redacted))
+            continuation.finish(
+                throwing: StoreError(
+                    .database, "listening for changes failed: the state is closed", path: sessions.settings.redacted))
             return stream
         }
         continuation.onTermination = { _ in task.cancel() }
@@ -168,23 +193,33 @@ public final class PostgresState: ChangeNotifying {
         /// Why it stopped the connection, if it did.
         var failure: StoreError? { state.withLock { $0.failure } }
 
-        func start(on connection: PostgresConnection, sessions: PostgresSessions, continuation: AsyncThrowingStream<Int64, any Error>.Continuation) {
+        func start(
+            on connection: PostgresConnection, sessions: PostgresSessions,
+            continuation: AsyncThrowingStream<Int64, any Error>.Continuation
+        ) {
             let interval = TimeAmount(sessions.settings.heartbeatInterval)
             let timeout = TimeAmount(sessions.settings.heartbeatTimeout)
-            let task = connection.eventLoop.scheduleRepeatedAsyncTask(initialDelay: .zero, delay: interval) { [self] repeated in
-                sessions.deadlined(connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger), within: timeout)
-                    .flatMapThrowing { result in
-                        sessions.answered()
-                        for row in result.rows { continuation.yield(try row.decode(Int64.self)) }
+            let task = connection.eventLoop.scheduleRepeatedAsyncTask(initialDelay: .zero, delay: interval) {
+                [self] repeated in
+                sessions.deadlined(
+                    connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger),
+                    within: timeout
+                )
+                .flatMapThrowing { result in
+                    sessions.answered()
+                    for row in result.rows { continuation.yield(try row.decode(Int64.self)) }
+                }
+                .flatMapErrorThrowing { error in
+                    let reason =
+                        "the listening connection did not answer its heartbeat: \(PostgresSessions.describe(error))"
+                    self.state.withLock {
+                        $0.failure = StoreError(.unavailable, reason, path: sessions.settings.redacted)
                     }
-                    .flatMapErrorThrowing { error in
-                        let reason = "the listening connection did not answer its heartbeat: \(PostgresSessions.describe(error))"
-                        self.state.withLock { $0.failure = StoreError(.unavailable, reason, path: sessions.settings.redacted) }
-                        if PostgresSessions.isConnectionError(error) { sessions.lost(reason) }
-                        repeated.cancel()
-                        sessions.drop(connection)
-                        throw error
-                    }
+                    if PostgresSessions.isConnectionError(error) { sessions.lost(reason) }
+                    repeated.cancel()
+                    sessions.drop(connection)
+                    throw error
+                }
             }
             state.withLock { $0.task = task }
         }

@@ -39,7 +39,9 @@ public func buildApplication(
             BodyDeadlineHandler(limit: TimeAmount(limits.bodyTimeout)), CloseAfterResponseHandler(),
         ],
         idleTimeout: TimeAmount(limits.idleTimeout),
-        httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes, maxHeaderFieldCount: limits.headerFields))
+        httpDecoderConfiguration: .init(
+            maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes,
+            maxHeaderFieldCount: limits.headerFields))
     var server: HTTPServerBuilder = .custodyHTTP1(configuration: http)
     if let tls = configuration.tls {
         server = try .tls(.custodyHTTP1(configuration: http), tlsConfiguration: try TLSSettings.configuration(tls))
@@ -51,11 +53,16 @@ public func buildApplication(
     }
     return Application(
         router: router, server: server, configuration: .init(address: address, serverName: configuration.serverName),
-        services: [EngineService(engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil)]
-            + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] } ?? []),
+        services: [
+            EngineService(engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil)
+        ]
+            + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] }
+                ?? []),
         onServerRunning: { channel in
             let bound = channel.localAddress.map { address in
-                address.pathname.map { "unix:\($0)" } ?? CustodyServerConfiguration.Listen.tcp(host: address.ipAddress ?? "?", port: address.port ?? 0).description
+                address.pathname.map { "unix:\($0)" }
+                    ?? CustodyServerConfiguration.Listen.tcp(host: address.ipAddress ?? "?", port: address.port ?? 0)
+                    .description
             }
             await onListening(bound ?? configuration.listen.description)
         },
@@ -65,7 +72,8 @@ public func buildApplication(
 /// Every route, grouped by the scope it needs; with `refusingOtherMethods`, each route's other
 /// methods answer 405 (off only to list the routes themselves).
 func buildRouter(
-    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil, metrics: ServerMetrics,
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil,
+    metrics: ServerMetrics,
     refusingOtherMethods: Bool = true
 ) -> Router<CustodyRequestContext> {
     let router = Router(context: CustodyRequestContext.self, options: .autoGenerateHeadEndpoints)
@@ -78,7 +86,8 @@ func buildRouter(
     decisions.addRoutes(to: v1.group().add(middleware: RequireScope(scope: .decide)))
     let policy = PolicyController(engine: engine, limits: configuration.limits)
     policy.addReadRoutes(to: v1.group().add(middleware: RequireScope(scope: .read)))
-    EventsController(engine: engine, configuration: configuration, metrics: metrics).addRoutes(to: v1.group().add(middleware: RequireScope(scope: .events)))
+    EventsController(engine: engine, configuration: configuration, metrics: metrics).addRoutes(
+        to: v1.group().add(middleware: RequireScope(scope: .events)))
     let protection = ProtectionController(engine: engine, limits: configuration.limits)
     protection.addProtectRoutes(to: v1.group().add(middleware: RequireScope(scope: .protect)))
     let admin = v1.group().add(middleware: RequireScope(scope: .admin))
@@ -103,11 +112,14 @@ extension Router where Context == CustodyRequestContext {
             for method in standard where !allowed.contains(method) {
                 on(entry.path, method: method) { _, _ -> Response in
                     throw ServiceError(
-                        .methodNotAllowed, .methodNotAllowed, "this endpoint takes \(allow); see GET /openapi.json", headers: [.allow: allow]
+                        .methodNotAllowed, .methodNotAllowed, "this endpoint takes \(allow); see GET /openapi.json",
+                        headers: [.allow: allow]
                     ) { writer in
                         writer.key("allow")
                         writer.beginArray()
-                        for method in allow.split(separator: ",") { writer.value(method.trimmingCharacters(in: .whitespaces)) }
+                        for method in allow.split(separator: ",") {
+                            writer.value(method.trimmingCharacters(in: .whitespaces))
+                        }
                         writer.endArray()
                     }
                 }
@@ -127,15 +139,23 @@ public struct ListenError: Error, CustomStringConvertible {
 /// - Throws: `ListenError` naming the address when it cannot be listened on (taken, not this
 ///   host's, or not permitted).
 public func runService(
-    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil, logger: Logger = Logger(label: "custody.server"),
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil,
+    logger: Logger = Logger(label: "custody.server"),
     onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) async throws {
     do {
-        try await buildApplication(configuration: configuration, engine: engine, graph: graph, logger: logger, onListening: onListening).runService()
+        try await buildApplication(
+            configuration: configuration, engine: engine, graph: graph, logger: logger, onListening: onListening
+        ).runService()
     } catch let error as IOError where error.errnoCode == EADDRINUSE {
-        throw ListenError(description: "cannot listen on \(configuration.listen): the address is already in use (another service listens there)")
+        throw ListenError(
+            description:
+                "cannot listen on \(configuration.listen): the address is already in use (another service listens there)"
+        )
     } catch let error as IOError where error.errnoCode == EACCES || error.errnoCode == EADDRNOTAVAIL {
-        let why = error.errnoCode == EACCES ? "permission denied (a port below 1024 needs privileges)" : "the address is not one of this host's"
+        let why =
+            error.errnoCode == EACCES
+            ? "permission denied (a port below 1024 needs privileges)" : "the address is not one of this host's"
         throw ListenError(description: "cannot listen on \(configuration.listen): \(why)")
     }
 }

@@ -77,8 +77,10 @@ public struct CustodyServerConfiguration: Sendable {
     public var serverName: String
 
     public init(
-        listen: Listen = .tcp(host: "127.0.0.1", port: 8080), tls: TLS? = nil, limits: Limits = Limits(), bundleDirectory: String? = nil,
-        watchInterval: Duration = .seconds(1), offlineCheckInterval: Duration = .seconds(60), heartbeat: Duration = .seconds(15),
+        listen: Listen = .tcp(host: "127.0.0.1", port: 8080), tls: TLS? = nil, limits: Limits = Limits(),
+        bundleDirectory: String? = nil,
+        watchInterval: Duration = .seconds(1), offlineCheckInterval: Duration = .seconds(60),
+        heartbeat: Duration = .seconds(15),
         eventBuffer: Int = 1_000, serverName: String = "custody"
     ) {
         self.listen = listen

@@ -16,14 +16,17 @@ struct EngineService: Service {
 
     func run() async throws {
         let watch = engine.watch(
-            bundleDirectory: configuration.bundleDirectory, recordedDirectory: !syncsFromGraph, interval: configuration.watchInterval,
+            bundleDirectory: configuration.bundleDirectory, recordedDirectory: !syncsFromGraph,
+            interval: configuration.watchInterval,
             offlineCheckInterval: configuration.offlineCheckInterval)
         if let directory = watch.directory {
             logger.info("watching the bundle directory", metadata: ["directory": "\(directory)"])
         } else if syncsFromGraph {
             logger.notice("no bundle directory to watch: the policy comes from Microsoft Graph (--graph)")
         } else {
-            logger.notice("no bundle directory to watch: the policy in force is the state's (custody apply, PUT /v1/bundle, another replica)")
+            logger.notice(
+                "no bundle directory to watch: the policy in force is the state's (custody apply, PUT /v1/bundle, another replica)"
+            )
         }
         // What other processes and replicas do to the state (a bundle applied, a wipe, a key
         // rotated, a token revoked, their events) reaches this service: on PostgreSQL as soon

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The document is embedded byte for byte: scripts/openapi-sync.sh.)
 /// The OpenAPI 3.1 description of every endpoint, served at `GET /openapi.json`. The source is
 /// `docs/openapi.json`, edited by hand; `scripts/openapi-sync.sh` copies it here byte for byte
 /// (a test fails while the two differ, and checks that every route is described).

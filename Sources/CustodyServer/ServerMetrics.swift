@@ -48,8 +48,10 @@ final class ServerMetrics: Sendable {
         self.registry = registry
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
-            .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
-            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
+            .milliseconds(2.5),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250),
             .milliseconds(500), .seconds(1), .seconds(2.5),
         ]
         factory.defaultValueHistogramBuckets = [1, 10, 50, 100, 500, 1_000, 5_000, 10_000]
@@ -58,7 +60,8 @@ final class ServerMetrics: Sendable {
         for action in DecisionAction.allCases.map(\.rawValue) + ["unknown"] {
             for outcome in ["allowed", "blocked", "error"] {
                 decisions[action + "/" + outcome] = CoreMetrics.Counter(
-                    label: "custody_decisions_total", dimensions: [("action", action), ("outcome", outcome)], factory: factory)
+                    label: "custody_decisions_total", dimensions: [("action", action), ("outcome", outcome)],
+                    factory: factory)
             }
         }
         self.decisions = decisions
@@ -71,14 +74,22 @@ final class ServerMetrics: Sendable {
         clientAborts = CoreMetrics.Counter(label: "custody_client_aborts_total", factory: factory)
         bundleVersion = CoreMetrics.Gauge(label: "custody_bundle_version", factory: factory)
         lastEventID = CoreMetrics.Gauge(label: "custody_last_event_id", factory: factory)
-        graphSyncs = Dictionary(uniqueKeysWithValues: PolicySync.Status.allCases.map { status in
-            (status, CoreMetrics.Counter(label: "custody_graph_syncs_total", dimensions: [("status", status.rawValue)], factory: factory))
-        })
+        graphSyncs = Dictionary(
+            uniqueKeysWithValues: PolicySync.Status.allCases.map { status in
+                (
+                    status,
+                    CoreMetrics.Counter(
+                        label: "custody_graph_syncs_total", dimensions: [("status", status.rawValue)], factory: factory)
+                )
+            })
         graphRequests = CoreMetrics.Counter(label: "custody_graph_requests_total", factory: factory)
         graphPages = CoreMetrics.Counter(label: "custody_graph_pages_total", factory: factory)
         graphThrottled = CoreMetrics.Counter(label: "custody_graph_throttled_total", factory: factory)
         var slow = factory
-        slow.defaultDurationHistogramBuckets = [.milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300)]
+        slow.defaultDurationHistogramBuckets = [
+            .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+            .seconds(300),
+        ]
         graphDuration = Timer(label: "custody_graph_sync_duration_seconds", factory: slow)
         graphLastSuccess = CoreMetrics.Gauge(label: "custody_graph_last_success_timestamp_seconds", factory: factory)
     }
@@ -100,7 +111,8 @@ final class ServerMetrics: Sendable {
             if let made = cache[key] { return made }
             let made = (
                 CoreMetrics.Counter(
-                    label: "custody_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory),
+                    label: "custody_http_requests_total",
+                    dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory),
                 Timer(label: "custody_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
             )
             cache[key] = made
@@ -162,8 +174,12 @@ final class ServerMetrics: Sendable {
             return (current, bundle?.revision)
         }
         guard old != new else { return }
-        if let old { CoreMetrics.Gauge(label: "custody_bundle_info", dimensions: [("revision", old)], factory: factory).record(0) }
-        if let new { CoreMetrics.Gauge(label: "custody_bundle_info", dimensions: [("revision", new)], factory: factory).record(1) }
+        if let old {
+            CoreMetrics.Gauge(label: "custody_bundle_info", dimensions: [("revision", old)], factory: factory).record(0)
+        }
+        if let new {
+            CoreMetrics.Gauge(label: "custody_bundle_info", dimensions: [("revision", new)], factory: factory).record(1)
+        }
     }
 
     /// The metrics in Prometheus's text format, with the current bundle and event id.

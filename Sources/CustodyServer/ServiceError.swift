@@ -16,7 +16,10 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     let members: [UInt8]
     public let headers: HTTPFields
 
-    init(_ status: HTTPResponse.Status, _ code: Code, _ message: String, headers: HTTPFields = [:], members: (inout JSONWriter) -> Void = { _ in }) {
+    init(
+        _ status: HTTPResponse.Status, _ code: Code, _ message: String, headers: HTTPFields = [:],
+        members: (inout JSONWriter) -> Void = { _ in }
+    ) {
         self.status = status
         self.code = code
         self.message = message
@@ -56,7 +59,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     init(_ error: CustodyError) {
         switch error.code {
         case .noPolicy:
-            self.init(.serviceUnavailable, .noPolicy, "no bundle is in force: apply one (custody apply, or PUT /v1/bundle); nothing is decided until then")
+            self.init(
+                .serviceUnavailable, .noPolicy,
+                "no bundle is in force: apply one (custody apply, or PUT /v1/bundle); nothing is decided until then")
         case .bundle:
             self.init(.unprocessableContent, .invalidBundle, error.message) { writer in
                 writer.key("diagnostics")
@@ -65,18 +70,24 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
                 writer.endArray()
             }
         case .account:
-            let unknown = (error.underlying as? AccountError)?.code == .unknown
+            let unknown =
+                (error.underlying as? AccountError)?.code == .unknown
                 || (error.underlying as? WipeError)?.reason == .unknownAccount
-            self.init(unknown ? .notFound : .unprocessableContent, unknown ? .unknownAccount : .ambiguousAccount, error.message)
+            self.init(
+                unknown ? .notFound : .unprocessableContent, unknown ? .unknownAccount : .ambiguousAccount,
+                error.message)
         case .protection:
             // Each of `ProtectionError`'s codes is one of the service's (a test checks it).
-            let code = (error.underlying as? ProtectionError).flatMap { Code(rawValue: $0.code.rawValue) } ?? .invalidArguments
+            let code =
+                (error.underlying as? ProtectionError).flatMap { Code(rawValue: $0.code.rawValue) } ?? .invalidArguments
             // Keys out of reach now is not a refusal of the request: it may succeed later.
             self.init(code == .keyStoreUnavailable ? .serviceUnavailable : .unprocessableContent, code, error.message)
         case .refused:
             self.init(.unprocessableContent, .refused, error.message)
         case .platform:
-            self.init(.badRequest, .platformRequired, error.message + ": add ?platform=ios or ?platform=android, or start the service with --platform")
+            self.init(
+                .badRequest, .platformRequired,
+                error.message + ": add ?platform=ios or ?platform=android, or start the service with --platform")
         case .outcomeUnknown:
             let revision = (error.underlying as? BundleRejection)?.revision
             self.init(.serviceUnavailable, .outcomeUnknown, error.message) { writer in
@@ -86,7 +97,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
                 }
             }
         case .masterKey:
-            self.init(.serviceUnavailable, .noMasterKey, "this service has no usable master key, so it cannot reach account keys")
+            self.init(
+                .serviceUnavailable, .noMasterKey,
+                "this service has no usable master key, so it cannot reach account keys")
         case .wipe:
             self.init(.serviceUnavailable, .wipe, error.message)
         default:
@@ -99,7 +112,8 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     /// was read from (a pretty-printed query spans lines).
     static func badQuery(_ error: QueryError, in text: [UInt8]) -> ServiceError {
         let (line, column) =
-            text.contains(UInt8(ascii: "\n")) ? JSONText.lineAndColumn(ofOffset: error.offset ?? (error.column - 1), in: text) : (1, error.column)
+            text.contains(UInt8(ascii: "\n"))
+            ? JSONText.lineAndColumn(ofOffset: error.offset ?? (error.column - 1), in: text) : (1, error.column)
         return ServiceError(.badRequest, .invalidQuery, "line \(line), column \(column): \(error.message)") { writer in
             writer.key("line")
             writer.value(line)
@@ -134,7 +148,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
 
     /// A body over `limit` bytes: 413.
     static func tooLarge(_ limit: Int) -> ServiceError {
-        ServiceError(.contentTooLarge, .tooLarge, "the request body is larger than this service accepts (\(limit) bytes)") { writer in
+        ServiceError(
+            .contentTooLarge, .tooLarge, "the request body is larger than this service accepts (\(limit) bytes)"
+        ) { writer in
             writer.key("limit"); writer.value(limit)
         }
     }

@@ -50,9 +50,11 @@ extension CustodyDatabase {
         try write("recording accounts") { db in try Self.recordAccounts(accounts, at: date, in: db) }
     }
 
-    static func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date, in db: Database) throws {
+    static func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date, in db: Database) throws
+    {
         let account = try db.makeStatement(sql: "INSERT OR IGNORE INTO accounts (owner, first_seen) VALUES (?, ?)")
-        let alias = try db.makeStatement(sql: "INSERT OR IGNORE INTO account_aliases (alias, owner, since) VALUES (?, ?, ?)")
+        let alias = try db.makeStatement(
+            sql: "INSERT OR IGNORE INTO account_aliases (alias, owner, since) VALUES (?, ?, ?)")
         for (owner, aliases) in accounts {
             try account.execute(arguments: [owner, date])
             for name in aliases where name != owner {
@@ -64,8 +66,12 @@ extension CustodyDatabase {
     /// The account recorded under `owner`, if any.
     public func account(owner: String) throws(StoreError) -> AccountRecord? {
         let found = try read("reading the account \(owner)") { db -> (Date, [String])? in
-            guard let firstSeen = try Date.fetchOne(db, sql: "SELECT first_seen FROM accounts WHERE owner = ?", arguments: [owner]) else { return nil }
-            let aliases = try String.fetchAll(db, sql: "SELECT alias FROM account_aliases WHERE owner = ? ORDER BY alias", arguments: [owner])
+            guard
+                let firstSeen = try Date.fetchOne(
+                    db, sql: "SELECT first_seen FROM accounts WHERE owner = ?", arguments: [owner])
+            else { return nil }
+            let aliases = try String.fetchAll(
+                db, sql: "SELECT alias FROM account_aliases WHERE owner = ? ORDER BY alias", arguments: [owner])
             return (firstSeen, aliases)
         }
         return found.map { AccountRecord(owner: owner, aliases: $0.1, firstSeen: $0.0) }
@@ -93,7 +99,9 @@ extension CustodyDatabase {
 
     /// When each recorded account was first seen, by canonical identifier.
     public func accountsFirstSeen() throws(StoreError) -> [String: Date] {
-        let rows = try read("reading accounts") { db in try Row.fetchAll(db, sql: "SELECT owner, first_seen FROM accounts") }
+        let rows = try read("reading accounts") { db in
+            try Row.fetchAll(db, sql: "SELECT owner, first_seen FROM accounts")
+        }
         var result: [String: Date] = [:]
         for row in rows {
             guard let owner: String = row["owner"], let at: Date = row["first_seen"] else {
@@ -111,7 +119,9 @@ extension CustodyDatabase {
     /// truncated, so no copy of the keys stays.
     /// - Parameter account: the canonical identifier, for the audit entry.
     @discardableResult
-    public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date) throws(StoreError) -> WipeCounts {
+    public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date)
+        throws(StoreError) -> WipeCounts
+    {
         let counts = try write("wiping \(account)") { db -> WipeCounts in
             var keyVersions: [String: Int] = [:]
             var secrets = 0
@@ -132,9 +142,13 @@ extension CustodyDatabase {
             }
             try Self.audit(
                 .wipe, account: account, action: "wipe",
-                detail: AuditRecord.wipeDetail(identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date, in: db)
+                detail: AuditRecord.wipeDetail(
+                    identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date,
+                in: db)
             try Self.recordChange(.wipe, identifiers, at: date, in: db)
-            return WipeCounts(keyVersions: keyVersions, secrets: secrets, checkIns: checkIns, eventIDs: try Self.appendEvents(events, at: date, in: db))
+            return WipeCounts(
+                keyVersions: keyVersions, secrets: secrets, checkIns: checkIns,
+                eventIDs: try Self.appendEvents(events, at: date, in: db))
         }
         try truncateLog()
         return counts
@@ -143,7 +157,8 @@ extension CustodyDatabase {
     /// When `identifier`'s keys were wiped, and the account it was wiped as; nil when never.
     public func wipeRecord(of identifier: String) throws(StoreError) -> (account: String, at: Date)? {
         let row = try read("reading the wipe record of \(identifier)") { db in
-            try Row.fetchOne(db, sql: "SELECT account, at FROM wiped_identifiers WHERE identifier = ?", arguments: [identifier])
+            try Row.fetchOne(
+                db, sql: "SELECT account, at FROM wiped_identifiers WHERE identifier = ?", arguments: [identifier])
         }
         guard let row else { return nil }
         guard let account: String = row["account"], let at: Date = row["at"] else {

@@ -31,7 +31,10 @@ public struct AuditEntry: Sendable, Hashable {
     /// The id an audited decision's answer carried.
     public let decisionID: String?
 
-    package init(id: Int64, at: Date, kind: Kind, account: String?, action: String, allowed: Bool?, detail: String?, decisionID: String?) {
+    package init(
+        id: Int64, at: Date, kind: Kind, account: String?, action: String, allowed: Bool?, detail: String?,
+        decisionID: String?
+    ) {
         self.id = id
         self.at = at
         self.kind = kind
@@ -55,7 +58,8 @@ public struct AuditRecord: Sendable, Hashable {
     public let decisionID: String?
 
     public init(
-        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, decisionID: String? = nil, at: Date
+        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil,
+        decisionID: String? = nil, at: Date
     ) {
         self.kind = kind
         self.account = account
@@ -69,9 +73,12 @@ public struct AuditRecord: Sendable, Hashable {
 
 extension AuditRecord {
     /// The detail of a wipe's audit entry, the same on every backend.
-    package static func wipeDetail(identifiers: [String], keyVersions: [String: Int], secrets: Int, reason: String) -> String {
+    package static func wipeDetail(identifiers: [String], keyVersions: [String: Int], secrets: Int, reason: String)
+        -> String
+    {
         let under = identifiers.map { "\($0): \(keyVersions[$0] ?? 0)" }.joined(separator: ", ")
-        return "key versions deleted: \(keyVersions.values.reduce(0, +)) (\(under)); secrets deleted: \(secrets); \(reason)"
+        return
+            "key versions deleted: \(keyVersions.values.reduce(0, +)) (\(under)); secrets deleted: \(secrets); \(reason)"
     }
 
     /// The detail of a bundle's audit entry, the same on every backend.
@@ -102,7 +109,9 @@ extension CustodyDatabase {
 
     /// Switches decision auditing on or off.
     public func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the decision audit setting") { db in try Self.setSetting("audit_decisions", enabled ? "on" : "off", in: db) }
+        try write("changing the decision audit setting") { db in
+            try Self.setSetting("audit_decisions", enabled ? "on" : "off", in: db)
+        }
     }
 
     private static func setting(_ name: String, in db: Database) throws -> String? {
@@ -111,7 +120,8 @@ extension CustodyDatabase {
 
     private static func setSetting(_ name: String, _ value: String, in db: Database) throws {
         try db.execute(
-            sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            sql:
+                "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
             arguments: [name, value])
         try recordChange(.setting, [name], at: Date(), in: db)
     }
@@ -123,9 +133,14 @@ extension CustodyDatabase {
         return try write("writing the audit log") { db in
             guard try Self.setting("audit", in: db) != "off" else { return 0 }
             let insert = try db.makeStatement(
-                sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                sql:
+                    "INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            )
             for record in records {
-                try insert.execute(arguments: [record.at, record.kind.rawValue, record.account, record.action, record.allowed, record.detail, record.decisionID])
+                try insert.execute(arguments: [
+                    record.at, record.kind.rawValue, record.account, record.action, record.allowed, record.detail,
+                    record.decisionID,
+                ])
             }
             return records.count
         }
@@ -134,7 +149,8 @@ extension CustodyDatabase {
     /// Appends an entry inside a transaction, when auditing is on.
     @discardableResult
     static func audit(
-        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String?, at date: Date, in db: Database
+        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String?, at date: Date,
+        in db: Database
     ) throws -> Bool {
         guard try setting("audit", in: db) != "off" else { return false }
         try db.execute(
@@ -147,17 +163,22 @@ extension CustodyDatabase {
     public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
         let rows = try read("reading the audit log") { db in
             try Row.fetchAll(
-                db, sql: "SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
+                db,
+                sql:
+                    "SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
                 arguments: [since ?? Date.distantPast, limit])
         }
         var entries: [AuditEntry] = []
         for row in rows {
-            guard let id: Int64 = row["id"], let at: Date = row["at"], let kind = AuditEntry.Kind(rawValue: row["kind"] ?? ""),
+            guard let id: Int64 = row["id"], let at: Date = row["at"],
+                let kind = AuditEntry.Kind(rawValue: row["kind"] ?? ""),
                 let action: String = row["action"]
             else { throw StoreError(.corrupt, "an audit row is damaged", path: path) }
-            entries.append(AuditEntry(
-                id: id, at: at, kind: kind, account: row["account"], action: action, allowed: row["allowed"], detail: row["detail"],
-                decisionID: row["decision_id"]))
+            entries.append(
+                AuditEntry(
+                    id: id, at: at, kind: kind, account: row["account"], action: action, allowed: row["allowed"],
+                    detail: row["detail"],
+                    decisionID: row["decision_id"]))
         }
         return entries
     }
@@ -166,19 +187,26 @@ extension CustodyDatabase {
 extension CustodyDatabase {
     /// The installation's evaluation context, as `custody apply` recorded it: raw values of
     /// the platform, app id and management level, each nil when never recorded.
-    public func installationContext() throws(StoreError) -> (platform: String?, appID: String?, managementLevel: String?, precedence: String?) {
+    public func installationContext() throws(StoreError) -> (
+        platform: String?, appID: String?, managementLevel: String?, precedence: String?
+    ) {
         try read("reading the installation's context") { db in
-            (try Self.storedSetting("context_platform", in: db), try Self.storedSetting("context_app", in: db),
-             try Self.storedSetting("context_management_level", in: db), try Self.storedSetting("precedence", in: db))
+            (
+                try Self.storedSetting("context_platform", in: db), try Self.storedSetting("context_app", in: db),
+                try Self.storedSetting("context_management_level", in: db), try Self.storedSetting("precedence", in: db)
+            )
         }
     }
 
     /// Records the fields of the installation's context that are given; the others keep their
     /// stored value.
-    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?) throws(StoreError) {
+    public func recordInstallationContext(
+        platform: String?, appID: String?, managementLevel: String?, precedence: String?
+    ) throws(StoreError) {
         try write("recording the installation's context") { db in
             for (name, value) in [
-                ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel), ("precedence", precedence),
+                ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel),
+                ("precedence", precedence),
             ] {
                 guard let value else { continue }
                 try Self.setSetting(name, value, in: db)

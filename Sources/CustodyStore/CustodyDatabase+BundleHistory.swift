@@ -46,17 +46,22 @@ extension CustodyDatabase {
     /// `events` are appended to the event log in the same transaction; their ids come back.
     @discardableResult
     public func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord],
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?,
+        files: [(name: String, bytes: [UInt8])]?,
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
+        events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         let (id, eventIDs, pruned) = try write("recording a bundle") { db in
             try db.execute(
-                sql: "INSERT INTO bundle_history (content_hash, applied_at, source, result, message) VALUES (?, ?, ?, ?, ?)",
+                sql:
+                    "INSERT INTO bundle_history (content_hash, applied_at, source, result, message) VALUES (?, ?, ?, ?, ?)",
                 arguments: [contentHash, date, source, result.rawValue, message])
             let id = db.lastInsertedRowID
             if result == .applied, let files {
-                try db.execute(sql: "INSERT OR IGNORE INTO bundle_revisions (content_hash, stored_at) VALUES (?, ?)", arguments: [contentHash, date])
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO bundle_revisions (content_hash, stored_at) VALUES (?, ?)",
+                    arguments: [contentHash, date])
                 if db.changesCount > 0 {
                     for file in files {
                         try db.execute(
@@ -67,14 +72,16 @@ extension CustodyDatabase {
             }
             try Self.recordAccounts(accounts, at: date, in: db)
             if !reach.isEmpty {
-                let insert = try db.makeStatement(sql: "INSERT OR IGNORE INTO policy_reach (account, policy, first_reached) VALUES (?, ?, ?)")
+                let insert = try db.makeStatement(
+                    sql: "INSERT OR IGNORE INTO policy_reach (account, policy, first_reached) VALUES (?, ?, ?)")
                 for (account, policies) in reach {
                     for policy in policies { try insert.execute(arguments: [account, policy, date]) }
                 }
             }
             try Self.audit(
                 .bundle, account: nil, action: result == .applied ? "apply" : "reject",
-                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date, in: db)
+                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date,
+                in: db)
             if result == .applied, files != nil { try Self.recordChange(.bundle, [contentHash], at: date, in: db) }
             let eventIDs = try Self.appendEvents(events, at: date, in: db)
             return (id, eventIDs, try Self.pruneBundleHistory(retaining: retaining, in: db))
@@ -82,7 +89,11 @@ extension CustodyDatabase {
         // Pages freed by pruning leave the write-ahead log with the next checkpoint; empty it
         // now, so that a long history of applies does not leave a log as large as the history.
         if pruned { try? truncateLog() }
-        return (BundleRecord(id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message), eventIDs)
+        return (
+            BundleRecord(
+                id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message),
+            eventIDs
+        )
     }
 
     /// Deletes history rows past the newest `retaining` (never the row of the bundle in
@@ -91,13 +102,19 @@ extension CustodyDatabase {
         let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_history") ?? 0
         guard count > max(retaining, 1) else { return false }
         let inForce = try Int64.fetchOne(
-            db, sql: "SELECT max(id) FROM bundle_history WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions)")
+            db,
+            sql:
+                "SELECT max(id) FROM bundle_history WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions)"
+        )
         try db.execute(
             sql: """
                 DELETE FROM bundle_history WHERE id NOT IN (SELECT id FROM bundle_history ORDER BY id DESC LIMIT ?) AND id IS NOT ?
                 """,
             arguments: [max(retaining, 1), inForce])
-        try db.execute(sql: "DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')")
+        try db.execute(
+            sql:
+                "DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')"
+        )
         return true
     }
 
@@ -108,7 +125,9 @@ extension CustodyDatabase {
             var reach: [String: [String: Date]] = [:]
             let rows = try Row.fetchCursor(db, sql: "SELECT account, policy, first_reached FROM policy_reach")
             while let row = try rows.next() {
-                guard let account: String = row["account"], let policy: String = row["policy"], let at: Date = row["first_reached"] else { continue }
+                guard let account: String = row["account"], let policy: String = row["policy"],
+                    let at: Date = row["first_reached"]
+                else { continue }
                 reach[account, default: [:]][policy] = at
             }
             return reach
@@ -119,7 +138,9 @@ extension CustodyDatabase {
     public func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord] {
         let rows = try read("reading the bundle history") { db in
             try Row.fetchAll(
-                db, sql: "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT ?",
+                db,
+                sql:
+                    "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT ?",
                 arguments: [limit])
         }
         var records: [BundleRecord] = []
@@ -131,23 +152,29 @@ extension CustodyDatabase {
         guard let id: Int64 = row["id"], let hash: String = row["content_hash"], let at: Date = row["applied_at"],
             let source: String = row["source"], let result = BundleRecord.Result(rawValue: row["result"] ?? "")
         else { throw StoreError(.corrupt, "a bundle history row is damaged", path: path) }
-        return BundleRecord(id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: row["message"])
+        return BundleRecord(
+            id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: row["message"])
     }
 
     /// The newest applied bundle that has its files stored, with them (by name).
-    public func lastAppliedBundleFiles() throws(StoreError) -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])? {
+    public func lastAppliedBundleFiles() throws(StoreError) -> (
+        record: BundleRecord, files: [(name: String, bytes: [UInt8])]
+    )? {
         let found = try read("reading the last applied bundle") { db -> (Row, [Row])? in
-            guard let record = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
-                    WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
-                    """)
+            guard
+                let record = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
+                        WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
+                        """)
             else { return nil }
             let revision: String? = record["content_hash"]
             return (
                 record,
-                try Row.fetchAll(db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name", arguments: [revision])
+                try Row.fetchAll(
+                    db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
+                    arguments: [revision])
             )
         }
         guard let (recordRow, rows) = found else { return nil }
@@ -165,7 +192,9 @@ extension CustodyDatabase {
     /// The history id of the last time a bundle with this content hash was applied, if ever.
     public func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64? {
         try read("reading the bundle history") { db in
-            try Int64.fetchOne(db, sql: "SELECT max(id) FROM bundle_history WHERE content_hash = ? AND result = 'applied'", arguments: [contentHash])
+            try Int64.fetchOne(
+                db, sql: "SELECT max(id) FROM bundle_history WHERE content_hash = ? AND result = 'applied'",
+                arguments: [contentHash])
         }
     }
 

@@ -24,7 +24,8 @@ extension CustodyDatabase {
 
     /// Every account's last check-in.
     public func checkIns() throws(StoreError) -> [String: Date] {
-        let rows = try read("reading check-ins") { db in try Row.fetchAll(db, sql: "SELECT account, at FROM check_ins") }
+        let rows = try read("reading check-ins") { db in try Row.fetchAll(db, sql: "SELECT account, at FROM check_ins")
+        }
         var result: [String: Date] = [:]
         for row in rows {
             guard let account: String = row["account"], let at: Date = row["at"] else {

@@ -14,7 +14,8 @@ extension CustodyDatabase {
         try write("saving the cache \(name)") { db in
             if let text {
                 try db.execute(
-                    sql: "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                    sql:
+                        "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
                     arguments: ["cache:" + name, text])
             } else {
                 try db.execute(sql: "DELETE FROM settings WHERE name = ?", arguments: ["cache:" + name])
@@ -29,13 +30,16 @@ extension CustodyDatabase {
         let lockPath = "\(path).\(name).lock"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw StoreError(.unavailable, "cannot open the lease file \(lockPath): \(String(cString: strerror(errno)))", path: path)
+            throw StoreError(
+                .unavailable, "cannot open the lease file \(lockPath): \(String(cString: strerror(errno)))", path: path)
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let failure = errno
             close(descriptor)
             if failure == EWOULDBLOCK { return nil }
-            throw StoreError(.unavailable, "cannot lock the lease file \(lockPath): \(String(cString: strerror(failure)))", path: path)
+            throw StoreError(
+                .unavailable, "cannot lock the lease file \(lockPath): \(String(cString: strerror(failure)))",
+                path: path)
         }
         return FileLease(descriptor: descriptor)
     }

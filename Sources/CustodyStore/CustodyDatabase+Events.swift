@@ -47,7 +47,9 @@ extension CustodyDatabase {
             try insert.execute(arguments: [date, record.name, Data(record.body)])
             ids.append(db.lastInsertedRowID)
         }
-        let retention = Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'event_retention'") ?? "") ?? defaultEventRetention
+        let retention =
+            Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'event_retention'") ?? "")
+            ?? defaultEventRetention
         try db.execute(sql: "DELETE FROM events WHERE id <= ?", arguments: [ids[ids.count - 1] - retention])
         return ids
     }
@@ -55,11 +57,15 @@ extension CustodyDatabase {
     /// Events after `id`, oldest first, at most `limit`.
     public func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
         let rows = try read("reading the event log") { db in
-            try Row.fetchAll(db, sql: "SELECT id, at, name, body FROM events WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit])
+            try Row.fetchAll(
+                db, sql: "SELECT id, at, name, body FROM events WHERE id > ? ORDER BY id LIMIT ?",
+                arguments: [id, limit])
         }
         var events: [StoredEvent] = []
         for row in rows {
-            guard let id: Int64 = row["id"], let at: Date = row["at"], let name: String = row["name"], let body: Data = row["body"] else {
+            guard let id: Int64 = row["id"], let at: Date = row["at"], let name: String = row["name"],
+                let body: Data = row["body"]
+            else {
                 throw StoreError(.corrupt, "an event row is damaged", path: path)
             }
             events.append(StoredEvent(id: id, at: at, name: name, body: [UInt8](body)))
@@ -81,7 +87,8 @@ extension CustodyDatabase {
     public func setEventRetention(_ count: Int64) throws(StoreError) {
         try write("changing the event retention") { db in
             try db.execute(
-                sql: "INSERT INTO settings (name, value) VALUES ('event_retention', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                sql:
+                    "INSERT INTO settings (name, value) VALUES ('event_retention', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
                 arguments: [String(max(1, count))])
         }
     }

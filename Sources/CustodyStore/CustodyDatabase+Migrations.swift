@@ -140,7 +140,8 @@ extension CustodyDatabase {
                 table.column("revoked", .datetime)
             }
             // A counter that moves on every token created or revoked, by any process.
-            try db.execute(sql: "INSERT INTO settings (name, value) VALUES ('token_generation', '0') ON CONFLICT(name) DO NOTHING")
+            try db.execute(
+                sql: "INSERT INTO settings (name, value) VALUES ('token_generation', '0') ON CONFLICT(name) DO NOTHING")
         }
         migrator.registerMigration("v5: when each policy first reached each account") { db in
             // For incumbent precedence: the first policy to reach an account stays applied.

@@ -49,7 +49,8 @@ extension CustodyDatabase {
     @discardableResult
     public func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool {
         try write("removing the secret \(identifier)") { db in
-            try db.execute(sql: "DELETE FROM secrets WHERE scope = ? AND identifier = ?", arguments: [scope, identifier])
+            try db.execute(
+                sql: "DELETE FROM secrets WHERE scope = ? AND identifier = ?", arguments: [scope, identifier])
             guard db.changesCount > 0 else { return false }
             try Self.recordChange(.secret, [scope], at: Date(), in: db)
             return true
@@ -69,14 +70,18 @@ extension CustodyDatabase {
 
     private func secrets(sql filter: String, arguments: StatementArguments) throws(StoreError) -> [SealedSecret] {
         let rows = try read("reading secrets") { db in
-            try Row.fetchAll(db, sql: "SELECT scope, identifier, kind, sealed, updated FROM secrets " + filter, arguments: arguments)
+            try Row.fetchAll(
+                db, sql: "SELECT scope, identifier, kind, sealed, updated FROM secrets " + filter, arguments: arguments)
         }
         var secrets: [SealedSecret] = []
         for row in rows {
-            guard let scope: String = row["scope"], let identifier: String = row["identifier"], let kind: String = row["kind"],
+            guard let scope: String = row["scope"], let identifier: String = row["identifier"],
+                let kind: String = row["kind"],
                 let sealed: Data = row["sealed"], let updated: Date = row["updated"]
             else { throw StoreError(.corrupt, "a secret row is damaged", path: path) }
-            secrets.append(SealedSecret(scope: scope, identifier: identifier, kind: kind, sealed: [UInt8](sealed), updated: updated))
+            secrets.append(
+                SealedSecret(
+                    scope: scope, identifier: identifier, kind: kind, sealed: [UInt8](sealed), updated: updated))
         }
         return secrets
     }

@@ -35,7 +35,9 @@ extension CustodyDatabase {
                 arguments: [token.id, token.name, token.scopes.joined(separator: " "), Data(token.hash), token.created])
             try Self.bumpTokenGeneration(db)
             try Self.recordChange(.token, [token.id], at: token.created, in: db)
-            try Self.audit(.token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))", at: token.created, in: db)
+            try Self.audit(
+                .token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))",
+                at: token.created, in: db)
         }
     }
 
@@ -43,7 +45,8 @@ extension CustodyDatabase {
     @discardableResult
     public func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool {
         try write("revoking a token") { db in
-            try db.execute(sql: "UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", arguments: [date, id])
+            try db.execute(
+                sql: "UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", arguments: [date, id])
             guard db.changesCount > 0 else { return false }
             try Self.bumpTokenGeneration(db)
             try Self.recordChange(.token, [id], at: date, in: db)
@@ -66,7 +69,8 @@ extension CustodyDatabase {
     /// tokens compare it.
     public func tokenGeneration() throws(StoreError) -> Int64 {
         try read("reading the token generation") { db in
-            Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'token_generation'") ?? "0") ?? 0
+            Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'token_generation'") ?? "0")
+                ?? 0
         }
     }
 
@@ -80,16 +84,21 @@ extension CustodyDatabase {
 
     private func tokens(sql filter: String, arguments: StatementArguments) throws(StoreError) -> [TokenRecord] {
         let rows = try read("reading tokens") { db in
-            try Row.fetchAll(db, sql: "SELECT id, name, scopes, hash, created, revoked FROM tokens " + filter, arguments: arguments)
+            try Row.fetchAll(
+                db, sql: "SELECT id, name, scopes, hash, created, revoked FROM tokens " + filter, arguments: arguments)
         }
         var tokens: [TokenRecord] = []
         for row in rows {
-            guard let id: String = row["id"], let scopes: String = row["scopes"], let hash: Data = row["hash"], let created: Date = row["created"] else {
+            guard let id: String = row["id"], let scopes: String = row["scopes"], let hash: Data = row["hash"],
+                let created: Date = row["created"]
+            else {
                 throw StoreError(.corrupt, "a token row is damaged", path: path)
             }
-            tokens.append(TokenRecord(
-                id: id, name: row["name"], scopes: scopes.split(separator: " ").map(String.init), hash: [UInt8](hash), created: created,
-                revoked: row["revoked"]))
+            tokens.append(
+                TokenRecord(
+                    id: id, name: row["name"], scopes: scopes.split(separator: " ").map(String.init),
+                    hash: [UInt8](hash), created: created,
+                    revoked: row["revoked"]))
         }
         return tokens
     }

@@ -33,7 +33,8 @@ public final class CustodyDatabase: StateStore {
         self.path = path
         isReadOnly = false
         if deferringWrites, FileManager.default.fileExists(atPath: path),
-            let reader = try? Self.openReadOnly(path, immutableFallback: false), try Self.checkMigrations(of: reader, path: path)
+            let reader = try? Self.openReadOnly(path, immutableFallback: false),
+            try Self.checkMigrations(of: reader, path: path)
         {
             connections = Connections(reader: reader) { () throws(StoreError) in try Self.openPool(path) }
             return
@@ -59,7 +60,8 @@ public final class CustodyDatabase: StateStore {
         let reader = try Self.openReadOnly(path, immutableFallback: true)
         guard try Self.checkMigrations(of: reader, path: path) else {
             throw StoreError(
-                .migration, "the database was written by an older Custody and must be brought up to date by a command that writes to it (custody apply, say) first",
+                .migration,
+                "the database was written by an older Custody and must be brought up to date by a command that writes to it (custody apply, say) first",
                 path: path)
         }
         connections = Connections(reader)
@@ -116,7 +118,9 @@ public final class CustodyDatabase: StateStore {
             return try DatabaseQueue(path: path, configuration: configuration)
         } catch {
             let log = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int ?? 0
-            guard immutableFallback, log == 0, let fallback = try? DatabaseQueue(path: Self.immutableURI(path), configuration: configuration) else {
+            guard immutableFallback, log == 0,
+                let fallback = try? DatabaseQueue(path: Self.immutableURI(path), configuration: configuration)
+            else {
                 throw StoreError(.open, "cannot open the database for reading: \(Self.describe(error))", path: path)
             }
             return fallback
@@ -135,7 +139,8 @@ public final class CustodyDatabase: StateStore {
         let unknown = applied.filter { !Self.migrator.migrations.contains($0) }
         guard unknown.isEmpty else {
             throw StoreError(
-                .migration, "the database was written by a newer Custody (migrations \(unknown.sorted().joined(separator: ", "))); upgrade to open it",
+                .migration,
+                "the database was written by a newer Custody (migrations \(unknown.sorted().joined(separator: ", "))); upgrade to open it",
                 path: path)
         }
         return Set(Self.migrator.migrations).isSubset(of: applied)
@@ -160,7 +165,9 @@ public final class CustodyDatabase: StateStore {
     /// when `PATH` is a directory (or ends with `/`).
     public static func path(forState state: String) -> String {
         var isDirectory: ObjCBool = false
-        if state.hasSuffix("/") || (FileManager.default.fileExists(atPath: state, isDirectory: &isDirectory) && isDirectory.boolValue) {
+        if state.hasSuffix("/")
+            || (FileManager.default.fileExists(atPath: state, isDirectory: &isDirectory) && isDirectory.boolValue)
+        {
             return (state as NSString).appendingPathComponent(fileName)
         }
         return state

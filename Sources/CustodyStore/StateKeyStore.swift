@@ -21,8 +21,9 @@ public struct StateKeyStore: AccountKeyStore {
     public func add(_ key: WrappedAccountKey) throws(ProtectionError) {
         do {
             try state.addAccountKey(key)
-        } catch where error.code == .conflict {
-            throw ProtectionError(.keyVersionExists, "key version \(key.version) of \(key.owner) already exists", path: state.path)
+        } catch  where error.code == .conflict {
+            throw ProtectionError(
+                .keyVersionExists, "key version \(key.version) of \(key.owner) already exists", path: state.path)
         } catch {
             throw Self.protectionError(error)
         }
@@ -39,7 +40,8 @@ public struct StateKeyStore: AccountKeyStore {
         for name in names {
             guard let owner = OwnerIdentifier(rawValue: name) else {
                 throw ProtectionError(
-                    .io, "the key store is damaged: an account key names the owner \"\(name.escapingControlCharacters)\", which is not an owner identifier",
+                    .io,
+                    "the key store is damaged: an account key names the owner \"\(name.escapingControlCharacters)\", which is not an owner identifier",
                     path: state.path)
             }
             owners.append(owner)
@@ -54,7 +56,7 @@ public struct StateKeyStore: AccountKeyStore {
     public func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(ProtectionError) {
         do {
             try state.saveMasterKeyRecord(record)
-        } catch where error.code == .conflict {
+        } catch  where error.code == .conflict {
             throw ProtectionError(.masterKey, "a master key record already exists", path: state.path)
         } catch {
             throw Self.protectionError(error)

@@ -35,7 +35,8 @@ public protocol StateStore: AnyObject, Sendable {
     func accountsFirstSeen() throws(StoreError) -> [String: Date]
     /// Selective wipe of one account under all its identifiers, in one transaction.
     @discardableResult
-    func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date) throws(StoreError) -> WipeCounts
+    func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date)
+        throws(StoreError) -> WipeCounts
     /// When `identifier`'s keys were wiped, and as which account; nil when never.
     func wipeRecord(of identifier: String) throws(StoreError) -> (account: String, at: Date)?
 
@@ -81,8 +82,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// rows and the files of the revisions they name.
     @discardableResult
     func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String?, files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])], events: [EventRecord],
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?,
+        files: [(name: String, bytes: [UInt8])]?,
+        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
+        events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64])
     func policyReach() throws(StoreError) -> [String: [String: Date]]
@@ -102,8 +105,11 @@ public protocol StateStore: AnyObject, Sendable {
     @discardableResult
     func audit(_ records: [AuditRecord]) throws(StoreError) -> Int
     func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry]
-    func installationContext() throws(StoreError) -> (platform: String?, appID: String?, managementLevel: String?, precedence: String?)
-    func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?) throws(StoreError)
+    func installationContext() throws(StoreError) -> (
+        platform: String?, appID: String?, managementLevel: String?, precedence: String?
+    )
+    func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?)
+        throws(StoreError)
 
     // MARK: The event log
 
@@ -180,35 +186,48 @@ extension StateStore {
 
     // Conveniences with the usual defaults.
 
-    public func auditEntries(since: Date? = nil) throws(StoreError) -> [AuditEntry] { try auditEntries(since: since, limit: 10_000) }
+    public func auditEntries(since: Date? = nil) throws(StoreError) -> [AuditEntry] {
+        try auditEntries(since: since, limit: 10_000)
+    }
     public func events(after id: Int64) throws(StoreError) -> [StoredEvent] { try events(after: id, limit: 1_000) }
     public func bundleHistory() throws(StoreError) -> [BundleRecord] { try bundleHistory(limit: 100) }
-    public func changes(after revision: Int64) throws(StoreError) -> [StateChange] { try changes(after: revision, limit: 1_000) }
+    public func changes(after revision: Int64) throws(StoreError) -> [StateChange] {
+        try changes(after: revision, limit: 1_000)
+    }
 
     /// Appends one entry when auditing is on; returns whether it was written.
     @discardableResult
     public func audit(
-        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil, at date: Date
+        _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil,
+        at date: Date
     ) throws(StoreError) -> Bool {
-        try audit([AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date)]) == 1
+        try audit([AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date)])
+            == 1
     }
 
-    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?) throws(StoreError) {
-        try recordInstallationContext(platform: platform, appID: appID, managementLevel: managementLevel, precedence: nil)
+    public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?)
+        throws(StoreError)
+    {
+        try recordInstallationContext(
+            platform: platform, appID: appID, managementLevel: managementLevel, precedence: nil)
     }
 
     @discardableResult
-    public func wipe(identifiers: [String], account: String, reason: String, at date: Date) throws(StoreError) -> WipeCounts {
+    public func wipe(identifiers: [String], account: String, reason: String, at date: Date) throws(StoreError)
+        -> WipeCounts
+    {
         try wipe(identifiers: identifiers, account: account, reason: reason, events: [], at: date)
     }
 
     @discardableResult
     public func recordBundle(
-        contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil, files: [(name: String, bytes: [UInt8])]? = nil,
+        contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil,
+        files: [(name: String, bytes: [UInt8])]? = nil,
         accounts: [(owner: String, aliases: [String])] = [], at date: Date
     ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
         try recordBundle(
-            contentHash: contentHash, source: source, result: result, message: message, files: files, accounts: accounts, reach: [], events: [],
+            contentHash: contentHash, source: source, result: result, message: message, files: files,
+            accounts: accounts, reach: [], events: [],
             retaining: BundleRecord.defaultRetained, at: date)
     }
 }
@@ -251,7 +270,9 @@ public struct StateChange: Sendable, Hashable {
 
     /// Subjects as one column: separated by line feeds (no identifier holds one).
     public static func encode(_ subjects: [String]) -> String { subjects.joined(separator: "\n") }
-    public static func decode(_ column: String) -> [String] { column.isEmpty ? [] : column.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+    public static func decode(_ column: String) -> [String] {
+        column.isEmpty ? [] : column.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
 
     /// How many changes a log keeps by default.
     public static let defaultRetention: Int64 = 100_000

@@ -29,9 +29,12 @@ struct Custody: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            PolicyCommand.self, DecideCommand.self, ProtectCommand.self, UnprotectCommand.self, InfoCommand.self, KeysCommand.self,
-            WipeCommand.self, ApplyCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self, ConfigCommand.self,
-            SpecCommand.self, SecretsCommand.self, MatrixCommand.self, ServeCommand.self, TokensCommand.self, ReceiveCommand.self, GraphCommand.self,
+            PolicyCommand.self, DecideCommand.self, ProtectCommand.self, UnprotectCommand.self, InfoCommand.self,
+            KeysCommand.self,
+            WipeCommand.self, ApplyCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self,
+            ConfigCommand.self,
+            SpecCommand.self, SecretsCommand.self, MatrixCommand.self, ServeCommand.self, TokensCommand.self,
+            ReceiveCommand.self, GraphCommand.self,
         ]
     )
 }

@@ -1,7 +1,7 @@
 import CustodyTestSupport
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the `custody` binary built beside the tests.
@@ -11,8 +11,12 @@ struct CLIRunner {
         let stdout: String
         let stderr: String
 
-        var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
-        var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+        var stdoutLines: [String] {
+            stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        }
+        var stderrLines: [String] {
+            stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        }
     }
 
     /// The package root, for paths in arguments.
@@ -20,15 +24,20 @@ struct CLIRunner {
 
     /// `.build/<triple>/debug/custody`, next to the test binary.
     static let executable: String = {
-        let testBinary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let testBinary =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: testBinary).deletingLastPathComponent()
-        while !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("custody").path), directory.path != "/" {
+        while !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("custody").path),
+            directory.path != "/"
+        {
             directory.deleteLastPathComponent()
         }
         return directory.appendingPathComponent("custody").path
     }()
 
-    static func run(_ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:]) throws -> Result {
+    static func run(
+        _ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:]
+    ) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -51,7 +60,9 @@ struct CLIRunner {
         try input.fileHandleForWriting.close()
         process.waitUntilExit()
         group.wait()
-        return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 
     /// Everything `descriptor` yields until its end. A read interrupted by a signal (the

@@ -10,30 +10,40 @@ struct CLITests {
         let result = try CLIRunner.run(["policy", "validate", CLIRunner.sharedGraphExamples])
         #expect(result.status == 1)
         let errors = result.stderrLines.filter { $0.contains(": error: ") }
-        #expect(errors == [
-            "\(CLIRunner.sharedGraphExamples)/deploymenttheory-terraform-provider-microsoft365__android_managed_app_protection__maximal_response.INVALID.json:43:2: error: unexpected '`' after the end of the JSON value",
-        ])
-        #expect(result.stderrLines.allSatisfy { $0.contains(": error: ") || $0.contains(": warning: ") || $0.contains(": notice: ") })
+        #expect(
+            errors == [
+                "\(CLIRunner.sharedGraphExamples)/deploymenttheory-terraform-provider-microsoft365__android_managed_app_protection__maximal_response.INVALID.json:43:2: error: unexpected '`' after the end of the JSON value"
+            ])
+        #expect(
+            result.stderrLines.allSatisfy {
+                $0.contains(": error: ") || $0.contains(": warning: ") || $0.contains(": notice: ")
+            })
         #expect(result.stderrLines.filter { $0.contains(": notice: Custody does not enforce") }.count == 15)
         #expect(result.stdout == "\(CLIRunner.sharedGraphExamples): failed: 1 error\n")
     }
 
     @Test("policy validate exits 0 for good bundles and files, with a summary line each")
     func validateGood() throws {
-        let result = try CLIRunner.run(["policy", "validate", "policies", "fixtures/frameworks/level-3-ios", "fixtures/exit-criteria/bundle/tenant.json"])
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdoutLines == [
-            "policies: ok: 4 accounts, 4 protection policies, 2 app configurations, 0 warnings, 1 notice",
-            "fixtures/frameworks/level-3-ios: ok: 2 accounts, 1 protection policy, 0 app configurations, 0 warnings, 1 notice",
-            "fixtures/exit-criteria/bundle/tenant.json: ok: 19 accounts, 0 protection policies, 0 app configurations, 0 warnings, 0 notices",
+        let result = try CLIRunner.run([
+            "policy", "validate", "policies", "fixtures/frameworks/level-3-ios",
+            "fixtures/exit-criteria/bundle/tenant.json",
         ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdoutLines == [
+                "policies: ok: 4 accounts, 4 protection policies, 2 app configurations, 0 warnings, 1 notice",
+                "fixtures/frameworks/level-3-ios: ok: 2 accounts, 1 protection policy, 0 app configurations, 0 warnings, 1 notice",
+                "fixtures/exit-criteria/bundle/tenant.json: ok: 19 accounts, 0 protection policies, 0 app configurations, 0 warnings, 0 notices",
+            ])
         #expect(result.stderrLines.count == 2)
         #expect(result.stderrLines.allSatisfy { $0.contains(": notice: Custody does not enforce") })
     }
 
     @Test("warnings go to standard error and do not fail validation; --quiet keeps errors only", .needsSharedCorpora)
     func validateWarnings() throws {
-        let file = CLIRunner.sharedGraphExamples + "/deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json"
+        let file =
+            CLIRunner.sharedGraphExamples
+            + "/deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json"
         let result = try CLIRunner.run(["policy", "validate", file])
         #expect(result.status == 0)
         #expect(result.stderrLines.filter { $0.contains(": warning: ") }.count == 8)
@@ -46,34 +56,55 @@ struct CLITests {
 
     @Test("decide answers every line in order, errors included, and exits 1 when a line was bad")
     func decide() throws {
-        let input = [
-            #"{"action":"saveTo","owner":"alice@contoso.com","location":"box","locationAccount":"alice@contoso.com"}"#,
-            #"{"action":"saveTo","owner":"alice@contoso.com","location":"box""#,
-            #"{"action":"print","account":"bob@contoso.com"}"#,
-        ].joined(separator: "\n") + "\n"
+        let input =
+            [
+                #"{"action":"saveTo","owner":"alice@contoso.com","location":"box","locationAccount":"alice@contoso.com"}"#,
+                #"{"action":"saveTo","owner":"alice@contoso.com","location":"box""#,
+                #"{"action":"print","account":"bob@contoso.com"}"#,
+            ].joined(separator: "\n") + "\n"
         let result = try CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios"], stdin: input)
         #expect(result.status == 1)
         #expect(result.stdoutLines.count == 3)
-        #expect(result.stdoutLines[0].hasPrefix(#"{"action":"saveTo","allowed":false,"reason":"saveAsBlocked is true and box is not in allowedDataStorageLocations"#))
-        #expect(result.stdoutLines[1] == #"{"error":"line 2, column 1: object is not closed: expected '}' before the end of the input","line":2}"#)
+        #expect(
+            result.stdoutLines[0].hasPrefix(
+                #"{"action":"saveTo","allowed":false,"reason":"saveAsBlocked is true and box is not in allowedDataStorageLocations"#
+            ))
+        #expect(
+            result.stdoutLines[1]
+                == #"{"error":"line 2, column 1: object is not closed: expected '}' before the end of the input","line":2}"#
+        )
         #expect(result.stdoutLines[2].hasPrefix(#"{"action":"print","allowed":true"#))
         for line in result.stdoutLines {
             #expect(throws: Never.self) { try JSONDocument(parsing: Array(line.utf8)) }
         }
 
-        let good = try CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios"], stdin: #"{"action":"accountAllowed","account":"bob@contoso.com"}"#)
+        let good = try CLIRunner.run(
+            ["decide", "--bundle", "policies", "--platform", "ios"],
+            stdin: #"{"action":"accountAllowed","account":"bob@contoso.com"}"#)
         #expect(good.status == 0)
-        #expect(good.stdoutLines == [#"{"action":"accountAllowed","allowed":true,"reason":"the account matches 'Bob@Contoso.com' in allowedAccounts","setting":"allowedAccounts","policies":[]}"#])
+        #expect(
+            good.stdoutLines == [
+                #"{"action":"accountAllowed","allowed":true,"reason":"the account matches 'Bob@Contoso.com' in allowedAccounts","setting":"allowedAccounts","policies":[]}"#
+            ])
     }
 
     @Test("decide answers the example queries of make run")
     func examples() throws {
         let queries = try String(contentsOfFile: CLIRunner.packageRoot + "/policies/examples.jsonl", encoding: .utf8)
-        let result = try CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios", "--app", "com.microsoft.office.outlook", "--format", "text"], stdin: queries)
+        let result = try CLIRunner.run(
+            [
+                "decide", "--bundle", "policies", "--platform", "ios", "--app", "com.microsoft.office.outlook",
+                "--format", "text",
+            ], stdin: queries)
         #expect(result.status == 0)
         #expect(result.stdoutLines.count == queries.split(separator: "\n").count)
-        #expect(result.stdoutLines.allSatisfy { $0.hasPrefix("ALLOW ") || $0.hasPrefix("BLOCK ") || $0.hasPrefix("REQUIRED ") || $0.hasPrefix("OPTIONAL ") })
-        #expect(result.stderr.contains("Account not allowed: an allowed entry has the same local part at another domain"))
+        #expect(
+            result.stdoutLines.allSatisfy {
+                $0.hasPrefix("ALLOW ") || $0.hasPrefix("BLOCK ") || $0.hasPrefix("REQUIRED ")
+                    || $0.hasPrefix("OPTIONAL ")
+            })
+        #expect(
+            result.stderr.contains("Account not allowed: an allowed entry has the same local part at another domain"))
     }
 
     @Test("a bundle that does not load stops decide with its diagnostics", .needsSharedCorpora)
@@ -86,13 +117,18 @@ struct CLITests {
 
     @Test("policy show prints the effective policy with sources")
     func show() throws {
-        let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "ALICE@contoso.com", "--platform", "ios"])
+        let result = try CLIRunner.run([
+            "policy", "show", "--bundle", "policies", "--account", "ALICE@contoso.com", "--platform", "ios",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let document = try JSONDocument(parsing: Array(result.stdout.utf8))
         let root = document.root
         #expect(root["managed"]?.bool == true)
         #expect(root["account"]?["oid"]?.string == "a1f0c7d2-5b1e-4c3a-9e8f-000000000001")
-        #expect(root["policies"]?.elements.map { $0["name"]?.string } == ["Contoso All Staff (iOS)", "Contoso Finance (iOS)"], "bundle order: files by name")
+        #expect(
+            root["policies"]?.elements.map { $0["name"]?.string } == [
+                "Contoso All Staff (iOS)", "Contoso Finance (iOS)",
+            ], "bundle order: files by name")
         let save = try #require(root["settings"]?["saveAsBlocked"])
         #expect(save["value"]?.bool == true)
         #expect(save["resolution"]?.string == "configured")
@@ -117,7 +153,9 @@ struct CLITests {
     func explain() throws {
         let result = try CLIRunner.run(
             ["decide", "--bundle", "policies", "--platform", "ios", "--explain"],
-            stdin: #"{"action":"openFrom","receiver":"alice@contoso.com","location":"localStorage","locationAccount":"alice@contoso.com"}"# + "\n"
+            stdin:
+                #"{"action":"openFrom","receiver":"alice@contoso.com","location":"localStorage","locationAccount":"alice@contoso.com"}"#
+                + "\n"
                 + #"{"action":"print","accounts":["alice@contoso.com","bob@contoso.com"]}"# + "\n")
         #expect(result.status == 0, "\(result.stderr)")
         let lines = try result.stdoutLines.map { try JSONDocument(parsing: Array($0.utf8)).root }
@@ -133,12 +171,18 @@ struct CLITests {
     func showUnknown() throws {
         let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "erin@fabrikam.com"])
         #expect(result.status == 1)
-        #expect(result.stderr == "error: account 'erin@fabrikam.com' is not in the tenant of policies; unknown accounts are unmanaged (no policy applies)\n")
+        #expect(
+            result.stderr
+                == "error: account 'erin@fabrikam.com' is not in the tenant of policies; unknown accounts are unmanaged (no policy applies)\n"
+        )
     }
 
     @Test(
         "bad arguments exit 64 with a usage message",
-        arguments: [["decide", "--jobs", "0"], ["decide", "--bundle", "policies", "--platform", "windows"], ["policy", "show", "--bundle", "policies", "--account", " "], ["frobnicate"]])
+        arguments: [
+            ["decide", "--jobs", "0"], ["decide", "--bundle", "policies", "--platform", "windows"],
+            ["policy", "show", "--bundle", "policies", "--account", " "], ["frobnicate"],
+        ])
     func badArguments(arguments: [String]) throws {
         let result = try CLIRunner.run(arguments)
         #expect(result.status == 64)
@@ -148,7 +192,8 @@ struct CLITests {
     @Test(
         "every command's help reads as prose: no source-code line continuations or escapes leak into it",
         arguments: [
-            ["apply"], ["decide"], ["serve"], ["receive"], ["watch"], ["tokens", "create"], ["protect"], ["unprotect"], ["wipe"], ["policy", "show"],
+            ["apply"], ["decide"], ["serve"], ["receive"], ["watch"], ["tokens", "create"], ["protect"], ["unprotect"],
+            ["wipe"], ["policy", "show"],
             ["matrix", "run"], ["config", "show"], ["audit"], ["keys", "rotate"],
         ])
     func helpIsProse(command: [String]) throws {

@@ -14,11 +14,15 @@ struct CrashConsistencyTests {
 
     /// Starts `custody` with `arguments`, kills it with SIGKILL after a random delay of up to
     /// `window` (it may finish first), and waits for it.
-    private func runAndKill(_ arguments: [String], scratch: Scratch, window: Double, random: inout SystemRandomNumberGenerator) throws {
+    private func runAndKill(
+        _ arguments: [String], scratch: Scratch, window: Double, random: inout SystemRandomNumberGenerator
+    ) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = arguments + ["--state", scratch.file("state")]
-        process.environment = ProcessInfo.processInfo.environment.merging(["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")]) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")
+        ]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -44,7 +48,8 @@ struct CrashConsistencyTests {
             try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: directory)
         }
         let tenant = new + "/tenant.json"
-        try (try Data(contentsOf: URL(fileURLWithPath: tenant)) + Data(" \n".utf8)).write(to: URL(fileURLWithPath: tenant))
+        try (try Data(contentsOf: URL(fileURLWithPath: tenant)) + Data(" \n".utf8)).write(
+            to: URL(fileURLWithPath: tenant))
         return (old, new, [try files(old), try files(new)])
     }
 
@@ -61,14 +66,17 @@ struct CrashConsistencyTests {
         var random = SystemRandomNumberGenerator()
         var finished = 0
         for round in 0..<Self.kills {
-            try runAndKill(["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, window: window, random: &random)
+            try runAndKill(
+                ["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, window: window, random: &random)
             let database = try CustodyDatabase(path: scratch.file("state"))
             let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
             let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
             #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
             if byName == bundles[round % 2 == 0 ? 1 : 0] { finished += 1 }
         }
-        #expect(finished > 0 && finished < Self.kills, "kills landed both before and after the commit (\(finished) of \(Self.kills) finished)")
+        #expect(
+            finished > 0 && finished < Self.kills,
+            "kills landed both before and after the commit (\(finished) of \(Self.kills) finished)")
     }
 
     @Test("wipe killed at random points leaves the account wholly wiped or untouched")
@@ -78,7 +86,9 @@ struct CrashConsistencyTests {
         try scratch.write("a.txt", "alice's data")
         let owner = OwnerIdentifier(rawValue: ProtectionCLITests.alice)!
         // Kill anywhere in a window half again as long as a whole wipe takes on this machine now.
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")])
+                .status == 0)
         let start = Date()
         #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).status == 0)
         let window = Date().timeIntervalSince(start) * 1.5
@@ -88,20 +98,30 @@ struct CrashConsistencyTests {
             // Give alice a key and a check-in when the last round wiped them.
             let database = try CustodyDatabase(path: scratch.file("state"))
             if try StateKeyStore(state: database).keys(for: owner).isEmpty {
-                #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+                #expect(
+                    try scratch.run([
+                        "protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst"),
+                    ]).status == 0)
                 #expect(try scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
             }
-            try runAndKill(["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
+            try runAndKill(
+                ["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
             let after = try CustodyDatabase(path: scratch.file("state"))
             let keys = try StateKeyStore(state: after).keys(for: owner).count
             let checkIn = try after.lastCheckIn(account: owner.rawValue)
-            #expect((keys == 0) == (checkIn == nil), "round \(round): \(keys) keys left, check-in \(checkIn.map { "\($0)" } ?? "gone")")
+            #expect(
+                (keys == 0) == (checkIn == nil),
+                "round \(round): \(keys) keys left, check-in \(checkIn.map { "\($0)" } ?? "gone")")
             if keys == 0 { wiped += 1 } else { untouched += 1 }
         }
-        #expect(wiped > 0 && untouched > 0, "kills landed both before and after the commit (\(wiped) wiped, \(untouched) untouched)")
+        #expect(
+            wiped > 0 && untouched > 0,
+            "kills landed both before and after the commit (\(wiped) wiped, \(untouched) untouched)")
     }
 
-    @Test("apply, wipe and protect killed at random points on one state: the state stays consistent and no file is half-written")
+    @Test(
+        "apply, wipe and protect killed at random points on one state: the state stays consistent and no file is half-written"
+    )
     func mixed() throws {
         let scratch = try Scratch()
         let (old, new, bundles) = try twoBundles(scratch)
@@ -133,16 +153,21 @@ struct CrashConsistencyTests {
             let keys = try StateKeyStore(state: database).keys(for: owner)
             let opened = try scratch.run(["unprotect", scratch.file("a.cst"), scratch.file("back.txt")])
             if opened.status == 0 {
-                #expect(try scratch.read("back.txt") == plaintext, "round \(round): the envelope opened to something else")
+                #expect(
+                    try scratch.read("back.txt") == plaintext, "round \(round): the envelope opened to something else")
             } else {
                 // Never damage: only a wipe (of these keys, or of the ones it was sealed with) stops it.
-                #expect(opened.stderr.contains("whose keys were wiped"), "round \(round) (\(command[0]), \(keys.count) keys): \(opened.stderr)")
+                #expect(
+                    opened.stderr.contains("whose keys were wiped"),
+                    "round \(round) (\(command[0]), \(keys.count) keys): \(opened.stderr)")
             }
         }
         #expect(try scratch.run(["keys", "list"]).status == 0, "the key store still reads")
     }
 
-    @Test("in-place protect killed at random points: the file is whole (plain or sealed), and the next run removes the temporaries left")
+    @Test(
+        "in-place protect killed at random points: the file is whole (plain or sealed), and the next run removes the temporaries left"
+    )
     func inPlaceProtect() throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
@@ -150,18 +175,23 @@ struct CrashConsistencyTests {
         try FileManager.default.createDirectory(atPath: scratch.file("data"), withIntermediateDirectories: true)
         try scratch.write("data/ledger.txt", plaintext)
         let start = Date()
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status == 0)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status == 0)
         let window = Date().timeIntervalSince(start) * 1.5
         #expect(try scratch.run(["unprotect", scratch.file("data/ledger.txt")]).status == 0)
 
         func strays() throws -> [String] {
-            try FileManager.default.contentsOfDirectory(atPath: scratch.file("data")).filter { $0.contains(".custody-tmp-") }
+            try FileManager.default.contentsOfDirectory(atPath: scratch.file("data")).filter {
+                $0.contains(".custody-tmp-")
+            }
         }
         var random = SystemRandomNumberGenerator()
         var left = 0
         for round in 0..<30 {
             let before = try strays()
-            try runAndKill(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")], scratch: scratch, window: window, random: &random)
+            try runAndKill(
+                ["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")], scratch: scratch,
+                window: window, random: &random)
             // The strays of earlier rounds were removed by this run, unless it was killed
             // before it wrote anything.
             let after = try strays()
@@ -175,7 +205,8 @@ struct CrashConsistencyTests {
         }
         // A temporary has no name until it is whole (O_TMPFILE), so kills leave (almost)
         // nothing; what one left between naming and renaming goes with the next full run.
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status == 0)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status == 0)
         #expect(try strays().isEmpty, "\(left) temporaries were seen after kills; none may be left after a full run")
     }
 }

@@ -5,11 +5,12 @@ import Testing
 struct DecideStreamingTests {
     /// The example queries many times over, with a bad line every 997 lines and blank lines.
     static let bigInput: String = {
-        let examples = (try? String(contentsOfFile: CLIRunner.packageRoot + "/policies/examples.jsonl", encoding: .utf8)) ?? ""
+        let examples =
+            (try? String(contentsOfFile: CLIRunner.packageRoot + "/policies/examples.jsonl", encoding: .utf8)) ?? ""
         let lines = examples.split(separator: "\n").map(String.init)
         var output: [String] = []
         for index in 0..<8_000 {
-            output.append(index % 997 == 0 ? #"{"action":"saveTo","owner":"#  : lines[index % lines.count])
+            output.append(index % 997 == 0 ? #"{"action":"saveTo","owner":"# : lines[index % lines.count])
         }
         return output.joined(separator: "\n") + "\n"
     }()
@@ -44,7 +45,8 @@ struct DecideStreamingTests {
         defer { if process.isRunning { process.terminate() } }
         for account in ["alice@contoso.com", "bob@contoso.com", "nobody@fabrikam.com"] {
             input.fileHandleForWriting.write(Data((#"{"action":"print","account":"\#(account)"}"# + "\n").utf8))
-            let line = try #require(readLine(from: output.fileHandleForReading, timeout: .seconds(20)), "no answer for \(account)")
+            let line = try #require(
+                readLine(from: output.fileHandleForReading, timeout: .seconds(20)), "no answer for \(account)")
             #expect(line.hasPrefix(#"{"action":"print","allowed":"#))
         }
         try input.fileHandleForWriting.close()

@@ -44,6 +44,8 @@ struct FuzzCorpusTests {
         let out = CLIRunner.readToEnd(output.fileHandleForReading.fileDescriptor)
         let err = CLIRunner.readToEnd(error.fileHandleForReading.fileDescriptor)
         process.waitUntilExit()
-        return CLIRunner.Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        return CLIRunner.Result(
+            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+            stderr: String(decoding: err, as: UTF8.self))
     }
 }

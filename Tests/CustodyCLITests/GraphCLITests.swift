@@ -4,29 +4,38 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("custody graph sync: arguments and secrets", .timeLimit(.minutes(1)))
 struct GraphCLITests {
     typealias Scratch = ProtectionCLITests.Scratch
 
-    @Test("refused before any request: a secret file others may read, no destination, both destinations, no credential, plain http to another host", arguments: [
-        (["--client-secret-file", "open.secret", "--out", "b"], 1, "may be read by others"),
-        (["--client-secret-file", "secret"], 64, "give one of --out DIR"),
-        (["--client-secret-file", "secret", "--out", "b", "--state", "s"], 64, "give one of --out DIR"),
-        (["--out", "b"], 64, "--client-secret-file FILE"),
-        (["--client-secret-file", "secret", "--out", "b", "--graph-url", "http://graph.example.com/beta"], 1, "must be https"),
-        (["--certificate", "c.pem", "--out", "b"], 64, "--certificate and --private-key go together"),
-    ] as [([String], Int32, String)])
+    @Test(
+        "refused before any request: a secret file others may read, no destination, both destinations, no credential, plain http to another host",
+        arguments: [
+            (["--client-secret-file", "open.secret", "--out", "b"], 1, "may be read by others"),
+            (["--client-secret-file", "secret"], 64, "give one of --out DIR"),
+            (["--client-secret-file", "secret", "--out", "b", "--state", "s"], 64, "give one of --out DIR"),
+            (["--out", "b"], 64, "--client-secret-file FILE"),
+            (
+                ["--client-secret-file", "secret", "--out", "b", "--graph-url", "http://graph.example.com/beta"], 1,
+                "must be https"
+            ),
+            (["--certificate", "c.pem", "--out", "b"], 64, "--certificate and --private-key go together"),
+        ] as [([String], Int32, String)])
     func refused(arguments: [String], status: Int32, message: String) throws {
         let scratch = try Scratch()
         _ = try scratch.write("open.secret", "s3cret")
         _ = try scratch.write("secret", "s3cret")
         chmod(scratch.file("secret"), 0o600)
         chmod(scratch.file("open.secret"), 0o644)
-        let resolved = arguments.map { ["open.secret", "secret", "b", "s", "c.pem"].contains($0) ? scratch.file($0) : $0 }
-        let result = try CLIRunner.run(["graph", "sync", "--tenant-id", "contoso", "--client-id", "app"] + resolved, environment: ["CUSTODY_GRAPH_CLIENT_SECRET": ""])
+        let resolved = arguments.map {
+            ["open.secret", "secret", "b", "s", "c.pem"].contains($0) ? scratch.file($0) : $0
+        }
+        let result = try CLIRunner.run(
+            ["graph", "sync", "--tenant-id", "contoso", "--client-id", "app"] + resolved,
+            environment: ["CUSTODY_GRAPH_CLIENT_SECRET": ""])
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(!result.stderr.contains("s3cret"), "the secret is never shown")
@@ -34,7 +43,9 @@ struct GraphCLITests {
     }
 }
 
-@Suite("custody graph sync against a Graph-shaped tenant (scripts/graph/tenant-server.py)", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "custody graph sync against a Graph-shaped tenant (scripts/graph/tenant-server.py)", .serialized,
+    .timeLimit(.minutes(2)))
 struct GraphCLISyncTests {
     typealias Scratch = ProtectionCLITests.Scratch
 
@@ -43,7 +54,10 @@ struct GraphCLISyncTests {
         let scratch = try Scratch()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", CLIRunner.packageRoot + "/scripts/graph/tenant-server.py", "200", "4", "2", CLIRunner.packageRoot]
+        process.arguments = [
+            "python3", CLIRunner.packageRoot + "/scripts/graph/tenant-server.py", "200", "4", "2",
+            CLIRunner.packageRoot,
+        ]
         let portFile = scratch.file("port")
         _ = FileManager.default.createFile(atPath: portFile, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: portFile))
@@ -53,37 +67,51 @@ struct GraphCLISyncTests {
         var port: Int?
         for _ in 0..<100 where port == nil {
             try await Task.sleep(for: .milliseconds(50))
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap {
+                Int($0)
+            }
         }
         try await body("http://127.0.0.1:\(try #require(port))")
     }
 
-    @Test("--state applies the tenant's bundle (source graph:TENANT@HOST); --out refuses to replace a directory that is not a bundle")
+    @Test(
+        "--state applies the tenant's bundle (source graph:TENANT@HOST); --out refuses to replace a directory that is not a bundle"
+    )
     func stateAndOut() async throws {
         let scratch = try Scratch()
         _ = try scratch.write("secret", "anything")
         chmod(scratch.file("secret"), 0o600)
         try await Self.serving { base in
             let common = [
-                "graph", "sync", "--tenant-id", "contoso", "--client-id", "app", "--client-secret-file", scratch.file("secret"), "--authority", base,
+                "graph", "sync", "--tenant-id", "contoso", "--client-id", "app", "--client-secret-file",
+                scratch.file("secret"), "--authority", base,
                 "--graph-url", base + "/beta",
             ]
-            let applied = try CLIRunner.run(common + ["--state", scratch.file("state")], environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
+            let applied = try CLIRunner.run(
+                common + ["--state", scratch.file("state")],
+                environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
             #expect(applied.status == 0, "\(applied.stderr)")
             #expect(applied.stdout.hasPrefix("applied graph:contoso@127.0.0.1: "), "\(applied.stdout)")
-            let again = try CLIRunner.run(common + ["--state", scratch.file("state")], environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
+            let again = try CLIRunner.run(
+                common + ["--state", scratch.file("state")],
+                environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
             #expect(again.stdout.hasPrefix("already in force"), "an unchanged tenant: \(again.stdout)")
             #expect(again.stderr.contains("(0 member listings read, by delta)"), "by delta: \(again.stderr)")
 
             // While another process syncs (holds the lease), a sync is refused, nothing read.
             let other = try CustodyDatabase(path: scratch.file("state"))
             let lease = try #require(try other.lease("graph-sync"))
-            let busy = try CLIRunner.run(common + ["--state", scratch.file("state")], environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
+            let busy = try CLIRunner.run(
+                common + ["--state", scratch.file("state")],
+                environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
             #expect(busy.status == 1)
-            #expect(busy.stderr.contains("another process or replica on this state is syncing from Graph now"), "\(busy.stderr)")
+            #expect(
+                busy.stderr.contains("another process or replica on this state is syncing from Graph now"),
+                "\(busy.stderr)")
             lease.release()
 
-            try FileManager.default.createDirectory(atPath: scratch.file("victim/sub"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: scratch.file("victim/sub"), withIntermediateDirectories: true)
             _ = try scratch.write("victim/notes.txt", "important")
             let refused = try CLIRunner.run(common + ["--out", scratch.file("victim")])
             #expect(refused.status == 1)
@@ -101,40 +129,56 @@ struct GraphCLISyncTests {
 struct GraphServeCLITests {
     typealias Scratch = ProtectionCLITests.Scratch
 
-    @Test("refused before anything is opened: --graph with --bundle, --graph-interval alone or out of range, a configuration that does not hold", arguments: [
-        (["--graph", "graph.json", "--bundle", "policies"], Int32(64), "--graph and --bundle exclude each other"),
-        (["--graph-interval", "60"], 64, "--graph-interval needs --graph FILE"),
-        (["--graph", "graph.json", "--graph-interval", "5"], 64, "--graph-interval must be between 10 and 86400"),
-        (["--graph", "missing.json"], 1, "error: --graph: cannot read the Graph configuration"),
-        (["--graph", "inline-secret.json"], 1, "a secret is not kept in the configuration"),
-    ])
+    @Test(
+        "refused before anything is opened: --graph with --bundle, --graph-interval alone or out of range, a configuration that does not hold",
+        arguments: [
+            (["--graph", "graph.json", "--bundle", "policies"], Int32(64), "--graph and --bundle exclude each other"),
+            (["--graph-interval", "60"], 64, "--graph-interval needs --graph FILE"),
+            (["--graph", "graph.json", "--graph-interval", "5"], 64, "--graph-interval must be between 10 and 86400"),
+            (["--graph", "missing.json"], 1, "error: --graph: cannot read the Graph configuration"),
+            (["--graph", "inline-secret.json"], 1, "a secret is not kept in the configuration"),
+        ])
     func refused(arguments: [String], status: Int32, message: String) throws {
         let scratch = try Scratch()
         _ = try scratch.write("inline-secret.json", #"{"tenantId":"t","clientId":"c","clientSecret":"x"}"#)
         let result = try CLIRunner.run(
-            ["serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:0", "--without-keys"] + arguments.map { $0.hasSuffix(".json") ? scratch.file($0) : $0 })
+            ["serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:0", "--without-keys"]
+                + arguments.map { $0.hasSuffix(".json") ? scratch.file($0) : $0 })
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: scratch.file("state")), "nothing was opened")
     }
 
-    @Test("serve --graph syncs the tenant at start: /readyz reports the sync, the policy in force is the tenant's, and POST /v1/graph/sync finds it unchanged")
+    @Test(
+        "serve --graph syncs the tenant at start: /readyz reports the sync, the policy in force is the tenant's, and POST /v1/graph/sync finds it unchanged"
+    )
     func serves() async throws {
         let scratch = try Scratch()
         _ = try scratch.write("secret", "anything")
         chmod(scratch.file("secret"), 0o600)
-        let token = try #require(try CLIRunner.run(["tokens", "create", "--scope", "admin", "--state", scratch.file("state")]).stdoutLines.last)
+        let token = try #require(
+            try CLIRunner.run(["tokens", "create", "--scope", "admin", "--state", scratch.file("state")]).stdoutLines
+                .last)
         try await GraphCLISyncTests.serving { base in
             _ = try scratch.write(
-                "graph.json", #"{"tenantId":"contoso","clientId":"app","clientSecretFile":"secret","authority":"\#(base)","graphUrl":"\#(base)/beta"}"#)
+                "graph.json",
+                #"{"tenantId":"contoso","clientId":"app","clientSecretFile":"secret","authority":"\#(base)","graphUrl":"\#(base)/beta"}"#
+            )
             let server = try await ServeProcess(
-                ["--state", scratch.file("state"), "--graph", scratch.file("graph.json"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
+                [
+                    "--state", scratch.file("state"), "--graph", scratch.file("graph.json"), "--platform", "ios",
+                    "--without-keys",
+                ], log: scratch.file("serve.log"))
             let address = server.address
             var readiness: [String: Any] = [:]
             for _ in 0..<200 {
                 let (data, _) = try await URLSession.shared.data(from: URL(string: address + "/readyz")!)
                 readiness = (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-                if readiness["status"] as? String == "ready", (readiness["graph"] as? [String: Any])?["status"] as? String != "pending" { break }
+                if readiness["status"] as? String == "ready",
+                    (readiness["graph"] as? [String: Any])?["status"] as? String != "pending"
+                {
+                    break
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(readiness["status"] as? String == "ready", "\(readiness)")
@@ -147,7 +191,8 @@ struct GraphServeCLITests {
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
             let (data, response) = try await URLSession.shared.data(for: request)
             #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
-            #expect((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["status"] as? String == "unchanged")
+            #expect(
+                (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["status"] as? String == "unchanged")
             #expect(server.stop() == 0, "stops cleanly, its Graph client shut down: \(server.output)")
         }
     }

@@ -4,8 +4,8 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import CoreFoundation
-import Glibc
+    import CoreFoundation
+    import Glibc
 #endif
 
 /// Issue 13's reproducers, run as an attacker or a careless user would: with the built tool.
@@ -34,7 +34,9 @@ struct HardeningCLITests {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         try scratch.write("a.txt", "payroll")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")])
+                .status == 0)
         let destination: String
         switch kind {
         case "fifo":
@@ -51,7 +53,8 @@ struct HardeningCLITests {
         #expect(lstat(destination, &before) == 0)
         let result = try scratch.run(["unprotect", scratch.file("a.cst"), destination])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("Custody writes only regular files (use - for standard output)"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("Custody writes only regular files (use - for standard output)"), "\(result.stderr)")
         var after = stat()
         #expect(lstat(destination, &after) == 0)
         #expect(after.st_mode == before.st_mode && after.st_ino == before.st_ino && after.st_rdev == before.st_rdev)
@@ -69,33 +72,46 @@ struct HardeningCLITests {
         #expect(result.status == 1)
         #expect(result.stderr.contains("is a symbolic link (to \(scratch.file("real.txt")))"), "\(result.stderr)")
         #expect(try scratch.read("real.txt") == "plaintext")
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: scratch.file("link.txt")) == scratch.file("real.txt"))
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: scratch.file("link.txt"))
+                == scratch.file("real.txt"))
     }
 
-    @Test("info, unprotect and receive on a FIFO answer at once with an error", arguments: [
-        ["info"], ["unprotect"], ["receive", "--receiver", "alice@contoso.com"], ["protect", "--owner", "alice@contoso.com"],
-    ])
+    @Test(
+        "info, unprotect and receive on a FIFO answer at once with an error",
+        arguments: [
+            ["info"], ["unprotect"], ["receive", "--receiver", "alice@contoso.com"],
+            ["protect", "--owner", "alice@contoso.com"],
+        ])
     func fifoInput(command: [String]) throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         #expect(mkfifo(scratch.file("pipe"), 0o600) == 0)
-        let result = command == ["info"] ? try CLIRunner.run(command + [scratch.file("pipe")]) : try scratch.run(command + [scratch.file("pipe")])
+        let result =
+            command == ["info"]
+            ? try CLIRunner.run(command + [scratch.file("pipe")]) : try scratch.run(command + [scratch.file("pipe")])
         #expect(result.status == 1)
         #expect(result.stderr.contains("is a FIFO, not a regular file"), "\(result.stderr)")
     }
 
-    @Test("decide answers a line over the limit with an error in its place, without reading it into memory, and goes on")
+    @Test(
+        "decide answers a line over the limit with an error in its place, without reading it into memory, and goes on")
     func longLine() throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         let query = #"{"action":"print","account":"alice@contoso.com"}"#
         let long = #"{"action":"print","account":""# + String(repeating: "a", count: 3 << 20) + #""}"#
         let overLimit = String(repeating: " ", count: 200) + query
-        let result = try scratch.run(["decide", "--max-line-bytes", "100"], stdin: [query, long, query, overLimit, query].joined(separator: "\n") + "\n")
+        let result = try scratch.run(
+            ["decide", "--max-line-bytes", "100"],
+            stdin: [query, long, query, overLimit, query].joined(separator: "\n") + "\n")
         #expect(result.status == 1)
         #expect(result.stdoutLines.count == 5)
         #expect(result.stdoutLines[0].hasPrefix(#"{"action":"print","allowed":"#))
-        #expect(result.stdoutLines[1] == #"{"error":"line 2, column 1: the line is longer than 100 bytes; not read (raise the limit with --max-line-bytes)","line":2}"#)
+        #expect(
+            result.stdoutLines[1]
+                == #"{"error":"line 2, column 1: the line is longer than 100 bytes; not read (raise the limit with --max-line-bytes)","line":2}"#
+        )
         #expect(result.stdoutLines[2] == result.stdoutLines[0])
         #expect(result.stdoutLines[3].contains(#""line":4"#))
         #expect(result.stdoutLines[4] == result.stdoutLines[0])
@@ -106,11 +122,16 @@ struct HardeningCLITests {
         #expect(byDefault.stdoutLines[1] == result.stdoutLines[0])
     }
 
-    @Test("control characters from input never reach the terminal raw", arguments: [
-        (["decide", "--format", "text", "--log-level", "trace"], #"{"action":"share","owner":"alice@contoso.com","targets":["evil\u001b[2J\rALLOW"]}"#),
-        (["decide", "--format", "text"], #"{"action":"print","account":"a\u001b]0;pwned\u0007@contoso.com"}"#),
-        (["decide"], #"{"action":"print","account":"a\u001b[2J@contoso.com"}"#),
-    ])
+    @Test(
+        "control characters from input never reach the terminal raw",
+        arguments: [
+            (
+                ["decide", "--format", "text", "--log-level", "trace"],
+                #"{"action":"share","owner":"alice@contoso.com","targets":["evil\u001b[2J\rALLOW"]}"#
+            ),
+            (["decide", "--format", "text"], #"{"action":"print","account":"a\u001b]0;pwned\u0007@contoso.com"}"#),
+            (["decide"], #"{"action":"print","account":"a\u001b[2J@contoso.com"}"#),
+        ])
     func terminalInjection(command: [String], line: String) throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
@@ -125,7 +146,10 @@ struct HardeningCLITests {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         try scratch.write("a.txt", "x")
-        let result = try scratch.run(["protect", "--unmanaged", "--owner", "evil\u{1B}[2Jx@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")])
+        let result = try scratch.run([
+            "protect", "--unmanaged", "--owner", "evil\u{1B}[2Jx@contoso.com", scratch.file("a.txt"),
+            scratch.file("a.cst"),
+        ])
         #expect(result.status == 64)
         #expect(result.stderr.contains("holds the control character U+001B at character 5"))
         #expect(!result.stderr.contains("\u{1B}"))
@@ -137,9 +161,14 @@ struct HardeningCLITests {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         try scratch.write("a.txt", "x")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")])
+                .status == 0)
         let typo = try CLIRunner.run(
-            ["unprotect", "--state", scratch.file("state"), "--master-key-file", scratch.file("typo.key"), scratch.file("a.cst"), "-"])
+            [
+                "unprotect", "--state", scratch.file("state"), "--master-key-file", scratch.file("typo.key"),
+                scratch.file("a.cst"), "-",
+            ])
         #expect(typo.status == 1)
         #expect(typo.stderr.contains("there is no master key file here"), "\(typo.stderr)")
         #expect(!FileManager.default.fileExists(atPath: scratch.file("typo.key")))
@@ -153,24 +182,36 @@ struct HardeningCLITests {
     func bundleLimit() throws {
         let scratch = try Scratch()
         try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: scratch.file("bundle"))
-        let result = try CLIRunner.run(["policy", "validate", scratch.file("bundle")], environment: ["CUSTODY_MAX_BUNDLE_BYTES": "2000"])
+        let result = try CLIRunner.run(
+            ["policy", "validate", scratch.file("bundle")], environment: ["CUSTODY_MAX_BUNDLE_BYTES": "2000"])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("the bundle is larger than 2000 bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "the bundle is larger than 2000 bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES"),
+            "\(result.stderr)")
         #expect(try CLIRunner.run(["policy", "validate", scratch.file("bundle")]).status == 0)
     }
 
-    @Test("commands that only read, or are refused before they act, leave the state database byte for byte as it was", arguments: [
-        ["keys", "list"], ["unprotect", "@a.cst", "-"], ["audit"], ["unprotect", "@plain.txt", "@out.txt"], ["unprotect", "@a.cst", "/dev/null"],
-        // Commands that write, refused before they do: the state is opened for writing only
-        // on the first write.
-        ["protect", "--owner", "nobody@unknown.example", "@plain.txt", "@out.txt"], ["protect", "--owner", "alice@contoso.com", "@plain.txt", "/dev/null"],
-        ["wipe", "--account", "nobody@fabrikam.com"], ["keys", "rotate", "--account", "nobody@fabrikam.com"], ["decide", "--platform", "android"],
-    ])
+    @Test(
+        "commands that only read, or are refused before they act, leave the state database byte for byte as it was",
+        arguments: [
+            ["keys", "list"], ["unprotect", "@a.cst", "-"], ["audit"], ["unprotect", "@plain.txt", "@out.txt"],
+            ["unprotect", "@a.cst", "/dev/null"],
+            // Commands that write, refused before they do: the state is opened for writing only
+            // on the first write.
+            ["protect", "--owner", "nobody@unknown.example", "@plain.txt", "@out.txt"],
+            ["protect", "--owner", "alice@contoso.com", "@plain.txt", "/dev/null"],
+            ["wipe", "--account", "nobody@fabrikam.com"], ["keys", "rotate", "--account", "nobody@fabrikam.com"],
+            ["decide", "--platform", "android"],
+        ])
     func readersLeaveTheStateAlone(command: [String]) throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         try scratch.write("plain.txt", "plain")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("plain.txt"), scratch.file("a.cst")]).status == 0)
+        #expect(
+            try scratch.run([
+                "protect", "--owner", "alice@contoso.com", scratch.file("plain.txt"), scratch.file("a.cst"),
+            ]).status == 0)
         let before = try Data(contentsOf: URL(fileURLWithPath: scratch.file("state")))
         _ = try scratch.run(command.map { $0.hasPrefix("@") ? scratch.file(String($0.dropFirst())) : $0 })
         let after = try Data(contentsOf: URL(fileURLWithPath: scratch.file("state")))
@@ -182,12 +223,15 @@ struct HardeningCLITests {
 
     @Test(
         "a state this user cannot write (read-only storage) still serves keys list and unprotect",
-        .enabled(if: canDropPrivileges, "needs root and setpriv, to run the tool as nobody over a state it cannot write"))
+        .enabled(
+            if: canDropPrivileges, "needs root and setpriv, to run the tool as nobody over a state it cannot write"))
     func readOnlyStorage() throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         try scratch.write("a.txt", "payroll")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")]).status == 0)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")])
+                .status == 0)
         // Everything readable by nobody, nothing writable by it; the key file is nobody's own.
         #expect(chmod(scratch.path, 0o755) == 0)
         for name in ["state", "a.cst"] { #expect(chmod(scratch.file(name), 0o644) == 0) }
@@ -195,7 +239,9 @@ struct HardeningCLITests {
         let before = try Data(contentsOf: URL(fileURLWithPath: scratch.file("state")))
         func asNobody(_ arguments: [String]) throws -> CLIRunner.Result {
             try CLIRunner.run(
-                ["--reuid=65534", "--regid=65534", "--clear-groups", CLIRunner.executable] + arguments + ["--state", scratch.file("state")],
+                ["--reuid=65534", "--regid=65534", "--clear-groups", CLIRunner.executable] + arguments + [
+                    "--state", scratch.file("state"),
+                ],
                 executable: "/usr/bin/setpriv", environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
         }
         let keys = try asNobody(["keys", "list"])

@@ -8,26 +8,37 @@ import Testing
 struct InstallationCLITests {
     typealias Scratch = TemporaryDirectory
 
-    @Test("the issue's four commands: a wipe by UPN makes OID-keyed data unreadable, and protect without a policy refuses")
+    @Test(
+        "the issue's four commands: a wipe by UPN makes OID-keyed data unreadable, and protect without a policy refuses"
+    )
     func fourCommands() throws {
         let scratch = try Scratch()
         try scratch.write("report.txt", "quarterly figures")
         try scratch.write("a", "more figures")
         let policies = CLIRunner.packageRoot + "/policies"
-        let protect = try scratch.run(["protect", "--bundle", policies, "--platform", "ios", "--owner", "alice@contoso.com", scratch.file("report.txt"), scratch.file("report.cst")])
+        let protect = try scratch.run([
+            "protect", "--bundle", policies, "--platform", "ios", "--owner", "alice@contoso.com",
+            scratch.file("report.txt"), scratch.file("report.cst"),
+        ])
         #expect(protect.status == 0, "\(protect.stderr)")
-        #expect(try CLIRunner.run(["info", scratch.file("report.cst")]).stdout.contains("owned by \(ProtectionCLITests.alice), encrypted with AES-256-GCM"))
+        #expect(
+            try CLIRunner.run(["info", scratch.file("report.cst")]).stdout.contains(
+                "owned by \(ProtectionCLITests.alice), encrypted with AES-256-GCM"))
 
         let wipe = try scratch.run(["wipe", "--account", "alice@contoso.com"])
         #expect(wipe.status == 0, "\(wipe.stderr)")
-        #expect(wipe.stdout == "\(ProtectionCLITests.alice): wiped 1 key version (\(ProtectionCLITests.alice): 1) and 0 secrets\n")
+        #expect(
+            wipe.stdout
+                == "\(ProtectionCLITests.alice): wiped 1 key version (\(ProtectionCLITests.alice): 1) and 0 secrets\n")
 
         let unprotect = try scratch.run(["unprotect", scratch.file("report.cst"), scratch.file("back.txt")])
         #expect(unprotect.status == 1)
         #expect(unprotect.stderr.contains("the data belongs to \(ProtectionCLITests.alice), whose keys were wiped at"))
         #expect(!FileManager.default.fileExists(atPath: scratch.file("back.txt")))
 
-        let untagged = try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a"), scratch.file("b")])
+        let untagged = try scratch.run([
+            "protect", "--owner", "alice@contoso.com", scratch.file("a"), scratch.file("b"),
+        ])
         #expect(untagged.status == 1)
         #expect(untagged.stderr.contains("no bundle is in force"))
         #expect(!FileManager.default.fileExists(atPath: scratch.file("b")), "nothing written, least of all plaintext")
@@ -39,7 +50,8 @@ struct InstallationCLITests {
         func policy(_ printBlocked: Bool) -> String {
             ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": \##(printBlocked)}]}"##
         }
-        let tenant = #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}], "allowedAccounts": null}"#
+        let tenant =
+            #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}], "allowedAccounts": null}"#
         for (name, blocked) in [("blocking", true), ("allowing", false)] {
             try FileManager.default.createDirectory(atPath: scratch.file(name), withIntermediateDirectories: true)
             try scratch.write("\(name)/tenant.json", tenant)
@@ -52,20 +64,30 @@ struct InstallationCLITests {
         try scratch.run(["decide"] + extra, stdin: #"{"action":"print","account":"a@contoso.com"}"# + "\n")
     }
 
-    @Test("the bundle in force: none, applied, kept across processes, overridden for one command, kept when a broken one is applied")
+    @Test(
+        "the bundle in force: none, applied, kept across processes, overridden for one command, kept when a broken one is applied"
+    )
     func bundleInForce() throws {
         let scratch = try Scratch()
         let (blocking, allowing) = try writeBundles(scratch)
         let none = try printAllowed(scratch)
         #expect(none.status == 1)
-        #expect(none.stderr.contains("no bundle is in force") && none.stderr.contains("custody apply --bundle DIR") && none.stderr.contains("give --bundle DIR"))
-        #expect(!FileManager.default.fileExists(atPath: scratch.file("state")), "a command that only reads creates no state")
+        #expect(
+            none.stderr.contains("no bundle is in force") && none.stderr.contains("custody apply --bundle DIR")
+                && none.stderr.contains("give --bundle DIR"))
+        #expect(
+            !FileManager.default.fileExists(atPath: scratch.file("state")), "a command that only reads creates no state"
+        )
 
         let applied = try scratch.run(["apply", "--bundle", blocking])
         #expect(applied.status == 0)
         #expect(applied.stdout.hasPrefix("applied \(blocking): ") && applied.stdout.count > 64)
-        #expect(try printAllowed(scratch).stdout.contains(#""allowed":false"#), "each command is its own process: the state keeps the bundle")
-        #expect(try printAllowed(scratch, ["--bundle", allowing]).stdout.contains(#""allowed":true"#), "--bundle overrides for one command")
+        #expect(
+            try printAllowed(scratch).stdout.contains(#""allowed":false"#),
+            "each command is its own process: the state keeps the bundle")
+        #expect(
+            try printAllowed(scratch, ["--bundle", allowing]).stdout.contains(#""allowed":true"#),
+            "--bundle overrides for one command")
         #expect(try printAllowed(scratch).stdout.contains(#""allowed":false"#), "and records nothing")
         #expect(try scratch.run(["policy", "show", "--account", "a@contoso.com"]).stdout.contains(#""printBlocked""#))
         #expect(try scratch.run(["matrix", "table", "--account", "a@contoso.com"]).status == 0)
@@ -78,25 +100,33 @@ struct InstallationCLITests {
         #expect(try printAllowed(scratch).stdout.contains(#""allowed":false"#), "the policy in force stays")
 
         // matrix diff against the bundle in force: what applying a bundle would change.
-        try scratch.write("allowing/policies.json", ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": false}]}"##)
+        try scratch.write(
+            "allowing/policies.json",
+            ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": false}]}"##
+        )
         let diff = try scratch.run(["matrix", "diff", "--bundle", allowing, "--fail-on-change"])
         #expect(diff.status == 1)
         #expect(diff.stdout.contains("print"))
     }
 
-    @Test("a policy file that cannot be read as a regular file fails the bundle instead of leaving its accounts unmanaged")
+    @Test(
+        "a policy file that cannot be read as a regular file fails the bundle instead of leaving its accounts unmanaged"
+    )
     func unreadablePolicyFile() throws {
         let scratch = try Scratch()
         let (blocking, _) = try writeBundles(scratch)
         try FileManager.default.removeItem(atPath: blocking + "/policies.json")
-        try FileManager.default.createSymbolicLink(atPath: blocking + "/policies.json", withDestinationPath: blocking + "/gone.json")
+        try FileManager.default.createSymbolicLink(
+            atPath: blocking + "/policies.json", withDestinationPath: blocking + "/gone.json")
         let result = try scratch.run(["apply", "--bundle", blocking])
         #expect(result.status == 1)
         #expect(result.stderr.contains("policies.json:1:1: error: a symbolic link to nothing"))
         #expect(try printAllowed(scratch, ["--bundle", blocking]).status == 1)
     }
 
-    @Test("decide refuses a contradictory account: an unknown OID beside a known UPN is an error, not an unmanaged account")
+    @Test(
+        "decide refuses a contradictory account: an unknown OID beside a known UPN is an error, not an unmanaged account"
+    )
     func contradictoryQuery() throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
@@ -108,8 +138,15 @@ struct InstallationCLITests {
         let result = try scratch.run(["decide", "--platform", "ios"], stdin: queries.joined(separator: "\n") + "\n")
         #expect(result.status == 1)
         #expect(result.stdoutLines.count == 3)
-        #expect(result.stdoutLines[0].hasPrefix(#"{"error":"line 1, column 1: contradictory account (the data's owner): the UPN alice@contoso.com is the tenant's account with OID"#))
-        #expect(result.stdoutLines[1].contains("contradictory account") && result.stdoutLines[1].contains("bob@contoso.com"))
-        #expect(result.stdoutLines[2].hasPrefix(#"{"action":"saveTo","allowed":false"#), "both forms as the tenant records them: alice")
+        #expect(
+            result.stdoutLines[0].hasPrefix(
+                #"{"error":"line 1, column 1: contradictory account (the data's owner): the UPN alice@contoso.com is the tenant's account with OID"#
+            ))
+        #expect(
+            result.stdoutLines[1].contains("contradictory account") && result.stdoutLines[1].contains("bob@contoso.com")
+        )
+        #expect(
+            result.stdoutLines[2].hasPrefix(#"{"action":"saveTo","allowed":false"#),
+            "both forms as the tenant records them: alice")
     }
 }

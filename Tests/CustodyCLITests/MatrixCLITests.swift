@@ -17,7 +17,9 @@ struct MatrixCLITests {
     @Test("a wrong expectation fails with a readable table, a non-zero exit, JUnit and JSON reports")
     func wrongExpectation() throws {
         let directory = try TemporaryDirectory()
-        let matrix = try directory.write("wrong.matrix.json", #"""
+        let matrix = try directory.write(
+            "wrong.matrix.json",
+            #"""
             {"bundle": "\#(CLIRunner.packageRoot)/fixtures/frameworks/level-3-ios", "context": {"platform": "ios"},
              "cases": [
                {"action": "print", "account": "user1@contoso.com", "expect": "block"},
@@ -35,7 +37,9 @@ struct MatrixCLITests {
 
         let xml = try String(contentsOfFile: junit, encoding: .utf8)
         #expect(xml.contains(#"<testsuites name="custody matrix run" tests="2" failures="1">"#))
-        #expect(xml.contains(#"<testcase name="printing is fine""#) && xml.contains(#"<failure message="expected allow, got block">"#))
+        #expect(
+            xml.contains(#"<testcase name="printing is fine""#)
+                && xml.contains(#"<failure message="expected allow, got block">"#))
 
         let json = try CLIRunner.run(["matrix", "run", "--json", matrix])
         let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -53,37 +57,61 @@ struct MatrixCLITests {
         let noBundle = try directory.write("nobundle.matrix.json", "{\"bundle\": \"gone\",\n \"cases\": []}\n")
         let unloaded = try CLIRunner.run(["matrix", "run", noBundle])
         #expect(unloaded.status == 1)
-        #expect(unloaded.stderr.hasPrefix(noBundle + ":1:12: error: the matrix's bundle " + directory.path + "/gone does not load"), "\(unloaded.stderr)")
+        #expect(
+            unloaded.stderr.hasPrefix(
+                noBundle + ":1:12: error: the matrix's bundle " + directory.path + "/gone does not load"),
+            "\(unloaded.stderr)")
         let missing = try CLIRunner.run(["matrix", "run", directory.path + "/nothing-here"])
         #expect(missing.status == 1 && missing.stderr.contains("no such file or directory"))
     }
 
     @Test("matrix table shows every location with its decision and reason for a Level 3 iOS account")
     func table() throws {
-        let result = try CLIRunner.run(["matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account", "user1@contoso.com", "--json"])
+        let result = try CLIRunner.run([
+            "matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account",
+            "user1@contoso.com", "--json",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let table = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let rows = try #require(table["rows"] as? [[String: Any]])
         for location in SaveLocation.allCases {
-            let saves = rows.filter { $0["action"] as? String == "saveTo" && $0["target"] as? String == location.rawValue }
+            let saves = rows.filter {
+                $0["action"] as? String == "saveTo" && $0["target"] as? String == location.rawValue
+            }
             #expect(saves.count == 4, "saveTo \(location)")
-            #expect(saves.allSatisfy { !($0["reason"] as? String ?? "").isEmpty && ["allow", "block"].contains($0["decision"] as? String ?? "") })
+            #expect(
+                saves.allSatisfy {
+                    !($0["reason"] as? String ?? "").isEmpty
+                        && ["allow", "block"].contains($0["decision"] as? String ?? "")
+                })
         }
         for location in OpenLocation.allCases {
-            #expect(rows.filter { $0["action"] as? String == "openFrom" && $0["target"] as? String == location.rawValue }.count == 4, "openFrom \(location)")
+            #expect(
+                rows.filter { $0["action"] as? String == "openFrom" && $0["target"] as? String == location.rawValue }
+                    .count == 4, "openFrom \(location)")
         }
         let print = try #require(rows.first { $0["action"] as? String == "print" })
         #expect(print["decision"] as? String == "block")
-        for action in ["share", "copyOut", "pasteIn", "notifications", "encryptionRequired", "backup", "screenCapture", "receive"] {
+        for action in [
+            "share", "copyOut", "pasteIn", "notifications", "encryptionRequired", "backup", "screenCapture", "receive",
+        ] {
             #expect(rows.contains { $0["action"] as? String == action }, "\(action)")
         }
 
-        let text = try CLIRunner.run(["matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account", "user1@contoso.com"])
+        let text = try CLIRunner.run([
+            "matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account",
+            "user1@contoso.com",
+        ])
         let header = try #require(text.stdoutLines.first { $0.hasPrefix("ACTION") })
         let reasonColumn = try #require(header.range(of: "REASON")).lowerBound.utf16Offset(in: header)
         let saveRow = try #require(text.stdoutLines.first { $0.hasPrefix("saveTo") })
-        #expect(saveRow.count > reasonColumn && saveRow[saveRow.index(saveRow.startIndex, offsetBy: reasonColumn - 2)] == " ", "aligned columns")
-        let markdown = try CLIRunner.run(["matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account", "user1@contoso.com", "--markdown"])
+        #expect(
+            saveRow.count > reasonColumn
+                && saveRow[saveRow.index(saveRow.startIndex, offsetBy: reasonColumn - 2)] == " ", "aligned columns")
+        let markdown = try CLIRunner.run([
+            "matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account",
+            "user1@contoso.com", "--markdown",
+        ])
         #expect(markdown.stdout.contains("| ACTION | TARGET | COUNTERPART | DECISION | SETTING | REASON |"))
     }
 
@@ -91,12 +119,15 @@ struct MatrixCLITests {
     func diff() throws {
         let level2 = TestPaths.fixture("frameworks/level-2-ios")
         let level3 = TestPaths.fixture("frameworks/level-3-ios")
-        let result = try CLIRunner.run(["matrix", "diff", "--bundle", level2, "--bundle", level3, "--platform", "ios", "--json", "--fail-on-change"])
+        let result = try CLIRunner.run([
+            "matrix", "diff", "--bundle", level2, "--bundle", level3, "--platform", "ios", "--json", "--fail-on-change",
+        ])
         #expect(result.status == 1, "changes and --fail-on-change")
         let changes = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
-        let listed = Set(changes.map { change in
-            "\(change["account"] as? String ?? "") \((change["before"] as? [String: Any])?["query"] as? String ?? "")"
-        })
+        let listed = Set(
+            changes.map { change in
+                "\(change["account"] as? String ?? "") \((change["before"] as? [String: Any])?["query"] as? String ?? "")"
+            })
 
         // Independently: every query of the decision tables, answered by each bundle.
         let context = EvaluationContext(platform: .ios)
@@ -109,7 +140,9 @@ struct MatrixCLITests {
                 let before = old.answer(row.query)
                 let after = new.answer(row.query)
                 var differs = before.isAllowed != after.isAllowed
-                if case .single(let first) = before, case .single(let second) = after, first.notificationRestriction != second.notificationRestriction {
+                if case .single(let first) = before, case .single(let second) = after,
+                    first.notificationRestriction != second.notificationRestriction
+                {
                     differs = true
                 }
                 if differs { expected.insert("\(account) \(row.query.description)") }
@@ -119,9 +152,14 @@ struct MatrixCLITests {
         #expect(listed == expected)
         #expect(changes.count == listed.count, "no decision listed twice")
 
-        let same = try CLIRunner.run(["matrix", "diff", "--bundle", level3, "--bundle", level3, "--platform", "ios", "--fail-on-change"])
+        let same = try CLIRunner.run([
+            "matrix", "diff", "--bundle", level3, "--bundle", level3, "--platform", "ios", "--fail-on-change",
+        ])
         #expect(same.status == 0 && same.stdout == "no decision differs\n")
-        let text = try CLIRunner.run(["matrix", "diff", "--bundle", level2, "--bundle", level3, "--platform", "ios", "--account", "user1@contoso.com"])
+        let text = try CLIRunner.run([
+            "matrix", "diff", "--bundle", level2, "--bundle", level3, "--platform", "ios", "--account",
+            "user1@contoso.com",
+        ])
         #expect(text.status == 0)
         #expect(text.stdout.contains("  print: allow → block\n    before: printBlocked is false"))
     }

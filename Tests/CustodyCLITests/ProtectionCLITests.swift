@@ -25,14 +25,17 @@ struct ProtectionCLITests {
         #expect(try scratch.read("b.txt") == "payroll figures\n")
         #expect(try scratch.run(["unprotect", scratch.file("a.txt")]).status == 0)
         #expect(try scratch.read("a.txt") == "payroll figures\n")
-        #expect(try CLIRunner.run(["info", scratch.file("a.txt")]).stdout == "\(scratch.file("a.txt")): not protected\n")
+        #expect(
+            try CLIRunner.run(["info", scratch.file("a.txt")]).stdout == "\(scratch.file("a.txt")): not protected\n")
     }
 
     @Test("standard input and output stream through")
     func streams() throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
-        let protected = try scratch.run(["protect", "--owner", "bob@contoso.com", "--force-encrypt", "-", scratch.file("s.env")], stdin: "streamed text")
+        let protected = try scratch.run(
+            ["protect", "--owner", "bob@contoso.com", "--force-encrypt", "-", scratch.file("s.env")],
+            stdin: "streamed text")
         #expect(protected.status == 0, "\(protected.stderr)")
         let plain = try scratch.run(["unprotect", scratch.file("s.env"), "-"])
         #expect(plain.stdout == "streamed text")
@@ -44,26 +47,38 @@ struct ProtectionCLITests {
         try scratch.applyExampleBundle()
         try scratch.write("minutes.txt", "minutes")
         try scratch.write("plain.txt", "plain")
-        #expect(try scratch.run(["protect", "--owner", "bob@contoso.com", scratch.file("minutes.txt"), scratch.file("minutes.cst")]).status == 0)
+        #expect(
+            try scratch.run([
+                "protect", "--owner", "bob@contoso.com", scratch.file("minutes.txt"), scratch.file("minutes.cst"),
+            ]).status == 0)
         // Alice takes data from policy-managed apps only (Contoso Finance): Bob's, yes; untagged, no.
         let accepted = try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("minutes.cst")])
         #expect(accepted.status == 0, "\(accepted.stderr)")
         #expect(accepted.stdout.contains(#""action":"receive","allowed":true"#))
         #expect(accepted.stdout.contains(#""dataOwner":"bob@contoso.com","ownerVerified":true"#), "\(accepted.stdout)")
-        let mixed = try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("minutes.cst"), scratch.file("plain.txt"), scratch.file("gone")])
+        let mixed = try scratch.run([
+            "receive", "--receiver", "alice@contoso.com", scratch.file("minutes.cst"), scratch.file("plain.txt"),
+            scratch.file("gone"),
+        ])
         #expect(mixed.status == 1)
         #expect(mixed.stdoutLines.count == 2)
-        #expect(mixed.stdoutLines[1].contains(#""allowed":false"#) && mixed.stdoutLines[1].contains(#""dataOwner":null"#))
+        #expect(
+            mixed.stdoutLines[1].contains(#""allowed":false"#) && mixed.stdoutLines[1].contains(#""dataOwner":null"#))
         #expect(mixed.stderr.contains("gone: opening failed: No such file or directory"))
         // Without a master key, an encrypted envelope's owner is read but not verified.
         let unverified = try CLIRunner.run(
-            ["receive", "--receiver", "alice@contoso.com", "--state", scratch.file("state"), scratch.file("minutes.cst")],
+            [
+                "receive", "--receiver", "alice@contoso.com", "--state", scratch.file("state"),
+                scratch.file("minutes.cst"),
+            ],
             environment: ["CUSTODY_MASTER_KEY_FILE": "", "CUSTODY_PASSPHRASE": ""])
         #expect(unverified.status == 0, "\(unverified.stderr)")
         #expect(unverified.stdout.contains(#""ownerVerified":false"#))
     }
 
-    @Test("a directory is protected and unprotected as a tree: skipped files and why on standard error, exit 1 when one fails")
+    @Test(
+        "a directory is protected and unprotected as a tree: skipped files and why on standard error, exit 1 when one fails"
+    )
     func directories() throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
@@ -71,20 +86,29 @@ struct ProtectionCLITests {
         try scratch.write("tree/a.txt", "first")
         try scratch.write("tree/sub/b.txt", "second")
         try scratch.write("tree/done.txt", "already")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("tree/done.txt")]).status == 0)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("tree/done.txt")]).status == 0)
         #expect(symlink(scratch.file("tree/a.txt"), scratch.file("tree/link")) == 0)
 
         let protected = try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("tree")])
         #expect(protected.status == 0, "\(protected.stderr)")
         #expect(protected.stderr.hasPrefix("2 files ("))
         #expect(protected.stderr.contains(") protected for \(Self.alice), encrypted; 2 skipped:\n"))
-        #expect(protected.stderr.contains("  \(scratch.file("tree/done.txt")): already protected for \(Self.alice) (encrypted, key version 1)\n"))
-        #expect(protected.stderr.contains("  \(scratch.file("tree/link")): a symbolic link: its target is not protected through it\n"))
+        #expect(
+            protected.stderr.contains(
+                "  \(scratch.file("tree/done.txt")): already protected for \(Self.alice) (encrypted, key version 1)\n"))
+        #expect(
+            protected.stderr.contains(
+                "  \(scratch.file("tree/link")): a symbolic link: its target is not protected through it\n"))
         for name in ["a.txt", "sub/b.txt", "done.txt"] {
-            #expect(try CLIRunner.run(["info", scratch.file("tree/" + name)]).stdout.contains("owned by \(Self.alice), encrypted"), "\(name)")
+            #expect(
+                try CLIRunner.run(["info", scratch.file("tree/" + name)]).stdout.contains(
+                    "owned by \(Self.alice), encrypted"), "\(name)")
         }
         #expect(FileManager.default.fileExists(atPath: scratch.file("tree/.custody-owner")))
-        let withOutput = try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("tree"), scratch.file("elsewhere")])
+        let withOutput = try scratch.run([
+            "protect", "--owner", "alice@contoso.com", scratch.file("tree"), scratch.file("elsewhere"),
+        ])
         #expect(withOutput.status != 0)
         #expect(withOutput.stderr.contains("a directory is protected in place: give no OUT"))
 
@@ -113,11 +137,16 @@ struct ProtectionCLITests {
         let sealed = try Data(contentsOf: URL(fileURLWithPath: scratch.file("v.txt")))
         let again = try scratch.run(["protect", "--verify", "--owner", "alice@contoso.com", scratch.file("v.txt")])
         #expect(again.status == 0)
-        #expect(again.stderr == "skipped: \(scratch.file("v.txt")): already protected for \(Self.alice) (encrypted, key version 1)\n")
+        #expect(
+            again.stderr
+                == "skipped: \(scratch.file("v.txt")): already protected for \(Self.alice) (encrypted, key version 1)\n"
+        )
         #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.file("v.txt"))) == sealed, "not rewritten")
         let bob = try scratch.run(["protect", "--verify", "--owner", "bob@contoso.com", scratch.file("v.txt")])
         #expect(bob.status == 0, "\(bob.stderr)")
-        #expect(try CLIRunner.run(["info", scratch.file("v.txt")]).stdout.contains("owned by oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000002"))
+        #expect(
+            try CLIRunner.run(["info", scratch.file("v.txt")]).stdout.contains(
+                "owned by oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000002"))
         for arguments in [["-"], [scratch.file("v.txt"), scratch.file("w.txt")]] {
             let refused = try scratch.run(["protect", "--verify", "--owner", "alice@contoso.com"] + arguments)
             #expect(refused.status != 0)
@@ -149,7 +178,8 @@ struct ProtectionCLITests {
         let inPlace = try scratch.run(["unprotect", "--pass-through", scratch.file("p.txt")])
         #expect(inPlace.status == 0)
         #expect(inPlace.stderr == "note: \(scratch.file("p.txt")) is not protected: left as it is\n")
-        #expect(try scratch.run(["unprotect", "--pass-through", scratch.file("p.txt"), scratch.file("q.txt")]).status == 0)
+        #expect(
+            try scratch.run(["unprotect", "--pass-through", scratch.file("p.txt"), scratch.file("q.txt")]).status == 0)
         #expect(try scratch.read("q.txt") == "plain")
     }
 
@@ -160,7 +190,10 @@ struct ProtectionCLITests {
         try scratch.write("plain.txt", "plain")
         let plain = try scratch.run(["unprotect", scratch.file("plain.txt")])
         #expect(plain.status == 1)
-        #expect(plain.stderr == "error: \(scratch.file("plain.txt")): not a protected file (no envelope header); nothing to unprotect\n")
+        #expect(
+            plain.stderr
+                == "error: \(scratch.file("plain.txt")): not a protected file (no envelope header); nothing to unprotect\n"
+        )
         #expect(try scratch.read("plain.txt") == "plain")
 
         try scratch.write("d.txt", "secret")
@@ -188,16 +221,22 @@ struct ProtectionCLITests {
         ("alice@contoso.com", ["--force-encrypt"], 0, "owned by \(alice), encrypted", ""),
         ("alice@contoso.com", ["--unmanaged"], 1, "not protected", "requires its data to be encrypted"),
         ("erin@fabrikam.com", [], 1, "not protected", "is not an account of the policy in force"),
-        ("erin@fabrikam.com", ["--unmanaged"], 0, "owned by upn:erin@fabrikam.com, not encrypted", "is tagged for upn:erin@fabrikam.com but not encrypted"),
+        (
+            "erin@fabrikam.com", ["--unmanaged"], 0, "owned by upn:erin@fabrikam.com, not encrypted",
+            "is tagged for upn:erin@fabrikam.com but not encrypted"
+        ),
         ("erin@fabrikam.com", ["--force-encrypt"], 0, "owned by upn:erin@fabrikam.com, encrypted", ""),
     ]
 
-    @Test("protect encrypts unless the owner's policy in force says it need not; an unknown owner needs --unmanaged or --force-encrypt", arguments: protectCases)
+    @Test(
+        "protect encrypts unless the owner's policy in force says it need not; an unknown owner needs --unmanaged or --force-encrypt",
+        arguments: protectCases)
     func policyDecides(owner: String, flags: [String], status: Int32, info: String, stderr: String) throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         try scratch.write("data.txt", "data")
-        let result = try scratch.run(["protect", "--owner", owner, "--platform", "ios"] + flags + [scratch.file("data.txt")])
+        let result = try scratch.run(
+            ["protect", "--owner", owner, "--platform", "ios"] + flags + [scratch.file("data.txt")])
         #expect(result.status == status, "\(result.stderr)")
         #expect(stderr.isEmpty ? result.stderr.isEmpty : result.stderr.contains(stderr), "\(result.stderr)")
         #expect(try CLIRunner.run(["info", scratch.file("data.txt")]).stdout.contains(info))
@@ -208,15 +247,24 @@ struct ProtectionCLITests {
         let scratch = try Scratch()
         try scratch.write("a", "plain")
         for flags in [[], ["--force-encrypt"], ["--unmanaged"]] {
-            let result = try scratch.run(["protect", "--owner", "alice@contoso.com"] + flags + [scratch.file("a"), scratch.file("b")])
+            let result = try scratch.run(
+                ["protect", "--owner", "alice@contoso.com"] + flags + [scratch.file("a"), scratch.file("b")])
             #expect(result.status == 1)
-            #expect(result.stderr.contains("no bundle is in force") && result.stderr.contains("custody apply --bundle DIR") && result.stderr.contains("--bundle DIR"))
+            #expect(
+                result.stderr.contains("no bundle is in force") && result.stderr.contains("custody apply --bundle DIR")
+                    && result.stderr.contains("--bundle DIR"))
             #expect(!FileManager.default.fileExists(atPath: scratch.file("b")))
         }
         // --bundle is a one-off override: it protects, and records nothing as in force.
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios", scratch.file("a"), scratch.file("b")]).status == 0)
+        #expect(
+            try scratch.run([
+                "protect", "--owner", "alice@contoso.com", "--bundle", CLIRunner.packageRoot + "/policies",
+                "--platform", "ios", scratch.file("a"), scratch.file("b"),
+            ]).status == 0)
         #expect(try CLIRunner.run(["info", scratch.file("b")]).stdout.contains("owned by \(Self.alice), encrypted"))
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a"), scratch.file("c")]).status == 1)
+        #expect(
+            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a"), scratch.file("c")]).status
+                == 1)
     }
 
     @Test("rotate, rewrap, list and wipe, by either form of the account")
@@ -225,17 +273,25 @@ struct ProtectionCLITests {
         try scratch.applyExampleBundle()
         try scratch.write("k.txt", "v1")
         #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("k.txt")]).status == 0)
-        #expect(try scratch.run(["keys", "rotate", "--account", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001"]).stdout == "\(Self.alice): key version 2\n")
-        #expect(try scratch.run(["keys", "rewrap", scratch.file("k.txt")]).stdout == "\(scratch.file("k.txt")): key version 1 → 2\n")
+        #expect(
+            try scratch.run(["keys", "rotate", "--account", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001"]).stdout
+                == "\(Self.alice): key version 2\n")
+        #expect(
+            try scratch.run(["keys", "rewrap", scratch.file("k.txt")]).stdout
+                == "\(scratch.file("k.txt")): key version 1 → 2\n")
         #expect(try scratch.run(["keys", "list"]).stdout == "\(Self.alice) (alice@contoso.com): versions 1, 2\n")
         let unknown = try scratch.run(["keys", "rotate", "--account", "erin@fabrikam.com"])
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("erin@fabrikam.com is not an account of this installation"))
-        #expect(try scratch.run(["wipe", "--account", "Alice@Contoso.com"]).stdout == "\(Self.alice): wiped 2 key versions (\(Self.alice): 2) and 0 secrets\n")
+        #expect(
+            try scratch.run(["wipe", "--account", "Alice@Contoso.com"]).stdout
+                == "\(Self.alice): wiped 2 key versions (\(Self.alice): 2) and 0 secrets\n")
         let after = try scratch.run(["unprotect", scratch.file("k.txt")])
         #expect(after.status == 1)
         #expect(after.stderr.contains("whose keys were wiped at") && after.stderr.contains("can never be opened again"))
-        #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).stdout.hasPrefix("\(Self.alice): no keys to wipe under \(Self.alice), upn:alice@contoso.com"))
+        #expect(
+            try scratch.run(["wipe", "--account", "alice@contoso.com"]).stdout.hasPrefix(
+                "\(Self.alice): no keys to wipe under \(Self.alice), upn:alice@contoso.com"))
     }
 
     @Test("a missing or group-readable master key is refused with a message")
@@ -260,7 +316,9 @@ struct ProtectionCLITests {
 extension TemporaryDirectory {
     /// Runs `custody` with this directory's state and master key.
     func run(_ arguments: [String], stdin: String = "") throws -> CLIRunner.Result {
-        try CLIRunner.run(arguments + ["--state", file("state")], stdin: stdin, environment: ["CUSTODY_MASTER_KEY_FILE": file("master.key")])
+        try CLIRunner.run(
+            arguments + ["--state", file("state")], stdin: stdin,
+            environment: ["CUSTODY_MASTER_KEY_FILE": file("master.key")])
     }
 
     /// Makes the example bundle (`policies/`) the policy in force of this directory's state.

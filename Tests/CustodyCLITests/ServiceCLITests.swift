@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("custody tokens and custody serve", .serialized, .timeLimit(.minutes(2)))
@@ -13,7 +13,9 @@ struct ServiceCLITests {
     @Test("tokens create prints the token alone on its last line, once; list never shows it; revoke takes its id")
     func tokens() throws {
         let scratch = try Scratch()
-        let created = try scratch.run(["tokens", "create", "--scope", "decide", "--scope", "read", "--name", "mail gateway"])
+        let created = try scratch.run([
+            "tokens", "create", "--scope", "decide", "--scope", "read", "--name", "mail gateway",
+        ])
         #expect(created.status == 0)
         let token = try #require(created.stdoutLines.last)
         #expect(created.stdoutLines.count == 1)
@@ -40,7 +42,9 @@ struct ServiceCLITests {
         ("[]:8080", "--listen must name a host"),
     ]
 
-    @Test("serve --listen that is not HOST:PORT with a port in 0...65535 is a usage error naming the option", arguments: badListen)
+    @Test(
+        "serve --listen that is not HOST:PORT with a port in 0...65535 is a usage error naming the option",
+        arguments: badListen)
     func listenValues(value: String, message: String) throws {
         let result = try TemporaryDirectory().run(["serve", "--listen", value, "--platform", "ios", "--without-keys"])
         #expect(result.status == 64, "\(value): \(result.stderr)")
@@ -50,7 +54,8 @@ struct ServiceCLITests {
     @Test("serve --listen HOST:0 takes a free port and announces the one it bound")
     func listenAnyPort() async throws {
         let scratch = try Scratch()
-        let server = try await ServeProcess(["--state", scratch.file("state"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
+        let server = try await ServeProcess(
+            ["--state", scratch.file("state"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
         let bound = server.port
         #expect(bound > 0)
         let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(bound)/healthz")!)
@@ -61,25 +66,31 @@ struct ServiceCLITests {
     func openAPI() throws {
         let printed = try CLIRunner.run(["serve", "--print-openapi"])
         #expect(printed.status == 0)
-        let same = printed.stdout == (try String(contentsOfFile: TestPaths.package("docs/openapi.json"), encoding: .utf8))
+        let same =
+            printed.stdout == (try String(contentsOfFile: TestPaths.package("docs/openapi.json"), encoding: .utf8))
         #expect(same, "the printed document and docs/openapi.json differ: run scripts/openapi-sync.sh")
     }
 
-    @Test("serve --bundle that replaces the bundle in force says so, naming the revision it replaced, and announces its address once bound")
+    @Test(
+        "serve --bundle that replaces the bundle in force says so, naming the revision it replaced, and announces its address once bound"
+    )
     func bundleReplacesWarning() async throws {
         let scratch = try Scratch()
         let applied = try scratch.run(["apply", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios"])
-        let before = try #require(applied.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let before = try #require(
+            applied.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
         let edited = scratch.file("edited")
         try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: edited)
-        try scratch.write("edited/tenant.json", try String(contentsOfFile: edited + "/tenant.json", encoding: .utf8) + " ")
+        try scratch.write(
+            "edited/tenant.json", try String(contentsOfFile: edited + "/tenant.json", encoding: .utf8) + " ")
         let port = Int.random(in: 20_000..<40_000)
         let log = scratch.file("serve.log")
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = [
-            "serve", "--state", scratch.file("state"), "--bundle", edited, "--listen", "127.0.0.1:\(port)", "--platform", "ios", "--without-keys",
+            "serve", "--state", scratch.file("state"), "--bundle", edited, "--listen", "127.0.0.1:\(port)",
+            "--platform", "ios", "--without-keys",
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
@@ -105,7 +116,10 @@ struct ServiceCLITests {
         let port = Int.random(in: 20_000..<40_000)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:\(port)", "--platform", "ios", "--without-keys"]
+        process.arguments = [
+            "serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:\(port)", "--platform", "ios",
+            "--without-keys",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -116,7 +130,9 @@ struct ServiceCLITests {
         request.httpBody = Data(#"{"action":"print","account":"alice@contoso.com"}"#.utf8)
         var answer: String?
         for _ in 0..<200 where answer == nil {
-            if let (data, response) = try? await URLSession.shared.data(for: request), (response as? HTTPURLResponse)?.statusCode == 200 {
+            if let (data, response) = try? await URLSession.shared.data(for: request),
+                (response as? HTTPURLResponse)?.statusCode == 200
+            {
                 answer = String(decoding: data, as: UTF8.self)
             } else {
                 try await Task.sleep(for: .milliseconds(50))

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `kill -9` of `custody serve` on a PostgreSQL state at random moments of a `PUT /v1/bundle`:
@@ -31,11 +31,15 @@ struct ServiceCrashTests {
             process.waitUntilExit()
         }
 
-        func request(_ method: String, _ path: String, token: String, body: Data? = nil) async throws -> (Int, Data, HTTPURLResponse) {
+        func request(_ method: String, _ path: String, token: String, body: Data? = nil) async throws -> (
+            Int, Data, HTTPURLResponse
+        ) {
             try await Self.request(port: port, method, path, token: token, body: body)
         }
 
-        static func request(port: Int, _ method: String, _ path: String, token: String, body: Data? = nil) async throws -> (Int, Data, HTTPURLResponse) {
+        static func request(port: Int, _ method: String, _ path: String, token: String, body: Data? = nil) async throws
+            -> (Int, Data, HTTPURLResponse)
+        {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
             request.httpMethod = method
             request.httpBody = body
@@ -55,22 +59,29 @@ struct ServiceCrashTests {
         return try JSONSerialization.data(withJSONObject: ["files": files])
     }
 
-    @Test("serve killed at random points of a PUT /v1/bundle: old bundle or new one, a restarted service agrees with the state, and a PUT answered 200 is in force")
+    @Test(
+        "serve killed at random points of a PUT /v1/bundle: old bundle or new one, a restarted service agrees with the state, and a PUT answered 200 is in force"
+    )
     func killedMidPut() async throws {
         let scratch = try Scratch()
         let state = TestPostgres.freshURL("crash")
         let environment = ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")]
         let old = scratch.file("old"), new = scratch.file("new")
-        for directory in [old, new] { try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: directory) }
-        _ = try scratch.write("new/tenant.json", try String(contentsOfFile: new + "/tenant.json", encoding: .utf8) + " \n")
+        for directory in [old, new] {
+            try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: directory)
+        }
+        _ = try scratch.write(
+            "new/tenant.json", try String(contentsOfFile: new + "/tenant.json", encoding: .utf8) + " \n")
         func apply(_ directory: String) throws -> String {
-            let result = try CLIRunner.run(["apply", "--bundle", directory, "--platform", "ios", "--state", state], environment: environment)
+            let result = try CLIRunner.run(
+                ["apply", "--bundle", directory, "--platform", "ios", "--state", state], environment: environment)
             #expect(result.status == 0, "\(result.stderr)")
             return result.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         }
         let revisions = [try apply(new), try apply(old)]
         #expect(revisions[0] != revisions[1] && !revisions[0].isEmpty)
-        let created = try CLIRunner.run(["tokens", "create", "--scope", "admin", "--scope", "read", "--state", state], environment: environment)
+        let created = try CLIRunner.run(
+            ["tokens", "create", "--scope", "admin", "--scope", "read", "--state", state], environment: environment)
         let token = try #require(created.stdoutLines.last)
         let bodies = [try Self.body(new), try Self.body(old)]
 
@@ -91,9 +102,12 @@ struct ServiceCrashTests {
             // What a service started now serves is what the state holds.
             let (status, _, response) = try await server.request("GET", "/v1/bundle", token: token)
             #expect(status == 200)
-            let served = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            let served = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(
+                in: CharacterSet(charactersIn: "\""))
             #expect(revisions.contains(served ?? ""), "round \(round): serves \(served ?? "nothing"), neither bundle")
-            #expect(served == inForce || inForce == "either", "round \(round): serves \(served ?? "nothing"), the last PUT answered 200 was \(inForce)")
+            #expect(
+                served == inForce || inForce == "either",
+                "round \(round): serves \(served ?? "nothing"), the last PUT answered 200 was \(inForce)")
             if served != inForce && inForce != "either" { break }
             let target = (revisions.firstIndex(of: served ?? "") ?? 0) == 0 ? 1 : 0
             let (port, body) = (server.port, bodies[target])
@@ -111,7 +125,8 @@ struct ServiceCrashTests {
         }
         let final = try await Server(state: state, scratch: scratch, round: Self.rounds)
         let (_, _, response) = try await final.request("GET", "/v1/bundle", token: token)
-        let served = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        let served = response.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(
+            in: CharacterSet(charactersIn: "\""))
         #expect(revisions.contains(served ?? ""))
         #expect(served == inForce || inForce == "either")
         final.kill9()

@@ -21,7 +21,9 @@ struct StateCLITests {
         #expect(bad.stderr.contains("--at must be an RFC 3339 time"))
     }
 
-    @Test("apply refuses a bundle that knows nothing and leaves the policy in force; --allow-empty applies it, and a later command decides with it")
+    @Test(
+        "apply refuses a bundle that knows nothing and leaves the policy in force; --allow-empty applies it, and a later command decides with it"
+    )
     func emptyBundle() throws {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
@@ -31,13 +33,18 @@ struct StateCLITests {
         let refused = try scratch.run(["apply", "--bundle", empty])
         #expect(refused.status == 1)
         #expect(refused.stdout.isEmpty, "no 'applied' line for what was not applied")
-        #expect(refused.stderr.contains("empty-bundle") || refused.stderr.contains("--allow-empty"), "\(refused.stderr)")
-        #expect(try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":false"#), "the policy in force stays")
+        #expect(
+            refused.stderr.contains("empty-bundle") || refused.stderr.contains("--allow-empty"), "\(refused.stderr)")
+        #expect(
+            try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":false"#), "the policy in force stays")
 
         let applied = try scratch.run(["apply", "--bundle", empty, "--allow-empty"])
         #expect(applied.status == 0, "\(applied.stderr)")
-        #expect(applied.stdout == "applied \(empty): e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n")
-        #expect(try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":true"#), "every account is unmanaged now")
+        #expect(
+            applied.stdout == "applied \(empty): e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n")
+        #expect(
+            try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":true"#),
+            "every account is unmanaged now")
     }
 
     @Test("the audit log holds applied and rejected bundles, key rotations, wipes and, when switched on, decisions")
@@ -61,7 +68,8 @@ struct StateCLITests {
 
         let log = try scratch.run(["audit", "--json"])
         #expect(log.status == 0)
-        let kinds = log.stdoutLines.compactMap { line in line.split(separator: "\"").dropFirst(7).first.map(String.init) }
+        let kinds = log.stdoutLines.compactMap { line in line.split(separator: "\"").dropFirst(7).first.map(String.init)
+        }
         #expect(kinds == ["bundle", "bundle", "key", "wipe", "decision", "decision"], "\(log.stdout)")
         #expect(log.stdoutLines[0].contains(#""action":"apply""#) && log.stdoutLines[1].contains(#""action":"reject""#))
         #expect(log.stdoutLines[3].contains(ProtectionCLITests.alice))
@@ -92,7 +100,8 @@ struct StateCLITests {
         let scratch = try Scratch()
         let bundle = scratch.file("bundle")
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
-        let tenant = #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}], "allowedAccounts": null}"#
+        let tenant =
+            #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}], "allowedAccounts": null}"#
         func policy(_ printBlocked: Bool) -> String {
             ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": \##(printBlocked)}]}"##
         }
@@ -102,7 +111,10 @@ struct StateCLITests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         if !givingBundle { #expect(try scratch.run(["apply", "--bundle", bundle]).status == 0) }
-        process.arguments = ["watch"] + (givingBundle ? ["--bundle", bundle] : []) + ["--interval", "20", "--state", scratch.file("state")]
+        process.arguments =
+            ["watch"] + (givingBundle ? ["--bundle", bundle] : []) + [
+                "--interval", "20", "--state", scratch.file("state"),
+            ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -132,7 +144,9 @@ struct StateCLITests {
         try Data(policy(true).utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
         #expect(nextLine() == #"{"event":"policyChanged","accounts":["a@contoso.com"]}"#)
         let applied = nextLine() ?? ""
-        #expect(applied.hasPrefix(#"{"event":"bundleApplied","revision":""#) && applied.contains(#""source":"\#(bundle)"}"#), "\(applied)")
+        #expect(
+            applied.hasPrefix(#"{"event":"bundleApplied","revision":""#)
+                && applied.contains(#""source":"\#(bundle)"}"#), "\(applied)")
         try Data("{".utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
         let rejected = nextLine() ?? ""
         #expect(rejected.hasPrefix(#"{"event":"bundleRejected","source":"#))

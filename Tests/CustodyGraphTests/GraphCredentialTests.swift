@@ -18,8 +18,12 @@ struct GraphCredentialTests {
     @Test("a certificate and key that do not hold are refused when read, naming the files", arguments: Pair.allCases)
     func refusedPair(pair: Pair) throws {
         let directory = try TemporaryDirectory()
-        let made = try TestCertificates.make(.rsa, commonName: "custody-graph", notBefore: Date().addingTimeInterval(-60), notAfter: Date().addingTimeInterval(3_600))
-        let other = try TestCertificates.make(pair == .notRSA ? .p256 : .rsa, commonName: "other", notBefore: Date().addingTimeInterval(-60), notAfter: Date().addingTimeInterval(3_600))
+        let made = try TestCertificates.make(
+            .rsa, commonName: "custody-graph", notBefore: Date().addingTimeInterval(-60),
+            notAfter: Date().addingTimeInterval(3_600))
+        let other = try TestCertificates.make(
+            pair == .notRSA ? .p256 : .rsa, commonName: "other", notBefore: Date().addingTimeInterval(-60),
+            notAfter: Date().addingTimeInterval(3_600))
         try directory.write("cert.pem", pair == .notACertificate ? "not a certificate" : made.certificatePEM)
         try directory.write("key.pem", pair == .notRSA || pair == .mismatched ? other.keyPEM : made.keyPEM)
         chmod(directory.file("key.pem"), pair == .keyOpen ? 0o644 : 0o600)
@@ -27,16 +31,21 @@ struct GraphCredentialTests {
         switch pair {
         case .notACertificate: expected = "the certificate \(directory.file("cert.pem")) is not a PEM X.509 certificate"
         case .notRSA: expected = "the private key \(directory.file("key.pem")) is not a PEM RSA private key"
-        case .mismatched: expected = "the private key \(directory.file("key.pem")) is not the private key of the certificate \(directory.file("cert.pem"))"
+        case .mismatched:
+            expected =
+                "the private key \(directory.file("key.pem")) is not the private key of the certificate \(directory.file("cert.pem"))"
         case .keyOpen: expected = "the private key file \(directory.file("key.pem")) may be read by others"
         }
         do {
-            _ = try GraphCredential.load(clientSecretFile: nil, certificate: directory.file("cert.pem"), privateKey: directory.file("key.pem"), environment: [:])
+            _ = try GraphCredential.load(
+                clientSecretFile: nil, certificate: directory.file("cert.pem"), privateKey: directory.file("key.pem"),
+                environment: [:])
             Issue.record("accepted")
         } catch {
             #expect(error.code == .configuration)
             #expect(error.message.contains(expected), "\(error)")
-            #expect(!error.message.contains("Error") && !error.message.contains(".swift"), "no parser internals: \(error)")
+            #expect(
+                !error.message.contains("Error") && !error.message.contains(".swift"), "no parser internals: \(error)")
         }
     }
 

@@ -20,7 +20,9 @@ struct GraphDeltaTests {
 
         init(base: String) async throws {
             directory = try TemporaryDirectory()
-            engine = try await CustodyEngine.open(CustodyConfiguration(state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+            engine = try await CustodyEngine.open(
+                CustodyConfiguration(
+                    state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
             sync = try GraphSync(settings: try settings(base))
         }
 
@@ -39,14 +41,18 @@ struct GraphDeltaTests {
         return try await sync.snapshot().files.contentHash
     }
 
-    @Test("a repeated sync of an unchanged tenant reads the policies and one round of each delta link, no group; the bundle is the same")
+    @Test(
+        "a repeated sync of an unchanged tenant reads the policies and one round of each delta link, no group; the bundle is the same"
+    )
     func unchanged() async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
             let installation = try await Installation(base: base)
             let first = try await installation.run(server)
             #expect(!first.report.incremental)
-            #expect(first.report.groupsRead == 3 + 1, "finance, contractors, sales, and finance-emea once its link was taken")
+            #expect(
+                first.report.groupsRead == 3 + 1,
+                "finance, contractors, sales, and finance-emea once its link was taken")
             let repeated = try await installation.run(server)
             #expect(repeated.report.incremental)
             #expect(repeated.report.groupsRead == 0)
@@ -73,10 +79,13 @@ struct GraphDeltaTests {
 
         func apply(to tenant: inout FakeTenant) {
             switch self {
-            case .memberAdded: tenant.change(group: "grp-sales") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }
-            case .nestedMemberRemoved: tenant.change(group: "grp-finance-emea") { $0.removeAll { if case .user = $0 { true } else { false } } }
+            case .memberAdded:
+                tenant.change(group: "grp-sales") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }
+            case .nestedMemberRemoved:
+                tenant.change(group: "grp-finance-emea") { $0.removeAll { if case .user = $0 { true } else { false } } }
             case .userRenamed: tenant.rename(user: People.bob.id, to: "robert@contoso.com")
-            case .excludedMemberAdded: tenant.change(group: "grp-contractors") { $0.append(.user(id: People.alice.id, upn: People.alice.upn)) }
+            case .excludedMemberAdded:
+                tenant.change(group: "grp-contractors") { $0.append(.user(id: People.alice.id, upn: People.alice.upn)) }
             case .groupNested:
                 tenant.groups["grp-new"] = [.user(id: People.dave.id, upn: People.dave.upn)]
                 tenant.change(group: "grp-sales") { $0.append(.group("grp-new")) }
@@ -96,7 +105,9 @@ struct GraphDeltaTests {
         }
     }
 
-    @Test("a change to the tenant: the next sync reads only the groups it touched, and decides as a full read does", arguments: Change.allCases)
+    @Test(
+        "a change to the tenant: the next sync reads only the groups it touched, and decides as a full read does",
+        arguments: Change.allCases)
     func changed(change: Change) async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
@@ -128,7 +139,9 @@ struct GraphDeltaTests {
                 state.tenant.change(group: "grp-sales") { $0.append(.group("grp-new")) }
             }
             _ = try await installation.run(server)
-            server.state.withLock { $0.tenant.change(group: "grp-new") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) } }
+            server.state.withLock {
+                $0.tenant.change(group: "grp-new") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }
+            }
             let next = try await installation.run(server)
             #expect(next.report.groupsRead == 1, "sales, which holds it")
             #expect(next.report.revision == (try await fullRevision(base)))
@@ -137,7 +150,9 @@ struct GraphDeltaTests {
         }
     }
 
-    @Test("the members are read in full when Graph no longer honours a link (410 syncStateNotFound), when the cache is a day old or unreadable, and when the tenant is another")
+    @Test(
+        "the members are read in full when Graph no longer honours a link (410 syncStateNotFound), when the cache is a day old or unreadable, and when the tenant is another"
+    )
     func fullAgain() async throws {
         for reason in ["expired link", "a day old", "unreadable", "another version"] {
             let server = GraphServer(tenant: try standardTenant())
@@ -147,17 +162,24 @@ struct GraphDeltaTests {
                 let state = installation.engine.database
                 switch reason {
                 case "expired link":
-                    server.state.withLock { $0.tenant.change(group: "grp-sales") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }; $0.tenant.oldestDelta = $0.tenant.version }
+                    server.state.withLock {
+                        $0.tenant.change(group: "grp-sales") {
+                            $0.append(.user(id: People.dave.id, upn: People.dave.upn))
+                        }; $0.tenant.oldestDelta = $0.tenant.version
+                    }
                 case "a day old":
                     let text = try #require(try state.cache("graph-membership"))
                     var object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
                     object["fullReadAt"] = Date().timeIntervalSince1970 - 86_401
-                    try state.saveCache("graph-membership", String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
+                    try state.saveCache(
+                        "graph-membership",
+                        String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
                 case "unreadable":
                     try state.saveCache("graph-membership", "{not json")
                 default:
                     let text = try #require(try state.cache("graph-membership"))
-                    try state.saveCache("graph-membership", text.replacingOccurrences(of: #""version":1"#, with: #""version":99"#))
+                    try state.saveCache(
+                        "graph-membership", text.replacingOccurrences(of: #""version":1"#, with: #""version":99"#))
                 }
                 let next = try await installation.run(server)
                 #expect(!next.report.incremental, "\(reason)")
@@ -177,7 +199,9 @@ struct GraphDeltaTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("delta refused after links were kept: the sync reads every group instead of failing, keeps nothing, and decides as a full read", arguments: Refusal.allCases)
+    @Test(
+        "delta refused after links were kept: the sync reads every group instead of failing, keeps nothing, and decides as a full read",
+        arguments: Refusal.allCases)
     func refusedLater(refusal: Refusal) async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
@@ -186,8 +210,14 @@ struct GraphDeltaTests {
             server.state.withLock { state in
                 state.tenant.change(group: "grp-sales") { $0.append(.user(id: People.dave.id, upn: People.dave.upn)) }
                 switch refusal {
-                case .usersForbidden: state.faults = [Fault(pathContains: "/users/delta", answers: Array(repeating: (403, []), count: 10))]
-                case .groupsForbidden: state.faults = [Fault(pathContains: "/groups/delta", answers: Array(repeating: (403, []), count: 10))]
+                case .usersForbidden:
+                    state.faults = [
+                        Fault(pathContains: "/users/delta", answers: Array(repeating: (403, []), count: 10))
+                    ]
+                case .groupsForbidden:
+                    state.faults = [
+                        Fault(pathContains: "/groups/delta", answers: Array(repeating: (403, []), count: 10))
+                    ]
                 case .foreignLink: state.behaviour.deltaLinkOrigin = "http://127.0.0.2:9"
                 }
             }
@@ -200,12 +230,15 @@ struct GraphDeltaTests {
         }
     }
 
-    @Test("members kept for another Graph root (another port or path on the same host) are not used: every group is read")
+    @Test(
+        "members kept for another Graph root (another port or path on the same host) are not used: every group is read")
     func anotherGraphRoot() async throws {
         let first = GraphServer(tenant: try standardTenant())
         let second = GraphServer(tenant: try standardTenant())
         let directory = try TemporaryDirectory()
-        let engine = try await CustodyEngine.open(CustodyConfiguration(state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
         try await first.serving { base in
             let sync = try GraphSync(settings: try settings(base))
             _ = try await sync.sync(into: engine)
@@ -223,7 +256,9 @@ struct GraphDeltaTests {
     @Test("an app without User.Read.All (delta refused with 403): every sync reads every group, and nothing is kept")
     func deltaNotAllowed() async throws {
         let server = GraphServer(tenant: try standardTenant())
-        server.state.withLock { $0.faults = [Fault(pathContains: "/users/delta", answers: Array(repeating: (403, []), count: 10))] }
+        server.state.withLock {
+            $0.faults = [Fault(pathContains: "/users/delta", answers: Array(repeating: (403, []), count: 10))]
+        }
         try await server.serving { base in
             let installation = try await Installation(base: base)
             let first = try await installation.run(server)

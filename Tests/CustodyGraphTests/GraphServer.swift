@@ -67,7 +67,8 @@ struct FakeTenant: Sendable {
         for member in groups[group] ?? [] {
             switch member {
             case .user(let id, let upn): result.append((id, upn))
-            case .group(let nested) where !seen.contains(nested): result += transitiveUsers(of: nested, seen: seen.union([group]))
+            case .group(let nested) where !seen.contains(nested):
+                result += transitiveUsers(of: nested, seen: seen.union([group]))
             default: break
             }
         }
@@ -81,7 +82,11 @@ struct FakeTenant: Sendable {
         for member in groups[group] ?? [] {
             switch member {
             case .user(let id, let upn):
-                result.append(.object(["@odata.type": .string("#microsoft.graph.user"), "id": .string(id), "userPrincipalName": .string(upn)]))
+                result.append(
+                    .object([
+                        "@odata.type": .string("#microsoft.graph.user"), "id": .string(id),
+                        "userPrincipalName": .string(upn),
+                    ]))
             case .device(let id):
                 result.append(.object(["@odata.type": .string("#microsoft.graph.device"), "id": .string(id)]))
             case .group(let nested):
@@ -164,7 +169,9 @@ final class GraphServer: Sendable {
         let body = try await request.body.collect(upTo: 1 << 20)
         let form = Dictionary(
             String(buffer: body).split(separator: "&").map { pair -> (String, String) in
-                let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+                let parts = pair.split(separator: "=", maxSplits: 1).map {
+                    String($0).removingPercentEncoding ?? String($0)
+                }
                 return (parts[0], parts.count > 1 ? parts[1] : "")
             }, uniquingKeysWith: { $1 })
         let behaviour = state.withLock {
@@ -174,27 +181,36 @@ final class GraphServer: Sendable {
         func refuse(_ error: String, _ description: String) -> Response {
             Self.json(400, .object(["error": .string(error), "error_description": .string(description)]))
         }
-        guard form["grant_type"] == "client_credentials", form["client_id"] == behaviour.clientID, form["scope"]?.hasSuffix("/.default") == true else {
-            return refuse("invalid_request", "AADSTS900144: The request body must contain the following parameter: 'grant_type'.")
+        guard form["grant_type"] == "client_credentials", form["client_id"] == behaviour.clientID,
+            form["scope"]?.hasSuffix("/.default") == true
+        else {
+            return refuse(
+                "invalid_request", "AADSTS900144: The request body must contain the following parameter: 'grant_type'.")
         }
         if let assertion = form["client_assertion"] {
-            guard form["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", let pem = behaviour.certificatePEM else {
+            guard form["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                let pem = behaviour.certificatePEM
+            else {
                 return refuse("invalid_client", "AADSTS700027: Client assertion failed signature validation.")
             }
             do {
-                let keys = try await JWTKeyCollection().add(rsa: Insecure.RSA.PublicKey(certificatePEM: pem), digestAlgorithm: .sha256)
+                let keys = try await JWTKeyCollection().add(
+                    rsa: Insecure.RSA.PublicKey(certificatePEM: pem), digestAlgorithm: .sha256)
                 let payload = try await keys.verify(assertion, as: Assertion.self)
                 // The header, as the token service reads it: base64url JSON before the first dot.
-                var encoded = String(assertion.prefix { $0 != "." }).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                var encoded = String(assertion.prefix { $0 != "." }).replacingOccurrences(of: "-", with: "+")
+                    .replacingOccurrences(of: "_", with: "/")
                 while encoded.count % 4 != 0 { encoded += "=" }
                 let header = try JSONDecoder().decode(GraphJSON.self, from: Data(base64Encoded: encoded) ?? Data())
                 let certificate = try Certificate(pemEncoded: pem)
                 var serializer = DER.Serializer()
                 try serializer.serialize(certificate)
                 let thumbprint = Data(SHA256.hash(data: serializer.serializedBytes)).base64EncodedString()
-                    .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+                    .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    .replacingOccurrences(of: "=", with: "")
                 guard payload.iss.value == behaviour.clientID, payload.sub.value == behaviour.clientID,
-                    payload.aud.value.contains(where: { $0.hasSuffix("/oauth2/v2.0/token") }), header["x5t#S256"]?.string == thumbprint
+                    payload.aud.value.contains(where: { $0.hasSuffix("/oauth2/v2.0/token") }),
+                    header["x5t#S256"]?.string == thumbprint
                 else {
                     return refuse("invalid_client", "AADSTS700027: Client assertion contains an invalid claim.")
                 }
@@ -202,12 +218,21 @@ final class GraphServer: Sendable {
                 return refuse("invalid_client", "AADSTS700027: Client assertion failed signature validation.")
             }
         } else if form["client_secret"] != behaviour.secret {
-            return Self.json(401, .object(["error": .string("invalid_client"), "error_description": .string("AADSTS7000215: Invalid client secret provided.")]))
+            return Self.json(
+                401,
+                .object([
+                    "error": .string("invalid_client"),
+                    "error_description": .string("AADSTS7000215: Invalid client secret provided."),
+                ]))
         }
         let token = "token-\(UUID().uuidString)"
         state.withLock { $0.tokens[token] = .now + .seconds(behaviour.tokenLifetime) }
         return Self.json(
-            200, .object(["token_type": .string("Bearer"), "expires_in": .integer(Int64(behaviour.tokenLifetime)), "access_token": .string(token)]))
+            200,
+            .object([
+                "token_type": .string("Bearer"), "expires_in": .integer(Int64(behaviour.tokenLifetime)),
+                "access_token": .string(token),
+            ]))
     }
 
     struct Assertion: JWTPayload {
@@ -242,10 +267,24 @@ final class GraphServer: Sendable {
         }
         if let stall { try await Task.sleep(for: stall) }
         guard valid else {
-            return Self.json(401, .object(["error": .object(["code": .string("InvalidAuthenticationToken"), "message": .string("Access token has expired or is not yet valid.")])]))
+            return Self.json(
+                401,
+                .object([
+                    "error": .object([
+                        "code": .string("InvalidAuthenticationToken"),
+                        "message": .string("Access token has expired or is not yet valid."),
+                    ])
+                ]))
         }
         if let (status, headers) = fault {
-            var response = Self.json(status, .object(["error": .object(["code": .string(status == 429 ? "TooManyRequests" : "ServiceUnavailable"), "message": .string("injected")])]))
+            var response = Self.json(
+                status,
+                .object([
+                    "error": .object([
+                        "code": .string(status == 429 ? "TooManyRequests" : "ServiceUnavailable"),
+                        "message": .string("injected"),
+                    ])
+                ]))
             for (name, value) in headers { response.headers[HTTPField.Name(name)!] = value }
             return response
         }
@@ -258,40 +297,71 @@ final class GraphServer: Sendable {
             let expand = (query["$expand"].map(String.init) ?? "").split(separator: ",").map(String.init)
             items = (tenant.policies[p[1]] ?? []).map { policy in
                 guard case .object(var members) = policy else { return policy }
-                for navigation in ["apps", "assignments"] where behaviour.ignoresExpand || !expand.contains(navigation) {
+                for navigation in ["apps", "assignments"] where behaviour.ignoresExpand || !expand.contains(navigation)
+                {
                     members[navigation] = nil
                 }
                 return .object(members)
             }
         case let p where p.count == 4 && p[0] == "deviceAppManagement":
             guard let policy = tenant.policies[p[1]]?.first(where: { $0["id"]?.string == p[2] }) else {
-                return Self.json(404, .object(["error": .object(["code": .string("ResourceNotFound"), "message": .string("no such policy")])]))
+                return Self.json(
+                    404,
+                    .object([
+                        "error": .object(["code": .string("ResourceNotFound"), "message": .string("no such policy")])
+                    ]))
             }
             items = policy[p[3]]?.array ?? []
-        case let p where p.count == 4 && p[0] == "groups" && p[2] == "transitiveMembers" && p[3] == "microsoft.graph.user":
+        case let p
+        where p.count == 4 && p[0] == "groups" && p[2] == "transitiveMembers" && p[3] == "microsoft.graph.user":
             guard tenant.groups[p[1]] != nil else {
-                return Self.json(404, .object(["error": .object(["code": .string("Request_ResourceNotFound"), "message": .string("Resource '\(p[1])' does not exist")])]))
+                return Self.json(
+                    404,
+                    .object([
+                        "error": .object([
+                            "code": .string("Request_ResourceNotFound"),
+                            "message": .string("Resource '\(p[1])' does not exist"),
+                        ])
+                    ]))
             }
-            items = tenant.transitiveUsers(of: p[1]).map { .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)]) }
+            items = tenant.transitiveUsers(of: p[1]).map {
+                .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)])
+            }
         case let p where p.count == 3 && p[0] == "groups" && p[2] == "transitiveMembers":
             guard tenant.groups[p[1]] != nil else {
-                return Self.json(404, .object(["error": .object(["code": .string("Request_ResourceNotFound"), "message": .string("Resource '\(p[1])' does not exist")])]))
+                return Self.json(
+                    404,
+                    .object([
+                        "error": .object([
+                            "code": .string("Request_ResourceNotFound"),
+                            "message": .string("Resource '\(p[1])' does not exist"),
+                        ])
+                    ]))
             }
             var unique = Set<String>()
             items = tenant.transitiveMembers(of: p[1]).filter { unique.insert($0["id"]?.string ?? "").inserted }
         case let p where p.count == 2 && p[1] == "delta" && ["groups", "users"].contains(p[0]):
-            let parameters = Dictionary(query.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first })
+            let parameters = Dictionary(
+                query.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first })
             return delta(of: p[0], query: parameters, tenant: tenant, port: port)
         case let p where p == ["users"]:
             items = tenant.users.map { .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)]) }
         default:
-            return Self.json(400, .object(["error": .object(["code": .string("BadRequest"), "message": .string("Resource not found for the segment '\(path)'.")])]))
+            return Self.json(
+                400,
+                .object([
+                    "error": .object([
+                        "code": .string("BadRequest"),
+                        "message": .string("Resource not found for the segment '\(path)'."),
+                    ])
+                ]))
         }
         // Paging: which items this page holds, and the link to the next.
         // `$skiptoken` is a cursor, as Graph's is: the id of the last item given, the next
         // page starting after it in id order (an item deleted meanwhile shifts nothing).
         // `$skip` is an offset.
-        let ordered = behaviour.skipPaging ? items : items.sorted { ($0["id"]?.string ?? "") < ($1["id"]?.string ?? "") }
+        let ordered =
+            behaviour.skipPaging ? items : items.sorted { ($0["id"]?.string ?? "") < ($1["id"]?.string ?? "") }
         let offset: Int
         if let token = query["$skiptoken"] {
             let after = String(token).dropFirst("cursor-".count)
@@ -303,8 +373,10 @@ final class GraphServer: Sendable {
         let size = max(1, min(behaviour.pageSize, query["$top"].flatMap { Int(String($0)) } ?? behaviour.pageSize))
         let page = emptyPage ? [] : Array(ordered.dropFirst(offset).prefix(size))
         var base = URLComponents(string: "http://127.0.0.1:\(port)\(path)")!
-        base.queryItems = request.uri.queryParameters.filter { !["$skiptoken", "$skip", "empty"].contains(String($0.key)) }
-            .map { URLQueryItem(name: String($0.key), value: String($0.value)) }.sorted { $0.name < $1.name }
+        base.queryItems = request.uri.queryParameters.filter {
+            !["$skiptoken", "$skip", "empty"].contains(String($0.key))
+        }
+        .map { URLQueryItem(name: String($0.key), value: String($0.value)) }.sorted { $0.name < $1.name }
         var next: String?
         let end = offset + page.count
         // The position to go on from: an offset, or the cursor after the last item given.
@@ -315,9 +387,12 @@ final class GraphServer: Sendable {
             next = link(base, position: position(offset), behaviour: behaviour, empty: false)
         } else if end < ordered.count {
             let last = end + size >= ordered.count
-            next = link(base, position: position(end), behaviour: behaviour, empty: behaviour.emptyPageBeforeLast && last)
+            next = link(
+                base, position: position(end), behaviour: behaviour, empty: behaviour.emptyPageBeforeLast && last)
         }
-        var body: [String: GraphJSON] = ["@odata.context": .string("https://graph.microsoft.com/beta/$metadata#\(path)"), "value": .array(page)]
+        var body: [String: GraphJSON] = [
+            "@odata.context": .string("https://graph.microsoft.com/beta/$metadata#\(path)"), "value": .array(page),
+        ]
         if let next { body["@odata.nextLink"] = .string(next) }
         return Self.json(200, .object(body))
     }
@@ -331,15 +406,25 @@ final class GraphServer: Sendable {
             ids = listed.split(separator: ",").map(String.init)
         } else if let filter = query["$filter"] {
             // id eq 'a' or id eq 'b' → a, b
-            ids = filter.split(separator: "'", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            ids = filter.split(separator: "'", omittingEmptySubsequences: false).enumerated().filter {
+                $0.offset % 2 == 1
+            }.map { String($0.element) }
         }
         var changed: [GraphJSON] = []
         if let token = query["$deltatoken"], token != "latest" {
             guard let since = Int(token), since >= tenant.oldestDelta else {
-                return Self.json(410, .object(["error": .object(["code": .string("syncStateNotFound"), "message": .string("The sync state is no longer available.")])]))
+                return Self.json(
+                    410,
+                    .object([
+                        "error": .object([
+                            "code": .string("syncStateNotFound"),
+                            "message": .string("The sync state is no longer available."),
+                        ])
+                    ]))
             }
             if collection == "groups" {
-                let groups = Set(tenant.groupChanges.filter { $0.version > since && ids.contains($0.group) }.map(\.group))
+                let groups = Set(
+                    tenant.groupChanges.filter { $0.version > since && ids.contains($0.group) }.map(\.group))
                 changed = groups.sorted().map { .object(["id": .string($0), "members@delta": .array([])]) }
             } else {
                 let users = Set(tenant.userChanges.filter { $0.version > since }.map(\.id))
@@ -351,14 +436,19 @@ final class GraphServer: Sendable {
         }
         let origin = state.withLock { $0.behaviour.deltaLinkOrigin } ?? "http://127.0.0.1:\(port)"
         var link = URLComponents(string: "\(origin)/beta/\(collection)/delta")!
-        link.queryItems = [URLQueryItem(name: "$deltatoken", value: "\(tenant.version)")] + (ids.isEmpty ? [] : [URLQueryItem(name: "ids", value: ids.joined(separator: ","))])
+        link.queryItems =
+            [URLQueryItem(name: "$deltatoken", value: "\(tenant.version)")]
+            + (ids.isEmpty ? [] : [URLQueryItem(name: "ids", value: ids.joined(separator: ","))])
         return Self.json(200, .object(["value": .array(changed), "@odata.deltaLink": .string(link.string!)]))
     }
 
     private func link(_ base: URLComponents, position: String, behaviour: ServerBehaviour, empty: Bool) -> String {
         var components = base
         var items = components.queryItems ?? []
-        items.append(behaviour.skipPaging ? URLQueryItem(name: "$skip", value: position) : URLQueryItem(name: "$skiptoken", value: "cursor-\(position)"))
+        items.append(
+            behaviour.skipPaging
+                ? URLQueryItem(name: "$skip", value: position)
+                : URLQueryItem(name: "$skiptoken", value: "cursor-\(position)"))
         if empty { items.append(URLQueryItem(name: "empty", value: "1")) }
         components.queryItems = items
         return components.string!

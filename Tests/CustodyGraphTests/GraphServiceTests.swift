@@ -25,14 +25,18 @@ struct GraphServiceTests {
 
         init(base: String, state: String? = nil) async throws {
             directory = try TemporaryDirectory()
-            engine = try await CustodyEngine.open(CustodyConfiguration(
-                state: .path(state ?? directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+            engine = try await CustodyEngine.open(
+                CustodyConfiguration(
+                    state: .path(state ?? directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
             admin = try engine.createToken(scopes: [.admin], name: "graph test").bearer
             runner = GraphSyncRunner(sync: try GraphSync(settings: try settings(base)), engine: engine)
         }
 
         /// Runs the service (its Graph schedule included) while `body` runs.
-        func serving(interval: Duration = .seconds(3_600), _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        func serving(
+            interval: Duration = .seconds(3_600),
+            _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
+        ) async throws {
             var configuration = CustodyServerConfiguration(listen: .tcp(host: "127.0.0.1", port: 0))
             configuration.graphInterval = interval
             let app = try buildApplication(configuration: configuration, engine: engine, graph: runner)
@@ -61,10 +65,14 @@ struct GraphServiceTests {
     }
 
     static func json(_ response: TestResponse) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any], "\(String(buffer: response.body))")
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any],
+            "\(String(buffer: response.body))")
     }
 
-    @Test("synced at start; POST /v1/graph/sync applies the tenant's change, then finds it unchanged; /readyz, /metrics and the event log report every sync")
+    @Test(
+        "synced at start; POST /v1/graph/sync applies the tenant's change, then finds it unchanged; /readyz, /metrics and the event log report every sync"
+    )
     func syncsAndReports() async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
@@ -84,7 +92,8 @@ struct GraphServiceTests {
 
                 // The tenant changes: finance may print now.
                 try server.state.withLock { state in
-                    state.tenant.policies["iosManagedAppProtections"]?[0] = try financePolicy(id: "T_finance", include: ["grp-finance"], exclude: ["grp-contractors"], print: false)
+                    state.tenant.policies["iosManagedAppProtections"]?[0] = try financePolicy(
+                        id: "T_finance", include: ["grp-finance"], exclude: ["grp-contractors"], print: false)
                 }
                 let before = service.engine.bundleInForce?.revision
                 let applied = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
@@ -109,13 +118,16 @@ struct GraphServiceTests {
 
                 // Another token than admin may not sync.
                 let reader = try service.engine.createToken(scopes: [.read]).bearer
-                let refused = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: [.authorization: "Bearer \(reader)"])
+                let refused = try await client.execute(
+                    uri: "/v1/graph/sync", method: .post, headers: [.authorization: "Bearer \(reader)"])
                 #expect(refused.status == .forbidden)
             }
         }
     }
 
-    @Test("a sync that fails keeps the policy in force and says so: 502 with the request that failed, a warning in /readyz (still ready), a failed event; the next good sync clears it")
+    @Test(
+        "a sync that fails keeps the policy in force and says so: 502 with the request that failed, a warning in /readyz (still ready), a failed event; the next good sync clears it"
+    )
     func failureKeepsPolicy() async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
@@ -123,12 +135,18 @@ struct GraphServiceTests {
             try await service.serving { client in
                 #expect(await eventually { service.engine.bundleInForce != nil })
                 let revision = service.engine.bundleInForce?.revision
-                server.state.withLock { $0.faults = [Fault(pathContains: "iosManagedAppProtections", answers: Array(repeating: (503, []), count: 10))] }
+                server.state.withLock {
+                    $0.faults = [
+                        Fault(pathContains: "iosManagedAppProtections", answers: Array(repeating: (503, []), count: 10))
+                    ]
+                }
                 let failed = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
                 #expect(failed.status == .badGateway)
                 let body = try Self.json(failed)
                 #expect(body["code"] as? String == "graph-sync-failed")
-                #expect((body["error"] as? String)?.contains("iosManagedAppProtections") == true, "names the request: \(body)")
+                #expect(
+                    (body["error"] as? String)?.contains("iosManagedAppProtections") == true,
+                    "names the request: \(body)")
                 #expect((body["sync"] as? [String: Any])?["status"] as? String == "failed")
                 #expect(service.engine.bundleInForce?.revision == revision, "the policy in force stays")
                 #expect(try service.printing() == expectedPrinting)
@@ -154,7 +172,9 @@ struct GraphServiceTests {
     @Test("no policy yet and Graph refusing: not ready, saying why, and nothing is decided")
     func refusedAtStart() async throws {
         let server = GraphServer(tenant: try standardTenant())
-        server.state.withLock { $0.faults = [Fault(pathContains: "deviceAppManagement", answers: Array(repeating: (403, []), count: 100))] }
+        server.state.withLock {
+            $0.faults = [Fault(pathContains: "deviceAppManagement", answers: Array(repeating: (403, []), count: 100))]
+        }
         try await server.serving { base in
             let service = try await Service(base: base)
             try await service.serving { client in
@@ -162,13 +182,17 @@ struct GraphServiceTests {
                 let ready = try await client.execute(uri: "/readyz", method: .get)
                 #expect(ready.status == .serviceUnavailable)
                 let problems = try Self.json(ready)["problems"] as? [String]
-                #expect(problems?.first?.contains("no bundle is in force (the Graph sync fails") == true, "\(problems ?? [])")
+                #expect(
+                    problems?.first?.contains("no bundle is in force (the Graph sync fails") == true,
+                    "\(problems ?? [])")
                 #expect(service.engine.bundleInForce == nil)
             }
         }
     }
 
-    @Test("one sync at a time on a state: while another process holds the lease, a sync is busy (409) and reads nothing; released, it runs")
+    @Test(
+        "one sync at a time on a state: while another process holds the lease, a sync is busy (409) and reads nothing; released, it runs"
+    )
     func oneAtATime() async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
@@ -191,7 +215,9 @@ struct GraphServiceTests {
         }
     }
 
-    @Test("with --graph, the directory a bundle in force was applied from is not watched: the tenant's bundle is not overridden by an edit there")
+    @Test(
+        "with --graph, the directory a bundle in force was applied from is not watched: the tenant's bundle is not overridden by an edit there"
+    )
     func noDirectoryWatch() async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
@@ -199,32 +225,46 @@ struct GraphServiceTests {
             let directory = service.directory.file("bundle")
             try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory)
             try await service.engine.apply(bundleDirectory: directory)
-            var configuration = CustodyServerConfiguration(listen: .tcp(host: "127.0.0.1", port: 0), watchInterval: .milliseconds(20))
+            var configuration = CustodyServerConfiguration(
+                listen: .tcp(host: "127.0.0.1", port: 0), watchInterval: .milliseconds(20))
             configuration.graphInterval = .seconds(3_600)
             let app = try buildApplication(configuration: configuration, engine: service.engine, graph: service.runner)
             try await app.test(.live) { _ in
                 #expect(await eventually { service.engine.bundleInForce?.source == service.runner.sync.source })
                 let tenant = directory + "/tenant.json"
-                try (String(contentsOfFile: tenant, encoding: .utf8) + " \n").write(toFile: tenant, atomically: true, encoding: .utf8)
+                try (String(contentsOfFile: tenant, encoding: .utf8) + " \n").write(
+                    toFile: tenant, atomically: true, encoding: .utf8)
                 try await Task.sleep(for: .milliseconds(800))
-                #expect(service.engine.bundleInForce?.source == service.runner.sync.source, "the tenant's bundle stays in force")
+                #expect(
+                    service.engine.bundleInForce?.source == service.runner.sync.source,
+                    "the tenant's bundle stays in force")
             }
         }
     }
 
-    @Test("two replicas on one PostgreSQL state: while one syncs (its Graph reads stalled), the other's sync is busy and reads nothing; the first's bundle reaches it through the state", TestPostgres.enabled)
+    @Test(
+        "two replicas on one PostgreSQL state: while one syncs (its Graph reads stalled), the other's sync is busy and reads nothing; the first's bundle reaches it through the state",
+        TestPostgres.enabled)
     func replicasOnPostgres() async throws {
         let server = GraphServer(tenant: try standardTenant())
         let url = TestPostgres.freshURL("graph")
         try await server.serving { base in
             let engines = [
-                try await CustodyEngine.open(CustodyConfiguration(state: .postgres(url + "&application_name=a"), context: EvaluationContext(platform: .ios))),
-                try await CustodyEngine.open(CustodyConfiguration(state: .postgres(url + "&application_name=b"), context: EvaluationContext(platform: .ios))),
+                try await CustodyEngine.open(
+                    CustodyConfiguration(
+                        state: .postgres(url + "&application_name=a"), context: EvaluationContext(platform: .ios))),
+                try await CustodyEngine.open(
+                    CustodyConfiguration(
+                        state: .postgres(url + "&application_name=b"), context: EvaluationContext(platform: .ios))),
             ]
-            let runners = try engines.map { GraphSyncRunner(sync: try GraphSync(settings: try settings(base)), engine: $0) }
+            let runners = try engines.map {
+                GraphSyncRunner(sync: try GraphSync(settings: try settings(base)), engine: $0)
+            }
             let follower = Task { await engines[1].follow(pollInterval: .milliseconds(100)) }
             defer { follower.cancel() }
-            server.state.withLock { $0.faults = [Fault(pathContains: "iosManagedAppProtections", answers: [], stall: .seconds(1))] }
+            server.state.withLock {
+                $0.faults = [Fault(pathContains: "iosManagedAppProtections", answers: [], stall: .seconds(1))]
+            }
             let first = Task { await runners[0].sync(.request) }
             #expect(await eventually { !server.requests.isEmpty }, "a is reading")
             let seen = server.requests.count
@@ -238,7 +278,9 @@ struct GraphServiceTests {
                 return
             }
             #expect(done.status == .applied)
-            #expect(await eventually { engines[1].bundleInForce?.revision == done.revision }, "b has a's bundle through the state")
+            #expect(
+                await eventually { engines[1].bundleInForce?.revision == done.revision },
+                "b has a's bundle through the state")
             server.state.withLock { $0.faults = [] }
             guard case .synced(let after) = await runners[1].sync(.request) else {
                 Issue.record("b still busy after a released the lease")
@@ -271,11 +313,14 @@ struct GraphServiceTests {
     @Test("a service without --graph answers POST /v1/graph/sync with 404 graph-not-configured")
     func notConfigured() async throws {
         let directory = try TemporaryDirectory()
-        let engine = try await CustodyEngine.open(CustodyConfiguration(state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
         let admin = try engine.createToken(scopes: [.admin]).bearer
         let app = try buildApplication(configuration: CustodyServerConfiguration(), engine: engine)
         try await app.test(.router) { client in
-            let response = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: [.authorization: "Bearer \(admin)"])
+            let response = try await client.execute(
+                uri: "/v1/graph/sync", method: .post, headers: [.authorization: "Bearer \(admin)"])
             #expect(response.status == .notFound)
             #expect(try Self.json(response)["code"] as? String == "graph-not-configured")
         }
@@ -287,23 +332,69 @@ struct GraphServiceTests {
 struct GraphConfigurationTests {
     static let bad: [(label: String, json: String, message: String)] = [
         ("not an object", "[]", "not a JSON object"),
-        ("a secret inline", #"{"tenantId":"t","clientId":"c","clientSecret":"x"}"#, "\"clientSecret\": a secret is not kept in the configuration"),
-        ("an unknown key", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tennantId":"x"}"#, "unknown key \"tennantId\""),
+        (
+            "a secret inline", #"{"tenantId":"t","clientId":"c","clientSecret":"x"}"#,
+            "\"clientSecret\": a secret is not kept in the configuration"
+        ),
+        (
+            "an unknown key", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tennantId":"x"}"#,
+            "unknown key \"tennantId\""
+        ),
         ("no tenant", #"{"clientId":"c","clientSecretFile":"secret"}"#, "\"tenantId\" is required"),
-        ("a number for a string", #"{"tenantId":7,"clientId":"c","clientSecretFile":"secret"}"#, "\"tenantId\" has the wrong type"),
-        ("an unknown cloud", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","cloud":"mars"}"#, "\"cloud\" \"mars\" is not one of"),
-        ("an interval too short", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":1}"#, "\"intervalSeconds\" 1 is not between"),
-        ("a secret file others may read", #"{"tenantId":"t","clientId":"c","clientSecretFile":"open-secret"}"#, "may be read by others"),
+        (
+            "a number for a string", #"{"tenantId":7,"clientId":"c","clientSecretFile":"secret"}"#,
+            "\"tenantId\" has the wrong type"
+        ),
+        (
+            "an unknown cloud", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","cloud":"mars"}"#,
+            "\"cloud\" \"mars\" is not one of"
+        ),
+        (
+            "an interval too short",
+            #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":1}"#,
+            "\"intervalSeconds\" 1 is not between"
+        ),
+        (
+            "a secret file others may read", #"{"tenantId":"t","clientId":"c","clientSecretFile":"open-secret"}"#,
+            "may be read by others"
+        ),
         ("no credential", #"{"tenantId":"t","clientId":"c"}"#, "no credential"),
         ("a certificate without its key", #"{"tenantId":"t","clientId":"c","certificate":"cert.pem"}"#, "go together"),
-        ("plain http to another host", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","graphUrl":"http://graph.example.com/beta"}"#, "\"graphUrl\" \"http://graph.example.com/beta\" must be https"),
-        ("plain http authority", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","authority":"http://10.0.0.1"}"#, "\"authority\" \"http://10.0.0.1\" must be https"),
-        ("a key given twice", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","clientSecretFile":"open-secret"}"#, "\"clientSecretFile\" is given twice"),
-        ("a null", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":null}"#, "\"intervalSeconds\" is null"),
-        ("a fractional interval", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":30.5}"#, "\"intervalSeconds\" has the wrong type"),
-        ("an interval past Int", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":1e30}"#, "is not between 10 and 86400"),
+        (
+            "plain http to another host",
+            #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","graphUrl":"http://graph.example.com/beta"}"#,
+            "\"graphUrl\" \"http://graph.example.com/beta\" must be https"
+        ),
+        (
+            "plain http authority",
+            #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","authority":"http://10.0.0.1"}"#,
+            "\"authority\" \"http://10.0.0.1\" must be https"
+        ),
+        (
+            "a key given twice",
+            #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","clientSecretFile":"open-secret"}"#,
+            "\"clientSecretFile\" is given twice"
+        ),
+        (
+            "a null", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":null}"#,
+            "\"intervalSeconds\" is null"
+        ),
+        (
+            "a fractional interval",
+            #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":30.5}"#,
+            "\"intervalSeconds\" has the wrong type"
+        ),
+        (
+            "an interval past Int",
+            #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","intervalSeconds":1e30}"#,
+            "is not between 10 and 86400"
+        ),
         ("not JSON", #"{"tenantId":"t","#, "not JSON"),
-        ("a missing overlay", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tenantOverlay":"none.json"}"#, "cannot read the tenant overlay"),
+        (
+            "a missing overlay",
+            #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tenantOverlay":"none.json"}"#,
+            "cannot read the tenant overlay"
+        ),
     ]
 
     @Test("a configuration that does not hold is a configuration error naming the file and the key", arguments: bad)
@@ -320,7 +411,8 @@ struct GraphConfigurationTests {
         } catch {
             #expect(error.code == .configuration, "\(label)")
             #expect(error.description.contains(message), "\(label): \(error)")
-            #expect(error.description.hasPrefix(directory.file("graph.json") + ": "), "\(label): names the file: \(error)")
+            #expect(
+                error.description.hasPrefix(directory.file("graph.json") + ": "), "\(label): names the file: \(error)")
             #expect(!error.description.contains("s3cret"), "\(label): the secret never shows")
         }
     }
@@ -331,16 +423,23 @@ struct GraphConfigurationTests {
         (#"{"allowedAccount":["a@contoso.com"]}"#, "unknown member \"allowedAccount\""),
         (#"{"managedApps":"com.contoso.app"}"#, "\"managedApps\" must be a list of non-empty strings"),
         (#"{"mdmManagedApps":[1]}"#, "\"mdmManagedApps\" must be a list of non-empty strings"),
-        (#"{"allowedAccounts":[""]}"#, "\"allowedAccounts\" must be a list of non-empty strings (or null: every account)"),
+        (
+            #"{"allowedAccounts":[""]}"#,
+            "\"allowedAccounts\" must be a list of non-empty strings (or null: every account)"
+        ),
     ]
 
-    @Test("a tenant overlay that is not what tenant.json takes from it is refused when the configuration is read, naming the overlay file and the member", arguments: badOverlays)
+    @Test(
+        "a tenant overlay that is not what tenant.json takes from it is refused when the configuration is read, naming the overlay file and the member",
+        arguments: badOverlays)
     func badOverlay(json: String, message: String) throws {
         let directory = try TemporaryDirectory()
         try directory.write("secret", "s3cret")
         chmod(directory.file("secret"), 0o600)
         try directory.write("overlay.json", json)
-        try directory.write("graph.json", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tenantOverlay":"overlay.json"}"#)
+        try directory.write(
+            "graph.json", #"{"tenantId":"t","clientId":"c","clientSecretFile":"secret","tenantOverlay":"overlay.json"}"#
+        )
         do {
             _ = try GraphConfiguration.load(file: directory.file("graph.json"), environment: [:])
             Issue.record("accepted \(json)")
@@ -350,14 +449,18 @@ struct GraphConfigurationTests {
         }
     }
 
-    @Test("paths are relative to the file; the interval, cloud and overlay are read; the secret may come from the environment")
+    @Test(
+        "paths are relative to the file; the interval, cloud and overlay are read; the secret may come from the environment"
+    )
     func accepted() throws {
         let directory = try TemporaryDirectory()
         try directory.write("secret", "s3cret\n")
         chmod(directory.file("secret"), 0o600)
         try directory.write("overlay.json", #"{"allowedAccounts":["alice@contoso.com"]}"#)
         try directory.write(
-            "graph.json", #"{"tenantId":"contoso.onmicrosoft.com","clientId":"c-1","clientSecretFile":"secret","cloud":"usgovhigh","tenantOverlay":"overlay.json","intervalSeconds":600}"#)
+            "graph.json",
+            #"{"tenantId":"contoso.onmicrosoft.com","clientId":"c-1","clientSecretFile":"secret","cloud":"usgovhigh","tenantOverlay":"overlay.json","intervalSeconds":600}"#
+        )
         let loaded = try GraphConfiguration.load(file: directory.file("graph.json"), environment: [:])
         #expect(loaded.interval == .seconds(600))
         #expect(loaded.settings.graphURL == "https://graph.microsoft.us/beta")
@@ -366,8 +469,11 @@ struct GraphConfigurationTests {
         #expect(secret == "s3cret")
 
         try directory.write("env.json", #"{"tenantId":"t","clientId":"c"}"#)
-        let fromEnvironment = try GraphConfiguration.load(file: directory.file("env.json"), environment: ["CUSTODY_GRAPH_CLIENT_SECRET": "from-env"])
-        guard case .secret(let environmentSecret) = fromEnvironment.settings.credential else { Issue.record("not a secret"); return }
+        let fromEnvironment = try GraphConfiguration.load(
+            file: directory.file("env.json"), environment: ["CUSTODY_GRAPH_CLIENT_SECRET": "from-env"])
+        guard case .secret(let environmentSecret) = fromEnvironment.settings.credential else {
+            Issue.record("not a secret"); return
+        }
         #expect(environmentSecret == "from-env")
         #expect(fromEnvironment.interval == nil)
     }

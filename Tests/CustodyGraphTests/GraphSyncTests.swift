@@ -13,25 +13,40 @@ enum People {
     static let carol = (id: "0ca201e0-0000-4000-8000-000000000003", upn: "carol@contoso.com")
     static let dave = (id: "0da7e000-0000-4000-8000-000000000004", upn: "dave@contoso.com")
 
-    static func account(_ person: (id: String, upn: String)) -> AccountID { AccountID(oid: person.id, upn: person.upn)! }
+    static func account(_ person: (id: String, upn: String)) -> AccountID {
+        AccountID(oid: person.id, upn: person.upn)!
+    }
 }
 
 /// The example finance policy of the package (policies/finance-ios.json) with `id`, assigned to
 /// `include` and excluding `exclude`; `print` says whether it blocks printing.
-func financePolicy(id: String, include: [String], exclude: [String] = [], print blocked: Bool = true, padding: Int = 0) throws -> GraphJSON {
+func financePolicy(id: String, include: [String], exclude: [String] = [], print blocked: Bool = true, padding: Int = 0)
+    throws -> GraphJSON
+{
     let data = try Data(contentsOf: URL(fileURLWithPath: TestPaths.package("policies/finance-ios.json")))
-    guard case .object(var members) = try JSONDecoder().decode(GraphJSON.self, from: data) else { throw CancellationError() }
+    guard case .object(var members) = try JSONDecoder().decode(GraphJSON.self, from: data) else {
+        throw CancellationError()
+    }
     members["id"] = .string(id)
     members["displayName"] = .string("Policy \(id)")
     members["printBlocked"] = .bool(blocked)
     members["@odata.context"] = nil
     members["assignments"] = .array(
         include.enumerated().map { index, group in
-            .object(["id": .string("\(id)-i\(index)"), "target": .object(["@odata.type": .string("#microsoft.graph.groupAssignmentTarget"), "groupId": .string(group)])])
+            .object([
+                "id": .string("\(id)-i\(index)"),
+                "target": .object([
+                    "@odata.type": .string("#microsoft.graph.groupAssignmentTarget"), "groupId": .string(group),
+                ]),
+            ])
         }
             + exclude.enumerated().map { index, group in
                 .object([
-                    "id": .string("\(id)-e\(index)"), "target": .object(["@odata.type": .string("#microsoft.graph.exclusionGroupAssignmentTarget"), "groupId": .string(group)]),
+                    "id": .string("\(id)-e\(index)"),
+                    "target": .object([
+                        "@odata.type": .string("#microsoft.graph.exclusionGroupAssignmentTarget"),
+                        "groupId": .string(group),
+                    ]),
                 ])
             })
     if padding > 0 { members["description"] = .string(String(repeating: "p", count: padding)) }
@@ -44,7 +59,9 @@ func financePolicy(id: String, include: [String], exclude: [String] = [], print 
 func standardTenant() throws -> FakeTenant {
     var tenant = FakeTenant()
     tenant.groups = [
-        "grp-finance": [.user(id: People.alice.id, upn: People.alice.upn), .group("grp-finance-emea"), .device("dev-1")],
+        "grp-finance": [
+            .user(id: People.alice.id, upn: People.alice.upn), .group("grp-finance-emea"), .device("dev-1"),
+        ],
         "grp-finance-emea": [.user(id: People.carol.id, upn: People.carol.upn), .device("dev-2")],
         "grp-contractors": [.user(id: People.carol.id, upn: People.carol.upn)],
         "grp-sales": [.user(id: People.bob.id, upn: People.bob.upn)],
@@ -59,7 +76,9 @@ func standardTenant() throws -> FakeTenant {
 
 /// Settings for `server` at `base`: fast backoff, short timeouts.
 func settings(_ base: String, credential: GraphCredential = .secret("s3cret-value")) throws -> GraphSettings {
-    var settings = try GraphSettings(tenantID: "contoso.onmicrosoft.com", clientID: "client-1", credential: credential, authority: base, graphURL: base + "/beta")
+    var settings = try GraphSettings(
+        tenantID: "contoso.onmicrosoft.com", clientID: "client-1", credential: credential, authority: base,
+        graphURL: base + "/beta")
     settings.initialBackoff = .milliseconds(200)
     settings.maximumBackoff = .seconds(2)
     settings.maximumAttempts = 4
@@ -83,7 +102,8 @@ func sync(_ settings: GraphSettings, to directory: String, overlay: [UInt8]? = n
 
 /// What the bundle in `directory` decides about printing for each person (true: allowed).
 func printing(_ directory: String) async throws -> [String: Bool] {
-    let engine = try await CustodyEngine.open(CustodyConfiguration(state: .inMemory, context: EvaluationContext(platform: .ios)))
+    let engine = try await CustodyEngine.open(
+        CustodyConfiguration(state: .inMemory, context: EvaluationContext(platform: .ios)))
     _ = try await engine.apply(bundleDirectory: directory)
     let policy = try engine.policy()
     var answers: [String: Bool] = [:]
@@ -104,10 +124,12 @@ func files(_ directory: String) throws -> [String: Data] {
 
 let expectedPrinting = [People.alice.upn: false, People.bob.upn: true, People.carol.upn: true, People.dave.upn: true]
 
-@Suite("Graph connector: from a Graph-shaped tenant to a bundle that decides as the tenant says", .timeLimit(.minutes(3)))
+@Suite(
+    "Graph connector: from a Graph-shaped tenant to a bundle that decides as the tenant says", .timeLimit(.minutes(3)))
 struct GraphSyncTests {
-    @Test("a client-secret login, paged listings with absolute nextLinks, nested groups with devices and groups among the members, an exclusion group: the bundle decides as the tenant says, and a second sync writes the same bytes",
-          arguments: [(skip: false, emptyPage: false), (skip: true, emptyPage: true)])
+    @Test(
+        "a client-secret login, paged listings with absolute nextLinks, nested groups with devices and groups among the members, an exclusion group: the bundle decides as the tenant says, and a second sync writes the same bytes",
+        arguments: [(skip: false, emptyPage: false), (skip: true, emptyPage: true)])
     func secretLogin(paging: (skip: Bool, emptyPage: Bool)) async throws {
         var behaviour = ServerBehaviour()
         behaviour.pageSize = 1
@@ -118,7 +140,9 @@ struct GraphSyncTests {
         try await server.serving { base in
             let report = try await sync(try settings(base), to: directory.file("bundle"))
             #expect(report.policies == 2)
-            #expect(report.accounts == 3, "alice, carol (nested) and bob; dave is in no assigned group; devices and groups are not accounts")
+            #expect(
+                report.accounts == 3,
+                "alice, carol (nested) and bob; dave is in no assigned group; devices and groups are not accounts")
             #expect(report.statistics.pages > report.policies, "listings of one item a page were followed to their end")
             #expect(try await printing(directory.file("bundle")) == expectedPrinting)
             let first = try files(directory.file("bundle"))
@@ -131,21 +155,31 @@ struct GraphSyncTests {
         #expect(tenant.contains("grp-finance\""), "carol is in grp-finance through grp-finance-emea")
     }
 
-    @Test("a certificate login: the client assertion is signed with the key and names the certificate by its SHA-256 thumbprint")
+    @Test(
+        "a certificate login: the client assertion is signed with the key and names the certificate by its SHA-256 thumbprint"
+    )
     func certificateLogin() async throws {
-        let made = try TestCertificates.make(.rsa, commonName: "custody-graph", notBefore: Date().addingTimeInterval(-60), notAfter: Date().addingTimeInterval(3_600))
+        let made = try TestCertificates.make(
+            .rsa, commonName: "custody-graph", notBefore: Date().addingTimeInterval(-60),
+            notAfter: Date().addingTimeInterval(3_600))
         var behaviour = ServerBehaviour()
         behaviour.certificatePEM = made.certificatePEM
         let server = GraphServer(tenant: try standardTenant(), behaviour: behaviour)
         let directory = try TemporaryDirectory()
         try await server.serving { base in
-            let credential = GraphCredential.certificate(certificatePEM: made.certificatePEM, privateKeyPEM: made.keyPEM)
+            let credential = GraphCredential.certificate(
+                certificatePEM: made.certificatePEM, privateKeyPEM: made.keyPEM)
             _ = try await sync(try settings(base, credential: credential), to: directory.file("bundle"))
             #expect(try await printing(directory.file("bundle")) == expectedPrinting)
             // Another key than the certificate's is refused before any request.
-            let other = try TestCertificates.make(.rsa, commonName: "other", notBefore: Date().addingTimeInterval(-60), notAfter: Date().addingTimeInterval(3_600))
+            let other = try TestCertificates.make(
+                .rsa, commonName: "other", notBefore: Date().addingTimeInterval(-60),
+                notAfter: Date().addingTimeInterval(3_600))
             let error = await graphError {
-                _ = try await sync(try settings(base, credential: .certificate(certificatePEM: made.certificatePEM, privateKeyPEM: other.keyPEM)), to: directory.file("x"))
+                _ = try await sync(
+                    try settings(
+                        base, credential: .certificate(certificatePEM: made.certificatePEM, privateKeyPEM: other.keyPEM)
+                    ), to: directory.file("x"))
             }
             #expect(error?.code == .configuration)
         }
@@ -156,7 +190,10 @@ struct GraphSyncTests {
         let server = GraphServer(tenant: try standardTenant())
         let directory = try TemporaryDirectory()
         try await server.serving { base in
-            let error = await graphError { _ = try await sync(try settings(base, credential: .secret("not-the-secret-XYZ")), to: directory.file("bundle")) }
+            let error = await graphError {
+                _ = try await sync(
+                    try settings(base, credential: .secret("not-the-secret-XYZ")), to: directory.file("bundle"))
+            }
             #expect(error?.code == .authentication)
             #expect(error?.description.contains("AADSTS7000215") == true, "\(String(describing: error))")
             #expect(error?.description.contains("not-the-secret-XYZ") == false)
@@ -164,22 +201,34 @@ struct GraphSyncTests {
         #expect(!FileManager.default.fileExists(atPath: directory.file("bundle")))
     }
 
-    @Test("429 with Retry-After waits that long; 429 without it and 503 back off exponentially; the sync then completes", arguments: [
-        (status: 429, retryAfter: "1"), (status: 429, retryAfter: nil), (status: 503, retryAfter: nil),
-    ] as [(status: Int, retryAfter: String?)])
+    @Test(
+        "429 with Retry-After waits that long; 429 without it and 503 back off exponentially; the sync then completes",
+        arguments: [
+            (status: 429, retryAfter: "1"), (status: 429, retryAfter: nil), (status: 503, retryAfter: nil),
+        ] as [(status: Int, retryAfter: String?)])
     func throttled(fault: (status: Int, retryAfter: String?)) async throws {
         let server = GraphServer(tenant: try standardTenant())
         let headers = fault.retryAfter.map { [("Retry-After", $0)] } ?? []
-        server.state.withLock { $0.faults = [Fault(pathContains: "iosManagedAppProtections", answers: [(fault.status, headers), (fault.status, headers)])] }
+        server.state.withLock {
+            $0.faults = [
+                Fault(
+                    pathContains: "iosManagedAppProtections",
+                    answers: [(fault.status, headers), (fault.status, headers)])
+            ]
+        }
         let directory = try TemporaryDirectory()
         try await server.serving { base in
             let report = try await sync(try settings(base), to: directory.file("bundle"))
             let waits = report.statistics.retryWaits
             #expect(waits.count == 2)
             if fault.retryAfter != nil {
-                #expect(waits.allSatisfy { $0 >= .seconds(1) && $0 <= .milliseconds(1_100) }, "Retry-After: 1 with up to 10% jitter: \(waits)")
+                #expect(
+                    waits.allSatisfy { $0 >= .seconds(1) && $0 <= .milliseconds(1_100) },
+                    "Retry-After: 1 with up to 10% jitter: \(waits)")
             } else {
-                #expect(waits[0] >= .milliseconds(100) && waits[0] <= .milliseconds(200), "the first backoff is half to all of 200 ms: \(waits)")
+                #expect(
+                    waits[0] >= .milliseconds(100) && waits[0] <= .milliseconds(200),
+                    "the first backoff is half to all of 200 ms: \(waits)")
                 #expect(waits[1] >= .milliseconds(200) && waits[1] <= .milliseconds(400), "then doubled: \(waits)")
             }
             #expect(fault.status == 429 ? report.statistics.throttled == 2 : report.statistics.serverErrors == 2)
@@ -187,7 +236,9 @@ struct GraphSyncTests {
         }
     }
 
-    @Test("a page that keeps failing, a 4xx, a stalled server, a nextLink to another host: the sync fails naming the request, and the bundle written before is untouched, byte for byte", arguments: ["keeps-503", "403", "stall", "foreign-link", "retry-after-too-long"])
+    @Test(
+        "a page that keeps failing, a 4xx, a stalled server, a nextLink to another host: the sync fails naming the request, and the bundle written before is untouched, byte for byte",
+        arguments: ["keeps-503", "403", "stall", "foreign-link", "retry-after-too-long"])
     func failureChangesNothing(kind: String) async throws {
         let server = GraphServer(tenant: try standardTenant())
         let directory = try TemporaryDirectory()
@@ -198,10 +249,12 @@ struct GraphSyncTests {
             server.state.withLock { state in
                 state.tenant.groups["grp-sales"] = [.user(id: People.dave.id, upn: People.dave.upn)]
                 switch kind {
-                case "keeps-503": state.faults = [Fault(pathContains: "grp-sales", answers: Array(repeating: (503, []), count: 10))]
+                case "keeps-503":
+                    state.faults = [Fault(pathContains: "grp-sales", answers: Array(repeating: (503, []), count: 10))]
                 case "403": state.faults = [Fault(pathContains: "grp-sales", answers: [(403, [])])]
                 case "stall": state.faults = [Fault(pathContains: "grp-sales", answers: [], stall: .seconds(8))]
-                case "retry-after-too-long": state.faults = [Fault(pathContains: "grp-sales", answers: [(429, [("Retry-After", "99999")])])]
+                case "retry-after-too-long":
+                    state.faults = [Fault(pathContains: "grp-sales", answers: [(429, [("Retry-After", "99999")])])]
                 default:
                     state.onRequest = nil
                 }
@@ -224,26 +277,40 @@ struct GraphSyncTests {
             let error = await graphError { _ = try await sync(failing, to: directory.file("bundle")) }
             #expect(error != nil)
             switch kind {
-            case "keeps-503": #expect(error?.description.contains("HTTP 503 after 4 tries") == true, "\(String(describing: error))")
-            case "403": #expect(error?.description.contains("HTTP 403: ServiceUnavailable") == true || error?.description.contains("HTTP 403") == true)
+            case "keeps-503":
+                #expect(error?.description.contains("HTTP 503 after 4 tries") == true, "\(String(describing: error))")
+            case "403":
+                #expect(
+                    error?.description.contains("HTTP 403: ServiceUnavailable") == true
+                        || error?.description.contains("HTTP 403") == true)
             case "stall":
                 #expect(error?.code == .timeout, "\(String(describing: error))")
-                #expect(started.duration(to: .now) < .seconds(6), "given up after the 1 s request timeout, not the 8 s stall")
+                #expect(
+                    started.duration(to: .now) < .seconds(6),
+                    "given up after the 1 s request timeout, not the 8 s stall")
             case "retry-after-too-long":
-                #expect(error?.description.contains("asking to wait 99999 s (Retry-After)") == true, "\(String(describing: error))")
+                #expect(
+                    error?.description.contains("asking to wait 99999 s (Retry-After)") == true,
+                    "\(String(describing: error))")
                 #expect(started.duration(to: .now) < .seconds(3), "reported, not waited for")
             default: #expect(error?.description.contains("leaves Graph's host") == true, "\(String(describing: error))")
             }
-            if kind != "foreign-link" { #expect(error?.request?.contains("grp-sales") == true, "names the request: \(String(describing: error))") }
+            if kind != "foreign-link" {
+                #expect(
+                    error?.request?.contains("grp-sales") == true, "names the request: \(String(describing: error))")
+            }
             #expect(try files(directory.file("bundle")) == before, "the bundle is exactly as it was")
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("custody-sync") }.isEmpty, "no staging directory left")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("custody-sync") }
+                .isEmpty, "no staging directory left")
     }
 
     @Test("a listing that ignores $expand is completed per policy; a policy over 1 MB is kept whole")
     func renewalExpandAndLargePolicy() async throws {
         var tenant = try standardTenant()
-        tenant.policies["iosManagedAppProtections"]?.append(try financePolicy(id: "T_large", include: ["grp-unused"], padding: 1_200_000))
+        tenant.policies["iosManagedAppProtections"]?.append(
+            try financePolicy(id: "T_large", include: ["grp-unused"], padding: 1_200_000))
         var behaviour = ServerBehaviour()
         behaviour.ignoresExpand = true
         behaviour.pageSize = 1
@@ -253,7 +320,8 @@ struct GraphSyncTests {
             let report = try await sync(try settings(base), to: directory.file("bundle"))
             #expect(report.policies == 3)
             #expect(server.requests.contains { $0.contains("/T_finance/assignments") }, "assignments read per policy")
-            let large = try Data(contentsOf: URL(fileURLWithPath: directory.file("bundle/iosManagedAppProtections-T_large.json")))
+            let large = try Data(
+                contentsOf: URL(fileURLWithPath: directory.file("bundle/iosManagedAppProtections-T_large.json")))
             #expect(large.count > 1_200_000)
             var answers = expectedPrinting
             answers[People.dave.upn] = false
@@ -261,7 +329,9 @@ struct GraphSyncTests {
         }
     }
 
-    @Test("a token that Graph stops taking (expired early, revoked) gets one new token after the 401, and the sync goes on")
+    @Test(
+        "a token that Graph stops taking (expired early, revoked) gets one new token after the 401, and the sync goes on"
+    )
     func tokenExpiresMidSync() async throws {
         var behaviour = ServerBehaviour()
         behaviour.pageSize = 1
@@ -284,7 +354,8 @@ struct GraphSyncTests {
     func disappearsBetweenPages() async throws {
         var tenant = try standardTenant()
         let many = (0..<5).map { (id: "5a1e5000-0000-4000-8000-00000000000\($0)", upn: "sales\($0)@contoso.com") }
-        tenant.groups["grp-sales"] = [.user(id: People.bob.id, upn: People.bob.upn)] + many.map { .user(id: $0.id, upn: $0.upn) }
+        tenant.groups["grp-sales"] =
+            [.user(id: People.bob.id, upn: People.bob.upn)] + many.map { .user(id: $0.id, upn: $0.upn) }
         var behaviour = ServerBehaviour()
         behaviour.pageSize = 2
         let server = GraphServer(tenant: tenant, behaviour: behaviour)
@@ -292,7 +363,9 @@ struct GraphSyncTests {
             state.onRequest = { path, tenant in
                 // Once the second page is asked for, sales0 (on the first page) is deleted.
                 if path.contains("grp-sales") && path.contains("$skiptoken") {
-                    tenant.groups["grp-sales"]?.removeAll { if case .user(let id, _) = $0 { id == many[0].id } else { false } }
+                    tenant.groups["grp-sales"]?.removeAll {
+                        if case .user(let id, _) = $0 { id == many[0].id } else { false }
+                    }
                 }
             }
         }
@@ -305,11 +378,14 @@ struct GraphSyncTests {
         for person in many.dropFirst() { #expect(text.contains(person.upn), "\(person.upn) is there") }
     }
 
-    @Test("applied to a state: the bundle in force comes from the tenant, its source names it; a failed sync leaves the bundle in force")
+    @Test(
+        "applied to a state: the bundle in force comes from the tenant, its source names it; a failed sync leaves the bundle in force"
+    )
     func intoState() async throws {
         let server = GraphServer(tenant: try standardTenant())
         try await server.serving { base in
-            let engine = try await CustodyEngine.open(CustodyConfiguration(state: .inMemory, context: EvaluationContext(platform: .ios)))
+            let engine = try await CustodyEngine.open(
+                CustodyConfiguration(state: .inMemory, context: EvaluationContext(platform: .ios)))
             let sync = try GraphSync(settings: try settings(base))
             let (report, applied) = try await sync.sync(into: engine)
             #expect(applied.bundle.revision == report.revision)
@@ -327,19 +403,35 @@ struct GraphSyncTests {
         }
     }
 
-    @Test("the real exports of shared/graph-examples served as Graph pages load and decide", .enabled(if: TestPaths.sharedAvailable, "needs ../shared/graph-examples (required under CI=true)"))
+    @Test(
+        "the real exports of shared/graph-examples served as Graph pages load and decide",
+        .enabled(if: TestPaths.sharedAvailable, "needs ../shared/graph-examples (required under CI=true)"))
     func realExports() async throws {
         var tenant = FakeTenant()
         tenant.groups["grp-all"] = [.user(id: People.alice.id, upn: People.alice.upn)]
         var count = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: TestPaths.graphExamples).sorted()
-        where name.hasSuffix(".json") && !name.contains("INVALID") && !name.contains("UTF16") && !name.contains("excerpt") {
+        where name.hasSuffix(".json") && !name.contains("INVALID") && !name.contains("UTF16")
+            && !name.contains("excerpt")
+        {
             let data = try Data(contentsOf: URL(fileURLWithPath: TestPaths.graphExamples + "/" + name))
-            guard case .object(var policy) = try JSONDecoder().decode(GraphJSON.self, from: data), let type = policy["@odata.type"]?.string else { continue }
-            let collection = type.hasSuffix("iosManagedAppProtection") ? "iosManagedAppProtections" : type.hasSuffix("androidManagedAppProtection") ? "androidManagedAppProtections" : nil
+            guard case .object(var policy) = try JSONDecoder().decode(GraphJSON.self, from: data),
+                let type = policy["@odata.type"]?.string
+            else { continue }
+            let collection =
+                type.hasSuffix("iosManagedAppProtection")
+                ? "iosManagedAppProtections"
+                : type.hasSuffix("androidManagedAppProtection") ? "androidManagedAppProtections" : nil
             guard let collection else { continue }
             policy["id"] = .string("export-\(count)")
-            policy["assignments"] = .array([.object(["id": .string("a\(count)"), "target": .object(["@odata.type": .string("#microsoft.graph.groupAssignmentTarget"), "groupId": .string("grp-all")])])])
+            policy["assignments"] = .array([
+                .object([
+                    "id": .string("a\(count)"),
+                    "target": .object([
+                        "@odata.type": .string("#microsoft.graph.groupAssignmentTarget"), "groupId": .string("grp-all"),
+                    ]),
+                ])
+            ])
             tenant.policies[collection, default: []].append(.object(policy))
             count += 1
         }
@@ -351,10 +443,13 @@ struct GraphSyncTests {
             let report = try await sync(try settings(base), to: directory.file("bundle"))
             #expect(report.policies == total)
         }
-        let engine = try await CustodyEngine.open(CustodyConfiguration(state: .inMemory, context: EvaluationContext(platform: .ios)))
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(state: .inMemory, context: EvaluationContext(platform: .ios)))
         _ = try await engine.apply(bundleDirectory: directory.file("bundle"))
         let policy = try engine.policy()
-        #expect(policy.print(account: People.account(People.alice)).settingName != nil, "alice is managed by the exported policies")
+        #expect(
+            policy.print(account: People.account(People.alice)).settingName != nil,
+            "alice is managed by the exported policies")
     }
 }
 

@@ -6,16 +6,22 @@ import Testing
 
 @Suite("Buffers")
 struct BufferProtectionTests {
-    static let algorithms: [EnvelopeAlgorithm] = [.aes256GCMDerived, .chaCha20Poly1305Derived, .aes256GCM, .xChaCha20Poly1305]
+    static let algorithms: [EnvelopeAlgorithm] = [
+        .aes256GCMDerived, .chaCha20Poly1305Derived, .aes256GCM, .xChaCha20Poly1305,
+    ]
 
-    @Test("round trips, encrypted with every algorithm and tag-only", arguments: [1, 15, 16, 17, 1_000, 65_536, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 << 20])
+    @Test(
+        "round trips, encrypted with every algorithm and tag-only",
+        arguments: [1, 15, 16, 17, 1_000, 65_536, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 << 20])
     func roundTrips(size: Int) throws {
         let state = try TestState()
         let data = pattern(size)
         for algorithm in Self.algorithms {
             let protector = state.protector(algorithm: algorithm)
             let envelope = try protector.protect(data, owner: alice, forceEncryption: true)
-            #expect(envelope.count == (try #require(try protector.protectionInfo(envelope))).headerLength + size + 16 * (size / (1 << 20) + 1))
+            #expect(
+                envelope.count == (try #require(try protector.protectionInfo(envelope))).headerLength + size + 16
+                    * (size / (1 << 20) + 1))
             #expect(!envelope.contains(subsequence: Array(data.prefix(16))) || size < 16)
             #expect(try protector.unprotect(envelope) == data)
         }
@@ -27,7 +33,8 @@ struct BufferProtectionTests {
     @Test("protectionInfo reads the owner and algorithm without a key")
     func info() throws {
         let state = try TestState()
-        let envelope = try state.protector(algorithm: .xChaCha20Poly1305).protect(pattern(100), owner: alice, forceEncryption: true)
+        let envelope = try state.protector(algorithm: .xChaCha20Poly1305).protect(
+            pattern(100), owner: alice, forceEncryption: true)
         let info = try #require(try DataProtector.protectionInfo(envelope))
         #expect(info.owner.rawValue == "oid:0d000000-0000-4000-8000-000000000001")
         #expect(info.owner.account == AccountID(oid: "0d000000-0000-4000-8000-000000000001"))
@@ -40,7 +47,9 @@ struct BufferProtectionTests {
         #expect(try DataProtector.protectionInfo(tagged)?.keyVersion == nil)
     }
 
-    @Test("bytes that are not an envelope pass through unprotect; protectionInfo is nil for them", arguments: [[], [0x89], [0x89, 0x43, 0x53], Array("hello".utf8), pattern(300)])
+    @Test(
+        "bytes that are not an envelope pass through unprotect; protectionInfo is nil for them",
+        arguments: [[], [0x89], [0x89, 0x43, 0x53], Array("hello".utf8), pattern(300)])
     func notEnvelopes(bytes: [UInt8]) throws {
         let state = try TestState()
         #expect(try state.protector().unprotect(bytes) == bytes)
@@ -53,7 +62,9 @@ struct BufferProtectionTests {
         #expect(protectionError { _ = try state.protector().protect([], owner: alice) }?.code == .emptyData)
     }
 
-    @Test("every single-byte change of an encrypted or tagged buffer is rejected, with no plaintext", arguments: [true, false])
+    @Test(
+        "every single-byte change of an encrypted or tagged buffer is rejected, with no plaintext",
+        arguments: [true, false])
     func flips(encrypted: Bool) throws {
         let state = try TestState()
         let protector = state.protector()
@@ -69,7 +80,9 @@ struct BufferProtectionTests {
                 #expect(plaintext == damaged, "byte \(index)")
             } else {
                 #expect(plaintext == nil, "byte \(index) flipped was accepted")
-                let expected: Set<ProtectionError.Code> = [.decryptFailed, .malformedEnvelope, .unsupportedVersion, .keyUnavailable]
+                let expected: Set<ProtectionError.Code> = [
+                    .decryptFailed, .malformedEnvelope, .unsupportedVersion, .keyUnavailable,
+                ]
                 #expect(error.map { expected.contains($0.code) } == true, "byte \(index): \(String(describing: error))")
             }
         }
@@ -82,11 +95,18 @@ struct BufferProtectionTests {
         let envelope = try protector.protect(pattern(3 << 20), owner: alice, forceEncryption: true)
         let header = try #require(try protector.protectionInfo(envelope)).headerLength
         let sealedChunk = (1 << 20) + 16
-        for cut in [header, header + 1, header + 16, header + sealedChunk, header + sealedChunk + 7, header + 3 * sealedChunk, envelope.count - 1] {
-            #expect(protectionError { _ = try protector.unprotect(Array(envelope.prefix(cut))) }?.code == .decryptFailed, "cut at \(cut)")
+        for cut in [
+            header, header + 1, header + 16, header + sealedChunk, header + sealedChunk + 7, header + 3 * sealedChunk,
+            envelope.count - 1,
+        ] {
+            #expect(
+                protectionError { _ = try protector.unprotect(Array(envelope.prefix(cut))) }?.code == .decryptFailed,
+                "cut at \(cut)")
         }
         #expect(protectionError { _ = try protector.unprotect(envelope + [0]) }?.code == .decryptFailed)
-        #expect(protectionError { _ = try protector.unprotect(Array(envelope.prefix(header - 1))) }?.code == .malformedEnvelope)
+        #expect(
+            protectionError { _ = try protector.unprotect(Array(envelope.prefix(header - 1))) }?.code
+                == .malformedEnvelope)
     }
 
     @Test("an envelope moved to another owner does not open")
@@ -103,7 +123,9 @@ struct BufferProtectionTests {
         moved.replaceSubrange(start, with: bobOID)
         let error = protectionError { _ = try protector.unprotect(moved) }
         #expect(error?.code == .decryptFailed)
-        #expect(error?.message.contains("key check does not match key version 1 of oid:0d000000-0000-4000-8000-000000000002") == true)
+        #expect(
+            error?.message.contains(
+                "key check does not match key version 1 of oid:0d000000-0000-4000-8000-000000000002") == true)
     }
 
     @Test("wiping the owner's key makes its envelopes unreadable; other owners are untouched")
@@ -117,7 +139,9 @@ struct BufferProtectionTests {
         #expect(error?.code == .keyUnavailable)
         #expect(try protector.unprotect(other) == pattern(64))
         // A fresh ring on the same store agrees (nothing was only in memory).
-        let reopened = DataProtector(keyRing: try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: state.keyFile)))
+        let reopened = DataProtector(
+            keyRing: try KeyRing(
+                store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: state.keyFile)))
         #expect(protectionError { _ = try reopened.unprotect(envelope) }?.code == .keyUnavailable)
     }
 
@@ -141,8 +165,13 @@ struct BufferProtectionTests {
         let state = try TestState()
         _ = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
         let otherKey = state.path("other.key")
-        #expect(FileManager.default.createFile(atPath: otherKey, contents: Data(pattern(32, seed: 99)), attributes: [.posixPermissions: 0o600]))
-        let error = protectionError { _ = try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: otherKey)) }
+        #expect(
+            FileManager.default.createFile(
+                atPath: otherKey, contents: Data(pattern(32, seed: 99)), attributes: [.posixPermissions: 0o600]))
+        let error = protectionError {
+            _ = try KeyRing(
+                store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: otherKey))
+        }
         #expect(error?.code == .masterKey)
         #expect(error?.message.contains("not the one this state's keys were wrapped with") == true)
     }
@@ -152,7 +181,9 @@ struct BufferProtectionTests {
         let state = try TestState()
         _ = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
         let typo = state.path("typo.key")
-        let error = protectionError { _ = try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: typo)) }
+        let error = protectionError {
+            _ = try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: typo))
+        }
         #expect(error?.code == .masterKey)
         #expect(error?.message.contains("there is no master key file here") == true)
         #expect(!FileManager.default.fileExists(atPath: typo))
@@ -162,7 +193,8 @@ struct BufferProtectionTests {
     func strings() throws {
         let state = try TestState()
         let protector = state.protector()
-        let protected = try protector.protect(string: "Quarterly numbers: ünïcode ✓", owner: alice, forceEncryption: true)
+        let protected = try protector.protect(
+            string: "Quarterly numbers: ünïcode ✓", owner: alice, forceEncryption: true)
         #expect(protected != "Quarterly numbers: ünïcode ✓")
         #expect(try protector.unprotect(string: protected) == "Quarterly numbers: ünïcode ✓")
         #expect(try protector.unprotect(string: "just text") == "just text")
@@ -178,14 +210,18 @@ struct BufferProtectionTests {
         #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.code == .unsupportedVersion)
         envelope[4] = 1
         envelope[5] = 9
-        #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.message.contains("unknown algorithm 9 at byte 5") == true)
+        #expect(
+            protectionError { _ = try DataProtector.protectionInfo(envelope) }?.message.contains(
+                "unknown algorithm 9 at byte 5") == true)
     }
 
-    @Test("an owner the format does not allow is a damaged header", arguments: [
-        (offset: 10, byte: UInt8(ascii: "O")),  // "Oid:": one spelling per owner, lower-case
-        (offset: 12, byte: UInt8(ascii: "x")),  // "oix:"
-        (offset: 20, byte: 0xFF),  // not UTF-8
-    ])
+    @Test(
+        "an owner the format does not allow is a damaged header",
+        arguments: [
+            (offset: 10, byte: UInt8(ascii: "O")),  // "Oid:": one spelling per owner, lower-case
+            (offset: 12, byte: UInt8(ascii: "x")),  // "oix:"
+            (offset: 20, byte: 0xFF),  // not UTF-8
+        ])
     func owners(offset: Int, byte: UInt8) throws {
         let state = try TestState()
         for encrypted in [false, true] {
@@ -212,6 +248,8 @@ struct BufferProtectionTests {
 extension Array where Element == UInt8 {
     func contains(subsequence: [UInt8]) -> Bool {
         guard !subsequence.isEmpty, subsequence.count <= count else { return false }
-        return (0...(count - subsequence.count)).contains { self[$0..<$0 + subsequence.count].elementsEqual(subsequence) }
+        return (0...(count - subsequence.count)).contains {
+            self[$0..<$0 + subsequence.count].elementsEqual(subsequence)
+        }
     }
 }

@@ -101,16 +101,21 @@ struct FileProtectionTests {
     }
 
     /// A protected file with 1 KiB chunks: several chunks in a few kilobytes.
-    private func smallChunked(_ state: TestState, size: Int, encrypted: Bool = true) throws -> (path: String, bytes: [UInt8], header: Int) {
+    private func smallChunked(_ state: TestState, size: Int, encrypted: Bool = true) throws -> (
+        path: String, bytes: [UInt8], header: Int
+    ) {
         let path = state.path("small.bin")
-        let writer = try state.protector().makeWriter(path: path, owner: alice, forceEncryption: encrypted, chunkExponent: 10)
+        let writer = try state.protector().makeWriter(
+            path: path, owner: alice, forceEncryption: encrypted, chunkExponent: 10)
         try writer.write(pattern(size))
         try writer.close()
         let bytes = try read(path)
         return (path, bytes, try #require(try DataProtector.protectionInfo(bytes)).headerLength)
     }
 
-    private func expectRejected(_ bytes: [UInt8], _ state: TestState, _ what: String, codes: Set<ProtectionError.Code> = [.decryptFailed]) throws {
+    private func expectRejected(
+        _ bytes: [UInt8], _ state: TestState, _ what: String, codes: Set<ProtectionError.Code> = [.decryptFailed]
+    ) throws {
         let path = state.path("tampered.bin")
         try write(bytes, path)
         let error = protectionError { try state.protector().unprotect(file: path) }
@@ -119,14 +124,17 @@ struct FileProtectionTests {
         #expect(try strays(in: state.directory).isEmpty, "\(what): no temporary file left behind")
     }
 
-    @Test("every single-byte change of a small protected file is rejected, encrypted or tagged", arguments: [true, false])
+    @Test(
+        "every single-byte change of a small protected file is rejected, encrypted or tagged", arguments: [true, false])
     func flips(encrypted: Bool) throws {
         let state = try TestState()
         let (_, original, _) = try smallChunked(state, size: 100, encrypted: encrypted)
         for index in 4..<original.count {
             var damaged = original
             damaged[index] ^= 0x40
-            try expectRejected(damaged, state, "byte \(index)", codes: [.decryptFailed, .malformedEnvelope, .unsupportedVersion, .keyUnavailable])
+            try expectRejected(
+                damaged, state, "byte \(index)",
+                codes: [.decryptFailed, .malformedEnvelope, .unsupportedVersion, .keyUnavailable])
         }
     }
 
@@ -150,7 +158,9 @@ struct FileProtectionTests {
         let state = try TestState()
         let (_, original, header) = try smallChunked(state, size: 3 * 1_024 + 500)
         let sealedChunk = 1_024 + 16
-        func chunk(_ index: Int) -> ArraySlice<UInt8> { original[header + index * sealedChunk..<header + (index + 1) * sealedChunk] }
+        func chunk(_ index: Int) -> ArraySlice<UInt8> {
+            original[header + index * sealedChunk..<header + (index + 1) * sealedChunk]
+        }
         let head = Array(original[..<header])
         let tail = Array(original[(header + 3 * sealedChunk)...])
         try expectRejected(head + chunk(1) + chunk(0) + chunk(2) + tail, state, "swap 0 and 1")
@@ -162,7 +172,8 @@ struct FileProtectionTests {
         // A chunk from another envelope of the same owner and key does not fit either.
         let (_, other, otherHeader) = try smallChunked(state, size: 3 * 1_024 + 500)
         try expectRejected(
-            head + Array(other[otherHeader..<otherHeader + sealedChunk]) + chunk(1) + chunk(2) + tail, state, "chunk from another file")
+            head + Array(other[otherHeader..<otherHeader + sealedChunk]) + chunk(1) + chunk(2) + tail, state,
+            "chunk from another file")
     }
 
     @Test("a file moved to another owner, a wiped key or a wrong key is rejected")
@@ -179,7 +190,8 @@ struct FileProtectionTests {
         let other = try TestState()
         _ = try other.protector().protect(pattern(10), owner: alice, forceEncryption: true)
         try write(original, other.path("file.bin"))
-        #expect(protectionError { try other.protector().unprotect(file: other.path("file.bin")) }?.code == .decryptFailed)
+        #expect(
+            protectionError { try other.protector().unprotect(file: other.path("file.bin")) }?.code == .decryptFailed)
 
         try state.keyRing.wipe(state.protector().ownerIdentifier(for: alice))
         try write(original, path)
@@ -194,7 +206,8 @@ struct FileProtectionTests {
         let data = pattern(40 * Self.chunk + 99)
         try write(data, path)
         let error = protectionError {
-            try state.protector().protect(file: path, owner: alice, forceEncryption: true, progress: nil, failAfterChunks: failAfter)
+            try state.protector().protect(
+                file: path, owner: alice, forceEncryption: true, progress: nil, failAfterChunks: failAfter)
         }
         #expect(error?.code == .io)
         #expect(error?.message.contains("injected failure") == true)
@@ -211,8 +224,11 @@ struct FileProtectionTests {
         #expect(try read(path) == Array("not protected".utf8))
         #expect(try DataProtector.protectionInfo(file: path) == nil)
         #expect(protectionError { _ = try state.protector().makeReader(path: path) }?.code == .invalidArguments)
-        #expect(protectionError { try state.protector().protect(file: state.directory, owner: alice) }?.code == .invalidArguments)
-        #expect(protectionError { try state.protector().protect(file: state.path("missing"), owner: alice) }?.code == .io)
+        #expect(
+            protectionError { try state.protector().protect(file: state.directory, owner: alice) }?.code
+                == .invalidArguments)
+        #expect(
+            protectionError { try state.protector().protect(file: state.path("missing"), owner: alice) }?.code == .io)
     }
 
     @Test("protecting a protected file re-seals it for the new owner; verifyAndProtect skips files already right")
@@ -263,15 +279,19 @@ struct FileProtectionTests {
         #expect(again.skipped.map(\.path) == first.written)
         #expect(again.skipped.allSatisfy { $0.reason.hasPrefix("already protected for oid:") })
         for name in ["a.txt", "sub/b.txt", "sub/deeper/c.txt"] {
-            #expect(try protector.protectionInfo(file: root + "/" + name)?.owner == protector.ownerIdentifier(for: alice))
+            #expect(
+                try protector.protectionInfo(file: root + "/" + name)?.owner == protector.ownerIdentifier(for: alice))
         }
         let writer = try protector.makeWriter(path: root + "/sub/new.txt", owner: nil, forceEncryption: true)
         try writer.write(Array("inherited".utf8))
         try writer.close()
-        #expect(try protector.protectionInfo(file: root + "/sub/new.txt")?.owner == protector.ownerIdentifier(for: alice))
+        #expect(
+            try protector.protectionInfo(file: root + "/sub/new.txt")?.owner == protector.ownerIdentifier(for: alice))
         try write(Array("dropped in".utf8), root + "/later.txt")
         #expect(try protector.verifyAndProtect(file: root + "/later.txt", forceEncryption: true))
-        #expect(protectionError { _ = try protector.makeWriter(path: state.path("orphan.txt"), owner: nil) }?.code == .invalidArguments)
+        #expect(
+            protectionError { _ = try protector.makeWriter(path: state.path("orphan.txt"), owner: nil) }?.code
+                == .invalidArguments)
     }
 
     /// A tree with one file of each kind that matters: plain files at two depths, a file already
@@ -299,13 +319,19 @@ struct FileProtectionTests {
         var progress: [(Int64, Int64)] = []
         let bobSize = Int64(try read(root + "/bob.bin").count)
         let total = bobSize + 70_000 + 0 + 10
-        let report = try protector.protect(directory: root, owner: alice, forceEncryption: true) { progress.append(($0, $1)) }
+        let report = try protector.protect(directory: root, owner: alice, forceEncryption: true) {
+            progress.append(($0, $1))
+        }
         #expect(report.written == ["bob.bin", "plain.bin", "sub/empty", "sub/small.txt"].map { root + "/" + $0 })
         #expect(report.bytes == total)
         #expect(report.failed.isEmpty)
-        let skipped = Dictionary(uniqueKeysWithValues: report.skipped.map { ($0.path.replacingOccurrences(of: root + "/", with: ""), $0.reason) })
+        let skipped = Dictionary(
+            uniqueKeysWithValues: report.skipped.map {
+                ($0.path.replacingOccurrences(of: root + "/", with: ""), $0.reason)
+            })
         #expect(skipped.keys.sorted() == ["alice.bin", "link", "sub/fifo"])
-        #expect(skipped["alice.bin"]?.hasPrefix("already protected for oid:0d000000-0000-4000-8000-000000000001") == true)
+        #expect(
+            skipped["alice.bin"]?.hasPrefix("already protected for oid:0d000000-0000-4000-8000-000000000001") == true)
         #expect(skipped["link"] == "a symbolic link: its target is not protected through it")
         #expect(skipped["sub/fifo"] == "a FIFO, not a regular file")
         #expect(progress.first.map { $0.0 == 0 && $0.1 == total } == true)
@@ -327,7 +353,9 @@ struct FileProtectionTests {
         _ = try protector.protect(directory: root, owner: alice, forceEncryption: true)
         try write(Array("plain, added later".utf8), root + "/sub/later.txt")
         let report = try protector.unprotect(directory: root)
-        #expect(report.written == ["alice.bin", "bob.bin", "plain.bin", "sub/empty", "sub/small.txt"].map { root + "/" + $0 })
+        #expect(
+            report.written
+                == ["alice.bin", "bob.bin", "plain.bin", "sub/empty", "sub/small.txt"].map { root + "/" + $0 })
         #expect(report.failed.isEmpty)
         #expect(report.skipped.map(\.path) == ["link", "sub/fifo", "sub/later.txt"].map { root + "/" + $0 })
         #expect(report.skipped.last?.reason == "not protected")
@@ -357,14 +385,18 @@ struct FileProtectionTests {
         #expect(FileManager.default.fileExists(atPath: root + "/" + DataProtector.directoryOwnerFileName))
     }
 
-    @Test("a directory argument that is not a directory is refused before anything is written", arguments: ["missing", "file", "link"])
+    @Test(
+        "a directory argument that is not a directory is refused before anything is written",
+        arguments: ["missing", "file", "link"])
     func notADirectory(kind: String) throws {
         let state = try TestState()
         let protector = state.protector()
         try write(pattern(10), state.path("file"))
         try FileManager.default.createDirectory(atPath: state.path("dir"), withIntermediateDirectories: true)
         #expect(symlink(state.path("dir"), state.path("link")) == 0)
-        let error = protectionError { _ = try protector.protect(directory: state.path(kind), owner: alice, forceEncryption: true) }
+        let error = protectionError {
+            _ = try protector.protect(directory: state.path(kind), owner: alice, forceEncryption: true)
+        }
         #expect(error?.code == (kind == "missing" ? .io : .invalidArguments))
         #expect(protectionError { _ = try protector.unprotect(directory: state.path(kind)) } != nil)
         #expect(!FileManager.default.fileExists(atPath: state.path("dir/" + DataProtector.directoryOwnerFileName)))
@@ -380,15 +412,17 @@ struct FileProtectionTests {
         var testDescription: String { "\(start), force \(force) → \(writes ? "written" : "skipped")" }
     }
 
-    @Test("verifyAndProtect protects only what is not already protected for the owner", arguments: [
-        VerifyCase(start: .plain, force: true, writes: true),
-        VerifyCase(start: .plain, force: false, writes: true),
-        VerifyCase(start: .encryptedForAlice, force: true, writes: false),
-        VerifyCase(start: .encryptedForAlice, force: false, writes: false),
-        VerifyCase(start: .encryptedForBob, force: true, writes: true),
-        VerifyCase(start: .taggedForAlice, force: true, writes: true),
-        VerifyCase(start: .taggedForAlice, force: false, writes: false),
-    ])
+    @Test(
+        "verifyAndProtect protects only what is not already protected for the owner",
+        arguments: [
+            VerifyCase(start: .plain, force: true, writes: true),
+            VerifyCase(start: .plain, force: false, writes: true),
+            VerifyCase(start: .encryptedForAlice, force: true, writes: false),
+            VerifyCase(start: .encryptedForAlice, force: false, writes: false),
+            VerifyCase(start: .encryptedForBob, force: true, writes: true),
+            VerifyCase(start: .taggedForAlice, force: true, writes: true),
+            VerifyCase(start: .taggedForAlice, force: false, writes: false),
+        ])
     func verifyAndProtect(_ test: VerifyCase) throws {
         let state = try TestState()
         let protector = state.protector()
@@ -401,36 +435,49 @@ struct FileProtectionTests {
         case .taggedForAlice: try protector.protect(file: path, owner: alice, forceEncryption: false)
         }
         let before = try read(path)
-        #expect(try (protector.alreadyProtected(file: path, for: alice, forceEncryption: test.force) == nil) == test.writes)
+        #expect(
+            try (protector.alreadyProtected(file: path, for: alice, forceEncryption: test.force) == nil) == test.writes)
         #expect(try protector.verifyAndProtect(file: path, owner: alice, forceEncryption: test.force) == test.writes)
         if !test.writes { #expect(try read(path) == before, "skipped files are not touched") }
         #expect(try protector.protectionInfo(file: path)?.owner == protector.ownerIdentifier(for: alice))
         #expect(try protector.unprotect(try read(path)) == pattern(3_000))
     }
 
-    @Test("pass-through: data that is not an envelope is copied unchanged; an envelope is opened; a damaged header is still an error")
+    @Test(
+        "pass-through: data that is not an envelope is copied unchanged; an envelope is opened; a damaged header is still an error"
+    )
     func passThrough() throws {
         let state = try TestState()
         let protector = state.protector()
         for (name, bytes) in [("plain", pattern(5_000)), ("short", [UInt8(0x89)]), ("empty", [])] {
             try write(bytes, state.path(name))
-            #expect(try !protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name + ".out")), passThrough: true))
+            #expect(
+                try !protector.unprotect(
+                    from: .file(state.path(name)), to: .file(state.path(name + ".out")), passThrough: true))
             #expect(try read(state.path(name + ".out")) == bytes, "\(name)")
-            let refused = protectionError { try protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name + ".refused"))) }
+            let refused = protectionError {
+                try protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name + ".refused")))
+            }
             #expect(refused?.code == .invalidArguments, "\(name)")
             #expect(!FileManager.default.fileExists(atPath: state.path(name + ".refused")))
             // In place, a plain file is left alone.
-            #expect(try !protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name)), passThrough: true))
+            #expect(
+                try !protector.unprotect(from: .file(state.path(name)), to: .file(state.path(name)), passThrough: true))
             #expect(try read(state.path(name)) == bytes)
         }
         try write(pattern(5_000), state.path("sealed"))
         try protector.protect(file: state.path("sealed"), owner: alice, forceEncryption: true)
-        #expect(try protector.unprotect(from: .file(state.path("sealed")), to: .file(state.path("sealed.out")), passThrough: true))
+        #expect(
+            try protector.unprotect(
+                from: .file(state.path("sealed")), to: .file(state.path("sealed.out")), passThrough: true))
         #expect(try read(state.path("sealed.out")) == pattern(5_000))
         var damaged = try read(state.path("sealed"))
         damaged[5] = 0x7F  // the algorithm byte
         try write(damaged, state.path("damaged"))
-        let error = protectionError { try protector.unprotect(from: .file(state.path("damaged")), to: .file(state.path("damaged.out")), passThrough: true) }
+        let error = protectionError {
+            try protector.unprotect(
+                from: .file(state.path("damaged")), to: .file(state.path("damaged.out")), passThrough: true)
+        }
         #expect(error?.code == .malformedEnvelope)
         #expect(!FileManager.default.fileExists(atPath: state.path("damaged.out")))
     }

@@ -5,7 +5,7 @@ import Testing
 @testable import CustodyProtection
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue 13's reproducers at the protection layer: what Custody writes to, what it reads
@@ -44,13 +44,16 @@ struct HardeningTests {
         return nil
     }
 
-    @Test("unprotect refuses a destination that is not a regular file, and leaves it as it was", arguments: Destination.allCases)
+    @Test(
+        "unprotect refuses a destination that is not a regular file, and leaves it as it was",
+        arguments: Destination.allCases)
     func nonRegularDestination(kind: Destination) throws {
         let state = try TestState()
         let protector = state.protector()
         let envelope = state.path("x.cst")
         try write("payroll", state.path("x.txt"))
-        try protector.protect(from: .file(state.path("x.txt")), to: .file(envelope), owner: alice, forceEncryption: true)
+        try protector.protect(
+            from: .file(state.path("x.txt")), to: .file(envelope), owner: alice, forceEncryption: true)
         let destination = state.path("dest")
         let target = try make(kind, at: destination, in: state.directory)
         var before = stat()
@@ -58,7 +61,8 @@ struct HardeningTests {
 
         let error = protectionError { try protector.unprotect(from: .file(envelope), to: .file(destination)) }
         #expect(error?.code == .invalidArguments)
-        #expect(error.map { "\($0)".contains("Custody writes only regular files") } == true, "\(String(describing: error))")
+        #expect(
+            error.map { "\($0)".contains("Custody writes only regular files") } == true, "\(String(describing: error))")
         #expect(throws: ProtectionError.self) {
             try DataProtector.checkFiles(source: .file(envelope), sink: .file(destination), protecting: false)
         }
@@ -66,7 +70,9 @@ struct HardeningTests {
         #expect(lstat(destination, &after) == 0)
         #expect(after.st_mode == before.st_mode && after.st_ino == before.st_ino)
         if let target { #expect(try contents(target) == "the target's own plaintext") }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: state.directory).filter { $0.contains(".custody-tmp-") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: state.directory).filter { $0.contains(".custody-tmp-") }
+                .isEmpty)
     }
 
     @Test("the device itself is refused as a destination, not replaced")
@@ -80,7 +86,9 @@ struct HardeningTests {
         let protector = state.protector()
         try write("plaintext", state.path("real.txt"))
         #expect(symlink(state.path("real.txt"), state.path("link.txt")) == 0)
-        let linked = protectionError { try protector.protect(file: state.path("link.txt"), owner: alice, forceEncryption: true) }
+        let linked = protectionError {
+            try protector.protect(file: state.path("link.txt"), owner: alice, forceEncryption: true)
+        }
         #expect(linked.map { "\($0)".contains("is a symbolic link") } == true)
         #expect(try contents(state.path("real.txt")) == "plaintext")
         #expect(throws: ProtectionError.self) {
@@ -88,7 +96,9 @@ struct HardeningTests {
         }
 
         #expect(link(state.path("real.txt"), state.path("hard.txt")) == 0)
-        let hard = protectionError { try protector.protect(file: state.path("real.txt"), owner: alice, forceEncryption: true) }
+        let hard = protectionError {
+            try protector.protect(file: state.path("real.txt"), owner: alice, forceEncryption: true)
+        }
         #expect(hard.map { "\($0)".contains("has 2 hard links") } == true)
         #expect(try contents(state.path("hard.txt")) == "plaintext")
         // Unprotecting in place is allowed: the other names keep the envelope, never plaintext.
@@ -125,7 +135,9 @@ struct HardeningTests {
         case foreign
     }
 
-    @Test("temporary files of a killed writer are removed on the next write into their directory; live and foreign ones stay", arguments: Stray.allCases)
+    @Test(
+        "temporary files of a killed writer are removed on the next write into their directory; live and foreign ones stay",
+        arguments: Stray.allCases)
     func strayTemporaries(kind: Stray) throws {
         let state = try TestState()
         let name: String
@@ -171,12 +183,14 @@ struct HardeningTests {
         "temporary names are recognised exactly",
         arguments: [
             (".a.txt.custody-tmp-0123456789abcdef", true), (".a.custody-tmp-1", true), (".a.txt.custody-tmp-", false),
-            (".a.txt.custody-tmp-0123456789abcdef0", false), ("a.txt.custody-tmp-01", false), (".custody-tmp-01", false),
+            (".a.txt.custody-tmp-0123456789abcdef0", false), ("a.txt.custody-tmp-01", false),
+            (".custody-tmp-01", false),
             (".a.txt.custody-tmp-xyz", false), (".a.txt", false),
         ])
     func temporaryNames(name: String, matches: Bool) {
         #expect(StrayTemporaries.isTemporaryName(name) == matches)
-        #expect(StrayTemporaries.isTemporaryName(FileSystem.fileName(of: FileSystem.temporaryPath(besides: "/x/a.txt"))))
+        #expect(
+            StrayTemporaries.isTemporaryName(FileSystem.fileName(of: FileSystem.temporaryPath(besides: "/x/a.txt"))))
     }
 
     struct FillFailed: Error {}
@@ -185,13 +199,17 @@ struct HardeningTests {
     func secretBytesFillThrows() {
         for _ in 0..<1_000 {
             #expect(throws: FillFailed.self) { _ = try SecretBytes(count: 32) { _ in throw FillFailed() } }
-            #expect(throws: FillFailed.self) { _ = try SecretBytes(count: 32, locked: true) { _ in throw FillFailed() } }
+            #expect(throws: FillFailed.self) {
+                _ = try SecretBytes(count: 32, locked: true) { _ in throw FillFailed() }
+            }
         }
     }
 
     @Test(
         "an owner whose value starts with a combining mark names exactly that value, of the kind its prefix says",
-        arguments: [("upn:\u{301}x@contoso.com", "\u{301}x@contoso.com", false), ("oid:\u{301}abc", "\u{301}abc", true)])
+        arguments: [
+            ("upn:\u{301}x@contoso.com", "\u{301}x@contoso.com", false), ("oid:\u{301}abc", "\u{301}abc", true),
+        ])
     func combiningOwner(raw: String, value: String, isOID: Bool) throws {
         let owner = try #require(Array(raw.utf8).withUnsafeBytes { OwnerIdentifier(encoded: $0) })
         #expect(owner.rawValue == raw)
@@ -202,7 +220,10 @@ struct HardeningTests {
 
     @Test(
         "an envelope whose owner is not a valid identifier is refused as malformed",
-        arguments: ["upn:   ", "upn:a\u{1B}[2Jb@contoso.com", "oid:\u{202E}x", "upn: padded@contoso.com", "upn:", "xyz:alice", "upň:x", "up\u{301}n:x"])
+        arguments: [
+            "upn:   ", "upn:a\u{1B}[2Jb@contoso.com", "oid:\u{202E}x", "upn: padded@contoso.com", "upn:", "xyz:alice",
+            "upň:x", "up\u{301}n:x",
+        ])
     func invalidOwners(owner: String) {
         let bytes = Array(owner.utf8)
         let parsed = bytes.withUnsafeBytes { OwnerIdentifier(encoded: $0) }
@@ -215,7 +236,9 @@ struct HardeningTests {
     /// Exponents above 24 (which no code can seal with) are written into byte 6 afterwards.
     private func tagOnly(exponent: UInt8, size: Int) -> [UInt8] {
         let header = EnvelopeHeader(unencryptedFor: OwnerIdentifier(alice), chunkSizeExponent: min(exponent, 24))
-        var envelope = pattern(size).withUnsafeBytes { DataProtector.seal($0, with: ChunkCipher(header: header, cipher: nil)) }
+        var envelope = pattern(size).withUnsafeBytes {
+            DataProtector.seal($0, with: ChunkCipher(header: header, cipher: nil))
+        }
         envelope[6] = exponent
         return envelope
     }
@@ -241,7 +264,9 @@ struct HardeningTests {
         #expect(reader?.code == .malformedEnvelope)
     }
 
-    @Test("the largest chunk size there is (1 MiB, as buffers use) still reads from a file and a stream", arguments: [UInt8(10), 16, 20])
+    @Test(
+        "the largest chunk size there is (1 MiB, as buffers use) still reads from a file and a stream",
+        arguments: [UInt8(10), 16, 20])
     func largestChunkReads(exponent: UInt8) throws {
         let state = try TestState()
         let protector = state.protector()
@@ -252,13 +277,16 @@ struct HardeningTests {
         #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: state.path("out")))) == pattern(size))
         let descriptor = open(path, O_RDONLY)
         defer { close(descriptor) }
-        let reader = try ProtectedFileReader(descriptor: descriptor, name: "stream", owning: false, protector: protector)
+        let reader = try ProtectedFileReader(
+            descriptor: descriptor, name: "stream", owning: false, protector: protector)
         var read: [UInt8] = []
         try reader.forEachBlock { read += $0 }
         #expect(read == pattern(size))
     }
 
-    @Test("a reader's and a writer's buffers stay a few MiB whatever the chunk size", arguments: [1 << 10, 1 << 16, 1 << 20])
+    @Test(
+        "a reader's and a writer's buffers stay a few MiB whatever the chunk size",
+        arguments: [1 << 10, 1 << 16, 1 << 20])
     func batchBytesBounded(chunkSize: Int) {
         let chunks = ChunkBatch.chunksPerBatch(chunkSize: chunkSize)
         #expect(chunks >= 1)

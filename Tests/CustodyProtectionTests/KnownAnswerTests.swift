@@ -33,57 +33,94 @@ struct KnownAnswerTests {
 
     /// The vectors' inputs; `envelope` is filled in by `seal`.
     static func definitions() -> [Vector] {
-        func bytes(_ count: Int, _ start: UInt8) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: Int(start) + $0) } }
+        func bytes(_ count: Int, _ start: UInt8) -> [UInt8] {
+            (0..<count).map { UInt8(truncatingIfNeeded: Int(start) + $0) }
+        }
         let text = Array("The quick brown fox jumps over the lazy dog. ".utf8)
         func repeated(_ count: Int) -> [UInt8] { (0..<count).map { text[$0 % text.count] } }
         return [
-            Vector(description: "AES-256-GCM, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .aes256GCM, chunkSizeExponent: 10,
-                   owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1, accountKey: bytes(32, 0x00), dataKey: bytes(32, 0x40),
-                   wrapNonce: bytes(24, 0x80), noncePrefix: bytes(7, 0xA0), plaintext: repeated(3_584), envelope: []),
-            Vector(description: "XChaCha20-Poly1305, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .xChaCha20Poly1305, chunkSizeExponent: 10,
-                   owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 2, accountKey: bytes(32, 0x00), dataKey: bytes(32, 0x40),
-                   wrapNonce: bytes(24, 0x80), noncePrefix: bytes(19, 0xA0), plaintext: repeated(3_584), envelope: []),
-            Vector(description: "AES-256-GCM, exactly two full chunks, then an empty final chunk", algorithm: .aes256GCM, chunkSizeExponent: 10,
-                   owner: "upn:alice@contoso.com", keyVersion: 7, accountKey: bytes(32, 0x10), dataKey: bytes(32, 0x50),
-                   wrapNonce: bytes(24, 0x90), noncePrefix: bytes(7, 0xB0), plaintext: repeated(2_048), envelope: []),
-            Vector(description: "XChaCha20-Poly1305, empty plaintext: one empty final chunk", algorithm: .xChaCha20Poly1305, chunkSizeExponent: 16,
-                   owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1, accountKey: bytes(32, 0x20), dataKey: bytes(32, 0x60),
-                   wrapNonce: bytes(24, 0x70), noncePrefix: bytes(19, 0xC0), plaintext: [], envelope: []),
-            Vector(description: "AES-256-GCM with a derived key, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .aes256GCMDerived,
-                   chunkSizeExponent: 10, owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1, accountKey: bytes(32, 0x00),
-                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xD0), plaintext: repeated(3_584), envelope: []),
-            Vector(description: "ChaCha20-Poly1305 with a derived key, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .chaCha20Poly1305Derived,
-                   chunkSizeExponent: 10, owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 3, accountKey: bytes(32, 0x00),
-                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xD0), plaintext: repeated(3_584), envelope: []),
-            Vector(description: "AES-256-GCM with a derived key, exactly one full chunk, then an empty final chunk", algorithm: .aes256GCMDerived,
-                   chunkSizeExponent: 10, owner: "upn:alice@contoso.com", keyVersion: 2, accountKey: bytes(32, 0x10),
-                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xE0), plaintext: repeated(1_024), envelope: []),
-            Vector(description: "ChaCha20-Poly1305 with a derived key, empty plaintext: one empty final chunk", algorithm: .chaCha20Poly1305Derived,
-                   chunkSizeExponent: 16, owner: "upn:bob@contoso.com", keyVersion: 1, accountKey: bytes(32, 0x20),
-                   dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xF0), plaintext: [], envelope: []),
-            Vector(description: "not encrypted (tag only), 1 KiB chunks, 1.5 chunks of plaintext", algorithm: .none, chunkSizeExponent: 10,
-                   owner: "upn:bob@contoso.com", keyVersion: 0, accountKey: [], dataKey: [], wrapNonce: [], noncePrefix: [],
-                   plaintext: repeated(1_536), envelope: []),
+            Vector(
+                description: "AES-256-GCM, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .aes256GCM,
+                chunkSizeExponent: 10,
+                owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1, accountKey: bytes(32, 0x00),
+                dataKey: bytes(32, 0x40),
+                wrapNonce: bytes(24, 0x80), noncePrefix: bytes(7, 0xA0), plaintext: repeated(3_584), envelope: []),
+            Vector(
+                description: "XChaCha20-Poly1305, 1 KiB chunks, 3.5 chunks of plaintext", algorithm: .xChaCha20Poly1305,
+                chunkSizeExponent: 10,
+                owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 2, accountKey: bytes(32, 0x00),
+                dataKey: bytes(32, 0x40),
+                wrapNonce: bytes(24, 0x80), noncePrefix: bytes(19, 0xA0), plaintext: repeated(3_584), envelope: []),
+            Vector(
+                description: "AES-256-GCM, exactly two full chunks, then an empty final chunk", algorithm: .aes256GCM,
+                chunkSizeExponent: 10,
+                owner: "upn:alice@contoso.com", keyVersion: 7, accountKey: bytes(32, 0x10), dataKey: bytes(32, 0x50),
+                wrapNonce: bytes(24, 0x90), noncePrefix: bytes(7, 0xB0), plaintext: repeated(2_048), envelope: []),
+            Vector(
+                description: "XChaCha20-Poly1305, empty plaintext: one empty final chunk",
+                algorithm: .xChaCha20Poly1305, chunkSizeExponent: 16,
+                owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1, accountKey: bytes(32, 0x20),
+                dataKey: bytes(32, 0x60),
+                wrapNonce: bytes(24, 0x70), noncePrefix: bytes(19, 0xC0), plaintext: [], envelope: []),
+            Vector(
+                description: "AES-256-GCM with a derived key, 1 KiB chunks, 3.5 chunks of plaintext",
+                algorithm: .aes256GCMDerived,
+                chunkSizeExponent: 10, owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 1,
+                accountKey: bytes(32, 0x00),
+                dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xD0), plaintext: repeated(3_584),
+                envelope: []),
+            Vector(
+                description: "ChaCha20-Poly1305 with a derived key, 1 KiB chunks, 3.5 chunks of plaintext",
+                algorithm: .chaCha20Poly1305Derived,
+                chunkSizeExponent: 10, owner: "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001", keyVersion: 3,
+                accountKey: bytes(32, 0x00),
+                dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xD0), plaintext: repeated(3_584),
+                envelope: []),
+            Vector(
+                description: "AES-256-GCM with a derived key, exactly one full chunk, then an empty final chunk",
+                algorithm: .aes256GCMDerived,
+                chunkSizeExponent: 10, owner: "upn:alice@contoso.com", keyVersion: 2, accountKey: bytes(32, 0x10),
+                dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xE0), plaintext: repeated(1_024),
+                envelope: []),
+            Vector(
+                description: "ChaCha20-Poly1305 with a derived key, empty plaintext: one empty final chunk",
+                algorithm: .chaCha20Poly1305Derived,
+                chunkSizeExponent: 16, owner: "upn:bob@contoso.com", keyVersion: 1, accountKey: bytes(32, 0x20),
+                dataKey: [], wrapNonce: [], noncePrefix: [], salt: bytes(32, 0xF0), plaintext: [], envelope: []),
+            Vector(
+                description: "not encrypted (tag only), 1 KiB chunks, 1.5 chunks of plaintext", algorithm: .none,
+                chunkSizeExponent: 10,
+                owner: "upn:bob@contoso.com", keyVersion: 0, accountKey: [], dataKey: [], wrapNonce: [],
+                noncePrefix: [],
+                plaintext: repeated(1_536), envelope: []),
         ]
     }
 
     static func accountKey(_ vector: Vector) -> AccountKey {
-        AccountKey(owner: OwnerIdentifier(rawValue: vector.owner)!, version: vector.keyVersion, key: vector.accountKey.withUnsafeBytes { SecretBytes(copying: $0) })
+        AccountKey(
+            owner: OwnerIdentifier(rawValue: vector.owner)!, version: vector.keyVersion,
+            key: vector.accountKey.withUnsafeBytes { SecretBytes(copying: $0) })
     }
 
     static func seal(_ vector: Vector) -> [UInt8] {
         let cipher: ChunkCipher
         if vector.algorithm == .none {
             cipher = ChunkCipher(
-                header: EnvelopeHeader(unencryptedFor: OwnerIdentifier(rawValue: vector.owner)!, chunkSizeExponent: vector.chunkSizeExponent),
+                header: EnvelopeHeader(
+                    unencryptedFor: OwnerIdentifier(rawValue: vector.owner)!,
+                    chunkSizeExponent: vector.chunkSizeExponent),
                 cipher: nil)
         } else if vector.algorithm.derivesKey {
             cipher = vector.salt.withUnsafeBytes { salt in
-                DataProtector.sealer(algorithm: vector.algorithm, chunkExponent: vector.chunkSizeExponent, accountKey: accountKey(vector), random: salt)
+                DataProtector.sealer(
+                    algorithm: vector.algorithm, chunkExponent: vector.chunkSizeExponent,
+                    accountKey: accountKey(vector), random: salt)
             }
         } else {
             cipher = (vector.dataKey + vector.wrapNonce + vector.noncePrefix).withUnsafeBytes { random in
-                DataProtector.sealer(algorithm: vector.algorithm, chunkExponent: vector.chunkSizeExponent, accountKey: accountKey(vector), random: random)
+                DataProtector.sealer(
+                    algorithm: vector.algorithm, chunkExponent: vector.chunkSizeExponent,
+                    accountKey: accountKey(vector), random: random)
             }
         }
         return vector.plaintext.withUnsafeBytes { DataProtector.seal($0, with: cipher) }
@@ -98,7 +135,9 @@ struct KnownAnswerTests {
         let label = Array("custody data key v1".utf8) + [0]
         accountKey.withUnsafeBytes { key in
             label.withUnsafeBytes { label in
-                header.withUnsafeBytes { input in output.withUnsafeMutableBytes { Checksum.keyed(key: key, label, input, into: $0) } }
+                header.withUnsafeBytes { input in
+                    output.withUnsafeMutableBytes { Checksum.keyed(key: key, label, input, into: $0) }
+                }
             }
         }
         return (Array(output[..<32]), Array(output[32...]))
@@ -110,18 +149,22 @@ struct KnownAnswerTests {
         for index in generated.indices {
             generated[index].envelope = Self.seal(generated[index])
             if generated[index].algorithm.derivesKey {
-                let header = try #require(try generated[index].envelope.withUnsafeBytes { try EnvelopeHeader.decode($0) })
-                generated[index].dataKey = Self.derivedKey(accountKey: generated[index].accountKey, header: header.derivationInput).dataKey
+                let header = try #require(
+                    try generated[index].envelope.withUnsafeBytes { try EnvelopeHeader.decode($0) })
+                generated[index].dataKey =
+                    Self.derivedKey(accountKey: generated[index].accountKey, header: header.derivationInput).dataKey
             }
         }
         if ProcessInfo.processInfo.environment["CUSTODY_WRITE_VECTORS"] != nil {
             try Data(Self.encode(generated)).write(to: URL(fileURLWithPath: Self.path))
         }
-        let stored = try Self.decode(try #require(FileManager.default.contents(atPath: Self.path), "missing \(Self.path)"))
+        let stored = try Self.decode(
+            try #require(FileManager.default.contents(atPath: Self.path), "missing \(Self.path)"))
         #expect(stored.count == generated.count)
         for (stored, generated) in zip(stored, generated) {
             #expect(stored.envelope == generated.envelope, "\(stored.description): the format changed")
-            #expect(Self.seal(stored) == stored.envelope, "\(stored.description): regenerating from the fixture's inputs")
+            #expect(
+                Self.seal(stored) == stored.envelope, "\(stored.description): regenerating from the fixture's inputs")
             // Opening with only the account key, as another implementation would.
             let header = try #require(try stored.envelope.withUnsafeBytes { try EnvelopeHeader.decode($0) })
             #expect(header.owner.rawValue == stored.owner)
@@ -131,19 +174,29 @@ struct KnownAnswerTests {
                 let (dataKey, keyCheck) = Self.derivedKey(accountKey: stored.accountKey, header: header.derivationInput)
                 #expect(dataKey == stored.dataKey)
                 #expect(Array(header.keyCheck) == keyCheck)
-                #expect(try Self.openIndependently(stored.envelope, header: header, dataKey: dataKey) == stored.plaintext, "\(stored.description): swift-crypto")
-                opener = ChunkCipher(header: header, cipher: dataKey.withUnsafeBytes { AEADCipher(algorithm: header.algorithm, key: $0) })
+                #expect(
+                    try Self.openIndependently(stored.envelope, header: header, dataKey: dataKey) == stored.plaintext,
+                    "\(stored.description): swift-crypto")
+                opener = ChunkCipher(
+                    header: header, cipher: dataKey.withUnsafeBytes { AEADCipher(algorithm: header.algorithm, key: $0) }
+                )
             } else if header.isEncrypted {
                 var dataKey = [UInt8](repeating: 0, count: 32)
                 let prefix = header.encodedPrefix
                 let unwrapped = header.wrappedDataKey.withUnsafeBytes { wrapped in
                     header.wrapNonce.withUnsafeBytes { nonce in
-                        prefix.withUnsafeBytes { aad in dataKey.withUnsafeMutableBytes { Self.accountKey(stored).cipher.open(wrapped, nonce: nonce, aad: aad, into: $0) } }
+                        prefix.withUnsafeBytes { aad in
+                            dataKey.withUnsafeMutableBytes {
+                                Self.accountKey(stored).cipher.open(wrapped, nonce: nonce, aad: aad, into: $0)
+                            }
+                        }
                     }
                 }
                 #expect(unwrapped)
                 #expect(dataKey == stored.dataKey)
-                opener = ChunkCipher(header: header, cipher: dataKey.withUnsafeBytes { AEADCipher(algorithm: header.algorithm, key: $0) })
+                opener = ChunkCipher(
+                    header: header, cipher: dataKey.withUnsafeBytes { AEADCipher(algorithm: header.algorithm, key: $0) }
+                )
             } else {
                 opener = ChunkCipher(header: header, cipher: nil)
             }
@@ -165,14 +218,19 @@ struct KnownAnswerTests {
             let last = body.count < sealedSize
             let sealed = body.prefix(last ? body.count : sealedSize)
             body = body.dropFirst(sealed.count)
-            let nonce = [UInt8](repeating: 0, count: 7) + [UInt8(index >> 24), UInt8(index >> 16 & 0xFF), UInt8(index >> 8 & 0xFF), UInt8(index & 0xFF), last ? 1 : 0]
+            let nonce =
+                [UInt8](repeating: 0, count: 7) + [
+                    UInt8(index >> 24), UInt8(index >> 16 & 0xFF), UInt8(index >> 8 & 0xFF), UInt8(index & 0xFF),
+                    last ? 1 : 0,
+                ]
             let ciphertext = sealed.dropLast(16)
             let tag = sealed.suffix(16)
             if header.algorithm == .aes256GCMDerived {
                 let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
                 plaintext += try AES.GCM.open(box, using: key, authenticating: header.bytes)
             } else {
-                let box = try ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
+                let box = try ChaChaPoly.SealedBox(
+                    nonce: ChaChaPoly.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
                 plaintext += try ChaChaPoly.open(box, using: key, authenticating: header.bytes)
             }
             if last { return plaintext }
@@ -217,10 +275,14 @@ struct KnownAnswerTests {
             func text(_ key: String) throws -> String { try #require(entry[key]?.string, "\(key)") }
             func int(_ key: String) throws -> Int { try #require(entry[key]?.int, "\(key)") }
             return Vector(
-                description: try text("description"), algorithm: try #require(EnvelopeAlgorithm(rawValue: UInt8(try int("algorithm")))),
-                chunkSizeExponent: UInt8(try int("chunkSizeExponent")), owner: try text("owner"), keyVersion: UInt32(try int("keyVersion")),
-                accountKey: hexBytes(try text("accountKey")), dataKey: hexBytes(try text("dataKey")), wrapNonce: hexBytes(try text("wrapNonce")),
-                noncePrefix: hexBytes(try text("noncePrefix")), salt: hexBytes(entry["salt"]?.string ?? ""), plaintext: hexBytes(try text("plaintext")), envelope: hexBytes(try text("envelope")))
+                description: try text("description"),
+                algorithm: try #require(EnvelopeAlgorithm(rawValue: UInt8(try int("algorithm")))),
+                chunkSizeExponent: UInt8(try int("chunkSizeExponent")), owner: try text("owner"),
+                keyVersion: UInt32(try int("keyVersion")),
+                accountKey: hexBytes(try text("accountKey")), dataKey: hexBytes(try text("dataKey")),
+                wrapNonce: hexBytes(try text("wrapNonce")),
+                noncePrefix: hexBytes(try text("noncePrefix")), salt: hexBytes(entry["salt"]?.string ?? ""),
+                plaintext: hexBytes(try text("plaintext")), envelope: hexBytes(try text("envelope")))
         }
     }
 }

@@ -20,17 +20,22 @@ struct WycheproofTests {
 
     /// - Parameter nonceBits: keep only groups with this nonce size; nil keeps every group.
     static func vectors(file: String, nonceBits: Int?) throws -> [Vector] {
-        let data = try #require(FileManager.default.contents(atPath: TestPaths.wycheproof + "/" + file), "missing \(file)")
+        let data = try #require(
+            FileManager.default.contents(atPath: TestPaths.wycheproof + "/" + file), "missing \(file)")
         let root = try JSONDocument(parsing: [UInt8](data)).root
         var vectors: [Vector] = []
         for group in root["testGroups"]!.elements
-        where group["keySize"]?.int == 256 && (nonceBits == nil || group["ivSize"]?.int == nonceBits) && group["tagSize"]?.int == 128 {
+        where group["keySize"]?.int == 256 && (nonceBits == nil || group["ivSize"]?.int == nonceBits)
+            && group["tagSize"]?.int == 128
+        {
             for test in group["tests"]!.elements {
                 func bytes(_ key: String) -> [UInt8] { hexBytes(test[key]!.string!) }
-                vectors.append(Vector(
-                    id: test["tcId"]!.int!, key: bytes("key"), nonce: bytes("iv"), aad: bytes("aad"), message: bytes("msg"),
-                    sealed: bytes("ct") + bytes("tag"), valid: test["result"]!.string! != "invalid",
-                    comment: test["comment"]!.string!))
+                vectors.append(
+                    Vector(
+                        id: test["tcId"]!.int!, key: bytes("key"), nonce: bytes("iv"), aad: bytes("aad"),
+                        message: bytes("msg"),
+                        sealed: bytes("ct") + bytes("tag"), valid: test["result"]!.string! != "invalid",
+                        comment: test["comment"]!.string!))
             }
         }
         return vectors
@@ -64,11 +69,15 @@ struct WycheproofTests {
     }
 
     private func check(_ vector: Vector, _ algorithm: EnvelopeAlgorithm, _ implementation: AEADCipher.Implementation) {
-        let cipher = vector.key.withUnsafeBytes { AEADCipher(algorithm: algorithm, key: $0, implementation: implementation) }
+        let cipher = vector.key.withUnsafeBytes {
+            AEADCipher(algorithm: algorithm, key: $0, implementation: implementation)
+        }
         var opened = [UInt8](repeating: 0xAA, count: max(vector.sealed.count - 16, 0))
         let ok = vector.sealed.withUnsafeBytes { sealed in
             vector.nonce.withUnsafeBytes { nonce in
-                vector.aad.withUnsafeBytes { aad in opened.withUnsafeMutableBytes { cipher.open(sealed, nonce: nonce, aad: aad, into: $0) } }
+                vector.aad.withUnsafeBytes { aad in
+                    opened.withUnsafeMutableBytes { cipher.open(sealed, nonce: nonce, aad: aad, into: $0) }
+                }
             }
         }
         if vector.valid {
@@ -77,7 +86,9 @@ struct WycheproofTests {
             var sealed = [UInt8](repeating: 0, count: vector.message.count + 16)
             vector.message.withUnsafeBytes { message in
                 vector.nonce.withUnsafeBytes { nonce in
-                    vector.aad.withUnsafeBytes { aad in sealed.withUnsafeMutableBytes { cipher.seal(message, nonce: nonce, aad: aad, into: $0) } }
+                    vector.aad.withUnsafeBytes { aad in
+                        sealed.withUnsafeMutableBytes { cipher.seal(message, nonce: nonce, aad: aad, into: $0) }
+                    }
                 }
             }
             #expect(sealed == vector.sealed, "\(vector.testDescription) should seal to the expected bytes")

@@ -14,10 +14,12 @@ struct AuthTests {
     /// Each route, its method and the scope it needs.
     static let routes: [(method: HTTPRequest.Method, uri: String, scope: TokenScope)] = [
         (.post, "/v1/decisions", .decide), (.post, "/v1/decisions/batch", .decide),
-        (.get, "/v1/accounts/alice@contoso.com/policy", .read), (.get, "/v1/accounts/alice@contoso.com/configuration", .read),
+        (.get, "/v1/accounts/alice@contoso.com/policy", .read),
+        (.get, "/v1/accounts/alice@contoso.com/configuration", .read),
         (.get, "/v1/bundle", .read), (.put, "/v1/bundle", .admin), (.get, "/v1/events", .events),
         (.post, "/v1/protect?owner=alice@contoso.com", .protect), (.post, "/v1/unprotect", .protect),
-        (.post, "/v1/accounts/alice@contoso.com/wipe", .admin), (.post, "/v1/accounts/alice@contoso.com/keys/rotate", .admin),
+        (.post, "/v1/accounts/alice@contoso.com/wipe", .admin),
+        (.post, "/v1/accounts/alice@contoso.com/keys/rotate", .admin),
     ]
 
     @Test("no token: 401; a token without the scope: 403; a malformed or unknown token: 401", arguments: routes)
@@ -35,7 +37,8 @@ struct AuthTests {
             let token = fixture.tokens[scope]!
             let altered = String(token.dropLast()) + (token.last == "0" ? "1" : "0")
             for bearer in ["nonsense", "custody_0000000000000000_" + String(repeating: "0", count: 64), altered] {
-                let bad = try await client.execute(uri: uri, method: method, headers: [.authorization: "Bearer \(bearer)"])
+                let bad = try await client.execute(
+                    uri: uri, method: method, headers: [.authorization: "Bearer \(bearer)"])
                 #expect(bad.status == .unauthorized, "\(bearer.prefix(12))")
             }
         }
@@ -46,13 +49,19 @@ struct AuthTests {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
             let body = ByteBuffer(string: #"{"action":"print","account":"alice@contoso.com"}"#)
-            #expect(try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.admin), body: body).status == .ok)
-            #expect(try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: body).status == .ok)
+            #expect(
+                try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.admin), body: body)
+                    .status == .ok)
+            #expect(
+                try await client.execute(
+                    uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: body
+                ).status == .ok)
             let id = try #require(try fixture.engine.tokens().first { $0.scopes == [.decide] }?.id)
             #expect(try fixture.engine.revokeToken(id: id))
             // Caches notice a revocation by any process at once (the token generation moved) or within a second.
             try await Task.sleep(for: .milliseconds(1_100))
-            let refused = try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: body)
+            let refused = try await client.execute(
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: body)
             #expect(refused.status == .unauthorized)
         }
     }
@@ -63,9 +72,13 @@ struct AuthTests {
         let secret = "the quarterly numbers are in"
         try await fixture.application().test(.router) { client in
             let protected = try await client.execute(
-                uri: "/v1/protect?owner=alice@contoso.com", method: .post, headers: fixture.auth(.protect), body: ByteBuffer(string: secret))
-            _ = try await client.execute(uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)
-            _ = try await client.execute(uri: "/v1/unprotect", method: .post, headers: [.authorization: "Bearer custody_wrong"], body: protected.body)
+                uri: "/v1/protect?owner=alice@contoso.com", method: .post, headers: fixture.auth(.protect),
+                body: ByteBuffer(string: secret))
+            _ = try await client.execute(
+                uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)
+            _ = try await client.execute(
+                uri: "/v1/unprotect", method: .post, headers: [.authorization: "Bearer custody_wrong"],
+                body: protected.body)
         }
         let logged = fixture.logs.records.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
         #expect(!logged.isEmpty)
@@ -94,48 +107,143 @@ struct BadInputTests {
     static let query = Array(#"{"action":"print","account":"alice@contoso.com"}"#.utf8)
 
     static let cases: [Case] = [
-        Case(label: "malformed JSON", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(#"{"action": "print",}"#.utf8), status: .badRequest, code: "invalid-query"),
-        Case(label: "an empty body", method: .post, uri: "/v1/decisions", scope: .decide, body: [], status: .badRequest, code: "invalid-query"),
-        Case(label: "two queries to the single endpoint", method: .post, uri: "/v1/decisions", scope: .decide, body: query + [0x0A] + query, status: .badRequest, code: "invalid-query"),
-        Case(label: "a duplicate member", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(#"{"action":"print","account":"a","account":"b"}"#.utf8), status: .badRequest, code: "invalid-query"),
-        Case(label: "a contradictory account", method: .post, uri: "/v1/decisions", scope: .decide,
-             body: Array(#"{"action":"print","account":{"oid":"00000000-0000-0000-0000-000000000000","upn":"alice@contoso.com"}}"#.utf8), status: .badRequest, code: "invalid-query"),
-        Case(label: "invalid UTF-8", method: .post, uri: "/v1/decisions", scope: .decide, body: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D], status: .badRequest, code: "invalid-query"),
-        Case(label: "deep nesting", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(repeating: 0x5B, count: 100_000), status: .badRequest, code: "invalid-query"),
-        Case(label: "an unknown platform", method: .post, uri: "/v1/decisions?platform=windows", scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "an unknown parameter", method: .post, uri: "/v1/decisions?plattform=ios", scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "a bad flag", method: .post, uri: "/v1/decisions?reasons=maybe", scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "a body over the limit", method: .post, uri: "/v1/decisions", scope: .decide, body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
-        Case(label: "protect with no owner", method: .post, uri: "/v1/protect", scope: .protect, body: [1], status: .badRequest, code: "invalid-parameter"),
-        Case(label: "protect nothing", method: .post, uri: "/v1/protect?owner=alice@contoso.com", scope: .protect, body: [], status: .badRequest, code: "empty-data"),
-        Case(label: "protect for an unknown owner", method: .post, uri: "/v1/protect?owner=erin@fabrikam.com", scope: .protect, body: [1], status: .notFound, code: "unknown-account"),
-        Case(label: "tag a managed owner's data", method: .post, uri: "/v1/protect?owner=alice@contoso.com&unmanaged=true", scope: .protect, body: [1], status: .unprocessableContent, code: "refused"),
-        Case(label: "unprotect what is not an envelope", method: .post, uri: "/v1/unprotect", scope: .protect, body: Array("plain".utf8), status: .unprocessableContent, code: "invalid-arguments"),
-        Case(label: "unprotect a damaged header", method: .post, uri: "/v1/unprotect", scope: .protect, body: [0x89, 0x43, 0x53, 0x54, 1, 77] + Array(repeating: 0, count: 60), status: .unprocessableContent, code: "malformed-envelope"),
-        Case(label: "a bundle body that is not JSON", method: .put, uri: "/v1/bundle", scope: .admin, body: Array("files".utf8), status: .badRequest, code: "invalid-json"),
-        Case(label: "a bundle body without files", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"tenant": {}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
-        Case(label: "a bundle file name with a path", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {"../tenant.json": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
-        Case(label: "a policy of an unknown account", method: .get, uri: "/v1/accounts/erin@fabrikam.com/policy", scope: .read, body: nil, status: .notFound, code: "unknown-account"),
-        Case(label: "a wipe of an account no one knows", method: .post, uri: "/v1/accounts/%7B%7D/wipe", scope: .admin, body: nil, status: .notFound, code: "unknown-account"),
-        Case(label: "a wipe with a body", method: .post, uri: "/v1/accounts/alice@contoso.com/wipe", scope: .admin, body: Array(#"{"reason":"left"}"#.utf8), status: .badRequest, code: "unexpected-body"),
-        Case(label: "a key rotation with a body", method: .post, uri: "/v1/accounts/alice@contoso.com/keys/rotate", scope: .admin, body: [0x7B, 0x7D], status: .badRequest, code: "unexpected-body"),
-        Case(label: "a Graph sync with a body", method: .post, uri: "/v1/graph/sync", scope: .admin, body: Array(#"{"full":true}"#.utf8), status: .badRequest, code: "unexpected-body"),
-        Case(label: "a bad Last-Event-ID", method: .get, uri: "/v1/events?lastEventId=-3", scope: .events, body: nil, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "a misspelt parameter of the policy route", method: .get, uri: "/v1/accounts/alice@contoso.com/policy?platfrom=android", scope: .read, body: nil, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "a parameter given twice", method: .post, uri: "/v1/decisions?platform=ios&platform=android", scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "a parameter of a route that takes none", method: .get, uri: "/v1/bundle?verbose=true", scope: .read, body: nil, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "an empty app", method: .post, uri: "/v1/protect?owner=alice@contoso.com&app=", scope: .protect, body: [1], status: .badRequest, code: "invalid-parameter"),
-        Case(label: "a bundle file name with NUL", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {"a\u0000.json": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
-        Case(label: "a bundle file name with ESC", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {"a\u001b[2J.json": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
-        Case(label: "a bundle file name with U+202E", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {"\u202enosj.json": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
-        Case(label: "a bundle file name not ending in .json", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {"tenant.txt": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
-        Case(label: "an empty bundle", method: .put, uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {}}"#.utf8), status: .unprocessableContent, code: "invalid-bundle"),
-        Case(label: "a shared item over the body limit", method: .post, uri: "/v1/decisions/receive?receiver=alice@contoso.com", scope: .decide, body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
-        Case(label: "an account path that is not percent-encoded UTF-8", method: .get, uri: "/v1/accounts/alice%FF/policy", scope: .read, body: nil, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "an account path hiding a bidirectional override", method: .get, uri: "/v1/accounts/%E2%80%AEalice@contoso.com/policy", scope: .read, body: nil, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "an account path hiding a control character", method: .post, uri: "/v1/accounts/alice%0A@contoso.com/wipe", scope: .admin, body: nil, status: .badRequest, code: "invalid-parameter"),
-        Case(label: "an unknown route", method: .get, uri: "/v1/nothing", scope: .admin, body: nil, status: .notFound, code: "not-found"),
-        Case(label: "a wrong method", method: .delete, uri: "/v1/decisions", scope: .admin, body: nil, status: .methodNotAllowed, code: "method-not-allowed"),
+        Case(
+            label: "malformed JSON", method: .post, uri: "/v1/decisions", scope: .decide,
+            body: Array(#"{"action": "print",}"#.utf8), status: .badRequest, code: "invalid-query"),
+        Case(
+            label: "an empty body", method: .post, uri: "/v1/decisions", scope: .decide, body: [], status: .badRequest,
+            code: "invalid-query"),
+        Case(
+            label: "two queries to the single endpoint", method: .post, uri: "/v1/decisions", scope: .decide,
+            body: query + [0x0A] + query, status: .badRequest, code: "invalid-query"),
+        Case(
+            label: "a duplicate member", method: .post, uri: "/v1/decisions", scope: .decide,
+            body: Array(#"{"action":"print","account":"a","account":"b"}"#.utf8), status: .badRequest,
+            code: "invalid-query"),
+        Case(
+            label: "a contradictory account", method: .post, uri: "/v1/decisions", scope: .decide,
+            body: Array(
+                #"{"action":"print","account":{"oid":"00000000-0000-0000-0000-000000000000","upn":"alice@contoso.com"}}"#
+                    .utf8), status: .badRequest, code: "invalid-query"),
+        Case(
+            label: "invalid UTF-8", method: .post, uri: "/v1/decisions", scope: .decide,
+            body: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D], status: .badRequest, code: "invalid-query"),
+        Case(
+            label: "deep nesting", method: .post, uri: "/v1/decisions", scope: .decide,
+            body: Array(repeating: 0x5B, count: 100_000), status: .badRequest, code: "invalid-query"),
+        Case(
+            label: "an unknown platform", method: .post, uri: "/v1/decisions?platform=windows", scope: .decide,
+            body: query, status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "an unknown parameter", method: .post, uri: "/v1/decisions?plattform=ios", scope: .decide,
+            body: query, status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a bad flag", method: .post, uri: "/v1/decisions?reasons=maybe", scope: .decide, body: query,
+            status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a body over the limit", method: .post, uri: "/v1/decisions", scope: .decide,
+            body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
+        Case(
+            label: "protect with no owner", method: .post, uri: "/v1/protect", scope: .protect, body: [1],
+            status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "protect nothing", method: .post, uri: "/v1/protect?owner=alice@contoso.com", scope: .protect,
+            body: [], status: .badRequest, code: "empty-data"),
+        Case(
+            label: "protect for an unknown owner", method: .post, uri: "/v1/protect?owner=erin@fabrikam.com",
+            scope: .protect, body: [1], status: .notFound, code: "unknown-account"),
+        Case(
+            label: "tag a managed owner's data", method: .post,
+            uri: "/v1/protect?owner=alice@contoso.com&unmanaged=true", scope: .protect, body: [1],
+            status: .unprocessableContent, code: "refused"),
+        Case(
+            label: "unprotect what is not an envelope", method: .post, uri: "/v1/unprotect", scope: .protect,
+            body: Array("plain".utf8), status: .unprocessableContent, code: "invalid-arguments"),
+        Case(
+            label: "unprotect a damaged header", method: .post, uri: "/v1/unprotect", scope: .protect,
+            body: [0x89, 0x43, 0x53, 0x54, 1, 77] + Array(repeating: 0, count: 60), status: .unprocessableContent,
+            code: "malformed-envelope"),
+        Case(
+            label: "a bundle body that is not JSON", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array("files".utf8), status: .badRequest, code: "invalid-json"),
+        Case(
+            label: "a bundle body without files", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(#"{"tenant": {}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
+        Case(
+            label: "a bundle file name with a path", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(#"{"files": {"../tenant.json": "{}"}}"#.utf8), status: .badRequest,
+            code: "invalid-bundle-request"),
+        Case(
+            label: "a policy of an unknown account", method: .get, uri: "/v1/accounts/erin@fabrikam.com/policy",
+            scope: .read, body: nil, status: .notFound, code: "unknown-account"),
+        Case(
+            label: "a wipe of an account no one knows", method: .post, uri: "/v1/accounts/%7B%7D/wipe", scope: .admin,
+            body: nil, status: .notFound, code: "unknown-account"),
+        Case(
+            label: "a wipe with a body", method: .post, uri: "/v1/accounts/alice@contoso.com/wipe", scope: .admin,
+            body: Array(#"{"reason":"left"}"#.utf8), status: .badRequest, code: "unexpected-body"),
+        Case(
+            label: "a key rotation with a body", method: .post, uri: "/v1/accounts/alice@contoso.com/keys/rotate",
+            scope: .admin, body: [0x7B, 0x7D], status: .badRequest, code: "unexpected-body"),
+        Case(
+            label: "a Graph sync with a body", method: .post, uri: "/v1/graph/sync", scope: .admin,
+            body: Array(#"{"full":true}"#.utf8), status: .badRequest, code: "unexpected-body"),
+        Case(
+            label: "a bad Last-Event-ID", method: .get, uri: "/v1/events?lastEventId=-3", scope: .events, body: nil,
+            status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a misspelt parameter of the policy route", method: .get,
+            uri: "/v1/accounts/alice@contoso.com/policy?platfrom=android", scope: .read, body: nil, status: .badRequest,
+            code: "invalid-parameter"),
+        Case(
+            label: "a parameter given twice", method: .post, uri: "/v1/decisions?platform=ios&platform=android",
+            scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a parameter of a route that takes none", method: .get, uri: "/v1/bundle?verbose=true", scope: .read,
+            body: nil, status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "an empty app", method: .post, uri: "/v1/protect?owner=alice@contoso.com&app=", scope: .protect,
+            body: [1], status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a bundle file name with NUL", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(#"{"files": {"a\u0000.json": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"
+        ),
+        Case(
+            label: "a bundle file name with ESC", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(#"{"files": {"a\u001b[2J.json": "{}"}}"#.utf8), status: .badRequest,
+            code: "invalid-bundle-request"),
+        Case(
+            label: "a bundle file name with U+202E", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(#"{"files": {"\u202enosj.json": "{}"}}"#.utf8), status: .badRequest,
+            code: "invalid-bundle-request"),
+        Case(
+            label: "a bundle file name not ending in .json", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(#"{"files": {"tenant.txt": "{}"}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
+        Case(
+            label: "an empty bundle", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(#"{"files": {}}"#.utf8), status: .unprocessableContent, code: "invalid-bundle"),
+        Case(
+            label: "a shared item over the body limit", method: .post,
+            uri: "/v1/decisions/receive?receiver=alice@contoso.com", scope: .decide,
+            body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
+        Case(
+            label: "an account path that is not percent-encoded UTF-8", method: .get,
+            uri: "/v1/accounts/alice%FF/policy", scope: .read, body: nil, status: .badRequest, code: "invalid-parameter"
+        ),
+        Case(
+            label: "an account path hiding a bidirectional override", method: .get,
+            uri: "/v1/accounts/%E2%80%AEalice@contoso.com/policy", scope: .read, body: nil, status: .badRequest,
+            code: "invalid-parameter"),
+        Case(
+            label: "an account path hiding a control character", method: .post,
+            uri: "/v1/accounts/alice%0A@contoso.com/wipe", scope: .admin, body: nil, status: .badRequest,
+            code: "invalid-parameter"),
+        Case(
+            label: "an unknown route", method: .get, uri: "/v1/nothing", scope: .admin, body: nil, status: .notFound,
+            code: "not-found"),
+        Case(
+            label: "a wrong method", method: .delete, uri: "/v1/decisions", scope: .admin, body: nil,
+            status: .methodNotAllowed, code: "method-not-allowed"),
     ]
 
     @Test("each bad request gets a clear JSON error, never a 500", arguments: cases)
@@ -143,7 +251,8 @@ struct BadInputTests {
         let fixture = try await ServiceFixture.make { $0.limits.bodyBytes = 1 << 20 }
         try await fixture.application().test(.router) { client in
             let response = try await client.execute(
-                uri: input.uri, method: input.method, headers: fixture.auth(input.scope), body: input.body.map { ByteBuffer(bytes: $0) })
+                uri: input.uri, method: input.method, headers: fixture.auth(input.scope),
+                body: input.body.map { ByteBuffer(bytes: $0) })
             #expect(response.status == input.status, "\(response.body.text)")
             #expect(response.status.code < 500 || response.status == .serviceUnavailable)
             #expect(response.headers[.contentType] == "application/json")
@@ -156,7 +265,8 @@ struct BadInputTests {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
             let response = try await client.execute(
-                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(string: #"{"action": "print", "account": tru}"#))
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(string: #"{"action": "print", "account": tru}"#))
             let body = try object(response)
             #expect(body["line"] as? Int == 1)
             #expect(body["column"] as? Int == 32)

@@ -21,16 +21,20 @@ struct BundleAgreement: Equatable, CustomStringConvertible {
     var restarted: String?
 
     var agrees: Bool { live == state && state == log && log == restarted }
-    var description: String { "live \(short(live)), state \(short(state)), change log \(short(log)), restarted \(short(restarted))" }
+    var description: String {
+        "live \(short(live)), state \(short(state)), change log \(short(log)), restarted \(short(restarted))"
+    }
 
     private func short(_ revision: String?) -> String { revision.map { String($0.prefix(8)) } ?? "none" }
 
     static func read(_ fixture: ServiceFixture) async throws -> BundleAgreement {
         let database = fixture.engine.database
         let newestBundleChange = try database.changes(after: 0).last { $0.kind == .bundle }?.subjects.first
-        let restarted = try await CustodyEngine.open(CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
+        let restarted = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
         return BundleAgreement(
-            live: fixture.engine.bundleInForce?.revision, state: try database.lastAppliedBundleFiles()?.record.contentHash, log: newestBundleChange,
+            live: fixture.engine.bundleInForce?.revision,
+            state: try database.lastAppliedBundleFiles()?.record.contentHash, log: newestBundleChange,
             restarted: restarted.bundleInForce?.revision)
     }
 }
@@ -65,7 +69,8 @@ struct BundleAgreementTests {
             }
             switch self {
             case .edited:
-                files["all-staff.json"] = files["all-staff.json"]!.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+                files["all-staff.json"] = files["all-staff.json"]!.replacingOccurrences(
+                    of: #""printBlocked": false"#, with: #""printBlocked": true"#)
                 return files
             case .empty: return [:]
             case .configurationOnly: return ["app-configuration.json": files["app-configuration.json"]!]
@@ -78,7 +83,9 @@ struct BundleAgreementTests {
 
     static let cases: [(Way, Offered)] = Way.allCases.flatMap { way in Offered.allCases.map { (way, $0) } }
 
-    @Test("every way a bundle comes in, loaded or refused: the live service, the state, the change log and a restart agree", arguments: cases)
+    @Test(
+        "every way a bundle comes in, loaded or refused: the live service, the state, the change log and a restart agree",
+        arguments: cases)
     func agreement(way: Way, offered: Offered) async throws {
         let fixture = try await ServiceFixture.make()
         let before = try await BundleAgreement.read(fixture)
@@ -92,11 +99,14 @@ struct BundleAgreementTests {
                 if offered.applies {
                     try await fixture.engine.apply(bundleDirectory: directory.path)
                 } else {
-                    await #expect(throws: CustodyError.self) { try await fixture.engine.apply(bundleDirectory: directory.path) }
+                    await #expect(throws: CustodyError.self) {
+                        try await fixture.engine.apply(bundleDirectory: directory.path)
+                    }
                 }
             case .put:
                 let response = try await client.execute(
-                    uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: ByteBuffer(bytes: try Self.body(files)))
+                    uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                    body: ByteBuffer(bytes: try Self.body(files)))
                 #expect(response.status == (offered.applies ? .ok : .unprocessableContent), "\(response.body.text)")
                 if !offered.applies { #expect(try object(response)["code"] as? String == "invalid-bundle") }
             case .watch:
@@ -124,29 +134,37 @@ struct BundleAgreementTests {
         }
     }
 
-    @Test("a bundle that knows nothing is refused with a diagnostic saying how to apply it on purpose; with allowEmpty it is in force everywhere, and unmanages everyone")
+    @Test(
+        "a bundle that knows nothing is refused with a diagnostic saying how to apply it on purpose; with allowEmpty it is in force everywhere, and unmanages everyone"
+    )
     func emptyOnPurpose() async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
             let refused = try await client.execute(
-                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: ByteBuffer(string: #"{"files": {}}"#))
+                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                body: ByteBuffer(string: #"{"files": {}}"#))
             #expect(refused.status == .unprocessableContent)
             let diagnostics = try #require(try object(refused)["diagnostics"] as? [String])
-            #expect(diagnostics.contains { $0.contains("empty-bundle") || $0.contains("--allow-empty") }, "\(diagnostics)")
+            #expect(
+                diagnostics.contains { $0.contains("empty-bundle") || $0.contains("--allow-empty") }, "\(diagnostics)")
 
             let print = ByteBuffer(string: #"{"action":"print","account":"alice@contoso.com"}"#)
-            let blocked = try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: print)
+            let blocked = try await client.execute(
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: print)
             #expect(try object(blocked)["allowed"] as? Bool == false, "the policy in force stays")
 
             let allowed = try await client.execute(
-                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: ByteBuffer(string: #"{"files": {}, "allowEmpty": true}"#))
+                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                body: ByteBuffer(string: #"{"files": {}, "allowEmpty": true}"#))
             #expect(allowed.status == .ok, "\(allowed.body.text)")
             #expect((try object(allowed)["events"] as? [String])?.last == "bundleApplied")
-            let decided = try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: print)
+            let decided = try await client.execute(
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: print)
             #expect(try object(decided)["allowed"] as? Bool == true)
 
             let bad = try await client.execute(
-                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: ByteBuffer(string: #"{"files": {}, "allowEmpty": "yes"}"#))
+                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                body: ByteBuffer(string: #"{"files": {}, "allowEmpty": "yes"}"#))
             #expect(bad.status == .badRequest)
         }
         let after = try await BundleAgreement.read(fixture)

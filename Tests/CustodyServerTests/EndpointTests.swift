@@ -22,7 +22,8 @@ struct EndpointTests {
         let revision = try #require(fixture.engine.bundleInForce?.revision)
         try await fixture.application().test(.router) { client in
             let response = try await client.execute(
-                uri: "/v1/decisions?platform=ios", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: Self.dropbox))
+                uri: "/v1/decisions?platform=ios", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(text: Self.dropbox))
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "application/json")
             #expect(response.headers[HTTPField.Name("Custody-Revision")!] == revision)
@@ -33,7 +34,8 @@ struct EndpointTests {
             #expect(body["eventId"] as? Int == Int(fixture.engine.manager.lastEventID))
             #expect((body["reason"] as? String)?.contains("saveAsBlocked is true") == true)
             // The same as custody decide's line, plus the stamp.
-            var session = try fixture.engine.decisionSession(context: EvaluationContext(platform: .ios), options: .init(currentTime: { .zero }))
+            var session = try fixture.engine.decisionSession(
+                context: EvaluationContext(platform: .ios), options: .init(currentTime: { .zero }))
             var line: [UInt8] = []
             Array(Self.dropbox.utf8).withUnsafeBytes { session.answer(line: $0, into: &line) }
             let plain = String(decoding: line.dropLast(2), as: UTF8.self)
@@ -45,7 +47,8 @@ struct EndpointTests {
     func batch() async throws {
         let fixture = try await ServiceFixture.make()
         let lines = (0..<500).map { index in
-            index == 250 ? "{not json" : #"{"action":"print","account":"\#(index % 2 == 0 ? "alice" : "bob")@contoso.com"}"#
+            index == 250
+                ? "{not json" : #"{"action":"print","account":"\#(index % 2 == 0 ? "alice" : "bob")@contoso.com"}"#
         }
         try await fixture.application().test(.router) { client in
             let response = try await client.execute(
@@ -60,7 +63,10 @@ struct EndpointTests {
                 if index == 250 {
                     #expect(answer.hasPrefix(#"{"error":"line 251, column 2: "#))
                 } else {
-                    #expect(answer.hasPrefix(#"{"action":"print","allowed":\#(index % 2 == 0 ? "false" : "true"),"setting":"printBlocked""#), "line \(index + 1): \(answer)")
+                    #expect(
+                        answer.hasPrefix(
+                            #"{"action":"print","allowed":\#(index % 2 == 0 ? "false" : "true"),"setting":"printBlocked""#
+                        ), "line \(index + 1): \(answer)")
                     #expect(!answer.contains(#""reason""#), "reasons=false")
                 }
             }
@@ -71,52 +77,68 @@ struct EndpointTests {
     func reads() async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
-            let policy = try await client.execute(uri: "/v1/accounts/alice@contoso.com/policy", method: .get, headers: fixture.auth(.read))
+            let policy = try await client.execute(
+                uri: "/v1/accounts/alice@contoso.com/policy", method: .get, headers: fixture.auth(.read))
             #expect(policy.status == .ok)
             #expect(policy.body.text.contains(#""printBlocked""#))
-            let byOID = try await client.execute(uri: "/v1/accounts/a1f0c7d2-5b1e-4c3a-9e8f-000000000001/policy", method: .get, headers: fixture.auth(.read))
+            let byOID = try await client.execute(
+                uri: "/v1/accounts/a1f0c7d2-5b1e-4c3a-9e8f-000000000001/policy", method: .get,
+                headers: fixture.auth(.read))
             #expect(byOID.status == .ok)
             let configuration = try await client.execute(
-                uri: "/v1/accounts/alice@contoso.com/configuration?app=com.microsoft.office.outlook&platform=ios", method: .get, headers: fixture.auth(.read))
+                uri: "/v1/accounts/alice@contoso.com/configuration?app=com.microsoft.office.outlook&platform=ios",
+                method: .get, headers: fixture.auth(.read))
             #expect(configuration.status == .ok)
             #expect(configuration.body.text.contains("com.contoso.outlook.SignatureLines"))
-            let bundle = try object(try await client.execute(uri: "/v1/bundle", method: .get, headers: fixture.auth(.read)))
+            let bundle = try object(
+                try await client.execute(uri: "/v1/bundle", method: .get, headers: fixture.auth(.read)))
             #expect(bundle["revision"] as? String == fixture.engine.bundleInForce?.revision)
-            #expect((bundle["files"] as? [[String: Any]])?.compactMap { $0["name"] as? String }.contains("tenant.json") == true)
+            #expect(
+                (bundle["files"] as? [[String: Any]])?.compactMap { $0["name"] as? String }.contains("tenant.json")
+                    == true)
         }
     }
 
-    @Test("PUT /v1/bundle applies a bundle; a broken one is refused with located diagnostics and the policy in force stays")
+    @Test(
+        "PUT /v1/bundle applies a bundle; a broken one is refused with located diagnostics and the policy in force stays"
+    )
     func putBundle() async throws {
         // No watched directory: its watcher applies the directory once it settles (250 ms
         // after start), which could land between the two PUTs and make the second a change.
         let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
-        let tenant = #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}]}"#
-        let policy = ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": true}]}"##
+        let tenant =
+            #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}]}"#
+        let policy =
+            ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": true}]}"##
         @Sendable func body(_ files: [String: String]) throws -> ByteBuffer {
             ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["files": files]))
         }
         try await fixture.application().test(.router) { client in
             let before = fixture.engine.bundleInForce?.revision
             let broken = try await client.execute(
-                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: try body(["tenant.json": tenant, "policies.json": "{"]))
+                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                body: try body(["tenant.json": tenant, "policies.json": "{"]))
             #expect(broken.status == .unprocessableContent)
             #expect(try object(broken)["code"] as? String == "invalid-bundle")
-            #expect((try object(broken)["diagnostics"] as? [String])?.first?.hasPrefix("policies.json:1:2: error:") == true)
+            #expect(
+                (try object(broken)["diagnostics"] as? [String])?.first?.hasPrefix("policies.json:1:2: error:") == true)
             #expect(fixture.engine.bundleInForce?.revision == before)
 
             let applied = try await client.execute(
-                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: try body(["tenant.json": tenant, "policies.json": policy]))
+                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                body: try body(["tenant.json": tenant, "policies.json": policy]))
             #expect(applied.status == .ok)
             let revision = try #require(try object(applied)["revision"] as? String)
             #expect(revision != before)
             #expect(fixture.engine.bundleInForce?.revision == revision)
             let decision = try await client.execute(
-                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide, [HTTPField.Name("Custody-Min-Revision")!: revision]),
+                uri: "/v1/decisions", method: .post,
+                headers: fixture.auth(.decide, [HTTPField.Name("Custody-Min-Revision")!: revision]),
                 body: ByteBuffer(text: #"{"action":"print","account":"a@contoso.com"}"#))
             #expect(try object(decision)["allowed"] as? Bool == false)
             let again = try await client.execute(
-                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin), body: try body(["tenant.json": tenant, "policies.json": policy]))
+                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                body: try body(["tenant.json": tenant, "policies.json": policy]))
             #expect(again.status == .ok, "\(again.body.text)")
             #expect(try object(again)["unchanged"] as? Bool == true, "\(again.body.text)")
         }
@@ -128,32 +150,41 @@ struct EndpointTests {
         try await fixture.application().test(.router) { client in
             let plaintext = ByteBuffer(bytes: (0..<1_024).map { UInt8($0 & 0xFF) })
             let protected = try await client.execute(
-                uri: "/v1/protect?owner=alice@contoso.com", method: .post, headers: fixture.auth(.protect), body: plaintext)
+                uri: "/v1/protect?owner=alice@contoso.com", method: .post, headers: fixture.auth(.protect),
+                body: plaintext)
             #expect(protected.status == .ok)
             #expect(protected.headers[HTTPField.Name("Custody-Encrypted")!] == "true")
             #expect(protected.headers[HTTPField.Name("Custody-Owner")!] == "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001")
-            let opened = try await client.execute(uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)
+            let opened = try await client.execute(
+                uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)
             #expect(opened.status == .ok)
             #expect(opened.body == plaintext)
 
             var tampered = protected.body
-            tampered.setInteger(tampered.getInteger(at: tampered.readableBytes - 5, as: UInt8.self)! ^ 1, at: tampered.readableBytes - 5)
-            let refused = try await client.execute(uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: tampered)
+            tampered.setInteger(
+                tampered.getInteger(at: tampered.readableBytes - 5, as: UInt8.self)! ^ 1, at: tampered.readableBytes - 5
+            )
+            let refused = try await client.execute(
+                uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: tampered)
             #expect(refused.status == .unprocessableContent)
             #expect(try object(refused)["code"] as? String == "decrypt-failed")
             #expect(!refused.body.text.contains(String(buffer: plaintext)))
 
-            let wiped = try await client.execute(uri: "/v1/accounts/Alice@Contoso.com/wipe", method: .post, headers: fixture.auth(.admin))
+            let wiped = try await client.execute(
+                uri: "/v1/accounts/Alice@Contoso.com/wipe", method: .post, headers: fixture.auth(.admin))
             #expect(wiped.status == .ok)
             #expect(try object(wiped)["keyVersions"] as? Int == 1)
-            let gone = try await client.execute(uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)
+            let gone = try await client.execute(
+                uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)
             #expect(gone.status == .unprocessableContent)
             #expect(try object(gone)["code"] as? String == "key-unavailable")
             #expect(gone.body.text.contains("wiped"))
 
-            let rotated = try await client.execute(uri: "/v1/accounts/bob@contoso.com/keys/rotate", method: .post, headers: fixture.auth(.admin))
+            let rotated = try await client.execute(
+                uri: "/v1/accounts/bob@contoso.com/keys/rotate", method: .post, headers: fixture.auth(.admin))
             #expect(try object(rotated)["version"] as? Int == 1)
-            let unknown = try await client.execute(uri: "/v1/accounts/erin@fabrikam.com/wipe", method: .post, headers: fixture.auth(.admin))
+            let unknown = try await client.execute(
+                uri: "/v1/accounts/erin@fabrikam.com/wipe", method: .post, headers: fixture.auth(.admin))
             #expect(unknown.status == .notFound)
             #expect(try object(unknown)["code"] as? String == "unknown-account")
         }
@@ -164,11 +195,13 @@ struct EndpointTests {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
             let protected = try await client.execute(
-                uri: "/v1/protect?owner=bob@contoso.com", method: .post, headers: fixture.auth(.protect), body: ByteBuffer(string: "minutes"))
+                uri: "/v1/protect?owner=bob@contoso.com", method: .post, headers: fixture.auth(.protect),
+                body: ByteBuffer(string: "minutes"))
             #expect(protected.status == .ok)
             // Alice takes data from policy-managed apps only: Bob's envelope, yes; plain data, no.
             let tagged = try await client.execute(
-                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide), body: protected.body)
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide),
+                body: protected.body)
             #expect(tagged.status == .ok)
             let answer = try object(tagged)
             #expect(answer["action"] as? String == "receive")
@@ -177,7 +210,8 @@ struct EndpointTests {
             #expect(answer["ownerVerified"] as? Bool == true)
             #expect((answer["revision"] as? String)?.count == 64)
             let plain = try await client.execute(
-                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(string: "minutes"))
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(string: "minutes"))
             #expect(try object(plain)["allowed"] as? Bool == false)
             #expect(try object(plain)["dataOwner"] is NSNull)
             let damaged = try await client.execute(
@@ -185,10 +219,12 @@ struct EndpointTests {
                 body: ByteBuffer(bytes: [0x89, 0x43, 0x53, 0x54, 0x01, 0x4D, 0x10, 0x00, 0x00, 0x05]))
             #expect(damaged.status == .unprocessableContent)
             let noScope = try await client.execute(
-                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.read), body: protected.body)
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.read),
+                body: protected.body)
             #expect(noScope.status == .forbidden)
             let badParameter = try await client.execute(
-                uri: "/v1/decisions/receive?owner=alice@contoso.com", method: .post, headers: fixture.auth(.decide), body: protected.body)
+                uri: "/v1/decisions/receive?owner=alice@contoso.com", method: .post, headers: fixture.auth(.decide),
+                body: protected.body)
             #expect(badParameter.status == .badRequest)
         }
     }
@@ -198,7 +234,8 @@ struct EndpointTests {
         let fixture = try await ServiceFixture.make(applying: false)
         try await fixture.application().test(.router) { client in
             for uri in ["/v1/decisions", "/v1/decisions/batch"] {
-                let response = try await client.execute(uri: uri, method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: Self.dropbox))
+                let response = try await client.execute(
+                    uri: uri, method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: Self.dropbox))
                 #expect(response.status == .serviceUnavailable)
                 #expect(try object(response)["code"] as? String == "no-policy")
                 #expect(!response.body.text.contains("allowed"))
@@ -208,18 +245,21 @@ struct EndpointTests {
         }
     }
 
-    @Test("a caller can refuse a stale answer: Custody-Min-Revision and Custody-Min-Event-Id", arguments: [
-        ("Custody-Min-Event-Id", "999999", HTTPResponse.Status.conflict),
-        ("Custody-Min-Event-Id", "0", .ok),
-        ("Custody-Min-Revision", String(repeating: "ab", count: 32), .conflict),
-        ("Custody-Min-Event-Id", "-1", .badRequest),
-        ("Custody-Min-Revision", "NOT-HEX", .badRequest),
-    ])
+    @Test(
+        "a caller can refuse a stale answer: Custody-Min-Revision and Custody-Min-Event-Id",
+        arguments: [
+            ("Custody-Min-Event-Id", "999999", HTTPResponse.Status.conflict),
+            ("Custody-Min-Event-Id", "0", .ok),
+            ("Custody-Min-Revision", String(repeating: "ab", count: 32), .conflict),
+            ("Custody-Min-Event-Id", "-1", .badRequest),
+            ("Custody-Min-Revision", "NOT-HEX", .badRequest),
+        ])
     func stale(header: String, value: String, status: HTTPResponse.Status) async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
             let response = try await client.execute(
-                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide, [HTTPField.Name(header)!: value]), body: ByteBuffer(text: Self.dropbox))
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide, [HTTPField.Name(header)!: value]),
+                body: ByteBuffer(text: Self.dropbox))
             #expect(response.status == status)
             if status == .conflict {
                 let body = try object(response)
@@ -238,7 +278,8 @@ struct EndpointTests {
         try await fixture.application().test(.router) { client in
             for revision in [first, fixture.engine.bundleInForce!.revision] {
                 let response = try await client.execute(
-                    uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide, [HTTPField.Name("Custody-Min-Revision")!: revision]),
+                    uri: "/v1/decisions", method: .post,
+                    headers: fixture.auth(.decide, [HTTPField.Name("Custody-Min-Revision")!: revision]),
                     body: ByteBuffer(text: Self.dropbox))
                 #expect(response.status == .ok)
             }
@@ -249,11 +290,15 @@ struct EndpointTests {
     func audited() async throws {
         let fixture = try await ServiceFixture.make(auditing: true)
         try await fixture.application().test(.router) { client in
-            let single = try object(try await client.execute(
-                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: Self.dropbox)))
+            let single = try object(
+                try await client.execute(
+                    uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide),
+                    body: ByteBuffer(text: Self.dropbox)))
             let batch = try await client.execute(
                 uri: "/v1/decisions/batch", method: .post, headers: fixture.auth(.decide),
-                body: ByteBuffer(text: #"{"action":"print","account":"bob@contoso.com"}"# + "\n" + #"{"action":"backup","account":"bob@contoso.com"}"#))
+                body: ByteBuffer(
+                    text: #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
+                        + #"{"action":"backup","account":"bob@contoso.com"}"#))
             var ids = [try #require(single["decisionId"] as? String)]
             for line in batch.body.text.split(separator: "\n") {
                 let answer = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -269,7 +314,9 @@ struct EndpointTests {
     func operations() async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
-            _ = try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: Self.dropbox))
+            _ = try await client.execute(
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(text: Self.dropbox))
             #expect(try object(try await client.execute(uri: "/healthz", method: .get))["status"] as? String == "alive")
             #expect(try object(try await client.execute(uri: "/readyz", method: .get))["status"] as? String == "ready")
             let metrics = try await client.execute(uri: "/metrics", method: .get).body.text

@@ -78,9 +78,12 @@ struct EventStreamTests {
         return EventReader(response)
     }
 
-    static let printBlocked = ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": true}]}"##
+    static let printBlocked =
+        ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": true}]}"##
 
-    @Test("an edit of the watched bundle reaches a connected client; a client that reconnects with Last-Event-ID gets what it missed")
+    @Test(
+        "an edit of the watched bundle reaches a connected client; a client that reconnects with Last-Event-ID gets what it missed"
+    )
     func editAndResume() async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.live) { client in
@@ -91,7 +94,9 @@ struct EventStreamTests {
             let start = fixture.engine.manager.lastEventID
 
             // Print becomes blocked for bob: the watcher applies the edit.
-            try fixture.directory.edit("bundle/all-staff.json") { $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#) }
+            try fixture.directory.edit("bundle/all-staff.json") {
+                $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+            }
             let changed = try await reader.until("bundleApplied")
             #expect(changed.map(\.name) == ["policyChanged", "bundleApplied"])
             #expect(changed.first?.id == start + 1)
@@ -123,21 +128,26 @@ struct EventStreamTests {
             try await fixture.engine.apply(bundleDirectory: fixture.bundle)
         }
         // A restarted service: what the log pruned is nowhere any more.
-        let restarted = try await CustodyEngine.open(CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
+        let restarted = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
         try await buildApplication(configuration: fixture.configuration, engine: restarted).test(.live) { client in
-            var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: 1)
+            var reader = try await Self.connect(
+                port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: 1)
             let first = try await reader.next()
             #expect(first?.name == "reset")
             #expect(first?.id == restarted.manager.lastEventID)
         }
     }
 
-    @Test("a client resuming after an event this state never had (a restored or replaced state) is told to reset, then hears what comes next")
+    @Test(
+        "a client resuming after an event this state never had (a restored or replaced state) is told to reset, then hears what comes next"
+    )
     func resumeFromTheFuture() async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.live) { client in
             let newest = fixture.engine.manager.lastEventID
-            var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: newest + 1_000)
+            var reader = try await Self.connect(
+                port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: newest + 1_000)
             let first = try await reader.next()
             #expect(first?.name == "reset")
             #expect(first?.id == newest)
@@ -147,14 +157,17 @@ struct EventStreamTests {
         }
     }
 
-    @Test("the largest event id is a resume point like any other: reset, and the service goes on", arguments: [Int64.max, Int64.max - 1])
+    @Test(
+        "the largest event id is a resume point like any other: reset, and the service goes on",
+        arguments: [Int64.max, Int64.max - 1])
     func largestEventID(id: Int64) async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.live) { client in
             let port = try #require(client.port)
             var reader = try await Self.connect(port: port, token: fixture.tokens[.events]!, lastEventID: id)
             #expect(try await reader.next()?.name == "reset")
-            let health = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(5))
+            let health = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(5))
             #expect(health.status == .ok)
         }
         let direct = try await fixture.engine.eventPage(after: .max)
@@ -186,10 +199,13 @@ struct EventStreamTests {
             let start = fixture.engine.manager.lastEventID
             let count = 6_000  // more than the events kept in memory: the rest comes from the log
             for _ in 0..<count / 500 {
-                fixture.engine.manager.journal.publish((0..<500).map { _ in PolicyEvent.wipeCompleted(account: AccountID("bob@contoso.com")!) })
+                fixture.engine.manager.journal.publish(
+                    (0..<500).map { _ in PolicyEvent.wipeCompleted(account: AccountID("bob@contoso.com")!) })
             }
             var ids: [Int64] = []
-            while ids.count < count, let event = try await reader.next() { if event.name == "wipeCompleted", let id = event.id { ids.append(id) } }
+            while ids.count < count, let event = try await reader.next() {
+                if event.name == "wipeCompleted", let id = event.id { ids.append(id) }
+            }
             #expect(ids == Array(start + 1...start + Int64(count)))
         }
     }
@@ -201,9 +217,12 @@ struct EventStreamTests {
             var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
             _ = try await reader.until("ready")
             // Another process on the same state: a wipe, then a bundle.
-            let other = try await CustodyEngine.open(CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
+            let other = try await CustodyEngine.open(
+                CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
             try await other.wipe(account: AccountID("bob@contoso.com")!)
-            try fixture.directory.edit("bundle/all-staff.json") { $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#) }
+            try fixture.directory.edit("bundle/all-staff.json") {
+                $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+            }
             try await other.apply(bundleDirectory: fixture.bundle)
             let events = try await reader.until("policyChanged")
             #expect(events.map(\.name).prefix(2) == ["wipeCompleted", "secretsChanged"])
@@ -237,7 +256,8 @@ struct EventStreamTests {
             var reader = try await Self.connect(port: port, token: fixture.tokens[.events]!)
             _ = try await reader.until("ready")
             // A batch still being sent when the shutdown begins.
-            let body = (0..<2_000).map { _ in #"{"action":"print","account":"alice@contoso.com"}"# }.joined(separator: "\n")
+            let body = (0..<2_000).map { _ in #"{"action":"print","account":"alice@contoso.com"}"# }.joined(
+                separator: "\n")
             var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/decisions/batch")
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(fixture.tokens[.decide]!)")
@@ -266,7 +286,9 @@ struct EventStreamTests {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
         }
         #expect(bound)
         return Int(UInt16(bigEndian: address.sin_port))
@@ -274,7 +296,9 @@ struct EventStreamTests {
 
     static func waitForListener(port: Int) async throws {
         for _ in 0..<200 {
-            if (try? await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(1)))?.status == .ok {
+            if (try? await HTTPClient.shared.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(1)))?.status == .ok
+            {
                 return
             }
             try await Task.sleep(for: .milliseconds(25))
@@ -285,20 +309,29 @@ struct EventStreamTests {
 
 @Suite("The OpenAPI document")
 struct OpenAPITests {
-    @Test("the service's error codes are a closed set: each in docs/openapi.json's Error schema and in docs/service.md's table, and nothing else; every protection code is one of them")
+    @Test(
+        "the service's error codes are a closed set: each in docs/openapi.json's Error schema and in docs/service.md's table, and nothing else; every protection code is one of them"
+    )
     func errorCodes() throws {
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(CustodyServerConfiguration.openAPIDocument)) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(CustodyServerConfiguration.openAPIDocument)) as? [String: Any])
         let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])
-        let code = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["code"] as? [String: Any])
+        let code = try #require(
+            ((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["code"] as? [String: Any])
         let documented = Set(try #require(code["enum"] as? [String]))
         let codes = Set(ServiceError.Code.allCases.map(\.rawValue))
-        #expect(codes == documented, "in the code, not documented: \(codes.subtracting(documented)); documented, not in the code: \(documented.subtracting(codes))")
+        #expect(
+            codes == documented,
+            "in the code, not documented: \(codes.subtracting(documented)); documented, not in the code: \(documented.subtracting(codes))"
+        )
         let table = try String(contentsOfFile: TestPaths.package("docs/service.md"), encoding: .utf8)
         for code in codes.sorted() {
             #expect(table.contains("`\(code)`"), "docs/service.md's table does not list \(code)")
         }
         for protection in ProtectionError.Code.all {
-            #expect(ServiceError.Code(rawValue: protection.rawValue) != nil, "the protection code \(protection) has no service code")
+            #expect(
+                ServiceError.Code(rawValue: protection.rawValue) != nil,
+                "the protection code \(protection) has no service code")
         }
     }
 
@@ -315,11 +348,18 @@ struct OpenAPITests {
 
         let fixture = try await ServiceFixture.make()
         let router = buildRouter(
-            configuration: fixture.configuration, engine: fixture.engine, metrics: ServerMetrics(registry: .init()), refusingOtherMethods: false)
-        let routed = Set(router.routes.map { route in
-            let path = route.path.description.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
-            return "\(route.method.rawValue) /\(path)"
-        })
-        #expect(routed == described, "routes without a description: \(routed.subtracting(described)); descriptions without a route: \(described.subtracting(routed))")
+            configuration: fixture.configuration, engine: fixture.engine, metrics: ServerMetrics(registry: .init()),
+            refusingOtherMethods: false)
+        let routed = Set(
+            router.routes.map { route in
+                let path = route.path.description.split(separator: "/").map {
+                    $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
+                }.joined(separator: "/")
+                return "\(route.method.rawValue) /\(path)"
+            })
+        #expect(
+            routed == described,
+            "routes without a description: \(routed.subtracting(described)); descriptions without a route: \(described.subtracting(routed))"
+        )
     }
 }

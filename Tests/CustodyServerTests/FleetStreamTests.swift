@@ -15,7 +15,8 @@ import Testing
 
 /// Every replica's event streams hear every event the state's log holds, whoever recorded it:
 /// another replica, or another process (`custody wipe --state postgres://…`).
-@Suite("Fleet mode: every replica's streams hear every change", TestPostgres.enabled, .serialized, .timeLimit(.minutes(3)))
+@Suite(
+    "Fleet mode: every replica's streams hear every change", TestPostgres.enabled, .serialized, .timeLimit(.minutes(3)))
 struct FleetStreamTests {
     /// A replica's service, live on a free port, with a token on the shared state.
     struct Replica {
@@ -24,19 +25,25 @@ struct FleetStreamTests {
     }
 
     static func open(_ url: String, _ name: String, master: String) async throws -> CustodyEngine {
-        try await CustodyEngine.open(CustodyConfiguration(
-            state: .postgres(url + "&application_name=\(name)"), masterKey: .keyFile(path: master), context: EvaluationContext(platform: .ios)))
+        try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .postgres(url + "&application_name=\(name)"), masterKey: .keyFile(path: master),
+                context: EvaluationContext(platform: .ios)))
     }
 
     /// Runs the services of `engines` (each following the log, as `custody serve` does) while
     /// `body` runs with their ports.
-    static func serving(_ engines: [CustodyEngine], _ body: @escaping @Sendable ([Int]) async throws -> Void) async throws {
+    static func serving(_ engines: [CustodyEngine], _ body: @escaping @Sendable ([Int]) async throws -> Void)
+        async throws
+    {
         let ports = try engines.map { _ in try EventStreamTests.freePort() }
         var services: [any Service] = []
         for (engine, port) in zip(engines, ports) {
-            services.append(try buildApplication(
-                configuration: CustodyServerConfiguration(listen: .tcp(host: "127.0.0.1", port: port), watchInterval: .seconds(60)), engine: engine,
-                logger: Logger(label: "test")))
+            services.append(
+                try buildApplication(
+                    configuration: CustodyServerConfiguration(
+                        listen: .tcp(host: "127.0.0.1", port: port), watchInterval: .seconds(60)), engine: engine,
+                    logger: Logger(label: "test")))
         }
         let group = ServiceGroup(configuration: .init(services: services, logger: Logger(label: "test")))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -58,7 +65,9 @@ struct FleetStreamTests {
         }
     }
 
-    @Test("a replica cut off from the state still says which bundle it decides with, marked stale", arguments: [NetworkProxy.Mode.blackhole, .cut])
+    @Test(
+        "a replica cut off from the state still says which bundle it decides with, marked stale",
+        arguments: [NetworkProxy.Mode.blackhole, .cut])
     func bundleWhileStale(fault: NetworkProxy.Mode) async throws {
         let directory = try TemporaryDirectory()
         let url = TestPostgres.freshURL("stale")
@@ -76,7 +85,8 @@ struct FleetStreamTests {
             _ = try await client.execute(uri: "/v1/bundle", method: .get, headers: [.authorization: "Bearer \(token)"])
             if fault == .cut { proxy.cut() } else { proxy.blackhole() }
             #expect(await eventually(within: .seconds(8)) { cutOff.replicaStatus.isStale() })
-            let response = try await client.execute(uri: "/v1/bundle", method: .get, headers: [.authorization: "Bearer \(token)"])
+            let response = try await client.execute(
+                uri: "/v1/bundle", method: .get, headers: [.authorization: "Bearer \(token)"])
             #expect(response.status == .ok, "\(String(buffer: response.body))")
             #expect(response.headers[.custodyStale] == "true")
             #expect(response.headers[.custodyRevision] == applied.bundle.revision)
@@ -102,7 +112,9 @@ struct FleetStreamTests {
         return seen.withLock { $0 }
     }
 
-    @Test("a bundle PUT through one replica and a wipe by another process reach every replica's stream clients, in id order; resuming anywhere replays them from the log")
+    @Test(
+        "a bundle PUT through one replica and a wipe by another process reach every replica's stream clients, in id order; resuming anywhere replays them from the log"
+    )
     func everyStreamHearsEverything() async throws {
         let directory = try TemporaryDirectory()
         let url = TestPostgres.freshURL("streams")
@@ -113,7 +125,9 @@ struct FleetStreamTests {
         let b = try await Self.open(url, "b", master: master)
         let c = try await Self.open(url, "c", master: master)
         try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("edited"))
-        try directory.edit("edited/all-staff.json") { $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#) }
+        try directory.edit("edited/all-staff.json") {
+            $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+        }
         let files = try BundleFiles.read(directory: directory.file("edited"))
 
         try await Self.serving([a, b, c]) { ports in

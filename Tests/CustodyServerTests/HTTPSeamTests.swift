@@ -37,7 +37,8 @@ struct HTTPSeamTests {
 
     /// Every route that reads a body, with the malformed framings of the issue.
     static let bodyRoutes = [
-        ("POST", "/v1/decisions"), ("POST", "/v1/decisions/batch"), ("POST", "/v1/protect?owner=alice@contoso.com"), ("POST", "/v1/unprotect"),
+        ("POST", "/v1/decisions"), ("POST", "/v1/decisions/batch"), ("POST", "/v1/protect?owner=alice@contoso.com"),
+        ("POST", "/v1/unprotect"),
         ("POST", "/v1/decisions/receive?receiver=alice@contoso.com"), ("PUT", "/v1/bundle"),
     ]
     static let framings = [
@@ -49,49 +50,78 @@ struct HTTPSeamTests {
     static let cases: [Case] =
         bodyRoutes.flatMap { method, path in
             framings.map { label, rest in
-                Case(label: "\(method) \(path): \(label)", request: head(method, path) + rest, statuses: [400], code: "malformed-request", closes: true)
+                Case(
+                    label: "\(method) \(path): \(label)", request: head(method, path) + rest, statuses: [400],
+                    code: "malformed-request", closes: true)
             }
         } + [
             Case(
                 label: "a gzip body without a length: refused, and its bytes are not read as another request",
-                request: head("POST", "/v1/decisions", "Content-Encoding: gzip\r\n\r\n") + "\u{1F}\u{8B}\u{08}garbage", statuses: [415],
+                request: head("POST", "/v1/decisions", "Content-Encoding: gzip\r\n\r\n") + "\u{1F}\u{8B}\u{08}garbage",
+                statuses: [415],
                 code: "unsupported-content-encoding", closes: true),
             Case(
-                label: "a header field over 16 KiB", request: "GET /healthz HTTP/1.1\r\nHost: custody\r\nX-Padding: \(String(repeating: "x", count: 20_000))\r\n\r\n",
+                label: "a header field over 16 KiB",
+                request:
+                    "GET /healthz HTTP/1.1\r\nHost: custody\r\nX-Padding: \(String(repeating: "x", count: 20_000))\r\n\r\n",
                 statuses: [431], code: "headers-too-large", closes: true),
             Case(
                 label: "more than 100 header fields",
-                request: "GET /healthz HTTP/1.1\r\nHost: custody\r\n" + (0..<120).map { "X-\($0): y\r\n" }.joined() + "\r\n", statuses: [431],
+                request: "GET /healthz HTTP/1.1\r\nHost: custody\r\n" + (0..<120).map { "X-\($0): y\r\n" }.joined()
+                    + "\r\n", statuses: [431],
                 code: "headers-too-large", closes: true),
-            Case(label: "a wrong method", request: head("DELETE", "/v1/decisions", "Content-Length: 0\r\nConnection: close\r\n\r\n"), statuses: [405], code: "method-not-allowed"),
-            Case(label: "GET on a POST route", request: head("GET", "/v1/protect", "Connection: close\r\n\r\n"), statuses: [405], code: "method-not-allowed"),
-            Case(label: "an unknown method", request: head("PURGE", "/v1/bundle", "Connection: close\r\n\r\n"), statuses: [501], code: "not-implemented"),
-            Case(label: "HEAD of a GET route", request: "HEAD /healthz HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n", statuses: [200], closes: true),
-            Case(label: "HTTP/1.0 without keep-alive is answered in HTTP/1.0, then closed", request: "GET /healthz HTTP/1.0\r\n\r\n", statuses: [200], closes: true),
             Case(
-                label: "Connection: Close in any case closes", request: "GET /healthz HTTP/1.1\r\nHost: custody\r\nConnection: Close\r\n\r\n", statuses: [200],
+                label: "a wrong method",
+                request: head("DELETE", "/v1/decisions", "Content-Length: 0\r\nConnection: close\r\n\r\n"),
+                statuses: [405], code: "method-not-allowed"),
+            Case(
+                label: "GET on a POST route", request: head("GET", "/v1/protect", "Connection: close\r\n\r\n"),
+                statuses: [405], code: "method-not-allowed"),
+            Case(
+                label: "an unknown method", request: head("PURGE", "/v1/bundle", "Connection: close\r\n\r\n"),
+                statuses: [501], code: "not-implemented"),
+            Case(
+                label: "HEAD of a GET route",
+                request: "HEAD /healthz HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n", statuses: [200],
                 closes: true),
             Case(
-                label: "a lowercase bearer scheme", request: "GET /v1/bundle HTTP/1.1\r\nHost: custody\r\nAuthorization: bearer TOKEN\r\nConnection: close\r\n\r\n",
+                label: "HTTP/1.0 without keep-alive is answered in HTTP/1.0, then closed",
+                request: "GET /healthz HTTP/1.0\r\n\r\n", statuses: [200], closes: true),
+            Case(
+                label: "Connection: Close in any case closes",
+                request: "GET /healthz HTTP/1.1\r\nHost: custody\r\nConnection: Close\r\n\r\n", statuses: [200],
+                closes: true),
+            Case(
+                label: "a lowercase bearer scheme",
+                request:
+                    "GET /v1/bundle HTTP/1.1\r\nHost: custody\r\nAuthorization: bearer TOKEN\r\nConnection: close\r\n\r\n",
                 statuses: [200]),
             Case(
                 label: "Expect: 100-continue is answered, then the body is read",
-                request: head("POST", "/v1/decisions", "Expect: 100-continue\r\nContent-Length: \(query.utf8.count)\r\nConnection: close\r\n\r\n") + query,
+                request: head(
+                    "POST", "/v1/decisions",
+                    "Expect: 100-continue\r\nContent-Length: \(query.utf8.count)\r\nConnection: close\r\n\r\n") + query,
                 statuses: [100, 200]),
             Case(
                 label: "Expect: 100-continue with a body over the limit is refused before it is sent",
-                request: head("POST", "/v1/decisions", "Expect: 100-continue\r\nContent-Length: 999999999\r\n\r\n"), statuses: [413], code: "too-large",
+                request: head("POST", "/v1/decisions", "Expect: 100-continue\r\nContent-Length: 999999999\r\n\r\n"),
+                statuses: [413], code: "too-large",
                 closes: true),
             Case(
-                label: "an expectation the service cannot meet", request: head("POST", "/v1/decisions", "Expect: teapot\r\nContent-Length: 2\r\n\r\n{}"),
+                label: "an expectation the service cannot meet",
+                request: head("POST", "/v1/decisions", "Expect: teapot\r\nContent-Length: 2\r\n\r\n{}"),
                 statuses: [417], code: "expectation-failed", closes: true),
             Case(
                 label: "a body over the limit on the receive route",
-                request: head("POST", "/v1/decisions/receive?receiver=alice@contoso.com", "Content-Length: 2000000\r\nConnection: close\r\n\r\n"),
+                request: head(
+                    "POST", "/v1/decisions/receive?receiver=alice@contoso.com",
+                    "Content-Length: 2000000\r\nConnection: close\r\n\r\n"),
                 statuses: [413], code: "too-large"),
         ]
 
-    @Test("each request written by hand gets the status that fits, a JSON error, and the connection ends when it should", arguments: cases)
+    @Test(
+        "each request written by hand gets the status that fits, a JSON error, and the connection ends when it should",
+        arguments: cases)
     func answered(_ input: Case) async throws {
         let fixture = try await ServiceFixture.make { $0.limits.bodyBytes = 1 << 20 }
         try await fixture.application().test(.live) { client in
@@ -107,7 +137,8 @@ struct HTTPSeamTests {
             if input.label.hasPrefix("HTTP/1.0") { #expect(exchange.text.hasPrefix("HTTP/1.0 200")) }
             if input.label.hasPrefix("HEAD") { #expect(exchange.lastBody.isEmpty) }
             if input.label.hasPrefix("a wrong method") { #expect(exchange.text.contains("Allow: POST")) }
-            let metrics = try await RawHTTP.send(port: port, ["GET /metrics HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n"])
+            let metrics = try await RawHTTP.send(
+                port: port, ["GET /metrics HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n"])
             #expect(!metrics.text.contains(#"status="500""#), "no request was counted as a server error")
         }
     }
@@ -117,9 +148,11 @@ struct HTTPSeamTests {
         let fixture = try await ServiceFixture.make { $0.limits.bodyTimeout = .seconds(1) }
         try await fixture.application().test(.live) { client in
             let port = try #require(client.port)
-            let head = Self.head("POST", "/v1/decisions", "Content-Length: 48\r\n\r\n").replacingOccurrences(of: "TOKEN", with: fixture.tokens[.decide]!)
+            let head = Self.head("POST", "/v1/decisions", "Content-Length: 48\r\n\r\n").replacingOccurrences(
+                of: "TOKEN", with: fixture.tokens[.decide]!)
             let started = ContinuousClock.now
-            let exchange = try await RawHTTP.send(port: port, [head] + Array(repeating: " ", count: 6), pause: .milliseconds(400), quiet: .seconds(3))
+            let exchange = try await RawHTTP.send(
+                port: port, [head] + Array(repeating: " ", count: 6), pause: .milliseconds(400), quiet: .seconds(3))
             #expect(exchange.statuses == [408], "\(exchange.text.prefix(400))")
             #expect(exchange.lastBody.contains(#""code":"body-timeout""#))
             #expect(started.duration(to: .now) < .seconds(6))
@@ -131,28 +164,42 @@ struct HTTPSeamTests {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.live) { client in
             let port = try #require(client.port)
-            let head = Self.head("POST", "/v1/decisions", "Content-Length: 100\r\n\r\n").replacingOccurrences(of: "TOKEN", with: fixture.tokens[.decide]!)
+            let head = Self.head("POST", "/v1/decisions", "Content-Length: 100\r\n\r\n").replacingOccurrences(
+                of: "TOKEN", with: fixture.tokens[.decide]!)
             for _ in 0..<3 { _ = try await RawHTTP.send(port: port, [head + #"{"act"#], closeAfterSending: true) }
             var metrics = ""
-            #expect(await eventually {
-                metrics = (try? await RawHTTP.send(port: port, ["GET /metrics HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n"]).text) ?? ""
-                return metrics.contains("custody_client_aborts_total 3")
-            }, "\(metrics.split(separator: "\n").filter { $0.contains("abort") })")
+            #expect(
+                await eventually {
+                    metrics =
+                        (try? await RawHTTP.send(
+                            port: port, ["GET /metrics HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n"]
+                        ).text) ?? ""
+                    return metrics.contains("custody_client_aborts_total 3")
+                }, "\(metrics.split(separator: "\n").filter { $0.contains("abort") })")
             #expect(!metrics.contains(#"status="500""#))
         }
-        #expect(!fixture.logs.records.contains { $0.level >= .error }, "a client's going away is not an error of the service")
+        #expect(
+            !fixture.logs.records.contains { $0.level >= .error },
+            "a client's going away is not an error of the service")
     }
 
-    @Test("a client that sends part of a body and half-closes gets a 400 saying so, never a 500", arguments: ["/v1/decisions", "/v1/protect?owner=alice@contoso.com", "/v1/unprotect", "/v1/decisions/receive?receiver=alice@contoso.com"])
+    @Test(
+        "a client that sends part of a body and half-closes gets a 400 saying so, never a 500",
+        arguments: [
+            "/v1/decisions", "/v1/protect?owner=alice@contoso.com", "/v1/unprotect",
+            "/v1/decisions/receive?receiver=alice@contoso.com",
+        ])
     func halfClosed(path: String) async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.live) { client in
             let port = try #require(client.port)
-            let head = Self.head("POST", path, "Content-Length: 100\r\n\r\n").replacingOccurrences(of: "TOKEN", with: fixture.tokens[.admin]!)
+            let head = Self.head("POST", path, "Content-Length: 100\r\n\r\n").replacingOccurrences(
+                of: "TOKEN", with: fixture.tokens[.admin]!)
             let exchange = try await RawHTTP.send(port: port, [head + "{\"act"], halfCloseAfterSending: true)
             #expect(exchange.statuses == [400], "\(exchange.text.prefix(300))")
             #expect(exchange.lastBody.contains(#""code":"aborted""#))
-            let metrics = try await RawHTTP.send(port: port, ["GET /metrics HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n"])
+            let metrics = try await RawHTTP.send(
+                port: port, ["GET /metrics HTTP/1.1\r\nHost: custody\r\nConnection: close\r\n\r\n"])
             #expect(!metrics.text.contains(#"status="500""#))
             #expect(metrics.text.contains("custody_client_aborts_total 1"))
         }
@@ -163,7 +210,8 @@ struct HTTPSeamTests {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.router) { client in
             let body = "{\n  \"action\": \"print\",\n  \"account\": tru\n}\n"
-            let response = try await client.execute(uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(string: body))
+            let response = try await client.execute(
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(string: body))
             #expect(response.status == .badRequest)
             let answer = try object(response)
             #expect(answer["line"] as? Int == 3)
@@ -180,9 +228,14 @@ struct HTTPSeamTests {
             second.listen = .tcp(host: "127.0.0.1", port: port)
             let announced = Locked<[String]>([])
             let error = await #expect(throws: ListenError.self) {
-                try await runService(configuration: second, engine: fixture.engine) { address in announced.withLock { $0.append(address) } }
+                try await runService(configuration: second, engine: fixture.engine) { address in
+                    announced.withLock { $0.append(address) }
+                }
             }
-            #expect(error?.description == "cannot listen on 127.0.0.1:\(port): the address is already in use (another service listens there)")
+            #expect(
+                error?.description
+                    == "cannot listen on 127.0.0.1:\(port): the address is already in use (another service listens there)"
+            )
             #expect(announced.withLock { $0 }.isEmpty)
         }
     }

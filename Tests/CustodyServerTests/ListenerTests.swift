@@ -15,7 +15,8 @@ import Testing
 struct ListenerTests {
     /// Runs the service on `port` while `body` runs, then shuts it down.
     func serving(_ fixture: ServiceFixture, port: Int, _ body: () async throws -> Void) async throws {
-        let group = ServiceGroup(configuration: .init(services: [try fixture.application()], logger: Logger(label: "test")))
+        let group = ServiceGroup(
+            configuration: .init(services: [try fixture.application()], logger: Logger(label: "test")))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             defer { Task { await group.triggerGracefulShutdown() } }
@@ -29,12 +30,16 @@ struct ListenerTests {
         }
     }
 
-    func client(trusting server: TestCertificates.Made, presenting identity: TestCertificates.Made? = nil) throws -> HTTPClient {
+    func client(trusting server: TestCertificates.Made, presenting identity: TestCertificates.Made? = nil) throws
+        -> HTTPClient
+    {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(server.certificatePEM.utf8), format: .pem)])
         tls.certificateVerification = .noHostnameVerification
         if let identity {
-            tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(identity.certificatePEM.utf8), format: .pem))]
+            tls.certificateChain = [
+                .certificate(try NIOSSLCertificate(bytes: Array(identity.certificatePEM.utf8), format: .pem))
+            ]
             tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(identity.keyPEM.utf8), format: .pem))
         }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
@@ -45,7 +50,8 @@ struct ListenerTests {
     @Test("over TLS, and with client certificates required, only a caller with a signed certificate gets in")
     func tls() async throws {
         let now = Date()
-        let server = try TestCertificates.make(.p256, commonName: "localhost", notBefore: now - 60, notAfter: now + 3_600)
+        let server = try TestCertificates.make(
+            .p256, commonName: "localhost", notBefore: now - 60, notAfter: now + 3_600)
         let caller = try TestCertificates.make(.p256, commonName: "gateway", notBefore: now - 60, notAfter: now + 3_600)
         let port = try EventStreamTests.freePort()
         var fixture = try await ServiceFixture.make()
@@ -79,7 +85,8 @@ struct ListenerTests {
             big.headers.add(name: "X-Padding", value: String(repeating: "x", count: 32 << 10))
             let refused = try? await HTTPClient.shared.execute(big, timeout: .seconds(10))
             #expect(refused == nil || refused!.status.code >= 400)
-            let fine = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(10))
+            let fine = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(10))
             #expect(fine.status == .ok)
         }
     }
@@ -95,7 +102,9 @@ enum Socket {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 }

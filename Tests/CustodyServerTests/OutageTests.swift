@@ -24,9 +24,10 @@ struct OutageTests {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let directory = try TemporaryDirectory()
-        let engine = try await CustodyEngine.open(CustodyConfiguration(
-            state: .postgres(TestPostgres.url(TestPostgres.freshURL("service"), throughPort: proxy.port)),
-            masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .postgres(TestPostgres.url(TestPostgres.freshURL("service"), throughPort: proxy.port)),
+                masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
         try await engine.apply(bundleDirectory: TestPaths.package("policies"))
         let decide = try engine.createToken(scopes: [.decide]).bearer
         let unseen = try engine.createToken(scopes: [.decide]).bearer
@@ -35,10 +36,12 @@ struct OutageTests {
         #expect(await eventually { engine.replicaStatus.listening && engine.replicaStatus.revision == 3 })
         let logs = LogCapture()
         let application = try buildApplication(
-            configuration: CustodyServerConfiguration(bundleDirectory: nil), engine: engine, logger: logs.logger(label: "custody.server"))
+            configuration: CustodyServerConfiguration(bundleDirectory: nil), engine: engine,
+            logger: logs.logger(label: "custody.server"))
         try await application.test(.router) { client in
             func post(_ token: String) async throws -> TestResponse {
-                try await client.execute(uri: "/v1/decisions", method: .post, headers: [.authorization: "Bearer \(token)"], body: Self.print)
+                try await client.execute(
+                    uri: "/v1/decisions", method: .post, headers: [.authorization: "Bearer \(token)"], body: Self.print)
             }
             #expect(try await post(decide).status == .ok)
             #expect(try await client.execute(uri: "/readyz", method: .get).status == .ok)
@@ -53,7 +56,10 @@ struct OutageTests {
                 return ready?.status == .serviceUnavailable
             }
             #expect(notReady, "/readyz says the replica is not ready")
-            #expect(slowest < .seconds(2), "/readyz never waits for the state (10 s to fail to connect, 35 s to time out; a loaded CI took 0.57 s)")
+            #expect(
+                slowest < .seconds(2),
+                "/readyz never waits for the state (10 s to fail to connect, 35 s to time out; a loaded CI took 0.57 s)"
+            )
             let body = try #require(ready)
             let state = try #require(try object(body)["state"] as? [String: Any])
             #expect(state["stale"] as? Bool == true)
@@ -69,7 +75,9 @@ struct OutageTests {
             #expect(try object(refused)["code"] as? String == "state")
 
             proxy.heal()
-            let healed = try await eventually(within: .seconds(15)) { try await client.execute(uri: "/readyz", method: .get).status == .ok }
+            let healed = try await eventually(within: .seconds(15)) {
+                try await client.execute(uri: "/readyz", method: .get).status == .ok
+            }
             #expect(healed, "ready again once healed")
             #expect(try await post(unseen).status == .ok)
         }

@@ -29,18 +29,22 @@ struct ServiceFixture: Sendable {
     ) async throws -> ServiceFixture {
         let directory = try TemporaryDirectory()
         try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("bundle"))
-        let engine = try await CustodyEngine.open(CustodyConfiguration(
-            state: .path(directory.file("state.sqlite")), masterKey: .keyFile(path: directory.file("master.key")),
-            context: context))
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .path(directory.file("state.sqlite")), masterKey: .keyFile(path: directory.file("master.key")),
+                context: context))
         if applying { try await engine.apply(bundleDirectory: directory.file("bundle")) }
         if auditing { try engine.setAuditing(decisions: true) }
         var tokens: [TokenScope: String] = [:]
         for scope in TokenScope.allCases {
             tokens[scope] = try engine.createToken(scopes: [scope], name: "test \(scope.rawValue)").bearer
         }
-        var configuration = CustodyServerConfiguration(bundleDirectory: applying ? directory.file("bundle") : nil, watchInterval: .milliseconds(20))
+        var configuration = CustodyServerConfiguration(
+            bundleDirectory: applying ? directory.file("bundle") : nil, watchInterval: .milliseconds(20))
         configure(&configuration)
-        return ServiceFixture(directory: directory, engine: engine, bundle: directory.file("bundle"), tokens: tokens, configuration: configuration)
+        return ServiceFixture(
+            directory: directory, engine: engine, bundle: directory.file("bundle"), tokens: tokens,
+            configuration: configuration)
     }
 
     func application() throws -> some ApplicationProtocol {
@@ -65,5 +69,7 @@ extension ByteBuffer {
 
 /// A response body as JSON.
 func object(_ response: TestResponse) throws -> [String: Any] {
-    try #require(try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any], "not a JSON object: \(response.body.text)")
+    try #require(
+        try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any],
+        "not a JSON object: \(response.body.text)")
 }

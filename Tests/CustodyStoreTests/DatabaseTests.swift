@@ -8,10 +8,12 @@ import Testing
 struct DatabaseTests {
     let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 
-    @Test("--state names a file, or a directory that holds state.sqlite", arguments: [
-        (state: "db.sqlite", expected: "db.sqlite"),
-        (state: "state-dir/", expected: "state-dir/state.sqlite"),
-    ])
+    @Test(
+        "--state names a file, or a directory that holds state.sqlite",
+        arguments: [
+            (state: "db.sqlite", expected: "db.sqlite"),
+            (state: "state-dir/", expected: "state-dir/state.sqlite"),
+        ])
     func statePaths(state: String, expected: String) throws {
         #expect(CustodyDatabase.path(forState: state) == expected)
         let directory = try TemporaryDirectory()
@@ -61,7 +63,9 @@ struct DatabaseTests {
     func bundleHistory() throws {
         let database = try CustodyDatabase()
         try database.recordBundle(contentHash: "aa", source: "policies", result: .applied, at: t0)
-        try database.recordBundle(contentHash: "bb", source: "policies", result: .rejected, message: "tenant.json:3:5: error", at: t0.addingTimeInterval(1))
+        try database.recordBundle(
+            contentHash: "bb", source: "policies", result: .rejected, message: "tenant.json:3:5: error",
+            at: t0.addingTimeInterval(1))
         let history = try database.bundleHistory()
         #expect(history.map(\.contentHash) == ["bb", "aa"])
         #expect(history.first?.message == "tenant.json:3:5: error")
@@ -72,11 +76,14 @@ struct DatabaseTests {
     func audit() throws {
         let database = try CustodyDatabase()
         #expect(try database.isAuditEnabled())
-        #expect(try database.audit(.decision, account: "alice", action: "saveTo", allowed: false, detail: "blocked", at: t0))
+        #expect(
+            try database.audit(.decision, account: "alice", action: "saveTo", allowed: false, detail: "blocked", at: t0)
+        )
         try database.setAuditEnabled(false)
         #expect(try !database.audit(.wipe, account: "alice", action: "wipe", at: t0.addingTimeInterval(1)))
         try database.setAuditEnabled(true)
-        try database.audit(.wipe, account: "bob", action: "wipe", detail: "2 key versions", at: t0.addingTimeInterval(2))
+        try database.audit(
+            .wipe, account: "bob", action: "wipe", detail: "2 key versions", at: t0.addingTimeInterval(2))
         let entries = try database.auditEntries()
         #expect(entries.map(\.action) == ["saveTo", "wipe"])
         #expect(entries.first?.allowed == false)
@@ -90,7 +97,8 @@ struct DatabaseTests {
         try database.saveSecret(secret)
         try database.saveSecret(SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [9], updated: t0))
         #expect(try database.secret(scope: "oid:a", identifier: "vpn") == secret)
-        try database.saveSecret(SealedSecret(scope: "oid:a", identifier: "vpn", kind: "password", sealed: [4], updated: t0))
+        try database.saveSecret(
+            SealedSecret(scope: "oid:a", identifier: "vpn", kind: "password", sealed: [4], updated: t0))
         #expect(try database.secret(scope: "oid:a", identifier: "vpn")?.sealed == [4])
         #expect(try database.secrets(scope: "").count == 1)
         #expect(try database.removeSecrets(scope: "oid:a") == 1)

@@ -7,7 +7,9 @@ import Testing
 
 @Suite("Bringing older states up to date")
 struct MigrationTests {
-    @Test("a state written before revisions were stored once keeps every applied bundle's files, one copy per revision, and the bundle in force")
+    @Test(
+        "a state written before revisions were stored once keeps every applied bundle's files, one copy per revision, and the bundle in force"
+    )
     func bundleFilesOncePerRevision() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("state.sqlite")
@@ -16,14 +18,18 @@ struct MigrationTests {
         try CustodyDatabase.migrator.migrate(queue, upTo: "v6: the change log replicas follow")
         try queue.write { db in
             let at = Date(timeIntervalSince1970: 1_790_000_000)
-            for (id, hash, result) in [(1, "aa", "applied"), (2, "bb", "applied"), (3, "aa", "applied"), (4, "cc", "rejected")] {
+            for (id, hash, result) in [
+                (1, "aa", "applied"), (2, "bb", "applied"), (3, "aa", "applied"), (4, "cc", "rejected"),
+            ] {
                 try db.execute(
-                    sql: "INSERT INTO bundle_history (id, content_hash, applied_at, source, result) VALUES (?, ?, ?, 'dir', ?)",
+                    sql:
+                        "INSERT INTO bundle_history (id, content_hash, applied_at, source, result) VALUES (?, ?, ?, 'dir', ?)",
                     arguments: [id, hash, at.addingTimeInterval(Double(id)), result])
                 guard result == "applied" else { continue }
                 for name in ["tenant.json", "policy.json"] {
                     try db.execute(
-                        sql: "INSERT INTO bundle_files (bundle_id, name, bytes) VALUES (?, ?, ?)", arguments: [id, name, Data("\(hash) \(name)".utf8)])
+                        sql: "INSERT INTO bundle_files (bundle_id, name, bytes) VALUES (?, ?, ?)",
+                        arguments: [id, name, Data("\(hash) \(name)".utf8)])
                 }
             }
         }
@@ -34,7 +40,8 @@ struct MigrationTests {
         let inForce = try #require(try state.lastAppliedBundleFiles())
         #expect(inForce.record.id == 3 && inForce.record.contentHash == "aa")
         #expect(inForce.files.map(\.name) == ["policy.json", "tenant.json"])
-        #expect(inForce.files.map { String(decoding: $0.bytes, as: UTF8.self) } == ["aa policy.json", "aa tenant.json"])
+        #expect(
+            inForce.files.map { String(decoding: $0.bytes, as: UTF8.self) } == ["aa policy.json", "aa tenant.json"])
         #expect(try state.bundleHistory().map(\.contentHash) == ["cc", "aa", "bb", "aa"], "the history itself is kept")
     }
 }

@@ -10,8 +10,11 @@ import Testing
 @Suite("PostgreSQL state: outages", TestPostgres.enabled, .timeLimit(.minutes(2)))
 struct PostgresOutageTests {
     /// A state through `proxy`, with a fast heartbeat (so that tests take seconds, not minutes).
-    static func state(through proxy: NetworkProxy, _ label: String = "t", url: String? = nil, retry: Duration) throws -> PostgresState {
-        var settings = try PostgresSettings(url: TestPostgres.url(url ?? TestPostgres.freshURL(label), throughPort: proxy.port))
+    static func state(through proxy: NetworkProxy, _ label: String = "t", url: String? = nil, retry: Duration) throws
+        -> PostgresState
+    {
+        var settings = try PostgresSettings(
+            url: TestPostgres.url(url ?? TestPostgres.freshURL(label), throughPort: proxy.port))
         settings.heartbeatInterval = .milliseconds(100)
         settings.heartbeatTimeout = .milliseconds(400)
         settings.retryInterval = retry
@@ -112,23 +115,29 @@ struct PostgresOutageTests {
             #expect(call.seconds < 0.2)
         }
         proxy.heal()
-        #expect(await eventually { state.sessions.unreachable == nil }, "the listener's first heartbeat ends the outage")
+        #expect(
+            await eventually { state.sessions.unreachable == nil }, "the listener's first heartbeat ends the outage")
         #expect(try state.changeBounds().newest == 0)
     }
 
-    @Test("opening a state that cannot be reached is an `open` error, never `unavailable`", arguments: [NetworkProxy.Mode.cut, .blackhole])
+    @Test(
+        "opening a state that cannot be reached is an `open` error, never `unavailable`",
+        arguments: [NetworkProxy.Mode.cut, .blackhole])
     func openUnreachable(mode: NetworkProxy.Mode) throws {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         if mode == .cut { proxy.cut() } else { proxy.blackhole() }
-        var settings = try PostgresSettings(url: TestPostgres.url(TestPostgres.freshURL("open"), throughPort: proxy.port))
+        var settings = try PostgresSettings(
+            url: TestPostgres.url(TestPostgres.freshURL("open"), throughPort: proxy.port))
         settings.configuration.options.connectTimeout = .seconds(1)
         let error = storeError { _ = try PostgresState(settings: settings) }
         #expect(error?.code == .open)
         #expect(error?.message.contains("cannot connect") == true)
     }
 
-    @Test("a commit whose reply the network holds back is `outcome-unknown`, never a refusal, and the state holds what was committed")
+    @Test(
+        "a commit whose reply the network holds back is `outcome-unknown`, never a refusal, and the state holds what was committed"
+    )
     func replyHeldBack() async throws {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
@@ -140,19 +149,29 @@ struct PostgresOutageTests {
         var notices = state.changeNotifications().makeAsyncIterator()
         #expect(try await notices.next() == 0, "the listener answers its first heartbeat")
         let first = String(repeating: "a", count: 64), second = String(repeating: "b", count: 64)
-        _ = try state.recordBundle(contentHash: first, source: "test", result: .applied, files: [("tenant.json", Array("{}".utf8))], at: Date())
+        _ = try state.recordBundle(
+            contentHash: first, source: "test", result: .applied, files: [("tenant.json", Array("{}".utf8))], at: Date()
+        )
 
         // The commit takes half a second on the server; its reply is held back meanwhile.
         _ = try direct.sessions.run("test", transaction: false) { session in
-            try session.execute(PostgresQuery(unsafeSQL: "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$"))
-            try session.execute(PostgresQuery(unsafeSQL: """
-                CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED
-                FOR EACH ROW EXECUTE FUNCTION slow_commit()
-                """))
+            try session.execute(
+                PostgresQuery(
+                    unsafeSQL:
+                        "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$"
+                ))
+            try session.execute(
+                PostgresQuery(
+                    unsafeSQL: """
+                        CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED
+                        FOR EACH ROW EXECUTE FUNCTION slow_commit()
+                        """))
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.25) { proxy.holdReplies() }
         let held = Self.timed {
-            _ = try state.recordBundle(contentHash: second, source: "test", result: .applied, files: [("tenant.json", Array("{ }".utf8))], at: Date())
+            _ = try state.recordBundle(
+                contentHash: second, source: "test", result: .applied, files: [("tenant.json", Array("{ }".utf8))],
+                at: Date())
         }
         #expect(held.error?.code == .outcomeUnknown, "\(String(describing: held.error))")
         #expect(held.seconds < 5, "found out by the heartbeat, not the statement deadline")

@@ -31,10 +31,16 @@ private let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 /// One suite, run against every backend: what the engine relies on from a state.
 @Suite("State store contract")
 struct StateStoreContractTests {
-    @Test("accounts keep their first-seen time and aliases; an identifier names its accounts", arguments: Backend.reachable)
+    @Test(
+        "accounts keep their first-seen time and aliases; an identifier names its accounts",
+        arguments: Backend.reachable)
     func accounts(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
-        try state.recordAccounts([(owner: "oid:a", aliases: ["upn:alice@contoso.com", "oid:a"]), (owner: "upn:bob@contoso.com", aliases: [])], at: t0)
+        try state.recordAccounts(
+            [
+                (owner: "oid:a", aliases: ["upn:alice@contoso.com", "oid:a"]),
+                (owner: "upn:bob@contoso.com", aliases: []),
+            ], at: t0)
         try state.recordAccounts([(owner: "oid:a", aliases: ["upn:alice.old@contoso.com"])], at: t0 + 60)
         let alice = try #require(try state.account(owner: "oid:a"))
         #expect(alice.firstSeen == t0)
@@ -45,7 +51,9 @@ struct StateStoreContractTests {
         #expect(try state.accountsFirstSeen() == ["oid:a": t0, "upn:bob@contoso.com": t0])
     }
 
-    @Test("a lease is held by one taker at a time, across instances on one state, and is not re-entrant; released, it can be taken again", arguments: Backend.reachable)
+    @Test(
+        "a lease is held by one taker at a time, across instances on one state, and is not re-entrant; released, it can be taken again",
+        arguments: Backend.reachable)
     func leases(backend: Backend) throws {
         let directory = try TemporaryDirectory()
         let url = TestPostgres.freshURL("lease")
@@ -92,7 +100,9 @@ struct StateStoreContractTests {
         #expect(try state.changeBounds().newest == before, "no change for replicas to apply")
     }
 
-    @Test("key versions: in order, a version twice is a conflict, deletion counts, the generation moves", arguments: Backend.reachable)
+    @Test(
+        "key versions: in order, a version twice is a conflict, deletion counts, the generation moves",
+        arguments: Backend.reachable)
     func keys(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         let generation = try state.keyGeneration()
@@ -113,20 +123,24 @@ struct StateStoreContractTests {
         let state = try backend.make(in: TemporaryDirectory())
         #expect(try state.masterKeyRecord() == nil)
         let record = MasterKeyRecord(
-            kind: .passphrase, salt: [UInt8](repeating: 1, count: 16), opsLimit: 3, memLimit: 1 << 26, checkNonce: [UInt8](repeating: 2, count: 24),
+            kind: .passphrase, salt: [UInt8](repeating: 1, count: 16), opsLimit: 3, memLimit: 1 << 26,
+            checkNonce: [UInt8](repeating: 2, count: 24),
             checkCiphertext: [UInt8](repeating: 3, count: 48))
         try state.saveMasterKeyRecord(record)
         #expect(try state.masterKeyRecord() == record)
         #expect(storeError { try state.saveMasterKeyRecord(record) }?.code == .conflict)
     }
 
-    @Test("a wipe deletes keys, secrets and check-ins under every identifier, records them as wiped and logs one change", arguments: Backend.reachable)
+    @Test(
+        "a wipe deletes keys, secrets and check-ins under every identifier, records them as wiped and logs one change",
+        arguments: Backend.reachable)
     func wipe(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         try state.addAccountKey(wrapped(owner, 1))
         try state.addAccountKey(wrapped(owner, 2))
         try state.addAccountKey(wrapped(other, 1))
-        try state.saveSecret(SealedSecret(scope: other.rawValue, identifier: "vpn", kind: "password", sealed: [1, 2], updated: t0))
+        try state.saveSecret(
+            SealedSecret(scope: other.rawValue, identifier: "vpn", kind: "password", sealed: [1, 2], updated: t0))
         try state.checkIn(account: owner.rawValue, at: t0)
         let before = try state.changeBounds().newest
         let counts = try state.wipe(
@@ -148,7 +162,8 @@ struct StateStoreContractTests {
         let state = try backend.make(in: TemporaryDirectory())
         try state.saveSecret(SealedSecret(scope: "", identifier: "b", kind: "password", sealed: [1], updated: t0))
         try state.saveSecret(SealedSecret(scope: "", identifier: "a", kind: "password", sealed: [2], updated: t0))
-        try state.saveSecret(SealedSecret(scope: "", identifier: "a", kind: "certificate", sealed: [3], updated: t0 + 1))
+        try state.saveSecret(
+            SealedSecret(scope: "", identifier: "a", kind: "certificate", sealed: [3], updated: t0 + 1))
         #expect(try state.secrets(scope: "").map(\.identifier) == ["a", "b"])
         #expect(try state.secret(scope: "", identifier: "a")?.sealed == [3])
         #expect(try state.removeSecret(scope: "", identifier: "a"))
@@ -168,17 +183,23 @@ struct StateStoreContractTests {
         #expect(try state.lastCheckIn(account: "oid:a") == nil)
     }
 
-    @Test("bundle history: applied and rejected, the files of the last applied, reach; only applied bundles with files are changes", arguments: Backend.reachable)
+    @Test(
+        "bundle history: applied and rejected, the files of the last applied, reach; only applied bundles with files are changes",
+        arguments: Backend.reachable)
     func bundles(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         try state.recordBundle(
-            contentHash: "aa", source: "one", result: .applied, message: nil, files: [(name: "b.json", bytes: [2]), (name: "a.json", bytes: [1])],
-            accounts: [(owner: "oid:a", aliases: [])], reach: [(account: "oid:a", policies: ["p1"])], events: [], retaining: 100, at: t0)
+            contentHash: "aa", source: "one", result: .applied, message: nil,
+            files: [(name: "b.json", bytes: [2]), (name: "a.json", bytes: [1])],
+            accounts: [(owner: "oid:a", aliases: [])], reach: [(account: "oid:a", policies: ["p1"])], events: [],
+            retaining: 100, at: t0)
         try state.recordBundle(contentHash: "bb", source: "two", result: .rejected, message: "bad", at: t0 + 1)
         #expect(try state.bundleHistory().map(\.contentHash) == ["bb", "aa"])
         #expect(try state.lastAppliedBundle()?.contentHash == "aa")
         let files = try #require(try state.lastAppliedBundleFiles())
-        #expect(files.record.contentHash == "aa" && files.files.map(\.name) == ["a.json", "b.json"] && files.files[0].bytes == [1])
+        #expect(
+            files.record.contentHash == "aa" && files.files.map(\.name) == ["a.json", "b.json"]
+                && files.files[0].bytes == [1])
         #expect(try state.lastApplication(ofRevision: "aa") != nil)
         #expect(try state.lastApplication(ofRevision: "bb") == nil)
         #expect(try state.policyReach() == ["oid:a": ["p1": t0]])
@@ -186,12 +207,15 @@ struct StateStoreContractTests {
         #expect(try state.changes(after: 0).first?.subjects == ["aa"])
     }
 
-    @Test("a revision's files are stored once however often it is applied; a bundle applied with no files is restorable and a change; one recorded without files is neither", arguments: Backend.reachable)
+    @Test(
+        "a revision's files are stored once however often it is applied; a bundle applied with no files is restorable and a change; one recorded without files is neither",
+        arguments: Backend.reachable)
     func bundleRevisions(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         let files: [(name: String, bytes: [UInt8])] = [(name: "tenant.json", bytes: Array(repeating: 7, count: 1_000))]
         for round in 0..<5 {
-            try state.recordBundle(contentHash: "aa", source: "round \(round)", result: .applied, files: files, at: t0 + Double(round))
+            try state.recordBundle(
+                contentHash: "aa", source: "round \(round)", result: .applied, files: files, at: t0 + Double(round))
         }
         #expect(try state.storedBundleRevisions() == ["aa": 1_000], "five applies, one copy")
         #expect(try state.bundleHistory().count == 5)
@@ -205,17 +229,21 @@ struct StateStoreContractTests {
 
         let unstored = try state.changeBounds().newest
         try state.recordBundle(contentHash: "mem", source: "in memory", result: .applied, files: nil, at: t0 + 11)
-        #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "e3", "a bundle without files cannot be restored")
+        #expect(
+            try state.lastAppliedBundleFiles()?.record.contentHash == "e3", "a bundle without files cannot be restored")
         #expect(try state.changes(after: unstored).isEmpty)
     }
 
-    @Test("the bundle history keeps its newest rows and the bundle in force, and a revision's files while a kept row names it", arguments: Backend.reachable)
+    @Test(
+        "the bundle history keeps its newest rows and the bundle in force, and a revision's files while a kept row names it",
+        arguments: Backend.reachable)
     func bundleHistoryRetention(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         func record(_ hash: String, _ result: BundleRecord.Result, at offset: Double) throws {
             try state.recordBundle(
                 contentHash: hash, source: hash, result: result, message: result == .rejected ? "bad" : nil,
-                files: result == .applied ? [(name: "tenant.json", bytes: Array(hash.utf8))] : nil, accounts: [], reach: [], events: [],
+                files: result == .applied ? [(name: "tenant.json", bytes: Array(hash.utf8))] : nil, accounts: [],
+                reach: [], events: [],
                 retaining: 3, at: t0 + offset)
         }
         try record("r1", .applied, at: 1)
@@ -236,13 +264,17 @@ struct StateStoreContractTests {
     func audit(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         #expect(try state.isAuditEnabled())
-        #expect(try state.audit(.decision, account: "oid:a", action: "saveTo", allowed: false, detail: "blocked", at: t0))
+        #expect(
+            try state.audit(.decision, account: "oid:a", action: "saveTo", allowed: false, detail: "blocked", at: t0))
         try state.setAuditEnabled(false)
         #expect(try !state.audit(.decision, account: "oid:a", action: "saveTo", at: t0))
         try state.setAuditEnabled(true)
         try state.setDecisionAuditEnabled(true)
         #expect(try state.isDecisionAuditEnabled())
-        #expect(try state.audit([AuditRecord(.decision, account: nil, action: "print", allowed: true, decisionID: "d1", at: t0 + 1)]) == 1)
+        #expect(
+            try state.audit([
+                AuditRecord(.decision, account: nil, action: "print", allowed: true, decisionID: "d1", at: t0 + 1)
+            ]) == 1)
         let entries = try state.auditEntries(since: t0)
         #expect(entries.map(\.action) == ["saveTo", "print"])
         #expect(entries[0].allowed == false && entries[0].detail == "blocked" && entries[1].decisionID == "d1")
@@ -250,7 +282,9 @@ struct StateStoreContractTests {
         try state.recordInstallationContext(platform: "ios", appID: nil, managementLevel: nil, precedence: "incumbent")
         try state.recordInstallationContext(platform: nil, appID: "com.example", managementLevel: nil)
         let context = try state.installationContext()
-        #expect(context.platform == "ios" && context.appID == "com.example" && context.managementLevel == nil && context.precedence == "incumbent")
+        #expect(
+            context.platform == "ios" && context.appID == "com.example" && context.managementLevel == nil
+                && context.precedence == "incumbent")
         #expect(try state.changes(after: 0).allSatisfy { $0.kind == .setting })
     }
 
@@ -271,8 +305,13 @@ struct StateStoreContractTests {
     func tokens(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         let generation = try state.tokenGeneration()
-        try state.addToken(TokenRecord(id: "t1", name: "ops", scopes: ["decide", "admin"], hash: [UInt8](repeating: 7, count: 32), created: t0))
-        #expect(storeError { try state.addToken(TokenRecord(id: "t1", name: nil, scopes: [], hash: [], created: t0)) }?.code == .conflict)
+        try state.addToken(
+            TokenRecord(
+                id: "t1", name: "ops", scopes: ["decide", "admin"], hash: [UInt8](repeating: 7, count: 32), created: t0)
+        )
+        #expect(
+            storeError { try state.addToken(TokenRecord(id: "t1", name: nil, scopes: [], hash: [], created: t0)) }?.code
+                == .conflict)
         #expect(try state.token(id: "t1")?.scopes == ["decide", "admin"])
         #expect(try state.revokeToken(id: "t1", at: t0 + 1))
         #expect(try !state.revokeToken(id: "t1", at: t0 + 2))
@@ -282,7 +321,9 @@ struct StateStoreContractTests {
         #expect(try state.changes(after: 0).map(\.kind) == [.token, .token])
     }
 
-    @Test("the change log: revisions in order, pruned past its retention, bounds tell a reader it missed some", arguments: Backend.reachable)
+    @Test(
+        "the change log: revisions in order, pruned past its retention, bounds tell a reader it missed some",
+        arguments: Backend.reachable)
     func changeLog(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         let empty = try state.changeBounds()
@@ -301,15 +342,17 @@ struct StateStoreContractTests {
 /// What only one backend has.
 @Suite("PostgreSQL state", TestPostgres.enabled)
 struct PostgresStateTests {
-    @Test("a malformed or unreachable state URL is a typed error naming what is wrong, never with its password", arguments: [
-        ("mysql://u@h/db", "not a PostgreSQL URL"),
-        ("postgres://h/db", "names no user"),
-        ("postgres://u@h", "names no database"),
-        ("postgres://u@h/db?schema=Bad-Name", "not a plain identifier"),
-        ("postgres://u@h/db?sslmode=sometimes", "sslmode"),
-        ("postgres://u@h/db?colour=blue", "unknown parameter \"colour\""),
-        ("postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable", "cannot connect"),
-    ])
+    @Test(
+        "a malformed or unreachable state URL is a typed error naming what is wrong, never with its password",
+        arguments: [
+            ("mysql://u@h/db", "not a PostgreSQL URL"),
+            ("postgres://h/db", "names no user"),
+            ("postgres://u@h", "names no database"),
+            ("postgres://u@h/db?schema=Bad-Name", "not a plain identifier"),
+            ("postgres://u@h/db?sslmode=sometimes", "sslmode"),
+            ("postgres://u@h/db?colour=blue", "unknown parameter \"colour\""),
+            ("postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable", "cannot connect"),
+        ])
     func badURLs(url: String, message: String) throws {
         let error = storeError { _ = try PostgresState(url: url) }
         #expect(error?.code == .open)
@@ -323,7 +366,8 @@ struct PostgresStateTests {
         let states = try (0..<3).map { _ in try PostgresState(url: url) }
         #expect(try states[0].changeBounds().newest == 0)
         _ = try states[0].sessions.run("test", transaction: true) { session in
-            try session.execute("INSERT INTO custody_migrations (identifier, applied_at) VALUES ('v99: from the future', now())")
+            try session.execute(
+                "INSERT INTO custody_migrations (identifier, applied_at) VALUES ('v99: from the future', now())")
         }
         let error = storeError { _ = try PostgresState(url: url) }
         #expect(error?.code == .migration)

@@ -53,7 +53,9 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
 
 @Suite("Key stores")
 struct KeyStoreTests {
-    @Test("every store keeps versions in order, refuses a version twice, and forgets an owner wholly", arguments: StoreKind.reachable)
+    @Test(
+        "every store keeps versions in order, refuses a version twice, and forgets an owner wholly",
+        arguments: StoreKind.reachable)
     func contract(kind: StoreKind) throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
@@ -88,7 +90,8 @@ struct KeyStoreTests {
     func keyRing() throws {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(
+            store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let protector = DataProtector(keyRing: ring)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
         let data = Array("quarterly numbers".utf8)
@@ -109,17 +112,21 @@ struct KeyStoreTests {
         #expect(protectionError { _ = try DataProtector(keyRing: again).unprotect(first) }?.code == .keyUnavailable)
     }
 
-    @Test("a ring notices keys another process wiped, at its next look at the store", arguments: [StoreKind.files, .sqliteOnDisk])
+    @Test(
+        "a ring notices keys another process wiped, at its next look at the store",
+        arguments: [StoreKind.files, .sqliteOnDisk])
     func staleCache(kind: StoreKind) throws {
         let directory = try TemporaryDirectory()
         let master = MasterKeySource.keyFile(path: directory.file("master.key"))
         let writer = DataProtector(keyRing: try KeyRing(store: try kind.make(in: directory), masterKey: master))
-        let readerRing = try KeyRing(store: try kind.make(in: directory), masterKey: master, revalidationInterval: .zero)
+        let readerRing = try KeyRing(
+            store: try kind.make(in: directory), masterKey: master, revalidationInterval: .zero)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
         let envelope = try writer.protect([1, 2, 3], owner: alice, forceEncryption: true)
         #expect(try DataProtector(keyRing: readerRing).unprotect(envelope) == [1, 2, 3])
         try writer.keyRing.wipe(owner)
-        #expect(protectionError { _ = try DataProtector(keyRing: readerRing).unprotect(envelope) }?.code == .keyUnavailable)
+        #expect(
+            protectionError { _ = try DataProtector(keyRing: readerRing).unprotect(envelope) }?.code == .keyUnavailable)
     }
 
     @Test(
@@ -142,10 +149,14 @@ struct KeyStoreTests {
         let refused = protectionError { _ = try protector.unprotect(envelope) }
         #expect(refused?.code == failure, "refused with the store's own reason")
         #expect(refused?.message.contains("none is used") == true)
-        #expect(protectionError { _ = try protector.protect([4], owner: alice, forceEncryption: true) }?.code == failure, "nothing sealed either")
+        #expect(
+            protectionError { _ = try protector.protect([4], owner: alice, forceEncryption: true) }?.code == failure,
+            "nothing sealed either")
 
         store.failure.withLock { $0 = nil }
-        #expect(protectionError { _ = try protector.unprotect(envelope) }?.code == .keyUnavailable, "the store answers: the wipe holds")
+        #expect(
+            protectionError { _ = try protector.unprotect(envelope) }?.code == .keyUnavailable,
+            "the store answers: the wipe holds")
     }
 
     @Test("a wiped key leaves no copy in the database file or its log")
@@ -154,7 +165,10 @@ struct KeyStoreTests {
         let path = directory.file("state.sqlite")
         let store = StateKeyStore(state: try CustodyDatabase(path: path))
         let marker = [UInt8](repeating: 0x5C, count: 48)
-        try store.add(WrappedAccountKey(owner: owner, version: 1, created: Date(), nonce: [UInt8](repeating: 0x3E, count: 24), ciphertext: marker))
+        try store.add(
+            WrappedAccountKey(
+                owner: owner, version: 1, created: Date(), nonce: [UInt8](repeating: 0x3E, count: 24),
+                ciphertext: marker))
         try store.add(wrapped(other, 1))
         func filesContainMarker() -> Bool {
             [path, path + "-wal"].contains { file in
@@ -172,7 +186,9 @@ struct KeyStoreTests {
 extension Array where Element == UInt8 {
     func contains(subsequence: [UInt8]) -> Bool {
         guard !subsequence.isEmpty, subsequence.count <= count else { return false }
-        return (0...(count - subsequence.count)).contains { self[$0..<$0 + subsequence.count].elementsEqual(subsequence) }
+        return (0...(count - subsequence.count)).contains {
+            self[$0..<$0 + subsequence.count].elementsEqual(subsequence)
+        }
     }
 }
 

@@ -38,7 +38,8 @@ public final class LogCapture: Sendable {
 
         func log(event: LogEvent) {
             let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            capture.append(Record(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
+            capture.append(
+                Record(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
         }
     }
 }

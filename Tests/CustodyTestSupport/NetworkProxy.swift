@@ -45,12 +45,17 @@ public final class NetworkProxy: Sendable {
                     .flatMap { outbound in
                         Self.track(outbound, toServer: true, in: state)
                         let (toServer, toClient) = (Relay(partner: outbound), Relay(partner: inbound))
-                        return inbound.pipeline.addHandler(toServer).flatMap { outbound.pipeline.addHandler(toClient) }.map {
-                            // Bytes flow as the network lets them now.
-                            let mode = state.mode.withLock { $0 }
-                            inbound.setOption(.autoRead, value: Self.reads(mode, toServer: false)).whenComplete { _ in }
-                            outbound.setOption(.autoRead, value: Self.reads(mode, toServer: true)).whenComplete { _ in }
-                        }
+                        return inbound.pipeline.addHandler(toServer).flatMap { outbound.pipeline.addHandler(toClient) }
+                            .map {
+                                // Bytes flow as the network lets them now.
+                                let mode = state.mode.withLock { $0 }
+                                inbound.setOption(.autoRead, value: Self.reads(mode, toServer: false)).whenComplete {
+                                    _ in
+                                }
+                                outbound.setOption(.autoRead, value: Self.reads(mode, toServer: true)).whenComplete {
+                                    _ in
+                                }
+                            }
                     }
             }
         let server = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()

@@ -49,7 +49,9 @@ public final class PrivatePostgres: Sendable {
         defer { for variable in envp { free(variable) } }
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, "/bin/bash", &actions, nil, &argv, &envp)
-        guard spawned == 0 else { throw ScriptError(description: "test-postgres.sh \(command): posix_spawn failed (\(spawned))") }
+        guard spawned == 0 else {
+            throw ScriptError(description: "test-postgres.sh \(command): posix_spawn failed (\(spawned))")
+        }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""

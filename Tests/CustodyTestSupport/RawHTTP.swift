@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An HTTP client of bytes over a plain TCP socket to 127.0.0.1: it sends exactly what a test
@@ -36,7 +36,8 @@ public enum RawHTTP {
     /// Sends `parts` (waiting `pause` between them), then reads until the server closes or
     /// sends nothing for `quiet`.
     public static func exchange(
-        port: Int, _ parts: [[UInt8]], pause: Duration = .zero, quiet: Duration = .seconds(2), closeAfterSending: Bool = false,
+        port: Int, _ parts: [[UInt8]], pause: Duration = .zero, quiet: Duration = .seconds(2),
+        closeAfterSending: Bool = false,
         halfCloseAfterSending: Bool = false
     ) throws -> Exchange {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -47,16 +48,24 @@ public enum RawHTTP {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var timeout = timeval(tv_sec: Int(quiet.components.seconds), tv_usec: Int(quiet.components.attoseconds / 1_000_000_000_000))
+        var timeout = timeval(
+            tv_sec: Int(quiet.components.seconds), tv_usec: Int(quiet.components.attoseconds / 1_000_000_000_000))
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         for (index, part) in parts.enumerated() {
-            if index > 0, pause > .zero { Thread.sleep(forTimeInterval: Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18) }
+            if index > 0, pause > .zero {
+                Thread.sleep(
+                    forTimeInterval: Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+            }
             var sent = 0
             while sent < part.count {
-                let written = part[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let written = part[sent...].withUnsafeBytes {
+                    Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
                 if written <= 0 { break }
                 sent += written
             }
@@ -68,13 +77,17 @@ public enum RawHTTP {
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count == 0 { return Exchange(text: String(decoding: received, as: UTF8.self), closed: true) }
-            if count < 0 { return Exchange(text: String(decoding: received, as: UTF8.self), closed: errno == ECONNRESET) }
+            if count < 0 {
+                return Exchange(text: String(decoding: received, as: UTF8.self), closed: errno == ECONNRESET)
+            }
             received += buffer[..<count]
         }
     }
 
     /// `exchange` with text parts.
-    public static func exchange(port: Int, _ parts: String..., pause: Duration = .zero, quiet: Duration = .seconds(2)) throws -> Exchange {
+    public static func exchange(port: Int, _ parts: String..., pause: Duration = .zero, quiet: Duration = .seconds(2))
+        throws -> Exchange
+    {
         try exchange(port: port, parts.map { Array($0.utf8) }, pause: pause, quiet: quiet)
     }
 }
@@ -83,7 +96,8 @@ extension RawHTTP {
     /// `exchange` on a thread of its own, so that waiting for the server never holds one of
     /// the cooperative threads the server's own routes run on.
     public static func send(
-        port: Int, _ parts: [String], pause: Duration = .zero, quiet: Duration = .seconds(2), closeAfterSending: Bool = false,
+        port: Int, _ parts: [String], pause: Duration = .zero, quiet: Duration = .seconds(2),
+        closeAfterSending: Bool = false,
         halfCloseAfterSending: Bool = false
     ) async throws -> Exchange {
         try await withCheckedThrowingContinuation { continuation in
@@ -91,7 +105,8 @@ extension RawHTTP {
                 continuation.resume(
                     with: Result {
                         try exchange(
-                            port: port, parts.map { Array($0.utf8) }, pause: pause, quiet: quiet, closeAfterSending: closeAfterSending,
+                            port: port, parts.map { Array($0.utf8) }, pause: pause, quiet: quiet,
+                            closeAfterSending: closeAfterSending,
                             halfCloseAfterSending: halfCloseAfterSending)
                     })
             }

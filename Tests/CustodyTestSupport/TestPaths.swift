@@ -51,11 +51,13 @@ public enum TestPaths {
 
     /// The JSONTestSuite parsing cases (`y_`, `n_`, `i_` files) beside the Graph exports.
     public static var jsonTestSuite: String {
-        ((graphExamples as NSString).deletingLastPathComponent as NSString).appendingPathComponent("test-vectors/JSONTestSuite/test_parsing")
+        ((graphExamples as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
+            "test-vectors/JSONTestSuite/test_parsing")
     }
 
     /// The Wycheproof test vectors beside the Graph exports.
     public static var wycheproof: String {
-        ((graphExamples as NSString).deletingLastPathComponent as NSString).appendingPathComponent("test-vectors/wycheproof")
+        ((graphExamples as NSString).deletingLastPathComponent as NSString).appendingPathComponent(
+            "test-vectors/wycheproof")
     }
 }

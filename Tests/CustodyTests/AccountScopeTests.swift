@@ -19,7 +19,9 @@ struct AccountScopeTests {
         (nil, .some(b0), nil, b0),  // task alone
     ]
 
-    @Test("an explicit argument overrides the task's scope, which overrides the process default", arguments: levels.indices)
+    @Test(
+        "an explicit argument overrides the task's scope, which overrides the process default",
+        arguments: levels.indices)
     func precedence(index: Int) async throws {
         let level = Self.levels[index]
         let manager = PolicyManager(context: EvaluationContext(platform: .ios))
@@ -32,7 +34,9 @@ struct AccountScopeTests {
         }
         if case .some(let task) = level.task {
             withAccount(task) { check() }
-            await withAccount(task) { await Task.yield(); check() }
+            await withAccount(task) {
+                await Task.yield(); check()
+            }
         } else {
             check()
         }

@@ -14,9 +14,12 @@ struct ConcurrencyTests {
     func swapsUnderLoad() async throws {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(
+            store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let manager = PolicyManager(context: EvaluationContext(platform: .ios), database: nil, keyRing: ring)
-        let bundles = try (0..<4).map { try TestBundle(printBlockedA: $0 & 1 == 0, printBlockedB: $0 & 2 == 0).bundle() }
+        let bundles = try (0..<4).map {
+            try TestBundle(printBlockedA: $0 & 1 == 0, printBlockedB: $0 & 2 == 0).bundle()
+        }
         await manager.apply(bundles[0], source: "test")
         let swaps = 1_000
         let done = Flag()
@@ -54,7 +57,8 @@ struct ConcurrencyTests {
                         while !done.isSet {
                             let protector = DataProtector(keyRing: ring, policy: manager.snapshot)
                             let data = [UInt8](repeating: UInt8(worker), count: 100)
-                            let back = try protector.unprotect(try protector.protect(data, owner: account, forceEncryption: true))
+                            let back = try protector.unprotect(
+                                try protector.protect(data, owner: account, forceEncryption: true))
                             #expect(back == data)
                             work += 1
                             await Task.yield()

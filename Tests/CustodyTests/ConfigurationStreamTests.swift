@@ -20,7 +20,9 @@ struct ConfigurationStreamTests {
         try TestBundle(configurationA: settings).bundle()
     }
 
-    @Test("nil while unmanaged, then each configuration, nil again when removed; an undecodable one is nil and an event naming the setting")
+    @Test(
+        "nil while unmanaged, then each configuration, nil again when removed; an undecodable one is nil and an event naming the setting"
+    )
     func lifecycle() async throws {
         let manager = PolicyManager(context: EvaluationContext(platform: .ios))
         var values = manager.configurations(Settings.self, for: .account(a0)).makeAsyncIterator()
@@ -30,10 +32,13 @@ struct ConfigurationStreamTests {
         await manager.apply(try bundle([("server.host", "api.contoso.com"), ("server.port", "443")]), source: "test")
         #expect(await values.next() == Settings(server: .init(host: "api.contoso.com", port: 443)))
 
-        await manager.apply(try bundle([("server.host", "api.contoso.com"), ("server.port", "8443"), ("welcome", "Hi")]), source: "test")
+        await manager.apply(
+            try bundle([("server.host", "api.contoso.com"), ("server.port", "8443"), ("welcome", "Hi")]), source: "test"
+        )
         #expect(await values.next() == Settings(server: .init(host: "api.contoso.com", port: 8443), welcome: "Hi"))
 
-        await manager.apply(try bundle([("server.host", "api.contoso.com"), ("server.port", "eighty")]), source: "test")
+        await manager.apply(
+            try bundle([("server.host", "api.contoso.com"), ("server.port", "eighty")]), source: "test")
         #expect(await values.next() == .some(nil), "undecodable")
 
         await manager.apply(try bundle([("server.host", "new.contoso.com"), ("server.port", "443")]), source: "test")

@@ -20,12 +20,15 @@ struct Installation {
 
     /// Opens an engine on the state (each call a new engine, as each process would).
     func open(
-        bundle: String? = nil, keys: Bool = true, platform: Platform? = .ios, wipes: Bool = false, precedence: PolicyPrecedence.Rule? = nil
+        bundle: String? = nil, keys: Bool = true, platform: Platform? = .ios, wipes: Bool = false,
+        precedence: PolicyPrecedence.Rule? = nil
     ) async throws -> CustodyEngine {
         let clock = self.clock
-        return try await CustodyEngine.open(CustodyConfiguration(
-            state: .path(state), masterKey: keys ? .keyFile(path: directory.file("master.key")) : nil, context: EvaluationContext(platform: platform),
-            precedence: precedence, bundleOverride: bundle, wipesWhenOfflineTooLong: wipes, now: { clock.now }))
+        return try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .path(state), masterKey: keys ? .keyFile(path: directory.file("master.key")) : nil,
+                context: EvaluationContext(platform: platform),
+                precedence: precedence, bundleOverride: bundle, wipesWhenOfflineTooLong: wipes, now: { clock.now }))
     }
 
     /// Writes a test bundle into `name`; returns its path.
@@ -65,14 +68,18 @@ struct EngineTests {
         #expect(engine.bundleInForce == nil)
         #expect(await custodyError { _ = try engine.policy() }?.code == .noPolicy)
         #expect(await custodyError { _ = try engine.protect([1], owner: a0) }?.code == .noPolicy)
-        #expect(await custodyError { _ = try engine.protect([1], owner: a0, mode: .forceEncryption) }?.code == .noPolicy)
-        #expect(await custodyError { _ = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 1) }?.code == .noPolicy)
+        #expect(
+            await custodyError { _ = try engine.protect([1], owner: a0, mode: .forceEncryption) }?.code == .noPolicy)
+        #expect(
+            await custodyError { _ = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 1) }?.code
+                == .noPolicy)
         let wipe = await custodyError { try await engine.wipe(account: a0) }
         #expect(wipe?.code == .account)
         #expect(wipe?.message.contains("no bundle is in force") == true)
     }
 
-    @Test("apply stores the bundle in force: a new engine on the state decides with it, an override does not replace it")
+    @Test(
+        "apply stores the bundle in force: a new engine on the state decides with it, an override does not replace it")
     func applyRestartOverride() async throws {
         let installation = try Installation()
         let printing = try installation.bundle("printing")
@@ -92,11 +99,15 @@ struct EngineTests {
         let overridden = try await installation.open(bundle: printing)
         #expect(overridden.bundleInForce?.isOverride == true)
         #expect((try overridden.policy()).print(account: a0).isAllowed)
-        #expect(try await installation.open().bundleInForce?.revision == applied.bundle.revision, "the override recorded nothing")
+        #expect(
+            try await installation.open().bundleInForce?.revision == applied.bundle.revision,
+            "the override recorded nothing")
 
         #expect(try await restarted.apply(bundleDirectory: blocking).unchanged)
         try FileManager.default.removeItem(atPath: blocking)
-        #expect(!(try await installation.open().policy()).print(account: a0).isAllowed, "the state keeps the files, not the path")
+        #expect(
+            !(try await installation.open().policy()).print(account: a0).isAllowed,
+            "the state keeps the files, not the path")
     }
 
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
@@ -108,7 +119,9 @@ struct EngineTests {
         try installation.directory.write("bundle/policies.json", "{")
         let error = await custodyError { try await engine.apply(bundleDirectory: path) }
         #expect(error?.code == .bundle)
-        #expect(error?.diagnostics.first?.description.hasPrefix(installation.directory.file("bundle/policies.json") + ":1:2: error:") == true)
+        #expect(
+            error?.diagnostics.first?.description.hasPrefix(
+                installation.directory.file("bundle/policies.json") + ":1:2: error:") == true)
         #expect(!engine.manager.print(account: .account(a0)).isAllowed)
         let history = try engine.database.bundleHistory()
         #expect(history.map(\.result) == [.rejected, .applied])
@@ -126,35 +139,42 @@ struct EngineTests {
         ("both forms", TestBundle.account("A", 0)),
     ]
 
-    @Test("a wipe by any name of the account deletes its keys under every alias, legacy UPN-keyed keys included", arguments: names)
+    @Test(
+        "a wipe by any name of the account deletes its keys under every alias, legacy UPN-keyed keys included",
+        arguments: names)
     func wipeEveryAlias(label: String, account: AccountID) async throws {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
         let current = try engine.protect([1, 2, 3], owner: a0).envelope
         // Keys made before accounts were resolved: under the UPN itself.
-        let legacy = try DataProtector(keyRing: try #require(engine.keyRing)).protect([4], owner: AccountID(upn: "a0@contoso.com")!, forceEncryption: true)
+        let legacy = try DataProtector(keyRing: try #require(engine.keyRing)).protect(
+            [4], owner: AccountID(upn: "a0@contoso.com")!, forceEncryption: true)
         let others = try engine.protect([5], owner: b0).envelope
         #expect(try DataProtector.protectionInfo(legacy)?.owner.rawValue == "upn:a0@contoso.com")
 
         let report = try await engine.wipe(account: account, reason: label)
         #expect(report.owner.rawValue == "oid:" + a0.oid!)
         #expect(report.keyVersions == 2, "\(label)")
-        #expect(report.keyVersionsByIdentifier.keys.map(\.rawValue).sorted() == ["oid:" + a0.oid!, "upn:a0@contoso.com"])
+        #expect(
+            report.keyVersionsByIdentifier.keys.map(\.rawValue).sorted() == ["oid:" + a0.oid!, "upn:a0@contoso.com"])
         for envelope in [current, legacy] {
             let error = await custodyError { _ = try engine.unprotect(envelope) }
-            #expect(error?.message.contains("whose keys were wiped at") == true, "\(label): \(error?.message ?? "opened")")
+            #expect(
+                error?.message.contains("whose keys were wiped at") == true, "\(label): \(error?.message ?? "opened")")
         }
         #expect(try engine.unprotect(others) == [5], "other accounts keep their data")
         // A new engine, as another process, cannot open them either.
         #expect(await custodyError { _ = try await installation.open().unprotect(current) }?.code == .protection)
     }
 
-    @Test("accounts the installation cannot resolve are errors for a wipe, a check-in and a rotation, never a silent success", arguments: [
-        AccountID(upn: "nobody@fabrikam.com")!,
-        AccountID(oid: "00000000-0000-0000-0000-000000000000", upn: "a0@contoso.com")!,
-        AccountID(oid: TestBundle.account("A", 0).oid!, upn: "b0@contoso.com")!,
-    ])
+    @Test(
+        "accounts the installation cannot resolve are errors for a wipe, a check-in and a rotation, never a silent success",
+        arguments: [
+            AccountID(upn: "nobody@fabrikam.com")!,
+            AccountID(oid: "00000000-0000-0000-0000-000000000000", upn: "a0@contoso.com")!,
+            AccountID(oid: TestBundle.account("A", 0).oid!, upn: "b0@contoso.com")!,
+        ])
     func unresolvable(account: AccountID) async throws {
         let installation = try Installation()
         let engine = try await installation.open()
@@ -201,11 +221,14 @@ struct EngineTests {
         (AccountID(oid: "00000000-0000-0000-0000-000000000000", upn: "a0@contoso.com")!, .forceEncryption, "account"),
     ]
 
-    @Test("protect encrypts unless the owner's policy says it need not; unknown owners need a mode; nothing managed is left in plaintext", arguments: protectCases)
+    @Test(
+        "protect encrypts unless the owner's policy says it need not; unknown owners need a mode; nothing managed is left in plaintext",
+        arguments: protectCases)
     func protectFailsClosed(owner: AccountID, mode: ProtectionMode, outcome: String) async throws {
         let installation = try Installation()
         let engine = try await installation.open()
-        try await engine.apply(bundleDirectory: try installation.bundle("bundle", TestBundle(encryptionB: "useDeviceSettings")))
+        try await engine.apply(
+            bundleDirectory: try installation.bundle("bundle", TestBundle(encryptionB: "useDeviceSettings")))
         do {
             let (envelope, plan) = try engine.protect(Array("payload".utf8), owner: owner, mode: mode)
             let info = try #require(try DataProtector.protectionInfo(envelope))
@@ -249,8 +272,11 @@ struct EngineTests {
 
         let events = await engine.manager.evaluateOffline(at: Self.t0.addingTimeInterval(91 * day))
         #expect(events.count == 1)
-        #expect(events.first.map { if case .wipeRequired(let account, _) = $0 { account == b0 } else { false } } == true)
-        #expect(await custodyError { _ = try engine.unprotect(envelope) }?.message.contains("wiped") == true, "wiped as configured")
+        #expect(
+            events.first.map { if case .wipeRequired(let account, _) = $0 { account == b0 } else { false } } == true)
+        #expect(
+            await custodyError { _ = try engine.unprotect(envelope) }?.message.contains("wiped") == true,
+            "wiped as configured")
     }
 
     @Test("key rotations, secret changes and wipes are audited; decisions only when decision auditing is on")
@@ -281,7 +307,9 @@ struct EngineTests {
         _ = try decide()
         let decisions = try engine.auditEntries().filter { $0.kind == .decision }
         #expect(decisions.count == 1)
-        #expect(decisions.first?.account == "b0@contoso.com" && decisions.first?.action == "print" && decisions.first?.allowed == true)
+        #expect(
+            decisions.first?.account == "b0@contoso.com" && decisions.first?.action == "print"
+                && decisions.first?.allowed == true)
     }
 }
 
@@ -290,18 +318,36 @@ struct BundleWatchTests {
     /// Probes of a directory as it changes: each step takes one, at a time in milliseconds,
     /// and says whether the watcher reads the files then.
     static let timelines: [(label: String, steps: [(probe: Int?, at: Int, reads: Bool)])] = [
-        ("first look waits for the debounce, then reads once", [(1, 0, false), (1, 100, false), (1, 250, true), (1, 1_250, false), (1, 2_250, false)]),
-        ("an edit settles before it is read", [(1, 0, false), (1, 250, true), (2, 1_250, false), (2, 1_500, true), (2, 2_500, false)]),
-        ("edits in a burst become one read", [(1, 0, false), (1, 250, true), (2, 1_000, false), (3, 1_100, false), (4, 1_200, false), (4, 1_450, true)]),
-        ("a change undone before it settles is not read", [(1, 0, false), (1, 250, true), (2, 1_000, false), (1, 1_100, false), (1, 2_000, false)]),
-        ("a directory that cannot be listed is read once (to reject it), then again when it returns", [(nil, 0, false), (nil, 250, true), (nil, 1_250, false), (1, 2_250, false), (1, 2_500, true)]),
+        (
+            "first look waits for the debounce, then reads once",
+            [(1, 0, false), (1, 100, false), (1, 250, true), (1, 1_250, false), (1, 2_250, false)]
+        ),
+        (
+            "an edit settles before it is read",
+            [(1, 0, false), (1, 250, true), (2, 1_250, false), (2, 1_500, true), (2, 2_500, false)]
+        ),
+        (
+            "edits in a burst become one read",
+            [(1, 0, false), (1, 250, true), (2, 1_000, false), (3, 1_100, false), (4, 1_200, false), (4, 1_450, true)]
+        ),
+        (
+            "a change undone before it settles is not read",
+            [(1, 0, false), (1, 250, true), (2, 1_000, false), (1, 1_100, false), (1, 2_000, false)]
+        ),
+        (
+            "a directory that cannot be listed is read once (to reject it), then again when it returns",
+            [(nil, 0, false), (nil, 250, true), (nil, 1_250, false), (1, 2_250, false), (1, 2_500, true)]
+        ),
     ]
 
     /// Watches started on a directory whose content is the policy in force (settled on the
     /// probe numbered first): only a later change is read.
     static let settledStarts: [(label: String, settled: Int, steps: [(probe: Int?, at: Int, reads: Bool)])] = [
         ("the directory as it was at the start is never read", 1, [(1, 0, false), (1, 250, false), (1, 1_250, false)]),
-        ("a later edit is read once it settles", 1, [(1, 0, false), (2, 1_000, false), (2, 1_250, true), (2, 2_250, false)]),
+        (
+            "a later edit is read once it settles", 1,
+            [(1, 0, false), (2, 1_000, false), (2, 1_250, true), (2, 2_250, false)]
+        ),
         ("an edit made since the probe was taken is read", 1, [(2, 0, false), (2, 250, true)]),
     ]
 
@@ -339,19 +385,24 @@ struct BundleWatchTests {
         #expect(!after, "once")
     }
 
-    @Test("a bundle put in force after a watch started is not overridden by the watch's first look at the unchanged directory")
+    @Test(
+        "a bundle put in force after a watch started is not overridden by the watch's first look at the unchanged directory"
+    )
     func watchDoesNotOverride() async throws {
         let installation = try Installation()
         let engine = try await installation.open()
         let watched = try installation.bundle("watched")
         try await engine.apply(bundleDirectory: watched)
-        let watch = engine.manager.watch(bundleDirectory: watched, interval: .milliseconds(10), debounce: .milliseconds(100))
+        let watch = engine.manager.watch(
+            bundleDirectory: watched, interval: .milliseconds(10), debounce: .milliseconds(100))
         defer { watch.cancel() }
         var other = TestBundle()
         other.printBlockedA = true
         let put = try await engine.apply(bundleDirectory: try installation.bundle("other", other))
         try await Task.sleep(for: .milliseconds(400))
-        #expect(engine.bundleInForce?.revision == put.bundle.revision, "the watch re-applied a directory that had not changed")
+        #expect(
+            engine.bundleInForce?.revision == put.bundle.revision,
+            "the watch re-applied a directory that had not changed")
     }
 
     @Test("reads only on a settled change, without sleeping", arguments: timelines)
@@ -373,15 +424,19 @@ struct BundleWatchTests {
 
 @Suite("Applying a bundle the state has moved past")
 struct StaleApplyTests {
-    @Test("re-applying the bundle this engine has in force, after another writer put another in force, is a change, not 'unchanged'")
+    @Test(
+        "re-applying the bundle this engine has in force, after another writer put another in force, is a change, not 'unchanged'"
+    )
     func lostUpdate() async throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state.sqlite")
         let first = directory.file("first"), second = directory.file("second")
         try TestBundle().write(to: first)
         try TestBundle(printBlockedA: true).write(to: second)
-        let a = try await CustodyEngine.open(CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
-        let b = try await CustodyEngine.open(CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        let a = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        let b = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
         let p1 = try await a.apply(bundleDirectory: first)
         let p2 = try await b.apply(bundleDirectory: second)
         #expect(!p2.unchanged)
@@ -406,4 +461,3 @@ struct StaleApplyTests {
         #expect(manager.bundleInForce?.source.hasPrefix("/") == true)
     }
 }
-

@@ -23,9 +23,11 @@ struct Fleet {
 
     /// A replica named `name` (its connections carry the name in `pg_stat_activity`).
     func replica(_ name: String, url: String? = nil) async throws -> CustodyEngine {
-        try await CustodyEngine.open(CustodyConfiguration(
-            state: .postgres((url ?? self.url) + "&application_name=\(name)"), masterKey: .keyFile(path: directory.file("master.key")),
-            context: EvaluationContext(platform: .ios)))
+        try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .postgres((url ?? self.url) + "&application_name=\(name)"),
+                masterKey: .keyFile(path: directory.file("master.key")),
+                context: EvaluationContext(platform: .ios)))
     }
 
     /// A bundle directory; `variant` makes its revision differ.
@@ -51,7 +53,9 @@ func decide(_ engine: CustodyEngine, _ line: String) throws(CustodyError) -> Str
 /// Runs `sql` in the schema of `engine`'s PostgreSQL state.
 func inSchema(of engine: CustodyEngine, _ sql: String) throws {
     let state = try #require(engine.database as? PostgresState)
-    _ = try state.sessions.run("test", transaction: false) { session in try session.execute(PostgresQuery(unsafeSQL: sql)) }
+    _ = try state.sessions.run("test", transaction: false) { session in
+        try session.execute(PostgresQuery(unsafeSQL: sql))
+    }
 }
 
 /// Runs a SQL statement on the test server as its superuser (to kill connections, say).
@@ -59,12 +63,16 @@ func superuser(_ sql: String, database: String = "postgres") throws {
     let url = TestPostgres.url ?? "postgres://custody@127.0.0.1:1/missing"
     let admin = try PostgresState(url: url + (url.contains("?") ? "&" : "?") + "schema=fleet_admin")
     defer { admin.close() }
-    _ = try admin.sessions.run("test", transaction: false) { session in try session.execute(PostgresQuery(unsafeSQL: sql)) }
+    _ = try admin.sessions.run("test", transaction: false) { session in
+        try session.execute(PostgresQuery(unsafeSQL: sql))
+    }
 }
 
 @Suite("Fleet mode: replicas on one PostgreSQL state", TestPostgres.enabled, .serialized, .timeLimit(.minutes(3)))
 struct FleetTests {
-    @Test("replicas started together share one master key record; a bundle applied through one is in force on all three; a wipe through one leaves the account's envelopes unreadable on all")
+    @Test(
+        "replicas started together share one master key record; a bundle applied through one is in force on all three; a wipe through one leaves the account's envelopes unreadable on all"
+    )
     func bundleAndWipe() async throws {
         let fleet = try Fleet()
         // Opened at the same moment on a new state: one records the master key, the others
@@ -78,13 +86,17 @@ struct FleetTests {
         #expect(await eventually { replicas.allSatisfy { $0.replicaStatus.listening } })
 
         let applied = try await replicas[0].apply(bundleDirectory: try fleet.bundle(0))
-        #expect(await eventually { replicas.allSatisfy { $0.bundleInForce?.revision == applied.bundle.revision } }, "in force everywhere")
+        #expect(
+            await eventually { replicas.allSatisfy { $0.bundleInForce?.revision == applied.bundle.revision } },
+            "in force everywhere")
 
         let alice = TestBundle.account("A", 0)
         let bob = TestBundle.account("B", 0)
         let sealed = try replicas[1].protect([1, 2, 3], owner: alice, mode: .forceEncryption).envelope
         let other = try replicas[1].protect([4], owner: bob, mode: .forceEncryption).envelope
-        for replica in replicas { #expect(try replica.unprotect(sealed) == [1, 2, 3], "each replica has the key cached now") }
+        for replica in replicas {
+            #expect(try replica.unprotect(sealed) == [1, 2, 3], "each replica has the key cached now")
+        }
 
         try await replicas[2].wipe(account: alice, reason: "fleet test")
         let wiped = try replicas[2].database.changeBounds().newest
@@ -112,16 +124,20 @@ struct FleetTests {
         let first = try await writer.apply(bundleDirectory: try fleet.bundle(0))
         #expect(await eventually { reader.bundleInForce?.revision == first.bundle.revision })
 
-        try superuser("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'reader listener'")
+        try superuser(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'reader listener'")
         // Changes committed while it is away: it never hears their notices.
         let second = try await writer.apply(bundleDirectory: try fleet.bundle(1))
         try writer.setAuditing(decisions: true)
-        #expect(await eventually { reader.bundleInForce?.revision == second.bundle.revision }, "caught up on reconnecting")
+        #expect(
+            await eventually { reader.bundleInForce?.revision == second.bundle.revision }, "caught up on reconnecting")
         let newest = try writer.database.changeBounds().newest
         #expect(await eventually { reader.replicaStatus.revision == newest && reader.replicaStatus.listening })
     }
 
-    @Test("a replica that cannot reach the state keeps answering from the policy in force, reports itself stale, and recovers")
+    @Test(
+        "a replica that cannot reach the state keeps answering from the policy in force, reports itself stale, and recovers"
+    )
     func unreachable() async throws {
         let name = "fleet_offline_\(UInt32.random(in: 0..<UInt32.max))"
         try superuser("CREATE DATABASE \(name)")
@@ -156,7 +172,9 @@ struct FleetTests {
         defer { try? proxy.close() }
         let a = try await fleet.replica("a")
         let c = try await fleet.replica("c", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
-        let followers = [a, c].map { engine in Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) } }
+        let followers = [a, c].map { engine in
+            Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
+        }
         defer { for follower in followers { follower.cancel() } }
         let applied = try await a.apply(bundleDirectory: try fleet.bundle(0))
         #expect(await eventually { c.bundleInForce?.revision == applied.bundle.revision && c.replicaStatus.listening })
@@ -182,7 +200,9 @@ struct FleetTests {
         #expect(try decide(c, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#))
         #expect(try c.policy().print(account: bob).isAllowed)
         #expect(try await c.authenticate(bearer: known)?.grants(.decide) == true)
-        #expect(start.duration(to: .now) < .seconds(2), "answered without waiting for the state (which takes 10 s to fail to connect, 35 s to time out)")
+        #expect(
+            start.duration(to: .now) < .seconds(2),
+            "answered without waiting for the state (which takes 10 s to fail to connect, 35 s to time out)")
 
         // What it cannot confirm, it refuses: a token it never verified is not called invalid,
         // and no envelope opens, the wiped account's or another's.
@@ -202,7 +222,9 @@ struct FleetTests {
         #expect(try await c.authenticate(bearer: unseen) != nil)
     }
 
-    @Test("a bundle applied to the state that does not load on a replica leaves its policy in force and marks it stale with the reason, until a bundle that loads is applied")
+    @Test(
+        "a bundle applied to the state that does not load on a replica leaves its policy in force and marks it stale with the reason, until a bundle that loads is applied"
+    )
     func divergence() async throws {
         let fleet = try Fleet()
         let a = try await fleet.replica("a")
@@ -215,11 +237,13 @@ struct FleetTests {
         // What a newer Custody could write: a bundle this one cannot load.
         let unloadable = String(repeating: "e", count: 64)
         try a.database.recordBundle(
-            contentHash: unloadable, source: "a newer Custody", result: .applied, files: [("tenant.json", Array(#"{"accounts": 7}"#.utf8))], at: Date())
+            contentHash: unloadable, source: "a newer Custody", result: .applied,
+            files: [("tenant.json", Array(#"{"accounts": 7}"#.utf8))], at: Date())
         let recorded = try a.database.changeBounds().newest
         #expect(await eventually { b.replicaStatus.revision == recorded })
         // The contact time is set once the whole catch-up has returned, just after the revision.
-        #expect(await eventually { b.replicaStatus.reachesState() }, "it reaches the state: the policy is what it lacks")
+        #expect(
+            await eventually { b.replicaStatus.reachesState() }, "it reaches the state: the policy is what it lacks")
         let status = b.replicaStatus
         #expect(status.divergence?.contains("does not load here") == true)
         #expect(status.isStale(), "a replica that cannot put the state's policy in force says so")
@@ -240,7 +264,8 @@ struct FleetTests {
         try await a.apply(bundleDirectory: try fleet.bundle(0))
         let follower = Task { await b.follow(pollInterval: .seconds(60)) }
         defer { follower.cancel() }
-        #expect(await eventually { b.bundleInForce?.revision == a.bundleInForce?.revision && b.replicaStatus.listening })
+        #expect(
+            await eventually { b.bundleInForce?.revision == a.bundleInForce?.revision && b.replicaStatus.listening })
         let alice = TestBundle.account("A", 0)
         var events = b.manager.events().makeAsyncIterator()
         var policies = b.manager.effectivePolicy(for: alice).makeAsyncIterator()
@@ -255,27 +280,39 @@ struct FleetTests {
             heard.append(event)
             if case .policyChanged = event { break }
         }
-        #expect(heard.contains { if case .policyChanged(let accounts) = $0 { accounts.contains(alice) } else { false } })
+        #expect(
+            heard.contains { if case .policyChanged(let accounts) = $0 { accounts.contains(alice) } else { false } })
     }
 
-    @Test("a bundle whose commit the state never confirms is not a refusal: the writer says the outcome is unknown, and the bundle the state committed is in force everywhere once it is heard again")
+    @Test(
+        "a bundle whose commit the state never confirms is not a refusal: the writer says the outcome is unknown, and the bundle the state committed is in force everywhere once it is heard again"
+    )
     func commitNeverConfirmed() async throws {
         let fleet = try Fleet()
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let a = try await fleet.replica("a")
         let writer = try await fleet.replica("w", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
-        let followers = [a, writer].map { engine in Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) } }
+        let followers = [a, writer].map { engine in
+            Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
+        }
         defer { for follower in followers { follower.cancel() } }
         let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
-        #expect(await eventually { writer.bundleInForce?.revision == first.bundle.revision && writer.replicaStatus.listening })
+        #expect(
+            await eventually {
+                writer.bundleInForce?.revision == first.bundle.revision && writer.replicaStatus.listening
+            })
 
         // The commit of the next bundle takes a second and a half on the server; the writer's
         // connection is cut meanwhile, so its answer never arrives. The server commits anyway.
-        try inSchema(of: a, "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$")
         try inSchema(
             of: a,
-            "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()")
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$"
+        )
+        try inSchema(
+            of: a,
+            "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()"
+        )
         let second = try fleet.bundle(1)
         // Cut from a thread of its own: the apply below blocks a cooperative thread while it
         // waits for the commit, and a busy machine may have no other free for a task.
@@ -285,14 +322,20 @@ struct FleetTests {
         let revision = try BundleFiles.read(directory: second).contentHash
         #expect(error?.message.contains(revision) == true, "it names the revision to check")
 
-        #expect(await eventually { a.bundleInForce?.revision == revision }, "the state committed it: in force on the replica that hears it")
+        #expect(
+            await eventually { a.bundleInForce?.revision == revision },
+            "the state committed it: in force on the replica that hears it")
         #expect(try a.database.bundleHistory().first?.result == .applied, "and it was never recorded as rejected")
         proxy.heal()
-        #expect(await eventually(within: .seconds(15)) { writer.bundleInForce?.revision == revision }, "and on the writer once healed")
+        #expect(
+            await eventually(within: .seconds(15)) { writer.bundleInForce?.revision == revision },
+            "and on the writer once healed")
         try inSchema(of: a, "DROP TRIGGER slow_commit ON bundle_history")
     }
 
-    @Test("a bundle change while the state is out of reach is a state failure, never an invalid bundle; nothing changes anywhere", arguments: [NetworkProxy.Mode.blackhole, .cut])
+    @Test(
+        "a bundle change while the state is out of reach is a state failure, never an invalid bundle; nothing changes anywhere",
+        arguments: [NetworkProxy.Mode.blackhole, .cut])
     func bundleWhileStateAway(fault: NetworkProxy.Mode) async throws {
         let fleet = try Fleet()
         let proxy = try TestPostgres.proxy()
@@ -302,7 +345,10 @@ struct FleetTests {
         let follower = Task { await writer.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
         defer { follower.cancel() }
         let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
-        #expect(await eventually { writer.bundleInForce?.revision == first.bundle.revision && writer.replicaStatus.listening })
+        #expect(
+            await eventually {
+                writer.bundleInForce?.revision == first.bundle.revision && writer.replicaStatus.listening
+            })
         if fault == .cut { proxy.cut() } else { proxy.blackhole() }
         #expect(await eventually(within: .seconds(8)) { writer.replicaStatus.isStale() })
         let error = await custodyError { _ = try await writer.apply(bundleDirectory: try fleet.bundle(1)) }
@@ -313,7 +359,9 @@ struct FleetTests {
         proxy.heal()
     }
 
-    @Test("a watched directory changed while the state is out of reach is applied once it is back, not only at the next edit")
+    @Test(
+        "a watched directory changed while the state is out of reach is applied once it is back, not only at the next edit"
+    )
     func watchRetriesStateFailure() async throws {
         let fleet = try Fleet()
         let proxy = try TestPostgres.proxy()
@@ -328,13 +376,21 @@ struct FleetTests {
         let watch = writer.watch(bundleDirectory: directory, interval: .milliseconds(50))
         defer { watch.cancel() }
         try await Task.sleep(for: .milliseconds(600))
-        #expect(writer.bundleInForce?.revision == first.bundle.revision, "nothing is in force that the state did not record")
+        #expect(
+            writer.bundleInForce?.revision == first.bundle.revision, "nothing is in force that the state did not record"
+        )
         proxy.heal()
-        #expect(await eventually(within: .seconds(15)) { writer.bundleInForce?.revision != first.bundle.revision }, "the unchanged directory is read again")
-        #expect(try writer.database.lastAppliedBundle()?.contentHash == writer.bundleInForce?.revision, "and the state records it")
+        #expect(
+            await eventually(within: .seconds(15)) { writer.bundleInForce?.revision != first.bundle.revision },
+            "the unchanged directory is read again")
+        #expect(
+            try writer.database.lastAppliedBundle()?.contentHash == writer.bundleInForce?.revision,
+            "and the state records it")
     }
 
-    @Test("bundles put through two replicas at the same moment: the one in force everywhere is the one whose change committed last")
+    @Test(
+        "bundles put through two replicas at the same moment: the one in force everywhere is the one whose change committed last"
+    )
     func concurrentBundles() async throws {
         let fleet = try Fleet()
         let a = try await fleet.replica("a")
@@ -349,13 +405,20 @@ struct FleetTests {
             async let throughA: Void = { _ = try await a.apply(files: first, source: "a") }()
             async let throughB: Void = { _ = try await b.apply(files: second, source: "b") }()
             _ = try await (throughA, throughB)
-            let last = try #require(try a.database.changes(after: 0, limit: 100_000).last { $0.kind == .bundle }?.subjects.first)
-            #expect(try a.database.lastAppliedBundleFiles()?.record.contentHash == last, "round \(round): the state's bundle in force")
-            #expect(await eventually { a.bundleInForce?.revision == last && b.bundleInForce?.revision == last }, "round \(round): both replicas")
+            let last = try #require(
+                try a.database.changes(after: 0, limit: 100_000).last { $0.kind == .bundle }?.subjects.first)
+            #expect(
+                try a.database.lastAppliedBundleFiles()?.record.contentHash == last,
+                "round \(round): the state's bundle in force")
+            #expect(
+                await eventually { a.bundleInForce?.revision == last && b.bundleInForce?.revision == last },
+                "round \(round): both replicas")
         }
     }
 
-    @Test("a replica cut off in the middle of its own write does not stall the others' writes: the server ends its transaction within seconds")
+    @Test(
+        "a replica cut off in the middle of its own write does not stall the others' writes: the server ends its transaction within seconds"
+    )
     func cutOffMidTransaction() async throws {
         let fleet = try Fleet()
         let proxy = try TestPostgres.proxy()
@@ -371,7 +434,9 @@ struct FleetTests {
             CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN IF current_setting('application_name') = 's' THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$
             """)
-        try inSchema(of: a, "CREATE TRIGGER slow_insert AFTER INSERT ON bundle_history FOR EACH ROW EXECUTE FUNCTION slow_insert()")
+        try inSchema(
+            of: a,
+            "CREATE TRIGGER slow_insert AFTER INSERT ON bundle_history FOR EACH ROW EXECUTE FUNCTION slow_insert()")
         let stalled = Task { try? await stuck.apply(bundleDirectory: try fleet.bundle(1)) }
         try await Task.sleep(for: .milliseconds(500))
         proxy.blackhole()
@@ -390,7 +455,9 @@ struct FleetTests {
         try inSchema(of: a, "DROP TRIGGER slow_insert ON bundle_history")
     }
 
-    @Test("a bundle change whose files cannot be read yet is not counted as applied: the replica is behind until it reads them, then puts the bundle in force")
+    @Test(
+        "a bundle change whose files cannot be read yet is not counted as applied: the replica is behind until it reads them, then puts the bundle in force"
+    )
     func unreadableBundleChange() async throws {
         let fleet = try Fleet()
         let a = try await fleet.replica("a")
@@ -416,7 +483,9 @@ struct FleetTests {
         #expect(await eventually { b.replicaStatus.revision == newest && !b.replicaStatus.isStale() })
     }
 
-    @Test("PostgreSQL stopped as a crash would and started again: replicas decide from the policy in force meanwhile, refuse what needs the state, and recover by themselves with nothing lost")
+    @Test(
+        "PostgreSQL stopped as a crash would and started again: replicas decide from the policy in force meanwhile, refuse what needs the state, and recover by themselves with nothing lost"
+    )
     func serverRestarted() async throws {
         let server = try PrivatePostgres()
         defer { server.stop() }
@@ -424,7 +493,9 @@ struct FleetTests {
         let fleet = try Fleet()
         let a = try await fleet.replica("a", url: url)
         let b = try await fleet.replica("b", url: url)
-        let followers = [a, b].map { engine in Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) } }
+        let followers = [a, b].map { engine in
+            Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
+        }
         defer { for follower in followers { follower.cancel() } }
         let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
         #expect(await eventually { b.bundleInForce?.revision == first.bundle.revision && b.replicaStatus.listening })
@@ -432,16 +503,24 @@ struct FleetTests {
         let sealed = try b.protect([7], owner: alice, mode: .forceEncryption).envelope
 
         try server.halt()
-        #expect(await eventually(within: .seconds(8)) { a.replicaStatus.isStale() && b.replicaStatus.isStale() }, "both say they are stale")
-        #expect(try decide(b, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#), "decisions go on")
+        #expect(
+            await eventually(within: .seconds(8)) { a.replicaStatus.isStale() && b.replicaStatus.isStale() },
+            "both say they are stale")
+        #expect(
+            try decide(b, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#),
+            "decisions go on")
         #expect(await custodyError { _ = try b.unprotect(sealed) }?.code == .state, "no key without the state")
         let wipe = await custodyError { try await a.wipe(account: alice, reason: "while down") }
         #expect(wipe?.code == .state, "\(String(describing: wipe))")
         let refused = await custodyError { _ = try await a.apply(bundleDirectory: try fleet.bundle(1)) }
-        #expect(refused?.code == .state, "a bundle change is a state failure, not an invalid bundle: \(String(describing: refused))")
+        #expect(
+            refused?.code == .state,
+            "a bundle change is a state failure, not an invalid bundle: \(String(describing: refused))")
 
         try server.resume()
-        #expect(await eventually(within: .seconds(20)) { !a.replicaStatus.isStale() && !b.replicaStatus.isStale() }, "fresh again by themselves")
+        #expect(
+            await eventually(within: .seconds(20)) { !a.replicaStatus.isStale() && !b.replicaStatus.isStale() },
+            "fresh again by themselves")
         #expect(await eventually { b.replicaStatus.listening }, "listening again")
         #expect(try b.unprotect(sealed) == [7], "the key is there: the refused wipe did nothing")
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))

@@ -12,9 +12,10 @@ import Testing
 @Suite("Following the change log", .timeLimit(.minutes(1)))
 struct FollowingTests {
     static func engine(_ directory: TemporaryDirectory) async throws -> CustodyEngine {
-        try await CustodyEngine.open(CustodyConfiguration(
-            state: .path(directory.file("state.sqlite")), masterKey: .keyFile(path: directory.file("master.key")),
-            context: EvaluationContext(platform: .ios)))
+        try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .path(directory.file("state.sqlite")), masterKey: .keyFile(path: directory.file("master.key")),
+                context: EvaluationContext(platform: .ios)))
     }
 
     enum TokenChange: String, CaseIterable, CustomTestStringConvertible {
@@ -22,7 +23,9 @@ struct FollowingTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("while following, a token change forgets that token only: a revoked token stops working, the others stay verified without reading the state", arguments: TokenChange.allCases)
+    @Test(
+        "while following, a token change forgets that token only: a revoked token stops working, the others stay verified without reading the state",
+        arguments: TokenChange.allCases)
     func tokenChanges(change: TokenChange) async throws {
         let directory = try TemporaryDirectory()
         let follower = try await Self.engine(directory)
@@ -43,7 +46,8 @@ struct FollowingTests {
         }
         let changed = try other.database.changeBounds().newest
         #expect(await eventually { follower.replicaStatus.revision == changed })
-        #expect(follower.tokenCache.remembered(second.bearer) != nil, "a change to another token leaves this one verified")
+        #expect(
+            follower.tokenCache.remembered(second.bearer) != nil, "a change to another token leaves this one verified")
         switch change {
         case .revokeOne:
             #expect(follower.tokenCache.remembered(first.bearer) == nil)
@@ -53,7 +57,9 @@ struct FollowingTests {
         }
     }
 
-    @Test("while following, decision auditing switched by another process reaches new decision sessions through the change log", arguments: [true, false])
+    @Test(
+        "while following, decision auditing switched by another process reaches new decision sessions through the change log",
+        arguments: [true, false])
     func auditSetting(on: Bool) async throws {
         let directory = try TemporaryDirectory()
         let follower = try await Self.engine(directory)
@@ -68,7 +74,9 @@ struct FollowingTests {
         #expect(await eventually { (try? follower.decisionSession(options: options).isAuditing) == on })
     }
 
-    @Test("work that waits on the state's executor holds none of Swift's cooperative threads", .serialized, arguments: [2, 8])
+    @Test(
+        "work that waits on the state's executor holds none of Swift's cooperative threads", .serialized,
+        arguments: [2, 8])
     func stateExecutor(blocked: Int) async throws {
         final class Gate: Sendable {
             let open = Mutex(false)

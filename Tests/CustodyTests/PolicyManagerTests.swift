@@ -31,8 +31,10 @@ struct PolicyManagerTests {
             let blockedInFirst = round % 2 == 1
             await first.apply(try TestBundle(printBlockedA: blockedInFirst).bundle(), source: "test")
             let (viaFirst, viaSecond, viaFirstAgain) = await Task.detached {
-                (first.print(account: .account(a0)).isAllowed, second.print(account: .account(a0)).isAllowed,
-                 first.print(account: .account(a0)).isAllowed)
+                (
+                    first.print(account: .account(a0)).isAllowed, second.print(account: .account(a0)).isAllowed,
+                    first.print(account: .account(a0)).isAllowed
+                )
             }.value
             #expect(viaFirst == !blockedInFirst, "round \(round)")
             #expect(viaSecond == false, "round \(round)")
@@ -47,25 +49,32 @@ struct PolicyManagerTests {
         await manager.apply(try TestBundle().bundle(), source: "test")
         let events = await manager.apply(try TestBundle(printBlockedA: true).bundle(), source: "test")
         #expect(events == [.policyChanged(accounts: (0..<3).map { TestBundle.account("A", $0) })])
-        #expect(await manager.apply(try TestBundle(printBlockedA: true, nameSuffix: " (renamed)").bundle(), source: "test").isEmpty)
+        #expect(
+            await manager.apply(try TestBundle(printBlockedA: true, nameSuffix: " (renamed)").bundle(), source: "test")
+                .isEmpty)
     }
 
     @Test("an encryption requirement that flips is announced per account, and allowed accounts changes once")
     func protectionAndAllowed() async throws {
         let manager = PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(try TestBundle().bundle(), source: "test")
-        let events = await manager.apply(try TestBundle(encryptionB: "useDeviceSettings", allowedAccounts: ["a0@contoso.com"]).bundle(), source: "test")
+        let events = await manager.apply(
+            try TestBundle(encryptionB: "useDeviceSettings", allowedAccounts: ["a0@contoso.com"]).bundle(),
+            source: "test")
         let bAccounts = (0..<3).map { TestBundle.account("B", $0) }
         #expect(events.first == .allowedAccountsChanged(old: nil, new: ["a0@contoso.com"]))
         #expect(events.contains(.policyChanged(accounts: bAccounts)))
-        #expect(events.filter { if case .dataProtectionChanged = $0 { true } else { false } }
-            == bAccounts.map { .dataProtectionChanged(account: $0, encryptionRequired: false) })
+        #expect(
+            events.filter { if case .dataProtectionChanged = $0 { true } else { false } }
+                == bAccounts.map { .dataProtectionChanged(account: $0, encryptionRequired: false) })
     }
 
     @Test("1,000 subscribers each receive every event of 100 rapid bundle changes, in order")
     func fanOut() async throws {
         let manager = PolicyManager(context: EvaluationContext(platform: .ios))
-        let bundles = try (0..<100).map { try TestBundle(printBlockedA: $0 % 2 == 0, printBlockedB: $0 % 3 == 0).bundle() }
+        let bundles = try (0..<100).map {
+            try TestBundle(printBlockedA: $0 % 2 == 0, printBlockedB: $0 % 3 == 0).bundle()
+        }
         let streams = (0..<1_000).map { _ in manager.events() }
         #expect(manager.subscriberCount == 1_000)
         var published: [PolicyEvent] = []
@@ -142,7 +151,8 @@ struct PolicyManagerTests {
         #expect(await policy.next()??.printBlocked.value == false)
 
         await manager.apply(try TestBundle(printBlockedB: true).bundle(), source: "test")  // a0 unchanged
-        await manager.apply(try TestBundle(printBlockedA: true, allowedAccounts: ["a0@contoso.com"]).bundle(), source: "test")
+        await manager.apply(
+            try TestBundle(printBlockedA: true, allowedAccounts: ["a0@contoso.com"]).bundle(), source: "test")
         #expect(await allowed.next() == .some(["a0@contoso.com"]))
         #expect(await policy.next()??.printBlocked.value == true, "the B-only change was not a change for a0")
     }
@@ -156,16 +166,22 @@ struct WatchTests {
         try TestBundle().write(to: directory.path)
         let manager = PolicyManager(context: EvaluationContext(platform: .ios))
         let stream = manager.events()
-        let watcher = manager.watch(bundleDirectory: directory.path, interval: .milliseconds(10), debounce: .milliseconds(20))
+        let watcher = manager.watch(
+            bundleDirectory: directory.path, interval: .milliseconds(10), debounce: .milliseconds(20))
         defer { watcher.cancel() }
         var events = stream.makeAsyncIterator()
-        guard case .policyChanged? = await events.next() else { Issue.record("the first bundle was not applied"); return }
-        guard case .bundleApplied(_, let source)? = await events.next() else { Issue.record("the first bundle was not announced"); return }
+        guard case .policyChanged? = await events.next() else {
+            Issue.record("the first bundle was not applied"); return
+        }
+        guard case .bundleApplied(_, let source)? = await events.next() else {
+            Issue.record("the first bundle was not announced"); return
+        }
         #expect(source == directory.path)
 
         try TestBundle(printBlockedA: true).write(to: directory.path)
         #expect(await events.next() == .policyChanged(accounts: (0..<3).map { TestBundle.account("A", $0) }))
-        #expect(await events.next() == .bundleApplied(revision: manager.bundleInForce!.revision, source: directory.path))
+        #expect(
+            await events.next() == .bundleApplied(revision: manager.bundleInForce!.revision, source: directory.path))
         #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed)
 
         try Data("{".utf8).write(to: URL(fileURLWithPath: directory.file("policies.json")))
@@ -173,7 +189,9 @@ struct WatchTests {
         #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed, "the old policy stays in force")
 
         try TestBundle().write(to: directory.path)
-        guard case .policyChanged? = await events.next() else { Issue.record("the repaired bundle was not applied"); return }
+        guard case .policyChanged? = await events.next() else {
+            Issue.record("the repaired bundle was not applied"); return
+        }
         #expect(manager.version == 3)
     }
 }

@@ -23,7 +23,8 @@ struct PrecedenceTests {
              "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g"}}]}
             """#
         }
-        try #"{"value": [\#(documents.joined(separator: ", "))]}"#.write(toFile: path + "/policies.json", atomically: true, encoding: .utf8)
+        try #"{"value": [\#(documents.joined(separator: ", "))]}"#.write(
+            toFile: path + "/policies.json", atomically: true, encoding: .utf8)
     }
 
     struct Row: CustomTestStringConvertible, Sendable {
@@ -38,19 +39,32 @@ struct PrecedenceTests {
     }
 
     static let rows: [Row] = [
-        Row(label: "a second policy after the first", steps: [(["First"], ["a"]), (["First", "Second"], ["a"])],
+        Row(
+            label: "a second policy after the first", steps: [(["First"], ["a"]), (["First", "Second"], ["a"])],
             account: "a", rule: .incumbent, printAllowed: true, setAside: ["Second"]),
-        Row(label: "a second policy after the first", steps: [(["First"], ["a"]), (["First", "Second"], ["a"])],
+        Row(
+            label: "a second policy after the first", steps: [(["First"], ["a"]), (["First", "Second"], ["a"])],
             account: "a", rule: .mostRestrictive, printAllowed: false, setAside: []),
-        Row(label: "both at once", steps: [(["First", "Second"], ["a"])], account: "a", rule: .incumbent, printAllowed: false, setAside: []),
-        Row(label: "both at once", steps: [(["First", "Second"], ["a"])], account: "a", rule: .mostRestrictive, printAllowed: false, setAside: []),
-        Row(label: "the incumbent removed", steps: [(["First"], ["a"]), (["First", "Second"], ["a"]), (["Second"], ["a"])],
+        Row(
+            label: "both at once", steps: [(["First", "Second"], ["a"])], account: "a", rule: .incumbent,
+            printAllowed: false, setAside: []),
+        Row(
+            label: "both at once", steps: [(["First", "Second"], ["a"])], account: "a", rule: .mostRestrictive,
+            printAllowed: false, setAside: []),
+        Row(
+            label: "the incumbent removed",
+            steps: [(["First"], ["a"]), (["First", "Second"], ["a"]), (["Second"], ["a"])],
             account: "a", rule: .incumbent, printAllowed: false, setAside: []),
-        Row(label: "an account that joins when both exist", steps: [(["First"], ["a"]), (["First", "Second"], ["a"]), (["First", "Second"], ["a", "c"])],
+        Row(
+            label: "an account that joins when both exist",
+            steps: [(["First"], ["a"]), (["First", "Second"], ["a"]), (["First", "Second"], ["a", "c"])],
             account: "c", rule: .incumbent, printAllowed: false, setAside: []),
-        Row(label: "an account that joins when both exist", steps: [(["First"], ["a"]), (["First", "Second"], ["a"]), (["First", "Second"], ["a", "c"])],
+        Row(
+            label: "an account that joins when both exist",
+            steps: [(["First"], ["a"]), (["First", "Second"], ["a"]), (["First", "Second"], ["a", "c"])],
             account: "a", rule: .incumbent, printAllowed: true, setAside: ["Second"]),
-        Row(label: "the second reached first", steps: [(["Second"], ["a"]), (["First", "Second"], ["a"])],
+        Row(
+            label: "the second reached first", steps: [(["Second"], ["a"]), (["First", "Second"], ["a"])],
             account: "a", rule: .incumbent, printAllowed: false, setAside: ["First"]),
     ]
 

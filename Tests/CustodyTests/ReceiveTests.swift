@@ -17,12 +17,16 @@ struct ReceiveTests {
     /// Rita receives from policy-managed apps only (`inbound`); Mark's data is encrypted and may
     /// go to managed apps (`send`); Una has no policy. `markManaged: false` leaves Mark
     /// unmanaged too (his data is then only tagged).
-    static func writeBundle(to path: String, inbound: String = "managedApps", send: String = "managedApps", markManaged: Bool = true) throws {
+    static func writeBundle(
+        to path: String, inbound: String = "managedApps", send: String = "managedApps", markManaged: Bool = true
+    ) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let accounts = [(receiver, "r"), (managed, markManaged ? "m" : "none"), (unmanaged, "none")].map { account, group in
+        let accounts = [(receiver, "r"), (managed, markManaged ? "m" : "none"), (unmanaged, "none")].map {
+            account, group in
             #"{"oid": "\#(account.oid!)", "upn": "\#(account.upn!)", "groups": ["\#(group)"]}"#
         }
-        try #"{"accounts": [\#(accounts.joined(separator: ", "))]}"#.write(toFile: path + "/tenant.json", atomically: true, encoding: .utf8)
+        try #"{"accounts": [\#(accounts.joined(separator: ", "))]}"#.write(
+            toFile: path + "/tenant.json", atomically: true, encoding: .utf8)
         let policies = #"""
             {"value": [
               {"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_r", "displayName": "Receiver", "allowedInboundDataTransferSources": "\#(inbound)",
@@ -59,7 +63,9 @@ struct ReceiveTests {
             let other = try await elsewhere.open()
             try await other.apply(bundleDirectory: otherPath)
             let forged = try other.protect(data, owner: ReceiveTests.managed, mode: .unmanaged).envelope
-            return Fixture(installation: installation, engine: engine, items: ["encrypted": encrypted, "tagged": tagged, "plain": data, "forged": forged])
+            return Fixture(
+                installation: installation, engine: engine,
+                items: ["encrypted": encrypted, "tagged": tagged, "plain": data, "forged": forged])
         }
     }
 
@@ -71,22 +77,38 @@ struct ReceiveTests {
         let owner: AccountID?
         let verified: Bool
         let reason: String
-        var testDescription: String { "\(item), receiver takes \(inbound), owner sends to \(send) → \(allowed ? "allow" : "block")" }
+        var testDescription: String {
+            "\(item), receiver takes \(inbound), owner sends to \(send) → \(allowed ? "allow" : "block")"
+        }
     }
 
     static let rows: [Row] = [
-        Row(item: "encrypted", allowed: true, owner: managed, verified: true,
+        Row(
+            item: "encrypted", allowed: true, owner: managed, verified: true,
             reason: "allowedInboundDataTransferSources is managedApps and the shared item's owner is managed"),
-        Row(item: "encrypted", send: "none", allowed: false, owner: managed, verified: true,
-            reason: "the shared item's owner is another managed account, whose allowedOutboundDataTransferDestinations is none"),
-        Row(item: "tagged", allowed: false, owner: unmanaged, verified: false, reason: "the shared item's owner is not managed"),
+        Row(
+            item: "encrypted", send: "none", allowed: false, owner: managed, verified: true,
+            reason:
+                "the shared item's owner is another managed account, whose allowedOutboundDataTransferDestinations is none"
+        ),
+        Row(
+            item: "tagged", allowed: false, owner: unmanaged, verified: false,
+            reason: "the shared item's owner is not managed"),
         Row(item: "tagged", inbound: "allApps", allowed: true, owner: unmanaged, verified: false, reason: "is allApps"),
-        Row(item: "plain", allowed: false, owner: nil, verified: false, reason: "the shared item's owner is not managed"),
+        Row(
+            item: "plain", allowed: false, owner: nil, verified: false, reason: "the shared item's owner is not managed"
+        ),
         Row(item: "plain", inbound: "allApps", allowed: true, owner: nil, verified: false, reason: "is allApps"),
         // A tag naming a managed owner that nothing proves: received only if untagged data would be.
-        Row(item: "forged", allowed: false, owner: managed, verified: false, reason: "the shared item's owner is not managed"),
-        Row(item: "forged", inbound: "allApps", allowed: true, owner: managed, verified: false, reason: "whose allowedOutboundDataTransferDestinations is managedApps"),
-        Row(item: "forged", inbound: "allApps", send: "none", allowed: false, owner: managed, verified: false, reason: "is none"),
+        Row(
+            item: "forged", allowed: false, owner: managed, verified: false,
+            reason: "the shared item's owner is not managed"),
+        Row(
+            item: "forged", inbound: "allApps", allowed: true, owner: managed, verified: false,
+            reason: "whose allowedOutboundDataTransferDestinations is managedApps"),
+        Row(
+            item: "forged", inbound: "allApps", send: "none", allowed: false, owner: managed, verified: false,
+            reason: "is none"),
     ]
 
     @Test("the owner comes from the item's envelope, verified when it can be", arguments: rows)
@@ -116,7 +138,8 @@ struct ReceiveTests {
         let markOwner = Array(("oid:" + Self.managed.oid!.lowercased()).utf8)
         var relabelled = original
         let start = try #require(original.firstRange(of: Array(markOwner))).lowerBound
-        relabelled.replaceSubrange(start..<start + markOwner.count, with: Array(("oid:" + Self.receiver.oid!.lowercased()).utf8))
+        relabelled.replaceSubrange(
+            start..<start + markOwner.count, with: Array(("oid:" + Self.receiver.oid!.lowercased()).utf8))
         var rewrapped = original
         let info = try #require(try DataProtector.protectionInfo(original))
         rewrapped[info.headerLength - 30] ^= 0x01
@@ -126,11 +149,15 @@ struct ReceiveTests {
         }
 
         _ = try await fixture.engine.wipe(account: Self.managed)
-        let wiped = await custodyError { _ = try fixture.engine.receive(receiver: Self.receiver, item: fixture.items["encrypted"]!) }
+        let wiped = await custodyError {
+            _ = try fixture.engine.receive(receiver: Self.receiver, item: fixture.items["encrypted"]!)
+        }
         #expect(wiped?.code == .protection)
         #expect(wiped?.message.contains("whose keys were wiped") == true, "\(wiped?.message ?? "")")
 
-        let missing = await custodyError { _ = try fixture.engine.receive(receiver: Self.receiver, file: "/nonexistent/item") }
+        let missing = await custodyError {
+            _ = try fixture.engine.receive(receiver: Self.receiver, file: "/nonexistent/item")
+        }
         #expect(missing?.message.contains("/nonexistent/item") == true)
     }
 }

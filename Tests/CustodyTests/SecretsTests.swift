@@ -36,13 +36,17 @@ struct SecretsTests {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
         try database.setAuditEnabled(true)
-        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(
+            store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let clock = TestClock(Self.t0)
         let logs = LogCapture()
         let manager = PolicyManager(
-            context: EvaluationContext(platform: .ios), database: database, keyRing: ring, logger: logs.logger(), now: { clock.now })
+            context: EvaluationContext(platform: .ios), database: database, keyRing: ring, logger: logs.logger(),
+            now: { clock.now })
         await manager.apply(try TestBundle().bundle(), source: "test")
-        return Fixture(directory: directory, manager: manager, secrets: try #require(manager.secrets), database: database, clock: clock, logs: logs)
+        return Fixture(
+            directory: directory, manager: manager, secrets: try #require(manager.secrets), database: database,
+            clock: clock, logs: logs)
     }
 
     @Test("passwords per account and app-wide: the account's own wins, the account in effect is used, misses are typed")
@@ -57,15 +61,22 @@ struct SecretsTests {
         #expect(try await f.secrets.password(withIdentifier: "vpn", account: .unmanaged) == "app-wide-pw")
         #expect(try await withAccount(a0) { try await f.secrets.password(withIdentifier: "mail") } == "only-a0")
         // The UPN and the OID of one tenant account are one owner.
-        #expect(try await f.secrets.password(withIdentifier: "mail", account: .account(AccountID(upn: "a0@contoso.com")!)) == "only-a0")
+        #expect(
+            try await f.secrets.password(withIdentifier: "mail", account: .account(AccountID(upn: "a0@contoso.com")!))
+                == "only-a0")
 
         await #expect(throws: SecretError(.notFound, identifier: "mail", "no such secret for \(a1) or app-wide")) {
             try await f.secrets.password(withIdentifier: "mail", account: .account(a1))
         }
         try f.secrets.storeCertificate(
-            Array(try TestCertificates.make(.p256, commonName: "c", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day).certificatePEM.utf8),
+            Array(
+                try TestCertificates.make(
+                    .p256, commonName: "c", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day
+                ).certificatePEM.utf8),
             identifier: "cert", for: nil)
-        await #expect { try await f.secrets.password(withIdentifier: "cert") } throws: { ($0 as? SecretError)?.code == .wrongKind }
+        await #expect { try await f.secrets.password(withIdentifier: "cert") } throws: {
+            ($0 as? SecretError)?.code == .wrongKind
+        }
         #expect(throws: SecretError.self) { try f.secrets.storePassword("x", identifier: "", for: nil) }
         #expect(throws: SecretError.self) { try f.secrets.storePassword("x", identifier: "bad\nname", for: nil) }
         #expect(try f.secrets.remove(identifier: "vpn", for: a0))
@@ -75,7 +86,8 @@ struct SecretsTests {
     @Test("certificates in PEM and DER: subject, issuer and validity; expired and not yet valid are typed errors")
     func certificates() async throws {
         let f = try await fixture()
-        let made = try TestCertificates.make(.p384, commonName: "Contoso Root", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
+        let made = try TestCertificates.make(
+            .p384, commonName: "Contoso Root", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
         let stored = try f.secrets.storeCertificate(Array(made.certificatePEM.utf8), identifier: "root", for: a0)
         try f.secrets.storeCertificate(made.certificateDER, identifier: "root-der", for: nil)
         #expect(stored.subject.contains("CN=Contoso Root"))
@@ -91,27 +103,40 @@ struct SecretsTests {
             ($0 as? SecretError)?.code == .expired
         }
         f.clock.set(Self.t0 - 2 * Self.day)
-        await #expect { try await f.secrets.certificate(withIdentifier: "root-der") } throws: { ($0 as? SecretError)?.code == .notYetValid }
+        await #expect { try await f.secrets.certificate(withIdentifier: "root-der") } throws: {
+            ($0 as? SecretError)?.code == .notYetValid
+        }
 
-        #expect { try f.secrets.storeCertificate(Array("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".utf8), identifier: "bad", for: nil) }
-            throws: { ($0 as? SecretError)?.code == .invalid }
-        #expect { try f.secrets.storeCertificate([0x30, 0x03, 0x02, 0x01, 0x01], identifier: "bad", for: nil) } throws: { ($0 as? SecretError)?.code == .invalid }
+        #expect {
+            try f.secrets.storeCertificate(
+                Array("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".utf8), identifier: "bad",
+                for: nil)
+        } throws: { ($0 as? SecretError)?.code == .invalid }
+        #expect {
+            try f.secrets.storeCertificate([0x30, 0x03, 0x02, 0x01, 0x01], identifier: "bad", for: nil)
+        } throws: { ($0 as? SecretError)?.code == .invalid }
     }
 
-    @Test("identities with P-256, P-384, Ed25519 and RSA keys round-trip; a key of another certificate is refused",
-          arguments: TestCertificates.Algorithm.allCases)
+    @Test(
+        "identities with P-256, P-384, Ed25519 and RSA keys round-trip; a key of another certificate is refused",
+        arguments: TestCertificates.Algorithm.allCases)
     func identities(_ algorithm: TestCertificates.Algorithm) async throws {
         let f = try await fixture()
-        let made = try TestCertificates.make(algorithm, commonName: "Device \(algorithm)", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
-        try f.secrets.storeIdentity(certificate: Array(made.certificatePEM.utf8), privateKey: Array(made.keyPEM.utf8), identifier: "device", for: a0)
+        let made = try TestCertificates.make(
+            algorithm, commonName: "Device \(algorithm)", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
+        try f.secrets.storeIdentity(
+            certificate: Array(made.certificatePEM.utf8), privateKey: Array(made.keyPEM.utf8), identifier: "device",
+            for: a0)
         let identity = try await f.secrets.identity(withIdentifier: "device", account: .account(a0))
         #expect(identity.certificate.certificate == made.certificate)
         #expect(identity.privateKey.publicKey == made.certificate.publicKey)
         #expect(!identity.description.contains(made.keyPEM.split(separator: "\n")[1]))
 
-        let other = try TestCertificates.make(algorithm, commonName: "Other", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
+        let other = try TestCertificates.make(
+            algorithm, commonName: "Other", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
         #expect {
-            try f.secrets.storeIdentity(certificate: made.certificateDER, privateKey: Array(other.keyPEM.utf8), identifier: "mixed", for: a0)
+            try f.secrets.storeIdentity(
+                certificate: made.certificateDER, privateKey: Array(other.keyPEM.utf8), identifier: "mixed", for: a0)
         } throws: { ($0 as? SecretError)?.code == .invalid }
     }
 
@@ -140,40 +165,61 @@ struct SecretsTests {
         let sealed = try #require(try f.database.secret(scope: scope0, identifier: "vpn"))
 
         // A row moved to another identifier of the same account does not open.
-        try f.database.saveSecret(SealedSecret(scope: scope0, identifier: "moved", kind: "password", sealed: sealed.sealed, updated: Self.t0))
-        await #expect { try await f.secrets.password(withIdentifier: "moved", account: .account(a0)) } throws: { ($0 as? SecretError)?.code == .unreadable }
+        try f.database.saveSecret(
+            SealedSecret(scope: scope0, identifier: "moved", kind: "password", sealed: sealed.sealed, updated: Self.t0))
+        await #expect { try await f.secrets.password(withIdentifier: "moved", account: .account(a0)) } throws: {
+            ($0 as? SecretError)?.code == .unreadable
+        }
         // Nor one moved to another account.
-        try f.database.saveSecret(SealedSecret(scope: scope1, identifier: "vpn", kind: "password", sealed: sealed.sealed, updated: Self.t0))
-        await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a1)) } throws: { ($0 as? SecretError)?.code == .unreadable }
+        try f.database.saveSecret(
+            SealedSecret(scope: scope1, identifier: "vpn", kind: "password", sealed: sealed.sealed, updated: Self.t0))
+        await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a1)) } throws: {
+            ($0 as? SecretError)?.code == .unreadable
+        }
         // Nor a flipped byte.
         var flipped = sealed.sealed
         flipped[flipped.count - 3] ^= 1
-        try f.database.saveSecret(SealedSecret(scope: scope0, identifier: "flipped", kind: "password", sealed: flipped, updated: Self.t0))
-        await #expect { try await f.secrets.password(withIdentifier: "flipped", account: .account(a0)) } throws: { ($0 as? SecretError)?.code == .unreadable }
+        try f.database.saveSecret(
+            SealedSecret(scope: scope0, identifier: "flipped", kind: "password", sealed: flipped, updated: Self.t0))
+        await #expect { try await f.secrets.password(withIdentifier: "flipped", account: .account(a0)) } throws: {
+            ($0 as? SecretError)?.code == .unreadable
+        }
 
         try await f.manager.wipe(account: a0)
         #expect(try f.database.secrets(scope: scope0).isEmpty)
-        await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) } throws: { ($0 as? SecretError)?.code == .notFound }
+        await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) } throws: {
+            ($0 as? SecretError)?.code == .notFound
+        }
         try f.database.saveSecret(sealed)
-        await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) } throws: { ($0 as? SecretError)?.code == .unreadable }
+        await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) } throws: {
+            ($0 as? SecretError)?.code == .unreadable
+        }
     }
 
     @Test("secret values never reach logs, errors, the audit log or the database file in the clear")
     func neverDisclosed() async throws {
         let f = try await fixture()
         let password = "Hunter2-\(UUID().uuidString)"
-        let made = try TestCertificates.make(.p256, commonName: "Leak check", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
+        let made = try TestCertificates.make(
+            .p256, commonName: "Leak check", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
         let keyLine = String(made.keyPEM.split(separator: "\n")[1])
         try f.secrets.storePassword(password, identifier: "vpn", for: a0)
-        try f.secrets.storeIdentity(certificate: made.certificateDER, privateKey: Array(made.keyPEM.utf8), identifier: "device", for: a0)
+        try f.secrets.storeIdentity(
+            certificate: made.certificateDER, privateKey: Array(made.keyPEM.utf8), identifier: "device", for: a0)
         _ = try await f.secrets.password(withIdentifier: "vpn", account: .account(a0))
         _ = try await f.secrets.identity(withIdentifier: "device", account: .account(a0))
 
         var errors: [String] = []
         for attempt in [
-            { () async throws in _ = try await f.secrets.password(withIdentifier: "device", account: .account(self.a0)) },
-            { () async throws in _ = try await f.secrets.certificate(withIdentifier: "vpn", account: .account(self.a0)) },
-            { () async throws in try f.secrets.storeIdentity(certificate: made.certificateDER, privateKey: Array(made.keyPEM.utf8.dropLast(30)), identifier: "x", for: nil) },
+            { () async throws in _ = try await f.secrets.password(withIdentifier: "device", account: .account(self.a0))
+            },
+            { () async throws in _ = try await f.secrets.certificate(withIdentifier: "vpn", account: .account(self.a0))
+            },
+            { () async throws in
+                try f.secrets.storeIdentity(
+                    certificate: made.certificateDER, privateKey: Array(made.keyPEM.utf8.dropLast(30)), identifier: "x",
+                    for: nil)
+            },
             { () async throws in try f.secrets.storePassword(password, identifier: "", for: nil) },
         ] {
             do { try await attempt() } catch { errors.append("\(error)") }

@@ -19,7 +19,9 @@ struct TestBundle {
     var configurationA: [(name: String, value: String)]?
 
     static func account(_ group: Character, _ index: Int) -> AccountID {
-        AccountID(oid: String(format: "%c0000000-0000-4000-8000-%012d", group.asciiValue! == 65 ? 0x61 : 0x62, index), upn: "\(group.lowercased())\(index)@contoso.com")!
+        AccountID(
+            oid: String(format: "%c0000000-0000-4000-8000-%012d", group.asciiValue! == 65 ? 0x61 : 0x62, index),
+            upn: "\(group.lowercased())\(index)@contoso.com")!
     }
 
     var tenantJSON: String {
@@ -43,12 +45,17 @@ struct TestBundle {
     }
 
     var policiesJSON: String {
-        let a = policy(id: "T_a", name: "Policy A" + nameSuffix, group: Self.groupA, printBlocked: printBlockedA, encryption: encryptionA)
-        let b = policy(id: "T_b", name: "Policy B", group: Self.groupB, printBlocked: printBlockedB, encryption: encryptionB)
+        let a = policy(
+            id: "T_a", name: "Policy A" + nameSuffix, group: Self.groupA, printBlocked: printBlockedA,
+            encryption: encryptionA)
+        let b = policy(
+            id: "T_b", name: "Policy B", group: Self.groupB, printBlocked: printBlockedB, encryption: encryptionB)
         var documents = [a, b]
         if let configurationA {
-            let pairs = configurationA.map { #"{"name": "\#($0.name)", "value": "\#($0.value)"}"# }.joined(separator: ", ")
-            documents.append(#"""
+            let pairs = configurationA.map { #"{"name": "\#($0.name)", "value": "\#($0.value)"}"# }.joined(
+                separator: ", ")
+            documents.append(
+                #"""
                 {"@odata.type": "#microsoft.graph.targetedManagedAppConfiguration", "id": "A_a", "displayName": "Configuration A",
                  "customSettings": [\#(pairs)],
                  "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "\#(Self.groupA)"}}]}

@@ -21,9 +21,11 @@ struct WatchScopeTests {
         let directory = try TemporaryDirectory()
         let bundle = directory.file("bundle")
         try TestBundle().write(to: bundle)
-        let engine = try await CustodyEngine.open(CustodyConfiguration(
-            state: backend == .sqlite ? .path(directory.file("state.sqlite")) : .postgres(TestPostgres.freshURL("watch")),
-            masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: backend == .sqlite
+                    ? .path(directory.file("state.sqlite")) : .postgres(TestPostgres.freshURL("watch")),
+                masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
         let applied = try await engine.apply(bundleDirectory: bundle)
         // This machine's copy changes (on another host: a copy of another version).
         var changed = TestBundle()
@@ -35,7 +37,9 @@ struct WatchScopeTests {
         switch backend {
         case .sqlite:
             #expect(watch.directory == bundle)
-            #expect(await eventually(within: .seconds(30)) { engine.bundleInForce?.revision != applied.bundle.revision }, "the change is applied")
+            #expect(
+                await eventually(within: .seconds(30)) { engine.bundleInForce?.revision != applied.bundle.revision },
+                "the change is applied")
         case .postgres:
             #expect(watch.directory == nil)
             try await Task.sleep(for: .milliseconds(400))

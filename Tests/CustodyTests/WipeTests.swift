@@ -13,13 +13,17 @@ struct WipeTests {
     static let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 
     /// A manager over an on-disk state database and key ring, with a bundle applied.
-    private func manager(_ directory: TemporaryDirectory, wipes: Bool = false, now: @escaping @Sendable () -> Date = { WipeTests.t0 }) async throws
+    private func manager(
+        _ directory: TemporaryDirectory, wipes: Bool = false, now: @escaping @Sendable () -> Date = { WipeTests.t0 }
+    ) async throws
         -> (PolicyManager, DataProtector, CustodyDatabase)
     {
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
+        let ring = try KeyRing(
+            store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let manager = PolicyManager(
-            context: EvaluationContext(platform: .ios), database: database, keyRing: ring, wipesWhenOfflineTooLong: wipes, now: now)
+            context: EvaluationContext(platform: .ios), database: database, keyRing: ring,
+            wipesWhenOfflineTooLong: wipes, now: now)
         await manager.apply(try TestBundle().bundle(), source: "test")
         return (manager, DataProtector(keyRing: ring, policy: manager.snapshot), database)
     }
@@ -44,7 +48,8 @@ struct WipeTests {
         #expect(throws: ProtectionError.self) { _ = try protector.unprotect(mine) }
         #expect(try protector.unprotect(theirs) == [4, 5, 6])
         #expect(try database.lastCheckIn(account: manager.owner(of: a0).rawValue) == nil)
-        #expect(try database.auditEntries().contains { $0.kind == .wipe && $0.detail?.contains("user signed out") == true })
+        #expect(
+            try database.auditEntries().contains { $0.kind == .wipe && $0.detail?.contains("user signed out") == true })
         var events = stream.makeAsyncIterator()
         #expect(await events.next() == .wipeCompleted(account: a0))
     }
@@ -59,21 +64,31 @@ struct WipeTests {
         #expect(manager.offlineAccess(account: a0, at: Self.t0.addingTimeInterval(day)).offlineState == .accessBlocked)
         // b0 never checked in: it counts from when the installation first saw it (the apply at t0).
         #expect(manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(60)).isAllowed)
-        #expect(manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(day)).offlineState == .accessBlocked, "b0 never checked in")
+        #expect(
+            manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(day)).offlineState == .accessBlocked,
+            "b0 never checked in")
 
         #expect(await manager.evaluateOffline(at: Self.t0.addingTimeInterval(day)).isEmpty)
         let late = Self.t0.addingTimeInterval(91 * day)
         let events = await manager.evaluateOffline(at: late)
         #expect(events.count == 6, "every managed account: a0 from its check-in, the others from the apply")
         let announced = events.compactMap { event -> AccountID? in
-            guard case .wipeRequired(let account, let reason) = event, reason.contains("periodOfflineBeforeWipeIsEnforced") else { return nil }
+            guard case .wipeRequired(let account, let reason) = event,
+                reason.contains("periodOfflineBeforeWipeIsEnforced")
+            else { return nil }
             return account
         }
         #expect(announced.contains(a0) && announced.contains(b0))
         #expect(await manager.evaluateOffline(at: late).isEmpty, "announced once")
         try await manager.checkIn(account: a0, at: late)
         let again = await manager.evaluateOffline(at: late.addingTimeInterval(91 * day))
-        #expect(again == [.wipeRequired(account: a0, reason: again.first.flatMap { if case .wipeRequired(_, let reason) = $0 { reason } else { nil } } ?? "")],
+        #expect(
+            again == [
+                .wipeRequired(
+                    account: a0,
+                    reason: again.first.flatMap { if case .wipeRequired(_, let reason) = $0 { reason } else { nil } }
+                        ?? "")
+            ],
             "only a0, which checked in since, is announced again")
     }
 
@@ -109,7 +124,8 @@ struct RestoreTests {
         await #expect(throws: BundleRejection.self) { try await first.apply(bundleDirectory: bundle) }
         try FileManager.default.removeItem(atPath: bundle)
 
-        let second = PolicyManager(context: EvaluationContext(platform: .ios), database: try CustodyDatabase(path: path))
+        let second = PolicyManager(
+            context: EvaluationContext(platform: .ios), database: try CustodyDatabase(path: path))
         #expect(!second.snapshot.isManaged(TestBundle.account("A", 0)))
         #expect(try await second.restore())
         #expect(!second.snapshot.print(account: TestBundle.account("A", 0)).isAllowed)

@@ -14,13 +14,20 @@ extension CustodyEngine {
     }
 
     /// The snapshot for `context` and the revision it was resolved from, read together.
-    func policyAndRevision(for context: EvaluationContext?) throws(CustodyError) -> (snapshot: PolicySnapshot, revision: String) {
+    func policyAndRevision(for context: EvaluationContext?) throws(CustodyError) -> (
+        snapshot: PolicySnapshot, revision: String
+    ) {
         let box = manager.slot.current
         guard let bundle = box.bundle else {
             throw CustodyError(.noPolicy, "no policy: no bundle is in force in this state, and no bundle was given")
         }
-        guard let context, context != box.snapshot.context else { return (try Self.deciding(box.snapshot), bundle.revision) }
-        return (try Self.deciding(contexts.snapshot(for: context, of: box.snapshot, version: box.version, logger: logger)), bundle.revision)
+        guard let context, context != box.snapshot.context else {
+            return (try Self.deciding(box.snapshot), bundle.revision)
+        }
+        return (
+            try Self.deciding(contexts.snapshot(for: context, of: box.snapshot, version: box.version, logger: logger)),
+            bundle.revision
+        )
     }
 
     /// A session answering JSON Lines queries for one caller with the policy in force for
@@ -29,7 +36,9 @@ extension CustodyEngine {
     /// With `stamped`, every answer also carries the `revision` and `eventId` it was decided at.
     /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.state` when the audit
     ///   setting cannot be read (answers are never given unaudited by mistake).
-    public func decisionSession(context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = false) throws(CustodyError)
+    public func decisionSession(
+        context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = false
+    ) throws(CustodyError)
         -> DecisionSession
     {
         // The event id first: an answer may claim an older event than its snapshot saw, never a
@@ -38,7 +47,8 @@ extension CustodyEngine {
         let (snapshot, revision) = try policyAndRevision(for: context)
         let auditing = try auditSetting.isOn(database, following: isFollowing)
         return DecisionSession(
-            stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID, stamped: stamped,
+            stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID,
+            stamped: stamped,
             audit: auditing ? AuditBuffer(database: database, now: configuration.now) : nil)
     }
 
@@ -51,7 +61,8 @@ extension CustodyEngine {
     /// A runner that answers JSON Lines queries with the policy in force on `jobs` cores, one
     /// session per core (see `decisionSession`).
     public func decisionRunner(
-        options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20, maximumLineBytes: Int = DecisionRunner.defaultMaximumLineBytes
+        options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20,
+        maximumLineBytes: Int = DecisionRunner.defaultMaximumLineBytes
     ) throws(CustodyError) -> DecisionRunner {
         var sessions: [DecisionSession] = []
         for _ in 0..<max(1, jobs) { sessions.append(try decisionSession(options: options)) }
@@ -147,9 +158,12 @@ final class ContextSnapshots: Sendable {
         self.capacity = capacity
     }
 
-    func snapshot(for context: EvaluationContext, of inForce: PolicySnapshot, version: Int, logger: Logger) -> PolicySnapshot {
+    func snapshot(for context: EvaluationContext, of inForce: PolicySnapshot, version: Int, logger: Logger)
+        -> PolicySnapshot
+    {
         if let cached = cache.withLock({ $0.version == version ? $0.snapshots[context] : nil }) { return cached }
-        let resolved = PolicySnapshot(bundle: inForce.bundle, context: context, precedence: inForce.precedence, logger: logger)
+        let resolved = PolicySnapshot(
+            bundle: inForce.bundle, context: context, precedence: inForce.precedence, logger: logger)
         cache.withLock { cache in
             if cache.version != version { cache = Cache(version: version) }
             if cache.snapshots.count >= capacity { cache.snapshots.removeAll() }

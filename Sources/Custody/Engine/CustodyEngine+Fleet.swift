@@ -52,7 +52,8 @@ actor ChangeApplier {
     private(set) var revision: Int64
 
     init(
-        state: any StateStore, keyRing: KeyRing?, tokenCache: TokenCache, auditSetting: DecisionAuditSetting, manager: PolicyManager,
+        state: any StateStore, keyRing: KeyRing?, tokenCache: TokenCache, auditSetting: DecisionAuditSetting,
+        manager: PolicyManager,
         replica: Locked<ReplicaStatus>
     ) {
         self.state = state
@@ -127,8 +128,11 @@ actor ChangeApplier {
     /// the policy in force and marks the replica stale (`divergence`) until a later one loads.
     private func adoptBundle(at change: Int64) async throws(StoreError) {
         if let rejection = try await manager.adoptStoredBundle() {
-            let reason = "the bundle applied to the state at change \(change) does not load here (\(rejection.message)); the policy in force before it stays"
-            manager.logger.error("a bundle applied elsewhere does not load here; this replica is stale until one that loads is applied", metadata: ["change": "\(change)"])
+            let reason =
+                "the bundle applied to the state at change \(change) does not load here (\(rejection.message)); the policy in force before it stays"
+            manager.logger.error(
+                "a bundle applied elsewhere does not load here; this replica is stale until one that loads is applied",
+                metadata: ["change": "\(change)"])
             replica.withLock { $0.divergence = reason }
         } else {
             replica.withLock { $0.divergence = nil }
@@ -219,7 +223,8 @@ extension CustodyEngine {
                         return (status.listening, status.revision)
                     }
                     if !wasListening {
-                        configuration.logger.notice("listening for changes to the state", metadata: ["revision": "\(revision)"])
+                        configuration.logger.notice(
+                            "listening for changes to the state", metadata: ["revision": "\(revision)"])
                     }
                     backoff = .milliseconds(50)
                     // A notice of a newer revision, and the first answer on each connection,
@@ -227,9 +232,10 @@ extension CustodyEngine {
                     // reconnect. (Heartbeats that bring nothing new cost nothing more.)
                     if !wasListening || revision > applied { _ = try? await applyChanges() }
                 }
-            } catch where !Task.isCancelled {
+            } catch  where !Task.isCancelled {
                 replica.withLock { $0.problem = "\(error)" }
-                configuration.logger.warning("stopped hearing of changes to the state; reconnecting", metadata: ["error": "\(error)"])
+                configuration.logger.warning(
+                    "stopped hearing of changes to the state; reconnecting", metadata: ["error": "\(error)"])
             } catch {}
             replica.withLock { $0.listening = false }
             try? await Task.sleep(for: backoff)

@@ -43,7 +43,9 @@ extension CustodyEngine {
     /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.account` for an owner
     ///   whose forms contradict each other, or one the policy does not know in `.policy` mode;
     ///   `.refused` for `.unmanaged` data of an account whose policy requires encryption.
-    public func protectionPlan(owner: AccountID, mode: ProtectionMode = .policy, context: EvaluationContext? = nil) throws(CustodyError) -> ProtectionPlan {
+    public func protectionPlan(owner: AccountID, mode: ProtectionMode = .policy, context: EvaluationContext? = nil)
+        throws(CustodyError) -> ProtectionPlan
+    {
         try plan(owner: owner, mode: mode, context: context).plan
     }
 
@@ -55,27 +57,39 @@ extension CustodyEngine {
         switch snapshot.resolveAccount(owner) {
         case .contradictory(let why):
             let message = "\(owner) is ambiguous: \(why)"
-            throw CustodyError(.account, message, underlying: AccountError(code: .ambiguous, account: owner, message: message))
+            throw CustodyError(
+                .account, message, underlying: AccountError(code: .ambiguous, account: owner, message: message))
         case .tenant(let account):
             let identifier = OwnerIdentifier(account.id)
             let required = snapshot.encryptionRequired(account: account.id)
             // What a wipe will look under: the tenant's forms of the account (the state's older
             // aliases are recorded already).
             let holder = ResolvedAccount(
-                id: account.id, owner: identifier, identifiers: [identifier] + ResolvedAccount.identifiers(of: account.id).filter { $0 != identifier },
+                id: account.id, owner: identifier,
+                identifiers: [identifier] + ResolvedAccount.identifiers(of: account.id).filter { $0 != identifier },
                 tenantAccount: account)
             switch mode {
             case .policy:
-                return (ProtectionPlan(owner: identifier, encrypted: required.isAllowed, reason: required.reason), account.id, holder)
+                return (
+                    ProtectionPlan(owner: identifier, encrypted: required.isAllowed, reason: required.reason),
+                    account.id, holder
+                )
             case .unmanaged:
                 guard !required.isAllowed else {
                     throw CustodyError(
                         .refused,
-                        "\(owner) is managed by the policy in force, which requires its data to be encrypted (\(required.reason)); only data of accounts the policy does not manage may be tagged without encryption")
+                        "\(owner) is managed by the policy in force, which requires its data to be encrypted (\(required.reason)); only data of accounts the policy does not manage may be tagged without encryption"
+                    )
                 }
-                return (ProtectionPlan(owner: identifier, encrypted: false, reason: "tagged only, as asked: \(required.reason)"), account.id, nil)
+                return (
+                    ProtectionPlan(
+                        owner: identifier, encrypted: false, reason: "tagged only, as asked: \(required.reason)"),
+                    account.id, nil
+                )
             case .forceEncryption:
-                return (ProtectionPlan(owner: identifier, encrypted: true, reason: "encryption forced"), account.id, holder)
+                return (
+                    ProtectionPlan(owner: identifier, encrypted: true, reason: "encryption forced"), account.id, holder
+                )
             }
         case .unknown:
             let identifier = OwnerIdentifier(owner)
@@ -84,12 +98,22 @@ extension CustodyEngine {
             case .policy:
                 let message =
                     "\(owner) is not an account of the policy in force (\(inForce)), so Custody cannot tell whether its data must be encrypted; protect it as unmanaged data (tagged only) or force encryption (a key of its own)"
-                throw CustodyError(.account, message, underlying: AccountError(code: .unknown, account: owner, message: message))
+                throw CustodyError(
+                    .account, message, underlying: AccountError(code: .unknown, account: owner, message: message))
             case .unmanaged:
-                return (ProtectionPlan(owner: identifier, encrypted: false, reason: "\(owner) is not managed by the policy in force: tagged only"), owner, nil)
+                return (
+                    ProtectionPlan(
+                        owner: identifier, encrypted: false,
+                        reason: "\(owner) is not managed by the policy in force: tagged only"), owner, nil
+                )
             case .forceEncryption:
-                let holder = ResolvedAccount(id: owner, owner: identifier, identifiers: [identifier], tenantAccount: nil)
-                return (ProtectionPlan(owner: identifier, encrypted: true, reason: "encryption forced; \(owner) is not in the policy in force"), owner, holder)
+                let holder = ResolvedAccount(
+                    id: owner, owner: identifier, identifiers: [identifier], tenantAccount: nil)
+                return (
+                    ProtectionPlan(
+                        owner: identifier, encrypted: true,
+                        reason: "encryption forced; \(owner) is not in the policy in force"), owner, holder
+                )
             }
         }
     }
@@ -116,7 +140,8 @@ extension CustodyEngine {
     /// atomically. Returns what was done.
     @discardableResult
     public func protect(
-        from source: DataProtector.Source, to sink: DataProtector.Sink, owner: AccountID, mode: ProtectionMode = .policy,
+        from source: DataProtector.Source, to sink: DataProtector.Sink, owner: AccountID,
+        mode: ProtectionMode = .policy,
         progress: DataProtector.Progress? = nil
     ) throws(CustodyError) -> ProtectionPlan {
         do {
@@ -128,7 +153,8 @@ extension CustodyEngine {
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
         do {
-            try protector.protect(from: source, to: sink, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
+            try protector.protect(
+                from: source, to: sink, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
         } catch {
             throw CustodyError(protection: error)
         }
@@ -190,7 +216,11 @@ extension CustodyEngine {
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
         do {
-            return (plan, try protector.protect(directory: directory, owner: sealFor, forceEncryption: plan.encrypted, progress: progress))
+            return (
+                plan,
+                try protector.protect(
+                    directory: directory, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
+            )
         } catch {
             throw CustodyError(protection: error)
         }
@@ -206,7 +236,8 @@ extension CustodyEngine {
     ///   so and when.
     @discardableResult
     public func unprotect(
-        from source: DataProtector.Source, to sink: DataProtector.Sink, passThrough: Bool = false, progress: DataProtector.Progress? = nil
+        from source: DataProtector.Source, to sink: DataProtector.Sink, passThrough: Bool = false,
+        progress: DataProtector.Progress? = nil
     ) throws(CustodyError) -> Bool {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
         do {
@@ -221,7 +252,9 @@ extension CustodyEngine {
     /// Replaces every protected file in `directory` and below it with its plaintext and removes
     /// the directory's owner record. A file that fails (wiped keys: the message says when) is
     /// reported and left as it was.
-    public func unprotect(directory: String, progress: DataProtector.TreeProgress? = nil) throws(CustodyError) -> DirectoryReport {
+    public func unprotect(directory: String, progress: DataProtector.TreeProgress? = nil) throws(CustodyError)
+        -> DirectoryReport
+    {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
         var report: DirectoryReport
         do {
@@ -231,7 +264,8 @@ extension CustodyEngine {
         }
         for index in report.failed.indices {
             let failure = report.failed[index]
-            report.failed[index].message = explained(failure.error, owner: (try? DataProtector.protectionInfo(file: failure.path))??.owner).message
+            report.failed[index].message =
+                explained(failure.error, owner: (try? DataProtector.protectionInfo(file: failure.path))??.owner).message
         }
         return report
     }
@@ -242,7 +276,8 @@ extension CustodyEngine {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
         do throws(ProtectionError) {
             if requireEnvelope, try DataProtector.protectionInfo(envelope) == nil {
-                throw ProtectionError(.invalidArguments, "the data is not an envelope (no envelope header); nothing to unprotect")
+                throw ProtectionError(
+                    .invalidArguments, "the data is not an envelope (no envelope header); nothing to unprotect")
             }
             return try protector.unprotect(envelope)
         } catch {
@@ -253,7 +288,9 @@ extension CustodyEngine {
     /// A protection error, saying when the data's owner was wiped if its key is gone for that
     /// reason.
     private func explained(_ error: ProtectionError, owner: OwnerIdentifier?) -> CustodyError {
-        if [.keyUnavailable, .decryptFailed].contains(error.code), let owner, let wiped = try? database.wipeRecord(of: owner.rawValue) {
+        if [.keyUnavailable, .decryptFailed].contains(error.code), let owner,
+            let wiped = try? database.wipeRecord(of: owner.rawValue)
+        {
             let prefix = error.path.map { "\($0): " } ?? ""
             return CustodyError(
                 .protection,
@@ -273,7 +310,9 @@ extension CustodyEngine {
         do {
             try manager.register(resolved)
             let version = try keyRing.rotate(resolved.owner)
-            try database.audit(.key, account: resolved.owner.rawValue, action: "rotate", detail: "version \(version)", at: configuration.now())
+            try database.audit(
+                .key, account: resolved.owner.rawValue, action: "rotate", detail: "version \(version)",
+                at: configuration.now())
             return (resolved, version)
         } catch let error as ProtectionError {
             throw CustodyError(protection: error)
@@ -311,7 +350,9 @@ extension CustodyEngine {
         let snapshot = manager.snapshot
         do {
             return try store.owners().map { owner throws(ProtectionError) in
-                KeyOwner(owner: owner, versions: try store.keys(for: owner).map(\.version), account: snapshot.tenantAccount(for: owner.account)?.id)
+                KeyOwner(
+                    owner: owner, versions: try store.keys(for: owner).map(\.version),
+                    account: snapshot.tenantAccount(for: owner.account)?.id)
             }
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
@@ -346,7 +387,9 @@ extension CustodyEngine {
     /// - Throws: `CustodyError` `.protection` for a damaged or unverifiable envelope; `.noPolicy`,
     ///   `.platform` as `policy()`.
     /// - Parameter context: the evaluation context; nil: the engine's.
-    public func receive(receiver: AccountID?, item: [UInt8], context: EvaluationContext? = nil) throws(CustodyError) -> SharedItemDecision {
+    public func receive(receiver: AccountID?, item: [UInt8], context: EvaluationContext? = nil) throws(CustodyError)
+        -> SharedItemDecision
+    {
         let (snapshot, revision) = try policyAndRevision(for: context)
         let info: ProtectionInfo?
         var verified = false
@@ -365,20 +408,25 @@ extension CustodyEngine {
         }
         guard let info else {
             return SharedItemDecision(
-                decision: snapshot.receive(receiver: receiver, dataOwner: nil), dataOwner: nil, ownerVerified: false, revision: revision)
+                decision: snapshot.receive(receiver: receiver, dataOwner: nil), dataOwner: nil, ownerVerified: false,
+                revision: revision)
         }
         let owner = snapshot.tenantAccount(for: info.owner.account)?.id ?? info.owner.account
         let claimed = snapshot.receive(receiver: receiver, dataOwner: owner)
         // Encrypted: nobody without the owner's key can read it, so even an unverified claim
         // gains nothing. Unencrypted: the stricter of the claim and no owner at all.
-        guard !info.isEncrypted else { return SharedItemDecision(decision: claimed, dataOwner: owner, ownerVerified: verified, revision: revision) }
+        guard !info.isEncrypted else {
+            return SharedItemDecision(decision: claimed, dataOwner: owner, ownerVerified: verified, revision: revision)
+        }
         let untagged = snapshot.receive(receiver: receiver, dataOwner: nil)
         let decision = claimed.isAllowed && !untagged.isAllowed ? untagged : claimed
         return SharedItemDecision(decision: decision, dataOwner: owner, ownerVerified: false, revision: revision)
     }
 
     /// `receive(receiver:item:)` for a file: its header is read (the rest is not).
-    public func receive(receiver: AccountID?, file path: String, context: EvaluationContext? = nil) throws(CustodyError) -> SharedItemDecision {
+    public func receive(receiver: AccountID?, file path: String, context: EvaluationContext? = nil) throws(CustodyError)
+        -> SharedItemDecision
+    {
         let head: [UInt8]
         do {
             head = try DataProtector.head(ofFile: path, count: 4_096)
@@ -388,7 +436,8 @@ extension CustodyEngine {
         do {
             return try receive(receiver: receiver, item: head, context: context)
         } catch {
-            throw CustodyError(error.code, "\(path): \(error.message)", diagnostics: error.diagnostics, underlying: error.underlying)
+            throw CustodyError(
+                error.code, "\(path): \(error.message)", diagnostics: error.diagnostics, underlying: error.underlying)
         }
     }
 }

@@ -43,14 +43,21 @@ extension CustodyEngine {
 
     /// Creates a token with `scopes`. The returned text is the bearer token: the only time it
     /// exists outside its holder (the state keeps the SHA-256 of its secret part).
-    public func createToken(scopes: Set<TokenScope>, name: String? = nil) throws(CustodyError) -> (token: ServiceToken, bearer: String) {
-        guard !scopes.isEmpty else { throw CustodyError(.refused, "a token needs at least one scope (\(TokenScope.allCases.map(\.rawValue).joined(separator: ", ")))") }
+    public func createToken(scopes: Set<TokenScope>, name: String? = nil) throws(CustodyError) -> (
+        token: ServiceToken, bearer: String
+    ) {
+        guard !scopes.isEmpty else {
+            throw CustodyError(
+                .refused,
+                "a token needs at least one scope (\(TokenScope.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
         let id = Self.hex(SecureMemory.randomBytes(count: 8))
         var secret = SecureMemory.randomBytes(count: 32)
         defer { SecureMemory.zero(&secret) }
         let bearer = Self.tokenPrefix + id + "_" + Self.hex(secret)
         let record = TokenRecord(
-            id: id, name: name, scopes: scopes.sorted().map(\.rawValue), hash: Array(SHA256.hash(data: Array(Self.hex(secret).utf8))),
+            id: id, name: name, scopes: scopes.sorted().map(\.rawValue),
+            hash: Array(SHA256.hash(data: Array(Self.hex(secret).utf8))),
             created: configuration.now())
         do {
             try database.addToken(record)
@@ -103,7 +110,8 @@ extension CustodyEngine {
 
     static func token(_ record: TokenRecord) -> ServiceToken {
         ServiceToken(
-            id: record.id, name: record.name, scopes: Set(record.scopes.compactMap(TokenScope.init(rawValue:))), created: record.created,
+            id: record.id, name: record.name, scopes: Set(record.scopes.compactMap(TokenScope.init(rawValue:))),
+            created: record.created,
             revoked: record.revoked)
     }
 
@@ -182,7 +190,9 @@ final class TokenCache: Sendable {
     /// The token `bearer` names if it is valid, else nil.
     /// - Throws: `StoreError` when it must be read from the state and cannot be.
     func authenticate(_ bearer: String, database: any StateStore, following: Bool) throws(StoreError) -> ServiceToken? {
-        guard bearer.hasPrefix(CustodyEngine.tokenPrefix), bearer.utf8.count == CustodyEngine.tokenPrefix.utf8.count + 16 + 1 + 64 else { return nil }
+        guard bearer.hasPrefix(CustodyEngine.tokenPrefix),
+            bearer.utf8.count == CustodyEngine.tokenPrefix.utf8.count + 16 + 1 + 64
+        else { return nil }
         let now = ContinuousClock.now
         if !following {
             // Forget everything when any process created or revoked a token since the last look
@@ -200,7 +210,8 @@ final class TokenCache: Sendable {
         }
         let (cached, epoch) = state.withLock { ($0.verified[bearer], $0.epoch) }
         if let cached, cached.until.map({ $0 > now }) ?? true { return cached.token }
-        let parts = bearer.dropFirst(CustodyEngine.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
+        let parts = bearer.dropFirst(CustodyEngine.tokenPrefix.count).split(
+            separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 2, let record = try database.token(id: String(parts[0])), record.revoked == nil,
             SecureMemory.constantTimeEqual(Array(SHA256.hash(data: Array(parts[1].utf8))), record.hash)
         else { return nil }

@@ -68,9 +68,11 @@ public struct CustodyConfiguration: Sendable {
     public var now: @Sendable () -> Date
 
     public init(
-        state: State = .path(".custody/state.sqlite"), masterKey: MasterKeySource? = nil, context: EvaluationContext = EvaluationContext(),
+        state: State = .path(".custody/state.sqlite"), masterKey: MasterKeySource? = nil,
+        context: EvaluationContext = EvaluationContext(),
         precedence: PolicyPrecedence.Rule? = nil, bundleOverride: String? = nil, restoresBundleInForce: Bool = true,
-        wipesWhenOfflineTooLong: Bool = false, logger: Logger = Logger(label: "custody"), now: @escaping @Sendable () -> Date = Date.init
+        wipesWhenOfflineTooLong: Bool = false, logger: Logger = Logger(label: "custody"),
+        now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.state = state
         self.masterKey = masterKey
@@ -124,18 +126,24 @@ public final class CustodyEngine: Sendable {
     /// Applies the state's change log, once each change, in order.
     let applier: ChangeApplier
 
-    private init(configuration: CustodyConfiguration, database: any StateStore, keyRing: KeyRing?, manager: PolicyManager, revision: Int64) {
+    private init(
+        configuration: CustodyConfiguration, database: any StateStore, keyRing: KeyRing?, manager: PolicyManager,
+        revision: Int64
+    ) {
         self.configuration = configuration
         self.database = database
         self.keyRing = keyRing
         self.manager = manager
         self.logger = configuration.logger
-        let replica = Locked(ReplicaStatus(
-            revision: revision, newestKnown: revision, listening: !database.notifiesChanges, lastContact: configuration.now(), problem: nil,
-            staleAfter: .seconds(3)))
+        let replica = Locked(
+            ReplicaStatus(
+                revision: revision, newestKnown: revision, listening: !database.notifiesChanges,
+                lastContact: configuration.now(), problem: nil,
+                staleAfter: .seconds(3)))
         self.replica = replica
         applier = ChangeApplier(
-            state: database, keyRing: keyRing, tokenCache: tokenCache, auditSetting: auditSetting, manager: manager, replica: replica)
+            state: database, keyRing: keyRing, tokenCache: tokenCache, auditSetting: auditSetting, manager: manager,
+            replica: replica)
     }
 
     /// Opens an installation: the state database (migrated), the key ring when a master key
@@ -149,11 +157,14 @@ public final class CustodyEngine: Sendable {
         do {
             switch configuration.state {
             case .path(let state):
-                database = try CustodyDatabase(path: CustodyDatabase.path(forState: state), deferringWrites: configuration.defersStateWrites)
+                database = try CustodyDatabase(
+                    path: CustodyDatabase.path(forState: state), deferringWrites: configuration.defersStateWrites)
             case .existingPath(let state):
                 let path = CustodyDatabase.path(forState: state)
-                database = FileManager.default.fileExists(atPath: path)
-                    ? try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites) : try CustodyDatabase()
+                database =
+                    FileManager.default.fileExists(atPath: path)
+                    ? try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites)
+                    : try CustodyDatabase()
             case .requiredPath(let state):
                 let path = CustodyDatabase.path(forState: state)
                 guard FileManager.default.fileExists(atPath: path) else {
@@ -188,19 +199,24 @@ public final class CustodyEngine: Sendable {
         do {
             revision = try database.changeBounds().newest
             context = try Self.context(configuration.context, recordedIn: database)
-            precedence = try configuration.precedence
-                ?? database.installationContext().precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:)) ?? .mostRestrictive
+            precedence =
+                try configuration.precedence
+                ?? database.installationContext().precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:))
+                ?? .mostRestrictive
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
         }
         let manager = PolicyManager(
-            context: context, database: database, keyRing: keyRing, wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
-            precedence: precedence, retainedBundles: configuration.retainedBundles, logger: configuration.logger, now: configuration.now)
+            context: context, database: database, keyRing: keyRing,
+            wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
+            precedence: precedence, retainedBundles: configuration.retainedBundles, logger: configuration.logger,
+            now: configuration.now)
         if let directory = configuration.bundleOverride {
             do {
                 try await manager.use(try BundleFiles.read(directory: directory), source: directory)
             } catch {
-                throw CustodyError(.bundle, "the bundle \(directory) does not load", diagnostics: error.diagnostics, underlying: error)
+                throw CustodyError(
+                    .bundle, "the bundle \(directory) does not load", diagnostics: error.diagnostics, underlying: error)
             }
         } else if configuration.restoresBundleInForce {
             do {
@@ -209,18 +225,23 @@ public final class CustodyEngine: Sendable {
                 throw CustodyError(.bundle, error.message, diagnostics: error.diagnostics, underlying: error)
             }
         }
-        return CustodyEngine(configuration: configuration, database: database, keyRing: keyRing, manager: manager, revision: revision)
+        return CustodyEngine(
+            configuration: configuration, database: database, keyRing: keyRing, manager: manager, revision: revision)
     }
 
     // MARK: The installation's context
 
     /// `given`, each field it leaves nil taken from the context recorded in the state.
-    static func context(_ given: EvaluationContext, recordedIn database: any StateStore) throws(StoreError) -> EvaluationContext {
+    static func context(_ given: EvaluationContext, recordedIn database: any StateStore) throws(StoreError)
+        -> EvaluationContext
+    {
         let recorded = try database.installationContext()
         var context = given
         if context.platform == nil { context.platform = recorded.platform.flatMap(Platform.init(rawValue:)) }
         if context.appID == nil { context.appID = recorded.appID }
-        if context.managementLevel == nil { context.managementLevel = recorded.managementLevel.flatMap(AppManagementLevel.init(rawValue:)) }
+        if context.managementLevel == nil {
+            context.managementLevel = recorded.managementLevel.flatMap(AppManagementLevel.init(rawValue:))
+        }
         return context
     }
 
@@ -235,10 +256,13 @@ public final class CustodyEngine: Sendable {
     /// engine on this state evaluates with them unless its configuration names its own. (A
     /// bundle with iOS and Android policies needs a platform for every decision; recording one
     /// at `custody apply` saves naming it on every command.)
-    public func recordContext(_ context: EvaluationContext, precedence: PolicyPrecedence.Rule? = nil) throws(CustodyError) {
+    public func recordContext(_ context: EvaluationContext, precedence: PolicyPrecedence.Rule? = nil)
+        throws(CustodyError)
+    {
         do {
             try database.recordInstallationContext(
-                platform: context.platform?.rawValue, appID: context.appID, managementLevel: context.managementLevel?.rawValue,
+                platform: context.platform?.rawValue, appID: context.appID,
+                managementLevel: context.managementLevel?.rawValue,
                 precedence: precedence?.rawValue)
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
@@ -269,9 +293,10 @@ public final class CustodyEngine: Sendable {
     public func policyPerPlatform(for context: EvaluationContext? = nil) throws(CustodyError) -> [PolicySnapshot] {
         do {
             return [try policy(for: context)]
-        } catch where error.code == .platform {
+        } catch  where error.code == .platform {
             let snapshot = manager.snapshot
-            return try snapshot.bundle.policyPlatforms.sorted { $0.rawValue > $1.rawValue }.map { platform throws(CustodyError) in
+            return try snapshot.bundle.policyPlatforms.sorted { $0.rawValue > $1.rawValue }.map {
+                platform throws(CustodyError) in
                 var resolved = context ?? snapshot.context
                 resolved.platform = platform
                 return try policy(for: resolved)
@@ -314,7 +339,9 @@ public final class CustodyEngine: Sendable {
     /// - Throws: `CustodyError` `.bundle` with located diagnostics when it does not load (it is
     ///   then recorded as rejected, and the policy in force stays).
     @discardableResult
-    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) async throws(CustodyError) -> ApplyResult {
+    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) async throws(CustodyError)
+        -> ApplyResult
+    {
         let source = URL(fileURLWithPath: directory).standardizedFileURL.path
         // What the state had in force (another writer may be ahead of this engine).
         let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
@@ -332,7 +359,9 @@ public final class CustodyEngine: Sendable {
     /// `apply(bundleDirectory:)` does: validated, stored with its revision, put in force; a
     /// bundle that does not load is recorded as rejected and the policy in force stays.
     @discardableResult
-    public func apply(files: BundleFiles, source: String, allowingEmpty: Bool = false) async throws(CustodyError) -> ApplyResult {
+    public func apply(files: BundleFiles, source: String, allowingEmpty: Bool = false) async throws(CustodyError)
+        -> ApplyResult
+    {
         // What the state had in force (another writer may be ahead of this engine).
         let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
         let events: [PolicyEvent]
@@ -349,10 +378,13 @@ public final class CustodyEngine: Sendable {
     /// when the state could not record it, `.outcomeUnknown` when the state did not confirm.
     static func applyError(_ rejection: BundleRejection, naming bundle: String) -> CustodyError {
         if let failure = rejection.stateFailure {
-            return CustodyError(failure.code == .outcomeUnknown ? .outcomeUnknown : .state, rejection.message, underlying: rejection)
+            return CustodyError(
+                failure.code == .outcomeUnknown ? .outcomeUnknown : .state, rejection.message, underlying: rejection)
         }
         return CustodyError(
-            .bundle, rejection.diagnostics.isEmpty ? rejection.message : "\(bundle) does not load; the policy in force is unchanged",
+            .bundle,
+            rejection.diagnostics.isEmpty
+                ? rejection.message : "\(bundle) does not load; the policy in force is unchanged",
             diagnostics: rejection.diagnostics, underlying: rejection)
     }
 
@@ -378,7 +410,8 @@ public final class CustodyEngine: Sendable {
     public func filesInForce() throws(CustodyError) -> [BundleFiles.Entry] {
         guard let inForce = bundleInForce, !inForce.isOverride else { return [] }
         do {
-            guard let stored = try database.lastAppliedBundleFiles(), stored.record.contentHash == inForce.revision else { return [] }
+            guard let stored = try database.lastAppliedBundleFiles(), stored.record.contentHash == inForce.revision
+            else { return [] }
             return stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) }
         } catch {
             throw CustodyError(.state, "\(error)", underlying: error)
@@ -392,7 +425,9 @@ public final class CustodyEngine: Sendable {
     /// no longer holds them all either (pruned past its retention): the caller missed some and
     /// must read the state afresh. Events are encoded once, whoever reads them.
     /// The log is read on `StateExecutor`'s threads; the newest events come from memory.
-    public func eventPage(after id: Int64, limit: Int = 1_000) async throws(CustodyError) -> (events: [StoredEvent], reset: Bool) {
+    public func eventPage(after id: Int64, limit: Int = 1_000) async throws(CustodyError) -> (
+        events: [StoredEvent], reset: Bool
+    ) {
         if let recent = manager.journal.recent(after: id, limit: limit) { return (recent, false) }
         return try await StateExecutor.run { () throws(CustodyError) in try events(after: id, limit: limit) }
     }
@@ -400,7 +435,8 @@ public final class CustodyEngine: Sendable {
     /// Events in the state's log after `id`, oldest first, at most `limit`; `reset` when the
     /// log no longer holds every event after `id` (pruned past its retention): the caller
     /// missed some and must read the state afresh.
-    public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> (events: [StoredEvent], reset: Bool) {
+    public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> (events: [StoredEvent], reset: Bool)
+    {
         do {
             let bounds = try database.eventBounds()
             if id < bounds.newest, let oldest = bounds.oldest, id < oldest - 1 {
@@ -574,7 +610,8 @@ extension CustodyEngine {
     var recordedBundleDirectory: String? {
         guard !database.notifiesChanges, let inForce = bundleInForce, !inForce.isOverride else { return nil }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: inForce.source, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
+        guard FileManager.default.fileExists(atPath: inForce.source, isDirectory: &isDirectory), isDirectory.boolValue
+        else { return nil }
         return inForce.source
     }
 }

@@ -45,7 +45,9 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
     /// The error that caused this one, if any.
     public let underlying: (any Error & Sendable)?
 
-    public init(_ code: Code, _ message: String, diagnostics: [Diagnostic] = [], underlying: (any Error & Sendable)? = nil) {
+    public init(
+        _ code: Code, _ message: String, diagnostics: [Diagnostic] = [], underlying: (any Error & Sendable)? = nil
+    ) {
         self.code = code
         self.message = message
         self.diagnostics = diagnostics

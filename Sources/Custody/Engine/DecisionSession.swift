@@ -105,9 +105,11 @@ final class AuditBuffer: @unchecked Sendable {
 
     func record(_ query: DecisionQuery, _ answer: DecisionAnswer, into writer: inout JSONWriter) {
         let id = DecisionIDs.next()
-        records.append(AuditRecord(
-            .decision, account: query.accounts.first?.account.description, action: query.action.rawValue, allowed: answer.isAllowed,
-            detail: answer.reason, decisionID: id, at: now()))
+        records.append(
+            AuditRecord(
+                .decision, account: query.accounts.first?.account.description, action: query.action.rawValue,
+                allowed: answer.isAllowed,
+                detail: answer.reason, decisionID: id, at: now()))
         writer.key("decisionId")
         writer.value(id)
     }
@@ -117,7 +119,8 @@ final class AuditBuffer: @unchecked Sendable {
         do {
             try database.audit(records)
         } catch {
-            throw CustodyError(.state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)
+            throw CustodyError(
+                .state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)
         }
         defer { records.removeAll(keepingCapacity: true) }
         return records.count

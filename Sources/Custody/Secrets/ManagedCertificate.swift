@@ -39,7 +39,9 @@ public struct ManagedCertificate: Sendable, Hashable, CustomStringConvertible {
     /// Whether `date` is within the validity period.
     public func isValid(at date: Date) -> Bool { notValidBefore <= date && date <= notValidAfter }
 
-    public var description: String { "certificate \(subject), issued by \(issuer), valid \(notValidBefore) to \(notValidAfter)" }
+    public var description: String {
+        "certificate \(subject), issued by \(issuer), valid \(notValidBefore) to \(notValidAfter)"
+    }
 
     public static func == (lhs: ManagedCertificate, rhs: ManagedCertificate) -> Bool { lhs.derBytes == rhs.derBytes }
     public func hash(into hasher: inout Hasher) { hasher.combine(derBytes) }
@@ -63,7 +65,8 @@ public struct ManagedIdentity: Sendable, CustomStringConvertible {
             key = try Certificate.PrivateKey(pemEncoded: text)
         } catch {
             // The error text of a key parser may quote the input: give only its kind.
-            throw SecretParsingError("not a supported PEM private key (P-256, P-384, P-521, Ed25519 or RSA; PKCS#8, SEC1 or PKCS#1)")
+            throw SecretParsingError(
+                "not a supported PEM private key (P-256, P-384, P-521, Ed25519 or RSA; PKCS#8, SEC1 or PKCS#1)")
         }
         guard key.publicKey == parsed.certificate.publicKey else {
             throw SecretParsingError("the private key does not belong to the certificate \(parsed.subject)")

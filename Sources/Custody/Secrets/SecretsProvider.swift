@@ -58,18 +58,22 @@ public final class SecretsProvider: Sendable {
     /// - Parameter policy: its tenant files an account's secrets under the tenant's OID for it,
     ///   as a manager does, so every form of the account finds them.
     public convenience init(
-        database: any StateStore, keyRing: KeyRing, policy: PolicySnapshot? = nil, logger: Logger = Logger(label: "custody.secrets"),
+        database: any StateStore, keyRing: KeyRing, policy: PolicySnapshot? = nil,
+        logger: Logger = Logger(label: "custody.secrets"),
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.init(
-            database: database, keyRing: keyRing, journal: EventJournal(database: database, clock: now, logger: logger), logger: logger, now: now,
+            database: database, keyRing: keyRing, journal: EventJournal(database: database, clock: now, logger: logger),
+            logger: logger, now: now,
             resolveAccount: { ($0 ?? AccountScope.current)?.account },
             ownerOf: { OwnerIdentifier($0, policy: policy) })
     }
 
     init(
-        database: any StateStore, keyRing: KeyRing, journal: EventJournal, logger: Logger, now: @escaping @Sendable () -> Date,
-        resolveAccount: @escaping @Sendable (AccountScope?) -> AccountID?, ownerOf: @escaping @Sendable (AccountID) -> OwnerIdentifier
+        database: any StateStore, keyRing: KeyRing, journal: EventJournal, logger: Logger,
+        now: @escaping @Sendable () -> Date,
+        resolveAccount: @escaping @Sendable (AccountScope?) -> AccountID?,
+        ownerOf: @escaping @Sendable (AccountID) -> OwnerIdentifier
     ) {
         self.database = database
         self.protector = DataProtector(keyRing: keyRing)
@@ -92,7 +96,9 @@ public final class SecretsProvider: Sendable {
 
     /// Stores (or replaces) a certificate (PEM or DER) for `account` (nil: app-wide).
     @discardableResult
-    public func storeCertificate(_ certificate: [UInt8], identifier: String, for account: AccountID?) throws(SecretError) -> ManagedCertificate {
+    public func storeCertificate(_ certificate: [UInt8], identifier: String, for account: AccountID?)
+        throws(SecretError) -> ManagedCertificate
+    {
         let parsed: ManagedCertificate
         do {
             parsed = try ManagedCertificate(bytes: certificate)
@@ -144,7 +150,8 @@ public final class SecretsProvider: Sendable {
             return try database.secrets(scope: scope(of: account)).map { secret in
                 Summary(
                     identifier: secret.identifier, kind: Kind(rawValue: secret.kind) ?? .password,
-                    owner: secret.scope.isEmpty ? nil : OwnerIdentifier(rawValue: secret.scope), updated: secret.updated)
+                    owner: secret.scope.isEmpty ? nil : OwnerIdentifier(rawValue: secret.scope), updated: secret.updated
+                )
             }
         } catch {
             throw SecretError(.storage, identifier: "*", "\(error)")
@@ -154,13 +161,16 @@ public final class SecretsProvider: Sendable {
     // MARK: Looking up
 
     /// The password `identifier` of the account in effect (or app-wide).
-    public func password(withIdentifier identifier: String, account scope: AccountScope? = nil) async throws(SecretError) -> String {
+    public func password(withIdentifier identifier: String, account scope: AccountScope? = nil)
+        async throws(SecretError) -> String
+    {
         try withPassword(identifier: identifier, account: scope) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with the password's UTF-8 bytes, zeroed when `body` returns.
     public func withPassword<Value>(
-        identifier: String, account scope: AccountScope? = nil, _ body: (UnsafeRawBufferPointer) throws(SecretError) -> Value
+        identifier: String, account scope: AccountScope? = nil,
+        _ body: (UnsafeRawBufferPointer) throws(SecretError) -> Value
     ) throws(SecretError) -> Value {
         var plaintext = try open(kind: .password, identifier: identifier, scope: scope)
         defer { SecureMemory.zero(&plaintext) }
@@ -170,13 +180,16 @@ public final class SecretsProvider: Sendable {
 
     /// The certificate `identifier` of the account in effect (or app-wide).
     /// - Throws: `.expired` or `.notYetValid` outside its validity period.
-    public func certificate(withIdentifier identifier: String, account scope: AccountScope? = nil) async throws(SecretError) -> ManagedCertificate {
+    public func certificate(withIdentifier identifier: String, account scope: AccountScope? = nil)
+        async throws(SecretError) -> ManagedCertificate
+    {
         let der = try open(kind: .certificate, identifier: identifier, scope: scope)
         let certificate: ManagedCertificate
         do {
             certificate = try ManagedCertificate(bytes: der)
         } catch {
-            throw SecretError(.unreadable, identifier: identifier, "the stored certificate does not parse: \(error.message)")
+            throw SecretError(
+                .unreadable, identifier: identifier, "the stored certificate does not parse: \(error.message)")
         }
         try checkValidity(certificate, identifier: identifier)
         return certificate
@@ -184,7 +197,9 @@ public final class SecretsProvider: Sendable {
 
     /// The identity `identifier` of the account in effect (or app-wide).
     /// - Throws: `.expired` or `.notYetValid` outside its certificate's validity period.
-    public func identity(withIdentifier identifier: String, account scope: AccountScope? = nil) async throws(SecretError) -> ManagedIdentity {
+    public func identity(withIdentifier identifier: String, account scope: AccountScope? = nil)
+        async throws(SecretError) -> ManagedIdentity
+    {
         var body = try open(kind: .identity, identifier: identifier, scope: scope)
         defer { SecureMemory.zero(&body) }
         guard var (certificate, key) = Self.identityParts(body) else {
@@ -195,7 +210,8 @@ public final class SecretsProvider: Sendable {
         do {
             identity = try ManagedIdentity(certificate: certificate, privateKey: key)
         } catch {
-            throw SecretError(.unreadable, identifier: identifier, "the stored identity does not parse: \(error.message)")
+            throw SecretError(
+                .unreadable, identifier: identifier, "the stored identity does not parse: \(error.message)")
         }
         certificate = []
         try checkValidity(identity.certificate, identifier: identifier)
@@ -213,7 +229,8 @@ public final class SecretsProvider: Sendable {
         let task = Task { [self] in
             var last: [String]?
             for await event in events {
-                guard case .secretsChanged(let changed, _) = event, changed == nil || changed.map(ownerOf) == owner else { continue }
+                guard case .secretsChanged(let changed, _) = event, changed == nil || changed.map(ownerOf) == owner
+                else { continue }
                 let visible = (try? visibleIdentifiers(owner: owner)) ?? []
                 if visible == last { continue }
                 last = visible
@@ -254,11 +271,17 @@ public final class SecretsProvider: Sendable {
         defer { SecureMemory.zero(&payload) }
         do {
             let sealed = try protector.protect(payload, owner: sealingOwner, forceEncryption: true)
-            try database.saveSecret(SealedSecret(scope: scope, identifier: identifier, kind: kind.rawValue, sealed: sealed, updated: clock()))
+            try database.saveSecret(
+                SealedSecret(
+                    scope: scope, identifier: identifier, kind: kind.rawValue, sealed: sealed, updated: clock()))
         } catch {
             throw SecretError(.storage, identifier: identifier, "cannot seal and store it: \(error)")
         }
-        logger.info("secret stored", metadata: ["identifier": "\(identifier)", "kind": "\(kind.rawValue)", "scope": "\(scope.isEmpty ? "app" : scope)"])
+        logger.info(
+            "secret stored",
+            metadata: [
+                "identifier": "\(identifier)", "kind": "\(kind.rawValue)", "scope": "\(scope.isEmpty ? "app" : scope)",
+            ])
         audit("store \(kind.rawValue)", identifier: identifier, scope: scope)
         try announce(account)
     }
@@ -280,25 +303,32 @@ public final class SecretsProvider: Sendable {
             throw SecretError(.storage, identifier: identifier, "\(error)")
         }
         guard let secret = found else {
-            throw SecretError(.notFound, identifier: identifier, "no such secret for \(account.map { "\($0)" } ?? "the app") or app-wide")
+            throw SecretError(
+                .notFound, identifier: identifier,
+                "no such secret for \(account.map { "\($0)" } ?? "the app") or app-wide")
         }
         guard secret.kind == kind.rawValue else {
             throw SecretError(.wrongKind, identifier: identifier, "it holds a \(secret.kind), not a \(kind.rawValue)")
         }
-        let expectedOwner = secret.scope.isEmpty ? OwnerIdentifier(Self.appWideOwner) : OwnerIdentifier(rawValue: secret.scope)
-        guard let info = try? DataProtector.protectionInfo(secret.sealed), info.isEncrypted, info.owner == expectedOwner else {
+        let expectedOwner =
+            secret.scope.isEmpty ? OwnerIdentifier(Self.appWideOwner) : OwnerIdentifier(rawValue: secret.scope)
+        guard let info = try? DataProtector.protectionInfo(secret.sealed), info.isEncrypted, info.owner == expectedOwner
+        else {
             throw SecretError(.unreadable, identifier: identifier, "the stored secret is not sealed for its owner")
         }
         var plaintext: [UInt8]
         do {
             plaintext = try protector.unprotect(secret.sealed)
         } catch {
-            throw SecretError(.unreadable, identifier: identifier, "the sealed secret does not open (\(error.code)): its account may have been wiped")
+            throw SecretError(
+                .unreadable, identifier: identifier,
+                "the sealed secret does not open (\(error.code)): its account may have been wiped")
         }
         let frame = Self.frame(kind: kind, identifier: identifier, scope: secret.scope)
         guard plaintext.count >= frame.count, plaintext.starts(with: frame) else {
             SecureMemory.zero(&plaintext)
-            throw SecretError(.unreadable, identifier: identifier, "the sealed secret belongs to another identifier or account")
+            throw SecretError(
+                .unreadable, identifier: identifier, "the sealed secret belongs to another identifier or account")
         }
         let body = Array(plaintext[frame.count...])
         SecureMemory.zero(&plaintext)
@@ -308,19 +338,25 @@ public final class SecretsProvider: Sendable {
     /// Records a change (never a value) when auditing is on; a failure to audit is logged.
     private func audit(_ action: String, identifier: String, scope: String) {
         do {
-            try database.audit(.secret, account: scope.isEmpty ? nil : scope, action: action, detail: identifier, at: clock())
+            try database.audit(
+                .secret, account: scope.isEmpty ? nil : scope, action: action, detail: identifier, at: clock())
         } catch {
-            logger.error("cannot audit a secret change", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
+            logger.error(
+                "cannot audit a secret change", metadata: ["identifier": "\(identifier)", "error": "\(error)"])
         }
     }
 
     private func checkValidity(_ certificate: ManagedCertificate, identifier: String) throws(SecretError) {
         let now = clock()
         if now > certificate.notValidAfter {
-            throw SecretError(.expired, identifier: identifier, "the certificate \(certificate.subject) expired at \(certificate.notValidAfter)")
+            throw SecretError(
+                .expired, identifier: identifier,
+                "the certificate \(certificate.subject) expired at \(certificate.notValidAfter)")
         }
         if now < certificate.notValidBefore {
-            throw SecretError(.notYetValid, identifier: identifier, "the certificate \(certificate.subject) is valid from \(certificate.notValidBefore)")
+            throw SecretError(
+                .notYetValid, identifier: identifier,
+                "the certificate \(certificate.subject) is valid from \(certificate.notValidBefore)")
         }
     }
 
@@ -328,7 +364,9 @@ public final class SecretsProvider: Sendable {
         guard !identifier.isEmpty, identifier.utf8.count <= maximumIdentifierLength,
             !identifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
-            throw SecretError(.invalid, identifier: identifier, "an identifier is 1 to \(maximumIdentifierLength) bytes without control characters")
+            throw SecretError(
+                .invalid, identifier: identifier,
+                "an identifier is 1 to \(maximumIdentifierLength) bytes without control characters")
         }
     }
 
@@ -340,7 +378,8 @@ public final class SecretsProvider: Sendable {
     /// An identity's body: the certificate's DER length (4 bytes, big-endian), the DER, the PEM key.
     private static func identityBody(certificate: [UInt8], privateKey: [UInt8]) -> [UInt8] {
         let count = UInt32(certificate.count)
-        return [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)] + certificate + privateKey
+        return [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+            + certificate + privateKey
     }
 
     private static func identityParts(_ body: [UInt8]) -> (certificate: [UInt8], privateKey: [UInt8])? {

@@ -2,9 +2,9 @@ import Crypto
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The files of a bundle, read once: each document's name and bytes, and the bundle's content
@@ -49,14 +49,20 @@ public struct BundleFiles: Sendable, Hashable {
         var seen = Set<String>()
         for entry in entries {
             guard Self.isEntryName(entry.name), !entry.name.contains("/"), entry.name.utf8.count <= 255 else {
-                throw BundleError(diagnostics: [Self.problem(
-                    entry.name.escapingControlCharacters,
-                    "'\(entry.name.escapingControlCharacters)' is not a bundle file name (a *.json name of at most 255 bytes, without a directory, not hidden)")])
+                throw BundleError(diagnostics: [
+                    Self.problem(
+                        entry.name.escapingControlCharacters,
+                        "'\(entry.name.escapingControlCharacters)' is not a bundle file name (a *.json name of at most 255 bytes, without a directory, not hidden)"
+                    )
+                ])
             }
             if let scalar = entry.name.unicodeScalars.first(where: isUnprintable) {
-                throw BundleError(diagnostics: [Self.problem(
-                    entry.name.escapingControlCharacters,
-                    "'\(entry.name.escapingControlCharacters)' is not a bundle file name: it holds \(escapedScalar(scalar)), a control or bidirectional-formatting character")])
+                throw BundleError(diagnostics: [
+                    Self.problem(
+                        entry.name.escapingControlCharacters,
+                        "'\(entry.name.escapingControlCharacters)' is not a bundle file name: it holds \(escapedScalar(scalar)), a control or bidirectional-formatting character"
+                    )
+                ])
             }
             guard seen.insert(entry.name).inserted else {
                 throw BundleError(diagnostics: [Self.problem(entry.name, "the bundle names '\(entry.name)' twice")])
@@ -102,7 +108,10 @@ public struct BundleFiles: Sendable, Hashable {
     /// A bundle over the limit is refused, naming the file that crossed it, before that file is
     /// read to its end.
     public static let maximumBytes: Int = {
-        if let text = ProcessInfo.processInfo.environment["CUSTODY_MAX_BUNDLE_BYTES"], let value = Int(text), value > 0 { return value }
+        if let text = ProcessInfo.processInfo.environment["CUSTODY_MAX_BUNDLE_BYTES"], let value = Int(text), value > 0
+        {
+            return value
+        }
         return 256 << 20
     }()
 
@@ -116,7 +125,8 @@ public struct BundleFiles: Sendable, Hashable {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory)
         } catch {
-            let reason = FileManager.default.fileExists(atPath: directory) ? "cannot list the directory" : "no such directory"
+            let reason =
+                FileManager.default.fileExists(atPath: directory) ? "cannot list the directory" : "no such directory"
             throw BundleError(diagnostics: [problem(directory, reason)])
         }
         var entries: [Entry] = []
@@ -129,8 +139,12 @@ public struct BundleFiles: Sendable, Hashable {
                 entries.append(Entry(name: name, bytes: bytes))
                 total += bytes.count
             case .failure(let reason) where reason.isTooLarge:
-                throw BundleError(diagnostics: [problem(
-                    path, "the bundle is larger than \(maximumBytes) bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES if it is meant to be")])
+                throw BundleError(diagnostics: [
+                    problem(
+                        path,
+                        "the bundle is larger than \(maximumBytes) bytes with this file; raise CUSTODY_MAX_BUNDLE_BYTES if it is meant to be"
+                    )
+                ])
             case .failure(let reason):
                 problems.append(problem(path, reason.message))
             }
@@ -159,10 +173,12 @@ public struct BundleFiles: Sendable, Hashable {
         let documents = entries.filter { $0.name != Self.tenantName }.map(file)
         var leading: [Diagnostic] = []
         if tenant == nil {
-            leading.append(Diagnostic(
-                severity: .warning, code: .noTenant,
-                message: "the bundle has no tenant.json, so it knows no accounts and treats every account as unmanaged",
-                location: DocumentLocation(file: path(of: Self.tenantName), line: 1, column: 1)))
+            leading.append(
+                Diagnostic(
+                    severity: .warning, code: .noTenant,
+                    message:
+                        "the bundle has no tenant.json, so it knows no accounts and treats every account as unmanaged",
+                    location: DocumentLocation(file: path(of: Self.tenantName), line: 1, column: 1)))
         }
         var bundle: PolicyBundle
         do {
@@ -172,7 +188,8 @@ public struct BundleFiles: Sendable, Hashable {
         }
         bundle.warnings = leading + bundle.warnings
         if tenant == nil, bundle.protectionPolicies.isEmpty, !allowingEmpty {
-            throw BundleError(diagnostics: [Self.emptyBundleDiagnostic(at: directory ?? "the bundle")] + bundle.warnings)
+            throw BundleError(
+                diagnostics: [Self.emptyBundleDiagnostic(at: directory ?? "the bundle")] + bundle.warnings)
         }
         return bundle
     }
@@ -197,7 +214,9 @@ public struct BundleFiles: Sendable, Hashable {
     }
 
     static func problem(_ path: String, _ message: String) -> Diagnostic {
-        Diagnostic(severity: .error, code: .unreadable, message: message, location: DocumentLocation(file: path, line: 1, column: 1))
+        Diagnostic(
+            severity: .error, code: .unreadable, message: message,
+            location: DocumentLocation(file: path, line: 1, column: 1))
     }
 
     struct ReadFailure: Error {
@@ -227,9 +246,15 @@ public struct BundleFiles: Sendable, Hashable {
             return .failure(ReadFailure(message: "cannot read the file's status: \(String(cString: strerror(errno)))"))
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
-            return .failure(ReadFailure(message: "\(kind(of: status.st_mode)) named like a policy file; a bundle's *.json entries must be regular files"))
+            return .failure(
+                ReadFailure(
+                    message:
+                        "\(kind(of: status.st_mode)) named like a policy file; a bundle's *.json entries must be regular files"
+                ))
         }
-        guard status.st_size <= maximumBytes else { return .failure(ReadFailure(message: "too large", isTooLarge: true)) }
+        guard status.st_size <= maximumBytes else {
+            return .failure(ReadFailure(message: "too large", isTooLarge: true))
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(status.st_size))
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -241,7 +266,9 @@ public struct BundleFiles: Sendable, Hashable {
             }
             if count == 0 { break }
             // The file may grow while it is read: the limit holds for what is read.
-            guard bytes.count + count <= maximumBytes else { return .failure(ReadFailure(message: "too large", isTooLarge: true)) }
+            guard bytes.count + count <= maximumBytes else {
+                return .failure(ReadFailure(message: "too large", isTooLarge: true))
+            }
             bytes.append(contentsOf: buffer[..<count])
         }
         return .success(bytes)
@@ -249,9 +276,9 @@ public struct BundleFiles: Sendable, Hashable {
 
     private static func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
         #if canImport(Glibc)
-        Glibc.read(descriptor, buffer, count)
+            Glibc.read(descriptor, buffer, count)
         #else
-        Darwin.read(descriptor, buffer, count)
+            Darwin.read(descriptor, buffer, count)
         #endif
     }
 
@@ -286,14 +313,18 @@ public struct BundleProbe: Sendable, Hashable {
             var status = stat()
             let path = (directory as NSString).appendingPathComponent(name)
             guard stat(path, &status) == 0 else {
-                entries.append(EntryStatus(name: name, device: 0, inode: 0, mode: 0, size: 0, modified: 0, changed: 0, failure: errno))
+                entries.append(
+                    EntryStatus(
+                        name: name, device: 0, inode: 0, mode: 0, size: 0, modified: 0, changed: 0, failure: errno))
                 continue
             }
-            entries.append(EntryStatus(
-                name: name, device: UInt64(status.st_dev), inode: UInt64(status.st_ino), mode: UInt32(status.st_mode),
-                size: Int64(status.st_size),
-                modified: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-                changed: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec), failure: 0))
+            entries.append(
+                EntryStatus(
+                    name: name, device: UInt64(status.st_dev), inode: UInt64(status.st_ino),
+                    mode: UInt32(status.st_mode),
+                    size: Int64(status.st_size),
+                    modified: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                    changed: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec), failure: 0))
         }
         return BundleProbe(entries: entries)
     }

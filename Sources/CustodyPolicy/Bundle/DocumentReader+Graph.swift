@@ -1,7 +1,9 @@
 /// A Graph document decoded, before the bundle numbers it.
 enum DecodedDocument {
-    case protection(kind: PolicyKind, metadata: DocumentMetadata, settings: ProtectionSettings, targeting: PolicyTargeting)
-    case configuration(metadata: DocumentMetadata, settings: [(name: String, value: String)], targeting: PolicyTargeting)
+    case protection(
+        kind: PolicyKind, metadata: DocumentMetadata, settings: ProtectionSettings, targeting: PolicyTargeting)
+    case configuration(
+        metadata: DocumentMetadata, settings: [(name: String, value: String)], targeting: PolicyTargeting)
 }
 
 /// What identifies a document: its Graph id, display name and where it starts.
@@ -25,15 +27,21 @@ extension DocumentReader {
             // A scenario matrix, an app spec, an editor's settings: not a policy document.
             notice(
                 .ignoredFile,
-                "not a Graph policy document (no @odata.type and no Graph property): the file is ignored", at: root, path: "$")
+                "not a Graph policy document (no @odata.type and no Graph property): the file is ignored", at: root,
+                path: "$")
             return []
         case .object where root["@odata.type"] == nil && root["value"] != nil:
             if let next = root["@odata.nextLink"], !next.isNull {
-                warning(.unsupportedType, "the export is paged (@odata.nextLink): policies on later pages are not in this file", at: next, path: "$.@odata.nextLink")
+                warning(
+                    .unsupportedType,
+                    "the export is paged (@odata.nextLink): policies on later pages are not in this file", at: next,
+                    path: "$.@odata.nextLink")
             }
             let collection = root["value"]!
             guard collection.kind == .array else {
-                error(.invalidValue, "\"value\" must be an array of Graph objects, found \(collection.kind.article)", at: collection, path: "$.value")
+                error(
+                    .invalidValue, "\"value\" must be an array of Graph objects, found \(collection.kind.article)",
+                    at: collection, path: "$.value")
                 return []
             }
             return collection.elements.enumerated().compactMap { index, element in
@@ -42,7 +50,10 @@ extension DocumentReader {
         case .object:
             return decodeDocument(root, path: "$").map { [$0] } ?? []
         default:
-            error(.invalidValue, "a policy file must hold a Graph object, a {\"value\": [...]} collection or an array, found \(root.kind.article)", at: root, path: "$")
+            error(
+                .invalidValue,
+                "a policy file must hold a Graph object, a {\"value\": [...]} collection or an array, found \(root.kind.article)",
+                at: root, path: "$")
             return []
         }
     }
@@ -62,12 +73,17 @@ extension DocumentReader {
             return nil
         }
         guard let typeName = typeValue.string else {
-            error(.invalidValue, "\"@odata.type\" must be a string, found \(typeValue.kind.article)", at: typeValue, path: path + ".@odata.type")
+            error(
+                .invalidValue, "\"@odata.type\" must be a string, found \(typeValue.kind.article)", at: typeValue,
+                path: path + ".@odata.type")
             return nil
         }
         guard let kind = PolicyKind.matching(odataType: typeName) else {
             let known = PolicyKind.allCases.map(\.odataType).joined(separator: ", ")
-            warning(.unsupportedType, "'\(typeName)' is not a policy type Custody evaluates (\(known)); the document is ignored", at: typeValue, path: path + ".@odata.type")
+            warning(
+                .unsupportedType,
+                "'\(typeName)' is not a policy type Custody evaluates (\(known)); the document is ignored",
+                at: typeValue, path: path + ".@odata.type")
             return nil
         }
 
@@ -84,10 +100,13 @@ extension DocumentReader {
             if isAnnotation(key) { continue }
             let memberPath = "\(path).\(key)"
             guard known.contains(key) else {
-                warning(.unknownProperty, "unknown property '\(key)' of \(kind.rawValue) is ignored", at: member.name, path: memberPath)
+                warning(
+                    .unknownProperty, "unknown property '\(key)' of \(kind.rawValue) is ignored", at: member.name,
+                    path: memberPath)
                 continue
             }
-            if kind != .targetedManagedAppConfiguration, !GraphSchema.evaluated.contains(key), !GraphSchema.metadata.contains(key),
+            if kind != .targetedManagedAppConfiguration, !GraphSchema.evaluated.contains(key),
+                !GraphSchema.metadata.contains(key),
                 !GraphSchema.isNeutral(value)
             {
                 notEnforced.append((key, value))
@@ -98,7 +117,8 @@ extension DocumentReader {
             case "assignments": readAssignments(value, into: &targeting, path: memberPath)
             case "apps": targeting.apps = readApps(value, path: memberPath)
             case "appGroupType":
-                targeting.appGroupType = enumValue(value, as: AppGroupType.self, unknownReadsAs: .allApps, path: memberPath)
+                targeting.appGroupType = enumValue(
+                    value, as: AppGroupType.self, unknownReadsAs: .allApps, path: memberPath)
             case "targetedAppManagementLevels":
                 targeting.managementLevels = enumSet(value, as: AppManagementLevel.self, path: memberPath) ?? []
             case "customSettings": customSettings = keyValuePairs(value, path: memberPath) ?? []
@@ -124,8 +144,10 @@ extension DocumentReader {
     /// Whether an object without `@odata.type` carries any property a Graph policy has: then it
     /// is a policy that lost its type (an error), not some other file.
     private func looksLikeGraph(_ object: JSONValue) -> Bool {
-        let known = PolicyKind.allCases.reduce(into: Set<String>()) { $0.formUnion(GraphSchema.knownProperties(of: $1)) }
-            .subtracting(["id", "description", "version", "settings"])
+        let known = PolicyKind.allCases.reduce(into: Set<String>()) {
+            $0.formUnion(GraphSchema.knownProperties(of: $1))
+        }
+        .subtracting(["id", "description", "version", "settings"])
         return object.members.contains { known.contains($0.key) }
     }
 
@@ -133,7 +155,9 @@ extension DocumentReader {
     /// (left to the apps and the Intune SDK): PIN, biometrics, device conditions, versions,
     /// keyboards, browsers. A companion setting (a PIN's length) is named only beside its
     /// parent (the PIN).
-    private mutating func reportNotEnforced(_ settings: [(key: String, value: JSONValue)], of object: JSONValue, path: String) {
+    private mutating func reportNotEnforced(
+        _ settings: [(key: String, value: JSONValue)], of object: JSONValue, path: String
+    ) {
         let configured = Set(settings.map(\.key))
         let shown = settings.filter { setting in
             guard let parent = GraphSchema.companions[setting.key] else { return true }
@@ -149,7 +173,9 @@ extension DocumentReader {
 
     /// Settings whose value is not in effect given the transfer level they depend on, as
     /// Microsoft's settings reference describes the portal (docs/decisions.md).
-    private mutating func checkDependencies(_ settings: ProtectionSettings, kind: PolicyKind, of object: JSONValue, path: String) {
+    private mutating func checkDependencies(
+        _ settings: ProtectionSettings, kind: PolicyKind, of object: JSONValue, path: String
+    ) {
         let send = settings.allowedOutboundDataTransferDestinations ?? PolicyDefaults.dataTransfer
         let receive = settings.allowedInboundDataTransferSources ?? PolicyDefaults.dataTransfer
         if settings.saveAsBlocked == true, send == .allApps, kind != .androidManagedAppProtection {
@@ -158,13 +184,16 @@ extension DocumentReader {
                 "saveAsBlocked is true but allowedOutboundDataTransferDestinations is allApps: Microsoft documents Save copies as Allow then on iOS, so Custody does not apply it there (Android clients were seen enforcing it: it applies on Android)",
                 at: object, path: path + ".saveAsBlocked")
         }
-        if settings.blockDataIngestionIntoOrganizationDocuments == true, receive == .allApps, kind != .androidManagedAppProtection {
+        if settings.blockDataIngestionIntoOrganizationDocuments == true, receive == .allApps,
+            kind != .androidManagedAppProtection
+        {
             warning(
                 .notInEffect,
                 "blockDataIngestionIntoOrganizationDocuments is true but allowedInboundDataTransferSources is allApps: Microsoft documents Open data into Org documents as Allow then on iOS, so Custody does not apply it there (it applies on Android)",
                 at: object, path: path + ".blockDataIngestionIntoOrganizationDocuments")
         }
-        let exemptions = (settings.exemptedAppProtocols ?? []).count + (settings.exemptedAppPackages ?? []).count
+        let exemptions =
+            (settings.exemptedAppProtocols ?? []).count + (settings.exemptedAppPackages ?? []).count
             + (settings.exemptedUniversalLinks ?? []).count
         if send == .none, exemptions > 0 {
             notice(
@@ -175,14 +204,19 @@ extension DocumentReader {
     }
 
     /// Reads one evaluated setting; other known properties are accepted and not evaluated.
-    private mutating func readSetting(_ key: String, _ value: JSONValue, into settings: inout ProtectionSettings, path: String) {
+    private mutating func readSetting(
+        _ key: String, _ value: JSONValue, into settings: inout ProtectionSettings, path: String
+    ) {
         switch key {
         case "allowedInboundDataTransferSources":
-            settings.allowedInboundDataTransferSources = enumValue(value, as: DataTransferLevel.self, unknownReadsAs: .mostRestrictive, path: path)
+            settings.allowedInboundDataTransferSources = enumValue(
+                value, as: DataTransferLevel.self, unknownReadsAs: .mostRestrictive, path: path)
         case "allowedOutboundDataTransferDestinations":
-            settings.allowedOutboundDataTransferDestinations = enumValue(value, as: DataTransferLevel.self, unknownReadsAs: .mostRestrictive, path: path)
+            settings.allowedOutboundDataTransferDestinations = enumValue(
+                value, as: DataTransferLevel.self, unknownReadsAs: .mostRestrictive, path: path)
         case "allowedOutboundClipboardSharingLevel":
-            settings.allowedOutboundClipboardSharingLevel = enumValue(value, as: ClipboardSharingLevel.self, unknownReadsAs: .mostRestrictive, path: path)
+            settings.allowedOutboundClipboardSharingLevel = enumValue(
+                value, as: ClipboardSharingLevel.self, unknownReadsAs: .mostRestrictive, path: path)
         case "allowedOutboundClipboardSharingExceptionLength":
             settings.allowedOutboundClipboardSharingExceptionLength = int(value, in: 0...Int(Int32.max), path: path)
         case "saveAsBlocked": settings.saveAsBlocked = bool(value, path: path)
@@ -196,20 +230,25 @@ extension DocumentReader {
         case "dataBackupBlocked": settings.dataBackupBlocked = bool(value, path: path)
         case "screenCaptureBlocked": settings.screenCaptureBlocked = bool(value, path: path)
         case "screenCaptureConfigurationState":
-            settings.screenCaptureConfigurationState = enumValue(value, as: ScreenCaptureState.self, unknownReadsAs: .mostRestrictive, path: path)
+            settings.screenCaptureConfigurationState = enumValue(
+                value, as: ScreenCaptureState.self, unknownReadsAs: .mostRestrictive, path: path)
         case "notificationRestriction":
-            settings.notificationRestriction = enumValue(value, as: NotificationRestriction.self, unknownReadsAs: .mostRestrictive, path: path)
+            settings.notificationRestriction = enumValue(
+                value, as: NotificationRestriction.self, unknownReadsAs: .mostRestrictive, path: path)
         case "appDataEncryptionType":
-            settings.appDataEncryptionType = enumValue(value, as: DataEncryptionType.self, unknownReadsAs: .mostRestrictive, path: path)
+            settings.appDataEncryptionType = enumValue(
+                value, as: DataEncryptionType.self, unknownReadsAs: .mostRestrictive, path: path)
         case "encryptAppData": settings.encryptAppData = bool(value, path: path)
         case "periodOfflineBeforeAccessCheck": settings.periodOfflineBeforeAccessCheck = duration(value, path: path)
-        case "periodOfflineBeforeWipeIsEnforced": settings.periodOfflineBeforeWipeIsEnforced = duration(value, path: path)
+        case "periodOfflineBeforeWipeIsEnforced":
+            settings.periodOfflineBeforeWipeIsEnforced = duration(value, path: path)
         case "exemptedAppProtocols": settings.exemptedAppProtocols = exemptions(value, path: path)
         case "exemptedAppPackages": settings.exemptedAppPackages = exemptions(value, path: path)
         case "filterOpenInToOnlyManagedApps": settings.filterOpenInToOnlyManagedApps = bool(value, path: path)
         case "disableProtectionOfManagedOutboundOpenInData":
             settings.disableProtectionOfManagedOutboundOpenInData = bool(value, path: path)
-        case "protectInboundDataFromUnknownSources": settings.protectInboundDataFromUnknownSources = bool(value, path: path)
+        case "protectInboundDataFromUnknownSources":
+            settings.protectInboundDataFromUnknownSources = bool(value, path: path)
         case "disableAppEncryptionIfDeviceEncryptionIsEnabled":
             settings.disableAppEncryptionIfDeviceEncryptionIsEnabled = bool(value, path: path)
         case "exemptedUniversalLinks": settings.exemptedUniversalLinks = linkPatterns(value, path: path)
@@ -261,16 +300,22 @@ extension DocumentReader {
                 continue
             }
             guard element.kind == .object else {
-                error(.invalidValue, "expected an app object or id, found \(element.kind.article)", at: element, path: elementPath)
+                error(
+                    .invalidValue, "expected an app object or id, found \(element.kind.article)", at: element,
+                    path: elementPath)
                 continue
             }
             let id = element["id"].flatMap { string($0, path: elementPath + ".id") }
             var appID: String?
             if let identifier = element["mobileAppIdentifier"], identifier.kind == .object {
-                appID = (identifier["bundleId"] ?? identifier["packageId"]).flatMap { string($0, path: elementPath + ".mobileAppIdentifier") }
+                appID = (identifier["bundleId"] ?? identifier["packageId"]).flatMap {
+                    string($0, path: elementPath + ".mobileAppIdentifier")
+                }
             }
             guard id != nil || appID != nil else {
-                error(.invalidValue, "an app needs an \"id\" or a mobileAppIdentifier with a bundleId or packageId", at: element, path: elementPath)
+                error(
+                    .invalidValue, "an app needs an \"id\" or a mobileAppIdentifier with a bundleId or packageId",
+                    at: element, path: elementPath)
                 continue
             }
             apps.append(ManagedAppIdentifier(id: id, appID: appID))
@@ -287,12 +332,16 @@ extension DocumentReader {
         for (index, assignment) in value.elements.enumerated() {
             let assignmentPath = "\(path)[\(index)]"
             guard assignment.kind == .object, let target = assignment["target"], target.kind == .object else {
-                error(.invalidValue, "an assignment must be an object with a \"target\" object", at: assignment, path: assignmentPath)
+                error(
+                    .invalidValue, "an assignment must be an object with a \"target\" object", at: assignment,
+                    path: assignmentPath)
                 continue
             }
             let targetPath = assignmentPath + ".target"
             let typeName = target["@odata.type"]?.string ?? ""
-            let hasFilter = (target["deviceAndAppManagementAssignmentFilterType"]?.string).map { $0 != "none" && !$0.isEmpty } ?? false
+            let hasFilter =
+                (target["deviceAndAppManagementAssignmentFilterType"]?.string).map { $0 != "none" && !$0.isEmpty }
+                ?? false
             switch typeName.graphTypeName {
             case "groupAssignmentTarget", "exclusionGroupAssignmentTarget":
                 guard let groupID = target["groupId"].flatMap({ string($0, path: targetPath + ".groupId") }) else {
@@ -301,11 +350,16 @@ extension DocumentReader {
                 }
                 if typeName.graphTypeName == "groupAssignmentTarget" {
                     if hasFilter {
-                        warning(.targeting, "assignment filters are not evaluated; the whole group is included", at: target, path: targetPath)
+                        warning(
+                            .targeting, "assignment filters are not evaluated; the whole group is included", at: target,
+                            path: targetPath)
                     }
                     targeting.included.append(.group(groupID))
                 } else if hasFilter {
-                    warning(.targeting, "assignment filters are not evaluated; this filtered exclusion is not applied, so the policy still reaches the group", at: target, path: targetPath)
+                    warning(
+                        .targeting,
+                        "assignment filters are not evaluated; this filtered exclusion is not applied, so the policy still reaches the group",
+                        at: target, path: targetPath)
                 } else {
                     targeting.excludedGroups.insert(groupID)
                 }
@@ -323,7 +377,9 @@ extension DocumentReader {
 
     /// App configuration is for settings, not payloads: one policy's settings are capped at
     /// `AppConfigurationPolicy.maximumSize` bytes. A name listed twice keeps its last value.
-    private mutating func checkConfiguration(_ settings: [(name: String, value: String)], of object: JSONValue, path: String) {
+    private mutating func checkConfiguration(
+        _ settings: [(name: String, value: String)], of object: JSONValue, path: String
+    ) {
         let size = settings.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
         if size > AppConfigurationPolicy.maximumSize {
             error(
@@ -333,7 +389,9 @@ extension DocumentReader {
         }
         var seen: Set<String> = []
         for (name, _) in settings where !seen.insert(name).inserted {
-            warning(.duplicateMember, "the setting '\(name)' is listed more than once; its last value is used", at: object, path: path)
+            warning(
+                .duplicateMember, "the setting '\(name)' is listed more than once; its last value is used", at: object,
+                path: path)
         }
     }
 }

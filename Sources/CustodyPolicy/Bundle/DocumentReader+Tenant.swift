@@ -26,7 +26,10 @@ extension DocumentReader {
             case let key where key.hasPrefix("$") || isAnnotation(key):
                 continue
             default:
-                warning(.unknownProperty, "unknown property '\(member.key)' of tenant.json is ignored (known: accounts, allowedAccounts, managedApps, mdmManagedApps)", at: member.name, path: path)
+                warning(
+                    .unknownProperty,
+                    "unknown property '\(member.key)' of tenant.json is ignored (known: accounts, allowedAccounts, managedApps, mdmManagedApps)",
+                    at: member.name, path: path)
             }
         }
         return tenant
@@ -43,7 +46,9 @@ extension DocumentReader {
         var seenUPNs: [AccountKey: Int] = [:]
         for (index, element) in value.elements.enumerated() {
             guard element.kind == .object else {
-                error(.invalidValue, "an account must be an object, found \(element.kind.article)", at: element, path: "\(path)[\(index)]")
+                error(
+                    .invalidValue, "an account must be an object, found \(element.kind.article)", at: element,
+                    path: "\(path)[\(index)]")
                 continue
             }
             var oid: String?
@@ -57,7 +62,10 @@ extension DocumentReader {
                 case let key where isAnnotation(key):
                     continue
                 default:
-                    warning(.unknownProperty, "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups)", at: member.name, path: "\(path)[\(index)]")
+                    warning(
+                        .unknownProperty,
+                        "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups)",
+                        at: member.name, path: "\(path)[\(index)]")
                 }
             }
             let id: AccountID
@@ -70,14 +78,20 @@ extension DocumentReader {
             }
             if let key = id.oidKey {
                 if let first = seenOIDs[key] {
-                    error(.tenant, "OID '\(id.oid!)' is also the OID of accounts[\(first)]; an identity must name one account", at: element, path: "\(path)[\(index)].oid")
+                    error(
+                        .tenant,
+                        "OID '\(id.oid!)' is also the OID of accounts[\(first)]; an identity must name one account",
+                        at: element, path: "\(path)[\(index)].oid")
                     continue
                 }
                 seenOIDs[key] = index
             }
             if let key = id.upnKey {
                 if let first = seenUPNs[key] {
-                    error(.tenant, "UPN '\(id.upn!)' is also the UPN of accounts[\(first)] (UPNs compare case-insensitively); an identity must name one account", at: element, path: "\(path)[\(index)].upn")
+                    error(
+                        .tenant,
+                        "UPN '\(id.upn!)' is also the UPN of accounts[\(first)] (UPNs compare case-insensitively); an identity must name one account",
+                        at: element, path: "\(path)[\(index)].upn")
                     continue
                 }
                 seenUPNs[key] = index

@@ -22,7 +22,8 @@ struct DocumentReader {
     static func contents(of path: String, what: String) throws(Diagnostic) -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Diagnostic(
-                severity: .error, code: .unreadable, message: "cannot read the \(what) file", location: DocumentLocation(file: path, line: 1, column: 1))
+                severity: .error, code: .unreadable, message: "cannot read the \(what) file",
+                location: DocumentLocation(file: path, line: 1, column: 1))
         }
         return [UInt8](data)
     }
@@ -34,13 +35,19 @@ struct DocumentReader {
         do {
             text = try JSONText.utf8(from: bytes).text
         } catch {
-            return .failure(Diagnostic(severity: .error, code: .encoding, message: error.message, location: DocumentLocation(file: file, line: 1, column: 1)))
+            return .failure(
+                Diagnostic(
+                    severity: .error, code: .encoding, message: error.message,
+                    location: DocumentLocation(file: file, line: 1, column: 1)))
         }
         do {
             return .success(DocumentReader(file: file, document: try JSONDocument(parsing: text)))
         } catch {
             let (line, column) = JSONText.lineAndColumn(ofOffset: error.offset, in: text)
-            return .failure(Diagnostic(severity: .error, code: .syntax, message: error.message, location: DocumentLocation(file: file, line: line, column: column)))
+            return .failure(
+                Diagnostic(
+                    severity: .error, code: .syntax, message: error.message,
+                    location: DocumentLocation(file: file, line: line, column: column)))
         }
     }
 
@@ -60,15 +67,18 @@ struct DocumentReader {
     }
 
     mutating func error(_ code: Diagnostic.Code, _ message: String, at value: JSONValue, path: String?) {
-        diagnostics.append(Diagnostic(severity: .error, code: code, message: message, location: location(of: value), path: path))
+        diagnostics.append(
+            Diagnostic(severity: .error, code: code, message: message, location: location(of: value), path: path))
     }
 
     mutating func warning(_ code: Diagnostic.Code, _ message: String, at value: JSONValue, path: String?) {
-        diagnostics.append(Diagnostic(severity: .warning, code: code, message: message, location: location(of: value), path: path))
+        diagnostics.append(
+            Diagnostic(severity: .warning, code: code, message: message, location: location(of: value), path: path))
     }
 
     mutating func notice(_ code: Diagnostic.Code, _ message: String, at value: JSONValue, path: String?) {
-        diagnostics.append(Diagnostic(severity: .notice, code: code, message: message, location: location(of: value), path: path))
+        diagnostics.append(
+            Diagnostic(severity: .notice, code: code, message: message, location: location(of: value), path: path))
     }
 
     /// The members of an object, with duplicate names reported as errors (which of two values
@@ -81,7 +91,10 @@ struct DocumentReader {
             if seen.insert(key).inserted {
                 members.append(member)
             } else {
-                error(.duplicateMember, "'\(key)' appears more than once in this object; which value applies is ambiguous", at: member.name, path: path())
+                error(
+                    .duplicateMember,
+                    "'\(key)' appears more than once in this object; which value applies is ambiguous", at: member.name,
+                    path: path())
             }
         }
         return members
@@ -105,11 +118,15 @@ struct DocumentReader {
             return nil
         }
         guard let int = value.int else {
-            error(.invalidValue, "expected a whole number, found \(value.numberText ?? "a number")", at: value, path: path())
+            error(
+                .invalidValue, "expected a whole number, found \(value.numberText ?? "a number")", at: value,
+                path: path())
             return nil
         }
         guard range.contains(int) else {
-            error(.invalidValue, "\(int) is out of range \(range.lowerBound)...\(range.upperBound)", at: value, path: path())
+            error(
+                .invalidValue, "\(int) is out of range \(range.lowerBound)...\(range.upperBound)", at: value,
+                path: path())
             return nil
         }
         return int
@@ -153,7 +170,8 @@ struct DocumentReader {
     /// A set of enum values, from an array of strings or one comma-joined string (flags).
     /// Unknown values are dropped with a warning: in an allow-list, leaving one out is the
     /// restrictive reading.
-    mutating func enumSet<E: GraphEnum>(_ value: JSONValue, as type: E.Type, path: @autoclosure () -> String) -> Set<E>? {
+    mutating func enumSet<E: GraphEnum>(_ value: JSONValue, as type: E.Type, path: @autoclosure () -> String) -> Set<E>?
+    {
         guard let texts = stringList(value, splittingCommas: true, path: path()) else { return nil }
         var result: Set<E> = []
         for (text, element) in texts {
@@ -185,7 +203,9 @@ struct DocumentReader {
         var result: [(String, JSONValue)] = []
         for (index, element) in value.elements.enumerated() {
             guard let text = element.string else {
-                error(.invalidValue, "expected a string, found \(element.kind.article)", at: element, path: "\(path())[\(index)]")
+                error(
+                    .invalidValue, "expected a string, found \(element.kind.article)", at: element,
+                    path: "\(path())[\(index)]")
                 continue
             }
             if !text.isEmpty { result.append((text, element)) }
@@ -194,17 +214,22 @@ struct DocumentReader {
     }
 
     /// A Graph `keyValuePair` collection: `[{"name": ..., "value": ...}]`.
-    mutating func keyValuePairs(_ value: JSONValue, path: @autoclosure () -> String) -> [(name: String, value: String)]? {
+    mutating func keyValuePairs(_ value: JSONValue, path: @autoclosure () -> String) -> [(name: String, value: String)]?
+    {
         if value.isNull { return nil }
         guard value.kind == .array else {
-            error(.invalidValue, "expected an array of {\"name\", \"value\"} pairs, found \(value.kind.article)", at: value, path: path())
+            error(
+                .invalidValue, "expected an array of {\"name\", \"value\"} pairs, found \(value.kind.article)",
+                at: value, path: path())
             return nil
         }
         var pairs: [(name: String, value: String)] = []
         for (index, element) in value.elements.enumerated() {
             let elementPath = "\(path())[\(index)]"
             guard element.kind == .object else {
-                error(.invalidValue, "expected a {\"name\", \"value\"} object, found \(element.kind.article)", at: element, path: elementPath)
+                error(
+                    .invalidValue, "expected a {\"name\", \"value\"} object, found \(element.kind.article)",
+                    at: element, path: elementPath)
                 continue
             }
             var name: String?
@@ -219,11 +244,15 @@ struct DocumentReader {
                     } else if let text = member.value.string {
                         pairValue = text
                     } else {
-                        error(.invalidValue, "expected a string, found \(member.value.kind.article)", at: member.value, path: elementPath + ".value")
+                        error(
+                            .invalidValue, "expected a string, found \(member.value.kind.article)", at: member.value,
+                            path: elementPath + ".value")
                     }
                 default:
                     if !isAnnotation(member.key) {
-                        warning(.unknownProperty, "unknown property '\(member.key)' of a key/value pair is ignored", at: member.name, path: elementPath)
+                        warning(
+                            .unknownProperty, "unknown property '\(member.key)' of a key/value pair is ignored",
+                            at: member.name, path: elementPath)
                     }
                 }
             }

@@ -4,7 +4,8 @@ extension GraphSchema {
     /// Properties that identify, describe or target a policy: neither settings nor notices.
     static let metadata: Set<String> = [
         "id", "displayName", "description", "createdDateTime", "lastModifiedDateTime", "roleScopeTagIds", "version",
-        "appGroupType", "assignments", "isAssigned", "targetedAppManagementLevels", "apps", "deployedAppCount", "deploymentSummary",
+        "appGroupType", "assignments", "isAssigned", "targetedAppManagementLevels", "apps", "deployedAppCount",
+        "deploymentSummary",
         "settings",
     ]
 
@@ -17,8 +18,10 @@ extension GraphSchema {
         var companions: [String: String] = [:]
         for pin in [
             "pinCharacterSet", "minimumPinLength", "simplePinBlocked", "periodBeforePinReset", "previousPinBlockCount",
-            "maximumPinRetries", "appActionIfMaximumPinRetriesExceeded", "pinRequiredInsteadOfBiometricTimeout", "fingerprintBlocked",
-            "faceIdBlocked", "disableAppPinIfDevicePinIsSet", "biometricAuthenticationBlocked", "requireClass3Biometrics",
+            "maximumPinRetries", "appActionIfMaximumPinRetriesExceeded", "pinRequiredInsteadOfBiometricTimeout",
+            "fingerprintBlocked",
+            "faceIdBlocked", "disableAppPinIfDevicePinIsSet", "biometricAuthenticationBlocked",
+            "requireClass3Biometrics",
             "requirePinAfterBiometricChange", "fingerprintAndBiometricEnabled",
         ] {
             companions[pin] = "pinRequired"
@@ -33,13 +36,16 @@ extension GraphSchema {
         companions["appActionIfAndroidDeviceModelNotAllowed"] = "allowedAndroidDeviceModels"
         companions["appActionIfAndroidDeviceManufacturerNotAllowed"] = "allowedAndroidDeviceManufacturers"
         companions["appActionIfAndroidSafetyNetAppsVerificationFailed"] = "requiredAndroidSafetyNetAppsVerificationType"
-        companions["appActionIfAndroidSafetyNetDeviceAttestationFailed"] = "requiredAndroidSafetyNetDeviceAttestationType"
+        companions["appActionIfAndroidSafetyNetDeviceAttestationFailed"] =
+            "requiredAndroidSafetyNetDeviceAttestationType"
         companions["requiredAndroidSafetyNetEvaluationType"] = "requiredAndroidSafetyNetDeviceAttestationType"
         companions["gracePeriodToBlockAppsDuringOffClockHours"] = "appActionIfAccountIsClockedOut"
         for dialer in ["customDialerAppProtocol", "customDialerAppPackageId", "customDialerAppDisplayName"] {
             companions[dialer] = "dialerRestrictionLevel"
         }
-        for messaging in ["messagingRedirectAppDisplayName", "messagingRedirectAppPackageId", "messagingRedirectAppUrlScheme"] {
+        for messaging in [
+            "messagingRedirectAppDisplayName", "messagingRedirectAppPackageId", "messagingRedirectAppUrlScheme",
+        ] {
             companions[messaging] = "protectedMessagingRedirectAppType"
         }
         for browser in ["customBrowserProtocol", "customBrowserPackageId", "customBrowserDisplayName"] {
@@ -50,7 +56,8 @@ extension GraphSchema {
 
     /// Enum values that restrict nothing: what a setting left alone holds.
     private static let neutralEnumValues: Set<String> = [
-        "notconfigured", "allapps", "anyapp", "unspecified", "notblocked", "none", "basic", "numeric", "unknownfuturevalue",
+        "notconfigured", "allapps", "anyapp", "unspecified", "notblocked", "none", "basic", "numeric",
+        "unknownfuturevalue",
     ]
 
     /// Whether `value` leaves the setting restricting nothing: null, false, zero, empty, a zero
@@ -63,7 +70,8 @@ extension GraphSchema {
         case .string:
             let text = value.string ?? ""
             // Zero durations, and the zero versions exports carry for "no requirement".
-            return text.isEmpty || ["PT0S", "P0D", "0000-00-00", "0.0", "0"].contains(text) || neutralEnumValues.contains(text.lowercased())
+            return text.isEmpty || ["PT0S", "P0D", "0000-00-00", "0.0", "0"].contains(text)
+                || neutralEnumValues.contains(text.lowercased())
         case .array:
             var iterator = value.elements.makeIterator()
             return iterator.next() == nil

@@ -22,8 +22,10 @@ extension PolicyBundle {
         switch BundleFiles.readRegularFile(path, maximumBytes: BundleFiles.maximumBytes) {
         case .success(let bytes): file = File(name: path, bytes: bytes)
         case .failure(let failure):
-            let message = failure.isTooLarge
-                ? "the file is larger than \(BundleFiles.maximumBytes) bytes; raise CUSTODY_MAX_BUNDLE_BYTES if it is meant to be" : failure.message
+            let message =
+                failure.isTooLarge
+                ? "the file is larger than \(BundleFiles.maximumBytes) bytes; raise CUSTODY_MAX_BUNDLE_BYTES if it is meant to be"
+                : failure.message
             throw BundleError(diagnostics: [BundleFiles.problem(path, message)])
         }
         if (path as NSString).lastPathComponent == BundleFiles.tenantName {

@@ -80,7 +80,9 @@ public struct PolicyBundle: Sendable {
         }
     }
 
-    private mutating func append(_ document: DecodedDocument, seenIDs: inout [String: DocumentLocation], diagnostics: inout [Diagnostic]) {
+    private mutating func append(
+        _ document: DecodedDocument, seenIDs: inout [String: DocumentLocation], diagnostics: inout [Diagnostic]
+    ) {
         let metadata: DocumentMetadata
         switch document {
         case .protection(_, let documentMetadata, _, _), .configuration(let documentMetadata, _, _):
@@ -88,10 +90,11 @@ public struct PolicyBundle: Sendable {
         }
         if let id = metadata.id {
             if let first = seenIDs[id] {
-                diagnostics.append(Diagnostic(
-                    severity: .warning, code: .duplicatePolicy,
-                    message: "policy id '\(id)' was already loaded from \(first); both copies are applied",
-                    location: metadata.location))
+                diagnostics.append(
+                    Diagnostic(
+                        severity: .warning, code: .duplicatePolicy,
+                        message: "policy id '\(id)' was already loaded from \(first); both copies are applied",
+                        location: metadata.location))
             } else {
                 seenIDs[id] = metadata.location
             }
@@ -99,13 +102,15 @@ public struct PolicyBundle: Sendable {
         switch document {
         case let .protection(kind, metadata, settings, targeting):
             let reference = PolicyReference(
-                index: protectionPolicies.count, id: metadata.id, displayName: metadata.displayName, kind: kind, location: metadata.location)
+                index: protectionPolicies.count, id: metadata.id, displayName: metadata.displayName, kind: kind,
+                location: metadata.location)
             protectionPolicies.append(ProtectionPolicy(reference: reference, settings: settings, targeting: targeting))
         case let .configuration(metadata, settings, targeting):
             let reference = PolicyReference(
                 index: appConfigurations.count, id: metadata.id, displayName: metadata.displayName,
                 kind: .targetedManagedAppConfiguration, location: metadata.location)
-            appConfigurations.append(AppConfigurationPolicy(reference: reference, settings: settings, targeting: targeting))
+            appConfigurations.append(
+                AppConfigurationPolicy(reference: reference, settings: settings, targeting: targeting))
         }
     }
 }

@@ -163,7 +163,9 @@ public struct AppConfiguration: Sendable, Hashable {
 
     static func double(_ text: String) -> Double? {
         guard let value = Double(text), value.isFinite,
-            text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E || $0 == 0x65 || $0 == 0x45 })
+            text.utf8.allSatisfy({
+                ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E || $0 == 0x65 || $0 == 0x45
+            })
         else { return nil }
         return value
     }

@@ -38,7 +38,9 @@ extension AppSpec {
                 for (index, element) in array(member.value, reader: &reader, path: path).enumerated() {
                     if let setting = readSetting(element, reader: &reader, path: "\(path)[\(index)]") {
                         if settings.contains(where: { $0.key == setting.key }) {
-                            reader.error(.duplicateMember, "the setting '\(setting.key)' is declared twice", at: element, path: "\(path)[\(index)]")
+                            reader.error(
+                                .duplicateMember, "the setting '\(setting.key)' is declared twice", at: element,
+                                path: "\(path)[\(index)]")
                         } else {
                             settings.append(setting)
                         }
@@ -48,18 +50,24 @@ extension AppSpec {
                 for (index, element) in array(member.value, reader: &reader, path: path).enumerated() {
                     if let secret = readSecret(element, reader: &reader, path: "\(path)[\(index)]") {
                         if secrets.contains(where: { $0.identifier == secret.identifier }) {
-                            reader.error(.duplicateMember, "the secret '\(secret.identifier)' is declared twice", at: element, path: "\(path)[\(index)]")
+                            reader.error(
+                                .duplicateMember, "the secret '\(secret.identifier)' is declared twice", at: element,
+                                path: "\(path)[\(index)]")
                         } else {
                             secrets.append(secret)
                         }
                     }
                 }
             default:
-                reader.error(.unknownProperty, "unknown member '\(member.key)' (a spec has: app, description, settings, secrets)", at: member.name, path: "$")
+                reader.error(
+                    .unknownProperty,
+                    "unknown member '\(member.key)' (a spec has: app, description, settings, secrets)", at: member.name,
+                    path: "$")
             }
         }
         if app == nil {
-            reader.error(.invalidValue, "the spec names no \"app\" (the app's bundle or package id)", at: root, path: "$")
+            reader.error(
+                .invalidValue, "the spec names no \"app\" (the app's bundle or package id)", at: root, path: "$")
         }
         if reader.hasErrors { throw AppSpecError(diagnostics: reader.diagnostics) }
         return AppSpec(
@@ -79,7 +87,8 @@ extension AppSpec {
 
     private static func readSetting(_ value: JSONValue, reader: inout DocumentReader, path: String) -> Setting? {
         guard value.kind == .object else {
-            reader.error(.invalidValue, "a setting must be an object, found \(value.kind.article)", at: value, path: path)
+            reader.error(
+                .invalidValue, "a setting must be an object, found \(value.kind.article)", at: value, path: path)
             return nil
         }
         var key: String?
@@ -100,7 +109,9 @@ extension AppSpec {
                 guard let name = reader.string(member.value, path: memberPath) else { continue }
                 type = ValueType(rawValue: name)
                 if type == nil {
-                    reader.error(.invalidValue, "unknown type '\(name)' (string, integer, double, bool)", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "unknown type '\(name)' (string, integer, double, bool)", at: member.value,
+                        path: memberPath)
                 }
             case "description": description = reader.string(member.value, path: memberPath)
             case "required": required = reader.bool(member.value, path: memberPath) ?? false
@@ -109,7 +120,9 @@ extension AppSpec {
                 typedMembers.append((member.key, member.value))
             case "minimum", "maximum":
                 guard let number = member.value.double, member.value.kind == .number else {
-                    reader.error(.invalidValue, "expected a number, found \(member.value.kind.article)", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "expected a number, found \(member.value.kind.article)", at: member.value,
+                        path: memberPath)
                     continue
                 }
                 if member.key == "minimum" { minimum = number } else { maximum = number }
@@ -120,10 +133,14 @@ extension AppSpec {
             case "default":
                 defaultValue = member.value.string
                 if defaultValue == nil {
-                    reader.error(.invalidValue, "a default is written as a string, as administrators enter it", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "a default is written as a string, as administrators enter it", at: member.value,
+                        path: memberPath)
                 }
             default:
-                reader.error(.unknownProperty, "unknown member '\(member.key)' of a setting (it has: \(settingMembers))", at: member.name, path: path)
+                reader.error(
+                    .unknownProperty, "unknown member '\(member.key)' of a setting (it has: \(settingMembers))",
+                    at: member.name, path: path)
             }
         }
         guard let key else {
@@ -131,26 +148,33 @@ extension AppSpec {
             return nil
         }
         guard let type else {
-            reader.error(.invalidValue, "the setting '\(key)' has no \"type\" (string, integer, double, bool)", at: value, path: path)
+            reader.error(
+                .invalidValue, "the setting '\(key)' has no \"type\" (string, integer, double, bool)", at: value,
+                path: path)
             return nil
         }
         // Constraints must fit the type they constrain.
         for (name, member) in typedMembers {
-            let fits = switch name {
-            case "minimum", "maximum": type == .integer || type == .double
-            case "maxLength": type == .string
-            default: type != .bool
-            }
+            let fits =
+                switch name {
+                case "minimum", "maximum": type == .integer || type == .double
+                case "maxLength": type == .string
+                default: type != .bool
+                }
             if !fits {
-                reader.error(.invalidValue, "\"\(name)\" does not apply to a \(type.rawValue) setting", at: member, path: "\(path).\(name)")
+                reader.error(
+                    .invalidValue, "\"\(name)\" does not apply to a \(type.rawValue) setting", at: member,
+                    path: "\(path).\(name)")
             }
         }
         let setting = Setting(
-            key: key, type: type, description: description, required: required, values: values, minimum: minimum, maximum: maximum,
+            key: key, type: type, description: description, required: required, values: values, minimum: minimum,
+            maximum: maximum,
             maxLength: maxLength, defaultValue: defaultValue, location: reader.location(of: value))
         for allowed in values ?? [] {
             let unconstrained = Setting(
-                key: key, type: type, description: nil, required: false, values: nil, minimum: minimum, maximum: maximum,
+                key: key, type: type, description: nil, required: false, values: nil, minimum: minimum,
+                maximum: maximum,
                 maxLength: maxLength, defaultValue: nil, location: setting.location)
             if let problem = unconstrained.problem(with: allowed) {
                 reader.error(.invalidValue, "the allowed value \(problem)", at: value, path: "\(path).values")
@@ -164,7 +188,8 @@ extension AppSpec {
 
     private static func readSecret(_ value: JSONValue, reader: inout DocumentReader, path: String) -> Secret? {
         guard value.kind == .object else {
-            reader.error(.invalidValue, "a secret must be an object, found \(value.kind.article)", at: value, path: path)
+            reader.error(
+                .invalidValue, "a secret must be an object, found \(value.kind.article)", at: value, path: path)
             return nil
         }
         var identifier: String?
@@ -179,18 +204,24 @@ extension AppSpec {
                 guard let name = reader.string(member.value, path: memberPath) else { continue }
                 kind = Secret.Kind(rawValue: name)
                 if kind == nil {
-                    reader.error(.invalidValue, "unknown kind '\(name)' (password, certificate, identity)", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "unknown kind '\(name)' (password, certificate, identity)", at: member.value,
+                        path: memberPath)
                 }
             case "scope":
                 guard let name = reader.string(member.value, path: memberPath) else { continue }
                 guard let parsed = Secret.Scope(rawValue: name) else {
-                    reader.error(.invalidValue, "unknown scope '\(name)' (account, app)", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "unknown scope '\(name)' (account, app)", at: member.value, path: memberPath)
                     continue
                 }
                 scope = parsed
             case "description": description = reader.string(member.value, path: memberPath)
             default:
-                reader.error(.unknownProperty, "unknown member '\(member.key)' of a secret (it has: identifier, kind, scope, description)", at: member.name, path: path)
+                reader.error(
+                    .unknownProperty,
+                    "unknown member '\(member.key)' of a secret (it has: identifier, kind, scope, description)",
+                    at: member.name, path: path)
             }
         }
         guard let identifier, let kind else {

@@ -9,21 +9,26 @@ extension AppSpec {
         var diagnostics: [Diagnostic] = []
 
         for policy in bundle.appConfigurations where policy.targeting.admits(context) {
-            let name = policy.reference.displayName.map { "'\($0)'" } ?? policy.reference.id ?? "#\(policy.reference.index)"
+            let name =
+                policy.reference.displayName.map { "'\($0)'" } ?? policy.reference.id ?? "#\(policy.reference.index)"
             for (key, value) in policy.settings where key != AppConfiguration.defaultMarker {
                 let path = "$.customSettings[?(@.name=='\(key)')]"
                 guard let setting = setting(key) else {
-                    diagnostics.append(Diagnostic(
-                        severity: .warning, code: .undeclaredSetting,
-                        message: "configuration \(name) sets '\(key)', which \(app) does not read (not in its spec; a typo?)",
-                        location: policy.reference.location, path: path))
+                    diagnostics.append(
+                        Diagnostic(
+                            severity: .warning, code: .undeclaredSetting,
+                            message:
+                                "configuration \(name) sets '\(key)', which \(app) does not read (not in its spec; a typo?)",
+                            location: policy.reference.location, path: path))
                     continue
                 }
                 if let problem = setting.problem(with: value) {
-                    diagnostics.append(Diagnostic(
-                        severity: .error, code: .configurationValue,
-                        message: "configuration \(name) sets '\(key)': \(problem) (\(app) reads it as \(setting.type.rawValue))",
-                        location: policy.reference.location, path: path))
+                    diagnostics.append(
+                        Diagnostic(
+                            severity: .error, code: .configurationValue,
+                            message:
+                                "configuration \(name) sets '\(key)': \(problem) (\(app) reads it as \(setting.type.rawValue))",
+                            location: policy.reference.location, path: path))
                 }
             }
         }
@@ -45,17 +50,21 @@ extension AppSpec {
                 if configuration.hasConflict(setting.key) {
                     let policies = configuration.sources.filter { !$0.isDefault && $0.values[setting.key] != nil }
                         .map { $0.policy.displayName ?? $0.policy.id ?? "?" }
-                    diagnostics.append(Diagnostic(
-                        severity: .warning, code: .configurationConflict,
-                        message: "\(Self.count(accounts)) (\(Self.examples(accounts))) get different values for '\(setting.key)' from \(policies.joined(separator: ", ")); \(app) uses the first by policy id: '\(configuration.string(setting.key) ?? "")'",
-                        location: setting.location, path: nil))
+                    diagnostics.append(
+                        Diagnostic(
+                            severity: .warning, code: .configurationConflict,
+                            message:
+                                "\(Self.count(accounts)) (\(Self.examples(accounts))) get different values for '\(setting.key)' from \(policies.joined(separator: ", ")); \(app) uses the first by policy id: '\(configuration.string(setting.key) ?? "")'",
+                            location: setting.location, path: nil))
                 }
             }
             if !missing.isEmpty {
-                diagnostics.append(Diagnostic(
-                    severity: .error, code: .missingSetting,
-                    message: "the required setting '\(setting.key)' reaches no configuration of \(Self.count(missing)) (\(Self.examples(missing)))",
-                    location: setting.location, path: nil))
+                diagnostics.append(
+                    Diagnostic(
+                        severity: .error, code: .missingSetting,
+                        message:
+                            "the required setting '\(setting.key)' reaches no configuration of \(Self.count(missing)) (\(Self.examples(missing)))",
+                        location: setting.location, path: nil))
             }
         }
         return diagnostics

@@ -33,7 +33,9 @@ public struct AppSpec: Sendable, Hashable {
         public func problem(with value: String) -> String? {
             switch type {
             case .string:
-                if let maxLength, value.count > maxLength { return "is \(value.count) characters long; at most \(maxLength) are allowed" }
+                if let maxLength, value.count > maxLength {
+                    return "is \(value.count) characters long; at most \(maxLength) are allowed"
+                }
             case .integer:
                 guard let number = Int(value) else { return "'\(value)' is not an integer" }
                 if let problem = outOfRange(Double(number)) { return problem }
@@ -50,8 +52,12 @@ public struct AppSpec: Sendable, Hashable {
         }
 
         private func outOfRange(_ number: Double) -> String? {
-            if let minimum, number < minimum { return "\(number.formattedBound) is below the minimum \(minimum.formattedBound)" }
-            if let maximum, number > maximum { return "\(number.formattedBound) is above the maximum \(maximum.formattedBound)" }
+            if let minimum, number < minimum {
+                return "\(number.formattedBound) is below the minimum \(minimum.formattedBound)"
+            }
+            if let maximum, number > maximum {
+                return "\(number.formattedBound) is above the maximum \(maximum.formattedBound)"
+            }
             return nil
         }
     }

@@ -15,11 +15,14 @@ public struct ConfigurationDecoder: Sendable {
     public init() {}
 
     /// Decodes `type` from `settings` (setting name → value).
-    public func decode<Value: Decodable>(_ type: Value.Type, from settings: [String: String]) throws(ConfigurationDecodingError) -> Value {
+    public func decode<Value: Decodable>(_ type: Value.Type, from settings: [String: String])
+        throws(ConfigurationDecodingError) -> Value
+    {
         let size = settings.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         guard size <= Self.maximumSize else {
             throw ConfigurationDecodingError(
-                code: .tooLarge, keyPath: "", message: "the configuration takes \(size) bytes; at most \(Self.maximumSize) are decoded")
+                code: .tooLarge, keyPath: "",
+                message: "the configuration takes \(size) bytes; at most \(Self.maximumSize) are decoded")
         }
         do {
             return try Value(from: SettingsDecoder(settings: settings, prefix: "", codingPath: []))
@@ -62,7 +65,9 @@ public struct ConfigurationDecodingError: Error, Sendable, Hashable, CustomStrin
     init(_ error: DecodingError) {
         switch error {
         case .keyNotFound(let key, let context):
-            self.init(code: .missingKey, keyPath: Self.path(context.codingPath + [key]), message: "the required setting is absent")
+            self.init(
+                code: .missingKey, keyPath: Self.path(context.codingPath + [key]),
+                message: "the required setting is absent")
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             self.init(code: .typeMismatch, keyPath: Self.path(context.codingPath), message: context.debugDescription)
         case .dataCorrupted(let context):
@@ -100,9 +105,10 @@ private struct SettingsDecoder: Decoder {
             if let index = Int(rest.prefix { $0 != "." }), index >= 0 { indices.insert(index) }
         }
         if let missing = (0..<indices.count).first(where: { !indices.contains($0) }) {
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: codingPath + [IndexKey(missing)],
-                debugDescription: "the list has items up to index \(indices.max() ?? 0) but none at \(missing)"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: codingPath + [IndexKey(missing)],
+                    debugDescription: "the list has items up to index \(indices.max() ?? 0) but none at \(missing)"))
         }
         return UnkeyedSettings(decoder: self)
     }
@@ -110,7 +116,8 @@ private struct SettingsDecoder: Decoder {
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
         guard !prefix.isEmpty else {
             throw DecodingError.typeMismatch(
-                String.self, .init(codingPath: codingPath, debugDescription: "a configuration is a set of settings, not one value"))
+                String.self,
+                .init(codingPath: codingPath, debugDescription: "a configuration is a set of settings, not one value"))
         }
         return SingleSetting(settings: settings, name: String(prefix.dropLast()), codingPath: codingPath)
     }
@@ -148,16 +155,21 @@ private struct KeyedSettings<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         let name = decoder.name(of: key)
-        if let value = decoder.settings[name], let scalar = try SingleSetting.scalar(type, value, codingPath: codingPath + [key]) {
+        if let value = decoder.settings[name],
+            let scalar = try SingleSetting.scalar(type, value, codingPath: codingPath + [key])
+        {
             return scalar
         }
         guard decoder.contains(name) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no setting '\(name)'"))
+            throw DecodingError.keyNotFound(
+                key, .init(codingPath: codingPath, debugDescription: "no setting '\(name)'"))
         }
         return try T(from: decoder.child(name, key: key))
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
         try decoder.child(decoder.name(of: key), key: key).container(keyedBy: type)
     }
 
@@ -191,16 +203,20 @@ private struct UnkeyedSettings: UnkeyedDecodingContainer {
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let key = IndexKey(currentIndex)
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [key], debugDescription: "the list ends here"))
+            throw DecodingError.valueNotFound(
+                type, .init(codingPath: codingPath + [key], debugDescription: "the list ends here"))
         }
         let value = try KeyedSettings<IndexKey>(decoder: decoder).decode(type, forKey: key)
         currentIndex += 1
         return value
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         defer { currentIndex += 1 }
-        return try decoder.child(decoder.prefix + String(currentIndex), key: IndexKey(currentIndex)).container(keyedBy: type)
+        return try decoder.child(decoder.prefix + String(currentIndex), key: IndexKey(currentIndex)).container(
+            keyedBy: type)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -235,7 +251,8 @@ private struct SingleSetting: SingleValueDecodingContainer {
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         guard let value = settings[name] else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "no setting '\(name)'"))
+            throw DecodingError.valueNotFound(
+                type, .init(codingPath: codingPath, debugDescription: "no setting '\(name)'"))
         }
         if let scalar = try Self.scalar(type, value, codingPath: codingPath) { return scalar }
         // A type that decodes itself from one value (a RawRepresentable enum, a wrapper).
@@ -257,7 +274,8 @@ private struct SingleSetting: SingleValueDecodingContainer {
             guard let double = AppConfiguration.double(value) else { throw mismatch("a number") }
             return double as? T
         case is Float.Type:
-            guard let double = AppConfiguration.double(value), let float = Float(exactly: Float(double)), float.isFinite else {
+            guard let double = AppConfiguration.double(value), let float = Float(exactly: Float(double)), float.isFinite
+            else {
                 throw mismatch("a number")
             }
             return float as? T
@@ -275,7 +293,9 @@ private struct SingleSetting: SingleValueDecodingContainer {
         }
     }
 
-    private static func integer<I: FixedWidthInteger>(_ type: I.Type, _ value: String, _ mismatch: (String) -> DecodingError) throws -> I {
+    private static func integer<I: FixedWidthInteger>(
+        _ type: I.Type, _ value: String, _ mismatch: (String) -> DecodingError
+    ) throws -> I {
         guard let integer = I(value) else { throw mismatch("an integer in \(I.min)...\(I.max)") }
         return integer
     }

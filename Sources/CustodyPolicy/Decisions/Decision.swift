@@ -61,7 +61,10 @@ public struct Decision: Sendable, Hashable, CustomStringConvertible {
     public let secondary: Finding?
     private let secondaryDecides: Bool
 
-    init(_ action: DecisionAction, allowed: Bool, _ primary: Finding, _ secondary: Finding? = nil, secondaryDecides: Bool = true) {
+    init(
+        _ action: DecisionAction, allowed: Bool, _ primary: Finding, _ secondary: Finding? = nil,
+        secondaryDecides: Bool = true
+    ) {
         self.action = action
         self.isAllowed = allowed
         self.primary = primary

@@ -21,25 +21,30 @@ extension Finding {
     private var statement: String {
         switch code {
         case .contradictoryAccount(let role):
-            return "\(role.phrase) carries an OID and a UPN that the tenant records for different accounts: it is ambiguous, so the action is refused"
+            return
+                "\(role.phrase) carries an OID and a UPN that the tenant records for different accounts: it is ambiguous, so the action is refused"
         case .platformRequired:
-            return "the bundle holds policies for more than one platform and the decision names none: iOS and Android settings are never merged, so the action is refused (name the platform)"
+            return
+                "the bundle holds policies for more than one platform and the decision names none: iOS and Android settings are never merged, so the action is refused (name the platform)"
         case .unmanaged(let role):
             return "\(role.phrase) is not managed: no protection policy applies to it"
 
         case .saveAsAllowed:
             return "saveAsBlocked is false: copies of org data may be saved"
         case .saveOpenBySend:
-            return "allowedOutboundDataTransferDestinations is allApps: saving copies is not restricted (saveAsBlocked is in effect only when org data may go to policy-managed apps)"
+            return
+                "allowedOutboundDataTransferDestinations is allApps: saving copies is not restricted (saveAsBlocked is in effect only when org data may go to policy-managed apps)"
         case .saveLocationListed(let location):
-            let listed = "saveAsBlocked is true, but \(location.storageLocation!) is in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
+            let listed =
+                "saveAsBlocked is true, but \(location.storageLocation!) is in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
             switch location {
             case .cameraRoll: return listed
             case .localDrive: return listed + " and the local storage is the owner's"
             default: return listed + " and the location belongs to the owner's account"
             }
         case .saveLocationNotListed(let location):
-            return "saveAsBlocked is true and \(location.storageLocation!) is not in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
+            return
+                "saveAsBlocked is true and \(location.storageLocation!) is not in allowedDataStorageLocations \(value(.allowedDataStorageLocations))"
         case .saveLocationOtherAccount(let location):
             return location == .localDrive
                 ? "saveAsBlocked is true: localStorage is in allowedDataStorageLocations, but only for the owner's own local storage, and this one belongs to another account or to none"
@@ -47,47 +52,64 @@ extension Finding {
         case .saveLocationNeverAllowed(let location):
             return "saveAsBlocked is true and \(location) is never an allowed save location while it is"
         case .saveAccountDocument(let same):
-            let restricted = policy?.saveGate == .closedBySend ? "allowedOutboundDataTransferDestinations is none" : "saveAsBlocked is true"
+            let restricted =
+                policy?.saveGate == .closedBySend
+                ? "allowedOutboundDataTransferDestinations is none" : "saveAsBlocked is true"
             return same
                 ? "\(restricted), but the document belongs to the owner's own account"
                 : "\(restricted) and the document belongs to another account or to none"
         case .saveClosedBySend(let location):
-            return "allowedOutboundDataTransferDestinations is none: saving copies of org data is blocked, to \(location) as to every location"
+            return
+                "allowedOutboundDataTransferDestinations is none: saving copies of org data is blocked, to \(location) as to every location"
         case .locationAccountIngestion(let blocked):
             let base = "the location belongs to another managed account, "
             switch policy?.ingestionGate {
-            case .closedByReceive?: return base + "whose allowedInboundDataTransferSources is none: no data may enter its documents"
-            case .openByLevel?: return base + "whose allowedInboundDataTransferSources is allApps: data may enter its documents"
+            case .closedByReceive?:
+                return base + "whose allowedInboundDataTransferSources is none: no data may enter its documents"
+            case .openByLevel?:
+                return base + "whose allowedInboundDataTransferSources is allApps: data may enter its documents"
             default: return base + "whose blockDataIngestionIntoOrganizationDocuments is \(blocked)"
             }
 
         case .ingestionAllowed:
             return "blockDataIngestionIntoOrganizationDocuments is false: data may be opened into org documents"
         case .ingestionOpenByReceive:
-            return "allowedInboundDataTransferSources is allApps: opening data into org documents is not restricted (blockDataIngestionIntoOrganizationDocuments is in effect only when data may come from policy-managed apps)"
+            return
+                "allowedInboundDataTransferSources is allApps: opening data into org documents is not restricted (blockDataIngestionIntoOrganizationDocuments is in effect only when data may come from policy-managed apps)"
         case .openLocationListed(let location):
-            let listed = "blockDataIngestionIntoOrganizationDocuments is true, but \(location.ingestionLocation!) is in allowedDataIngestionLocations \(value(.allowedDataIngestionLocations))"
-            return location == .camera || location == .photos ? listed : listed + " and the location belongs to the receiving account"
+            let listed =
+                "blockDataIngestionIntoOrganizationDocuments is true, but \(location.ingestionLocation!) is in allowedDataIngestionLocations \(value(.allowedDataIngestionLocations))"
+            return location == .camera || location == .photos
+                ? listed : listed + " and the location belongs to the receiving account"
         case .openLocationNotListed(let location):
-            return "blockDataIngestionIntoOrganizationDocuments is true and \(location.ingestionLocation!) is not in allowedDataIngestionLocations \(value(.allowedDataIngestionLocations))"
+            return
+                "blockDataIngestionIntoOrganizationDocuments is true and \(location.ingestionLocation!) is not in allowedDataIngestionLocations \(value(.allowedDataIngestionLocations))"
         case .openLocationOtherAccount(let location):
-            return "blockDataIngestionIntoOrganizationDocuments is true: \(location.ingestionLocation!) is in allowedDataIngestionLocations, but only in the receiving account's own location, and it belongs to another account or to none"
+            return
+                "blockDataIngestionIntoOrganizationDocuments is true: \(location.ingestionLocation!) is in allowedDataIngestionLocations, but only in the receiving account's own location, and it belongs to another account or to none"
         case .openLocationNeverAllowed(let location):
-            return "blockDataIngestionIntoOrganizationDocuments is true and \(location) is never an allowed source while it is"
+            return
+                "blockDataIngestionIntoOrganizationDocuments is true and \(location) is never an allowed source while it is"
         case .openLocalStorage:
-            return "blockDataIngestionIntoOrganizationDocuments is true and localStorage is not a location allowedDataIngestionLocations can list: opening from local storage is blocked, whoever it belongs to"
+            return
+                "blockDataIngestionIntoOrganizationDocuments is true and localStorage is not a location allowedDataIngestionLocations can list: opening from local storage is blocked, whoever it belongs to"
         case .openAccountDocument(let same):
-            let restricted = policy?.ingestionGate == .closedByReceive ? "allowedInboundDataTransferSources is none" : "blockDataIngestionIntoOrganizationDocuments is true"
+            let restricted =
+                policy?.ingestionGate == .closedByReceive
+                ? "allowedInboundDataTransferSources is none" : "blockDataIngestionIntoOrganizationDocuments is true"
             return same
                 ? "\(restricted), but the document belongs to the receiving account"
                 : "\(restricted) and the document belongs to another account or to none"
         case .ingestionClosedByReceive(let location):
-            return "allowedInboundDataTransferSources is none: opening data into org documents is blocked, from \(location) as from every location"
+            return
+                "allowedInboundDataTransferSources is none: opening data into org documents is blocked, from \(location) as from every location"
 
         case .send(let level, let receiverManaged, let role):
-            let base = "\(role.phrase) is another managed account, whose allowedOutboundDataTransferDestinations is \(level)"
+            let base =
+                "\(role.phrase) is another managed account, whose allowedOutboundDataTransferDestinations is \(level)"
             guard level == .managedApps else { return base }
-            return base + (receiverManaged ? " and the receiving side is managed" : " and the receiving side is not managed")
+            return base
+                + (receiverManaged ? " and the receiving side is managed" : " and the receiving side is not managed")
 
         case .shareAllApps:
             return "allowedOutboundDataTransferDestinations is allApps: any app may receive the data"
@@ -96,40 +118,49 @@ extension Finding {
         case .shareTargetExempted(let target, let list):
             return "allowedOutboundDataTransferDestinations is managedApps and \(target) is exempted in \(list)"
         case .shareTargetManagedLink(let target):
-            return "allowedOutboundDataTransferDestinations is managedApps and \(target) is in managedUniversalLinks: it opens in a managed app"
+            return
+                "allowedOutboundDataTransferDestinations is managedApps and \(target) is in managedUniversalLinks: it opens in a managed app"
         case .shareTargetMDMManaged(let target):
-            return "allowedOutboundDataTransferDestinations is managedApps with disableProtectionOfManagedOutboundOpenInData (Policy managed apps with OS sharing), the device is MDM-enrolled and \(target) is an app its MDM manages"
+            return
+                "allowedOutboundDataTransferDestinations is managedApps with disableProtectionOfManagedOutboundOpenInData (Policy managed apps with OS sharing), the device is MDM-enrolled and \(target) is an app its MDM manages"
         case .shareTargetNotManaged(let target):
-            var text = "allowedOutboundDataTransferDestinations is managedApps and \(target) is neither a policy-managed app nor exempted"
+            var text =
+                "allowedOutboundDataTransferDestinations is managedApps and \(target) is neither a policy-managed app nor exempted"
             if let policy, policy.platform == .ios, policy.filterOpenInToOnlyManagedApps.value {
                 text += " (Open-In/Share filtering: the share sheet does not offer it)"
             }
             return text
         case .shareBlocked(let target):
-            return "allowedOutboundDataTransferDestinations is none: no app may receive the data, \(target) included (exemptions apply only to transfer to policy-managed apps)"
+            return
+                "allowedOutboundDataTransferDestinations is none: no app may receive the data, \(target) included (exemptions apply only to transfer to policy-managed apps)"
 
         case .receive(let level, let sourceManaged, let same):
             switch level {
             case .allApps:
                 return "allowedInboundDataTransferSources is allApps: data from any app may be received"
             case .managedApps:
-                return "allowedInboundDataTransferSources is managedApps and the shared item's owner is \(sourceManaged ? "" : "not ")managed"
+                return
+                    "allowedInboundDataTransferSources is managedApps and the shared item's owner is \(sourceManaged ? "" : "not ")managed"
             case .none:
-                return "allowedInboundDataTransferSources is none and the shared item's owner is \(same ? "" : "not ")the receiving account"
+                return
+                    "allowedInboundDataTransferSources is none and the shared item's owner is \(same ? "" : "not ")the receiving account"
             }
         case .unknownSourceAdopted:
-            return "protectInboundDataFromUnknownSources is true (All apps with incoming Org data): the data, which has no owner, becomes the receiving account's org data"
+            return
+                "protectInboundDataFromUnknownSources is true (All apps with incoming Org data): the data, which has no owner, becomes the receiving account's org data"
 
         case .clipboardCopy(let level, let destinationManaged):
             let target = destinationManaged ? "a policy-managed app" : "an unmanaged app"
             switch level {
             case .allApps: return "allowedOutboundClipboardSharingLevel is allApps: copying to \(target) is allowed"
             case .managedAppsWithPasteIn, .managedApps:
-                return "allowedOutboundClipboardSharingLevel is \(level): copying to \(target) is \(destinationManaged ? "allowed" : "blocked")"
+                return
+                    "allowedOutboundClipboardSharingLevel is \(level): copying to \(target) is \(destinationManaged ? "allowed" : "blocked")"
             case .blocked: return "allowedOutboundClipboardSharingLevel is blocked: copying to other apps is blocked"
             }
         case .clipboardException(let level, let length, let limit):
-            return "allowedOutboundClipboardSharingLevel is \(level), but \(length) characters is within allowedOutboundClipboardSharingExceptionLength \(limit)"
+            return
+                "allowedOutboundClipboardSharingLevel is \(level), but \(length) characters is within allowedOutboundClipboardSharingExceptionLength \(limit)"
         case .clipboardExceptionExceeded(let length, let limit):
             return "\(length) characters is more than allowedOutboundClipboardSharingExceptionLength \(limit)"
         case .clipboardPaste(let level, let sourceManaged):
@@ -138,7 +169,8 @@ extension Finding {
             case .allApps, .managedAppsWithPasteIn:
                 return "allowedOutboundClipboardSharingLevel is \(level): pasting from \(source) is allowed"
             case .managedApps:
-                return "allowedOutboundClipboardSharingLevel is managedApps: pasting from \(source) is \(sourceManaged ? "allowed" : "blocked")"
+                return
+                    "allowedOutboundClipboardSharingLevel is managedApps: pasting from \(source) is \(sourceManaged ? "allowed" : "blocked")"
             case .blocked: return "allowedOutboundClipboardSharingLevel is blocked: pasting from other apps is blocked"
             }
 
@@ -151,13 +183,16 @@ extension Finding {
         case .notifications(let restriction):
             switch restriction {
             case .allow: return "notificationRestriction is allow: notifications may show org data"
-            case .blockOrganizationalData: return "notificationRestriction is blockOrganizationalData: notifications may show no org data"
+            case .blockOrganizationalData:
+                return "notificationRestriction is blockOrganizationalData: notifications may show no org data"
             case .block: return "notificationRestriction is block: no notifications"
             }
         case .encryption(let setting, let required):
-            return "\(setting) is \(value(setting)): encryption of the account's data is \(required ? "required" : "not required")"
+            return
+                "\(setting) is \(value(setting)): encryption of the account's data is \(required ? "required" : "not required")"
         case .encryptionWaivedOnEnrolledDevice:
-            return "encryptAppData is true, but disableAppEncryptionIfDeviceEncryptionIsEnabled is true and the device is enrolled (its storage is encrypted): app-level encryption is not required"
+            return
+                "encryptAppData is true, but disableAppEncryptionIfDeviceEncryptionIsEnabled is true and the device is enrolled (its storage is encrypted): app-level encryption is not required"
         case .appSharing(let level):
             return level == .none
                 ? "allowedOutboundDataTransferDestinations is none: sharing through the system share sheet is blocked"
@@ -167,7 +202,8 @@ extension Finding {
                 ? "allowedOutboundDataTransferDestinations is allApps: Siri, App Intents and Spotlight may use org data"
                 : "allowedOutboundDataTransferDestinations is \(level): Siri, App Intents and Spotlight are blocked unless it is allApps"
         case .contactSync(let blocked):
-            return "contactSyncBlocked is \(blocked): syncing org data to native contacts, calendars and widgets is \(blocked ? "blocked" : "allowed")"
+            return
+                "contactSyncBlocked is \(blocked): syncing org data to native contacts, calendars and widgets is \(blocked ? "blocked" : "allowed")"
 
         case .allowedAccountsUnrestricted:
             return "allowedAccounts is null: every account is allowed"
@@ -179,11 +215,14 @@ extension Finding {
             let period = PolicyDuration(offlineFor)
             switch state {
             case .online:
-                return "offline for \(period), less than periodOfflineBeforeAccessCheck \(value(.periodOfflineBeforeAccessCheck))"
+                return
+                    "offline for \(period), less than periodOfflineBeforeAccessCheck \(value(.periodOfflineBeforeAccessCheck))"
             case .accessBlocked:
-                return "offline for \(period), at least periodOfflineBeforeAccessCheck \(value(.periodOfflineBeforeAccessCheck)): access is blocked until the account checks in"
+                return
+                    "offline for \(period), at least periodOfflineBeforeAccessCheck \(value(.periodOfflineBeforeAccessCheck)): access is blocked until the account checks in"
             case .wipeRequired:
-                return "offline for \(period), at least periodOfflineBeforeWipeIsEnforced \(value(.periodOfflineBeforeWipeIsEnforced)): the account's data is to be wiped"
+                return
+                    "offline for \(period), at least periodOfflineBeforeWipeIsEnforced \(value(.periodOfflineBeforeWipeIsEnforced)): the account's data is to be wiped"
             }
         }
     }

@@ -144,7 +144,8 @@ public struct Finding: Sendable, Hashable {
         case .saveOpenBySend, .saveClosedBySend: .allowedOutboundDataTransferDestinations
         case .saveLocationListed, .saveLocationNotListed, .saveLocationOtherAccount: .allowedDataStorageLocations
         case .locationAccountIngestion:
-            policy?.ingestionGate == .closedByReceive ? .allowedInboundDataTransferSources : .blockDataIngestionIntoOrganizationDocuments
+            policy?.ingestionGate == .closedByReceive
+                ? .allowedInboundDataTransferSources : .blockDataIngestionIntoOrganizationDocuments
         case .ingestionAllowed, .openLocationNeverAllowed, .openLocalStorage, .openAccountDocument:
             .blockDataIngestionIntoOrganizationDocuments
         case .ingestionOpenByReceive, .ingestionClosedByReceive: .allowedInboundDataTransferSources

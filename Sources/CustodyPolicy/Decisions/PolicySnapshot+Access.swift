@@ -18,7 +18,9 @@ extension PolicySnapshot {
             return Decision(.accountAllowed, allowed: false, Finding(.allowedAccountNotListed, nil))
         }
         if let entry = allowedAccounts.match(account, tenantIndex: index) {
-            if entry != account.upn, entry != account.oid, AccountID(entry).map({ $0.isSameAccount(as: account) }) == true {
+            if entry != account.upn, entry != account.oid,
+                AccountID(entry).map({ $0.isSameAccount(as: account) }) == true
+            {
                 logger.notice(
                     "Allowed account matched ignoring case",
                     metadata: ["account": "\(account)", "allowedEntry": "\(entry)"])
@@ -54,6 +56,7 @@ extension PolicySnapshot {
         } else {
             state = .online
         }
-        return Decision(.offlineAccess, allowed: state == .online, Finding(.offline(state, offlineFor: offline), policy))
+        return Decision(
+            .offlineAccess, allowed: state == .online, Finding(.offline(state, offlineFor: offline), policy))
     }
 }

@@ -27,7 +27,8 @@ extension PolicySnapshot {
         case .android: (setting, blocked) = (.screenCaptureBlocked, androidBlocked)
         case .ios: (setting, blocked) = (.screenCaptureConfigurationState, iosBlocked)
         case nil:
-            (setting, blocked) = iosBlocked && !androidBlocked
+            (setting, blocked) =
+                iosBlocked && !androidBlocked
                 ? (.screenCaptureConfigurationState, true) : (.screenCaptureBlocked, androidBlocked)
         }
         return Decision(.screenCapture, allowed: !blocked, Finding(.screenCapture(setting, blocked: blocked), policy))
@@ -59,13 +60,17 @@ extension PolicySnapshot {
         guard let policy = party.policy else {
             return Decision(.encryptionRequired, allowed: false, Finding(.unmanaged(.account), nil))
         }
-        let ios = (setting: PolicySetting.appDataEncryptionType, required: policy.appDataEncryptionType.value != .useDeviceSettings)
+        let ios = (
+            setting: PolicySetting.appDataEncryptionType,
+            required: policy.appDataEncryptionType.value != .useDeviceSettings
+        )
         let android = (setting: PolicySetting.encryptAppData, required: policy.encryptAppData.value)
         let chosen: (setting: PolicySetting, required: Bool)
         switch context.platform {
         case .ios: chosen = ios
         case .android:
-            if android.required, policy.disableAppEncryptionIfDeviceEncryptionIsEnabled.value, context.isEnrolledDevice {
+            if android.required, policy.disableAppEncryptionIfDeviceEncryptionIsEnabled.value, context.isEnrolledDevice
+            {
                 return Decision(.encryptionRequired, allowed: false, Finding(.encryptionWaivedOnEnrolledDevice, policy))
             }
             chosen = android
@@ -78,7 +83,9 @@ extension PolicySnapshot {
             default: chosen = ios
             }
         }
-        return Decision(.encryptionRequired, allowed: chosen.required, Finding(.encryption(chosen.setting, required: chosen.required), policy))
+        return Decision(
+            .encryptionRequired, allowed: chosen.required,
+            Finding(.encryption(chosen.setting, required: chosen.required), policy))
     }
 
     /// May org data of `account` be shared through the system's share sheet and document

@@ -22,7 +22,8 @@ extension PolicySnapshot {
         let rule = Finding(.clipboardCopy(level, destinationManaged: destinationManaged), policy)
         guard !allowed, let length else { return Decision(.copyOut, allowed: allowed, rule) }
         if length <= limit {
-            return Decision(.copyOut, allowed: true, Finding(.clipboardException(level, length: length, limit: limit), policy))
+            return Decision(
+                .copyOut, allowed: true, Finding(.clipboardException(level, length: length, limit: limit), policy))
         }
         let exceeded = Finding(.clipboardExceptionExceeded(length: length, limit: limit), policy)
         return Decision(.copyOut, allowed: false, rule, exceeded, secondaryDecides: false)
@@ -45,6 +46,7 @@ extension PolicySnapshot {
         case .managedApps: allowed = sourceManaged
         case .blocked: allowed = false
         }
-        return Decision(.pasteIn, allowed: allowed, Finding(.clipboardPaste(level, sourceManaged: sourceManaged), policy))
+        return Decision(
+            .pasteIn, allowed: allowed, Finding(.clipboardPaste(level, sourceManaged: sourceManaged), policy))
     }
 }

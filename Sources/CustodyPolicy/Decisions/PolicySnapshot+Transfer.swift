@@ -32,12 +32,15 @@ extension PolicySnapshot {
         }
         if let targetPolicy = target.policy, !sameAccount {
             let blocked = targetPolicy.ingestionGate.restricts
-            return Decision(.saveTo, allowed: !blocked, primary, Finding(.locationAccountIngestion(blocked: blocked), targetPolicy))
+            return Decision(
+                .saveTo, allowed: !blocked, primary, Finding(.locationAccountIngestion(blocked: blocked), targetPolicy))
         }
         return Decision(.saveTo, allowed: true, primary)
     }
 
-    private func saveLocationRule(_ location: SaveLocation, policy: EffectivePolicy, sameAccount: Bool) -> (code: Finding.Code, allowed: Bool) {
+    private func saveLocationRule(_ location: SaveLocation, policy: EffectivePolicy, sameAccount: Bool) -> (
+        code: Finding.Code, allowed: Bool
+    ) {
         let gate = policy.saveGate
         switch gate {
         case .open: return (.saveAsAllowed, true)
@@ -88,19 +91,23 @@ extension PolicySnapshot {
             primary = Finding(code.code, policy)
             guard code.allowed else { return Decision(.openFrom, allowed: false, primary) }
             if locationAccount == nil, adoptsUnknownSources(policy) {
-                return Decision(.openFrom, allowed: true, primary, Finding(.unknownSourceAdopted, policy), secondaryDecides: false)
+                return Decision(
+                    .openFrom, allowed: true, primary, Finding(.unknownSourceAdopted, policy), secondaryDecides: false)
             }
         } else {
             primary = Finding(.unmanaged(.receiver), nil)
         }
         if let sourcePolicy = source.policy, !sameAccount {
-            let (code, allowed) = sendRule(sourcePolicy, receiverManaged: receiverParty.isManaged, role: .locationAccount)
+            let (code, allowed) = sendRule(
+                sourcePolicy, receiverManaged: receiverParty.isManaged, role: .locationAccount)
             return Decision(.openFrom, allowed: allowed, primary, Finding(code, sourcePolicy))
         }
         return Decision(.openFrom, allowed: true, primary)
     }
 
-    private func openLocationRule(_ location: OpenLocation, policy: EffectivePolicy, sameAccount: Bool) -> (code: Finding.Code, allowed: Bool) {
+    private func openLocationRule(_ location: OpenLocation, policy: EffectivePolicy, sameAccount: Bool) -> (
+        code: Finding.Code, allowed: Bool
+    ) {
         let gate = policy.ingestionGate
         switch gate {
         case .open: return (.ingestionAllowed, true)
@@ -169,7 +176,8 @@ extension PolicySnapshot {
             primary = Finding(.receive(level, sourceManaged: owner.isManaged, sameAccount: same), policy)
             guard allowed else { return Decision(.receive, allowed: false, primary) }
             if dataOwner == nil, adoptsUnknownSources(policy) {
-                return Decision(.receive, allowed: true, primary, Finding(.unknownSourceAdopted, policy), secondaryDecides: false)
+                return Decision(
+                    .receive, allowed: true, primary, Finding(.unknownSourceAdopted, policy), secondaryDecides: false)
             }
         } else {
             primary = Finding(.unmanaged(.receiver), nil)
@@ -235,7 +243,8 @@ extension PolicySnapshot {
     /// "Policy managed apps with OS sharing" applies on MDM-enrolled devices only (elsewhere,
     /// Policy managed apps applies); an unknown management level cannot be assumed enrolled.
     func sharesWithMDMManagedApps(_ policy: EffectivePolicy) -> Bool {
-        policy.platform == .ios && policy.disableProtectionOfManagedOutboundOpenInData.value && context.managementLevel == .mdm
+        policy.platform == .ios && policy.disableProtectionOfManagedOutboundOpenInData.value
+            && context.managementLevel == .mdm
     }
 }
 

@@ -72,11 +72,14 @@ extension AccountDirectory {
         let oid = id.oid ?? "", upn = id.upn ?? ""
         switch (oidIndex, upnIndex) {
         case (let oidIndex?, let upnIndex?):
-            return "the OID \(oid) is \(accounts[Int(oidIndex)].id)'s but the UPN \(upn) is \(accounts[Int(upnIndex)].id)'s"
+            return
+                "the OID \(oid) is \(accounts[Int(oidIndex)].id)'s but the UPN \(upn) is \(accounts[Int(upnIndex)].id)'s"
         case (let oidIndex?, nil):
-            return "the OID \(oid) is \(accounts[Int(oidIndex)].id)'s, whose UPN the tenant records as \(accounts[Int(oidIndex)].id.upn ?? "")"
+            return
+                "the OID \(oid) is \(accounts[Int(oidIndex)].id)'s, whose UPN the tenant records as \(accounts[Int(oidIndex)].id.upn ?? "")"
         case (nil, let upnIndex?):
-            return "the UPN \(upn) is the tenant's account with OID \(accounts[Int(upnIndex)].id.oid ?? ""), not \(oid), which the tenant does not know"
+            return
+                "the UPN \(upn) is the tenant's account with OID \(accounts[Int(upnIndex)].id.oid ?? ""), not \(oid), which the tenant does not know"
         case (nil, nil):
             return "the tenant knows neither \(oid) nor \(upn)"
         }

@@ -57,11 +57,13 @@ struct JSONParser {
         guard bytes.count - position >= length,
             (0..<length).allSatisfy({ bytes[start + $0] == word.utf8Start[$0] })
         else {
-            throw JSONSyntaxError(offset: start, message: "expected a value, found an unquoted word (strings need double quotes)")
+            throw JSONSyntaxError(
+                offset: start, message: "expected a value, found an unquoted word (strings need double quotes)")
         }
         position += length
         if position < bytes.count, isWordByte(bytes[position]) {
-            throw JSONSyntaxError(offset: start, message: "expected a value, found an unquoted word (strings need double quotes)")
+            throw JSONSyntaxError(
+                offset: start, message: "expected a value, found an unquoted word (strings need double quotes)")
         }
         tape.append(JSONTapeEntry(kind: kind, hasEscapes: false, start: UInt32(start), extent: UInt32(length)))
     }
@@ -81,12 +83,14 @@ struct JSONParser {
                 if peek() == UInt8(ascii: "}") {
                     throw JSONSyntaxError(offset: position, message: "trailing comma before '}'")
                 }
-                throw JSONSyntaxError(offset: position, message: "expected a member name in double quotes, found \(describeNext())")
+                throw JSONSyntaxError(
+                    offset: position, message: "expected a member name in double quotes, found \(describeNext())")
             }
             try parseString()
             skipWhitespace()
             guard peek() == UInt8(ascii: ":") else {
-                throw JSONSyntaxError(offset: position, message: "expected ':' after the member name, found \(describeNext())")
+                throw JSONSyntaxError(
+                    offset: position, message: "expected ':' after the member name, found \(describeNext())")
             }
             position += 1
             skipWhitespace()
@@ -100,9 +104,11 @@ struct JSONParser {
                 closeContainer(at: index)
                 return
             case nil:
-                throw JSONSyntaxError(offset: start, message: "object is not closed: expected '}' before the end of the input")
+                throw JSONSyntaxError(
+                    offset: start, message: "object is not closed: expected '}' before the end of the input")
             default:
-                throw JSONSyntaxError(offset: position, message: "expected ',' or '}' after an object member, found \(describeNext())")
+                throw JSONSyntaxError(
+                    offset: position, message: "expected ',' or '}' after an object member, found \(describeNext())")
             }
         }
     }
@@ -131,9 +137,11 @@ struct JSONParser {
                 closeContainer(at: index)
                 return
             case nil:
-                throw JSONSyntaxError(offset: start, message: "array is not closed: expected ']' before the end of the input")
+                throw JSONSyntaxError(
+                    offset: start, message: "array is not closed: expected ']' before the end of the input")
             default:
-                throw JSONSyntaxError(offset: position, message: "expected ',' or ']' after an array element, found \(describeNext())")
+                throw JSONSyntaxError(
+                    offset: position, message: "expected ',' or ']' after an array element, found \(describeNext())")
             }
         }
     }
@@ -162,14 +170,16 @@ struct JSONParser {
         var hasEscapes = false
         while true {
             guard position < bytes.count else {
-                throw JSONSyntaxError(offset: start, message: "string is not terminated: expected '\"' before the end of the input")
+                throw JSONSyntaxError(
+                    offset: start, message: "string is not terminated: expected '\"' before the end of the input")
             }
             let byte = bytes[position]
             switch byte {
             case UInt8(ascii: "\""):
                 let length = position - start - 1
                 position += 1
-                tape.append(JSONTapeEntry(kind: .string, hasEscapes: hasEscapes, start: UInt32(start), extent: UInt32(length)))
+                tape.append(
+                    JSONTapeEntry(kind: .string, hasEscapes: hasEscapes, start: UInt32(start), extent: UInt32(length)))
                 return
             case UInt8(ascii: "\\"):
                 hasEscapes = true
@@ -202,21 +212,27 @@ struct JSONParser {
             let unit = try readHexQuad(escapeStart: escapeStart)
             switch unit {
             case 0xD800...0xDBFF:
-                guard bytes.count - position >= 6, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
-                    throw JSONSyntaxError(offset: escapeStart, message: "\\u escape is a high surrogate without its low surrogate")
+                guard bytes.count - position >= 6, bytes[position] == UInt8(ascii: "\\"),
+                    bytes[position + 1] == UInt8(ascii: "u")
+                else {
+                    throw JSONSyntaxError(
+                        offset: escapeStart, message: "\\u escape is a high surrogate without its low surrogate")
                 }
                 position += 2
                 let low = try readHexQuad(escapeStart: position - 2)
                 guard (0xDC00...0xDFFF).contains(low) else {
-                    throw JSONSyntaxError(offset: escapeStart, message: "\\u escape is a high surrogate without its low surrogate")
+                    throw JSONSyntaxError(
+                        offset: escapeStart, message: "\\u escape is a high surrogate without its low surrogate")
                 }
             case 0xDC00...0xDFFF:
-                throw JSONSyntaxError(offset: escapeStart, message: "\\u escape is a low surrogate without a high surrogate before it")
+                throw JSONSyntaxError(
+                    offset: escapeStart, message: "\\u escape is a low surrogate without a high surrogate before it")
             default:
                 break
             }
         default:
-            throw JSONSyntaxError(offset: escapeStart, message: "invalid escape \\\(describeCharacter(bytes[position])) in a string")
+            throw JSONSyntaxError(
+                offset: escapeStart, message: "invalid escape \\\(describeCharacter(bytes[position])) in a string")
         }
     }
 
@@ -259,7 +275,8 @@ struct JSONParser {
             let byte = bytes[position + continuation]
             let range = continuation == 1 ? lowerBound...upperBound : 0x80...0xBF
             guard range.contains(byte) else {
-                throw JSONSyntaxError(offset: position, message: "invalid UTF-8 sequence starting with byte 0x\(hex(lead, width: 2))")
+                throw JSONSyntaxError(
+                    offset: position, message: "invalid UTF-8 sequence starting with byte 0x\(hex(lead, width: 2))")
             }
         }
         position += length
@@ -296,7 +313,8 @@ struct JSONParser {
         if let next = peek(), isWordByte(next) {
             throw JSONSyntaxError(offset: start, message: "number is followed by \(describe(next))")
         }
-        tape.append(JSONTapeEntry(kind: .number, hasEscapes: false, start: UInt32(start), extent: UInt32(position - start)))
+        tape.append(
+            JSONTapeEntry(kind: .number, hasEscapes: false, start: UInt32(start), extent: UInt32(position - start)))
     }
 
     private mutating func skipDigits() {
@@ -331,7 +349,8 @@ private func isDigit(_ byte: UInt8) -> Bool {
 private func isWordByte(_ byte: UInt8) -> Bool {
     switch byte {
     case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "+"):
+        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"),
+        UInt8(ascii: "+"):
         true
     default:
         false

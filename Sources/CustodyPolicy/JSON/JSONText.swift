@@ -47,7 +47,8 @@ package enum JSONText {
 
     private static func transcodeUTF16(_ bytes: ArraySlice<UInt8>, bigEndian: Bool) throws(DecodingError) -> [UInt8] {
         guard bytes.count % 2 == 0 else {
-            throw DecodingError(utf8Offset: 0, message: "UTF-16 text has an odd number of bytes: the file is cut off or not UTF-16")
+            throw DecodingError(
+                utf8Offset: 0, message: "UTF-16 text has an odd number of bytes: the file is cut off or not UTF-16")
         }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count / 2)
@@ -63,13 +64,18 @@ package enum JSONText {
             var scalarValue = UInt32(first)
             switch first {
             case 0xD800...0xDBFF:
-                guard position < bytes.endIndex, case let second = unit(at: position), (0xDC00...0xDFFF).contains(second) else {
-                    throw DecodingError(utf8Offset: output.count, message: "invalid UTF-16: a high surrogate is not followed by a low surrogate")
+                guard position < bytes.endIndex, case let second = unit(at: position),
+                    (0xDC00...0xDFFF).contains(second)
+                else {
+                    throw DecodingError(
+                        utf8Offset: output.count,
+                        message: "invalid UTF-16: a high surrogate is not followed by a low surrogate")
                 }
                 position += 2
                 scalarValue = 0x10000 + ((UInt32(first) - 0xD800) << 10) + (UInt32(second) - 0xDC00)
             case 0xDC00...0xDFFF:
-                throw DecodingError(utf8Offset: output.count, message: "invalid UTF-16: a low surrogate without a high surrogate")
+                throw DecodingError(
+                    utf8Offset: output.count, message: "invalid UTF-16: a low surrogate without a high surrogate")
             default:
                 break
             }
@@ -111,12 +117,14 @@ final class LineIndex {
 
     /// As `JSONText.lineAndColumn(ofOffset:in:)`.
     func lineAndColumn(ofOffset offset: Int) -> (line: Int, column: Int) {
-        let starts = self.starts ?? {
-            var found = [0]
-            for index in text.indices where text[index] == UInt8(ascii: "\n") { found.append(index + 1) }
-            self.starts = found
-            return found
-        }()
+        let starts =
+            self.starts
+            ?? {
+                var found = [0]
+                for index in text.indices where text[index] == UInt8(ascii: "\n") { found.append(index + 1) }
+                self.starts = found
+                return found
+            }()
         let end = min(max(offset, 0), text.count)
         // The last line start at or before `end`.
         var low = 0

@@ -39,7 +39,8 @@ package struct JSONValue: Sendable {
         let entry = entry
         guard entry.kind == .string else { return nil }
         return storage.source.withUnsafeBufferPointer { bytes in
-            let contents = UnsafeBufferPointer(rebasing: bytes[Int(entry.start) + 1..<Int(entry.start + 1 + entry.extent)])
+            let contents = UnsafeBufferPointer(
+                rebasing: bytes[Int(entry.start) + 1..<Int(entry.start + 1 + entry.extent)])
             return entry.hasEscapes ? unescape(contents) : String(decoding: contents, as: UTF8.self)
         }
     }
@@ -47,7 +48,9 @@ package struct JSONValue: Sendable {
     /// Whether the value is a string without escapes whose bytes equal `literal`.
     package func stringEquals(_ literal: StaticString) -> Bool {
         let entry = entry
-        guard entry.kind == .string, !entry.hasEscapes, Int(entry.extent) == literal.utf8CodeUnitCount else { return false }
+        guard entry.kind == .string, !entry.hasEscapes, Int(entry.extent) == literal.utf8CodeUnitCount else {
+            return false
+        }
         return storage.source.withUnsafeBufferPointer { bytes in
             let base = bytes.baseAddress! + Int(entry.start) + 1
             return memoryEqual(base, literal.utf8Start, count: literal.utf8CodeUnitCount)
@@ -77,7 +80,8 @@ package struct JSONValue: Sendable {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             let digit = Int(byte - UInt8(ascii: "0"))
             let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (added, overflow2) = negative ? shifted.subtractingReportingOverflow(digit) : shifted.addingReportingOverflow(digit)
+            let (added, overflow2) =
+                negative ? shifted.subtractingReportingOverflow(digit) : shifted.addingReportingOverflow(digit)
             if overflow1 || overflow2 { return nil }
             value = added
         }

@@ -54,7 +54,9 @@ package struct JSONWriter {
     package mutating func value(_ string: String?) {
         if let string { value(string) } else { null() }
     }
-    package mutating func value(_ bool: Bool) { beginValue(); bytes.append(contentsOf: bool ? Self.trueBytes : Self.falseBytes) }
+    package mutating func value(_ bool: Bool) {
+        beginValue(); bytes.append(contentsOf: bool ? Self.trueBytes : Self.falseBytes)
+    }
     package mutating func value(_ int: Int) { beginValue(); bytes.append(contentsOf: String(int).utf8) }
     package mutating func null() { beginValue(); bytes.append(contentsOf: Self.nullBytes) }
 
@@ -137,7 +139,8 @@ package struct JSONWriter {
         var string = string
         string.withUTF8 { utf8 in
             var runStart = 0
-            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            for (index, byte) in utf8.enumerated()
+            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
                 runStart = index + 1
                 switch byte {

@@ -27,7 +27,8 @@ public struct PolicyDuration: Sendable, Hashable, Comparable, CustomStringConver
         }
         if scanner.first == UInt8(ascii: "+") { scanner.removeFirst() }
         guard scanner.first == UInt8(ascii: "P") else {
-            throw ParseError("'\(text)' is not an ISO 8601 duration: it must start with 'P' (for example PT12H or P90D)")
+            throw ParseError(
+                "'\(text)' is not an ISO 8601 duration: it must start with 'P' (for example PT12H or P90D)")
         }
         scanner.removeFirst()
         var total: Duration = .zero
@@ -41,7 +42,9 @@ public struct PolicyDuration: Sendable, Hashable, Comparable, CustomStringConver
                 guard !inTime else { throw ParseError("'\(text)' has more than one 'T'") }
                 inTime = true
                 scanner.removeFirst()
-                guard !scanner.isEmpty else { throw ParseError("'\(text)' has a 'T' with no hours, minutes or seconds after it") }
+                guard !scanner.isEmpty else {
+                    throw ParseError("'\(text)' has a 'T' with no hours, minutes or seconds after it")
+                }
                 continue
             }
             guard !sawFraction else { throw ParseError("'\(text)': only the last component may have a fraction") }
@@ -52,7 +55,9 @@ public struct PolicyDuration: Sendable, Hashable, Comparable, CustomStringConver
             if scanner.first == UInt8(ascii: ".") || scanner.first == UInt8(ascii: ",") {
                 scanner.removeFirst()
                 fraction = scanner.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
-                guard !fraction.isEmpty else { throw ParseError("'\(text)' has a decimal point without digits after it") }
+                guard !fraction.isEmpty else {
+                    throw ParseError("'\(text)' has a decimal point without digits after it")
+                }
                 scanner.removeFirst(fraction.count)
                 sawFraction = true
             }
@@ -70,9 +75,11 @@ public struct PolicyDuration: Sendable, Hashable, Comparable, CustomStringConver
             case (true, UInt8(ascii: "M")): (rank, unitSeconds) = (3, 60)
             case (true, UInt8(ascii: "S")): (rank, unitSeconds) = (4, 1)
             case (false, UInt8(ascii: "Y")), (false, UInt8(ascii: "M")):
-                throw ParseError("'\(text)' uses years or months, whose length depends on the calendar; use days (for example P90D)")
+                throw ParseError(
+                    "'\(text)' uses years or months, whose length depends on the calendar; use days (for example P90D)")
             default:
-                throw ParseError("'\(text)' has the designator '\(Character(Unicode.Scalar(designator)))' where it is not allowed")
+                throw ParseError(
+                    "'\(text)' has the designator '\(Character(Unicode.Scalar(designator)))' where it is not allowed")
             }
             guard rank > lastRank else { throw ParseError("'\(text)' repeats a designator or has them out of order") }
             lastRank = rank

@@ -81,11 +81,15 @@ public enum PolicySetting: String, Sendable, Hashable, CaseIterable, CustomStrin
     /// The platforms whose policies carry this setting (the default policy carries all).
     public var platforms: Set<Platform> {
         switch self {
-        case .appDataEncryptionType, .exemptedAppProtocols, .screenCaptureConfigurationState, .filterOpenInToOnlyManagedApps,
-            .disableProtectionOfManagedOutboundOpenInData, .protectInboundDataFromUnknownSources, .exemptedUniversalLinks,
+        case .appDataEncryptionType, .exemptedAppProtocols, .screenCaptureConfigurationState,
+            .filterOpenInToOnlyManagedApps,
+            .disableProtectionOfManagedOutboundOpenInData, .protectInboundDataFromUnknownSources,
+            .exemptedUniversalLinks,
             .managedUniversalLinks:
             [.ios]
-        case .encryptAppData, .exemptedAppPackages, .screenCaptureBlocked, .disableAppEncryptionIfDeviceEncryptionIsEnabled: [.android]
+        case .encryptAppData, .exemptedAppPackages, .screenCaptureBlocked,
+            .disableAppEncryptionIfDeviceEncryptionIsEnabled:
+            [.android]
         default: [.ios, .android]
         }
     }

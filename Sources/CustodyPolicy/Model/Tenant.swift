@@ -26,7 +26,10 @@ public struct Tenant: Sendable, Hashable {
     public var mdmManagedApps: [String]
 
     /// Creates a tenant.
-    public init(accounts: [TenantAccount] = [], allowedAccounts: [String]? = nil, managedApps: [String] = [], mdmManagedApps: [String] = []) {
+    public init(
+        accounts: [TenantAccount] = [], allowedAccounts: [String]? = nil, managedApps: [String] = [],
+        mdmManagedApps: [String] = []
+    ) {
         self.accounts = accounts
         self.allowedAccounts = allowedAccounts
         self.managedApps = managedApps

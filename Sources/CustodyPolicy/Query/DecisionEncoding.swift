@@ -16,7 +16,8 @@ package enum DecisionEncoding {
     ///   decision id).
     package static func write(
         _ answer: DecisionAnswer, to writer: inout JSONWriter,
-        explanation: (Decision, inout JSONWriter) -> Void = writeExplanation, trailer: (inout JSONWriter) -> Void = { _ in }
+        explanation: (Decision, inout JSONWriter) -> Void = writeExplanation,
+        trailer: (inout JSONWriter) -> Void = { _ in }
     ) {
         writer.beginObject()
         writeMembers(answer, to: &writer, explanation: explanation)

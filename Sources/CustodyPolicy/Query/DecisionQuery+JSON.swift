@@ -11,7 +11,8 @@ extension DecisionQuery {
         case .receive: (["receiver", "dataOwner"], 1)
         case .copyOut: (["destinationManaged", "owner", "length", "owners"], 1)
         case .pasteIn: (["sourceManaged", "owner", "owners"], 1)
-        case .print, .backup, .screenCapture, .encryptionRequired, .notifications, .appSharing, .appIntents, .contactSync:
+        case .print, .backup, .screenCapture, .encryptionRequired, .notifications, .appSharing, .appIntents,
+            .contactSync:
             (["account", "accounts"], 0)
         case .accountAllowed: (["account"], 1)
         case .offlineAccess: (["account", "offlineFor", "lastCheckIn", "now"], 1)
@@ -31,9 +32,11 @@ extension DecisionQuery {
     ///     beside the query's own.
     ///   - currentTime: the time since the Unix epoch that `now` defaults to.
     /// - Throws: `QueryError` naming the column of the offending member or value.
-    package init(json object: JSONValue, extraMembers: Set<String> = [], currentTime: () -> Duration) throws(QueryError) {
+    package init(json object: JSONValue, extraMembers: Set<String> = [], currentTime: () -> Duration) throws(QueryError)
+    {
         guard object.kind == .object else {
-            throw QueryReader(object: object).error("a query must be a JSON object, found \(object.kind.article)", at: object)
+            throw QueryReader(object: object).error(
+                "a query must be a JSON object, found \(object.kind.article)", at: object)
         }
         try self.init(
             action: object.member(named: "action") ?? object["action"],
@@ -52,11 +55,15 @@ extension DecisionQuery {
     ) throws(QueryError) where Fields.Element: QueryFieldSource {
         let reader = QueryReader(object: object)
         guard let actionValue else {
-            throw reader.error("the query has no \"action\" (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))", at: object)
+            throw reader.error(
+                "the query has no \"action\" (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))",
+                at: object)
         }
         guard let actionName = actionValue.string, let action = DecisionAction(rawValue: actionName) else {
             let found = actionValue.string.map { "'\($0)'" } ?? actionValue.kind.article
-            throw reader.error("unknown action \(found) (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))", at: actionValue)
+            throw reader.error(
+                "unknown action \(found) (one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", ")))",
+                at: actionValue)
         }
         let (names, required) = Self.fields(of: action)
         var values = FieldValues()
@@ -72,7 +79,9 @@ extension DecisionQuery {
             }
             if !extraMembers.isEmpty && extraMembers.contains(key) { continue }
             guard let position = names.firstIndex(of: key) else {
-                throw reader.error("unknown field '\(key)' for action \(action) (it takes: \(names.joined(separator: ", ")))", at: field.name)
+                throw reader.error(
+                    "unknown field '\(key)' for action \(action) (it takes: \(names.joined(separator: ", ")))",
+                    at: field.name)
             }
             guard values[position] == nil else {
                 throw reader.error("field '\(key)' appears more than once", at: field.name)
@@ -90,7 +99,9 @@ extension DecisionQuery {
             case (let one?, nil): return (try reader.account(one), nil)
             case (nil, let many?): return (nil, try reader.accountList(many, field: names[list]))
             case (nil, nil):
-                throw reader.error("action \(action) needs the field '\(name)' (or '\(names[list])' for a view of several accounts)", at: object)
+                throw reader.error(
+                    "action \(action) needs the field '\(name)' (or '\(names[list])' for a view of several accounts)",
+                    at: object)
             case (_, let many?):
                 throw reader.error("give either '\(name)' or '\(names[list])', not both", at: many)
             }
@@ -119,7 +130,9 @@ extension DecisionQuery {
         case .copyOut:
             let destinationManaged = try reader.bool(values[0]!)
             let length = try values[2].flatMap { value throws(QueryError) in try reader.length(value) }
-            self = make(try subject(1, 3, "owner")) { .copyOut(owner: $0, destinationManaged: destinationManaged, length: length) }
+            self = make(try subject(1, 3, "owner")) {
+                .copyOut(owner: $0, destinationManaged: destinationManaged, length: length)
+            }
         case .pasteIn:
             let sourceManaged = try reader.bool(values[0]!)
             self = make(try subject(1, 2, "owner")) { .pasteIn(owner: $0, sourceManaged: sourceManaged) }
@@ -135,7 +148,9 @@ extension DecisionQuery {
         case .offlineAccess:
             self = .offlineAccess(
                 account: try reader.account(values[0]),
-                offlineFor: try reader.offlineFor(offlineFor: values[1], lastCheckIn: values[2], now: values[3], object: object, currentTime: currentTime))
+                offlineFor: try reader.offlineFor(
+                    offlineFor: values[1], lastCheckIn: values[2], now: values[3], object: object,
+                    currentTime: currentTime))
         }
     }
 }
@@ -215,7 +230,8 @@ private struct QueryReader {
                 switch member.key {
                 case "oid": oid = try optionalString(member.value)
                 case "upn": upn = try optionalString(member.value)
-                default: throw error("unknown field '\(member.key)' of an account (it takes: oid, upn)", at: member.name)
+                default:
+                    throw error("unknown field '\(member.key)' of an account (it takes: oid, upn)", at: member.name)
                 }
             }
             do {
@@ -225,7 +241,9 @@ private struct QueryReader {
                 throw self.error(error.description, at: value)
             }
         default:
-            throw error("an account must be a UPN or OID string, an {\"oid\", \"upn\"} object or null, found \(value.kind.article)", at: value)
+            throw error(
+                "an account must be a UPN or OID string, an {\"oid\", \"upn\"} object or null, found \(value.kind.article)",
+                at: value)
         }
     }
 
@@ -245,22 +263,29 @@ private struct QueryReader {
 
     private func optionalString(_ value: JSONValue) throws(QueryError) -> String? {
         if value.isNull { return nil }
-        guard let string = value.string else { throw error("expected a string, found \(value.kind.article)", at: value) }
+        guard let string = value.string else {
+            throw error("expected a string, found \(value.kind.article)", at: value)
+        }
         return string
     }
 
-    func enumValue<E: RawRepresentable<String> & CaseIterable>(_ value: JSONValue, _ type: E.Type) throws(QueryError) -> E {
+    func enumValue<E: RawRepresentable<String> & CaseIterable>(_ value: JSONValue, _ type: E.Type) throws(QueryError)
+        -> E
+    {
         guard let text = value.string else {
             throw error("expected a location name, found \(value.kind.article)", at: value)
         }
         guard let known = E(rawValue: text) else {
-            throw error("unknown location '\(text)' (one of: \(E.allCases.map(\.rawValue).joined(separator: ", ")))", at: value)
+            throw error(
+                "unknown location '\(text)' (one of: \(E.allCases.map(\.rawValue).joined(separator: ", ")))", at: value)
         }
         return known
     }
 
     func bool(_ value: JSONValue) throws(QueryError) -> Bool {
-        guard let bool = value.bool else { throw error("expected true or false, found \(value.kind.article)", at: value) }
+        guard let bool = value.bool else {
+            throw error("expected true or false, found \(value.kind.article)", at: value)
+        }
         return bool
     }
 
@@ -273,7 +298,9 @@ private struct QueryReader {
     }
 
     func targets(_ value: JSONValue) throws(QueryError) -> [String] {
-        guard value.kind == .array else { throw error("\"targets\" must be an array of app ids, found \(value.kind.article)", at: value) }
+        guard value.kind == .array else {
+            throw error("\"targets\" must be an array of app ids, found \(value.kind.article)", at: value)
+        }
         var targets: [String] = []
         for element in value.elements {
             guard let target = element.string, !target.isEmpty else {
@@ -293,7 +320,9 @@ private struct QueryReader {
                 throw error("give either \"offlineFor\" or \"lastCheckIn\", not both", at: offlineFor)
             }
             guard let text = offlineFor.string else {
-                throw error("\"offlineFor\" must be an ISO 8601 duration such as PT13H, found \(offlineFor.kind.article)", at: offlineFor)
+                throw error(
+                    "\"offlineFor\" must be an ISO 8601 duration such as PT13H, found \(offlineFor.kind.article)",
+                    at: offlineFor)
             }
             do {
                 return try PolicyDuration(iso8601: text).duration

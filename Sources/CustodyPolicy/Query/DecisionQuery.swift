@@ -58,11 +58,13 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         let named: [(AccountRole, AccountID?)]
         switch self {
         case let .saveTo(owner, _, locationAccount): named = [(.owner, owner), (.locationAccount, locationAccount)]
-        case let .openFrom(receiver, _, locationAccount): named = [(.receiver, receiver), (.locationAccount, locationAccount)]
+        case let .openFrom(receiver, _, locationAccount):
+            named = [(.receiver, receiver), (.locationAccount, locationAccount)]
         case let .share(owner, _), let .copyOut(owner, _, _), let .pasteIn(owner, _): named = [(.owner, owner)]
         case let .receive(receiver, dataOwner): named = [(.receiver, receiver), (.dataOwner, dataOwner)]
         case let .print(account), let .backup(account), let .screenCapture(account), let .encryptionRequired(account),
-            let .notifications(account), let .accountAllowed(account), let .offlineAccess(account, _), let .appSharing(account),
+            let .notifications(account), let .accountAllowed(account), let .offlineAccess(account, _),
+            let .appSharing(account),
             let .appIntents(account), let .contactSync(account):
             named = [(.account, account)]
         case let .view(query, accounts):
@@ -77,7 +79,8 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
     func replacingSubject(with account: AccountID?) -> DecisionQuery {
         switch self {
         case let .share(_, targets): .share(owner: account, targets: targets)
-        case let .copyOut(_, destinationManaged, length): .copyOut(owner: account, destinationManaged: destinationManaged, length: length)
+        case let .copyOut(_, destinationManaged, length):
+            .copyOut(owner: account, destinationManaged: destinationManaged, length: length)
         case let .pasteIn(_, sourceManaged): .pasteIn(owner: account, sourceManaged: sourceManaged)
         case .print: .print(account: account)
         case .backup: .backup(account: account)
@@ -106,13 +109,15 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         case let .receive(receiver, dataOwner):
             return "receive: receiver \(name(receiver)), item owner \(name(dataOwner))"
         case let .copyOut(owner, destinationManaged, length):
-            return "copyOut \(length.map { "\($0) characters " } ?? "")to \(destinationManaged ? "a managed" : "an unmanaged") app: owner \(name(owner))"
+            return
+                "copyOut \(length.map { "\($0) characters " } ?? "")to \(destinationManaged ? "a managed" : "an unmanaged") app: owner \(name(owner))"
         case let .pasteIn(owner, sourceManaged):
             return "pasteIn from \(sourceManaged ? "a managed" : "an unmanaged") app: owner \(name(owner))"
         case let .offlineAccess(account, offlineFor):
             return "offlineAccess after \(PolicyDuration(max(offlineFor, .zero))): account \(name(account))"
         case let .print(account), let .backup(account), let .screenCapture(account), let .encryptionRequired(account),
-            let .notifications(account), let .accountAllowed(account), let .appSharing(account), let .appIntents(account),
+            let .notifications(account), let .accountAllowed(account), let .appSharing(account),
+            let .appIntents(account),
             let .contactSync(account):
             return "\(action): account \(name(account))"
         case let .view(query, accounts):
@@ -132,11 +137,13 @@ extension PolicySnapshot {
             switch directory.find(account) {
             case AccountDirectory.contradictory:
                 throw QueryError(
-                    message: "contradictory account (\(role.phrase)): \(directory.contradiction(of: account)); name the account by one form, or by both as the tenant records them",
+                    message:
+                        "contradictory account (\(role.phrase)): \(directory.contradiction(of: account)); name the account by one form, or by both as the tenant records them",
                     column: 1)
             case AccountDirectory.unknown where strict:
                 throw QueryError(
-                    message: "unknown account '\(account)' (\(role.phrase)): not in the tenant; without --strict-accounts it counts as unmanaged",
+                    message:
+                        "unknown account '\(account)' (\(role.phrase)): not in the tenant; without --strict-accounts it counts as unmanaged",
                     column: 1)
             default: continue
             }
@@ -282,7 +289,9 @@ public enum DecisionAnswer: Sendable, Hashable {
         case .share(let share): return share.targets.map { "\($0.id): \($0.decision.reason)" }.joined(separator: "; ")
         case .view(let view):
             guard let deciding = view.deciding else { return "no account" }
-            return "\(deciding.account?.description ?? "no account") (the most restrictive of \(view.accounts.count) accounts): " + deciding.answer.reason
+            return
+                "\(deciding.account?.description ?? "no account") (the most restrictive of \(view.accounts.count) accounts): "
+                + deciding.answer.reason
         }
     }
 
@@ -292,7 +301,8 @@ public enum DecisionAnswer: Sendable, Hashable {
         switch self {
         case .single(let decision): return decision.decidingFinding.rule
         case .share(let share):
-            return (share.targets.first { !$0.decision.isAllowed } ?? share.targets.first)?.decision.decidingFinding.rule
+            return (share.targets.first { !$0.decision.isAllowed } ?? share.targets.first)?.decision.decidingFinding
+                .rule
         case .view(let view): return view.deciding?.answer.decidingRule
         }
     }

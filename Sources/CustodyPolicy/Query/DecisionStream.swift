@@ -92,7 +92,9 @@ public struct DecisionStream {
     /// appends the answer and a line break to `output`.
     public mutating func answer(line: UnsafeRawBufferPointer, into output: inout [UInt8]) {
         if line.count > maximumLineBytes {
-            refuseLine("the line is longer than \(maximumLineBytes) bytes; not read (raise the limit with --max-line-bytes)", into: &output)
+            refuseLine(
+                "the line is longer than \(maximumLineBytes) bytes; not read (raise the limit with --max-line-bytes)",
+                into: &output)
             return
         }
         lineNumber += 1
@@ -159,7 +161,8 @@ public struct DecisionStream {
 
     /// Answers every line of `input`, handing the answers to `write` in blocks of about
     /// `blockSize` bytes (the last block may be smaller), as a command writing to a pipe does.
-    public mutating func answer(lines input: UnsafeRawBufferPointer, blockSize: Int = 1 << 18, write: ([UInt8]) -> Void) {
+    public mutating func answer(lines input: UnsafeRawBufferPointer, blockSize: Int = 1 << 18, write: ([UInt8]) -> Void)
+    {
         var output: [UInt8] = []
         output.reserveCapacity(min(blockSize, 1 << 20) + 4_096)
         var start = 0
@@ -183,7 +186,9 @@ public struct DecisionStream {
             try document.reparse(line)
         } catch {
             throw QueryError(
-                message: error.message, column: JSONText.lineAndColumn(ofOffset: error.offset, in: document.source).column, offset: error.offset)
+                message: error.message,
+                column: JSONText.lineAndColumn(ofOffset: error.offset, in: document.source).column, offset: error.offset
+            )
         }
         let query = try DecisionQuery(json: document.root, currentTime: options.currentTime)
         if options.strictAccounts { try snapshot.checkAccounts(of: query, strict: true) }
@@ -201,7 +206,9 @@ public struct DecisionStream {
                 let trailer = self.trailer
                 DecisionEncoding.write(
                     answer, to: &writer,
-                    explanation: { decision, writer in cache.writeExplanation(of: decision, reason: reasons, rule: explain, to: &writer) },
+                    explanation: { decision, writer in
+                        cache.writeExplanation(of: decision, reason: reasons, rule: explain, to: &writer)
+                    },
                     trailer: { writer in
                         annotate?(query, answer, &writer)
                         if !trailer.isEmpty { writer.rawMembers(trailer) }
@@ -216,7 +223,10 @@ public struct DecisionStream {
                 var ignored = JSONWriter()
                 annotate(query, answer, &ignored)
             }
-            let verdict = answer.isAllowed ? (query.action == .encryptionRequired ? "REQUIRED" : "ALLOW") : (query.action == .encryptionRequired ? "OPTIONAL" : "BLOCK")
+            let verdict =
+                answer.isAllowed
+                ? (query.action == .encryptionRequired ? "REQUIRED" : "ALLOW")
+                : (query.action == .encryptionRequired ? "OPTIONAL" : "BLOCK")
             var line = "\(verdict.padding(toLength: 9))\(query) — \(answer.reason)"
             if options.explain, let rule = answer.decidingRule {
                 line += " [\(rule.id), \(rule.basis.rawValue): \(rule.source)]"
@@ -230,7 +240,8 @@ public struct DecisionStream {
     private mutating func writeError(_ error: QueryError) {
         switch options.format {
         case .json: DecisionEncoding.writeError(error.description, line: lineNumber, to: &writer)
-        case .text: writer.rawText("\("ERROR".padding(toLength: 9))line \(lineNumber), \(error)".escapingControlCharacters)
+        case .text:
+            writer.rawText("\("ERROR".padding(toLength: 9))line \(lineNumber), \(error)".escapingControlCharacters)
         }
     }
 }
@@ -297,7 +308,8 @@ private final class ExplanationCache {
         scratch.key("source")
         scratch.value(rule.source)
         scratch.endObject()
-        return RenderedExplanation(explanation: explanation, members: members, ruleMembers: Array(scratch.bytes.dropFirst().dropLast()))
+        return RenderedExplanation(
+            explanation: explanation, members: members, ruleMembers: Array(scratch.bytes.dropFirst().dropLast()))
     }
 }
 

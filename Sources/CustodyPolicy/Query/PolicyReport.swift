@@ -153,11 +153,13 @@ package enum PolicyReport {
     package static func conflictLines(_ conflicts: PolicyConflicts) -> [String] {
         conflicts.settings.map { conflict in
             let values = conflict.values.map { "\"\($0.policy.name)\" \($0.value)" }.joined(separator: ", ")
-            let outcome = conflict.resolved.resolution == .conflictDefault ? "the recommended default" : "the most restrictive"
+            let outcome =
+                conflict.resolved.resolution == .conflictDefault ? "the recommended default" : "the most restrictive"
             return "\(conflict.setting): \(values); \(outcome), \(conflict.resolved.value), applies"
-        } + conflicts.setAside.map { aside in
-            "\"\(aside.policy.name)\" is set aside: \(quotedNames(aside.incumbents)) reached the account first and take\(aside.incumbents.count == 1 ? "s" : "") precedence"
         }
+            + conflicts.setAside.map { aside in
+                "\"\(aside.policy.name)\" is set aside: \(quotedNames(aside.incumbents)) reached the account first and take\(aside.incumbents.count == 1 ? "s" : "") precedence"
+            }
     }
 
     package static func write(_ value: SettingValue, to writer: inout JSONWriter) {

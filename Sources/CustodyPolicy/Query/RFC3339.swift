@@ -22,7 +22,8 @@ enum RFC3339 {
             return true
         }
         guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-            expect("Tt "), let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2)
+            expect("Tt "), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
+            let second = number(2)
         else { return nil }
         guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
             hour < 24, minute < 60, second <= 60
@@ -45,7 +46,9 @@ enum RFC3339 {
         } else if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
             let sign = bytes[position] == UInt8(ascii: "-") ? -1 : 1
             position += 1
-            guard let offsetHours = number(2), expect(":"), let offsetMinutes = number(2), offsetHours < 24, offsetMinutes < 60 else {
+            guard let offsetHours = number(2), expect(":"), let offsetMinutes = number(2), offsetHours < 24,
+                offsetMinutes < 60
+            else {
                 return nil
             }
             offsetSeconds = sign * (offsetHours * 3_600 + offsetMinutes * 60)

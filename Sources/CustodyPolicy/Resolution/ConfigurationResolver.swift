@@ -15,7 +15,8 @@ struct ConfigurationResolver {
             guard policy.targeting.admits(context) else { return nil }
             var values: [String: String] = [:]
             for (name, value) in policy.settings { values[name] = value }
-            return AppConfiguration.Source(policy: policy.reference, isDefault: AppConfiguration.isDefault(values), values: values)
+            return AppConfiguration.Source(
+                policy: policy.reference, isDefault: AppConfiguration.isDefault(values), values: values)
         }
     }
 

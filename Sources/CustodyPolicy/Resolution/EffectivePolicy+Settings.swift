@@ -36,18 +36,22 @@ extension EffectivePolicy {
     public func setting(_ setting: PolicySetting) -> SettingSummary {
         func summary<T>(_ resolved: ResolvedSetting<T>, _ value: (T) -> SettingValue) -> SettingSummary {
             SettingSummary(
-                setting: setting, value: value(resolved.value), sources: resolved.sources, resolution: resolved.resolution)
+                setting: setting, value: value(resolved.value), sources: resolved.sources,
+                resolution: resolved.resolution)
         }
         func enumValue<E: GraphEnum>(_ value: E) -> SettingValue { .string(value.rawValue) }
         func enumList<E: GraphEnum>(_ values: Set<E>) -> SettingValue { .list(values.map(\.rawValue).sorted()) }
         switch setting {
         case .allowedInboundDataTransferSources: return summary(allowedInboundDataTransferSources, enumValue)
-        case .allowedOutboundDataTransferDestinations: return summary(allowedOutboundDataTransferDestinations, enumValue)
+        case .allowedOutboundDataTransferDestinations:
+            return summary(allowedOutboundDataTransferDestinations, enumValue)
         case .allowedOutboundClipboardSharingLevel: return summary(allowedOutboundClipboardSharingLevel, enumValue)
-        case .allowedOutboundClipboardSharingExceptionLength: return summary(allowedOutboundClipboardSharingExceptionLength, SettingValue.int)
+        case .allowedOutboundClipboardSharingExceptionLength:
+            return summary(allowedOutboundClipboardSharingExceptionLength, SettingValue.int)
         case .saveAsBlocked: return summary(saveAsBlocked, SettingValue.bool)
         case .allowedDataStorageLocations: return summary(allowedDataStorageLocations, enumList)
-        case .blockDataIngestionIntoOrganizationDocuments: return summary(blockDataIngestionIntoOrganizationDocuments, SettingValue.bool)
+        case .blockDataIngestionIntoOrganizationDocuments:
+            return summary(blockDataIngestionIntoOrganizationDocuments, SettingValue.bool)
         case .allowedDataIngestionLocations: return summary(allowedDataIngestionLocations, enumList)
         case .printBlocked: return summary(printBlocked, SettingValue.bool)
         case .dataBackupBlocked: return summary(dataBackupBlocked, SettingValue.bool)
@@ -57,13 +61,17 @@ extension EffectivePolicy {
         case .appDataEncryptionType: return summary(appDataEncryptionType, enumValue)
         case .encryptAppData: return summary(encryptAppData, SettingValue.bool)
         case .periodOfflineBeforeAccessCheck: return summary(periodOfflineBeforeAccessCheck) { .string($0.description) }
-        case .periodOfflineBeforeWipeIsEnforced: return summary(periodOfflineBeforeWipeIsEnforced) { .string($0.description) }
+        case .periodOfflineBeforeWipeIsEnforced:
+            return summary(periodOfflineBeforeWipeIsEnforced) { .string($0.description) }
         case .exemptedAppProtocols: return summary(exemptedAppProtocols) { .list($0.sorted()) }
         case .exemptedAppPackages: return summary(exemptedAppPackages) { .list($0.sorted()) }
         case .filterOpenInToOnlyManagedApps: return summary(filterOpenInToOnlyManagedApps, SettingValue.bool)
-        case .disableProtectionOfManagedOutboundOpenInData: return summary(disableProtectionOfManagedOutboundOpenInData, SettingValue.bool)
-        case .protectInboundDataFromUnknownSources: return summary(protectInboundDataFromUnknownSources, SettingValue.bool)
-        case .disableAppEncryptionIfDeviceEncryptionIsEnabled: return summary(disableAppEncryptionIfDeviceEncryptionIsEnabled, SettingValue.bool)
+        case .disableProtectionOfManagedOutboundOpenInData:
+            return summary(disableProtectionOfManagedOutboundOpenInData, SettingValue.bool)
+        case .protectInboundDataFromUnknownSources:
+            return summary(protectInboundDataFromUnknownSources, SettingValue.bool)
+        case .disableAppEncryptionIfDeviceEncryptionIsEnabled:
+            return summary(disableAppEncryptionIfDeviceEncryptionIsEnabled, SettingValue.bool)
         case .exemptedUniversalLinks: return summary(exemptedUniversalLinks) { .list($0.sorted()) }
         case .managedUniversalLinks: return summary(managedUniversalLinks) { .list($0.sorted()) }
         case .contactSyncBlocked: return summary(contactSyncBlocked, SettingValue.bool)

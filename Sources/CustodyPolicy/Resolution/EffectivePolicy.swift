@@ -77,7 +77,8 @@ public final class EffectivePolicy: Sendable {
         screenCaptureConfigurationState = SettingMerge.mostRestrictive(
             entries(\.screenCaptureConfigurationState), default: .notConfigured)
         notificationRestriction = SettingMerge.mostRestrictive(entries(\.notificationRestriction), default: .allow)
-        appDataEncryptionType = SettingMerge.mostRestrictive(entries(\.appDataEncryptionType), default: defaults.iosEncryption)
+        appDataEncryptionType = SettingMerge.mostRestrictive(
+            entries(\.appDataEncryptionType), default: defaults.iosEncryption)
         encryptAppData = SettingMerge.anyTrue(entries(\.encryptAppData), default: defaults.androidEncryption)
         periodOfflineBeforeAccessCheck = SettingMerge.agreedOrDefault(
             entries(\.periodOfflineBeforeAccessCheck), default: defaults.offlineBeforeAccessCheck)
@@ -89,7 +90,8 @@ public final class EffectivePolicy: Sendable {
         // Turning protection off is the permissive side: every configuring policy must agree.
         disableProtectionOfManagedOutboundOpenInData = SettingMerge.allTrue(
             entries(\.disableProtectionOfManagedOutboundOpenInData), default: false)
-        protectInboundDataFromUnknownSources = SettingMerge.anyTrue(entries(\.protectInboundDataFromUnknownSources), default: false)
+        protectInboundDataFromUnknownSources = SettingMerge.anyTrue(
+            entries(\.protectInboundDataFromUnknownSources), default: false)
         disableAppEncryptionIfDeviceEncryptionIsEnabled = SettingMerge.allTrue(
             entries(\.disableAppEncryptionIfDeviceEncryptionIsEnabled), default: false)
         exemptedUniversalLinks = SettingMerge.intersection(entries(\.exemptedUniversalLinks), default: [])
@@ -99,10 +101,12 @@ public final class EffectivePolicy: Sendable {
         saveGate = Gate.save(
             blocked: saveAsBlocked.value, send: allowedOutboundDataTransferDestinations.value, platform: platform)
         ingestionGate = Gate.ingestion(
-            blocked: blockDataIngestionIntoOrganizationDocuments.value, receive: allowedInboundDataTransferSources.value,
+            blocked: blockDataIngestionIntoOrganizationDocuments.value,
+            receive: allowedInboundDataTransferSources.value,
             platform: platform)
         storageMask = saveGate == .closedBySend ? 0 : allowedDataStorageLocations.value.reduce(0) { $0 | $1.bit }
-        ingestionMask = ingestionGate == .closedByReceive ? 0 : allowedDataIngestionLocations.value.reduce(0) { $0 | $1.bit }
+        ingestionMask =
+            ingestionGate == .closedByReceive ? 0 : allowedDataIngestionLocations.value.reduce(0) { $0 | $1.bit }
     }
 
     /// A location restriction ("Save copies of org data", "Open data into Org documents") as
@@ -174,7 +178,8 @@ public final class EffectivePolicy: Sendable {
         let lowered = target.lowercased()
         if UniversalLink.isLink(lowered) {
             guard platform == .ios else { return nil }
-            return exemptedUniversalLinks.value.contains { UniversalLink.matches(pattern: $0, link: lowered) } ? .exemptedUniversalLinks : nil
+            return exemptedUniversalLinks.value.contains { UniversalLink.matches(pattern: $0, link: lowered) }
+                ? .exemptedUniversalLinks : nil
         }
         switch platform {
         case .ios:

@@ -50,7 +50,9 @@ public struct PolicyPrecedence: Sendable {
 
     /// Of the policies `applying` (indices into `policies`), those that take precedence for
     /// `account`, and those set aside (empty unless the rule is `incumbent`).
-    func split(_ applying: [Int], of policies: [ProtectionPolicy], for account: TenantAccount) -> (kept: [Int], setAside: [Int]) {
+    func split(_ applying: [Int], of policies: [ProtectionPolicy], for account: TenantAccount) -> (
+        kept: [Int], setAside: [Int]
+    ) {
         guard rule == .incumbent, applying.count > 1 else { return (applying, []) }
         let reached = firstReached[Self.accountKey(account)] ?? [:]
         let times = applying.map { reached[Self.policyKey(policies[$0].reference)] ?? .infinity }
@@ -72,7 +74,10 @@ extension PolicyBundle {
         var resolver = TargetingResolver(bundle: self, context: EvaluationContext())
         return tenant.accounts.map { account in
             let key = resolver.key(for: account)
-            return (PolicyPrecedence.accountKey(account), key.applying.indices.map { PolicyPrecedence.policyKey(protectionPolicies[$0].reference) })
+            return (
+                PolicyPrecedence.accountKey(account),
+                key.applying.indices.map { PolicyPrecedence.policyKey(protectionPolicies[$0].reference) }
+            )
         }
     }
 }
@@ -117,10 +122,13 @@ extension PolicySnapshot {
                     if let value = document.settings.value(of: setting) { values.append((document.reference, value)) }
                 }
                 guard Set(values.map(\.value)).count > 1 else { continue }
-                settings.append(PolicyConflicts.Setting(setting: setting, values: values, resolved: policy.setting(setting)))
+                settings.append(
+                    PolicyConflicts.Setting(setting: setting, values: values, resolved: policy.setting(setting)))
             }
         }
-        let setAside = setAsidePolicies(for: account).map { PolicyConflicts.SetAside(policy: $0, incumbents: policy.policies) }
+        let setAside = setAsidePolicies(for: account).map {
+            PolicyConflicts.SetAside(policy: $0, incumbents: policy.policies)
+        }
         return PolicyConflicts(settings: settings, setAside: setAside)
     }
 }
@@ -129,15 +137,19 @@ extension ProtectionSettings {
     /// One setting's configured value, type-erased; nil when the policy leaves it alone.
     func value(of setting: PolicySetting) -> SettingValue? {
         func text<E: GraphEnum>(_ value: E?) -> SettingValue? { value.map { .string($0.rawValue) } }
-        func list<E: GraphEnum>(_ values: Set<E>?) -> SettingValue? { values.map { .list($0.map(\.rawValue).sorted()) } }
+        func list<E: GraphEnum>(_ values: Set<E>?) -> SettingValue? {
+            values.map { .list($0.map(\.rawValue).sorted()) }
+        }
         switch setting {
         case .allowedInboundDataTransferSources: return text(allowedInboundDataTransferSources)
         case .allowedOutboundDataTransferDestinations: return text(allowedOutboundDataTransferDestinations)
         case .allowedOutboundClipboardSharingLevel: return text(allowedOutboundClipboardSharingLevel)
-        case .allowedOutboundClipboardSharingExceptionLength: return allowedOutboundClipboardSharingExceptionLength.map(SettingValue.int)
+        case .allowedOutboundClipboardSharingExceptionLength:
+            return allowedOutboundClipboardSharingExceptionLength.map(SettingValue.int)
         case .saveAsBlocked: return saveAsBlocked.map(SettingValue.bool)
         case .allowedDataStorageLocations: return list(allowedDataStorageLocations)
-        case .blockDataIngestionIntoOrganizationDocuments: return blockDataIngestionIntoOrganizationDocuments.map(SettingValue.bool)
+        case .blockDataIngestionIntoOrganizationDocuments:
+            return blockDataIngestionIntoOrganizationDocuments.map(SettingValue.bool)
         case .allowedDataIngestionLocations: return list(allowedDataIngestionLocations)
         case .printBlocked: return printBlocked.map(SettingValue.bool)
         case .dataBackupBlocked: return dataBackupBlocked.map(SettingValue.bool)
@@ -147,13 +159,16 @@ extension ProtectionSettings {
         case .appDataEncryptionType: return text(appDataEncryptionType)
         case .encryptAppData: return encryptAppData.map(SettingValue.bool)
         case .periodOfflineBeforeAccessCheck: return periodOfflineBeforeAccessCheck.map { .string($0.description) }
-        case .periodOfflineBeforeWipeIsEnforced: return periodOfflineBeforeWipeIsEnforced.map { .string($0.description) }
+        case .periodOfflineBeforeWipeIsEnforced:
+            return periodOfflineBeforeWipeIsEnforced.map { .string($0.description) }
         case .exemptedAppProtocols: return exemptedAppProtocols.map { .list($0.sorted()) }
         case .exemptedAppPackages: return exemptedAppPackages.map { .list($0.sorted()) }
         case .filterOpenInToOnlyManagedApps: return filterOpenInToOnlyManagedApps.map(SettingValue.bool)
-        case .disableProtectionOfManagedOutboundOpenInData: return disableProtectionOfManagedOutboundOpenInData.map(SettingValue.bool)
+        case .disableProtectionOfManagedOutboundOpenInData:
+            return disableProtectionOfManagedOutboundOpenInData.map(SettingValue.bool)
         case .protectInboundDataFromUnknownSources: return protectInboundDataFromUnknownSources.map(SettingValue.bool)
-        case .disableAppEncryptionIfDeviceEncryptionIsEnabled: return disableAppEncryptionIfDeviceEncryptionIsEnabled.map(SettingValue.bool)
+        case .disableAppEncryptionIfDeviceEncryptionIsEnabled:
+            return disableAppEncryptionIfDeviceEncryptionIsEnabled.map(SettingValue.bool)
         case .exemptedUniversalLinks: return exemptedUniversalLinks.map { .list($0.sorted()) }
         case .managedUniversalLinks: return managedUniversalLinks.map { .list($0.sorted()) }
         case .contactSyncBlocked: return contactSyncBlocked.map(SettingValue.bool)

@@ -48,7 +48,8 @@ public final class PolicySnapshot: Sendable {
     /// - Parameter precedence: how several policies reaching one account combine; by default
     ///   all merge, most restrictive first.
     public init(
-        bundle: PolicyBundle, context requested: EvaluationContext = EvaluationContext(), precedence: PolicyPrecedence = .mostRestrictive,
+        bundle: PolicyBundle, context requested: EvaluationContext = EvaluationContext(),
+        precedence: PolicyPrecedence = .mostRestrictive,
         logger: Logger? = nil
     ) {
         var context = requested
@@ -91,7 +92,8 @@ public final class PolicySnapshot: Sendable {
                 let (kept, aside) = precedence.split(key.applying.indices, of: bundle.protectionPolicies, for: account)
                 if !aside.isEmpty {
                     key.applying = PolicyMask(kept)
-                    setAsideIndexOfAccount.append(setAside.index(of: aside) { $0.map { bundle.protectionPolicies[$0].reference } })
+                    setAsideIndexOfAccount.append(
+                        setAside.index(of: aside) { $0.map { bundle.protectionPolicies[$0].reference } })
                 } else {
                     setAsideIndexOfAccount.append(-1)
                 }
@@ -100,7 +102,8 @@ public final class PolicySnapshot: Sendable {
             }
             policyIndexOfAccount.append(effective.index(of: key) { resolver.effectivePolicy(for: $0) })
             let reaching = bundle.appConfigurations.isEmpty ? [] : configurationResolver.policies(reaching: account)
-            configurationIndexOfAccount.append(configurations.index(of: reaching) { configurationResolver.configuration(of: $0) })
+            configurationIndexOfAccount.append(
+                configurations.index(of: reaching) { configurationResolver.configuration(of: $0) })
         }
         self.effectivePolicies = effective.values
         self.policyIndexOfAccount = policyIndexOfAccount

@@ -36,7 +36,8 @@ enum SettingMerge {
         guard let winner = entries.map(\.value).max() else {
             return ResolvedSetting(value: `default`, sources: [], resolution: .notConfigured)
         }
-        return ResolvedSetting(value: winner, sources: entries.filter { $0.value == winner }.map(\.policy), resolution: .configured)
+        return ResolvedSetting(
+            value: winner, sources: entries.filter { $0.value == winner }.map(\.policy), resolution: .configured)
     }
 
     /// `true` when any policy says `true` (a `*Blocked` or `*Required` flag).
@@ -45,7 +46,8 @@ enum SettingMerge {
             return ResolvedSetting(value: `default`, sources: [], resolution: .notConfigured)
         }
         let value = entries.contains { $0.value }
-        return ResolvedSetting(value: value, sources: entries.filter { $0.value == value }.map(\.policy), resolution: .configured)
+        return ResolvedSetting(
+            value: value, sources: entries.filter { $0.value == value }.map(\.policy), resolution: .configured)
     }
 
     /// `true` only when every configuring policy says `true` (a flag that turns a protection
@@ -55,11 +57,14 @@ enum SettingMerge {
             return ResolvedSetting(value: `default`, sources: [], resolution: .notConfigured)
         }
         let value = entries.allSatisfy { $0.value }
-        return ResolvedSetting(value: value, sources: entries.filter { $0.value == value }.map(\.policy), resolution: .configured)
+        return ResolvedSetting(
+            value: value, sources: entries.filter { $0.value == value }.map(\.policy), resolution: .configured)
     }
 
     /// The values every configuring policy allows (allow-lists intersect).
-    static func intersection<T: Hashable & Sendable>(_ entries: [Entry<Set<T>>], default: Set<T>) -> ResolvedSetting<Set<T>> {
+    static func intersection<T: Hashable & Sendable>(_ entries: [Entry<Set<T>>], default: Set<T>) -> ResolvedSetting<
+        Set<T>
+    > {
         guard let first = entries.first else {
             return ResolvedSetting(value: `default`, sources: [], resolution: .notConfigured)
         }

@@ -103,7 +103,9 @@ struct PolicyMask: Hashable {
     }
 
     mutating func formUnion(_ other: PolicyMask) {
-        if words.count < other.words.count { words.append(contentsOf: repeatElement(0, count: other.words.count - words.count)) }
+        if words.count < other.words.count {
+            words.append(contentsOf: repeatElement(0, count: other.words.count - words.count))
+        }
         for (index, word) in other.words.enumerated() { words[index] |= word }
     }
 
@@ -130,7 +132,8 @@ struct PolicyMask: Hashable {
 
     static func == (lhs: PolicyMask, rhs: PolicyMask) -> Bool {
         let count = max(lhs.words.count, rhs.words.count)
-        for index in 0..<count where (index < lhs.words.count ? lhs.words[index] : 0) != (index < rhs.words.count ? rhs.words[index] : 0) {
+        for index in 0..<count
+        where (index < lhs.words.count ? lhs.words[index] : 0) != (index < rhs.words.count ? rhs.words[index] : 0) {
             return false
         }
         return true

@@ -25,7 +25,9 @@ public struct DecisionTable: Sendable {
 
         init(for account: AccountID, in snapshot: PolicySnapshot, sample: Sample) {
             otherManaged = sample.managed.first { !snapshot.isSameAccount($0, account) }
-            unmanaged = sample.unmanaged.first { !snapshot.isSameAccount($0, account) } ?? AccountID(upn: "someone@unmanaged.invalid")!
+            unmanaged =
+                sample.unmanaged.first { !snapshot.isSameAccount($0, account) } ?? AccountID(
+                    upn: "someone@unmanaged.invalid")!
             managedApp = snapshot.effectivePolicy(for: account)?.managedApps.first
             unmanagedApp = "com.example.unmanaged"
         }
@@ -37,7 +39,8 @@ public struct DecisionTable: Sendable {
             var unmanaged: [AccountID] = []
 
             init(_ snapshot: PolicySnapshot) {
-                for account in snapshot.bundle.tenant.accounts.map(\.id) where managed.count < 2 || unmanaged.count < 2 {
+                for account in snapshot.bundle.tenant.accounts.map(\.id) where managed.count < 2 || unmanaged.count < 2
+                {
                     if snapshot.isManaged(account) {
                         if managed.count < 2 { managed.append(account) }
                     } else if unmanaged.count < 2 {
@@ -83,28 +86,43 @@ public struct DecisionTable: Sendable {
 
         var rows: [Row] = []
         func add(_ action: DecisionAction, _ target: String, _ counterpart: String, _ query: DecisionQuery) {
-            rows.append(Row(action: action, target: target, counterpart: counterpart, query: query, answer: snapshot.answer(query)))
+            rows.append(
+                Row(
+                    action: action, target: target, counterpart: counterpart, query: query,
+                    answer: snapshot.answer(query)))
         }
         for location in SaveLocation.allCases {
             for (label, other) in parties {
-                add(.saveTo, location.rawValue, label, .saveTo(owner: account, location: location, locationAccount: other))
+                add(
+                    .saveTo, location.rawValue, label,
+                    .saveTo(owner: account, location: location, locationAccount: other))
             }
         }
         for location in OpenLocation.allCases {
             for (label, other) in parties {
-                add(.openFrom, location.rawValue, label, .openFrom(receiver: account, location: location, locationAccount: other))
+                add(
+                    .openFrom, location.rawValue, label,
+                    .openFrom(receiver: account, location: location, locationAccount: other))
             }
         }
         for (label, other) in parties {
             add(.receive, "", label, .receive(receiver: account, dataOwner: other))
         }
-        if let app = counterparts.managedApp { add(.share, app, "a policy-managed app", .share(owner: account, targets: [app])) }
-        add(.share, counterparts.unmanagedApp, "an unmanaged app", .share(owner: account, targets: [counterparts.unmanagedApp]))
+        if let app = counterparts.managedApp {
+            add(.share, app, "a policy-managed app", .share(owner: account, targets: [app]))
+        }
+        add(
+            .share, counterparts.unmanagedApp, "an unmanaged app",
+            .share(owner: account, targets: [counterparts.unmanagedApp]))
         for managed in [true, false] {
-            add(.copyOut, "", managed ? "a managed app" : "an unmanaged app", .copyOut(owner: account, destinationManaged: managed, length: nil))
+            add(
+                .copyOut, "", managed ? "a managed app" : "an unmanaged app",
+                .copyOut(owner: account, destinationManaged: managed, length: nil))
         }
         for managed in [true, false] {
-            add(.pasteIn, "", managed ? "a managed app" : "an unmanaged app", .pasteIn(owner: account, sourceManaged: managed))
+            add(
+                .pasteIn, "", managed ? "a managed app" : "an unmanaged app",
+                .pasteIn(owner: account, sourceManaged: managed))
         }
         add(.print, "", "", .print(account: account))
         add(.backup, "", "", .backup(account: account))
@@ -155,7 +173,8 @@ public struct DecisionDiff: Sendable {
             let counterparts = DecisionTable.Counterparts(for: account, in: new, sample: sample)
             let before = DecisionTable(snapshot: old, account: account, counterparts: counterparts)
             let after = DecisionTable(snapshot: new, account: account, counterparts: counterparts)
-            for (first, second) in zip(before.rows, after.rows) where DecisionTable.verdict(first) != DecisionTable.verdict(second) {
+            for (first, second) in zip(before.rows, after.rows)
+            where DecisionTable.verdict(first) != DecisionTable.verdict(second) {
                 changes.append(Change(account: account, before: first, after: second))
             }
         }

@@ -38,7 +38,8 @@ extension ScenarioMatrix {
         var context = EvaluationContext()
         var cases: [ScenarioCase] = []
         if root.kind != .object {
-            reader.error(.invalidValue, "a matrix must be a JSON object, found \(root.kind.article)", at: root, path: "$")
+            reader.error(
+                .invalidValue, "a matrix must be a JSON object, found \(root.kind.article)", at: root, path: "$")
         }
         for member in reader.uniqueMembers(of: root, path: "$") {
             let path = "$.\(member.key)"
@@ -50,38 +51,54 @@ extension ScenarioMatrix {
             case "context": context = readContext(member.value, reader: &reader, path: path)
             case "cases":
                 guard member.value.kind == .array else {
-                    reader.error(.invalidValue, "\"cases\" must be an array, found \(member.value.kind.article)", at: member.value, path: path)
+                    reader.error(
+                        .invalidValue, "\"cases\" must be an array, found \(member.value.kind.article)",
+                        at: member.value, path: path)
                     continue
                 }
                 for (index, element) in member.value.elements.enumerated() {
-                    if let scenario = readCase(element, reader: &reader, path: "\(path)[\(index)]") { cases.append(scenario) }
+                    if let scenario = readCase(element, reader: &reader, path: "\(path)[\(index)]") {
+                        cases.append(scenario)
+                    }
                 }
             case "grids":
                 guard member.value.kind == .array else {
-                    reader.error(.invalidValue, "\"grids\" must be an array, found \(member.value.kind.article)", at: member.value, path: path)
+                    reader.error(
+                        .invalidValue, "\"grids\" must be an array, found \(member.value.kind.article)",
+                        at: member.value, path: path)
                     continue
                 }
                 for (index, element) in member.value.elements.enumerated() {
                     cases += readGrid(element, reader: &reader, path: "\(path)[\(index)]")
                 }
             default:
-                reader.error(.unknownProperty, "unknown member '\(member.key)' (a matrix has: description, bundle, context, cases, grids)", at: member.name, path: "$")
+                reader.error(
+                    .unknownProperty,
+                    "unknown member '\(member.key)' (a matrix has: description, bundle, context, cases, grids)",
+                    at: member.name, path: "$")
             }
         }
         if bundle == nil, root.kind == .object {
-            reader.error(.invalidValue, "the matrix names no \"bundle\" (a directory, relative to the matrix file)", at: root, path: "$")
+            reader.error(
+                .invalidValue, "the matrix names no \"bundle\" (a directory, relative to the matrix file)", at: root,
+                path: "$")
         }
         if reader.hasErrors { throw ScenarioError(diagnostics: reader.diagnostics) }
         let directory = (file as NSString).deletingLastPathComponent
-        let bundlePath = bundle!.hasPrefix("/") ? bundle! : (directory.isEmpty ? bundle! : (directory as NSString).appendingPathComponent(bundle!))
+        let bundlePath =
+            bundle!.hasPrefix("/")
+            ? bundle! : (directory.isEmpty ? bundle! : (directory as NSString).appendingPathComponent(bundle!))
         return ScenarioMatrix(
-            file: file, description: description, bundlePath: bundlePath, bundleLocation: bundleLocation, context: context, cases: cases)
+            file: file, description: description, bundlePath: bundlePath, bundleLocation: bundleLocation,
+            context: context, cases: cases)
     }
 
-    private static func readContext(_ value: JSONValue, reader: inout DocumentReader, path: String) -> EvaluationContext {
+    private static func readContext(_ value: JSONValue, reader: inout DocumentReader, path: String) -> EvaluationContext
+    {
         var context = EvaluationContext()
         guard value.kind == .object else {
-            reader.error(.invalidValue, "\"context\" must be an object, found \(value.kind.article)", at: value, path: path)
+            reader.error(
+                .invalidValue, "\"context\" must be an object, found \(value.kind.article)", at: value, path: path)
             return context
         }
         for member in reader.uniqueMembers(of: value, path: path) {
@@ -90,7 +107,8 @@ extension ScenarioMatrix {
             case "platform":
                 guard let name = reader.string(member.value, path: memberPath) else { continue }
                 guard let platform = Platform(rawValue: name) else {
-                    reader.error(.invalidValue, "unknown platform '\(name)' (ios, android)", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "unknown platform '\(name)' (ios, android)", at: member.value, path: memberPath)
                     continue
                 }
                 context.platform = platform
@@ -98,12 +116,16 @@ extension ScenarioMatrix {
             case "managementLevel":
                 guard let name = reader.string(member.value, path: memberPath) else { continue }
                 guard let level = AppManagementLevel(rawValue: name) else {
-                    reader.error(.invalidValue, "unknown management level '\(name)'", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "unknown management level '\(name)'", at: member.value, path: memberPath)
                     continue
                 }
                 context.managementLevel = level
             default:
-                reader.error(.unknownProperty, "unknown member '\(member.key)' of context (it has: platform, app, managementLevel)", at: member.name, path: path)
+                reader.error(
+                    .unknownProperty,
+                    "unknown member '\(member.key)' of context (it has: platform, app, managementLevel)",
+                    at: member.name, path: path)
             }
         }
         return context
@@ -115,13 +137,19 @@ extension ScenarioMatrix {
         do {
             query = try DecisionQuery(json: value, extraMembers: caseMembers, currentTime: { .zero })
         } catch {
-            reader.record(Diagnostic(
-                severity: .error, code: .invalidValue, message: error.message,
-                location: error.offset.map(reader.location(ofOffset:)) ?? location, path: path))
+            reader.record(
+                Diagnostic(
+                    severity: .error, code: .invalidValue, message: error.message,
+                    location: error.offset.map(reader.location(ofOffset:)) ?? location, path: path))
             return nil
         }
-        let name = value.members.first { $0.key == "name" }.flatMap { reader.string($0.value, path: path + ".name") } ?? query.description
-        guard let expectation = readExpectation(value, members: caseMembers.subtracting(["name"]), what: "the case", reader: &reader, path: path) else { return nil }
+        let name =
+            value.members.first { $0.key == "name" }.flatMap { reader.string($0.value, path: path + ".name") }
+            ?? query.description
+        guard
+            let expectation = readExpectation(
+                value, members: caseMembers.subtracting(["name"]), what: "the case", reader: &reader, path: path)
+        else { return nil }
         return ScenarioCase(name: name, query: query, expectation: expectation, location: location)
     }
 
@@ -133,13 +161,18 @@ extension ScenarioMatrix {
     ) -> ScenarioExpectation? {
         if let word = value.string {
             guard let allowed = expectWord(word) else {
-                reader.error(.invalidValue, "expected \"allow\" or \"block\" (\"required\" or \"notRequired\" for encryptionRequired)", at: value, path: path)
+                reader.error(
+                    .invalidValue,
+                    "expected \"allow\" or \"block\" (\"required\" or \"notRequired\" for encryptionRequired)",
+                    at: value, path: path)
                 return nil
             }
             return ScenarioExpectation(expectAllowed: allowed)
         }
         guard value.kind == .object else {
-            reader.error(.invalidValue, "an expectation is \"allow\", \"block\" or an object with \"expect\"", at: value, path: path)
+            reader.error(
+                .invalidValue, "an expectation is \"allow\", \"block\" or an object with \"expect\"", at: value,
+                path: path)
             return nil
         }
         var expectation = ScenarioExpectation(expectAllowed: false)
@@ -154,20 +187,28 @@ extension ScenarioMatrix {
                     expectation.expectAllowed = allowed
                 } else {
                     valid = false
-                    reader.error(.invalidValue, "\"expect\" must be \"allow\" or \"block\" (\"required\" or \"notRequired\" for encryptionRequired)", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue,
+                        "\"expect\" must be \"allow\" or \"block\" (\"required\" or \"notRequired\" for encryptionRequired)",
+                        at: member.value, path: memberPath)
                 }
             case "reason": expectation.reasonContains = reader.string(member.value, path: memberPath)
             case "restriction":
-                expectation.restriction = reader.string(member.value, path: memberPath).flatMap(NotificationRestriction.init(rawValue:))
+                expectation.restriction = reader.string(member.value, path: memberPath).flatMap(
+                    NotificationRestriction.init(rawValue:))
                 if expectation.restriction == nil {
                     valid = false
-                    reader.error(.invalidValue, "\"restriction\" must be allow, blockOrganizationalData or block", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "\"restriction\" must be allow, blockOrganizationalData or block",
+                        at: member.value, path: memberPath)
                 }
             case "state":
                 expectation.state = reader.string(member.value, path: memberPath).flatMap(OfflineState.init(rawValue:))
                 if expectation.state == nil {
                     valid = false
-                    reader.error(.invalidValue, "\"state\" must be online, accessBlocked or wipeRequired", at: member.value, path: memberPath)
+                    reader.error(
+                        .invalidValue, "\"state\" must be online, accessBlocked or wipeRequired", at: member.value,
+                        path: memberPath)
                 }
             default: break
             }

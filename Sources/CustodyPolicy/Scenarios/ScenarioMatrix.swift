@@ -22,7 +22,8 @@ public struct ScenarioMatrix: Sendable {
 
     /// Creates a matrix.
     public init(
-        file: String, description: String?, bundlePath: String, bundleLocation: DocumentLocation? = nil, context: EvaluationContext,
+        file: String, description: String?, bundlePath: String, bundleLocation: DocumentLocation? = nil,
+        context: EvaluationContext,
         cases: [ScenarioCase]
     ) {
         self.file = file
@@ -45,7 +46,10 @@ public struct ScenarioExpectation: Sendable, Hashable {
     /// For `offlineAccess`: the state the answer should carry.
     public var state: OfflineState?
 
-    public init(expectAllowed: Bool, reasonContains: String? = nil, restriction: NotificationRestriction? = nil, state: OfflineState? = nil) {
+    public init(
+        expectAllowed: Bool, reasonContains: String? = nil, restriction: NotificationRestriction? = nil,
+        state: OfflineState? = nil
+    ) {
         self.expectAllowed = expectAllowed
         self.reasonContains = reasonContains
         self.restriction = restriction
@@ -100,14 +104,17 @@ extension ScenarioMatrix {
             var mismatches: [String] = []
             let expectation = scenario.expectation
             if answer.isAllowed != expectation.expectAllowed {
-                mismatches.append("expected \(expectation.expectAllowed ? "allow" : "block"), got \(answer.isAllowed ? "allow" : "block")")
+                mismatches.append(
+                    "expected \(expectation.expectAllowed ? "allow" : "block"), got \(answer.isAllowed ? "allow" : "block")"
+                )
             }
             if let expected = expectation.reasonContains, !answer.reason.contains(expected) {
                 mismatches.append("reason does not contain \"\(expected)\"")
             }
             if case .single(let decision) = answer {
                 if let expected = expectation.restriction, decision.notificationRestriction != expected {
-                    mismatches.append("expected restriction \(expected), got \(decision.notificationRestriction?.rawValue ?? "none")")
+                    mismatches.append(
+                        "expected restriction \(expected), got \(decision.notificationRestriction?.rawValue ?? "none")")
                 }
                 if let expected = expectation.state, decision.offlineState != expected {
                     mismatches.append("expected state \(expected), got \(decision.offlineState?.rawValue ?? "none")")

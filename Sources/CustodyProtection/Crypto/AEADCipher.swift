@@ -30,22 +30,28 @@ final class AEADCipher: @unchecked Sendable {
     ///   - key: 32 bytes, copied; the caller zeroes its own copy.
     ///   - lockingKey: lock the copy against swapping: for long-lived keys (account and master
     ///     keys), not for a data key that lives a microsecond.
-    init(algorithm: EnvelopeAlgorithm, key: UnsafeRawBufferPointer, implementation: Implementation = .automatic, lockingKey: Bool = false) {
-        precondition(algorithm != .none && key.count == EnvelopeAlgorithm.keyCount, "an AEAD cipher needs a 32-byte key")
+    init(
+        algorithm: EnvelopeAlgorithm, key: UnsafeRawBufferPointer, implementation: Implementation = .automatic,
+        lockingKey: Bool = false
+    ) {
+        precondition(
+            algorithm != .none && key.count == EnvelopeAlgorithm.keyCount, "an AEAD cipher needs a 32-byte key")
         Sodium.ensureInitialized()
         self.algorithm = algorithm
-        openSSL = switch algorithm {
-        case .aes256GCMDerived: OpenSSLCipher(.aes256GCM, key: key)
-        case .chaCha20Poly1305Derived: OpenSSLCipher(.chaCha20Poly1305, key: key)
-        default: nil
-        }
+        openSSL =
+            switch algorithm {
+            case .aes256GCMDerived: OpenSSLCipher(.aes256GCM, key: key)
+            case .chaCha20Poly1305Derived: OpenSSLCipher(.chaCha20Poly1305, key: key)
+            default: nil
+            }
         if openSSL != nil {
             self.key = nil
             aesState = nil
             portableKey = nil
         } else if algorithm == .aes256GCM, implementation == .automatic, Sodium.hasHardwareAESGCM {
             let state = UnsafeMutableRawPointer.allocate(byteCount: crypto_aead_aes256gcm_statebytes(), alignment: 16)
-            _ = crypto_aead_aes256gcm_beforenm(state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self), key.baseAddress!)
+            _ = crypto_aead_aes256gcm_beforenm(
+                state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self), key.baseAddress!)
             self.key = nil
             aesState = state
             portableKey = nil
@@ -72,7 +78,8 @@ final class AEADCipher: @unchecked Sendable {
         _ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) {
-        precondition(nonce.count == algorithm.nonceCount && output.count == plaintext.count + EnvelopeAlgorithm.tagCount)
+        precondition(
+            nonce.count == algorithm.nonceCount && output.count == plaintext.count + EnvelopeAlgorithm.tagCount)
         if let openSSL { return openSSL.seal(plaintext, nonce: nonce, aad: aad, into: output) }
         var written: UInt64 = 0
         let plain = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
@@ -148,9 +155,12 @@ final class AEADCipher: @unchecked Sendable {
         into output: UnsafeMutableRawBufferPointer
     ) {
         do {
-            let box = try AES.GCM.seal(plaintext, using: portableKey!, nonce: try AES.GCM.Nonce(data: nonce), authenticating: aad)
+            let box = try AES.GCM.seal(
+                plaintext, using: portableKey!, nonce: try AES.GCM.Nonce(data: nonce), authenticating: aad)
             box.ciphertext.withUnsafeBytes { output.copyMemory(from: $0) }
-            box.tag.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: output[plaintext.count...]).copyMemory(from: $0) }
+            box.tag.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: output[plaintext.count...]).copyMemory(from: $0)
+            }
         } catch {
             // Only a nonce of the wrong length can fail, and seal's precondition rules that out.
             preconditionFailure("AES-GCM seal failed: \(error)")

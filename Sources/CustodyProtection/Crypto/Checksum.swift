@@ -19,19 +19,23 @@ enum Checksum {
     /// allocation: the 16-byte chunk checksums of unencrypted envelopes (keyed by the header's
     /// digest) and the data-key derivation of derived-key envelopes (keyed by the account key).
     static func keyed(
-        key: UnsafeRawBufferPointer, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+        key: UnsafeRawBufferPointer, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
     ) {
         Sodium.ensureInitialized()
         withUnsafeTemporaryAllocation(byteCount: crypto_generichash_blake2b_statebytes(), alignment: 64) { raw in
             let state = OpaquePointer(raw.baseAddress!)
-            _ = crypto_generichash_blake2b_init(state, key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count, output.count)
+            _ = crypto_generichash_blake2b_init(
+                state, key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count, output.count)
             func absorb(_ part: UnsafeRawBufferPointer) {
                 guard let base = part.baseAddress, !part.isEmpty else { return }
-                _ = crypto_generichash_blake2b_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+                _ = crypto_generichash_blake2b_update(
+                    state, base.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
             }
             absorb(first)
             absorb(second)
-            _ = crypto_generichash_blake2b_final(state, output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.count)
+            _ = crypto_generichash_blake2b_final(
+                state, output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.count)
             Sodium.zero(raw)
         }
     }

@@ -33,7 +33,9 @@ final class OpenSSLCipher: @unchecked Sendable {
     }
 
     private static let fetched: Fetched = {
-        guard let aes = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil), let chacha = EVP_CIPHER_fetch(nil, "ChaCha20-Poly1305", nil) else {
+        guard let aes = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil),
+            let chacha = EVP_CIPHER_fetch(nil, "ChaCha20-Poly1305", nil)
+        else {
             fatalError("OpenSSL's default provider has no AES-256-GCM or ChaCha20-Poly1305: libcrypto is not usable")
         }
         return Fetched(aes256GCM: aes, chaCha20Poly1305: chacha)
@@ -55,7 +57,9 @@ final class OpenSSLCipher: @unchecked Sendable {
     }
 
     private static func makeContext(_ algorithm: Algorithm, key: SecretBytes) -> OpaquePointer {
-        guard let context = EVP_CIPHER_CTX_new() else { fatalError("OpenSSL could not allocate a cipher context (out of memory)") }
+        guard let context = EVP_CIPHER_CTX_new() else {
+            fatalError("OpenSSL could not allocate a cipher context (out of memory)")
+        }
         let cipher = algorithm == .aes256GCM ? fetched.aes256GCM : fetched.chaCha20Poly1305
         let status = key.withUnsafeBytes { key in
             EVP_CipherInit_ex2(context, cipher, key.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, 1, nil)
@@ -71,7 +75,9 @@ final class OpenSSLCipher: @unchecked Sendable {
             defer { primaryBusy.store(false, ordering: .releasing) }
             return body(primary)
         }
-        let context = spares.withLock { $0.popLast() }.flatMap { OpaquePointer(bitPattern: $0) } ?? Self.makeContext(algorithm, key: key)
+        let context =
+            spares.withLock { $0.popLast() }.flatMap { OpaquePointer(bitPattern: $0) }
+            ?? Self.makeContext(algorithm, key: key)
         defer { spares.withLock { $0.append(UInt(bitPattern: context)) } }
         return body(context)
     }
@@ -84,9 +90,11 @@ final class OpenSSLCipher: @unchecked Sendable {
         precondition(nonce.count == 12 && output.count == plaintext.count + 16 && plaintext.count <= Int(Int32.max))
         let status = withContext { context in
             custody_aead_seal(
-                context, nonce.baseAddress!.assumingMemoryBound(to: UInt8.self), aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                context, nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
                 Int32(aad.count), plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(plaintext.count),
-                output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.baseAddress!.assumingMemoryBound(to: UInt8.self) + plaintext.count)
+                output.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                output.baseAddress!.assumingMemoryBound(to: UInt8.self) + plaintext.count)
         }
         // Sealing with a keyed context and a 12-byte nonce cannot fail short of memory corruption.
         precondition(status == 1, "OpenSSL failed to seal a chunk")
@@ -98,13 +106,16 @@ final class OpenSSLCipher: @unchecked Sendable {
         _ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) -> Bool {
-        guard nonce.count == 12, sealed.count >= 16, output.count == sealed.count - 16, output.count <= Int(Int32.max) else { return false }
+        guard nonce.count == 12, sealed.count >= 16, output.count == sealed.count - 16, output.count <= Int(Int32.max)
+        else { return false }
         let count = output.count
         let status = withContext { context in
             custody_aead_open(
-                context, nonce.baseAddress!.assumingMemoryBound(to: UInt8.self), aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                context, nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
                 Int32(aad.count), sealed.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count),
-                output.baseAddress?.assumingMemoryBound(to: UInt8.self), sealed.baseAddress!.assumingMemoryBound(to: UInt8.self) + count)
+                output.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                sealed.baseAddress!.assumingMemoryBound(to: UInt8.self) + count)
         }
         guard status == 1 else {
             // OpenSSL writes the plaintext before it checks the tag: none of it may be used.

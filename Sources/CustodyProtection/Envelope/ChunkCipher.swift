@@ -34,14 +34,18 @@ final class ChunkCipher: Sendable {
 
     /// Seals chunk `index` of `plaintext` (at most `chunkSize` bytes; fewer only for the last)
     /// into `output` (`plaintext.count + 16` bytes).
-    func seal(index: UInt64, last: Bool, _ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+    func seal(
+        index: UInt64, last: Bool, _ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) {
         withNonce(index: index, last: last) { nonce in
             if let cipher {
                 headerBytes.withUnsafeBytes { aad in cipher.seal(plaintext, nonce: nonce, aad: aad, into: output) }
             } else {
                 UnsafeMutableRawBufferPointer(rebasing: output[..<plaintext.count]).copyMemory(from: plaintext)
                 checksumKey.withUnsafeBytes { key in
-                    Checksum.keyed(key: key, nonce, plaintext, into: UnsafeMutableRawBufferPointer(rebasing: output[plaintext.count...]))
+                    Checksum.keyed(
+                        key: key, nonce, plaintext,
+                        into: UnsafeMutableRawBufferPointer(rebasing: output[plaintext.count...]))
                 }
             }
         }
@@ -49,7 +53,9 @@ final class ChunkCipher: Sendable {
 
     /// Opens sealed chunk `index` into `output` (`sealed.count - 16` bytes). Returns false,
     /// with `output` zeroed, when it does not verify.
-    func open(index: UInt64, last: Bool, _ sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
+    func open(index: UInt64, last: Bool, _ sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer)
+        -> Bool
+    {
         withNonce(index: index, last: last) { nonce in
             if let cipher {
                 return headerBytes.withUnsafeBytes { aad in cipher.open(sealed, nonce: nonce, aad: aad, into: output) }
@@ -59,7 +65,10 @@ final class ChunkCipher: Sendable {
             let payload = UnsafeRawBufferPointer(rebasing: sealed[..<split])
             return withUnsafeTemporaryAllocation(byteCount: EnvelopeAlgorithm.tagCount, alignment: 1) { expected in
                 checksumKey.withUnsafeBytes { key in Checksum.keyed(key: key, nonce, payload, into: expected) }
-                guard Sodium.constantTimeEqual(UnsafeRawBufferPointer(expected), UnsafeRawBufferPointer(rebasing: sealed[split...])) else {
+                guard
+                    Sodium.constantTimeEqual(
+                        UnsafeRawBufferPointer(expected), UnsafeRawBufferPointer(rebasing: sealed[split...]))
+                else {
                     Sodium.zero(output)
                     return false
                 }
@@ -74,7 +83,9 @@ final class ChunkCipher: Sendable {
     private func withNonce<Result>(index: UInt64, last: Bool, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         let prefix = header.noncePrefix
         return withUnsafeTemporaryAllocation(byteCount: prefix.count + 5, alignment: 1) { nonce in
-            prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: nonce[..<prefix.count]).copyMemory(from: $0) }
+            prefix.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: nonce[..<prefix.count]).copyMemory(from: $0)
+            }
             let counter = UInt32(truncatingIfNeeded: index)
             nonce[prefix.count] = UInt8(counter >> 24)
             nonce[prefix.count + 1] = UInt8(counter >> 16 & 0xFF)

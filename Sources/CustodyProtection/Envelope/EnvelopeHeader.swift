@@ -46,7 +46,8 @@ struct EnvelopeHeader: Sendable, Hashable {
     var encodedPrefix: ArraySlice<UInt8> { bytes[..<prefixCount] }
     var wrapNonce: ArraySlice<UInt8> { isWrapped ? bytes[prefixCount..<prefixCount + Self.wrapNonceCount] : [] }
     var wrappedDataKey: ArraySlice<UInt8> {
-        isWrapped ? bytes[prefixCount + Self.wrapNonceCount..<prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount] : []
+        isWrapped
+            ? bytes[prefixCount + Self.wrapNonceCount..<prefixCount + Self.wrapNonceCount + Self.wrappedKeyCount] : []
     }
     /// The first bytes of every chunk nonce: stored for wrapped-key envelopes; seven zero bytes
     /// for derived-key envelopes (their data key is never used for another envelope).
@@ -77,7 +78,9 @@ struct EnvelopeHeader: Sendable, Hashable {
 
     /// The header of an unencrypted envelope.
     init(unencryptedFor owner: OwnerIdentifier, chunkSizeExponent: UInt8) {
-        self.init(algorithm: .none, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: 0, suffixCount: 0) { _, _ in }
+        self.init(algorithm: .none, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: 0, suffixCount: 0) {
+            _, _ in
+        }
     }
 
     /// The header of a wrapped-key envelope (algorithms 1 and 2).
@@ -86,16 +89,25 @@ struct EnvelopeHeader: Sendable, Hashable {
     init(
         algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32,
         wrapNonce: UnsafeRawBufferPointer, noncePrefix: UnsafeRawBufferPointer,
-        wrap: (_ prefix: UnsafeRawBufferPointer, _ nonce: UnsafeRawBufferPointer, _ into: UnsafeMutableRawBufferPointer) -> Void
+        wrap: (_ prefix: UnsafeRawBufferPointer, _ nonce: UnsafeRawBufferPointer, _ into: UnsafeMutableRawBufferPointer)
+            -> Void
     ) {
-        precondition(algorithm.isEncrypting && !algorithm.derivesKey && keyVersion >= 1, "a wrapped-key header needs its algorithm and a key version")
-        precondition(wrapNonce.count == Self.wrapNonceCount && noncePrefix.count == Self.noncePrefixCount(for: algorithm))
-        self.init(algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion, suffixCount: Self.suffixCount(for: algorithm)) { prefix, suffix in
+        precondition(
+            algorithm.isEncrypting && !algorithm.derivesKey && keyVersion >= 1,
+            "a wrapped-key header needs its algorithm and a key version")
+        precondition(
+            wrapNonce.count == Self.wrapNonceCount && noncePrefix.count == Self.noncePrefixCount(for: algorithm))
+        self.init(
+            algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion,
+            suffixCount: Self.suffixCount(for: algorithm)
+        ) { prefix, suffix in
             let nonce = UnsafeMutableRawBufferPointer(rebasing: suffix[..<Self.wrapNonceCount])
             nonce.copyMemory(from: wrapNonce)
-            let wrapped = UnsafeMutableRawBufferPointer(rebasing: suffix[Self.wrapNonceCount..<Self.wrapNonceCount + Self.wrappedKeyCount])
+            let wrapped = UnsafeMutableRawBufferPointer(
+                rebasing: suffix[Self.wrapNonceCount..<Self.wrapNonceCount + Self.wrappedKeyCount])
             wrap(prefix, UnsafeRawBufferPointer(nonce), wrapped)
-            UnsafeMutableRawBufferPointer(rebasing: suffix[(Self.wrapNonceCount + Self.wrappedKeyCount)...]).copyMemory(from: noncePrefix)
+            UnsafeMutableRawBufferPointer(rebasing: suffix[(Self.wrapNonceCount + Self.wrappedKeyCount)...]).copyMemory(
+                from: noncePrefix)
         }
     }
 
@@ -103,12 +115,18 @@ struct EnvelopeHeader: Sendable, Hashable {
     /// - Parameter derive: given the header up to and including the salt, writes the key check
     ///   (16 bytes, `into`); the caller keeps the data key the same derivation yields.
     init(
-        derivingAlgorithm algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32,
-        salt: UnsafeRawBufferPointer, derive: (_ input: UnsafeRawBufferPointer, _ keyCheck: UnsafeMutableRawBufferPointer) -> Void
+        derivingAlgorithm algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier,
+        keyVersion: UInt32,
+        salt: UnsafeRawBufferPointer,
+        derive: (_ input: UnsafeRawBufferPointer, _ keyCheck: UnsafeMutableRawBufferPointer) -> Void
     ) {
-        precondition(algorithm.derivesKey && keyVersion >= 1, "a derived-key header needs its algorithm and a key version")
+        precondition(
+            algorithm.derivesKey && keyVersion >= 1, "a derived-key header needs its algorithm and a key version")
         precondition(salt.count == Self.saltCount)
-        self.init(algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion, suffixCount: Self.suffixCount(for: algorithm)) { prefix, suffix in
+        self.init(
+            algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion,
+            suffixCount: Self.suffixCount(for: algorithm)
+        ) { prefix, suffix in
             UnsafeMutableRawBufferPointer(rebasing: suffix[..<Self.saltCount]).copyMemory(from: salt)
             // The prefix and the salt are contiguous: the derivation's input.
             let input = UnsafeRawBufferPointer(start: prefix.baseAddress, count: prefix.count + Self.saltCount)
@@ -118,7 +136,8 @@ struct EnvelopeHeader: Sendable, Hashable {
 
     /// Encodes the prefix, then lets `fillSuffix` write the `suffixCount` bytes after it.
     private init(
-        algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32, suffixCount: Int,
+        algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32,
+        suffixCount: Int,
         fillSuffix: (_ prefix: UnsafeRawBufferPointer, _ suffix: UnsafeMutableRawBufferPointer) -> Void
     ) {
         self.algorithm = algorithm
@@ -138,15 +157,21 @@ struct EnvelopeHeader: Sendable, Hashable {
                 raw[7] = 0
                 raw[8] = UInt8(ownerBytes.count >> 8)
                 raw[9] = UInt8(ownerBytes.count & 0xFF)
-                UnsafeMutableRawBufferPointer(rebasing: raw[Self.fixedCount..<Self.fixedCount + ownerBytes.count]).copyMemory(from: UnsafeRawBufferPointer(ownerBytes))
+                UnsafeMutableRawBufferPointer(rebasing: raw[Self.fixedCount..<Self.fixedCount + ownerBytes.count])
+                    .copyMemory(from: UnsafeRawBufferPointer(ownerBytes))
                 raw.storeBytes(of: keyVersion.bigEndian, toByteOffset: prefixCount - 4, as: UInt32.self)
-                fillSuffix(UnsafeRawBufferPointer(rebasing: raw[..<prefixCount]), UnsafeMutableRawBufferPointer(rebasing: raw[prefixCount...]))
+                fillSuffix(
+                    UnsafeRawBufferPointer(rebasing: raw[..<prefixCount]),
+                    UnsafeMutableRawBufferPointer(rebasing: raw[prefixCount...]))
                 initialized = prefixCount + suffixCount
             }
         }
     }
 
-    private init(decoded bytes: [UInt8], algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier, keyVersion: UInt32, prefixCount: Int) {
+    private init(
+        decoded bytes: [UInt8], algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8, owner: OwnerIdentifier,
+        keyVersion: UInt32, prefixCount: Int
+    ) {
         self.algorithm = algorithm
         self.chunkSizeExponent = chunkSizeExponent
         self.owner = owner
@@ -165,12 +190,15 @@ struct EnvelopeHeader: Sendable, Hashable {
         guard bytes.count >= magic.count, bytes.prefix(magic.count).elementsEqual(magic) else { return nil }
         func need(_ count: Int, at offset: Int, for field: String) throws(ProtectionError) {
             if bytes.count < offset + count {
-                throw ProtectionError(.malformedEnvelope, "the envelope is cut off inside its header (\(field) at byte \(offset))")
+                throw ProtectionError(
+                    .malformedEnvelope, "the envelope is cut off inside its header (\(field) at byte \(offset))")
             }
         }
         try need(fixedCount, at: 0, for: "fixed fields")
         guard bytes[4] == formatVersion else {
-            throw ProtectionError(.unsupportedVersion, "envelope format version \(bytes[4]) is not supported (this build reads version \(formatVersion))")
+            throw ProtectionError(
+                .unsupportedVersion,
+                "envelope format version \(bytes[4]) is not supported (this build reads version \(formatVersion))")
         }
         guard let algorithm = EnvelopeAlgorithm(rawValue: bytes[5]) else {
             throw ProtectionError(.malformedEnvelope, "unknown algorithm \(bytes[5]) at byte 5")
@@ -179,37 +207,47 @@ struct EnvelopeHeader: Sendable, Hashable {
         guard chunkExponents.contains(exponent) else {
             throw ProtectionError(
                 .malformedEnvelope,
-                "chunk size exponent \(exponent) at byte 6 is outside \(chunkExponents) (chunks of 1 KiB to 1 MiB; larger ones are refused so that reading stays in bounded memory)")
+                "chunk size exponent \(exponent) at byte 6 is outside \(chunkExponents) (chunks of 1 KiB to 1 MiB; larger ones are refused so that reading stays in bounded memory)"
+            )
         }
         guard bytes[7] == 0 else {
             throw ProtectionError(.malformedEnvelope, "unknown flags \(bytes[7]) at byte 7")
         }
         let ownerCount = Int(bytes[8]) << 8 | Int(bytes[9])
         guard (1...maximumOwnerCount).contains(ownerCount) else {
-            throw ProtectionError(.malformedEnvelope, "owner length \(ownerCount) at byte 8 is outside 1...\(maximumOwnerCount)")
+            throw ProtectionError(
+                .malformedEnvelope, "owner length \(ownerCount) at byte 8 is outside 1...\(maximumOwnerCount)")
         }
         try need(ownerCount + 4, at: fixedCount, for: "owner and key version")
-        guard let owner = OwnerIdentifier(encoded: UnsafeRawBufferPointer(rebasing: bytes[fixedCount..<fixedCount + ownerCount])) else {
-            throw ProtectionError(.malformedEnvelope, "the owner at byte \(fixedCount) is not a lower-case oid: or upn: identifier")
+        guard
+            let owner = OwnerIdentifier(
+                encoded: UnsafeRawBufferPointer(rebasing: bytes[fixedCount..<fixedCount + ownerCount]))
+        else {
+            throw ProtectionError(
+                .malformedEnvelope, "the owner at byte \(fixedCount) is not a lower-case oid: or upn: identifier")
         }
         let prefixCount = fixedCount + ownerCount + 4
         let keyVersion = bytes[prefixCount - 4..<prefixCount].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         let count: Int
         if algorithm.isEncrypting {
             guard keyVersion >= 1 else {
-                throw ProtectionError(.malformedEnvelope, "an encrypted envelope names key version 0 at byte \(prefixCount - 4)")
+                throw ProtectionError(
+                    .malformedEnvelope, "an encrypted envelope names key version 0 at byte \(prefixCount - 4)")
             }
             let suffix = suffixCount(for: algorithm)
             try need(suffix, at: prefixCount, for: algorithm.derivesKey ? "key salt and check" : "wrapped data key")
             count = prefixCount + suffix
         } else {
             guard keyVersion == 0 else {
-                throw ProtectionError(.malformedEnvelope, "an unencrypted envelope names key version \(keyVersion) at byte \(prefixCount - 4)")
+                throw ProtectionError(
+                    .malformedEnvelope,
+                    "an unencrypted envelope names key version \(keyVersion) at byte \(prefixCount - 4)")
             }
             count = prefixCount
         }
         return EnvelopeHeader(
-            decoded: Array(bytes[..<count]), algorithm: algorithm, chunkSizeExponent: exponent, owner: owner, keyVersion: keyVersion,
+            decoded: Array(bytes[..<count]), algorithm: algorithm, chunkSizeExponent: exponent, owner: owner,
+            keyVersion: keyVersion,
             prefixCount: prefixCount)
     }
 }
@@ -240,7 +278,9 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
         case .upper:
             return nil
         case .notASCII:
-            guard let decoded = String(validating: bytes, as: UTF8.self), decoded.lowercased() == decoded else { return nil }
+            guard let decoded = String(validating: bytes, as: UTF8.self), decoded.lowercased() == decoded else {
+                return nil
+            }
             text = decoded
         }
         guard Self.isWellFormed(text) else { return nil }

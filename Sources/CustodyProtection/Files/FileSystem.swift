@@ -2,9 +2,9 @@ import CustodyPolicy
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The POSIX file operations this layer relies on, with errors as `ProtectionError`s (the
@@ -56,7 +56,8 @@ package enum FileSystem {
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
             throw ProtectionError(
-                .invalidArguments, "the destination is \(kind(of: status.st_mode)); Custody writes only regular files (use - for standard output)",
+                .invalidArguments,
+                "the destination is \(kind(of: status.st_mode)); Custody writes only regular files (use - for standard output)",
                 path: path)
         }
     }
@@ -89,7 +90,9 @@ package enum FileSystem {
         var buffer = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
-            let read = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, count - filled) }
+            let read = buffer.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress! + filled, count - filled)
+            }
             if read < 0 {
                 if errno == EINTR { continue }
                 throw ioError("reading", path)
@@ -149,7 +152,8 @@ package enum FileSystem {
     /// A fresh temporary name in the same directory as `path` (so that renaming over it is
     /// atomic): `.NAME.custody-tmp-` and 16 hex digits.
     static func temporaryPath(besides path: String) -> String {
-        let random = Sodium.randomBytes(count: 8).map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        let random = Sodium.randomBytes(count: 8).map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+            .joined()
         return directory(of: path) + "/." + fileName(of: path) + temporaryMarker + random
     }
 
@@ -213,7 +217,9 @@ package enum FileSystem {
 
     /// Holds an exclusive `flock` on `path` (created if needed) while `body` runs: serializes
     /// writers across processes.
-    static func withExclusiveLock<Result>(_ path: String, _ body: () throws(ProtectionError) -> Result) throws(ProtectionError) -> Result {
+    static func withExclusiveLock<Result>(_ path: String, _ body: () throws(ProtectionError) -> Result)
+        throws(ProtectionError) -> Result
+    {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw ioError("opening lock", path) }
         defer { close(descriptor) }
@@ -255,7 +261,8 @@ enum StrayTemporaries {
             guard descriptor >= 0 else { continue }
             defer { close(descriptor) }
             var status = stat()
-            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == geteuid() else { continue }
+            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == geteuid()
+            else { continue }
             if status.st_size == 0, now - status.st_mtim.tv_sec < 10 { continue }
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
             if unlink(path) == 0 { removed.append(name) }
@@ -300,13 +307,13 @@ struct TemporaryFile {
         StrayTemporaries.removeOnce(in: directory)
         path = FileSystem.temporaryPath(besides: destination)
         #if os(Linux)
-        let unnamed = open(directory, O_WRONLY | O_CLOEXEC | Self.unnamedFlag, mode)
-        if unnamed >= 0 {
-            descriptor = unnamed
-            isNamed = false
-            _ = fchmod(descriptor, mode)
-            return
-        }
+            let unnamed = open(directory, O_WRONLY | O_CLOEXEC | Self.unnamedFlag, mode)
+            if unnamed >= 0 {
+                descriptor = unnamed
+                isNamed = false
+                _ = fchmod(descriptor, mode)
+                return
+            }
         // EOPNOTSUPP, EISDIR or EINVAL: no unnamed files here; fall back to a named one.
         #endif
         descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads a protected file without holding it in memory.
@@ -42,7 +42,9 @@ public final class ProtectedFileReader {
     ///   - owning: close the descriptor when done.
     ///   - prefetched: the bytes already read from the descriptor, when the caller looked at
     ///     them first: exactly what `FileSystem.read(_:upTo: EnvelopeHeader.maximumCount)` gave.
-    init(descriptor: Int32, name: String, owning: Bool, protector: DataProtector, prefetched: [UInt8]? = nil) throws(ProtectionError) {
+    init(descriptor: Int32, name: String, owning: Bool, protector: DataProtector, prefetched: [UInt8]? = nil)
+        throws(ProtectionError)
+    {
         self.path = name
         self.descriptor = descriptor
         self.ownsDescriptor = owning
@@ -55,18 +57,27 @@ public final class ProtectedFileReader {
             } else {
                 headerBytes = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
             }
-            let decoded = try headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }.get()
+            let decoded = try headerBytes.withUnsafeBytes { bytes in
+                Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) }
+            }.get()
             guard let header = decoded else {
                 throw ProtectionError(.invalidArguments, "not a protected file (no envelope header)", path: name)
             }
             let length = header.count
             info = ProtectionInfo(header: header)
             cipher = try protector.makeOpener(header)
-            sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.sealedChunkSize + cipher.sealedChunkSize)
-            plaintext = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.chunkSize + cipher.chunkSize)
+            sealed = [UInt8](
+                repeating: 0,
+                count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.sealedChunkSize
+                    + cipher.sealedChunkSize)
+            plaintext = [UInt8](
+                repeating: 0,
+                count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.chunkSize + cipher.chunkSize)
             let leftover = headerBytes.count - length
             sealed.withUnsafeMutableBytes { sealed in
-                headerBytes.withUnsafeBytes { sealed.baseAddress!.copyMemory(from: $0.baseAddress! + length, byteCount: leftover) }
+                headerBytes.withUnsafeBytes {
+                    sealed.baseAddress!.copyMemory(from: $0.baseAddress! + length, byteCount: leftover)
+                }
             }
             sealedCount = leftover
         } catch {
@@ -103,7 +114,9 @@ public final class ProtectedFileReader {
                 if finished { return }
                 try decryptBatch()
             }
-            let block = plaintext.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[plaintextStart..<plaintextEnd]) }
+            let block = plaintext.withUnsafeBytes {
+                UnsafeRawBufferPointer(rebasing: $0[plaintextStart..<plaintextEnd])
+            }
             try body(block)
             bytesRead += Int64(plaintextEnd - plaintextStart)
             plaintextStart = plaintextEnd
@@ -116,7 +129,9 @@ public final class ProtectedFileReader {
         let sealedChunk = cipher.sealedChunkSize
         let target = ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * sealedChunk
         while sealedCount < target, !endOfFile {
-            let count = sealed.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + sealedCount, target - sealedCount) }
+            let count = sealed.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress! + sealedCount, target - sealedCount)
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw FileSystem.ioError("reading", path)
@@ -134,7 +149,9 @@ public final class ProtectedFileReader {
             }
             let failed = sealed.withUnsafeBytes { sealed in
                 plaintext.withUnsafeMutableBytes { plaintext in
-                    ChunkBatch.openFull(UnsafeRawBufferPointer(rebasing: sealed[..<fullBytes]), chunkCount: full, firstIndex: nextIndex, cipher: cipher, into: plaintext)
+                    ChunkBatch.openFull(
+                        UnsafeRawBufferPointer(rebasing: sealed[..<fullBytes]), chunkCount: full, firstIndex: nextIndex,
+                        cipher: cipher, into: plaintext)
                 }
             }
             if let failed { throw chunkError(failed) }
@@ -144,14 +161,18 @@ public final class ProtectedFileReader {
             let rest = sealedCount - fullBytes
             guard rest >= EnvelopeAlgorithm.tagCount else {
                 plaintext.withUnsafeMutableBytes { Sodium.zero($0) }
-                throw ProtectionError(.decryptFailed, "the file is cut off after chunk \(nextIndex + UInt64(full)): its final chunk is missing", path: path)
+                throw ProtectionError(
+                    .decryptFailed,
+                    "the file is cut off after chunk \(nextIndex + UInt64(full)): its final chunk is missing",
+                    path: path)
             }
             let index = nextIndex + UInt64(full)
             let opened = sealed.withUnsafeBytes { sealed in
                 plaintext.withUnsafeMutableBytes { plaintext in
                     cipher.open(
                         index: index, last: true, UnsafeRawBufferPointer(rebasing: sealed[fullBytes..<sealedCount]),
-                        into: UnsafeMutableRawBufferPointer(rebasing: plaintext[produced..<produced + rest - EnvelopeAlgorithm.tagCount]))
+                        into: UnsafeMutableRawBufferPointer(
+                            rebasing: plaintext[produced..<produced + rest - EnvelopeAlgorithm.tagCount]))
                 }
             }
             guard opened else { throw chunkError(index) }
@@ -161,7 +182,9 @@ public final class ProtectedFileReader {
         } else {
             sealedCount -= fullBytes
             if sealedCount > 0 {
-                sealed.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: $0.baseAddress! + fullBytes, byteCount: sealedCount) }
+                sealed.withUnsafeMutableBytes {
+                    $0.baseAddress!.copyMemory(from: $0.baseAddress! + fullBytes, byteCount: sealedCount)
+                }
             }
         }
         nextIndex += UInt64(full)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Writes a protected file (or stream) without holding it in memory.
@@ -60,10 +60,14 @@ public final class ProtectedFileWriter {
     init(sink: Sink, cipher: ChunkCipher) throws(ProtectionError) {
         self.cipher = cipher
         self.sink = sink
-        pending = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.chunkSize)
-        sealed = [UInt8](repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.sealedChunkSize)
+        pending = [UInt8](
+            repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.chunkSize)
+        sealed = [UInt8](
+            repeating: 0, count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.sealedChunkSize)
         do throws(ProtectionError) {
-            try cipher.headerBytes.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try sink.write(bytes) } }.get()
+            try cipher.headerBytes.withUnsafeBytes { bytes in
+                Result { () throws(ProtectionError) in try sink.write(bytes) }
+            }.get()
         } catch {
             cancel()
             throw error
@@ -76,7 +80,9 @@ public final class ProtectedFileWriter {
 
     /// Appends plaintext.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) {
-        guard !finished else { throw ProtectionError(.invalidArguments, "the writer is already closed", path: sink.name) }
+        guard !finished else {
+            throw ProtectionError(.invalidArguments, "the writer is already closed", path: sink.name)
+        }
         var offset = 0
         while offset < bytes.count {
             let count = min(bytes.count - offset, pending.count - pendingCount)
@@ -109,7 +115,10 @@ public final class ProtectedFileWriter {
             let count = pendingCount
             var last = [UInt8](repeating: 0, count: count + EnvelopeAlgorithm.tagCount)
             pending.withUnsafeBytes { pending in
-                last.withUnsafeMutableBytes { cipher.seal(index: nextIndex, last: true, UnsafeRawBufferPointer(rebasing: pending[..<count]), into: $0) }
+                last.withUnsafeMutableBytes {
+                    cipher.seal(
+                        index: nextIndex, last: true, UnsafeRawBufferPointer(rebasing: pending[..<count]), into: $0)
+                }
             }
             try last.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try sink.write(bytes) } }.get()
             if case .file(let writer) = sink { try writer.commit() }
@@ -135,7 +144,8 @@ public final class ProtectedFileWriter {
         let full = pendingCount / chunkSize
         guard full > 0 else { return }
         guard nextIndex + UInt64(full) <= ChunkCipher.maximumChunkIndex else {
-            throw ProtectionError(.encryptFailed, "the file is too large for one envelope (2^32 chunks)", path: sink.name)
+            throw ProtectionError(
+                .encryptFailed, "the file is too large for one envelope (2^32 chunks)", path: sink.name)
         }
         if let failAfterChunks, nextIndex + UInt64(full) > failAfterChunks {
             throw ProtectionError(.io, "injected failure after \(failAfterChunks) chunks", path: sink.name)
@@ -147,7 +157,9 @@ public final class ProtectedFileWriter {
             }
         }
         try sealed.withUnsafeBytes { sealed in
-            Result { () throws(ProtectionError) in try sink.write(UnsafeRawBufferPointer(rebasing: sealed[..<sealedCount])) }
+            Result { () throws(ProtectionError) in
+                try sink.write(UnsafeRawBufferPointer(rebasing: sealed[..<sealedCount]))
+            }
         }.get()
         nextIndex += UInt64(full)
         // Move the partial chunk, if any, to the front.

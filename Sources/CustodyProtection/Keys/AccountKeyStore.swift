@@ -80,7 +80,9 @@ public struct MasterKeyRecord: Sendable, Hashable {
     public let checkNonce: [UInt8]
     public let checkCiphertext: [UInt8]
 
-    public init(kind: Kind, salt: [UInt8]?, opsLimit: UInt64?, memLimit: UInt64?, checkNonce: [UInt8], checkCiphertext: [UInt8]) {
+    public init(
+        kind: Kind, salt: [UInt8]?, opsLimit: UInt64?, memLimit: UInt64?, checkNonce: [UInt8], checkCiphertext: [UInt8]
+    ) {
         self.kind = kind
         self.salt = salt
         self.opsLimit = opsLimit

@@ -37,12 +37,16 @@ public final class FileKeyStore: AccountKeyStore {
     public func add(_ key: WrappedAccountKey) throws(ProtectionError) {
         let path = path(for: key.owner)
         try FileSystem.withExclusiveLock(lockPath) { () throws(ProtectionError) in
-            var keys = try FileSystem.read(path).map { bytes throws(ProtectionError) in try decodeKeys(bytes, path: path) } ?? []
+            var keys =
+                try FileSystem.read(path).map { bytes throws(ProtectionError) in try decodeKeys(bytes, path: path) }
+                ?? []
             guard !keys.contains(where: { $0.version == key.version }) else {
-                throw ProtectionError(.keyVersionExists, "key version \(key.version) of \(key.owner) already exists", path: path)
+                throw ProtectionError(
+                    .keyVersionExists, "key version \(key.version) of \(key.owner) already exists", path: path)
             }
             keys.append(key)
-            try FileSystem.writeAtomically(encodeKeys(keys.sorted { $0.version < $1.version }, owner: key.owner), to: path)
+            try FileSystem.writeAtomically(
+                encodeKeys(keys.sorted { $0.version < $1.version }, owner: key.owner), to: path)
             try bumpGeneration()
         }
     }
@@ -69,7 +73,9 @@ public final class FileKeyStore: AccountKeyStore {
         var owners: [OwnerIdentifier] = []
         for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
             let path = keysDirectory + "/" + name
-            guard let bytes = try FileSystem.read(path), let first = try decodeKeys(bytes, path: path).first else { continue }
+            guard let bytes = try FileSystem.read(path), let first = try decodeKeys(bytes, path: path).first else {
+                continue
+            }
             owners.append(first.owner)
         }
         return owners
@@ -146,7 +152,10 @@ public final class FileKeyStore: AccountKeyStore {
                 let nonce = entry["nonce"]?.string.flatMap({ Data(base64Encoded: $0) }),
                 let wrapped = entry["wrappedKey"]?.string.flatMap({ Data(base64Encoded: $0) })
             else { throw damaged }
-            keys.append(WrappedAccountKey(owner: owner, version: UInt32(version), created: created, nonce: [UInt8](nonce), ciphertext: [UInt8](wrapped)))
+            keys.append(
+                WrappedAccountKey(
+                    owner: owner, version: UInt32(version), created: created, nonce: [UInt8](nonce),
+                    ciphertext: [UInt8](wrapped)))
         }
         return keys
     }
@@ -195,7 +204,8 @@ public final class FileKeyStore: AccountKeyStore {
             memLimit = UInt64(mem)
         }
         return MasterKeyRecord(
-            kind: kind, salt: salt, opsLimit: opsLimit, memLimit: memLimit, checkNonce: [UInt8](checkNonce), checkCiphertext: [UInt8](check))
+            kind: kind, salt: salt, opsLimit: opsLimit, memLimit: memLimit, checkNonce: [UInt8](checkNonce),
+            checkCiphertext: [UInt8](check))
     }
 }
 

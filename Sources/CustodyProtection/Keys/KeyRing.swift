@@ -77,7 +77,9 @@ public final class KeyRing: Sendable {
     ///   not the one the store's keys are wrapped with.
     /// - Parameter revalidationInterval: how often, at most, to ask the store whether another
     ///   process changed its keys.
-    public init(store: any AccountKeyStore, masterKey source: MasterKeySource, revalidationInterval: Duration = .seconds(1)) throws(ProtectionError) {
+    public init(
+        store: any AccountKeyStore, masterKey source: MasterKeySource, revalidationInterval: Duration = .seconds(1)
+    ) throws(ProtectionError) {
         self.store = store
         self.master = try MasterKey.open(source, store: store)
         self.revalidationInterval = revalidationInterval
@@ -102,7 +104,8 @@ public final class KeyRing: Sendable {
                 cache.token = nil
             }
             throw ProtectionError(
-                error.code, "the key store cannot be read to confirm that the keys in memory are still valid, so none is used: \(error.message)",
+                error.code,
+                "the key store cannot be read to confirm that the keys in memory are still valid, so none is used: \(error.message)",
                 path: error.path)
         }
         cache.withLock { cache in
@@ -140,7 +143,9 @@ public final class KeyRing: Sendable {
         try revalidate()
         if let key = cache.withLock({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
         guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
-            throw ProtectionError(.keyUnavailable, "key version \(version) of \(owner) is not in the key store (wiped, or never created here)")
+            throw ProtectionError(
+                .keyUnavailable,
+                "key version \(version) of \(owner) is not in the key store (wiped, or never created here)")
         }
         return try remember(stored, asLatest: false)
     }
@@ -195,13 +200,14 @@ public final class KeyRing: Sendable {
                     cache.withLock { $0.insert(accountKey, asCurrent: true) }
                     added &+= 1
                     return .success(accountKey)
-                } catch where error.code == .keyVersionExists {
+                } catch  where error.code == .keyVersionExists {
                     continue
                 } catch {
                     return .failure(error)
                 }
             }
-            return .failure(ProtectionError(.encryptFailed, "could not add a key version for \(owner): the store kept changing"))
+            return .failure(
+                ProtectionError(.encryptFailed, "could not add a key version for \(owner): the store kept changing"))
         }
         return try result.get()
     }

@@ -2,7 +2,7 @@ internal import CSodium
 public import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the master key comes from.
@@ -16,13 +16,16 @@ public enum MasterKeySource: Sendable {
     /// The source configured for this process: `keyFile` (a `--master-key-file` option), else
     /// `CUSTODY_MASTER_KEY_FILE`, else `CUSTODY_PASSPHRASE`.
     /// - Throws: `ProtectionError` `.masterKey` when none is configured.
-    public static func configured(keyFile: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ProtectionError) -> MasterKeySource {
+    public static func configured(keyFile: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ProtectionError) -> MasterKeySource
+    {
         if let keyFile, !keyFile.isEmpty { return .keyFile(path: keyFile) }
         if let keyFile = environment["CUSTODY_MASTER_KEY_FILE"], !keyFile.isEmpty { return .keyFile(path: keyFile) }
         if let passphrase = environment["CUSTODY_PASSPHRASE"], !passphrase.isEmpty { return .passphrase(passphrase) }
         throw ProtectionError(
             .masterKey,
-            "no master key: pass --master-key-file FILE, or set CUSTODY_MASTER_KEY_FILE (the file is created on first use) or CUSTODY_PASSPHRASE")
+            "no master key: pass --master-key-file FILE, or set CUSTODY_MASTER_KEY_FILE (the file is created on first use) or CUSTODY_PASSPHRASE"
+        )
     }
 }
 
@@ -51,21 +54,33 @@ final class MasterKey: Sendable {
         switch source {
         case .keyFile(let path):
             if let record, record.kind != .keyFile {
-                throw ProtectionError(.masterKey, "this state's keys are wrapped by a passphrase: set CUSTODY_PASSPHRASE instead of a key file")
+                throw ProtectionError(
+                    .masterKey,
+                    "this state's keys are wrapped by a passphrase: set CUSTODY_PASSPHRASE instead of a key file")
             }
             // A state whose keys are already wrapped never gets a new key file: a mistyped
             // path must fail, not leave behind a key that wraps nothing.
             key = try readOrCreateKeyFile(path, creating: record == nil)
-            if record == nil { newRecord = MasterKeyRecord(kind: .keyFile, salt: nil, opsLimit: nil, memLimit: nil, checkNonce: [], checkCiphertext: []) }
+            if record == nil {
+                newRecord = MasterKeyRecord(
+                    kind: .keyFile, salt: nil, opsLimit: nil, memLimit: nil, checkNonce: [], checkCiphertext: [])
+            }
         case .passphrase(let passphrase):
             if let record, record.kind != .passphrase {
-                throw ProtectionError(.masterKey, "this state's keys are wrapped by a key file: pass --master-key-file or set CUSTODY_MASTER_KEY_FILE")
+                throw ProtectionError(
+                    .masterKey,
+                    "this state's keys are wrapped by a key file: pass --master-key-file or set CUSTODY_MASTER_KEY_FILE"
+                )
             }
             let salt = record?.salt ?? Sodium.randomBytes(count: Int(crypto_pwhash_SALTBYTES))
             let opsLimit = record?.opsLimit ?? UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE)
             let memLimit = record?.memLimit ?? UInt64(crypto_pwhash_MEMLIMIT_INTERACTIVE)
             key = try derive(passphrase: passphrase, salt: salt, opsLimit: opsLimit, memLimit: memLimit)
-            if record == nil { newRecord = MasterKeyRecord(kind: .passphrase, salt: salt, opsLimit: opsLimit, memLimit: memLimit, checkNonce: [], checkCiphertext: []) }
+            if record == nil {
+                newRecord = MasterKeyRecord(
+                    kind: .passphrase, salt: salt, opsLimit: opsLimit, memLimit: memLimit, checkNonce: [],
+                    checkCiphertext: [])
+            }
         }
         let master = MasterKey(key: key)
         if let record {
@@ -92,7 +107,9 @@ final class MasterKey: Sendable {
         let aad = Self.wrapAssociatedData(owner: owner, version: version)
         accountKey.withUnsafeBytes { key in
             nonce.withUnsafeBytes { nonce in
-                aad.withUnsafeBytes { aad in sealed.withUnsafeMutableBytes { cipher.seal(key, nonce: nonce, aad: aad, into: $0) } }
+                aad.withUnsafeBytes { aad in
+                    sealed.withUnsafeMutableBytes { cipher.seal(key, nonce: nonce, aad: aad, into: $0) }
+                }
             }
         }
         return WrappedAccountKey(owner: owner, version: version, created: created, nonce: nonce, ciphertext: sealed)
@@ -102,18 +119,25 @@ final class MasterKey: Sendable {
     /// - Throws: `.decryptFailed` when it does not authenticate (damaged, or moved to another
     ///   owner or version).
     func unwrap(_ wrapped: WrappedAccountKey) throws(ProtectionError) -> SecretBytes {
-        guard wrapped.nonce.count == 24, wrapped.ciphertext.count == EnvelopeAlgorithm.keyCount + EnvelopeAlgorithm.tagCount else {
-            throw ProtectionError(.decryptFailed, "stored key version \(wrapped.version) of \(wrapped.owner) is damaged")
+        guard wrapped.nonce.count == 24,
+            wrapped.ciphertext.count == EnvelopeAlgorithm.keyCount + EnvelopeAlgorithm.tagCount
+        else {
+            throw ProtectionError(
+                .decryptFailed, "stored key version \(wrapped.version) of \(wrapped.owner) is damaged")
         }
         let aad = Self.wrapAssociatedData(owner: wrapped.owner, version: wrapped.version)
         var failed = false
         let key = SecretBytes(count: EnvelopeAlgorithm.keyCount, locked: true) { out in
             failed = !wrapped.ciphertext.withUnsafeBytes { sealed in
-                wrapped.nonce.withUnsafeBytes { nonce in aad.withUnsafeBytes { aad in cipher.open(sealed, nonce: nonce, aad: aad, into: out) } }
+                wrapped.nonce.withUnsafeBytes { nonce in
+                    aad.withUnsafeBytes { aad in cipher.open(sealed, nonce: nonce, aad: aad, into: out) }
+                }
             }
         }
         guard !failed else {
-            throw ProtectionError(.decryptFailed, "stored key version \(wrapped.version) of \(wrapped.owner) does not authenticate: damaged or moved")
+            throw ProtectionError(
+                .decryptFailed,
+                "stored key version \(wrapped.version) of \(wrapped.owner) does not authenticate: damaged or moved")
         }
         return key
     }
@@ -128,11 +152,14 @@ final class MasterKey: Sendable {
         let zeros = [UInt8](repeating: 0, count: 32)
         zeros.withUnsafeBytes { plain in
             nonce.withUnsafeBytes { nonce in
-                Self.checkAssociatedData.withUnsafeBytes { aad in sealed.withUnsafeMutableBytes { cipher.seal(plain, nonce: nonce, aad: aad, into: $0) } }
+                Self.checkAssociatedData.withUnsafeBytes { aad in
+                    sealed.withUnsafeMutableBytes { cipher.seal(plain, nonce: nonce, aad: aad, into: $0) }
+                }
             }
         }
         return MasterKeyRecord(
-            kind: record.kind, salt: record.salt, opsLimit: record.opsLimit, memLimit: record.memLimit, checkNonce: nonce, checkCiphertext: sealed)
+            kind: record.kind, salt: record.salt, opsLimit: record.opsLimit, memLimit: record.memLimit,
+            checkNonce: nonce, checkCiphertext: sealed)
     }
 
     private func verifies(_ record: MasterKeyRecord) -> Bool {
@@ -140,29 +167,40 @@ final class MasterKey: Sendable {
         var opened = [UInt8](repeating: 0, count: 32)
         return record.checkCiphertext.withUnsafeBytes { sealed in
             record.checkNonce.withUnsafeBytes { nonce in
-                Self.checkAssociatedData.withUnsafeBytes { aad in opened.withUnsafeMutableBytes { cipher.open(sealed, nonce: nonce, aad: aad, into: $0) } }
+                Self.checkAssociatedData.withUnsafeBytes { aad in
+                    opened.withUnsafeMutableBytes { cipher.open(sealed, nonce: nonce, aad: aad, into: $0) }
+                }
             }
         }
     }
 
     // MARK: Sources
 
-    private static func derive(passphrase: String, salt: [UInt8], opsLimit: UInt64, memLimit: UInt64) throws(ProtectionError) -> SecretBytes {
-        guard salt.count == Int(crypto_pwhash_SALTBYTES) else { throw ProtectionError(.masterKey, "the stored passphrase salt is damaged") }
+    private static func derive(passphrase: String, salt: [UInt8], opsLimit: UInt64, memLimit: UInt64)
+        throws(ProtectionError) -> SecretBytes
+    {
+        guard salt.count == Int(crypto_pwhash_SALTBYTES) else {
+            throw ProtectionError(.masterKey, "the stored passphrase salt is damaged")
+        }
         var failed = false
         var passphrase = passphrase
         let key = SecretBytes(count: EnvelopeAlgorithm.keyCount, locked: true) { out in
             passphrase.withUTF8 { bytes in
                 salt.withUnsafeBytes { salt in
-                    failed = bytes.withMemoryRebound(to: CChar.self) { chars in
-                        crypto_pwhash(
-                            out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(out.count), chars.baseAddress!, UInt64(chars.count),
-                            salt.baseAddress!.assumingMemoryBound(to: UInt8.self), opsLimit, Int(memLimit), crypto_pwhash_ALG_ARGON2ID13)
-                    } != 0
+                    failed =
+                        bytes.withMemoryRebound(to: CChar.self) { chars in
+                            crypto_pwhash(
+                                out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(out.count),
+                                chars.baseAddress!, UInt64(chars.count),
+                                salt.baseAddress!.assumingMemoryBound(to: UInt8.self), opsLimit, Int(memLimit),
+                                crypto_pwhash_ALG_ARGON2ID13)
+                        } != 0
                 }
             }
         }
-        guard !failed else { throw ProtectionError(.masterKey, "deriving the master key from the passphrase failed (out of memory?)") }
+        guard !failed else {
+            throw ProtectionError(.masterKey, "deriving the master key from the passphrase failed (out of memory?)")
+        }
         return key
     }
 
@@ -171,7 +209,8 @@ final class MasterKey: Sendable {
         if descriptor < 0, errno == ENOENT {
             guard creating else {
                 throw ProtectionError(
-                    .masterKey, "there is no master key file here, and this state's keys are wrapped by an existing one: give the path of that file",
+                    .masterKey,
+                    "there is no master key file here, and this state's keys are wrapped by an existing one: give the path of that file",
                     path: path)
             }
             try createKeyFile(path)
@@ -187,7 +226,8 @@ final class MasterKey: Sendable {
         }
         guard status.st_mode & 0o077 == 0 else {
             throw ProtectionError(
-                .masterKey, "the master key file may be read by its group or others (mode \(String(status.st_mode & 0o777, radix: 8))); run chmod 600",
+                .masterKey,
+                "the master key file may be read by its group or others (mode \(String(status.st_mode & 0o777, radix: 8))); run chmod 600",
                 path: path)
         }
         guard status.st_size <= 256 else {
@@ -201,12 +241,15 @@ final class MasterKey: Sendable {
                 offset += count
             }
         }
-        let decoded = contents.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try decodeKey(bytes, path: path) } }
+        let decoded = contents.withUnsafeBytes { bytes in
+            Result { () throws(ProtectionError) in try decodeKey(bytes, path: path) }
+        }
         return try decoded.get()
     }
 
     /// 32 raw bytes, 64 hex digits, or base64 of 32 bytes; surrounding whitespace ignored.
-    private static func decodeKey(_ bytes: UnsafeRawBufferPointer, path: String) throws(ProtectionError) -> SecretBytes {
+    private static func decodeKey(_ bytes: UnsafeRawBufferPointer, path: String) throws(ProtectionError) -> SecretBytes
+    {
         if bytes.count == 32 { return SecretBytes(copying: bytes, locked: true) }
         var text = bytes[...]
         while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 { text = text.dropLast() }
@@ -226,18 +269,21 @@ final class MasterKey: Sendable {
             var decodedCount = 0
             var failed = false
             let key = SecretBytes(count: 32, locked: true) { out in
-                let status = text.withContiguousStorageIfAvailable { chars in
-                    chars.withMemoryRebound(to: CChar.self) { chars in
-                        sodium_base642bin(
-                            out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, chars.baseAddress, chars.count, nil, &decodedCount, nil,
-                            sodium_base64_VARIANT_ORIGINAL)
-                    }
-                } ?? -1
+                let status =
+                    text.withContiguousStorageIfAvailable { chars in
+                        chars.withMemoryRebound(to: CChar.self) { chars in
+                            sodium_base642bin(
+                                out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, chars.baseAddress,
+                                chars.count, nil, &decodedCount, nil,
+                                sodium_base64_VARIANT_ORIGINAL)
+                        }
+                    } ?? -1
                 failed = status != 0 || decodedCount != 32
             }
             if !failed { return key }
         }
-        throw ProtectionError(.masterKey, "the master key file must hold 32 bytes: raw, as 64 hex digits, or in base64", path: path)
+        throw ProtectionError(
+            .masterKey, "the master key file must hold 32 bytes: raw, as 64 hex digits, or in base64", path: path)
     }
 
     private static func hexDigit(_ byte: UInt8) -> UInt8? {

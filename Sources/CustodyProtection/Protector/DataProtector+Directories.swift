@@ -2,7 +2,7 @@ public import CustodyPolicy
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What protecting or unprotecting a directory tree did, file by file.
@@ -50,7 +50,9 @@ extension DataProtector {
     /// that fails is reported and left as it was; the others are still done.
     /// - Throws: `.invalidArguments` when `directory` is not a directory; I/O errors listing it
     ///   or recording its owner (then no file was touched).
-    public func protect(directory: String, owner: AccountID, forceEncryption: Bool = false, progress: TreeProgress? = nil) throws(ProtectionError) -> DirectoryReport {
+    public func protect(
+        directory: String, owner: AccountID, forceEncryption: Bool = false, progress: TreeProgress? = nil
+    ) throws(ProtectionError) -> DirectoryReport {
         let entries = try Self.tree(directory)
         let owned = ownerIdentifier(for: owner)
         var writer = JSONWriter()
@@ -136,11 +138,14 @@ extension DataProtector {
 
     /// The regular files under `directory` with their sizes, by path, and what is skipped:
     /// symbolic links, other kinds of file, Custody's own owner records and temporary files.
-    static func tree(_ directory: String) throws(ProtectionError) -> (files: [(path: String, size: Int64)], skipped: [DirectoryReport.Skipped]) {
+    static func tree(_ directory: String) throws(ProtectionError) -> (
+        files: [(path: String, size: Int64)], skipped: [DirectoryReport.Skipped]
+    ) {
         var status = stat()
         guard lstat(directory, &status) == 0 else { throw FileSystem.ioError("opening", directory) }
         guard (status.st_mode & S_IFMT) == S_IFDIR else {
-            throw ProtectionError(.invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a directory", path: directory)
+            throw ProtectionError(
+                .invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a directory", path: directory)
         }
         guard let enumerator = FileManager.default.enumerator(atPath: directory) else {
             throw ProtectionError(.io, "cannot list the directory", path: directory)

@@ -2,7 +2,7 @@ public import CustodyPolicy
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DataProtector {
@@ -20,11 +20,16 @@ extension DataProtector {
     /// - Parameter owner: the data's owner; nil takes the owner recorded for the file's
     ///   directory (or a parent) by `protect(directory:owner:)`.
     /// - Throws: `.invalidArguments` when there is no owner, and the errors of `protect(_:owner:)`.
-    public func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool = false) throws(ProtectionError) -> ProtectedFileWriter {
-        try makeWriter(path: path, owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
+    public func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool = false) throws(ProtectionError)
+        -> ProtectedFileWriter
+    {
+        try makeWriter(
+            path: path, owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
     }
 
-    func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool, chunkExponent: UInt8) throws(ProtectionError) -> ProtectedFileWriter {
+    func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool, chunkExponent: UInt8)
+        throws(ProtectionError) -> ProtectedFileWriter
+    {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
         let cipher = try makeSealer(owner: account, forceEncryption: forceEncryption, chunkExponent: chunkExponent)
@@ -60,11 +65,13 @@ extension DataProtector {
         from source: Source, to sink: Sink, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil
     ) throws(ProtectionError) {
         try Self.checkFiles(source: source, sink: sink, protecting: true)
-        let cipher = try makeSealer(owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
+        let cipher = try makeSealer(
+            owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
         let writer: ProtectedFileWriter
         switch sink {
         case .file(let path):
-            writer = try ProtectedFileWriter(path: path, cipher: cipher, mode: Self.mode(of: path) ?? Self.sourceMode(source))
+            writer = try ProtectedFileWriter(
+                path: path, cipher: cipher, mode: Self.mode(of: path) ?? Self.sourceMode(source))
         case .stream(let descriptor, let name):
             writer = try ProtectedFileWriter(sink: .stream(descriptor, name: name), cipher: cipher)
         }
@@ -92,7 +99,9 @@ extension DataProtector {
     /// - Returns: whether the source was an envelope (false: it was passed through, or, in
     ///   place, left as it was).
     @discardableResult
-    public func unprotect(from source: Source, to sink: Sink, passThrough: Bool = false, progress: Progress? = nil) throws(ProtectionError) -> Bool {
+    public func unprotect(from source: Source, to sink: Sink, passThrough: Bool = false, progress: Progress? = nil)
+        throws(ProtectionError) -> Bool
+    {
         try Self.checkFiles(source: source, sink: sink, protecting: false)
         let descriptor: Int32
         let name: String
@@ -111,11 +120,15 @@ extension DataProtector {
         let head: [UInt8]
         do throws(ProtectionError) {
             head = try FileSystem.read(descriptor, upTo: EnvelopeHeader.maximumCount, path: name)
-            let isEnvelope = try head.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) != nil } }.get()
+            let isEnvelope = try head.withUnsafeBytes { bytes in
+                Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) != nil }
+            }.get()
             if isEnvelope {
-                reader = try ProtectedFileReader(descriptor: descriptor, name: name, owning: false, protector: self, prefetched: head)
+                reader = try ProtectedFileReader(
+                    descriptor: descriptor, name: name, owning: false, protector: self, prefetched: head)
             } else if !passThrough {
-                throw ProtectionError(.invalidArguments, "not a protected file (no envelope header); nothing to unprotect", path: name)
+                throw ProtectionError(
+                    .invalidArguments, "not a protected file (no envelope header); nothing to unprotect", path: name)
             }
         } catch {
             throw error.at(name)
@@ -163,11 +176,16 @@ extension DataProtector {
     /// Protects the file at `path` in place for `owner` (an already protected file is opened
     /// and sealed again for `owner`). The file is replaced atomically; on any failure it stays
     /// as it was.
-    public func protect(file path: String, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil) throws(ProtectionError) {
-        try protect(file: path, owner: owner, forceEncryption: forceEncryption, progress: progress, failAfterChunks: nil)
+    public func protect(file path: String, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil)
+        throws(ProtectionError)
+    {
+        try protect(
+            file: path, owner: owner, forceEncryption: forceEncryption, progress: progress, failAfterChunks: nil)
     }
 
-    func protect(file path: String, owner: AccountID, forceEncryption: Bool, progress: Progress?, failAfterChunks: UInt64?) throws(ProtectionError) {
+    func protect(
+        file path: String, owner: AccountID, forceEncryption: Bool, progress: Progress?, failAfterChunks: UInt64?
+    ) throws(ProtectionError) {
         try Self.requireReplaceableInPlace(path, protecting: true)
         let writer = try makeWriter(path: path, owner: owner, forceEncryption: forceEncryption)
         writer.failAfterChunks = failAfterChunks
@@ -233,7 +251,9 @@ extension DataProtector {
     /// - Parameter owner: nil takes the owner recorded for the file's directory.
     /// - Returns: whether the file was (re)written.
     @discardableResult
-    public func verifyAndProtect(file path: String, owner: AccountID? = nil, forceEncryption: Bool = false, progress: Progress? = nil) throws(ProtectionError) -> Bool {
+    public func verifyAndProtect(
+        file path: String, owner: AccountID? = nil, forceEncryption: Bool = false, progress: Progress? = nil
+    ) throws(ProtectionError) -> Bool {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
         if try alreadyProtected(file: path, for: account, forceEncryption: forceEncryption) != nil { return false }
@@ -244,9 +264,13 @@ extension DataProtector {
     /// Why the file at `path` needs no protecting for `account` (in words), or nil when it does:
     /// it is not an envelope, names another owner, or is tagged only while `account`'s data must
     /// be encrypted.
-    public func alreadyProtected(file path: String, for account: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> String? {
+    public func alreadyProtected(file path: String, for account: AccountID, forceEncryption: Bool = false)
+        throws(ProtectionError) -> String?
+    {
         guard let info = try protectionInfo(file: path), info.owner == ownerIdentifier(for: account) else { return nil }
-        if info.isEncrypted { return "already protected for \(info.owner) (encrypted, key version \(info.keyVersion ?? 0))" }
+        if info.isEncrypted {
+            return "already protected for \(info.owner) (encrypted, key version \(info.keyVersion ?? 0))"
+        }
         guard !(try requiresEncryption(for: account, forceEncryption: forceEncryption)) else { return nil }
         return "already tagged for \(info.owner), whose data need not be encrypted"
     }
@@ -255,12 +279,15 @@ extension DataProtector {
     /// (after `KeyRing.rotate`). Returns whether the file was rewritten.
     @discardableResult
     public func rewrap(file path: String) throws(ProtectionError) -> Bool {
-        guard let info = try protectionInfo(file: path), info.isEncrypted, let version = info.keyVersion else { return false }
+        guard let info = try protectionInfo(file: path), info.isEncrypted, let version = info.keyVersion else {
+            return false
+        }
         let current = try keyRing.currentKey(for: info.owner, creating: false)
         guard current.version > version else { return false }
         let reader = try makeReader(path: path)
         let writer = try ProtectedFileWriter(
-            path: path, cipher: try makeSealer(owner: info.owner, chunkExponent: Self.fileChunkExponent), mode: Self.mode(of: path) ?? 0o600)
+            path: path, cipher: try makeSealer(owner: info.owner, chunkExponent: Self.fileChunkExponent),
+            mode: Self.mode(of: path) ?? 0o600)
         do throws(ProtectionError) {
             try reader.forEachBlock { block throws(ProtectionError) in try writer.write(block) }
             try writer.close()
@@ -285,7 +312,8 @@ extension DataProtector {
     /// The owner recorded above `path`, as an account; an error when there is none.
     private func inheritedOwner(of path: String) throws(ProtectionError) -> AccountID {
         guard let owner = try directoryOwner(forNewFileAt: path) else {
-            throw ProtectionError(.invalidArguments, "no owner given, and no directory above the file records one", path: path)
+            throw ProtectionError(
+                .invalidArguments, "no owner given, and no directory above the file records one", path: path)
         }
         return owner.account
     }
@@ -296,7 +324,10 @@ extension DataProtector {
         while true {
             let marker = directory.appendingPathComponent(Self.directoryOwnerFileName).path
             if let bytes = try FileSystem.read(marker) {
-                guard let owner = (try? JSONDocument(parsing: bytes))?.root["owner"]?.string.flatMap(OwnerIdentifier.init(rawValue:)) else {
+                guard
+                    let owner = (try? JSONDocument(parsing: bytes))?.root["owner"]?.string.flatMap(
+                        OwnerIdentifier.init(rawValue:))
+                else {
                     throw ProtectionError(.invalidArguments, "the directory owner record is damaged", path: marker)
                 }
                 return owner
@@ -335,7 +366,9 @@ extension DataProtector {
 
     /// Hands the plaintext of `source` to `body` in blocks: a protected file's contents, or the
     /// bytes of a plain file or a stream.
-    private func copyPlaintext(of source: Source, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) {
+    private func copyPlaintext(of source: Source, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void)
+        throws(ProtectionError)
+    {
         let descriptor: Int32
         let name: String
         switch source {
@@ -355,7 +388,9 @@ extension DataProtector {
     }
 
     /// Hands the rest of `descriptor` to `body` in blocks of up to 1 MiB (wiped afterwards).
-    private static func copy(_ descriptor: Int32, name: String, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) {
+    private static func copy(
+        _ descriptor: Int32, name: String, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void
+    ) throws(ProtectionError) {
         var block = [UInt8](repeating: 0, count: 1 << 20)
         defer { block.withUnsafeMutableBytes { Sodium.zero($0) } }
         while true {
@@ -365,7 +400,9 @@ extension DataProtector {
                 throw FileSystem.ioError("reading", name)
             }
             if count == 0 { break }
-            let result = block.withUnsafeBytes { block in Result { () throws(ProtectionError) in try body(UnsafeRawBufferPointer(rebasing: block[..<count])) } }
+            let result = block.withUnsafeBytes { block in
+                Result { () throws(ProtectionError) in try body(UnsafeRawBufferPointer(rebasing: block[..<count])) }
+            }
             try result.get()
         }
     }
@@ -391,11 +428,13 @@ extension DataProtector {
         if (status.st_mode & S_IFMT) == S_IFLNK {
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "its target"
             throw ProtectionError(
-                .invalidArguments, "is a symbolic link (to \(target)); give the file itself, so the link and its target do not part ways",
+                .invalidArguments,
+                "is a symbolic link (to \(target)); give the file itself, so the link and its target do not part ways",
                 path: path)
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw ProtectionError(.invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a regular file", path: path)
+            throw ProtectionError(
+                .invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a regular file", path: path)
         }
         if protecting, status.st_nlink > 1 {
             throw ProtectionError(
@@ -409,7 +448,8 @@ extension DataProtector {
         var status = stat()
         guard stat(path, &status) == 0 else { throw FileSystem.ioError("opening", path) }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw ProtectionError(.invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a regular file", path: path)
+            throw ProtectionError(
+                .invalidArguments, "is \(FileSystem.kind(of: status.st_mode)), not a regular file", path: path)
         }
     }
 }

@@ -54,7 +54,10 @@ public final class DataProtector: Sendable {
         self.implementation = .automatic
     }
 
-    init(keyRing: KeyRing, policy: PolicySnapshot?, algorithm: EnvelopeAlgorithm, implementation: AEADCipher.Implementation) {
+    init(
+        keyRing: KeyRing, policy: PolicySnapshot?, algorithm: EnvelopeAlgorithm,
+        implementation: AEADCipher.Implementation
+    ) {
         self.keyRing = keyRing
         self.policy = policy
         self.algorithm = algorithm
@@ -67,9 +70,12 @@ public final class DataProtector: Sendable {
     /// `forceEncryption`, otherwise only tagged with the owner.
     /// - Throws: `.emptyData` for an empty buffer; `.notManaged` when encryption is asked for an
     ///   account the policy's tenant does not know; `.invalidArguments`, key store errors.
-    public func protect(_ data: [UInt8], owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> [UInt8] {
+    public func protect(_ data: [UInt8], owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError)
+        -> [UInt8]
+    {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
-        let cipher = try makeSealer(owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.bufferChunkExponent)
+        let cipher = try makeSealer(
+            owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.bufferChunkExponent)
         return data.withUnsafeBytes { Self.seal($0, with: cipher) }
     }
 
@@ -99,7 +105,9 @@ public final class DataProtector: Sendable {
 
     /// What an envelope says about itself (see `protectionInfo(_:)`), needing no protector.
     public static func protectionInfo(_ data: [UInt8]) throws(ProtectionError) -> ProtectionInfo? {
-        let decoded = data.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }
+        let decoded = data.withUnsafeBytes { bytes in
+            Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) }
+        }
         return try decoded.get().map(ProtectionInfo.init(header:))
     }
 
@@ -111,14 +119,18 @@ public final class DataProtector: Sendable {
     /// - Throws: `ProtectionError` for a damaged header, a key that is gone (wiped) or absent,
     ///   and a header whose owner or key version was changed.
     public func verifiedProtectionInfo(_ data: [UInt8]) throws(ProtectionError) -> ProtectionInfo? {
-        let decoded = data.withUnsafeBytes { bytes in Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) } }
+        let decoded = data.withUnsafeBytes { bytes in
+            Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) }
+        }
         guard let header = try decoded.get() else { return nil }
         _ = try makeOpener(header)
         return ProtectionInfo(header: header)
     }
 
     /// Protects a string; the envelope comes back as base64.
-    public func protect(string: String, owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError) -> String {
+    public func protect(string: String, owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError)
+        -> String
+    {
         Data(try protect(Array(string.utf8), owner: owner, forceEncryption: forceEncryption)).base64EncodedString()
     }
 
@@ -126,7 +138,9 @@ public final class DataProtector: Sendable {
     /// back unchanged.
     /// - Throws: as `unprotect(_:)`, and `.invalidArguments` when the plaintext is not UTF-8.
     public func unprotect(string: String) throws(ProtectionError) -> String {
-        guard let data = Data(base64Encoded: string), try Self.protectionInfo([UInt8](data)) != nil else { return string }
+        guard let data = Data(base64Encoded: string), try Self.protectionInfo([UInt8](data)) != nil else {
+            return string
+        }
         let plaintext = try unprotect([UInt8](data))
         guard let text = String(validating: plaintext, as: UTF8.self) else {
             throw ProtectionError(.invalidArguments, "the protected data is not UTF-8 text")
@@ -147,7 +161,8 @@ public final class DataProtector: Sendable {
         guard let policy else { return forceEncryption }
         if policy.tenantAccount(for: owner) == nil {
             if forceEncryption {
-                throw ProtectionError(.notManaged, "\(owner) is not an account of the policy's tenant, so it has no keys")
+                throw ProtectionError(
+                    .notManaged, "\(owner) is not an account of the policy's tenant, so it has no keys")
             }
             return false
         }
@@ -156,10 +171,13 @@ public final class DataProtector: Sendable {
 
     /// A sealer for a new envelope: a data key of its own from the owner's current key (created
     /// on first use), or a tag-only envelope.
-    func makeSealer(owner account: AccountID, forceEncryption: Bool, chunkExponent: UInt8) throws(ProtectionError) -> ChunkCipher {
+    func makeSealer(owner account: AccountID, forceEncryption: Bool, chunkExponent: UInt8) throws(ProtectionError)
+        -> ChunkCipher
+    {
         let owner = ownerIdentifier(for: account)
         guard try requiresEncryption(for: account, forceEncryption: forceEncryption) else {
-            return ChunkCipher(header: EnvelopeHeader(unencryptedFor: owner, chunkSizeExponent: chunkExponent), cipher: nil)
+            return ChunkCipher(
+                header: EnvelopeHeader(unencryptedFor: owner, chunkSizeExponent: chunkExponent), cipher: nil)
         }
         return try makeSealer(owner: owner, chunkExponent: chunkExponent)
     }
@@ -172,7 +190,8 @@ public final class DataProtector: Sendable {
             defer { Sodium.zero(random) }
             Sodium.randomBytes(random)
             return Self.sealer(
-                algorithm: algorithm, chunkExponent: chunkExponent, accountKey: accountKey, random: UnsafeRawBufferPointer(random),
+                algorithm: algorithm, chunkExponent: chunkExponent, accountKey: accountKey,
+                random: UnsafeRawBufferPointer(random),
                 implementation: implementation)
         }
     }
@@ -181,7 +200,8 @@ public final class DataProtector: Sendable {
     /// the data key, wrap nonce and nonce prefix (wrapped-key algorithms).
     static func randomCount(for algorithm: EnvelopeAlgorithm) -> Int {
         if algorithm.derivesKey { return EnvelopeHeader.saltCount }
-        return EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount + EnvelopeHeader.noncePrefixCount(for: algorithm)
+        return EnvelopeAlgorithm.keyCount + EnvelopeHeader.wrapNonceCount
+            + EnvelopeHeader.noncePrefixCount(for: algorithm)
     }
 
     /// The sealer of an envelope whose random parts are given: what `makeSealer` does with fresh
@@ -197,26 +217,32 @@ public final class DataProtector: Sendable {
             return withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
                 defer { Sodium.zero(derived) }
                 let header = EnvelopeHeader(
-                    derivingAlgorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner, keyVersion: accountKey.version,
+                    derivingAlgorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner,
+                    keyVersion: accountKey.version,
                     salt: random
                 ) { input, keyCheck in
                     accountKey.derive(from: input, into: derived)
                     keyCheck.copyMemory(from: UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]))
                 }
                 let dataKey = UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount])
-                return ChunkCipher(header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
+                return ChunkCipher(
+                    header: header,
+                    cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
             }
         }
         let keyEnd = EnvelopeAlgorithm.keyCount
         let nonceEnd = keyEnd + EnvelopeHeader.wrapNonceCount
         let dataKey = UnsafeRawBufferPointer(rebasing: random[..<keyEnd])
         let header = EnvelopeHeader(
-            algorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner, keyVersion: accountKey.version,
-            wrapNonce: UnsafeRawBufferPointer(rebasing: random[keyEnd..<nonceEnd]), noncePrefix: UnsafeRawBufferPointer(rebasing: random[nonceEnd...])
+            algorithm: algorithm, chunkSizeExponent: chunkExponent, owner: accountKey.owner,
+            keyVersion: accountKey.version,
+            wrapNonce: UnsafeRawBufferPointer(rebasing: random[keyEnd..<nonceEnd]),
+            noncePrefix: UnsafeRawBufferPointer(rebasing: random[nonceEnd...])
         ) { prefix, nonce, wrapped in
             accountKey.cipher.seal(dataKey, nonce: nonce, aad: prefix, into: wrapped)
         }
-        return ChunkCipher(header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
+        return ChunkCipher(
+            header: header, cipher: AEADCipher(algorithm: algorithm, key: dataKey, implementation: implementation))
     }
 
     /// An opener for an existing envelope: its data key derived or unwrapped with the owner's
@@ -229,7 +255,8 @@ public final class DataProtector: Sendable {
                 .decryptFailed,
                 header.algorithm.derivesKey
                     ? "the header's key check does not match key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with"
-                    : "the data key does not unwrap with key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with")
+                    : "the data key does not unwrap with key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with"
+            )
         }
         return ChunkCipher(header: header, cipher: cipher)
     }
@@ -237,19 +264,23 @@ public final class DataProtector: Sendable {
     /// The data-key cipher of an encrypted header; nil when the header does not authenticate
     /// under `accountKey` (a changed header, or the wrong key): the key check does not match,
     /// or the wrapped key does not open.
-    static func dataKeyCipher(of header: EnvelopeHeader, with accountKey: AccountKey, implementation: AEADCipher.Implementation = .automatic) -> AEADCipher? {
+    static func dataKeyCipher(
+        of header: EnvelopeHeader, with accountKey: AccountKey, implementation: AEADCipher.Implementation = .automatic
+    ) -> AEADCipher? {
         header.bytes.withUnsafeBytes { bytes in
             if header.algorithm.derivesKey {
                 return withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
                     defer { Sodium.zero(derived) }
                     let inputEnd = header.prefixCount + EnvelopeHeader.saltCount
                     accountKey.derive(from: UnsafeRawBufferPointer(rebasing: bytes[..<inputEnd]), into: derived)
-                    guard Sodium.constantTimeEqual(
-                        UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]),
-                        UnsafeRawBufferPointer(rebasing: bytes[inputEnd..<inputEnd + EnvelopeHeader.keyCheckCount]))
+                    guard
+                        Sodium.constantTimeEqual(
+                            UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]),
+                            UnsafeRawBufferPointer(rebasing: bytes[inputEnd..<inputEnd + EnvelopeHeader.keyCheckCount]))
                     else { return nil }
                     return AEADCipher(
-                        algorithm: header.algorithm, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]),
+                        algorithm: header.algorithm,
+                        key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]),
                         implementation: implementation)
                 }
             }
@@ -260,7 +291,8 @@ public final class DataProtector: Sendable {
             return withUnsafeTemporaryAllocation(byteCount: EnvelopeAlgorithm.keyCount, alignment: 16) { dataKey in
                 defer { Sodium.zero(dataKey) }
                 guard accountKey.cipher.open(wrapped, nonce: nonce, aad: prefix, into: dataKey) else { return nil }
-                return AEADCipher(algorithm: header.algorithm, key: UnsafeRawBufferPointer(dataKey), implementation: implementation)
+                return AEADCipher(
+                    algorithm: header.algorithm, key: UnsafeRawBufferPointer(dataKey), implementation: implementation)
             }
         }
     }
@@ -279,8 +311,10 @@ public final class DataProtector: Sendable {
             for index in 0...fullChunks {
                 let count = index == fullChunks ? data.count - read : chunkSize
                 cipher.seal(
-                    index: UInt64(index), last: index == fullChunks, UnsafeRawBufferPointer(rebasing: data[read..<read + count]),
-                    into: UnsafeMutableRawBufferPointer(rebasing: out[written..<written + count + EnvelopeAlgorithm.tagCount]))
+                    index: UInt64(index), last: index == fullChunks,
+                    UnsafeRawBufferPointer(rebasing: data[read..<read + count]),
+                    into: UnsafeMutableRawBufferPointer(
+                        rebasing: out[written..<written + count + EnvelopeAlgorithm.tagCount]))
                 read += count
                 written += count + EnvelopeAlgorithm.tagCount
             }
@@ -301,7 +335,8 @@ public final class DataProtector: Sendable {
             throw ProtectionError(.decryptFailed, "the envelope has more chunks than the format allows")
         }
         var failedChunk: Int?
-        let plaintext = [UInt8](unsafeUninitializedCapacity: body.count - (fullChunks + 1) * EnvelopeAlgorithm.tagCount) { buffer, initialized in
+        let plaintext = [UInt8](unsafeUninitializedCapacity: body.count - (fullChunks + 1) * EnvelopeAlgorithm.tagCount)
+        { buffer, initialized in
             let out = UnsafeMutableRawBufferPointer(buffer)
             var read = 0
             var written = 0
@@ -309,7 +344,8 @@ public final class DataProtector: Sendable {
                 let count = index == fullChunks ? lastCount : sealedChunk
                 let plainCount = count - EnvelopeAlgorithm.tagCount
                 let opened = cipher.open(
-                    index: UInt64(index), last: index == fullChunks, UnsafeRawBufferPointer(rebasing: body[read..<read + count]),
+                    index: UInt64(index), last: index == fullChunks,
+                    UnsafeRawBufferPointer(rebasing: body[read..<read + count]),
                     into: UnsafeMutableRawBufferPointer(rebasing: out[written..<written + plainCount]))
                 guard opened else {
                     Sodium.zero(UnsafeMutableRawBufferPointer(rebasing: out[..<written]))
@@ -325,7 +361,8 @@ public final class DataProtector: Sendable {
         if let failedChunk {
             throw ProtectionError(
                 .decryptFailed,
-                "chunk \(failedChunk) does not authenticate: the data was changed, truncated or reordered, or the key is not the one it was sealed with")
+                "chunk \(failedChunk) does not authenticate: the data was changed, truncated or reordered, or the key is not the one it was sealed with"
+            )
         }
         return plaintext
     }

@@ -39,7 +39,8 @@ public struct ProtectionError: Error, Sendable, Hashable, CustomStringConvertibl
 
         /// Every code above (the decision service answers each as a code of its own).
         public static let all: [Code] = [
-            notManaged, invalidArguments, encryptFailed, decryptFailed, keyUnavailable, emptyData, unsupportedVersion, malformedEnvelope,
+            notManaged, invalidArguments, encryptFailed, decryptFailed, keyUnavailable, emptyData, unsupportedVersion,
+            malformedEnvelope,
             masterKey, io, keyVersionExists, keyStoreUnavailable,
         ]
     }

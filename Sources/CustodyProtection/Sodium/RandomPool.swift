@@ -42,7 +42,9 @@ final class RandomPool: @unchecked Sendable {
 
     private init() {
         Sodium.ensureInitialized()
-        guard let base = mmap(nil, Self.mappingSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), base != MAP_FAILED else {
+        guard let base = mmap(nil, Self.mappingSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            base != MAP_FAILED
+        else {
             mapping = nil
             return
         }
@@ -82,7 +84,8 @@ final class RandomPool: @unchecked Sendable {
         // The seed sits in the pool's own (locked, wiped-on-fork) memory while it is used.
         let seed = mapping + Self.seedOffset
         randombytes_buf(seed, Int(randombytes_SEEDBYTES))
-        randombytes_buf_deterministic(mapping + Self.poolOffset, Self.capacity, seed.assumingMemoryBound(to: UInt8.self))
+        randombytes_buf_deterministic(
+            mapping + Self.poolOffset, Self.capacity, seed.assumingMemoryBound(to: UInt8.self))
         sodium_memzero(seed, Int(randombytes_SEEDBYTES))
     }
 }

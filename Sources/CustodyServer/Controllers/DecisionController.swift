@@ -30,7 +30,9 @@ struct DecisionController {
         let context = try parameters.evaluationContext(over: engine.context)
         // The header is all that is kept: at most 4 KiB of the body. The rest is read and
         // dropped, within the body limit like every route's.
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.bodyBytes { throw ServiceError.tooLarge(limits) }
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.bodyBytes {
+            throw ServiceError.tooLarge(limits)
+        }
         var head: [UInt8] = []
         var total = 0
         for try await chunk in request.body {
@@ -39,17 +41,21 @@ struct DecisionController {
             if head.count < 4_096 { head += chunk.readableBytesView.prefix(4_096 - head.count) }
         }
         // An encrypted item's owner is verified with its key: the state may be read.
-        let result = try await StateExecutor.run { try engine.receive(receiver: receiver, item: head, context: context) }
+        let result = try await StateExecutor.run {
+            try engine.receive(receiver: receiver, item: head, context: context)
+        }
         metrics.decided(action: .receive, allowed: result.decision.isAllowed)
         var writer = JSONWriter()
-        DecisionEncoding.write(.single(result.decision), to: &writer, trailer: { writer in
-            writer.key("dataOwner")
-            writer.value(result.dataOwner?.description)
-            writer.key("ownerVerified")
-            writer.value(result.ownerVerified)
-            writer.key("revision")
-            writer.value(result.revision)
-        })
+        DecisionEncoding.write(
+            .single(result.decision), to: &writer,
+            trailer: { writer in
+                writer.key("dataOwner")
+                writer.value(result.dataOwner?.description)
+                writer.key("ownerVerified")
+                writer.value(result.ownerVerified)
+                writer.key("revision")
+                writer.value(result.revision)
+            })
         writer.newline()
         return json(writer.bytes, headers: [.custodyRevision: result.revision])
     }
@@ -66,7 +72,9 @@ struct DecisionController {
         output.reserveCapacity(512)
         body.withUnsafeReadableBytes { bytes in
             var line = bytes[...]
-            while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { line = line.dropLast() }
+            while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
+                line = line.dropLast()
+            }
             session.answer(line: UnsafeRawBufferPointer(rebasing: line), into: &output)
         }
         metrics.decided(session.tallies)
@@ -79,7 +87,10 @@ struct DecisionController {
         metrics.decisionTook(start.duration(to: .now))
         return Response(
             status: .ok,
-            headers: [.contentType: "application/json", .custodyRevision: session.revision, .custodyEventID: String(session.eventID)],
+            headers: [
+                .contentType: "application/json", .custodyRevision: session.revision,
+                .custodyEventID: String(session.eventID),
+            ],
             body: .init(byteBuffer: ByteBuffer(bytes: output)))
     }
 
@@ -93,11 +104,13 @@ struct DecisionController {
         // framing is broken from the start is a 400, not a 200 cut short.
         var body = request.body.makeAsyncIterator()
         let first = try await body.next()
-        let box = SessionBox(try engine.decisionSession(context: evaluation, options: options), body: body, first: first)
+        let box = SessionBox(
+            try engine.decisionSession(context: evaluation, options: options), body: body, first: first)
         let limits = self.limits
         let metrics = self.metrics
         let headers: HTTPFields = [
-            .contentType: "application/x-ndjson", .custodyRevision: box.session.revision, .custodyEventID: String(box.session.eventID),
+            .contentType: "application/x-ndjson", .custodyRevision: box.session.revision,
+            .custodyEventID: String(box.session.eventID),
         ]
         return Response(
             status: .ok, headers: headers,
@@ -105,7 +118,9 @@ struct DecisionController {
                 if box.session.isAuditing {
                     // Every block's audit entries are written before the block is sent: on the
                     // state's threads.
-                    try await StateExecutor.run { try await box.answer(limits: limits, metrics: metrics, writer: &writer) }
+                    try await StateExecutor.run {
+                        try await box.answer(limits: limits, metrics: metrics, writer: &writer)
+                    }
                 } else {
                     try await box.answer(limits: limits, metrics: metrics, writer: &writer)
                 }

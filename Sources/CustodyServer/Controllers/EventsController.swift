@@ -43,7 +43,8 @@ struct EventsController {
         // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
         let notifications = engine.manager.eventNotifications()
         let start = engine.manager.lastEventID
-        if let resume { _ = try await engine.eventPage(after: resume, limit: 1) }  // an unreadable log is an error now, not mid-stream
+        // An unreadable log is an error now, not mid-stream.
+        if let resume { _ = try await engine.eventPage(after: resume, limit: 1) }
         let engine = self.engine
         let metrics = self.metrics
         let heartbeat = configuration.heartbeat
@@ -59,15 +60,20 @@ struct EventsController {
                         do {
                             page = try await engine.eventPage(after: last, limit: 500)
                         } catch {
-                            try await writer.write(Self.frame(name: "error", data: Array(#"{"error":"the event log cannot be read"}"#.utf8)))
+                            try await writer.write(
+                                Self.frame(
+                                    name: "error", data: Array(#"{"error":"the event log cannot be read"}"#.utf8)))
                             return false
                         }
                         if page.reset {
                             let newest = engine.manager.lastEventID
                             metrics.streamReset()
-                            try await writer.write(Self.frame(
-                                id: newest, name: "reset",
-                                data: Self.position(engine, eventID: newest, note: "events after \(last) are no longer in the log: read the state afresh")))
+                            try await writer.write(
+                                Self.frame(
+                                    id: newest, name: "reset",
+                                    data: Self.position(
+                                        engine, eventID: newest,
+                                        note: "events after \(last) are no longer in the log: read the state afresh")))
                             last = newest
                             return true
                         }
@@ -83,9 +89,14 @@ struct EventsController {
                     // A client that outlived a restored or replaced state: the events it has
                     // seen are not this state's. It must read the state afresh.
                     metrics.streamReset()
-                    try await writer.write(Self.frame(
-                        id: start, name: "reset",
-                        data: Self.position(engine, eventID: start, note: "event \(resume) is newer than this state's newest, \(start): read the state afresh")))
+                    try await writer.write(
+                        Self.frame(
+                            id: start, name: "reset",
+                            data: Self.position(
+                                engine, eventID: start,
+                                note:
+                                    "event \(resume) is newer than this state's newest, \(start): read the state afresh"
+                            )))
                     last = start
                 } else if resume != nil, try await !catchUp() {
                     return try await writer.finish(nil)
@@ -94,7 +105,9 @@ struct EventsController {
                 let wakes = merge(
                     notifications.map { _ in Wake.events },
                     AsyncTimerSequence(interval: heartbeat, clock: .continuous).map { _ in Wake.heartbeat },
-                    AsyncTimerSequence(interval: Self.credentialCheckInterval, clock: .continuous).map { _ in Wake.credentials }
+                    AsyncTimerSequence(interval: Self.credentialCheckInterval, clock: .continuous).map { _ in
+                        Wake.credentials
+                    }
                 ).cancelOnGracefulShutdown()
                 reading: for await wake in wakes {
                     switch wake {
@@ -105,13 +118,20 @@ struct EventsController {
                         // requests. One this replica cannot check now (the state out of reach)
                         // is not remembered as verified, so it is not revoked as far as it knows.
                         guard let bearer, await Self.isRevoked(bearer, engine: engine) else { continue }
-                        try await writer.write(Self.frame(
-                            name: "unauthorized", data: Array(#"{"reason":"the token this stream was opened with is no longer valid"}"#.utf8)))
+                        try await writer.write(
+                            Self.frame(
+                                name: "unauthorized",
+                                data: Array(
+                                    #"{"reason":"the token this stream was opened with is no longer valid"}"#.utf8)))
                         return try await writer.finish(nil)
                     }
                 }
-                try await writer.write(Self.frame(
-                    name: "shutdown", data: Array(#"{"reason":"the service is shutting down; reconnect with Last-Event-ID to resume","lastEventId":\#(last)}"#.utf8)))
+                try await writer.write(
+                    Self.frame(
+                        name: "shutdown",
+                        data: Array(
+                            #"{"reason":"the service is shutting down; reconnect with Last-Event-ID to resume","lastEventId":\#(last)}"#
+                                .utf8)))
                 try await writer.finish(nil)
             })
     }

@@ -15,15 +15,22 @@ enum Freshness {
                 throw ServiceError.badParameter("Custody-Min-Event-Id", "must be a whole number, zero or more")
             }
             let current = engine.manager.lastEventID
-            if current < wanted { throw stale(engine, "this service has seen events up to \(current), not \(wanted) yet") }
+            if current < wanted {
+                throw stale(engine, "this service has seen events up to \(current), not \(wanted) yet")
+            }
         }
         if let wanted = request.headers[.custodyMinRevision] {
-            guard !wanted.isEmpty, wanted.utf8.count <= 128, wanted.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+            guard !wanted.isEmpty, wanted.utf8.count <= 128,
+                wanted.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+            else {
                 throw ServiceError.badParameter("Custody-Min-Revision", "must be a bundle revision (lower-case hex)")
             }
             let replica = engine.replicaStatus
             if wanted != engine.bundleInForce?.revision, replica.isStale() {
-                throw stale(engine, "this replica cannot reach the shared state (\(replica.problem ?? "no contact recently")) and does not have revision \(wanted) in force")
+                throw stale(
+                    engine,
+                    "this replica cannot reach the shared state (\(replica.problem ?? "no contact recently")) and does not have revision \(wanted) in force"
+                )
             }
             guard try await engine.hasReached(revision: wanted) else {
                 throw stale(engine, "this service has not applied revision \(wanted) (or anything after it) yet")

@@ -20,17 +20,22 @@ struct GraphController {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
         guard let runner else {
-            throw ServiceError(.notFound, .graphNotConfigured, "this service does not sync from Microsoft Graph: start it with custody serve --graph FILE")
+            throw ServiceError(
+                .notFound, .graphNotConfigured,
+                "this service does not sync from Microsoft Graph: start it with custody serve --graph FILE")
         }
         switch await runner.sync(.request) {
         case .busy:
             throw ServiceError(
                 .conflict, .graphSyncBusy,
-                "another process or replica on this state is syncing from Graph now; its result reaches this service through the state", headers: [.retryAfter: "5"])
+                "another process or replica on this state is syncing from Graph now; its result reaches this service through the state",
+                headers: [.retryAfter: "5"])
         case .synced(let done):
             metrics.graphSynced(done)
             guard done.status != .failed else {
-                throw ServiceError(.badGateway, .graphSyncFailed, done.error ?? "the sync failed; the policy in force is unchanged") { writer in
+                throw ServiceError(
+                    .badGateway, .graphSyncFailed, done.error ?? "the sync failed; the policy in force is unchanged"
+                ) { writer in
                     writer.key("sync")
                     writer.beginObject()
                     done.write(to: &writer)

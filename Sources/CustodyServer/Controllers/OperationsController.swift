@@ -45,15 +45,19 @@ struct OperationsController {
         if engine.bundleInForce == nil {
             problems.append("no bundle is in force" + (syncError.map { " (the Graph sync fails: \($0))" } ?? ""))
         } else if let syncError {
-            warnings.append("the Graph sync fails (\(sync?.consecutiveFailures ?? 0) in a row), the policy in force stays: \(syncError)")
+            warnings.append(
+                "the Graph sync fails (\(sync?.consecutiveFailures ?? 0) in a row), the policy in force stays: \(syncError)"
+            )
         }
         let replica = engine.replicaStatus
         let stale = replica.isStale()
         if stale {
             let why =
-                if let divergence = replica.divergence { divergence }
-                else if !replica.listening { "not hearing of changes to the state" }
-                else { "the state has not answered for more than \(replica.staleAfter.formatted(.units(allowed: [.seconds, .milliseconds])))" }
+                if let divergence = replica.divergence { divergence } else if !replica.listening {
+                    "not hearing of changes to the state"
+                } else {
+                    "the state has not answered for more than \(replica.staleAfter.formatted(.units(allowed: [.seconds, .milliseconds])))"
+                }
             problems.append("stale: \(why)\(replica.problem.map { " (\($0))" } ?? "")")
         }
         var writer = JSONWriter()
@@ -74,7 +78,8 @@ struct OperationsController {
         if let sync {
             writer.key("graph")
             writer.beginObject()
-            writer.key("status"); writer.value(sync.last == nil ? "pending" : sync.consecutiveFailures > 0 ? "failing" : "ok")
+            writer.key("status");
+            writer.value(sync.last == nil ? "pending" : sync.consecutiveFailures > 0 ? "failing" : "ok")
             writer.key("running"); writer.value(sync.running)
             writer.key("consecutiveFailures"); writer.value(sync.consecutiveFailures)
             writer.key("lastSuccessAt"); writer.value(sync.lastSuccess.map { $0.finishedAt.formatted(.iso8601) })

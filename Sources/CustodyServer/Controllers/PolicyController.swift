@@ -30,7 +30,10 @@ struct PolicyController {
         switch snapshots[0].resolveAccount(account) {
         case .tenant: break
         case .unknown:
-            throw ServiceError(.notFound, .unknownAccount, "\(account) is not in the tenant of the policy in force; unknown accounts are unmanaged (no policy applies)")
+            throw ServiceError(
+                .notFound, .unknownAccount,
+                "\(account) is not in the tenant of the policy in force; unknown accounts are unmanaged (no policy applies)"
+            )
         case .contradictory(let why):
             throw ServiceError(.unprocessableContent, .ambiguousAccount, "\(account) is ambiguous: \(why)")
         }
@@ -63,7 +66,9 @@ struct PolicyController {
         _ = try QueryParameters(request.uri, accepting: [])
         // Answered from memory: a replica that cannot reach the state still says what it
         // decides with (its answers are marked stale).
-        guard let (inForce, snapshot, version) = engine.manager.inForce else { throw ServiceError(CustodyError(.noPolicy, "no policy")) }
+        guard let (inForce, snapshot, version) = engine.manager.inForce else {
+            throw ServiceError(CustodyError(.noPolicy, "no policy"))
+        }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("revision"); writer.value(inForce.revision)
@@ -106,10 +111,13 @@ struct PolicyController {
         }
         let root = document.root
         guard root.kind == .object, let files = root["files"], files.kind == .object else {
-            throw ServiceError(.badRequest, .invalidBundleRequest, #"the body must be {"files": {"tenant.json": "…", "<name>.json": "…"}}"#)
+            throw ServiceError(
+                .badRequest, .invalidBundleRequest,
+                #"the body must be {"files": {"tenant.json": "…", "<name>.json": "…"}}"#)
         }
         for member in root.members where member.key != "files" && member.key != "allowEmpty" {
-            throw ServiceError(.badRequest, .invalidBundleRequest, "unknown member '\(member.key)' (it takes: files, allowEmpty)")
+            throw ServiceError(
+                .badRequest, .invalidBundleRequest, "unknown member '\(member.key)' (it takes: files, allowEmpty)")
         }
         var allowEmpty = false
         if let flag = root["allowEmpty"] {
@@ -121,7 +129,9 @@ struct PolicyController {
         var entries: [BundleFiles.Entry] = []
         for member in files.members {
             guard let text = member.value.string else {
-                throw ServiceError(.badRequest, .invalidBundleRequest, "the file '\(member.key)' must be given as a JSON string of its text")
+                throw ServiceError(
+                    .badRequest, .invalidBundleRequest,
+                    "the file '\(member.key)' must be given as a JSON string of its text")
             }
             entries.append(BundleFiles.Entry(name: member.key, bytes: Array(text.utf8)))
         }
@@ -132,7 +142,9 @@ struct PolicyController {
             throw ServiceError(.badRequest, .invalidBundleRequest, error.diagnostics.first?.message ?? "\(error)")
         }
         let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
-        let result = try await StateExecutor.run { try await engine.apply(files: bundleFiles, source: source, allowingEmpty: allowEmpty) }
+        let result = try await StateExecutor.run {
+            try await engine.apply(files: bundleFiles, source: source, allowingEmpty: allowEmpty)
+        }
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("revision"); writer.value(result.bundle.revision)
@@ -150,7 +162,9 @@ struct PolicyController {
     /// The account a path names, percent-decoded (what `encodeURIComponent` sends), then
     /// checked as every identifier is.
     static func account(_ context: CustodyRequestContext) throws -> AccountID {
-        guard let raw = context.parameters.get("account") else { throw ServiceError.badParameter("account", "the path names no account") }
+        guard let raw = context.parameters.get("account") else {
+            throw ServiceError.badParameter("account", "the path names no account")
+        }
         guard let decoded = raw.removingPercentEncoding else {
             throw ServiceError.badParameter("account", "the path segment is not valid percent-encoded UTF-8")
         }

@@ -25,22 +25,30 @@ struct ProtectionController {
     /// `encrypt=true` forces it; `unmanaged=true` tags data of an account the policy does not
     /// manage.
     @Sendable func protect(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        let parameters = try QueryParameters(request.uri, accepting: ["owner", "encrypt", "unmanaged"] + QueryParameters.context)
+        let parameters = try QueryParameters(
+            request.uri, accepting: ["owner", "encrypt", "unmanaged"] + QueryParameters.context)
         let owner = try ServiceError.account(parameters["owner"], parameter: "owner", naming: "the data's owner")
         let encrypt = try parameters.flag("encrypt") ?? false
         let unmanaged = try parameters.flag("unmanaged") ?? false
         let evaluation = try parameters.evaluationContext(over: engine.context)
-        guard !(encrypt && unmanaged) else { throw ServiceError.badParameter("unmanaged", "encrypt and unmanaged exclude each other") }
+        guard !(encrypt && unmanaged) else {
+            throw ServiceError.badParameter("unmanaged", "encrypt and unmanaged exclude each other")
+        }
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         let data = Array(buffer: body)
-        guard !data.isEmpty else { throw ServiceError(.badRequest, .emptyData, "there is no data to protect: the body is empty") }
+        guard !data.isEmpty else {
+            throw ServiceError(.badRequest, .emptyData, "there is no data to protect: the body is empty")
+        }
         let (envelope, plan) = try await StateExecutor.run {
-            try engine.protect(data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy, context: evaluation)
+            try engine.protect(
+                data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy,
+                context: evaluation)
         }
         return Response(
             status: .ok,
             headers: [
-                .contentType: "application/octet-stream", .custodyOwner: plan.owner.rawValue, .custodyEncrypted: plan.encrypted ? "true" : "false",
+                .contentType: "application/octet-stream", .custodyOwner: plan.owner.rawValue,
+                .custodyEncrypted: plan.encrypted ? "true" : "false",
             ],
             body: .init(byteBuffer: ByteBuffer(bytes: envelope)))
     }

@@ -52,31 +52,41 @@ struct QueryParameters {
         var platform: Platform?
         if let text = values["platform"] {
             guard let value = Platform(rawValue: text) else {
-                throw ServiceError.badParameter("platform", "must be one of: \(Platform.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ServiceError.badParameter(
+                    "platform", "must be one of: \(Platform.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             platform = value
         }
         var level: AppManagementLevel?
         if let text = values["managementLevel"] {
             guard let value = AppManagementLevel(rawValue: text) else {
-                throw ServiceError.badParameter("managementLevel", "must be one of: \(AppManagementLevel.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ServiceError.badParameter(
+                    "managementLevel",
+                    "must be one of: \(AppManagementLevel.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             level = value
         }
         let app = values["app"]
-        if let app, app.isEmpty || app.utf8.count > 256 || app.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+        if let app,
+            app.isEmpty || app.utf8.count > 256
+                || app.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        {
             throw ServiceError.badParameter("app", "must be an app id of 1 to 256 bytes without control characters")
         }
         guard platform != nil || level != nil || app != nil else { return nil }
         return EvaluationContext(
-            platform: platform ?? base.platform, appID: app ?? base.appID, managementLevel: level ?? base.managementLevel)
+            platform: platform ?? base.platform, appID: app ?? base.appID,
+            managementLevel: level ?? base.managementLevel)
     }
 
     /// The context and answer options of a decision request.
-    static func decision(_ uri: URI, engine: CustodyEngine) throws(ServiceError) -> (EvaluationContext?, DecisionStream.Options) {
+    static func decision(_ uri: URI, engine: CustodyEngine) throws(ServiceError) -> (
+        EvaluationContext?, DecisionStream.Options
+    ) {
         let parameters = try QueryParameters(uri, accepting: context + ["reasons", "strictAccounts", "explain"])
         let options = DecisionStream.Options(
-            strictAccounts: try parameters.flag("strictAccounts") ?? false, reasons: try parameters.flag("reasons") ?? true,
+            strictAccounts: try parameters.flag("strictAccounts") ?? false,
+            reasons: try parameters.flag("reasons") ?? true,
             explain: try parameters.flag("explain") ?? false, currentTime: now)
         return (try parameters.evaluationContext(over: engine.context), options)
     }
@@ -92,7 +102,8 @@ extension Request {
     /// `unexpected-body`, never a body silently ignored. An empty body is no body.
     func requireNoBody() async throws {
         for try await chunk in body where chunk.readableBytes > 0 {
-            throw ServiceError(.badRequest, .unexpectedBody, "this endpoint takes no body; send none (what it needs is in the path)")
+            throw ServiceError(
+                .badRequest, .unexpectedBody, "this endpoint takes no body; send none (what it needs is in the path)")
         }
     }
 }

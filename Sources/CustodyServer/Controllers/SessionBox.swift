@@ -32,7 +32,9 @@ final class SessionBox: @unchecked Sendable {
     /// Answers every line of the body, writing answers as they are committed. A body whose
     /// framing breaks after the answer started gets one last error line saying so (the status
     /// is sent already), then the answer ends.
-    func answer(limits: CustodyServerConfiguration.Limits, metrics: ServerMetrics, writer: inout any ResponseBodyWriter) async throws {
+    func answer(limits: CustodyServerConfiguration.Limits, metrics: ServerMetrics, writer: inout any ResponseBodyWriter)
+        async throws
+    {
         var splitter = LineSplitter(maximumLine: limits.lineBytes)
         var output: [UInt8] = []
         output.reserveCapacity(1 << 16)
@@ -45,12 +47,15 @@ final class SessionBox: @unchecked Sendable {
             queries += 1
             guard queries <= limits.batchQueries else {
                 session.refuseLine(
-                    "the batch holds more than \(limits.batchQueries) queries; this line and those after it are not answered", into: &output)
+                    "the batch holds more than \(limits.batchQueries) queries; this line and those after it are not answered",
+                    into: &output)
                 return false
             }
             switch line {
             case .complete(let bytes): session.answer(line: bytes, into: &output)
-            case .tooLong(let length): session.refuseLine("the line is longer than \(limits.lineBytes) bytes (at least \(length)); not read", into: &output)
+            case .tooLong(let length):
+                session.refuseLine(
+                    "the line is longer than \(limits.lineBytes) bytes (at least \(length)); not read", into: &output)
             }
             return true
         }
@@ -87,7 +92,9 @@ final class SessionBox: @unchecked Sendable {
             }
             received += buffer.readableBytes
             guard received <= limits.bodyBytes else {
-                session.refuseLine("the batch is larger than \(limits.bodyBytes) bytes; this line and those after it are not answered", into: &output)
+                session.refuseLine(
+                    "the batch is larger than \(limits.bodyBytes) bytes; this line and those after it are not answered",
+                    into: &output)
                 stopped = true
                 break
             }

@@ -20,7 +20,9 @@ struct RequestMiddleware: RouterMiddleware {
     /// The methods the service knows; anything else is 501.
     static let knownMethods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let start = ContinuousClock.now
         var response: Response
         var aborted = false
@@ -34,7 +36,9 @@ struct RequestMiddleware: RouterMiddleware {
                 // (a client that only half-closed still reads) with the connection closed.
                 aborted = true
                 metrics.clientAborts.increment()
-                context.logger.debug("client went away before its request was read", metadata: ["path": "\(context.endpointPath ?? "unmatched")"])
+                context.logger.debug(
+                    "client went away before its request was read",
+                    metadata: ["path": "\(context.endpointPath ?? "unmatched")"])
             }
             response = try failure.serviceError.response(from: request, context: context)
         } catch let error as ServiceError {
@@ -47,7 +51,8 @@ struct RequestMiddleware: RouterMiddleware {
             throw CancellationError()
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: type(of: error)))"])
-            response = try ServiceError(.internalServerError, .`internal`, "the service failed to answer this request").response(from: request, context: context)
+            response = try ServiceError(.internalServerError, .`internal`, "the service failed to answer this request")
+                .response(from: request, context: context)
         }
         response.headers[.custodyRequestID] = context.id
         // A replica that lost the shared state says so on every answer (made from the policy
@@ -60,9 +65,12 @@ struct RequestMiddleware: RouterMiddleware {
         }
         let route = context.endpointPath ?? "unmatched"
         if aborted { return response }
-        metrics.request(method: request.method.rawValue, route: route, status: Int(response.status.code), duration: start.duration(to: .now))
+        metrics.request(
+            method: request.method.rawValue, route: route, status: Int(response.status.code),
+            duration: start.duration(to: .now))
         context.logger.info(
-            "request", metadata: ["method": "\(request.method)", "path": "\(route)", "status": "\(response.status.code)"])
+            "request",
+            metadata: ["method": "\(request.method)", "path": "\(route)", "status": "\(response.status.code)"])
         return response
     }
 
@@ -71,10 +79,13 @@ struct RequestMiddleware: RouterMiddleware {
     /// a length would otherwise be read as the next request).
     static func checkFraming(_ request: Request) throws(ServiceError) {
         guard knownMethods.contains(request.method) else {
-            throw ServiceError(.notImplemented, .notImplemented, "this service does not know the method \(request.method.rawValue.escapingControlCharacters)")
+            throw ServiceError(
+                .notImplemented, .notImplemented,
+                "this service does not know the method \(request.method.rawValue.escapingControlCharacters)")
         }
         for coding in request.headers[values: .contentEncoding] {
-            for value in coding.split(separator: ",") where value.trimmingCharacters(in: .whitespaces).lowercased() != "identity" {
+            for value in coding.split(separator: ",")
+            where value.trimmingCharacters(in: .whitespaces).lowercased() != "identity" {
                 throw ServiceError(
                     .unsupportedMediaType, .unsupportedContentEncoding,
                     "request bodies are read as sent: Content-Encoding \(String(value).escapingControlCharacters) is not accepted",
@@ -91,7 +102,8 @@ struct RequestMiddleware: RouterMiddleware {
         let said = (error as? HTTPError)?.body
         switch error.status {
         case .notFound: (code, message) = (.notFound, "no such endpoint; see GET /openapi.json")
-        case .methodNotAllowed: (code, message) = (.methodNotAllowed, "this endpoint does not take that method; see GET /openapi.json")
+        case .methodNotAllowed:
+            (code, message) = (.methodNotAllowed, "this endpoint does not take that method; see GET /openapi.json")
         case .contentTooLarge: (code, message) = (.tooLarge, "the request body is larger than this service accepts")
         case .requestTimeout: (code, message) = (.bodyTimeout, said ?? "the request body did not arrive in time")
         case .requestHeaderFieldsTooLarge: (code, message) = (.headersTooLarge, said ?? "the request head is too large")
@@ -101,7 +113,8 @@ struct RequestMiddleware: RouterMiddleware {
             // or the service failed (5xx). The closed set has a code for each kind.
             (code, message) =
                 error.status.code < 500
-                ? (.malformedRequest, said ?? "the request cannot be read") : (.internal, said ?? "the service failed to answer this request")
+                ? (.malformedRequest, said ?? "the request cannot be read")
+                : (.internal, said ?? "the service failed to answer this request")
         }
         return ServiceError(error.status, code, message, headers: (error as? HTTPError)?.headers ?? [:])
     }
@@ -134,7 +147,9 @@ struct RequireScope: RouterMiddleware {
     typealias Context = CustodyRequestContext
     let scope: TokenScope
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard let token = context.identity else { throw ServiceError.unauthorized }
         guard token.grants(scope) else { throw ServiceError.forbidden(scope) }
         return try await next(request, context)

@@ -13,7 +13,9 @@ func writeAndClose(_ error: ServiceError, context: ChannelHandlerContext) {
     fields[.connection] = "close"
     context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: error.status, headerFields: fields))), promise: nil)
     context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil)
-    context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { _ in closeLingering(context) }
+    context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { _ in
+        closeLingering(context)
+    }
 }
 
 /// Closes the connection's output now, and the whole connection a little later, so that a
@@ -85,9 +87,12 @@ final class HeadErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case let error as HTTPParserError where error == .headerOverflow:
             ServiceError(
                 .requestHeaderFieldsTooLarge, .headersTooLarge,
-                "the request line or header fields are larger than this service accepts (16 KiB in all, at most 100 fields)")
+                "the request line or header fields are larger than this service accepts (16 KiB in all, at most 100 fields)"
+            )
         case let error as HTTPParserError:
-            ServiceError(.badRequest, .malformedRequest, "the request is not valid HTTP/1.1: \(TransportFailure.describe(error))")
+            ServiceError(
+                .badRequest, .malformedRequest, "the request is not valid HTTP/1.1: \(TransportFailure.describe(error))"
+            )
         default:
             nil
         }
@@ -124,7 +129,9 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
             if expectation.lowercased() != "100-continue" {
                 refused = true
                 return writeAndClose(
-                    ServiceError(.expectationFailed, .expectationFailed, "this service meets only Expect: 100-continue"), context: context)
+                    ServiceError(
+                        .expectationFailed, .expectationFailed, "this service meets only Expect: 100-continue"),
+                    context: context)
             }
             if let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > limit + allowance {
                 refused = true

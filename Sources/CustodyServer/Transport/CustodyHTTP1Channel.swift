@@ -29,7 +29,8 @@ struct CustodyHTTP1Channel: ServerChildChannel {
 extension HTTPServerBuilder {
     /// HTTP/1.1 as `.http1(configuration:)`, with `CustodyHTTP1Channel`'s connection rules.
     static func custodyHTTP1(configuration: HTTP1Channel.Configuration) -> HTTPServerBuilder {
-        .init { responder in CustodyHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: configuration)) }
+        .init { responder in CustodyHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: configuration))
+        }
     }
 }
 
@@ -55,7 +56,8 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .head(var head) = unwrapOutboundIn(data), !(100..<200).contains(head.status.code), !awaiting.isEmpty else {
+        guard case .head(var head) = unwrapOutboundIn(data), !(100..<200).contains(head.status.code), !awaiting.isEmpty
+        else {
             return context.write(data, promise: promise)
         }
         let request = awaiting.removeFirst()

@@ -29,7 +29,8 @@ enum TransportFailure: Equatable {
             }
         case is RequestBodyTimeout: self = .timedOut
         case let error as IOError where [ECONNRESET, EPIPE, ETIMEDOUT].contains(error.errnoCode): self = .clientGone
-        case let error as ChannelError where [.ioOnClosedChannel, .eof, .inputClosed, .outputClosed, .alreadyClosed].contains(error):
+        case let error as ChannelError
+        where [.ioOnClosedChannel, .eof, .inputClosed, .outputClosed, .alreadyClosed].contains(error):
             self = .clientGone
         case let error as NIOSSLError where error == .uncleanShutdown: self = .clientGone
         default: return nil
@@ -44,11 +45,14 @@ enum TransportFailure: Equatable {
         case .malformed(let what):
             ServiceError(.badRequest, .malformedRequest, "the request is not valid HTTP/1.1: \(what)", headers: close)
         case .headersTooLarge:
-            ServiceError(.requestHeaderFieldsTooLarge, .headersTooLarge, "the request's header fields are larger than this service accepts", headers: close)
+            ServiceError(
+                .requestHeaderFieldsTooLarge, .headersTooLarge,
+                "the request's header fields are larger than this service accepts", headers: close)
         case .timedOut:
             ServiceError(.requestTimeout, .bodyTimeout, "the request body did not arrive in time", headers: close)
         case .clientGone:
-            ServiceError(.badRequest, .aborted, "the client closed the connection before its request was read", headers: close)
+            ServiceError(
+                .badRequest, .aborted, "the client closed the connection before its request was read", headers: close)
         }
     }
 

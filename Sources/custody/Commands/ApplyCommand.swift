@@ -30,7 +30,9 @@ struct ApplyCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The policy bundle directory (tenant.json plus Graph JSON exports).", valueName: "dir"))
     var bundle: String
 
     @Flag(help: "Apply a bundle with no tenant.json and no protection policy: every account becomes unmanaged.")
@@ -43,7 +45,8 @@ struct ApplyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let engine = try await openEngine(
-            state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context, precedence: contextOptions.precedence,
+            state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context,
+            precedence: contextOptions.precedence,
             restoring: false, history: historyOptions)
         let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
             try await engine.apply(bundleDirectory: bundle, allowingEmpty: allowEmpty)
@@ -51,11 +54,14 @@ struct ApplyCommand: AsyncParsableCommand {
         try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
         }
-        StandardOutput.write("\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")
+        StandardOutput.write(
+            "\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")
         if let platform = engine.context.platform {
             StandardError.write("decisions on this state are for \(platform) unless a command names another platform\n")
         } else if (try? engine.policy()) == nil {
-            StandardError.write("note: the bundle holds iOS and Android policies; decisions need --platform (give it here to record it for this state)\n")
+            StandardError.write(
+                "note: the bundle holds iOS and Android policies; decisions need --platform (give it here to record it for this state)\n"
+            )
         }
     }
 }

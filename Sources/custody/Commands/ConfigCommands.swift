@@ -42,21 +42,28 @@ struct ConfigCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("How to read the value (with --key).", valueName: "string|integer|double|bool"))
         var type: AppSpec.ValueType = .string
 
-        @Option(help: ArgumentHelp("Which value among several (with --key): any, min or max; any, and or or for bool.", valueName: "query"))
+        @Option(
+            help: ArgumentHelp(
+                "Which value among several (with --key): any, min or max; any, and or or for bool.", valueName: "query")
+        )
         var query: String = "any"
 
         func validate() throws {
             if key == nil, type != .string || query != "any" {
                 throw ValidationError("--type and --query need --key")
             }
-            let valid = type == .bool ? AppConfiguration.BoolQuery.allCases.map(\.rawValue) : AppConfiguration.ValueQuery.allCases.map(\.rawValue)
+            let valid =
+                type == .bool
+                ? AppConfiguration.BoolQuery.allCases.map(\.rawValue)
+                : AppConfiguration.ValueQuery.allCases.map(\.rawValue)
             guard valid.contains(query) else {
                 throw ValidationError("--query for a \(type.rawValue) must be one of: \(valid.joined(separator: ", "))")
             }
         }
 
         func run() async throws {
-            let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
+            let engine = try await openEngine(
+                state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
             let snapshot = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
             let configuration = snapshot.appConfiguration(for: try parseAccount(account, option: "--account"))
             guard let key else {
@@ -69,13 +76,17 @@ struct ConfigCommand: AsyncParsableCommand {
             StandardOutput.write(value + "\n")
         }
 
-        static func resolve(_ configuration: AppConfiguration, key: String, type: AppSpec.ValueType, query: String) -> String? {
+        static func resolve(_ configuration: AppConfiguration, key: String, type: AppSpec.ValueType, query: String)
+            -> String?
+        {
             let valueQuery = AppConfiguration.ValueQuery(rawValue: query) ?? .any
             switch type {
             case .string: return configuration.string(key, query: valueQuery)
             case .integer: return configuration.integer(key, query: valueQuery).map(String.init)
             case .double: return configuration.double(key, query: valueQuery).map { String($0) }
-            case .bool: return configuration.bool(key, query: AppConfiguration.BoolQuery(rawValue: query) ?? .any).map(String.init)
+            case .bool:
+                return configuration.bool(key, query: AppConfiguration.BoolQuery(rawValue: query) ?? .any).map(
+                    String.init)
             }
         }
 
@@ -103,10 +114,15 @@ struct ConfigCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The app's spec file (<app>.spec.json).", valueName: "file"))
         var spec: String
 
-        @Option(name: .long, help: ArgumentHelp("The policy bundle directory to check (default: the bundle in force).", valueName: "dir"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("The policy bundle directory to check (default: the bundle in force).", valueName: "dir")
+        )
         var bundle: String?
 
-        @Option(help: ArgumentHelp("Evaluate for this platform only; by default iOS and Android both.", valueName: "ios|android"))
+        @Option(
+            help: ArgumentHelp(
+                "Evaluate for this platform only; by default iOS and Android both.", valueName: "ios|android"))
         var platform: Platform?
 
         @OptionGroup var stateOptions: StateOptions
@@ -119,13 +135,15 @@ struct ConfigCommand: AsyncParsableCommand {
                 policyBundle = try loadPolicyBundle(bundle)
             } else {
                 let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readOnly)
-                policyBundle = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }.bundle
+                policyBundle = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
+                    .bundle
             }
             let diagnostics = spec.validate(policyBundle, platform: platform)
             StandardOutput.write(diagnostics.map { $0.description + "\n" }.joined())
             let errors = diagnostics.filter { $0.severity == .error }.count
             let warnings = diagnostics.count - errors
-            StandardOutput.write("\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")\n")
+            StandardOutput.write(
+                "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")\n")
             if errors > 0 { throw ExitCode.failure }
         }
     }
@@ -135,7 +153,8 @@ struct ConfigCommand: AsyncParsableCommand {
 struct SpecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "spec",
-        abstract: "Print an app's published configuration spec: its keys, types, valid values, decoder errors and secrets.",
+        abstract:
+            "Print an app's published configuration spec: its keys, types, valid values, decoder errors and secrets.",
         discussion: """
             Reads <app>.spec.json (from --directory, or the file --spec names) and prints it as \
             Markdown for administrators, or as JSON with --json. See docs/configuration.md for \
@@ -191,14 +210,17 @@ enum SpecRendering {
         } else {
             text += "| Key | Type | Required | Valid values | Default | Description |\n|---|---|---|---|---|---|\n"
             for setting in spec.settings {
-                text += "| `\(setting.key)` | \(setting.type.rawValue) | \(setting.required ? "yes" : "no") | \(validValues(setting)) | "
+                text +=
+                    "| `\(setting.key)` | \(setting.type.rawValue) | \(setting.required ? "yes" : "no") | \(validValues(setting)) | "
                 text += "\(setting.defaultValue.map { "`\($0)`" } ?? "") | \(escape(setting.description ?? "")) |\n"
             }
             text += "\n"
         }
-        text += "Values are entered as text in targetedManagedAppConfiguration customSettings. Booleans are `true` or `false` "
+        text +=
+            "Values are entered as text in targetedManagedAppConfiguration customSettings. Booleans are `true` or `false` "
         text += "(any letter case); when several policies reach an account, the app uses the first by policy id.\n\n"
-        text += "## Decoder errors\n\nWhen the configuration does not decode, the app receives none and reports one of:\n\n"
+        text +=
+            "## Decoder errors\n\nWhen the configuration does not decode, the app receives none and reports one of:\n\n"
         for code in AppSpec.decoderErrorCodes { text += "- `\(code.rawValue)`: \(meaning(code))\n" }
         text += "\n## Secrets\n\n"
         if spec.secrets.isEmpty {
@@ -206,7 +228,8 @@ enum SpecRendering {
         } else {
             text += "| Identifier | Kind | Scope | Description |\n|---|---|---|---|\n"
             for secret in spec.secrets {
-                text += "| `\(secret.identifier)` | \(secret.kind.rawValue) | \(secret.scope == .account ? "per account" : "app-wide") | \(escape(secret.description ?? "")) |\n"
+                text +=
+                    "| `\(secret.identifier)` | \(secret.kind.rawValue) | \(secret.scope == .account ? "per account" : "app-wide") | \(escape(secret.description ?? "")) |\n"
             }
         }
         return text
@@ -234,7 +257,8 @@ enum SpecRendering {
             }
             writer.key("minimum"); number(setting.minimum, &writer)
             writer.key("maximum"); number(setting.maximum, &writer)
-            writer.key("maxLength"); if let maxLength = setting.maxLength { writer.value(maxLength) } else { writer.null() }
+            writer.key("maxLength");
+            if let maxLength = setting.maxLength { writer.value(maxLength) } else { writer.null() }
             writer.key("default"); writer.value(setting.defaultValue)
             writer.key("description"); writer.value(setting.description)
             writer.endObject()
@@ -293,4 +317,3 @@ enum SpecRendering {
         }
     }
 }
-

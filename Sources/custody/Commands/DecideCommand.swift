@@ -60,23 +60,36 @@ struct DecideCommand: AsyncParsableCommand {
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    @Flag(help: "Answer queries naming an account the tenant does not know with an error, instead of treating it as unmanaged.")
+    @Flag(
+        help:
+            "Answer queries naming an account the tenant does not know with an error, instead of treating it as unmanaged."
+    )
     var strictAccounts = false
 
-    @Flag(help: "Add the rule behind each answer: its name, whether Microsoft documents it or Custody infers it, and the source.")
+    @Flag(
+        help:
+            "Add the rule behind each answer: its name, whether Microsoft documents it or Custody infers it, and the source."
+    )
     var explain = false
 
-    @Option(help: ArgumentHelp("json: one JSON object per line (the contract); text: one line per answer for people.", valueName: "json|text"))
+    @Option(
+        help: ArgumentHelp(
+            "json: one JSON object per line (the contract); text: one line per answer for people.",
+            valueName: "json|text"))
     var format: DecisionStream.Format = .json
 
-    @Option(help: ArgumentHelp("Answer on this many cores (default: all). Output order does not depend on it.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Answer on this many cores (default: all). Output order does not depend on it.", valueName: "n"))
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(help: .hidden)
     var blockBytes: Int = 1 << 20
 
-    @Option(help: ArgumentHelp(
-        "A longer line is answered with an error in its place, without being read into memory (default: 1 MiB).", valueName: "bytes"))
+    @Option(
+        help: ArgumentHelp(
+            "A longer line is answered with an error in its place, without being read into memory (default: 1 MiB).",
+            valueName: "bytes"))
     var maxLineBytes: Int = DecisionRunner.defaultMaximumLineBytes
 
     func validate() throws {
@@ -86,16 +99,19 @@ struct DecideCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
+        let engine = try await openEngine(
+            state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
         let options = DecisionStream.Options(strictAccounts: strictAccounts, format: format, explain: explain) {
             .seconds(Date().timeIntervalSince1970)
         }
         let runner = try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.decisionRunner(options: options, jobs: jobs, blockBytes: blockBytes, maximumLineBytes: maxLineBytes)
+            try engine.decisionRunner(
+                options: options, jobs: jobs, blockBytes: blockBytes, maximumLineBytes: maxLineBytes)
         }
         let summary = runner.run(descriptor: 0) { StandardOutput.write($0) }
         if let failure = summary.auditFailure {
-            StandardError.write("error: writing the audit log failed, so answering stopped after line \(summary.lines): \(failure)\n")
+            StandardError.write(
+                "error: writing the audit log failed, so answering stopped after line \(summary.lines): \(failure)\n")
             throw ExitCode.failure
         }
         guard !summary.readFailed else {

@@ -23,7 +23,8 @@ enum GraphCloudArgument: String, ExpressibleByArgument, CaseIterable {
 struct GraphSyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
-        abstract: "Read the tenant's app protection policies and the members of the groups they target, and write or apply the bundle.",
+        abstract:
+            "Read the tenant's app protection policies and the members of the groups they target, and write or apply the bundle.",
         discussion: """
             Reads /deviceAppManagement/iosManagedAppProtections, androidManagedAppProtections, \
             defaultManagedAppProtections and targetedManagedAppConfigurations (with their apps \
@@ -51,31 +52,50 @@ struct GraphSyncCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .customLong("tenant-id"), help: ArgumentHelp("The directory (tenant) ID or a verified domain.", valueName: "tenant"))
+    @Option(
+        name: .customLong("tenant-id"),
+        help: ArgumentHelp("The directory (tenant) ID or a verified domain.", valueName: "tenant"))
     var tenantID: String
 
-    @Option(name: .customLong("client-id"), help: ArgumentHelp("The app registration's application (client) ID.", valueName: "client"))
+    @Option(
+        name: .customLong("client-id"),
+        help: ArgumentHelp("The app registration's application (client) ID.", valueName: "client"))
     var clientID: String
 
-    @Option(name: .customLong("client-secret-file"), help: ArgumentHelp("A file holding the client secret, mode 600.", valueName: "file"))
+    @Option(
+        name: .customLong("client-secret-file"),
+        help: ArgumentHelp("A file holding the client secret, mode 600.", valueName: "file"))
     var clientSecretFile: String?
 
     @Option(help: ArgumentHelp("The app's certificate (PEM), with --private-key.", valueName: "cert.pem"))
     var certificate: String?
 
-    @Option(name: .customLong("private-key"), help: ArgumentHelp("The certificate's RSA private key (PEM).", valueName: "key.pem"))
+    @Option(
+        name: .customLong("private-key"),
+        help: ArgumentHelp("The certificate's RSA private key (PEM).", valueName: "key.pem"))
     var privateKey: String?
 
-    @Option(help: ArgumentHelp("The Microsoft cloud: global (default), usgov, usgovhigh, dod, china.", valueName: "cloud"))
+    @Option(
+        help: ArgumentHelp("The Microsoft cloud: global (default), usgov, usgovhigh, dod, china.", valueName: "cloud"))
     var cloud: GraphCloudArgument = .global
 
-    @Option(help: ArgumentHelp("The token service's root, overriding --cloud's (e.g. https://login.microsoftonline.com).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The token service's root, overriding --cloud's (e.g. https://login.microsoftonline.com).", valueName: "url"
+        ))
     var authority: String?
 
-    @Option(name: .customLong("graph-url"), help: ArgumentHelp("Graph's root with its version, overriding --cloud's (default https://graph.microsoft.com/beta).", valueName: "url"))
+    @Option(
+        name: .customLong("graph-url"),
+        help: ArgumentHelp(
+            "Graph's root with its version, overriding --cloud's (default https://graph.microsoft.com/beta).",
+            valueName: "url"))
     var graphURL: String?
 
-    @Option(name: .customLong("tenant-overlay"), help: ArgumentHelp("A JSON object added to tenant.json: allowedAccounts, managedApps, mdmManagedApps.", valueName: "file"))
+    @Option(
+        name: .customLong("tenant-overlay"),
+        help: ArgumentHelp(
+            "A JSON object added to tenant.json: allowedAccounts, managedApps, mdmManagedApps.", valueName: "file"))
     var tenantOverlay: String?
 
     @Option(help: ArgumentHelp("Write the bundle as this directory, atomically.", valueName: "dir"))
@@ -89,12 +109,20 @@ struct GraphSyncCommand: AsyncParsableCommand {
         guard (out == nil) != (stateOptions.stateArgument == nil) else {
             throw ValidationError("give one of --out DIR (write the bundle) or --state PATH (apply it)")
         }
-        let secretGiven = clientSecretFile != nil || ProcessInfo.processInfo.environment["CUSTODY_GRAPH_CLIENT_SECRET"].map { !$0.isEmpty } == true
+        let secretGiven =
+            clientSecretFile != nil
+            || ProcessInfo.processInfo.environment["CUSTODY_GRAPH_CLIENT_SECRET"].map { !$0.isEmpty } == true
         if certificate != nil || privateKey != nil {
-            guard certificate != nil, privateKey != nil else { throw ValidationError("--certificate and --private-key go together") }
-            guard clientSecretFile == nil else { throw ValidationError("give a client secret or a certificate, not both") }
+            guard certificate != nil, privateKey != nil else {
+                throw ValidationError("--certificate and --private-key go together")
+            }
+            guard clientSecretFile == nil else {
+                throw ValidationError("give a client secret or a certificate, not both")
+            }
         } else if !secretGiven {
-            throw ValidationError("give --client-secret-file FILE (or CUSTODY_GRAPH_CLIENT_SECRET), or --certificate CERT.pem with --private-key KEY.pem")
+            throw ValidationError(
+                "give --client-secret-file FILE (or CUSTODY_GRAPH_CLIENT_SECRET), or --certificate CERT.pem with --private-key KEY.pem"
+            )
         }
     }
 
@@ -102,12 +130,15 @@ struct GraphSyncCommand: AsyncParsableCommand {
         // The logging system is set up once: by opening the state when there is one.
         let engine: CustodyEngine? =
             out == nil
-            ? try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false, history: historyOptions) : nil
+            ? try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false,
+                history: historyOptions) : nil
         let logger = engine == nil ? loggingOptions.makeLogger() : Logger(label: "custody.graph")
         let credential: GraphCredential
         var overlay: [UInt8]?
         do {
-            credential = try GraphCredential.load(clientSecretFile: clientSecretFile, certificate: certificate, privateKey: privateKey)
+            credential = try GraphCredential.load(
+                clientSecretFile: clientSecretFile, certificate: certificate, privateKey: privateKey)
             if let tenantOverlay {
                 guard let data = FileManager.default.contents(atPath: tenantOverlay) else {
                     throw GraphError(.configuration, "cannot read the tenant overlay \(tenantOverlay)")
@@ -123,7 +154,8 @@ struct GraphSyncCommand: AsyncParsableCommand {
         let sync: GraphSync
         do {
             settings = try GraphSettings(
-                tenantID: tenantID, clientID: clientID, credential: credential, cloud: GraphCloud(rawValue: cloud.rawValue) ?? .global,
+                tenantID: tenantID, clientID: clientID, credential: credential,
+                cloud: GraphCloud(rawValue: cloud.rawValue) ?? .global,
                 authority: authority, graphURL: graphURL)
             sync = try GraphSync(settings: settings, overlay: overlay, logger: logger)
         } catch {
@@ -133,7 +165,9 @@ struct GraphSyncCommand: AsyncParsableCommand {
         // A progress line on a terminal: pages, policies, groups.
         var progress: (@Sendable (String) -> Void)?
         if isatty(2) == 1 {
-            progress = { @Sendable line in StandardError.write("\rgraph sync: " + line.padding(toLength: 60, withPad: " ", startingAt: 0)) }
+            progress = { @Sendable line in
+                StandardError.write("\rgraph sync: " + line.padding(toLength: 60, withPad: " ", startingAt: 0))
+            }
         }
         do {
             if let out {
@@ -145,7 +179,9 @@ struct GraphSyncCommand: AsyncParsableCommand {
                 let (report, applied) = try await sync.sync(into: engine, progress: progress)
                 if progress != nil { StandardError.write("\n") }
                 Self.describe(report)
-                StandardOutput.write("\(applied.unchanged ? "already in force" : "applied") \(sync.source): \(applied.bundle.revision)\n")
+                StandardOutput.write(
+                    "\(applied.unchanged ? "already in force" : "applied") \(sync.source): \(applied.bundle.revision)\n"
+                )
             }
         } catch let error as GraphError {
             await sync.shutdown()
@@ -170,7 +206,8 @@ struct GraphSyncCommand: AsyncParsableCommand {
     private static func describe(_ report: GraphSyncReport) {
         let seconds = report.duration.inSeconds
         StandardError.write(
-            "read \(report.policies) policies, \(report.groups) groups assigned (\(report.groupsRead) member listings read\(report.incremental ? ", by delta" : "")), \(report.accounts) accounts in \(report.statistics.requests) requests (\(report.statistics.pages) pages, \(report.statistics.throttled) throttled) in \(String(format: "%.1f", seconds)) s\n")
+            "read \(report.policies) policies, \(report.groups) groups assigned (\(report.groupsRead) member listings read\(report.incremental ? ", by delta" : "")), \(report.accounts) accounts in \(report.statistics.requests) requests (\(report.statistics.pages) pages, \(report.statistics.throttled) throttled) in \(String(format: "%.1f", seconds)) s\n"
+        )
         for warning in report.warnings { StandardError.write("warning: \(warning)\n") }
     }
 }

@@ -36,8 +36,11 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let account = try parseAccount(account, option: "--account")
             let engine = try await openEngine(
-                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
-            let (resolved, version) = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.rotateKey(account: account) }
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
+                access: .readWrite)
+            let (resolved, version) = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.rotateKey(account: account)
+            }
             StandardOutput.write("\(resolved.owner): key version \(version)\n")
         }
     }
@@ -46,7 +49,8 @@ struct KeysCommand: AsyncParsableCommand {
     struct Rewrap: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-seal protected files under their owners' newest key versions.",
-            discussion: "Files already on the newest version, files not encrypted and files not protected are left alone."
+            discussion:
+                "Files already on the newest version, files not encrypted and files not protected are left alone."
         )
 
         @OptionGroup var stateOptions: StateOptions
@@ -57,7 +61,8 @@ struct KeysCommand: AsyncParsableCommand {
         var paths: [String]
 
         func run() async throws {
-            let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .existing)
+            let engine = try await openEngine(
+                state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .existing)
             var failed = false
             for path in paths {
                 do {
@@ -80,7 +85,8 @@ struct KeysCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the accounts that have keys, and their key versions.",
-            discussion: "One line per key identifier; the account's UPN follows when the policy in force knows it. Needs no master key."
+            discussion:
+                "One line per key identifier; the account's UPN follows when the policy in force knows it. Needs no master key."
         )
 
         @OptionGroup var stateOptions: StateOptions
@@ -90,7 +96,8 @@ struct KeysCommand: AsyncParsableCommand {
             let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .reading)
             for owner in try reporting(state: stateOptions, { () throws(CustodyError) in try engine.keyOwners() }) {
                 let name = owner.account.flatMap(\.upn).map { " (\($0))" } ?? ""
-                StandardOutput.write("\(owner.owner)\(name): versions \(owner.versions.map(String.init).joined(separator: ", "))\n")
+                StandardOutput.write(
+                    "\(owner.owner)\(name): versions \(owner.versions.map(String.init).joined(separator: ", "))\n")
             }
         }
     }
@@ -127,18 +134,22 @@ struct WipeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let account = try parseAccount(account, option: "--account")
-        let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .existing)
+        let engine = try await openEngine(
+            state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .existing)
         let report = try await reporting(state: stateOptions) { () async throws(CustodyError) in
             try await engine.wipe(account: account, reason: "custody wipe")
         }
         let searched = report.resolved.identifiers.map(\.rawValue).joined(separator: ", ")
         let versions = report.keyVersions == 1 ? "1 key version" : "\(report.keyVersions) key versions"
-        let under = report.keyVersionsByIdentifier.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key): \($0.value)" }
+        let under = report.keyVersionsByIdentifier.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+            "\($0.key): \($0.value)"
+        }
         let secrets = report.secrets == 1 ? "1 secret" : "\(report.secrets) secrets"
         if report.keyVersions == 0 {
             StandardOutput.write("\(report.owner): no keys to wipe under \(searched); \(secrets) removed\n")
         } else {
-            StandardOutput.write("\(report.owner): wiped \(versions) (\(under.joined(separator: ", "))) and \(secrets)\n")
+            StandardOutput.write(
+                "\(report.owner): wiped \(versions) (\(under.joined(separator: ", "))) and \(secrets)\n")
         }
     }
 }

@@ -99,8 +99,11 @@ struct MatrixCommand: AsyncParsableCommand {
 
         func run() async throws {
             let account = try parseAccount(account, option: "--account")
-            let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policyPerPlatform() }
+            let engine = try await openEngine(
+                state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
+            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.policyPerPlatform()
+            }
             for (index, snapshot) in snapshots.enumerated() {
                 let table = DecisionTable(snapshot: snapshot, account: account)
                 if json {
@@ -125,7 +128,11 @@ struct MatrixCommand: AsyncParsableCommand {
                 """
         )
 
-        @Option(name: .customLong("bundle"), help: ArgumentHelp("The old bundle, then the new one; or only the new one, against the bundle in force.", valueName: "dir"))
+        @Option(
+            name: .customLong("bundle"),
+            help: ArgumentHelp(
+                "The old bundle, then the new one; or only the new one, against the bundle in force.", valueName: "dir")
+        )
         var bundles: [String]
 
         @OptionGroup var contextOptions: ContextOptions
@@ -143,7 +150,9 @@ struct MatrixCommand: AsyncParsableCommand {
 
         func validate() throws {
             if !(1...2).contains(bundles.count) {
-                throw ValidationError("give --bundle twice (the old bundle, then the new one), or once (the new one, against the bundle in force)")
+                throw ValidationError(
+                    "give --bundle twice (the old bundle, then the new one), or once (the new one, against the bundle in force)"
+                )
             }
         }
 
@@ -154,7 +163,9 @@ struct MatrixCommand: AsyncParsableCommand {
             if bundles.count == 2 {
                 old = PolicySnapshot(bundle: try loadPolicyBundle(bundles[0]), context: context, logger: logger)
             } else {
-                let configuration = CustodyConfiguration(state: stateOptions.opened(CustodyConfiguration.State.existingPath), context: context, logger: logger)
+                let configuration = CustodyConfiguration(
+                    state: stateOptions.opened(CustodyConfiguration.State.existingPath), context: context,
+                    logger: logger)
                 let engine: CustodyEngine
                 do {
                     engine = try await CustodyEngine.open(configuration)
@@ -163,10 +174,12 @@ struct MatrixCommand: AsyncParsableCommand {
                 }
                 old = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
             }
-            let new = PolicySnapshot(bundle: try loadPolicyBundle(bundles[bundles.count - 1]), context: context, logger: logger)
+            let new = PolicySnapshot(
+                bundle: try loadPolicyBundle(bundles[bundles.count - 1]), context: context, logger: logger)
             let accounts = try account.isEmpty ? nil : account.map { try parseAccount($0, option: "--account") }
             let diff = DecisionDiff(old: old, new: new, accounts: accounts)
-            StandardOutput.write(json ? DecisionTableRendering.json(diff) : Array(DecisionTableRendering.text(diff).utf8))
+            StandardOutput.write(
+                json ? DecisionTableRendering.json(diff) : Array(DecisionTableRendering.text(diff).utf8))
             if failOnChange, !diff.changes.isEmpty { throw ExitCode.failure }
         }
     }

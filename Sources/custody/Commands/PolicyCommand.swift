@@ -97,12 +97,17 @@ struct PolicyCommand: AsyncParsableCommand {
 
         func run() async throws {
             let account = try parseAccount(account, option: "--account")
-            let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policyPerPlatform() }
+            let engine = try await openEngine(
+                state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
+            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.policyPerPlatform()
+            }
             switch snapshots[0].resolveAccount(account) {
             case .tenant: break
             case .unknown:
-                StandardError.write("error: account '\(account)' is not in the tenant of \(engine.bundleInForce?.source ?? "the policy"); unknown accounts are unmanaged (no policy applies)\n")
+                StandardError.write(
+                    "error: account '\(account)' is not in the tenant of \(engine.bundleInForce?.source ?? "the policy"); unknown accounts are unmanaged (no policy applies)\n"
+                )
                 throw ExitCode.failure
             case .contradictory(let why):
                 StandardError.write("error: account '\(account)' is ambiguous: \(why)\n")

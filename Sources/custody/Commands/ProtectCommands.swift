@@ -5,7 +5,7 @@ import CustodyProtection
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `custody protect`: seal a file or stream for an account.
@@ -49,7 +49,10 @@ struct ProtectCommand: AsyncParsableCommand {
     @Flag(help: "Tag the data with an owner the policy does not manage, without encrypting it.")
     var unmanaged = false
 
-    @Flag(help: "Leave a file that is already protected for the owner as it is, and say so (Intune's verifyAndProtect); protects in place. Directories are always protected this way.")
+    @Flag(
+        help:
+            "Leave a file that is already protected for the owner as it is, and say so (Intune's verifyAndProtect); protects in place. Directories are always protected this way."
+    )
     var verify = false
 
     @OptionGroup var policyOptions: PolicyOptions
@@ -78,7 +81,8 @@ struct ProtectCommand: AsyncParsableCommand {
                 throw ValidationError("a directory is protected in place: give no OUT")
             }
             let engine = try await openEngine(
-                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
+                access: .readWrite)
             let bar = TreeProgressBar(label: "protect")
             let (plan, report) = try reporting(state: stateOptions) { () throws(CustodyError) in
                 try engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
@@ -90,14 +94,16 @@ struct ProtectCommand: AsyncParsableCommand {
         }
         if verify {
             let engine = try await openEngine(
-                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
+                access: .readWrite)
             let bar = ProgressBar(label: "protect", total: fileSize(input))
             let (plan, skipped) = try reporting(state: stateOptions) { () throws(CustodyError) in
                 try engine.verifyAndProtect(file: input, owner: account, mode: mode, progress: bar.update)
             }
             bar.finish()
             if let skipped {
-                StandardError.write("skipped: \(input.escapingControlCharacters): \(skipped.escapingControlCharacters)\n")
+                StandardError.write(
+                    "skipped: \(input.escapingControlCharacters): \(skipped.escapingControlCharacters)\n")
             } else if !plan.encrypted {
                 StandardError.write("note: \(input) is tagged for \(plan.owner) but not encrypted: \(plan.reason)\n")
             }
@@ -105,11 +111,13 @@ struct ProtectCommand: AsyncParsableCommand {
         }
         let destination = output ?? (input == "-" ? "-" : input)
         if destination == "-", isatty(1) == 1 {
-            StandardError.write("error: refusing to write an envelope to a terminal; redirect standard output or give OUT\n")
+            StandardError.write(
+                "error: refusing to write an envelope to a terminal; redirect standard output or give OUT\n")
             throw ExitCode.failure
         }
         let engine = try await openEngine(
-            state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+            state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
+            access: .readWrite)
         let bar = ProgressBar(label: "protect", total: input == "-" ? nil : fileSize(input))
         let plan = try reporting(state: stateOptions) { () throws(CustodyError) in
             do throws(CustodyError) {
@@ -117,13 +125,16 @@ struct ProtectCommand: AsyncParsableCommand {
                     from: input == "-" ? .stream(0, name: "standard input") : .file(input),
                     to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
                     owner: account, mode: mode, progress: bar.update)
-            } catch where error.code == .account && mode == .policy {
-                throw CustodyError(error.code, error.message + " (--unmanaged or --force-encrypt)", underlying: error.underlying)
+            } catch  where error.code == .account && mode == .policy {
+                throw CustodyError(
+                    error.code, error.message + " (--unmanaged or --force-encrypt)", underlying: error.underlying)
             }
         }
         bar.finish()
         if !plan.encrypted {
-            StandardError.write("note: \(destination == "-" ? "the envelope" : destination) is tagged for \(plan.owner) but not encrypted: \(plan.reason)\n")
+            StandardError.write(
+                "note: \(destination == "-" ? "the envelope" : destination) is tagged for \(plan.owner) but not encrypted: \(plan.reason)\n"
+            )
         }
     }
 }
@@ -159,7 +170,10 @@ struct UnprotectCommand: AsyncParsableCommand {
     @OptionGroup var masterKeyOptions: MasterKeyOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
-    @Flag(help: "Copy data that is not an envelope to OUT unchanged instead of refusing it (Intune's behaviour for data never protected).")
+    @Flag(
+        help:
+            "Copy data that is not an envelope to OUT unchanged instead of refusing it (Intune's behaviour for data never protected)."
+    )
     var passThrough = false
 
     @Argument(help: ArgumentHelp("The protected file or directory, or - for standard input.", valueName: "in"))
@@ -170,9 +184,12 @@ struct UnprotectCommand: AsyncParsableCommand {
 
     func run() async throws {
         let destination = output ?? (input == "-" ? "-" : input)
-        let engine = try await openEngine(state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .reading)
+        let engine = try await openEngine(
+            state: stateOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .reading)
         if input != "-", isDirectory(input) {
-            guard destination == input else { throw ValidationError("a directory is unprotected in place: give no OUT") }
+            guard destination == input else {
+                throw ValidationError("a directory is unprotected in place: give no OUT")
+            }
             let bar = TreeProgressBar(label: "unprotect")
             let report = try reporting(state: stateOptions) { () throws(CustodyError) in
                 try engine.unprotect(directory: input, progress: bar.update)
@@ -220,9 +237,13 @@ struct InfoCommand: ParsableCommand {
         var failed = false
         for path in paths {
             do {
-                let info = try DataProtector.protectionInfo(from: path == "-" ? .stream(0, name: "standard input") : .file(path))
+                let info = try DataProtector.protectionInfo(
+                    from: path == "-" ? .stream(0, name: "standard input") : .file(path))
                 let name = path == "-" ? "standard input" : path
-                StandardOutput.write(json ? Self.json(path: name, info: info) : Self.text(path: name, info: info).escapingControlCharacters + "\n")
+                StandardOutput.write(
+                    json
+                        ? Self.json(path: name, info: info)
+                        : Self.text(path: name, info: info).escapingControlCharacters + "\n")
             } catch {
                 failed = true
                 StandardError.write("error: \(error)\n")
@@ -237,7 +258,8 @@ struct InfoCommand: ParsableCommand {
         guard info.isEncrypted, let version = info.keyVersion else {
             return "\(path): owned by \(info.owner), not encrypted (tag only), \(chunk) chunks"
         }
-        return "\(path): owned by \(info.owner), encrypted with \(info.algorithm), key version \(version), \(chunk) chunks"
+        return
+            "\(path): owned by \(info.owner), encrypted with \(info.algorithm), key version \(version), \(chunk) chunks"
     }
 
     static func json(path: String, info: ProtectionInfo?) -> String {
@@ -274,14 +296,20 @@ private func isDirectory(_ path: String) -> Bool {
 
 /// Prints what a tree operation did on standard error; exits 1 when any file failed.
 private func render(_ report: DirectoryReport, done: String) throws {
-    let size = report.bytes >= 1 << 20 ? "\(report.bytes >> 20) MiB" : report.bytes >= 1 << 10 ? "\(report.bytes >> 10) KiB" : "\(report.bytes) bytes"
+    let size =
+        report.bytes >= 1 << 20
+        ? "\(report.bytes >> 20) MiB" : report.bytes >= 1 << 10 ? "\(report.bytes >> 10) KiB" : "\(report.bytes) bytes"
     var text = "\(report.written.count) file\(report.written.count == 1 ? "" : "s") (\(size)) \(done)"
     text += report.skipped.isEmpty ? "\n" : "; \(report.skipped.count) skipped:\n"
-    for skipped in report.skipped { text += "  \(skipped.path.escapingControlCharacters): \(skipped.reason.escapingControlCharacters)\n" }
+    for skipped in report.skipped {
+        text += "  \(skipped.path.escapingControlCharacters): \(skipped.reason.escapingControlCharacters)\n"
+    }
     for failure in report.failed { text += "error: \(failure.message.escapingControlCharacters)\n" }
     StandardError.write(text)
     if !report.failed.isEmpty {
-        StandardError.write("error: \(report.failed.count) file\(report.failed.count == 1 ? "" : "s") could not be done and \(report.failed.count == 1 ? "was" : "were") left as \(report.failed.count == 1 ? "it was" : "they were")\n")
+        StandardError.write(
+            "error: \(report.failed.count) file\(report.failed.count == 1 ? "" : "s") could not be done and \(report.failed.count == 1 ? "was" : "were") left as \(report.failed.count == 1 ? "it was" : "they were")\n"
+        )
         throw ExitCode.failure
     }
 }

@@ -7,7 +7,8 @@ import Foundation
 struct ReceiveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
-        abstract: "Decide whether shared files may be received into an account, reading each file's owner from its envelope.",
+        abstract:
+            "Decide whether shared files may be received into an account, reading each file's owner from its envelope.",
         discussion: """
             For each FILE, reads its envelope header (not the data) and decides the receive \
             query {"action":"receive","receiver":R,"dataOwner":<the owner it names>}, as Intune's \
@@ -39,21 +40,24 @@ struct ReceiveCommand: AsyncParsableCommand {
     func run() async throws {
         let receiver = try parseAccount(receiver, option: "--receiver")
         let engine = try await openEngine(
-            state: stateOptions, policy: policyOptions, masterKeyIfPresent: masterKeyOptions, logging: loggingOptions, access: .readOnly)
+            state: stateOptions, policy: policyOptions, masterKeyIfPresent: masterKeyOptions, logging: loggingOptions,
+            access: .readOnly)
         var failed = false
         for file in files {
             do throws(CustodyError) {
                 let result = try engine.receive(receiver: receiver, file: file)
                 if !result.decision.isAllowed { failed = true }
                 var writer = JSONWriter()
-                DecisionEncoding.write(.single(result.decision), to: &writer, trailer: { writer in
-                    writer.key("file")
-                    writer.value(file)
-                    writer.key("dataOwner")
-                    writer.value(result.dataOwner?.description)
-                    writer.key("ownerVerified")
-                    writer.value(result.ownerVerified)
-                })
+                DecisionEncoding.write(
+                    .single(result.decision), to: &writer,
+                    trailer: { writer in
+                        writer.key("file")
+                        writer.value(file)
+                        writer.key("dataOwner")
+                        writer.value(result.dataOwner?.description)
+                        writer.key("ownerVerified")
+                        writer.value(result.ownerVerified)
+                    })
                 writer.newline()
                 StandardOutput.write(writer.bytes)
             } catch {

@@ -5,9 +5,9 @@ import CustodyProtection
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// `custody secrets`: passwords, certificates and identities for the app, sealed in the state.
@@ -26,7 +26,10 @@ struct SecretsCommand: AsyncParsableCommand {
     )
 
     struct Options: ParsableArguments {
-        @Option(help: ArgumentHelp("The account the secret belongs to (a UPN, or an OID in GUID form); app-wide without it.", valueName: "account"))
+        @Option(
+            help: ArgumentHelp(
+                "The account the secret belongs to (a UPN, or an OID in GUID form); app-wide without it.",
+                valueName: "account"))
         var account: String?
 
         @OptionGroup var policyOptions: PolicyOptions
@@ -39,9 +42,13 @@ struct SecretsCommand: AsyncParsableCommand {
         func provider() async throws -> (SecretsProvider, AccountID?) {
             let account = try account.map { try parseAccount($0, option: "--account") }
             let engine = try await openEngine(
-                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions, access: .readWrite)
+                state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
+                access: .readWrite)
             return try reporting(state: stateOptions) { () throws(CustodyError) in
-                (try engine.secrets(), try account.map { account throws(CustodyError) in try engine.resolve(account).id })
+                (
+                    try engine.secrets(),
+                    try account.map { account throws(CustodyError) in try engine.resolve(account).id }
+                )
             }
         }
     }
@@ -67,7 +74,9 @@ struct SecretsCommand: AsyncParsableCommand {
                 StandardError.write("error: the password is not UTF-8 text\n")
                 throw ExitCode.failure
             }
-            try reporting(SecretError.self) { try provider.storePassword(password, identifier: identifier, for: account) }
+            try reporting(SecretError.self) {
+                try provider.storePassword(password, identifier: identifier, for: account)
+            }
             StandardOutput.write("stored password \(identifier) for \(holder(account))\n")
         }
 
@@ -113,7 +122,9 @@ struct SecretsCommand: AsyncParsableCommand {
         func run() async throws {
             let (provider, account) = try await options.provider()
             let bytes = try readFile(file)
-            let certificate = try reporting(SecretError.self) { try provider.storeCertificate(bytes, identifier: identifier, for: account) }
+            let certificate = try reporting(SecretError.self) {
+                try provider.storeCertificate(bytes, identifier: identifier, for: account)
+            }
             StandardOutput.write("stored certificate \(identifier) for \(holder(account)): \(certificate)\n")
         }
     }
@@ -143,7 +154,8 @@ struct SecretsCommand: AsyncParsableCommand {
             var keyBytes = try readFile(key)
             defer { SecureMemory.zero(&keyBytes) }
             let identity = try reporting(SecretError.self) {
-                try provider.storeIdentity(certificate: certificateBytes, privateKey: keyBytes, identifier: identifier, for: account)
+                try provider.storeIdentity(
+                    certificate: certificateBytes, privateKey: keyBytes, identifier: identifier, for: account)
             }
             StandardOutput.write("stored identity \(identifier) for \(holder(account)): \(identity.certificate)\n")
         }
@@ -152,7 +164,8 @@ struct SecretsCommand: AsyncParsableCommand {
     /// `custody secrets list [--account A] [--json]`
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the stored secrets of an account (or the app-wide ones): identifiers and kinds, never values."
+            abstract:
+                "List the stored secrets of an account (or the app-wide ones): identifiers and kinds, never values."
         )
 
         @OptionGroup var options: Options
@@ -179,7 +192,8 @@ struct SecretsCommand: AsyncParsableCommand {
                 StandardOutput.write(writer.bytes)
             } else {
                 for secret in secrets {
-                    StandardOutput.write("\(secret.identifier)\t\(secret.kind.rawValue)\t\(formatTime(secret.updated))\n")
+                    StandardOutput.write(
+                        "\(secret.identifier)\t\(secret.kind.rawValue)\t\(formatTime(secret.updated))\n")
                 }
             }
         }

@@ -40,20 +40,28 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: ArgumentHelp("A bundle directory to apply now and whenever it changes.", valueName: "dir"))
+    @Option(
+        name: .long, help: ArgumentHelp("A bundle directory to apply now and whenever it changes.", valueName: "dir"))
     var bundle: String?
 
-    @Option(help: ArgumentHelp("Sync the policy from Microsoft Graph with the settings in this JSON file.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Sync the policy from Microsoft Graph with the settings in this JSON file.", valueName: "file"))
     var graph: String?
 
-    @Option(name: .customLong("graph-interval"), help: ArgumentHelp("Seconds between syncs from Graph (10 to 86400; default 300).", valueName: "seconds"))
+    @Option(
+        name: .customLong("graph-interval"),
+        help: ArgumentHelp("Seconds between syncs from Graph (10 to 86400; default 300).", valueName: "seconds"))
     var graphInterval: Int?
 
     @OptionGroup var contextOptions: ContextOptions
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var masterKeyOptions: MasterKeyOptions
 
-    @Option(help: ArgumentHelp("Where to listen: HOST:PORT (default 127.0.0.1:8080; [::1]:8080 for IPv6; port 0 takes a free one, announced on stderr).", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "Where to listen: HOST:PORT (default 127.0.0.1:8080; [::1]:8080 for IPv6; port 0 takes a free one, announced on stderr).",
+            valueName: "host:port"))
     var listen: String?
 
     @Option(help: ArgumentHelp("Listen on this Unix domain socket instead.", valueName: "path"))
@@ -74,7 +82,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Most queries in one batch request.", valueName: "n"))
     var maxBatch = CustodyServerConfiguration.Limits().batchQueries
 
-    @Option(help: ArgumentHelp("How long a request body may take to arrive, in seconds; a slower one is cut with 408.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "How long a request body may take to arrive, in seconds; a slower one is cut with 408.",
+            valueName: "seconds"))
     var bodyTimeout = Int(CustodyServerConfiguration.Limits().bodyTimeout.components.seconds)
 
     @OptionGroup var historyOptions: BundleHistoryOptions
@@ -89,17 +100,24 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         if listen != nil && unixSocket != nil { throw ValidationError("--listen and --unix-socket exclude each other") }
-        if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
-        if tlsClientCa != nil && tlsCertificate == nil { throw ValidationError("--tls-client-ca needs --tls-certificate and --tls-key") }
+        if (tlsCertificate == nil) != (tlsKey == nil) {
+            throw ValidationError("--tls-certificate and --tls-key go together")
+        }
+        if tlsClientCa != nil && tlsCertificate == nil {
+            throw ValidationError("--tls-client-ca needs --tls-certificate and --tls-key")
+        }
         if maxBody < 1 || maxBatch < 1 { throw ValidationError("--max-body and --max-batch must be positive") }
         if bodyTimeout < 1 { throw ValidationError("--body-timeout must be at least 1 second") }
         if let listen { _ = try Self.parse(listen) }
         if graph != nil && bundle != nil {
-            throw ValidationError("--graph and --bundle exclude each other: the policy comes from the tenant or from a directory")
+            throw ValidationError(
+                "--graph and --bundle exclude each other: the policy comes from the tenant or from a directory")
         }
         if let graphInterval {
             guard graph != nil else { throw ValidationError("--graph-interval needs --graph FILE") }
-            guard (10...86_400).contains(graphInterval) else { throw ValidationError("--graph-interval must be between 10 and 86400 seconds") }
+            guard (10...86_400).contains(graphInterval) else {
+                throw ValidationError("--graph-interval must be between 10 and 86400 seconds")
+            }
         }
     }
 
@@ -121,7 +139,8 @@ struct ServeCommand: AsyncParsableCommand {
         let engine: CustodyEngine
         do {
             var engineConfiguration = CustodyConfiguration(
-                state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey, context: contextOptions.context, logger: logger)
+                state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey,
+                context: contextOptions.context, logger: logger)
             engineConfiguration.retainedBundles = historyOptions.bundleHistory
             engine = try await CustodyEngine.open(engineConfiguration)
             if let bundle {
@@ -131,7 +150,8 @@ struct ServeCommand: AsyncParsableCommand {
                     // Said loudly: every replica on this state follows it, whatever was put in
                     // force since this directory was last applied.
                     StandardError.write(
-                        "warning: --bundle \(bundle) (revision \(result.bundle.revision)) replaced the bundle in force on this state, revision \(before.revision) from \(before.source)\(before.appliedAt.map { ", applied \(formatTime($0))" } ?? ""); every replica on this state now decides with it\n")
+                        "warning: --bundle \(bundle) (revision \(result.bundle.revision)) replaced the bundle in force on this state, revision \(before.revision) from \(before.source)\(before.appliedAt.map { ", applied \(formatTime($0))" } ?? ""); every replica on this state now decides with it\n"
+                    )
                 }
             }
         } catch {
@@ -145,7 +165,8 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.listen = .tcp(host: host, port: port)
         }
         if let tlsCertificate, let tlsKey {
-            configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey, clientCertificateAuthority: tlsClientCa)
+            configuration.tls = .init(
+                certificateChain: tlsCertificate, privateKey: tlsKey, clientCertificateAuthority: tlsClientCa)
         }
         configuration.limits.bodyBytes = maxBody
         configuration.limits.batchQueries = maxBatch
@@ -154,17 +175,22 @@ struct ServeCommand: AsyncParsableCommand {
         var runner: GraphSyncRunner?
         if let graphConfiguration {
             do {
-                let sync = try GraphSync(settings: graphConfiguration.settings, overlay: graphConfiguration.overlay, logger: Logger(label: "custody.graph"))
+                let sync = try GraphSync(
+                    settings: graphConfiguration.settings, overlay: graphConfiguration.overlay,
+                    logger: Logger(label: "custody.graph"))
                 runner = GraphSyncRunner(sync: sync, engine: engine)
             } catch {
                 StandardError.write("error: --graph: \(error)\n")
                 throw ExitCode.failure
             }
-            configuration.graphInterval = .seconds(graphInterval ?? graphConfiguration.interval.map { Int($0.components.seconds) } ?? 300)
+            configuration.graphInterval = .seconds(
+                graphInterval ?? graphConfiguration.interval.map { Int($0.components.seconds) } ?? 300)
         }
         do {
-            try await runService(configuration: configuration, engine: engine, graph: runner, logger: logger) { address in
-                StandardError.write("custody serve: \(scheme) on \(address), revision \(engine.bundleInForce?.revision ?? "none")\n")
+            try await runService(configuration: configuration, engine: engine, graph: runner, logger: logger) {
+                address in
+                StandardError.write(
+                    "custody serve: \(scheme) on \(address), revision \(engine.bundleInForce?.revision ?? "none")\n")
             }
         } catch let error as ListenError {
             await runner?.sync.shutdown()
@@ -178,7 +204,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     static func parse(_ listen: String) throws -> (String, Int) {
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65_535).contains(port) else {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+            (0...65_535).contains(port)
+        else {
             throw ValidationError("--listen must be HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080")
         }
         var host = String(listen[..<colon])
@@ -217,39 +245,51 @@ struct TokensCommand: AsyncParsableCommand {
         @OptionGroup var loggingOptions: LoggingOptions
 
         func validate() throws {
-            guard !scope.isEmpty else { throw ValidationError("give at least one --scope (decide, read, events, protect, admin)") }
+            guard !scope.isEmpty else {
+                throw ValidationError("give at least one --scope (decide, read, events, protect, admin)")
+            }
             for scope in scope where TokenScope(rawValue: scope) == nil {
-                throw ValidationError("unknown scope '\(scope)' (one of: \(TokenScope.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw ValidationError(
+                    "unknown scope '\(scope)' (one of: \(TokenScope.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
         }
 
         func run() async throws {
-            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
+            let engine = try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
             let scopes = Set(scope.compactMap(TokenScope.init(rawValue:)))
-            let (token, bearer) = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.createToken(scopes: scopes, name: name) }
-            StandardError.write("created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n")
+            let (token, bearer) = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.createToken(scopes: scopes, name: name)
+            }
+            StandardError.write(
+                "created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n"
+            )
             StandardOutput.write(bearer + "\n")
         }
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List tokens: id, scopes, name, created, revoked. Never the tokens themselves.")
+        static let configuration = CommandConfiguration(
+            abstract: "List tokens: id, scopes, name, created, revoked. Never the tokens themselves.")
 
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
         func run() async throws {
-            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            let engine = try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
             for token in try reporting(state: stateOptions, { () throws(CustodyError) in try engine.tokens() }) {
                 let scopes = token.scopes.sorted().map(\.rawValue).joined(separator: " ")
                 let revoked = token.revoked.map { "revoked \(formatTime($0))" } ?? "valid"
-                StandardOutput.write("\(token.id)\t\(scopes)\t\(token.name ?? "-")\tcreated \(formatTime(token.created))\t\(revoked)\n")
+                StandardOutput.write(
+                    "\(token.id)\t\(scopes)\t\(token.name ?? "-")\tcreated \(formatTime(token.created))\t\(revoked)\n")
             }
         }
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a token by id; services on this state refuse it within a second.")
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a token by id; services on this state refuse it within a second.")
 
         @Argument(help: ArgumentHelp("The token's id (as `tokens list` shows it).", valueName: "id"))
         var id: String
@@ -258,8 +298,10 @@ struct TokensCommand: AsyncParsableCommand {
         @OptionGroup var loggingOptions: LoggingOptions
 
         func run() async throws {
-            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            guard try reporting(state: stateOptions, { () throws(CustodyError) in try engine.revokeToken(id: id) }) else {
+            let engine = try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            guard try reporting(state: stateOptions, { () throws(CustodyError) in try engine.revokeToken(id: id) })
+            else {
                 StandardError.write("error: no valid token \(id)\n")
                 throw ExitCode.failure
             }

@@ -56,11 +56,14 @@ struct WatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = CustodyConfiguration(
-            state: stateOptions.opened(CustodyConfiguration.State.path), context: contextOptions.context, wipesWhenOfflineTooLong: wipeWhenOffline,
+            state: stateOptions.opened(CustodyConfiguration.State.path), context: contextOptions.context,
+            wipesWhenOfflineTooLong: wipeWhenOffline,
             logger: loggingOptions.makeLogger())
         let watch = try await reporting(state: stateOptions) { () async throws(CustodyError) in
             let engine = try await CustodyEngine.open(configuration)
-            let watch = engine.watch(bundleDirectory: bundle, interval: .milliseconds(interval), offlineCheckInterval: .seconds(offlineInterval))
+            let watch = engine.watch(
+                bundleDirectory: bundle, interval: .milliseconds(interval),
+                offlineCheckInterval: .seconds(offlineInterval))
             guard watch.directory != nil else {
                 watch.cancel()
                 throw CustodyError(
@@ -69,7 +72,8 @@ struct WatchCommand: AsyncParsableCommand {
                         ? "nothing to watch: no bundle is in force in this state, and no directory was given"
                         : engine.database.notifiesChanges
                             ? "nothing to watch: no directory was given, and on a state replicas share the directory the bundle in force came from is not watched (it may be another machine's)"
-                            : "nothing to watch: no directory was given, and the bundle in force did not come from a directory on this machine")
+                            : "nothing to watch: no directory was given, and the bundle in force did not come from a directory on this machine"
+                )
             }
             return watch
         }
@@ -97,7 +101,9 @@ struct CheckInCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
     var account: String
 
-    @Option(help: ArgumentHelp("When the sync happened (RFC 3339, e.g. 2026-11-21T09:30:00Z); default now.", valueName: "time"))
+    @Option(
+        help: ArgumentHelp(
+            "When the sync happened (RFC 3339, e.g. 2026-11-21T09:30:00Z); default now.", valueName: "time"))
     var at: String?
 
     @OptionGroup var policyOptions: PolicyOptions
@@ -107,8 +113,11 @@ struct CheckInCommand: AsyncParsableCommand {
     func run() async throws {
         let account = try parseAccount(account, option: "--account")
         let date = try at.map { try parseTime($0, option: "--at") } ?? Date()
-        let engine = try await openEngine(state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readWrite)
-        let resolved = try await reporting(state: stateOptions) { () async throws(CustodyError) in try await engine.checkIn(account: account, at: date) }
+        let engine = try await openEngine(
+            state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readWrite)
+        let resolved = try await reporting(state: stateOptions) { () async throws(CustodyError) in
+            try await engine.checkIn(account: account, at: date)
+        }
         StandardOutput.write("\(resolved.owner): checked in at \(formatTime(date))\n")
     }
 }
@@ -117,7 +126,8 @@ struct CheckInCommand: AsyncParsableCommand {
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Print the audit log of applied and rejected bundles, wipes, key rotations, secret changes and decisions, or switch it.",
+        abstract:
+            "Print the audit log of applied and rejected bundles, wipes, key rotations, secret changes and decisions, or switch it.",
         discussion: """
             The log records applied and rejected bundles (kind bundle: apply or reject, with the \
             revision and source), wipes (kind wipe: what was deleted under which identifiers), \
@@ -137,7 +147,9 @@ struct AuditCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per entry, per line.")
     var json = false
 
-    @Option(help: ArgumentHelp("Switch the audit log on or off (kept in the state database) instead of printing.", valueName: "on|off"))
+    @Option(
+        help: ArgumentHelp(
+            "Switch the audit log on or off (kept in the state database) instead of printing.", valueName: "on|off"))
     var set: String?
 
     @Option(help: ArgumentHelp("Switch auditing of every decision on or off instead of printing.", valueName: "on|off"))
@@ -154,7 +166,8 @@ struct AuditCommand: AsyncParsableCommand {
 
     func run() async throws {
         if set != nil || decisions != nil {
-            let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
+            let engine = try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
             try reporting(state: stateOptions) { () throws(CustodyError) in
                 try engine.setAuditing(set.map { $0 == "on" }, decisions: decisions.map { $0 == "on" })
             }
@@ -163,8 +176,11 @@ struct AuditCommand: AsyncParsableCommand {
             return
         }
         let since = try since.map { try parseTime($0, option: "--since") }
-        let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
-        let entries = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.auditEntries(since: since) }
+        let engine = try await openEngine(
+            state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
+        let entries = try reporting(state: stateOptions) { () throws(CustodyError) in
+            try engine.auditEntries(since: since)
+        }
         for entry in entries {
             if json {
                 var writer = JSONWriter()
@@ -181,7 +197,8 @@ struct AuditCommand: AsyncParsableCommand {
             } else {
                 let result = entry.allowed.map { $0 ? "allowed" : "blocked" } ?? "-"
                 // Accounts and details came from input once: escaped, one entry per line.
-                let line = "\(formatTime(entry.at))  \(entry.kind.rawValue)  \(entry.account ?? "-")  \(entry.action)  \(result)  \(entry.detail ?? "")"
+                let line =
+                    "\(formatTime(entry.at))  \(entry.kind.rawValue)  \(entry.account ?? "-")  \(entry.action)  \(result)  \(entry.detail ?? "")"
                 StandardOutput.write(line.escapingControlCharacters + "\n")
             }
         }

@@ -8,20 +8,29 @@ public import Logging
 
 /// The evaluation context: platform, app and management level.
 struct ContextOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "Evaluate for this platform: its policies and the default policy apply. Needed when the bundle holds policies of both platforms, unless `custody apply` recorded one for the state.",
-        valueName: "ios|android"))
+    @Option(
+        help: ArgumentHelp(
+            "Evaluate for this platform: its policies and the default policy apply. Needed when the bundle holds policies of both platforms, unless `custody apply` recorded one for the state.",
+            valueName: "ios|android"))
     var platform: Platform?
 
-    @Option(name: .customLong("app"), help: ArgumentHelp("The evaluating app's bundle or package id; policies whose app lists omit it do not apply.", valueName: "id"))
+    @Option(
+        name: .customLong("app"),
+        help: ArgumentHelp(
+            "The evaluating app's bundle or package id; policies whose app lists omit it do not apply.", valueName: "id"
+        ))
     var appID: String?
 
-    @Option(help: ArgumentHelp("The device's management state (unmanaged, mdm, androidEnterprise, ...), matched against targetedAppManagementLevels.", valueName: "level"))
+    @Option(
+        help: ArgumentHelp(
+            "The device's management state (unmanaged, mdm, androidEnterprise, ...), matched against targetedAppManagementLevels.",
+            valueName: "level"))
     var managementLevel: AppManagementLevel?
 
-    @Option(help: ArgumentHelp(
-        "How several policies reaching one account combine: mostRestrictive (every one merges, the default) or incumbent (the first to reach the account stays applied; later ones are set aside).",
-        valueName: "rule"))
+    @Option(
+        help: ArgumentHelp(
+            "How several policies reaching one account combine: mostRestrictive (every one merges, the default) or incumbent (the first to reach the account stays applied; later ones are set aside).",
+            valueName: "rule"))
     var precedence: PolicyPrecedence.Rule?
 
     var context: EvaluationContext {
@@ -56,9 +65,10 @@ struct StateOptions: ParsableArguments {
 
 /// How much bundle history the state keeps, for commands that apply bundles.
 struct BundleHistoryOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "How many bundle history entries (applied and rejected) the state keeps, newest first; the bundle in force is always kept, and each revision's files are stored once.",
-        valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "How many bundle history entries (applied and rejected) the state keeps, newest first; the bundle in force is always kept, and each revision's files are stored once.",
+            valueName: "n"))
     var bundleHistory = BundleRecord.defaultRetained
 
     func validate() throws {
@@ -68,9 +78,11 @@ struct BundleHistoryOptions: ParsableArguments {
 
 /// The policy a command decides with: the bundle in force in the state, or `--bundle`.
 struct PolicyOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "Decide with this bundle directory for this command only, instead of the bundle in force (which `custody apply` sets); nothing is recorded.",
-        valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Decide with this bundle directory for this command only, instead of the bundle in force (which `custody apply` sets); nothing is recorded.",
+            valueName: "dir"))
     var bundle: String?
 
     @OptionGroup var contextOptions: ContextOptions
@@ -78,9 +90,10 @@ struct PolicyOptions: ParsableArguments {
 
 /// Where the master key comes from, for commands that need account keys.
 struct MasterKeyOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "The master key file (32 bytes, raw, hex or base64; created with mode 0600 on first use). Default: CUSTODY_MASTER_KEY_FILE, else the passphrase in CUSTODY_PASSPHRASE.",
-        valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "The master key file (32 bytes, raw, hex or base64; created with mode 0600 on first use). Default: CUSTODY_MASTER_KEY_FILE, else the passphrase in CUSTODY_PASSPHRASE.",
+            valueName: "file"))
     var masterKeyFile: String?
 
     /// The configured source when there is one and it exists (a key file is not created: for
@@ -104,7 +117,9 @@ struct MasterKeyOptions: ParsableArguments {
 
 /// Log verbosity, for commands that log.
 struct LoggingOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Log level on standard error: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
+    @Option(
+        help: ArgumentHelp(
+            "Log level on standard error: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: Logger.Level = .warning
 
     func makeLogger() -> Logger {
@@ -137,8 +152,10 @@ enum StateAccess {
 ///   state is opened for writing at once; a command's is opened for writing on its first
 ///   write, so a command refused before it writes leaves the state file as it was.
 func openEngine(
-    state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil, masterKeyIfPresent: MasterKeyOptions? = nil,
-    logging: LoggingOptions, access: StateAccess, context: EvaluationContext? = nil, precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true,
+    state: StateOptions, policy: PolicyOptions? = nil, masterKey: MasterKeyOptions? = nil,
+    masterKeyIfPresent: MasterKeyOptions? = nil,
+    logging: LoggingOptions, access: StateAccess, context: EvaluationContext? = nil,
+    precedence: PolicyPrecedence.Rule? = nil, restoring: Bool = true,
     serving: Bool = false, history: BundleHistoryOptions? = nil
 ) async throws -> CustodyEngine {
     let opened: CustodyConfiguration.State =
@@ -151,7 +168,8 @@ func openEngine(
     var configuration = CustodyConfiguration(
         state: opened,
         masterKey: try masterKey?.source() ?? masterKeyIfPresent?.sourceIfPresent,
-        context: context ?? policy?.contextOptions.context ?? EvaluationContext(), precedence: precedence ?? policy?.contextOptions.precedence,
+        context: context ?? policy?.contextOptions.context ?? EvaluationContext(),
+        precedence: precedence ?? policy?.contextOptions.precedence,
         bundleOverride: policy?.bundle,
         restoresBundleInForce: restoring, logger: logging.makeLogger())
     configuration.defersStateWrites = !serving
@@ -168,7 +186,8 @@ func openEngine(
 func fail(_ error: CustodyError, state: StateOptions? = nil) -> ExitCode {
     if error.code == .noPolicy {
         StandardError.write(
-            "error: \(error.message) (\(state?.state ?? "the state")). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to use a bundle for this command alone.\n")
+            "error: \(error.message) (\(state?.state ?? "the state")). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to use a bundle for this command alone.\n"
+        )
     } else if error.code == .platform {
         StandardError.write("error: \(error.message): give --platform ios or --platform android\n")
     } else {
@@ -188,7 +207,9 @@ func reporting<Result>(state: StateOptions? = nil, _ body: () throws(CustodyErro
 }
 
 /// Runs `body`, turning a `CustodyError` into `error: ...` on standard error and exit 1.
-func reporting<Result>(state: StateOptions? = nil, _ body: () async throws(CustodyError) -> Result) async throws -> Result {
+func reporting<Result>(state: StateOptions? = nil, _ body: () async throws(CustodyError) -> Result) async throws
+    -> Result
+{
     do {
         return try await body()
     } catch {

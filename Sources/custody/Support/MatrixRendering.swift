@@ -76,11 +76,14 @@ struct MatrixReport {
     /// load is one failing test case carrying its diagnostics.
     func junit() -> String {
         var xml = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
-        xml += #"<testsuites name="custody matrix run" tests="\#(run.passed + run.failed)" failures="\#(run.failed)">"# + "\n"
+        xml +=
+            #"<testsuites name="custody matrix run" tests="\#(run.passed + run.failed)" failures="\#(run.failed)">"#
+            + "\n"
         for file in run.files {
             let seconds = String(format: "%.3f", file.duration.inSeconds)
             if !file.diagnostics.isEmpty {
-                xml += #"  <testsuite name="\#(Self.escape(file.file))" tests="1" failures="1" time="\#(seconds)">"# + "\n"
+                xml +=
+                    #"  <testsuite name="\#(Self.escape(file.file))" tests="1" failures="1" time="\#(seconds)">"# + "\n"
                 xml += #"    <testcase name="load" classname="\#(Self.escape(file.file))">"# + "\n"
                 let text = file.diagnostics.map(\.description).joined(separator: "\n")
                 xml += #"      <failure message="the matrix does not load">\#(Self.escape(text))</failure>"# + "\n"
@@ -88,7 +91,9 @@ struct MatrixReport {
                 continue
             }
             let failures = file.results.filter { !$0.passed }.count
-            xml += #"  <testsuite name="\#(Self.escape(file.file))" tests="\#(file.results.count)" failures="\#(failures)" time="\#(seconds)">"# + "\n"
+            xml +=
+                #"  <testsuite name="\#(Self.escape(file.file))" tests="\#(file.results.count)" failures="\#(failures)" time="\#(seconds)">"#
+                + "\n"
             for result in file.results {
                 let name = Self.escape(result.scenario.name)
                 if result.passed {
@@ -96,8 +101,10 @@ struct MatrixReport {
                 } else {
                     xml += #"    <testcase name="\#(name)" classname="\#(Self.escape(file.file))">"# + "\n"
                     let message = result.mismatches.joined(separator: "; ")
-                    let detail = "\(result.scenario.location): \(result.scenario.query)\nexpected \(result.scenario.expectation.summary), got \(Self.actual(result.answer)): \(result.answer.reason)"
-                    xml += #"      <failure message="\#(Self.escape(message))">\#(Self.escape(detail))</failure>"# + "\n"
+                    let detail =
+                        "\(result.scenario.location): \(result.scenario.query)\nexpected \(result.scenario.expectation.summary), got \(Self.actual(result.answer)): \(result.answer.reason)"
+                    xml +=
+                        #"      <failure message="\#(Self.escape(message))">\#(Self.escape(detail))</failure>"# + "\n"
                     xml += "    </testcase>\n"
                 }
             }
@@ -131,7 +138,10 @@ enum DecisionTableRendering {
     static func text(_ table: DecisionTable, markdown: Bool) -> String {
         let header = ["ACTION", "TARGET", "COUNTERPART", "DECISION", "SETTING", "REASON"]
         let rows = table.rows.map { row in
-            [row.action.rawValue, row.target, row.counterpart, DecisionTable.verdict(row), setting(row.answer), row.answer.reason]
+            [
+                row.action.rawValue, row.target, row.counterpart, DecisionTable.verdict(row), setting(row.answer),
+                row.answer.reason,
+            ]
         }
         var text = "Decisions for \(table.account)"
         var parties: [String] = []
@@ -145,7 +155,9 @@ enum DecisionTableRendering {
             let lines = conflicts.map { "  " + $0 + "\n" }.joined()
             text += "Conflicts (\(table.snapshot.precedence.rule) precedence):\n" + lines + "\n"
         }
-        return text + (markdown ? TextTable.markdown(header: header, rows: rows) : TextTable.render(header: header, rows: rows)) + "\n"
+        return text
+            + (markdown ? TextTable.markdown(header: header, rows: rows) : TextTable.render(header: header, rows: rows))
+            + "\n"
     }
 
     static func json(_ table: DecisionTable) -> [UInt8] {
@@ -179,13 +191,15 @@ enum DecisionTableRendering {
                 current = change.account
             }
             let row = change.before
-            let subject = [row.action.rawValue, row.target, row.counterpart].filter { !$0.isEmpty }.joined(separator: " ")
+            let subject = [row.action.rawValue, row.target, row.counterpart].filter { !$0.isEmpty }.joined(
+                separator: " ")
             text += "  \(subject): \(DecisionTable.verdict(change.before)) → \(DecisionTable.verdict(change.after))\n"
             text += "    before: \(change.before.answer.reason)\n"
             text += "    after:  \(change.after.answer.reason)\n"
         }
         let accounts = Set(diff.changes.map(\.account)).count
-        return text + "\n\(diff.changes.count) decision\(diff.changes.count == 1 ? "" : "s") differ\(diff.changes.count == 1 ? "s" : "") for \(accounts) account\(accounts == 1 ? "" : "s")\n"
+        return text
+            + "\n\(diff.changes.count) decision\(diff.changes.count == 1 ? "" : "s") differ\(diff.changes.count == 1 ? "s" : "") for \(accounts) account\(accounts == 1 ? "" : "s")\n"
     }
 
     static func json(_ diff: DecisionDiff) -> [UInt8] {
@@ -227,7 +241,9 @@ enum TextTable {
     static func render(header: [String], rows: [[String]]) -> String {
         var widths = header.map(\.count)
         for row in rows {
-            for (index, cell) in row.enumerated() where index < widths.count - 1 { widths[index] = max(widths[index], cell.count) }
+            for (index, cell) in row.enumerated() where index < widths.count - 1 {
+                widths[index] = max(widths[index], cell.count)
+            }
         }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { index, cell in
@@ -241,6 +257,7 @@ enum TextTable {
         func line(_ cells: [String]) -> String {
             "| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |"
         }
-        return ([line(header), "|" + String(repeating: "---|", count: header.count)] + rows.map(line)).joined(separator: "\n")
+        return ([line(header), "|" + String(repeating: "---|", count: header.count)] + rows.map(line)).joined(
+            separator: "\n")
     }
 }

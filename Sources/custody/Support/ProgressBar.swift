@@ -2,9 +2,9 @@ import CustodyPolicy
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A progress bar on standard error, drawn only when standard error is a terminal and the work
@@ -69,7 +69,8 @@ final class TreeProgressBar {
 
 /// The size of a regular file, or nil.
 func fileSize(_ path: String) -> Int64? {
-    guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), attributes[.type] as? FileAttributeType == .typeRegular,
+    guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+        attributes[.type] as? FileAttributeType == .typeRegular,
         let size = attributes[.size] as? NSNumber
     else { return nil }
     return size.int64Value

@@ -1,9 +1,9 @@
 import CustodyPolicy
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Standard error, written line by line.

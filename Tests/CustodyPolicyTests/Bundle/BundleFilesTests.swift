@@ -5,8 +5,10 @@ import Testing
 
 @Suite("Reading a bundle directory once")
 struct BundleFilesTests {
-    static let tenant = #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}]}"#
-    static let policy = ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "P", "printBlocked": true}"##
+    static let tenant =
+        #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}]}"#
+    static let policy =
+        ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "P", "printBlocked": true}"##
 
     private func bundle() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
@@ -17,26 +19,47 @@ struct BundleFilesTests {
 
     /// Entries named like policy files that are not regular files, and the message each gets.
     static let nonRegular: [(name: String, message: String, make: @Sendable (TemporaryDirectory) throws -> Void)] = [
-        ("a dangling symbolic link", "a symbolic link to nothing", { directory in
-            try FileManager.default.createSymbolicLink(atPath: directory.file("extra.json"), withDestinationPath: directory.file("missing.json"))
-        }),
-        ("a symbolic link loop", "a symbolic link loop", { directory in
-            try FileManager.default.createSymbolicLink(atPath: directory.file("extra.json"), withDestinationPath: directory.file("loop"))
-            try FileManager.default.createSymbolicLink(atPath: directory.file("loop"), withDestinationPath: directory.file("extra.json"))
-        }),
-        ("a directory", "a directory named like a policy file", { directory in
-            try FileManager.default.createDirectory(atPath: directory.file("extra.json"), withIntermediateDirectories: false)
-        }),
-        ("a FIFO", "a FIFO named like a policy file", { directory in
-            #expect(mkfifo(directory.file("extra.json"), 0o600) == 0)
-        }),
-        ("tenant.json as a dangling symbolic link", "a symbolic link to nothing", { directory in
-            try FileManager.default.removeItem(atPath: directory.file("tenant.json"))
-            try FileManager.default.createSymbolicLink(atPath: directory.file("tenant.json"), withDestinationPath: directory.file("gone"))
-        }),
+        (
+            "a dangling symbolic link", "a symbolic link to nothing",
+            { directory in
+                try FileManager.default.createSymbolicLink(
+                    atPath: directory.file("extra.json"), withDestinationPath: directory.file("missing.json"))
+            }
+        ),
+        (
+            "a symbolic link loop", "a symbolic link loop",
+            { directory in
+                try FileManager.default.createSymbolicLink(
+                    atPath: directory.file("extra.json"), withDestinationPath: directory.file("loop"))
+                try FileManager.default.createSymbolicLink(
+                    atPath: directory.file("loop"), withDestinationPath: directory.file("extra.json"))
+            }
+        ),
+        (
+            "a directory", "a directory named like a policy file",
+            { directory in
+                try FileManager.default.createDirectory(
+                    atPath: directory.file("extra.json"), withIntermediateDirectories: false)
+            }
+        ),
+        (
+            "a FIFO", "a FIFO named like a policy file",
+            { directory in
+                #expect(mkfifo(directory.file("extra.json"), 0o600) == 0)
+            }
+        ),
+        (
+            "tenant.json as a dangling symbolic link", "a symbolic link to nothing",
+            { directory in
+                try FileManager.default.removeItem(atPath: directory.file("tenant.json"))
+                try FileManager.default.createSymbolicLink(
+                    atPath: directory.file("tenant.json"), withDestinationPath: directory.file("gone"))
+            }
+        ),
     ]
 
-    @Test("an entry named *.json that is not a regular file is an error naming it, never skipped", arguments: nonRegular)
+    @Test(
+        "an entry named *.json that is not a regular file is an error naming it, never skipped", arguments: nonRegular)
     func nonRegularEntries(name: String, message: String, make: @Sendable (TemporaryDirectory) throws -> Void) throws {
         let directory = try bundle()
         try make(directory)
@@ -46,11 +69,14 @@ struct BundleFilesTests {
         #expect(throws: BundleError.self, "loading fails too") { try PolicyBundle.load(path: directory.path) }
     }
 
-    @Test("a symbolic link to a regular file is read through; hidden files, other names and subdirectories are not entries")
+    @Test(
+        "a symbolic link to a regular file is read through; hidden files, other names and subdirectories are not entries"
+    )
     func entries() throws {
         let directory = try bundle()
         try directory.write("elsewhere", Self.policy)
-        try FileManager.default.createSymbolicLink(atPath: directory.file("linked.json"), withDestinationPath: directory.file("elsewhere"))
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.file("linked.json"), withDestinationPath: directory.file("elsewhere"))
         try directory.write(".hidden.json", "{")
         try directory.write("README.md", "# notes")
         try FileManager.default.createDirectory(atPath: directory.file("matrices"), withIntermediateDirectories: true)
@@ -66,7 +92,8 @@ struct BundleFilesTests {
         #expect(hash.count == 64 && hash.allSatisfy(\.isHexDigit))
         #expect(try BundleFiles.read(directory: second.path).contentHash == hash)
         let fromMemory = try BundleFiles(entries: [
-            BundleFiles.Entry(name: "tenant.json", bytes: Array(Self.tenant.utf8)), BundleFiles.Entry(name: "policies.json", bytes: Array(Self.policy.utf8)),
+            BundleFiles.Entry(name: "tenant.json", bytes: Array(Self.tenant.utf8)),
+            BundleFiles.Entry(name: "policies.json", bytes: Array(Self.policy.utf8)),
         ])
         #expect(fromMemory.contentHash == hash, "the order given does not matter")
         try second.write("policies.json", Self.policy + " ")
@@ -76,7 +103,9 @@ struct BundleFilesTests {
         #expect(try BundleFiles.read(directory: second.path).contentHash != hash, "a renamed file is another bundle")
     }
 
-    @Test("files from elsewhere must have bundle entry names, each once", arguments: ["../tenant.json", ".hidden.json", "notes.txt", "dir/a.json"])
+    @Test(
+        "files from elsewhere must have bundle entry names, each once",
+        arguments: ["../tenant.json", ".hidden.json", "notes.txt", "dir/a.json"])
     func entryNames(name: String) {
         #expect(throws: BundleError.self) { try BundleFiles(entries: [BundleFiles.Entry(name: name, bytes: [])]) }
     }
@@ -95,7 +124,8 @@ struct BundleFilesTests {
         let added = try #require(BundleProbe.take(directory: directory.path))
         #expect(added != edited)
         try FileManager.default.removeItem(atPath: directory.file("extra.json"))
-        try FileManager.default.createSymbolicLink(atPath: directory.file("extra.json"), withDestinationPath: directory.file("nowhere"))
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.file("extra.json"), withDestinationPath: directory.file("nowhere"))
         #expect(BundleProbe.take(directory: directory.path) != added)
         #expect(BundleProbe.take(directory: directory.file("missing")) == nil)
     }

@@ -9,7 +9,10 @@ struct DocumentLoadingTests {
 
     @Test(
         "missing, null and empty string all mean not configured",
-        arguments: ["", #""saveAsBlocked": null, "allowedInboundDataTransferSources": null"#, #""saveAsBlocked": "", "allowedInboundDataTransferSources": """#])
+        arguments: [
+            "", #""saveAsBlocked": null, "allowedInboundDataTransferSources": null"#,
+            #""saveAsBlocked": "", "allowedInboundDataTransferSources": """#,
+        ])
     func notConfigured(members: String) throws {
         let bundle = try loadBundle(tenant: nil, documents: [ios(members)])
         let settings = try #require(bundle.protectionPolicies.first?.settings)
@@ -20,7 +23,8 @@ struct DocumentLoadingTests {
 
     @Test("unknown properties are warnings that point at the property")
     func unknownProperty() throws {
-        let text = "{\r\n  \"@odata.type\": \"#microsoft.graph.iosManagedAppProtection\",\r\n    \"shinyNewSetting\": true\r\n}"
+        let text =
+            "{\r\n  \"@odata.type\": \"#microsoft.graph.iosManagedAppProtection\",\r\n    \"shinyNewSetting\": true\r\n}"
         let bundle = try loadBundle(tenant: nil, documents: [text])
         let warning = try #require(bundle.warnings.first)
         #expect(bundle.warnings.count == 1)
@@ -28,7 +32,10 @@ struct DocumentLoadingTests {
         #expect(warning.severity == .warning)
         #expect(warning.location == DocumentLocation(file: "doc0.json", line: 3, column: 5))
         #expect(warning.path == "$.shinyNewSetting")
-        #expect(warning.description == "doc0.json:3:5: warning: unknown property 'shinyNewSetting' of iosManagedAppProtection is ignored (at $.shinyNewSetting)")
+        #expect(
+            warning.description
+                == "doc0.json:3:5: warning: unknown property 'shinyNewSetting' of iosManagedAppProtection is ignored (at $.shinyNewSetting)"
+        )
     }
 
     @Test("a property of another platform is unknown on this one")
@@ -41,9 +48,15 @@ struct DocumentLoadingTests {
     @Test(
         "an unknown enum value counts as the most restrictive, with a warning",
         arguments: [
-            (#""allowedOutboundDataTransferDestinations": "partnerApps""#, PolicySetting.allowedOutboundDataTransferDestinations, "none"),
+            (
+                #""allowedOutboundDataTransferDestinations": "partnerApps""#,
+                PolicySetting.allowedOutboundDataTransferDestinations, "none"
+            ),
             (#""allowedInboundDataTransferSources": "someApps""#, .allowedInboundDataTransferSources, "none"),
-            (#""allowedOutboundClipboardSharingLevel": "friendsOnly""#, .allowedOutboundClipboardSharingLevel, "blocked"),
+            (
+                #""allowedOutboundClipboardSharingLevel": "friendsOnly""#, .allowedOutboundClipboardSharingLevel,
+                "blocked"
+            ),
             (#""notificationRestriction": "quiet""#, .notificationRestriction, "block"),
             (#""appDataEncryptionType": "always""#, .appDataEncryptionType, "whenDeviceLocked"),
             (#""screenCaptureConfigurationState": "partial""#, .screenCaptureConfigurationState, "blocked"),
@@ -66,14 +79,21 @@ struct DocumentLoadingTests {
 
     @Test("enum values match case-insensitively, as Graph accepts them")
     func enumCase() throws {
-        let bundle = try loadBundle(tenant: nil, documents: [ios(#""allowedOutboundDataTransferDestinations": "ManagedApps""#)])
+        let bundle = try loadBundle(
+            tenant: nil, documents: [ios(#""allowedOutboundDataTransferDestinations": "ManagedApps""#)])
         #expect(bundle.protectionPolicies.first?.settings.allowedOutboundDataTransferDestinations == .managedApps)
         #expect(bundle.warnings.isEmpty)
     }
 
     @Test("unknown values in a location list allow nothing, with a warning; comma-joined strings split")
     func locationLists() throws {
-        let bundle = try loadBundle(tenant: nil, documents: [ios(#""allowedDataStorageLocations": ["sharePoint", "myNas"], "allowedDataIngestionLocations": "camera, oneDriveForBusiness""#)])
+        let bundle = try loadBundle(
+            tenant: nil,
+            documents: [
+                ios(
+                    #""allowedDataStorageLocations": ["sharePoint", "myNas"], "allowedDataIngestionLocations": "camera, oneDriveForBusiness""#
+                )
+            ])
         let settings = try #require(bundle.protectionPolicies.first?.settings)
         #expect(settings.allowedDataStorageLocations == [.sharePoint])
         #expect(settings.allowedDataIngestionLocations == [.camera, .oneDriveForBusiness])
@@ -91,21 +111,49 @@ struct DocumentLoadingTests {
     @Test(
         "values of the wrong type are errors naming the path and the problem",
         arguments: [
-            Broken(members: #""saveAsBlocked": "yes""#, path: "$.saveAsBlocked", message: "expected true or false, found a string"),
-            Broken(members: #""printBlocked": 1"#, path: "$.printBlocked", message: "expected true or false, found a number"),
-            Broken(members: #""allowedOutboundClipboardSharingExceptionLength": 2.5"#, path: "$.allowedOutboundClipboardSharingExceptionLength", message: "expected a whole number, found 2.5"),
-            Broken(members: #""allowedOutboundClipboardSharingExceptionLength": -1"#, path: "$.allowedOutboundClipboardSharingExceptionLength", message: "out of range"),
-            Broken(members: #""allowedInboundDataTransferSources": true"#, path: "$.allowedInboundDataTransferSources", message: "expected a string, found true"),
-            Broken(members: #""allowedDataStorageLocations": {}"#, path: "$.allowedDataStorageLocations", message: "expected an array, found an object"),
-            Broken(members: #""allowedDataStorageLocations": [1]"#, path: "$.allowedDataStorageLocations[0]", message: "expected a string, found a number"),
-            Broken(members: #""periodOfflineBeforeAccessCheck": "12 hours""#, path: "$.periodOfflineBeforeAccessCheck", message: "not a valid duration"),
-            Broken(members: #""periodOfflineBeforeWipeIsEnforced": "-P1D""#, path: "$.periodOfflineBeforeWipeIsEnforced", message: "negative"),
-            Broken(members: #""exemptedAppProtocols": [{"value": "tel"}]"#, path: "$.exemptedAppProtocols[0]", message: "needs a non-empty \"name\""),
-            Broken(members: #""exemptedAppProtocols": ["tel"]"#, path: "$.exemptedAppProtocols[0]", message: "expected a {\"name\", \"value\"} object"),
+            Broken(
+                members: #""saveAsBlocked": "yes""#, path: "$.saveAsBlocked",
+                message: "expected true or false, found a string"),
+            Broken(
+                members: #""printBlocked": 1"#, path: "$.printBlocked",
+                message: "expected true or false, found a number"),
+            Broken(
+                members: #""allowedOutboundClipboardSharingExceptionLength": 2.5"#,
+                path: "$.allowedOutboundClipboardSharingExceptionLength", message: "expected a whole number, found 2.5"),
+            Broken(
+                members: #""allowedOutboundClipboardSharingExceptionLength": -1"#,
+                path: "$.allowedOutboundClipboardSharingExceptionLength", message: "out of range"),
+            Broken(
+                members: #""allowedInboundDataTransferSources": true"#, path: "$.allowedInboundDataTransferSources",
+                message: "expected a string, found true"),
+            Broken(
+                members: #""allowedDataStorageLocations": {}"#, path: "$.allowedDataStorageLocations",
+                message: "expected an array, found an object"),
+            Broken(
+                members: #""allowedDataStorageLocations": [1]"#, path: "$.allowedDataStorageLocations[0]",
+                message: "expected a string, found a number"),
+            Broken(
+                members: #""periodOfflineBeforeAccessCheck": "12 hours""#, path: "$.periodOfflineBeforeAccessCheck",
+                message: "not a valid duration"),
+            Broken(
+                members: #""periodOfflineBeforeWipeIsEnforced": "-P1D""#, path: "$.periodOfflineBeforeWipeIsEnforced",
+                message: "negative"),
+            Broken(
+                members: #""exemptedAppProtocols": [{"value": "tel"}]"#, path: "$.exemptedAppProtocols[0]",
+                message: "needs a non-empty \"name\""),
+            Broken(
+                members: #""exemptedAppProtocols": ["tel"]"#, path: "$.exemptedAppProtocols[0]",
+                message: "expected a {\"name\", \"value\"} object"),
             Broken(members: #""apps": [{"version": "1"}]"#, path: "$.apps[0]", message: "needs an \"id\""),
-            Broken(members: #""assignments": [{"id": "x"}]"#, path: "$.assignments[0]", message: "with a \"target\" object"),
-            Broken(members: ##""assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget"}}]"##, path: "$.assignments[0].target", message: "needs a \"groupId\""),
-            Broken(members: #""saveAsBlocked": true, "saveAsBlocked": false"#, path: "$", message: "appears more than once"),
+            Broken(
+                members: #""assignments": [{"id": "x"}]"#, path: "$.assignments[0]", message: "with a \"target\" object"
+            ),
+            Broken(
+                members: ##""assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget"}}]"##,
+                path: "$.assignments[0].target", message: "needs a \"groupId\""),
+            Broken(
+                members: #""saveAsBlocked": true, "saveAsBlocked": false"#, path: "$", message: "appears more than once"
+            ),
             Broken(members: #""id": 7"#, path: "$.id", message: "expected a string, found a number"),
         ])
     func wrongTypes(broken: Broken) {
@@ -123,24 +171,40 @@ struct DocumentLoadingTests {
     @Test(
         "settings Custody does not enforce get one notice per policy",
         arguments: [
-            (#""pinRequired": true, "minimumPinLength": 6, "pinCharacterSet": "alphanumericAndSymbol""#,
-             "pinRequired (true), minimumPinLength (6), pinCharacterSet (alphanumericAndSymbol)" as String?),
+            (
+                #""pinRequired": true, "minimumPinLength": 6, "pinCharacterSet": "alphanumericAndSymbol""#,
+                "pinRequired (true), minimumPinLength (6), pinCharacterSet (alphanumericAndSymbol)" as String?
+            ),
             (#""pinRequired": false, "minimumPinLength": 6, "faceIdBlocked": true"#, nil),
-            (#""thirdPartyKeyboardsBlocked": true, "minimumRequiredOsVersion": "17.0""#, "thirdPartyKeyboardsBlocked (true), minimumRequiredOsVersion (17.0)"),
-            (#""managedBrowserToOpenLinksRequired": false, "managedBrowser": "notConfigured", "dialerRestrictionLevel": "allApps""#, nil),
+            (
+                #""thirdPartyKeyboardsBlocked": true, "minimumRequiredOsVersion": "17.0""#,
+                "thirdPartyKeyboardsBlocked (true), minimumRequiredOsVersion (17.0)"
+            ),
+            (
+                #""managedBrowserToOpenLinksRequired": false, "managedBrowser": "notConfigured", "dialerRestrictionLevel": "allApps""#,
+                nil
+            ),
             (#""periodBeforePinReset": "PT0S", "minimumWipeOsVersion": null, "allowedIosDeviceModels": """#, nil),
-            (#""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#,
-             "deviceComplianceRequired (true), appActionIfDeviceComplianceRequired (wipe)"),
+            (
+                #""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#,
+                "deviceComplianceRequired (true), appActionIfDeviceComplianceRequired (wipe)"
+            ),
             (#""appActionIfDeviceComplianceRequired": "wipe""#, nil),
-            (#""saveAsBlocked": true, "printBlocked": true, "contactSyncBlocked": true, "filterOpenInToOnlyManagedApps": true"#, nil),
+            (
+                #""saveAsBlocked": true, "printBlocked": true, "contactSyncBlocked": true, "filterOpenInToOnlyManagedApps": true"#,
+                nil
+            ),
         ] as [(String, String?)])
     func notEnforced(members: String, listed: String?) throws {
-        let bundle = try loadBundle(tenant: nil, documents: [ios(#""allowedOutboundDataTransferDestinations": "managedApps", "# + members)])
+        let bundle = try loadBundle(
+            tenant: nil, documents: [ios(#""allowedOutboundDataTransferDestinations": "managedApps", "# + members)])
         let notices = bundle.warnings.filter { $0.code == .notEnforced }
         #expect(notices.count == (listed == nil ? 0 : 1))
         if let listed, let notice = notices.first {
             #expect(notice.severity == .notice)
-            #expect(notice.message.hasSuffix("they are left to the apps and the Intune SDK): " + listed), "\(notice.message)")
+            #expect(
+                notice.message.hasSuffix("they are left to the apps and the Intune SDK): " + listed),
+                "\(notice.message)")
             #expect(notice.description.hasPrefix("doc0.json:1:1: notice: Custody does not enforce"))
         }
     }
@@ -150,15 +214,45 @@ struct DocumentLoadingTests {
     @Test(
         "a setting the transfer level puts out of effect is reported",
         arguments: [
-            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "allApps", "saveAsBlocked": true"#, Diagnostic.Severity.warning as Diagnostic.Severity?, "saveAsBlocked"),
-            ("androidManagedAppProtection", #""allowedOutboundDataTransferDestinations": "allApps", "saveAsBlocked": true"#, nil, ""),
+            (
+                "iosManagedAppProtection",
+                #""allowedOutboundDataTransferDestinations": "allApps", "saveAsBlocked": true"#,
+                Diagnostic.Severity.warning as Diagnostic.Severity?, "saveAsBlocked"
+            ),
+            (
+                "androidManagedAppProtection",
+                #""allowedOutboundDataTransferDestinations": "allApps", "saveAsBlocked": true"#, nil, ""
+            ),
             ("iosManagedAppProtection", #""saveAsBlocked": true"#, .warning, "saveAsBlocked"),
-            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "managedApps", "saveAsBlocked": true"#, nil, ""),
-            ("defaultManagedAppProtection", #""allowedInboundDataTransferSources": "allApps", "blockDataIngestionIntoOrganizationDocuments": true"#, .warning, "blockDataIngestionIntoOrganizationDocuments"),
-            ("iosManagedAppProtection", #""allowedInboundDataTransferSources": "managedApps", "blockDataIngestionIntoOrganizationDocuments": true"#, nil, ""),
-            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "none", "exemptedAppProtocols": [{"name": "Skype", "value": "skype;"}]"#, .notice, "allowedOutboundDataTransferDestinations"),
-            ("androidManagedAppProtection", #""allowedOutboundDataTransferDestinations": "none", "exemptedAppPackages": [{"name": "Maps", "value": "com.google.maps"}]"#, .notice, "allowedOutboundDataTransferDestinations"),
-            ("iosManagedAppProtection", #""allowedOutboundDataTransferDestinations": "managedApps", "exemptedAppProtocols": [{"name": "Skype", "value": "skype;"}]"#, nil, ""),
+            (
+                "iosManagedAppProtection",
+                #""allowedOutboundDataTransferDestinations": "managedApps", "saveAsBlocked": true"#, nil, ""
+            ),
+            (
+                "defaultManagedAppProtection",
+                #""allowedInboundDataTransferSources": "allApps", "blockDataIngestionIntoOrganizationDocuments": true"#,
+                .warning, "blockDataIngestionIntoOrganizationDocuments"
+            ),
+            (
+                "iosManagedAppProtection",
+                #""allowedInboundDataTransferSources": "managedApps", "blockDataIngestionIntoOrganizationDocuments": true"#,
+                nil, ""
+            ),
+            (
+                "iosManagedAppProtection",
+                #""allowedOutboundDataTransferDestinations": "none", "exemptedAppProtocols": [{"name": "Skype", "value": "skype;"}]"#,
+                .notice, "allowedOutboundDataTransferDestinations"
+            ),
+            (
+                "androidManagedAppProtection",
+                #""allowedOutboundDataTransferDestinations": "none", "exemptedAppPackages": [{"name": "Maps", "value": "com.google.maps"}]"#,
+                .notice, "allowedOutboundDataTransferDestinations"
+            ),
+            (
+                "iosManagedAppProtection",
+                #""allowedOutboundDataTransferDestinations": "managedApps", "exemptedAppProtocols": [{"name": "Skype", "value": "skype;"}]"#,
+                nil, ""
+            ),
         ] as [(String, String, Diagnostic.Severity?, String)])
     func notInEffect(type: String, members: String, severity: Diagnostic.Severity?, setting: String) throws {
         let document = ##"{"@odata.type": "#microsoft.graph.\##(type)", "displayName": "P", \##(members)}"##
@@ -196,27 +290,39 @@ struct DocumentLoadingTests {
         #expect(missing.map(\.code) == [.missingType])
         #expect(missing.first?.message.contains("add one such as") == true)
 
-        let other = try loadBundle(tenant: nil, documents: [##"{"@odata.type": "#microsoft.graph.windowsInformationProtectionPolicy", "displayName": "WIP"}"##])
+        let other = try loadBundle(
+            tenant: nil,
+            documents: [
+                ##"{"@odata.type": "#microsoft.graph.windowsInformationProtectionPolicy", "displayName": "WIP"}"##
+            ])
         #expect(other.protectionPolicies.isEmpty)
         #expect(other.warnings.map(\.code) == [.unsupportedType])
 
-        let shortForm = try loadBundle(tenant: nil, documents: [#"{"@odata.type": "microsoft.graph.AndroidManagedAppProtection"}"#])
+        let shortForm = try loadBundle(
+            tenant: nil, documents: [#"{"@odata.type": "microsoft.graph.AndroidManagedAppProtection"}"#])
         #expect(shortForm.protectionPolicies.first?.kind == .androidManagedAppProtection)
     }
 
     @Test("files may hold one object, a {\"value\": [...]} collection or an array")
     func fileShapes() throws {
         let object = ios("")
-        let bundle = try loadBundle(tenant: nil, documents: [object, #"{"value": [\#(object), \#(object)]}"#, "[\(object)]"])
+        let bundle = try loadBundle(
+            tenant: nil, documents: [object, #"{"value": [\#(object), \#(object)]}"#, "[\(object)]"])
         #expect(bundle.protectionPolicies.count == 4)
         #expect(bundle.protectionPolicies.map(\.reference.index) == [0, 1, 2, 3])
-        #expect(bundle.protectionPolicies.map(\.reference.location.file) == ["doc0.json", "doc1.json", "doc1.json", "doc2.json"])
+        #expect(
+            bundle.protectionPolicies.map(\.reference.location.file) == [
+                "doc0.json", "doc1.json", "doc1.json", "doc2.json",
+            ])
 
-        let paged = try loadBundle(tenant: nil, documents: [#"{"value": [], "@odata.nextLink": "https://graph.microsoft.com/beta/next"}"#])
+        let paged = try loadBundle(
+            tenant: nil, documents: [#"{"value": [], "@odata.nextLink": "https://graph.microsoft.com/beta/next"}"#])
         #expect(paged.warnings.first?.message.contains("paged") == true)
 
         #expect(loadFailure(tenant: nil, documents: ["42"]).first?.message.contains("a policy file must hold") == true)
-        #expect(loadFailure(tenant: nil, documents: [#"{"value": {}}"#]).first?.message.contains("\"value\" must be an array") == true)
+        #expect(
+            loadFailure(tenant: nil, documents: [#"{"value": {}}"#]).first?.message.contains(
+                "\"value\" must be an array") == true)
     }
 
     @Test("two policies with one id are both applied, with a warning")
@@ -229,7 +335,8 @@ struct DocumentLoadingTests {
 
     @Test("assignments: groups, exclusions, all licensed users, filters and unknown targets")
     func assignments() throws {
-        let document = ios(##"""
+        let document = ios(
+            ##"""
             "assignments": [
               {"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g1"}},
               {"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g2", "deviceAndAppManagementAssignmentFilterId": "f", "deviceAndAppManagementAssignmentFilterType": "include"}},
@@ -241,7 +348,11 @@ struct DocumentLoadingTests {
             """##)
         let bundle = try loadBundle(tenant: nil, documents: [document])
         let targeting = try #require(bundle.protectionPolicies.first?.targeting)
-        #expect(targeting.included == [.group("g1"), .group("g2"), .allLicensedUsers, .unsupported("#microsoft.graph.allDevicesAssignmentTarget")])
+        #expect(
+            targeting.included == [
+                .group("g1"), .group("g2"), .allLicensedUsers,
+                .unsupported("#microsoft.graph.allDevicesAssignmentTarget"),
+            ])
         #expect(targeting.excludedGroups == ["x1"])
         #expect(bundle.warnings.map(\.code) == [.targeting, .targeting, .targeting])
     }
@@ -264,6 +375,9 @@ struct DocumentLoadingTests {
     @Test("every broken file is reported, not just the first")
     func allErrors() {
         let diagnostics = loadFailure(tenant: "{", documents: ["[", ios(#""saveAsBlocked": 3"#)])
-        #expect(diagnostics.filter { $0.severity == .error }.map(\.location.file) == ["tenant.json", "doc0.json", "doc1.json"])
+        #expect(
+            diagnostics.filter { $0.severity == .error }.map(\.location.file) == [
+                "tenant.json", "doc0.json", "doc1.json",
+            ])
     }
 }

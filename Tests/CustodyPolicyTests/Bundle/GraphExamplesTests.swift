@@ -15,25 +15,54 @@ struct GraphExamplesTests {
     }
 
     static let loadable: [Example] = [
-        Example(file: "SkipToTheEndpoint-OpenIntuneBaseline__Android_-_Baseline_-_BYOD_-_App_Protection.json", protection: 1, configurations: 0),
-        Example(file: "SkipToTheEndpoint-OpenIntuneBaseline__iOS-BYOD-AppProtectionPolicy_T_a3fc9b57-24eb-4931-b692-07f6ad217d17.UTF16LE.json", protection: 1, configurations: 0),
-        Example(file: "SkipToTheEndpoint-OpenIntuneBaseline__iOS_-_Baseline_-_BYOD_-_App_Protection.json", protection: 1, configurations: 0),
-        Example(file: "deploymenttheory-terraform-provider-microsoft365__ios_managed_app_protection__maximal_response.json", protection: 1, configurations: 0),
-        Example(file: "deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json", protection: 4, configurations: 4),
-        Example(file: "microsoft-Intune-Config-Frameworks__level-1-enterprise-basic-data-protection-Android.json", protection: 1, configurations: 0),
-        Example(file: "microsoft-Intune-Config-Frameworks__level-1-enterprise-basic-data-protection-iOS.json", protection: 1, configurations: 0),
-        Example(file: "microsoft-Intune-Config-Frameworks__level-2-enterprise-enhanced-data-protection-Android.json", protection: 1, configurations: 0),
-        Example(file: "microsoft-Intune-Config-Frameworks__level-2-enterprise-enhanced-data-protection-iOS.json", protection: 1, configurations: 0),
-        Example(file: "microsoft-Intune-Config-Frameworks__level-2-enterprise-enhanced-data-protection-iOS_05-03-2020.json", protection: 1, configurations: 0),
-        Example(file: "microsoft-Intune-Config-Frameworks__level-3-enterprise-high-data-protection-Android.json", protection: 1, configurations: 0),
-        Example(file: "microsoft-Intune-Config-Frameworks__level-3-enterprise-high-data-protection-iOS.json", protection: 1, configurations: 0),
+        Example(
+            file: "SkipToTheEndpoint-OpenIntuneBaseline__Android_-_Baseline_-_BYOD_-_App_Protection.json",
+            protection: 1, configurations: 0),
+        Example(
+            file:
+                "SkipToTheEndpoint-OpenIntuneBaseline__iOS-BYOD-AppProtectionPolicy_T_a3fc9b57-24eb-4931-b692-07f6ad217d17.UTF16LE.json",
+            protection: 1, configurations: 0),
+        Example(
+            file: "SkipToTheEndpoint-OpenIntuneBaseline__iOS_-_Baseline_-_BYOD_-_App_Protection.json", protection: 1,
+            configurations: 0),
+        Example(
+            file: "deploymenttheory-terraform-provider-microsoft365__ios_managed_app_protection__maximal_response.json",
+            protection: 1, configurations: 0),
+        Example(
+            file:
+                "deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json",
+            protection: 4, configurations: 4),
+        Example(
+            file: "microsoft-Intune-Config-Frameworks__level-1-enterprise-basic-data-protection-Android.json",
+            protection: 1, configurations: 0),
+        Example(
+            file: "microsoft-Intune-Config-Frameworks__level-1-enterprise-basic-data-protection-iOS.json",
+            protection: 1, configurations: 0),
+        Example(
+            file: "microsoft-Intune-Config-Frameworks__level-2-enterprise-enhanced-data-protection-Android.json",
+            protection: 1, configurations: 0),
+        Example(
+            file: "microsoft-Intune-Config-Frameworks__level-2-enterprise-enhanced-data-protection-iOS.json",
+            protection: 1, configurations: 0),
+        Example(
+            file: "microsoft-Intune-Config-Frameworks__level-2-enterprise-enhanced-data-protection-iOS_05-03-2020.json",
+            protection: 1, configurations: 0),
+        Example(
+            file: "microsoft-Intune-Config-Frameworks__level-3-enterprise-high-data-protection-Android.json",
+            protection: 1, configurations: 0),
+        Example(
+            file: "microsoft-Intune-Config-Frameworks__level-3-enterprise-high-data-protection-iOS.json", protection: 1,
+            configurations: 0),
     ]
 
-    static let invalid = "deploymenttheory-terraform-provider-microsoft365__android_managed_app_protection__maximal_response.INVALID.json"
+    static let invalid =
+        "deploymenttheory-terraform-provider-microsoft365__android_managed_app_protection__maximal_response.INVALID.json"
 
     @Test("the shared folder holds exactly the files these tests know")
     func inventory() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: TestPaths.graphExamples).filter { $0.hasSuffix(".json") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: TestPaths.graphExamples).filter {
+            $0.hasSuffix(".json")
+        }
         #expect(Set(names) == Set(Self.loadable.map(\.file) + [Self.invalid]))
     }
 
@@ -58,7 +87,8 @@ struct GraphExamplesTests {
             #expect(notice.message.hasPrefix("Custody does not enforce"))
             #expect(notice.message.contains("pinRequired (true)"), "\(notice.message)")
             for setting in PolicySetting.allCases {
-                #expect(!notice.message.contains(" \(setting.rawValue) ("), "\(setting) is evaluated: \(notice.message)")
+                #expect(
+                    !notice.message.contains(" \(setting.rawValue) ("), "\(setting) is evaluated: \(notice.message)")
             }
         }
     }
@@ -106,11 +136,17 @@ struct GraphExamplesTests {
         #expect(policy.kind == .iosManagedAppProtection)
         #expect(policy.reference.name == "iOS - Baseline - BYOD - App Protection")
         #expect(policy.targeting.apps?.count == 37)
-        #expect(policy.targeting.apps?.first == ManagedAppIdentifier(id: "com.microsoft.bing.halseyassistant.ios", appID: "com.microsoft.bing.halseyassistant"))
+        #expect(
+            policy.targeting.apps?.first
+                == ManagedAppIdentifier(
+                    id: "com.microsoft.bing.halseyassistant.ios", appID: "com.microsoft.bing.halseyassistant"))
         #expect(!policy.targeting.hasAssignments)
         #expect(policy.settings.periodOfflineBeforeAccessCheck == PolicyDuration(seconds: 43_200))
         #expect(policy.settings.allowedDataIngestionLocations == [.oneDriveForBusiness, .sharePoint, .camera])
-        #expect(policy.settings.exemptedAppProtocols == ["skype", "app-settings", "calshow", "itms", "itmss", "itms-apps", "itms-appss", "itms-services"])
+        #expect(
+            policy.settings.exemptedAppProtocols == [
+                "skype", "app-settings", "calshow", "itms", "itmss", "itms-apps", "itms-appss", "itms-services",
+            ])
     }
 
     @Test("Level 3 iOS reads setting by setting")
@@ -134,7 +170,10 @@ struct GraphExamplesTests {
         expected.appDataEncryptionType = .whenDeviceLocked
         expected.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 12 * 3_600)
         expected.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 90 * 86_400)
-        expected.exemptedAppProtocols = ["tel", "telprompt", "skype", "app-settings", "calshow", "itms", "itmss", "itms-apps", "itms-appss", "itms-services"]
+        expected.exemptedAppProtocols = [
+            "tel", "telprompt", "skype", "app-settings", "calshow", "itms", "itmss", "itms-apps", "itms-appss",
+            "itms-services",
+        ]
         expected.filterOpenInToOnlyManagedApps = false
         expected.disableProtectionOfManagedOutboundOpenInData = false
         expected.protectInboundDataFromUnknownSources = false
@@ -147,15 +186,27 @@ struct GraphExamplesTests {
     @Test("a Graph collection response splits comma-joined flags and reads both families")
     func collection() throws {
         let bundle = try PolicyBundle.load(path: TestPaths.graphExample(Self.loadable[4].file))
-        #expect(bundle.protectionPolicies.map(\.kind) == [.androidManagedAppProtection, .iosManagedAppProtection, .iosManagedAppProtection, .androidManagedAppProtection])
+        #expect(
+            bundle.protectionPolicies.map(\.kind) == [
+                .androidManagedAppProtection, .iosManagedAppProtection, .iosManagedAppProtection,
+                .androidManagedAppProtection,
+            ])
         #expect(bundle.protectionPolicies[3].targeting.managementLevels == [.mdm, .androidEnterprise])
         #expect(bundle.protectionPolicies[0].settings.printBlocked == true)
         #expect(bundle.protectionPolicies[3].settings.printBlocked == false)
-        #expect(bundle.protectionPolicies[0].settings.exemptedAppPackages?.contains("com.samsung.android.messaging") == true)
-        #expect(bundle.appConfigurations.map(\.reference.name) == ["tet", "test", "[MAM] ACP | Microsoft Outlook [iOS + Android]", "[MAM] ACP | Microsoft Edge [iOS + Android]"])
-        #expect(bundle.appConfigurations[1].settings.map(\.name) == [
-            "com.microsoft.intune.mam.managedbrowser.AppProxyRedirection", "com.microsoft.intune.mam.managedbrowser.AllowTransitionOnBlock",
-        ])
+        #expect(
+            bundle.protectionPolicies[0].settings.exemptedAppPackages?.contains("com.samsung.android.messaging") == true
+        )
+        #expect(
+            bundle.appConfigurations.map(\.reference.name) == [
+                "tet", "test", "[MAM] ACP | Microsoft Outlook [iOS + Android]",
+                "[MAM] ACP | Microsoft Edge [iOS + Android]",
+            ])
+        #expect(
+            bundle.appConfigurations[1].settings.map(\.name) == [
+                "com.microsoft.intune.mam.managedbrowser.AppProxyRedirection",
+                "com.microsoft.intune.mam.managedbrowser.AllowTransitionOnBlock",
+            ])
         let warnings = bundle.warnings.filter { $0.severity == .warning }
         #expect(warnings.allSatisfy { $0.code == .targeting })
         #expect(warnings.count == 8)

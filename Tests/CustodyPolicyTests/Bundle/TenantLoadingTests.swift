@@ -15,7 +15,10 @@ struct TenantLoadingTests {
                    {"oid": "0a000000-0000-4000-8000-000000000003"}],
                  "allowedAccounts": ["a@contoso.com"], "managedApps": ["com.contoso.app"]}
                 """#, documents: [])
-        #expect(bundle.tenant.accounts.map(\.id.description) == ["a@contoso.com", "b@contoso.com", "0a000000-0000-4000-8000-000000000003"])
+        #expect(
+            bundle.tenant.accounts.map(\.id.description) == [
+                "a@contoso.com", "b@contoso.com", "0a000000-0000-4000-8000-000000000003",
+            ])
         #expect(bundle.tenant.accounts[0].groups == ["g1", "g2"])
         #expect(bundle.tenant.accounts[1].groups == [])
         #expect(bundle.tenant.allowedAccounts == ["a@contoso.com"])
@@ -25,7 +28,9 @@ struct TenantLoadingTests {
 
     @Test("a null allowedAccounts list allows everyone; a missing one too")
     func allowedAccountsNull() throws {
-        #expect(try loadBundle(tenant: #"{"accounts": [], "allowedAccounts": null}"#, documents: []).tenant.allowedAccounts == nil)
+        #expect(
+            try loadBundle(tenant: #"{"accounts": [], "allowedAccounts": null}"#, documents: []).tenant.allowedAccounts
+                == nil)
         #expect(try loadBundle(tenant: #"{"accounts": []}"#, documents: []).tenant.allowedAccounts == nil)
         #expect(try loadBundle(tenant: #"{"allowedAccounts": []}"#, documents: []).tenant.allowedAccounts == [])
     }
@@ -35,7 +40,10 @@ struct TenantLoadingTests {
         arguments: [
             (#"{"accounts": [{"groups": []}]}"#, "needs an \"oid\" or a \"upn\""),
             (#"{"accounts": [{"upn": "a@contoso.com"}, {"upn": "A@Contoso.com"}]}"#, "is also the UPN of accounts[0]"),
-            (#"{"accounts": [{"oid": "x", "upn": "a@c.com"}, {"oid": "X", "upn": "b@c.com"}]}"#, "is also the OID of accounts[0]"),
+            (
+                #"{"accounts": [{"oid": "x", "upn": "a@c.com"}, {"oid": "X", "upn": "b@c.com"}]}"#,
+                "is also the OID of accounts[0]"
+            ),
             (#"{"accounts": [{"upn": "a@c.com", "groups": "g1"}]}"#, "expected an array"),
             (#"{"accounts": {}}"#, "\"accounts\" must be an array"),
             (#"{"allowedAccounts": "a@c.com"}"#, "expected an array"),
@@ -51,7 +59,8 @@ struct TenantLoadingTests {
 
     @Test("unknown tenant properties are warnings")
     func unknownProperties() throws {
-        let bundle = try loadBundle(tenant: #"{"accounts": [{"upn": "a@c.com", "displayName": "A"}], "domains": []}"#, documents: [])
+        let bundle = try loadBundle(
+            tenant: #"{"accounts": [{"upn": "a@c.com", "displayName": "A"}], "domains": []}"#, documents: [])
         #expect(bundle.warnings.map(\.code) == [.unknownProperty, .unknownProperty])
     }
 
@@ -60,8 +69,12 @@ struct TenantLoadingTests {
         let temporary = try TemporaryDirectory()
         let directory = temporary.path
         try write(#"{"accounts": [{"upn": "a@c.com"}]}"#, to: "\(directory)/tenant.json")
-        try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "B"}"##, to: "\(directory)/b.json")
-        try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "A"}"##, to: "\(directory)/a.JSON")
+        try write(
+            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "B"}"##,
+            to: "\(directory)/b.json")
+        try write(
+            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "A"}"##,
+            to: "\(directory)/a.JSON")
         try write("not json", to: "\(directory)/README.md")
         try write("{", to: "\(directory)/.hidden.json")
         try FileManager.default.createDirectory(atPath: "\(directory)/matrices", withIntermediateDirectories: true)
@@ -76,7 +89,9 @@ struct TenantLoadingTests {
     func missingThings() throws {
         let temporary = try TemporaryDirectory()
         let directory = temporary.path
-        try write(##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##, to: "\(directory)/policy.json")
+        try write(
+            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##,
+            to: "\(directory)/policy.json")
         let bundle = try PolicyBundle.load(path: directory)
         #expect(bundle.warnings.map(\.code) == [.noTenant])
         let error = try #require(throws: BundleError.self) { try PolicyBundle.load(path: "\(directory)/nope") }
@@ -87,13 +102,27 @@ struct TenantLoadingTests {
     /// A bundle that knows nothing: what it holds, and whether it is refused.
     static let knowingNothing: [(label: String, files: [String: String], refused: Bool)] = [
         ("no files at all", [:], true),
-        ("an app configuration alone", ["config.json": ##"{"@odata.type": "#microsoft.graph.targetedManagedAppConfiguration", "id": "c", "displayName": "C", "customSettings": []}"##], true),
+        (
+            "an app configuration alone",
+            [
+                "config.json":
+                    ##"{"@odata.type": "#microsoft.graph.targetedManagedAppConfiguration", "id": "c", "displayName": "C", "customSettings": []}"##
+            ], true
+        ),
         ("a file that is not a policy", ["notes.json": #"{"hello": "world"}"#], true),
         ("a tenant alone", ["tenant.json": #"{"accounts": []}"#], false),
-        ("a protection policy alone", ["policy.json": ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##], false),
+        (
+            "a protection policy alone",
+            [
+                "policy.json":
+                    ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##
+            ], false
+        ),
     ]
 
-    @Test("a bundle with no tenant.json and no protection policy is refused as empty-bundle, unless allowed on purpose", arguments: knowingNothing)
+    @Test(
+        "a bundle with no tenant.json and no protection policy is refused as empty-bundle, unless allowed on purpose",
+        arguments: knowingNothing)
     func knowsNothing(label: String, files: [String: String], refused: Bool) throws {
         let temporary = try TemporaryDirectory()
         for (name, text) in files { try write(text, to: "\(temporary.path)/\(name)") }

@@ -21,36 +21,54 @@ enum ConfigurationWorld {
         """#
 
     /// Every account is managed by one untargeted protection policy.
-    static let protection = ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "Protect everyone"}]}"##
+    static let protection =
+        ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "Protect everyone"}]}"##
 
-    static func configuration(id: String, groups: [String] = [], excluding: [String] = [], _ settings: [(String, String)]) -> String {
+    static func configuration(
+        id: String, groups: [String] = [], excluding: [String] = [], _ settings: [(String, String)]
+    ) -> String {
         let pairs = settings.map { #"{"name": "\#($0.0)", "value": "\#($0.1)"}"# }.joined(separator: ", ")
-        let targets = groups.map { ##"{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "\##($0)"}}"## }
-            + excluding.map { ##"{"target": {"@odata.type": "#microsoft.graph.exclusionGroupAssignmentTarget", "groupId": "\##($0)"}}"## }
+        let targets =
+            groups.map {
+                ##"{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "\##($0)"}}"##
+            }
+            + excluding.map {
+                ##"{"target": {"@odata.type": "#microsoft.graph.exclusionGroupAssignmentTarget", "groupId": "\##($0)"}}"##
+            }
         let assignments = targets.isEmpty ? "" : #", "assignments": [\#(targets.joined(separator: ", "))]"#
-        return ##"{"@odata.type": "#microsoft.graph.targetedManagedAppConfiguration", "id": "\##(id)", "displayName": "\##(id)", "customSettings": [\##(pairs)]\##(assignments)}"##
+        return
+            ##"{"@odata.type": "#microsoft.graph.targetedManagedAppConfiguration", "id": "\##(id)", "displayName": "\##(id)", "customSettings": [\##(pairs)]\##(assignments)}"##
     }
 
     /// Listed out of id order on purpose: `.any` follows ids, not the file.
     static let documents = [
         protection,
-        #"{"value": ["# + [
-            configuration(id: "A_2", groups: ["g1"], excluding: ["gx"], [
-                ("color", "blue"), ("size", "20"), ("ratio", "0.5"), ("flag", "FALSE"), ("name", "alpha"), ("junk", "notanumber"),
-                ("same", "x"), ("spaced", " true"), ("numeric", "1"), ("yes", "yes"),
-            ]),
-            configuration(id: "A_1", groups: ["g1"], excluding: ["gx"], [
-                ("color", "red"), ("size", "10"), ("ratio", "1.5"), ("flag", "true"), ("name", "beta"), ("same", "x"),
-            ]),
-            configuration(id: "A_3", groups: ["g1"], excluding: ["gx"], [("color", "red")]),
-            configuration(id: "A_0", [("__IsDefault", "true"), ("color", "green"), ("only", "default-value"), ("size", "99")]),
-            configuration(id: "A_9", [("__IsDefault", "TRUE"), ("only", "other-default")]),
-            configuration(id: "A_4", groups: ["g2"], [("color", "violet"), ("size", "-7")]),
-        ].joined(separator: ", ") + "]}",
+        #"{"value": ["#
+            + [
+                configuration(
+                    id: "A_2", groups: ["g1"], excluding: ["gx"],
+                    [
+                        ("color", "blue"), ("size", "20"), ("ratio", "0.5"), ("flag", "FALSE"), ("name", "alpha"),
+                        ("junk", "notanumber"),
+                        ("same", "x"), ("spaced", " true"), ("numeric", "1"), ("yes", "yes"),
+                    ]),
+                configuration(
+                    id: "A_1", groups: ["g1"], excluding: ["gx"],
+                    [
+                        ("color", "red"), ("size", "10"), ("ratio", "1.5"), ("flag", "true"), ("name", "beta"),
+                        ("same", "x"),
+                    ]),
+                configuration(id: "A_3", groups: ["g1"], excluding: ["gx"], [("color", "red")]),
+                configuration(
+                    id: "A_0", [("__IsDefault", "true"), ("color", "green"), ("only", "default-value"), ("size", "99")]),
+                configuration(id: "A_9", [("__IsDefault", "TRUE"), ("only", "other-default")]),
+                configuration(id: "A_4", groups: ["g2"], [("color", "violet"), ("size", "-7")]),
+            ].joined(separator: ", ") + "]}",
     ]
 
     static func snapshot() throws -> PolicySnapshot {
-        PolicySnapshot(bundle: try loadBundle(tenant: tenant, documents: documents), context: EvaluationContext(platform: .ios))
+        PolicySnapshot(
+            bundle: try loadBundle(tenant: tenant, documents: documents), context: EvaluationContext(platform: .ios))
     }
 }
 
@@ -176,7 +194,9 @@ struct AppConfigurationTests {
         #expect(snapshot.appConfiguration(for: W.outsider) == nil)
         #expect(snapshot.appConfiguration(for: nil) == nil)
         let bundle = try loadBundle(tenant: W.tenant, documents: [W.documents[1]])
-        #expect(PolicySnapshot(bundle: bundle).appConfiguration(for: W.inGroupOne) == nil, "no protection policy: unmanaged")
+        #expect(
+            PolicySnapshot(bundle: bundle).appConfiguration(for: W.inGroupOne) == nil, "no protection policy: unmanaged"
+        )
         let unconfigured = try loadBundle(tenant: W.tenant, documents: [W.protection])
         #expect(PolicySnapshot(bundle: unconfigured).appConfiguration(for: W.inGroupOne)?.isEmpty == true)
     }
@@ -189,8 +209,10 @@ struct AppConfigurationTests {
              "apps": [{"mobileAppIdentifier": {"@odata.type": "#microsoft.graph.iosMobileAppIdentifier", "bundleId": "com.contoso.notes"}}]}
             """##
         let bundle = try loadBundle(tenant: W.tenant, documents: [W.protection, document])
-        let notes = PolicySnapshot(bundle: bundle, context: EvaluationContext(platform: .ios, appID: "com.contoso.notes"))
-        let other = PolicySnapshot(bundle: bundle, context: EvaluationContext(platform: .ios, appID: "com.contoso.other"))
+        let notes = PolicySnapshot(
+            bundle: bundle, context: EvaluationContext(platform: .ios, appID: "com.contoso.notes"))
+        let other = PolicySnapshot(
+            bundle: bundle, context: EvaluationContext(platform: .ios, appID: "com.contoso.other"))
         #expect(notes.appConfiguration(for: W.inGroupOne)?.string("k") == "v")
         #expect(other.appConfiguration(for: W.inGroupOne)?.string("k") == nil)
     }
@@ -212,23 +234,31 @@ struct AppConfigurationTests {
 
     @Test("the Graph export's four app configuration policies", .needsSharedCorpora)
     func graphExport() throws {
-        let path = TestPaths.graphExample("deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json")
+        let path = TestPaths.graphExample(
+            "deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json"
+        )
         let export = try PolicyBundle.File(name: path, bytes: Array(Data(contentsOf: URL(fileURLWithPath: path))))
-        let tenant = PolicyBundle.File(name: "tenant.json", bytes: Array(#"{"accounts": [{"upn": "adele@contoso.com", "groups": []}]}"#.utf8))
+        let tenant = PolicyBundle.File(
+            name: "tenant.json", bytes: Array(#"{"accounts": [{"upn": "adele@contoso.com", "groups": []}]}"#.utf8))
         let bundle = try PolicyBundle.load(tenant: tenant, documents: [export])
         #expect(bundle.appConfigurations.count == 4)
-        let configuration = try #require(PolicySnapshot(bundle: bundle, context: EvaluationContext(platform: .ios)).appConfiguration(for: id("adele@contoso.com")))
+        let configuration = try #require(
+            PolicySnapshot(bundle: bundle, context: EvaluationContext(platform: .ios)).appConfiguration(
+                for: id("adele@contoso.com")))
         // Sorted by id: Edge (A_909d...), "test" (A_936d...), Outlook (A_cba6...), "tet" (A_d550...).
-        #expect(configuration.sources.map(\.policy.displayName) == [
-            "[MAM] ACP | Microsoft Edge [iOS + Android]", "test", "[MAM] ACP | Microsoft Outlook [iOS + Android]", "tet",
-        ])
+        #expect(
+            configuration.sources.map(\.policy.displayName) == [
+                "[MAM] ACP | Microsoft Edge [iOS + Android]", "test", "[MAM] ACP | Microsoft Outlook [iOS + Android]",
+                "tet",
+            ])
         #expect(configuration.sources.allSatisfy { !$0.isDefault })
         let proxyRedirection = "com.microsoft.intune.mam.managedbrowser.AppProxyRedirection"
         // Set to "false" by both Edge and "test": identical, so no conflict.
         #expect(configuration.allStrings(proxyRedirection) == ["false", "false"])
         #expect(!configuration.hasConflict(proxyRedirection))
         #expect(configuration.bool(proxyRedirection, query: .or) == false)
-        #expect(configuration.bool("com.microsoft.intune.mam.managedbrowser.AllowTransitionOnBlock", query: .and) == true)
+        #expect(
+            configuration.bool("com.microsoft.intune.mam.managedbrowser.AllowTransitionOnBlock", query: .and) == true)
         #expect(configuration.integer("com.microsoft.tunnel.proxy_port") == 9)
         #expect(configuration.integer("com.microsoft.tunnel.proxy_address") == nil)
         #expect(configuration.string("com.microsoft.intune.mam.managedbrowser.homepage") == "https://www.bbc.co.uk/")

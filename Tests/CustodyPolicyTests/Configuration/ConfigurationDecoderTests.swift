@@ -36,9 +36,12 @@ struct ConfigurationDecoderTests {
     @Test("nested types, lists, enums and flat dotted keys decode; unknown keys are ignored")
     func decodes() throws {
         let settings = try ConfigurationDecoder().decode(Settings.self, from: Self.complete)
-        #expect(settings == Settings(
-            mode: .relaxed, server: .init(host: "api.contoso.com", port: 8443, secure: true), retries: 3, ratio: 0.25,
-            tags: ["a", "b"], banner: "Hello", homepage: "https://contoso.com/"))
+        #expect(
+            settings
+                == Settings(
+                    mode: .relaxed, server: .init(host: "api.contoso.com", port: 8443, secure: true), retries: 3,
+                    ratio: 0.25,
+                    tags: ["a", "b"], banner: "Hello", homepage: "https://contoso.com/"))
     }
 
     @Test("missing optional settings are nil")
@@ -59,17 +62,19 @@ struct ConfigurationDecoderTests {
         var testDescription: String { "\(setting) = \(value ?? "absent")" }
     }
 
-    @Test("errors name the setting", arguments: [
-        Failure(setting: "server.port", value: "eighty", code: .typeMismatch, keyPath: "server.port"),
-        Failure(setting: "server.port", value: nil, code: .missingKey, keyPath: "server.port"),
-        Failure(setting: "retries", value: "300", code: .typeMismatch, keyPath: "retries"),
-        Failure(setting: "ratio", value: "nan", code: .typeMismatch, keyPath: "ratio"),
-        Failure(setting: "server.secure", value: "yes", code: .typeMismatch, keyPath: "server.secure"),
-        Failure(setting: "mode", value: "lenient", code: .invalidValue, keyPath: "mode"),
-        Failure(setting: "mode", value: nil, code: .missingKey, keyPath: "mode"),
-        // A list with a gap would lose its later items.
-        Failure(setting: "tags.0", value: nil, code: .invalidValue, keyPath: "tags.0"),
-    ])
+    @Test(
+        "errors name the setting",
+        arguments: [
+            Failure(setting: "server.port", value: "eighty", code: .typeMismatch, keyPath: "server.port"),
+            Failure(setting: "server.port", value: nil, code: .missingKey, keyPath: "server.port"),
+            Failure(setting: "retries", value: "300", code: .typeMismatch, keyPath: "retries"),
+            Failure(setting: "ratio", value: "nan", code: .typeMismatch, keyPath: "ratio"),
+            Failure(setting: "server.secure", value: "yes", code: .typeMismatch, keyPath: "server.secure"),
+            Failure(setting: "mode", value: "lenient", code: .invalidValue, keyPath: "mode"),
+            Failure(setting: "mode", value: nil, code: .missingKey, keyPath: "mode"),
+            // A list with a gap would lose its later items.
+            Failure(setting: "tags.0", value: nil, code: .invalidValue, keyPath: "tags.0"),
+        ])
     func failures(_ failure: Failure) {
         var settings = Self.complete
         settings[failure.setting] = failure.value
@@ -85,7 +90,9 @@ struct ConfigurationDecoderTests {
     func tooLarge() {
         var settings = Self.complete
         settings["padding"] = String(repeating: "x", count: ConfigurationDecoder.maximumSize)
-        #expect(throws: ConfigurationDecodingError.self) { try ConfigurationDecoder().decode(Settings.self, from: settings) }
+        #expect(throws: ConfigurationDecodingError.self) {
+            try ConfigurationDecoder().decode(Settings.self, from: settings)
+        }
         do {
             _ = try ConfigurationDecoder().decode(Settings.self, from: settings)
         } catch {

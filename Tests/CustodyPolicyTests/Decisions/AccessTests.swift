@@ -22,17 +22,36 @@ struct AccessTests {
     }
 
     static let rows: [Row] = [
-        Row(allowedAccounts: "null", account: "alice@contoso.com", allowed: true, reason: "allowedAccounts is null: every account is allowed"),
-        Row(allowedAccounts: "null", account: "stranger@fabrikam.com", allowed: true, reason: "allowedAccounts is null"),
+        Row(
+            allowedAccounts: "null", account: "alice@contoso.com", allowed: true,
+            reason: "allowedAccounts is null: every account is allowed"),
+        Row(
+            allowedAccounts: "null", account: "stranger@fabrikam.com", allowed: true, reason: "allowedAccounts is null"),
         Row(allowedAccounts: "null", account: nil, allowed: true, reason: "allowedAccounts is null"),
-        Row(allowedAccounts: #"["alice@contoso.com"]"#, account: "alice@contoso.com", allowed: true, reason: "the account matches 'alice@contoso.com' in allowedAccounts"),
-        Row(allowedAccounts: #"["alice@contoso.com"]"#, account: "0c000000-0000-4000-8000-000000000001", allowed: true, reason: "matches 'alice@contoso.com'"),
-        Row(allowedAccounts: #"["alice@contoso.com"]"#, account: "ALICE@Contoso.com", allowed: true, reason: "matches 'alice@contoso.com'", log: .notice),
-        Row(allowedAccounts: #"["0C000000-0000-4000-8000-000000000002"]"#, account: "bob@contoso.com", allowed: true, reason: "matches '0C000000-0000-4000-8000-000000000002'"),
-        Row(allowedAccounts: #"["0c000000-0000-4000-8000-000000000002"]"#, account: "0C000000-0000-4000-8000-000000000002", allowed: true, reason: "matches", log: .notice),
-        Row(allowedAccounts: #"["alice@contoso.com"]"#, account: "bob@contoso.com", allowed: false, reason: "the account is not in allowedAccounts"),
-        Row(allowedAccounts: #"["alice@contoso.com"]"#, account: "alice@fabrikam.com", allowed: false, reason: "not in allowedAccounts", log: .warning),
-        Row(allowedAccounts: #"["external@partner.com"]"#, account: "external@partner.com", allowed: true, reason: "matches 'external@partner.com'"),
+        Row(
+            allowedAccounts: #"["alice@contoso.com"]"#, account: "alice@contoso.com", allowed: true,
+            reason: "the account matches 'alice@contoso.com' in allowedAccounts"),
+        Row(
+            allowedAccounts: #"["alice@contoso.com"]"#, account: "0c000000-0000-4000-8000-000000000001", allowed: true,
+            reason: "matches 'alice@contoso.com'"),
+        Row(
+            allowedAccounts: #"["alice@contoso.com"]"#, account: "ALICE@Contoso.com", allowed: true,
+            reason: "matches 'alice@contoso.com'", log: .notice),
+        Row(
+            allowedAccounts: #"["0C000000-0000-4000-8000-000000000002"]"#, account: "bob@contoso.com", allowed: true,
+            reason: "matches '0C000000-0000-4000-8000-000000000002'"),
+        Row(
+            allowedAccounts: #"["0c000000-0000-4000-8000-000000000002"]"#,
+            account: "0C000000-0000-4000-8000-000000000002", allowed: true, reason: "matches", log: .notice),
+        Row(
+            allowedAccounts: #"["alice@contoso.com"]"#, account: "bob@contoso.com", allowed: false,
+            reason: "the account is not in allowedAccounts"),
+        Row(
+            allowedAccounts: #"["alice@contoso.com"]"#, account: "alice@fabrikam.com", allowed: false,
+            reason: "not in allowedAccounts", log: .warning),
+        Row(
+            allowedAccounts: #"["external@partner.com"]"#, account: "external@partner.com", allowed: true,
+            reason: "matches 'external@partner.com'"),
         Row(allowedAccounts: #"["alice@contoso.com"]"#, account: nil, allowed: false, reason: "not in allowedAccounts"),
         Row(allowedAccounts: "[]", account: "alice@contoso.com", allowed: false, reason: "not in allowedAccounts"),
     ]
@@ -40,7 +59,8 @@ struct AccessTests {
     @Test("an account must match the list by UPN or OID, case-insensitively; near misses are logged", arguments: rows)
     func allowedAccounts(row: Row) throws {
         let capture = LogCapture()
-        let bundle = try loadBundle(tenant: Self.tenant.replacingOccurrences(of: "ALLOWED", with: row.allowedAccounts), documents: [])
+        let bundle = try loadBundle(
+            tenant: Self.tenant.replacingOccurrences(of: "ALLOWED", with: row.allowedAccounts), documents: [])
         let snapshot = PolicySnapshot(bundle: bundle, logger: capture.logger())
         let decision = snapshot.accountAllowed(row.account.map(id))
         #expect(decision.isAllowed == row.allowed)
@@ -48,7 +68,10 @@ struct AccessTests {
         #expect(decision.settingName == "allowedAccounts")
         #expect(capture.records.map(\.level) == (row.log.map { [$0] } ?? []))
         if row.log == .warning {
-            #expect(capture.records.first?.metadata == ["account": "alice@fabrikam.com", "allowedEntry": "alice@contoso.com"])
+            #expect(
+                capture.records.first?.metadata == [
+                    "account": "alice@fabrikam.com", "allowedEntry": "alice@contoso.com",
+                ])
         }
     }
 
@@ -68,7 +91,9 @@ struct AccessTests {
         let decision = snapshot.offlineAccess(account: World.owner, offlineFor: offlineFor)
         #expect(decision.offlineState == state)
         #expect(decision.isAllowed == (state == .online))
-        #expect(decision.settingName == (state == .wipeRequired ? "periodOfflineBeforeWipeIsEnforced" : "periodOfflineBeforeAccessCheck"))
+        #expect(
+            decision.settingName
+                == (state == .wipeRequired ? "periodOfflineBeforeWipeIsEnforced" : "periodOfflineBeforeAccessCheck"))
         #expect(decision.reason.contains("(Intune default"))
         let unmanaged = snapshot.offlineAccess(account: World.outsider, offlineFor: offlineFor)
         #expect(unmanaged.isAllowed)
@@ -77,13 +102,17 @@ struct AccessTests {
 
     @Test("offline periods come from the policy")
     func offlinePeriods() {
-        let snapshot = World.snapshot(owner: .with {
-            $0.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 60)
-            $0.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 3_600)
-        })
+        let snapshot = World.snapshot(
+            owner: .with {
+                $0.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 60)
+                $0.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 3_600)
+            })
         let blocked = snapshot.offlineAccess(account: World.owner, offlineFor: .seconds(61))
         #expect(blocked.offlineState == .accessBlocked)
-        #expect(blocked.reason == "offline for PT1M1S, at least periodOfflineBeforeAccessCheck PT1M: access is blocked until the account checks in (from \"Owner policy\")")
+        #expect(
+            blocked.reason
+                == "offline for PT1M1S, at least periodOfflineBeforeAccessCheck PT1M: access is blocked until the account checks in (from \"Owner policy\")"
+        )
         #expect(snapshot.offlineAccess(account: World.owner, offlineFor: .seconds(3_600)).offlineState == .wipeRequired)
     }
 }

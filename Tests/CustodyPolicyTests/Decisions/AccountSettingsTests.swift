@@ -5,9 +5,14 @@ import Testing
 struct AccountSettingsTests {
     @Test(
         "print and backup follow their flags; unmanaged accounts are free",
-        arguments: [(true as Bool?, false, "is true"), (false, true, "is false (from"), (nil, true, "is false (Intune default")])
+        arguments: [
+            (true as Bool?, false, "is true"), (false, true, "is false (from"), (nil, true, "is false (Intune default"),
+        ])
     func flags(blocked: Bool?, allowed: Bool, reason: String) {
-        let snapshot = World.snapshot(owner: .with { $0.printBlocked = blocked; $0.dataBackupBlocked = blocked })
+        let snapshot = World.snapshot(
+            owner: .with {
+                $0.printBlocked = blocked; $0.dataBackupBlocked = blocked
+            })
         let print = snapshot.print(account: World.owner)
         #expect(print.isAllowed == allowed)
         #expect(print.reason.contains("printBlocked \(reason)"), "\(print.reason)")
@@ -46,29 +51,42 @@ struct AccountSettingsTests {
         let platform: Platform?
         let result: Bool
         let setting: String
-        var testDescription: String { "iOS \(ios ?? "-"), Android \(android.map(String.init) ?? "-"), on \(platform?.rawValue ?? "any") → \(result)" }
+        var testDescription: String {
+            "iOS \(ios ?? "-"), Android \(android.map(String.init) ?? "-"), on \(platform?.rawValue ?? "any") → \(result)"
+        }
     }
 
     /// The account is reached by an iOS policy and an Android policy.
-    private func twoPlatforms(ios: ProtectionSettings, android: ProtectionSettings, platform: Platform?) -> PolicySnapshot {
+    private func twoPlatforms(ios: ProtectionSettings, android: ProtectionSettings, platform: Platform?)
+        -> PolicySnapshot
+    {
         func policy(_ index: Int, _ kind: PolicyKind, _ settings: ProtectionSettings) -> ProtectionPolicy {
             ProtectionPolicy(
-                reference: PolicyReference(index: index, id: nil, displayName: kind.rawValue, kind: kind, location: DocumentLocation(file: "t", line: 1, column: 1)),
+                reference: PolicyReference(
+                    index: index, id: nil, displayName: kind.rawValue, kind: kind,
+                    location: DocumentLocation(file: "t", line: 1, column: 1)),
                 settings: settings, targeting: PolicyTargeting())
         }
         let bundle = PolicyBundle(
             tenant: World.tenant,
-            protectionPolicies: [policy(0, .iosManagedAppProtection, ios), policy(1, .androidManagedAppProtection, android)])
+            protectionPolicies: [
+                policy(0, .iosManagedAppProtection, ios), policy(1, .androidManagedAppProtection, android),
+            ])
         return PolicySnapshot(bundle: bundle, context: EvaluationContext(platform: platform))
     }
 
     static let encryptionRows: [TwoPlatformRow] = [
-        TwoPlatformRow(ios: "whenDeviceLocked", android: false, platform: .ios, result: true, setting: "appDataEncryptionType"),
-        TwoPlatformRow(ios: "useDeviceSettings", android: true, platform: .ios, result: false, setting: "appDataEncryptionType"),
+        TwoPlatformRow(
+            ios: "whenDeviceLocked", android: false, platform: .ios, result: true, setting: "appDataEncryptionType"),
+        TwoPlatformRow(
+            ios: "useDeviceSettings", android: true, platform: .ios, result: false, setting: "appDataEncryptionType"),
         TwoPlatformRow(ios: nil, android: false, platform: .ios, result: true, setting: "appDataEncryptionType"),
-        TwoPlatformRow(ios: "useDeviceSettings", android: true, platform: .android, result: true, setting: "encryptAppData"),
-        TwoPlatformRow(ios: "whenDeviceLocked", android: false, platform: .android, result: false, setting: "encryptAppData"),
-        TwoPlatformRow(ios: "whenDeviceLocked", android: nil, platform: .android, result: true, setting: "encryptAppData"),
+        TwoPlatformRow(
+            ios: "useDeviceSettings", android: true, platform: .android, result: true, setting: "encryptAppData"),
+        TwoPlatformRow(
+            ios: "whenDeviceLocked", android: false, platform: .android, result: false, setting: "encryptAppData"),
+        TwoPlatformRow(
+            ios: "whenDeviceLocked", android: nil, platform: .android, result: true, setting: "encryptAppData"),
     ]
 
     @Test("encryption required: iOS appDataEncryptionType, Android encryptAppData", arguments: encryptionRows)
@@ -79,15 +97,20 @@ struct AccountSettingsTests {
         let decision = snapshot.encryptionRequired(account: World.owner)
         #expect(decision.isAllowed == row.result)
         #expect(decision.settingName == row.setting)
-        #expect(decision.reason.contains("encryption of the account's data is \(row.result ? "required" : "not required")"))
+        #expect(
+            decision.reason.contains("encryption of the account's data is \(row.result ? "required" : "not required")"))
         #expect(!snapshot.encryptionRequired(account: World.outsider).isAllowed)
     }
 
     static let screenRows: [TwoPlatformRow] = [
-        TwoPlatformRow(ios: "blocked", android: false, platform: .ios, result: false, setting: "screenCaptureConfigurationState"),
-        TwoPlatformRow(ios: "notBlocked", android: true, platform: .ios, result: true, setting: "screenCaptureConfigurationState"),
-        TwoPlatformRow(ios: nil, android: true, platform: .ios, result: true, setting: "screenCaptureConfigurationState"),
-        TwoPlatformRow(ios: "blocked", android: false, platform: .android, result: true, setting: "screenCaptureBlocked"),
+        TwoPlatformRow(
+            ios: "blocked", android: false, platform: .ios, result: false, setting: "screenCaptureConfigurationState"),
+        TwoPlatformRow(
+            ios: "notBlocked", android: true, platform: .ios, result: true, setting: "screenCaptureConfigurationState"),
+        TwoPlatformRow(
+            ios: nil, android: true, platform: .ios, result: true, setting: "screenCaptureConfigurationState"),
+        TwoPlatformRow(
+            ios: "blocked", android: false, platform: .android, result: true, setting: "screenCaptureBlocked"),
         TwoPlatformRow(ios: nil, android: true, platform: .android, result: false, setting: "screenCaptureBlocked"),
     ]
 
@@ -107,12 +130,16 @@ struct AccountSettingsTests {
     /// says why; an account no policy reaches is still unmanaged.
     @Test("with policies of both platforms and no platform, decisions about managed accounts are refused")
     func noPlatform() {
-        let snapshot = twoPlatforms(ios: .with { $0.printBlocked = false }, android: .with { $0.printBlocked = false }, platform: nil)
+        let snapshot = twoPlatforms(
+            ios: .with { $0.printBlocked = false }, android: .with { $0.printBlocked = false }, platform: nil)
         #expect(snapshot.isPlatformAmbiguous)
         let decisions = [
-            snapshot.print(account: World.owner), snapshot.encryptionRequired(account: World.owner), snapshot.screenCapture(account: World.owner),
-            snapshot.notifications(account: World.owner), snapshot.appSharing(account: World.owner), snapshot.copyOut(owner: World.owner, destinationManaged: true, length: 1),
-            snapshot.saveTo(owner: World.owner, location: .dropbox, locationAccount: nil), snapshot.receive(receiver: World.outsider, dataOwner: World.owner),
+            snapshot.print(account: World.owner), snapshot.encryptionRequired(account: World.owner),
+            snapshot.screenCapture(account: World.owner),
+            snapshot.notifications(account: World.owner), snapshot.appSharing(account: World.owner),
+            snapshot.copyOut(owner: World.owner, destinationManaged: true, length: 1),
+            snapshot.saveTo(owner: World.owner, location: .dropbox, locationAccount: nil),
+            snapshot.receive(receiver: World.outsider, dataOwner: World.owner),
         ]
         for decision in decisions {
             #expect(decision.isRefusal)
@@ -141,13 +168,28 @@ struct AccountSettingsTests {
     /// isAppSharingAllowed: blocked only by Send None. Siri, App Intents and Spotlight: "blocked
     /// unless set to All apps" (iOS settings reference).
     static let levelRows: [LevelRow] = [
-        LevelRow(action: .appSharing, send: .allApps, allowed: true, reason: "allowedOutboundDataTransferDestinations is allApps: sharing through the system share sheet is allowed"),
-        LevelRow(action: .appSharing, send: .managedApps, allowed: true, reason: "is managedApps: sharing through the system share sheet is allowed, to the targets a share decision allows"),
-        LevelRow(action: .appSharing, send: DataTransferLevel.none, allowed: false, reason: "is none: sharing through the system share sheet is blocked"),
+        LevelRow(
+            action: .appSharing, send: .allApps, allowed: true,
+            reason:
+                "allowedOutboundDataTransferDestinations is allApps: sharing through the system share sheet is allowed"),
+        LevelRow(
+            action: .appSharing, send: .managedApps, allowed: true,
+            reason:
+                "is managedApps: sharing through the system share sheet is allowed, to the targets a share decision allows"
+        ),
+        LevelRow(
+            action: .appSharing, send: DataTransferLevel.none, allowed: false,
+            reason: "is none: sharing through the system share sheet is blocked"),
         LevelRow(action: .appSharing, send: nil, allowed: true, reason: "(Intune default"),
-        LevelRow(action: .appIntents, send: .allApps, allowed: true, reason: "is allApps: Siri, App Intents and Spotlight may use org data"),
-        LevelRow(action: .appIntents, send: .managedApps, allowed: false, reason: "is managedApps: Siri, App Intents and Spotlight are blocked unless it is allApps"),
-        LevelRow(action: .appIntents, send: DataTransferLevel.none, allowed: false, reason: "are blocked unless it is allApps"),
+        LevelRow(
+            action: .appIntents, send: .allApps, allowed: true,
+            reason: "is allApps: Siri, App Intents and Spotlight may use org data"),
+        LevelRow(
+            action: .appIntents, send: .managedApps, allowed: false,
+            reason: "is managedApps: Siri, App Intents and Spotlight are blocked unless it is allApps"),
+        LevelRow(
+            action: .appIntents, send: DataTransferLevel.none, allowed: false,
+            reason: "are blocked unless it is allApps"),
         LevelRow(action: .appIntents, send: nil, allowed: true, reason: "(Intune default"),
     ]
 
@@ -155,13 +197,18 @@ struct AccountSettingsTests {
     func levels(row: LevelRow, platform: Platform) {
         let snapshot = World.snapshot(
             owner: .with { $0.allowedOutboundDataTransferDestinations = row.send },
-            kind: platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection, context: EvaluationContext(platform: platform))
-        let decision = row.action == .appSharing ? snapshot.appSharing(account: World.owner) : snapshot.appIntents(account: World.owner)
+            kind: platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection,
+            context: EvaluationContext(platform: platform))
+        let decision =
+            row.action == .appSharing
+            ? snapshot.appSharing(account: World.owner) : snapshot.appIntents(account: World.owner)
         #expect(decision.action == row.action)
         #expect(decision.isAllowed == row.allowed)
         #expect(decision.reason.contains(row.reason), "\(decision.reason)")
         #expect(decision.settingName == "allowedOutboundDataTransferDestinations")
-        let unmanaged = row.action == .appSharing ? snapshot.appSharing(account: World.outsider) : snapshot.appIntents(account: World.outsider)
+        let unmanaged =
+            row.action == .appSharing
+            ? snapshot.appSharing(account: World.outsider) : snapshot.appIntents(account: World.outsider)
         #expect(unmanaged.isAllowed)
     }
 
@@ -189,10 +236,13 @@ struct AccountSettingsTests {
         ] as [(Bool?, AppManagementLevel?, Bool)])
     func enrolledDevice(waived: Bool?, level: AppManagementLevel?, required: Bool) {
         let snapshot = World.snapshot(
-            owner: .with { $0.encryptAppData = true; $0.disableAppEncryptionIfDeviceEncryptionIsEnabled = waived },
+            owner: .with {
+                $0.encryptAppData = true; $0.disableAppEncryptionIfDeviceEncryptionIsEnabled = waived
+            },
             kind: .androidManagedAppProtection, context: EvaluationContext(platform: .android, managementLevel: level))
         let decision = snapshot.encryptionRequired(account: World.owner)
         #expect(decision.isAllowed == required)
-        #expect(decision.settingName == (required ? "encryptAppData" : "disableAppEncryptionIfDeviceEncryptionIsEnabled"))
+        #expect(
+            decision.settingName == (required ? "encryptAppData" : "disableAppEncryptionIfDeviceEncryptionIsEnabled"))
     }
 }

@@ -10,44 +10,81 @@ struct ShareAndReceiveTests {
         let target: String
         let allowed: Bool
         let reason: String
-        var testDescription: String { "\(owner) sends to \(sends?.rawValue ?? "default") on \(platform), target \(target) → \(allowed ? "allow" : "block")" }
+        var testDescription: String {
+            "\(owner) sends to \(sends?.rawValue ?? "default") on \(platform), target \(target) → \(allowed ? "allow" : "block")"
+        }
     }
 
     static let shareRows: [ShareRow] = [
-        ShareRow(owner: .bystander, sends: DataTransferLevel.none, target: "com.getdropbox.Dropbox", allowed: true, reason: "the data's owner is not managed"),
-        ShareRow(owner: .outsider, sends: DataTransferLevel.none, target: "anything", allowed: true, reason: "not managed"),
-        ShareRow(sends: nil, target: "com.getdropbox.Dropbox", allowed: true, reason: "allowedOutboundDataTransferDestinations is allApps: any app may receive the data (Intune default"),
+        ShareRow(
+            owner: .bystander, sends: DataTransferLevel.none, target: "com.getdropbox.Dropbox", allowed: true,
+            reason: "the data's owner is not managed"),
+        ShareRow(
+            owner: .outsider, sends: DataTransferLevel.none, target: "anything", allowed: true, reason: "not managed"),
+        ShareRow(
+            sends: nil, target: "com.getdropbox.Dropbox", allowed: true,
+            reason: "allowedOutboundDataTransferDestinations is allApps: any app may receive the data (Intune default"),
         ShareRow(sends: .allApps, target: "com.getdropbox.Dropbox", allowed: true, reason: "is allApps"),
         // managedApps: policy apps, tenant apps, exemptions.
-        ShareRow(sends: .managedApps, target: "com.microsoft.office.word", allowed: true,
-                 reason: "allowedOutboundDataTransferDestinations is managedApps and com.microsoft.office.word is a policy-managed app (from \"Owner policy\")"),
-        ShareRow(sends: .managedApps, target: "COM.MICROSOFT.OFFICE.WORD", allowed: true, reason: "is a policy-managed app"),
+        ShareRow(
+            sends: .managedApps, target: "com.microsoft.office.word", allowed: true,
+            reason:
+                "allowedOutboundDataTransferDestinations is managedApps and com.microsoft.office.word is a policy-managed app (from \"Owner policy\")"
+        ),
+        ShareRow(
+            sends: .managedApps, target: "COM.MICROSOFT.OFFICE.WORD", allowed: true, reason: "is a policy-managed app"),
         ShareRow(sends: .managedApps, target: "com.contoso.expenses", allowed: true, reason: "is a policy-managed app"),
-        ShareRow(sends: .managedApps, target: "skype", allowed: true, reason: "allowedOutboundDataTransferDestinations is managedApps and skype is exempted in exemptedAppProtocols"),
+        ShareRow(
+            sends: .managedApps, target: "skype", allowed: true,
+            reason:
+                "allowedOutboundDataTransferDestinations is managedApps and skype is exempted in exemptedAppProtocols"),
         ShareRow(sends: .managedApps, target: "Skype:", allowed: true, reason: "is exempted"),
         ShareRow(sends: .managedApps, target: "skype://call?id=1", allowed: true, reason: "is exempted"),
-        ShareRow(sends: .managedApps, target: "com.getdropbox.Dropbox", allowed: false,
-                 reason: "allowedOutboundDataTransferDestinations is managedApps and com.getdropbox.Dropbox is neither a policy-managed app nor exempted"),
+        ShareRow(
+            sends: .managedApps, target: "com.getdropbox.Dropbox", allowed: false,
+            reason:
+                "allowedOutboundDataTransferDestinations is managedApps and com.getdropbox.Dropbox is neither a policy-managed app nor exempted"
+        ),
         ShareRow(sends: .managedApps, target: "com.microsoft.office.wordx", allowed: false, reason: "neither"),
         // none: no target, exempted or not ("Select apps to exempt" is available only with
         // Policy managed apps).
-        ShareRow(sends: DataTransferLevel.none, target: "com.microsoft.office.word", allowed: false,
-                 reason: "allowedOutboundDataTransferDestinations is none: no app may receive the data, com.microsoft.office.word included (exemptions apply only to transfer to policy-managed apps)"),
-        ShareRow(sends: DataTransferLevel.none, target: "tel", allowed: false, reason: "allowedOutboundDataTransferDestinations is none: no app may receive the data, tel included"),
-        ShareRow(sends: DataTransferLevel.none, platform: .android, target: "com.google.android.apps.maps", allowed: false, reason: "is none: no app may receive the data"),
+        ShareRow(
+            sends: DataTransferLevel.none, target: "com.microsoft.office.word", allowed: false,
+            reason:
+                "allowedOutboundDataTransferDestinations is none: no app may receive the data, com.microsoft.office.word included (exemptions apply only to transfer to policy-managed apps)"
+        ),
+        ShareRow(
+            sends: DataTransferLevel.none, target: "tel", allowed: false,
+            reason: "allowedOutboundDataTransferDestinations is none: no app may receive the data, tel included"),
+        ShareRow(
+            sends: DataTransferLevel.none, platform: .android, target: "com.google.android.apps.maps", allowed: false,
+            reason: "is none: no app may receive the data"),
         // Universal links (iOS): exempted ones open in an unmanaged app, managed ones in a managed app.
-        ShareRow(sends: .managedApps, target: "https://maps.apple.com/?q=cafe", allowed: true, reason: "is exempted in exemptedUniversalLinks"),
-        ShareRow(sends: .managedApps, target: "http://maps.apple.com", allowed: true, reason: "is exempted in exemptedUniversalLinks"),
-        ShareRow(sends: .managedApps, target: "https://maps.apple.com.evil.example/x", allowed: false, reason: "neither"),
-        ShareRow(sends: .managedApps, target: "https://contoso.sharepoint.com/sites/finance", allowed: true,
-                 reason: "is in managedUniversalLinks: it opens in a managed app"),
-        ShareRow(sends: .managedApps, target: "https://sharepoint.com.evil.example/", allowed: false, reason: "neither"),
+        ShareRow(
+            sends: .managedApps, target: "https://maps.apple.com/?q=cafe", allowed: true,
+            reason: "is exempted in exemptedUniversalLinks"),
+        ShareRow(
+            sends: .managedApps, target: "http://maps.apple.com", allowed: true,
+            reason: "is exempted in exemptedUniversalLinks"),
+        ShareRow(
+            sends: .managedApps, target: "https://maps.apple.com.evil.example/x", allowed: false, reason: "neither"),
+        ShareRow(
+            sends: .managedApps, target: "https://contoso.sharepoint.com/sites/finance", allowed: true,
+            reason: "is in managedUniversalLinks: it opens in a managed app"),
+        ShareRow(
+            sends: .managedApps, target: "https://sharepoint.com.evil.example/", allowed: false, reason: "neither"),
         ShareRow(sends: DataTransferLevel.none, target: "https://maps.apple.com/", allowed: false, reason: "is none"),
-        ShareRow(sends: .managedApps, platform: .android, target: "https://maps.apple.com/", allowed: false, reason: "neither"),
+        ShareRow(
+            sends: .managedApps, platform: .android, target: "https://maps.apple.com/", allowed: false,
+            reason: "neither"),
         // Exemption lists belong to their platform.
-        ShareRow(sends: .managedApps, platform: .android, target: "com.google.android.apps.maps", allowed: true, reason: "is exempted in exemptedAppPackages"),
+        ShareRow(
+            sends: .managedApps, platform: .android, target: "com.google.android.apps.maps", allowed: true,
+            reason: "is exempted in exemptedAppPackages"),
         ShareRow(sends: .managedApps, platform: .android, target: "skype", allowed: false, reason: "neither"),
-        ShareRow(sends: .managedApps, platform: .ios, target: "com.google.android.apps.maps", allowed: false, reason: "neither"),
+        ShareRow(
+            sends: .managedApps, platform: .ios, target: "com.google.android.apps.maps", allowed: false,
+            reason: "neither"),
     ]
 
     @Test("each target gets its own decision", arguments: shareRows)
@@ -72,12 +109,18 @@ struct ShareAndReceiveTests {
 
     @Test("a share is allowed only when every target is; allowed targets keep their order")
     func shareSheet() {
-        let snapshot = World.snapshot(owner: .with { $0.allowedOutboundDataTransferDestinations = .managedApps }, ownerApps: ["com.microsoft.office.word"])
-        let share = snapshot.share(owner: World.owner, targets: ["com.getdropbox.Dropbox", "com.microsoft.office.word", "com.contoso.expenses"])
+        let snapshot = World.snapshot(
+            owner: .with { $0.allowedOutboundDataTransferDestinations = .managedApps },
+            ownerApps: ["com.microsoft.office.word"])
+        let share = snapshot.share(
+            owner: World.owner,
+            targets: ["com.getdropbox.Dropbox", "com.microsoft.office.word", "com.contoso.expenses"])
         #expect(!share.isAllowed)
         #expect(share.allowedTargets == ["com.microsoft.office.word", "com.contoso.expenses"])
         #expect(share.reason == "2 of 3 targets allowed")
-        #expect(share.targets.map(\.decision.settingName) == Array(repeating: "allowedOutboundDataTransferDestinations", count: 3))
+        #expect(
+            share.targets.map(\.decision.settingName)
+                == Array(repeating: "allowedOutboundDataTransferDestinations", count: 3))
     }
 
     /// iOS "Policy managed apps with OS sharing": on an MDM-enrolled device, apps the MDM
@@ -105,7 +148,10 @@ struct ShareAndReceiveTests {
             context: EvaluationContext(platform: platform, managementLevel: level))
         let decision = try #require(snapshot.share(owner: World.owner, targets: [target]).targets.first).decision
         #expect(decision.isAllowed == allowed)
-        #expect(decision.settingName == (allowed ? "disableProtectionOfManagedOutboundOpenInData" : "allowedOutboundDataTransferDestinations"))
+        #expect(
+            decision.settingName
+                == (allowed
+                    ? "disableProtectionOfManagedOutboundOpenInData" : "allowedOutboundDataTransferDestinations"))
         if allowed { #expect(decision.reason.contains("Policy managed apps with OS sharing")) }
     }
 
@@ -132,7 +178,8 @@ struct ShareAndReceiveTests {
         #expect(share.filtersShareSheet == filters)
         #expect(snapshot.share(owner: World.outsider, targets: ["x"]).filtersShareSheet == false)
         if filters {
-            #expect(share.targets[0].decision.reason.contains("Open-In/Share filtering: the share sheet does not offer it"))
+            #expect(
+                share.targets[0].decision.reason.contains("Open-In/Share filtering: the share sheet does not offer it"))
         }
     }
 
@@ -149,31 +196,68 @@ struct ShareAndReceiveTests {
     }
 
     static let receiveRows: [ReceiveRow] = [
-        ReceiveRow(accepts: .allApps, itemOwner: .none, allowed: true, reason: "allowedInboundDataTransferSources is allApps: data from any app may be received (from \"Owner policy\")"),
-        ReceiveRow(accepts: nil, itemOwner: .outsider, allowed: true, reason: "is allApps: data from any app may be received (Intune default"),
+        ReceiveRow(
+            accepts: .allApps, itemOwner: .none, allowed: true,
+            reason:
+                "allowedInboundDataTransferSources is allApps: data from any app may be received (from \"Owner policy\")"
+        ),
+        ReceiveRow(
+            accepts: nil, itemOwner: .outsider, allowed: true,
+            reason: "is allApps: data from any app may be received (Intune default"),
         ReceiveRow(accepts: .allApps, itemOwner: .bystander, allowed: true, reason: "is allApps"),
-        ReceiveRow(accepts: .allApps, peerSends: .allApps, itemOwner: .peer, allowed: true, reason: "the shared item's owner is another managed account, whose allowedOutboundDataTransferDestinations is allApps"),
-        ReceiveRow(accepts: .allApps, peerSends: DataTransferLevel.none, itemOwner: .peer, allowed: false, reason: "whose allowedOutboundDataTransferDestinations is none (from \"Peer policy\")"),
+        ReceiveRow(
+            accepts: .allApps, peerSends: .allApps, itemOwner: .peer, allowed: true,
+            reason:
+                "the shared item's owner is another managed account, whose allowedOutboundDataTransferDestinations is allApps"
+        ),
+        ReceiveRow(
+            accepts: .allApps, peerSends: DataTransferLevel.none, itemOwner: .peer, allowed: false,
+            reason: "whose allowedOutboundDataTransferDestinations is none (from \"Peer policy\")"),
 
-        ReceiveRow(accepts: .managedApps, itemOwner: .none, allowed: false,
-                   reason: "allowedInboundDataTransferSources is managedApps and the shared item's owner is not managed (from \"Owner policy\")"),
-        ReceiveRow(accepts: .managedApps, itemOwner: .bystander, allowed: false, reason: "the shared item's owner is not managed"),
+        ReceiveRow(
+            accepts: .managedApps, itemOwner: .none, allowed: false,
+            reason:
+                "allowedInboundDataTransferSources is managedApps and the shared item's owner is not managed (from \"Owner policy\")"
+        ),
+        ReceiveRow(
+            accepts: .managedApps, itemOwner: .bystander, allowed: false,
+            reason: "the shared item's owner is not managed"),
         ReceiveRow(accepts: .managedApps, itemOwner: .outsider, allowed: false, reason: "is not managed"),
-        ReceiveRow(accepts: .managedApps, peerSends: .managedApps, itemOwner: .peer, allowed: true, reason: "is managedApps and the receiving side is managed"),
-        ReceiveRow(accepts: .managedApps, peerSends: DataTransferLevel.none, itemOwner: .peer, allowed: false, reason: "whose allowedOutboundDataTransferDestinations is none"),
-        ReceiveRow(accepts: .managedApps, itemOwner: .owner, allowed: true, reason: "the shared item's owner is managed"),
+        ReceiveRow(
+            accepts: .managedApps, peerSends: .managedApps, itemOwner: .peer, allowed: true,
+            reason: "is managedApps and the receiving side is managed"),
+        ReceiveRow(
+            accepts: .managedApps, peerSends: DataTransferLevel.none, itemOwner: .peer, allowed: false,
+            reason: "whose allowedOutboundDataTransferDestinations is none"),
+        ReceiveRow(
+            accepts: .managedApps, itemOwner: .owner, allowed: true, reason: "the shared item's owner is managed"),
 
-        ReceiveRow(accepts: DataTransferLevel.none, itemOwner: .none, allowed: false, reason: "allowedInboundDataTransferSources is none and the shared item's owner is not the receiving account"),
-        ReceiveRow(accepts: DataTransferLevel.none, itemOwner: .owner, allowed: true, reason: "the shared item's owner is the receiving account"),
-        ReceiveRow(accepts: DataTransferLevel.none, itemOwner: .ownerByOID, allowed: true, reason: "is the receiving account"),
-        ReceiveRow(accepts: DataTransferLevel.none, peerSends: .allApps, itemOwner: .peer, allowed: false, reason: "is not the receiving account"),
+        ReceiveRow(
+            accepts: DataTransferLevel.none, itemOwner: .none, allowed: false,
+            reason: "allowedInboundDataTransferSources is none and the shared item's owner is not the receiving account"
+        ),
+        ReceiveRow(
+            accepts: DataTransferLevel.none, itemOwner: .owner, allowed: true,
+            reason: "the shared item's owner is the receiving account"),
+        ReceiveRow(
+            accepts: DataTransferLevel.none, itemOwner: .ownerByOID, allowed: true, reason: "is the receiving account"),
+        ReceiveRow(
+            accepts: DataTransferLevel.none, peerSends: .allApps, itemOwner: .peer, allowed: false,
+            reason: "is not the receiving account"),
 
-        ReceiveRow(receiver: .bystander, accepts: DataTransferLevel.none, itemOwner: .none, allowed: true, reason: "the receiving account is not managed"),
-        ReceiveRow(receiver: .bystander, accepts: DataTransferLevel.none, peerSends: .managedApps, itemOwner: .peer, allowed: false, reason: "and the receiving side is not managed"),
-        ReceiveRow(receiver: .none, accepts: DataTransferLevel.none, peerSends: .allApps, itemOwner: .peer, allowed: true, reason: "is allApps"),
+        ReceiveRow(
+            receiver: .bystander, accepts: DataTransferLevel.none, itemOwner: .none, allowed: true,
+            reason: "the receiving account is not managed"),
+        ReceiveRow(
+            receiver: .bystander, accepts: DataTransferLevel.none, peerSends: .managedApps, itemOwner: .peer,
+            allowed: false, reason: "and the receiving side is not managed"),
+        ReceiveRow(
+            receiver: .none, accepts: DataTransferLevel.none, peerSends: .allApps, itemOwner: .peer, allowed: true,
+            reason: "is allApps"),
     ]
 
-    @Test("a shared item is received by the receiver's inbound rule, then its owner's send rule", arguments: receiveRows)
+    @Test(
+        "a shared item is received by the receiver's inbound rule, then its owner's send rule", arguments: receiveRows)
     func receive(row: ReceiveRow) {
         let snapshot = World.snapshot(
             owner: .with { $0.allowedInboundDataTransferSources = row.accepts },
@@ -202,35 +286,66 @@ struct ClipboardTests {
     }
 
     static let copyRows: [CopyRow] = [
-        CopyRow(owner: .bystander, level: .blocked, destinationManaged: false, length: 500, allowed: true, reason: "the data's owner is not managed", setting: ""),
-        CopyRow(level: nil, destinationManaged: false, length: nil, allowed: true, reason: "allowedOutboundClipboardSharingLevel is allApps: copying to an unmanaged app is allowed (Intune default"),
-        CopyRow(level: .allApps, destinationManaged: false, length: 10_000, allowed: true, reason: "is allApps: copying to an unmanaged app is allowed"),
-        CopyRow(level: .managedAppsWithPasteIn, destinationManaged: true, length: nil, allowed: true, reason: "is managedAppsWithPasteIn: copying to a policy-managed app is allowed"),
-        CopyRow(level: .managedAppsWithPasteIn, destinationManaged: false, length: nil, allowed: false, reason: "is managedAppsWithPasteIn: copying to an unmanaged app is blocked (from \"Owner policy\")"),
-        CopyRow(level: .managedApps, destinationManaged: true, length: 5, allowed: true, reason: "is managedApps: copying to a policy-managed app is allowed"),
-        CopyRow(level: .managedApps, destinationManaged: false, length: 5, allowed: false,
-                reason: "is managedApps: copying to an unmanaged app is blocked (from \"Owner policy\"); 5 characters is more than allowedOutboundClipboardSharingExceptionLength 0 (Intune default"),
-        CopyRow(level: .blocked, destinationManaged: true, length: nil, allowed: false, reason: "is blocked: copying to other apps is blocked"),
+        CopyRow(
+            owner: .bystander, level: .blocked, destinationManaged: false, length: 500, allowed: true,
+            reason: "the data's owner is not managed", setting: ""),
+        CopyRow(
+            level: nil, destinationManaged: false, length: nil, allowed: true,
+            reason:
+                "allowedOutboundClipboardSharingLevel is allApps: copying to an unmanaged app is allowed (Intune default"
+        ),
+        CopyRow(
+            level: .allApps, destinationManaged: false, length: 10_000, allowed: true,
+            reason: "is allApps: copying to an unmanaged app is allowed"),
+        CopyRow(
+            level: .managedAppsWithPasteIn, destinationManaged: true, length: nil, allowed: true,
+            reason: "is managedAppsWithPasteIn: copying to a policy-managed app is allowed"),
+        CopyRow(
+            level: .managedAppsWithPasteIn, destinationManaged: false, length: nil, allowed: false,
+            reason: "is managedAppsWithPasteIn: copying to an unmanaged app is blocked (from \"Owner policy\")"),
+        CopyRow(
+            level: .managedApps, destinationManaged: true, length: 5, allowed: true,
+            reason: "is managedApps: copying to a policy-managed app is allowed"),
+        CopyRow(
+            level: .managedApps, destinationManaged: false, length: 5, allowed: false,
+            reason:
+                "is managedApps: copying to an unmanaged app is blocked (from \"Owner policy\"); 5 characters is more than allowedOutboundClipboardSharingExceptionLength 0 (Intune default"
+        ),
+        CopyRow(
+            level: .blocked, destinationManaged: true, length: nil, allowed: false,
+            reason: "is blocked: copying to other apps is blocked"),
         CopyRow(level: .blocked, destinationManaged: false, length: nil, allowed: false, reason: "is blocked"),
         // The character exception.
-        CopyRow(level: .blocked, limit: 10, destinationManaged: false, length: 10, allowed: true,
-                reason: "allowedOutboundClipboardSharingLevel is blocked, but 10 characters is within allowedOutboundClipboardSharingExceptionLength 10 (from \"Owner policy\")",
-                setting: "allowedOutboundClipboardSharingExceptionLength"),
-        CopyRow(level: .managedApps, limit: 10, destinationManaged: false, length: 0, allowed: true, reason: "0 characters is within",
-                setting: "allowedOutboundClipboardSharingExceptionLength"),
-        CopyRow(level: .managedApps, limit: 10, destinationManaged: false, length: 11, allowed: false, reason: "11 characters is more than allowedOutboundClipboardSharingExceptionLength 10"),
-        CopyRow(level: .managedApps, limit: 10, destinationManaged: false, length: nil, allowed: false, reason: "copying to an unmanaged app is blocked"),
-        CopyRow(level: .managedApps, limit: 0, destinationManaged: false, length: 0, allowed: true,
-                reason: "0 characters is within allowedOutboundClipboardSharingExceptionLength 0", setting: "allowedOutboundClipboardSharingExceptionLength"),
+        CopyRow(
+            level: .blocked, limit: 10, destinationManaged: false, length: 10, allowed: true,
+            reason:
+                "allowedOutboundClipboardSharingLevel is blocked, but 10 characters is within allowedOutboundClipboardSharingExceptionLength 10 (from \"Owner policy\")",
+            setting: "allowedOutboundClipboardSharingExceptionLength"),
+        CopyRow(
+            level: .managedApps, limit: 10, destinationManaged: false, length: 0, allowed: true,
+            reason: "0 characters is within",
+            setting: "allowedOutboundClipboardSharingExceptionLength"),
+        CopyRow(
+            level: .managedApps, limit: 10, destinationManaged: false, length: 11, allowed: false,
+            reason: "11 characters is more than allowedOutboundClipboardSharingExceptionLength 10"),
+        CopyRow(
+            level: .managedApps, limit: 10, destinationManaged: false, length: nil, allowed: false,
+            reason: "copying to an unmanaged app is blocked"),
+        CopyRow(
+            level: .managedApps, limit: 0, destinationManaged: false, length: 0, allowed: true,
+            reason: "0 characters is within allowedOutboundClipboardSharingExceptionLength 0",
+            setting: "allowedOutboundClipboardSharingExceptionLength"),
     ]
 
     @Test("copy out", arguments: copyRows)
     func copyOut(row: CopyRow) {
-        let snapshot = World.snapshot(owner: .with {
-            $0.allowedOutboundClipboardSharingLevel = row.level
-            $0.allowedOutboundClipboardSharingExceptionLength = row.limit
-        })
-        let decision = snapshot.copyOut(owner: row.owner.account, destinationManaged: row.destinationManaged, length: row.length)
+        let snapshot = World.snapshot(
+            owner: .with {
+                $0.allowedOutboundClipboardSharingLevel = row.level
+                $0.allowedOutboundClipboardSharingExceptionLength = row.limit
+            })
+        let decision = snapshot.copyOut(
+            owner: row.owner.account, destinationManaged: row.destinationManaged, length: row.length)
         #expect(decision.isAllowed == row.allowed)
         #expect(decision.reason.contains(row.reason), "\(decision.reason)")
         #expect((decision.settingName ?? "") == row.setting)
@@ -240,7 +355,10 @@ struct ClipboardTests {
         "paste in",
         arguments: [
             (ClipboardSharingLevel.allApps, false, true, "is allApps: pasting from an unmanaged app is allowed"),
-            (.managedAppsWithPasteIn, false, true, "is managedAppsWithPasteIn: pasting from an unmanaged app is allowed"),
+            (
+                .managedAppsWithPasteIn, false, true,
+                "is managedAppsWithPasteIn: pasting from an unmanaged app is allowed"
+            ),
             (.managedApps, false, false, "is managedApps: pasting from an unmanaged app is blocked"),
             (.managedApps, true, true, "is managedApps: pasting from a policy-managed app is allowed"),
             (.blocked, true, false, "is blocked: pasting from other apps is blocked"),

@@ -126,7 +126,9 @@ struct AccountIDTests {
 
     @Test("an OID not in GUID form still resolves through the other index")
     func nonGUIDOID() {
-        let tenant = Tenant(accounts: [TenantAccount(id: AccountID(oid: "oid-7", upn: "seven@contoso.com")!, groups: [])])
+        let tenant = Tenant(accounts: [
+            TenantAccount(id: AccountID(oid: "oid-7", upn: "seven@contoso.com")!, groups: [])
+        ])
         let snapshot = PolicySnapshot(bundle: PolicyBundle(tenant: tenant))
         #expect(snapshot.tenantAccount(for: id("oid-7"))?.id.upn == "seven@contoso.com")
         #expect(snapshot.isSameAccount(id("OID-7"), id("seven@contoso.com")))

@@ -35,14 +35,26 @@ struct AccountResolutionTests {
         (AccountID(unknownOID)!, .unknown),
         (AccountID(oid: unknownOID, upn: "outsider@fabrikam.com")!, .unknown),
         // Both forms known, but of different accounts.
-        (AccountID(oid: ownerOID, upn: "peer@contoso.com")!, .contradictory("is owner@contoso.com's but the UPN peer@contoso.com is peer@contoso.com's")),
+        (
+            AccountID(oid: ownerOID, upn: "peer@contoso.com")!,
+            .contradictory("is owner@contoso.com's but the UPN peer@contoso.com is peer@contoso.com's")
+        ),
         // An OID the tenant does not know beside a UPN it knows for an account with an OID.
-        (AccountID(oid: unknownOID, upn: "owner@contoso.com")!, .contradictory("not \(unknownOID), which the tenant does not know")),
+        (
+            AccountID(oid: unknownOID, upn: "owner@contoso.com")!,
+            .contradictory("not \(unknownOID), which the tenant does not know")
+        ),
         // A known OID beside a UPN the tenant records otherwise for it.
-        (AccountID(oid: ownerOID, upn: "owner@fabrikam.com")!, .contradictory("whose UPN the tenant records as owner@contoso.com")),
+        (
+            AccountID(oid: ownerOID, upn: "owner@fabrikam.com")!,
+            .contradictory("whose UPN the tenant records as owner@contoso.com")
+        ),
         // The tenant records no OID (or no UPN) for the account: the other form cannot contradict it.
         (AccountID(oid: unknownOID, upn: "legacy@contoso.com")!, .tenant("legacy@contoso.com")),
-        (AccountID(oid: "0a000000-0000-4000-8000-000000000009", upn: "whoever@contoso.com")!, .tenant("0a000000-0000-4000-8000-000000000009")),
+        (
+            AccountID(oid: "0a000000-0000-4000-8000-000000000009", upn: "whoever@contoso.com")!,
+            .tenant("0a000000-0000-4000-8000-000000000009")
+        ),
     ]
 
     static let snapshot: PolicySnapshot = {
@@ -51,10 +63,17 @@ struct AccountResolutionTests {
         var targeting = PolicyTargeting()
         targeting.included = [.group("g-owner"), .group("g-peer")]
         let policy = ProtectionPolicy(
-            reference: PolicyReference(index: 0, id: nil, displayName: "P", kind: .iosManagedAppProtection, location: DocumentLocation(file: "t", line: 1, column: 1)),
-            settings: .with { $0.saveAsBlocked = true; $0.allowedDataStorageLocations = []; $0.allowedOutboundDataTransferDestinations = .managedApps },
+            reference: PolicyReference(
+                index: 0, id: nil, displayName: "P", kind: .iosManagedAppProtection,
+                location: DocumentLocation(file: "t", line: 1, column: 1)),
+            settings: .with {
+                $0.saveAsBlocked = true; $0.allowedDataStorageLocations = [];
+                $0.allowedOutboundDataTransferDestinations = .managedApps
+            },
             targeting: targeting)
-        return PolicySnapshot(bundle: PolicyBundle(tenant: tenant, protectionPolicies: [policy]), context: EvaluationContext(platform: .ios))
+        return PolicySnapshot(
+            bundle: PolicyBundle(tenant: tenant, protectionPolicies: [policy]),
+            context: EvaluationContext(platform: .ios))
     }()
 
     @Test("UPN, OID, case, both forms, unknown and contradictory ids", arguments: cases)
@@ -90,21 +109,30 @@ struct AccountResolutionTests {
         (.encryptionRequired(account: contradictory), true),
     ]
 
-    @Test("decisions about a contradictory account are refused (encryption is required), never decided as for an unmanaged one", arguments: refusals)
+    @Test(
+        "decisions about a contradictory account are refused (encryption is required), never decided as for an unmanaged one",
+        arguments: refusals)
     func refused(query: DecisionQuery, allowed: Bool) {
         let answer = Self.snapshot.answer(query)
         #expect(answer.isAllowed == allowed)
-        #expect(answer.reason.contains("carries an OID and a UPN that the tenant records for different accounts"), "\(answer.reason)")
+        #expect(
+            answer.reason.contains("carries an OID and a UPN that the tenant records for different accounts"),
+            "\(answer.reason)")
         #expect(throws: QueryError.self) { try Self.snapshot.checkAccounts(of: query, strict: false) }
-        if case .single(let decision) = answer, query.action == .notifications { #expect(decision.notificationRestriction == .block) }
-        if case .single(let decision) = answer, query.action == .offlineAccess { #expect(decision.offlineState == .accessBlocked) }
+        if case .single(let decision) = answer, query.action == .notifications {
+            #expect(decision.notificationRestriction == .block)
+        }
+        if case .single(let decision) = answer, query.action == .offlineAccess {
+            #expect(decision.offlineState == .accessBlocked)
+        }
     }
 
     @Test("the same owner with consistent forms is decided normally")
     func consistent() {
         let both = AccountID(oid: Self.ownerOID, upn: "owner@contoso.com")!
         #expect(!Self.snapshot.saveTo(owner: both, location: .dropbox, locationAccount: nil).isAllowed)
-        #expect(Self.snapshot.saveTo(owner: both, location: .dropbox, locationAccount: nil).settingName == "saveAsBlocked")
+        #expect(
+            Self.snapshot.saveTo(owner: both, location: .dropbox, locationAccount: nil).settingName == "saveAsBlocked")
         #expect(throws: Never.self) { try Self.snapshot.checkAccounts(of: .print(account: both), strict: true) }
     }
 }

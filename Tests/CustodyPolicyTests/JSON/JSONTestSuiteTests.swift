@@ -37,7 +37,9 @@ struct JSONTestSuiteTests {
                 _ = try JSONDocument(parsing: bytes)
                 Issue.record("\(name) was accepted")
             } catch {
-                #expect(error.offset >= 0 && error.offset <= bytes.count, "\(name): offset \(error.offset) of \(bytes.count)")
+                #expect(
+                    error.offset >= 0 && error.offset <= bytes.count,
+                    "\(name): offset \(error.offset) of \(bytes.count)")
                 #expect(!error.message.isEmpty, "\(name)")
             }
         }

@@ -25,7 +25,10 @@ struct JSONWriterTests {
         writer.beginArray()
         writer.endArray()
         writer.endObject()
-        #expect(writer.string == #"{"text":"quote \" backslash \\ newline \n tab \t bell \u0007 é","numbers":[0,-42],"flags":{"yes":true,"none":null},"empty":[]}"#)
+        #expect(
+            writer.string
+                == #"{"text":"quote \" backslash \\ newline \n tab \t bell \u0007 é","numbers":[0,-42],"flags":{"yes":true,"none":null},"empty":[]}"#
+        )
 
         let document = try JSONDocument(parsing: writer.bytes)
         #expect(document.root["text"]?.string == "quote \" backslash \\ newline \n tab \t bell \u{7} é")

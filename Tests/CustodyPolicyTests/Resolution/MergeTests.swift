@@ -14,7 +14,9 @@ struct MergeTests {
                 settings: settings, targeting: PolicyTargeting())
         }
         let tenant = Tenant(accounts: [TenantAccount(id: id("a@contoso.com"), groups: [])])
-        let snapshot = PolicySnapshot(bundle: PolicyBundle(tenant: tenant, protectionPolicies: policies), context: EvaluationContext(platform: platform))
+        let snapshot = PolicySnapshot(
+            bundle: PolicyBundle(tenant: tenant, protectionPolicies: policies),
+            context: EvaluationContext(platform: platform))
         guard let policy = snapshot.effectivePolicy(for: id("a@contoso.com")) else {
             preconditionFailure("the test's policies must reach its account")
         }
@@ -30,7 +32,12 @@ struct MergeTests {
             ([.managedApps], .managedApps, ["P0"]),
         ])
     func transfer(levels: [DataTransferLevel], expected: DataTransferLevel, sources: [String]) {
-        let policy = merged(levels.map { level in .with { $0.allowedOutboundDataTransferDestinations = level; $0.allowedInboundDataTransferSources = level } })
+        let policy = merged(
+            levels.map { level in
+                .with {
+                    $0.allowedOutboundDataTransferDestinations = level; $0.allowedInboundDataTransferSources = level
+                }
+            })
         #expect(policy.allowedOutboundDataTransferDestinations.value == expected)
         #expect(policy.allowedOutboundDataTransferDestinations.sources.map(\.name) == sources)
         #expect(policy.allowedInboundDataTransferSources.value == expected)
@@ -44,34 +51,48 @@ struct MergeTests {
             ([.managedApps, .blocked, .allApps], .blocked),
         ])
     func clipboard(levels: [ClipboardSharingLevel], expected: ClipboardSharingLevel) {
-        #expect(merged(levels.map { level in .with { $0.allowedOutboundClipboardSharingLevel = level } }).allowedOutboundClipboardSharingLevel.value == expected)
+        #expect(
+            merged(levels.map { level in .with { $0.allowedOutboundClipboardSharingLevel = level } })
+                .allowedOutboundClipboardSharingLevel.value == expected)
     }
 
     @Test(
         "notifications: allow < blockOrganizationalData < block",
         arguments: [
-            ([NotificationRestriction.allow, .blockOrganizationalData], NotificationRestriction.blockOrganizationalData),
+            (
+                [NotificationRestriction.allow, .blockOrganizationalData],
+                NotificationRestriction.blockOrganizationalData
+            ),
             ([.block, .blockOrganizationalData], .block),
             ([.allow], .allow),
         ])
     func notifications(levels: [NotificationRestriction], expected: NotificationRestriction) {
-        #expect(merged(levels.map { level in .with { $0.notificationRestriction = level } }).notificationRestriction.value == expected)
+        #expect(
+            merged(levels.map { level in .with { $0.notificationRestriction = level } }).notificationRestriction.value
+                == expected)
     }
 
     @Test(
         "a true *Blocked or *Required flag wins",
-        arguments: [([false, true, false], true, ["P1"]), ([false, false], false, ["P0", "P1"]), ([true, true], true, ["P0", "P1"])])
+        arguments: [
+            ([false, true, false], true, ["P1"]), ([false, false], false, ["P0", "P1"]),
+            ([true, true], true, ["P0", "P1"]),
+        ])
     func flags(values: [Bool], expected: Bool, sources: [String]) {
-        let policy = merged(values.map { value in
-            .with {
-                $0.saveAsBlocked = value
-                $0.printBlocked = value
-                $0.dataBackupBlocked = value
-                $0.blockDataIngestionIntoOrganizationDocuments = value
-                $0.encryptAppData = value
-            }
-        })
-        for setting in [policy.saveAsBlocked, policy.printBlocked, policy.dataBackupBlocked, policy.blockDataIngestionIntoOrganizationDocuments, policy.encryptAppData] {
+        let policy = merged(
+            values.map { value in
+                .with {
+                    $0.saveAsBlocked = value
+                    $0.printBlocked = value
+                    $0.dataBackupBlocked = value
+                    $0.blockDataIngestionIntoOrganizationDocuments = value
+                    $0.encryptAppData = value
+                }
+            })
+        for setting in [
+            policy.saveAsBlocked, policy.printBlocked, policy.dataBackupBlocked,
+            policy.blockDataIngestionIntoOrganizationDocuments, policy.encryptAppData,
+        ] {
             #expect(setting.value == expected)
             #expect(setting.sources.map(\.name) == sources)
         }
@@ -87,15 +108,20 @@ struct MergeTests {
         #expect(policy.allowedDataStorageLocations.value == [.sharePoint, .box])
         #expect(policy.allowedDataStorageLocations.sources.map(\.name) == ["P0", "P1"])
         #expect(policy.allowedDataStorageLocations.resolution == .configured)
-        let empty = merged([.with { $0.allowedDataIngestionLocations = [.camera] }, .with { $0.allowedDataIngestionLocations = [] }])
+        let empty = merged([
+            .with { $0.allowedDataIngestionLocations = [.camera] }, .with { $0.allowedDataIngestionLocations = [] },
+        ])
         #expect(empty.allowedDataIngestionLocations.value.isEmpty)
     }
 
     @Test(
         "numbers that disagree take the recommended default",
-        arguments: [([20, 50], 0, SettingResolution.conflictDefault), ([20, 20], 20, .configured), ([7], 7, .configured)])
+        arguments: [
+            ([20, 50], 0, SettingResolution.conflictDefault), ([20, 20], 20, .configured), ([7], 7, .configured),
+        ])
     func numbers(lengths: [Int], expected: Int, resolution: SettingResolution) {
-        let policy = merged(lengths.map { length in .with { $0.allowedOutboundClipboardSharingExceptionLength = length } })
+        let policy = merged(
+            lengths.map { length in .with { $0.allowedOutboundClipboardSharingExceptionLength = length } })
         #expect(policy.allowedOutboundClipboardSharingExceptionLength.value == expected)
         #expect(policy.allowedOutboundClipboardSharingExceptionLength.resolution == resolution)
         #expect(policy.allowedOutboundClipboardSharingExceptionLength.sources.count == lengths.count)
@@ -104,8 +130,14 @@ struct MergeTests {
     @Test("offline periods that disagree take the recommended defaults (12 hours, 90 days)")
     func offlinePeriods() {
         let policy = merged([
-            .with { $0.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 3_600); $0.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 86_400) },
-            .with { $0.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 7_200); $0.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 86_400) },
+            .with {
+                $0.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 3_600);
+                $0.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 86_400)
+            },
+            .with {
+                $0.periodOfflineBeforeAccessCheck = PolicyDuration(seconds: 7_200);
+                $0.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 86_400)
+            },
         ])
         #expect(policy.periodOfflineBeforeAccessCheck.value == PolicyDefaults.offlineBeforeAccessCheck)
         #expect(policy.periodOfflineBeforeAccessCheck.resolution == .conflictDefault)
@@ -137,6 +169,8 @@ struct MergeTests {
         #expect(!merged([ProtectionSettings()], platform: .android).applicableSettings.contains(.appDataEncryptionType))
         // With no platform named, the bundle's one platform applies.
         #expect(merged([ProtectionSettings()], platform: nil).platform == .ios)
-        #expect(merged([ProtectionSettings()], platform: nil).applicableSettings == PolicySetting.allCases.filter { $0.platforms.contains(.ios) })
+        #expect(
+            merged([ProtectionSettings()], platform: nil).applicableSettings
+                == PolicySetting.allCases.filter { $0.platforms.contains(.ios) })
     }
 }

@@ -18,11 +18,15 @@ struct FixtureMatrixTests {
 
     @Test("the fixtures hold the exit-criteria and framework matrices")
     func inventory() {
-        #expect(Self.matrixFiles == [
-            "exit-criteria/copy-to-and-print.matrix.json", "exit-criteria/open-from.matrix.json", "exit-criteria/save-to.matrix.json",
-            "frameworks/level-1-android.matrix.json", "frameworks/level-1-ios.matrix.json", "frameworks/level-2-android.matrix.json",
-            "frameworks/level-2-ios.matrix.json", "frameworks/level-3-android.matrix.json", "frameworks/level-3-ios.matrix.json",
-        ])
+        #expect(
+            Self.matrixFiles == [
+                "exit-criteria/copy-to-and-print.matrix.json", "exit-criteria/open-from.matrix.json",
+                "exit-criteria/save-to.matrix.json",
+                "frameworks/level-1-android.matrix.json", "frameworks/level-1-ios.matrix.json",
+                "frameworks/level-2-android.matrix.json",
+                "frameworks/level-2-ios.matrix.json", "frameworks/level-3-android.matrix.json",
+                "frameworks/level-3-ios.matrix.json",
+            ])
     }
 
     @Test("every case of every matrix holds", arguments: matrixFiles)
@@ -34,7 +38,9 @@ struct FixtureMatrixTests {
         let results = matrix.run(against: PolicySnapshot(bundle: bundle, context: matrix.context))
         #expect(results.count >= 8)
         for result in results where !result.passed {
-            Issue.record("\(result.scenario.location): \(result.scenario.name): \(result.mismatches.joined(separator: "; ")) — \(result.answer.reason)")
+            Issue.record(
+                "\(result.scenario.location): \(result.scenario.name): \(result.mismatches.joined(separator: "; ")) — \(result.answer.reason)"
+            )
         }
     }
 
@@ -49,13 +55,15 @@ struct FixtureMatrixTests {
             ]}
             """#
         let matrix = try ScenarioMatrix.parse(Array(text.utf8), file: TestPaths.fixture("inline.matrix.json"))
-        let results = matrix.run(against: PolicySnapshot(bundle: try PolicyBundle.load(path: matrix.bundlePath), context: matrix.context))
-        #expect(results.map(\.mismatches) == [
-            ["expected allow, got block"],
-            ["reason does not contain \"printBlocked is false\""],
-            ["expected restriction block, got blockOrganizationalData"],
-            ["expected state wipeRequired, got online"],
-        ])
+        let results = matrix.run(
+            against: PolicySnapshot(bundle: try PolicyBundle.load(path: matrix.bundlePath), context: matrix.context))
+        #expect(
+            results.map(\.mismatches) == [
+                ["expected allow, got block"],
+                ["reason does not contain \"printBlocked is false\""],
+                ["expected restriction block, got blockOrganizationalData"],
+                ["expected state wipeRequired, got online"],
+            ])
         #expect(results.map(\.scenario.location.line) == [2, 3, 4, 5])
     }
 
@@ -64,10 +72,22 @@ struct FixtureMatrixTests {
         arguments: [
             (#"{"bundle": "b", "cases": [], "extra": 1}"#, "1:30", "unknown member 'extra'"),
             (#"{"cases": []}"#, "1:1", "names no \"bundle\""),
-            ("{\"bundle\": \"b\", \"cases\": [\n  {\"action\": \"print\", \"acount\": \"a\", \"expect\": \"allow\"}]}", "2:23", "unknown field 'acount' for action print"),
-            ("{\"bundle\": \"b\", \"cases\": [\n  {\"action\": \"print\", \"account\": \"a\"}]}", "2:3", "the case has no \"expect\""),
-            ("{\"bundle\": \"b\", \"cases\": [\n  {\"action\": \"print\", \"account\": \"a\", \"expect\": \"yes\"}]}", "2:49", "\"expect\" must be \"allow\" or \"block\""),
-            (#"{"bundle": "b", "context": {"platform": "windows"}, "cases": []}"#, "1:41", "unknown platform 'windows'"),
+            (
+                "{\"bundle\": \"b\", \"cases\": [\n  {\"action\": \"print\", \"acount\": \"a\", \"expect\": \"allow\"}]}",
+                "2:23", "unknown field 'acount' for action print"
+            ),
+            (
+                "{\"bundle\": \"b\", \"cases\": [\n  {\"action\": \"print\", \"account\": \"a\"}]}", "2:3",
+                "the case has no \"expect\""
+            ),
+            (
+                "{\"bundle\": \"b\", \"cases\": [\n  {\"action\": \"print\", \"account\": \"a\", \"expect\": \"yes\"}]}",
+                "2:49", "\"expect\" must be \"allow\" or \"block\""
+            ),
+            (
+                #"{"bundle": "b", "context": {"platform": "windows"}, "cases": []}"#, "1:41",
+                "unknown platform 'windows'"
+            ),
             (#"{"bundle": "b", "cases": {}}"#, "1:26", "\"cases\" must be an array"),
             (#"{"bundle": "b", "cases": [],}"#, "1:29", "trailing comma"),
         ])
@@ -76,7 +96,8 @@ struct FixtureMatrixTests {
             try ScenarioMatrix.parse(Array(text.utf8), file: "m.json")
         } throws: { error in
             guard let error = error as? ScenarioError, let first = error.diagnostics.first else { return false }
-            return error.diagnostics.count == 1 && first.location.description == "m.json:\(position)" && first.message.contains(message)
+            return error.diagnostics.count == 1 && first.location.description == "m.json:\(position)"
+                && first.message.contains(message)
         }
     }
 }

@@ -2,10 +2,15 @@ import CustodyPolicy
 import Testing
 
 /// Loads a bundle from JSON texts, failing the test with every diagnostic when it does not load.
-func loadBundle(tenant: String?, documents: [String], sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> PolicyBundle {
-    let files = documents.enumerated().map { PolicyBundle.File(name: "doc\($0.offset).json", bytes: Array($0.element.utf8)) }
+func loadBundle(tenant: String?, documents: [String], sourceLocation: Testing.SourceLocation = #_sourceLocation) throws
+    -> PolicyBundle
+{
+    let files = documents.enumerated().map {
+        PolicyBundle.File(name: "doc\($0.offset).json", bytes: Array($0.element.utf8))
+    }
     do {
-        return try PolicyBundle.load(tenant: tenant.map { PolicyBundle.File(name: "tenant.json", bytes: Array($0.utf8)) }, documents: files)
+        return try PolicyBundle.load(
+            tenant: tenant.map { PolicyBundle.File(name: "tenant.json", bytes: Array($0.utf8)) }, documents: files)
     } catch {
         Issue.record("bundle failed to load:\n\(error)", sourceLocation: sourceLocation)
         throw error
@@ -14,9 +19,12 @@ func loadBundle(tenant: String?, documents: [String], sourceLocation: Testing.So
 
 /// The diagnostics of a bundle that must not load.
 func loadFailure(tenant: String?, documents: [String]) -> [Diagnostic] {
-    let files = documents.enumerated().map { PolicyBundle.File(name: "doc\($0.offset).json", bytes: Array($0.element.utf8)) }
+    let files = documents.enumerated().map {
+        PolicyBundle.File(name: "doc\($0.offset).json", bytes: Array($0.element.utf8))
+    }
     do {
-        _ = try PolicyBundle.load(tenant: tenant.map { PolicyBundle.File(name: "tenant.json", bytes: Array($0.utf8)) }, documents: files)
+        _ = try PolicyBundle.load(
+            tenant: tenant.map { PolicyBundle.File(name: "tenant.json", bytes: Array($0.utf8)) }, documents: files)
         return []
     } catch {
         return error.diagnostics
@@ -43,8 +51,11 @@ enum World {
     static let tenant = Tenant(
         accounts: [
             TenantAccount(id: AccountID(oid: ownerOID, upn: "owner@contoso.com")!, groups: ["g-owner"]),
-            TenantAccount(id: AccountID(oid: "0a000000-0000-4000-8000-000000000002", upn: "peer@contoso.com")!, groups: ["g-peer"]),
-            TenantAccount(id: AccountID(oid: "0a000000-0000-4000-8000-000000000003", upn: "bystander@contoso.com")!, groups: []),
+            TenantAccount(
+                id: AccountID(oid: "0a000000-0000-4000-8000-000000000002", upn: "peer@contoso.com")!, groups: ["g-peer"]
+            ),
+            TenantAccount(
+                id: AccountID(oid: "0a000000-0000-4000-8000-000000000003", upn: "bystander@contoso.com")!, groups: []),
         ],
         managedApps: ["com.contoso.expenses"], mdmManagedApps: ["com.contoso.mdm-only"])
 
@@ -54,18 +65,24 @@ enum World {
         kind: PolicyKind = .iosManagedAppProtection, ownerApps: [String]? = nil,
         context: EvaluationContext = EvaluationContext(platform: .ios)
     ) -> PolicySnapshot {
-        func policy(_ index: Int, _ name: String, _ group: String, _ settings: ProtectionSettings, apps: [String]?) -> ProtectionPolicy {
+        func policy(_ index: Int, _ name: String, _ group: String, _ settings: ProtectionSettings, apps: [String]?)
+            -> ProtectionPolicy
+        {
             var targeting = PolicyTargeting()
             targeting.included = [.group(group)]
             targeting.apps = apps?.map { ManagedAppIdentifier(id: nil, appID: $0) }
             return ProtectionPolicy(
-                reference: PolicyReference(index: index, id: nil, displayName: name, kind: kind, location: DocumentLocation(file: "test", line: index + 1, column: 1)),
+                reference: PolicyReference(
+                    index: index, id: nil, displayName: name, kind: kind,
+                    location: DocumentLocation(file: "test", line: index + 1, column: 1)),
                 settings: settings, targeting: targeting)
         }
-        let bundle = PolicyBundle(tenant: tenant, protectionPolicies: [
-            policy(0, "Owner policy", "g-owner", owner, apps: ownerApps),
-            policy(1, "Peer policy", "g-peer", peer, apps: nil),
-        ])
+        let bundle = PolicyBundle(
+            tenant: tenant,
+            protectionPolicies: [
+                policy(0, "Owner policy", "g-owner", owner, apps: ownerApps),
+                policy(1, "Peer policy", "g-peer", peer, apps: nil),
+            ])
         return PolicySnapshot(bundle: bundle, context: context)
     }
 }

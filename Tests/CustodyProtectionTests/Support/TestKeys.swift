@@ -20,7 +20,8 @@ final class TestState: @unchecked Sendable {
     }
 
     func protector(
-        policy: PolicySnapshot? = nil, algorithm: EnvelopeAlgorithm = .preferred, implementation: AEADCipher.Implementation = .automatic
+        policy: PolicySnapshot? = nil, algorithm: EnvelopeAlgorithm = .preferred,
+        implementation: AEADCipher.Implementation = .automatic
     ) -> DataProtector {
         DataProtector(keyRing: keyRing, policy: policy, algorithm: algorithm, implementation: implementation)
     }
