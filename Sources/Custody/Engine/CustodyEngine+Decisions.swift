@@ -127,7 +127,7 @@ final class DecisionAuditSetting: Sendable {
         do {
             on = try database.isDecisionAuditEnabled()
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
         state.withLock { state in
             guard state.epoch == epoch else { return }

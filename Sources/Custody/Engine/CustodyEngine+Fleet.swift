@@ -169,7 +169,7 @@ extension CustodyEngine {
                 status.problem = error.message
                 if !database.notifiesChanges { status.listening = false }
             }
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 

@@ -127,11 +127,7 @@ extension CustodyEngine {
     /// Records the owner in the state's registry before its keys are made.
     private func record(_ holder: ResolvedAccount?) throws(CustodyError) {
         guard let holder else { return }
-        do {
-            try manager.register(holder)
-        } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
-        }
+        try CustodyError.fromState { try manager.register(holder) }
     }
 
     /// Protects the data of `source` into `sink` for `owner`, as `mode` and the policy in
@@ -317,7 +313,7 @@ extension CustodyEngine {
         } catch let error as ProtectionError {
             throw CustodyError(protection: error)
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 
@@ -355,7 +351,7 @@ extension CustodyEngine {
                     account: snapshot.tenantAccount(for: owner.account)?.id)
             }
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 }

@@ -59,21 +59,13 @@ extension CustodyEngine {
             id: id, name: name, scopes: scopes.sorted().map(\.rawValue),
             hash: Array(SHA256.hash(data: Array(Self.hex(secret).utf8))),
             created: configuration.now())
-        do {
-            try database.addToken(record)
-        } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
-        }
+        try CustodyError.fromState { try database.addToken(record) }
         return (Self.token(record), bearer)
     }
 
     /// Every token, valid and revoked, oldest first.
     public func tokens() throws(CustodyError) -> [ServiceToken] {
-        do {
-            return try database.tokens().map(Self.token)
-        } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
-        }
+        return try CustodyError.fromState { try database.tokens().map(Self.token) }
     }
 
     /// Revokes a token; false when there is no valid token with that id. This engine stops
@@ -85,7 +77,7 @@ extension CustodyEngine {
             defer { tokenCache.forget(ids: [id]) }
             return try database.revokeToken(id: id, at: configuration.now())
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 

@@ -181,7 +181,7 @@ public final class CustodyEngine: Sendable {
         } catch let error as CustodyError {
             throw error
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
         let keyRing: KeyRing?
         do {
@@ -204,7 +204,7 @@ public final class CustodyEngine: Sendable {
                 ?? database.installationContext().precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:))
                 ?? .mostRestrictive
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
         let manager = PolicyManager(
             context: context, database: database, keyRing: keyRing,
@@ -265,7 +265,7 @@ public final class CustodyEngine: Sendable {
                 managementLevel: context.managementLevel?.rawValue,
                 precedence: precedence?.rawValue)
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 
@@ -401,7 +401,7 @@ public final class CustodyEngine: Sendable {
                 else { return false }
                 return wanted <= now
             } catch {
-                throw CustodyError(.state, "\(error)", underlying: error)
+                throw CustodyError(state: error)
             }
         }
     }
@@ -414,7 +414,7 @@ public final class CustodyEngine: Sendable {
             else { return [] }
             return stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) }
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 
@@ -445,7 +445,7 @@ public final class CustodyEngine: Sendable {
             if id < bounds.newest, bounds.oldest == nil { return ([], true) }
             return (try database.events(after: id, limit: limit), false)
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 
@@ -500,17 +500,13 @@ public final class CustodyEngine: Sendable {
             if let decisions { try database.setDecisionAuditEnabled(decisions) }
             auditSetting.reset()
         } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
+            throw CustodyError(state: error)
         }
     }
 
     /// Audit entries at or after `since`, oldest first.
     public func auditEntries(since: Date? = nil) throws(CustodyError) -> [AuditEntry] {
-        do {
-            return try database.auditEntries(since: since)
-        } catch {
-            throw CustodyError(.state, "\(error)", underlying: error)
-        }
+        return try CustodyError.fromState { try database.auditEntries(since: since) }
     }
 
     // MARK: Secrets

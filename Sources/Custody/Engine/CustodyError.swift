@@ -1,5 +1,6 @@
 public import CustodyPolicy
 import CustodyProtection
+import CustodyStore
 
 /// Why the engine could not do what was asked: a stable code, a message a person can act on,
 /// and, for bundles, every located problem.
@@ -61,6 +62,21 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
 }
 
 extension CustodyError {
+    /// A failure of the state (unreachable, busy, corrupt): `.state`, carrying it.
+    init(state error: any Error) {
+        self.init(.state, "\(error)", underlying: error)
+    }
+
+    /// Runs `body`, which only reads or writes the state: what it throws becomes a `.state`
+    /// error. The one mapping of the engine's state calls.
+    static func fromState<Result>(_ body: () throws -> Result) throws(CustodyError) -> Result {
+        do {
+            return try body()
+        } catch {
+            throw CustodyError(state: error)
+        }
+    }
+
     /// A failure to protect or unprotect data: `.protection`, or `.state` when the key store
     /// could not be reached (nothing was opened or sealed, and the same call may succeed once
     /// the state answers again).
