@@ -465,7 +465,14 @@ struct FleetTests {
         let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
         let follower = Task { await b.follow(pollInterval: .milliseconds(100), staleAfter: .seconds(1)) }
         defer { follower.cancel() }
-        #expect(await eventually { b.bundleInForce?.revision == first.bundle.revision && !b.replicaStatus.isStale() })
+        // The bundle is in force on b a moment before its change is counted as applied: wait
+        // for both.
+        let firstChange = try a.database.changeBounds().newest
+        #expect(
+            await eventually {
+                b.bundleInForce?.revision == first.bundle.revision && b.replicaStatus.revision == firstChange
+                    && !b.replicaStatus.isStale()
+            })
         let before = b.replicaStatus.revision
 
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
