@@ -13,9 +13,12 @@ import NIOPosix
 /// Decisions do not come here: while the engine follows the change log they never read the
 /// state (see `CustodyEngine.follow`).
 public final class StateExecutor: TaskExecutor {
-    /// The executor the engine and the decision service use: 16 threads, started on first
-    /// use and kept for the life of the process.
-    public static let shared = StateExecutor(threads: 16)
+    /// The executor the engine and the decision service use: 64 threads, started on first
+    /// use and kept for the life of the process. Each call waiting for an unreachable
+    /// PostgreSQL holds one until its deadline (10 s to connect, 35 s for a statement): 16 were
+    /// too few for a process with several engines, whose followers then waited behind another
+    /// state's outage (the test suite's replicas hit it). An idle thread costs little.
+    public static let shared = StateExecutor(threads: 64)
 
     private let pool: NIOThreadPool
 
