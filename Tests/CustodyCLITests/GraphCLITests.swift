@@ -63,15 +63,19 @@ struct GraphCLISyncTests {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: portFile))
         process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { process.terminate() }
-        var port: Int?
-        for _ in 0..<100 where port == nil {
-            try await Task.sleep(for: .milliseconds(50))
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8))?.split(separator: "\n").first.flatMap {
-                Int($0)
-            }
+        // The server's own process id (its second line): `python3` may be a shim that starts
+        // the interpreter as a child, which stopping the shim would leave running.
+        var server: (port: Int, pid: Int32)?
+        defer {
+            process.terminate()
+            if let server { kill(server.pid, SIGKILL) }
         }
-        try await body("http://127.0.0.1:\(try #require(port))")
+        for _ in 0..<100 where server == nil {
+            try await Task.sleep(for: .milliseconds(50))
+            let lines = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").split(separator: "\n")
+            if lines.count >= 2, let port = Int(lines[0]), let pid = Int32(lines[1]) { server = (port, pid) }
+        }
+        try await body("http://127.0.0.1:\(try #require(server).port)")
     }
 
     @Test(

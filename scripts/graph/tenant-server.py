@@ -6,9 +6,9 @@ members), POLICIES app protection policies (half iOS, half Android) each includi
 and excluding one, built from policies/finance-ios.json. Graph's page sizes: 999 members a page
 by $skiptoken cursor, policies with $expand=apps,assignments; /groups/delta and /users/delta
 answer every round with no change. Any client secret is accepted.
-Prints the port on its first line; counts requests at GET /_stats.
+Prints the port on its first line and its process id on the second; counts requests at GET /_stats.
 """
-import json, sys, threading, copy
+import json, os, sys, threading, copy
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 from urllib.parse import urlsplit, parse_qs, urlencode
 
@@ -94,4 +94,5 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 print(server.server_port, flush=True)
+print(os.getpid(), flush=True)  # the process to stop (an interpreter shim may stand between)
 server.serve_forever()
