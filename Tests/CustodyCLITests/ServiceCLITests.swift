@@ -83,29 +83,16 @@ struct ServiceCLITests {
         try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: edited)
         try scratch.write(
             "edited/tenant.json", try String(contentsOfFile: edited + "/tenant.json", encoding: .utf8) + " ")
-        let port = Int.random(in: 20_000..<40_000)
-        let log = scratch.file("serve.log")
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = [
-            "serve", "--state", scratch.file("state"), "--bundle", edited, "--listen", "127.0.0.1:\(port)",
-            "--platform", "ios", "--without-keys",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var text = ""
-        for _ in 0..<200 where !text.contains("custody serve: http on") {
-            try await Task.sleep(for: .milliseconds(50))
-            text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        }
+        let server = try await ServeProcess(
+            ["--state", scratch.file("state"), "--bundle", edited, "--platform", "ios", "--without-keys"],
+            log: scratch.file("serve.log"))
+        let text = server.output
         #expect(text.contains("warning: --bundle \(edited)"), "\(text)")
         #expect(text.contains("replaced the bundle in force on this state, revision \(before)"), "\(text)")
-        #expect(text.contains("custody serve: http on 127.0.0.1:\(port)"), "\(text)")
-        process.terminate()
-        process.waitUntilExit()
+        #expect(
+            text.range(of: "warning: --bundle")!.lowerBound < text.range(of: "custody serve: http on")!.lowerBound,
+            "the warning comes before the address is announced: \(text)")
+        server.stop()
     }
 
     @Test("serve answers, and stops cleanly on SIGTERM")
@@ -113,18 +100,9 @@ struct ServiceCLITests {
         let scratch = try Scratch()
         try scratch.applyExampleBundle()
         let token = try #require(try scratch.run(["tokens", "create", "--scope", "decide"]).stdoutLines.last)
-        let port = Int.random(in: 20_000..<40_000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = [
-            "serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:\(port)", "--platform", "ios",
-            "--without-keys",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/decisions")!)
+        let server = try await ServeProcess(
+            ["--state", scratch.file("state"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
+        var request = URLRequest(url: URL(string: server.address + "/v1/decisions")!)
         request.httpMethod = "POST"
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         request.httpBody = Data(#"{"action":"print","account":"alice@contoso.com"}"#.utf8)
@@ -139,9 +117,8 @@ struct ServiceCLITests {
             }
         }
         #expect(answer?.hasPrefix(#"{"action":"print","allowed":false"#) == true, "\(answer ?? "no answer")")
-        process.terminate()  // SIGTERM
-        process.waitUntilExit()
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
+        let status = server.stop()  // SIGTERM
+        #expect(server.process.terminationReason == .exit)
+        #expect(status == 0)
     }
 }
