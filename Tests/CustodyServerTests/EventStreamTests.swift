@@ -216,14 +216,23 @@ struct EventStreamTests {
         try await fixture.application().test(.live) { client in
             var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
             _ = try await reader.until("ready")
-            // Another process on the same state: a wipe, then a bundle.
+            // Another process of the same installation (so with its context: the events it
+            // records are what changed for iOS, as the service's are) on the same state: a
+            // wipe, then a bundle. Without the context it would record no policyChanged, and
+            // the stream would have heard one only when the service's own watcher re-applied
+            // the edited directory before its follower adopted the bundle: a race.
             let other = try await CustodyEngine.open(
-                CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
+                CustodyConfiguration(
+                    state: .path(fixture.directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
             try await other.wipe(account: AccountID("bob@contoso.com")!)
             try fixture.directory.edit("bundle/all-staff.json") {
                 $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
             }
+            let before = other.manager.lastEventID
             try await other.apply(bundleDirectory: fixture.bundle)
+            #expect(
+                try other.events(after: before).events.map(\.name).contains("policyChanged"),
+                "the other process records what changed with the bundle")
             let events = try await reader.until("policyChanged")
             #expect(events.map(\.name).prefix(2) == ["wipeCompleted", "secretsChanged"])
             #expect(fixture.engine.bundleInForce?.revision == other.bundleInForce?.revision)
@@ -340,7 +349,10 @@ struct OpenAPITests {
         let served = CustodyServerConfiguration.openAPIDocument
         let kept = try [UInt8](Data(contentsOf: URL(fileURLWithPath: TestPaths.package("docs/openapi.json"))))
         let same = served == kept
-        #expect(same, "the served document and docs/openapi.json differ: run scripts/openapi-sync.sh")
+        #expect(
+            same,
+            "the served document and docs/openapi.json differ: docs/openapi.json must link to Sources/CustodyServer/Resources/openapi.json, which the build embeds"
+        )
         let document = try #require(try JSONSerialization.jsonObject(with: Data(served)) as? [String: Any])
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = try #require(document["paths"] as? [String: [String: Any]])
