@@ -168,6 +168,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            // The service's contract, edited by hand (docs/openapi.json links to it), compiled
+            // into the binary byte for byte: `GET /openapi.json` and `serve --print-openapi`
+            // serve it, with no file to lose beside a copied executable.
+            resources: [.embedInCode("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),
 

@@ -68,7 +68,10 @@ struct ServiceCLITests {
         #expect(printed.status == 0)
         let same =
             printed.stdout == (try String(contentsOfFile: TestPaths.package("docs/openapi.json"), encoding: .utf8))
-        #expect(same, "the printed document and docs/openapi.json differ: run scripts/openapi-sync.sh")
+        #expect(
+            same,
+            "the printed document and docs/openapi.json differ: docs/openapi.json must link to Sources/CustodyServer/Resources/openapi.json, which the build embeds"
+        )
     }
 
     @Test(

@@ -5,6 +5,8 @@
 #
 # With tools no one here wrote, pinned below, in a throwaway virtualenv (.build/contract-venv,
 # made again whenever the pins change):
+#   0. openapi-spec-validator validates the document against the OpenAPI 3.1 specification (its
+#      meta-schema and its rules: every $ref resolves, parameters are unique, ...).
 #   a. schemathesis runs the document (the file, docs/openapi.json, not the served copy) against
 #      BINARY serving the example bundle (policies/) for iOS with a throwaway state, on a free
 #      loopback port: bounded examples per operation, its coverage, fuzzing and stateful phases
@@ -34,7 +36,8 @@ SCHEMATHESIS_VERSION=4.32.5
 OPENAPI_PYTHON_CLIENT_VERSION=0.29.1
 # wheel: pip builds the generated client (setup.py) into the virtualenv without the network.
 WHEEL_VERSION=0.45.1
-PINS="schemathesis==$SCHEMATHESIS_VERSION openapi-python-client==$OPENAPI_PYTHON_CLIENT_VERSION wheel==$WHEEL_VERSION"
+OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
+PINS="schemathesis==$SCHEMATHESIS_VERSION openapi-python-client==$OPENAPI_PYTHON_CLIENT_VERSION wheel==$WHEEL_VERSION openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
 
 # not_a_server_error and response_schema_conformance, status_code_conformance and
 # content_type_conformance as asked; response_headers_conformance (the headers the document marks
@@ -176,7 +179,17 @@ if [ "$(cat "$VENV/.contract-pins" 2>/dev/null)" != "$PINS" ]; then
     echo "$PINS" >"$VENV/.contract-pins"
 fi
 PYTHON=$VENV/bin/python
-echo "contract: schemathesis $SCHEMATHESIS_VERSION, openapi-python-client $OPENAPI_PYTHON_CLIENT_VERSION; service $BINARY"
+echo "contract: schemathesis $SCHEMATHESIS_VERSION, openapi-python-client $OPENAPI_PYTHON_CLIENT_VERSION, openapi-spec-validator $OPENAPI_SPEC_VALIDATOR_VERSION; service $BINARY"
+
+# ---------------------------------------------------------------------------------------------
+# 0. The document itself, by the specification's own validator.
+
+if "$VENV/bin/openapi-spec-validator" "$DOCUMENT" >"$WORK/validator.log" 2>&1; then
+    pass "docs/openapi.json is a valid OpenAPI 3.1 document (openapi-spec-validator)"
+else
+    sed 's/^/  /' "$WORK/validator.log"
+    fail "docs/openapi.json is a valid OpenAPI 3.1 document (openapi-spec-validator)"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # A service on the example bundle, with a state of its own, on a free loopback port.

@@ -190,8 +190,8 @@ def served_document():
         line = DOC_BYTES[:at].count(b"\n") + 1
         raise AssertionError(
             f"the service serves {len(served)} bytes, docs/openapi.json has {len(DOC_BYTES)}; first difference at byte {at} "
-            f"(line {line} of docs/openapi.json): the binary embeds Sources/CustodyServer/OpenAPIDocument.swift, which must be "
-            "regenerated from docs/openapi.json (scripts/openapi-sync.sh does it) and the binary rebuilt")
+            f"(line {line} of docs/openapi.json): the binary embeds Sources/CustodyServer/Resources/openapi.json when it is "
+            "built (docs/openapi.json links to it): rebuild the binary")
 
 
 @check("GET /v1/events?lastEventId=0 replays the log, ends it with bundleApplied, then ready")
