@@ -64,8 +64,12 @@ serve: build
 
 ## Every Swift file formatted as .swift-format says (the toolchain's swift format; 120 columns):
 ## `make lint` fails naming each line that is not, `make format` rewrites them.
+## It also fails when a front end (the server, the command line, the Graph connector) reaches
+## past the engine into its runtime (`.manager`): they ask the engine (docs/architecture.md).
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel Sources Tests Package.swift
+	@! grep -rnE '\.manager\b' Sources/CustodyServer Sources/custody Sources/CustodyGraph \
+		|| { echo "lint: a front end reaches past the engine (above); add the operation to CustodyEngine"; exit 1; }
 
 format:
 	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift

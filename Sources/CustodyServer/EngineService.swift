@@ -37,7 +37,7 @@ struct EngineService: Service {
         try? await gracefulShutdown()
         follower.cancel()
         watch.cancel()
-        engine.manager.finish()
+        engine.finishEventStreams()
     }
 }
 

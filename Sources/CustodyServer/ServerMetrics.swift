@@ -184,9 +184,9 @@ final class ServerMetrics: Sendable {
 
     /// The metrics in Prometheus's text format, with the current bundle and event id.
     func exposition(engine: CustodyEngine) -> [UInt8] {
-        bundle(engine.bundleInForce, version: engine.manager.version)
-        lastEventID.record(engine.manager.lastEventID)
-        subscribers.record(engine.manager.eventStreamCount)
+        bundle(engine.bundleInForce, version: engine.policyVersion)
+        lastEventID.record(engine.lastEventID)
+        subscribers.record(engine.eventStreamCount)
         return registry.emitToBuffer()
     }
 }

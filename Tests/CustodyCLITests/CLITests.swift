@@ -173,7 +173,7 @@ struct CLITests {
         #expect(result.status == 1)
         #expect(
             result.stderr
-                == "error: account 'erin@fabrikam.com' is not in the tenant of policies; unknown accounts are unmanaged (no policy applies)\n"
+                == "error: erin@fabrikam.com is not in the tenant of the policy in force (policies); unknown accounts are unmanaged (no policy applies)\n"
         )
     }
 

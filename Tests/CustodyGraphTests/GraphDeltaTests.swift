@@ -1,4 +1,4 @@
-import Custody
+@testable import Custody
 import CustodyGraph
 import CustodyPolicy
 import CustodyStore

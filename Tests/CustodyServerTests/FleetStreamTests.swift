@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import Custody
+@testable import Custody
 import CustodyPolicy
 import CustodyProtection
 import CustodyStore

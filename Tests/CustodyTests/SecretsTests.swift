@@ -1,4 +1,4 @@
-import Custody
+@testable import Custody
 import CustodyPolicy
 import CustodyProtection
 import CustodyStore

@@ -70,7 +70,7 @@ struct Propagation: AsyncParsableCommand {
             start = ContinuousClock.now
             _ = try writer.createToken(scopes: [.decide], name: "propagation \(round)")
             committed = ContinuousClock.now
-            let newest = try writer.database.changeBounds().newest
+            let newest = try writer.newestChangeRevision()
             while !engines.allSatisfy({ $0.replicaStatus.revision >= newest }) { try await Task.sleep(for: .microseconds(50)) }
             done = ContinuousClock.now
             tokenFromReturn.append(milliseconds(committed.duration(to: done)))

@@ -103,10 +103,10 @@ public struct CustodyConfiguration: Sendable {
 /// Thread-safe: share one engine between tasks (a service opens one per process).
 public final class CustodyEngine: Sendable {
     public let configuration: CustodyConfiguration
-    /// The state database.
-    public let database: any StateStore
+    /// The state database. The front ends reach it only through the engine's operations.
+    let database: any StateStore
     /// The account keys, when a master key was configured.
-    public let keyRing: KeyRing?
+    let keyRing: KeyRing?
     /// The runtime: the policy in force, decisions, events, identity, wipe and check-ins.
     public let manager: PolicyManager
     let logger: Logger

@@ -41,8 +41,8 @@ struct EventsController {
         let resume = try Self.resumePoint(request)
         let bearer = TokenAuthenticator.bearer(request.headers)
         // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
-        let notifications = engine.manager.eventNotifications()
-        let start = engine.manager.lastEventID
+        let notifications = engine.eventNotifications()
+        let start = engine.lastEventID
         // An unreadable log is an error now, not mid-stream.
         if let resume { _ = try await engine.eventPage(after: resume, limit: 1) }
         let engine = self.engine
@@ -66,7 +66,7 @@ struct EventsController {
                             return false
                         }
                         if page.reset {
-                            let newest = engine.manager.lastEventID
+                            let newest = engine.lastEventID
                             metrics.streamReset()
                             try await writer.write(
                                 Self.frame(

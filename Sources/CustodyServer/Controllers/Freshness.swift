@@ -14,7 +14,7 @@ enum Freshness {
             guard let wanted = Int64(text), wanted >= 0 else {
                 throw ServiceError.badParameter("Custody-Min-Event-Id", "must be a whole number, zero or more")
             }
-            let current = engine.manager.lastEventID
+            let current = engine.lastEventID
             if current < wanted {
                 throw stale(engine, "this service has seen events up to \(current), not \(wanted) yet")
             }
@@ -40,7 +40,7 @@ enum Freshness {
 
     private static func stale(_ engine: CustodyEngine, _ message: String) -> ServiceError {
         let revision = engine.bundleInForce?.revision
-        let eventID = engine.manager.lastEventID
+        let eventID = engine.lastEventID
         return ServiceError(
             .conflict, .stale, message,
             headers: [.custodyRevision: revision ?? "", .custodyEventID: String(eventID)]

@@ -26,17 +26,8 @@ struct PolicyController {
         try await Freshness.require(request, engine: engine)
         let account = try Self.account(context)
         let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
-        let snapshots = try engine.policyPerPlatform(for: try parameters.evaluationContext(over: engine.context))
-        switch snapshots[0].resolveAccount(account) {
-        case .tenant: break
-        case .unknown:
-            throw ServiceError(
-                .notFound, .unknownAccount,
-                "\(account) is not in the tenant of the policy in force; unknown accounts are unmanaged (no policy applies)"
-            )
-        case .contradictory(let why):
-            throw ServiceError(.unprocessableContent, .ambiguousAccount, "\(account) is ambiguous: \(why)")
-        }
+        let snapshots = try engine.policyReport(
+            for: account, context: try parameters.evaluationContext(over: engine.context))
         // A policy is for one platform: with none named for a bundle of both, one report each.
         var writer = JSONWriter()
         PolicyReport.write(account: account, snapshots: snapshots, to: &writer)
@@ -50,12 +41,10 @@ struct PolicyController {
         try await Freshness.require(request, engine: engine)
         let account = try Self.account(context)
         let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
-        let snapshot = try engine.policy(for: try parameters.evaluationContext(over: engine.context) ?? engine.context)
-        if case .contradictory(let why) = snapshot.resolveAccount(account) {
-            throw ServiceError(.unprocessableContent, .ambiguousAccount, "\(account) is ambiguous: \(why)")
-        }
+        let configuration = try engine.appConfigurationReport(
+            for: account, context: try parameters.evaluationContext(over: engine.context))
         var writer = JSONWriter()
-        ConfigurationReport.write(snapshot.appConfiguration(for: account), to: &writer)
+        ConfigurationReport.write(configuration, to: &writer)
         writer.newline()
         return json(writer.bytes)
     }
@@ -66,7 +55,7 @@ struct PolicyController {
         _ = try QueryParameters(request.uri, accepting: [])
         // Answered from memory: a replica that cannot reach the state still says what it
         // decides with (its answers are marked stale).
-        guard let (inForce, snapshot, version) = engine.manager.inForce else {
+        guard let (inForce, snapshot, version) = engine.policyInForce else {
             throw ServiceError(CustodyError(.noPolicy, "no policy"))
         }
         var writer = JSONWriter()
@@ -75,7 +64,7 @@ struct PolicyController {
         writer.key("source"); writer.value(inForce.source)
         writer.key("appliedAt"); writer.value(inForce.appliedAt.map(Self.format))
         writer.key("version"); writer.value(version)
-        writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.key("eventId"); writer.value(Int(engine.lastEventID))
         writer.key("files")
         writer.beginArray()
         for file in inForce.files {
@@ -149,7 +138,7 @@ struct PolicyController {
         writer.beginObject()
         writer.key("revision"); writer.value(result.bundle.revision)
         writer.key("unchanged"); writer.value(result.unchanged)
-        writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.key("eventId"); writer.value(Int(engine.lastEventID))
         writer.key("events")
         writer.beginArray()
         for event in result.events { writer.value(event.name) }

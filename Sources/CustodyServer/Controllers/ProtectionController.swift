@@ -84,7 +84,7 @@ struct ProtectionController {
         writer.endArray()
         writer.key("keyVersions"); writer.value(report.keyVersions)
         writer.key("secrets"); writer.value(report.secrets)
-        writer.key("eventId"); writer.value(Int(engine.manager.lastEventID))
+        writer.key("eventId"); writer.value(Int(engine.lastEventID))
         writer.endObject()
         writer.newline()
         return json(writer.bytes)

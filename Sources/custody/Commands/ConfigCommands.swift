@@ -64,8 +64,10 @@ struct ConfigCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-            let snapshot = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
-            let configuration = snapshot.appConfiguration(for: try parseAccount(account, option: "--account"))
+            let account = try parseAccount(account, option: "--account")
+            let configuration = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.appConfigurationReport(for: account)
+            }
             guard let key else {
                 StandardOutput.write(Self.json(configuration))
                 return

@@ -100,18 +100,7 @@ struct PolicyCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
             let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.policyPerPlatform()
-            }
-            switch snapshots[0].resolveAccount(account) {
-            case .tenant: break
-            case .unknown:
-                StandardError.write(
-                    "error: account '\(account)' is not in the tenant of \(engine.bundleInForce?.source ?? "the policy"); unknown accounts are unmanaged (no policy applies)\n"
-                )
-                throw ExitCode.failure
-            case .contradictory(let why):
-                StandardError.write("error: account '\(account)' is ambiguous: \(why)\n")
-                throw ExitCode.failure
+                try engine.policyReport(for: account)
             }
             var writer = JSONWriter(pretty: true)
             PolicyReport.write(account: account, snapshots: snapshots, to: &writer)

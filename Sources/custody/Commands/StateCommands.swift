@@ -70,7 +70,7 @@ struct WatchCommand: AsyncParsableCommand {
                     .noPolicy,
                     engine.bundleInForce == nil
                         ? "nothing to watch: no bundle is in force in this state, and no directory was given"
-                        : engine.database.notifiesChanges
+                        : engine.stateBackend == .postgres
                             ? "nothing to watch: no directory was given, and on a state replicas share the directory the bundle in force came from is not watched (it may be another machine's)"
                             : "nothing to watch: no directory was given, and the bundle in force did not come from a directory on this machine"
                 )

@@ -1,0 +1,116 @@
+public import CustodyPolicy
+package import CustodyStore
+
+/// What the front ends (the `custody` command, the decision service) ask of an installation
+/// besides decisions and protection: the policy and configuration reports of one account, the
+/// position of the policy in force and of the event log, the event streams. Both ask here, so
+/// the same question gets the same answer, and the same refusal, from either.
+extension CustodyEngine {
+    // MARK: Reports on one account
+
+    /// The policy `account` receives, to report on (`custody policy show`,
+    /// `GET /v1/accounts/{account}/policy`): one snapshot, or one per platform when the bundle
+    /// holds policies for several and `context` names none (see `policyPerPlatform(for:)`).
+    /// - Throws: `CustodyError` `.account` when the tenant in force does not list the account
+    ///   (an unknown account is unmanaged: no policy to report) or names it ambiguously (its
+    ///   OID and UPN are two accounts); `.noPolicy`, `.platform` as `policy(for:)` does.
+    public func policyReport(for account: AccountID, context: EvaluationContext? = nil) throws(CustodyError)
+        -> [PolicySnapshot]
+    {
+        let snapshots = try policyPerPlatform(for: context)
+        switch snapshots[0].resolveAccount(account) {
+        case .tenant: return snapshots
+        case .unknown:
+            let source = bundleInForce.map { " (\($0.source))" } ?? ""
+            throw CustodyError(
+                .account,
+                "\(account) is not in the tenant of the policy in force\(source); unknown accounts are unmanaged (no policy applies)",
+                underlying: AccountError(code: .unknown, account: account, message: "\(account) is not in the tenant"))
+        case .contradictory(let why):
+            throw Self.ambiguous(account, why)
+        }
+    }
+
+    /// The app configuration `account` receives (`custody config show`,
+    /// `GET /v1/accounts/{account}/configuration`); nil when the account is unmanaged (the
+    /// tenant does not list it) or no configuration targets it.
+    /// - Throws: `CustodyError` `.account` when the account is named ambiguously (as a decision
+    ///   for it would be refused); `.noPolicy`, `.platform` as `policy(for:)` does.
+    public func appConfigurationReport(for account: AccountID, context: EvaluationContext? = nil)
+        throws(CustodyError) -> AppConfiguration?
+    {
+        let snapshot = try policy(for: context)
+        if case .contradictory(let why) = snapshot.resolveAccount(account) { throw Self.ambiguous(account, why) }
+        return snapshot.appConfiguration(for: account)
+    }
+
+    private static func ambiguous(_ account: AccountID, _ why: String) -> CustodyError {
+        let message = "\(account) is ambiguous: \(why)"
+        return CustodyError(
+            .account, message, underlying: AccountError(code: .ambiguous, account: account, message: message))
+    }
+
+    // MARK: Where the installation stands
+
+    /// The policy in force with the snapshot it decides with and its version (how many times a
+    /// policy was put in force in this process); nil when none is. Answered from memory.
+    public var policyInForce: (bundle: BundleInForce, snapshot: PolicySnapshot, version: Int)? { manager.inForce }
+
+    /// How many times a policy was put in force in this process (0: none yet).
+    public var policyVersion: Int { manager.version }
+
+    /// The id of the newest event in the state's log this engine knows of (0 before any): what
+    /// an answer is given "at".
+    public var lastEventID: Int64 { manager.lastEventID }
+
+    /// Where the state is kept.
+    public var stateBackend: StateBackend { database.notifiesChanges ? .postgres : .sqlite }
+
+    /// The newest revision in the state's change log, read now.
+    /// - Throws: `CustodyError` `.state` when the state cannot be read.
+    public func newestChangeRevision() throws(CustodyError) -> Int64 {
+        do {
+            return try database.changeBounds().newest
+        } catch {
+            throw CustodyError(state: error)
+        }
+    }
+
+    // MARK: Event streams
+
+    /// The newest event id, each time events are recorded or learned of from the state (only
+    /// the newest is kept for a reader that has not looked yet): for readers that follow the log
+    /// by id (`eventPage(after:limit:)`).
+    public func eventNotifications() -> AsyncStream<Int64> { manager.eventNotifications() }
+
+    /// How many event streams are subscribed now.
+    public var eventStreamCount: Int { manager.eventStreamCount }
+
+    /// Ends every event stream (for shutdown).
+    public func finishEventStreams() { manager.finish() }
+}
+
+/// Where an installation's state is kept.
+public enum StateBackend: String, Sendable, Hashable {
+    /// A file (`CustodyConfiguration.State.path`), read by this process's followers every poll.
+    case sqlite
+    /// A PostgreSQL database shared by replicas, which hear of changes as they commit.
+    case postgres
+}
+
+// MARK: For the Graph connector (a library of this package)
+
+extension CustodyEngine {
+    /// Takes the state's lease `name` (see `StateStore.lease(_:)`); nil when another process
+    /// or replica holds it.
+    package func lease(_ name: String) throws(StoreError) -> (any StateLease)? { try database.lease(name) }
+
+    /// The text kept under `name` in the state's cache (see `StateStore.cache(_:)`).
+    package func cache(_ name: String) throws(StoreError) -> String? { try database.cache(name) }
+
+    /// Keeps `text` under `name` in the state's cache (nil removes it).
+    package func saveCache(_ name: String, _ text: String?) throws(StoreError) { try database.saveCache(name, text) }
+
+    /// Records a policy sync in the event log and tells subscribers (`PolicyManager.announce`).
+    package func announce(_ sync: PolicySync) { manager.announce(sync) }
+}
