@@ -366,6 +366,31 @@ public struct SharedItemDecision: Sendable {
     public let ownerVerified: Bool
     /// The revision of the bundle it was decided with.
     public let revision: String
+
+    /// The answer as one line of JSON, as both front ends give it: the decision as
+    /// `custody decide` writes it, then `file` (when given), `dataOwner`, `ownerVerified`, and
+    /// `revision` (with `includingRevision`).
+    package func json(file: String? = nil, includingRevision: Bool) -> [UInt8] {
+        var writer = JSONWriter()
+        DecisionEncoding.write(
+            .single(decision), to: &writer,
+            trailer: { writer in
+                if let file {
+                    writer.key("file")
+                    writer.value(file)
+                }
+                writer.key("dataOwner")
+                writer.value(dataOwner?.description)
+                writer.key("ownerVerified")
+                writer.value(ownerVerified)
+                if includingRevision {
+                    writer.key("revision")
+                    writer.value(revision)
+                }
+            })
+        writer.newline()
+        return writer.bytes
+    }
 }
 
 extension CustodyEngine {

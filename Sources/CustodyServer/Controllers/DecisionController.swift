@@ -45,19 +45,7 @@ struct DecisionController {
             try engine.receive(receiver: receiver, item: head, context: context)
         }
         metrics.decided(action: .receive, allowed: result.decision.isAllowed)
-        var writer = JSONWriter()
-        DecisionEncoding.write(
-            .single(result.decision), to: &writer,
-            trailer: { writer in
-                writer.key("dataOwner")
-                writer.value(result.dataOwner?.description)
-                writer.key("ownerVerified")
-                writer.value(result.ownerVerified)
-                writer.key("revision")
-                writer.value(result.revision)
-            })
-        writer.newline()
-        return json(writer.bytes, headers: [.custodyRevision: result.revision])
+        return json(result.json(includingRevision: true), headers: [.custodyRevision: result.revision])
     }
 
     /// One query in, one decision out: the JSON of a `custody decide` line, with the revision

@@ -47,19 +47,7 @@ struct ReceiveCommand: AsyncParsableCommand {
             do throws(CustodyError) {
                 let result = try engine.receive(receiver: receiver, file: file)
                 if !result.decision.isAllowed { failed = true }
-                var writer = JSONWriter()
-                DecisionEncoding.write(
-                    .single(result.decision), to: &writer,
-                    trailer: { writer in
-                        writer.key("file")
-                        writer.value(file)
-                        writer.key("dataOwner")
-                        writer.value(result.dataOwner?.description)
-                        writer.key("ownerVerified")
-                        writer.value(result.ownerVerified)
-                    })
-                writer.newline()
-                StandardOutput.write(writer.bytes)
+                StandardOutput.write(result.json(file: file, includingRevision: false))
             } catch {
                 failed = true
                 _ = fail(error, state: stateOptions)
