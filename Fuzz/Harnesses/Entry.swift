@@ -93,8 +93,10 @@ struct FuzzReplay {
         for size in [0, 1, 100, 65_536, 65_537] {
             let data = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
             for algorithm in [EnvelopeAlgorithm.aes256GCM, .xChaCha20Poly1305] {
-                let sealer = DataProtector(keyRing: protector.keyRing, policy: Fixtures.snapshot, algorithm: algorithm)
-                if let envelope = try? sealer.protect(data, owner: Fixtures.alice, forceEncryption: true) {
+                let sealer = DataProtector(keyRing: protector.keyRing, algorithm: algorithm)
+                // Sealed for the tenant's form of alice, as the engine seals.
+                let owner = Fixtures.snapshot.tenantAccount(for: Fixtures.alice)?.id ?? Fixtures.alice
+                if let envelope = try? sealer.protect(data, owner: owner, encrypt: true) {
                     seeds.append(("\(algorithm)-\(size)", envelope))
                 }
             }

@@ -58,7 +58,7 @@ enum Fixtures {
     static let protector: DataProtector = {
         do {
             let ring = try KeyRing(store: FileKeyStore(directory: keyDirectory + "/store"), masterKey: .keyFile(path: keyDirectory + "/master.key"))
-            return DataProtector(keyRing: ring, policy: snapshot)
+            return DataProtector(keyRing: ring)
         } catch {
             fatalError("the fuzzing key ring does not open: \(error)")
         }

@@ -18,7 +18,7 @@ struct BufferProtectionTests {
         let data = pattern(size)
         for algorithm in Self.algorithms {
             let protector = state.protector(algorithm: algorithm)
-            let envelope = try protector.protect(data, owner: alice, forceEncryption: true)
+            let envelope = try protector.protect(data, owner: alice, encrypt: true)
             #expect(
                 envelope.count == (try #require(try protector.protectionInfo(envelope))).headerLength + size + 16
                     * (size / (1 << 20) + 1))
@@ -34,7 +34,7 @@ struct BufferProtectionTests {
     func info() throws {
         let state = try TestState()
         let envelope = try state.protector(algorithm: .xChaCha20Poly1305).protect(
-            pattern(100), owner: alice, forceEncryption: true)
+            pattern(100), owner: alice, encrypt: true)
         let info = try #require(try DataProtector.protectionInfo(envelope))
         #expect(info.owner.rawValue == "oid:0d000000-0000-4000-8000-000000000001")
         #expect(info.owner.account == AccountID(oid: "0d000000-0000-4000-8000-000000000001"))
@@ -69,7 +69,7 @@ struct BufferProtectionTests {
         let state = try TestState()
         let protector = state.protector()
         let data = pattern(200)
-        let envelope = try protector.protect(data, owner: alice, forceEncryption: encrypted)
+        let envelope = try protector.protect(data, owner: alice, encrypt: encrypted)
         for index in envelope.indices {
             var damaged = envelope
             damaged[index] ^= 0x01
@@ -92,7 +92,7 @@ struct BufferProtectionTests {
     func lengths() throws {
         let state = try TestState()
         let protector = state.protector()
-        let envelope = try protector.protect(pattern(3 << 20), owner: alice, forceEncryption: true)
+        let envelope = try protector.protect(pattern(3 << 20), owner: alice, encrypt: true)
         let header = try #require(try protector.protectionInfo(envelope)).headerLength
         let sealedChunk = (1 << 20) + 16
         for cut in [
@@ -113,8 +113,8 @@ struct BufferProtectionTests {
     func ownerChange() throws {
         let state = try TestState()
         let protector = state.protector()
-        _ = try protector.protect(pattern(10), owner: bob, forceEncryption: true)  // bob has a key too
-        let envelope = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
+        _ = try protector.protect(pattern(10), owner: bob, encrypt: true)  // bob has a key too
+        let envelope = try protector.protect(pattern(64), owner: alice, encrypt: true)
         // Same length owner: swap alice's OID for bob's in the header.
         let aliceOID = Array("oid:0d000000-0000-4000-8000-000000000001".utf8)
         let bobOID = Array("oid:0d000000-0000-4000-8000-000000000002".utf8)
@@ -132,8 +132,8 @@ struct BufferProtectionTests {
     func wipe() throws {
         let state = try TestState()
         let protector = state.protector()
-        let envelope = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
-        let other = try protector.protect(pattern(64), owner: bob, forceEncryption: true)
+        let envelope = try protector.protect(pattern(64), owner: alice, encrypt: true)
+        let other = try protector.protect(pattern(64), owner: bob, encrypt: true)
         #expect(try state.keyRing.wipe(protector.ownerIdentifier(for: alice)) == 1)
         let error = protectionError { _ = try protector.unprotect(envelope) }
         #expect(error?.code == .keyUnavailable)
@@ -149,10 +149,10 @@ struct BufferProtectionTests {
     func rotation() throws {
         let state = try TestState()
         let protector = state.protector()
-        let old = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
+        let old = try protector.protect(pattern(64), owner: alice, encrypt: true)
         let owner = protector.ownerIdentifier(for: alice)
         #expect(try state.keyRing.rotate(owner) == 2)
-        let new = try protector.protect(pattern(64), owner: alice, forceEncryption: true)
+        let new = try protector.protect(pattern(64), owner: alice, encrypt: true)
         #expect(try protector.protectionInfo(old)?.keyVersion == 1)
         #expect(try protector.protectionInfo(new)?.keyVersion == 2)
         #expect(try protector.unprotect(old) == pattern(64))
@@ -163,7 +163,7 @@ struct BufferProtectionTests {
     @Test("a wrong master key is refused before anything is decrypted")
     func wrongMasterKey() throws {
         let state = try TestState()
-        _ = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
+        _ = try state.protector().protect(pattern(8), owner: alice, encrypt: true)
         let otherKey = state.path("other.key")
         #expect(
             FileManager.default.createFile(
@@ -179,7 +179,7 @@ struct BufferProtectionTests {
     @Test("a mistyped key file path on a state with keys fails without creating a key file (issue 13)")
     func missingMasterKeyFile() throws {
         let state = try TestState()
-        _ = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
+        _ = try state.protector().protect(pattern(8), owner: alice, encrypt: true)
         let typo = state.path("typo.key")
         let error = protectionError {
             _ = try KeyRing(store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: typo))
@@ -194,7 +194,7 @@ struct BufferProtectionTests {
         let state = try TestState()
         let protector = state.protector()
         let protected = try protector.protect(
-            string: "Quarterly numbers: ünïcode ✓", owner: alice, forceEncryption: true)
+            string: "Quarterly numbers: ünïcode ✓", owner: alice, encrypt: true)
         #expect(protected != "Quarterly numbers: ünïcode ✓")
         #expect(try protector.unprotect(string: protected) == "Quarterly numbers: ünïcode ✓")
         #expect(try protector.unprotect(string: "just text") == "just text")
@@ -204,7 +204,7 @@ struct BufferProtectionTests {
     @Test("an unknown format version and unknown fields are typed errors")
     func versions() throws {
         let state = try TestState()
-        var envelope = try state.protector().protect(pattern(8), owner: alice, forceEncryption: true)
+        var envelope = try state.protector().protect(pattern(8), owner: alice, encrypt: true)
         envelope[4] = 2
         #expect(protectionError { _ = try state.protector().unprotect(envelope) }?.code == .unsupportedVersion)
         #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.code == .unsupportedVersion)
@@ -225,7 +225,7 @@ struct BufferProtectionTests {
     func owners(offset: Int, byte: UInt8) throws {
         let state = try TestState()
         for encrypted in [false, true] {
-            var envelope = try state.protector().protect(pattern(8), owner: alice, forceEncryption: encrypted)
+            var envelope = try state.protector().protect(pattern(8), owner: alice, encrypt: encrypted)
             envelope[offset] = byte
             let error = protectionError { _ = try DataProtector.protectionInfo(envelope) }
             #expect(error?.code == .malformedEnvelope)
@@ -240,8 +240,8 @@ struct BufferProtectionTests {
         let hardware = state.protector(algorithm: .aes256GCM)
         let portable = state.protector(algorithm: .aes256GCM, implementation: .portable)
         let data = pattern(70_000)
-        #expect(try portable.unprotect(try hardware.protect(data, owner: alice, forceEncryption: true)) == data)
-        #expect(try hardware.unprotect(try portable.protect(data, owner: alice, forceEncryption: true)) == data)
+        #expect(try portable.unprotect(try hardware.protect(data, owner: alice, encrypt: true)) == data)
+        #expect(try hardware.unprotect(try portable.protect(data, owner: alice, encrypt: true)) == data)
     }
 }
 

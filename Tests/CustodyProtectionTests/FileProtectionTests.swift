@@ -30,7 +30,7 @@ struct FileProtectionTests {
         for algorithm in BufferProtectionTests.algorithms {
             let protector = state.protector(algorithm: algorithm)
             try write(data, path)
-            try protector.protect(file: path, owner: alice, forceEncryption: true)
+            try protector.protect(file: path, owner: alice, encrypt: true)
             let info = try #require(try protector.protectionInfo(file: path))
             #expect(info.algorithm == algorithm)
             #expect(info.chunkSize == Self.chunk)
@@ -52,7 +52,7 @@ struct FileProtectionTests {
         let protector = state.protector()
         let path = state.path("stream.bin")
         let data = pattern(3 * Self.chunk + 12_345)
-        let writer = try protector.makeWriter(path: path, owner: alice, forceEncryption: true)
+        let writer = try protector.makeWriter(path: path, owner: alice, encrypt: true)
         var offset = 0
         var step = 1
         while offset < data.count {
@@ -80,7 +80,7 @@ struct FileProtectionTests {
         let state = try TestState()
         let protector = state.protector()
         let data = pattern(5_000)
-        let envelope = try protector.protect(data, owner: alice, forceEncryption: true)
+        let envelope = try protector.protect(data, owner: alice, encrypt: true)
         var descriptors: [Int32] = [0, 0]
         try #require(pipe(&descriptors) == 0)
         let (readEnd, writeEnd) = (descriptors[0], descriptors[1])
@@ -106,7 +106,7 @@ struct FileProtectionTests {
     ) {
         let path = state.path("small.bin")
         let writer = try state.protector().makeWriter(
-            path: path, owner: alice, forceEncryption: encrypted, chunkExponent: 10)
+            path: path, owner: alice, encrypt: encrypted, chunkExponent: 10)
         try writer.write(pattern(size))
         try writer.close()
         let bytes = try read(path)
@@ -179,7 +179,7 @@ struct FileProtectionTests {
     @Test("a file moved to another owner, a wiped key or a wrong key is rejected")
     func keys() throws {
         let state = try TestState()
-        _ = try state.protector().protect(pattern(10), owner: bob, forceEncryption: true)
+        _ = try state.protector().protect(pattern(10), owner: bob, encrypt: true)
         let (path, original, _) = try smallChunked(state, size: 2_000)
         var moved = original
         let range = try #require(moved.firstRange(of: Array("0d000000-0000-4000-8000-000000000001".utf8)))
@@ -188,7 +188,7 @@ struct FileProtectionTests {
 
         // Another state (another master key, other account keys) cannot open it.
         let other = try TestState()
-        _ = try other.protector().protect(pattern(10), owner: alice, forceEncryption: true)
+        _ = try other.protector().protect(pattern(10), owner: alice, encrypt: true)
         try write(original, other.path("file.bin"))
         #expect(
             protectionError { try other.protector().unprotect(file: other.path("file.bin")) }?.code == .decryptFailed)
@@ -207,7 +207,7 @@ struct FileProtectionTests {
         try write(data, path)
         let error = protectionError {
             try state.protector().protect(
-                file: path, owner: alice, forceEncryption: true, progress: nil, failAfterChunks: failAfter)
+                file: path, owner: alice, encrypt: true, progress: nil, failAfterChunks: failAfter)
         }
         #expect(error?.code == .io)
         #expect(error?.message.contains("injected failure") == true)
@@ -237,9 +237,9 @@ struct FileProtectionTests {
         let protector = state.protector()
         let path = state.path("doc.bin")
         try write(pattern(5_000), path)
-        try protector.protect(file: path, owner: alice, forceEncryption: true)
-        #expect(try !protector.verifyAndProtect(file: path, owner: alice, forceEncryption: true))
-        #expect(try protector.verifyAndProtect(file: path, owner: bob, forceEncryption: true))
+        try protector.protect(file: path, owner: alice, encrypt: true)
+        #expect(try !protector.verifyAndProtect(file: path, owner: alice, encrypt: true))
+        #expect(try protector.verifyAndProtect(file: path, owner: bob, encrypt: true))
         #expect(try protector.protectionInfo(file: path)?.owner == protector.ownerIdentifier(for: bob))
         try protector.unprotect(file: path)
         #expect(try read(path) == pattern(5_000))
@@ -251,8 +251,8 @@ struct FileProtectionTests {
         let protector = state.protector()
         let path = state.path("doc.bin")
         try write(pattern(70_000), path)
-        try protector.protect(file: path, owner: alice, forceEncryption: true)
-        let buffer = try protector.protect(pattern(300), owner: alice, forceEncryption: true)
+        try protector.protect(file: path, owner: alice, encrypt: true)
+        let buffer = try protector.protect(pattern(300), owner: alice, encrypt: true)
         #expect(try !protector.rewrap(file: path), "already on the newest version")
         try state.keyRing.rotate(protector.ownerIdentifier(for: alice))
         #expect(try protector.rewrap(file: path))
@@ -271,10 +271,10 @@ struct FileProtectionTests {
         let root = state.path("docs")
         try FileManager.default.createDirectory(atPath: root + "/sub/deeper", withIntermediateDirectories: true)
         for name in ["a.txt", "sub/b.txt", "sub/deeper/c.txt"] { try write(Array(name.utf8), root + "/" + name) }
-        let first = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        let first = try protector.protect(directory: root, owner: alice, encrypt: true)
         #expect(first.written == ["a.txt", "sub/b.txt", "sub/deeper/c.txt"].map { root + "/" + $0 })
         #expect(first.skipped.isEmpty && first.failed.isEmpty)
-        let again = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        let again = try protector.protect(directory: root, owner: alice, encrypt: true)
         #expect(again.written.isEmpty, "already protected")
         #expect(again.skipped.map(\.path) == first.written)
         #expect(again.skipped.allSatisfy { $0.reason.hasPrefix("already protected for oid:") })
@@ -282,13 +282,13 @@ struct FileProtectionTests {
             #expect(
                 try protector.protectionInfo(file: root + "/" + name)?.owner == protector.ownerIdentifier(for: alice))
         }
-        let writer = try protector.makeWriter(path: root + "/sub/new.txt", owner: nil, forceEncryption: true)
+        let writer = try protector.makeWriter(path: root + "/sub/new.txt", owner: nil, encrypt: true)
         try writer.write(Array("inherited".utf8))
         try writer.close()
         #expect(
             try protector.protectionInfo(file: root + "/sub/new.txt")?.owner == protector.ownerIdentifier(for: alice))
         try write(Array("dropped in".utf8), root + "/later.txt")
-        #expect(try protector.verifyAndProtect(file: root + "/later.txt", forceEncryption: true))
+        #expect(try protector.verifyAndProtect(file: root + "/later.txt", encrypt: true))
         #expect(
             protectionError { _ = try protector.makeWriter(path: state.path("orphan.txt"), owner: nil) }?.code
                 == .invalidArguments)
@@ -303,9 +303,9 @@ struct FileProtectionTests {
         try write(pattern(10, seed: 2), root + "/sub/small.txt")
         try write([], root + "/sub/empty")
         try write(pattern(500, seed: 3), root + "/alice.bin")
-        try protector.protect(file: root + "/alice.bin", owner: alice, forceEncryption: true)
+        try protector.protect(file: root + "/alice.bin", owner: alice, encrypt: true)
         try write(pattern(600, seed: 4), root + "/bob.bin")
-        try protector.protect(file: root + "/bob.bin", owner: bob, forceEncryption: true)
+        try protector.protect(file: root + "/bob.bin", owner: bob, encrypt: true)
         #expect(symlink(root + "/plain.bin", root + "/link") == 0)
         #expect(mkfifo(root + "/sub/fifo", 0o600) == 0)
         return root
@@ -319,7 +319,7 @@ struct FileProtectionTests {
         var progress: [(Int64, Int64)] = []
         let bobSize = Int64(try read(root + "/bob.bin").count)
         let total = bobSize + 70_000 + 0 + 10
-        let report = try protector.protect(directory: root, owner: alice, forceEncryption: true) {
+        let report = try protector.protect(directory: root, owner: alice, encrypt: true) {
             progress.append(($0, $1))
         }
         #expect(report.written == ["bob.bin", "plain.bin", "sub/empty", "sub/small.txt"].map { root + "/" + $0 })
@@ -350,7 +350,7 @@ struct FileProtectionTests {
         let state = try TestState()
         let protector = state.protector()
         let root = try mixedTree(state, protector)
-        _ = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        _ = try protector.protect(directory: root, owner: alice, encrypt: true)
         try write(Array("plain, added later".utf8), root + "/sub/later.txt")
         let report = try protector.unprotect(directory: root)
         #expect(
@@ -371,7 +371,7 @@ struct FileProtectionTests {
         let state = try TestState()
         let protector = state.protector()
         let root = try mixedTree(state, protector)
-        _ = try protector.protect(directory: root, owner: alice, forceEncryption: true)
+        _ = try protector.protect(directory: root, owner: alice, encrypt: true)
         // bob's file, protected again for alice above, is damaged in its last byte.
         var damaged = try read(root + "/bob.bin")
         damaged[damaged.count - 1] ^= 1
@@ -395,7 +395,7 @@ struct FileProtectionTests {
         try FileManager.default.createDirectory(atPath: state.path("dir"), withIntermediateDirectories: true)
         #expect(symlink(state.path("dir"), state.path("link")) == 0)
         let error = protectionError {
-            _ = try protector.protect(directory: state.path(kind), owner: alice, forceEncryption: true)
+            _ = try protector.protect(directory: state.path(kind), owner: alice, encrypt: true)
         }
         #expect(error?.code == (kind == "missing" ? .io : .invalidArguments))
         #expect(protectionError { _ = try protector.unprotect(directory: state.path(kind)) } != nil)
@@ -430,14 +430,14 @@ struct FileProtectionTests {
         try write(pattern(3_000), path)
         switch test.start {
         case .plain: break
-        case .encryptedForAlice: try protector.protect(file: path, owner: alice, forceEncryption: true)
-        case .encryptedForBob: try protector.protect(file: path, owner: bob, forceEncryption: true)
-        case .taggedForAlice: try protector.protect(file: path, owner: alice, forceEncryption: false)
+        case .encryptedForAlice: try protector.protect(file: path, owner: alice, encrypt: true)
+        case .encryptedForBob: try protector.protect(file: path, owner: bob, encrypt: true)
+        case .taggedForAlice: try protector.protect(file: path, owner: alice, encrypt: false)
         }
         let before = try read(path)
         #expect(
-            try (protector.alreadyProtected(file: path, for: alice, forceEncryption: test.force) == nil) == test.writes)
-        #expect(try protector.verifyAndProtect(file: path, owner: alice, forceEncryption: test.force) == test.writes)
+            try (protector.alreadyProtected(file: path, for: alice, encrypt: test.force) == nil) == test.writes)
+        #expect(try protector.verifyAndProtect(file: path, owner: alice, encrypt: test.force) == test.writes)
         if !test.writes { #expect(try read(path) == before, "skipped files are not touched") }
         #expect(try protector.protectionInfo(file: path)?.owner == protector.ownerIdentifier(for: alice))
         #expect(try protector.unprotect(try read(path)) == pattern(3_000))
@@ -466,7 +466,7 @@ struct FileProtectionTests {
             #expect(try read(state.path(name)) == bytes)
         }
         try write(pattern(5_000), state.path("sealed"))
-        try protector.protect(file: state.path("sealed"), owner: alice, forceEncryption: true)
+        try protector.protect(file: state.path("sealed"), owner: alice, encrypt: true)
         #expect(
             try protector.unprotect(
                 from: .file(state.path("sealed")), to: .file(state.path("sealed.out")), passThrough: true))

@@ -53,7 +53,7 @@ struct HardeningTests {
         let envelope = state.path("x.cst")
         try write("payroll", state.path("x.txt"))
         try protector.protect(
-            from: .file(state.path("x.txt")), to: .file(envelope), owner: alice, forceEncryption: true)
+            from: .file(state.path("x.txt")), to: .file(envelope), owner: alice, encrypt: true)
         let destination = state.path("dest")
         let target = try make(kind, at: destination, in: state.directory)
         var before = stat()
@@ -87,7 +87,7 @@ struct HardeningTests {
         try write("plaintext", state.path("real.txt"))
         #expect(symlink(state.path("real.txt"), state.path("link.txt")) == 0)
         let linked = protectionError {
-            try protector.protect(file: state.path("link.txt"), owner: alice, forceEncryption: true)
+            try protector.protect(file: state.path("link.txt"), owner: alice, encrypt: true)
         }
         #expect(linked.map { "\($0)".contains("is a symbolic link") } == true)
         #expect(try contents(state.path("real.txt")) == "plaintext")
@@ -97,13 +97,13 @@ struct HardeningTests {
 
         #expect(link(state.path("real.txt"), state.path("hard.txt")) == 0)
         let hard = protectionError {
-            try protector.protect(file: state.path("real.txt"), owner: alice, forceEncryption: true)
+            try protector.protect(file: state.path("real.txt"), owner: alice, encrypt: true)
         }
         #expect(hard.map { "\($0)".contains("has 2 hard links") } == true)
         #expect(try contents(state.path("hard.txt")) == "plaintext")
         // Unprotecting in place is allowed: the other names keep the envelope, never plaintext.
         #expect(unlink(state.path("hard.txt")) == 0)
-        try protector.protect(file: state.path("real.txt"), owner: alice, forceEncryption: true)
+        try protector.protect(file: state.path("real.txt"), owner: alice, encrypt: true)
         #expect(link(state.path("real.txt"), state.path("hard.txt")) == 0)
         try protector.unprotect(file: state.path("real.txt"))
         #expect(try contents(state.path("real.txt")) == "plaintext")
@@ -170,7 +170,7 @@ struct HardeningTests {
         try write("left by kill -9", stray)
         try write("data", state.path("a.txt"))
         let protector = state.protector()
-        let writer = try protector.makeWriter(path: state.path("b.txt"), owner: alice, forceEncryption: true)
+        let writer = try protector.makeWriter(path: state.path("b.txt"), owner: alice, encrypt: true)
         #expect(!FileManager.default.fileExists(atPath: stray))
         try writer.write(Array("open while another process cleans".utf8))
         // A live writer's temporary is locked: a cleaner in another process would leave it.

@@ -95,9 +95,9 @@ struct KeyStoreTests {
         let protector = DataProtector(keyRing: ring)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
         let data = Array("quarterly numbers".utf8)
-        let first = try protector.protect(data, owner: alice, forceEncryption: true)
+        let first = try protector.protect(data, owner: alice, encrypt: true)
         #expect(try ring.rotate(owner) == 2)
-        let second = try protector.protect(data, owner: alice, forceEncryption: true)
+        let second = try protector.protect(data, owner: alice, encrypt: true)
         #expect(try DataProtector.protectionInfo(second)?.keyVersion == 2)
 
         // A second process (a second ring on the same file) reads the same keys, and notices
@@ -122,7 +122,7 @@ struct KeyStoreTests {
         let readerRing = try KeyRing(
             store: try kind.make(in: directory), masterKey: master, revalidationInterval: .zero)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
-        let envelope = try writer.protect([1, 2, 3], owner: alice, forceEncryption: true)
+        let envelope = try writer.protect([1, 2, 3], owner: alice, encrypt: true)
         #expect(try DataProtector(keyRing: readerRing).unprotect(envelope) == [1, 2, 3])
         try writer.keyRing.wipe(owner)
         #expect(
@@ -139,7 +139,7 @@ struct KeyStoreTests {
         let ring = try KeyRing(store: store, masterKey: master, revalidationInterval: .milliseconds(50))
         let protector = DataProtector(keyRing: ring)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
-        let envelope = try protector.protect([1, 2, 3], owner: alice, forceEncryption: true)
+        let envelope = try protector.protect([1, 2, 3], owner: alice, encrypt: true)
         #expect(try protector.unprotect(envelope) == [1, 2, 3], "the key is cached now")
 
         // Another process wipes the account while this one cannot read the store.
@@ -150,7 +150,7 @@ struct KeyStoreTests {
         #expect(refused?.code == failure, "refused with the store's own reason")
         #expect(refused?.message.contains("none is used") == true)
         #expect(
-            protectionError { _ = try protector.protect([4], owner: alice, forceEncryption: true) }?.code == failure,
+            protectionError { _ = try protector.protect([4], owner: alice, encrypt: true) }?.code == failure,
             "nothing sealed either")
 
         store.failure.withLock { $0 = nil }

@@ -55,10 +55,10 @@ struct ConcurrencyTests {
                         }
                     case 2:  // protection, with the policy in force at the time
                         while !done.isSet {
-                            let protector = DataProtector(keyRing: ring, policy: manager.snapshot)
+                            let protector = DataProtector(keyRing: ring)
                             let data = [UInt8](repeating: UInt8(worker), count: 100)
-                            let back = try protector.unprotect(
-                                try protector.protect(data, owner: account, forceEncryption: true))
+                            let owner = manager.snapshot.tenantAccount(for: account)?.id ?? account
+                            let back = try protector.unprotect(try protector.protect(data, owner: owner, encrypt: true))
                             #expect(back == data)
                             work += 1
                             await Task.yield()

@@ -149,7 +149,7 @@ struct EngineTests {
         let current = try engine.protect([1, 2, 3], owner: a0).envelope
         // Keys made before accounts were resolved: under the UPN itself.
         let legacy = try DataProtector(keyRing: try #require(engine.keyRing)).protect(
-            [4], owner: AccountID(upn: "a0@contoso.com")!, forceEncryption: true)
+            [4], owner: AccountID(upn: "a0@contoso.com")!, encrypt: true)
         let others = try engine.protect([5], owner: b0).envelope
         #expect(try DataProtector.protectionInfo(legacy)?.owner.rawValue == "upn:a0@contoso.com")
 

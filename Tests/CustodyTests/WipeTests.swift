@@ -25,15 +25,18 @@ struct WipeTests {
             context: EvaluationContext(platform: .ios), database: database, keyRing: ring,
             wipesWhenOfflineTooLong: wipes, now: now)
         await manager.apply(try TestBundle().bundle(), source: "test")
-        return (manager, DataProtector(keyRing: ring, policy: manager.snapshot), database)
+        return (manager, DataProtector(keyRing: ring), database)
     }
 
     @Test("a wipe deletes the account's keys and registered files, records it, and announces it; others keep theirs")
     func wipe() async throws {
         let directory = try TemporaryDirectory()
         let (manager, protector, database) = try await manager(directory)
-        let mine = try protector.protect([1, 2, 3], owner: a0)
-        let theirs = try protector.protect([4, 5, 6], owner: b0)
+        // Encrypted as the policy in force says (it requires it for both).
+        let mine = try protector.protect(
+            [1, 2, 3], owner: a0, encrypt: manager.snapshot.encryptionRequired(account: a0).isAllowed)
+        let theirs = try protector.protect(
+            [4, 5, 6], owner: b0, encrypt: manager.snapshot.encryptionRequired(account: b0).isAllowed)
         let root = directory.file("a0-files")
         try FileManager.default.createDirectory(atPath: root + "/nested", withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: root + "/nested/report.txt"))
@@ -96,7 +99,7 @@ struct WipeTests {
     func offlineWipe() async throws {
         let directory = try TemporaryDirectory()
         let (manager, protector, _) = try await manager(directory, wipes: true)
-        let envelope = try protector.protect([7], owner: a0, forceEncryption: true)
+        let envelope = try protector.protect([7], owner: a0, encrypt: true)
         try await manager.checkIn(account: a0, at: Self.t0)
         let stream = manager.events()
         await manager.evaluateOffline(at: Self.t0.addingTimeInterval(91 * 86_400))

@@ -25,7 +25,7 @@ func protectionBenchmarks() {
         let small = [UInt8](repeating: 0x42, count: 1_024)
         Benchmark("protect+unprotect 1 KiB buffer, \(name)", configuration: .init(metrics: [.wallClock, .cpuTotal, .throughput], scalingFactor: .kilo)) { benchmark in
             for _ in benchmark.scaledIterations {
-                let envelope = try protector.protect(small, owner: owner, forceEncryption: true)
+                let envelope = try protector.protect(small, owner: owner, encrypt: true)
                 blackHole(try protector.unprotect(envelope))
             }
         }
@@ -75,7 +75,7 @@ func protectionBenchmarks() {
         let large = [UInt8](repeating: 0x42, count: 64 * 1_024)
         Benchmark("protect+unprotect 64 KiB buffer, \(name)", configuration: .init(metrics: [.wallClock, .cpuTotal, .throughput])) { benchmark in
             for _ in benchmark.scaledIterations {
-                let envelope = try protector.protect(large, owner: owner, forceEncryption: true)
+                let envelope = try protector.protect(large, owner: owner, encrypt: true)
                 blackHole(try protector.unprotect(envelope))
             }
         }

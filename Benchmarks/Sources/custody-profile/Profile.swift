@@ -79,7 +79,7 @@ struct Profile: ParsableCommand {
             let data = [UInt8](repeating: 1, count: 1_024)
             var total = 0
             for _ in 0..<(repeats * 100_000) {
-                total += try protector.unprotect(try protector.protect(data, owner: owner, forceEncryption: true)).count
+                total += try protector.unprotect(try protector.protect(data, owner: owner, encrypt: true)).count
             }
             print(total)
         case .load:

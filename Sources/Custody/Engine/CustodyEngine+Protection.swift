@@ -150,7 +150,7 @@ extension CustodyEngine {
         if plan.encrypted { try record(holder) }
         do {
             try protector.protect(
-                from: source, to: sink, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
+                checked: source, to: sink, owner: sealFor, encrypt: plan.encrypted, progress: progress)
         } catch {
             throw CustodyError(protection: error)
         }
@@ -166,7 +166,7 @@ extension CustodyEngine {
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
         do {
-            return (try protector.protect(data, owner: sealFor, forceEncryption: plan.encrypted), plan)
+            return (try protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan)
         } catch {
             throw CustodyError(protection: error)
         }
@@ -186,11 +186,11 @@ extension CustodyEngine {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         do {
-            if let reason = try protector.alreadyProtected(file: path, for: sealFor, forceEncryption: plan.encrypted) {
+            if let reason = try protector.alreadyProtected(file: path, for: sealFor, encrypt: plan.encrypted) {
                 return (plan, reason)
             }
             if plan.encrypted { try record(holder) }
-            try protector.protect(file: path, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
+            try protector.protect(file: path, owner: sealFor, encrypt: plan.encrypted, progress: progress)
         } catch let error as ProtectionError {
             throw CustodyError(protection: error)
         } catch let error as CustodyError {
@@ -215,7 +215,7 @@ extension CustodyEngine {
             return (
                 plan,
                 try protector.protect(
-                    directory: directory, owner: sealFor, forceEncryption: plan.encrypted, progress: progress)
+                    directory: directory, owner: sealFor, encrypt: plan.encrypted, progress: progress)
             )
         } catch {
             throw CustodyError(protection: error)

@@ -270,7 +270,7 @@ public final class SecretsProvider: Sendable {
         var payload = Self.frame(kind: kind, identifier: identifier, scope: scope) + body
         defer { SecureMemory.zero(&payload) }
         do {
-            let sealed = try protector.protect(payload, owner: sealingOwner, forceEncryption: true)
+            let sealed = try protector.protect(payload, owner: sealingOwner, encrypt: true)
             try database.saveSecret(
                 SealedSecret(
                     scope: scope, identifier: identifier, kind: kind.rawValue, sealed: sealed, updated: clock()))

@@ -51,7 +51,7 @@ extension DataProtector {
     /// - Throws: `.invalidArguments` when `directory` is not a directory; I/O errors listing it
     ///   or recording its owner (then no file was touched).
     public func protect(
-        directory: String, owner: AccountID, forceEncryption: Bool = false, progress: TreeProgress? = nil
+        directory: String, owner: AccountID, encrypt: Bool = false, progress: TreeProgress? = nil
     ) throws(ProtectionError) -> DirectoryReport {
         let entries = try Self.tree(directory)
         let owned = ownerIdentifier(for: owner)
@@ -68,7 +68,7 @@ extension DataProtector {
         var pending: [(path: String, size: Int64)] = []
         for file in entries.files {
             do throws(ProtectionError) {
-                if let reason = try alreadyProtected(file: file.path, for: owner, forceEncryption: forceEncryption) {
+                if let reason = try alreadyProtected(file: file.path, for: owner, encrypt: encrypt) {
                     report.skipped.append(.init(path: file.path, reason: reason))
                 } else {
                     pending.append(file)
@@ -78,7 +78,7 @@ extension DataProtector {
             }
         }
         run(pending, into: &report, progress: progress) { path, fileProgress throws(ProtectionError) in
-            try protect(file: path, owner: owner, forceEncryption: forceEncryption, progress: fileProgress)
+            try protect(file: path, owner: owner, encrypt: encrypt, progress: fileProgress)
         }
         return report
     }

@@ -20,19 +20,19 @@ extension DataProtector {
     /// - Parameter owner: the data's owner; nil takes the owner recorded for the file's
     ///   directory (or a parent) by `protect(directory:owner:)`.
     /// - Throws: `.invalidArguments` when there is no owner, and the errors of `protect(_:owner:)`.
-    public func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool = false) throws(ProtectionError)
+    public func makeWriter(path: String, owner: AccountID?, encrypt: Bool = false) throws(ProtectionError)
         -> ProtectedFileWriter
     {
         try makeWriter(
-            path: path, owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
+            path: path, owner: owner, encrypt: encrypt, chunkExponent: Self.fileChunkExponent)
     }
 
-    func makeWriter(path: String, owner: AccountID?, forceEncryption: Bool, chunkExponent: UInt8)
+    func makeWriter(path: String, owner: AccountID?, encrypt: Bool, chunkExponent: UInt8)
         throws(ProtectionError) -> ProtectedFileWriter
     {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
-        let cipher = try makeSealer(owner: account, forceEncryption: forceEncryption, chunkExponent: chunkExponent)
+        let cipher = try makeSealer(owner: account, encrypt: encrypt, chunkExponent: chunkExponent)
         return try ProtectedFileWriter(path: path, cipher: cipher, mode: Self.mode(of: path) ?? 0o600)
     }
 
@@ -62,11 +62,19 @@ extension DataProtector {
     /// protected is opened and sealed again; a stream source is read as plaintext. A file sink
     /// is written atomically (the same path as the source protects in place).
     public func protect(
-        from source: Source, to sink: Sink, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil
+        from source: Source, to sink: Sink, owner: AccountID, encrypt: Bool = false, progress: Progress? = nil
     ) throws(ProtectionError) {
         try Self.checkFiles(source: source, sink: sink, protecting: true)
-        let cipher = try makeSealer(
-            owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.fileChunkExponent)
+        try protect(checked: source, to: sink, owner: owner, encrypt: encrypt, progress: progress)
+    }
+
+    /// `protect(from:to:owner:encrypt:progress:)` for a source and sink the caller checked
+    /// already (`checkFiles(source:sink:protecting:)`): the engine checks them once, before
+    /// it plans.
+    package func protect(
+        checked source: Source, to sink: Sink, owner: AccountID, encrypt: Bool, progress: Progress?
+    ) throws(ProtectionError) {
+        let cipher = try makeSealer(owner: owner, encrypt: encrypt, chunkExponent: Self.fileChunkExponent)
         let writer: ProtectedFileWriter
         switch sink {
         case .file(let path):
@@ -176,18 +184,18 @@ extension DataProtector {
     /// Protects the file at `path` in place for `owner` (an already protected file is opened
     /// and sealed again for `owner`). The file is replaced atomically; on any failure it stays
     /// as it was.
-    public func protect(file path: String, owner: AccountID, forceEncryption: Bool = false, progress: Progress? = nil)
+    public func protect(file path: String, owner: AccountID, encrypt: Bool = false, progress: Progress? = nil)
         throws(ProtectionError)
     {
         try protect(
-            file: path, owner: owner, forceEncryption: forceEncryption, progress: progress, failAfterChunks: nil)
+            file: path, owner: owner, encrypt: encrypt, progress: progress, failAfterChunks: nil)
     }
 
     func protect(
-        file path: String, owner: AccountID, forceEncryption: Bool, progress: Progress?, failAfterChunks: UInt64?
+        file path: String, owner: AccountID, encrypt: Bool, progress: Progress?, failAfterChunks: UInt64?
     ) throws(ProtectionError) {
         try Self.requireReplaceableInPlace(path, protecting: true)
-        let writer = try makeWriter(path: path, owner: owner, forceEncryption: forceEncryption)
+        let writer = try makeWriter(path: path, owner: owner, encrypt: encrypt)
         writer.failAfterChunks = failAfterChunks
         do throws(ProtectionError) {
             try copyPlaintext(of: .file(path)) { block throws(ProtectionError) in
@@ -252,26 +260,26 @@ extension DataProtector {
     /// - Returns: whether the file was (re)written.
     @discardableResult
     public func verifyAndProtect(
-        file path: String, owner: AccountID? = nil, forceEncryption: Bool = false, progress: Progress? = nil
+        file path: String, owner: AccountID? = nil, encrypt: Bool = false, progress: Progress? = nil
     ) throws(ProtectionError) -> Bool {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
-        if try alreadyProtected(file: path, for: account, forceEncryption: forceEncryption) != nil { return false }
-        try protect(file: path, owner: account, forceEncryption: forceEncryption, progress: progress)
+        if try alreadyProtected(file: path, for: account, encrypt: encrypt) != nil { return false }
+        try protect(file: path, owner: account, encrypt: encrypt, progress: progress)
         return true
     }
 
     /// Why the file at `path` needs no protecting for `account` (in words), or nil when it does:
     /// it is not an envelope, names another owner, or is tagged only while `account`'s data must
     /// be encrypted.
-    public func alreadyProtected(file path: String, for account: AccountID, forceEncryption: Bool = false)
+    public func alreadyProtected(file path: String, for account: AccountID, encrypt: Bool = false)
         throws(ProtectionError) -> String?
     {
         guard let info = try protectionInfo(file: path), info.owner == ownerIdentifier(for: account) else { return nil }
         if info.isEncrypted {
             return "already protected for \(info.owner) (encrypted, key version \(info.keyVersion ?? 0))"
         }
-        guard !(try requiresEncryption(for: account, forceEncryption: forceEncryption)) else { return nil }
+        guard !encrypt else { return nil }
         return "already tagged for \(info.owner), whose data need not be encrypted"
     }
 

@@ -25,16 +25,17 @@ public struct ProtectionInfo: Sendable, Hashable {
 }
 
 /// Protects data per account, as IntuneMAMDataProtectionManager and
-/// IntuneMAMFileProtectionManager do: an envelope that names the owner, and, when the owner's
-/// policy requires it (or the caller asks), encryption under a data key of its own, derived
-/// from the owner's account key and a fresh random salt (docs/format.md).
+/// IntuneMAMFileProtectionManager do: an envelope that names the owner, and, when the caller
+/// says so (`encrypt`), encryption under a data key of its own, derived from the owner's
+/// account key and a fresh random salt (docs/format.md).
+///
+/// Whether an owner's data must be encrypted is the policy's verdict, not the protector's: the
+/// engine decides it (`CustodyEngine.protect`, `ProtectionPlan`), or a caller working at this
+/// level asks the policy (`PolicySnapshot.encryptionRequired(account:)`) and passes the answer.
 ///
 /// Thread-safe: share one protector between tasks.
 public final class DataProtector: Sendable {
     public let keyRing: KeyRing
-    /// The policy that says whose data must be encrypted; nil: only callers that force
-    /// encryption get it.
-    public let policy: PolicySnapshot?
     /// The algorithm new encrypted envelopes use.
     public let algorithm: EnvelopeAlgorithm
     let implementation: AEADCipher.Implementation
@@ -42,40 +43,31 @@ public final class DataProtector: Sendable {
     /// Plaintext bytes per chunk of a buffer envelope (2^20).
     static let bufferChunkExponent: UInt8 = 20
 
-    /// - Parameters:
-    ///   - policy: decides whose data is encrypted (`PolicySnapshot.encryptionRequired`) and
-    ///     names accounts by their tenant OID; nil protects by the caller's word alone.
-    ///   - algorithm: for new encrypted envelopes; by default AES-256-GCM where the CPU
-    ///     accelerates it, ChaCha20-Poly1305 otherwise, both with derived keys.
-    public init(keyRing: KeyRing, policy: PolicySnapshot? = nil, algorithm: EnvelopeAlgorithm = .preferred) {
+    /// - Parameter algorithm: for new encrypted envelopes; by default AES-256-GCM where the CPU
+    ///   accelerates it, ChaCha20-Poly1305 otherwise, both with derived keys.
+    public init(keyRing: KeyRing, algorithm: EnvelopeAlgorithm = .preferred) {
         self.keyRing = keyRing
-        self.policy = policy
         self.algorithm = algorithm == .none ? .preferred : algorithm
         self.implementation = .automatic
     }
 
-    init(
-        keyRing: KeyRing, policy: PolicySnapshot?, algorithm: EnvelopeAlgorithm,
-        implementation: AEADCipher.Implementation
-    ) {
+    init(keyRing: KeyRing, algorithm: EnvelopeAlgorithm, implementation: AEADCipher.Implementation) {
         self.keyRing = keyRing
-        self.policy = policy
         self.algorithm = algorithm
         self.implementation = implementation
     }
 
     // MARK: Buffers
 
-    /// Protects `data` for `owner`: encrypted when the owner's policy requires it or
-    /// `forceEncryption`, otherwise only tagged with the owner.
-    /// - Throws: `.emptyData` for an empty buffer; `.notManaged` when encryption is asked for an
-    ///   account the policy's tenant does not know; `.invalidArguments`, key store errors.
-    public func protect(_ data: [UInt8], owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError)
+    /// Protects `data` for `owner`: encrypted under a key of the owner's with `encrypt`,
+    /// otherwise only tagged with the owner.
+    /// - Throws: `.emptyData` for an empty buffer; `.invalidArguments`, key store errors.
+    public func protect(_ data: [UInt8], owner: AccountID, encrypt: Bool = false) throws(ProtectionError)
         -> [UInt8]
     {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
         let cipher = try makeSealer(
-            owner: owner, forceEncryption: forceEncryption, chunkExponent: Self.bufferChunkExponent)
+            owner: owner, encrypt: encrypt, chunkExponent: Self.bufferChunkExponent)
         return data.withUnsafeBytes { Self.seal($0, with: cipher) }
     }
 
@@ -128,10 +120,10 @@ public final class DataProtector: Sendable {
     }
 
     /// Protects a string; the envelope comes back as base64.
-    public func protect(string: String, owner: AccountID, forceEncryption: Bool = false) throws(ProtectionError)
+    public func protect(string: String, owner: AccountID, encrypt: Bool = false) throws(ProtectionError)
         -> String
     {
-        Data(try protect(Array(string.utf8), owner: owner, forceEncryption: forceEncryption)).base64EncodedString()
+        Data(try protect(Array(string.utf8), owner: owner, encrypt: encrypt)).base64EncodedString()
     }
 
     /// The string inside a base64 envelope; a string that is not base64 of an envelope comes
@@ -150,32 +142,19 @@ public final class DataProtector: Sendable {
 
     // MARK: Envelopes
 
-    /// The identifier envelopes record for `account`: the tenant's OID for it when the policy
-    /// knows it (so every form of the account shares one key), else the account's own.
+    /// The identifier envelopes record for `account`: its OID when it has one, else its UPN.
+    /// (The engine passes the tenant's form of an account, so every form shares one key.)
     public func ownerIdentifier(for account: AccountID) -> OwnerIdentifier {
-        OwnerIdentifier(account, policy: policy)
-    }
-
-    /// Whether `owner`'s data is encrypted: the caller forces it, or the policy requires it.
-    func requiresEncryption(for owner: AccountID, forceEncryption: Bool) throws(ProtectionError) -> Bool {
-        guard let policy else { return forceEncryption }
-        if policy.tenantAccount(for: owner) == nil {
-            if forceEncryption {
-                throw ProtectionError(
-                    .notManaged, "\(owner) is not an account of the policy's tenant, so it has no keys")
-            }
-            return false
-        }
-        return forceEncryption || policy.encryptionRequired(account: owner).isAllowed
+        OwnerIdentifier(account)
     }
 
     /// A sealer for a new envelope: a data key of its own from the owner's current key (created
     /// on first use), or a tag-only envelope.
-    func makeSealer(owner account: AccountID, forceEncryption: Bool, chunkExponent: UInt8) throws(ProtectionError)
+    func makeSealer(owner account: AccountID, encrypt: Bool, chunkExponent: UInt8) throws(ProtectionError)
         -> ChunkCipher
     {
         let owner = ownerIdentifier(for: account)
-        guard try requiresEncryption(for: account, forceEncryption: forceEncryption) else {
+        guard encrypt else {
             return ChunkCipher(
                 header: EnvelopeHeader(unencryptedFor: owner, chunkSizeExponent: chunkExponent), cipher: nil)
         }

@@ -19,11 +19,10 @@ final class TestState: @unchecked Sendable {
         keyRing = try KeyRing(store: FileKeyStore(directory: directory + "/state"), masterKey: .keyFile(path: keyFile))
     }
 
-    func protector(
-        policy: PolicySnapshot? = nil, algorithm: EnvelopeAlgorithm = .preferred,
-        implementation: AEADCipher.Implementation = .automatic
-    ) -> DataProtector {
-        DataProtector(keyRing: keyRing, policy: policy, algorithm: algorithm, implementation: implementation)
+    func protector(algorithm: EnvelopeAlgorithm = .preferred, implementation: AEADCipher.Implementation = .automatic)
+        -> DataProtector
+    {
+        DataProtector(keyRing: keyRing, algorithm: algorithm, implementation: implementation)
     }
 
     func path(_ name: String) -> String { directory + "/" + name }
