@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import CustodyPolicy
 import Synchronization
 
 /// A small pool of PostgreSQL connections used synchronously: each call takes a connection,
@@ -22,16 +23,16 @@ final class PostgresSessions: Sendable {
     let settings: PostgresSettings
     let group: MultiThreadedEventLoopGroup
     let logger: Logger
-    private let idle = Mutex<[PostgresConnection]>([])
+    private let idle = Locked<[PostgresConnection]>([])
     private let slots: DispatchSemaphore
     private let nextID = Atomic<Int>(1)
     private let closed = Atomic<Bool>(false)
-    private let outage = Mutex<Outage?>(nil)
+    private let outage = Locked<Outage?>(nil)
     /// How to make each call waiting for the server give up: done when the state is found
     /// unreachable, so that no call waits out its own deadline for a server known not to answer.
-    private let waiting = Mutex<(next: Int, giveUp: [Int: @Sendable () -> Void])>((0, [:]))
+    private let waiting = Locked<(next: Int, giveUp: [Int: @Sendable () -> Void])>((0, [:]))
     /// The listeners' tasks (`PostgresState.changeNotifications`), ended before the event loop.
-    private let listeners = Mutex<(next: Int, tasks: [Int: Task<Void, Never>])>((0, [:]))
+    private let listeners = Locked<(next: Int, tasks: [Int: Task<Void, Never>])>((0, [:]))
 
     /// Since when, and why, the state has not answered.
     struct Outage: Error {

@@ -4,7 +4,7 @@ import Foundation
 public import Logging
 import NIOCore
 import PostgresNIO
-import Synchronization
+import CustodyPolicy
 
 /// Custody's state on PostgreSQL, for a fleet of replicas sharing one state: the same tables,
 /// migrations and errors as the SQLite state (`CustodyDatabase`), through postgres-nio.
@@ -188,7 +188,7 @@ public final class PostgresState: ChangeNotifying {
     /// network may never say so: the state is marked unreachable (calls waiting for it give up),
     /// and the connection is closed, which ends the notices.
     final class Heartbeat: Sendable {
-        private let state = Mutex<(task: RepeatedTask?, failure: StoreError?)>((nil, nil))
+        private let state = Locked<(task: RepeatedTask?, failure: StoreError?)>((nil, nil))
 
         /// Why it stopped the connection, if it did.
         var failure: StoreError? { state.withLock { $0.failure } }

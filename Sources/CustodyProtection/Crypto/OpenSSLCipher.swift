@@ -1,5 +1,6 @@
 internal import CLibcrypto
 import Synchronization
+import CustodyPolicy
 
 /// AES-256-GCM or ChaCha20-Poly1305 (RFC 8439, 96-bit nonces) over OpenSSL's libcrypto, bound
 /// to one key.
@@ -19,7 +20,7 @@ final class OpenSSLCipher: @unchecked Sendable {
     private let primary: OpaquePointer
     private let primaryBusy = Atomic<Bool>(false)
     /// Idle spare contexts (their addresses), already keyed.
-    private let spares = Mutex<[UInt]>([])
+    private let spares = Locked<[UInt]>([])
 
     enum Algorithm: Sendable {
         case aes256GCM
