@@ -15,4 +15,7 @@ public struct CustodyRequestContext: AuthRequestContext, RequestContext {
 
     /// Query bodies are read by the routes themselves, within the service's limits.
     public var maxUploadSize: Int { 16 << 20 }
+
+    /// How `ResponseEncodable` answers are written (see `CustodyJSONEncoder`).
+    public var responseEncoder: CustodyJSONEncoder { CustodyJSONEncoder() }
 }

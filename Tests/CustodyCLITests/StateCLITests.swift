@@ -68,7 +68,8 @@ struct StateCLITests {
 
         let log = try scratch.run(["audit", "--json"])
         #expect(log.status == 0)
-        let kinds = log.stdoutLines.compactMap { line in line.split(separator: "\"").dropFirst(7).first.map(String.init)
+        let kinds = log.stdoutLines.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["kind"] as? String
         }
         #expect(kinds == ["bundle", "bundle", "key", "wipe", "decision", "decision"], "\(log.stdout)")
         #expect(log.stdoutLines[0].contains(#""action":"apply""#) && log.stdoutLines[1].contains(#""action":"reject""#))

@@ -51,41 +51,29 @@ struct PolicyController {
 
     /// The bundle in force: its revision, when and where from it was applied, its files and
     /// its warnings.
-    @Sendable func bundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+    @Sendable func bundle(_ request: Request, context: CustodyRequestContext) async throws
+        -> EditedResponse<BundleInForceAnswer>
+    {
         _ = try QueryParameters(request.uri, accepting: [])
         // Answered from memory: a replica that cannot reach the state still says what it
         // decides with (its answers are marked stale).
         guard let (inForce, snapshot, version) = engine.policyInForce else {
             throw ServiceError(CustodyError(.noPolicy, "no policy"))
         }
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("revision"); writer.value(inForce.revision)
-        writer.key("source"); writer.value(inForce.source)
-        writer.key("appliedAt"); writer.value(inForce.appliedAt.map(Self.format))
-        writer.key("version"); writer.value(version)
-        writer.key("eventId"); writer.value(Int(engine.lastEventID))
-        writer.key("files")
-        writer.beginArray()
-        for file in inForce.files {
-            writer.beginObject()
-            writer.key("name"); writer.value(file.name)
-            writer.key("bytes"); writer.value(file.bytes)
-            writer.endObject()
-        }
-        writer.endArray()
-        writer.key("diagnostics")
-        writer.beginArray()
-        for diagnostic in snapshot.bundle.warnings { writer.value(diagnostic.description) }
-        writer.endArray()
-        writer.endObject()
-        writer.newline()
-        return json(writer.bytes, headers: [.custodyRevision: inForce.revision, .eTag: "\"\(inForce.revision)\""])
+        let answer = BundleInForceAnswer(
+            revision: inForce.revision, source: inForce.source, appliedAt: inForce.appliedAt.map(Self.format),
+            version: version, eventId: engine.lastEventID,
+            files: inForce.files.map { BundleInForceAnswer.File(name: $0.name, bytes: $0.bytes) },
+            diagnostics: snapshot.bundle.warnings.map(\.description))
+        return EditedResponse(
+            headers: [.custodyRevision: inForce.revision, .eTag: "\"\(inForce.revision)\""], response: answer)
     }
 
     /// `{"files": {"tenant.json": "…", "policies.json": "…"}}`: each file's text; applied as
     /// `custody apply` applies a directory.
-    @Sendable func putBundle(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+    @Sendable func putBundle(_ request: Request, context: CustodyRequestContext) async throws
+        -> EditedResponse<BundleApplied>
+    {
         _ = try QueryParameters(request.uri, accepting: [])
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         let document: JSONDocument
@@ -134,18 +122,10 @@ struct PolicyController {
         let result = try await StateExecutor.run {
             try await engine.apply(files: bundleFiles, source: source, allowingEmpty: allowEmpty)
         }
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("revision"); writer.value(result.bundle.revision)
-        writer.key("unchanged"); writer.value(result.unchanged)
-        writer.key("eventId"); writer.value(Int(engine.lastEventID))
-        writer.key("events")
-        writer.beginArray()
-        for event in result.events { writer.value(event.name) }
-        writer.endArray()
-        writer.endObject()
-        writer.newline()
-        return json(writer.bytes, headers: [.custodyRevision: result.bundle.revision])
+        let answer = BundleApplied(
+            revision: result.bundle.revision, unchanged: result.unchanged, eventId: engine.lastEventID,
+            events: result.events.map(\.name))
+        return EditedResponse(headers: [.custodyRevision: result.bundle.revision], response: answer)
     }
 
     /// The account a path names, percent-decoded (what `encodeURIComponent` sends), then

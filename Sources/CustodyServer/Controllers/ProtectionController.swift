@@ -68,41 +68,22 @@ struct ProtectionController {
 
     /// Selective wipe, as `custody wipe`: the account's keys under every identifier it has or
     /// had, its secrets and check-ins.
-    @Sendable func wipe(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+    @Sendable func wipe(_ request: Request, context: CustodyRequestContext) async throws -> WipeAnswer {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
         let account = try PolicyController.account(context)
         let reason = "POST /v1/accounts/…/wipe (token \(context.identity?.id ?? "-"))"
         let report = try await StateExecutor.run { try await engine.wipe(account: account, reason: reason) }
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("account"); writer.value(account.description)
-        writer.key("owner"); writer.value(report.owner.rawValue)
-        writer.key("identifiers")
-        writer.beginArray()
-        for identifier in report.resolved.identifiers { writer.value(identifier.rawValue) }
-        writer.endArray()
-        writer.key("keyVersions"); writer.value(report.keyVersions)
-        writer.key("secrets"); writer.value(report.secrets)
-        writer.key("eventId"); writer.value(Int(engine.lastEventID))
-        writer.endObject()
-        writer.newline()
-        return json(writer.bytes)
+        return WipeAnswer(account: account, report: report, eventID: engine.lastEventID)
     }
 
     /// A new version of the account's key.
-    @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+    @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> RotationAnswer {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
         let account = try PolicyController.account(context)
         let (resolved, version) = try await StateExecutor.run { try engine.rotateKey(account: account) }
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("owner"); writer.value(resolved.owner.rawValue)
-        writer.key("version"); writer.value(Int(version))
-        writer.endObject()
-        writer.newline()
-        return json(writer.bytes)
+        return RotationAnswer(owner: resolved.owner.rawValue, version: version)
     }
 }
 

@@ -183,17 +183,7 @@ struct AuditCommand: AsyncParsableCommand {
         }
         for entry in entries {
             if json {
-                var writer = JSONWriter()
-                writer.beginObject()
-                writer.key("at"); writer.value(formatTime(entry.at))
-                writer.key("kind"); writer.value(entry.kind.rawValue)
-                writer.key("account"); entry.account.map { writer.value($0) } ?? writer.null()
-                writer.key("action"); writer.value(entry.action)
-                writer.key("allowed"); entry.allowed.map { writer.value($0) } ?? writer.null()
-                writer.key("detail"); entry.detail.map { writer.value($0) } ?? writer.null()
-                writer.endObject()
-                writer.newline()
-                StandardOutput.write(writer.bytes)
+                StandardOutput.write(try AuditLine(entry).jsonLine())
             } else {
                 let result = entry.allowed.map { $0 ? "allowed" : "blocked" } ?? "-"
                 // Accounts and details came from input once: escaped, one entry per line.
@@ -218,4 +208,42 @@ func formatTime(_ date: Date) -> String {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime]
     return formatter.string(from: date)
+}
+
+/// One audit entry as `custody audit --json` prints it: one JSON object a line; a missing
+/// account, result or detail is `null`, never left out.
+struct AuditLine: Encodable {
+    var at: String
+    var kind: String
+    var account: String?
+    var action: String
+    var allowed: Bool?
+    var detail: String?
+
+    init(_ entry: AuditEntry) {
+        at = formatTime(entry.at)
+        kind = entry.kind.rawValue
+        account = entry.account
+        action = entry.action
+        allowed = entry.allowed
+        detail = entry.detail
+    }
+
+    private enum CodingKeys: String, CodingKey { case at, kind, account, action, allowed, detail }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(at, forKey: .at)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(account, forKey: .account)
+        try container.encode(action, forKey: .action)
+        try container.encode(allowed, forKey: .allowed)
+        try container.encode(detail, forKey: .detail)
+    }
+
+    func jsonLine() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return [UInt8](try encoder.encode(self)) + [UInt8(ascii: "\n")]
+    }
 }
