@@ -166,6 +166,14 @@ public actor PolicyManager {
     public func apply(_ files: BundleFiles, source: String, allowingEmpty: Bool = false) throws(BundleRejection)
         -> [PolicyEvent]
     {
+        // The revision in force already is recognised before anything is parsed (a watcher's
+        // or a Graph sync's unchanged round costs a hash and a read). Unchanged only if the
+        // state agrees: another writer may have put a bundle in force that this manager has not
+        // adopted yet. A state that cannot be read is tried below.
+        if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
+            guard let database else { return [] }
+            if let stored = try? database.lastAppliedBundle(), stored.contentHash == files.contentHash { return [] }
+        }
         let bundle: PolicyBundle
         do {
             bundle = try files.load(allowingEmpty: allowingEmpty)
@@ -173,12 +181,6 @@ public actor PolicyManager {
             throw reject(
                 source: source, contentHash: files.contentHash, message: error.description,
                 diagnostics: error.diagnostics)
-        }
-        if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
-            // Unchanged only if the state agrees: another writer may have put a bundle in force
-            // that this manager has not adopted yet. A state that cannot be read is tried below.
-            guard let database else { return [] }
-            if let stored = try? database.lastAppliedBundle(), stored.contentHash == files.contentHash { return [] }
         }
         let reach = bundle.assignmentReach()
         // The state's policy in force already (this manager did not restore it): put it in
@@ -282,15 +284,15 @@ public actor PolicyManager {
         }
     }
 
-    /// A bundle as the state keeps it: its record and its files.
-    typealias StoredBundle = (record: BundleRecord, files: [(name: String, bytes: [UInt8])])
-
     /// Loads a stored bundle and swaps it in. With `announcing`, this process's subscribers are
     /// told what changed (`PolicyChanges`, for this manager's context).
     private func putInForce(_ stored: StoredBundle, announcing: Bool) throws(BundleRejection) {
         let record = stored.record
         do {
-            let files = try BundleFiles(entries: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) })
+            // The revision the state recorded for these files when they were applied.
+            let files = BundleFiles(
+                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                contentHash: record.contentHash)
             // Applied once, so accepted then, even if it knows nothing (applied on purpose).
             let bundle = try files.load(allowingEmpty: true)
             let inForce = BundleInForce(

@@ -96,10 +96,11 @@ extension PostgresState {
         }
     }
 
-    public func wipeRecord(of identifier: String) throws(StoreError) -> (account: String, at: Date)? {
+    public func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord? {
         try read("reading the wipe record of \(identifier)") { session in
             try session.query("SELECT account, at FROM wiped_identifiers WHERE identifier = \(identifier)").first.map {
-                try $0.decode((String, Date).self)
+                let (account, at) = try $0.decode((String, Date).self)
+                return WipeRecord(account: account, at: at)
             }
         }
     }
@@ -287,7 +288,7 @@ extension PostgresState {
         accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
         events: [EventRecord],
         retaining: Int, at date: Date
-    ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
+    ) throws(StoreError) -> RecordedBundle {
         let (id, eventIDs) = try write("recording a bundle") { session -> (Int64, [Int64]) in
             // The change counter's lock first: bundles are then numbered in history in the
             // order they commit, so the last applied by id is the last applied by change
@@ -328,11 +329,10 @@ extension PostgresState {
             try Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
             return (id, eventIDs)
         }
-        return (
-            BundleRecord(
+        return RecordedBundle(
+            record: BundleRecord(
                 id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message),
-            eventIDs
-        )
+            eventIDs: eventIDs)
     }
 
     /// Deletes history rows past the newest `retaining` (never the row of the bundle in
@@ -380,11 +380,8 @@ extension PostgresState {
         return BundleRecord(id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: message)
     }
 
-    public func lastAppliedBundleFiles() throws(StoreError) -> (
-        record: BundleRecord, files: [(name: String, bytes: [UInt8])]
-    )? {
-        try read("reading the last applied bundle") {
-            session -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])? in
+    public func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle? {
+        try read("reading the last applied bundle") { session -> StoredBundle? in
             guard
                 let row = try session.query(
                     """
@@ -398,9 +395,9 @@ extension PostgresState {
                 "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(record.contentHash) ORDER BY name COLLATE \"C\""
             ).map { row in
                 let (name, bytes) = try row.decode((String, Data).self)
-                return (name: name, bytes: [UInt8](bytes))
+                return StoredFile(name: name, bytes: [UInt8](bytes))
             }
-            return (record, files)
+            return StoredBundle(record: record, files: files)
         }
     }
 
@@ -517,14 +514,13 @@ extension PostgresState {
         return entries
     }
 
-    public func installationContext() throws(StoreError) -> (
-        platform: String?, appID: String?, managementLevel: String?, precedence: String?
-    ) {
+    public func installationContext() throws(StoreError) -> InstallationContext {
         try read("reading the installation's context") { session in
-            (
-                try Self.setting("context_platform", in: session), try Self.setting("context_app", in: session),
-                try Self.setting("context_management_level", in: session), try Self.setting("precedence", in: session)
-            )
+            InstallationContext(
+                platform: try Self.setting("context_platform", in: session),
+                appID: try Self.setting("context_app", in: session),
+                managementLevel: try Self.setting("context_management_level", in: session),
+                precedence: try Self.setting("precedence", in: session))
         }
     }
 
@@ -583,11 +579,11 @@ extension PostgresState {
         }
     }
 
-    public func eventBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
+    public func eventBounds() throws(StoreError) -> LogBounds {
         try read("reading the event log") { session in
-            (
-                try session.value("SELECT min(id) FROM events", as: Int64.self),
-                try session.value("SELECT value FROM counters WHERE name = 'event'", as: Int64.self) ?? 0
+            LogBounds(
+                oldest: try session.value("SELECT min(id) FROM events", as: Int64.self),
+                newest: try session.value("SELECT value FROM counters WHERE name = 'event'", as: Int64.self) ?? 0
             )
         }
     }

@@ -100,11 +100,11 @@ public final class PostgresState: ChangeNotifying {
         }
     }
 
-    public func changeBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
+    public func changeBounds() throws(StoreError) -> LogBounds {
         try read("reading the change log") { session in
             let oldest = try session.value("SELECT min(revision) FROM changes", as: Int64.self)
             let newest = try session.value("SELECT value FROM counters WHERE name = 'change'", as: Int64.self) ?? 0
-            return (oldest, newest)
+            return LogBounds(oldest: oldest, newest: newest)
         }
     }
 

@@ -155,7 +155,7 @@ extension CustodyDatabase {
     }
 
     /// When `identifier`'s keys were wiped, and the account it was wiped as; nil when never.
-    public func wipeRecord(of identifier: String) throws(StoreError) -> (account: String, at: Date)? {
+    public func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord? {
         let row = try read("reading the wipe record of \(identifier)") { db in
             try Row.fetchOne(
                 db, sql: "SELECT account, at FROM wiped_identifiers WHERE identifier = ?", arguments: [identifier])
@@ -164,6 +164,6 @@ extension CustodyDatabase {
         guard let account: String = row["account"], let at: Date = row["at"] else {
             throw StoreError(.corrupt, "a wipe record is damaged", path: path)
         }
-        return (account, at)
+        return WipeRecord(account: account, at: at)
     }
 }

@@ -187,14 +187,13 @@ extension CustodyDatabase {
 extension CustodyDatabase {
     /// The installation's evaluation context, as `custody apply` recorded it: raw values of
     /// the platform, app id and management level, each nil when never recorded.
-    public func installationContext() throws(StoreError) -> (
-        platform: String?, appID: String?, managementLevel: String?, precedence: String?
-    ) {
+    public func installationContext() throws(StoreError) -> InstallationContext {
         try read("reading the installation's context") { db in
-            (
-                try Self.storedSetting("context_platform", in: db), try Self.storedSetting("context_app", in: db),
-                try Self.storedSetting("context_management_level", in: db), try Self.storedSetting("precedence", in: db)
-            )
+            InstallationContext(
+                platform: try Self.storedSetting("context_platform", in: db),
+                appID: try Self.storedSetting("context_app", in: db),
+                managementLevel: try Self.storedSetting("context_management_level", in: db),
+                precedence: try Self.storedSetting("precedence", in: db))
         }
     }
 

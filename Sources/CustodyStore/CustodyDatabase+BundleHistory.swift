@@ -51,7 +51,7 @@ extension CustodyDatabase {
         accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
         events: [EventRecord],
         retaining: Int, at date: Date
-    ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
+    ) throws(StoreError) -> RecordedBundle {
         let (id, eventIDs, pruned) = try write("recording a bundle") { db in
             try db.execute(
                 sql:
@@ -89,11 +89,10 @@ extension CustodyDatabase {
         // Pages freed by pruning leave the write-ahead log with the next checkpoint; empty it
         // now, so that a long history of applies does not leave a log as large as the history.
         if pruned { try? truncateLog() }
-        return (
-            BundleRecord(
+        return RecordedBundle(
+            record: BundleRecord(
                 id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message),
-            eventIDs
-        )
+            eventIDs: eventIDs)
     }
 
     /// Deletes history rows past the newest `retaining` (never the row of the bundle in
@@ -157,9 +156,7 @@ extension CustodyDatabase {
     }
 
     /// The newest applied bundle that has its files stored, with them (by name).
-    public func lastAppliedBundleFiles() throws(StoreError) -> (
-        record: BundleRecord, files: [(name: String, bytes: [UInt8])]
-    )? {
+    public func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle? {
         let found = try read("reading the last applied bundle") { db -> (Row, [Row])? in
             guard
                 let record = try Row.fetchOne(
@@ -179,14 +176,14 @@ extension CustodyDatabase {
         }
         guard let (recordRow, rows) = found else { return nil }
         let record = try bundleRecord(recordRow)
-        var files: [(name: String, bytes: [UInt8])] = []
+        var files: [StoredFile] = []
         for row in rows {
             guard let name: String = row["name"], let bytes: Data = row["bytes"] else {
                 throw StoreError(.corrupt, "a stored bundle file is damaged", path: path)
             }
-            files.append((name, [UInt8](bytes)))
+            files.append(StoredFile(name: name, bytes: [UInt8](bytes)))
         }
-        return (record, files)
+        return StoredBundle(record: record, files: files)
     }
 
     /// The history id of the last time a bundle with this content hash was applied, if ever.

@@ -36,11 +36,11 @@ extension CustodyDatabase {
         return changes
     }
 
-    public func changeBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
+    public func changeBounds() throws(StoreError) -> LogBounds {
         try read("reading the change log") { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT min(revision) FROM changes")
             let newest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'changes'") ?? 0
-            return (oldest, newest)
+            return LogBounds(oldest: oldest, newest: newest)
         }
     }
 

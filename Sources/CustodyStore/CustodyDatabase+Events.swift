@@ -75,11 +75,11 @@ extension CustodyDatabase {
 
     /// The oldest event id the log still holds (nil when empty) and the newest one ever
     /// given (0 before the first).
-    public func eventBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64) {
+    public func eventBounds() throws(StoreError) -> LogBounds {
         try read("reading the event log") { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT min(id) FROM events")
             let newest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0
-            return (oldest, newest)
+            return LogBounds(oldest: oldest, newest: newest)
         }
     }
 

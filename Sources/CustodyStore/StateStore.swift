@@ -38,7 +38,7 @@ public protocol StateStore: AnyObject, Sendable {
     func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date)
         throws(StoreError) -> WipeCounts
     /// When `identifier`'s keys were wiped, and as which account; nil when never.
-    func wipeRecord(of identifier: String) throws(StoreError) -> (account: String, at: Date)?
+    func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord?
 
     // MARK: Account keys and the master key record
 
@@ -87,10 +87,10 @@ public protocol StateStore: AnyObject, Sendable {
         accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
         events: [EventRecord],
         retaining: Int, at date: Date
-    ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64])
+    ) throws(StoreError) -> RecordedBundle
     func policyReach() throws(StoreError) -> [String: [String: Date]]
     func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord]
-    func lastAppliedBundleFiles() throws(StoreError) -> (record: BundleRecord, files: [(name: String, bytes: [UInt8])])?
+    func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle?
     func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64?
     func lastAppliedBundle() throws(StoreError) -> BundleRecord?
     /// The revisions whose files the state keeps, each with the bytes of its files.
@@ -105,9 +105,7 @@ public protocol StateStore: AnyObject, Sendable {
     @discardableResult
     func audit(_ records: [AuditRecord]) throws(StoreError) -> Int
     func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry]
-    func installationContext() throws(StoreError) -> (
-        platform: String?, appID: String?, managementLevel: String?, precedence: String?
-    )
+    func installationContext() throws(StoreError) -> InstallationContext
     func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?)
         throws(StoreError)
 
@@ -116,7 +114,7 @@ public protocol StateStore: AnyObject, Sendable {
     @discardableResult
     func appendEvents(_ records: [EventRecord], at date: Date) throws(StoreError) -> [Int64]
     func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent]
-    func eventBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64)
+    func eventBounds() throws(StoreError) -> LogBounds
     func setEventRetention(_ count: Int64) throws(StoreError)
 
     // MARK: Tokens
@@ -135,7 +133,7 @@ public protocol StateStore: AnyObject, Sendable {
     /// The oldest revision the log still holds (nil when empty) and the newest ever written
     /// (0 before any): a reader whose last revision is below `oldest - 1` missed changes the
     /// log no longer holds, and must reload everything.
-    func changeBounds() throws(StoreError) -> (oldest: Int64?, newest: Int64)
+    func changeBounds() throws(StoreError) -> LogBounds
     /// How many changes the log keeps (the oldest are pruned past it).
     func setChangeRetention(_ count: Int64) throws(StoreError)
     /// After a wipe: makes sure deleted rows leave no copy behind that the store controls
@@ -224,7 +222,7 @@ extension StateStore {
         contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil,
         files: [(name: String, bytes: [UInt8])]? = nil,
         accounts: [(owner: String, aliases: [String])] = [], at date: Date
-    ) throws(StoreError) -> (record: BundleRecord, eventIDs: [Int64]) {
+    ) throws(StoreError) -> RecordedBundle {
         try recordBundle(
             contentHash: contentHash, source: source, result: result, message: message, files: files,
             accounts: accounts, reach: [], events: [],

@@ -198,10 +198,11 @@ public final class CustodyEngine: Sendable {
         let revision: Int64
         do {
             revision = try database.changeBounds().newest
-            context = try Self.context(configuration.context, recordedIn: database)
+            let recorded = try database.installationContext()
+            context = Self.context(configuration.context, recorded: recorded)
             precedence =
-                try configuration.precedence
-                ?? database.installationContext().precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:))
+                configuration.precedence
+                ?? recorded.precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:))
                 ?? .mostRestrictive
         } catch {
             throw CustodyError(state: error)
@@ -235,7 +236,11 @@ public final class CustodyEngine: Sendable {
     static func context(_ given: EvaluationContext, recordedIn database: any StateStore) throws(StoreError)
         -> EvaluationContext
     {
-        let recorded = try database.installationContext()
+        context(given, recorded: try database.installationContext())
+    }
+
+    /// `given`, each field it leaves nil taken from `recorded`.
+    static func context(_ given: EvaluationContext, recorded: InstallationContext) -> EvaluationContext {
         var context = given
         if context.platform == nil { context.platform = recorded.platform.flatMap(Platform.init(rawValue:)) }
         if context.appID == nil { context.appID = recorded.appID }

@@ -71,6 +71,14 @@ public struct BundleFiles: Sendable, Hashable {
         self.init(sorted: entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }, directory: directory)
     }
 
+    /// A bundle as the state keeps it: its files (named and checked when it was applied) and
+    /// the revision recorded for them then, which is not computed again.
+    package init(stored entries: [Entry], contentHash: String) {
+        self.entries = entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        self.directory = nil
+        self.contentHash = contentHash
+    }
+
     private init(sorted entries: [Entry], directory: String?) {
         self.entries = entries
         self.directory = directory
