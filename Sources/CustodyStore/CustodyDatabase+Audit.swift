@@ -161,26 +161,14 @@ extension CustodyDatabase {
 
     /// Audit entries at or after `since` (all when nil), oldest first.
     public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
-        let rows = try read("reading the audit log") { db in
-            try Row.fetchAll(
+        try read("reading the audit log") { db in
+            try AuditRow.fetchAll(
                 db,
                 sql:
                     "SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
-                arguments: [since ?? Date.distantPast, limit])
+                arguments: [since ?? Date.distantPast, limit]
+            ).map { try $0.entry() }
         }
-        var entries: [AuditEntry] = []
-        for row in rows {
-            guard let id: Int64 = row["id"], let at: Date = row["at"],
-                let kind = AuditEntry.Kind(rawValue: row["kind"] ?? ""),
-                let action: String = row["action"]
-            else { throw StoreError(.corrupt, "an audit row is damaged", path: path) }
-            entries.append(
-                AuditEntry(
-                    id: id, at: at, kind: kind, account: row["account"], action: action, allowed: row["allowed"],
-                    detail: row["detail"],
-                    decisionID: row["decision_id"]))
-        }
-        return entries
     }
 }
 

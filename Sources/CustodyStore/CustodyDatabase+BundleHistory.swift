@@ -135,55 +135,32 @@ extension CustodyDatabase {
 
     /// Bundle records, newest first.
     public func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord] {
-        let rows = try read("reading the bundle history") { db in
-            try Row.fetchAll(
+        try read("reading the bundle history") { db in
+            try BundleHistoryRow.fetchAll(
                 db,
                 sql:
                     "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT ?",
-                arguments: [limit])
+                arguments: [limit]
+            ).map { try $0.record() }
         }
-        var records: [BundleRecord] = []
-        for row in rows { records.append(try bundleRecord(row)) }
-        return records
-    }
-
-    private func bundleRecord(_ row: Row) throws(StoreError) -> BundleRecord {
-        guard let id: Int64 = row["id"], let hash: String = row["content_hash"], let at: Date = row["applied_at"],
-            let source: String = row["source"], let result = BundleRecord.Result(rawValue: row["result"] ?? "")
-        else { throw StoreError(.corrupt, "a bundle history row is damaged", path: path) }
-        return BundleRecord(
-            id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: row["message"])
     }
 
     /// The newest applied bundle that has its files stored, with them (by name).
     public func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle? {
-        let found = try read("reading the last applied bundle") { db -> (Row, [Row])? in
+        try read("reading the last applied bundle") { db -> StoredBundle? in
             guard
-                let record = try Row.fetchOne(
+                let row = try BundleHistoryRow.fetchOne(
                     db,
                     sql: """
                         SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
                         WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                         """)
             else { return nil }
-            let revision: String? = record["content_hash"]
-            return (
-                record,
-                try Row.fetchAll(
-                    db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
-                    arguments: [revision])
-            )
+            let files = try BundleFileRow.fetchAll(
+                db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
+                arguments: [row.contentHash])
+            return StoredBundle(record: try row.record(), files: files.map(\.file))
         }
-        guard let (recordRow, rows) = found else { return nil }
-        let record = try bundleRecord(recordRow)
-        var files: [StoredFile] = []
-        for row in rows {
-            guard let name: String = row["name"], let bytes: Data = row["bytes"] else {
-                throw StoreError(.corrupt, "a stored bundle file is damaged", path: path)
-            }
-            files.append(StoredFile(name: name, bytes: [UInt8](bytes)))
-        }
-        return StoredBundle(record: record, files: files)
     }
 
     /// The history id of the last time a bundle with this content hash was applied, if ever.

@@ -24,16 +24,11 @@ extension CustodyDatabase {
 
     /// Every account's last check-in.
     public func checkIns() throws(StoreError) -> [String: Date] {
-        let rows = try read("reading check-ins") { db in try Row.fetchAll(db, sql: "SELECT account, at FROM check_ins")
+        try read("reading check-ins") { db in
+            Dictionary(
+                try CheckInRow.fetchAll(db, sql: "SELECT account, at FROM check_ins").map { ($0.account, $0.at) },
+                uniquingKeysWith: { first, _ in first })
         }
-        var result: [String: Date] = [:]
-        for row in rows {
-            guard let account: String = row["account"], let at: Date = row["at"] else {
-                throw StoreError(.corrupt, "a check-in row is damaged", path: path)
-            }
-            result[account] = at
-        }
-        return result
     }
 
     /// Forgets `account`'s check-in (after a wipe).

@@ -69,20 +69,10 @@ extension CustodyDatabase {
     }
 
     private func secrets(sql filter: String, arguments: StatementArguments) throws(StoreError) -> [SealedSecret] {
-        let rows = try read("reading secrets") { db in
-            try Row.fetchAll(
-                db, sql: "SELECT scope, identifier, kind, sealed, updated FROM secrets " + filter, arguments: arguments)
+        try read("reading secrets") { db in
+            try SecretRow.fetchAll(
+                db, sql: "SELECT scope, identifier, kind, sealed, updated FROM secrets " + filter, arguments: arguments
+            ).map(\.secret)
         }
-        var secrets: [SealedSecret] = []
-        for row in rows {
-            guard let scope: String = row["scope"], let identifier: String = row["identifier"],
-                let kind: String = row["kind"],
-                let sealed: Data = row["sealed"], let updated: Date = row["updated"]
-            else { throw StoreError(.corrupt, "a secret row is damaged", path: path) }
-            secrets.append(
-                SealedSecret(
-                    scope: scope, identifier: identifier, kind: kind, sealed: [UInt8](sealed), updated: updated))
-        }
-        return secrets
     }
 }

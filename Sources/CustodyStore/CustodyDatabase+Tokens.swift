@@ -30,9 +30,7 @@ extension CustodyDatabase {
     /// Stores a new token, audited.
     public func addToken(_ token: TokenRecord) throws(StoreError) {
         try write("storing a token") { db in
-            try db.execute(
-                sql: "INSERT INTO tokens (id, name, scopes, hash, created) VALUES (?, ?, ?, ?, ?)",
-                arguments: [token.id, token.name, token.scopes.joined(separator: " "), Data(token.hash), token.created])
+            try TokenRow(token).insert(db)
             try Self.bumpTokenGeneration(db)
             try Self.recordChange(.token, [token.id], at: token.created, in: db)
             try Self.audit(
@@ -83,23 +81,10 @@ extension CustodyDatabase {
     }
 
     private func tokens(sql filter: String, arguments: StatementArguments) throws(StoreError) -> [TokenRecord] {
-        let rows = try read("reading tokens") { db in
-            try Row.fetchAll(
-                db, sql: "SELECT id, name, scopes, hash, created, revoked FROM tokens " + filter, arguments: arguments)
+        try read("reading tokens") { db in
+            try TokenRow.fetchAll(
+                db, sql: "SELECT id, name, scopes, hash, created, revoked FROM tokens " + filter, arguments: arguments
+            ).map(\.token)
         }
-        var tokens: [TokenRecord] = []
-        for row in rows {
-            guard let id: String = row["id"], let scopes: String = row["scopes"], let hash: Data = row["hash"],
-                let created: Date = row["created"]
-            else {
-                throw StoreError(.corrupt, "a token row is damaged", path: path)
-            }
-            tokens.append(
-                TokenRecord(
-                    id: id, name: row["name"], scopes: scopes.split(separator: " ").map(String.init),
-                    hash: [UInt8](hash), created: created,
-                    revoked: row["revoked"]))
-        }
-        return tokens
     }
 }

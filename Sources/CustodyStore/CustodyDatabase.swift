@@ -233,6 +233,9 @@ public final class CustodyDatabase: StateStore {
     }
 
     private static func code(of error: any Error) -> StoreError.Code {
+        // A row that does not decode as its record (a column null or of another type), or that
+        // names what the store does not know, is a damaged state.
+        if error is RowDecodingError || error is RecordError { return .corrupt }
         guard let error = error as? DatabaseError else { return .database }
         switch error.resultCode {
         case .SQLITE_CONSTRAINT: return .conflict

@@ -107,6 +107,54 @@ struct DatabaseTests {
     }
 }
 
+extension DatabaseTests {
+    /// A row another version (or a hand) damaged, per table the store reads records from: the
+    /// reader's error, and what it must say.
+    static let damagedRows: [(table: String, sql: String, read: @Sendable (CustodyDatabase) throws -> Void)] = [
+        (
+            "tokens", "UPDATE tokens SET created = 'not a time'",
+            { _ = try $0.tokens() }
+        ),
+        (
+            "secrets", "UPDATE secrets SET updated = 'not a time'",
+            { _ = try $0.secrets(scope: "") }
+        ),
+        (
+            "check_ins", "UPDATE check_ins SET at = 'not a time'",
+            { _ = try $0.checkIns() }
+        ),
+        (
+            "audit_log", "UPDATE audit_log SET kind = 'no such kind'",
+            { _ = try $0.auditEntries(since: nil, limit: 100) }
+        ),
+        (
+            "bundle_history", "UPDATE bundle_history SET result = 'no such result'",
+            { _ = try $0.bundleHistory(limit: 10) }
+        ),
+    ]
+
+    @Test("a damaged row is a corrupt state naming what was read, never a crash or a default", arguments: 0..<5)
+    func damagedRow(index: Int) throws {
+        let (table, sql, read) = Self.damagedRows[index]
+        let directory = try TemporaryDirectory()
+        let path = directory.file("state.sqlite")
+        let database = try CustodyDatabase(path: path)
+        try database.addToken(TokenRecord(id: "t1", name: nil, scopes: ["read"], hash: [1, 2], created: t0))
+        try database.saveSecret(SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [1], updated: t0))
+        try database.checkIn(account: "alice@contoso.com", at: t0)
+        try database.recordBundle(contentHash: "h", source: "test", result: .applied, at: t0)
+        try read(database)  // whole before
+        try runSQL(path, sql)
+        let reopened = try CustodyDatabase(path: path)
+        do {
+            try read(reopened)
+            Issue.record("a damaged \(table) row was read without an error")
+        } catch let error as StoreError {
+            #expect(error.code == .corrupt, "\(table): \(error)")
+        }
+    }
+}
+
 /// Runs one statement on the file with GRDB directly, bypassing the store (to set up states
 /// only another version could write).
 func runSQL(_ path: String, _ sql: String) throws {

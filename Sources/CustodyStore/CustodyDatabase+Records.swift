@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+
+// The rows of the state's tables as GRDB records (GRDB's "Record recommended practices": a
+// Codable struct per table, its columns named once). The store's public types (`TokenRecord`,
+// `SealedSecret`, `AuditEntry`, `BundleRecord`, `StoredFile`) are made from them, and a row
+// that does not decode is a `.corrupt` state (see `CustodyDatabase.code(of:)`).
+
+/// A row of `tokens`.
+struct TokenRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "tokens"
+
+    var id: String
+    var name: String?
+    /// The scopes, separated by spaces.
+    var scopes: String
+    var hash: Data
+    var created: Date
+    var revoked: Date?
+
+    init(_ token: TokenRecord) {
+        id = token.id
+        name = token.name
+        scopes = token.scopes.joined(separator: " ")
+        hash = Data(token.hash)
+        created = token.created
+        revoked = token.revoked
+    }
+
+    var token: TokenRecord {
+        TokenRecord(
+            id: id, name: name, scopes: scopes.split(separator: " ").map(String.init), hash: [UInt8](hash),
+            created: created, revoked: revoked)
+    }
+}
+
+/// A row of `secrets`.
+struct SecretRow: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "secrets"
+
+    var scope: String
+    var identifier: String
+    var kind: String
+    var sealed: Data
+    var updated: Date
+
+    var secret: SealedSecret {
+        SealedSecret(scope: scope, identifier: identifier, kind: kind, sealed: [UInt8](sealed), updated: updated)
+    }
+}
+
+/// A row of `check_ins`.
+struct CheckInRow: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "check_ins"
+
+    var account: String
+    var at: Date
+}
+
+/// A row of `audit_log`.
+struct AuditRow: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "audit_log"
+
+    var id: Int64
+    var at: Date
+    var kind: String
+    var account: String?
+    var action: String
+    var allowed: Bool?
+    var detail: String?
+    var decisionID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, at, kind, account, action, allowed, detail
+        case decisionID = "decision_id"
+    }
+
+    func entry() throws -> AuditEntry {
+        guard let kind = AuditEntry.Kind(rawValue: kind) else {
+            throw RecordError("an audit row names the unknown kind '\(kind)'")
+        }
+        return AuditEntry(
+            id: id, at: at, kind: kind, account: account, action: action, allowed: allowed, detail: detail,
+            decisionID: decisionID)
+    }
+}
+
+/// A row of `bundle_history`.
+struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "bundle_history"
+
+    var id: Int64
+    var contentHash: String
+    var appliedAt: Date
+    var source: String
+    var result: String
+    var message: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, source, result, message
+        case contentHash = "content_hash"
+        case appliedAt = "applied_at"
+    }
+
+    func record() throws -> BundleRecord {
+        guard let result = BundleRecord.Result(rawValue: result) else {
+            throw RecordError("a bundle history row names the unknown result '\(result)'")
+        }
+        return BundleRecord(
+            id: id, contentHash: contentHash, appliedAt: appliedAt, source: source, result: result, message: message)
+    }
+}
+
+/// A row of `bundle_revision_files`.
+struct BundleFileRow: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "bundle_revision_files"
+
+    var name: String
+    var bytes: Data
+
+    var file: StoredFile { StoredFile(name: name, bytes: [UInt8](bytes)) }
+}
+
+/// A row that decodes but says something the store does not know: a damaged state.
+struct RecordError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
