@@ -94,9 +94,30 @@ extension PolicyEvent {
     }
 }
 
-extension PolicySync {
-    /// The sync's fields, inside an object already begun: `status`, `trigger`, `source`,
-    /// `revision`, `pages`, `requests`, `throttled`, `durationMs`, `finishedAt`, `error`.
+extension PolicySync: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case status, trigger, source, revision, pages, requests, throttled, durationMs, finishedAt, error
+    }
+
+    /// The fields `write(to:)` writes, as an `Encodable` (for the service's answers off the
+    /// event path: `/readyz`, `POST /v1/graph/sync`); a missing revision or error is `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status.rawValue, forKey: .status)
+        try container.encode(trigger.rawValue, forKey: .trigger)
+        try container.encode(source, forKey: .source)
+        try container.encode(revision, forKey: .revision)
+        try container.encode(pages, forKey: .pages)
+        try container.encode(requests, forKey: .requests)
+        try container.encode(throttled, forKey: .throttled)
+        try container.encode(milliseconds, forKey: .durationMs)
+        try container.encode(finishedAt.formatted(.iso8601), forKey: .finishedAt)
+        try container.encode(error, forKey: .error)
+    }
+
+    /// The sync's fields, inside an object already begun (the event log's `policySynced`,
+    /// written with the other events): `status`, `trigger`, `source`, `revision`, `pages`,
+    /// `requests`, `throttled`, `durationMs`, `finishedAt`, `error`.
     package func write(to writer: inout JSONWriter) {
         writer.key("status"); writer.value(status.rawValue)
         writer.key("trigger"); writer.value(trigger.rawValue)

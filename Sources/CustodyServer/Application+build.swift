@@ -113,15 +113,9 @@ extension Router where Context == CustodyRequestContext {
                 on(entry.path, method: method) { _, _ -> Response in
                     throw ServiceError(
                         .methodNotAllowed, .methodNotAllowed, "this endpoint takes \(allow); see GET /openapi.json",
-                        headers: [.allow: allow]
-                    ) { writer in
-                        writer.key("allow")
-                        writer.beginArray()
-                        for method in allow.split(separator: ",") {
-                            writer.value(method.trimmingCharacters(in: .whitespaces))
-                        }
-                        writer.endArray()
-                    }
+                        headers: [.allow: allow],
+                        details: ServiceError.Details(
+                            allow: allow.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }))
                 }
             }
         }

@@ -12,39 +12,77 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     public let status: HTTPResponse.Status
     public let code: Code
     public let message: String
-    /// More members of the body, already encoded (without braces).
-    let members: [UInt8]
+    /// More members of the body, where they help.
+    let details: Details
     public let headers: HTTPFields
 
     init(
         _ status: HTTPResponse.Status, _ code: Code, _ message: String, headers: HTTPFields = [:],
-        members: (inout JSONWriter) -> Void = { _ in }
+        details: Details = Details()
     ) {
         self.status = status
         self.code = code
         self.message = message
-        var writer = JSONWriter()
-        writer.beginObject()
-        members(&writer)
-        writer.endObject()
-        self.members = Array(writer.bytes.dropFirst().dropLast())
+        self.details = details
         self.headers = headers
+    }
+
+    /// The members an error body may carry besides `error` and `code`; each written only when
+    /// set (`revision` may be set to `null`: a stale answer with no bundle in force).
+    struct Details: Encodable, Sendable {
+        var diagnostics: [String]?
+        var revision: String??
+        var eventId: Int64?
+        var line: Int?
+        var column: Int?
+        var parameter: String?
+        var limit: Int?
+        var scope: String?
+        var allow: [String]?
+        var sync: PolicySync?
+
+        private enum CodingKeys: String, CodingKey {
+            case diagnostics, revision, eventId, line, column, parameter, limit, scope, allow, sync
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(diagnostics, forKey: .diagnostics)
+            if let revision { try container.encode(revision, forKey: .revision) }
+            try container.encodeIfPresent(eventId, forKey: .eventId)
+            try container.encodeIfPresent(line, forKey: .line)
+            try container.encodeIfPresent(column, forKey: .column)
+            try container.encodeIfPresent(parameter, forKey: .parameter)
+            try container.encodeIfPresent(limit, forKey: .limit)
+            try container.encodeIfPresent(scope, forKey: .scope)
+            try container.encodeIfPresent(allow, forKey: .allow)
+            try container.encodeIfPresent(sync, forKey: .sync)
+        }
+    }
+
+    /// The JSON body: `error`, `code`, then the details.
+    private struct Body: Encodable {
+        let error: String
+        let code: String
+        let details: Details
+
+        private enum CodingKeys: String, CodingKey { case error, code }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(error, forKey: .error)
+            try container.encode(code, forKey: .code)
+            try details.encode(to: encoder)
+        }
     }
 
     public var description: String { "\(status.code) \(code.rawValue): \(message)" }
 
     /// The JSON body.
     var body: [UInt8] {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("error")
-        writer.value(message)
-        writer.key("code")
-        writer.value(code.rawValue)
-        if !members.isEmpty { writer.rawMembers(members) }
-        writer.endObject()
-        writer.newline()
-        return writer.bytes
+        // Strings, numbers and arrays of them: encoding cannot fail.
+        (try? CustodyJSONEncoder.bytes(Body(error: message, code: code.rawValue, details: details)))
+            ?? Array(#"{"code":"internal","error":"the error could not be written"}"#.utf8) + [0x0A]
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -63,12 +101,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
                 .serviceUnavailable, .noPolicy,
                 "no bundle is in force: apply one (custody apply, or PUT /v1/bundle); nothing is decided until then")
         case .bundle:
-            self.init(.unprocessableContent, .invalidBundle, error.message) { writer in
-                writer.key("diagnostics")
-                writer.beginArray()
-                for diagnostic in error.diagnostics { writer.value(diagnostic.description) }
-                writer.endArray()
-            }
+            self.init(
+                .unprocessableContent, .invalidBundle, error.message,
+                details: Details(diagnostics: error.diagnostics.map(\.description)))
         case .account:
             let unknown =
                 (error.underlying as? AccountError)?.code == .unknown
@@ -90,12 +125,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
                 error.message + ": add ?platform=ios or ?platform=android, or start the service with --platform")
         case .outcomeUnknown:
             let revision = (error.underlying as? BundleRejection)?.revision
-            self.init(.serviceUnavailable, .outcomeUnknown, error.message) { writer in
-                if let revision {
-                    writer.key("revision")
-                    writer.value(revision)
-                }
-            }
+            self.init(
+                .serviceUnavailable, .outcomeUnknown, error.message,
+                details: Details(revision: revision.map { .some($0) }))
         case .masterKey:
             self.init(
                 .serviceUnavailable, .noMasterKey,
@@ -114,12 +146,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         let (line, column) =
             text.contains(UInt8(ascii: "\n"))
             ? JSONText.lineAndColumn(ofOffset: error.offset ?? (error.column - 1), in: text) : (1, error.column)
-        return ServiceError(.badRequest, .invalidQuery, "line \(line), column \(column): \(error.message)") { writer in
-            writer.key("line")
-            writer.value(line)
-            writer.key("column")
-            writer.value(column)
-        }
+        return ServiceError(
+            .badRequest, .invalidQuery, "line \(line), column \(column): \(error.message)",
+            details: Details(line: line, column: column))
     }
 
     /// The account a parameter names, or a 400 saying why it names none.
@@ -135,10 +164,7 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     }
 
     static func badParameter(_ name: String, _ message: String) -> ServiceError {
-        ServiceError(.badRequest, .invalidParameter, "\(name): \(message)") { writer in
-            writer.key("parameter")
-            writer.value(name)
-        }
+        ServiceError(.badRequest, .invalidParameter, "\(name): \(message)", details: Details(parameter: name))
     }
 
     /// A body over the limit: 413.
@@ -149,10 +175,8 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     /// A body over `limit` bytes: 413.
     static func tooLarge(_ limit: Int) -> ServiceError {
         ServiceError(
-            .contentTooLarge, .tooLarge, "the request body is larger than this service accepts (\(limit) bytes)"
-        ) { writer in
-            writer.key("limit"); writer.value(limit)
-        }
+            .contentTooLarge, .tooLarge, "the request body is larger than this service accepts (\(limit) bytes)",
+            details: Details(limit: limit))
     }
 
     static let unauthorized = ServiceError(
@@ -160,9 +184,8 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         headers: [.wwwAuthenticate: #"Bearer realm="custody""#])
 
     static func forbidden(_ scope: TokenScope) -> ServiceError {
-        ServiceError(.forbidden, .forbidden, "this token does not have the \(scope.rawValue) scope") { writer in
-            writer.key("scope")
-            writer.value(scope.rawValue)
-        }
+        ServiceError(
+            .forbidden, .forbidden, "this token does not have the \(scope.rawValue) scope",
+            details: Details(scope: scope.rawValue))
     }
 }

@@ -43,12 +43,7 @@ enum Freshness {
         let eventID = engine.lastEventID
         return ServiceError(
             .conflict, .stale, message,
-            headers: [.custodyRevision: revision ?? "", .custodyEventID: String(eventID)]
-        ) { writer in
-            writer.key("revision")
-            writer.value(revision)
-            writer.key("eventId")
-            writer.value(Int(eventID))
-        }
+            headers: [.custodyRevision: revision ?? "", .custodyEventID: String(eventID)],
+            details: ServiceError.Details(revision: .some(revision), eventId: eventID))
     }
 }

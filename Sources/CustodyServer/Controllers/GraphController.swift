@@ -34,20 +34,10 @@ struct GraphController {
             metrics.graphSynced(done)
             guard done.status != .failed else {
                 throw ServiceError(
-                    .badGateway, .graphSyncFailed, done.error ?? "the sync failed; the policy in force is unchanged"
-                ) { writer in
-                    writer.key("sync")
-                    writer.beginObject()
-                    done.write(to: &writer)
-                    writer.endObject()
-                }
+                    .badGateway, .graphSyncFailed, done.error ?? "the sync failed; the policy in force is unchanged",
+                    details: ServiceError.Details(sync: done))
             }
-            var writer = JSONWriter()
-            writer.beginObject()
-            done.write(to: &writer)
-            writer.endObject()
-            writer.newline()
-            return json(writer.bytes)
+            return json(try CustodyJSONEncoder.bytes(done))
         }
     }
 }

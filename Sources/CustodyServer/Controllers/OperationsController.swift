@@ -60,49 +60,20 @@ struct OperationsController {
                 }
             problems.append("stale: \(why)\(replica.problem.map { " (\($0))" } ?? "")")
         }
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("status"); writer.value(problems.isEmpty ? "ready" : "not ready")
-        writer.key("revision"); writer.value(engine.bundleInForce?.revision)
-        writer.key("eventId"); writer.value(Int(engine.lastEventID))
-        writer.key("state")
-        writer.beginObject()
-        writer.key("backend"); writer.value(engine.stateBackend.rawValue)
-        writer.key("changeRevision"); writer.value(Int(replica.revision))
-        writer.key("newestKnown"); writer.value(Int(replica.newestKnown))
-        writer.key("listening"); writer.value(replica.listening)
-        writer.key("stale"); writer.value(stale)
-        writer.key("lastContact"); writer.value(replica.lastContact.map { $0.formatted(.iso8601) })
-        writer.key("divergence"); writer.value(replica.divergence)
-        writer.endObject()
-        if let sync {
-            writer.key("graph")
-            writer.beginObject()
-            writer.key("status");
-            writer.value(sync.last == nil ? "pending" : sync.consecutiveFailures > 0 ? "failing" : "ok")
-            writer.key("running"); writer.value(sync.running)
-            writer.key("consecutiveFailures"); writer.value(sync.consecutiveFailures)
-            writer.key("lastSuccessAt"); writer.value(sync.lastSuccess.map { $0.finishedAt.formatted(.iso8601) })
-            writer.key("last")
-            if let last = sync.last {
-                writer.beginObject()
-                last.write(to: &writer)
-                writer.endObject()
-            } else {
-                writer.null()
-            }
-            writer.endObject()
-        }
-        writer.key("problems")
-        writer.beginArray()
-        for problem in problems { writer.value(problem) }
-        writer.endArray()
-        writer.key("warnings")
-        writer.beginArray()
-        for warning in warnings { writer.value(warning) }
-        writer.endArray()
-        writer.endObject()
-        writer.newline()
-        return json(writer.bytes, status: problems.isEmpty ? .ok : .serviceUnavailable)
+        let answer = ReadyAnswer(
+            status: problems.isEmpty ? "ready" : "not ready", revision: engine.bundleInForce?.revision,
+            eventId: engine.lastEventID,
+            state: ReadyAnswer.State(
+                backend: engine.stateBackend.rawValue, changeRevision: replica.revision,
+                newestKnown: replica.newestKnown, listening: replica.listening, stale: stale,
+                lastContact: replica.lastContact.map { $0.formatted(.iso8601) }, divergence: replica.divergence),
+            graph: sync.map { sync in
+                ReadyAnswer.Graph(
+                    status: sync.last == nil ? "pending" : sync.consecutiveFailures > 0 ? "failing" : "ok",
+                    running: sync.running, consecutiveFailures: sync.consecutiveFailures,
+                    lastSuccessAt: sync.lastSuccess.map { $0.finishedAt.formatted(.iso8601) }, last: sync.last)
+            },
+            problems: problems, warnings: warnings)
+        return json(try CustodyJSONEncoder.bytes(answer), status: problems.isEmpty ? .ok : .serviceUnavailable)
     }
 }

@@ -81,10 +81,9 @@ struct PolicyController {
             document = try JSONDocument(parsing: Array(buffer: body))
         } catch {
             let position = JSONText.lineAndColumn(ofOffset: error.offset, in: Array(buffer: body))
-            throw ServiceError(.badRequest, .invalidJSON, error.message) { writer in
-                writer.key("line"); writer.value(position.line)
-                writer.key("column"); writer.value(position.column)
-            }
+            throw ServiceError(
+                .badRequest, .invalidJSON, error.message,
+                details: ServiceError.Details(line: position.line, column: position.column))
         }
         let root = document.root
         guard root.kind == .object, let files = root["files"], files.kind == .object else {

@@ -71,3 +71,74 @@ struct BundleInForceAnswer: ResponseEncodable {
         try container.encode(diagnostics, forKey: .diagnostics)
     }
 }
+
+/// `GET /readyz`: whether this replica should take traffic, and why not.
+struct ReadyAnswer: Encodable {
+    /// The replica's view of the shared state.
+    struct State: Encodable {
+        var backend: String
+        var changeRevision: Int64
+        var newestKnown: Int64
+        var listening: Bool
+        var stale: Bool
+        var lastContact: String?
+        var divergence: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case backend, changeRevision, newestKnown, listening, stale, lastContact, divergence
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(backend, forKey: .backend)
+            try container.encode(changeRevision, forKey: .changeRevision)
+            try container.encode(newestKnown, forKey: .newestKnown)
+            try container.encode(listening, forKey: .listening)
+            try container.encode(stale, forKey: .stale)
+            try container.encode(lastContact, forKey: .lastContact)
+            try container.encode(divergence, forKey: .divergence)
+        }
+    }
+
+    /// The Graph connector's syncs (`serve --graph`).
+    struct Graph: Encodable {
+        var status: String
+        var running: Bool
+        var consecutiveFailures: Int
+        var lastSuccessAt: String?
+        var last: PolicySync?
+
+        private enum CodingKeys: String, CodingKey { case status, running, consecutiveFailures, lastSuccessAt, last }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(status, forKey: .status)
+            try container.encode(running, forKey: .running)
+            try container.encode(consecutiveFailures, forKey: .consecutiveFailures)
+            try container.encode(lastSuccessAt, forKey: .lastSuccessAt)
+            try container.encode(last, forKey: .last)
+        }
+    }
+
+    var status: String
+    var revision: String?
+    var eventId: Int64
+    var state: State
+    /// Present only on a service that syncs from Graph.
+    var graph: Graph?
+    var problems: [String]
+    var warnings: [String]
+
+    private enum CodingKeys: String, CodingKey { case status, revision, eventId, state, graph, problems, warnings }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        try container.encode(revision, forKey: .revision)
+        try container.encode(eventId, forKey: .eventId)
+        try container.encode(state, forKey: .state)
+        try container.encodeIfPresent(graph, forKey: .graph)
+        try container.encode(problems, forKey: .problems)
+        try container.encode(warnings, forKey: .warnings)
+    }
+}
