@@ -50,26 +50,12 @@ struct BundleInForceAnswer: ResponseEncodable {
 
     var revision: String
     var source: String
-    var appliedAt: String?
+    /// Null for a one-off override (`--bundle`), which was never applied.
+    @Nullable var appliedAt: String?
     var version: Int
     var eventId: Int64
     var files: [File]
     var diagnostics: [String]
-
-    private enum CodingKeys: String, CodingKey {
-        case revision, source, appliedAt, version, eventId, files, diagnostics
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(revision, forKey: .revision)
-        try container.encode(source, forKey: .source)
-        try container.encode(appliedAt, forKey: .appliedAt)  // null for a one-off override
-        try container.encode(version, forKey: .version)
-        try container.encode(eventId, forKey: .eventId)
-        try container.encode(files, forKey: .files)
-        try container.encode(diagnostics, forKey: .diagnostics)
-    }
 }
 
 /// `GET /readyz`: whether this replica should take traffic, and why not.
@@ -81,23 +67,8 @@ struct ReadyAnswer: Encodable {
         var newestKnown: Int64
         var listening: Bool
         var stale: Bool
-        var lastContact: String?
-        var divergence: String?
-
-        private enum CodingKeys: String, CodingKey {
-            case backend, changeRevision, newestKnown, listening, stale, lastContact, divergence
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(backend, forKey: .backend)
-            try container.encode(changeRevision, forKey: .changeRevision)
-            try container.encode(newestKnown, forKey: .newestKnown)
-            try container.encode(listening, forKey: .listening)
-            try container.encode(stale, forKey: .stale)
-            try container.encode(lastContact, forKey: .lastContact)
-            try container.encode(divergence, forKey: .divergence)
-        }
+        @Nullable var lastContact: String?
+        @Nullable var divergence: String?
     }
 
     /// The Graph connector's syncs (`serve --graph`).
@@ -105,40 +76,16 @@ struct ReadyAnswer: Encodable {
         var status: String
         var running: Bool
         var consecutiveFailures: Int
-        var lastSuccessAt: String?
-        var last: PolicySync?
-
-        private enum CodingKeys: String, CodingKey { case status, running, consecutiveFailures, lastSuccessAt, last }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(status, forKey: .status)
-            try container.encode(running, forKey: .running)
-            try container.encode(consecutiveFailures, forKey: .consecutiveFailures)
-            try container.encode(lastSuccessAt, forKey: .lastSuccessAt)
-            try container.encode(last, forKey: .last)
-        }
+        @Nullable var lastSuccessAt: String?
+        @Nullable var last: PolicySync?
     }
 
     var status: String
-    var revision: String?
+    @Nullable var revision: String?
     var eventId: Int64
     var state: State
     /// Present only on a service that syncs from Graph.
     var graph: Graph?
     var problems: [String]
     var warnings: [String]
-
-    private enum CodingKeys: String, CodingKey { case status, revision, eventId, state, graph, problems, warnings }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(status, forKey: .status)
-        try container.encode(revision, forKey: .revision)
-        try container.encode(eventId, forKey: .eventId)
-        try container.encode(state, forKey: .state)
-        try container.encodeIfPresent(graph, forKey: .graph)
-        try container.encode(problems, forKey: .problems)
-        try container.encode(warnings, forKey: .warnings)
-    }
 }

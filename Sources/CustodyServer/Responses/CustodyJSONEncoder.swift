@@ -1,10 +1,10 @@
-import Foundation
+import CustodyPolicy
 public import Hummingbird
 
-/// Encodes the service's answers off the decision path (`Codable` types, `ResponseEncodable`):
-/// compact JSON with slashes unescaped and a final line break, as `application/json`, the
-/// same bytes the decision path's hand-written writer gives. The decision stream and the batch
-/// endpoint keep that writer, where speed rules.
+/// Encodes the service's answers off the decision path (`Codable` types, `ResponseEncodable`)
+/// as `application/json`, as the command line writes its own (`JSONLine`: compact, keys
+/// sorted, slashes unescaped, a final line break). The decision stream and the batch endpoint
+/// keep the hand-written writer, where speed rules.
 public struct CustodyJSONEncoder: ResponseEncoder {
     public init() {}
 
@@ -16,10 +16,6 @@ public struct CustodyJSONEncoder: ResponseEncoder {
 
     /// `value` as the service writes JSON.
     static func bytes(_ value: some Encodable) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var bytes = [UInt8](try encoder.encode(value))
-        bytes.append(UInt8(ascii: "\n"))
-        return bytes
+        try JSONLine.encode(value)
     }
 }

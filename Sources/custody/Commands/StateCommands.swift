@@ -183,7 +183,7 @@ struct AuditCommand: AsyncParsableCommand {
         }
         for entry in entries {
             if json {
-                StandardOutput.write(try AuditLine(entry).jsonLine())
+                StandardOutput.write(try JSONLine.encode(AuditLine(entry)))
             } else {
                 let result = entry.allowed.map { $0 ? "allowed" : "blocked" } ?? "-"
                 // Accounts and details came from input once: escaped, one entry per line.
@@ -215,10 +215,10 @@ func formatTime(_ date: Date) -> String {
 struct AuditLine: Encodable {
     var at: String
     var kind: String
-    var account: String?
+    @Nullable var account: String?
     var action: String
-    var allowed: Bool?
-    var detail: String?
+    @Nullable var allowed: Bool?
+    @Nullable var detail: String?
 
     init(_ entry: AuditEntry) {
         at = formatTime(entry.at)
@@ -229,21 +229,4 @@ struct AuditLine: Encodable {
         detail = entry.detail
     }
 
-    private enum CodingKeys: String, CodingKey { case at, kind, account, action, allowed, detail }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(at, forKey: .at)
-        try container.encode(kind, forKey: .kind)
-        try container.encode(account, forKey: .account)
-        try container.encode(action, forKey: .action)
-        try container.encode(allowed, forKey: .allowed)
-        try container.encode(detail, forKey: .detail)
-    }
-
-    func jsonLine() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return [UInt8](try encoder.encode(self)) + [UInt8(ascii: "\n")]
-    }
 }
