@@ -238,57 +238,66 @@ enum SpecRendering {
     }
 
     static func json(_ spec: AppSpec) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("app"); writer.value(spec.app)
-        writer.key("description"); writer.value(spec.description)
-        writer.key("settings")
-        writer.beginArray()
-        for setting in spec.settings {
-            writer.beginObject()
-            writer.key("key"); writer.value(setting.key)
-            writer.key("type"); writer.value(setting.type.rawValue)
-            writer.key("required"); writer.value(setting.required)
-            writer.key("values")
-            if let values = setting.values {
-                writer.beginArray()
-                for value in values { writer.value(value) }
-                writer.endArray()
-            } else {
-                writer.null()
-            }
-            writer.key("minimum"); number(setting.minimum, &writer)
-            writer.key("maximum"); number(setting.maximum, &writer)
-            writer.key("maxLength");
-            if let maxLength = setting.maxLength { writer.value(maxLength) } else { writer.null() }
-            writer.key("default"); writer.value(setting.defaultValue)
-            writer.key("description"); writer.value(setting.description)
-            writer.endObject()
-        }
-        writer.endArray()
-        writer.key("decoderErrors")
-        writer.beginArray()
-        for code in AppSpec.decoderErrorCodes { writer.value(code.rawValue) }
-        writer.endArray()
-        writer.key("secrets")
-        writer.beginArray()
-        for secret in spec.secrets {
-            writer.beginObject()
-            writer.key("identifier"); writer.value(secret.identifier)
-            writer.key("kind"); writer.value(secret.kind.rawValue)
-            writer.key("scope"); writer.value(secret.scope.rawValue)
-            writer.key("description"); writer.value(secret.description)
-            writer.endObject()
-        }
-        writer.endArray()
-        writer.endObject()
-        writer.newline()
-        return writer.bytes
+        (try? JSONLine.encode(SpecAnswer(spec))) ?? []
     }
 
-    private static func number(_ value: Double?, _ writer: inout JSONWriter) {
-        guard let value else { return writer.null() }
-        if value.rounded() == value, abs(value) < 1e15 { writer.value(Int(value)) } else { writer.value(String(value)) }
+    /// `custody config spec --json`: an app's spec, every member listed (`null` when unset).
+    struct SpecAnswer: Encodable {
+        struct Setting: Encodable {
+            var key: String
+            var type: String
+            var required: Bool
+            @Nullable var values: [String]?
+            @Nullable var minimum: SpecNumber?
+            @Nullable var maximum: SpecNumber?
+            @Nullable var maxLength: Int?
+            @Nullable var `default`: String?
+            @Nullable var description: String?
+        }
+
+        struct Secret: Encodable {
+            var identifier: String
+            var kind: String
+            var scope: String
+            @Nullable var description: String?
+        }
+
+        var app: String
+        @Nullable var description: String?
+        var settings: [Setting]
+        var decoderErrors: [String]
+        var secrets: [Secret]
+
+        init(_ spec: AppSpec) {
+            app = spec.app
+            description = spec.description
+            settings = spec.settings.map { setting in
+                Setting(
+                    key: setting.key, type: setting.type.rawValue, required: setting.required, values: setting.values,
+                    minimum: setting.minimum.map(SpecNumber.init), maximum: setting.maximum.map(SpecNumber.init),
+                    maxLength: setting.maxLength, default: setting.defaultValue, description: setting.description)
+            }
+            decoderErrors = AppSpec.decoderErrorCodes.map(\.rawValue)
+            secrets = spec.secrets.map {
+                Secret(
+                    identifier: $0.identifier, kind: $0.kind.rawValue, scope: $0.scope.rawValue,
+                    description: $0.description)
+            }
+        }
+    }
+
+    /// A bound of a spec: a whole number as a JSON number, any other as its decimal text.
+    struct SpecNumber: Encodable, Sendable {
+        let value: Double
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            if value.rounded() == value, abs(value) < 1e15 {
+                try container.encode(Int(value))
+            } else {
+                try container.encode(String(value))
+            }
+        }
     }
 
     private static func validValues(_ setting: AppSpec.Setting) -> String {

@@ -263,27 +263,47 @@ struct InfoCommand: ParsableCommand {
     }
 
     static func json(path: String, info: ProtectionInfo?) -> String {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("path")
-        writer.value(path)
-        writer.key("protected")
-        writer.value(info != nil)
-        if let info {
-            writer.key("owner")
-            writer.value(info.owner.rawValue)
-            writer.key("encrypted")
-            writer.value(info.isEncrypted)
-            writer.key("algorithm")
-            writer.value(info.isEncrypted ? info.algorithm.description : nil)
-            writer.key("keyVersion")
-            if let version = info.keyVersion { writer.value(Int(version)) } else { writer.null() }
-            writer.key("chunkSize")
-            writer.value(info.chunkSize)
+        String(decoding: (try? JSONLine.encode(EnvelopeInfo(path: path, info: info))) ?? [], as: UTF8.self)
+    }
+
+    /// `custody info --json`: what one file's envelope says about itself; the envelope's
+    /// members only when it is one.
+    struct EnvelopeInfo: Encodable {
+        var path: String
+        var protected: Bool
+        var owner: String?
+        var encrypted: Bool?
+        @Nullable var algorithm: String?
+        @Nullable var keyVersion: UInt32?
+        var chunkSize: Int?
+
+        init(path: String, info: ProtectionInfo?) {
+            self.path = path
+            protected = info != nil
+            guard let info else { return }
+            owner = info.owner.rawValue
+            encrypted = info.isEncrypted
+            algorithm = info.isEncrypted ? info.algorithm.description : nil
+            keyVersion = info.keyVersion
+            chunkSize = info.chunkSize
         }
-        writer.endObject()
-        writer.newline()
-        return writer.string
+
+        private enum CodingKeys: String, CodingKey {
+            case path, protected, owner, encrypted, algorithm, keyVersion, chunkSize
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(path, forKey: .path)
+            try container.encode(protected, forKey: .protected)
+            // A file that is not an envelope has none of the envelope's members.
+            guard protected else { return }
+            try container.encode(owner, forKey: .owner)
+            try container.encode(encrypted, forKey: .encrypted)
+            try container.encode(_algorithm, forKey: .algorithm)
+            try container.encode(_keyVersion, forKey: .keyVersion)
+            try container.encode(chunkSize, forKey: .chunkSize)
+        }
     }
 }
 

@@ -177,19 +177,7 @@ struct SecretsCommand: AsyncParsableCommand {
             let (provider, account) = try await options.provider()
             let secrets = try reporting(SecretError.self) { try provider.list(for: account) }
             if json {
-                var writer = JSONWriter()
-                writer.beginArray()
-                for secret in secrets {
-                    writer.beginObject()
-                    writer.key("identifier"); writer.value(secret.identifier)
-                    writer.key("kind"); writer.value(secret.kind.rawValue)
-                    writer.key("owner"); writer.value(secret.owner?.rawValue)
-                    writer.key("updated"); writer.value(formatTime(secret.updated))
-                    writer.endObject()
-                }
-                writer.endArray()
-                writer.newline()
-                StandardOutput.write(writer.bytes)
+                StandardOutput.write(try JSONLine.encode(secrets.map(ListedSecret.init)))
             } else {
                 for secret in secrets {
                     StandardOutput.write(
@@ -231,4 +219,20 @@ private func readFile(_ path: String) throws -> [UInt8] {
         throw ExitCode.failure
     }
     return [UInt8](data)
+}
+
+/// One secret as `custody secrets list --json` prints it (never its value).
+struct ListedSecret: Encodable {
+    var identifier: String
+    var kind: String
+    /// The account it belongs to; null for an app-wide secret.
+    @Nullable var owner: String?
+    var updated: String
+
+    init(_ secret: SecretsProvider.Summary) {
+        identifier = secret.identifier
+        kind = secret.kind.rawValue
+        owner = secret.owner?.rawValue
+        updated = formatTime(secret.updated)
+    }
 }
