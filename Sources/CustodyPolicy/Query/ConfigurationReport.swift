@@ -9,44 +9,55 @@
 /// `fullData` has one object per contributing policy (targeted ones by policy id, then the
 /// defaults); `null` for an unmanaged account.
 package enum ConfigurationReport {
-    package static func write(_ configuration: AppConfiguration?, to writer: inout JSONWriter) {
-        guard let configuration else { return writer.null() }
-        writer.beginObject()
-        writer.key("fullData")
-        writer.beginArray()
-        for source in configuration.sources {
-            writer.beginObject()
-            for key in source.values.keys.sorted() {
-                writer.key(key)
-                writer.value(source.values[key]!)
+    /// The report as one line of JSON (`null` for an unmanaged account).
+    package static func json(_ configuration: AppConfiguration?) -> [UInt8] {
+        // Strings and booleans: encoding cannot fail.
+        (try? JSONLine.encode(Report(configuration))) ?? []
+    }
+
+    /// The report, or `null`.
+    struct Report: Encodable {
+        struct Policy: Encodable {
+            @Nullable var id: String?
+            @Nullable var displayName: String?
+            var isDefault: Bool
+        }
+
+        struct Key: Encodable {
+            var values: [String]
+            @Nullable var any: String?
+            var conflict: Bool
+        }
+
+        struct Body: Encodable {
+            var fullData: [[String: String]]
+            var policies: [Policy]
+            var keys: [String: Key]
+        }
+
+        @Nullable var body: Body?
+
+        init(_ configuration: AppConfiguration?) {
+            body = configuration.map { configuration in
+                Body(
+                    fullData: configuration.sources.map(\.values),
+                    policies: configuration.sources.map {
+                        Policy(id: $0.policy.id, displayName: $0.policy.displayName, isDefault: $0.isDefault)
+                    },
+                    keys: Dictionary(
+                        uniqueKeysWithValues: configuration.keys.map { key in
+                            (
+                                key,
+                                Key(
+                                    values: configuration.allStrings(key), any: configuration.string(key),
+                                    conflict: configuration.hasConflict(key))
+                            )
+                        }))
             }
-            writer.endObject()
         }
-        writer.endArray()
-        writer.key("policies")
-        writer.beginArray()
-        for source in configuration.sources {
-            writer.beginObject()
-            writer.key("id"); writer.value(source.policy.id)
-            writer.key("displayName"); writer.value(source.policy.displayName)
-            writer.key("isDefault"); writer.value(source.isDefault)
-            writer.endObject()
+
+        func encode(to encoder: any Encoder) throws {
+            try _body.encode(to: encoder)
         }
-        writer.endArray()
-        writer.key("keys")
-        writer.beginObject()
-        for key in configuration.keys {
-            writer.key(key)
-            writer.beginObject()
-            writer.key("values")
-            writer.beginArray()
-            for value in configuration.allStrings(key) { writer.value(value) }
-            writer.endArray()
-            writer.key("any"); writer.value(configuration.string(key))
-            writer.key("conflict"); writer.value(configuration.hasConflict(key))
-            writer.endObject()
-        }
-        writer.endObject()
-        writer.endObject()
     }
 }

@@ -11,142 +11,120 @@
 /// ```
 package enum PolicyReport {
     /// One report, or, for policies resolved per platform (no platform named for a bundle of
-    /// both), an array of one report per platform.
-    package static func write(account: AccountID, snapshots: [PolicySnapshot], to writer: inout JSONWriter) {
-        guard snapshots.count != 1 else { return write(account: account, snapshot: snapshots[0], to: &writer) }
-        writer.beginArray()
-        for snapshot in snapshots { write(account: account, snapshot: snapshot, to: &writer) }
-        writer.endArray()
+    /// both), an array of one report per platform; `pretty` for people.
+    package static func json(account: AccountID, snapshots: [PolicySnapshot], pretty: Bool = false) -> [UInt8] {
+        let reports = snapshots.map { Report(account: account, snapshot: $0) }
+        // Strings, numbers, booleans and arrays of them: encoding cannot fail.
+        return
+            (try? reports.count == 1
+            ? JSONLine.encode(reports[0], pretty: pretty) : JSONLine.encode(reports, pretty: pretty)) ?? []
     }
 
-    package static func write(account: AccountID, snapshot: PolicySnapshot, to writer: inout JSONWriter) {
-        let policy = snapshot.effectivePolicy(for: account)
-        writer.beginObject()
-
-        writer.key("account")
-        writer.beginObject()
-        writer.key("oid")
-        writer.value(snapshot.tenantAccount(for: account)?.id.oid ?? account.oid)
-        writer.key("upn")
-        writer.value(snapshot.tenantAccount(for: account)?.id.upn ?? account.upn)
-        writer.key("inTenant")
-        writer.value(snapshot.tenantAccount(for: account) != nil)
-        writer.key("groups")
-        writer.beginArray()
-        for group in snapshot.tenantAccount(for: account)?.groups ?? [] { writer.value(group) }
-        writer.endArray()
-        writer.endObject()
-
-        writer.key("context")
-        writer.beginObject()
-        writer.key("platform")
-        writer.value(snapshot.context.platform?.rawValue)
-        writer.key("app")
-        writer.value(snapshot.context.appID)
-        writer.key("managementLevel")
-        writer.value(snapshot.context.managementLevel?.rawValue)
-        writer.endObject()
-
-        writer.key("managed")
-        writer.value(policy != nil)
-
-        let allowed = snapshot.accountAllowed(account)
-        writer.key("accountAllowed")
-        writer.beginObject()
-        writer.key("allowed")
-        writer.value(allowed.isAllowed)
-        writer.key("reason")
-        writer.value(allowed.reason)
-        writer.endObject()
-
-        writer.key("policies")
-        writer.beginArray()
-        for reference in policy?.policies ?? [] {
-            writer.beginObject()
-            writer.key("name")
-            writer.value(reference.name)
-            writer.key("id")
-            writer.value(reference.id)
-            writer.key("type")
-            writer.value(reference.kind.rawValue)
-            writer.key("location")
-            writer.value(reference.location.description)
-            writer.endObject()
+    /// The effective policy of one account under one snapshot.
+    package struct Report: Encodable {
+        struct Account: Encodable {
+            @Nullable var oid: String?
+            @Nullable var upn: String?
+            var inTenant: Bool
+            var groups: [String]
         }
-        writer.endArray()
 
-        writer.key("settings")
-        writer.beginObject()
-        for setting in policy?.applicableSettings ?? [] {
-            let summary = policy!.setting(setting)
-            writer.key(setting.rawValue)
-            writer.beginObject()
-            writer.key("value")
-            write(summary.value, to: &writer)
-            writer.key("resolution")
-            writer.value(summary.resolution.rawValue)
-            writer.key("sources")
-            writer.beginArray()
-            for source in summary.sources { writer.value(source.name) }
-            writer.endArray()
-            writer.endObject()
+        struct Context: Encodable {
+            @Nullable var platform: String?
+            @Nullable var app: String?
+            @Nullable var managementLevel: String?
         }
-        writer.endObject()
 
-        writer.key("managedApps")
-        writer.beginArray()
-        for app in policy?.managedApps ?? [] { writer.value(app) }
-        writer.endArray()
+        struct Allowed: Encodable {
+            var allowed: Bool
+            var reason: String
+        }
 
-        writer.key("precedence")
-        writer.value(snapshot.precedence.rule.rawValue)
-        writeConflicts(snapshot.conflicts(for: account), to: &writer)
+        struct Policy: Encodable {
+            @Nullable var name: String?
+            @Nullable var id: String?
+            var type: String
+            var location: String
+        }
 
-        writer.endObject()
-    }
+        struct Setting: Encodable {
+            var value: SettingValue
+            var resolution: String
+            var sources: [String]
+        }
 
-    /// `"conflicts": {"settings": [...], "setAside": [...]}`.
-    package static func writeConflicts(_ conflicts: PolicyConflicts, to writer: inout JSONWriter) {
-        writer.key("conflicts")
-        writer.beginObject()
-        writer.key("settings")
-        writer.beginArray()
-        for conflict in conflicts.settings {
-            writer.beginObject()
-            writer.key("setting")
-            writer.value(conflict.setting.rawValue)
-            writer.key("value")
-            write(conflict.resolved.value, to: &writer)
-            writer.key("resolution")
-            writer.value(conflict.resolved.resolution.rawValue)
-            writer.key("values")
-            writer.beginArray()
-            for (policy, value) in conflict.values {
-                writer.beginObject()
-                writer.key("policy")
-                writer.value(policy.name)
-                writer.key("value")
-                write(value, to: &writer)
-                writer.endObject()
+        var account: Account
+        var context: Context
+        var managed: Bool
+        var accountAllowed: Allowed
+        var policies: [Policy]
+        /// By the setting's name.
+        var settings: [String: Setting]
+        var managedApps: [String]
+        var precedence: String
+        var conflicts: Conflicts
+
+        package init(account id: AccountID, snapshot: PolicySnapshot) {
+            let policy = snapshot.effectivePolicy(for: id)
+            let tenantAccount = snapshot.tenantAccount(for: id)
+            account = Account(
+                oid: tenantAccount?.id.oid ?? id.oid, upn: tenantAccount?.id.upn ?? id.upn,
+                inTenant: tenantAccount != nil, groups: tenantAccount?.groups ?? [])
+            context = Context(
+                platform: snapshot.context.platform?.rawValue, app: snapshot.context.appID,
+                managementLevel: snapshot.context.managementLevel?.rawValue)
+            managed = policy != nil
+            let allowed = snapshot.accountAllowed(id)
+            accountAllowed = Allowed(allowed: allowed.isAllowed, reason: allowed.reason)
+            policies = (policy?.policies ?? []).map {
+                Policy(name: $0.name, id: $0.id, type: $0.kind.rawValue, location: $0.location.description)
             }
-            writer.endArray()
-            writer.endObject()
+            var settings: [String: Setting] = [:]
+            for setting in policy?.applicableSettings ?? [] {
+                let summary = policy!.setting(setting)
+                settings[setting.rawValue] = Setting(
+                    value: summary.value, resolution: summary.resolution.rawValue, sources: summary.sources.map(\.name))
+            }
+            self.settings = settings
+            managedApps = policy?.managedApps ?? []
+            precedence = snapshot.precedence.rule.rawValue
+            conflicts = Conflicts(snapshot.conflicts(for: id))
         }
-        writer.endArray()
-        writer.key("setAside")
-        writer.beginArray()
-        for aside in conflicts.setAside {
-            writer.beginObject()
-            writer.key("policy")
-            writer.value(aside.policy.name)
-            writer.key("incumbents")
-            writer.beginArray()
-            for incumbent in aside.incumbents { writer.value(incumbent.name) }
-            writer.endArray()
-            writer.endObject()
+    }
+
+    /// `{"settings": [...], "setAside": [...]}`: where policies reaching one account disagree.
+    package struct Conflicts: Encodable {
+        struct SettingConflict: Encodable {
+            struct Value: Encodable {
+                var policy: String
+                var value: SettingValue
+            }
+
+            var setting: String
+            var value: SettingValue
+            var resolution: String
+            var values: [Value]
         }
-        writer.endArray()
-        writer.endObject()
+
+        struct SetAside: Encodable {
+            var policy: String
+            var incumbents: [String]
+        }
+
+        var settings: [SettingConflict]
+        var setAside: [SetAside]
+
+        package init(_ conflicts: PolicyConflicts) {
+            settings = conflicts.settings.map { conflict in
+                SettingConflict(
+                    setting: conflict.setting.rawValue, value: conflict.resolved.value,
+                    resolution: conflict.resolved.resolution.rawValue,
+                    values: conflict.values.map { SettingConflict.Value(policy: $0.policy.name, value: $0.value) })
+            }
+            setAside = conflicts.setAside.map {
+                SetAside(policy: $0.policy.name, incumbents: $0.incumbents.map(\.name))
+            }
+        }
     }
 
     /// The conflicts in words, one line each, for tables people read.
@@ -161,16 +139,17 @@ package enum PolicyReport {
                 "\"\(aside.policy.name)\" is set aside: \(quotedNames(aside.incumbents)) reached the account first and take\(aside.incumbents.count == 1 ? "s" : "") precedence"
             }
     }
+}
 
-    package static func write(_ value: SettingValue, to writer: inout JSONWriter) {
-        switch value {
-        case .bool(let bool): writer.value(bool)
-        case .int(let int): writer.value(int)
-        case .string(let string): writer.value(string)
-        case .list(let list):
-            writer.beginArray()
-            for element in list { writer.value(element) }
-            writer.endArray()
+extension SettingValue: Encodable {
+    /// The value as JSON: a boolean, a number, a string, or an array of strings.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .bool(let bool): try container.encode(bool)
+        case .int(let int): try container.encode(int)
+        case .string(let string): try container.encode(string)
+        case .list(let list): try container.encode(list)
         }
     }
 }

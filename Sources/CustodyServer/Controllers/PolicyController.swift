@@ -29,10 +29,7 @@ struct PolicyController {
         let snapshots = try engine.policyReport(
             for: account, context: try parameters.evaluationContext(over: engine.context))
         // A policy is for one platform: with none named for a bundle of both, one report each.
-        var writer = JSONWriter()
-        PolicyReport.write(account: account, snapshots: snapshots, to: &writer)
-        writer.newline()
-        return json(writer.bytes)
+        return json(PolicyReport.json(account: account, snapshots: snapshots))
     }
 
     /// The app configuration an account receives (`custody config show`); `null` when it is
@@ -43,10 +40,7 @@ struct PolicyController {
         let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
         let configuration = try engine.appConfigurationReport(
             for: account, context: try parameters.evaluationContext(over: engine.context))
-        var writer = JSONWriter()
-        ConfigurationReport.write(configuration, to: &writer)
-        writer.newline()
-        return json(writer.bytes)
+        return json(ConfigurationReport.json(configuration))
     }
 
     /// The bundle in force: its revision, when and where from it was applied, its files and

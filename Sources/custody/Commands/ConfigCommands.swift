@@ -93,10 +93,7 @@ struct ConfigCommand: AsyncParsableCommand {
         }
 
         static func json(_ configuration: AppConfiguration?) -> [UInt8] {
-            var writer = JSONWriter()
-            ConfigurationReport.write(configuration, to: &writer)
-            writer.newline()
-            return writer.bytes
+            ConfigurationReport.json(configuration)
         }
     }
 

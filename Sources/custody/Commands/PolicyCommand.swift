@@ -102,10 +102,7 @@ struct PolicyCommand: AsyncParsableCommand {
             let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in
                 try engine.policyReport(for: account)
             }
-            var writer = JSONWriter(pretty: true)
-            PolicyReport.write(account: account, snapshots: snapshots, to: &writer)
-            writer.newline()
-            StandardOutput.write(writer.bytes)
+            StandardOutput.write(PolicyReport.json(account: account, snapshots: snapshots, pretty: true))
         }
     }
 }

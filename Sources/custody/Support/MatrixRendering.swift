@@ -161,24 +161,7 @@ enum DecisionTableRendering {
     }
 
     static func json(_ table: DecisionTable) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("account"); writer.value(table.account.description)
-        writer.key("counterparts")
-        writer.beginObject()
-        writer.key("anotherManagedAccount"); writer.value(table.counterparts.otherManaged?.description)
-        writer.key("unmanagedAccount"); writer.value(table.counterparts.unmanaged.description)
-        writer.endObject()
-        writer.key("platform"); writer.value(table.snapshot.context.platform?.rawValue)
-        writer.key("precedence"); writer.value(table.snapshot.precedence.rule.rawValue)
-        PolicyReport.writeConflicts(table.snapshot.conflicts(for: table.account), to: &writer)
-        writer.key("rows")
-        writer.beginArray()
-        for row in table.rows { rowJSON(row, into: &writer) }
-        writer.endArray()
-        writer.endObject()
-        writer.newline()
-        return writer.bytes
+        (try? JSONLine.encode(TableAnswer(table))) ?? []
     }
 
     static func text(_ diff: DecisionDiff) -> String {
@@ -203,34 +186,69 @@ enum DecisionTableRendering {
     }
 
     static func json(_ diff: DecisionDiff) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.beginArray()
-        for change in diff.changes {
-            writer.beginObject()
-            writer.key("account"); writer.value(change.account.description)
-            writer.key("before"); rowJSON(change.before, into: &writer)
-            writer.key("after"); rowJSON(change.after, into: &writer)
-            writer.endObject()
+        (try? JSONLine.encode(
+            diff.changes.map {
+                ChangeAnswer(account: $0.account.description, before: RowAnswer($0.before), after: RowAnswer($0.after))
+            })) ?? []
+    }
+
+    /// `custody matrix table --json`: one account's decisions against each party.
+    struct TableAnswer: Encodable {
+        struct Counterparts: Encodable {
+            @Nullable var anotherManagedAccount: String?
+            var unmanagedAccount: String
         }
-        writer.endArray()
-        writer.newline()
-        return writer.bytes
+
+        var account: String
+        var counterparts: Counterparts
+        @Nullable var platform: String?
+        var precedence: String
+        var conflicts: PolicyReport.Conflicts
+        var rows: [RowAnswer]
+
+        init(_ table: DecisionTable) {
+            account = table.account.description
+            counterparts = Counterparts(
+                anotherManagedAccount: table.counterparts.otherManaged?.description,
+                unmanagedAccount: table.counterparts.unmanaged.description)
+            platform = table.snapshot.context.platform?.rawValue
+            precedence = table.snapshot.precedence.rule.rawValue
+            conflicts = PolicyReport.Conflicts(table.snapshot.conflicts(for: table.account))
+            rows = table.rows.map(RowAnswer.init)
+        }
     }
 
-    private static func rowJSON(_ row: DecisionTable.Row, into writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.key("action"); writer.value(row.action.rawValue)
-        writer.key("target"); writer.value(row.target.isEmpty ? nil : row.target)
-        writer.key("counterpart"); writer.value(row.counterpart.isEmpty ? nil : row.counterpart)
-        writer.key("query"); writer.value(row.query.description)
-        writer.key("decision"); writer.value(DecisionTable.verdict(row))
-        writer.key("allowed"); writer.value(row.answer.isAllowed)
-        writer.key("setting"); writer.value(setting(row.answer))
-        writer.key("reason"); writer.value(row.answer.reason)
-        writer.endObject()
+    /// `custody matrix diff --json`: one decision that differs, before and after.
+    struct ChangeAnswer: Encodable {
+        var account: String
+        var before: RowAnswer
+        var after: RowAnswer
     }
 
-    private static func setting(_ answer: DecisionAnswer) -> String {
+    /// One row of a decision table.
+    struct RowAnswer: Encodable {
+        var action: String
+        @Nullable var target: String?
+        @Nullable var counterpart: String?
+        var query: String
+        var decision: String
+        var allowed: Bool
+        var setting: String
+        var reason: String
+
+        init(_ row: DecisionTable.Row) {
+            action = row.action.rawValue
+            target = row.target.isEmpty ? nil : row.target
+            counterpart = row.counterpart.isEmpty ? nil : row.counterpart
+            query = row.query.description
+            decision = DecisionTable.verdict(row)
+            allowed = row.answer.isAllowed
+            setting = DecisionTableRendering.setting(row.answer)
+            reason = row.answer.reason
+        }
+    }
+
+    static func setting(_ answer: DecisionAnswer) -> String {
         if case .single(let decision) = answer { return decision.settingName ?? "" }
         return ""
     }
