@@ -33,43 +33,48 @@ struct MatrixReport {
     }
 
     func json() -> [UInt8] {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("passed"); writer.value(run.passed)
-        writer.key("failed"); writer.value(run.failed)
-        writer.key("files")
-        writer.beginArray()
-        for file in run.files {
-            writer.beginObject()
-            writer.key("file"); writer.value(file.file)
-            writer.key("errors")
-            writer.beginArray()
-            for diagnostic in file.diagnostics { writer.value(diagnostic.description) }
-            writer.endArray()
-            writer.key("passed"); writer.value(file.results.filter(\.passed).count)
-            writer.key("failures")
-            writer.beginArray()
-            for result in file.results where !result.passed {
-                writer.beginObject()
-                writer.key("location"); writer.value(result.scenario.location.description)
-                writer.key("case"); writer.value(result.scenario.name)
-                writer.key("query"); writer.value(result.scenario.query.description)
-                writer.key("expected"); writer.value(result.scenario.expectation.summary)
-                writer.key("actual"); writer.value(Self.actual(result.answer))
-                writer.key("reason"); writer.value(result.answer.reason)
-                writer.key("mismatches")
-                writer.beginArray()
-                for mismatch in result.mismatches { writer.value(mismatch) }
-                writer.endArray()
-                writer.endObject()
-            }
-            writer.endArray()
-            writer.endObject()
+        (try? JSONLine.encode(RunAnswer(run))) ?? []
+    }
+
+    /// `custody matrix run --json`: the counts, then each file with its failures.
+    struct RunAnswer: Encodable {
+        struct File: Encodable {
+            var file: String
+            var errors: [String]
+            var passed: Int
+            var failures: [Failure]
         }
-        writer.endArray()
-        writer.endObject()
-        writer.newline()
-        return writer.bytes
+
+        struct Failure: Encodable {
+            var location: String
+            var `case`: String
+            var query: String
+            var expected: String
+            var actual: String
+            var reason: String
+            var mismatches: [String]
+        }
+
+        var passed: Int
+        var failed: Int
+        var files: [File]
+
+        init(_ run: ScenarioRun) {
+            passed = run.passed
+            failed = run.failed
+            files = run.files.map { file in
+                File(
+                    file: file.file, errors: file.diagnostics.map(\.description),
+                    passed: file.results.filter(\.passed).count,
+                    failures: file.results.filter { !$0.passed }.map { result in
+                        Failure(
+                            location: result.scenario.location.description, case: result.scenario.name,
+                            query: result.scenario.query.description, expected: result.scenario.expectation.summary,
+                            actual: MatrixReport.actual(result.answer), reason: result.answer.reason,
+                            mismatches: result.mismatches)
+                    })
+            }
+        }
     }
 
     /// JUnit XML: one test suite per matrix file, one test case per case; a file that did not
