@@ -152,7 +152,8 @@ extension PolicyManager {
             registered.withLock { $0[account.owner.rawValue, default: []].formUnion(names) }
             return
         }
-        try database.recordAccounts([(account.owner.rawValue, account.identifiers.map(\.rawValue))], at: clock())
+        try database.recordAccounts(
+            [SeenAccount(owner: account.owner.rawValue, aliases: account.identifiers.map(\.rawValue))], at: clock())
         registered.withLock { $0[account.owner.rawValue, default: []].formUnion(names) }
     }
 }

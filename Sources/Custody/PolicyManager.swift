@@ -199,7 +199,8 @@ public actor PolicyManager {
         do {
             return try install(snapshot, inForce) { events throws(StoreError) in
                 try record(
-                    inForce, result: .applied, message: nil, files: files.entries.map { ($0.name, $0.bytes) },
+                    inForce, result: .applied, message: nil,
+                    files: files.entries.map { StoredFile(name: $0.name, bytes: $0.bytes) },
                     accounts: Self.accounts(of: bundle),
                     reach: reach, events: events)
             }
@@ -404,21 +405,24 @@ public actor PolicyManager {
     /// (none without a database).
     private func record(
         _ bundle: BundleInForce, result: BundleRecord.Result, message: String?,
-        files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])] = [],
+        files: [StoredFile]?,
+        accounts: [SeenAccount], reach: [(account: String, policies: [String])] = [],
         events: [EventRecord]
     ) throws(StoreError) -> [Int64] {
         try database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files,
             accounts: accounts,
-            reach: reach, events: events, retaining: retainedBundles, at: bundle.appliedAt ?? clock()
+            reach: reach.map { PolicyReach(account: $0.account, policies: $0.policies) }, events: events,
+            retaining: retainedBundles, at: bundle.appliedAt ?? clock()
         ).eventIDs ?? []
     }
 
     /// Each tenant account's canonical identifier and its aliases, for the state's registry.
-    static func accounts(of bundle: PolicyBundle) -> [(owner: String, aliases: [String])] {
+    static func accounts(of bundle: PolicyBundle) -> [SeenAccount] {
         bundle.tenant.accounts.map { account in
-            (OwnerIdentifier(account.id).rawValue, ResolvedAccount.identifiers(of: account.id).map(\.rawValue))
+            SeenAccount(
+                owner: OwnerIdentifier(account.id).rawValue,
+                aliases: ResolvedAccount.identifiers(of: account.id).map(\.rawValue))
         }
     }
 

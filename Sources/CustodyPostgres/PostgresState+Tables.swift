@@ -10,15 +10,15 @@ import PostgresNIO
 extension PostgresState {
     // MARK: Accounts and wipes
 
-    public func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date) throws(StoreError) {
+    public func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError) {
         guard !accounts.isEmpty else { return }
         try write("recording accounts") { session in try Self.recordAccounts(accounts, at: date, in: session) }
     }
 
     static func recordAccounts(
-        _ accounts: [(owner: String, aliases: [String])], at date: Date, in session: PostgresSession
+        _ accounts: [SeenAccount], at date: Date, in session: PostgresSession
     ) throws {
-        for (owner, aliases) in accounts {
+        for (owner, aliases) in accounts.map({ ($0.owner, $0.aliases) }) {
             try session.execute(
                 "INSERT INTO accounts (owner, first_seen) VALUES (\(owner), \(date)) ON CONFLICT DO NOTHING")
             for name in aliases where name != owner {
@@ -284,8 +284,8 @@ extension PostgresState {
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String?,
-        files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
+        files: [StoredFile]?,
+        accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> RecordedBundle {
@@ -313,7 +313,7 @@ extension PostgresState {
                 }
             }
             try Self.recordAccounts(accounts, at: date, in: session)
-            for (account, policies) in reach {
+            for (account, policies) in reach.map({ ($0.account, $0.policies) }) {
                 for policy in policies {
                     try session.execute(
                         "INSERT INTO policy_reach (account, policy, first_reached) VALUES (\(account), \(policy), \(date)) ON CONFLICT DO NOTHING"

@@ -45,17 +45,16 @@ public struct WipeCounts: Sendable, Hashable {
 extension CustodyDatabase {
     /// Records that the installation sees these accounts now: each canonical identifier with
     /// the aliases it has. Accounts and aliases already recorded keep their first-seen times.
-    public func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date) throws(StoreError) {
+    public func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError) {
         guard !accounts.isEmpty else { return }
         try write("recording accounts") { db in try Self.recordAccounts(accounts, at: date, in: db) }
     }
 
-    static func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date, in db: Database) throws
-    {
+    static func recordAccounts(_ accounts: [SeenAccount], at date: Date, in db: Database) throws {
         let account = try db.makeStatement(sql: "INSERT OR IGNORE INTO accounts (owner, first_seen) VALUES (?, ?)")
         let alias = try db.makeStatement(
             sql: "INSERT OR IGNORE INTO account_aliases (alias, owner, since) VALUES (?, ?, ?)")
-        for (owner, aliases) in accounts {
+        for (owner, aliases) in accounts.map({ ($0.owner, $0.aliases) }) {
             try account.execute(arguments: [owner, date])
             for name in aliases where name != owner {
                 try alias.execute(arguments: [name, owner, date])

@@ -47,8 +47,8 @@ extension CustodyDatabase {
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String?,
-        files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
+        files: [StoredFile]?,
+        accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> RecordedBundle {
@@ -74,7 +74,7 @@ extension CustodyDatabase {
             if !reach.isEmpty {
                 let insert = try db.makeStatement(
                     sql: "INSERT OR IGNORE INTO policy_reach (account, policy, first_reached) VALUES (?, ?, ?)")
-                for (account, policies) in reach {
+                for (account, policies) in reach.map({ ($0.account, $0.policies) }) {
                     for policy in policies { try insert.execute(arguments: [account, policy, date]) }
                 }
             }

@@ -77,3 +77,26 @@ public struct RecordedBundle: Sendable, Hashable {
         self.eventIDs = eventIDs
     }
 }
+
+/// An account the state records as seen (`accounts`), with the other identifiers it is known by.
+public struct SeenAccount: Sendable, Hashable {
+    /// Its canonical identifier (`oid:...` or `upn:...`).
+    public var owner: String
+    public var aliases: [String]
+
+    public init(owner: String, aliases: [String]) {
+        self.owner = owner
+        self.aliases = aliases
+    }
+}
+
+/// The policies that reach one account (by name), as a bundle assigns them.
+public struct PolicyReach: Sendable, Hashable {
+    public var account: String
+    public var policies: [String]
+
+    public init(account: String, policies: [String]) {
+        self.account = account
+        self.policies = policies
+    }
+}

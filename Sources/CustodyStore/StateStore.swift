@@ -26,7 +26,7 @@ public protocol StateStore: AnyObject, Sendable {
     // MARK: Accounts and wipes
 
     /// Records that the installation sees these accounts now (see `CustodyDatabase`).
-    func recordAccounts(_ accounts: [(owner: String, aliases: [String])], at date: Date) throws(StoreError)
+    func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError)
     /// The account recorded under `owner`, if any.
     func account(owner: String) throws(StoreError) -> AccountRecord?
     /// The canonical identifiers of the accounts `identifier` names, sorted.
@@ -83,8 +83,8 @@ public protocol StateStore: AnyObject, Sendable {
     @discardableResult
     func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String?,
-        files: [(name: String, bytes: [UInt8])]?,
-        accounts: [(owner: String, aliases: [String])], reach: [(account: String, policies: [String])],
+        files: [StoredFile]?,
+        accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> RecordedBundle
@@ -220,8 +220,8 @@ extension StateStore {
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil,
-        files: [(name: String, bytes: [UInt8])]? = nil,
-        accounts: [(owner: String, aliases: [String])] = [], at date: Date
+        files: [StoredFile]? = nil,
+        accounts: [SeenAccount] = [], at date: Date
     ) throws(StoreError) -> RecordedBundle {
         try recordBundle(
             contentHash: contentHash, source: source, result: result, message: message, files: files,

@@ -150,7 +150,8 @@ struct PostgresOutageTests {
         #expect(try await notices.next() == 0, "the listener answers its first heartbeat")
         let first = String(repeating: "a", count: 64), second = String(repeating: "b", count: 64)
         _ = try state.recordBundle(
-            contentHash: first, source: "test", result: .applied, files: [("tenant.json", Array("{}".utf8))], at: Date()
+            contentHash: first, source: "test", result: .applied,
+            files: [StoredFile(name: "tenant.json", bytes: Array("{}".utf8))], at: Date()
         )
 
         // The commit takes half a second on the server; its reply is held back meanwhile.
@@ -170,7 +171,8 @@ struct PostgresOutageTests {
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.25) { proxy.holdReplies() }
         let held = Self.timed {
             _ = try state.recordBundle(
-                contentHash: second, source: "test", result: .applied, files: [("tenant.json", Array("{ }".utf8))],
+                contentHash: second, source: "test", result: .applied,
+                files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
                 at: Date())
         }
         #expect(held.error?.code == .outcomeUnknown, "\(String(describing: held.error))")

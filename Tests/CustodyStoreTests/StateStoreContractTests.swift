@@ -38,10 +38,10 @@ struct StateStoreContractTests {
         let state = try backend.make(in: TemporaryDirectory())
         try state.recordAccounts(
             [
-                (owner: "oid:a", aliases: ["upn:alice@contoso.com", "oid:a"]),
-                (owner: "upn:bob@contoso.com", aliases: []),
+                SeenAccount(owner: "oid:a", aliases: ["upn:alice@contoso.com", "oid:a"]),
+                SeenAccount(owner: "upn:bob@contoso.com", aliases: []),
             ], at: t0)
-        try state.recordAccounts([(owner: "oid:a", aliases: ["upn:alice.old@contoso.com"])], at: t0 + 60)
+        try state.recordAccounts([SeenAccount(owner: "oid:a", aliases: ["upn:alice.old@contoso.com"])], at: t0 + 60)
         let alice = try #require(try state.account(owner: "oid:a"))
         #expect(alice.firstSeen == t0)
         #expect(alice.aliases == ["upn:alice.old@contoso.com", "upn:alice@contoso.com"])
@@ -190,8 +190,9 @@ struct StateStoreContractTests {
         let state = try backend.make(in: TemporaryDirectory())
         try state.recordBundle(
             contentHash: "aa", source: "one", result: .applied, message: nil,
-            files: [(name: "b.json", bytes: [2]), (name: "a.json", bytes: [1])],
-            accounts: [(owner: "oid:a", aliases: [])], reach: [(account: "oid:a", policies: ["p1"])], events: [],
+            files: [StoredFile(name: "b.json", bytes: [2]), StoredFile(name: "a.json", bytes: [1])],
+            accounts: [SeenAccount(owner: "oid:a", aliases: [])],
+            reach: [PolicyReach(account: "oid:a", policies: ["p1"])], events: [],
             retaining: 100, at: t0)
         try state.recordBundle(contentHash: "bb", source: "two", result: .rejected, message: "bad", at: t0 + 1)
         #expect(try state.bundleHistory().map(\.contentHash) == ["bb", "aa"])
@@ -212,7 +213,7 @@ struct StateStoreContractTests {
         arguments: Backend.reachable)
     func bundleRevisions(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
-        let files: [(name: String, bytes: [UInt8])] = [(name: "tenant.json", bytes: Array(repeating: 7, count: 1_000))]
+        let files: [StoredFile] = [StoredFile(name: "tenant.json", bytes: Array(repeating: 7, count: 1_000))]
         for round in 0..<5 {
             try state.recordBundle(
                 contentHash: "aa", source: "round \(round)", result: .applied, files: files, at: t0 + Double(round))
@@ -242,7 +243,8 @@ struct StateStoreContractTests {
         func record(_ hash: String, _ result: BundleRecord.Result, at offset: Double) throws {
             try state.recordBundle(
                 contentHash: hash, source: hash, result: result, message: result == .rejected ? "bad" : nil,
-                files: result == .applied ? [(name: "tenant.json", bytes: Array(hash.utf8))] : nil, accounts: [],
+                files: result == .applied ? [StoredFile(name: "tenant.json", bytes: Array(hash.utf8))] : nil,
+                accounts: [],
                 reach: [], events: [],
                 retaining: 3, at: t0 + offset)
         }

@@ -238,7 +238,7 @@ struct FleetTests {
         let unloadable = String(repeating: "e", count: 64)
         try a.database.recordBundle(
             contentHash: unloadable, source: "a newer Custody", result: .applied,
-            files: [("tenant.json", Array(#"{"accounts": 7}"#.utf8))], at: Date())
+            files: [StoredFile(name: "tenant.json", bytes: Array(#"{"accounts": 7}"#.utf8))], at: Date())
         let recorded = try a.database.changeBounds().newest
         #expect(await eventually { b.replicaStatus.revision == recorded })
         // The contact time is set once the whole catch-up has returned, just after the revision.
