@@ -461,3 +461,48 @@ struct StaleApplyTests {
         #expect(manager.bundleInForce?.source.hasPrefix("/") == true)
     }
 }
+
+@Suite("An apply from a process that did not restore the bundle in force")
+struct ApplyWithoutRestoreTests {
+    /// The events an apply of the example bundle edited (printing blocked in all-staff) records,
+    /// after the unedited bundle was applied by another engine; `restoring` as `custody apply`
+    /// opens (without) and whether it restores before applying.
+    static func eventsOfEdit(restoresFirst: Bool) async throws -> [PolicyEvent] {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("bundle"))
+        let state = directory.file("state.sqlite")
+        let context = EvaluationContext(platform: .ios)
+        try await CustodyEngine.open(CustodyConfiguration(state: .path(state), context: context))
+            .apply(bundleDirectory: directory.file("bundle"))
+        try directory.edit("bundle/all-staff.json") {
+            $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+        }
+        let writer = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(state), context: context, restoresBundleInForce: false))
+        if restoresFirst { #expect(await writer.restoreBundleInForceIfItLoads()) }
+        return try await writer.apply(bundleDirectory: directory.file("bundle")).events
+    }
+
+    @Test("it records the change from the bundle in force, as a running service's apply would, not every account")
+    func recordsTheChange() async throws {
+        // What a service with the bundle in force announces for the same edit.
+        let directory = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("bundle"))
+        let service = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+        try await service.apply(bundleDirectory: directory.file("bundle"))
+        try directory.edit("bundle/all-staff.json") {
+            $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+        }
+        let expected = try await service.apply(bundleDirectory: directory.file("bundle")).events
+        #expect(expected.contains { $0.name == "policyChanged" })
+
+        let restored = try await Self.eventsOfEdit(restoresFirst: true)
+        #expect(restored.filter { $0.name != "bundleApplied" } == expected.filter { $0.name != "bundleApplied" })
+        // Without it, the change is reported from no policy at all: every account, and
+        // configuration changes that did not happen.
+        let fromNothing = try await Self.eventsOfEdit(restoresFirst: false)
+        #expect(fromNothing.count > restored.count)
+    }
+}

@@ -1,5 +1,6 @@
 public import CustodyPolicy
 package import CustodyStore
+import Logging
 
 /// What the front ends (the `custody` command, the decision service) ask of an installation
 /// besides decisions and protection: the policy and configuration reports of one account, the
@@ -48,6 +49,28 @@ extension CustodyEngine {
         let message = "\(account) is ambiguous: \(why)"
         return CustodyError(
             .account, message, underlying: AccountError(code: .ambiguous, account: account, message: message))
+    }
+
+    // MARK: Before applying
+
+    /// Puts the state's bundle in force here, when one is stored and loads, for an engine
+    /// opened without restoring it (`CustodyConfiguration.restoresBundleInForce` off, as
+    /// `custody apply` opens, so that a stored bundle that no longer loads can be replaced).
+    /// Then what a later `apply` records and announces is the change from that bundle, as a
+    /// running service's would be, not every account as if nothing had been in force. Returns
+    /// whether a bundle was put in force; one that does not load, or cannot be read, is left
+    /// (and logged), and the apply records changes from nothing as before.
+    @discardableResult
+    public func restoreBundleInForceIfItLoads() async -> Bool {
+        guard manager.bundleInForce == nil else { return true }
+        do {
+            return try await manager.restore()
+        } catch {
+            logger.notice(
+                "the bundle in force does not load here; what this apply records is the change from no policy",
+                metadata: ["reason": "\(error.message)"])
+            return false
+        }
     }
 
     // MARK: Where the installation stands

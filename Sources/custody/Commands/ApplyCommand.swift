@@ -48,6 +48,9 @@ struct ApplyCommand: AsyncParsableCommand {
             state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context,
             precedence: contextOptions.precedence,
             restoring: false, history: historyOptions)
+        // What this apply records for every replica's event stream is the change from the
+        // bundle in force, when it loads.
+        await engine.restoreBundleInForceIfItLoads()
         let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
             try await engine.apply(bundleDirectory: bundle, allowingEmpty: allowEmpty)
         }

@@ -176,6 +176,8 @@ struct GraphSyncCommand: AsyncParsableCommand {
                 Self.describe(report)
                 StandardOutput.write("wrote \(out): \(report.revision)\n")
             } else if let engine {
+                // The events the sync records are the change from the bundle in force.
+                await engine.restoreBundleInForceIfItLoads()
                 let (report, applied) = try await sync.sync(into: engine, progress: progress)
                 if progress != nil { StandardError.write("\n") }
                 Self.describe(report)
