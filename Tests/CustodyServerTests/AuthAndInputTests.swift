@@ -170,6 +170,10 @@ struct BadInputTests {
             label: "a bundle body without files", method: .put, uri: "/v1/bundle", scope: .admin,
             body: Array(#"{"tenant": {}}"#.utf8), status: .badRequest, code: "invalid-bundle-request"),
         Case(
+            label: "a bundle body that gives files twice (the first would have been taken)", method: .put,
+            uri: "/v1/bundle", scope: .admin, body: Array(#"{"files": {"tenant.json": "{}"}, "files": {}}"#.utf8),
+            status: .badRequest, code: "invalid-bundle-request"),
+        Case(
             label: "a bundle file name with a path", method: .put, uri: "/v1/bundle", scope: .admin,
             body: Array(#"{"files": {"../tenant.json": "{}"}}"#.utf8), status: .badRequest,
             code: "invalid-bundle-request"),

@@ -85,9 +85,17 @@ struct PolicyController {
                 .badRequest, .invalidBundleRequest,
                 #"the body must be {"files": {"tenant.json": "…", "<name>.json": "…"}}"#)
         }
-        for member in root.members where member.key != "files" && member.key != "allowEmpty" {
-            throw ServiceError(
-                .badRequest, .invalidBundleRequest, "unknown member '\(member.key)' (it takes: files, allowEmpty)")
+        var seen = Set<String>()
+        for member in root.members {
+            guard member.key == "files" || member.key == "allowEmpty" else {
+                throw ServiceError(
+                    .badRequest, .invalidBundleRequest, "unknown member '\(member.key)' (it takes: files, allowEmpty)")
+            }
+            // A member given twice is refused, never one of them taken: a proxy reading the
+            // other would see another request.
+            guard seen.insert(member.key).inserted else {
+                throw ServiceError(.badRequest, .invalidBundleRequest, "the member '\(member.key)' is given twice")
+            }
         }
         var allowEmpty = false
         if let flag = root["allowEmpty"] {
