@@ -38,7 +38,9 @@ public func buildApplication(
             HeadErrorHandler(), ExpectContinueHandler(limit: limits.bodyBytes, allowance: 1 << 16),
             BodyDeadlineHandler(limit: TimeAmount(limits.bodyTimeout)), CloseAfterResponseHandler(),
         ],
-        idleTimeout: TimeAmount(limits.idleTimeout),
+        // A body that stalls must get its 408 before the idle timer closes the connection
+        // without a word: the idle timeout is never shorter than the body deadline plus 15 s.
+        idleTimeout: TimeAmount(max(limits.idleTimeout, limits.bodyTimeout + .seconds(15))),
         httpDecoderConfiguration: .init(
             maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes,
             maxHeaderFieldCount: limits.headerFields))

@@ -37,8 +37,10 @@ public struct CustodyServerConfiguration: Sendable {
         public var lineBytes = 64 << 10
         /// Largest request head (all header fields): 16 KiB.
         public var headerBytes = 16 << 10
-        /// How long a connection may stay idle: 60 s. Event streams send heartbeats well within it.
-        public var idleTimeout: Duration = .seconds(60)
+        /// How long a connection may stay idle: 75 s, and never less than the body deadline
+        /// plus 15 s (a stalled body gets its 408 first). Event streams send heartbeats well
+        /// within it.
+        public var idleTimeout: Duration = .seconds(75)
         /// How long a request body may take to arrive, from its head to its end: 60 s. A client
         /// sending a byte now and then, which keeps the idle timeout from firing, is cut with
         /// 408 when it passes.

@@ -159,6 +159,22 @@ struct HTTPSeamTests {
         }
     }
 
+    @Test("a body that stalls gets its 408, even when the idle timeout is set shorter than the body deadline")
+    func stalledBody() async throws {
+        let fixture = try await ServiceFixture.make {
+            $0.limits.bodyTimeout = .seconds(2)
+            $0.limits.idleTimeout = .seconds(1)
+        }
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            let head = Self.head("PUT", "/v1/bundle", "Content-Length: 100\r\n\r\n").replacingOccurrences(
+                of: "TOKEN", with: fixture.tokens[.admin]!)
+            let exchange = try await RawHTTP.send(port: port, [head + #"{"files":"#], quiet: .seconds(5))
+            #expect(exchange.statuses == [408], "\(exchange.text.prefix(400))")
+            #expect(exchange.lastBody.contains(#""code":"body-timeout""#))
+        }
+    }
+
     @Test("a client that goes away mid-body is counted apart, never as a server error")
     func clientAbort() async throws {
         let fixture = try await ServiceFixture.make()
