@@ -79,7 +79,8 @@ func buildRouter(
     refusingOtherMethods: Bool = true
 ) -> Router<CustodyRequestContext> {
     let router = Router(context: CustodyRequestContext.self, options: .autoGenerateHeadEndpoints)
-    router.add(middleware: RequestMiddleware(metrics: metrics, engine: engine))
+    router.add(
+        middleware: RequestMiddleware(metrics: metrics, engine: engine, bodyLimit: configuration.limits.bodyBytes))
     router.add(middleware: TokenAuthenticator(engine: engine))
     OperationsController(engine: engine, graph: graph, metrics: metrics).addRoutes(to: router)
 

@@ -227,6 +227,9 @@ struct BadInputTests {
             label: "an empty bundle", method: .put, uri: "/v1/bundle", scope: .admin,
             body: Array(#"{"files": {}}"#.utf8), status: .unprocessableContent, code: "invalid-bundle"),
         Case(
+            label: "a bundle over the body limit", method: .put, uri: "/v1/bundle", scope: .admin,
+            body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
+        Case(
             label: "a shared item over the body limit", method: .post,
             uri: "/v1/decisions/receive?receiver=alice@contoso.com", scope: .decide,
             body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
@@ -261,6 +264,9 @@ struct BadInputTests {
             #expect(response.status.code < 500 || response.status == .serviceUnavailable)
             #expect(response.headers[.contentType] == "application/json")
             #expect(try object(response)["code"] as? String == input.code, "\(response.body.text)")
+            if input.status == .contentTooLarge {
+                #expect(try object(response)["limit"] as? Int == 1 << 20, "every 413 names the limit")
+            }
         }
     }
 

@@ -16,6 +16,8 @@ struct RequestMiddleware: RouterMiddleware {
     typealias Context = CustodyRequestContext
     let metrics: ServerMetrics
     let engine: CustodyEngine
+    /// The most bytes a request body may have (named in every 413).
+    let bodyLimit: Int
 
     /// The methods the service knows; anything else is 501.
     static let knownMethods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
@@ -46,7 +48,7 @@ struct RequestMiddleware: RouterMiddleware {
         } catch let error as CustodyError {
             response = try ServiceError(error).response(from: request, context: context)
         } catch let error as any HTTPResponseError {
-            response = try Self.serviceError(error).response(from: request, context: context)
+            response = try Self.serviceError(error, bodyLimit: bodyLimit).response(from: request, context: context)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -96,7 +98,7 @@ struct RequestMiddleware: RouterMiddleware {
 
     /// Hummingbird's own errors (no route, a body too large, a method not allowed) in the
     /// service's JSON form.
-    static func serviceError(_ error: any HTTPResponseError) -> ServiceError {
+    static func serviceError(_ error: any HTTPResponseError, bodyLimit: Int) -> ServiceError {
         let message: String
         let code: ServiceError.Code
         let said = (error as? HTTPError)?.body
@@ -104,7 +106,7 @@ struct RequestMiddleware: RouterMiddleware {
         case .notFound: (code, message) = (.notFound, "no such endpoint; see GET /openapi.json")
         case .methodNotAllowed:
             (code, message) = (.methodNotAllowed, "this endpoint does not take that method; see GET /openapi.json")
-        case .contentTooLarge: (code, message) = (.tooLarge, "the request body is larger than this service accepts")
+        case .contentTooLarge: return ServiceError.tooLarge(bodyLimit)
         case .requestTimeout: (code, message) = (.bodyTimeout, said ?? "the request body did not arrive in time")
         case .requestHeaderFieldsTooLarge: (code, message) = (.headersTooLarge, said ?? "the request head is too large")
         case .notImplemented: (code, message) = (.notImplemented, said ?? "this service does not implement that")
