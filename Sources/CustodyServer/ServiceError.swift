@@ -81,7 +81,7 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     /// The JSON body.
     var body: [UInt8] {
         // Strings, numbers and arrays of them: encoding cannot fail.
-        (try? CustodyJSONEncoder.bytes(Body(error: message, code: code.rawValue, details: details)))
+        (try? JSONLine.encode(Body(error: message, code: code.rawValue, details: details)))
             ?? Array(#"{"code":"internal","error":"the error could not be written"}"#.utf8) + [0x0A]
     }
 

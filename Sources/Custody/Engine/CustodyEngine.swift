@@ -232,13 +232,6 @@ public final class CustodyEngine: Sendable {
 
     // MARK: The installation's context
 
-    /// `given`, each field it leaves nil taken from the context recorded in the state.
-    static func context(_ given: EvaluationContext, recordedIn database: any StateStore) throws(StoreError)
-        -> EvaluationContext
-    {
-        context(given, recorded: try database.installationContext())
-    }
-
     /// `given`, each field it leaves nil taken from `recorded`.
     static func context(_ given: EvaluationContext, recorded: InstallationContext) -> EvaluationContext {
         var context = given

@@ -37,7 +37,7 @@ struct GraphController {
                     .badGateway, .graphSyncFailed, done.error ?? "the sync failed; the policy in force is unchanged",
                     details: ServiceError.Details(sync: done))
             }
-            return json(try CustodyJSONEncoder.bytes(done))
+            return json(try JSONLine.encode(done))
         }
     }
 }

@@ -74,6 +74,6 @@ struct OperationsController {
                     lastSuccessAt: sync.lastSuccess.map { $0.finishedAt.formatted(.iso8601) }, last: sync.last)
             },
             problems: problems, warnings: warnings)
-        return json(try CustodyJSONEncoder.bytes(answer), status: problems.isEmpty ? .ok : .serviceUnavailable)
+        return json(try JSONLine.encode(answer), status: problems.isEmpty ? .ok : .serviceUnavailable)
     }
 }

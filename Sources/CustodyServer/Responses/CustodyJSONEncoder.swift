@@ -11,11 +11,6 @@ public struct CustodyJSONEncoder: ResponseEncoder {
     public func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws
         -> Response
     {
-        json(try Self.bytes(value))
-    }
-
-    /// `value` as the service writes JSON.
-    static func bytes(_ value: some Encodable) throws -> [UInt8] {
-        try JSONLine.encode(value)
+        json(try JSONLine.encode(value))
     }
 }
