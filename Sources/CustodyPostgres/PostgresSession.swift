@@ -33,6 +33,10 @@ final class PostgresSessions: Sendable {
     private let waiting = Locked<(next: Int, giveUp: [Int: @Sendable () -> Void])>((0, [:]))
     /// The listeners' tasks (`PostgresState.changeNotifications`), ended before the event loop.
     private let listeners = Locked<(next: Int, tasks: [Int: Task<Void, Never>])>((0, [:]))
+    /// Connection attempts not yet settled, whoever gave up on them: `close()` lets each end
+    /// before the event loop stops. An attempt still on a loop that stops is never cleaned up
+    /// (its channel and the connector that owns it are freed by nobody).
+    private let connecting = Locked<(next: Int, attempts: [Int: EventLoopFuture<Void>])>((0, [:]))
 
     /// Since when, and why, the state has not answered.
     struct Outage: Error {
@@ -152,6 +156,7 @@ final class PostgresSessions: Sendable {
     func connect() throws(StoreError) -> PostgresConnection {
         let future = PostgresConnection.connect(
             on: group.next(), configuration: settings.configuration, id: makeID(), logger: logger)
+        track(future)
         do {
             return try deadlined(future, within: settings.configuration.options.connectTimeout).wait()
         } catch {
@@ -170,8 +175,20 @@ final class PostgresSessions: Sendable {
         configuration.options.additionalStartupParameters = configuration.options.additionalStartupParameters.map {
             $0.0 == "application_name" ? ($0.0, applicationName) : $0
         }
-        return try await PostgresConnection.connect(
+        let future: EventLoopFuture<PostgresConnection> = PostgresConnection.connect(
             on: group.next(), configuration: configuration, id: makeID(), logger: logger)
+        track(future)
+        return try await future.get()
+    }
+
+    /// Keeps `attempt` among those `close()` waits for until it settles.
+    private func track(_ attempt: EventLoopFuture<PostgresConnection>) {
+        let id = connecting.withLock { connecting in
+            defer { connecting.next += 1 }
+            connecting.attempts[connecting.next] = attempt.map { _ in }
+            return connecting.next
+        }
+        attempt.whenComplete { [weak self] _ in _ = self?.connecting.withLock { $0.attempts.removeValue(forKey: id) } }
     }
 
     private func makeID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
@@ -303,6 +320,8 @@ final class PostgresSessions: Sendable {
         Task {
             // A listener closes its connection as it ends: on a loop that still runs.
             for task in tasks { await task.value }
+            // So does an attempt given up on (closed by `connect()` when it succeeds late).
+            for attempt in self.connecting.withLock({ Array($0.attempts.values) }) { try? await attempt.get() }
             try? await group.shutdownGracefully()
         }
     }
