@@ -16,6 +16,7 @@ extension PolicyEvent {
         case .bundleRejected: "bundleRejected"
         case .bundleApplied: "bundleApplied"
         case .policySynced: "policySynced"
+        case .replicaBehind: "replicaBehind"
         }
     }
 
@@ -89,6 +90,12 @@ extension PolicyEvent {
             writer.key("source"); writer.value(source)
         case .policySynced(let sync):
             sync.write(to: &writer)
+        case .replicaBehind(let replica, let host, let revision, let newest, let seconds):
+            writer.key("replica"); writer.value(replica)
+            writer.key("host"); writer.value(host)
+            writer.key("revision"); writer.value(revision)
+            writer.key("newest"); writer.value(newest)
+            writer.key("seconds"); writer.value(seconds)
         }
         writer.endObject()
     }

@@ -33,6 +33,9 @@ public enum PolicyEvent: Sendable, Hashable {
     /// A sync from the policy's source (Microsoft Graph) ended: applied, unchanged or failed.
     /// Sent after the events of the bundle it put in force, if any.
     case policySynced(PolicySync)
+    /// A replica of the fleet still runs another revision than the newest applied, `seconds`
+    /// after it was applied (see `CustodyEngine.announceReplicasBehind`).
+    case replicaBehind(replica: String, host: String, revision: String?, newest: String, seconds: Int)
 }
 
 /// Why a bundle was refused, and where it came from.

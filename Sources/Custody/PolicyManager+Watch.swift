@@ -1,4 +1,5 @@
 import CustodyPolicy
+import CustodyStore
 
 extension PolicyManager {
     /// Applies the bundle in `directory` now (unless it is the policy in force already) and
@@ -34,7 +35,8 @@ extension PolicyManager {
                 if watch.shouldRead(BundleProbe.take(directory: directory), at: start.duration(to: clock.now)) {
                     guard let self else { return }
                     do {
-                        _ = try await self.apply(bundleDirectory: directory)
+                        _ = try await self.apply(
+                            bundleDirectory: directory, provenance: BundleProvenance(appliedBy: "watch"))
                     } catch let rejection as BundleRejection where rejection.stateFailure != nil {
                         // The files were not refused, the state failed: read them again at
                         // the next look, not only when they change.

@@ -43,6 +43,9 @@ public actor PolicyManager {
     var managedRoots: [OwnerIdentifier: Set<String>] = [:]
     /// Owners whose `wipeRequired` was announced since their last check-in.
     var offlineWipeAnnounced: Set<OwnerIdentifier> = []
+    /// The last bundle this process refused since one was last put in force: when, from where,
+    /// why. What `/readyz` warns of (a tampered or unsigned bundle directory, say).
+    nonisolated let lastRejection = Locked<(at: Date, source: String, message: String)?>(nil)
     /// Accounts known to be in the state's registry, with the identifiers recorded for them.
     nonisolated let registered = Locked<[String: Set<String>]>([:])
 
@@ -137,9 +140,9 @@ public actor PolicyManager {
     /// Loads the bundle in `directory` (each file read once, see `BundleFiles`) and applies it
     /// (see `apply(_:source:allowingEmpty:)`).
     @discardableResult
-    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) throws(BundleRejection)
-        -> [PolicyEvent]
-    {
+    public func apply(
+        bundleDirectory directory: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
+    ) throws(BundleRejection) -> [PolicyEvent] {
         // Recorded as an absolute path: a relative one would name another directory for a
         // process started elsewhere.
         let directory = URL(fileURLWithPath: directory).standardizedFileURL.path
@@ -149,7 +152,7 @@ public actor PolicyManager {
         } catch {
             throw reject(source: directory, contentHash: "", message: error.description, diagnostics: error.diagnostics)
         }
-        return try apply(files, source: directory, allowingEmpty: allowingEmpty)
+        return try apply(files, source: directory, allowingEmpty: allowingEmpty, provenance: provenance)
     }
 
     /// Makes `files` the installation's policy: loads and resolves them fully, records them (the
@@ -162,10 +165,17 @@ public actor PolicyManager {
     /// `bundleRejected`, and thrown: the policy in force and the state never disagree. So is a
     /// bundle that knows nothing (no `tenant.json`, no protection policy), unless
     /// `allowingEmpty`: it would leave every account unmanaged.
+    ///
+    /// Once the state trusts a signing key, the files must carry a signature file that a
+    /// trusted, unrevoked key made over exactly these files (`BundleVerifier`), with a
+    /// sequence above every one applied before; and no bundle goes in while the policy in force
+    /// is frozen. A bundle that fails is refused like one that does not load.
+    /// - Parameter provenance: who applies it, and why; a rollback (`isRollback`) passes the
+    ///   freeze and the sequence rule, never the trust rule.
     @discardableResult
-    public func apply(_ files: BundleFiles, source: String, allowingEmpty: Bool = false) throws(BundleRejection)
-        -> [PolicyEvent]
-    {
+    public func apply(
+        _ files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance given: BundleProvenance = .none
+    ) throws(BundleRejection) -> [PolicyEvent] {
         // The revision in force already is recognised before anything is parsed (a watcher's
         // or a Graph sync's unchanged round costs a hash and a read). Unchanged only if the
         // state agrees: another writer may have put a bundle in force that this manager has not
@@ -174,6 +184,7 @@ public actor PolicyManager {
             guard let database else { return [] }
             if let stored = try? database.lastAppliedBundle(), stored.contentHash == files.contentHash { return [] }
         }
+        let provenance = try admit(files, source: source, provenance: given)
         let bundle: PolicyBundle
         do {
             bundle = try files.load(allowingEmpty: allowingEmpty)
@@ -190,20 +201,27 @@ public actor PolicyManager {
         {
             let inForce = BundleInForce(
                 revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
-                entries: files.entries)
+                entries: files.entries, provenance: stored.provenance)
             return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), inForce) { _ in [] }
         }
         let inForce = BundleInForce(
-            revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries)
+            revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries,
+            provenance: provenance)
         let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
         do {
             return try install(snapshot, inForce) { events throws(StoreError) in
                 try record(
                     inForce, result: .applied, message: nil,
-                    files: files.entries.map { StoredFile(name: $0.name, bytes: $0.bytes) },
+                    files: files.entries.map { StoredFile(name: $0.name, bytes: $0.bytes) }, provenance: provenance,
                     accounts: Self.accounts(of: bundle),
                     reach: reach, events: events)
             }
+        } catch  where error.code == .refused {
+            // The state's own rules, checked as it recorded: another writer froze the policy,
+            // applied a higher sequence or revoked the key since `admit` looked.
+            throw reject(
+                source: source, contentHash: files.contentHash, message: error.message,
+                diagnostics: [Self.refusal(error.message, files: files, source: source)], offeredBy: given)
         } catch {
             // Not a refusal of the bundle: the state failed. When the commit's outcome is not
             // known, the state says what happened: the bundle is in force there, or not.
@@ -215,7 +233,7 @@ public actor PolicyManager {
                     metadata: ["revision": "\(files.contentHash)"])
                 let confirmed = BundleInForce(
                     revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
-                    entries: files.entries)
+                    entries: files.entries, provenance: stored.provenance)
                 return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), confirmed) { _ in [] }
             }
             logger.error(
@@ -298,7 +316,7 @@ public actor PolicyManager {
             let bundle = try files.load(allowingEmpty: true)
             let inForce = BundleInForce(
                 revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false,
-                entries: files.entries)
+                entries: files.entries, provenance: record.provenance)
             let snapshot = makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
             // The slot changes only on this actor: what it holds now is what is replaced.
             let old = slot.current
@@ -368,6 +386,7 @@ public actor PolicyManager {
             do throws(E) {
                 let ids = try recording(records)
                 slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
+                lastRejection.withLock { $0 = nil }
                 return (.success(()), ids)
             } catch {
                 return (.failure(error), [])
@@ -378,10 +397,12 @@ public actor PolicyManager {
     }
 
     /// Records and announces a refused bundle; returns the error to throw.
-    private func reject(
-        source: String, contentHash: String, message: String, diagnostics: [Diagnostic], recording: Bool = true
+    func reject(
+        source: String, contentHash: String, message: String, diagnostics: [Diagnostic], recording: Bool = true,
+        offeredBy provenance: BundleProvenance = .none
     ) -> BundleRejection {
         let rejection = BundleRejection(source: source, message: message, diagnostics: diagnostics)
+        lastRejection.withLock { $0 = (clock(), source, message) }
         logger.error(
             "bundle rejected",
             metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
@@ -391,7 +412,12 @@ public actor PolicyManager {
             do {
                 return (
                     (),
-                    try record(refused, result: .rejected, message: message, files: nil, accounts: [], events: events)
+                    try record(
+                        refused, result: .rejected, message: message, files: nil,
+                        provenance: BundleProvenance(
+                            appliedBy: provenance.appliedBy, reason: provenance.reason,
+                            isRollback: provenance.isRollback),
+                        accounts: [], events: events)
                 )
             } catch {
                 logger.error("cannot record the rejected bundle in the state database", metadata: ["error": "\(error)"])
@@ -405,13 +431,13 @@ public actor PolicyManager {
     /// (none without a database).
     private func record(
         _ bundle: BundleInForce, result: BundleRecord.Result, message: String?,
-        files: [StoredFile]?,
+        files: [StoredFile]?, provenance: BundleProvenance = .none,
         accounts: [SeenAccount], reach: [(account: String, policies: [String])] = [],
         events: [EventRecord]
     ) throws(StoreError) -> [Int64] {
         try database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files,
-            accounts: accounts,
+            provenance: provenance, accounts: accounts,
             reach: reach.map { PolicyReach(account: $0.account, policies: $0.policies) }, events: events,
             retaining: retainedBundles, at: bundle.appliedAt ?? clock()
         ).eventIDs ?? []
@@ -568,18 +594,28 @@ public struct BundleInForce: Sendable, Hashable {
         public let bytes: Int
     }
 
-    init(revision: String, source: String, appliedAt: Date?, isOverride: Bool, files: [FileSummary] = []) {
+    /// Its signed sequence and signers, who applied it and why, as the state recorded them.
+    public let provenance: BundleProvenance
+
+    init(
+        revision: String, source: String, appliedAt: Date?, isOverride: Bool, files: [FileSummary] = [],
+        provenance: BundleProvenance = .none
+    ) {
         self.revision = revision
         self.source = source
         self.appliedAt = appliedAt
         self.isOverride = isOverride
         self.files = files
+        self.provenance = provenance
     }
 
-    init(revision: String, source: String, appliedAt: Date?, isOverride: Bool, entries: [BundleFiles.Entry]) {
+    init(
+        revision: String, source: String, appliedAt: Date?, isOverride: Bool, entries: [BundleFiles.Entry],
+        provenance: BundleProvenance = .none
+    ) {
         self.init(
             revision: revision, source: source, appliedAt: appliedAt, isOverride: isOverride,
-            files: entries.map { FileSummary(name: $0.name, bytes: $0.bytes.count) })
+            files: entries.map { FileSummary(name: $0.name, bytes: $0.bytes.count) }, provenance: provenance)
     }
 }
 

@@ -69,4 +69,9 @@ extension PolicyManager {
     public nonisolated func announce(_ sync: PolicySync) {
         journal.publish([.policySynced(sync)])
     }
+
+    /// Records `event` in the state's event log and hands it to this process's subscribers.
+    nonisolated func announce(_ event: PolicyEvent) {
+        journal.publish([event])
+    }
 }

@@ -98,7 +98,7 @@ public enum GraphBundle {
             for name in names.sorted() {
                 var isDirectory: ObjCBool = false
                 _ = manager.fileExists(atPath: target.path + "/" + name, isDirectory: &isDirectory)
-                guard BundleFiles.isEntryName(name), !isDirectory.boolValue else {
+                guard BundleFiles.isEntryName(name) || name == BundleFiles.signatureName, !isDirectory.boolValue else {
                     throw GraphError(
                         .bundle,
                         "\(target.path) holds \(name), which is not a bundle file: give an empty directory, a new path, or a bundle directory (only *.json files) to replace"
@@ -111,6 +111,9 @@ public enum GraphBundle {
                 atPath: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
             for entry in files.entries {
                 try FileSystem.writeNew(entry.bytes, to: staging + "/" + entry.name, mode: 0o644)
+            }
+            if let signature = files.signature {
+                try FileSystem.writeNew(signature, to: staging + "/" + BundleFiles.signatureName, mode: 0o644)
             }
             try FileSystem.syncDirectory(containing: staging + "/" + BundleFiles.tenantName)
         } catch {

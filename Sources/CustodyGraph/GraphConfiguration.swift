@@ -1,3 +1,4 @@
+public import Custody
 import CustodyPolicy
 public import Foundation
 
@@ -51,19 +52,22 @@ extension GraphCredential {
 ///
 /// Keys: `tenantId`, `clientId` (required); `clientSecretFile`, or `certificate` with
 /// `privateKey` (else `CUSTODY_GRAPH_CLIENT_SECRET`); `cloud`, `authority`, `graphUrl`;
-/// `tenantOverlay`; `intervalSeconds`. A secret is never written in the file itself. Paths are
+/// `tenantOverlay`; `intervalSeconds`; `signingKey` (a bundle signing key file, mode 600:
+/// each bundle built is signed with it). A secret is never written in the file itself. Paths are
 /// relative to the file's directory. An unknown key is an error, as is a value of the wrong
 /// type, each naming the file and the key.
 public struct GraphConfiguration: Sendable {
     public var settings: GraphSettings
     /// The tenant overlay's bytes (see `GraphBundle.files`).
     public var overlay: [UInt8]?
+    /// Signs each bundle built, when the file names a key.
+    public var signingKey: BundleSigningKey?
     /// How often to sync, when the file says.
     public var interval: Duration?
 
     static let keys: Set<String> = [
         "tenantId", "clientId", "clientSecretFile", "certificate", "privateKey", "cloud", "authority", "graphUrl",
-        "tenantOverlay",
+        "tenantOverlay", "signingKey",
         "intervalSeconds",
     ]
 
@@ -77,6 +81,7 @@ public struct GraphConfiguration: Sendable {
         var authority: String?
         var graphUrl: String?
         var tenantOverlay: String?
+        var signingKey: String?
         var intervalSeconds: Double?
     }
 
@@ -190,6 +195,14 @@ public struct GraphConfiguration: Sendable {
         } catch {
             throw GraphError(.configuration, "\(path): \(error.message)")
         }
-        return GraphConfiguration(settings: settings, overlay: overlay, interval: interval)
+        var signingKey: BundleSigningKey?
+        if let keyPath = resolved(file.signingKey) {
+            do {
+                signingKey = try BundleSigningKey.load(file: keyPath)
+            } catch {
+                throw GraphError(.configuration, "\(path): \"signingKey\": \(error.message)")
+            }
+        }
+        return GraphConfiguration(settings: settings, overlay: overlay, signingKey: signingKey, interval: interval)
     }
 }

@@ -32,12 +32,17 @@ public final class GraphSync: Sendable {
     private let logger: Logger
     /// The tenant overlay's bytes (see `GraphBundle.files`).
     private let overlay: [UInt8]?
+    /// Signs each bundle built (`.custody-signature.json`, sequence: the time in milliseconds),
+    /// so that a state that trusts its public key takes it.
+    private let signingKey: BundleSigningKey?
 
-    public init(settings: GraphSettings, overlay: [UInt8]? = nil, logger: Logger = Logger(label: "custody.graph"))
-        throws(GraphError)
-    {
+    public init(
+        settings: GraphSettings, overlay: [UInt8]? = nil, signingKey: BundleSigningKey? = nil,
+        logger: Logger = Logger(label: "custody.graph")
+    ) throws(GraphError) {
         self.settings = settings
         self.overlay = overlay
+        self.signingKey = signingKey
         self.logger = logger
         client = try GraphClient(settings: settings, logger: logger)
     }
@@ -72,7 +77,15 @@ public final class GraphSync: Sendable {
         reader.tracking = tracking
         reader.cache = cache
         let snapshot = try await reader.read()
-        let files = try GraphBundle.files(of: snapshot, overlay: overlay)
+        var files = try GraphBundle.files(of: snapshot, overlay: overlay)
+        if let signingKey {
+            let now = Date()
+            var signature = BundleSignatureFile(
+                manifest: BundleManifest(
+                    describing: files, sequence: Int64(now.timeIntervalSince1970 * 1_000), created: now, expires: nil))
+            signature.sign(with: signingKey)
+            files = files.signed(signature.encoded)
+        }
         var statistics = client.statistics.withLock { $0 }.since(before)
         statistics.tokens = await client.tokens.obtained - tokensBefore
         let groups = Set(
@@ -141,7 +154,8 @@ public final class GraphSync: Sendable {
                 "the kept group members cannot be read; every group is read", metadata: ["error": "\(error)"])
         }
         let (files, report, kept) = try await snapshot(tracking: true, cache: cache, progress: progress)
-        let applied = try await engine.apply(files: files, source: source)
+        let applied = try await engine.apply(
+            files: files, source: source, provenance: BundleProvenance(appliedBy: "graph-sync"))
         if kept != nil || cache != nil {
             do {
                 let encoder = JSONEncoder()

@@ -124,6 +124,27 @@ enum PostgresMigrations {
                 "CREATE INDEX bundle_history_by_revision ON bundle_history (content_hash)",
             ]
         ),
+        (
+            "v8: signed bundles, trusted keys, replicas",
+            [
+                """
+                ALTER TABLE bundle_history ADD COLUMN sequence bigint, ADD COLUMN signers text NOT NULL DEFAULT '',
+                    ADD COLUMN signature bytea, ADD COLUMN applied_by text, ADD COLUMN reason text,
+                    ADD COLUMN rollback boolean NOT NULL DEFAULT false
+                """,
+                """
+                CREATE TABLE trusted_keys (
+                    key_id text PRIMARY KEY, public_key text NOT NULL, name text, added_at timestamptz NOT NULL,
+                    revoked_at timestamptz)
+                """,
+                """
+                CREATE TABLE replicas (
+                    id text PRIMARY KEY, host text NOT NULL, pid bigint NOT NULL, started_at timestamptz NOT NULL,
+                    version text NOT NULL, revision text, change bigint NOT NULL, last_contact timestamptz NOT NULL,
+                    last_error text)
+                """,
+            ]
+        ),
     ]
 
     /// Creates the schema when missing and applies the migrations not applied yet.

@@ -284,7 +284,7 @@ extension PostgresState {
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String?,
-        files: [StoredFile]?,
+        files: [StoredFile]?, provenance: BundleProvenance,
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
@@ -292,15 +292,42 @@ extension PostgresState {
         let (id, eventIDs) = try write("recording a bundle") { session -> (Int64, [Int64]) in
             // The change counter's lock first: bundles are then numbered in history in the
             // order they commit, so the last applied by id is the last applied by change
-            // revision, whichever replicas write at once.
+            // revision, whichever replicas write at once. The same lock makes the state's
+            // rules below (freeze, sequence, trust) hold against every other writer.
             try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+            let highest = Int64(try Self.setting(Self.sequenceSetting, in: session) ?? "") ?? 0
+            // Only a bundle that becomes the installation's policy (one with its files) answers
+            // to the state's rules; an in-memory one is this process's alone.
+            if result == .applied, files != nil {
+                let trusted = try session.query("SELECT key_id, revoked_at IS NOT NULL FROM trusted_keys").map {
+                    row throws in
+                    let (id, revoked) = try row.decode((String, Bool).self)
+                    return (id: id, revoked: revoked)
+                }
+                let frozen = try Self.setting(Self.freezeSetting, in: session).flatMap {
+                    $0.isEmpty ? nil : try? BundleFreeze.decode($0)
+                }
+                if let refusal = BundleAdmission.refusal(
+                    of: provenance, frozen: frozen, highestSequence: highest, trusted: trusted)
+                {
+                    throw StoreError(.refused, refusal)
+                }
+            }
             guard
                 let id = try session.value(
                     """
-                    INSERT INTO bundle_history (content_hash, applied_at, source, result, message)
-                    VALUES (\(contentHash), \(date), \(source), \(result.rawValue), \(message)) RETURNING id
+                    INSERT INTO bundle_history (content_hash, applied_at, source, result, message, sequence, signers, signature, applied_by, reason, rollback)
+                    VALUES (\(contentHash), \(date), \(source), \(result.rawValue), \(message), \(provenance.sequence),
+                        \(StateChange.encode(provenance.signers)), \(provenance.signature.map { Data($0) }), \(provenance.appliedBy),
+                        \(provenance.reason), \(provenance.isRollback))
+                    RETURNING id
                     """, as: Int64.self)
             else { throw corrupt("recording a bundle returned no id") }
+            if result == .applied, let sequence = provenance.sequence, !provenance.isRollback, sequence > highest {
+                try session.execute(
+                    "INSERT INTO settings (name, value) VALUES (\(Self.sequenceSetting), \(String(sequence))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+                )
+            }
             if result == .applied, let files,
                 try session.value(
                     "INSERT INTO bundle_revisions (content_hash, stored_at) VALUES (\(contentHash), \(date)) ON CONFLICT DO NOTHING RETURNING content_hash",
@@ -321,9 +348,11 @@ extension PostgresState {
                 }
             }
             try Self.audit(
-                .bundle, account: nil, action: result == .applied ? "apply" : "reject",
-                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date,
-                in: session)
+                .bundle, account: nil,
+                action: result == .rejected ? "reject" : provenance.isRollback ? "rollback" : "apply",
+                detail: AuditRecord.bundleDetail(
+                    contentHash: contentHash, source: source, message: message, provenance: provenance),
+                at: date, in: session)
             if result == .applied, files != nil { try recordChange(.bundle, [contentHash], at: date, in: session) }
             let eventIDs = try Self.appendEvents(events, at: date, in: session)
             try Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
@@ -331,18 +360,30 @@ extension PostgresState {
         }
         return RecordedBundle(
             record: BundleRecord(
-                id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message),
+                id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message,
+                provenance: provenance),
             eventIDs: eventIDs)
     }
 
-    /// Deletes history rows past the newest `retaining` (never the row of the bundle in
-    /// force), then every stored revision no applied row names.
+    static let sequenceSetting = "bundle-sequence"
+    static let freezeSetting = "bundle-freeze"
+    static let historyColumns =
+        "id, content_hash, applied_at, source, result, message, sequence, signers, signature, applied_by, reason, rollback"
+
+    /// Deletes applied rows past the newest `retaining` applied ones (never the row of the
+    /// bundle in force) and refused rows past the newest `retaining` refused ones, then every
+    /// stored revision no applied row names.
     private static func pruneBundleHistory(retaining: Int, in session: PostgresSession) throws {
-        let count = try session.value("SELECT count(*) FROM bundle_history", as: Int64.self) ?? 0
+        let count =
+            try session.value(
+                "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM bundle_history GROUP BY result) c",
+                as: Int64.self) ?? 0
         guard count > retaining else { return }
         try session.execute(
             """
-            DELETE FROM bundle_history WHERE id NOT IN (SELECT id FROM bundle_history ORDER BY id DESC LIMIT \(retaining))
+            DELETE FROM bundle_history WHERE id NOT IN (
+                SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY result ORDER BY id DESC) AS rank FROM bundle_history) r
+                WHERE rank <= \(retaining))
             AND id IS DISTINCT FROM (
                 SELECT max(id) FROM bundle_history WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions))
             """)
@@ -365,19 +406,52 @@ extension PostgresState {
     public func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord] {
         try read("reading the bundle history") { session in
             try session.query(
-                "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT \(limit)"
+                "SELECT \(unescaped: Self.historyColumns) FROM bundle_history ORDER BY id DESC LIMIT \(limit)"
             )
             .map { row throws in try bundleRecord(row) }
         }
     }
 
     private func bundleRecord(_ row: PostgresRow) throws -> BundleRecord {
-        let (id, hash, at, source, result, message) = try row.decode(
-            (Int64, String, Date, String, String, String?).self)
+        let (id, hash, at, source, result, message, sequence, signers, signature, appliedBy, reason, rollback) =
+            try row.decode(
+                (Int64, String, Date, String, String, String?, Int64?, String, Data?, String?, String?, Bool).self)
         guard let result = BundleRecord.Result(rawValue: result) else {
             throw corrupt("a bundle history row is damaged")
         }
-        return BundleRecord(id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: message)
+        return BundleRecord(
+            id: id, contentHash: hash, appliedAt: at, source: source, result: result, message: message,
+            provenance: BundleProvenance(
+                sequence: sequence, signers: StateChange.decode(signers), signature: signature.map { [UInt8]($0) },
+                appliedBy: appliedBy, reason: reason, isRollback: rollback))
+    }
+
+    public func storedBundle(revision contentHash: String) throws(StoreError) -> StoredBundle? {
+        try read("reading a kept bundle") { session -> StoredBundle? in
+            guard
+                let row = try session.query(
+                    """
+                    SELECT \(unescaped: Self.historyColumns) FROM bundle_history
+                    WHERE result = 'applied' AND content_hash = \(contentHash)
+                    AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
+                    """
+                ).first
+            else { return nil }
+            let record = try bundleRecord(row)
+            let files = try session.query(
+                "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(contentHash) ORDER BY name COLLATE \"C\""
+            ).map { row in
+                let (name, bytes) = try row.decode((String, Data).self)
+                return StoredFile(name: name, bytes: [UInt8](bytes))
+            }
+            return StoredBundle(record: record, files: files)
+        }
+    }
+
+    public func bundleSequence() throws(StoreError) -> Int64 {
+        try read("reading the highest bundle sequence") { session in
+            Int64(try Self.setting(Self.sequenceSetting, in: session) ?? "") ?? 0
+        }
     }
 
     public func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle? {
@@ -385,7 +459,7 @@ extension PostgresState {
             guard
                 let row = try session.query(
                     """
-                    SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
+                    SELECT \(unescaped: Self.historyColumns) FROM bundle_history
                     WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                     """
                 ).first
@@ -428,7 +502,7 @@ extension PostgresState {
     public func lastAppliedBundle() throws(StoreError) -> BundleRecord? {
         try read("reading the bundle history") { session in
             try session.query(
-                "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history WHERE result = 'applied' ORDER BY id DESC LIMIT 1"
+                "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result = 'applied' ORDER BY id DESC LIMIT 1"
             ).first.map { row throws in try bundleRecord(row) }
         }
     }

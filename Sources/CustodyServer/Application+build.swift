@@ -56,7 +56,8 @@ public func buildApplication(
     return Application(
         router: router, server: server, configuration: .init(address: address, serverName: configuration.serverName),
         services: [
-            EngineService(engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil)
+            EngineService(engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil),
+            FleetService(engine: engine, behindAfter: configuration.fleetBehindAfter, metrics: metrics, logger: logger),
         ]
             + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] }
                 ?? []),
@@ -95,6 +96,9 @@ func buildRouter(
     protection.addProtectRoutes(to: v1.group().add(middleware: RequireScope(scope: .protect)))
     let admin = v1.group().add(middleware: RequireScope(scope: .admin))
     policy.addAdminRoutes(to: admin)
+    let bundles = BundleController(engine: engine, limits: configuration.limits)
+    bundles.addReadRoutes(to: v1.group().add(middleware: RequireScope(scope: .read)))
+    bundles.addAdminRoutes(to: admin)
     protection.addAdminRoutes(to: admin)
     GraphController(runner: graph, metrics: metrics).addAdminRoutes(to: admin)
     if refusingOtherMethods { router.addMethodNotAllowedRoutes() }

@@ -29,6 +29,9 @@ public struct CustodyServerConfiguration: Sendable {
 
     /// Limits on what a request may be. Every limit refused is a clear error naming it.
     public struct Limits: Sendable, Hashable {
+        /// `fleetBehindAfter`'s default: a minute.
+        public static let fleetBehindAfterDefault: Duration = .seconds(60)
+
         /// Largest request body (a query, a bundle, data to protect): 16 MiB.
         public var bodyBytes = 16 << 20
         /// Most queries in one batch request: 10,000.
@@ -70,6 +73,9 @@ public struct CustodyServerConfiguration: Sendable {
     /// How often the policy is synced from Microsoft Graph, when the service does (`--graph`):
     /// 5 minutes.
     public var graphInterval: Duration = .seconds(300)
+    /// How long after a bundle is applied a replica still running another revision is announced
+    /// (`replicaBehind`): a minute.
+    public var fleetBehindAfter: Duration = Limits.fleetBehindAfterDefault
     /// How often an event stream sends a heartbeat when nothing happens.
     public var heartbeat: Duration
     /// Events an event stream may fall behind by before it is dropped (the client resumes from

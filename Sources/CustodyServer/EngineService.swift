@@ -1,5 +1,7 @@
 import Custody
 import CustodyGraph
+import CoreMetrics
+import CustodyStore
 import Logging
 import ServiceLifecycle
 
@@ -56,5 +58,50 @@ struct GraphSyncService: Service {
         schedule.cancel()
         _ = await schedule.value
         await runner.sync.shutdown()
+    }
+}
+
+/// Records this replica's status in the shared state every few seconds (what `GET /v1/fleet`
+/// lists), keeps `custody_fleet_replicas_behind` current, and, on the one replica holding the
+/// state's `fleet-watch` lease, announces replicas that stay behind the newest revision
+/// (`replicaBehind`). On shutdown the replica's status is removed: it is gone, not stale.
+struct FleetService: Service {
+    let engine: CustodyEngine
+    let behindAfter: Duration
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    func run() async throws {
+        let engine = engine
+        let metrics = metrics
+        let logger = logger
+        let threshold = Double(behindAfter.components.seconds)
+        let beat = Task {
+            var lease: (any StateLease)?
+            var announced = Set<String>()
+            while !Task.isCancelled {
+                do {
+                    try await StateExecutor.run { () throws(CustodyError) in
+                        try engine.recordReplicaStatus()
+                        metrics.replicasBehind.record(try engine.fleetStatus().behind)
+                    }
+                    if lease == nil { lease = try? engine.lease("fleet-watch") ?? nil }
+                    if lease != nil {
+                        let before = announced
+                        announced = try await StateExecutor.run { () throws(CustodyError) in
+                            try engine.announceReplicasBehind(threshold: threshold, announced: before)
+                        }
+                    }
+                } catch {
+                    logger.debug("cannot record this replica's status", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: FleetStatus.interval)
+            }
+            lease?.release()
+        }
+        try? await gracefulShutdown()
+        beat.cancel()
+        _ = await beat.value
+        engine.forgetReplicaStatus()
     }
 }

@@ -34,6 +34,8 @@ final class ServerMetrics: Sendable {
     let clientAborts: CoreMetrics.Counter
     let bundleVersion: CoreMetrics.Gauge
     let lastEventID: CoreMetrics.Gauge
+    /// Replicas (not stale) that run another revision than the newest applied.
+    let replicasBehind: CoreMetrics.Gauge
     private let graphSyncs: [PolicySync.Status: CoreMetrics.Counter]
     private let graphRequests: CoreMetrics.Counter
     private let graphPages: CoreMetrics.Counter
@@ -74,6 +76,7 @@ final class ServerMetrics: Sendable {
         clientAborts = CoreMetrics.Counter(label: "custody_client_aborts_total", factory: factory)
         bundleVersion = CoreMetrics.Gauge(label: "custody_bundle_version", factory: factory)
         lastEventID = CoreMetrics.Gauge(label: "custody_last_event_id", factory: factory)
+        replicasBehind = CoreMetrics.Gauge(label: "custody_fleet_replicas_behind", factory: factory)
         graphSyncs = Dictionary(
             uniqueKeysWithValues: PolicySync.Status.allCases.map { status in
                 (

@@ -26,12 +26,15 @@ extension ServiceError {
         case bodyTimeout = "body-timeout"
         case stale
         case graphSyncBusy = "graph-sync-busy"
+        case bundleFrozen = "bundle-frozen"
+        case bundleReplayed = "bundle-replayed"
         // 413, 415, 417
         case tooLarge = "too-large"
         case unsupportedContentEncoding = "unsupported-content-encoding"
         case expectationFailed = "expectation-failed"
         // 422
         case invalidBundle = "invalid-bundle"
+        case bundleUntrusted = "bundle-untrusted"
         case ambiguousAccount = "ambiguous-account"
         case refused
         // 422: protection refused (`ProtectionError`'s codes)

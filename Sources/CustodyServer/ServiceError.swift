@@ -119,6 +119,17 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
             self.init(code == .keyStoreUnavailable ? .serviceUnavailable : .unprocessableContent, code, error.message)
         case .refused:
             self.init(.unprocessableContent, .refused, error.message)
+        case .untrusted:
+            let details = Details(diagnostics: error.diagnostics.map(\.description))
+            switch error.diagnostics.first?.code {
+            case .frozen: self.init(.conflict, .bundleFrozen, error.message, details: details)
+            case .replayed: self.init(.conflict, .bundleReplayed, error.message, details: details)
+            default: self.init(.unprocessableContent, .bundleUntrusted, error.message, details: details)
+            }
+        case .notFound:
+            self.init(.notFound, .notFound, error.message)
+        case .invalidArgument:
+            self.init(.badRequest, .invalidParameter, error.message)
         case .platform:
             self.init(
                 .badRequest, .platformRequired,

@@ -15,6 +15,8 @@ public struct AuditEntry: Sendable, Hashable {
         case key
         /// A service token created or revoked (its id; never the token).
         case token
+        /// A bundle signing key trusted or revoked, the policy in force frozen or unfrozen.
+        case trust
     }
 
     public let id: Int64
@@ -82,8 +84,15 @@ extension AuditRecord {
     }
 
     /// The detail of a bundle's audit entry, the same on every backend.
-    package static func bundleDetail(contentHash: String, source: String, message: String?) -> String {
-        "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)\(message.map { ": " + $0 } ?? "")"
+    package static func bundleDetail(
+        contentHash: String, source: String, message: String?, provenance: BundleProvenance = .none
+    ) -> String {
+        var detail = "\(contentHash.isEmpty ? "(no content hash)" : contentHash) from \(source)"
+        if let sequence = provenance.sequence { detail += ", sequence \(sequence)" }
+        if !provenance.signers.isEmpty { detail += ", signed by \(provenance.signers.joined(separator: " "))" }
+        if let by = provenance.appliedBy { detail += ", by \(by)" }
+        if let reason = provenance.reason { detail += ", reason: \(reason)" }
+        return detail + (message.map { ": " + $0 } ?? "")
     }
 }
 
@@ -114,11 +123,11 @@ extension CustodyDatabase {
         }
     }
 
-    private static func setting(_ name: String, in db: Database) throws -> String? {
+    static func setting(_ name: String, in db: Database) throws -> String? {
         try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
     }
 
-    private static func setSetting(_ name: String, _ value: String, in db: Database) throws {
+    static func setSetting(_ name: String, _ value: String, in db: Database) throws {
         try db.execute(
             sql:
                 "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",

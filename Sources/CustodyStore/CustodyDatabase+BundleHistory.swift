@@ -17,18 +17,24 @@ public struct BundleRecord: Sendable, Hashable {
     public let result: Result
     /// Why it was rejected; nil when applied.
     public let message: String?
+    /// Its sequence, signers and signature, and who applied it.
+    public let provenance: BundleProvenance
 
     /// How many history rows a state keeps unless told otherwise: the newest 100 (with the
     /// files of the revisions they name), and always the bundle in force.
-    public static let defaultRetained = 100
+    public static let defaultRetained = 50
 
-    package init(id: Int64, contentHash: String, appliedAt: Date, source: String, result: Result, message: String?) {
+    package init(
+        id: Int64, contentHash: String, appliedAt: Date, source: String, result: Result, message: String?,
+        provenance: BundleProvenance = .none
+    ) {
         self.id = id
         self.contentHash = contentHash
         self.appliedAt = appliedAt
         self.source = source
         self.result = result
         self.message = message
+        self.provenance = provenance
     }
 }
 
@@ -47,17 +53,47 @@ extension CustodyDatabase {
     @discardableResult
     public func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String?,
-        files: [StoredFile]?,
+        files: [StoredFile]?, provenance: BundleProvenance,
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> RecordedBundle {
         let (id, eventIDs, pruned) = try write("recording a bundle") { db in
+            // Only a bundle that becomes the installation's policy (one with its files) answers
+            // to the state's rules; an in-memory one is this process's alone.
+            if result == .applied, files != nil {
+                let trusted = try Row.fetchAll(db, sql: "SELECT key_id, revoked_at FROM trusted_keys").map {
+                    (id: $0["key_id"] as String, revoked: ($0["revoked_at"] as Date?) != nil)
+                }
+                if let refusal = BundleAdmission.refusal(
+                    of: provenance,
+                    frozen: try Self.setting(Self.freezeSetting, in: db).flatMap { try? BundleFreeze.decode($0) },
+                    highestSequence: Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0, trusted: trusted)
+                {
+                    throw StoreError(.refused, refusal)
+                }
+            }
             try db.execute(
-                sql:
-                    "INSERT INTO bundle_history (content_hash, applied_at, source, result, message) VALUES (?, ?, ?, ?, ?)",
-                arguments: [contentHash, date, source, result.rawValue, message])
+                sql: """
+                    INSERT INTO bundle_history (content_hash, applied_at, source, result, message, sequence, signers, signature, applied_by, reason, rollback)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    contentHash, date, source, result.rawValue, message, provenance.sequence,
+                    StateChange.encode(provenance.signers), provenance.signature.map { Data($0) },
+                    provenance.appliedBy, provenance.reason, provenance.isRollback,
+                ])
             let id = db.lastInsertedRowID
+            // The highest sequence ever put in force, which a rollback does not lower: an
+            // older signed bundle is never taken again as new.
+            if result == .applied, let sequence = provenance.sequence, !provenance.isRollback,
+                sequence > (Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0)
+            {
+                try db.execute(
+                    sql:
+                        "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                    arguments: [Self.sequenceSetting, String(sequence)])
+            }
             if result == .applied, let files {
                 try db.execute(
                     sql: "INSERT OR IGNORE INTO bundle_revisions (content_hash, stored_at) VALUES (?, ?)",
@@ -79,9 +115,11 @@ extension CustodyDatabase {
                 }
             }
             try Self.audit(
-                .bundle, account: nil, action: result == .applied ? "apply" : "reject",
-                detail: AuditRecord.bundleDetail(contentHash: contentHash, source: source, message: message), at: date,
-                in: db)
+                .bundle, account: nil,
+                action: result == .rejected ? "reject" : provenance.isRollback ? "rollback" : "apply",
+                detail: AuditRecord.bundleDetail(
+                    contentHash: contentHash, source: source, message: message, provenance: provenance),
+                at: date, in: db)
             if result == .applied, files != nil { try Self.recordChange(.bundle, [contentHash], at: date, in: db) }
             let eventIDs = try Self.appendEvents(events, at: date, in: db)
             return (id, eventIDs, try Self.pruneBundleHistory(retaining: retaining, in: db))
@@ -91,15 +129,25 @@ extension CustodyDatabase {
         if pruned { try? truncateLog() }
         return RecordedBundle(
             record: BundleRecord(
-                id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message),
+                id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message,
+                provenance: provenance),
             eventIDs: eventIDs)
     }
 
-    /// Deletes history rows past the newest `retaining` (never the row of the bundle in
-    /// force), then every stored revision no applied row names. Returns whether it deleted any.
+    /// The setting that keeps the highest sequence ever applied.
+    static let sequenceSetting = "bundle-sequence"
+
+    /// Deletes applied rows past the newest `retaining` applied ones (never the row of the
+    /// bundle in force) and refused rows past the newest `retaining` refused ones (a run of
+    /// refusals never pushes a rollback target out), then every stored revision no applied
+    /// row names. Returns whether it deleted any.
     private static func pruneBundleHistory(retaining: Int, in db: Database) throws -> Bool {
-        let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_history") ?? 0
-        guard count > max(retaining, 1) else { return false }
+        let kept = max(retaining, 1)
+        let count =
+            try Int.fetchOne(
+                db, sql: "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM bundle_history GROUP BY result)")
+            ?? 0
+        guard count > kept else { return false }
         let inForce = try Int64.fetchOne(
             db,
             sql:
@@ -107,9 +155,11 @@ extension CustodyDatabase {
         )
         try db.execute(
             sql: """
-                DELETE FROM bundle_history WHERE id NOT IN (SELECT id FROM bundle_history ORDER BY id DESC LIMIT ?) AND id IS NOT ?
+                DELETE FROM bundle_history WHERE id NOT IN (
+                    SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY result ORDER BY id DESC) AS rank FROM bundle_history)
+                    WHERE rank <= ?) AND id IS NOT ?
                 """,
-            arguments: [max(retaining, 1), inForce])
+            arguments: [kept, inForce])
         try db.execute(
             sql:
                 "DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')"
@@ -139,7 +189,7 @@ extension CustodyDatabase {
             try BundleHistoryRow.fetchAll(
                 db,
                 sql:
-                    "SELECT id, content_hash, applied_at, source, result, message FROM bundle_history ORDER BY id DESC LIMIT ?",
+                    "SELECT \(BundleHistoryRow.columns) FROM bundle_history ORDER BY id DESC LIMIT ?",
                 arguments: [limit]
             ).map { try $0.record() }
         }
@@ -152,7 +202,7 @@ extension CustodyDatabase {
                 let row = try BundleHistoryRow.fetchOne(
                     db,
                     sql: """
-                        SELECT id, content_hash, applied_at, source, result, message FROM bundle_history
+                        SELECT \(BundleHistoryRow.columns) FROM bundle_history
                         WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                         """)
             else { return nil }
@@ -160,6 +210,34 @@ extension CustodyDatabase {
                 db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
                 arguments: [row.contentHash])
             return StoredBundle(record: try row.record(), files: files.map(\.file))
+        }
+    }
+
+    /// A kept revision's files with the newest history row that applied it; nil when the
+    /// state keeps no such revision.
+    public func storedBundle(revision contentHash: String) throws(StoreError) -> StoredBundle? {
+        try read("reading a kept bundle") { db -> StoredBundle? in
+            guard
+                let row = try BundleHistoryRow.fetchOne(
+                    db,
+                    sql: """
+                        SELECT \(BundleHistoryRow.columns) FROM bundle_history
+                        WHERE result = 'applied' AND content_hash = ? AND content_hash IN (SELECT content_hash FROM bundle_revisions)
+                        ORDER BY id DESC LIMIT 1
+                        """, arguments: [contentHash])
+            else { return nil }
+            let files = try BundleFileRow.fetchAll(
+                db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
+                arguments: [contentHash])
+            return StoredBundle(record: try row.record(), files: files.map(\.file))
+        }
+    }
+
+    /// The highest sequence of a signed bundle ever applied (a rollback does not lower it); 0
+    /// when none was.
+    public func bundleSequence() throws(StoreError) -> Int64 {
+        try read("reading the highest bundle sequence") { db in
+            Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0
         }
     }
 

@@ -188,6 +188,39 @@ extension CustodyDatabase {
                     CREATE INDEX bundle_history_by_revision ON bundle_history (content_hash);
                     """)
         }
+        migrator.registerMigration("v8: signed bundles, trusted keys, replicas") { db in
+            // Each history row says where its bundle came from: the signed sequence, the keys
+            // whose signatures were verified, the signature file, who applied it and why.
+            try db.execute(
+                sql: """
+                    ALTER TABLE bundle_history ADD COLUMN sequence INTEGER;
+                    ALTER TABLE bundle_history ADD COLUMN signers TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE bundle_history ADD COLUMN signature BLOB;
+                    ALTER TABLE bundle_history ADD COLUMN applied_by TEXT;
+                    ALTER TABLE bundle_history ADD COLUMN reason TEXT;
+                    ALTER TABLE bundle_history ADD COLUMN rollback BOOLEAN NOT NULL DEFAULT 0;
+                    """)
+            // The public keys bundles must be signed with, once there is one.
+            try db.create(table: "trusted_keys") { table in
+                table.column("key_id", .text).primaryKey()
+                table.column("public_key", .text).notNull()
+                table.column("name", .text)
+                table.column("added_at", .datetime).notNull()
+                table.column("revoked_at", .datetime)
+            }
+            // What each serving process last said about itself.
+            try db.create(table: "replicas") { table in
+                table.column("id", .text).primaryKey()
+                table.column("host", .text).notNull()
+                table.column("pid", .integer).notNull()
+                table.column("started_at", .datetime).notNull()
+                table.column("version", .text).notNull()
+                table.column("revision", .text)
+                table.column("change", .integer).notNull()
+                table.column("last_contact", .datetime).notNull()
+                table.column("last_error", .text)
+            }
+        }
         return migrator
     }()
 }

@@ -95,11 +95,22 @@ struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
     var source: String
     var result: String
     var message: String?
+    var sequence: Int64?
+    var signers: String
+    var signature: Data?
+    var appliedBy: String?
+    var reason: String?
+    var rollback: Bool
+
+    /// The columns, for `SELECT`s.
+    static let columns =
+        "id, content_hash, applied_at, source, result, message, sequence, signers, signature, applied_by, reason, rollback"
 
     enum CodingKeys: String, CodingKey {
-        case id, source, result, message
+        case id, source, result, message, sequence, signers, signature, reason, rollback
         case contentHash = "content_hash"
         case appliedAt = "applied_at"
+        case appliedBy = "applied_by"
     }
 
     func record() throws -> BundleRecord {
@@ -107,7 +118,10 @@ struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
             throw RecordError("a bundle history row names the unknown result '\(result)'")
         }
         return BundleRecord(
-            id: id, contentHash: contentHash, appliedAt: appliedAt, source: source, result: result, message: message)
+            id: id, contentHash: contentHash, appliedAt: appliedAt, source: source, result: result, message: message,
+            provenance: BundleProvenance(
+                sequence: sequence, signers: StateChange.decode(signers), signature: signature.map { Array($0) },
+                appliedBy: appliedBy, reason: reason, isRollback: rollback))
     }
 }
 

@@ -100,3 +100,134 @@ public struct PolicyReach: Sendable, Hashable {
         self.policies = policies
     }
 }
+
+/// Where a bundle came from and who put it in force, as its history row keeps it.
+public struct BundleProvenance: Sendable, Hashable {
+    /// The signed manifest's sequence number; nil for an unsigned bundle.
+    public var sequence: Int64?
+    /// The key ids whose signatures were verified, sorted; empty when none was.
+    public var signers: [String]
+    /// The signature file's bytes as they came with the bundle (`.custody-signature.json`).
+    public var signature: [UInt8]?
+    /// Who applied it: a token's name or id, `cli`, `graph-sync`; nil when not known.
+    public var appliedBy: String?
+    /// Why, when given (a rollback's `--reason`).
+    public var reason: String?
+    /// Put back in force from the history by an operator (not an incoming bundle).
+    public var isRollback: Bool
+
+    public init(
+        sequence: Int64? = nil, signers: [String] = [], signature: [UInt8]? = nil, appliedBy: String? = nil,
+        reason: String? = nil, isRollback: Bool = false
+    ) {
+        self.sequence = sequence
+        self.signers = signers
+        self.signature = signature
+        self.appliedBy = appliedBy
+        self.reason = reason
+        self.isRollback = isRollback
+    }
+
+    /// Nothing known: an unsigned bundle applied by nobody named.
+    public static let none = BundleProvenance()
+}
+
+/// A public key the state trusts to sign bundles (`custody trust add`).
+public struct TrustedKeyRecord: Sendable, Hashable {
+    /// The key's id: the first 16 hex digits of the SHA-256 of its 32 bytes.
+    public var keyID: String
+    /// The key as text: `ed25519:` and the base64 of its 32 bytes.
+    public var publicKey: String
+    public var name: String?
+    public var addedAt: Date
+    /// When it was revoked; a revoked key's signature never counts.
+    public var revokedAt: Date?
+
+    public init(keyID: String, publicKey: String, name: String?, addedAt: Date, revokedAt: Date? = nil) {
+        self.keyID = keyID
+        self.publicKey = publicKey
+        self.name = name
+        self.addedAt = addedAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// A freeze of the policy in force (`custody bundle freeze`): every new bundle is refused with
+/// its reason until it is lifted; a rollback still goes through.
+public struct BundleFreeze: Sendable, Hashable, Codable {
+    public var reason: String
+    /// Who froze it: a token's name, `cli`.
+    public var by: String?
+    public var at: Date
+
+    public init(reason: String, by: String?, at: Date) {
+        self.reason = reason
+        self.by = by
+        self.at = at
+    }
+}
+
+/// What one replica (one `custody serve` process) last said about itself in the shared state.
+public struct ReplicaRecord: Sendable, Hashable {
+    /// Unique per process: host, process id and start time.
+    public var id: String
+    public var host: String
+    public var processID: Int
+    public var startedAt: Date
+    /// The Custody version it runs.
+    public var version: String
+    /// The revision in force there; nil when none.
+    public var revision: String?
+    /// The last change of the state's log it applied.
+    public var change: Int64
+    public var lastContact: Date
+    /// Its last error reaching the state or applying a change; nil when none.
+    public var lastError: String?
+
+    public init(
+        id: String, host: String, processID: Int, startedAt: Date, version: String, revision: String?, change: Int64,
+        lastContact: Date, lastError: String?
+    ) {
+        self.id = id
+        self.host = host
+        self.processID = processID
+        self.startedAt = startedAt
+        self.version = version
+        self.revision = revision
+        self.change = change
+        self.lastContact = lastContact
+        self.lastError = lastError
+    }
+}
+
+/// The state's own rules for a bundle about to be put in force, which both engines check in
+/// the transaction that records it.
+package enum BundleAdmission {
+    /// Why the state refuses a bundle with this provenance, or nil. A rollback passes a freeze
+    /// and the sequence rule, never the trust rule.
+    package static func refusal(
+        of provenance: BundleProvenance, frozen: BundleFreeze?, highestSequence: Int64,
+        trusted: [(id: String, revoked: Bool)]
+    ) -> String? {
+        if !trusted.isEmpty {
+            let revoked = Set(trusted.filter(\.revoked).map(\.id))
+            let valid = Set(trusted.filter { !$0.revoked }.map(\.id))
+            if let key = provenance.signers.first(where: revoked.contains) {
+                return "revoked key: \(key) was revoked"
+            }
+            guard !provenance.signers.isEmpty, provenance.signers.allSatisfy(valid.contains) else {
+                return provenance.signers.isEmpty
+                    ? "unsigned: the state trusts signing keys, and no trusted signature was verified"
+                    : "unknown key: \(provenance.signers.joined(separator: ", ")) not trusted by the state"
+            }
+        }
+        guard !provenance.isRollback else { return nil }
+        if let frozen {
+            return "frozen: the policy in force is frozen (\(frozen.reason)); unfreeze it first, or roll back"
+        }
+        if let sequence = provenance.sequence, sequence <= highestSequence {
+            return "replayed: sequence \(sequence) is not greater than \(highestSequence), the highest applied"
+        }
+        return nil
+    }
+}

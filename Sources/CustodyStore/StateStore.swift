@@ -79,11 +79,13 @@ public protocol StateStore: AnyObject, Sendable {
 
     /// Records a bundle applied or rejected (see `CustodyDatabase.recordBundle`): `files` nil
     /// keeps no files (never restorable, no change); the history keeps its newest `retaining`
-    /// rows and the files of the revisions they name.
+    /// applied rows and as many refused ones, and the files of the revisions they name. An
+    /// applied bundle's sequence raises the state's highest sequence (`bundleSequence()`),
+    /// unless it is a rollback.
     @discardableResult
     func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String?,
-        files: [StoredFile]?,
+        files: [StoredFile]?, provenance: BundleProvenance,
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
@@ -95,6 +97,33 @@ public protocol StateStore: AnyObject, Sendable {
     func lastAppliedBundle() throws(StoreError) -> BundleRecord?
     /// The revisions whose files the state keeps, each with the bytes of its files.
     func storedBundleRevisions() throws(StoreError) -> [String: Int]
+    /// A kept revision's files with the newest history row that applied it; nil when none.
+    func storedBundle(revision contentHash: String) throws(StoreError) -> StoredBundle?
+    /// The highest sequence of a signed bundle ever applied (not lowered by a rollback); 0
+    /// when none was.
+    func bundleSequence() throws(StoreError) -> Int64
+
+    // MARK: Trust, freezing and replicas
+
+    /// Every key the state was told to trust, revoked ones included, oldest first.
+    func trustedKeys() throws(StoreError) -> [TrustedKeyRecord]
+    /// Trusts a key (audited, a change); `.conflict` when the state knows it already.
+    func addTrustedKey(_ key: TrustedKeyRecord) throws(StoreError)
+    /// Revokes a key (audited, a change); false when no unrevoked key has that id.
+    @discardableResult
+    func revokeTrustedKey(id: String, at date: Date) throws(StoreError) -> Bool
+    /// The freeze in force, if any.
+    func bundleFreeze() throws(StoreError) -> BundleFreeze?
+    /// Freezes (or, with nil, unfreezes; false when there was no freeze), audited, a change.
+    @discardableResult
+    func setBundleFreeze(_ freeze: BundleFreeze?, at date: Date) throws(StoreError) -> Bool
+    /// Records what a replica says about itself, replacing what it said before.
+    func recordReplica(_ status: ReplicaRecord) throws(StoreError)
+    /// Every replica recorded, by id.
+    func replicas() throws(StoreError) -> [ReplicaRecord]
+    /// Forgets replicas last heard from before `date`, and the one named `id`; returns how many.
+    @discardableResult
+    func forgetReplicas(lastContactBefore date: Date, id: String?) throws(StoreError) -> Int
 
     // MARK: Audit and settings
 
@@ -225,7 +254,7 @@ extension StateStore {
     ) throws(StoreError) -> RecordedBundle {
         try recordBundle(
             contentHash: contentHash, source: source, result: result, message: message, files: files,
-            accounts: accounts, reach: [], events: [],
+            provenance: .none, accounts: accounts, reach: [], events: [],
             retaining: BundleRecord.defaultRetained, at: date)
     }
 }

@@ -29,6 +29,11 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// answer did not come in time): it may have been committed or not. Read the state
         /// back to know; never take it as a refusal.
         public static let outcomeUnknown = Code(rawValue: "outcome-unknown")
+        /// A bundle the state's rules refuse, checked in the transaction that would have
+        /// recorded it (so two writers cannot both pass): the policy in force is frozen, its
+        /// sequence is not above the highest applied (a replay), or its signers are not keys
+        /// the state trusts. The message names which.
+        public static let refused = Code(rawValue: "refused")
     }
 
     public let code: Code

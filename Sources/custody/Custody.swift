@@ -34,7 +34,7 @@ struct Custody: AsyncParsableCommand {
             WipeCommand.self, ApplyCommand.self, WatchCommand.self, CheckInCommand.self, AuditCommand.self,
             ConfigCommand.self,
             SpecCommand.self, SecretsCommand.self, MatrixCommand.self, ServeCommand.self, TokensCommand.self,
-            ReceiveCommand.self, GraphCommand.self,
+            ReceiveCommand.self, GraphCommand.self, BundleCommand.self, TrustCommand.self, FleetCommand.self,
         ]
     )
 }

@@ -191,7 +191,7 @@ struct StateStoreContractTests {
         try state.recordBundle(
             contentHash: "aa", source: "one", result: .applied, message: nil,
             files: [StoredFile(name: "b.json", bytes: [2]), StoredFile(name: "a.json", bytes: [1])],
-            accounts: [SeenAccount(owner: "oid:a", aliases: [])],
+            provenance: .none, accounts: [SeenAccount(owner: "oid:a", aliases: [])],
             reach: [PolicyReach(account: "oid:a", policies: ["p1"])], events: [],
             retaining: 100, at: t0)
         try state.recordBundle(contentHash: "bb", source: "two", result: .rejected, message: "bad", at: t0 + 1)
@@ -244,7 +244,7 @@ struct StateStoreContractTests {
             try state.recordBundle(
                 contentHash: hash, source: hash, result: result, message: result == .rejected ? "bad" : nil,
                 files: result == .applied ? [StoredFile(name: "tenant.json", bytes: Array(hash.utf8))] : nil,
-                accounts: [],
+                provenance: .none, accounts: [],
                 reach: [], events: [],
                 retaining: 3, at: t0 + offset)
         }
@@ -255,11 +255,12 @@ struct StateStoreContractTests {
         try record("r4", .applied, at: 4)
         #expect(try state.bundleHistory().map(\.contentHash) == ["r4", "r3", "r2"])
         #expect(Set(try state.storedBundleRevisions().keys) == ["r2", "r3", "r4"], "r1's files went with its last row")
-        // Rejections push applied rows out, but never the bundle in force.
+        // Refusals are kept apart: a run of them never pushes out the bundles that were in
+        // force (the rollback targets), and the newest refusals are kept as many.
         for offset in 5...8 { try record("bad\(offset)", .rejected, at: Double(offset)) }
         #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "r4")
-        #expect(Set(try state.storedBundleRevisions().keys) == ["r4"])
-        #expect(try state.bundleHistory().map(\.contentHash) == ["bad8", "bad7", "bad6", "r4"])
+        #expect(Set(try state.storedBundleRevisions().keys) == ["r2", "r3", "r4"])
+        #expect(try state.bundleHistory().map(\.contentHash) == ["bad8", "bad7", "bad6", "r4", "r3", "r2"])
     }
 
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)

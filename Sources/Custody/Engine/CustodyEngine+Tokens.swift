@@ -31,6 +31,9 @@ public struct ServiceToken: Sendable, Hashable {
     public let created: Date
     public let revoked: Date?
 
+    /// The token as histories and audits name whoever used it: `token ID (NAME)`.
+    public var operatorName: String { "token \(id)" + (name.map { " (\($0))" } ?? "") }
+
     /// Whether the token grants `scope` (`admin` grants every scope).
     public func grants(_ scope: TokenScope) -> Bool {
         revoked == nil && (scopes.contains(scope) || scopes.contains(.admin))

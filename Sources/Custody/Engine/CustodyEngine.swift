@@ -337,15 +337,16 @@ public final class CustodyEngine: Sendable {
     /// - Throws: `CustodyError` `.bundle` with located diagnostics when it does not load (it is
     ///   then recorded as rejected, and the policy in force stays).
     @discardableResult
-    public func apply(bundleDirectory directory: String, allowingEmpty: Bool = false) async throws(CustodyError)
-        -> ApplyResult
-    {
+    public func apply(
+        bundleDirectory directory: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
+    ) async throws(CustodyError) -> ApplyResult {
         let source = URL(fileURLWithPath: directory).standardizedFileURL.path
         // What the state had in force (another writer may be ahead of this engine).
         let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
         let events: [PolicyEvent]
         do {
-            events = try await manager.apply(bundleDirectory: source, allowingEmpty: allowingEmpty)
+            events = try await manager.apply(
+                bundleDirectory: source, allowingEmpty: allowingEmpty, provenance: provenance)
         } catch {
             throw Self.applyError(error, naming: "the bundle \(directory)")
         }
@@ -357,14 +358,15 @@ public final class CustodyEngine: Sendable {
     /// `apply(bundleDirectory:)` does: validated, stored with its revision, put in force; a
     /// bundle that does not load is recorded as rejected and the policy in force stays.
     @discardableResult
-    public func apply(files: BundleFiles, source: String, allowingEmpty: Bool = false) async throws(CustodyError)
-        -> ApplyResult
-    {
+    public func apply(
+        files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
+    ) async throws(CustodyError) -> ApplyResult {
         // What the state had in force (another writer may be ahead of this engine).
         let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
         let events: [PolicyEvent]
         do {
-            events = try await manager.apply(files, source: source, allowingEmpty: allowingEmpty)
+            events = try await manager.apply(
+                files, source: source, allowingEmpty: allowingEmpty, provenance: provenance)
         } catch {
             throw Self.applyError(error, naming: "the bundle")
         }
@@ -378,6 +380,13 @@ public final class CustodyEngine: Sendable {
         if let failure = rejection.stateFailure {
             return CustodyError(
                 failure.code == .outcomeUnknown ? .outcomeUnknown : .state, rejection.message, underlying: rejection)
+        }
+        if let refusal = rejection.diagnostics.first,
+            [.untrusted, .replayed, .frozen].contains(refusal.code)
+        {
+            return CustodyError(
+                .untrusted, "\(bundle) is refused; the policy in force is unchanged: \(refusal.message)",
+                diagnostics: rejection.diagnostics, underlying: rejection)
         }
         return CustodyError(
             .bundle,

@@ -36,6 +36,14 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
         /// A change was sent to the state, which did not confirm whether it committed it: it
         /// may be in force. Not a refusal: read the state to know.
         public static let outcomeUnknown = Code(rawValue: "outcome-unknown")
+        /// A bundle refused by the state's rules: its signature does not make it trusted, it
+        /// replays an older sequence, or the policy in force is frozen; `diagnostics` says which
+        /// (`untrusted`, `replayed`, `frozen`).
+        public static let untrusted = Code(rawValue: "untrusted")
+        /// What was named is not there (a kept revision, a trusted key).
+        public static let notFound = Code(rawValue: "not-found")
+        /// An argument the operation cannot take (a malformed key, an empty reason).
+        public static let invalidArgument = Code(rawValue: "invalid-argument")
     }
 
     public let code: Code

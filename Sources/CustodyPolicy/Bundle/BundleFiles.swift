@@ -39,13 +39,21 @@ public struct BundleFiles: Sendable, Hashable {
     /// endian) and its bytes, in name order: the same files give the same hash wherever they
     /// are. This is the bundle's revision.
     public let contentHash: String
+    /// The bytes of the bundle's signature file (`.custody-signature.json`), when it has one:
+    /// not an entry, and not part of the revision (signing the same files again does not make
+    /// another revision).
+    public let signature: [UInt8]?
 
     /// The name of the tenant file.
     public static let tenantName = "tenant.json"
+    /// The name of the signature file beside the entries (hidden, so never an entry itself).
+    public static let signatureName = ".custody-signature.json"
+    /// The most bytes a signature file may hold.
+    public static let maximumSignatureBytes = 1 << 20
 
     /// Files from anywhere (sorted by name here).
     /// - Throws: a `BundleError` when a name is not a bundle entry name or appears twice.
-    public init(entries: [Entry], directory: String? = nil) throws(BundleError) {
+    public init(entries: [Entry], directory: String? = nil, signature: [UInt8]? = nil) throws(BundleError) {
         var seen = Set<String>()
         for entry in entries {
             guard Self.isEntryName(entry.name), !entry.name.contains("/"), entry.name.utf8.count <= 255 else {
@@ -68,20 +76,34 @@ public struct BundleFiles: Sendable, Hashable {
                 throw BundleError(diagnostics: [Self.problem(entry.name, "the bundle names '\(entry.name)' twice")])
             }
         }
-        self.init(sorted: entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }, directory: directory)
+        self.init(
+            sorted: entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }, directory: directory,
+            signature: signature)
     }
 
     /// A bundle as the state keeps it: its files (named and checked when it was applied) and
     /// the revision recorded for them then, which is not computed again.
-    package init(stored entries: [Entry], contentHash: String) {
+    package init(stored entries: [Entry], contentHash: String, signature: [UInt8]? = nil) {
         self.entries = entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         self.directory = nil
         self.contentHash = contentHash
+        self.signature = signature
     }
 
-    private init(sorted entries: [Entry], directory: String?) {
+    /// The same files with this signature file (nil: none).
+    public func signed(_ signature: [UInt8]?) -> BundleFiles { BundleFiles(copying: self, signature: signature) }
+
+    private init(copying other: BundleFiles, signature: [UInt8]?) {
+        entries = other.entries
+        directory = other.directory
+        contentHash = other.contentHash
+        self.signature = signature
+    }
+
+    private init(sorted entries: [Entry], directory: String?, signature: [UInt8]?) {
         self.entries = entries
         self.directory = directory
+        self.signature = signature
         var hasher = SHA256()
         for entry in entries {
             hasher.update(data: Array(entry.name.utf8) + [0])
@@ -157,7 +179,17 @@ public struct BundleFiles: Sendable, Hashable {
                 problems.append(problem(path, reason.message))
             }
         }
-        let files = BundleFiles(sorted: entries, directory: directory)
+        var signature: [UInt8]?
+        if names.contains(signatureName) {
+            let path = (directory as NSString).appendingPathComponent(signatureName)
+            switch readRegularFile(path, maximumBytes: maximumSignatureBytes) {
+            case .success(let bytes): signature = bytes
+            case .failure(let reason) where reason.isTooLarge:
+                problems.append(problem(path, "the signature file is larger than \(maximumSignatureBytes) bytes"))
+            case .failure(let reason): problems.append(problem(path, reason.message))
+            }
+        }
+        let files = BundleFiles(sorted: entries, directory: directory, signature: signature)
         guard problems.isEmpty else {
             let others: [Diagnostic]
             do {
@@ -317,7 +349,9 @@ public struct BundleProbe: Sendable, Hashable {
     public static func take(directory: String) -> BundleProbe? {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
         var entries: [EntryStatus] = []
-        for name in BundleFiles.entryNames(among: names) {
+        // The signature file too: signing a bundle again is a change to read.
+        let signature = names.contains(BundleFiles.signatureName) ? [BundleFiles.signatureName] : []
+        for name in BundleFiles.entryNames(among: names) + signature {
             var status = stat()
             let path = (directory as NSString).appendingPathComponent(name)
             guard stat(path, &status) == 0 else {

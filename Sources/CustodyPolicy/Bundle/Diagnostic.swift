@@ -74,6 +74,13 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
         /// The bundle has no tenant.json and no app protection policy: it knows no account and
         /// manages none, so it would allow everything. Refused unless applied on purpose.
         public static let emptyBundle = Code(rawValue: "empty-bundle")
+        /// The bundle's signature does not make it trusted where trusted keys are required
+        /// (unsigned, an unknown or revoked key, a changed, extra or missing file, expired).
+        public static let untrusted = Code(rawValue: "untrusted")
+        /// The bundle's sequence is not above the highest one applied: an older bundle replayed.
+        public static let replayed = Code(rawValue: "replayed")
+        /// The policy in force is frozen: no new bundle until it is lifted.
+        public static let frozen = Code(rawValue: "frozen")
         /// A policy configures settings Custody does not enforce (PIN, device conditions, …).
         public static let notEnforced = Code(rawValue: "not-enforced")
         /// A setting whose value is not in effect given another setting (as Microsoft documents).

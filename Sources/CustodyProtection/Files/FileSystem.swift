@@ -146,6 +146,11 @@ package enum FileSystem {
         }
     }
 
+    /// `writeAtomically` for other layers (a signature file, say), with the mode as an integer.
+    package static func replace(_ path: String, with bytes: [UInt8], mode: Int) throws(ProtectionError) {
+        try writeAtomically(bytes, to: path, mode: mode_t(mode))
+    }
+
     /// What follows a file's name in the name of its temporary file.
     static let temporaryMarker = ".custody-tmp-"
 

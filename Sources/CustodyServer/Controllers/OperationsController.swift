@@ -49,6 +49,11 @@ struct OperationsController {
                 "the Graph sync fails (\(sync?.consecutiveFailures ?? 0) in a row), the policy in force stays: \(syncError)"
             )
         }
+        if let refused = engine.lastBundleRejection {
+            warnings.append(
+                "the last bundle offered (\(refused.source), \(refused.at.formatted(.iso8601))) was refused, the policy in force stays: \(refused.message)"
+            )
+        }
         let replica = engine.replicaStatus
         let stale = replica.isStale()
         if stale {

@@ -56,7 +56,8 @@ struct PolicyController {
         }
         let answer = BundleInForceAnswer(
             revision: inForce.revision, source: inForce.source, appliedAt: inForce.appliedAt.map(Self.format),
-            version: version, eventId: engine.lastEventID,
+            sequence: inForce.provenance.sequence, signers: inForce.provenance.signers,
+            appliedBy: inForce.provenance.appliedBy, version: version, eventId: engine.lastEventID,
             files: inForce.files.map { BundleInForceAnswer.File(name: $0.name, bytes: $0.bytes) },
             diagnostics: snapshot.bundle.warnings.map(\.description))
         return EditedResponse(
@@ -105,23 +106,35 @@ struct PolicyController {
             allowEmpty = value
         }
         var entries: [BundleFiles.Entry] = []
+        var signature: [UInt8]?
         for member in files.members {
             guard let text = member.value.string else {
                 throw ServiceError(
                     .badRequest, .invalidBundleRequest,
                     "the file '\(member.key)' must be given as a JSON string of its text")
             }
+            // The signature file travels with the others; it is not an entry of the bundle.
+            if member.key == BundleFiles.signatureName {
+                guard signature == nil else {
+                    throw ServiceError(
+                        .badRequest, .invalidBundleRequest, "the file '\(member.key)' is given twice")
+                }
+                signature = Array(text.utf8)
+                continue
+            }
             entries.append(BundleFiles.Entry(name: member.key, bytes: Array(text.utf8)))
         }
         let bundleFiles: BundleFiles
         do {
-            bundleFiles = try BundleFiles(entries: entries)
+            bundleFiles = try BundleFiles(entries: entries, signature: signature)
         } catch {
             throw ServiceError(.badRequest, .invalidBundleRequest, error.diagnostics.first?.message ?? "\(error)")
         }
         let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
         let result = try await StateExecutor.run {
-            try await engine.apply(files: bundleFiles, source: source, allowingEmpty: allowEmpty)
+            try await engine.apply(
+                files: bundleFiles, source: source, allowingEmpty: allowEmpty,
+                provenance: BundleProvenance(appliedBy: context.identity.map(\.operatorName)))
         }
         let answer = BundleApplied(
             revision: result.bundle.revision, unchanged: result.unchanged, eventId: engine.lastEventID,

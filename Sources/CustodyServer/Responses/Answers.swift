@@ -52,6 +52,12 @@ struct BundleInForceAnswer: ResponseEncodable {
     var source: String
     /// Null for a one-off override (`--bundle`), which was never applied.
     @Nullable var appliedAt: String?
+    /// The signed manifest's sequence; null for an unsigned bundle.
+    @Nullable var sequence: Int64?
+    /// The trusted keys whose signatures were verified when it was applied.
+    var signers: [String]
+    /// Who applied it (a token, `cli`, `watch`, `graph-sync`); null when not recorded.
+    @Nullable var appliedBy: String?
     var version: Int
     var eventId: Int64
     var files: [File]

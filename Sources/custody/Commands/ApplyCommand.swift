@@ -1,5 +1,6 @@
 import ArgumentParser
 import Custody
+import CustodyStore
 import CustodyPolicy
 
 /// `custody apply`: make a bundle the installation's policy in force.
@@ -52,7 +53,9 @@ struct ApplyCommand: AsyncParsableCommand {
         // bundle in force, when it loads.
         await engine.restoreBundleInForceIfItLoads()
         let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-            try await engine.apply(bundleDirectory: bundle, allowingEmpty: allowEmpty)
+            try await engine.apply(
+                bundleDirectory: bundle, allowingEmpty: allowEmpty,
+                provenance: BundleProvenance(appliedBy: commandLineOperator))
         }
         try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)

@@ -101,6 +101,12 @@ struct GraphSyncCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the bundle as this directory, atomically.", valueName: "dir"))
     var out: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Sign the bundle built with this key (custody bundle keygen), so that a state that trusts it takes it.",
+            valueName: "file"))
+    var signingKey: String?
+
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var historyOptions: BundleHistoryOptions
     @OptionGroup var loggingOptions: LoggingOptions
@@ -157,7 +163,9 @@ struct GraphSyncCommand: AsyncParsableCommand {
                 tenantID: tenantID, clientID: clientID, credential: credential,
                 cloud: GraphCloud(rawValue: cloud.rawValue) ?? .global,
                 authority: authority, graphURL: graphURL)
-            sync = try GraphSync(settings: settings, overlay: overlay, logger: logger)
+            sync = try GraphSync(
+                settings: settings, overlay: overlay, signingKey: try signingKey.map(BundleSigningKey.load(file:)),
+                logger: logger)
         } catch {
             StandardError.write("error: \(error)\n")
             throw ExitCode.failure

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Custody
+import CustodyStore
 import CustodyGraph
 import CustodyServer
 import Foundation
@@ -26,7 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
             refused with 503 until one is applied (PUT /v1/bundle, or custody apply).
 
             With --graph FILE (a JSON object: tenantId, clientId, clientSecretFile or \
-            certificate and privateKey, cloud, authority, graphUrl, tenantOverlay, \
+            certificate and privateKey, cloud, authority, graphUrl, tenantOverlay, signingKey, \
             intervalSeconds; see docs/graph.md), the policy is synced from Microsoft Graph at \
             start, every --graph-interval seconds (default: the file's intervalSeconds, else 300) \
             and on POST /v1/graph/sync (admin), as custody graph sync --state does. A failed sync \
@@ -88,6 +89,12 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "seconds"))
     var bodyTimeout = Int(CustodyServerConfiguration.Limits().bodyTimeout.components.seconds)
 
+    @Option(
+        help: ArgumentHelp(
+            "Announce (replicaBehind) a replica still running another revision this many seconds after the newest was applied.",
+            valueName: "seconds"))
+    var fleetBehindAfter = Int(CustodyServerConfiguration.Limits.fleetBehindAfterDefault.components.seconds)
+
     @OptionGroup var historyOptions: BundleHistoryOptions
 
     @Flag(help: "Serve without a master key: protect, unprotect, rotation and secrets answer 503.")
@@ -108,6 +115,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if maxBody < 1 || maxBatch < 1 { throw ValidationError("--max-body and --max-batch must be positive") }
         if bodyTimeout < 1 { throw ValidationError("--body-timeout must be at least 1 second") }
+        if !(5...86_400).contains(fleetBehindAfter) {
+            throw ValidationError("--fleet-behind-after must be between 5 and 86400 seconds")
+        }
         if let listen { _ = try Self.parse(listen) }
         if graph != nil && bundle != nil {
             throw ValidationError(
@@ -145,7 +155,8 @@ struct ServeCommand: AsyncParsableCommand {
             engine = try await CustodyEngine.open(engineConfiguration)
             if let bundle {
                 let before = engine.bundleInForce
-                let result = try await engine.apply(bundleDirectory: bundle)
+                let result = try await engine.apply(
+                    bundleDirectory: bundle, provenance: BundleProvenance(appliedBy: "serve --bundle"))
                 if let before, !result.unchanged {
                     // Said loudly: every replica on this state follows it, whatever was put in
                     // force since this directory was last applied.
@@ -171,13 +182,14 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.limits.bodyBytes = maxBody
         configuration.limits.batchQueries = maxBatch
         configuration.limits.bodyTimeout = .seconds(bodyTimeout)
+        configuration.fleetBehindAfter = .seconds(fleetBehindAfter)
         let scheme = configuration.tls == nil ? "http" : "https"
         var runner: GraphSyncRunner?
         if let graphConfiguration {
             do {
                 let sync = try GraphSync(
                     settings: graphConfiguration.settings, overlay: graphConfiguration.overlay,
-                    logger: Logger(label: "custody.graph"))
+                    signingKey: graphConfiguration.signingKey, logger: Logger(label: "custody.graph"))
                 runner = GraphSyncRunner(sync: sync, engine: engine)
             } catch {
                 StandardError.write("error: --graph: \(error)\n")

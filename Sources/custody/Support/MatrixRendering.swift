@@ -191,10 +191,7 @@ enum DecisionTableRendering {
     }
 
     static func json(_ diff: DecisionDiff) -> [UInt8] {
-        (try? JSONLine.encode(
-            diff.changes.map {
-                ChangeAnswer(account: $0.account.description, before: RowAnswer($0.before), after: RowAnswer($0.after))
-            })) ?? []
+        (try? JSONLine.encode(diff.changes.map(DecisionChangeAnswer.init))) ?? []
     }
 
     /// `custody matrix table --json`: one account's decisions against each party.
@@ -223,40 +220,9 @@ enum DecisionTableRendering {
         }
     }
 
-    /// `custody matrix diff --json`: one decision that differs, before and after.
-    struct ChangeAnswer: Encodable {
-        var account: String
-        var before: RowAnswer
-        var after: RowAnswer
-    }
+    typealias RowAnswer = DecisionRowAnswer
 
-    /// One row of a decision table.
-    struct RowAnswer: Encodable {
-        var action: String
-        @Nullable var target: String?
-        @Nullable var counterpart: String?
-        var query: String
-        var decision: String
-        var allowed: Bool
-        var setting: String
-        var reason: String
-
-        init(_ row: DecisionTable.Row) {
-            action = row.action.rawValue
-            target = row.target.isEmpty ? nil : row.target
-            counterpart = row.counterpart.isEmpty ? nil : row.counterpart
-            query = row.query.description
-            decision = DecisionTable.verdict(row)
-            allowed = row.answer.isAllowed
-            setting = DecisionTableRendering.setting(row.answer)
-            reason = row.answer.reason
-        }
-    }
-
-    static func setting(_ answer: DecisionAnswer) -> String {
-        if case .single(let decision) = answer { return decision.settingName ?? "" }
-        return ""
-    }
+    static func setting(_ answer: DecisionAnswer) -> String { DecisionRowAnswer.setting(answer) }
 }
 
 /// Columns aligned for a terminal, or a Markdown table.

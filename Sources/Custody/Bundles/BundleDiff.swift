@@ -1,0 +1,104 @@
+public import CustodyPolicy
+import CustodyStore
+import Foundation
+import Logging
+
+/// What changes between two kept revisions: each policy document's settings that differ
+/// (top-level Graph properties, compared as JSON values), documents added or removed, and
+/// every decision that flips for the tenant's accounts (`DecisionDiff`).
+public struct BundleDiff: Sendable, Encodable {
+    /// One property of one document that differs.
+    public struct SettingChange: Sendable, Encodable, Hashable {
+        /// The document's file name.
+        public var file: String
+        /// The document's `id` or `displayName`, when it has one.
+        @Nullable var policy: String?
+        public var setting: String
+        /// The values as compact JSON; null when absent on that side.
+        @Nullable var before: String?
+        @Nullable var after: String?
+    }
+
+    public var from: String
+    public var to: String
+    /// Files only the newer revision has, and files only the older one has.
+    public var added: [String]
+    public var removed: [String]
+    public var settings: [SettingChange]
+    public var decisions: [DecisionChangeAnswer]
+
+    init(old: StoredBundle, new: StoredBundle, context: EvaluationContext, logger: Logger) throws(CustodyError) {
+        from = old.record.contentHash
+        to = new.record.contentHash
+        let before = Dictionary(old.files.map { ($0.name, $0.bytes) }, uniquingKeysWith: { first, _ in first })
+        let after = Dictionary(new.files.map { ($0.name, $0.bytes) }, uniquingKeysWith: { first, _ in first })
+        added = after.keys.filter { before[$0] == nil }.sorted()
+        removed = before.keys.filter { after[$0] == nil }.sorted()
+        var settings: [SettingChange] = []
+        for name in Set(before.keys).union(after.keys).sorted() where before[name] != after[name] {
+            settings += Self.settingChanges(file: name, before: before[name], after: after[name])
+        }
+        self.settings = settings
+        func snapshot(_ stored: StoredBundle) throws(CustodyError) -> PolicySnapshot {
+            let files = BundleFiles(
+                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                contentHash: stored.record.contentHash)
+            do {
+                return PolicySnapshot(bundle: try files.load(allowingEmpty: true), context: context, logger: logger)
+            } catch {
+                throw CustodyError(
+                    .bundle, "the kept revision \(stored.record.contentHash) no longer loads",
+                    diagnostics: error.diagnostics)
+            }
+        }
+        decisions = DecisionDiff(old: try snapshot(old), new: try snapshot(new)).changes.map(
+            DecisionChangeAnswer.init)
+    }
+
+    /// The top-level properties of each policy of one document that differ, compared as JSON
+    /// values. A document is one policy (an object), a list of them (an array, or Graph's
+    /// `{"value": [...]}`); policies are matched by `id`, else `displayName`, else place.
+    static func settingChanges(file: String, before: [UInt8]?, after: [UInt8]?) -> [SettingChange] {
+        func policies(_ bytes: [UInt8]?) -> [(key: String, name: String?, value: [String: Any])] {
+            guard let bytes,
+                let root = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+            else { return [] }
+            let list: [Any]
+            if let object = root as? [String: Any] {
+                list =
+                    (object["value"] as? [Any]).map {
+                        object.count == 1 || object["@odata.context"] != nil ? $0 : [object]
+                    }
+                    ?? [object]
+            } else {
+                list = root as? [Any] ?? []
+            }
+            return list.enumerated().compactMap { index, element in
+                guard let object = element as? [String: Any] else { return nil }
+                let name = (object["id"] ?? object["displayName"]) as? String
+                return (name ?? "#\(index)", name, object)
+            }
+        }
+        func text(_ value: Any?) -> String? {
+            guard let value else { return nil }
+            let data = try? JSONSerialization.data(
+                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+            return data.map { String(decoding: $0, as: UTF8.self) }
+        }
+        let old = Dictionary(policies(before).map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        let new = Dictionary(policies(after).map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        var changes: [SettingChange] = []
+        for key in Set(old.keys).union(new.keys).sorted() {
+            let was = old[key]?.value ?? [:]
+            let now = new[key]?.value ?? [:]
+            let name = new[key]?.name ?? old[key]?.name
+            for setting in Set(was.keys).union(now.keys).sorted() {
+                let before = text(was[setting])
+                let after = text(now[setting])
+                guard before != after else { continue }
+                changes.append(SettingChange(file: file, policy: name, setting: setting, before: before, after: after))
+            }
+        }
+        return changes
+    }
+}

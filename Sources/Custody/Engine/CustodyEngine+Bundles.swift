@@ -1,0 +1,165 @@
+public import CustodyPolicy
+public import CustodyStore
+public import Foundation
+
+/// Trust, history, rollback and freezing: what an operator asks of the bundles an installation
+/// applied (`custody trust …`, `custody bundle …`, the service's `/v1/bundle/…` routes).
+extension CustodyEngine {
+    // MARK: Trusted signing keys
+
+    /// Every key the state was told to trust, revoked ones included, oldest first.
+    public func trustedKeys() throws(CustodyError) -> [TrustedKeyRecord] {
+        try CustodyError.fromState { try database.trustedKeys() }
+    }
+
+    /// Trusts `key` to sign bundles, audited and shared by every replica. From the first key
+    /// on, every bundle that comes in must carry a valid signature by a trusted key.
+    /// - Throws: `.invalidArgument` when the state knows the key already (a revoked key is never
+    ///   trusted again: make a new one).
+    @discardableResult
+    public func trust(_ key: BundleSigningPublicKey, name: String?) throws(CustodyError) -> TrustedKeyRecord {
+        let record = TrustedKeyRecord(keyID: key.keyID, publicKey: key.text, name: name, addedAt: Date())
+        do {
+            try database.addTrustedKey(record)
+        } catch  where error.code == .conflict {
+            throw CustodyError(.invalidArgument, "\(error.message); a revoked key is never trusted again")
+        } catch {
+            throw CustodyError(state: error)
+        }
+        return record
+    }
+
+    /// Revokes a trusted key: its signature never counts again, even beside a valid one.
+    /// - Throws: `.notFound` when no unrevoked key has that id.
+    public func revokeTrust(keyID: String) throws(CustodyError) {
+        guard try CustodyError.fromState({ try database.revokeTrustedKey(id: keyID, at: Date()) }) else {
+            throw CustodyError(.notFound, "no trusted, unrevoked key has the id \(keyID)")
+        }
+    }
+
+    /// What the state would say of `files`' signature now: verified (with the sequence rule
+    /// checked too), or why not. Changes nothing.
+    public func verifySignature(of files: BundleFiles) throws(CustodyError) -> VerifiedSignature {
+        let (keys, highest) = try CustodyError.fromState { (try database.trustedKeys(), try database.bundleSequence()) }
+        guard !keys.isEmpty else {
+            throw CustodyError(.invalidArgument, "the state trusts no signing key (custody trust add)")
+        }
+        let verified: VerifiedSignature
+        do {
+            verified = try BundleVerifier.verify(files, keys: keys, at: Date())
+        } catch {
+            throw CustodyError(.untrusted, "\(error)", underlying: error)
+        }
+        if verified.manifest.sequence <= highest, bundleInForce?.revision != files.contentHash {
+            throw CustodyError(
+                .untrusted,
+                "replayed: the bundle's sequence \(verified.manifest.sequence) is not greater than \(highest), the highest applied"
+            )
+        }
+        return verified
+    }
+
+    /// The last bundle this process refused since one was put in force, if any.
+    public var lastBundleRejection: (at: Date, source: String, message: String)? {
+        manager.lastRejection.withLock { $0 }
+    }
+
+    // MARK: History
+
+    /// Bundles offered, newest first: applied (with who, the sequence and signers) and refused.
+    public func bundleHistory(limit: Int = 100) throws(CustodyError) -> [BundleRecord] {
+        try CustodyError.fromState { try database.bundleHistory(limit: limit) }
+    }
+
+    /// A kept revision with its files, named by its revision or a prefix of at least 8 hex
+    /// digits that names one kept revision.
+    /// - Throws: `.notFound` when the state keeps no such revision; `.invalidArgument` when the
+    ///   prefix names several.
+    public func keptBundle(_ revision: String) throws(CustodyError) -> StoredBundle {
+        let full = try resolveRevision(revision)
+        guard let stored = try CustodyError.fromState({ try database.storedBundle(revision: full) }) else {
+            throw CustodyError(.notFound, "the state keeps no bundle with revision \(revision)")
+        }
+        return stored
+    }
+
+    private func resolveRevision(_ revision: String) throws(CustodyError) -> String {
+        guard revision.utf8.count >= 8, revision.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+        else {
+            throw CustodyError(
+                .invalidArgument,
+                "'\(revision.escapingControlCharacters)' is not a revision (8 to 64 lower-case hex digits)"
+            )
+        }
+        guard revision.utf8.count < 64 else { return revision }
+        let kept = try CustodyError.fromState { Array(try database.storedBundleRevisions().keys) }
+        let matches = kept.filter { $0.hasPrefix(revision) }
+        guard matches.count <= 1 else {
+            throw CustodyError(.invalidArgument, "\(revision) names \(matches.count) kept revisions; give more digits")
+        }
+        guard let match = matches.first else {
+            throw CustodyError(.notFound, "the state keeps no bundle with revision \(revision)")
+        }
+        return match
+    }
+
+    /// Puts a kept revision back in force, audited with `reason`: past a freeze and below the
+    /// highest sequence (an operator's explicit choice), never past the trust rule (its
+    /// signature must still hold with the keys trusted now).
+    /// - Throws: `.notFound` for a revision the state does not keep; `.bundleRefused` when its
+    ///   signature no longer holds; `.invalidArgument` for an empty reason.
+    @discardableResult
+    public func rollback(to revision: String, reason: String, by who: String?) async throws(CustodyError)
+        -> ApplyResult
+    {
+        guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw CustodyError(.invalidArgument, "a rollback needs a reason")
+        }
+        let stored = try keptBundle(revision)
+        let files = BundleFiles(
+            stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+            contentHash: stored.record.contentHash, signature: stored.record.provenance.signature)
+        return try await apply(
+            files: files, source: stored.record.source, allowingEmpty: true,
+            provenance: BundleProvenance(
+                sequence: stored.record.provenance.sequence, appliedBy: who, reason: reason, isRollback: true))
+    }
+
+    // MARK: Freezing
+
+    /// The freeze in force, if any.
+    public func bundleFreeze() throws(CustodyError) -> BundleFreeze? {
+        try CustodyError.fromState { try database.bundleFreeze() }
+    }
+
+    /// Freezes the policy in force on every replica: each new bundle is refused with `reason`
+    /// until `unfreeze`; a rollback still goes through.
+    @discardableResult
+    public func freeze(reason: String, by who: String?) throws(CustodyError) -> BundleFreeze {
+        let reason = reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !reason.isEmpty else { throw CustodyError(.invalidArgument, "a freeze needs a reason") }
+        let freeze = BundleFreeze(reason: reason, by: who, at: Date())
+        _ = try CustodyError.fromState { try database.setBundleFreeze(freeze, at: freeze.at) }
+        return freeze
+    }
+
+    /// Lifts the freeze; false when there was none.
+    @discardableResult
+    public func unfreeze() throws(CustodyError) -> Bool {
+        try CustodyError.fromState { try database.setBundleFreeze(nil, at: Date()) }
+    }
+
+    // MARK: Differences
+
+    /// What changes from kept revision `from` to `to` (default: the one in force): the settings
+    /// that differ per policy document, and every decision that flips (what `custody matrix
+    /// diff` computes), for this engine's evaluation context.
+    public func bundleDiff(from: String, to: String?) throws(CustodyError) -> BundleDiff {
+        let old = try keptBundle(from)
+        guard let newRevision = to ?? bundleInForce.map(\.revision) else {
+            throw CustodyError(.noPolicy, "no bundle is in force to compare with; name a second revision")
+        }
+        let new = try keptBundle(newRevision)
+        return try BundleDiff(old: old, new: new, context: context, logger: logger)
+    }
+}

@@ -1,0 +1,99 @@
+public import CustodyStore
+public import Foundation
+
+/// One replica as `GET /v1/fleet` and `custody fleet status` show it.
+public struct FleetReplica: Sendable, Hashable {
+    public let record: ReplicaRecord
+    /// Not heard from within `FleetStatus.staleAfter`: it may be down or cut off.
+    public let isStale: Bool
+    /// It runs another revision than the newest applied.
+    public let isBehind: Bool
+}
+
+/// What every replica of a state last said about itself.
+public struct FleetStatus: Sendable {
+    public let replicas: [FleetReplica]
+    /// The revision last applied to the state; nil when none.
+    public let newestRevision: String?
+    /// When it was applied.
+    public let newestAppliedAt: Date?
+    /// How many replicas that are not stale run another revision than the newest.
+    public var behind: Int { replicas.filter { !$0.isStale && $0.isBehind }.count }
+
+    /// How often a serving replica records its status.
+    public static let interval: Duration = .seconds(5)
+    /// Not heard from for this long: stale.
+    public static let staleAfter: TimeInterval = 15
+    /// Not heard from for this long: gone, and forgotten.
+    public static let goneAfter: TimeInterval = 3_600
+}
+
+/// The custody version replicas report.
+public let custodyVersion = "0.1.0"
+
+extension CustodyEngine {
+    /// This process's replica id: host, process id and start time, unique per process.
+    public static let replicaIdentity: (id: String, host: String, processID: Int, startedAt: Date) = {
+        let host = ProcessInfo.processInfo.hostName
+        let processID = Int(ProcessInfo.processInfo.processIdentifier)
+        let started = Date()
+        return ("\(host)-\(processID)-\(Int64(started.timeIntervalSince1970 * 1_000))", host, processID, started)
+    }()
+
+    /// Records this replica's status in the state (what it has in force, how current it is,
+    /// its last error) and forgets replicas gone for an hour. Called every few seconds by a
+    /// serving process.
+    public func recordReplicaStatus(at now: Date = Date()) throws(CustodyError) {
+        let identity = Self.replicaIdentity
+        let status = replicaStatus
+        let record = ReplicaRecord(
+            id: identity.id, host: identity.host, processID: identity.processID, startedAt: identity.startedAt,
+            version: custodyVersion, revision: bundleInForce?.revision, change: status.revision, lastContact: now,
+            lastError: status.divergence ?? status.problem)
+        try CustodyError.fromState {
+            try database.recordReplica(record)
+            try database.forgetReplicas(lastContactBefore: now.addingTimeInterval(-FleetStatus.goneAfter), id: nil)
+        }
+    }
+
+    /// Forgets this replica's status (a service that stops says it is gone).
+    public func forgetReplicaStatus() {
+        _ = try? database.forgetReplicas(lastContactBefore: .distantPast, id: Self.replicaIdentity.id)
+    }
+
+    /// Every replica's last status, stale and behind ones marked.
+    public func fleetStatus(at now: Date = Date()) throws(CustodyError) -> FleetStatus {
+        let (records, newest) = try CustodyError.fromState {
+            (try database.replicas(), try database.lastAppliedBundle())
+        }
+        let replicas = records.map { record in
+            FleetReplica(
+                record: record, isStale: now.timeIntervalSince(record.lastContact) > FleetStatus.staleAfter,
+                isBehind: newest != nil && record.revision != newest?.contentHash)
+        }
+        return FleetStatus(replicas: replicas, newestRevision: newest?.contentHash, newestAppliedAt: newest?.appliedAt)
+    }
+
+    /// Announces (`replicaBehind`, in the event log every replica streams) each replica that is
+    /// not stale and has run another revision than the newest for longer than `threshold`
+    /// since it was applied; once per replica and revision (`announced` keeps which: the
+    /// updated set is returned).
+    public func announceReplicasBehind(
+        threshold: TimeInterval, announced given: Set<String>, at now: Date = Date()
+    ) throws(CustodyError) -> Set<String> {
+        var announced = given
+        let status = try fleetStatus(at: now)
+        guard let newest = status.newestRevision, let appliedAt = status.newestAppliedAt,
+            now.timeIntervalSince(appliedAt) > threshold
+        else { return announced }
+        for replica in status.replicas where replica.isBehind && !replica.isStale {
+            let key = replica.record.id + " " + newest
+            guard announced.insert(key).inserted else { continue }
+            manager.announce(
+                .replicaBehind(
+                    replica: replica.record.id, host: replica.record.host, revision: replica.record.revision,
+                    newest: newest, seconds: Int(now.timeIntervalSince(appliedAt))))
+        }
+        return announced
+    }
+}

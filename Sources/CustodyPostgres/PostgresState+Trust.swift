@@ -1,0 +1,114 @@
+public import CustodyStore
+public import Foundation
+import PostgresNIO
+
+extension PostgresState {
+    // MARK: Trusted keys
+
+    public func trustedKeys() throws(StoreError) -> [TrustedKeyRecord] {
+        try read("reading the trusted keys") { session in
+            try session.query(
+                "SELECT key_id, public_key, name, added_at, revoked_at FROM trusted_keys ORDER BY added_at, key_id"
+            ).map { row throws in
+                let (id, key, name, added, revoked) = try row.decode((String, String, String?, Date, Date?).self)
+                return TrustedKeyRecord(keyID: id, publicKey: key, name: name, addedAt: added, revokedAt: revoked)
+            }
+        }
+    }
+
+    public func addTrustedKey(_ key: TrustedKeyRecord) throws(StoreError) {
+        try write("trusting a key") { session in
+            guard
+                try session.execute(
+                    """
+                    INSERT INTO trusted_keys (key_id, public_key, name, added_at)
+                    VALUES (\(key.keyID), \(key.publicKey), \(key.name), \(key.addedAt)) ON CONFLICT DO NOTHING
+                    """) > 0
+            else { throw StoreError(.conflict, "the key \(key.keyID) is known already (trusted or revoked)") }
+            try recordChange(.setting, ["trust"], at: key.addedAt, in: session)
+            try Self.audit(
+                .trust, account: nil, action: "add",
+                detail: "\(key.keyID) \(key.publicKey)\(key.name.map { " (\($0))" } ?? "")", at: key.addedAt,
+                in: session)
+        }
+    }
+
+    @discardableResult
+    public func revokeTrustedKey(id: String, at date: Date) throws(StoreError) -> Bool {
+        try write("revoking a key") { session in
+            // The change counter's lock: a bundle being recorded meanwhile sees the key
+            // revoked or not, never half.
+            try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+            guard
+                try session.execute(
+                    "UPDATE trusted_keys SET revoked_at = \(date) WHERE key_id = \(id) AND revoked_at IS NULL") > 0
+            else { return false }
+            try recordChange(.setting, ["trust"], at: date, in: session)
+            try Self.audit(.trust, account: nil, action: "revoke", detail: id, at: date, in: session)
+            return true
+        }
+    }
+
+    // MARK: Freezing
+
+    public func bundleFreeze() throws(StoreError) -> BundleFreeze? {
+        try read("reading the bundle freeze") { session -> BundleFreeze? in
+            guard let text = try Self.setting(Self.freezeSetting, in: session), !text.isEmpty else { return nil }
+            do {
+                return try BundleFreeze.decode(text)
+            } catch {
+                throw corrupt("the bundle freeze setting is not readable")
+            }
+        }
+    }
+
+    @discardableResult
+    public func setBundleFreeze(_ freeze: BundleFreeze?, at date: Date) throws(StoreError) -> Bool {
+        try write("changing the bundle freeze") { session in
+            try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+            let was = try Self.setting(Self.freezeSetting, in: session).map { !$0.isEmpty } ?? false
+            guard freeze != nil || was else { return false }
+            try setSetting(Self.freezeSetting, try freeze?.encoded() ?? "", in: session)
+            try Self.audit(
+                .trust, account: nil, action: freeze == nil ? "unfreeze" : "freeze",
+                detail: freeze.map { "\($0.reason)\($0.by.map { " (by \($0))" } ?? "")" }, at: date, in: session)
+            return true
+        }
+    }
+
+    // MARK: Replicas
+
+    public func recordReplica(_ status: ReplicaRecord) throws(StoreError) {
+        try write("recording a replica's status") { session in
+            try session.execute(
+                """
+                INSERT INTO replicas (id, host, pid, started_at, version, revision, change, last_contact, last_error)
+                VALUES (\(status.id), \(status.host), \(Int64(status.processID)), \(status.startedAt), \(status.version),
+                    \(status.revision), \(status.change), \(status.lastContact), \(status.lastError))
+                ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, change = excluded.change,
+                    last_contact = excluded.last_contact, last_error = excluded.last_error, version = excluded.version
+                """)
+        }
+    }
+
+    public func replicas() throws(StoreError) -> [ReplicaRecord] {
+        try read("reading the replicas") { session in
+            try session.query(
+                "SELECT id, host, pid, started_at, version, revision, change, last_contact, last_error FROM replicas ORDER BY id COLLATE \"C\""
+            ).map { row throws in
+                let (id, host, pid, started, version, revision, change, contact, error) = try row.decode(
+                    (String, String, Int64, Date, String, String?, Int64, Date, String?).self)
+                return ReplicaRecord(
+                    id: id, host: host, processID: Int(pid), startedAt: started, version: version, revision: revision,
+                    change: change, lastContact: contact, lastError: error)
+            }
+        }
+    }
+
+    @discardableResult
+    public func forgetReplicas(lastContactBefore date: Date, id: String?) throws(StoreError) -> Int {
+        try write("forgetting replicas") { session in
+            try session.execute("DELETE FROM replicas WHERE last_contact < \(date) OR id = \(id)")
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import Custody
+import CustodyPolicy
+import CustodyStore
+import Foundation
+import Hummingbird
+
+/// The bundles a state applied, rollback and freezing, and every replica's status:
+/// `/v1/bundle/history…`, `/v1/bundle/diff`, `/v1/bundle/rollback`, `/v1/bundle/freeze`,
+/// `/v1/fleet`. Reading needs `read`; changing needs `admin`. Trusted keys are never changed
+/// over HTTP: an admin token must not be able to make its own bundles trusted.
+struct BundleController {
+    let engine: CustodyEngine
+    let limits: CustodyServerConfiguration.Limits
+
+    func addReadRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.get("bundle/history", use: history)
+        group.get("bundle/history/:revision", use: kept)
+        group.get("bundle/diff", use: diff)
+        group.get("bundle/freeze", use: freeze)
+        group.get("fleet", use: fleet)
+    }
+
+    func addAdminRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.post("bundle/rollback", use: rollback)
+        group.post("bundle/freeze", use: putFreeze)
+        group.delete("bundle/freeze", use: unfreeze)
+    }
+
+    /// Newest first; `limit` (1–1000, default 50).
+    @Sendable func history(_ request: Request, context: CustodyRequestContext) async throws -> HistoryAnswer {
+        let parameters = try QueryParameters(request.uri, accepting: ["limit"])
+        var limit = 50
+        if let text = parameters["limit"] {
+            guard let value = Int(text), (1...1_000).contains(value) else {
+                throw ServiceError.badParameter("limit", "must be a whole number from 1 to 1000")
+            }
+            limit = value
+        }
+        let records = try await StateExecutor.run { try engine.bundleHistory(limit: limit) }
+        return HistoryAnswer(entries: records.map(BundleRecordAnswer.init))
+    }
+
+    @Sendable func kept(_ request: Request, context: CustodyRequestContext) async throws -> KeptAnswer {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let revision = context.parameters.get("revision") ?? ""
+        let stored = try await StateExecutor.run { try engine.keptBundle(revision) }
+        return KeptAnswer(bundle: KeptBundleAnswer(stored))
+    }
+
+    /// `from` (required) and `to` (default: the revision in force), each a kept revision or
+    /// its first 8+ hex digits; the context parameters choose the platform decided for.
+    @Sendable func diff(_ request: Request, context: CustodyRequestContext) async throws -> DiffAnswer {
+        let parameters = try QueryParameters(request.uri, accepting: ["from", "to"])
+        guard let from = parameters["from"] else { throw ServiceError.badParameter("from", "is required") }
+        let to = parameters["to"]
+        let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
+        return DiffAnswer(diff: diff)
+    }
+
+    @Sendable func freeze(_ request: Request, context: CustodyRequestContext) async throws -> FreezeState {
+        _ = try QueryParameters(request.uri, accepting: [])
+        return FreezeState(freeze: FreezeAnswer(try await StateExecutor.run { try engine.bundleFreeze() }))
+    }
+
+    /// `{"revision": "…", "reason": "…"}`.
+    @Sendable func rollback(_ request: Request, context: CustodyRequestContext) async throws -> BundleApplied {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let body = try await Self.object(request, limit: limits.bodyBytes, keys: ["revision", "reason"])
+        let result = try await StateExecutor.run {
+            try await engine.rollback(
+                to: body["revision"]!, reason: body["reason"]!, by: context.identity?.operatorName)
+        }
+        return BundleApplied(
+            revision: result.bundle.revision, unchanged: result.unchanged, eventId: engine.lastEventID,
+            events: result.events.map(\.name))
+    }
+
+    /// `{"reason": "…"}`.
+    @Sendable func putFreeze(_ request: Request, context: CustodyRequestContext) async throws -> FreezeState {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let body = try await Self.object(request, limit: limits.bodyBytes, keys: ["reason"])
+        let freeze = try await StateExecutor.run {
+            try engine.freeze(reason: body["reason"]!, by: context.identity?.operatorName)
+        }
+        return FreezeState(freeze: FreezeAnswer(freeze))
+    }
+
+    @Sendable func unfreeze(_ request: Request, context: CustodyRequestContext) async throws -> FreezeState {
+        _ = try QueryParameters(request.uri, accepting: [])
+        try await request.requireNoBody()
+        _ = try await StateExecutor.run { try engine.unfreeze() }
+        return FreezeState(freeze: FreezeAnswer(nil))
+    }
+
+    /// Every replica that recorded its status, stale ones marked.
+    @Sendable func fleet(_ request: Request, context: CustodyRequestContext) async throws -> FleetAnswer {
+        _ = try QueryParameters(request.uri, accepting: [])
+        return FleetAnswer(try await StateExecutor.run { try engine.fleetStatus() })
+    }
+
+    /// A JSON object of exactly `keys`, each a non-empty string: anything else is a 400 naming it.
+    static func object(_ request: Request, limit: Int, keys: [String]) async throws -> [String: String] {
+        let body = try await request.body.collect(upTo: limit)
+        let document: JSONDocument
+        do {
+            document = try JSONDocument(parsing: Array(buffer: body))
+        } catch {
+            let position = JSONText.lineAndColumn(ofOffset: error.offset, in: Array(buffer: body))
+            throw ServiceError(
+                .badRequest, .invalidJSON, error.message,
+                details: ServiceError.Details(line: position.line, column: position.column))
+        }
+        let shape = "the body must be {" + keys.map { "\"\($0)\": \"…\"" }.joined(separator: ", ") + "}"
+        guard document.root.kind == .object else { throw ServiceError(.badRequest, .invalidParameter, shape) }
+        var values: [String: String] = [:]
+        for member in document.root.members {
+            guard keys.contains(member.key) else {
+                throw ServiceError(
+                    .badRequest, .invalidParameter,
+                    "unknown member '\(member.key.escapingControlCharacters)': \(shape)")
+            }
+            guard values[member.key] == nil else {
+                throw ServiceError(.badRequest, .invalidParameter, "the member '\(member.key)' is given twice")
+            }
+            guard let text = member.value.string, !text.isEmpty, text.utf8.count <= 1_000 else {
+                throw ServiceError(
+                    .badRequest, .invalidParameter, "'\(member.key)' must be a string of 1 to 1000 bytes")
+            }
+            values[member.key] = text
+        }
+        if let missing = keys.first(where: { values[$0] == nil }) {
+            throw ServiceError(.badRequest, .invalidParameter, "'\(missing)' is required: \(shape)")
+        }
+        return values
+    }
+}
+
+/// `GET /v1/bundle/history`.
+struct HistoryAnswer: ResponseEncodable {
+    var entries: [BundleRecordAnswer]
+}
+
+/// `GET /v1/bundle/history/{revision}`.
+struct KeptAnswer: ResponseEncodable {
+    var bundle: KeptBundleAnswer
+}
+
+/// `GET /v1/bundle/diff`.
+struct DiffAnswer: ResponseEncodable {
+    var diff: BundleDiff
+}
+
+/// `GET`, `POST` and `DELETE /v1/bundle/freeze`.
+struct FreezeState: ResponseEncodable {
+    var freeze: FreezeAnswer
+}
+
+/// `GET /v1/fleet`.
+struct FleetAnswer: ResponseEncodable {
+    var replicas: [ReplicaAnswer]
+    /// How many replicas (not stale) run a revision other than the newest applied.
+    var behind: Int
+
+    init(_ status: FleetStatus) {
+        replicas = status.replicas.map(ReplicaAnswer.init)
+        behind = status.behind
+    }
+}

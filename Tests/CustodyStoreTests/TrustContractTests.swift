@@ -1,0 +1,99 @@
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import Testing
+
+private let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+
+/// Trusted keys, the freeze, the highest sequence and replicas, against every backend: the
+/// state's own rules hold in the transaction that records a bundle.
+@Suite("State store contract: trust, freeze, sequence, replicas")
+struct TrustContractTests {
+    func apply(
+        _ state: any StateStore, _ hash: String, _ provenance: BundleProvenance, at offset: Double = 0
+    ) throws(StoreError) {
+        try state.recordBundle(
+            contentHash: hash, source: hash, result: .applied, message: nil,
+            files: [StoredFile(name: "tenant.json", bytes: Array(hash.utf8))], provenance: provenance,
+            accounts: [], reach: [], events: [], retaining: 50, at: t0 + offset)
+    }
+
+    @Test("keys: added once (a known key, even revoked, is a conflict), revoked once, listed, audited", arguments: Backend.reachable)
+    func keys(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        let key = TrustedKeyRecord(keyID: "k1", publicKey: "ed25519:AAAA", name: "ci", addedAt: t0)
+        try state.addTrustedKey(key)
+        #expect(throws: StoreError.self) { try state.addTrustedKey(key) }
+        #expect(try state.revokeTrustedKey(id: "k1", at: t0 + 1))
+        #expect(try !state.revokeTrustedKey(id: "k1", at: t0 + 2))
+        #expect(try !state.revokeTrustedKey(id: "nope", at: t0 + 2))
+        #expect(throws: StoreError.self) { try state.addTrustedKey(key) }
+        let keys = try state.trustedKeys()
+        #expect(keys.count == 1 && keys[0].revokedAt == t0 + 1 && keys[0].name == "ci")
+        #expect(try state.auditEntries().filter { $0.kind == .trust }.map(\.action) == ["add", "revoke"])
+    }
+
+    @Test(
+        "the state refuses, as it records: frozen, a replayed sequence, unsigned or unknown or revoked signers; a rollback passes the freeze and the sequence only",
+        arguments: Backend.reachable)
+    func rules(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try apply(state, "a1", BundleProvenance(sequence: 5))
+        #expect(try state.bundleSequence() == 5)
+        func refusal(_ hash: String, _ provenance: BundleProvenance) -> String? {
+            do {
+                try apply(state, hash, provenance, at: 1)
+                return nil
+            } catch {
+                return error.code == .refused ? error.message : "\(error)"
+            }
+        }
+        #expect(refusal("a2", BundleProvenance(sequence: 5))?.hasPrefix("replayed") == true)
+        #expect(refusal("a2", BundleProvenance(sequence: 4))?.hasPrefix("replayed") == true)
+        try state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), at: t0)
+        #expect(try state.bundleFreeze()?.reason == "incident")
+        #expect(refusal("a2", BundleProvenance(sequence: 6))?.hasPrefix("frozen") == true)
+        #expect(refusal("a0", BundleProvenance(sequence: 1, isRollback: true)) == nil, "a rollback passes")
+        #expect(try state.bundleSequence() == 5, "a rollback does not lower the highest sequence")
+        #expect(try state.setBundleFreeze(nil, at: t0))
+        #expect(try !state.setBundleFreeze(nil, at: t0))
+        #expect(refusal("a2", BundleProvenance(sequence: 6)) == nil)
+        #expect(try state.bundleSequence() == 6)
+
+        try state.addTrustedKey(TrustedKeyRecord(keyID: "k1", publicKey: "ed25519:AAAA", name: nil, addedAt: t0))
+        try state.addTrustedKey(TrustedKeyRecord(keyID: "k2", publicKey: "ed25519:BBBB", name: nil, addedAt: t0))
+        try state.revokeTrustedKey(id: "k2", at: t0)
+        #expect(refusal("a3", BundleProvenance(sequence: 7))?.hasPrefix("unsigned") == true)
+        #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k9"]))?.hasPrefix("unknown key") == true)
+        #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k1", "k2"]))?.hasPrefix("revoked key") == true)
+        #expect(
+            refusal("a0", BundleProvenance(sequence: 1, isRollback: true))?.hasPrefix("unsigned") == true,
+            "a rollback never passes trust")
+        #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k1"])) == nil)
+        // An in-memory bundle (no files) answers to none of these: it is one process's own.
+        try state.recordBundle(contentHash: "mem", source: "memory", result: .applied, at: t0 + 3)
+        let record = try #require(try state.bundleHistory(limit: 1).first)
+        #expect(record.contentHash == "mem")
+        let applied = try #require(try state.bundleHistory().first { $0.contentHash == "a3" })
+        #expect(applied.provenance.sequence == 7 && applied.provenance.signers == ["k1"])
+    }
+
+    @Test("replicas: recorded, updated in place, listed, forgotten when gone", arguments: Backend.reachable)
+    func replicas(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        func replica(_ id: String, contact: Date, revision: String? = "r1") -> ReplicaRecord {
+            ReplicaRecord(
+                id: id, host: "h", processID: 7, startedAt: t0, version: "0.1.0", revision: revision, change: 3,
+                lastContact: contact, lastError: nil)
+        }
+        try state.recordReplica(replica("a", contact: t0))
+        try state.recordReplica(replica("b", contact: t0))
+        try state.recordReplica(replica("a", contact: t0 + 10, revision: "r2"))
+        let all = try state.replicas()
+        #expect(all.map(\.id) == ["a", "b"] && all[0].revision == "r2" && all[0].lastContact == t0 + 10)
+        #expect(try state.forgetReplicas(lastContactBefore: t0 + 5, id: nil) == 1)
+        #expect(try state.replicas().map(\.id) == ["a"])
+        #expect(try state.forgetReplicas(lastContactBefore: .distantPast, id: "a") == 1)
+        #expect(try state.replicas().isEmpty)
+    }
+}

@@ -1,0 +1,410 @@
+@testable import Custody
+import CustodyPolicy
+import CustodyProtection
+import CustodyStore
+import CustodyTestSupport
+import Foundation
+import Testing
+
+/// A signed bundle directory in an installation, and the keys to sign it with.
+struct SignedBundles {
+    let installation: Installation
+    let first = BundleSigningKey()
+    let second = BundleSigningKey()
+
+    /// Writes `bundle` into `name` and signs it with `keys` (sequence given, or the time).
+    @discardableResult
+    func write(
+        _ name: String, _ bundle: TestBundle = TestBundle(), signedBy keys: [BundleSigningKey], sequence: Int64,
+        expires: Date? = nil
+    ) throws -> String {
+        let path = try installation.bundle(name, bundle)
+        try sign(path, by: keys, sequence: sequence, expires: expires)
+        return path
+    }
+
+    func sign(_ path: String, by keys: [BundleSigningKey], sequence: Int64, expires: Date? = nil) throws {
+        let files = try BundleFiles.read(directory: path)
+        var signature = BundleSignatureFile(
+            manifest: BundleManifest(describing: files, sequence: sequence, created: Date(), expires: expires))
+        for key in keys { signature.sign(with: key) }
+        try signature.write(to: path + "/" + BundleFiles.signatureName)
+    }
+}
+
+@Suite("Signed bundles: trust, no replay, history, rollback and freeze", .timeLimit(.minutes(2)))
+struct BundleSigningTests {
+    /// One way a bundle can be altered after signing, and the reason it is refused for.
+    struct Tamper: CustomStringConvertible, Sendable {
+        let description: String
+        let reason: String
+        let apply: @Sendable (_ directory: String, _ keys: SignedKeys) throws -> Void
+    }
+
+    /// The keys a tamper case may use: trusted, revoked and unknown.
+    struct SignedKeys: Sendable {
+        let trusted: BundleSigningKey
+        let revoked: BundleSigningKey
+        let unknown: BundleSigningKey
+    }
+
+    static func rewriteSignature(_ directory: String, _ edit: (inout [String: Any]) -> Void) throws {
+        let path = directory + "/" + BundleFiles.signatureName
+        var object =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+        edit(&object)
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
+    }
+
+    static func resign(_ directory: String, by keys: [BundleSigningKey], sequence: Int64 = 10, expires: Date? = nil)
+        throws
+    {
+        let files = try BundleFiles.read(directory: directory)
+        var signature = BundleSignatureFile(
+            manifest: BundleManifest(describing: files, sequence: sequence, created: Date(), expires: expires))
+        for key in keys { signature.sign(with: key) }
+        try signature.write(to: directory + "/" + BundleFiles.signatureName)
+    }
+
+    static let tampers: [Tamper] = [
+        Tamper(description: "unsigned", reason: "unsigned") { directory, _ in
+            try FileManager.default.removeItem(atPath: directory + "/" + BundleFiles.signatureName)
+        },
+        Tamper(description: "no signature in the file", reason: "unsigned") { directory, _ in
+            try rewriteSignature(directory) { $0["signatures"] = [] }
+        },
+        Tamper(description: "signed by an untrusted key", reason: "unknown-key") { directory, keys in
+            try resign(directory, by: [keys.unknown])
+        },
+        Tamper(description: "signed by a revoked key", reason: "revoked-key") { directory, keys in
+            try resign(directory, by: [keys.revoked])
+        },
+        Tamper(description: "signed by a revoked key beside a trusted one", reason: "revoked-key") { directory, keys in
+            try resign(directory, by: [keys.trusted, keys.revoked])
+        },
+        Tamper(description: "a file changed after signing", reason: "changed-file") { directory, _ in
+            try Data("{}".utf8).write(to: URL(fileURLWithPath: directory + "/tenant.json"))
+        },
+        Tamper(description: "a file added after signing", reason: "extra-file") { directory, _ in
+            try Data("[]".utf8).write(to: URL(fileURLWithPath: directory + "/added.json"))
+        },
+        Tamper(description: "a file removed after signing", reason: "missing-file") { directory, _ in
+            try FileManager.default.removeItem(atPath: directory + "/policies.json")
+        },
+        Tamper(description: "a file renamed after signing", reason: "extra-file") { directory, _ in
+            try FileManager.default.moveItem(atPath: directory + "/policies.json", toPath: directory + "/renamed.json")
+        },
+        Tamper(description: "the manifest edited (a higher sequence)", reason: "bad-signature") { directory, _ in
+            try rewriteSignature(directory) { object in
+                var manifest = object["manifest"] as! [String: Any]
+                manifest["sequence"] = 99
+                object["manifest"] = manifest
+            }
+        },
+        Tamper(description: "a signature over another manifest", reason: "bad-signature") { directory, keys in
+            let other = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: directory + "/" + BundleFiles.signatureName)))
+            try resign(directory, by: [keys.trusted], sequence: 11)
+            try rewriteSignature(directory) { object in
+                object["signatures"] = (other as! [String: Any])["signatures"]
+            }
+        },
+        Tamper(description: "an expired manifest", reason: "expired") { directory, keys in
+            try resign(directory, by: [keys.trusted], expires: Date(timeIntervalSince1970: 1_000))
+        },
+        Tamper(description: "a truncated signature file", reason: "malformed-signature") { directory, _ in
+            let path = directory + "/" + BundleFiles.signatureName
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
+        },
+        Tamper(description: "a signature file with an unknown member", reason: "malformed-signature") { directory, _ in
+            try rewriteSignature(directory) { $0["note"] = "hi" }
+        },
+        Tamper(description: "a signature that is not 64 bytes", reason: "malformed-signature") { directory, _ in
+            try rewriteSignature(directory) { object in
+                var signatures = object["signatures"] as! [[String: Any]]
+                signatures[0]["signature"] = "AAAA"
+                object["signatures"] = signatures
+            }
+        },
+    ]
+
+    /// A state that trusts `trusted`, knows `revoked` as revoked, with a signed bundle (sequence
+    /// 5) in force; and a second signed bundle (sequence 10) to tamper with.
+    func trustedInstallation() async throws -> (Installation, CustodyEngine, SignedKeys, String) {
+        let installation = try Installation()
+        let keys = SignedKeys(trusted: BundleSigningKey(), revoked: BundleSigningKey(), unknown: BundleSigningKey())
+        let engine = try await installation.open()
+        try engine.trust(keys.trusted.publicKey, name: "ci")
+        try engine.trust(keys.revoked.publicKey, name: "old")
+        try engine.revokeTrust(keyID: keys.revoked.publicKey.keyID)
+        let signer = SignedBundles(installation: installation)
+        let first = try installation.bundle("first")
+        try signer.sign(first, by: [keys.trusted], sequence: 5)
+        try await engine.apply(bundleDirectory: first)
+        let second = try installation.bundle("second", TestBundle(printBlockedA: true))
+        try signer.sign(second, by: [keys.trusted], sequence: 10)
+        return (installation, engine, keys, second)
+    }
+
+    @Test("every tamper case is refused with its reason, recorded, and the policy in force stays", arguments: tampers)
+    func tampered(tamper: Tamper) async throws {
+        let (installation, engine, keys, second) = try await trustedInstallation()
+        defer { withExtendedLifetime(installation) {} }
+        let before = try #require(engine.bundleInForce)
+        try tamper.apply(second, keys)
+        let error = try #require(await custodyError { try await engine.apply(bundleDirectory: second) })
+        #expect(error.code == .untrusted, "\(error)")
+        #expect(error.message.contains(tamper.reason), "\(error.message)")
+        #expect(error.diagnostics.first?.code == .untrusted)
+        #expect(engine.bundleInForce?.revision == before.revision, "the policy in force is unchanged")
+        let history = try engine.bundleHistory(limit: 1)
+        #expect(history.first?.result == .rejected && history.first?.message?.contains(tamper.reason) == true)
+        #expect(engine.lastBundleRejection?.message.contains(tamper.reason) == true)
+        // The same bundle offered as files (PUT /v1/bundle, a Graph sync) is refused alike.
+        if FileManager.default.fileExists(atPath: second) {
+            let files = try BundleFiles.read(directory: second)
+            let again = try #require(await custodyError { try await engine.apply(files: files, source: "request") })
+            #expect(again.code == .untrusted && again.message.contains(tamper.reason))
+        }
+    }
+
+    @Test("a bundle signed by a trusted key goes in, with its sequence, signers and who applied it")
+    func accepted() async throws {
+        let (installation, engine, keys, second) = try await trustedInstallation()
+        defer { withExtendedLifetime(installation) {} }
+        let result = try await engine.apply(
+            bundleDirectory: second, provenance: BundleProvenance(appliedBy: "test"))
+        #expect(!result.unchanged)
+        let inForce = try #require(engine.bundleInForce)
+        #expect(inForce.provenance.sequence == 10 && inForce.provenance.signers == [keys.trusted.publicKey.keyID])
+        let record = try #require(try engine.bundleHistory(limit: 1).first)
+        #expect(record.provenance.appliedBy == "test" && record.provenance.signature != nil)
+        #expect(try engine.database.bundleSequence() == 10)
+    }
+
+    @Test(
+        "an older sequence is refused as replayed, a lower one after a rollback too; the same bundle again is unchanged"
+    )
+    func replay() async throws {
+        let (installation, engine, keys, second) = try await trustedInstallation()
+        try await engine.apply(bundleDirectory: second)
+        #expect(try await engine.apply(bundleDirectory: second).unchanged)
+        let old = try installation.bundle("old", TestBundle(printBlockedB: true))
+        try SignedBundles(installation: installation).sign(old, by: [keys.trusted], sequence: 7)
+        let error = try #require(await custodyError { try await engine.apply(bundleDirectory: old) })
+        #expect(error.code == .untrusted && error.diagnostics.first?.code == .replayed, "\(error)")
+        // Roll back to the first (sequence 5): the highest stays 10, so 7 is still a replay and
+        // the bundle rolled back from is not taken again as new.
+        let first = try #require(try engine.bundleHistory().last { $0.result == .applied })
+        try await engine.rollback(to: String(first.contentHash.prefix(12)), reason: "incident 42", by: "test")
+        #expect(engine.bundleInForce?.revision == first.contentHash)
+        #expect(try engine.database.bundleSequence() == 10)
+        #expect(
+            await custodyError { try await engine.apply(bundleDirectory: old) }?.diagnostics.first?.code == .replayed)
+        let back = await custodyError { try await engine.apply(bundleDirectory: second) }
+        #expect(back?.diagnostics.first?.code == .replayed, "the bundle rolled back from stays out")
+        let record = try #require(try engine.bundleHistory(limit: 10).first { $0.provenance.isRollback })
+        #expect(record.provenance.reason == "incident 42" && record.provenance.appliedBy == "test")
+    }
+
+    @Test("two keys during a rotation: signed by both, or by the new one alone once trusted; the old one revoked")
+    func rotation() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let signer = SignedBundles(installation: installation)
+        try engine.trust(signer.first.publicKey, name: "old")
+        // Signed by both while only the old key is trusted here: the new one is not known yet.
+        let both = try signer.write("both", signedBy: [signer.first, signer.second], sequence: 1)
+        try await engine.apply(bundleDirectory: both)
+        #expect(engine.bundleInForce?.provenance.signers == [signer.first.publicKey.keyID])
+        try engine.trust(signer.second.publicKey, name: "new")
+        try engine.revokeTrust(keyID: signer.first.publicKey.keyID)
+        let new = try signer.write("new", TestBundle(printBlockedA: true), signedBy: [signer.second], sequence: 2)
+        try await engine.apply(bundleDirectory: new)
+        #expect(engine.bundleInForce?.provenance.signers == [signer.second.publicKey.keyID])
+        // A revoked key is never trusted again.
+        #expect(throws: CustodyError.self) { try engine.trust(signer.first.publicKey, name: "again") }
+        #expect(throws: CustodyError.self) { try engine.revokeTrust(keyID: "0000000000000000") }
+    }
+
+    @Test("a freeze refuses every new bundle with its reason until lifted; a rollback still goes through")
+    func freeze() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("one"))
+        let first = try #require(engine.bundleInForce?.revision)
+        try await engine.apply(bundleDirectory: try installation.bundle("two", TestBundle(printBlockedA: true)))
+        try engine.freeze(reason: "incident 7", by: "test")
+        let three = try installation.bundle("three", TestBundle(printBlockedB: true))
+        let error = try #require(await custodyError { try await engine.apply(bundleDirectory: three) })
+        #expect(error.diagnostics.first?.code == .frozen && error.message.contains("incident 7"))
+        try await engine.rollback(to: first, reason: "back", by: nil)
+        #expect(engine.bundleInForce?.revision == first)
+        #expect(try engine.unfreeze())
+        #expect(try !engine.unfreeze())
+        try await engine.apply(bundleDirectory: three)
+        #expect(
+            await custodyError { try await engine.rollback(to: first, reason: " ", by: nil) }?.code == .invalidArgument)
+        #expect(
+            await custodyError { try await engine.rollback(to: "deadbeef", reason: "x", by: nil) }?.code == .notFound)
+        #expect(
+            await custodyError { try await engine.rollback(to: "xyz", reason: "x", by: nil) }?.code == .invalidArgument)
+    }
+
+    @Test("a rollback to an unsigned revision is refused once the state trusts keys")
+    func rollbackTrust() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("one"))
+        let unsigned = try #require(engine.bundleInForce?.revision)
+        let signer = SignedBundles(installation: installation)
+        try engine.trust(signer.first.publicKey, name: nil)
+        try await engine.apply(
+            bundleDirectory: try signer.write(
+                "two", TestBundle(printBlockedA: true), signedBy: [signer.first], sequence: 3))
+        let error = try #require(await custodyError { try await engine.rollback(to: unsigned, reason: "x", by: nil) })
+        #expect(error.code == .untrusted && error.message.contains("unsigned"))
+    }
+
+    @Test("the diff between two kept revisions names the settings that changed and the decisions that flip")
+    func diff() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("one"))
+        let first = try #require(engine.bundleInForce?.revision)
+        try await engine.apply(bundleDirectory: try installation.bundle("two", TestBundle(printBlockedA: true)))
+        let diff = try engine.bundleDiff(from: first, to: nil)
+        #expect(diff.to == engine.bundleInForce?.revision)
+        #expect(diff.settings.contains { $0.setting == "printBlocked" }, "\(diff.settings)")
+        #expect(!diff.decisions.isEmpty)
+        #expect(try engine.bundleDiff(from: first, to: first).decisions.isEmpty)
+    }
+}
+
+@Suite("Bundle signatures: the format")
+struct BundleSignatureFormatTests {
+    struct Vector: Decodable {
+        struct File: Decodable {
+            let name: String
+            let base64: String
+        }
+
+        let name: String
+        let seed: String
+        let publicKey: String
+        let keyId: String
+        let files: [File]
+        let sequence: Int64
+        let created: String
+        let expires: String?
+        let canonical: String
+        let signature: String
+    }
+
+    static let vectors: [Vector] = {
+        let path = TestPaths.package("fixtures/vectors/bundle-signatures.json")
+        struct Document: Decodable { let vectors: [Vector] }
+        let data = FileManager.default.contents(atPath: path) ?? Data()
+        return (try? JSONDecoder().decode(Document.self, from: data).vectors) ?? []
+    }()
+
+    static func bytes(hex: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            bytes.append(UInt8(hex[index..<next], radix: 16)!)
+            index = next
+        }
+        return bytes
+    }
+
+    @Test("the known-answer vectors (made outside Swift): canonical bytes, key id and signature agree")
+    func knownAnswers() throws {
+        try #require(Self.vectors.count == 2)
+        for vector in Self.vectors {
+            let key = try BundleSigningKey(seed: Self.bytes(hex: vector.seed))
+            #expect(key.publicKey.text == vector.publicKey && key.publicKey.keyID == vector.keyId, "\(vector.name)")
+            let files = try BundleFiles(
+                entries: vector.files.map { .init(name: $0.name, bytes: Array(Data(base64Encoded: $0.base64)!)) })
+            var manifest = BundleManifest(describing: files, sequence: vector.sequence, created: Date(), expires: nil)
+            manifest.created = vector.created
+            manifest.expires = vector.expires
+            #expect(String(decoding: manifest.canonicalBytes, as: UTF8.self) == vector.canonical, "\(vector.name)")
+            var signature = BundleSignatureFile(manifest: manifest)
+            signature.sign(with: key)
+            #expect(signature.signatures.first?.signature == vector.signature, "\(vector.name)")
+            // And it verifies as a state would see it.
+            let record = TrustedKeyRecord(keyID: vector.keyId, publicKey: vector.publicKey, name: nil, addedAt: Date())
+            let verified = try BundleVerifier.verify(
+                files.signed(signature.encoded), keys: [record], at: Date(timeIntervalSince1970: 1_790_000_000))
+            #expect(verified.signers == [vector.keyId])
+        }
+    }
+
+    @Test("a key file round-trips through PKCS#8 PEM, mode 600; one others may read is refused")
+    func keyFile() throws {
+        let directory = try TemporaryDirectory()
+        let key = BundleSigningKey()
+        let path = directory.file("signer.key")
+        try key.write(to: path)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try BundleSigningKey.load(file: path).publicKey == key.publicKey)
+        #expect(
+            String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self).hasPrefix(
+                "-----BEGIN PRIVATE KEY-----"))
+        #expect(throws: BundleTrustError.self) { try key.write(to: path) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        #expect(throws: BundleTrustError.self) { try BundleSigningKey.load(file: path) }
+    }
+
+    @Test(
+        "public keys: only ed25519:<base64 of 32 bytes>",
+        arguments: [
+            "", "ed25519:", "ed25519:AAAA", "rsa:AAAA", "ed25519:!!!",
+            "ED25519:" + String(repeating: "A", count: 43) + "=",
+        ])
+    func badPublicKey(text: String) {
+        #expect(throws: BundleTrustError.self) { try BundleSigningPublicKey(text: text) }
+    }
+
+    @Test(
+        "signature files are read strictly: each malformed one names what is wrong",
+        arguments: [
+            ("[]", "is not an object"),
+            (#"{"signatures": []}"#, "no \"manifest\""),
+            (
+                #"{"manifest": {"files": [], "sequence": 1, "created": "2026-01-01T00:00:00Z"}, "manifest": {}}"#,
+                "twice"
+            ),
+            (#"{"manifest": {"files": [], "sequence": 1.5, "created": "2026-01-01T00:00:00Z"}}"#, "sequence"),
+            (#"{"manifest": {"files": [], "sequence": 0, "created": "2026-01-01T00:00:00Z"}}"#, "sequence"),
+            (#"{"manifest": {"files": [], "sequence": 1, "created": "yesterday"}}"#, "created"),
+            (
+                #"{"manifest": {"files": [], "sequence": 1, "created": "2026-01-01T00:00:00Z", "expires": null}}"#,
+                "null"
+            ),
+            (
+                #"{"manifest": {"files": [{"name": "a.json", "sha256": "00", "size": 1}], "sequence": 1, "created": "2026-01-01T00:00:00Z"}}"#,
+                "sha256"
+            ),
+            (
+                #"{"manifest": {"files": [{"name": "a.json", "sha256": "\#(String(repeating: "0", count: 64))", "size": -1}], "sequence": 1, "created": "2026-01-01T00:00:00Z"}}"#,
+                "size"
+            ),
+            (
+                #"{"manifest": {"files": [], "sequence": 1, "created": "2026-01-01T00:00:00Z"}, "signatures": [{"algorithm": "rsa", "keyId": "a", "signature": "AA=="}]}"#,
+                "algorithm"
+            ),
+        ])
+    func malformed(text: String, names: String) {
+        #expect {
+            _ = try BundleSignatureFile.parse(Array(text.utf8))
+        } throws: { error in
+            guard let error = error as? BundleTrustError else { return false }
+            return error.reason == .malformedSignature && error.message.contains(names)
+        }
+    }
+}
