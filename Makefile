@@ -3,7 +3,7 @@
 # SQLite) when missing.
 
 SWIFT ?= swift
-DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config
+DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config python3-cryptography
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
@@ -74,7 +74,8 @@ lint:
 format:
 	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
 
-## Formatting first (make lint), then the whole test suite, every fixture matrix through `custody matrix run` (JUnit report in
+## Formatting first (make lint), then the whole test suite, the bundle signature vectors checked
+## outside Swift (scripts/verify-bundle-signature.py, Python's cryptography), every fixture matrix through `custody matrix run` (JUnit report in
 ## .build/matrix-junit.xml), the service's contract checked by tools no one here wrote
 ## (scripts/contract/run.sh: schemathesis against a live service, and a client generated from
 ## docs/openapi.json running the README's examples; both from PyPI, in .build/contract-venv), then the concurrency test again under ThreadSanitizer and the
@@ -92,6 +93,7 @@ test: deps lint
 	echo "PostgreSQL for the tests: $$CUSTODY_TEST_POSTGRES_URL"; \
 	set -ex; \
 	$(SWIFT) test; \
+	scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json; \
 	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
 	scripts/contract/run.sh $(CUSTODY); \
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency; \

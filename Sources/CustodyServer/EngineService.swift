@@ -62,9 +62,10 @@ struct GraphSyncService: Service {
 }
 
 /// Records this replica's status in the shared state every few seconds (what `GET /v1/fleet`
-/// lists), keeps `custody_fleet_replicas_behind` current, and, on the one replica holding the
-/// state's `fleet-watch` lease, announces replicas that stay behind the newest revision
-/// (`replicaBehind`). On shutdown the replica's status is removed: it is gone, not stale.
+/// lists), keeps `custody_fleet_replicas_behind` current, and announces replicas that stay
+/// behind the newest revision (`replicaBehind`; one replica announces, see
+/// `CustodyEngine.announceReplicasBehind`). Every state call runs on the state's threads, never
+/// on the cooperative pool. On shutdown the replica's status is removed: it is gone, not stale.
 struct FleetService: Service {
     let engine: CustodyEngine
     let behindAfter: Duration
@@ -77,31 +78,24 @@ struct FleetService: Service {
         let logger = logger
         let threshold = Double(behindAfter.components.seconds)
         let beat = Task {
-            var lease: (any StateLease)?
             var announced = Set<String>()
             while !Task.isCancelled {
                 do {
-                    try await StateExecutor.run { () throws(CustodyError) in
+                    let before = announced
+                    announced = try await StateExecutor.run { () throws(CustodyError) -> Set<String> in
                         try engine.recordReplicaStatus()
                         metrics.replicasBehind.record(try engine.fleetStatus().behind)
-                    }
-                    if lease == nil { lease = try? engine.lease("fleet-watch") ?? nil }
-                    if lease != nil {
-                        let before = announced
-                        announced = try await StateExecutor.run { () throws(CustodyError) in
-                            try engine.announceReplicasBehind(threshold: threshold, announced: before)
-                        }
+                        return try engine.announceReplicasBehind(threshold: threshold, announced: before)
                     }
                 } catch {
                     logger.debug("cannot record this replica's status", metadata: ["error": "\(error)"])
                 }
                 try? await Task.sleep(for: FleetStatus.interval)
             }
-            lease?.release()
         }
         try? await gracefulShutdown()
         beat.cancel()
         _ = await beat.value
-        engine.forgetReplicaStatus()
+        await StateExecutor.run { engine.forgetReplicaStatus() }
     }
 }

@@ -26,11 +26,18 @@ struct GraphDeltaTests {
             sync = try GraphSync(settings: try settings(base))
         }
 
-        /// Syncs into the state; the report and the Graph requests it made.
+        /// Syncs into the state; the report and the Graph requests it made. A sync that fails
+        /// closes the client first (the test ends there), so the failure is reported, not a
+        /// client freed open.
         func run(_ server: GraphServer) async throws -> (report: GraphSyncReport, requests: [String]) {
             let before = server.requests.count
-            let (report, _) = try await sync.sync(into: engine)
-            return (report, Array(server.requests.dropFirst(before)))
+            do {
+                let (report, _) = try await sync.sync(into: engine)
+                return (report, Array(server.requests.dropFirst(before)))
+            } catch {
+                await sync.shutdown()
+                throw error
+            }
         }
     }
 

@@ -18,7 +18,9 @@ struct TrustContractTests {
             accounts: [], reach: [], events: [], retaining: 50, at: t0 + offset)
     }
 
-    @Test("keys: added once (a known key, even revoked, is a conflict), revoked once, listed, audited", arguments: Backend.reachable)
+    @Test(
+        "keys: added once (a known key, even revoked, is a conflict), revoked once, listed, audited",
+        arguments: Backend.reachable)
     func keys(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
         let key = TrustedKeyRecord(keyID: "k1", publicKey: "ed25519:AAAA", name: "ci", addedAt: t0)

@@ -24,11 +24,7 @@ struct SignedBundles {
     }
 
     func sign(_ path: String, by keys: [BundleSigningKey], sequence: Int64, expires: Date? = nil) throws {
-        let files = try BundleFiles.read(directory: path)
-        var signature = BundleSignatureFile(
-            manifest: BundleManifest(describing: files, sequence: sequence, created: Date(), expires: expires))
-        for key in keys { signature.sign(with: key) }
-        try signature.write(to: path + "/" + BundleFiles.signatureName)
+        try BundleSigningTests.resign(path, by: keys, sequence: sequence, expires: expires)
     }
 }
 

@@ -31,20 +31,29 @@ public struct FleetStatus: Sendable {
 /// The custody version replicas report.
 public let custodyVersion = "0.1.0"
 
-extension CustodyEngine {
-    /// This process's replica id: host, process id and start time, unique per process.
-    public static let replicaIdentity: (id: String, host: String, processID: Int, startedAt: Date) = {
-        let host = ProcessInfo.processInfo.hostName
-        let processID = Int(ProcessInfo.processInfo.processIdentifier)
-        let started = Date()
-        return ("\(host)-\(processID)-\(Int64(started.timeIntervalSince1970 * 1_000))", host, processID, started)
-    }()
+/// Who a replica is: its host, process and start time, and an id made of them (unique per
+/// engine, so several engines in one process are several replicas).
+public struct ReplicaIdentity: Sendable, Hashable {
+    public let id: String
+    public let host: String
+    public let processID: Int
+    public let startedAt: Date
 
+    init() {
+        host = ProcessInfo.processInfo.hostName
+        processID = Int(ProcessInfo.processInfo.processIdentifier)
+        startedAt = Date()
+        id =
+            "\(host)-\(processID)-\(Int64(startedAt.timeIntervalSince1970 * 1_000))-\(String(UInt16.random(in: .min ... .max), radix: 16))"
+    }
+}
+
+extension CustodyEngine {
     /// Records this replica's status in the state (what it has in force, how current it is,
     /// its last error) and forgets replicas gone for an hour. Called every few seconds by a
     /// serving process.
     public func recordReplicaStatus(at now: Date = Date()) throws(CustodyError) {
-        let identity = Self.replicaIdentity
+        let identity = replicaIdentity
         let status = replicaStatus
         let record = ReplicaRecord(
             id: identity.id, host: identity.host, processID: identity.processID, startedAt: identity.startedAt,
@@ -58,7 +67,7 @@ extension CustodyEngine {
 
     /// Forgets this replica's status (a service that stops says it is gone).
     public func forgetReplicaStatus() {
-        _ = try? database.forgetReplicas(lastContactBefore: .distantPast, id: Self.replicaIdentity.id)
+        _ = try? database.forgetReplicas(lastContactBefore: .distantPast, id: replicaIdentity.id)
     }
 
     /// Every replica's last status, stale and behind ones marked.
@@ -77,12 +86,17 @@ extension CustodyEngine {
     /// Announces (`replicaBehind`, in the event log every replica streams) each replica that is
     /// not stale and has run another revision than the newest for longer than `threshold`
     /// since it was applied; once per replica and revision (`announced` keeps which: the
-    /// updated set is returned).
+    /// updated set is returned). Only one replica announces: the first by id among those not
+    /// stale (every replica reads the same table, so they agree; when this one stops, the next
+    /// takes over), so the fleet says it once.
     public func announceReplicasBehind(
         threshold: TimeInterval, announced given: Set<String>, at now: Date = Date()
     ) throws(CustodyError) -> Set<String> {
         var announced = given
         let status = try fleetStatus(at: now)
+        guard status.replicas.first(where: { !$0.isStale })?.record.id == replicaIdentity.id else {
+            return announced
+        }
         guard let newest = status.newestRevision, let appliedAt = status.newestAppliedAt,
             now.timeIntervalSince(appliedAt) > threshold
         else { return announced }

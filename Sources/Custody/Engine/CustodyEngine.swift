@@ -125,6 +125,8 @@ public final class CustodyEngine: Sendable {
     let followers = Atomic<Int>(0)
     /// Applies the state's change log, once each change, in order.
     let applier: ChangeApplier
+    /// This engine as a replica of the fleet (`recordReplicaStatus`).
+    public let replicaIdentity = ReplicaIdentity()
 
     private init(
         configuration: CustodyConfiguration, database: any StateStore, keyRing: KeyRing?, manager: PolicyManager,

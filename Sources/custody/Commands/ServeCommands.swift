@@ -155,9 +155,19 @@ struct ServeCommand: AsyncParsableCommand {
             engine = try await CustodyEngine.open(engineConfiguration)
             if let bundle {
                 let before = engine.bundleInForce
-                let result = try await engine.apply(
-                    bundleDirectory: bundle, provenance: BundleProvenance(appliedBy: "serve --bundle"))
-                if let before, !result.unchanged {
+                var result: CustodyEngine.ApplyResult?
+                do {
+                    result = try await engine.apply(
+                        bundleDirectory: bundle, provenance: BundleProvenance(appliedBy: "serve --bundle"))
+                } catch  where error.code == .untrusted && before != nil {
+                    // Refused by the state's rules (unsigned, replayed after a rollback, frozen):
+                    // the policy in force stays and the service starts with it, as a running
+                    // one would have kept it; /readyz warns of the refusal.
+                    StandardError.write(
+                        "warning: --bundle \(bundle) is refused, the policy in force (revision \(before!.revision)) stays: \(error.message)\n"
+                    )
+                }
+                if let before, let result, !result.unchanged {
                     // Said loudly: every replica on this state follows it, whatever was put in
                     // force since this directory was last applied.
                     StandardError.write(

@@ -1,0 +1,170 @@
+import Custody
+import CustodyPolicy
+import CustodyTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@testable import CustodyServer
+
+/// `PUT /v1/bundle` with signatures, the history, rollback, freeze and fleet routes, and a
+/// tampered watched directory seen in `/readyz`.
+@Suite("The service: signed bundles, history, rollback, freeze, fleet", .timeLimit(.minutes(2)))
+struct SignedBundleServiceTests {
+    static let tenant =
+        #"{"accounts": [{"oid": "a0000000-0000-4000-8000-000000000001", "upn": "a@contoso.com", "groups": []}]}"#
+    static func policy(printBlocked: Bool) -> String {
+        ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": \##(printBlocked)}]}"##
+    }
+
+    /// The files of a bundle, signed by `key` with `sequence` (unsigned without a key).
+    static func files(printBlocked: Bool, key: BundleSigningKey?, sequence: Int64) throws -> [String: String] {
+        var files = ["tenant.json": tenant, "policies.json": policy(printBlocked: printBlocked)]
+        if let key {
+            let bundle = try BundleFiles(entries: files.map { .init(name: $0.key, bytes: Array($0.value.utf8)) })
+            var signature = BundleSignatureFile(
+                manifest: BundleManifest(describing: bundle, sequence: sequence, created: Date(), expires: nil))
+            signature.sign(with: key)
+            files[BundleFiles.signatureName] = String(decoding: signature.encoded, as: UTF8.self)
+        }
+        return files
+    }
+
+    static func body(_ object: [String: Any]) throws -> ByteBuffer {
+        ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object))
+    }
+
+    @Test(
+        "PUT /v1/bundle once keys are trusted: unsigned 422, tampered 422, replayed 409, frozen 409; signed goes in with its signer"
+    )
+    func signedPut() async throws {
+        let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
+        let key = BundleSigningKey()
+        try fixture.engine.trust(key.publicKey, name: "ci")
+        try await fixture.application().test(.router) { client in
+            func put(_ files: [String: String]) async throws -> TestResponse {
+                try await client.execute(
+                    uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                    body: try Self.body(["files": files]))
+            }
+            let before = fixture.engine.bundleInForce?.revision
+            let unsigned = try await put(try Self.files(printBlocked: true, key: nil, sequence: 1))
+            #expect(unsigned.status == .unprocessableContent)
+            #expect(try object(unsigned)["code"] as? String == "bundle-untrusted")
+            #expect(try (object(unsigned)["error"] as? String)?.contains("unsigned") == true)
+            var tampered = try Self.files(printBlocked: true, key: key, sequence: 2)
+            tampered["policies.json"] = Self.policy(printBlocked: false)
+            let changed = try await put(tampered)
+            #expect(
+                try changed.status == .unprocessableContent
+                    && (object(changed)["error"] as? String)?.contains("changed-file") == true)
+            #expect(fixture.engine.bundleInForce?.revision == before)
+
+            let signed = try await put(try Self.files(printBlocked: true, key: key, sequence: 5))
+            #expect(signed.status == .ok, "\(signed.body.text)")
+            let bundle = try object(
+                try await client.execute(uri: "/v1/bundle", method: .get, headers: fixture.auth(.read)))
+            #expect(bundle["sequence"] as? Int == 5 && bundle["signers"] as? [String] == [key.publicKey.keyID])
+            #expect((bundle["appliedBy"] as? String)?.hasPrefix("token ") == true)
+
+            let replayed = try await put(try Self.files(printBlocked: false, key: key, sequence: 4))
+            #expect(try replayed.status == .conflict && (object(replayed)["code"] as? String) == "bundle-replayed")
+
+            let frozen = try await client.execute(
+                uri: "/v1/bundle/freeze", method: .post, headers: fixture.auth(.admin),
+                body: try Self.body(["reason": "incident 9"]))
+            #expect(frozen.status == .ok)
+            let whileFrozen = try await put(try Self.files(printBlocked: false, key: key, sequence: 6))
+            #expect(try whileFrozen.status == .conflict && (object(whileFrozen)["code"] as? String) == "bundle-frozen")
+            #expect(try (object(whileFrozen)["error"] as? String)?.contains("incident 9") == true)
+            let state = try object(
+                try await client.execute(uri: "/v1/bundle/freeze", method: .get, headers: fixture.auth(.read)))
+            #expect((state["freeze"] as? [String: Any])?["frozen"] as? Bool == true)
+            let lifted = try await client.execute(
+                uri: "/v1/bundle/freeze", method: .delete, headers: fixture.auth(.admin))
+            #expect(lifted.status == .ok)
+            #expect(try await put(try Self.files(printBlocked: false, key: key, sequence: 6)).status == .ok)
+        }
+    }
+
+    @Test("history, a kept revision, the diff and a rollback over HTTP; read tokens cannot roll back")
+    func historyAndRollback() async throws {
+        let fixture = try await ServiceFixture.make()
+        let first = try #require(fixture.engine.bundleInForce?.revision)
+        try await fixture.application().test(.router) { client in
+            let put = try await client.execute(
+                uri: "/v1/bundle", method: .put, headers: fixture.auth(.admin),
+                body: try Self.body(["files": try Self.files(printBlocked: true, key: nil, sequence: 0)]))
+            #expect(put.status == .ok)
+            let history = try object(
+                try await client.execute(uri: "/v1/bundle/history?limit=5", method: .get, headers: fixture.auth(.read)))
+            let entries = try #require(history["entries"] as? [[String: Any]])
+            #expect(entries.count == 2 && entries.last?["revision"] as? String == first)
+            let kept = try await client.execute(
+                uri: "/v1/bundle/history/\(first.prefix(10))", method: .get, headers: fixture.auth(.read))
+            #expect(kept.status == .ok, "\(kept.body.text)")
+            let unknown = try await client.execute(
+                uri: "/v1/bundle/history/00000000", method: .get, headers: fixture.auth(.read))
+            #expect(unknown.status == .notFound)
+            let diff = try await client.execute(
+                uri: "/v1/bundle/diff?from=\(first)", method: .get, headers: fixture.auth(.read))
+            #expect(diff.status == .ok, "\(diff.body.text)")
+            #expect(try ((object(diff)["diff"] as? [String: Any])?["removed"] as? [String])?.isEmpty == false)
+            let forbidden = try await client.execute(
+                uri: "/v1/bundle/rollback", method: .post, headers: fixture.auth(.read),
+                body: try Self.body(["revision": first, "reason": "x"]))
+            #expect(forbidden.status == .forbidden)
+            for bad in [
+                ["revision": first], ["revision": first, "reason": "x", "more": "y"], ["revision": 7, "reason": "x"],
+            ] {
+                let refused = try await client.execute(
+                    uri: "/v1/bundle/rollback", method: .post, headers: fixture.auth(.admin), body: try Self.body(bad))
+                #expect(refused.status == .badRequest, "\(bad)")
+            }
+            let rolled = try await client.execute(
+                uri: "/v1/bundle/rollback", method: .post, headers: fixture.auth(.admin),
+                body: try Self.body(["revision": first, "reason": "incident 12"]))
+            #expect(rolled.status == .ok, "\(rolled.body.text)")
+            #expect(fixture.engine.bundleInForce?.revision == first)
+            let newest = try #require(
+                (try object(
+                    try await client.execute(
+                        uri: "/v1/bundle/history?limit=1", method: .get, headers: fixture.auth(.read)))[
+                        "entries"] as? [[String: Any]])?.first)
+            #expect(newest["rollback"] as? Bool == true && newest["reason"] as? String == "incident 12")
+        }
+    }
+
+    @Test("a replica records its status: GET /v1/fleet lists it, current, with the revision in force")
+    func fleet() async throws {
+        let fixture = try await ServiceFixture.make()
+        try fixture.engine.recordReplicaStatus()
+        try await fixture.application().test(.router) { client in
+            let fleet = try object(
+                try await client.execute(uri: "/v1/fleet", method: .get, headers: fixture.auth(.read)))
+            let replicas = try #require(fleet["replicas"] as? [[String: Any]])
+            #expect(replicas.count == 1 && fleet["behind"] as? Int == 0)
+            #expect(replicas.first?["revision"] as? String == fixture.engine.bundleInForce?.revision)
+            #expect(replicas.first?["stale"] as? Bool == false)
+        }
+    }
+
+    @Test("a watched directory altered after signing is refused; /readyz warns of it and the policy in force stays")
+    func watchedTamper() async throws {
+        let fixture = try await ServiceFixture.make()
+        let key = BundleSigningKey()
+        try fixture.engine.trust(key.publicKey, name: nil)
+        let before = try #require(fixture.engine.bundleInForce?.revision)
+        try Data("[]".utf8).write(to: URL(fileURLWithPath: fixture.bundle + "/added.json"))
+        try await fixture.application().test(.live) { client in
+            #expect(await eventually { fixture.engine.lastBundleRejection != nil })
+            let ready = try object(try await client.execute(uri: "/readyz", method: .get))
+            let warnings = try #require(ready["warnings"] as? [String])
+            #expect(warnings.contains { $0.contains("unsigned") }, "\(warnings)")
+            #expect(fixture.engine.bundleInForce?.revision == before)
+        }
+    }
+}
