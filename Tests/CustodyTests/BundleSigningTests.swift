@@ -275,6 +275,8 @@ struct BundleSigningTests {
         #expect(diff.settings.contains { $0.setting == "printBlocked" }, "\(diff.settings)")
         #expect(!diff.decisions.isEmpty)
         #expect(try engine.bundleDiff(from: first, to: first).decisions.isEmpty)
+        #expect(try engine.bundleDiff(from: nil, to: nil).from == first, "by default: the last change")
+        #expect(try engine.bundleDiff(from: nil, to: first).from == first, "nothing before the first")
     }
 }
 

@@ -289,6 +289,10 @@ def bad_resume():
 
 
 def concrete(path):
+    # A path parameter stands for something the service has: the example account, the
+    # revision in force (a kept revision).
+    if "{revision}" in path:
+        path = path.replace("{revision}", client.get("/v1/bundle").json()["revision"])
     return path.replace("{account}", "alice%40contoso.com")
 
 

@@ -153,13 +153,25 @@ extension CustodyEngine {
 
     /// What changes from kept revision `from` to `to` (default: the one in force): the settings
     /// that differ per policy document, and every decision that flips (what `custody matrix
-    /// diff` computes), for this engine's evaluation context.
-    public func bundleDiff(from: String, to: String?) throws(CustodyError) -> BundleDiff {
-        let old = try keptBundle(from)
+    /// diff` computes), for this engine's evaluation context. Without `from`, from the revision
+    /// in force before `to` (the last change; `to` itself when there was none).
+    public func bundleDiff(from: String?, to: String?) throws(CustodyError) -> BundleDiff {
         guard let newRevision = to ?? bundleInForce.map(\.revision) else {
             throw CustodyError(.noPolicy, "no bundle is in force to compare with; name a second revision")
         }
         let new = try keptBundle(newRevision)
+        let old: StoredBundle
+        if let from {
+            old = try keptBundle(from)
+        } else {
+            let kept = try CustodyError.fromState { try database.storedBundleRevisions() }
+            let history = try bundleHistory(limit: 1_000)
+            let since = history.firstIndex { $0.result == .applied && $0.contentHash == new.record.contentHash }
+            let previous = history[(since.map { $0 + 1 } ?? history.endIndex)...].first {
+                $0.result == .applied && $0.contentHash != new.record.contentHash && kept[$0.contentHash] != nil
+            }
+            old = try previous.map { record throws(CustodyError) in try keptBundle(record.contentHash) } ?? new
+        }
         return try BundleDiff(old: old, new: new, context: context, logger: logger)
     }
 }

@@ -47,11 +47,11 @@ struct BundleController {
         return KeptAnswer(bundle: KeptBundleAnswer(stored))
     }
 
-    /// `from` (required) and `to` (default: the revision in force), each a kept revision or
-    /// its first 8+ hex digits; the context parameters choose the platform decided for.
+    /// `to` (default: the revision in force) and `from` (default: the revision in force before
+    /// it), each a kept revision or its first 8+ hex digits.
     @Sendable func diff(_ request: Request, context: CustodyRequestContext) async throws -> DiffAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["from", "to"])
-        guard let from = parameters["from"] else { throw ServiceError.badParameter("from", "is required") }
+        let from = parameters["from"]
         let to = parameters["to"]
         let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
         return DiffAnswer(diff: diff)

@@ -238,11 +238,11 @@ struct BundleCommand: AsyncParsableCommand {
     struct Diff: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Compare two kept revisions (the second defaults to the one in force): settings per policy, and every decision that flips."
+                "Compare two kept revisions (the second defaults to the one in force, the first to the one before it): settings per policy, and every decision that flips."
         )
 
-        @Argument(help: ArgumentHelp("The older revision, then optionally the newer one.", valueName: "revision"))
-        var revisions: [String]
+        @Argument(help: ArgumentHelp("The older revision, then the newer one (both optional).", valueName: "revision"))
+        var revisions: [String] = []
 
         @Flag(help: "One JSON object.")
         var json = false
@@ -252,7 +252,7 @@ struct BundleCommand: AsyncParsableCommand {
         @OptionGroup var loggingOptions: LoggingOptions
 
         func validate() throws {
-            if !(1...2).contains(revisions.count) { throw ValidationError("give one or two revisions") }
+            if revisions.count > 2 { throw ValidationError("give at most two revisions") }
         }
 
         func run() async throws {
@@ -260,7 +260,7 @@ struct BundleCommand: AsyncParsableCommand {
                 state: stateOptions, logging: loggingOptions, access: .existing, context: contextOptions.context,
                 restoring: true)
             let diff = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.bundleDiff(from: revisions[0], to: revisions.count == 2 ? revisions[1] : nil)
+                try engine.bundleDiff(from: revisions.first, to: revisions.count == 2 ? revisions[1] : nil)
             }
             if json {
                 StandardOutput.write(try JSONLine.encode(diff))
