@@ -278,6 +278,38 @@ struct BundleSigningTests {
         #expect(try engine.bundleDiff(from: nil, to: nil).from == first, "by default: the last change")
         #expect(try engine.bundleDiff(from: nil, to: first).from == first, "nothing before the first")
     }
+
+    @Test("fleet status: a replica behind the newest revision is marked, counted, and announced once by one replica")
+    func replicasBehind() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("one"))
+        try engine.recordReplicaStatus()
+        let late = ReplicaRecord(
+            id: "zz-other", host: "other", processID: 1, startedAt: Date(), version: "0.1.0", revision: "old",
+            change: 0, lastContact: Date(), lastError: nil)
+        try engine.database.recordReplica(late)
+        let gone = ReplicaRecord(
+            id: "zz-gone", host: "gone", processID: 2, startedAt: .distantPast, version: "0.1.0", revision: "old",
+            change: 0, lastContact: Date(timeIntervalSinceNow: -60), lastError: nil)
+        try engine.database.recordReplica(gone)
+        let status = try engine.fleetStatus()
+        #expect(status.replicas.count == 3 && status.behind == 1, "the stale one is not counted")
+        #expect(status.replicas.first { $0.record.id == "zz-gone" }?.isStale == true)
+        let before = try engine.events(after: 0).events.count
+        var announced = try engine.announceReplicasBehind(threshold: 1, announced: [])
+        announced = try engine.announceReplicasBehind(threshold: 1, announced: announced)
+        let events = try engine.events(after: 0).events.dropFirst(before)
+        #expect(events.count == 1, "once per replica and revision")
+        #expect(events.first.map { $0.name == "replicaBehind" && String(decoding: $0.body, as: UTF8.self).contains("zz-other") } == true)
+        #expect(announced.count == 1)
+        // A replica that is not the first by id among those current leaves it to that one.
+        try engine.database.recordReplica(
+            ReplicaRecord(
+                id: "0-first", host: "h", processID: 3, startedAt: Date(), version: "0.1.0", revision: "older",
+                change: 0, lastContact: Date(), lastError: nil))
+        #expect(try engine.announceReplicasBehind(threshold: 1, announced: []).isEmpty)
+    }
 }
 
 @Suite("Bundle signatures: the format")
