@@ -12,6 +12,9 @@ extension PolicyManager {
     {
         guard let database else { return given }
         var provenance = given
+        // Kept with the history row even where no key is trusted yet: a revision applied now
+        // can be rolled back to, signed, once one is.
+        provenance.signature = files.signature
         let keys: [TrustedKeyRecord]
         let freeze: BundleFreeze?
         let highest: Int64

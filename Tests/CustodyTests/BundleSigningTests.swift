@@ -263,6 +263,22 @@ struct BundleSigningTests {
         #expect(error.code == .untrusted && error.message.contains("unsigned"))
     }
 
+    @Test("a signed revision applied before any key was trusted can be rolled back to once its key is")
+    func rollbackSignedBeforeTrust() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let signer = SignedBundles(installation: installation)
+        try await engine.apply(bundleDirectory: try signer.write("one", signedBy: [signer.first], sequence: 1))
+        let first = try #require(engine.bundleInForce?.revision)
+        try engine.trust(signer.first.publicKey, name: nil)
+        try await engine.apply(
+            bundleDirectory: try signer.write(
+                "two", TestBundle(printBlockedA: true), signedBy: [signer.first], sequence: 2))
+        try await engine.rollback(to: first, reason: "back", by: nil)
+        #expect(engine.bundleInForce?.revision == first)
+        #expect(engine.bundleInForce?.provenance.signers == [signer.first.publicKey.keyID])
+    }
+
     @Test("the diff between two kept revisions names the settings that changed and the decisions that flip")
     func diff() async throws {
         let installation = try Installation()
@@ -301,7 +317,10 @@ struct BundleSigningTests {
         announced = try engine.announceReplicasBehind(threshold: 1, announced: announced)
         let events = try engine.events(after: 0).events.dropFirst(before)
         #expect(events.count == 1, "once per replica and revision")
-        #expect(events.first.map { $0.name == "replicaBehind" && String(decoding: $0.body, as: UTF8.self).contains("zz-other") } == true)
+        #expect(
+            events.first.map {
+                $0.name == "replicaBehind" && String(decoding: $0.body, as: UTF8.self).contains("zz-other")
+            } == true)
         #expect(announced.count == 1)
         // A replica that is not the first by id among those current leaves it to that one.
         try engine.database.recordReplica(
