@@ -93,7 +93,7 @@ test: deps lint
 	echo "PostgreSQL for the tests: $$CUSTODY_TEST_POSTGRES_URL"; \
 	set -ex; \
 	$(SWIFT) test; \
-	scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json; \
+	/usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json; \
 	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
 	scripts/contract/run.sh $(CUSTODY); \
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency; \

@@ -4,7 +4,8 @@
 # (Debian: python3-cryptography), for checking fixtures/vectors/bundle-signatures.json from
 # outside Swift, and for signing Custody bundles from another language.
 #
-#   scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json   (make test)
+#   /usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json   (make test:
+#   Debian's python3 with python3-cryptography, which make deps installs)
 #   scripts/verify-bundle-signature.py --generate > fixtures/vectors/bundle-signatures.json
 #   scripts/verify-bundle-signature.py --verify-dir DIR ed25519:<base64>...
 import base64, hashlib, json, os, sys
