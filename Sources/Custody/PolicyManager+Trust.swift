@@ -36,10 +36,13 @@ extension PolicyManager {
                 provenance.signature = files.signature
             } catch {
                 let message = "the bundle is not trusted: \(error)"
+                // The history says which sequence was offered, when the file says one.
+                var offered = given
+                offered.sequence = files.signature.flatMap { try? BundleSignatureFile.parse($0) }?.manifest.sequence
                 throw reject(
                     source: source, contentHash: files.contentHash, message: message,
                     diagnostics: [Self.refusal(message, files: files, source: source, code: .untrusted, naming: error)],
-                    offeredBy: given)
+                    offeredBy: offered)
             }
         }
         if let freeze {
@@ -47,14 +50,16 @@ extension PolicyManager {
                 "frozen: the policy in force is frozen since \(formatted(freeze.at))\(freeze.by.map { " by \($0)" } ?? ""): \(freeze.reason); unfreeze it (custody bundle unfreeze), or roll back"
             throw reject(
                 source: source, contentHash: files.contentHash, message: message,
-                diagnostics: [Self.refusal(message, files: files, source: source, code: .frozen)], offeredBy: given)
+                diagnostics: [Self.refusal(message, files: files, source: source, code: .frozen)], offeredBy: provenance
+            )
         }
         if !given.isRollback, let sequence = provenance.sequence, sequence <= highest {
             let message =
                 "replayed: the bundle's sequence \(sequence) is not greater than \(highest), the highest applied; sign it again (custody bundle sign) to apply it, or roll back to a kept revision"
             throw reject(
                 source: source, contentHash: files.contentHash, message: message,
-                diagnostics: [Self.refusal(message, files: files, source: source, code: .replayed)], offeredBy: given)
+                diagnostics: [Self.refusal(message, files: files, source: source, code: .replayed)],
+                offeredBy: provenance)
         }
         return provenance
     }

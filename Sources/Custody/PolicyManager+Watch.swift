@@ -1,5 +1,6 @@
 import CustodyPolicy
 import CustodyStore
+import Foundation
 
 extension PolicyManager {
     /// Applies the bundle in `directory` now (unless it is the policy in force already) and
@@ -23,8 +24,13 @@ extension PolicyManager {
         // before the files are read, so a change between the two is still seen.
         var initial = BundleWatch(debounce: debounce)
         let probe = BundleProbe.take(directory: directory)
-        if let inForce = bundleInForce, !inForce.isOverride, let files = try? BundleFiles.read(directory: directory),
-            files.contentHash == inForce.revision
+        // Settled too when these files were just refused from this directory (a service that
+        // starts with a refused directory): the refusal is recorded once, not again here.
+        let source = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let refused = lastRejection.withLock { $0 }
+        if let files = try? BundleFiles.read(directory: directory),
+            (bundleInForce.map { !$0.isOverride && files.contentHash == $0.revision } ?? false)
+                || (refused?.source == source && refused?.revision == files.contentHash)
         {
             initial.settle(probe)
         }

@@ -45,7 +45,7 @@ public actor PolicyManager {
     var offlineWipeAnnounced: Set<OwnerIdentifier> = []
     /// The last bundle this process refused since one was last put in force: when, from where,
     /// why. What `/readyz` warns of (a tampered or unsigned bundle directory, say).
-    nonisolated let lastRejection = Locked<(at: Date, source: String, message: String)?>(nil)
+    nonisolated let lastRejection = Locked<(at: Date, source: String, revision: String, message: String)?>(nil)
     /// Accounts known to be in the state's registry, with the identifiers recorded for them.
     nonisolated let registered = Locked<[String: Set<String>]>([:])
 
@@ -150,7 +150,9 @@ public actor PolicyManager {
         do {
             files = try BundleFiles.read(directory: directory)
         } catch {
-            throw reject(source: directory, contentHash: "", message: error.description, diagnostics: error.diagnostics)
+            throw reject(
+                source: directory, contentHash: "", message: error.description, diagnostics: error.diagnostics,
+                offeredBy: provenance)
         }
         return try apply(files, source: directory, allowingEmpty: allowingEmpty, provenance: provenance)
     }
@@ -180,9 +182,20 @@ public actor PolicyManager {
         // or a Graph sync's unchanged round costs a hash and a read). Unchanged only if the
         // state agrees: another writer may have put a bundle in force that this manager has not
         // adopted yet. A state that cannot be read is tried below.
+        // Once the state trusts keys, the same files under another signature file (a garbage
+        // one, or a newer signature) are not "unchanged": they are checked, and a valid newer
+        // signature is recorded.
         if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
             guard let database else { return [] }
-            if let stored = try? database.lastAppliedBundle(), stored.contentHash == files.contentHash { return [] }
+            if let stored = try? database.lastAppliedBundle(), stored.contentHash == files.contentHash {
+                let trusting = (try? database.trustedKeys().isEmpty == false) ?? true
+                if !trusting || files.signature == current.provenance.signature
+                    || files.signature == stored.provenance.signature
+                {
+                    lastRejection.withLock { if $0?.source == source { $0 = nil } }
+                    return []
+                }
+            }
         }
         let provenance = try admit(files, source: source, provenance: given)
         let bundle: PolicyBundle
@@ -191,7 +204,7 @@ public actor PolicyManager {
         } catch {
             throw reject(
                 source: source, contentHash: files.contentHash, message: error.description,
-                diagnostics: error.diagnostics)
+                diagnostics: error.diagnostics, offeredBy: provenance)
         }
         let reach = bundle.assignmentReach()
         // The state's policy in force already (this manager did not restore it): put it in
@@ -402,7 +415,7 @@ public actor PolicyManager {
         offeredBy provenance: BundleProvenance = .none
     ) -> BundleRejection {
         let rejection = BundleRejection(source: source, message: message, diagnostics: diagnostics)
-        lastRejection.withLock { $0 = (clock(), source, message) }
+        lastRejection.withLock { $0 = (clock(), source, contentHash, message) }
         logger.error(
             "bundle rejected",
             metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
@@ -415,6 +428,7 @@ public actor PolicyManager {
                     try record(
                         refused, result: .rejected, message: message, files: nil,
                         provenance: BundleProvenance(
+                            sequence: provenance.sequence, signers: provenance.signers,
                             appliedBy: provenance.appliedBy, reason: provenance.reason,
                             isRollback: provenance.isRollback),
                         accounts: [], events: events)

@@ -153,7 +153,14 @@ public final class GraphSync: Sendable {
             logger.warning(
                 "the kept group members cannot be read; every group is read", metadata: ["error": "\(error)"])
         }
-        let (files, report, kept) = try await snapshot(tracking: true, cache: cache, progress: progress)
+        var (files, report, kept) = try await snapshot(tracking: true, cache: cache, progress: progress)
+        // An unchanged tenant is the bundle in force under the signature it went in with, not
+        // under a new one (which the state would record as a new application every sync).
+        if signingKey != nil, let inForce = engine.bundleInForce, inForce.revision == files.contentHash,
+            let signature = inForce.provenance.signature
+        {
+            files = files.signed(signature)
+        }
         let applied = try await engine.apply(
             files: files, source: source, provenance: BundleProvenance(appliedBy: "graph-sync"))
         if kept != nil || cache != nil {

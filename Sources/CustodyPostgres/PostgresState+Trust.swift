@@ -63,15 +63,15 @@ extension PostgresState {
     }
 
     @discardableResult
-    public func setBundleFreeze(_ freeze: BundleFreeze?, at date: Date) throws(StoreError) -> Bool {
+    public func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) throws(StoreError) -> Bool {
         try write("changing the bundle freeze") { session in
             try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
             let was = try Self.setting(Self.freezeSetting, in: session).map { !$0.isEmpty } ?? false
             guard freeze != nil || was else { return false }
             try setSetting(Self.freezeSetting, try freeze?.encoded() ?? "", in: session)
             try Self.audit(
-                .trust, account: nil, action: freeze == nil ? "unfreeze" : "freeze",
-                detail: freeze.map { "\($0.reason)\($0.by.map { " (by \($0))" } ?? "")" }, at: date, in: session)
+                .bundle, account: nil, action: freeze == nil ? "unfreeze" : "freeze",
+                detail: (freeze?.reason ?? "") + (by.map { " (by \($0))" } ?? ""), at: date, in: session)
             return true
         }
     }

@@ -7,7 +7,7 @@ public struct AuditEntry: Sendable, Hashable {
         /// A decision, when decision auditing is on.
         case decision
         case wipe
-        /// A bundle applied or rejected.
+        /// A bundle applied, rejected or rolled back to; the policy in force frozen or unfrozen.
         case bundle
         /// A secret stored or removed (its identifier; never its value).
         case secret
@@ -15,7 +15,7 @@ public struct AuditEntry: Sendable, Hashable {
         case key
         /// A service token created or revoked (its id; never the token).
         case token
-        /// A bundle signing key trusted or revoked, the policy in force frozen or unfrozen.
+        /// A bundle signing key trusted or revoked.
         case trust
     }
 

@@ -66,14 +66,14 @@ extension CustodyDatabase {
     /// Freezes the policy in force (or lifts the freeze: nil), audited. Returns false when
     /// lifting a freeze there was none of.
     @discardableResult
-    public func setBundleFreeze(_ freeze: BundleFreeze?, at date: Date) throws(StoreError) -> Bool {
+    public func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) throws(StoreError) -> Bool {
         try write("changing the bundle freeze") { db in
             let was = try Self.setting(Self.freezeSetting, in: db).map { !$0.isEmpty } ?? false
             guard freeze != nil || was else { return false }
             try Self.setSetting(Self.freezeSetting, try freeze?.encoded() ?? "", in: db)
             try Self.audit(
-                .trust, account: nil, action: freeze == nil ? "unfreeze" : "freeze",
-                detail: freeze.map { "\($0.reason)\($0.by.map { " (by \($0))" } ?? "")" }, at: date, in: db)
+                .bundle, account: nil, action: freeze == nil ? "unfreeze" : "freeze",
+                detail: (freeze?.reason ?? "") + (by.map { " (by \($0))" } ?? ""), at: date, in: db)
             return true
         }
     }

@@ -114,9 +114,10 @@ public protocol StateStore: AnyObject, Sendable {
     func revokeTrustedKey(id: String, at date: Date) throws(StoreError) -> Bool
     /// The freeze in force, if any.
     func bundleFreeze() throws(StoreError) -> BundleFreeze?
-    /// Freezes (or, with nil, unfreezes; false when there was no freeze), audited, a change.
+    /// Freezes (or, with nil, unfreezes; false when there was no freeze), audited with `by`,
+    /// a change.
     @discardableResult
-    func setBundleFreeze(_ freeze: BundleFreeze?, at date: Date) throws(StoreError) -> Bool
+    func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) throws(StoreError) -> Bool
     /// Records what a replica says about itself, replacing what it said before.
     func recordReplica(_ status: ReplicaRecord) throws(StoreError)
     /// Every replica recorded, by id.

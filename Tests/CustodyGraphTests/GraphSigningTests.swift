@@ -35,6 +35,8 @@ struct GraphSigningTests {
                 #expect(applied.bundle.revision == report.revision)
                 #expect(engine.bundleInForce?.provenance.signers == [key.publicKey.keyID])
                 #expect(engine.bundleInForce?.provenance.appliedBy == "graph-sync")
+                let again = try await signed.sync(into: engine)
+                #expect(again.applied.unchanged, "an unchanged tenant keeps the signature it went in with")
                 // To a directory: the signature file is written beside the files, and verifies.
                 _ = try await signed.sync(to: directory.file("out"))
                 let files = try BundleFiles.read(directory: directory.file("out"))

@@ -51,6 +51,10 @@ struct SignedBundleServiceTests {
                     body: try Self.body(["files": files]))
             }
             let before = fixture.engine.bundleInForce?.revision
+            var huge = try Self.files(printBlocked: true, key: key, sequence: 1)
+            huge[BundleFiles.signatureName] = String(repeating: " ", count: 1 << 21) + huge[BundleFiles.signatureName]!
+            let tooLarge = try await put(huge)
+            #expect(tooLarge.status == .badRequest, "a signature file over 1 MiB: \(tooLarge.body.text.prefix(200))")
             let unsigned = try await put(try Self.files(printBlocked: true, key: nil, sequence: 1))
             #expect(unsigned.status == .unprocessableContent)
             #expect(try object(unsigned)["code"] as? String == "bundle-untrusted")

@@ -52,13 +52,13 @@ struct TrustContractTests {
         }
         #expect(refusal("a2", BundleProvenance(sequence: 5))?.hasPrefix("replayed") == true)
         #expect(refusal("a2", BundleProvenance(sequence: 4))?.hasPrefix("replayed") == true)
-        try state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), at: t0)
+        try state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), by: "ops", at: t0)
         #expect(try state.bundleFreeze()?.reason == "incident")
         #expect(refusal("a2", BundleProvenance(sequence: 6))?.hasPrefix("frozen") == true)
         #expect(refusal("a0", BundleProvenance(sequence: 1, isRollback: true)) == nil, "a rollback passes")
         #expect(try state.bundleSequence() == 5, "a rollback does not lower the highest sequence")
-        #expect(try state.setBundleFreeze(nil, at: t0))
-        #expect(try !state.setBundleFreeze(nil, at: t0))
+        #expect(try state.setBundleFreeze(nil, by: "ops", at: t0))
+        #expect(try !state.setBundleFreeze(nil, by: nil, at: t0))
         #expect(refusal("a2", BundleProvenance(sequence: 6)) == nil)
         #expect(try state.bundleSequence() == 6)
 

@@ -108,6 +108,13 @@ struct BundleSigningTests {
         Tamper(description: "an expired manifest", reason: "expired") { directory, keys in
             try resign(directory, by: [keys.trusted], expires: Date(timeIntervalSince1970: 1_000))
         },
+        Tamper(
+            description: "a sequence far above the time (it would lock out every later bundle)",
+            reason: "sequence-too-high"
+        ) {
+            directory, keys in
+            try resign(directory, by: [keys.trusted], sequence: Int64.max)
+        },
         Tamper(description: "a truncated signature file", reason: "malformed-signature") { directory, _ in
             let path = directory + "/" + BundleFiles.signatureName
             let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -163,6 +170,36 @@ struct BundleSigningTests {
             let again = try #require(await custodyError { try await engine.apply(files: files, source: "request") })
             #expect(again.code == .untrusted && again.message.contains(tamper.reason))
         }
+    }
+
+    @Test(
+        "the files in force under another signature file are checked, not taken as unchanged: garbage is refused, a newer valid signature is recorded"
+    )
+    func sameFilesOtherSignature() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let signer = SignedBundles(installation: installation)
+        // Applied unsigned before any key was trusted.
+        let path = try installation.bundle("one")
+        try await engine.apply(bundleDirectory: path)
+        let revision = try #require(engine.bundleInForce?.revision)
+        try engine.trust(signer.first.publicKey, name: nil)
+        #expect(
+            try await engine.apply(bundleDirectory: path).unchanged, "the same files, no signature: in force already")
+        try Data("garbage".utf8).write(to: URL(fileURLWithPath: path + "/" + BundleFiles.signatureName))
+        let garbage = try #require(await custodyError { try await engine.apply(bundleDirectory: path) })
+        #expect(garbage.code == .untrusted && garbage.message.contains("malformed-signature"), "\(garbage)")
+        try signer.sign(path, by: [signer.first], sequence: 3)
+        let signed = try await engine.apply(bundleDirectory: path)
+        #expect(
+            signed.bundle.revision == revision
+                && engine.bundleInForce?.provenance.signers == [signer.first.publicKey.keyID])
+        #expect(try await engine.apply(bundleDirectory: path).unchanged, "the same signature again: unchanged")
+        try await engine.apply(
+            bundleDirectory: try signer.write(
+                "two", TestBundle(printBlockedA: true), signedBy: [signer.first], sequence: 4))
+        try await engine.rollback(to: revision, reason: "back to the signed one", by: nil)
+        #expect(engine.bundleInForce?.revision == revision)
     }
 
     @Test("a bundle signed by a trusted key goes in, with its sequence, signers and who applied it")
@@ -387,7 +424,7 @@ struct BundleSignatureFormatTests {
             // And it verifies as a state would see it.
             let record = TrustedKeyRecord(keyID: vector.keyId, publicKey: vector.publicKey, name: nil, addedAt: Date())
             let verified = try BundleVerifier.verify(
-                files.signed(signature.encoded), keys: [record], at: Date(timeIntervalSince1970: 1_790_000_000))
+                files.signed(signature.encoded), keys: [record], at: Date(timeIntervalSince1970: 1_796_000_000))
             #expect(verified.signers == [vector.keyId])
         }
     }
@@ -407,6 +444,41 @@ struct BundleSignatureFormatTests {
         #expect(throws: BundleTrustError.self) { try key.write(to: path) }
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
         #expect(throws: BundleTrustError.self) { try BundleSigningKey.load(file: path) }
+        // An X25519 key's 32 bytes are not an Ed25519 seed: its PKCS#8 algorithm says so.
+        let x25519 = directory.file("x25519.key")
+        let der =
+            [0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x6E, 0x04, 0x22, 0x04, 0x20]
+            .map(UInt8.init) + [UInt8](repeating: 7, count: 32)
+        let pem = "-----BEGIN PRIVATE KEY-----\n\(Data(der).base64EncodedString())\n-----END PRIVATE KEY-----\n"
+        #expect(
+            FileManager.default.createFile(
+                atPath: x25519, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]))
+        #expect(throws: BundleTrustError.self) { try BundleSigningKey.load(file: x25519) }
+        // The same bytes as an Ed25519 key (OID 1.3.101.112) load.
+        let ed25519 = directory.file("ed25519.key")
+        var edDER = der
+        edDER[11] = 0x70
+        #expect(
+            FileManager.default.createFile(
+                atPath: ed25519,
+                contents: Data(
+                    "-----BEGIN PRIVATE KEY-----\n\(Data(edDER).base64EncodedString())\n-----END PRIVATE KEY-----\n"
+                        .utf8),
+                attributes: [.posixPermissions: 0o600]))
+        #expect(throws: Never.self) { try BundleSigningKey.load(file: ed25519) }
+    }
+
+    @Test("a directory entry whose name holds a control character is refused, as a request's is")
+    func controlCharacterName() throws {
+        let directory = try TemporaryDirectory()
+        let bundle = directory.file("bundle")
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: bundle + "/x\u{1B}[31mred.json"))
+        #expect {
+            _ = try BundleFiles.read(directory: bundle)
+        } throws: { error in
+            (error as? BundleError)?.diagnostics.contains { $0.message.contains("control or bidirectional") } == true
+        }
     }
 
     @Test(
@@ -414,6 +486,8 @@ struct BundleSignatureFormatTests {
         arguments: [
             "", "ed25519:", "ed25519:AAAA", "rsa:AAAA", "ed25519:!!!",
             "ED25519:" + String(repeating: "A", count: 43) + "=",
+            // 32 zero bytes: small order, no signature can hold for it.
+            "ed25519:" + String(repeating: "A", count: 43) + "=",
         ])
     func badPublicKey(text: String) {
         #expect(throws: BundleTrustError.self) { try BundleSigningPublicKey(text: text) }
@@ -431,6 +505,11 @@ struct BundleSignatureFormatTests {
             (#"{"manifest": {"files": [], "sequence": 1.5, "created": "2026-01-01T00:00:00Z"}}"#, "sequence"),
             (#"{"manifest": {"files": [], "sequence": 0, "created": "2026-01-01T00:00:00Z"}}"#, "sequence"),
             (#"{"manifest": {"files": [], "sequence": 1, "created": "yesterday"}}"#, "created"),
+            (#"{"manifest": {"files": [], "sequence": 1, "created": "2026-01-01T02:00:00+02:00"}}"#, "created"),
+            (
+                #"{"manifest": {"files": [{"name": "b.json", "sha256": "\#(String(repeating: "0", count: 64))", "size": 1}, {"name": "a.json", "sha256": "\#(String(repeating: "0", count: 64))", "size": 1}], "sequence": 1, "created": "2026-01-01T00:00:00Z"}}"#,
+                "order"
+            ),
             (
                 #"{"manifest": {"files": [], "sequence": 1, "created": "2026-01-01T00:00:00Z", "expires": null}}"#,
                 "null"

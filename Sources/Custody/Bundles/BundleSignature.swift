@@ -1,4 +1,5 @@
 import Crypto
+import X509
 import _CryptoExtras
 public import CustodyPolicy
 public import CustodyProtection
@@ -29,6 +30,9 @@ public struct BundleTrustError: Error, Sendable, Hashable, CustomStringConvertib
         case expired
         /// A key or key file that cannot be used.
         case badKey = "bad-key"
+        /// A sequence more than a day above the time in milliseconds: taken, it would lock out
+        /// every later bundle (none could be newer).
+        case sequenceTooHigh = "sequence-too-high"
     }
 
     public let reason: Reason
@@ -49,6 +53,11 @@ public struct BundleSigningPublicKey: Sendable, Hashable, CustomStringConvertibl
     public init(bytes: [UInt8]) throws(BundleTrustError) {
         guard bytes.count == Ed25519.publicKeyCount else {
             throw BundleTrustError(.badKey, "an Ed25519 public key is 32 bytes, not \(bytes.count)")
+        }
+        guard Ed25519.isValidPublicKey(bytes) else {
+            throw BundleTrustError(
+                .badKey,
+                "not an Ed25519 public key: not a point of the curve's main subgroup (no signature can hold for it)")
         }
         self.bytes = bytes
     }
@@ -108,7 +117,12 @@ public struct BundleSigningKey: Sendable {
                 .badKey,
                 "the signing key \(path) may be read by others (mode \(String(permissions, radix: 8))): chmod 600 it")
         }
-        guard let key = try? Curve25519.Signing.PrivateKey(pemRepresentation: String(decoding: data, as: UTF8.self))
+        let text = String(decoding: data, as: UTF8.self)
+        // swift-certificates reads the PKCS#8 algorithm identifier (an X25519 key's 32 bytes
+        // would otherwise pass for an Ed25519 seed); swift-crypto gives the seed.
+        guard let parsed = try? Certificate.PrivateKey(pemEncoded: text),
+            parsed.supportedSignatureAlgorithms.contains(.ed25519),
+            let key = try? Curve25519.Signing.PrivateKey(pemRepresentation: text)
         else {
             throw BundleTrustError(.badKey, "\(path) is not an Ed25519 private key in PEM (PKCS#8, \"PRIVATE KEY\")")
         }
@@ -187,6 +201,16 @@ public struct BundleManifest: Sendable, Hashable, Encodable {
     }
 
     static func date(_ text: String) -> Date? { try? Date(text, strategy: Date.ISO8601FormatStyle()) }
+
+    /// RFC 3339 in UTC to the second, as manifests write times: `2026-11-26T01:12:42Z`.
+    static func isUTCTime(_ text: String) -> Bool {
+        text.utf8.count == 20 && text.hasSuffix("Z") && date(text) != nil
+    }
+
+    /// The highest sequence a manifest may have at `now`: a day above the time in milliseconds.
+    public static func highestSequence(at now: Date) -> Int64 {
+        Int64(now.timeIntervalSince1970 * 1_000) + 86_400_000
+    }
 }
 
 /// `.custody-signature.json`: the manifest and one or more signatures over its canonical bytes.
@@ -235,7 +259,7 @@ public struct BundleSignatureFile: Sendable, Hashable, Encodable {
         do {
             document = try JSONDocument(parsing: bytes)
         } catch {
-            throw malformed("not JSON: \(error)")
+            throw malformed("not JSON at byte \(error.offset): \(error.message)")
         }
         let root = try object(document.root, "the file", keys: ["manifest", "signatures"], required: ["manifest"])
         let manifestValue = try object(
@@ -259,13 +283,13 @@ public struct BundleSignatureFile: Sendable, Hashable, Encodable {
         guard let sequence = manifestValue["sequence"]!.int, sequence > 0 else {
             throw malformed("manifest.sequence is not a whole number above 0")
         }
-        guard let created = manifestValue["created"]!.string, BundleManifest.date(created) != nil else {
-            throw malformed("manifest.created is not an RFC 3339 time")
+        guard let created = manifestValue["created"]!.string, BundleManifest.isUTCTime(created) else {
+            throw malformed("manifest.created is not an RFC 3339 time in UTC (…Z)")
         }
         var expires: String?
         if let value = manifestValue["expires"] {
-            guard let text = value.string, BundleManifest.date(text) != nil else {
-                throw malformed("manifest.expires is not an RFC 3339 time")
+            guard let text = value.string, BundleManifest.isUTCTime(text) else {
+                throw malformed("manifest.expires is not an RFC 3339 time in UTC (…Z)")
             }
             expires = text
         }
@@ -294,6 +318,9 @@ public struct BundleSignatureFile: Sendable, Hashable, Encodable {
         }
         let names = files.map(\.name)
         guard Set(names).count == names.count else { throw malformed("manifest.files names a file twice") }
+        guard zip(names, names.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }) else {
+            throw malformed("manifest.files is not in UTF-8 order of the names")
+        }
         return BundleSignatureFile(
             manifest: BundleManifest(files: files, sequence: Int64(sequence), created: created, expires: expires),
             signatures: signatures)
@@ -377,6 +404,12 @@ public enum BundleVerifier {
                 .unknownKey, "signed only by keys not trusted here: \(unknown.sorted().joined(separator: ", "))")
         }
         try check(files, against: file.manifest)
+        guard file.manifest.sequence <= BundleManifest.highestSequence(at: now) else {
+            throw BundleTrustError(
+                .sequenceTooHigh,
+                "sequence \(file.manifest.sequence) is more than a day above the time in milliseconds (\(Int64(now.timeIntervalSince1970 * 1_000))): taken, no later bundle could be newer"
+            )
+        }
         if let expires = file.manifest.expiresAt, expires <= now {
             throw BundleTrustError(.expired, "the manifest expired at \(file.manifest.expires!)")
         }

@@ -61,7 +61,7 @@ extension CustodyEngine {
 
     /// The last bundle this process refused since one was put in force, if any.
     public var lastBundleRejection: (at: Date, source: String, message: String)? {
-        manager.lastRejection.withLock { $0 }
+        manager.lastRejection.withLock { $0.map { ($0.at, $0.source, $0.message) } }
     }
 
     // MARK: History
@@ -119,10 +119,18 @@ extension CustodyEngine {
         let files = BundleFiles(
             stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
             contentHash: stored.record.contentHash, signature: stored.record.provenance.signature)
-        return try await apply(
-            files: files, source: stored.record.source, allowingEmpty: true,
-            provenance: BundleProvenance(
-                sequence: stored.record.provenance.sequence, appliedBy: who, reason: reason, isRollback: true))
+        do {
+            return try await apply(
+                files: files, source: stored.record.source, allowingEmpty: true,
+                provenance: BundleProvenance(
+                    sequence: stored.record.provenance.sequence, appliedBy: who, reason: reason, isRollback: true))
+        } catch  where error.code == .untrusted {
+            let why = error.diagnostics.first?.message ?? error.message
+            throw CustodyError(
+                .untrusted,
+                "the kept revision \(stored.record.contentHash) cannot be rolled back to (applied \(stored.record.provenance.signature == nil ? "unsigned" : "signed") \(formatted(stored.record.appliedAt))): \(why); to put these files back, sign them again and apply them",
+                diagnostics: error.diagnostics, underlying: error.underlying)
+        }
     }
 
     // MARK: Freezing
@@ -139,14 +147,14 @@ extension CustodyEngine {
         let reason = reason.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !reason.isEmpty else { throw CustodyError(.invalidArgument, "a freeze needs a reason") }
         let freeze = BundleFreeze(reason: reason, by: who, at: Date())
-        _ = try CustodyError.fromState { try database.setBundleFreeze(freeze, at: freeze.at) }
+        _ = try CustodyError.fromState { try database.setBundleFreeze(freeze, by: who, at: freeze.at) }
         return freeze
     }
 
-    /// Lifts the freeze; false when there was none.
+    /// Lifts the freeze, audited with who did; false when there was none.
     @discardableResult
-    public func unfreeze() throws(CustodyError) -> Bool {
-        try CustodyError.fromState { try database.setBundleFreeze(nil, at: Date()) }
+    public func unfreeze(by who: String? = nil) throws(CustodyError) -> Bool {
+        try CustodyError.fromState { try database.setBundleFreeze(nil, by: who, at: Date()) }
     }
 
     // MARK: Differences

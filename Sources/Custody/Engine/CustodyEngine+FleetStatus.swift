@@ -6,7 +6,7 @@ public struct FleetReplica: Sendable, Hashable {
     public let record: ReplicaRecord
     /// Not heard from within `FleetStatus.staleAfter`: it may be down or cut off.
     public let isStale: Bool
-    /// It runs another revision than the newest applied.
+    /// It reported another revision than the newest applied, after that one was applied.
     public let isBehind: Bool
 }
 
@@ -75,10 +75,13 @@ extension CustodyEngine {
         let (records, newest) = try CustodyError.fromState {
             (try database.replicas(), try database.lastAppliedBundle())
         }
+        // Behind: it said it runs another revision after the newest was applied (a replica that
+        // has not said anything since is not judged yet; if it never does, it turns stale).
         let replicas = records.map { record in
             FleetReplica(
                 record: record, isStale: now.timeIntervalSince(record.lastContact) > FleetStatus.staleAfter,
-                isBehind: newest != nil && record.revision != newest?.contentHash)
+                isBehind: newest.map { record.revision != $0.contentHash && record.lastContact > $0.appliedAt } ?? false
+            )
         }
         return FleetStatus(replicas: replicas, newestRevision: newest?.contentHash, newestAppliedAt: newest?.appliedAt)
     }

@@ -350,7 +350,7 @@ public final class CustodyEngine: Sendable {
             events = try await manager.apply(
                 bundleDirectory: source, allowingEmpty: allowingEmpty, provenance: provenance)
         } catch {
-            throw Self.applyError(error, naming: "the bundle \(directory)")
+            throw Self.applyError(error, naming: "the bundle \(directory)", hadPolicy: manager.bundleInForce != nil)
         }
         let now = manager.bundleInForce!
         return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
@@ -370,7 +370,7 @@ public final class CustodyEngine: Sendable {
             events = try await manager.apply(
                 files, source: source, allowingEmpty: allowingEmpty, provenance: provenance)
         } catch {
-            throw Self.applyError(error, naming: "the bundle")
+            throw Self.applyError(error, naming: "the bundle", hadPolicy: manager.bundleInForce != nil)
         }
         let now = manager.bundleInForce!
         return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
@@ -378,7 +378,9 @@ public final class CustodyEngine: Sendable {
 
     /// The error for a bundle that was not put in force: `.bundle` when it was refused, `.state`
     /// when the state could not record it, `.outcomeUnknown` when the state did not confirm.
-    static func applyError(_ rejection: BundleRejection, naming bundle: String) -> CustodyError {
+    static func applyError(_ rejection: BundleRejection, naming bundle: String, hadPolicy: Bool = true) -> CustodyError
+    {
+        let stays = hadPolicy ? "the policy in force is unchanged" : "no policy is in force"
         if let failure = rejection.stateFailure {
             return CustodyError(
                 failure.code == .outcomeUnknown ? .outcomeUnknown : .state, rejection.message, underlying: rejection)
@@ -387,13 +389,13 @@ public final class CustodyEngine: Sendable {
             [.untrusted, .replayed, .frozen].contains(refusal.code)
         {
             return CustodyError(
-                .untrusted, "\(bundle) is refused; the policy in force is unchanged: \(refusal.message)",
+                .untrusted, "\(bundle) is refused; \(stays): \(refusal.message)",
                 diagnostics: rejection.diagnostics, underlying: rejection)
         }
         return CustodyError(
             .bundle,
             rejection.diagnostics.isEmpty
-                ? rejection.message : "\(bundle) does not load; the policy in force is unchanged",
+                ? rejection.message : "\(bundle) does not load; \(stays)",
             diagnostics: rejection.diagnostics, underlying: rejection)
     }
 

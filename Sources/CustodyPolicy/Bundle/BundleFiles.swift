@@ -76,6 +76,12 @@ public struct BundleFiles: Sendable, Hashable {
                 throw BundleError(diagnostics: [Self.problem(entry.name, "the bundle names '\(entry.name)' twice")])
             }
         }
+        if let signature, signature.count > Self.maximumSignatureBytes {
+            throw BundleError(diagnostics: [
+                Self.problem(
+                    Self.signatureName, "the signature file is larger than \(Self.maximumSignatureBytes) bytes")
+            ])
+        }
         self.init(
             sorted: entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }, directory: directory,
             signature: signature)
@@ -164,6 +170,16 @@ public struct BundleFiles: Sendable, Hashable {
         var total = 0
         for name in entryNames(among: names) {
             let path = (directory as NSString).appendingPathComponent(name)
+            // As a request's names are checked: a control or bidirectional-formatting
+            // character in a name would reach terminals, logs and answers as it is.
+            if let scalar = name.unicodeScalars.first(where: isUnprintable) {
+                problems.append(
+                    problem(
+                        (directory as NSString).appendingPathComponent(name.escapingControlCharacters),
+                        "'\(name.escapingControlCharacters)' is not a bundle file name: it holds \(escapedScalar(scalar)), a control or bidirectional-formatting character"
+                    ))
+                continue
+            }
             switch readRegularFile(path, maximumBytes: maximumBytes - total) {
             case .success(let bytes):
                 entries.append(Entry(name: name, bytes: bytes))

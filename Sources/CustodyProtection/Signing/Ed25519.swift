@@ -10,6 +10,14 @@ public enum Ed25519 {
     public static let seedCount = 32
     public static let signatureCount = 64
 
+    /// Whether `publicKey` is a point of the curve, in its main subgroup and not of small order:
+    /// a key no signature can be made for (all zeros, say) is not one.
+    public static func isValidPublicKey(_ publicKey: [UInt8]) -> Bool {
+        guard publicKey.count == publicKeyCount else { return false }
+        Sodium.ensureInitialized()
+        return crypto_core_ed25519_is_valid_point(publicKey) == 1
+    }
+
     /// Whether `signature` is `publicKey`'s over `message`. False for a key or signature of the
     /// wrong length, a key that is not a point of the curve, or a non-canonical signature.
     public static func isValid(signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {

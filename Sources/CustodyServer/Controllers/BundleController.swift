@@ -88,7 +88,7 @@ struct BundleController {
     @Sendable func unfreeze(_ request: Request, context: CustodyRequestContext) async throws -> FreezeState {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
-        _ = try await StateExecutor.run { try engine.unfreeze() }
+        _ = try await StateExecutor.run { try engine.unfreeze(by: context.identity?.operatorName) }
         return FreezeState(freeze: FreezeAnswer(nil))
     }
 

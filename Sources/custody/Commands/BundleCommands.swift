@@ -63,16 +63,33 @@ struct BundleCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The private key file (custody bundle keygen).", valueName: "file"))
         var key: String
 
-        @Option(help: ArgumentHelp("The manifest's sequence number (default: now, in milliseconds).", valueName: "n"))
+        @Option(
+            help: ArgumentHelp(
+                "The manifest's sequence number (default: now, in milliseconds; at most a day above it).",
+                valueName: "n"))
         var sequence: Int64?
 
         @Option(help: ArgumentHelp("Until when the bundle may be applied (RFC 3339).", valueName: "time"))
         var expires: String?
 
         func validate() throws {
-            if let sequence, sequence < 1 { throw ValidationError("--sequence must be at least 1") }
-            if let expires, (try? Date(expires, strategy: Date.ISO8601FormatStyle())) == nil {
-                throw ValidationError("--expires '\(expires)' is not an RFC 3339 time (2027-01-31T00:00:00Z)")
+            let now = Date()
+            if let sequence {
+                if sequence < 1 { throw ValidationError("--sequence must be at least 1") }
+                if sequence > BundleManifest.highestSequence(at: now) {
+                    throw ValidationError(
+                        "--sequence \(sequence) is more than a day above the time in milliseconds (\(Int64(now.timeIntervalSince1970 * 1_000))): a state would refuse it"
+                    )
+                }
+            }
+            if let expires {
+                guard let date = try? Date(expires, strategy: Date.ISO8601FormatStyle()), expires.hasSuffix("Z"),
+                    expires.utf8.count == 20
+                else {
+                    throw ValidationError(
+                        "--expires '\(expires)' is not an RFC 3339 time in UTC to the second (2027-01-31T00:00:00Z)")
+                }
+                if date <= now { throw ValidationError("--expires \(expires) is past: no state would take the bundle") }
             }
         }
 
@@ -183,10 +200,14 @@ struct BundleCommand: AsyncParsableCommand {
             }
             for record in records {
                 let provenance = record.provenance
+                let result =
+                    record.result == .rejected
+                    ? (provenance.isRollback ? "rejected rollback" : "rejected")
+                    : (provenance.isRollback ? "rollback" : "applied")
                 var fields = [
-                    formatTime(record.appliedAt), provenance.isRollback ? "rollback" : record.result.rawValue,
+                    formatTime(record.appliedAt), result,
                     record.contentHash.isEmpty ? "-" : record.contentHash,
-                    provenance.sequence.map { "sequence \($0)" } ?? "unsigned",
+                    provenance.sequence.map { "sequence \($0)" } ?? (provenance.signature == nil ? "unsigned" : "-"),
                     provenance.signers.isEmpty ? "-" : "signed by \(provenance.signers.joined(separator: ","))",
                     "by \(provenance.appliedBy ?? "-")", record.source,
                 ]
@@ -337,7 +358,9 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let lifted = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.unfreeze() }
+            let lifted = try reporting(state: stateOptions) { () throws(CustodyError) in
+                try engine.unfreeze(by: commandLineOperator)
+            }
             StandardOutput.write(lifted ? "unfrozen\n" : "was not frozen\n")
         }
     }
@@ -440,12 +463,13 @@ struct FleetCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "List the replicas (stale ones marked; gone ones expire after an hour). Exit 1 when one is behind.",
+                "List the replicas (stale ones marked; gone ones expire after an hour). Exit 1 when one is behind or stale.",
             discussion: """
                 Each `custody serve` records its status in the state every 5 seconds: its id (host, \
                 process, start time), version, the revision and change it has in force, when it \
                 last reached the state and its last error. Not heard from for 15 seconds: stale. \
-                Behind: it runs another revision than the newest applied.
+                Behind: it reported another revision than the newest applied, after that one was \
+                applied (a replica that has not reported since is not judged yet).
                 """)
 
         @Flag(help: "One JSON object.")
@@ -476,7 +500,7 @@ struct FleetCommand: AsyncParsableCommand {
                     )
                 }
             }
-            if status.behind > 0 { throw ExitCode.failure }
+            if status.replicas.contains(where: { $0.isStale || $0.isBehind }) { throw ExitCode.failure }
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Custody
+import CustodyPolicy
 import CustodyStore
 import CustodyGraph
 import CustodyServer
@@ -164,7 +165,7 @@ struct ServeCommand: AsyncParsableCommand {
                     // the policy in force stays and the service starts with it, as a running
                     // one would have kept it; /readyz warns of the refusal.
                     StandardError.write(
-                        "warning: --bundle \(bundle) is refused, the policy in force (revision \(before!.revision)) stays: \(error.message)\n"
+                        "warning: --bundle \(bundle) is refused, the policy in force (revision \(before!.revision)) stays: \(error.diagnostics.first?.message ?? error.message)\n"
                     )
                 }
                 if let before, let result, !result.unchanged {
