@@ -3,7 +3,8 @@
 # SQLite) when missing.
 
 SWIFT ?= swift
-DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config python3-cryptography
+DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config python3-cryptography \
+	chromium chromium-driver python3-selenium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
@@ -75,7 +76,8 @@ format:
 	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
 
 ## Formatting first (make lint), then the whole test suite, the bundle signature vectors checked
-## outside Swift (scripts/verify-bundle-signature.py, Python's cryptography), every fixture matrix through `custody matrix run` (JUnit report in
+## outside Swift (scripts/verify-bundle-signature.py, Python's cryptography), the admin console
+## in headless Chromium (scripts/console/browser_test.py, Selenium), every fixture matrix through `custody matrix run` (JUnit report in
 ## .build/matrix-junit.xml), the service's contract checked by tools no one here wrote
 ## (scripts/contract/run.sh: schemathesis against a live service, and a client generated from
 ## docs/openapi.json running the README's examples; both from PyPI, in .build/contract-venv), then the concurrency test again under ThreadSanitizer and the
@@ -95,6 +97,7 @@ test: deps lint
 	$(SWIFT) test; \
 	/usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json; \
 	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
+	/usr/bin/python3 scripts/console/browser_test.py $(CUSTODY); \
 	scripts/contract/run.sh $(CUSTODY); \
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency; \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \

@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "custody", targets: ["custody"]),
     ],
     dependencies: [
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -168,11 +169,20 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
             // The service's contract, edited by hand (docs/openapi.json links to it), compiled
             // into the binary byte for byte: `GET /openapi.json` and `serve --print-openapi`
             // serve it, with no file to lose beside a copied executable.
-            resources: [.embedInCode("Resources/openapi.json")],
+            // The console's page, script, style and templates, likewise.
+            resources: [
+                .embedInCode("Resources/openapi.json"), .embedInCode("Resources/console/shell.html"),
+                .embedInCode("Resources/console/console.js"), .embedInCode("Resources/console/console.css"),
+                .embedInCode("Resources/console/overview.mustache"),
+                .embedInCode("Resources/console/accounts.mustache"),
+                .embedInCode("Resources/console/account.mustache"),
+                .embedInCode("Resources/console/whatif.mustache"),
+            ],
             swiftSettings: swiftSettings
         ),
 

@@ -2,6 +2,7 @@ import Custody
 import CustodyPolicy
 import CustodyProtection
 import CustodyStore
+import Foundation
 public import HTTPTypes
 public import Hummingbird
 
@@ -193,6 +194,14 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     static let unauthorized = ServiceError(
         .unauthorized, .unauthorized, "a bearer token is required: Authorization: Bearer custody_…",
         headers: [.wwwAuthenticate: #"Bearer realm="custody""#])
+
+    /// A token that was valid and is revoked: said, so that its holder asks for another.
+    static func revoked(at date: Date) -> ServiceError {
+        ServiceError(
+            .unauthorized, .unauthorized,
+            "this token was revoked at \(date.formatted(.iso8601)); ask for a new one (custody tokens create)",
+            headers: [.wwwAuthenticate: #"Bearer realm="custody", error="invalid_token""#])
+    }
 
     static func forbidden(_ scope: TokenScope) -> ServiceError {
         ServiceError(

@@ -137,3 +137,28 @@ extension CustodyEngine {
     /// Records a policy sync in the event log and tells subscribers (`PolicyManager.announce`).
     package func announce(_ sync: PolicySync) { manager.announce(sync) }
 }
+
+extension CustodyEngine {
+    /// Accounts of the tenant in force whose UPN or object id contains `query` (ignoring case;
+    /// every account for an empty query), at most `limit`, in the tenant's order, and how many
+    /// accounts the tenant has (`GET /v1/accounts`, the console's search).
+    /// - Throws: `.noPolicy` when no bundle is in force.
+    public func searchAccounts(_ query: String, limit: Int) throws(CustodyError) -> (
+        matches: [TenantAccount], total: Int
+    ) {
+        guard let (_, snapshot, _) = policyInForce else {
+            throw CustodyError(.noPolicy, "no bundle is in force")
+        }
+        let accounts = snapshot.bundle.tenant.accounts
+        let needle = query.lowercased()
+        var matches: [TenantAccount] = []
+        for account in accounts where matches.count < limit {
+            if needle.isEmpty || account.id.upn?.lowercased().contains(needle) == true
+                || account.id.oid?.lowercased().contains(needle) == true
+            {
+                matches.append(account)
+            }
+        }
+        return (matches, accounts.count)
+    }
+}

@@ -3,6 +3,7 @@ import Crypto
 import CustodyProtection
 import CustodyStore
 public import Foundation
+public import Foundation
 
 /// What a bearer token of the decision service lets its holder do.
 public enum TokenScope: String, Sendable, Hashable, CaseIterable, Comparable {
@@ -100,6 +101,21 @@ extension CustodyEngine {
             } catch {
                 throw CustodyError(.state, "the token cannot be verified now: \(error)", underlying: error)
             }
+        }
+    }
+
+    /// When the token `bearer` names was revoked, for a bearer whose secret is right (so that
+    /// nobody learns which tokens exist and were revoked without holding one); nil otherwise.
+    /// What a refusal tells the holder of a revoked token, instead of "no token".
+    public func revocation(ofBearer bearer: String) async -> Date? {
+        guard bearer.hasPrefix(Self.tokenPrefix) else { return nil }
+        let parts = bearer.dropFirst(Self.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        return await StateExecutor.run { () -> Date? in
+            guard let record = try? database.token(id: String(parts[0])), let revoked = record.revoked,
+                SecureMemory.constantTimeEqual(Array(SHA256.hash(data: Array(parts[1].utf8))), record.hash)
+            else { return nil }
+            return revoked
         }
     }
 

@@ -15,6 +15,24 @@ struct PolicyController {
         group.get("accounts/:account/policy", use: policy)
         group.get("accounts/:account/configuration", use: configuration)
         group.get("bundle", use: bundle)
+        group.get("accounts", use: accounts)
+    }
+
+    /// The tenant's accounts whose UPN or object id contains `q` (every account without it), at
+    /// most `limit` (1–1000, default 100), and how many the tenant has.
+    @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> AccountsAnswer {
+        let parameters = try QueryParameters(request.uri, accepting: ["q", "limit"])
+        var limit = 100
+        if let text = parameters["limit"] {
+            guard let value = Int(text), (1...1_000).contains(value) else {
+                throw ServiceError.badParameter("limit", "must be a whole number from 1 to 1000")
+            }
+            limit = value
+        }
+        let (matches, total) = try engine.searchAccounts(parameters["q"] ?? "", limit: limit)
+        return AccountsAnswer(
+            accounts: matches.map { AccountsAnswer.Account(oid: $0.id.oid, upn: $0.id.upn, groups: $0.groups) },
+            total: total)
     }
 
     func addAdminRoutes(to group: RouterGroup<CustodyRequestContext>) {

@@ -129,7 +129,10 @@ struct TokenAuthenticator: AuthenticatorMiddleware {
 
     func authenticate(request: Request, context: Context) async throws -> ServiceToken? {
         guard let bearer = Self.bearer(request.headers) else { return nil }
-        guard let token = try await engine.authenticate(bearer: bearer) else { throw ServiceError.unauthorized }
+        guard let token = try await engine.authenticate(bearer: bearer) else {
+            if let revoked = await engine.revocation(ofBearer: bearer) { throw ServiceError.revoked(at: revoked) }
+            throw ServiceError.unauthorized
+        }
         return token
     }
 

@@ -95,3 +95,15 @@ struct ReadyAnswer: Encodable {
     var problems: [String]
     var warnings: [String]
 }
+
+/// `GET /v1/accounts`: the tenant's accounts that match, and how many it has.
+struct AccountsAnswer: ResponseEncodable {
+    struct Account: Encodable {
+        @Nullable var oid: String?
+        @Nullable var upn: String?
+        var groups: [String]
+    }
+
+    var accounts: [Account]
+    var total: Int
+}

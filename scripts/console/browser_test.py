@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+# The admin console in a real browser: headless Chromium driven through WebDriver (Debian's
+# chromium, chromium-driver and python3-selenium, which `make deps` installs), against
+# `custody serve` on the example bundle (one policy renamed to an HTML payload), with a
+# throwaway state. Each check asserts what the page shows.
+#
+#   /usr/bin/python3 scripts/console/browser_test.py BINARY [--screenshots DIR]
+#
+# Without Chromium it says why and exits 0; under CI=true that is a failure. Prints PASS or
+# FAIL per check, then `console: N passed, M failed`; exit status 1 when any failed.
+import json, os, re, shutil, subprocess, sys, tempfile, time, traceback
+
+binary = os.path.abspath(sys.argv[1])
+shots = None
+if "--screenshots" in sys.argv:
+    shots = os.path.abspath(sys.argv[sys.argv.index("--screenshots") + 1])
+    os.makedirs(shots, exist_ok=True)
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CI = os.environ.get("CI") == "true"
+
+chromium = shutil.which("chromium")
+driver_path = shutil.which("chromedriver")
+try:
+    from selenium import webdriver
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait, Select
+    from selenium.common.exceptions import NoAlertPresentException
+except ImportError:
+    webdriver = None
+if not chromium or not driver_path or webdriver is None:
+    why = "Chromium, chromedriver or python3-selenium is missing (make deps installs them)"
+    print(f"console: SKIP: {why}")
+    sys.exit(1 if CI else 0)
+
+XSS = "<img src=x onerror=alert(1)>"
+work = tempfile.mkdtemp(prefix="custody-console.")
+server = None
+results = []
+
+
+def run(*args, check=True):
+    return subprocess.run([binary, *args], cwd=work, check=check, capture_output=True, text=True)
+
+
+def check(name):
+    def wrap(function):
+        try:
+            function()
+            results.append((name, None))
+            print(f"PASS {name}")
+        except Exception as error:  # noqa: BLE001: a failed check is reported, the rest still run
+            results.append((name, error))
+            print(f"FAIL {name}: {type(error).__name__}: {error}")
+            traceback.print_exc(limit=2)
+        return function
+    return wrap
+
+
+try:
+    bundle = os.path.join(work, "bundle")
+    shutil.copytree(os.path.join(root, "policies"), bundle, ignore=shutil.ignore_patterns("matrices", "*.jsonl"))
+    staff = os.path.join(bundle, "all-staff.json")
+    document = json.load(open(staff))
+    for policy in document.get("value", [document]):
+        policy["displayName"] = XSS
+    json.dump(document, open(staff, "w"), indent=2)
+    state = os.path.join(work, "state.sqlite")
+    run("apply", "--bundle", bundle, "--state", state, "--platform", "ios")
+    revision = json.loads(run("bundle", "history", "--state", state, "--json").stdout)[0]["revision"]
+    read_token = run("tokens", "create", "--scope", "read", "--name", "console read", "--state", state).stdout.strip()
+    revoked = run("tokens", "create", "--scope", "read", "--name", "gone", "--state", state).stdout.strip()
+    run("tokens", "revoke", revoked.split("_")[1], "--state", state)
+
+    server = subprocess.Popen(
+        [binary, "serve", "--state", state, "--listen", "127.0.0.1:0", "--without-keys"], cwd=work,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = None
+    deadline = time.time() + 30
+    while base is None and time.time() < deadline:
+        line = server.stdout.readline()
+        match = re.search(r"https? on (127\.0\.0\.1:\d+)", line)
+        if match:
+            base = "http://" + match.group(1)
+    if base is None:
+        raise RuntimeError("the service did not say where it listens")
+
+    options = webdriver.ChromeOptions()
+    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                     "--disable-dev-shm-usage"]:
+        options.add_argument(argument)
+    options.binary_location = chromium
+    from selenium.webdriver.chrome.service import Service
+    browser = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    wait = WebDriverWait(browser, 15)
+
+    def shot(name):
+        if shots:
+            browser.save_screenshot(os.path.join(shots, name + ".png"))
+
+    def sign_in(token):
+        browser.get(base + "/console")
+        wait.until(lambda b: b.find_element(By.ID, "token").is_displayed())
+        browser.find_element(By.ID, "token").send_keys(token)
+        browser.find_element(By.CSS_SELECTOR, "#signin-form button").click()
+
+    def view_text():
+        return browser.find_element(By.ID, "view").text
+
+    @check("the page carries a strict Content-Security-Policy and no inline script")
+    def headers():
+        import urllib.request
+        response = urllib.request.urlopen(base + "/console")
+        policy = response.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy, policy
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        page = response.read().decode()
+        assert "<script>" not in page and "onclick" not in page, "inline script in the page"
+
+    @check("a revoked token is sent back to sign-in with the reason")
+    def revoked_token():
+        sign_in(revoked)
+        wait.until(lambda b: b.find_element(By.ID, "signin-reason").text != "")
+        reason = browser.find_element(By.ID, "signin-reason").text
+        assert "Signed out" in reason and "revoked" in reason.lower(), reason
+        assert browser.execute_script("return sessionStorage.getItem('custody-token')") is None
+        shot("sign-in")
+
+    @check("sign in: the overview shows the revision in force, readiness and this replica")
+    def overview():
+        sign_in(read_token)
+        wait.until(lambda b: b.find_elements(By.ID, "revision"))
+        assert browser.find_element(By.ID, "revision").text == revision
+        assert browser.find_element(By.ID, "ready").text == "Ready"
+        assert "current" in view_text()
+        # The token is in sessionStorage, never in the address.
+        assert read_token not in browser.current_url
+        assert browser.execute_script("return sessionStorage.getItem('custody-token')") == read_token
+        shot("overview")
+
+    @check("search an account, open it, find where a setting comes from")
+    def account():
+        browser.get(base + "/console#/accounts")
+        wait.until(lambda b: b.find_elements(By.NAME, "q"))
+        field = browser.find_element(By.NAME, "q")
+        field.send_keys("alice")
+        field.submit()
+        wait.until(lambda b: "1 of 4 accounts" in view_text())
+        shot("accounts")
+        browser.find_element(By.LINK_TEXT, "alice@contoso.com").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "tr[data-setting='printBlocked']"))
+        row = browser.find_element(By.CSS_SELECTOR, "tr[data-setting='printBlocked']").text
+        assert "true" in row and "Contoso Finance (iOS)" in row, row
+        shot("account")
+
+    @check("a policy named with HTML renders as that text and runs nothing")
+    def xss():
+        browser.get(base + "/console#/accounts/alice%40contoso.com")
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "tr[data-setting='printBlocked']"))
+        names = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#view li")]
+        assert any(XSS in name for name in names), names
+        assert not browser.find_elements(By.CSS_SELECTOR, "#view img"), "an element was made from a policy name"
+        try:
+            browser.switch_to.alert
+            raise AssertionError("a script ran")
+        except NoAlertPresentException:
+            pass
+
+    @check("what-if: saveTo box for alice is blocked, with the reason, the setting and the rule")
+    def what_if():
+        browser.get(base + "/console#/whatif")
+        wait.until(lambda b: b.find_elements(By.NAME, "owner"))
+        Select(browser.find_element(By.NAME, "action")).select_by_value("saveTo")
+        browser.find_element(By.NAME, "owner").send_keys("alice@contoso.com")
+        browser.find_element(By.NAME, "location").send_keys("box")
+        browser.find_element(By.NAME, "locationAccount").send_keys("alice@contoso.com")
+        browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click()
+        wait.until(lambda b: b.find_elements(By.ID, "decision"))
+        assert browser.find_element(By.ID, "decision").text == "Blocked"
+        reason = browser.find_element(By.ID, "reason").text
+        assert "saveAsBlocked" in reason and "allowedDataStorageLocations" in reason, reason
+        assert "documented" in view_text()
+        shot("what-if")
+
+    @check("the phone layout (390x844) shows the account page without losing the settings")
+    def phone():
+        browser.set_window_size(390, 844)
+        browser.get(base + "/console#/accounts/alice%40contoso.com")
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "tr[data-setting='printBlocked']"))
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 400, f"the page is {width} px wide"
+        shot("account-phone")
+        browser.set_window_size(1280, 800)
+
+    @check("sign out: back to sign-in, the token forgotten")
+    def sign_out():
+        browser.get(base + "/console#/overview")
+        wait.until(lambda b: b.find_elements(By.ID, "signout"))
+        browser.find_element(By.ID, "signout").click()
+        wait.until(lambda b: b.find_elements(By.ID, "signin-form"))
+        assert browser.execute_script("return sessionStorage.getItem('custody-token')") is None
+
+    browser.quit()
+finally:
+    if server is not None:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    shutil.rmtree(work, ignore_errors=True)
+
+failed = [name for name, error in results if error is not None]
+print(f"console: {len(results) - len(failed)} passed, {len(failed)} failed")
+sys.exit(1 if failed or not results else 0)
