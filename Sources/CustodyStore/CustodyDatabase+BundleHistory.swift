@@ -20,8 +20,9 @@ public struct BundleRecord: Sendable, Hashable {
     /// Its sequence, signers and signature, and who applied it.
     public let provenance: BundleProvenance
 
-    /// How many history rows a state keeps unless told otherwise: the newest 100 (with the
-    /// files of the revisions they name), and always the bundle in force.
+    /// How many history rows a state keeps unless told otherwise: the newest 50 applied and the
+    /// newest 50 refused (with the files of the revisions they name), and always the bundle in
+    /// force.
     public static let defaultRetained = 50
 
     package init(

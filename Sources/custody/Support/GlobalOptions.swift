@@ -67,7 +67,7 @@ struct StateOptions: ParsableArguments {
 struct BundleHistoryOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "How many bundle history entries (applied and rejected) the state keeps, newest first; the bundle in force is always kept, and each revision's files are stored once.",
+            "How many applied bundle history entries the state keeps, newest first, and as many refused ones (counted apart, so refusals never push out a rollback target); the bundle in force is always kept, and each revision's files are stored once.",
             valueName: "n"))
     var bundleHistory = BundleRecord.defaultRetained
 
