@@ -106,8 +106,15 @@ struct ConsoleController {
                 "state": replica.isStale ? "stale" : replica.isBehind ? "behind" : "current",
             ]
         }
+        // An event can name every account of the tenant (a first policyChanged): its start is
+        // shown, and its size, never the whole of it.
         object["events"] = events.reversed().map { event -> [String: Any] in
-            ["name": event.name, "at": answerTime(event.at), "body": String(decoding: event.body, as: UTF8.self)]
+            let limit = 240
+            let body =
+                event.body.count <= limit
+                ? String(decoding: event.body, as: UTF8.self)
+                : String(decoding: event.body.prefix(limit), as: UTF8.self) + "… (\(event.body.count) bytes)"
+            return ["name": event.name, "at": answerTime(event.at), "body": body]
         }
         return Self.render("overview", object)
     }
