@@ -61,6 +61,7 @@ serve: build
 	@mkdir -p $(SERVE_STATE)
 	@[ -s $(SERVE_STATE)/token ] || (umask 077 && $(CUSTODY) tokens create --state $(SERVE_STATE) --scope admin --name "make serve" > $(SERVE_STATE)/token)
 	@echo "admin token (also in $(SERVE_STATE)/token): $$(cat $(SERVE_STATE)/token)"
+	@echo "the admin console: http://127.0.0.1:8080/console (sign in with that token)"
 	CUSTODY_MASTER_KEY_FILE=$(SERVE_STATE)/master.key $(CUSTODY) serve --state $(SERVE_STATE) --bundle policies --platform ios
 
 ## Every Swift file formatted as .swift-format says (the toolchain's swift format; 120 columns):
