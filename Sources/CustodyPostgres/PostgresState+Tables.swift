@@ -437,14 +437,18 @@ extension PostgresState {
                     """
                 ).first
             else { return nil }
-            let record = try bundleRecord(row)
-            let files = try session.query(
-                "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(contentHash) ORDER BY name COLLATE \"C\""
-            ).map { row in
-                let (name, bytes) = try row.decode((String, Data).self)
-                return StoredFile(name: name, bytes: [UInt8](bytes))
-            }
-            return StoredBundle(record: record, files: files)
+            return StoredBundle(
+                record: try bundleRecord(row), files: try Self.files(ofRevision: contentHash, in: session))
+        }
+    }
+
+    /// A stored revision's files, in byte order of their names.
+    private static func files(ofRevision contentHash: String, in session: PostgresSession) throws -> [StoredFile] {
+        try session.query(
+            "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(contentHash) ORDER BY name COLLATE \"C\""
+        ).map { row in
+            let (name, bytes) = try row.decode((String, Data).self)
+            return StoredFile(name: name, bytes: [UInt8](bytes))
         }
     }
 
@@ -465,13 +469,7 @@ extension PostgresState {
                 ).first
             else { return nil }
             let record = try bundleRecord(row)
-            let files = try session.query(
-                "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(record.contentHash) ORDER BY name COLLATE \"C\""
-            ).map { row in
-                let (name, bytes) = try row.decode((String, Data).self)
-                return StoredFile(name: name, bytes: [UInt8](bytes))
-            }
-            return StoredBundle(record: record, files: files)
+            return StoredBundle(record: record, files: try Self.files(ofRevision: record.contentHash, in: session))
         }
     }
 

@@ -207,10 +207,7 @@ extension CustodyDatabase {
                         WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                         """)
             else { return nil }
-            let files = try BundleFileRow.fetchAll(
-                db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
-                arguments: [row.contentHash])
-            return StoredBundle(record: try row.record(), files: files.map(\.file))
+            return StoredBundle(record: try row.record(), files: try Self.files(ofRevision: row.contentHash, in: db))
         }
     }
 
@@ -227,11 +224,16 @@ extension CustodyDatabase {
                         ORDER BY id DESC LIMIT 1
                         """, arguments: [contentHash])
             else { return nil }
-            let files = try BundleFileRow.fetchAll(
-                db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
-                arguments: [contentHash])
-            return StoredBundle(record: try row.record(), files: files.map(\.file))
+            return StoredBundle(record: try row.record(), files: try Self.files(ofRevision: contentHash, in: db))
         }
+    }
+
+    /// A stored revision's files, in name order.
+    private static func files(ofRevision contentHash: String, in db: Database) throws -> [StoredFile] {
+        try BundleFileRow.fetchAll(
+            db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
+            arguments: [contentHash]
+        ).map(\.file)
     }
 
     /// The highest sequence of a signed bundle ever applied (a rollback does not lower it); 0

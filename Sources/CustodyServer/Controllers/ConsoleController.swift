@@ -223,8 +223,7 @@ struct ConsoleController {
         var query: [String: String] = ["action": action]
         for field in fields { if let value = parameters[field], !value.isEmpty { query[field] = value } }
         let line = try JSONSerialization.data(withJSONObject: query, options: [.sortedKeys, .withoutEscapingSlashes])
-        let evaluation = try QueryParameters(request.uri, accepting: ["action", "platform"] + fields)
-            .evaluationContext(over: engine.context)
+        let evaluation = try parameters.evaluationContext(over: engine.context)
         var session = try engine.decisionSession(
             context: evaluation,
             options: DecisionStream.Options(
