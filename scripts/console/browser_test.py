@@ -24,7 +24,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait, Select
-    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 except ImportError:
     webdriver = None
 if not chromium or not driver_path or webdriver is None:
@@ -91,7 +91,9 @@ try:
     options.binary_location = chromium
     from selenium.webdriver.chrome.service import Service
     browser = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    wait = WebDriverWait(browser, 15)
+    # The script replaces the view (and the sign-in form) as answers arrive: an element found a
+    # moment before may be gone; the wait looks again rather than failing.
+    wait = WebDriverWait(browser, 15, ignored_exceptions=[StaleElementReferenceException])
 
     def shot(name):
         if shots:
