@@ -182,6 +182,9 @@ let package = Package(
                 .embedInCode("Resources/console/accounts.mustache"),
                 .embedInCode("Resources/console/account.mustache"),
                 .embedInCode("Resources/console/whatif.mustache"),
+                .embedInCode("Resources/console/grid.mustache"),
+                .embedInCode("Resources/console/diff.mustache"),
+                .embedInCode("Resources/console/events.mustache"),
             ],
             swiftSettings: swiftSettings
         ),

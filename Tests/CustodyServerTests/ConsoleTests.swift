@@ -36,7 +36,10 @@ struct ConsoleTests {
 
     @Test(
         "every view needs a read token: none or a revoked one is 401 (a revoked one says so), decide-only is 403",
-        arguments: ["/console/views/overview", "/console/views/accounts", "/console/views/whatif"])
+        arguments: [
+            "/console/views/overview", "/console/views/accounts", "/console/views/whatif",
+            "/console/views/accounts/alice%40contoso.com/grid", "/console/views/diff", "/console/views/events",
+        ])
     func viewsNeedTokens(path: String) async throws {
         let fixture = try await ServiceFixture.make()
         let (revoked, bearer) = try fixture.engine.createToken(scopes: [.read], name: "gone")
@@ -93,6 +96,136 @@ struct ConsoleTests {
             let unknown = try await client.execute(
                 uri: "/console/views/accounts/nobody%40contoso.com", method: .get, headers: fixture.auth(.read))
             #expect(unknown.status == .notFound)
+        }
+    }
+
+    @Test(
+        "every cell of an account's grid is the answer POST /v1/decisions gives its query: the verdict, the reason and the rule",
+        arguments: ["alice@contoso.com", "bob@contoso.com", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001"])
+    func gridCellsAreDecisions(account: String) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let path = account.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let response = try await client.execute(
+                uri: "/v1/accounts/\(path)/grid", method: .get, headers: fixture.auth(.read))
+            #expect(response.status == .ok, "\(response.body.text)")
+            let grid = try object(response)
+            #expect(grid["revision"] as? String == fixture.engine.bundleInForce?.revision)
+            let platforms = try #require(grid["platforms"] as? [[String: Any]])
+            #expect(platforms.count == 1 && platforms[0]["platform"] as? String == "ios")
+            let rows = try #require(platforms[0]["rows"] as? [[String: Any]])
+            let saves = rows.first { $0["action"] as? String == "saveTo" }?["cells"] as? [[String: Any]]
+            #expect(saves?.count == SaveLocation.allCases.count, "a cell per save location")
+            let opens = rows.first { $0["action"] as? String == "openFrom" }?["cells"] as? [[String: Any]]
+            #expect(opens?.count == OpenLocation.allCases.count, "a cell per open location")
+            var cells = 0
+            for row in rows {
+                for cell in row["cells"] as? [[String: Any]] ?? [] {
+                    cells += 1
+                    let query = try JSONSerialization.data(withJSONObject: cell["query"]!, options: [.sortedKeys])
+                    let decided = try object(
+                        try await client.execute(
+                            uri: "/v1/decisions?explain=true", method: .post, headers: fixture.auth(.decide),
+                            body: ByteBuffer(bytes: query)))
+                    let targets = decided["targets"] as? [[String: Any]]
+                    let answer = targets?.first ?? decided
+                    #expect(
+                        decided["allowed"] as? Bool == cell["allowed"] as? Bool,
+                        "\(String(decoding: query, as: UTF8.self))")
+                    #expect(answer["reason"] as? String == cell["reason"] as? String)
+                    #expect((decided["rule"] ?? answer["rule"]) as? String == cell["rule"] as? String)
+                }
+            }
+            // 11 save locations, 10 open locations, at least one share target, 4 clipboard, 2
+            // receive and 9 per-account cells.
+            #expect(cells >= 37)
+        }
+    }
+
+    @Test(
+        "a grid or status for an account the tenant does not list is refused, as its policy is",
+        arguments: ["grid", "status"])
+    func unknownAccount(view: String) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/accounts/nobody%40contoso.com/\(view)", method: .get, headers: fixture.auth(.read))
+            #expect(response.status == .notFound, "\(response.body.text)")
+            #expect(try object(response)["code"] as? String == "unknown-account")
+        }
+    }
+
+    @Test("an account's status: its key versions, wipe and check-in as the state records them")
+    func status() async throws {
+        let fixture = try await ServiceFixture.make()
+        let alice = AccountID("alice@contoso.com")!
+        try await fixture.application().test(.router) { client in
+            func status() async throws -> [String: Any] {
+                try object(
+                    try await client.execute(
+                        uri: "/v1/accounts/alice%40contoso.com/status", method: .get, headers: fixture.auth(.read)))
+            }
+            var answer = try await status()
+            #expect(answer["lastCheckIn"] is NSNull)
+            #expect(answer["owner"] as? String == "oid:a1f0c7d2-5b1e-4c3a-9e8f-000000000001")
+            _ = try fixture.engine.protect(Array("hello".utf8), owner: alice)
+            _ = try fixture.engine.rotateKey(account: alice)
+            try await fixture.engine.checkIn(account: alice)
+            answer = try await status()
+            let identifiers = try #require(answer["identifiers"] as? [[String: Any]])
+            #expect(identifiers.first?["keyVersions"] as? [Int] == [1, 2])
+            #expect(answer["lastCheckIn"] is String)
+            #expect((answer["offline"] as? [String: Any])?["state"] as? String == "online")
+            let wiped = try await client.execute(
+                uri: "/v1/accounts/alice%40contoso.com/wipe", method: .post, headers: fixture.auth(.admin))
+            #expect(wiped.status == .ok)
+            answer = try await status()
+            let after = try #require(answer["identifiers"] as? [[String: Any]])
+            #expect(after.allSatisfy { ($0["keyVersions"] as? [Int])?.isEmpty == true })
+            #expect(after.contains { $0["wipedAt"] is String })
+        }
+    }
+
+    @Test("actions are offered to admin tokens only; the views for a read token say why", arguments: [false, true])
+    func actionsForAdminsOnly(admin: Bool) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.engine.apply(bundleDirectory: fixture.bundle)
+        try await fixture.application().test(.router) { client in
+            let headers = fixture.auth(admin ? .admin : .read)
+            let account = try await client.execute(
+                uri: "/console/views/accounts/bob%40contoso.com", method: .get, headers: headers)
+            #expect(account.body.text.contains("data-action=\"wipe\"") == admin)
+            #expect(account.body.text.contains("data-action=\"rotate\"") == admin)
+            #expect(account.body.text.contains("actions-need-admin") == !admin)
+            let overview = try await client.execute(uri: "/console/views/overview", method: .get, headers: headers)
+            #expect(overview.body.text.contains("data-action=\"freeze\"") == admin)
+            #expect(!overview.body.text.contains("data-action=\"sync\""), "no Graph sync where none is configured")
+        }
+    }
+
+    @Test("the diff view compares two kept revisions: settings and flipped decisions, escaped; nothing is applied")
+    func diffView() async throws {
+        let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
+        let first = try #require(fixture.engine.bundleInForce?.revision)
+        let staff = fixture.bundle + "/all-staff.json"
+        let text = try String(contentsOfFile: staff, encoding: .utf8)
+        try text.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+            .replacingOccurrences(of: "Contoso All Staff (iOS)", with: "<script>alert(1)</script>")
+            .write(toFile: staff, atomically: true, encoding: .utf8)
+        let second = try await fixture.engine.apply(bundleDirectory: fixture.bundle).bundle.revision
+        try await fixture.application().test(.router) { client in
+            let page = try await client.execute(
+                uri: "/console/views/diff?from=\(first)&to=\(second)", method: .get, headers: fixture.auth(.read))
+            #expect(page.status == .ok)
+            let html = page.body.text
+            #expect(html.contains("<td>printBlocked</td>"), "\(html)")
+            #expect(html.contains("bob@contoso.com"), "a flipped print decision names its account")
+            #expect(!html.contains("<script>alert"), "escaped")
+            #expect(!html.contains("Files added"), "no empty lists")
+            #expect(fixture.engine.bundleInForce?.revision == second)
+            let bad = try await client.execute(
+                uri: "/console/views/diff?from=0000", method: .get, headers: fixture.auth(.read))
+            #expect(bad.status == .ok && bad.body.text.contains("role=\"alert\""), "\(bad.body.text)")
         }
     }
 }

@@ -65,14 +65,30 @@ try:
         policy["displayName"] = XSS
     json.dump(document, open(staff, "w"), indent=2)
     state = os.path.join(work, "state.sqlite")
+    master = os.path.join(work, "master.key")
+    with open(os.open(master, os.O_WRONLY | os.O_CREAT, 0o600), "w") as key_file:
+        key_file.write(os.urandom(32).hex())
     run("apply", "--bundle", bundle, "--state", state, "--platform", "ios")
-    revision = json.loads(run("bundle", "history", "--state", state, "--json").stdout)[0]["revision"]
+    # A second revision, so that there is something to compare: every staff member's print
+    # blocked.
+    for policy in document.get("value", [document]):
+        policy["printBlocked"] = True
+    json.dump(document, open(staff, "w"), indent=2)
+    run("apply", "--bundle", bundle, "--state", state)
+    history = json.loads(run("bundle", "history", "--state", state, "--json").stdout)
+    revision, older = history[0]["revision"], history[1]["revision"]
+    # A key for alice (version 1), made as an app would, by protecting a file for her.
+    plain = os.path.join(work, "note.txt")
+    open(plain, "w").write("hello")
+    run("protect", "--owner", "alice@contoso.com", "--state", state, "--master-key-file", master, plain,
+        plain + ".custody")
     read_token = run("tokens", "create", "--scope", "read", "--name", "console read", "--state", state).stdout.strip()
+    admin_token = run("tokens", "create", "--scope", "admin", "--name", "ops lead", "--state", state).stdout.strip()
     revoked = run("tokens", "create", "--scope", "read", "--name", "gone", "--state", state).stdout.strip()
     run("tokens", "revoke", revoked.split("_")[1], "--state", state)
 
     server = subprocess.Popen(
-        [binary, "serve", "--state", state, "--listen", "127.0.0.1:0", "--without-keys"], cwd=work,
+        [binary, "serve", "--state", state, "--listen", "127.0.0.1:0", "--master-key-file", master], cwd=work,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = None
     deadline = time.time() + 30
@@ -101,12 +117,30 @@ try:
 
     def sign_in(token):
         browser.get(base + "/console")
+        browser.execute_script("sessionStorage.clear()")
+        browser.get(base + "/console")
         wait.until(lambda b: b.find_element(By.ID, "token").is_displayed())
         browser.find_element(By.ID, "token").send_keys(token)
         browser.find_element(By.CSS_SELECTOR, "#signin-form button").click()
 
     def view_text():
         return browser.find_element(By.ID, "view").text
+
+    def api(method, path, token, body=None):
+        import urllib.error, urllib.request
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(base + path, data=data, method=method)
+        request.add_header("Authorization", "Bearer " + token)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def cell(row, column):
+        return browser.find_element(By.CSS_SELECTOR, f"tr[data-row='{row}'] details[data-column='{column}']")
 
     @check("the page carries a strict Content-Security-Policy and no inline script")
     def headers():
@@ -183,6 +217,111 @@ try:
         assert "documented" in view_text()
         shot("what-if")
 
+    @check("the decision grid: coloured cells for every location, and a cell opens its reason")
+    def grid():
+        browser.get(base + "/console#/accounts/alice%40contoso.com")
+        wait.until(lambda b: b.find_elements(By.ID, "grid-link"))
+        browser.find_element(By.ID, "grid-link").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
+        box = cell("saveTo", "box")
+        assert "block" in box.get_attribute("class").split(), box.get_attribute("class")
+        assert "blocked" in box.text
+        onedrive = cell("saveTo", "oneDriveForBusiness")
+        assert "allow" in onedrive.get_attribute("class").split()
+        assert box.get_attribute("open") is None, "the cell is open before it was clicked"
+        box.find_element(By.TAG_NAME, "summary").click()
+        wait.until(lambda b: cell("saveTo", "box").get_attribute("open") is not None)
+        assert cell("saveTo", "box").find_element(By.CSS_SELECTOR, ".reason").is_displayed()
+        reason = cell("saveTo", "box").find_element(By.CSS_SELECTOR, ".reason").text
+        assert "saveAsBlocked" in reason and "allowedDataStorageLocations" in reason, reason
+        printing = cell("account", "print")
+        assert "blocked" in printing.text, printing.text
+        # Every save location has its cell.
+        assert len(browser.find_elements(By.CSS_SELECTOR, "tr[data-row='saveTo'] details.cell")) == 11
+        shot("grid")
+
+    @check("diff two revisions: the setting that changed and the decisions that flip, nothing applied")
+    def diff():
+        browser.get(base + "/console#/diff")
+        wait.until(lambda b: b.find_elements(By.NAME, "from"))
+        Select(browser.find_element(By.NAME, "from")).select_by_value(older)
+        Select(browser.find_element(By.NAME, "to")).select_by_value(revision)
+        browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#setting-changes tbody tr"))
+        rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#setting-changes tbody tr")]
+        assert any("printBlocked" in row and "false" in row and "true" in row for row in rows), rows
+        flips = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#decision-changes tbody tr")]
+        assert any("bob@contoso.com" in row and "print" in row for row in flips), flips
+        status, bundle = api("GET", "/v1/bundle", read_token)
+        assert bundle["revision"] == revision, "comparing applied something"
+        # A read token is offered no rollback.
+        assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action='rollback']")
+        shot("diff")
+
+    @check("without an admin token: no action is offered, and the API refuses a wipe")
+    def read_only():
+        browser.get(base + "/console#/accounts/bob%40contoso.com")
+        wait.until(lambda b: b.find_elements(By.ID, "account-actions"))
+        assert browser.find_elements(By.ID, "actions-need-admin")
+        assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action]")
+        status, body = api("POST", "/v1/accounts/bob%40contoso.com/wipe", read_token)
+        assert status == 403 and body["code"] == "forbidden", (status, body)
+        status, body = api("GET", "/v1/accounts/bob%40contoso.com/status", read_token)
+        assert status == 200 and all(i["wipedAt"] is None for i in body["identifiers"]), body
+
+    @check("the events view: a bundle edit arrives live, without a reload, and the filter keeps to one kind")
+    def events():
+        sign_in(admin_token)
+        wait.until(lambda b: b.find_elements(By.ID, "revision"))
+        browser.get(base + "/console#/events")
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#events-status[data-live='true']"))
+        browser.execute_script("window.notReloaded = true")
+        files = {}
+        for name in sorted(os.listdir(bundle)):
+            if name.endswith(".json"):
+                files[name] = open(os.path.join(bundle, name)).read()
+        files["all-staff.json"] = files["all-staff.json"].replace('"printBlocked": true', '"printBlocked": false')
+        status, applied = api("PUT", "/v1/bundle", admin_token, {"files": files})
+        assert status == 200, (status, applied)
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#events-list li[data-kind='bundleApplied']"))
+        item = browser.find_element(By.CSS_SELECTOR, "#events-list li[data-kind='bundleApplied']").text
+        assert applied["revision"] in item, item
+        assert browser.execute_script("return window.notReloaded === true"), "the page was reloaded"
+        kind = browser.find_element(By.CSS_SELECTOR, "#events-filter input[name='kind']")
+        kind.send_keys("bundleApplied")
+        visible = [li for li in browser.find_elements(By.CSS_SELECTOR, "#events-list li") if li.is_displayed()]
+        assert visible and all("bundleApplied" in li.text for li in visible), [li.text for li in visible]
+        shot("events")
+
+    @check("a wipe with an admin token: asked first, done on Confirm, audited with the token's name")
+    def wipe():
+        browser.get(base + "/console#/accounts/bob%40contoso.com")
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "button[data-action='wipe']"))
+        browser.find_element(By.CSS_SELECTOR, "button[data-action='wipe']").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".confirm button.danger"))
+        assert "cannot be undone" in browser.find_element(By.CSS_SELECTOR, ".confirm").text
+        status, body = api("GET", "/v1/accounts/bob%40contoso.com/status", admin_token)
+        assert all(i["wipedAt"] is None for i in body["identifiers"]), "wiped before Confirm"
+        shot("wipe-confirm")
+        browser.find_element(By.CSS_SELECTOR, ".confirm button.danger").click()
+        wait.until(lambda b: "was wiped" in b.find_element(By.ID, "flash").text)
+        status, body = api("GET", "/v1/accounts/bob%40contoso.com/status", admin_token)
+        assert any(i["wipedAt"] for i in body["identifiers"]), body
+        audit = run("audit", "--state", state).stdout
+        assert "ops lead" in audit and "wipe" in audit, audit[-2000:]
+
+    @check("rotate alice's key with an admin token: the account page shows version 2")
+    def rotate():
+        browser.get(base + "/console#/accounts/alice%40contoso.com")
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "button[data-action='rotate']"))
+        assert "v1" in browser.find_element(By.ID, "identifiers").text
+        browser.find_element(By.CSS_SELECTOR, "button[data-action='rotate']").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".confirm button.danger"))
+        browser.find_element(By.CSS_SELECTOR, ".confirm button.danger").click()
+        wait.until(lambda b: "v1, v2" in b.find_element(By.ID, "identifiers").text)
+        assert "key version 2" in browser.find_element(By.ID, "flash").text
+        shot("account-admin")
+
     @check("the phone layout (390x844) shows the account page without losing the settings")
     def phone():
         browser.set_window_size(390, 844)
@@ -191,6 +330,11 @@ try:
         width = browser.execute_script("return document.documentElement.scrollWidth")
         assert width <= 400, f"the page is {width} px wide"
         shot("account-phone")
+        browser.get(base + "/console#/accounts/alice%40contoso.com/grid")
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 400, f"the grid is {width} px wide"
+        shot("grid-phone")
         browser.set_window_size(1280, 800)
 
     @check("sign out: back to sign-in, the token forgotten")

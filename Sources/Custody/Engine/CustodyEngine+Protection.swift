@@ -300,14 +300,18 @@ extension CustodyEngine {
 
     /// Adds a new version of `account`'s key (new envelopes use it; old ones still open with
     /// theirs), recorded in the audit log. Returns the account and the new version.
-    public func rotateKey(account: AccountID) throws(CustodyError) -> (account: ResolvedAccount, version: UInt32) {
+    /// - Parameter by: who asked (a service token's operator name), kept in the audit entry.
+    public func rotateKey(account: AccountID, by: String? = nil) throws(CustodyError) -> (
+        account: ResolvedAccount, version: UInt32
+    ) {
         let resolved = try resolve(account)
         let keyRing = try requireKeyRing("rotating a key needs the master key that wraps it")
         do {
             try manager.register(resolved)
             let version = try keyRing.rotate(resolved.owner)
             try database.audit(
-                .key, account: resolved.owner.rawValue, action: "rotate", detail: "version \(version)",
+                .key, account: resolved.owner.rawValue, action: "rotate",
+                detail: "version \(version)" + (by.map { " by \($0)" } ?? ""),
                 at: configuration.now())
             return (resolved, version)
         } catch let error as ProtectionError {

@@ -14,6 +14,8 @@ import NIOCore
 /// another host; no inline script runs (the Content-Security-Policy forbids it).
 struct ConsoleController {
     let engine: CustodyEngine
+    /// Whether the service syncs from Microsoft Graph (the overview then offers a sync).
+    let syncsFromGraph: Bool
 
     /// The templates, parsed once.
     static let library: MustacheLibrary = {
@@ -21,6 +23,8 @@ struct ConsoleController {
         let templates: [(String, [UInt8])] = [
             ("overview", PackageResources.overview_mustache), ("accounts", PackageResources.accounts_mustache),
             ("account", PackageResources.account_mustache), ("whatif", PackageResources.whatif_mustache),
+            ("grid", PackageResources.grid_mustache), ("diff", PackageResources.diff_mustache),
+            ("events", PackageResources.events_mustache),
         ]
         for (name, bytes) in templates {
             // Built into the binary and parsed by a test: a template that does not parse is a bug.
@@ -55,6 +59,9 @@ struct ConsoleController {
         group.get("views/accounts", use: accounts)
         group.get("views/accounts/:account", use: account)
         group.get("views/whatif", use: whatIf)
+        group.get("views/accounts/:account/grid", use: grid)
+        group.get("views/diff", use: diff)
+        group.get("views/events", use: events)
     }
 
     static func asset(_ bytes: [UInt8], type: String) -> Response {
@@ -71,6 +78,15 @@ struct ConsoleController {
 
     /// The bundle in force (GET /v1/bundle), readiness (/readyz), replicas (GET /v1/fleet) and
     /// the last events (GET /v1/events).
+    /// Whether the operator's token may act (wipe, rotate, roll back, freeze, sync): the views
+    /// offer actions to admin tokens only; the API refuses them to others in any case.
+    static func isAdmin(_ context: CustodyRequestContext) -> Bool { context.identity?.grants(.admin) ?? false }
+
+    /// An account as a path segment of a view or an API address.
+    static func pathSegment(_ name: String) -> String {
+        name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/", "?", "#", "%"])) ?? name
+    }
+
     @Sendable func overview(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
         var object: [String: Any] = [:]
@@ -95,9 +111,19 @@ struct ConsoleController {
         object["readyClass"] = problems.isEmpty ? "allow" : "block"
         object["warnings"] =
             engine.lastBundleRejection.map { ["the last bundle offered was refused: \($0.message)"] } ?? []
-        let (fleet, events) = try await StateExecutor.run { () throws(CustodyError) in
+        object["admin"] = Self.isAdmin(context)
+        object["graph"] = syncsFromGraph
+        let (fleet, events, freeze) = try await StateExecutor.run { () throws(CustodyError) in
             let newest = engine.lastEventID
-            return (try engine.fleetStatus(), try engine.events(after: max(0, newest - 10)).events)
+            return (
+                try engine.fleetStatus(), try engine.events(after: max(0, newest - 10)).events,
+                try engine.bundleFreeze()
+            )
+        }
+        if let freeze {
+            object["freeze"] = [
+                "reason": freeze.reason, "by": freeze.by ?? "-", "at": answerTime(freeze.at),
+            ]
         }
         object["replicas"] = fleet.replicas.map { replica -> [String: Any] in
             [
@@ -133,8 +159,7 @@ struct ConsoleController {
                     return [
                         "upn": account.id.upn ?? "-", "oid": account.id.oid ?? "-",
                         "groups": account.groups.joined(separator: ", "),
-                        "link": name.addingPercentEncoding(
-                            withAllowedCharacters: .urlPathAllowed.subtracting(["/", "?", "#", "%"])) ?? name,
+                        "link": Self.pathSegment(name),
                     ]
                 },
             ])
@@ -150,14 +175,154 @@ struct ConsoleController {
         let parsed = try JSONSerialization.jsonObject(with: Data(bytes))
         let reports = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
         let first = reports.first?["account"] as? [String: Any] ?? [:]
+        let name = (first["upn"] as? String) ?? (first["oid"] as? String) ?? account.description
+        var object: [String: Any] = [
+            "name": name, "link": Self.pathSegment(name), "oid": (first["oid"] as? String) ?? "-",
+            "reports": reports.map(Self.report), "admin": Self.isAdmin(context),
+        ]
+        let groups = first["groups"] as? [String] ?? []
+        if !groups.isEmpty { object["groups"] = groups.joined(separator: ", ") }
+        // The state's record (GET /v1/accounts/{account}/status); a state out of reach is said,
+        // never shown as an account with no keys.
+        do {
+            let status = try await StateExecutor.run { try engine.accountStatus(for: account) }
+            object["status"] = [
+                "owner": status.owner,
+                "identifiers": status.identifiers.map { identifier -> [String: Any] in
+                    [
+                        "identifier": identifier.identifier,
+                        "keys": identifier.keyVersions.isEmpty
+                            ? "none" : identifier.keyVersions.map { "v\($0)" }.joined(separator: ", "),
+                        "wiped": identifier.wipedAt ?? "-", "checkIn": identifier.lastCheckIn ?? "-",
+                    ]
+                },
+                "lastCheckIn": status.lastCheckIn ?? "never", "firstSeen": status.firstSeen ?? "-",
+                "offline": status.offline.state, "offlineClass": status.offline.state == "online" ? "allow" : "block",
+                "offlineReason": status.offline.reason,
+            ]
+        } catch let error as CustodyError {
+            object["statusError"] = error.message
+        }
+        return Self.render("account", object)
+    }
+
+    /// Every decision about an account's data as a coloured grid (GET /v1/accounts/{account}/grid);
+    /// a cell opens its reason.
+    @Sendable func grid(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
+        let account = try PolicyController.account(context)
+        let grid = try engine.decisionGrid(
+            for: account, context: try parameters.evaluationContext(over: engine.context))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Self.render(
-            "account",
+            "grid",
             [
-                "name": (first["upn"] as? String) ?? (first["oid"] as? String) ?? account.description,
-                "oid": (first["oid"] as? String) ?? "-",
-                "groups": (first["groups"] as? [String] ?? []).joined(separator: ", "),
-                "reports": reports.map(Self.report),
+                "account": grid.account, "link": Self.pathSegment(grid.account), "revision": grid.revision,
+                "eventId": String(grid.eventId),
+                "platforms": grid.platforms.enumerated().map { index, platform -> [String: Any] in
+                    [
+                        "index": index,
+                        "title": "On \(platform.platform ?? "any platform")"
+                            + (platform.managed ? "" : ": not managed (no protection policy reaches it)"),
+                        "rows": platform.rows.map { row -> [String: Any] in
+                            [
+                                "label": row.label, "action": row.action,
+                                "cells": row.cells.map { cell -> [String: Any] in
+                                    let required = row.action == "account" && cell.query.action == "encryptionRequired"
+                                    let query = (try? encoder.encode(cell.query)).map {
+                                        String(decoding: $0, as: UTF8.self)
+                                    }
+                                    return [
+                                        "column": cell.column, "class": cell.allowed != required ? "allow" : "block",
+                                        "verdict": required
+                                            ? (cell.allowed ? "required" : "not required")
+                                            : (cell.allowed ? "allowed" : "blocked"),
+                                        "reason": cell.reason, "setting": cell.setting ?? "—",
+                                        "policies": cell.policies.joined(separator: ", "), "rule": cell.rule ?? "—",
+                                        "basis": cell.basis ?? "", "query": query ?? "",
+                                    ]
+                                },
+                            ]
+                        },
+                    ]
+                },
             ])
+    }
+
+    /// Two kept revisions compared (GET /v1/bundle/history and GET /v1/bundle/diff): the settings
+    /// that change, and every decision that flips for whom. Nothing is applied; an admin may
+    /// roll back to the older one.
+    @Sendable func diff(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let parameters = try QueryParameters(request.uri, accepting: ["from", "to"])
+        let (from, to) = (
+            parameters["from"].flatMap { $0.isEmpty ? nil : $0 }, parameters["to"].flatMap { $0.isEmpty ? nil : $0 }
+        )
+        let history = try await StateExecutor.run { try engine.bundleHistory(limit: 100) }
+        var seen = Set<String>()
+        let revisions = history.filter { $0.result == .applied && seen.insert($0.contentHash).inserted }
+        let inForce = engine.bundleInForce?.revision
+        var object: [String: Any] = [
+            "admin": Self.isAdmin(context),
+            "revisions": revisions.map { record -> [String: Any] in
+                [
+                    "revision": record.contentHash, "short": String(record.contentHash.prefix(12)),
+                    "label": "\(record.contentHash.prefix(12)) · \(answerTime(record.appliedAt)) · \(record.source)"
+                        + (record.contentHash == inForce ? " (in force)" : ""),
+                    "fromSelected": record.contentHash == from, "toSelected": record.contentHash == to,
+                ]
+            },
+        ]
+        guard from != nil || to != nil || revisions.count >= 2 else {
+            object["note"] = "The state keeps fewer than two revisions: there is nothing to compare yet."
+            return Self.render("diff", object)
+        }
+        do {
+            let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
+            let data = try JSONEncoder().encode(diff)
+            let parsed = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+            let decisions = parsed["decisions"] as? [[String: Any]] ?? []
+            var rendered: [String: Any] = [
+                "from": diff.from, "to": diff.to,
+                "settings": (parsed["settings"] as? [[String: Any]] ?? []).map { change -> [String: Any] in
+                    [
+                        "file": Self.text(change["file"]), "policy": Self.text(change["policy"]),
+                        "setting": Self.text(change["setting"]), "before": Self.text(change["before"]),
+                        "after": Self.text(change["after"]),
+                    ]
+                },
+                "decisionCount": decisions.count,
+                "decisions": decisions.prefix(500).map { change -> [String: Any] in
+                    let before = change["before"] as? [String: Any] ?? [:]
+                    let after = change["after"] as? [String: Any] ?? [:]
+                    return [
+                        "account": Self.text(change["account"]), "query": Self.text(before["query"]),
+                        "before": Self.text(before["decision"]),
+                        "beforeClass": (before["allowed"] as? Bool ?? false) ? "allow" : "block",
+                        "after": Self.text(after["decision"]),
+                        "afterClass": (after["allowed"] as? Bool ?? false) ? "allow" : "block",
+                        "reason": Self.text(after["reason"]),
+                    ]
+                },
+                "truncated": decisions.count > 500,
+                "canRollBack": diff.from != inForce,
+            ]
+            // An empty string is still a value to Mustache: a list with nothing in it is left out.
+            if !diff.added.isEmpty { rendered["added"] = diff.added.joined(separator: ", ") }
+            if !diff.removed.isEmpty { rendered["removed"] = diff.removed.joined(separator: ", ") }
+            object["diff"] = rendered
+        } catch let error as CustodyError {
+            object["error"] = error.message
+        }
+        return Self.render("diff", object)
+    }
+
+    /// The live feed: the page streams GET /v1/events itself (console.js), resuming with
+    /// Last-Event-ID after a reconnect.
+    @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
+        return Self.render(
+            "events", ["canStream": context.identity?.grants(.events) ?? false, "eventId": String(engine.lastEventID)])
     }
 
     static func report(_ report: [String: Any]) -> [String: Any] {

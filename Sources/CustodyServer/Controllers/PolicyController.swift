@@ -14,6 +14,8 @@ struct PolicyController {
     func addReadRoutes(to group: RouterGroup<CustodyRequestContext>) {
         group.get("accounts/:account/policy", use: policy)
         group.get("accounts/:account/configuration", use: configuration)
+        group.get("accounts/:account/grid", use: grid)
+        group.get("accounts/:account/status", use: status)
         group.get("bundle", use: bundle)
         group.get("accounts", use: accounts)
     }
@@ -48,6 +50,25 @@ struct PolicyController {
             for: account, context: try parameters.evaluationContext(over: engine.context))
         // A policy is for one platform: with none named for a bundle of both, one report each.
         return json(PolicyReport.json(account: account, snapshots: snapshots))
+    }
+
+    /// Every decision about an account's data, as a grid: actions by locations and target apps
+    /// (`DecisionGrid`), each cell the answer `POST /v1/decisions` gives its query.
+    @Sendable func grid(_ request: Request, context: CustodyRequestContext) async throws -> GridAnswer {
+        try await Freshness.require(request, engine: engine)
+        let account = try Self.account(context)
+        let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
+        return GridAnswer(
+            grid: try engine.decisionGrid(for: account, context: try parameters.evaluationContext(over: engine.context))
+        )
+    }
+
+    /// What the state knows of an account: key versions per identifier, wipes, check-ins and
+    /// offline grace now (`AccountStatus`). Read from the state: a 503 when it cannot be.
+    @Sendable func status(_ request: Request, context: CustodyRequestContext) async throws -> StatusAnswer {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let account = try Self.account(context)
+        return StatusAnswer(status: try await StateExecutor.run { try engine.accountStatus(for: account) })
     }
 
     /// The app configuration an account receives (`custody config show`); `null` when it is

@@ -72,7 +72,7 @@ struct ProtectionController {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
         let account = try PolicyController.account(context)
-        let reason = "POST /v1/accounts/…/wipe (token \(context.identity?.id ?? "-"))"
+        let reason = "POST /v1/accounts/…/wipe (\(context.identity?.operatorName ?? "no token"))"
         let report = try await StateExecutor.run { try await engine.wipe(account: account, reason: reason) }
         return WipeAnswer(account: account, report: report, eventID: engine.lastEventID)
     }
@@ -82,7 +82,9 @@ struct ProtectionController {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
         let account = try PolicyController.account(context)
-        let (resolved, version) = try await StateExecutor.run { try engine.rotateKey(account: account) }
+        let (resolved, version) = try await StateExecutor.run {
+            try engine.rotateKey(account: account, by: context.identity?.operatorName)
+        }
         return RotationAnswer(owner: resolved.owner.rawValue, version: version)
     }
 }

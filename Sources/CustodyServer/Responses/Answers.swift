@@ -107,3 +107,17 @@ struct AccountsAnswer: ResponseEncodable {
     var accounts: [Account]
     var total: Int
 }
+
+/// `GET /v1/accounts/{account}/grid`: the grid itself (`DecisionGrid`).
+struct GridAnswer: ResponseEncodable {
+    var grid: DecisionGrid
+
+    func encode(to encoder: any Encoder) throws { try grid.encode(to: encoder) }
+}
+
+/// `GET /v1/accounts/{account}/status`: the status itself (`AccountStatus`).
+struct StatusAnswer: ResponseEncodable {
+    var status: AccountStatus
+
+    func encode(to encoder: any Encoder) throws { try status.encode(to: encoder) }
+}

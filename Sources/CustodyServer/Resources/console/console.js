@@ -1,16 +1,24 @@
 // The console's only script: keeps the token in sessionStorage, fetches each view (HTML the
-// service renders, every value escaped there) with it, and sends forms as view addresses. No
-// inline script anywhere (the Content-Security-Policy forbids it), nothing from another host.
+// service renders, every value escaped there) with it, sends forms as view addresses, asks for
+// confirmation before an action and sends it to the JSON API, and follows the event stream.
+// No inline script anywhere (the Content-Security-Policy forbids it), nothing from another host;
+// text from the service is set with textContent, never as HTML.
 "use strict";
 (function () {
   const KEY = "custody-token";
   const view = document.getElementById("view");
   const nav = document.getElementById("nav");
+  const flash = document.getElementById("flash");
   const signinTemplate = document.getElementById("signin").outerHTML;
+  let feed = null; // the event stream of the events view, while it is shown
+
+  function token() { return sessionStorage.getItem(KEY); }
 
   function signin(reason) {
+    stopFeed();
     sessionStorage.removeItem(KEY);
     nav.hidden = true;
+    flash.textContent = "";
     view.innerHTML = signinTemplate;
     document.getElementById("signin-reason").textContent = reason || "";
     document.getElementById("signin-form").addEventListener("submit", function (event) {
@@ -21,13 +29,18 @@
     document.getElementById("token").focus();
   }
 
+  async function errorText(response) {
+    const body = await response.json().catch(function () { return {}; });
+    return (body.code ? body.code + ": " : "") + (body.error || response.statusText);
+  }
+
   async function route() {
-    const token = sessionStorage.getItem(KEY);
-    if (!token) { return signin(""); }
+    stopFeed();
+    if (!token()) { return signin(""); }
     const address = (location.hash || "#/overview").slice(1) || "/overview";
     let response;
     try {
-      response = await fetch("/console/views" + address, { headers: { Authorization: "Bearer " + token } });
+      response = await fetch("/console/views" + address, { headers: { Authorization: "Bearer " + token() } });
     } catch (error) {
       view.textContent = "The service cannot be reached: " + error;
       return;
@@ -38,11 +51,10 @@
     }
     nav.hidden = false;
     if (!response.ok) {
-      const body = await response.json().catch(function () { return {}; });
       const alert = document.createElement("p");
       alert.setAttribute("role", "alert");
       alert.className = "block";
-      alert.textContent = (body.code ? body.code + ": " : "") + (body.error || response.statusText);
+      alert.textContent = await errorText(response);
       view.replaceChildren(alert);
       return;
     }
@@ -52,8 +64,8 @@
     if (heading) { heading.setAttribute("tabindex", "-1"); heading.focus(); }
   }
 
-  // A form with data-view="/path" becomes the view address /path?field=value&...
   function bind() {
+    // A form with data-view="/path" becomes the view address /path?field=value&...
     for (const form of view.querySelectorAll("form[data-view]")) {
       form.addEventListener("submit", function (event) {
         event.preventDefault();
@@ -62,9 +74,191 @@
         location.hash = "#" + form.dataset.view + (query.toString() ? "?" + query.toString() : "");
       });
     }
+    for (const button of view.querySelectorAll("button[data-action]")) {
+      button.addEventListener("click", function () { confirmAction(button); });
+    }
+    if (document.getElementById("events-list")) { startFeed(); }
+  }
+
+  // MARK: Actions (admin tokens only; the API refuses them to others in any case)
+
+  // Asks in the page, next to the button: what the action does, a reason when it needs one,
+  // then Confirm or Cancel. Nothing is sent before Confirm.
+  function confirmAction(button) {
+    const old = view.querySelector(".confirm");
+    if (old) { old.remove(); }
+    const box = document.createElement("div");
+    box.className = "confirm";
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "Confirm");
+    const text = document.createElement("p");
+    text.textContent = button.dataset.confirm;
+    box.appendChild(text);
+    let reason = null;
+    if (button.dataset.reason === "required") {
+      const label = document.createElement("label");
+      label.textContent = "Reason (recorded with your token's name) ";
+      reason = document.createElement("input");
+      reason.name = "reason";
+      reason.required = true;
+      reason.autocomplete = "off";
+      label.appendChild(reason);
+      box.appendChild(label);
+    }
+    const confirm = document.createElement("button");
+    confirm.type = "button";
+    confirm.className = "danger";
+    confirm.textContent = "Confirm";
+    const cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.textContent = "Cancel";
+    box.append(confirm, " ", cancel);
+    button.insertAdjacentElement("afterend", box);
+    (reason || confirm).focus();
+    cancel.addEventListener("click", function () { box.remove(); button.focus(); });
+    confirm.addEventListener("click", async function () {
+      if (reason && reason.value.trim() === "") { reason.focus(); return; }
+      confirm.disabled = true;
+      const body = {};
+      if (button.dataset.revision) { body.revision = button.dataset.revision; }
+      if (reason) { body.reason = reason.value.trim(); }
+      const init = { method: button.dataset.method, headers: { Authorization: "Bearer " + token() } };
+      if (Object.keys(body).length > 0) {
+        init.headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(body);
+      }
+      let response;
+      try {
+        response = await fetch(button.dataset.path, init);
+      } catch (error) {
+        box.remove();
+        return say("block", button.textContent.replace("…", "") + " failed: the service cannot be reached (" + error + ")");
+      }
+      if (response.status === 401) { return signin("Signed out: " + await errorText(response)); }
+      box.remove();
+      if (!response.ok) {
+        return say("block", button.textContent.replace("…", "") + " refused: " + await errorText(response));
+      }
+      say("allow", button.textContent.replace("…", "") + " done: " + summary(button.dataset.action, await response.json().catch(function () { return {}; })));
+      route();
+    });
+  }
+
+  function summary(action, answer) {
+    switch (action) {
+      case "wipe": return (answer.account || "the account") + " was wiped (event " + answer.eventId + ")";
+      case "rotate": return "key version " + answer.version + " of " + answer.owner;
+      case "rollback": return "revision " + answer.revision + " is in force";
+      case "freeze": return "bundle changes are refused until unfrozen";
+      case "unfreeze": return "bundle changes are applied again";
+      default: return answer.result || answer.revision || "done";
+    }
+  }
+
+  function say(kind, text) {
+    flash.className = kind;
+    flash.textContent = text;
+  }
+
+  // MARK: The live feed
+
+  // Streams GET /v1/events with the token (EventSource cannot send one), shows each event
+  // newest first, and reconnects with Last-Event-ID after the last one shown, so nothing is
+  // lost across a reconnect.
+  function startFeed() {
+    const list = document.getElementById("events-list");
+    const status = document.getElementById("events-status");
+    const filter = document.getElementById("events-filter");
+    const state = { controller: new AbortController(), last: null, stopped: false };
+    feed = state;
+    const shown = function (item) {
+      const kind = filter.elements.kind.value.trim();
+      const account = filter.elements.account.value.trim().toLowerCase();
+      return (kind === "" || item.dataset.kind === kind) && (account === "" || item.dataset.text.includes(account));
+    };
+    filter.addEventListener("input", function () {
+      for (const item of list.children) { item.hidden = !shown(item); }
+    });
+    filter.addEventListener("submit", function (event) { event.preventDefault(); });
+    const add = function (id, name, data) {
+      const item = document.createElement("li");
+      item.dataset.kind = name;
+      item.dataset.text = data.toLowerCase();
+      item.dataset.id = id;
+      const badge = document.createElement("span");
+      badge.className = "badge";
+      badge.textContent = name;
+      const code = document.createElement("code");
+      code.textContent = data.length > 400 ? data.slice(0, 400) + "… (" + data.length + " characters)" : data;
+      item.append("#" + id + " ", badge, " ", code);
+      item.hidden = !shown(item);
+      list.prepend(item);
+      while (list.children.length > 500) { list.lastElementChild.remove(); }
+    };
+    const frame = function (text) {
+      let id = null, name = "message", data = [];
+      for (const line of text.split("\n")) {
+        if (line.startsWith(":")) { continue; }
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "id") { id = value; } else if (field === "event") { name = value; } else if (field === "data") { data.push(value); }
+      }
+      if (data.length === 0 && id === null) { return; }
+      const body = data.join("\n");
+      if (name === "ready" || name === "reset") {
+        const position = JSON.parse(body);
+        if (name === "reset") { add(id, "reset", body); }
+        if (state.last === null || name === "reset") { state.last = String(position.eventId); }
+        status.textContent = "Live: every event after " + state.last + " is shown as it happens.";
+        status.dataset.live = "true";
+        return;
+      }
+      if (name === "unauthorized") { state.stopped = true; signin("Signed out: " + (JSON.parse(body).reason || "the token is no longer valid")); return; }
+      if (name === "shutdown") { status.textContent = "The service is shutting down; reconnecting…"; return; }
+      if (id !== null) { state.last = id; add(id, name, body); }
+    };
+    const connect = async function () {
+      while (!state.stopped) {
+        const headers = { Authorization: "Bearer " + token() };
+        if (state.last !== null) { headers["Last-Event-ID"] = state.last; }
+        try {
+          const response = await fetch("/v1/events", { headers: headers, signal: state.controller.signal });
+          if (response.status === 401) { state.stopped = true; return signin("Signed out: " + await errorText(response)); }
+          if (!response.ok) { status.textContent = "The feed was refused: " + await errorText(response); status.dataset.live = "false"; return; }
+          const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+          let buffer = "";
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) { break; }
+            buffer += value.replace(/\r\n?/g, "\n");
+            let end;
+            while ((end = buffer.indexOf("\n\n")) >= 0) {
+              frame(buffer.slice(0, end));
+              buffer = buffer.slice(end + 2);
+            }
+          }
+        } catch (error) {
+          if (state.stopped) { return; }
+        }
+        if (state.stopped) { return; }
+        status.textContent = "Disconnected; reconnecting after event " + (state.last || "-") + "…";
+        status.dataset.live = "false";
+        await new Promise(function (resolve) { setTimeout(resolve, 1000); });
+      }
+    };
+    connect();
+  }
+
+  function stopFeed() {
+    if (feed) {
+      feed.stopped = true;
+      feed.controller.abort();
+      feed = null;
+    }
   }
 
   document.getElementById("signout").addEventListener("click", function () { signin("Signed out."); });
-  window.addEventListener("hashchange", route);
+  window.addEventListener("hashchange", function () { flash.textContent = ""; route(); });
   route();
 })();
