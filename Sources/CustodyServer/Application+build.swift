@@ -96,7 +96,7 @@ func buildRouter(
     protection.addProtectRoutes(to: v1.group().add(middleware: RequireScope(scope: .protect)))
     let admin = v1.group().add(middleware: RequireScope(scope: .admin))
     policy.addAdminRoutes(to: admin)
-    let console = ConsoleController(engine: engine, syncsFromGraph: graph != nil)
+    let console = ConsoleController(engine: engine, syncsFromGraph: graph != nil, limits: configuration.limits)
     console.addPublicRoutes(to: router)
     console.addViewRoutes(to: router.group("console").add(middleware: RequireScope(scope: .read)))
     let bundles = BundleController(engine: engine, limits: configuration.limits)

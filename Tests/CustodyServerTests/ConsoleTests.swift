@@ -228,4 +228,57 @@ struct ConsoleTests {
             #expect(bad.status == .ok && bad.body.text.contains("role=\"alert\""), "\(bad.body.text)")
         }
     }
+
+    @Test(
+        "POST /v1/bundle/diff: a candidate compared with the bundle in force, nothing applied; a bad one refused, naming why"
+    )
+    func candidateDiff() async throws {
+        let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
+        let inForce = try #require(fixture.engine.bundleInForce?.revision)
+        var edited: [String: String] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: fixture.bundle) where name.hasSuffix(".json") {
+            edited[name] = try String(contentsOfFile: fixture.bundle + "/" + name, encoding: .utf8)
+        }
+        edited["all-staff.json"] = edited["all-staff.json"]!.replacingOccurrences(
+            of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+        let files = edited
+        @Sendable func body(_ object: [String: Any]) throws -> ByteBuffer {
+            ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object))
+        }
+        try await fixture.application().test(.router) { client in
+            let diff = try await client.execute(
+                uri: "/v1/bundle/diff", method: .post, headers: fixture.auth(.read), body: try body(["files": files]))
+            #expect(diff.status == .ok, "\(diff.body.text)")
+            let answer = try #require(try object(diff)["diff"] as? [String: Any], "as GET /v1/bundle/diff answers")
+            #expect(answer["from"] as? String == inForce)
+            let settings = answer["settings"] as? [[String: Any]] ?? []
+            #expect(
+                settings.contains { $0["setting"] as? String == "printBlocked" && $0["after"] as? String == "true" })
+            let flips = answer["decisions"] as? [[String: Any]] ?? []
+            #expect(flips.contains { $0["account"] as? String == "bob@contoso.com" })
+            #expect(fixture.engine.bundleInForce?.revision == inForce, "nothing applied")
+
+            // (body, status, code): what is refused, and how.
+            let refusals: [([String: Any], HTTPResponse.Status, String)] = [
+                (["files": ["policies.json": "{"]], .unprocessableContent, "invalid-bundle"),
+                (["files": files, "allowEmpty": true], .badRequest, "invalid-bundle-request"),
+                (["files": ["../x.json": "{}"]], .badRequest, "invalid-bundle-request"),
+                (["nothing": 1], .badRequest, "invalid-bundle-request"),
+            ]
+            for (request, status, code) in refusals {
+                let refused = try await client.execute(
+                    uri: "/v1/bundle/diff", method: .post, headers: fixture.auth(.read), body: try body(request))
+                #expect(refused.status == status, "\(request.keys): \(refused.body.text)")
+                #expect(try object(refused)["code"] as? String == code)
+            }
+            let page = try await client.execute(
+                uri: "/console/views/diff", method: .post, headers: fixture.auth(.read),
+                body: try body(["files": files]))
+            #expect(page.body.text.contains("id=\"candidate\"") && page.body.text.contains("<td>printBlocked</td>"))
+            let broken = try await client.execute(
+                uri: "/console/views/diff", method: .post, headers: fixture.auth(.read),
+                body: try body(["files": ["policies.json": "{"]]))
+            #expect(broken.status == .ok && broken.body.text.contains("role=\"alert\""), "\(broken.body.text)")
+        }
+    }
 }

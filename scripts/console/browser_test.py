@@ -258,6 +258,31 @@ try:
         assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action='rollback']")
         shot("diff")
 
+    @check("diff a candidate bundle picked from disk against the policy in force, applying nothing")
+    def candidate():
+        folder = os.path.join(work, "candidate")
+        os.makedirs(folder, exist_ok=True)
+        paths = []
+        for name in sorted(os.listdir(bundle)):
+            if name.endswith(".json"):
+                text = open(os.path.join(bundle, name)).read()
+                if name == "all-staff.json":
+                    text = text.replace('"printBlocked": true', '"printBlocked": false')
+                open(os.path.join(folder, name), "w").write(text)
+                paths.append(os.path.join(folder, name))
+        browser.get(base + "/console#/diff")
+        wait.until(lambda b: b.find_elements(By.ID, "candidate-files"))
+        browser.find_element(By.ID, "candidate-files").send_keys("\n".join(paths))
+        browser.find_element(By.CSS_SELECTOR, "#candidate-form button").click()
+        wait.until(lambda b: b.find_elements(By.ID, "candidate"))
+        rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#setting-changes tbody tr")]
+        assert any("printBlocked" in row and row.index("true") < row.index("false") for row in rows), rows
+        flips = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#decision-changes tbody tr")]
+        assert any("bob@contoso.com" in row for row in flips), flips
+        status, bundle_now = api("GET", "/v1/bundle", read_token)
+        assert bundle_now["revision"] == revision, "comparing a candidate applied it"
+        shot("diff-candidate")
+
     @check("without an admin token: no action is offered, and the API refuses a wipe")
     def read_only():
         browser.get(base + "/console#/accounts/bob%40contoso.com")

@@ -28,8 +28,24 @@ public struct BundleDiff: Sendable, Encodable {
     public var decisions: [DecisionChangeAnswer]
 
     init(old: StoredBundle, new: StoredBundle, context: EvaluationContext, logger: Logger) throws(CustodyError) {
-        from = old.record.contentHash
-        to = new.record.contentHash
+        try self.init(
+            from: Side(revision: old.record.contentHash, files: old.files.map { ($0.name, $0.bytes) }, isKept: true),
+            to: Side(revision: new.record.contentHash, files: new.files.map { ($0.name, $0.bytes) }, isKept: true),
+            context: context, logger: logger)
+    }
+
+    /// One side of a comparison: a revision and its files, kept in the state or offered now.
+    struct Side {
+        var revision: String
+        var files: [(name: String, bytes: [UInt8])]
+        /// Kept (it loaded once, so one that no longer loads is the state's problem) or a
+        /// candidate (one that does not load is the caller's).
+        var isKept: Bool
+    }
+
+    init(from old: Side, to new: Side, context: EvaluationContext, logger: Logger) throws(CustodyError) {
+        from = old.revision
+        to = new.revision
         let before = Dictionary(old.files.map { ($0.name, $0.bytes) }, uniquingKeysWith: { first, _ in first })
         let after = Dictionary(new.files.map { ($0.name, $0.bytes) }, uniquingKeysWith: { first, _ in first })
         added = after.keys.filter { before[$0] == nil }.sorted()
@@ -39,15 +55,18 @@ public struct BundleDiff: Sendable, Encodable {
             settings += Self.settingChanges(file: name, before: before[name], after: after[name])
         }
         self.settings = settings
-        func snapshot(_ stored: StoredBundle) throws(CustodyError) -> PolicySnapshot {
+        func snapshot(_ side: Side) throws(CustodyError) -> PolicySnapshot {
             let files = BundleFiles(
-                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-                contentHash: stored.record.contentHash)
+                stored: side.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                contentHash: side.revision)
             do {
                 return PolicySnapshot(bundle: try files.load(allowingEmpty: true), context: context, logger: logger)
             } catch {
                 throw CustodyError(
-                    .bundle, "the kept revision \(stored.record.contentHash) no longer loads",
+                    .bundle,
+                    side.isKept
+                        ? "the kept revision \(side.revision) no longer loads"
+                        : "the candidate bundle does not load, so there is nothing to compare: \(error.errors.count) error(s)",
                     diagnostics: error.diagnostics)
             }
         }

@@ -182,4 +182,22 @@ extension CustodyEngine {
         }
         return try BundleDiff(old: old, new: new, context: context, logger: logger)
     }
+
+    /// What applying `candidate` would change, before anything is applied: the bundle in force
+    /// compared with it, as `bundleDiff(from:to:)` compares two kept revisions. The candidate's
+    /// signature is not checked here (applying it checks it).
+    /// - Throws: `.noPolicy` with no bundle in force; `.bundle` with the candidate's diagnostics
+    ///   when it does not load.
+    public func bundleDiff(candidate: BundleFiles) throws(CustodyError) -> BundleDiff {
+        guard let inForce = bundleInForce else {
+            throw CustodyError(.noPolicy, "no bundle is in force to compare the candidate with")
+        }
+        let current = try keptBundle(inForce.revision)
+        return try BundleDiff(
+            from: BundleDiff.Side(
+                revision: current.record.contentHash, files: current.files.map { ($0.name, $0.bytes) }, isKept: true),
+            to: BundleDiff.Side(
+                revision: candidate.contentHash, files: candidate.entries.map { ($0.name, $0.bytes) }, isKept: false),
+            context: context, logger: logger)
+    }
 }

@@ -16,6 +16,7 @@ struct BundleController {
         group.get("bundle/history", use: history)
         group.get("bundle/history/:revision", use: kept)
         group.get("bundle/diff", use: diff)
+        group.post("bundle/diff", use: diffCandidate)
         group.get("bundle/freeze", use: freeze)
         group.get("fleet", use: fleet)
     }
@@ -60,6 +61,15 @@ struct BundleController {
     @Sendable func freeze(_ request: Request, context: CustodyRequestContext) async throws -> FreezeState {
         _ = try QueryParameters(request.uri, accepting: [])
         return FreezeState(freeze: FreezeAnswer(try await StateExecutor.run { try engine.bundleFreeze() }))
+    }
+
+    /// What applying a candidate bundle (the body of `PUT /v1/bundle`, without `allowEmpty`)
+    /// would change, applying nothing: the bundle in force compared with it.
+    @Sendable func diffCandidate(_ request: Request, context: CustodyRequestContext) async throws -> DiffAnswer {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let (files, _) = try await PolicyController.bundleFiles(
+            request, limit: limits.bodyBytes, takesAllowEmpty: false)
+        return DiffAnswer(diff: try await StateExecutor.run { try engine.bundleDiff(candidate: files) })
     }
 
     /// `{"revision": "…", "reason": "…"}`.

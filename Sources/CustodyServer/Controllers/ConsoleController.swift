@@ -16,6 +16,7 @@ struct ConsoleController {
     let engine: CustodyEngine
     /// Whether the service syncs from Microsoft Graph (the overview then offers a sync).
     let syncsFromGraph: Bool
+    let limits: CustodyServerConfiguration.Limits
 
     /// The templates, parsed once.
     static let library: MustacheLibrary = {
@@ -61,6 +62,7 @@ struct ConsoleController {
         group.get("views/whatif", use: whatIf)
         group.get("views/accounts/:account/grid", use: grid)
         group.get("views/diff", use: diff)
+        group.post("views/diff", use: diffCandidate)
         group.get("views/events", use: events)
     }
 
@@ -258,11 +260,45 @@ struct ConsoleController {
         let (from, to) = (
             parameters["from"].flatMap { $0.isEmpty ? nil : $0 }, parameters["to"].flatMap { $0.isEmpty ? nil : $0 }
         )
+        var object = try await diffForm(context: context, from: from, to: to)
+        guard from != nil || to != nil || (object["revisions"] as? [Any])?.count ?? 0 >= 2 else {
+            object["note"] = "The state keeps fewer than two revisions: there is nothing to compare yet."
+            return Self.render("diff", object)
+        }
+        do {
+            let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
+            object["diff"] = try Self.rendered(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
+        } catch let error as CustodyError {
+            object["error"] = error.message
+        }
+        return Self.render("diff", object)
+    }
+
+    /// A candidate bundle (the body of `POST /v1/bundle/diff`, which the page builds from the
+    /// files the operator picks) compared with the bundle in force; nothing is applied.
+    @Sendable func diffCandidate(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let (files, _) = try await PolicyController.bundleFiles(
+            request, limit: limits.bodyBytes, takesAllowEmpty: false)
+        var object = try await diffForm(context: context, from: nil, to: nil)
+        object["candidate"] = "\(files.entries.count) file(s), revision \(files.contentHash)"
+        do {
+            let diff = try await StateExecutor.run { try engine.bundleDiff(candidate: files) }
+            object["diff"] = try Self.rendered(diff, canRollBack: false)
+        } catch let error as CustodyError {
+            object["error"] = error.message
+            object["diagnostics"] = error.diagnostics.prefix(20).map(\.description)
+        }
+        return Self.render("diff", object)
+    }
+
+    /// The revisions the state keeps, for the form's two lists.
+    private func diffForm(context: CustodyRequestContext, from: String?, to: String?) async throws -> [String: Any] {
         let history = try await StateExecutor.run { try engine.bundleHistory(limit: 100) }
         var seen = Set<String>()
         let revisions = history.filter { $0.result == .applied && seen.insert($0.contentHash).inserted }
         let inForce = engine.bundleInForce?.revision
-        var object: [String: Any] = [
+        return [
             "admin": Self.isAdmin(context),
             "revisions": revisions.map { record -> [String: Any] in
                 [
@@ -273,48 +309,42 @@ struct ConsoleController {
                 ]
             },
         ]
-        guard from != nil || to != nil || revisions.count >= 2 else {
-            object["note"] = "The state keeps fewer than two revisions: there is nothing to compare yet."
-            return Self.render("diff", object)
-        }
-        do {
-            let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
-            let data = try JSONEncoder().encode(diff)
-            let parsed = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
-            let decisions = parsed["decisions"] as? [[String: Any]] ?? []
-            var rendered: [String: Any] = [
-                "from": diff.from, "to": diff.to,
-                "settings": (parsed["settings"] as? [[String: Any]] ?? []).map { change -> [String: Any] in
-                    [
-                        "file": Self.text(change["file"]), "policy": Self.text(change["policy"]),
-                        "setting": Self.text(change["setting"]), "before": Self.text(change["before"]),
-                        "after": Self.text(change["after"]),
-                    ]
-                },
-                "decisionCount": decisions.count,
-                "decisions": decisions.prefix(500).map { change -> [String: Any] in
-                    let before = change["before"] as? [String: Any] ?? [:]
-                    let after = change["after"] as? [String: Any] ?? [:]
-                    return [
-                        "account": Self.text(change["account"]), "query": Self.text(before["query"]),
-                        "before": Self.text(before["decision"]),
-                        "beforeClass": (before["allowed"] as? Bool ?? false) ? "allow" : "block",
-                        "after": Self.text(after["decision"]),
-                        "afterClass": (after["allowed"] as? Bool ?? false) ? "allow" : "block",
-                        "reason": Self.text(after["reason"]),
-                    ]
-                },
-                "truncated": decisions.count > 500,
-                "canRollBack": diff.from != inForce,
-            ]
-            // An empty string is still a value to Mustache: a list with nothing in it is left out.
-            if !diff.added.isEmpty { rendered["added"] = diff.added.joined(separator: ", ") }
-            if !diff.removed.isEmpty { rendered["removed"] = diff.removed.joined(separator: ", ") }
-            object["diff"] = rendered
-        } catch let error as CustodyError {
-            object["error"] = error.message
-        }
-        return Self.render("diff", object)
+    }
+
+    /// A diff as the template shows it, read from its JSON answer.
+    private static func rendered(_ diff: BundleDiff, canRollBack: Bool) throws -> [String: Any] {
+        let data = try JSONEncoder().encode(diff)
+        let parsed = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        let decisions = parsed["decisions"] as? [[String: Any]] ?? []
+        var rendered: [String: Any] = [
+            "from": diff.from, "to": diff.to,
+            "settings": (parsed["settings"] as? [[String: Any]] ?? []).map { change -> [String: Any] in
+                [
+                    "file": Self.text(change["file"]), "policy": Self.text(change["policy"]),
+                    "setting": Self.text(change["setting"]), "before": Self.text(change["before"]),
+                    "after": Self.text(change["after"]),
+                ]
+            },
+            "decisionCount": decisions.count,
+            "decisions": decisions.prefix(500).map { change -> [String: Any] in
+                let before = change["before"] as? [String: Any] ?? [:]
+                let after = change["after"] as? [String: Any] ?? [:]
+                return [
+                    "account": Self.text(change["account"]), "query": Self.text(before["query"]),
+                    "before": Self.text(before["decision"]),
+                    "beforeClass": (before["allowed"] as? Bool ?? false) ? "allow" : "block",
+                    "after": Self.text(after["decision"]),
+                    "afterClass": (after["allowed"] as? Bool ?? false) ? "allow" : "block",
+                    "reason": Self.text(after["reason"]),
+                ]
+            },
+            "truncated": decisions.count > 500,
+            "canRollBack": canRollBack,
+        ]
+        // An empty string is still a value to Mustache: a list with nothing in it is left out.
+        if !diff.added.isEmpty { rendered["added"] = diff.added.joined(separator: ", ") }
+        if !diff.removed.isEmpty { rendered["removed"] = diff.removed.joined(separator: ", ") }
+        return rendered
     }
 
     /// The live feed: the page streams GET /v1/events itself (console.js), resuming with

@@ -109,7 +109,26 @@ struct PolicyController {
         -> EditedResponse<BundleApplied>
     {
         _ = try QueryParameters(request.uri, accepting: [])
-        let body = try await request.body.collect(upTo: limits.bodyBytes)
+        let (bundleFiles, allowEmpty) = try await Self.bundleFiles(
+            request, limit: limits.bodyBytes, takesAllowEmpty: true)
+        let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
+        let result = try await StateExecutor.run {
+            try await engine.apply(
+                files: bundleFiles, source: source, allowingEmpty: allowEmpty,
+                provenance: BundleProvenance(appliedBy: context.identity.map(\.operatorName)))
+        }
+        let answer = BundleApplied(
+            revision: result.bundle.revision, unchanged: result.unchanged, eventId: engine.lastEventID,
+            events: result.events.map(\.name))
+        return EditedResponse(headers: [.custodyRevision: result.bundle.revision], response: answer)
+    }
+
+    /// `{"files": {"tenant.json": "…", …}}` (with `allowEmpty` where `takesAllowEmpty`): each
+    /// file's text, the signature file beside them. Anything else is a 400 naming it.
+    static func bundleFiles(_ request: Request, limit: Int, takesAllowEmpty: Bool) async throws -> (
+        files: BundleFiles, allowEmpty: Bool
+    ) {
+        let body = try await request.body.collect(upTo: limit)
         let document: JSONDocument
         do {
             document = try JSONDocument(parsing: Array(buffer: body))
@@ -127,9 +146,11 @@ struct PolicyController {
         }
         var seen = Set<String>()
         for member in root.members {
-            guard member.key == "files" || member.key == "allowEmpty" else {
+            guard member.key == "files" || (takesAllowEmpty && member.key == "allowEmpty") else {
                 throw ServiceError(
-                    .badRequest, .invalidBundleRequest, "unknown member '\(member.key)' (it takes: files, allowEmpty)")
+                    .badRequest, .invalidBundleRequest,
+                    "unknown member '\(member.key.escapingControlCharacters)' (it takes: files\(takesAllowEmpty ? ", allowEmpty" : ""))"
+                )
             }
             // A member given twice is refused, never one of them taken: a proxy reading the
             // other would see another request.
@@ -169,16 +190,7 @@ struct PolicyController {
         } catch {
             throw ServiceError(.badRequest, .invalidBundleRequest, error.diagnostics.first?.message ?? "\(error)")
         }
-        let source = "PUT /v1/bundle (token \(context.identity?.id ?? "-"))"
-        let result = try await StateExecutor.run {
-            try await engine.apply(
-                files: bundleFiles, source: source, allowingEmpty: allowEmpty,
-                provenance: BundleProvenance(appliedBy: context.identity.map(\.operatorName)))
-        }
-        let answer = BundleApplied(
-            revision: result.bundle.revision, unchanged: result.unchanged, eventId: engine.lastEventID,
-            events: result.events.map(\.name))
-        return EditedResponse(headers: [.custodyRevision: result.bundle.revision], response: answer)
+        return (bundleFiles, allowEmpty)
     }
 
     /// The account a path names, percent-decoded (what `encodeURIComponent` sends), then

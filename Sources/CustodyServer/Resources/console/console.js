@@ -74,10 +74,35 @@
         location.hash = "#" + form.dataset.view + (query.toString() ? "?" + query.toString() : "");
       });
     }
+    const candidate = document.getElementById("candidate-form");
+    if (candidate) { candidate.addEventListener("submit", compareCandidate); }
     for (const button of view.querySelectorAll("button[data-action]")) {
       button.addEventListener("click", function () { confirmAction(button); });
     }
     if (document.getElementById("events-list")) { startFeed(); }
+  }
+
+  // The files the operator picked, sent as a bundle (the body of PUT /v1/bundle) to be
+  // compared with the policy in force; nothing is applied.
+  async function compareCandidate(event) {
+    event.preventDefault();
+    const picked = document.getElementById("candidate-files").files;
+    if (picked.length === 0) { return say("block", "Pick the candidate bundle's files first (tenant.json and the policy files)."); }
+    const files = {};
+    for (const file of picked) { files[file.name] = await file.text(); }
+    let response;
+    try {
+      response = await fetch("/console/views/diff", {
+        method: "POST", body: JSON.stringify({ files: files }),
+        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" } });
+    } catch (error) {
+      return say("block", "The service cannot be reached: " + error);
+    }
+    if (response.status === 401) { return signin("Signed out: " + await errorText(response)); }
+    if (!response.ok) { return say("block", "The candidate was refused: " + await errorText(response)); }
+    flash.textContent = "";
+    view.innerHTML = await response.text();
+    bind();
   }
 
   // MARK: Actions (admin tokens only; the API refuses them to others in any case)
