@@ -50,7 +50,27 @@ measure() { # label, path
 echo "console views, $ACCOUNTS accounts, $POLICIES policies, $RUNS requests each over one connection (account $ACCOUNT)"
 measure "view: an account's page" "/console/views/accounts/$ENCODED"
 measure "  API: GET /v1/accounts/{account}/policy" "/v1/accounts/$ENCODED/policy"
+measure "  API: GET /v1/accounts/{account}/status" "/v1/accounts/$ENCODED/status"
+measure "view: an account's decision grid" "/console/views/accounts/$ENCODED/grid"
+measure "  API: GET /v1/accounts/{account}/grid" "/v1/accounts/$ENCODED/grid"
 measure "view: account search (q=user5)" "/console/views/accounts?q=user5"
 measure "  API: GET /v1/accounts?q=user5" "/v1/accounts?q=user5"
 measure "view: overview" "/console/views/overview"
 measure "view: what-if (print)" "/console/views/whatif?action=print&account=$ENCODED"
+measure "view: diff, no second revision kept" "/console/views/diff"
+measure "view: events (the page; the feed is SSE)" "/console/views/events"
+
+# A second revision (the first policy's printBlocked flipped), put in force through the
+# service's own state; then the diff of the two, which decides every account of the tenant
+# under both (fewer runs: it is the one heavy view).
+python3 - "$WORK/bundle/policies.json" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+flipped = re.sub(r'"printBlocked": (true|false)', lambda m: '"printBlocked": ' + ('false' if m.group(1) == 'true' else 'true'), text, count=1)
+open(sys.argv[1], "w").write(flipped)
+PY
+$CUSTODY apply --state "$WORK/state" --bundle "$WORK/bundle" >/dev/null 2>&1
+sleep 2
+RUNS=${DIFF_RUNS:-5} measure "view: diff of the last change (every account)" "/console/views/diff?to="
+RUNS=${DIFF_RUNS:-5} measure "  API: GET /v1/bundle/diff" "/v1/bundle/diff"
+

@@ -12,7 +12,9 @@ extension PolicyManager {
     /// the policy in force. A bundle that does not load leaves the policy in force and is
     /// announced as `bundleRejected`; the same broken files are not announced again until they
     /// change. Files the state could not record (unreachable, busy) are read again at the
-    /// next look, changed or not.
+    /// next look, changed or not. A directory that cannot be read is announced once; when it
+    /// can be read again with the content it had, nothing is applied (the policy in force may
+    /// have been put there another way since).
     /// - Parameter clock: the clock the watcher sleeps on (tests inject their own).
     public nonisolated func watch<C: Clock>(
         bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250),
@@ -28,27 +30,49 @@ extension PolicyManager {
         // starts with a refused directory): the refusal is recorded once, not again here.
         let source = URL(fileURLWithPath: directory).standardizedFileURL.path
         let refused = lastRejection.withLock { $0 }
+        var dealtWith: String?
         if let files = try? BundleFiles.read(directory: directory),
             (bundleInForce.map { !$0.isOverride && files.contentHash == $0.revision } ?? false)
                 || (refused?.source == source && refused?.revision == files.contentHash)
         {
             initial.settle(probe)
+            dealtWith = files.contentHash
         }
-        return Task { [weak self, initial] in
+        return Task { [weak self, initial, dealtWith] in
             var watch = initial
+            // The directory's content when it was last read and dealt with (applied, or
+            // refused): a look in between that could not read it (the directory gone a moment,
+            // the process out of file descriptors) changes nothing. Without this, the same
+            // files read again afterwards would be applied again over a bundle put in force
+            // another way meanwhile (PUT /v1/bundle, another replica), for the whole fleet.
+            var dealtWith = dealtWith
             let start = clock.now
             while !Task.isCancelled {
                 if watch.shouldRead(BundleProbe.take(directory: directory), at: start.duration(to: clock.now)) {
                     guard let self else { return }
+                    let files: BundleFiles
+                    do throws(BundleError) {
+                        files = try BundleFiles.read(directory: directory)
+                    } catch {
+                        // Said once (the probe stays settled until the directory changes).
+                        _ = await self.reject(
+                            source: source, contentHash: "", message: error.description,
+                            diagnostics: error.diagnostics, offeredBy: BundleProvenance(appliedBy: "watch"))
+                        continue
+                    }
+                    guard files.contentHash != dealtWith else { continue }
                     do {
                         _ = try await self.apply(
-                            bundleDirectory: directory, provenance: BundleProvenance(appliedBy: "watch"))
+                            files, source: source, provenance: BundleProvenance(appliedBy: "watch"))
+                        dealtWith = files.contentHash
                     } catch let rejection as BundleRejection where rejection.stateFailure != nil {
                         // The files were not refused, the state failed: read them again at
                         // the next look, not only when they change.
                         watch.retry()
                         try? await clock.sleep(for: interval)
-                    } catch {}
+                    } catch {
+                        dealtWith = files.contentHash
+                    }
                     continue
                 }
                 try? await clock.sleep(for: watch.isSettling ? min(interval, debounce) : interval)

@@ -44,9 +44,13 @@ public func buildApplication(
         httpDecoderConfiguration: .init(
             maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes,
             maxHeaderFieldCount: limits.headerFields))
-    var server: HTTPServerBuilder = .custodyHTTP1(configuration: http)
+    let gate = ConnectionGate(limit: limits.maxConnections ?? ConnectionGate.defaultLimit)
+    let headerTimeout = TimeAmount(limits.headerTimeout)
+    var server: HTTPServerBuilder = .custodyHTTP1(configuration: http, gate: gate, headerTimeout: headerTimeout)
     if let tls = configuration.tls {
-        server = try .tls(.custodyHTTP1(configuration: http), tlsConfiguration: try TLSSettings.configuration(tls))
+        server = try .tls(
+            .custodyHTTP1(configuration: http, gate: gate, headerTimeout: headerTimeout),
+            tlsConfiguration: try TLSSettings.configuration(tls))
     }
     let address: BindAddress
     switch configuration.listen {

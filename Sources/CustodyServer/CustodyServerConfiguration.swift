@@ -50,6 +50,16 @@ public struct CustodyServerConfiguration: Sendable {
         public var bodyTimeout: Duration = .seconds(60)
         /// Most header fields in a request head: 100.
         public var headerFields = 100
+        /// How long a request head may take to arrive: 10 s, from the connection's opening for
+        /// its first request, from its first byte for later ones. A client sending its head a
+        /// byte at a time, or opening connections and sending nothing, is answered 408
+        /// `header-timeout` and closed when it passes.
+        public var headerTimeout: Duration = .seconds(10)
+        /// Most connections open at once; nil: 10,000, or the process's open-file limit less
+        /// 256 when that is lower (`ConnectionGate.defaultLimit`). One more is answered 503
+        /// `too-many-connections` and closed, so that a flood of connections never takes the
+        /// file descriptors the state, the bundle directory and the logs need.
+        public var maxConnections: Int?
 
         public init() {}
     }

@@ -24,6 +24,7 @@ extension ServiceError {
         case graphNotConfigured = "graph-not-configured"
         case methodNotAllowed = "method-not-allowed"
         case bodyTimeout = "body-timeout"
+        case headerTimeout = "header-timeout"
         case stale
         case graphSyncBusy = "graph-sync-busy"
         case bundleFrozen = "bundle-frozen"
@@ -57,6 +58,7 @@ extension ServiceError {
         // 503
         case noPolicy = "no-policy"
         case noMasterKey = "no-master-key"
+        case tooManyConnections = "too-many-connections"
         case state
         case wipe
         case outcomeUnknown = "outcome-unknown"

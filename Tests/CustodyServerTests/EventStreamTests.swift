@@ -210,6 +210,33 @@ struct EventStreamTests {
         }
     }
 
+    @Test(
+        "resuming on a replica that has not heard of the event yet (another process recorded it a moment ago) replays from the log, never a false reset",
+        arguments: [0, 1, 2])
+    func resumeOnALaggingReplica(back: Int64) async throws {
+        // The service hears of other processes' events at its next poll, a minute away here.
+        let fixture = try await ServiceFixture.make {
+            $0.statePollInterval = .seconds(60)
+            $0.watchInterval = .seconds(60)
+        }
+        try await fixture.application().test(.live) { client in
+            var first = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
+            _ = try await first.until("ready")
+            let other = try await CustodyEngine.open(
+                CustodyConfiguration(
+                    state: .path(fixture.directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
+            try await other.wipe(account: AccountID("bob@contoso.com")!)
+            let newest = other.lastEventID
+            #expect(fixture.engine.lastEventID < newest, "the service has not heard yet")
+            var resumed = try await Self.connect(
+                port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: newest - back)
+            let replayed = try await resumed.until("ready")
+            #expect(!replayed.contains { $0.name == "reset" }, "\(replayed)")
+            #expect(replayed.compactMap(\.id) == Array(stride(from: newest - back + 1, through: newest, by: 1)))
+            #expect(replayed.last?.data.contains("\"eventId\":\(newest)") == true, "\(replayed)")
+        }
+    }
+
     @Test("events another process records in the state reach the stream, and its bundle is put in force")
     func otherProcess() async throws {
         let fixture = try await ServiceFixture.make()

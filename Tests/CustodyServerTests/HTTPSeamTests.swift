@@ -175,6 +175,74 @@ struct HTTPSeamTests {
         }
     }
 
+    @Test(
+        "a head that does not arrive in time gets 408 header-timeout and the connection closes: sent a byte at a time, never sent, or a second request left unfinished",
+        arguments: [
+            (label: "a byte at a time", parts: ["G", "E", "T", " ", "/", "h"]),
+            (label: "nothing", parts: [String]()),
+            (label: "an unfinished second request", parts: ["GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", "GET /hea"]),
+        ])
+    func stalledHead(label: String, parts: [String]) async throws {
+        let fixture = try await ServiceFixture.make { $0.limits.headerTimeout = .seconds(1) }
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            let started = ContinuousClock.now
+            let exchange = try await RawHTTP.send(port: port, parts, pause: .milliseconds(300), quiet: .seconds(4))
+            let expected: [Int] = parts.count == 2 ? [200, 408] : [408]
+            #expect(exchange.statuses == expected, "\(label): \(exchange.text.prefix(400))")
+            #expect(exchange.lastBody.contains(#""code":"header-timeout""#), "\(label)")
+            #expect(started.duration(to: .now) < .seconds(6), "\(label): closed, not held until the idle timeout")
+        }
+    }
+
+    @Test(
+        "a kept-alive connection waiting between requests is not cut by the head deadline (the idle timeout governs it)"
+    )
+    func idleBetweenRequests() async throws {
+        let fixture = try await ServiceFixture.make { $0.limits.headerTimeout = .seconds(1) }
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            let request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            let exchange = try await RawHTTP.send(port: port, [request, request], pause: .milliseconds(1_800))
+            #expect(exchange.statuses == [200, 200], "\(exchange.text.prefix(400))")
+        }
+    }
+
+    @Test(
+        "connections past the limit are answered 503 too-many-connections and closed; those open still work, and a freed slot is used again"
+    )
+    func connectionLimit() async throws {
+        let fixture = try await ServiceFixture.make {
+            $0.limits.maxConnections = 3
+            $0.limits.headerTimeout = .seconds(30)
+        }
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            // Three connections that hold their slot (sending nothing yet).
+            var held: [Int32] = []
+            for _ in 0..<3 { held.append(try Socket.opened(port: port)) }
+            defer { for socket in held { close(socket) } }
+            try await Task.sleep(for: .milliseconds(200))
+            let refused = try await RawHTTP.send(port: port, ["GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"])
+            #expect(refused.statuses == [503], "\(refused.text.prefix(400))")
+            #expect(refused.lastBody.contains(#""code":"too-many-connections""#))
+            #expect(refused.text.lowercased().contains("retry-after: 1"))
+            // A held connection is served.
+            let request = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+            #expect(write(held[0], request, request.count) == request.count)
+            var answer = [UInt8](repeating: 0, count: 512)
+            let read = recv(held[0], &answer, answer.count, 0)
+            #expect(String(decoding: answer.prefix(max(0, read)), as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+            // Its slot, freed, serves a new connection.
+            close(held.removeFirst())
+            #expect(
+                await eventually(within: .seconds(5)) {
+                    (try? await RawHTTP.send(port: port, ["GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"]).statuses)
+                        == [200]
+                })
+        }
+    }
+
     @Test("a client that goes away mid-body is counted apart, never as a server error")
     func clientAbort() async throws {
         let fixture = try await ServiceFixture.make()

@@ -405,6 +405,39 @@ struct BundleWatchTests {
             "the watch re-applied a directory that had not changed")
     }
 
+    @Test(
+        "a watched directory that cannot be read for a moment, then reads as it was, is not applied again over a bundle put in force meanwhile"
+    )
+    func watchSurvivesUnreadableDirectory() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let watched = try installation.bundle("watched")
+        try await engine.apply(bundleDirectory: watched)
+        let watch = engine.manager.watch(
+            bundleDirectory: watched, interval: .milliseconds(10), debounce: .milliseconds(50))
+        defer { watch.cancel() }
+        var other = TestBundle()
+        other.printBlockedA = true
+        let put = try await engine.apply(bundleDirectory: try installation.bundle("other", other))
+        // Gone a moment (as when the process runs out of file descriptors, or a sync tool swaps
+        // the directory), then back with the same files.
+        try FileManager.default.moveItem(atPath: watched, toPath: watched + ".away")
+        #expect(
+            await eventually(within: .seconds(30)) { engine.lastBundleRejection?.source.hasSuffix("watched") == true })
+        try FileManager.default.moveItem(atPath: watched + ".away", toPath: watched)
+        // The watch looks every 10 ms and reads after 50 ms of quiet: a second is twenty looks.
+        try await Task.sleep(for: .seconds(1))
+        #expect(
+            engine.bundleInForce?.revision == put.bundle.revision,
+            "the watch re-applied a directory whose files had not changed")
+        // A real edit still goes in.
+        var edited = TestBundle()
+        edited.printBlockedA = true
+        edited.printBlockedB = true
+        _ = try installation.bundle("watched", edited)
+        #expect(await eventually(within: .seconds(30)) { engine.bundleInForce?.revision != put.bundle.revision })
+    }
+
     @Test("reads only on a settled change, without sleeping", arguments: timelines)
     func timeline(label: String, steps: [(probe: Int?, at: Int, reads: Bool)]) throws {
         let directory = try TemporaryDirectory()

@@ -86,6 +86,22 @@ extension CustodyEngine {
     /// an answer is given "at".
     public var lastEventID: Int64 { manager.lastEventID }
 
+    /// The id of the newest event in the state's log, read now; when it is newer than this
+    /// engine knew (another replica or process recorded it, and this one has not heard yet),
+    /// readers of the log are woken for it. For a caller naming an event this engine has not
+    /// heard of: a replica a moment behind must not call an event that exists unknown.
+    /// - Throws: `CustodyError` `.state` when the state cannot be read.
+    public func newestEventID() async throws(CustodyError) -> Int64 {
+        let newest: Int64
+        do {
+            newest = try await StateExecutor.run { () throws(StoreError) in try database.eventBounds().newest }
+        } catch {
+            throw CustodyError(state: error)
+        }
+        if newest > manager.lastEventID { await manager.catchUp() }
+        return newest
+    }
+
     /// Where the state is kept.
     public var stateBackend: StateBackend { database.notifiesChanges ? .postgres : .sqlite }
 

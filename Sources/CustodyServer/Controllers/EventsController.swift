@@ -42,7 +42,12 @@ struct EventsController {
         let bearer = TokenAuthenticator.bearer(request.headers)
         // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
         let notifications = engine.eventNotifications()
-        let start = engine.lastEventID
+        // A resuming client may have seen events this replica has not heard of yet (another
+        // replica or process recorded them a moment ago): the state is asked for its newest
+        // (one read per resume), so that they are read from the log, never taken as missing
+        // (a false reset) nor left out of the replay.
+        let known = engine.lastEventID
+        let start = resume == nil ? known : max(known, try await engine.newestEventID())
         // An unreadable log is an error now, not mid-stream.
         if let resume { _ = try await engine.eventPage(after: resume, limit: 1) }
         let engine = self.engine

@@ -8,15 +8,33 @@ import NIOHTTPTypesHTTP1
 /// a request that must not be kept alive (HTTP/1.0, or `Connection: close` in any spelling)
 /// gets its connection closed after its answer, and an HTTP/1.0 client is answered in HTTP/1.0
 /// (so a streamed answer is framed by closing, never chunked).
+///
+/// It also keeps the connection limits: at most `gate.limit` connections open (one more is
+/// answered 503 and closed), and a request head due within `headerTimeout` (`HeadDeadline`).
 struct CustodyHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
     let base: HTTP1Channel
+    let gate: ConnectionGate
+    let headerTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        base.setup(channel: channel, logger: logger).flatMapThrowing { value in
+        let admitted = gate.enter()
+        if admitted {
+            let gate = self.gate
+            channel.closeFuture.whenComplete { _ in gate.leave() }
+        }
+        let (limit, headerTimeout) = (gate.limit, self.headerTimeout)
+        return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
             let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
             try pipeline.addHandler(KeepAliveHandler(), position: .before(codec))
+            guard admitted else {
+                try pipeline.addHandler(RefuseConnectionHandler(limit: limit), position: .after(codec))
+                return value
+            }
+            let deadline = HeadDeadline(limit: headerTimeout)
+            try pipeline.addHandler(HeadBytesObserver(deadline), position: .first)
+            try pipeline.addHandler(HeadDeadlineHandler(deadline), position: .after(codec))
             return value
         }
     }
@@ -28,8 +46,13 @@ struct CustodyHTTP1Channel: ServerChildChannel {
 
 extension HTTPServerBuilder {
     /// HTTP/1.1 as `.http1(configuration:)`, with `CustodyHTTP1Channel`'s connection rules.
-    static func custodyHTTP1(configuration: HTTP1Channel.Configuration) -> HTTPServerBuilder {
-        .init { responder in CustodyHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: configuration))
+    static func custodyHTTP1(
+        configuration: HTTP1Channel.Configuration, gate: ConnectionGate, headerTimeout: TimeAmount
+    ) -> HTTPServerBuilder {
+        .init { responder in
+            CustodyHTTP1Channel(
+                base: HTTP1Channel(responder: responder, configuration: configuration), gate: gate,
+                headerTimeout: headerTimeout)
         }
     }
 }

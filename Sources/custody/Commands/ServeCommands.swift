@@ -92,6 +92,18 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "How long a request head may take to arrive, in seconds (from the connection's opening, or a request's first byte); a slower one is cut with 408.",
+            valueName: "seconds"))
+    var headerTimeout = Int(CustodyServerConfiguration.Limits().headerTimeout.components.seconds)
+
+    @Option(
+        help: ArgumentHelp(
+            "Most connections open at once; one more is answered 503 and closed. Default: 10000, or the open-file limit less 256 when lower.",
+            valueName: "n"))
+    var maxConnections: Int?
+
+    @Option(
+        help: ArgumentHelp(
             "Announce (replicaBehind) a replica still running another revision this many seconds after the newest was applied.",
             valueName: "seconds"))
     var fleetBehindAfter = Int(CustodyServerConfiguration.Limits.fleetBehindAfterDefault.components.seconds)
@@ -116,6 +128,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if maxBody < 1 || maxBatch < 1 { throw ValidationError("--max-body and --max-batch must be positive") }
         if bodyTimeout < 1 { throw ValidationError("--body-timeout must be at least 1 second") }
+        if !(1...3_600).contains(headerTimeout) {
+            throw ValidationError("--header-timeout must be between 1 and 3600 seconds")
+        }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be positive") }
         if !(5...86_400).contains(fleetBehindAfter) {
             throw ValidationError("--fleet-behind-after must be between 5 and 86400 seconds")
         }
@@ -193,6 +209,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.limits.bodyBytes = maxBody
         configuration.limits.batchQueries = maxBatch
         configuration.limits.bodyTimeout = .seconds(bodyTimeout)
+        configuration.limits.headerTimeout = .seconds(headerTimeout)
+        configuration.limits.maxConnections = maxConnections
         configuration.fleetBehindAfter = .seconds(fleetBehindAfter)
         let scheme = configuration.tls == nil ? "http" : "https"
         var runner: GraphSyncRunner?
