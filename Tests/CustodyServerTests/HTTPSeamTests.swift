@@ -220,7 +220,7 @@ struct HTTPSeamTests {
             let port = try #require(client.port)
             // Three connections that hold their slot (sending nothing yet).
             var held: [Int32] = []
-            for _ in 0..<3 { held.append(try Socket.opened(port: port)) }
+            for _ in 0..<3 { held.append(try RawHTTP.connected(port: port)) }
             defer { for socket in held { close(socket) } }
             try await Task.sleep(for: .milliseconds(200))
             let refused = try await RawHTTP.send(port: port, ["GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"])
