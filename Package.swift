@@ -185,6 +185,7 @@ let package = Package(
                 .embedInCode("Resources/console/grid.mustache"),
                 .embedInCode("Resources/console/diff.mustache"),
                 .embedInCode("Resources/console/events.mustache"),
+                .embedInCode("Resources/console/groupgrid.mustache"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -281,4 +281,55 @@ struct ConsoleTests {
             #expect(broken.status == .ok && broken.body.text.contains("role=\"alert\""), "\(broken.body.text)")
         }
     }
+
+    @Test(
+        "a group's grid counts each cell over its members as their own grids decide it; an unknown group is not found",
+        arguments: ["grp-all-staff", "GRP-FINANCE"])
+    func groupGrid(group: String) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let answer = try object(
+                try await client.execute(uri: "/v1/groups/\(group)/grid", method: .get, headers: fixture.auth(.read)))
+            let members = fixture.engine.policyInForce!.snapshot.bundle.tenant.accounts.filter {
+                $0.groups.contains { $0.lowercased() == group.lowercased() }
+            }
+            #expect(answer["members"] as? Int == members.count && members.count > 0)
+            let rows = try #require((answer["platforms"] as? [[String: Any]])?.first?["rows"] as? [[String: Any]])
+            // Every member's own grid, cell by cell.
+            var own: [String: [String: Bool]] = [:]
+            for member in members {
+                let name = member.id.upn!
+                let grid = try object(
+                    try await client.execute(
+                        uri: "/v1/accounts/\(name.replacingOccurrences(of: "@", with: "%40"))/grid", method: .get,
+                        headers: fixture.auth(.read)))
+                for row in (grid["platforms"] as? [[String: Any]])?.first?["rows"] as? [[String: Any]] ?? [] {
+                    for cell in row["cells"] as? [[String: Any]] ?? [] where row["action"] as? String != "share" {
+                        own["\(row["action"]!)/\(cell["column"]!)", default: [:]][name] = cell["allowed"] as? Bool
+                    }
+                }
+            }
+            var checked = 0
+            for row in rows where row["action"] as? String != "share" {
+                for cell in row["cells"] as? [[String: Any]] ?? [] {
+                    let key = "\(row["action"]!)/\(cell["column"]!)"
+                    let verdicts = try #require(own[key], "\(key)")
+                    #expect(cell["allowed"] as? Int == verdicts.values.filter { $0 }.count, "\(key)")
+                    #expect(cell["blocked"] as? Int == verdicts.values.filter { !$0 }.count, "\(key)")
+                    #expect(
+                        Set(cell["blockedMembers"] as? [String] ?? []) == Set(verdicts.filter { !$0.value }.keys),
+                        "\(key)")
+                    checked += 1
+                }
+            }
+            #expect(checked >= 36)
+            let unknown = try await client.execute(
+                uri: "/v1/groups/no-such-group/grid", method: .get, headers: fixture.auth(.read))
+            #expect(unknown.status == .notFound)
+            #expect(try object(unknown)["code"] as? String == "not-found")
+            let view = try await client.execute(
+                uri: "/console/views/groups/\(group)/grid", method: .get, headers: fixture.auth(.read))
+            #expect(view.status == .ok && view.body.text.contains("details class=\"cell"))
+        }
+    }
 }

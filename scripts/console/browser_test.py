@@ -240,6 +240,21 @@ try:
         assert len(browser.find_elements(By.CSS_SELECTOR, "tr[data-row='saveTo'] details.cell")) == 11
         shot("grid")
 
+    @check("a group's grid: a cell where its members are not treated alike opens to the member it blocks and why")
+    def group_grid():
+        browser.get(base + "/console#/accounts/alice%40contoso.com")
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "a.group"))
+        browser.find_element(By.LINK_TEXT, "grp-all-staff").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
+        other = cell("saveTo", "other")
+        assert "mixed" in other.get_attribute("class").split(), other.get_attribute("class")
+        assert "2 allowed, 1 blocked" in other.text, other.text
+        other.find_element(By.TAG_NAME, "summary").click()
+        wait.until(lambda b: cell("saveTo", "other").get_attribute("open") is not None)
+        text = cell("saveTo", "other").text
+        assert "Blocked: alice@contoso.com" in text and "saveAsBlocked" in text, text
+        shot("group-grid")
+
     @check("diff two revisions: the setting that changed and the decisions that flip, nothing applied")
     def diff():
         browser.get(base + "/console#/diff")
@@ -317,6 +332,26 @@ try:
         visible = [li for li in browser.find_elements(By.CSS_SELECTOR, "#events-list li") if li.is_displayed()]
         assert visible and all("bundleApplied" in li.text for li in visible), [li.text for li in visible]
         shot("events")
+
+    @check("the events view resumes after the service restarts, and loses nothing recorded meanwhile")
+    def events_resume():
+        global server
+        port = base.rsplit(":", 1)[1]
+        server.terminate()
+        server.wait(timeout=15)
+        wait.until(lambda b: b.find_element(By.ID, "events-status").get_attribute("data-live") == "false")
+        # Meanwhile another process puts the directory's bundle back in force.
+        run("apply", "--bundle", bundle, "--state", state)
+        log = open(os.path.join(work, "serve-2.log"), "w")
+        server = subprocess.Popen(
+            [binary, "serve", "--state", state, "--listen", "127.0.0.1:" + port, "--master-key-file", master],
+            cwd=work, stdout=log, stderr=subprocess.STDOUT)
+        wait.until(lambda b: any(
+            revision in li.text for li in b.find_elements(By.CSS_SELECTOR, "#events-list li[data-kind='bundleApplied']")))
+        assert browser.execute_script("return window.notReloaded === true"), "the page was reloaded"
+        ids = sorted(int(li.get_attribute("data-id")) for li in browser.find_elements(By.CSS_SELECTOR, "#events-list li"))
+        assert ids == list(range(ids[0], ids[-1] + 1)), f"events were lost across the restart: {ids}"
+        wait.until(lambda b: b.find_element(By.ID, "events-status").get_attribute("data-live") == "true")
 
     @check("a wipe with an admin token: asked first, done on Confirm, audited with the token's name")
     def wipe():

@@ -1,4 +1,5 @@
 public import CustodyPolicy
+import Foundation
 
 /// Every decision about one account's data the policy in force makes, as a grid: each action
 /// down the side, each location or target app across (`GET /v1/accounts/{account}/grid`, the
@@ -67,7 +68,18 @@ public struct DecisionGrid: Sendable, Encodable {
     /// The name of the target standing for an app no policy names.
     public static let unlistedApp = "com.example.app-no-policy-names"
 
-    static func make(account: AccountID, snapshot: PolicySnapshot) -> Platform {
+    /// The share targets a grid has columns for: the apps `policy` names (at most 8 managed
+    /// apps and 4 of each exemption list), in that order.
+    static func targets(of policy: EffectivePolicy?) -> [String] {
+        var targets = Array((policy?.managedApps ?? []).prefix(8))
+        targets += (policy?.exemptedAppProtocols.value.sorted() ?? []).prefix(4)
+        targets += (policy?.exemptedAppPackages.value.sorted() ?? []).prefix(4)
+        return targets
+    }
+
+    /// `account`'s grid; share columns for `targets` (nil: those its own policy names), then an
+    /// app no policy names.
+    static func make(account: AccountID, snapshot: PolicySnapshot, targets given: [String]? = nil) -> Platform {
         let name = account.description
         let policy = snapshot.effectivePolicy(for: account)
         var rows: [Row] = []
@@ -104,10 +116,7 @@ public struct DecisionGrid: Sendable, Encodable {
                         Query(action: "openFrom", receiver: name, location: location.rawValue, locationAccount: name),
                         .openFrom(receiver: account, location: location, locationAccount: account))
                 }))
-        var targets = Array((policy?.managedApps ?? []).prefix(8))
-        targets += (policy?.exemptedAppProtocols.value.sorted() ?? []).prefix(4)
-        targets += (policy?.exemptedAppPackages.value.sorted() ?? []).prefix(4)
-        targets.append(unlistedApp)
+        let targets = (given ?? Self.targets(of: policy)) + [unlistedApp]
         rows.append(
             Row(
                 action: DecisionAction.share.rawValue, label: "Share to",
@@ -181,5 +190,135 @@ extension CustodyEngine {
         return DecisionGrid(
             account: id.upn ?? id.description, revision: revision, eventId: eventID,
             platforms: snapshots.map { DecisionGrid.make(account: id, snapshot: $0) })
+    }
+}
+
+/// The grid of a group's members: each cell of `DecisionGrid`, counted over the members (how
+/// many it allows, how many it blocks, which ones block and why), so that an administrator sees
+/// where a group's members are not all treated alike (`GET /v1/groups/{group}/grid`).
+public struct GroupGrid: Sendable, Encodable {
+    /// One cell over the members.
+    public struct Cell: Sendable, Encodable {
+        public var column: String
+        /// The query with the member's place left as `"{member}"`.
+        public var query: DecisionGrid.Query
+        public var allowed: Int
+        public var blocked: Int
+        /// The first members it blocks (at most 20), for encryption the first that do not
+        /// require it.
+        public var blockedMembers: [String]
+        /// Each reason given, with how many members got it (most first, at most 10).
+        public var reasons: [Reason]
+    }
+
+    public struct Reason: Sendable, Encodable {
+        public var reason: String
+        public var members: Int
+    }
+
+    public struct Row: Sendable, Encodable {
+        public var action: String
+        public var label: String
+        public var cells: [Cell]
+    }
+
+    public struct Platform: Sendable, Encodable {
+        @Nullable package var platform: String?
+        public var rows: [Row]
+    }
+
+    public var group: String
+    public var revision: String
+    public var eventId: Int64
+    /// How many accounts of the tenant are members.
+    public var members: Int
+    /// How many of them the grid counts (the first `limit` in the tenant's order).
+    public var counted: Int
+    public var platforms: [Platform]
+
+    /// Most members counted.
+    public static let limit = 5_000
+}
+
+extension CustodyEngine {
+    /// Every decision of `DecisionGrid` over the members of `group` (its object id, as the
+    /// tenant's accounts list it), counted (see `GroupGrid`). Share columns are the apps any
+    /// member's policy names (at most 16), then an app no policy names.
+    /// - Throws: `CustodyError` `.notFound` when no account of the tenant in force is a member;
+    ///   `.noPolicy`, `.platform` as `policy(for:)`.
+    public func groupGrid(for group: String, context: EvaluationContext? = nil) throws(CustodyError) -> GroupGrid {
+        let eventID = lastEventID
+        let revision = bundleInForce?.revision ?? ""
+        let snapshots = try policyPerPlatform(for: context)
+        let members = snapshots[0].bundle.tenant.accounts.filter { account in
+            account.groups.contains { $0.caseInsensitiveCompare(group) == .orderedSame }
+        }
+        guard !members.isEmpty else {
+            throw CustodyError(.notFound, "no account of the tenant in force is a member of the group '\(group)'")
+        }
+        let counted = Array(members.prefix(GroupGrid.limit))
+        let platforms = snapshots.map { snapshot -> GroupGrid.Platform in
+            var targets: [String] = []
+            var seen = Set<String>()
+            for member in counted where targets.count < 16 {
+                for target in DecisionGrid.targets(of: snapshot.effectivePolicy(for: member.id))
+                where seen.insert(target).inserted && targets.count < 16 {
+                    targets.append(target)
+                }
+            }
+            var rows: [GroupGrid.Row] = []
+            var reasons: [[[String: Int]]] = []
+            for member in counted {
+                let grid = DecisionGrid.make(account: member.id, snapshot: snapshot, targets: targets)
+                let name = member.id.upn ?? member.id.description
+                if rows.isEmpty {
+                    rows = grid.rows.map { row in
+                        GroupGrid.Row(
+                            action: row.action, label: row.label,
+                            cells: row.cells.map { cell in
+                                GroupGrid.Cell(
+                                    column: cell.column, query: Self.memberQuery(cell.query, member: name),
+                                    allowed: 0, blocked: 0, blockedMembers: [], reasons: [])
+                            })
+                    }
+                    reasons = grid.rows.map { Array(repeating: [:], count: $0.cells.count) }
+                }
+                for (r, row) in grid.rows.enumerated() {
+                    for (c, cell) in row.cells.enumerated() {
+                        if cell.allowed {
+                            rows[r].cells[c].allowed += 1
+                        } else {
+                            rows[r].cells[c].blocked += 1
+                            if rows[r].cells[c].blockedMembers.count < 20 {
+                                rows[r].cells[c].blockedMembers.append(name)
+                            }
+                        }
+                        reasons[r][c][cell.reason, default: 0] += 1
+                    }
+                }
+            }
+            for r in rows.indices {
+                for c in rows[r].cells.indices {
+                    rows[r].cells[c].reasons = reasons[r][c].sorted { ($1.value, $0.key) < ($0.value, $1.key) }
+                        .prefix(10).map { GroupGrid.Reason(reason: $0.key, members: $0.value) }
+                }
+            }
+            return GroupGrid.Platform(platform: snapshot.context.platform?.rawValue, rows: rows)
+        }
+        return GroupGrid(
+            group: group, revision: revision, eventId: eventID, members: members.count, counted: counted.count,
+            platforms: platforms)
+    }
+
+    /// A member's query with the member's place named `{member}`.
+    private static func memberQuery(_ query: DecisionGrid.Query, member: String) -> DecisionGrid.Query {
+        var query = query
+        func replaced(_ value: String?) -> String? { value == member ? "{member}" : value }
+        query.account = replaced(query.account)
+        query.owner = replaced(query.owner)
+        query.receiver = replaced(query.receiver)
+        query.locationAccount = replaced(query.locationAccount)
+        query.dataOwner = replaced(query.dataOwner)
+        return query
     }
 }

@@ -25,7 +25,7 @@ struct ConsoleController {
             ("overview", PackageResources.overview_mustache), ("accounts", PackageResources.accounts_mustache),
             ("account", PackageResources.account_mustache), ("whatif", PackageResources.whatif_mustache),
             ("grid", PackageResources.grid_mustache), ("diff", PackageResources.diff_mustache),
-            ("events", PackageResources.events_mustache),
+            ("events", PackageResources.events_mustache), ("groupgrid", PackageResources.groupgrid_mustache),
         ]
         for (name, bytes) in templates {
             // Built into the binary and parsed by a test: a template that does not parse is a bug.
@@ -61,6 +61,7 @@ struct ConsoleController {
         group.get("views/accounts/:account", use: account)
         group.get("views/whatif", use: whatIf)
         group.get("views/accounts/:account/grid", use: grid)
+        group.get("views/groups/:group/grid", use: groupGrid)
         group.get("views/diff", use: diff)
         group.post("views/diff", use: diffCandidate)
         group.get("views/events", use: events)
@@ -183,7 +184,10 @@ struct ConsoleController {
             "reports": reports.map(Self.report), "admin": Self.isAdmin(context),
         ]
         let groups = first["groups"] as? [String] ?? []
-        if !groups.isEmpty { object["groups"] = groups.joined(separator: ", ") }
+        if !groups.isEmpty {
+            object["groups"] = groups.map { ["name": $0, "link": Self.pathSegment($0)] }
+            object["hasGroups"] = true
+        }
         // The state's record (GET /v1/accounts/{account}/status); a state out of reach is said,
         // never shown as an account with no keys.
         do {
@@ -244,6 +248,52 @@ struct ConsoleController {
                                         "policies": cell.policies.joined(separator: ", "), "rule": cell.rule ?? "—",
                                         "basis": cell.basis ?? "", "query": query ?? "",
                                     ]
+                                },
+                            ]
+                        },
+                    ]
+                },
+            ])
+    }
+
+    /// The grid over a group's members (GET /v1/groups/{group}/grid): each cell coloured by
+    /// whether the members are treated alike, opening to the members it blocks and why.
+    @Sendable func groupGrid(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
+        let group = try PolicyController.group(context)
+        let evaluation = try parameters.evaluationContext(over: engine.context)
+        let grid = try await StateExecutor.run { () throws(CustodyError) in
+            try engine.groupGrid(for: group, context: evaluation)
+        }
+        return Self.render(
+            "groupgrid",
+            [
+                "group": grid.group, "revision": grid.revision, "eventId": String(grid.eventId),
+                "members": grid.members, "counted": grid.counted, "partial": grid.counted < grid.members,
+                "platforms": grid.platforms.enumerated().map { index, platform -> [String: Any] in
+                    [
+                        "index": index, "title": "On \(platform.platform ?? "any platform")",
+                        "rows": platform.rows.map { row -> [String: Any] in
+                            [
+                                "label": row.label, "action": row.action,
+                                "cells": row.cells.map { cell -> [String: Any] in
+                                    let required = cell.query.action == "encryptionRequired"
+                                    let (yes, no) = required ? ("require it", "do not") : ("allowed", "blocked")
+                                    var rendered: [String: Any] = [
+                                        "column": cell.column,
+                                        "class": cell.blocked == 0
+                                            ? (required ? "block" : "allow")
+                                            : cell.allowed == 0 ? (required ? "allow" : "block") : "mixed",
+                                        "summary": cell.blocked == 0
+                                            ? "all \(yes)"
+                                            : cell.allowed == 0
+                                                ? "all \(no)" : "\(cell.allowed) \(yes), \(cell.blocked) \(no)",
+                                        "reasons": cell.reasons.map { ["reason": $0.reason, "members": $0.members] },
+                                    ]
+                                    if !cell.blockedMembers.isEmpty {
+                                        rendered["blockedMembers"] = cell.blockedMembers.joined(separator: ", ")
+                                    }
+                                    return rendered
                                 },
                             ]
                         },

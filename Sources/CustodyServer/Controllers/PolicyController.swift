@@ -16,6 +16,7 @@ struct PolicyController {
         group.get("accounts/:account/configuration", use: configuration)
         group.get("accounts/:account/grid", use: grid)
         group.get("accounts/:account/status", use: status)
+        group.get("groups/:group/grid", use: groupGrid)
         group.get("bundle", use: bundle)
         group.get("accounts", use: accounts)
     }
@@ -61,6 +62,35 @@ struct PolicyController {
         return GridAnswer(
             grid: try engine.decisionGrid(for: account, context: try parameters.evaluationContext(over: engine.context))
         )
+    }
+
+    /// The grid over a group's members (`GroupGrid`): each cell counted, with the members it
+    /// blocks and why.
+    @Sendable func groupGrid(_ request: Request, context: CustodyRequestContext) async throws -> GroupGridAnswer {
+        try await Freshness.require(request, engine: engine)
+        let group = try Self.group(context)
+        let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
+        let evaluation = try parameters.evaluationContext(over: engine.context)
+        return GroupGridAnswer(
+            grid: try await StateExecutor.run { () throws(CustodyError) in
+                try engine.groupGrid(for: group, context: evaluation)
+            })
+    }
+
+    /// The group a path names (an Entra group's object id, as the tenant lists it),
+    /// percent-decoded: 1 to 256 bytes, no control or bidirectional-formatting character.
+    static func group(_ context: CustodyRequestContext) throws -> String {
+        guard let raw = context.parameters.get("group"), let decoded = raw.removingPercentEncoding,
+            (1...256).contains(decoded.utf8.count),
+            !decoded.unicodeScalars.contains(where: {
+                $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+            })
+        else {
+            throw ServiceError.badParameter(
+                "group",
+                "must be a group's object id: 1 to 256 bytes, percent-encoded, no control or formatting character")
+        }
+        return decoded
     }
 
     /// What the state knows of an account: key versions per identifier, wipes, check-ins and

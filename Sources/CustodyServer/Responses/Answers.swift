@@ -121,3 +121,10 @@ struct StatusAnswer: ResponseEncodable {
 
     func encode(to encoder: any Encoder) throws { try status.encode(to: encoder) }
 }
+
+/// `GET /v1/groups/{group}/grid`: the grid itself (`GroupGrid`).
+struct GroupGridAnswer: ResponseEncodable {
+    var grid: GroupGrid
+
+    func encode(to encoder: any Encoder) throws { try grid.encode(to: encoder) }
+}
