@@ -142,6 +142,16 @@ try:
     def cell(row, column):
         return browser.find_element(By.CSS_SELECTOR, f"tr[data-row='{row}'] details[data-column='{column}']")
 
+    def open_cell(row, column):
+        cell(row, column).find_element(By.TAG_NAME, "summary").click()
+        wait.until(lambda b: cell(row, column).get_attribute("open") is not None)
+        return cell(row, column)
+
+    def visit(address, selector):
+        """Opens a view's address and waits for an element of it."""
+        browser.get(base + "/console#" + address)
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, selector))
+
     @check("the page carries a strict Content-Security-Policy and no inline script")
     def headers():
         import urllib.request
@@ -175,8 +185,7 @@ try:
 
     @check("search an account, open it, find where a setting comes from")
     def account():
-        browser.get(base + "/console#/accounts")
-        wait.until(lambda b: b.find_elements(By.NAME, "q"))
+        visit("/accounts", "[name=\'q\']")
         field = browser.find_element(By.NAME, "q")
         field.send_keys("alice")
         field.submit()
@@ -190,8 +199,7 @@ try:
 
     @check("a policy named with HTML renders as that text and runs nothing")
     def xss():
-        browser.get(base + "/console#/accounts/alice%40contoso.com")
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "tr[data-setting='printBlocked']"))
+        visit("/accounts/alice%40contoso.com", "tr[data-setting='printBlocked']")
         names = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#view li")]
         assert any(XSS in name for name in names), names
         assert not browser.find_elements(By.CSS_SELECTOR, "#view img"), "an element was made from a policy name"
@@ -203,8 +211,7 @@ try:
 
     @check("what-if: saveTo box for alice is blocked, with the reason, the setting and the rule")
     def what_if():
-        browser.get(base + "/console#/whatif")
-        wait.until(lambda b: b.find_elements(By.NAME, "owner"))
+        visit("/whatif", "[name=\'owner\']")
         Select(browser.find_element(By.NAME, "action")).select_by_value("saveTo")
         browser.find_element(By.NAME, "owner").send_keys("alice@contoso.com")
         browser.find_element(By.NAME, "location").send_keys("box")
@@ -219,8 +226,7 @@ try:
 
     @check("the decision grid: coloured cells for every location, and a cell opens its reason")
     def grid():
-        browser.get(base + "/console#/accounts/alice%40contoso.com")
-        wait.until(lambda b: b.find_elements(By.ID, "grid-link"))
+        visit("/accounts/alice%40contoso.com", "#grid-link")
         browser.find_element(By.ID, "grid-link").click()
         wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
         box = cell("saveTo", "box")
@@ -229,10 +235,9 @@ try:
         onedrive = cell("saveTo", "oneDriveForBusiness")
         assert "allow" in onedrive.get_attribute("class").split()
         assert box.get_attribute("open") is None, "the cell is open before it was clicked"
-        box.find_element(By.TAG_NAME, "summary").click()
-        wait.until(lambda b: cell("saveTo", "box").get_attribute("open") is not None)
-        assert cell("saveTo", "box").find_element(By.CSS_SELECTOR, ".reason").is_displayed()
-        reason = cell("saveTo", "box").find_element(By.CSS_SELECTOR, ".reason").text
+        opened = open_cell("saveTo", "box")
+        assert opened.find_element(By.CSS_SELECTOR, ".reason").is_displayed()
+        reason = opened.find_element(By.CSS_SELECTOR, ".reason").text
         assert "saveAsBlocked" in reason and "allowedDataStorageLocations" in reason, reason
         printing = cell("account", "print")
         assert "blocked" in printing.text, printing.text
@@ -242,23 +247,19 @@ try:
 
     @check("a group's grid: a cell where its members are not treated alike opens to the member it blocks and why")
     def group_grid():
-        browser.get(base + "/console#/accounts/alice%40contoso.com")
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "a.group"))
+        visit("/accounts/alice%40contoso.com", "a.group")
         browser.find_element(By.LINK_TEXT, "grp-all-staff").click()
         wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
         other = cell("saveTo", "other")
         assert "mixed" in other.get_attribute("class").split(), other.get_attribute("class")
         assert "2 allowed, 1 blocked" in other.text, other.text
-        other.find_element(By.TAG_NAME, "summary").click()
-        wait.until(lambda b: cell("saveTo", "other").get_attribute("open") is not None)
-        text = cell("saveTo", "other").text
+        text = open_cell("saveTo", "other").text
         assert "Blocked: alice@contoso.com" in text and "saveAsBlocked" in text, text
         shot("group-grid")
 
     @check("diff two revisions: the setting that changed and the decisions that flip, nothing applied")
     def diff():
-        browser.get(base + "/console#/diff")
-        wait.until(lambda b: b.find_elements(By.NAME, "from"))
+        visit("/diff", "[name=\'from\']")
         Select(browser.find_element(By.NAME, "from")).select_by_value(older)
         Select(browser.find_element(By.NAME, "to")).select_by_value(revision)
         browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click()
@@ -285,8 +286,7 @@ try:
                     text = text.replace('"printBlocked": true', '"printBlocked": false')
                 open(os.path.join(folder, name), "w").write(text)
                 paths.append(os.path.join(folder, name))
-        browser.get(base + "/console#/diff")
-        wait.until(lambda b: b.find_elements(By.ID, "candidate-files"))
+        visit("/diff", "#candidate-files")
         browser.find_element(By.ID, "candidate-files").send_keys("\n".join(paths))
         browser.find_element(By.CSS_SELECTOR, "#candidate-form button").click()
         wait.until(lambda b: b.find_elements(By.ID, "candidate"))
@@ -300,8 +300,7 @@ try:
 
     @check("without an admin token: no action is offered, and the API refuses a wipe")
     def read_only():
-        browser.get(base + "/console#/accounts/bob%40contoso.com")
-        wait.until(lambda b: b.find_elements(By.ID, "account-actions"))
+        visit("/accounts/bob%40contoso.com", "#account-actions")
         assert browser.find_elements(By.ID, "actions-need-admin")
         assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action]")
         status, body = api("POST", "/v1/accounts/bob%40contoso.com/wipe", read_token)
@@ -313,8 +312,7 @@ try:
     def events():
         sign_in(admin_token)
         wait.until(lambda b: b.find_elements(By.ID, "revision"))
-        browser.get(base + "/console#/events")
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#events-status[data-live='true']"))
+        visit("/events", "#events-status[data-live='true']")
         browser.execute_script("window.notReloaded = true")
         files = {}
         for name in sorted(os.listdir(bundle)):
@@ -355,8 +353,7 @@ try:
 
     @check("a wipe with an admin token: asked first, done on Confirm, audited with the token's name")
     def wipe():
-        browser.get(base + "/console#/accounts/bob%40contoso.com")
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "button[data-action='wipe']"))
+        visit("/accounts/bob%40contoso.com", "button[data-action='wipe']")
         browser.find_element(By.CSS_SELECTOR, "button[data-action='wipe']").click()
         wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".confirm button.danger"))
         assert "cannot be undone" in browser.find_element(By.CSS_SELECTOR, ".confirm").text
@@ -372,8 +369,7 @@ try:
 
     @check("rotate alice's key with an admin token: the account page shows version 2")
     def rotate():
-        browser.get(base + "/console#/accounts/alice%40contoso.com")
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "button[data-action='rotate']"))
+        visit("/accounts/alice%40contoso.com", "button[data-action='rotate']")
         assert "v1" in browser.find_element(By.ID, "identifiers").text
         browser.find_element(By.CSS_SELECTOR, "button[data-action='rotate']").click()
         wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".confirm button.danger"))
@@ -385,13 +381,11 @@ try:
     @check("the phone layout (390x844) shows the account page without losing the settings")
     def phone():
         browser.set_window_size(390, 844)
-        browser.get(base + "/console#/accounts/alice%40contoso.com")
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "tr[data-setting='printBlocked']"))
+        visit("/accounts/alice%40contoso.com", "tr[data-setting='printBlocked']")
         width = browser.execute_script("return document.documentElement.scrollWidth")
         assert width <= 400, f"the page is {width} px wide"
         shot("account-phone")
-        browser.get(base + "/console#/accounts/alice%40contoso.com/grid")
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
+        visit("/accounts/alice%40contoso.com/grid", "details.cell")
         width = browser.execute_script("return document.documentElement.scrollWidth")
         assert width <= 400, f"the grid is {width} px wide"
         shot("grid-phone")
@@ -399,8 +393,7 @@ try:
 
     @check("sign out: back to sign-in, the token forgotten")
     def sign_out():
-        browser.get(base + "/console#/overview")
-        wait.until(lambda b: b.find_elements(By.ID, "signout"))
+        visit("/overview", "#signout")
         browser.find_element(By.ID, "signout").click()
         wait.until(lambda b: b.find_elements(By.ID, "signin-form"))
         assert browser.execute_script("return sessionStorage.getItem('custody-token')") is None
