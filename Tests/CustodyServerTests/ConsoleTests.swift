@@ -86,6 +86,11 @@ struct ConsoleTests {
                 try await client.execute(uri: "/v1/accounts?q=alice", method: .get, headers: fixture.auth(.read)))
             #expect((json["accounts"] as? [[String: Any]])?.first?["upn"] as? String == "alice@contoso.com")
             #expect(json["total"] as? Int == 4)
+            // A display name is searched too, and answered.
+            let byName = try object(
+                try await client.execute(uri: "/v1/accounts?q=okafor", method: .get, headers: fixture.auth(.read)))
+            let bob = (byName["accounts"] as? [[String: Any]])?.first
+            #expect(bob?["upn"] as? String == "bob@contoso.com" && bob?["displayName"] as? String == "Bob Okafor")
             let decided = try await client.execute(
                 uri: "/console/views/whatif?action=print&account=alice%40contoso.com", method: .get,
                 headers: fixture.auth(.read))

@@ -155,7 +155,7 @@ extension CustodyEngine {
 }
 
 extension CustodyEngine {
-    /// Accounts of the tenant in force whose UPN or object id contains `query` (ignoring case;
+    /// Accounts of the tenant in force whose UPN, object id or display name contains `query` (ignoring case;
     /// every account for an empty query), at most `limit`, in the tenant's order, and how many
     /// accounts the tenant has (`GET /v1/accounts`, the console's search).
     /// - Throws: `.noPolicy` when no bundle is in force.
@@ -171,6 +171,7 @@ extension CustodyEngine {
         for account in accounts where matches.count < limit {
             if needle.isEmpty || account.id.upn?.lowercased().contains(needle) == true
                 || account.id.oid?.lowercased().contains(needle) == true
+                || account.displayName?.lowercased().contains(needle) == true
             {
                 matches.append(account)
             }

@@ -1,6 +1,6 @@
 extension DocumentReader {
     /// Decodes `tenant.json`:
-    /// `{"accounts": [{"oid", "upn", "groups"}], "allowedAccounts": null | [...], "managedApps": [...],
+    /// `{"accounts": [{"oid", "upn", "groups", "displayName"}], "allowedAccounts": null | [...], "managedApps": [...],
     /// "mdmManagedApps": [...]}`.
     ///
     /// Every account needs an OID or a UPN, and no OID or UPN may belong to two accounts: an
@@ -54,17 +54,32 @@ extension DocumentReader {
             var oid: String?
             var upn: String?
             var groups: [String] = []
+            var displayName: String?
             for member in uniqueMembers(of: element, path: "\(path)[\(index)]") {
                 switch member.key {
                 case "oid": oid = string(member.value, path: "\(path)[\(index)].oid")
                 case "upn": upn = string(member.value, path: "\(path)[\(index)].upn")
                 case "groups": groups = stringList(member.value, path: "\(path)[\(index)].groups")?.map(\.0) ?? []
+                case "displayName":
+                    displayName = string(member.value, path: "\(path)[\(index)].displayName")
+                    if let name = displayName,
+                        name.utf8.count > 256
+                            || name.unicodeScalars.contains(where: {
+                                $0.properties.generalCategory == .control
+                            })
+                    {
+                        warning(
+                            .invalidValue,
+                            "displayName of an account is over 256 bytes or holds a control character; it is ignored",
+                            at: member.value, path: "\(path)[\(index)].displayName")
+                        displayName = nil
+                    }
                 case let key where isAnnotation(key):
                     continue
                 default:
                     warning(
                         .unknownProperty,
-                        "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups)",
+                        "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups, displayName)",
                         at: member.name, path: "\(path)[\(index)]")
                 }
             }
@@ -96,7 +111,7 @@ extension DocumentReader {
                 }
                 seenUPNs[key] = index
             }
-            accounts.append(TenantAccount(id: id, groups: groups))
+            accounts.append(TenantAccount(id: id, groups: groups, displayName: displayName))
         }
         return accounts
     }

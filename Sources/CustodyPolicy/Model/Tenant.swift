@@ -4,11 +4,15 @@ public struct TenantAccount: Sendable, Hashable {
     public let id: AccountID
     /// The Entra groups the account is a member of (group object ids).
     public let groups: [String]
+    /// The person's name as the directory shows it ("Alice Smith"), when the tenant lists it:
+    /// for people to find the account by; it never identifies one (decisions ignore it).
+    public let displayName: String?
 
     /// Creates an account.
-    public init(id: AccountID, groups: [String]) {
+    public init(id: AccountID, groups: [String], displayName: String? = nil) {
         self.id = id
         self.groups = groups
+        self.displayName = displayName
     }
 }
 

@@ -161,7 +161,7 @@ struct ConsoleController {
                     let name = account.id.upn ?? account.id.oid ?? account.id.description
                     return [
                         "upn": account.id.upn ?? "-", "oid": account.id.oid ?? "-",
-                        "groups": account.groups.joined(separator: ", "),
+                        "displayName": account.displayName ?? "-", "groups": account.groups.joined(separator: ", "),
                         "link": Self.pathSegment(name),
                     ]
                 },
@@ -183,6 +183,9 @@ struct ConsoleController {
             "name": name, "link": Self.pathSegment(name), "oid": (first["oid"] as? String) ?? "-",
             "reports": reports.map(Self.report), "admin": Self.isAdmin(context),
         ]
+        if let displayName = engine.policyInForce?.snapshot.tenantAccount(for: account)?.displayName {
+            object["displayName"] = displayName
+        }
         let groups = first["groups"] as? [String] ?? []
         if !groups.isEmpty {
             object["groups"] = groups.map { ["name": $0, "link": Self.pathSegment($0)] }

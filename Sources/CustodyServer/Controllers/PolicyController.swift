@@ -21,7 +21,7 @@ struct PolicyController {
         group.get("accounts", use: accounts)
     }
 
-    /// The tenant's accounts whose UPN or object id contains `q` (every account without it), at
+    /// The tenant's accounts whose UPN, object id or display name contains `q` (every account without it), at
     /// most `limit` (1–1000, default 100), and how many the tenant has.
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> AccountsAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["q", "limit"])
@@ -34,7 +34,9 @@ struct PolicyController {
         }
         let (matches, total) = try engine.searchAccounts(parameters["q"] ?? "", limit: limit)
         return AccountsAnswer(
-            accounts: matches.map { AccountsAnswer.Account(oid: $0.id.oid, upn: $0.id.upn, groups: $0.groups) },
+            accounts: matches.map {
+                AccountsAnswer.Account(oid: $0.id.oid, upn: $0.id.upn, displayName: $0.displayName, groups: $0.groups)
+            },
             total: total)
     }
 

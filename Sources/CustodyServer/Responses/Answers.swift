@@ -101,6 +101,7 @@ struct AccountsAnswer: ResponseEncodable {
     struct Account: Encodable {
         @Nullable var oid: String?
         @Nullable var upn: String?
+        @Nullable var displayName: String?
         var groups: [String]
     }
 

@@ -60,8 +60,23 @@ struct TenantLoadingTests {
     @Test("unknown tenant properties are warnings")
     func unknownProperties() throws {
         let bundle = try loadBundle(
-            tenant: #"{"accounts": [{"upn": "a@c.com", "displayName": "A"}], "domains": []}"#, documents: [])
+            tenant: #"{"accounts": [{"upn": "a@c.com", "mail": "a@c.com"}], "domains": []}"#, documents: [])
         #expect(bundle.warnings.map(\.code) == [.unknownProperty, .unknownProperty])
+    }
+
+    @Test(
+        "an account's displayName is kept for people to find it by; one too long or with a control character is dropped with a warning",
+        arguments: [
+            (#""Alice Martin""#, "Alice Martin", false),
+            (#""Zoë 山田 <b>""#, "Zoë 山田 <b>", false),
+            (#""a\u0007b""#, nil, true),
+            ("\"" + String(repeating: "x", count: 257) + "\"", nil, true),
+        ] as [(String, String?, Bool)])
+    func displayName(json: String, kept: String?, warns: Bool) throws {
+        let bundle = try loadBundle(
+            tenant: #"{"accounts": [{"upn": "a@c.com", "displayName": "# + json + "}]}", documents: [])
+        #expect(bundle.tenant.accounts.first?.displayName == kept)
+        #expect(bundle.warnings.contains { $0.message.contains("displayName") } == warns, "\(bundle.warnings)")
     }
 
     @Test("a directory loads tenant.json and its other JSON files in name order, skipping the rest")
