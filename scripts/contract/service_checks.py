@@ -289,11 +289,11 @@ def bad_resume():
 
 
 def concrete(path):
-    # A path parameter stands for something the service has: the example account, the
-    # revision in force (a kept revision).
+    # A path parameter stands for something the service has: the example account, one of its
+    # groups, the revision in force (a kept revision).
     if "{revision}" in path:
         path = path.replace("{revision}", client.get("/v1/bundle").json()["revision"])
-    return path.replace("{account}", "alice%40contoso.com")
+    return path.replace("{account}", "alice%40contoso.com").replace("{group}", "grp-finance")
 
 
 @check("every path answers 405 with Allow (as its operations say) for the methods it does not take")
