@@ -62,6 +62,7 @@ public func buildApplication(
         services: [
             EngineService(engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil),
             FleetService(engine: engine, behindAfter: configuration.fleetBehindAfter, metrics: metrics, logger: logger),
+            ActivitySampler(activity: metrics.activity),
         ]
             + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] }
                 ?? []),
@@ -87,9 +88,11 @@ func buildRouter(
     router.add(
         middleware: RequestMiddleware(metrics: metrics, engine: engine, bodyLimit: configuration.limits.bodyBytes))
     router.add(middleware: TokenAuthenticator(engine: engine))
-    OperationsController(engine: engine, graph: graph, metrics: metrics).addRoutes(to: router)
+    let operations = OperationsController(engine: engine, graph: graph, metrics: metrics)
+    operations.addRoutes(to: router)
 
     let v1 = router.group("v1")
+    operations.addReadRoutes(to: v1.group().add(middleware: RequireScope(scope: .read)))
     let decisions = DecisionController(engine: engine, limits: configuration.limits, metrics: metrics)
     decisions.addRoutes(to: v1.group().add(middleware: RequireScope(scope: .decide)))
     let policy = PolicyController(engine: engine, limits: configuration.limits)
@@ -100,7 +103,8 @@ func buildRouter(
     protection.addProtectRoutes(to: v1.group().add(middleware: RequireScope(scope: .protect)))
     let admin = v1.group().add(middleware: RequireScope(scope: .admin))
     policy.addAdminRoutes(to: admin)
-    let console = ConsoleController(engine: engine, syncsFromGraph: graph != nil, limits: configuration.limits)
+    let console = ConsoleController(
+        engine: engine, syncsFromGraph: graph != nil, limits: configuration.limits, activity: metrics.activity)
     console.addPublicRoutes(to: router)
     console.addViewRoutes(to: router.group("console").add(middleware: RequireScope(scope: .read)))
     let bundles = BundleController(engine: engine, limits: configuration.limits)

@@ -23,6 +23,8 @@ import Prometheus
 ///   `custody_graph_last_success_timestamp_seconds`: syncs from Microsoft Graph (`--graph`)
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
+    /// The same counts over the last minutes (the console's overview, `GET /v1/activity`).
+    let activity = RecentActivity()
     private let factory: PrometheusMetricsFactory
     private let decisions: [String: CoreMetrics.Counter]
     let decisionDuration: Timer
@@ -123,6 +125,7 @@ final class ServerMetrics: Sendable {
         }
         metrics.count.increment()
         metrics.duration.recordNanoseconds(Self.nanoseconds(duration))
+        if status >= 400 { activity.refusedRequest() }
     }
 
     /// Records how long one decision request took.
@@ -157,16 +160,21 @@ final class ServerMetrics: Sendable {
 
     /// Counts the decisions a session answered.
     func decided(_ tallies: DecisionTallies) {
+        var (all, refused) = (tallies.errors, 0)
         for (action, allowed, blocked) in tallies.counts where allowed + blocked > 0 {
             if allowed > 0 { decisions[action.rawValue + "/allowed"]?.increment(by: allowed) }
             if blocked > 0 { decisions[action.rawValue + "/blocked"]?.increment(by: blocked) }
+            all += allowed + blocked
+            refused += blocked
         }
         if tallies.errors > 0 { decisions["unknown/error"]?.increment(by: tallies.errors) }
+        activity.decided(all, blocked: refused)
     }
 
     /// Counts one decision.
     func decided(action: DecisionAction, allowed: Bool) {
         decisions[action.rawValue + (allowed ? "/allowed" : "/blocked")]?.increment(by: 1)
+        activity.decided(1, blocked: allowed ? 0 : 1)
     }
 
     /// Sets the bundle in force.

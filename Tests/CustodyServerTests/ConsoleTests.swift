@@ -337,4 +337,56 @@ struct ConsoleTests {
             #expect(view.status == .ok && view.body.text.contains("details class=\"cell"))
         }
     }
+
+    @Test(
+        "GET /v1/activity and the overview count what /metrics counts: decisions, the blocked ones, refused requests",
+        arguments: [
+            (queries: [#"{"action":"print","account":"alice@contoso.com"}"#], blocked: 1, refused: 0),
+            (
+                queries: [
+                    #"{"action":"print","account":"alice@contoso.com"}"#,
+                    #"{"action":"print","account":"dave@contoso.com"}"#,
+                    #"{"action":"print","location":"box"}"#,
+                ], blocked: 1, refused: 1
+            ),
+        ] as [(queries: [String], blocked: Int, refused: Int)])
+    func activity(queries: [String], blocked: Int, refused: Int) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            for query in queries {
+                _ = try await client.execute(
+                    uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: query))
+            }
+            let answer = try object(
+                try await client.execute(uri: "/v1/activity", method: .get, headers: fixture.auth(.read)))
+            let intervals = try #require(answer["intervals"] as? [[String: Any]])
+            let sum = { (key: String) in intervals.reduce(0) { $0 + ($1[key] as? Int ?? 0) } }
+            // A query refused as invalid is a decision asked (custody_decisions_total{outcome="error"}).
+            #expect(sum("decisions") == queries.count)
+            #expect(sum("blocked") == blocked)
+            #expect(sum("refusedRequests") == refused)
+            let overview = try await client.execute(
+                uri: "/console/views/overview", method: .get, headers: fixture.auth(.read))
+            #expect(overview.body.text.contains("id=\"activity-table\""))
+            #expect(
+                overview.body.text.contains("<td>\(queries.count)</td><td>\(blocked)</td><td>\(refused)</td>"),
+                "\(overview.body.text)")
+        }
+    }
+
+    @Test("the overview's minutes: a row a minute, newest first, rates from the samples")
+    func minutes() {
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        // 13 samples ten seconds apart (two minutes), 6 decisions a sample, one blocked a sample.
+        let samples = (0...12).map { step in
+            RecentActivity.Sample(
+                at: start.addingTimeInterval(Double(step) * 10), decisions: step * 6, blocked: step, refused: 0)
+        }
+        let rows = ConsoleController.minutes(samples)
+        #expect(rows.count == 2)
+        #expect(rows.map { $0["decisions"] as? Int } == [36, 36])
+        #expect(rows.map { $0["blocked"] as? Int } == [6, 6])
+        #expect(rows.first?["rate"] as? String == "0.6")
+        #expect(ConsoleController.minutes([samples[0]]).isEmpty)
+    }
 }

@@ -178,6 +178,7 @@ try:
         assert browser.find_element(By.ID, "revision").text == revision
         assert browser.find_element(By.ID, "ready").text == "Ready"
         assert "current" in view_text()
+        assert browser.find_elements(By.CSS_SELECTOR, "#activity-table tbody tr"), "no activity row"
         # The token is in sessionStorage, never in the address.
         assert read_token not in browser.current_url
         assert browser.execute_script("return sessionStorage.getItem('custody-token')") == read_token

@@ -17,6 +17,8 @@ struct ConsoleController {
     /// Whether the service syncs from Microsoft Graph (the overview then offers a sync).
     let syncsFromGraph: Bool
     let limits: CustodyServerConfiguration.Limits
+    /// Decisions and refusals over the last minutes (GET /v1/activity).
+    let activity: RecentActivity
 
     /// The templates, parsed once.
     static let library: MustacheLibrary = {
@@ -116,6 +118,7 @@ struct ConsoleController {
             engine.lastBundleRejection.map { ["the last bundle offered was refused: \($0.message)"] } ?? []
         object["admin"] = Self.isAdmin(context)
         object["graph"] = syncsFromGraph
+        object["activity"] = Self.minutes(activity.recent())
         let (fleet, events, freeze) = try await StateExecutor.run { () throws(CustodyError) in
             let newest = engine.lastEventID
             return (
@@ -146,6 +149,27 @@ struct ConsoleController {
             return ["name": event.name, "at": answerTime(event.at), "body": body]
         }
         return Self.render("overview", object)
+    }
+
+    /// The last ten minutes, a row a minute, newest first: decisions a second, how many blocked,
+    /// how many requests refused. The minute still running is counted up to now.
+    static func minutes(_ samples: [RecentActivity.Sample]) -> [[String: Any]] {
+        let perMinute = Int(60 / RecentActivity.interval.components.seconds)
+        var rows: [[String: Any]] = []
+        var end = samples.count - 1
+        while end > 0 && rows.count < 10 {
+            let start = max(0, end - perMinute)
+            let (first, last) = (samples[start], samples[end])
+            let seconds = max(0.001, last.at.timeIntervalSince(first.at))
+            let decisions = last.decisions - first.decisions
+            rows.append([
+                "from": answerTime(first.at), "to": answerTime(last.at),
+                "rate": String(format: "%.1f", Double(decisions) / seconds), "decisions": decisions,
+                "blocked": last.blocked - first.blocked, "refused": last.refused - first.refused,
+            ])
+            end = start
+        }
+        return rows
     }
 
     /// Accounts of the tenant in force matching `q` (GET /v1/accounts).

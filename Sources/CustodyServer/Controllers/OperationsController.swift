@@ -30,6 +30,15 @@ struct OperationsController {
         }
     }
 
+    /// `GET /v1/activity` (read scope): decisions, blocked decisions and refused requests per
+    /// interval over the last minutes, from the same counts as `/metrics`.
+    func addReadRoutes(to group: RouterGroup<CustodyRequestContext>) {
+        group.get("activity") { request, _ in
+            _ = try QueryParameters(request.uri, accepting: [])
+            return ActivityAnswer(metrics.activity.recent())
+        }
+    }
+
     /// Ready when a bundle is in force and this replica is current with the state (it follows
     /// the state's change log, which reads the state every poll interval); otherwise 503 saying
     /// what is missing. Never reads the state itself: it answers at once whatever the state does.

@@ -129,3 +129,27 @@ struct GroupGridAnswer: ResponseEncodable {
 
     func encode(to encoder: any Encoder) throws { try grid.encode(to: encoder) }
 }
+
+/// `GET /v1/activity`: per interval (oldest first, the last one still running), how many
+/// decisions were answered, how many of them blocked, and how many requests were refused.
+struct ActivityAnswer: ResponseEncodable {
+    struct Interval: Encodable {
+        var from: String
+        var to: String
+        var decisions: Int
+        var blocked: Int
+        var refusedRequests: Int
+    }
+
+    var intervalSeconds: Int
+    var intervals: [Interval]
+
+    init(_ samples: [RecentActivity.Sample]) {
+        intervalSeconds = Int(RecentActivity.interval.components.seconds)
+        intervals = zip(samples, samples.dropFirst()).map { earlier, later in
+            Interval(
+                from: answerTime(earlier.at), to: answerTime(later.at), decisions: later.decisions - earlier.decisions,
+                blocked: later.blocked - earlier.blocked, refusedRequests: later.refused - earlier.refused)
+        }
+    }
+}
