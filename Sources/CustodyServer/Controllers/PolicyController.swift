@@ -57,24 +57,27 @@ struct PolicyController {
 
     /// Every decision about an account's data, as a grid: actions by locations and target apps
     /// (`DecisionGrid`), each cell the answer `POST /v1/decisions` gives its query.
-    @Sendable func grid(_ request: Request, context: CustodyRequestContext) async throws -> GridAnswer {
+    @Sendable func grid(_ request: Request, context: CustodyRequestContext) async throws -> LibraryAnswer<DecisionGrid>
+    {
         try await Freshness.require(request, engine: engine)
         let account = try Self.account(context)
         let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
-        return GridAnswer(
-            grid: try engine.decisionGrid(for: account, context: try parameters.evaluationContext(over: engine.context))
+        return LibraryAnswer(
+            try engine.decisionGrid(for: account, context: try parameters.evaluationContext(over: engine.context))
         )
     }
 
     /// The grid over a group's members (`GroupGrid`): each cell counted, with the members it
     /// blocks and why.
-    @Sendable func groupGrid(_ request: Request, context: CustodyRequestContext) async throws -> GroupGridAnswer {
+    @Sendable func groupGrid(_ request: Request, context: CustodyRequestContext) async throws -> LibraryAnswer<
+        GroupGrid
+    > {
         try await Freshness.require(request, engine: engine)
         let group = try Self.group(context)
         let parameters = try QueryParameters(request.uri, accepting: QueryParameters.context)
         let evaluation = try parameters.evaluationContext(over: engine.context)
-        return GroupGridAnswer(
-            grid: try await StateExecutor.run { () throws(CustodyError) in
+        return LibraryAnswer(
+            try await StateExecutor.run { () throws(CustodyError) in
                 try engine.groupGrid(for: group, context: evaluation)
             })
     }
@@ -97,10 +100,12 @@ struct PolicyController {
 
     /// What the state knows of an account: key versions per identifier, wipes, check-ins and
     /// offline grace now (`AccountStatus`). Read from the state: a 503 when it cannot be.
-    @Sendable func status(_ request: Request, context: CustodyRequestContext) async throws -> StatusAnswer {
+    @Sendable func status(_ request: Request, context: CustodyRequestContext) async throws -> LibraryAnswer<
+        AccountStatus
+    > {
         _ = try QueryParameters(request.uri, accepting: [])
         let account = try Self.account(context)
-        return StatusAnswer(status: try await StateExecutor.run { try engine.accountStatus(for: account) })
+        return LibraryAnswer(try await StateExecutor.run { try engine.accountStatus(for: account) })
     }
 
     /// The app configuration an account receives (`custody config show`); `null` when it is

@@ -109,27 +109,6 @@ struct AccountsAnswer: ResponseEncodable {
     var total: Int
 }
 
-/// `GET /v1/accounts/{account}/grid`: the grid itself (`DecisionGrid`).
-struct GridAnswer: ResponseEncodable {
-    var grid: DecisionGrid
-
-    func encode(to encoder: any Encoder) throws { try grid.encode(to: encoder) }
-}
-
-/// `GET /v1/accounts/{account}/status`: the status itself (`AccountStatus`).
-struct StatusAnswer: ResponseEncodable {
-    var status: AccountStatus
-
-    func encode(to encoder: any Encoder) throws { try status.encode(to: encoder) }
-}
-
-/// `GET /v1/groups/{group}/grid`: the grid itself (`GroupGrid`).
-struct GroupGridAnswer: ResponseEncodable {
-    var grid: GroupGrid
-
-    func encode(to encoder: any Encoder) throws { try grid.encode(to: encoder) }
-}
-
 /// `GET /v1/activity`: per interval (oldest first, the last one still running), how many
 /// decisions were answered, how many of them blocked, and how many requests were refused.
 struct ActivityAnswer: ResponseEncodable {
@@ -152,4 +131,13 @@ struct ActivityAnswer: ResponseEncodable {
                 blocked: later.blocked - earlier.blocked, refusedRequests: later.refused - earlier.refused)
         }
     }
+}
+
+/// A library answer (`DecisionGrid`, `GroupGrid`, `AccountStatus`) sent as it encodes itself.
+struct LibraryAnswer<Value: Encodable & Sendable>: ResponseEncodable {
+    var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
 }
