@@ -205,6 +205,11 @@ struct HTTPSeamTests {
             let request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
             let exchange = try await RawHTTP.send(port: port, [request, request], pause: .milliseconds(1_800))
             #expect(exchange.statuses == [200, 200], "\(exchange.text.prefix(400))")
+            // Request after request for longer than the deadline: each head is timed from its own
+            // first byte, not the connection's.
+            let steady = try await RawHTTP.send(
+                port: port, Array(repeating: request, count: 8), pause: .milliseconds(300))
+            #expect(steady.statuses == Array(repeating: 200, count: 8), "\(steady.text.prefix(400))")
         }
     }
 

@@ -103,24 +103,61 @@ final class HeadDeadline {
     let limit: TimeAmount
     /// No head has come since the connection opened or the last answer ended.
     fileprivate var awaitingHead = true
-    fileprivate var timer: Scheduled<Void>?
+    /// When the head awaited now began to arrive (its first byte, or the connection's opening).
+    private var startedAt: NIODeadline?
+    /// One timer at a time, kept across requests: a kept-alive connection answering request
+    /// after request reads the clock once a request and schedules a timer once a `limit`, not
+    /// once a request.
+    private var timer: Scheduled<Void>?
     fileprivate var expire: (() -> Void)?
 
     init(limit: TimeAmount) {
         self.limit = limit
     }
 
-    fileprivate func arm(_ loop: any EventLoop) {
-        guard awaitingHead, timer == nil else { return }
-        timer = loop.assumeIsolated().scheduleTask(in: limit) {
+    /// A head begins to arrive (when one is awaited and none has begun).
+    fileprivate func begin(_ loop: any EventLoop) {
+        guard awaitingHead, startedAt == nil else { return }
+        startedAt = .now()
+        schedule(loop, in: limit)
+    }
+
+    /// The head is complete: nothing is due until the answer ends and another begins.
+    fileprivate func complete() {
+        awaitingHead = false
+        startedAt = nil
+    }
+
+    /// The answer ended: the next head is awaited (its first byte starts its time).
+    fileprivate func answered() {
+        awaitingHead = true
+    }
+
+    private func schedule(_ loop: any EventLoop, in delay: TimeAmount) {
+        guard timer == nil else { return }
+        timer = loop.assumeIsolated().scheduleTask(in: delay) {
             self.timer = nil
-            self.expire?()
+            self.check(loop)
         }
     }
 
-    fileprivate func disarm() {
+    /// The head that began at `startedAt` is due now, or later (then looked at again then).
+    private func check(_ loop: any EventLoop) {
+        guard awaitingHead, let startedAt else { return }
+        let due = startedAt + limit
+        let now = NIODeadline.now()
+        if now >= due {
+            expire?()
+        } else {
+            schedule(loop, in: due - now)
+        }
+    }
+
+    fileprivate func stop() {
         timer?.cancel()
         timer = nil
+        startedAt = nil
+        awaitingHead = false
     }
 }
 
@@ -136,7 +173,7 @@ final class HeadBytesObserver: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        deadline.arm(context.eventLoop)
+        deadline.begin(context.eventLoop)
         context.fireChannelRead(data)
     }
 }
@@ -159,42 +196,39 @@ final class HeadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         deadline.expire = { [unowned self] in self.expire(context) }
         // The first request's head is due from the connection's opening.
-        if context.channel.isActive { deadline.arm(context.eventLoop) }
+        if context.channel.isActive { deadline.begin(context.eventLoop) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        deadline.arm(context.eventLoop)
+        deadline.begin(context.eventLoop)
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if expired { return }
-        if case .head = unwrapInboundIn(data) {
-            deadline.awaitingHead = false
-            deadline.disarm()
-        }
+        if case .head = unwrapInboundIn(data) { deadline.complete() }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { deadline.awaitingHead = true }
+        if case .end = unwrapOutboundIn(data) { deadline.answered() }
         context.write(data, promise: promise)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        deadline.disarm()
+        deadline.stop()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        deadline.disarm()
+        deadline.stop()
         deadline.expire = nil
     }
 
     private func expire(_ context: ChannelHandlerContext) {
-        guard !expired, deadline.awaitingHead else { return }
+        guard !expired else { return }
         expired = true
-        deadline.awaitingHead = false
+        deadline.stop()
         let seconds = deadline.limit.nanoseconds / 1_000_000_000
         writeAndClose(
             ServiceError(

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Two builds of the decision service side by side: what a change costs on the decision path.
+# Each binary serves its own copy of one state (the same 10,000-account, 50-policy bundle) on its
+# own port, both running throughout; wrk sends `POST /v1/decisions` (one query, 10 keep-alive
+# connections) to A, then B, then A, ... RUNS times each, alternating. Per binary: the median
+# requests/s, p50 and p99 latency (wrk's), and the server's CPU time per request (user + system
+# of its process over the run, from /proc); then B's ratio to A.
+#
+#   scripts/bench-service-ab.sh OLD_BINARY NEW_BINARY
+#   RUNS=7 DURATION=10 scripts/bench-service-ab.sh OLD NEW
+set -euo pipefail
+cd "$(dirname "$0")/.."
+A=$(realpath "${1:?usage: bench-service-ab.sh A_BINARY B_BINARY}")
+B=$(realpath "${2:?usage: bench-service-ab.sh A_BINARY B_BINARY}")
+RUNS=${RUNS:-5}
+DURATION=${DURATION:-5}
+CONNECTIONS=${CONNECTIONS:-10}
+command -v wrk >/dev/null || { echo "this benchmark needs wrk: apt-get install wrk" >&2; exit 1; }
+
+(cd Benchmarks && swift build -c release --product custody-benchgen >/dev/null)
+WORK=$(mktemp -d)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$WORK/queries.jsonl" --accounts 10000 \
+    --policies 50 --count 1 >/dev/null
+head -1 "$WORK/queries.jsonl" > "$WORK/single.json"
+declare -A PORT TOKEN
+for side in A B; do
+    binary=${!side}
+    mkdir -p "$WORK/$side"
+    "$binary" apply --state "$WORK/$side/state" --bundle "$WORK/bundle" --platform ios >/dev/null 2>&1
+    TOKEN[$side]=$("$binary" tokens create --state "$WORK/$side/state" --scope decide 2>/dev/null | tail -1)
+    PORT[$side]=$([ "$side" = A ] && echo 18091 || echo 18092)
+    "$binary" serve --state "$WORK/$side/state" --listen "127.0.0.1:${PORT[$side]}" --without-keys --log-level error \
+        >/dev/null 2>&1 &
+    PIDS+=($!)
+    declare "PID_$side=$!"
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:${PORT[$side]}/healthz" >/dev/null && break; sleep 0.1; done
+done
+
+cat > "$WORK/post.lua" <<'LUA'
+wrk.method = "POST"
+local file = io.open(os.getenv("BODY"), "rb")
+wrk.body = file:read("*a")
+file:close()
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("TOKEN")
+wrk.headers["Content-Type"] = "application/json"
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect + summary.errors.read))
+end
+LUA
+cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICKS=$(getconf CLK_TCK)
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+declare -A RPS P50 P99 CPU
+for run in $(seq "$RUNS"); do
+    for side in A B; do
+        pid_name="PID_$side"; pid=${!pid_name}
+        before=$(cpu "$pid")
+        line=$(BODY=$WORK/single.json TOKEN=${TOKEN[$side]} wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency \
+            -s "$WORK/post.lua" "http://127.0.0.1:${PORT[$side]}/v1/decisions" | grep '^RESULT')
+        after=$(cpu "$pid")
+        read -r _ rps p50 p99 errors <<<"$line"
+        [ "$errors" = 0 ] || echo "warning: $side: $errors errors in run $run" >&2
+        RPS[$side]+="$rps "; P50[$side]+="$p50 "; P99[$side]+="$p99 "
+        CPU[$side]+="$(awk -v b="$before" -v a="$after" -v t="$TICKS" -v r="$rps" -v d="$DURATION" 'BEGIN { printf "%.1f", (a - b) / t / (r * d) * 1e6 }') "
+    done
+done
+echo "POST /v1/decisions, one query, wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"
+for side in A B; do
+    binary=${!side}
+    printf '%s %-40s %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %6.1f µs/req  (runs: %s)\n' "$side" "$binary" \
+        "$(printf '%s\n' ${RPS[$side]} | median)" "$(printf '%s\n' ${P50[$side]} | median)" \
+        "$(printf '%s\n' ${P99[$side]} | median)" "$(printf '%s\n' ${CPU[$side]} | median)" "${RPS[$side]}"
+done
+a=$(printf '%s\n' ${RPS[A]} | median); b=$(printf '%s\n' ${RPS[B]} | median)
+ca=$(printf '%s\n' ${CPU[A]} | median); cb=$(printf '%s\n' ${CPU[B]} | median)
+echo "B / A: requests/s $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }'), CPU per request $(awk -v a="$ca" -v b="$cb" 'BEGIN { printf "%.3f", b / a }')"
