@@ -210,6 +210,15 @@ try:
         except NoAlertPresentException:
             pass
 
+    @check("an address that climbs out of the views (.., encoded or not) reaches no other route: no JSON is read as markup")
+    def traversal():
+        for address in ["/../../v1/accounts/alice%40contoso.com/policy", "/%2e%2e/%2e%2e/v1/bundle",
+                        "/accounts/../../../v1/accounts?q=a", "/..%2F..%2Fv1/bundle"]:
+            browser.get(base + "/console#" + address)
+            wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#view [role='alert']"))
+            assert not browser.find_elements(By.CSS_SELECTOR, "#view img, #view button[data-action]"), address
+            assert XSS not in browser.find_element(By.ID, "view").get_attribute("innerHTML"), address
+
     @check("what-if: saveTo box for alice is blocked, with the reason, the setting and the rule")
     def what_if():
         visit("/whatif", "[name=\'owner\']")

@@ -34,13 +34,33 @@
     return (body.code ? body.code + ": " : "") + (body.error || response.statusText);
   }
 
+  // The view address a location names, or null: it must resolve under /console/views/ (an
+  // address with "..", encoded or not, that would reach another route is no view).
+  function viewAddress(hash) {
+    if (!hash.startsWith("/") || /(^|\/)(\.|%2e){1,2}(\/|\?|$)/i.test(hash.split("?")[0]) || hash.includes("\\")) {
+      return null;
+    }
+    const url = new URL("/console/views" + hash, location.origin);
+    if (url.origin !== location.origin || !url.pathname.startsWith("/console/views/")) { return null; }
+    return url.pathname + url.search;
+  }
+
   async function route() {
     stopFeed();
     if (!token()) { return signin(""); }
-    const address = (location.hash || "#/overview").slice(1) || "/overview";
+    const address = viewAddress((location.hash || "#/overview").slice(1) || "/overview");
+    if (address === null) {
+      nav.hidden = false;
+      const alert = document.createElement("p");
+      alert.setAttribute("role", "alert");
+      alert.className = "block";
+      alert.textContent = "There is no such view.";
+      view.replaceChildren(alert);
+      return;
+    }
     let response;
     try {
-      response = await fetch("/console/views" + address, { headers: { Authorization: "Bearer " + token() } });
+      response = await fetch(address, { headers: { Authorization: "Bearer " + token() } });
     } catch (error) {
       view.textContent = "The service cannot be reached: " + error;
       return;
@@ -58,6 +78,12 @@
       view.replaceChildren(alert);
       return;
     }
+    // Only a view (HTML the service rendered, every value escaped) goes into the page: an
+    // answer of another kind is never read as markup.
+    if (!(response.headers.get("Content-Type") || "").startsWith("text/html")) {
+      view.textContent = "The service answered something that is not a view.";
+      return;
+    }
     view.innerHTML = await response.text();
     bind();
     const heading = view.querySelector("h2");
@@ -69,9 +95,12 @@
     for (const form of view.querySelectorAll("form[data-view]")) {
       form.addEventListener("submit", function (event) {
         event.preventDefault();
-        const query = new URLSearchParams();
-        for (const [name, value] of new FormData(form)) { if (value !== "") { query.append(name, value); } }
-        location.hash = "#" + form.dataset.view + (query.toString() ? "?" + query.toString() : "");
+        // Each value percent-encoded (a space as %20, never "+": a UPN may hold a "+").
+        const query = [];
+        for (const [name, value] of new FormData(form)) {
+          if (value !== "") { query.push(encodeURIComponent(name) + "=" + encodeURIComponent(value)); }
+        }
+        location.hash = "#" + form.dataset.view + (query.length > 0 ? "?" + query.join("&") : "");
       });
     }
     const candidate = document.getElementById("candidate-form");
