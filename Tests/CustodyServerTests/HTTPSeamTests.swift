@@ -214,7 +214,7 @@ struct HTTPSeamTests {
     }
 
     @Test(
-        "connections past the limit are answered 503 too-many-connections and closed; those open still work, and a freed slot is used again"
+        "at the connection limit a new connection takes the place of the one idle the longest, which is closed; when every one is in the middle of a request, it is answered 503 too-many-connections"
     )
     func connectionLimit() async throws {
         let fixture = try await ServiceFixture.make {
@@ -223,27 +223,43 @@ struct HTTPSeamTests {
         }
         try await fixture.application().test(.live) { client in
             let port = try #require(client.port)
-            // Three connections that hold their slot (sending nothing yet).
-            var held: [Int32] = []
-            for _ in 0..<3 { held.append(try RawHTTP.connected(port: port)) }
-            defer { for socket in held { close(socket) } }
-            try await Task.sleep(for: .milliseconds(200))
-            let refused = try await RawHTTP.send(port: port, ["GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"])
+            let healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            // Three connections that send nothing: idle, the first the longest.
+            var idle: [Int32] = []
+            for _ in 0..<3 {
+                idle.append(try RawHTTP.connected(port: port))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            defer { for socket in idle { close(socket) } }
+            let served = try await RawHTTP.send(port: port, [healthz])
+            #expect(served.statuses == [200], "a client with something to ask is served: \(served.text.prefix(300))")
+            var byte: UInt8 = 0
+            #expect(recv(idle[0], &byte, 1, 0) == 0, "the connection idle the longest was closed")
+
+            // Three connections each in the middle of a request (a head begun, not finished).
+            var busy: [Int32] = []
+            defer { for socket in busy { close(socket) } }
+            for _ in 0..<3 {
+                let socket = try RawHTTP.connected(port: port)
+                let part = Array("GET /hea".utf8)
+                #expect(write(socket, part, part.count) == part.count)
+                busy.append(socket)
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let refused = try await RawHTTP.send(port: port, [healthz])
             #expect(refused.statuses == [503], "\(refused.text.prefix(400))")
             #expect(refused.lastBody.contains(#""code":"too-many-connections""#))
             #expect(refused.text.lowercased().contains("retry-after: 1"))
-            // A held connection is served.
-            let request = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
-            #expect(write(held[0], request, request.count) == request.count)
+            // A busy one finishes its request and is answered.
+            let rest = Array("lthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+            #expect(write(busy[0], rest, rest.count) == rest.count)
             var answer = [UInt8](repeating: 0, count: 512)
-            let read = recv(held[0], &answer, answer.count, 0)
+            let read = recv(busy[0], &answer, answer.count, 0)
             #expect(String(decoding: answer.prefix(max(0, read)), as: UTF8.self).hasPrefix("HTTP/1.1 200"))
-            // Its slot, freed, serves a new connection.
-            close(held.removeFirst())
+            // Its place, freed, serves a new connection.
             #expect(
                 await eventually(within: .seconds(5)) {
-                    (try? await RawHTTP.send(port: port, ["GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"]).statuses)
-                        == [200]
+                    (try? await RawHTTP.send(port: port, [healthz]).statuses) == [200]
                 })
         }
     }

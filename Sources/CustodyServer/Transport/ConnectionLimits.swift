@@ -8,13 +8,40 @@ import NIOCore
 import NIOHTTPTypes
 import Synchronization
 
-/// How many connections the service keeps open at once. One more is answered `503
-/// too-many-connections` (with `Retry-After`) and closed at once, so that a flood of
-/// connections (a slow client per connection, or a million idle ones) cannot take the file
-/// descriptors the process needs for its state, its bundle directory and its logs.
+/// How many connections the service keeps open at once, so that a flood of connections (a
+/// slow client per connection, or a million idle ones) cannot take the file descriptors the
+/// process needs for its state, its bundle directory and its logs.
+///
+/// At the limit, a new connection takes the place of the connection idle the longest (open
+/// with no request in progress: one that has sent nothing yet, or a kept-alive one between
+/// requests), which is closed, as HTTP/1.1 lets a server close an idle connection at any time.
+/// So connections held open and silent cannot keep clients that have something to ask (a
+/// load balancer's `/readyz` probe among them) out. Only when every connection is in the middle
+/// of a request is a new one answered `503 too-many-connections` (with `Retry-After`) and closed.
 final class ConnectionGate: Sendable {
+    /// One admitted connection: whether it is idle, and since when.
+    final class Slot: Sendable {
+        fileprivate let channel: any Channel
+        /// When it became idle, in nanoseconds of `NIODeadline.now()`; 0 while a request is in
+        /// progress.
+        fileprivate let idleSince = Atomic<Int64>(0)
+
+        fileprivate init(channel: any Channel) {
+            self.channel = channel
+            idleSince.store(Self.now(), ordering: .relaxed)
+        }
+
+        /// A request began (its first byte): not idle.
+        func busy() { idleSince.store(0, ordering: .relaxed) }
+
+        /// Its answer ended: idle from now until the next request's first byte.
+        func idle() { idleSince.store(Self.now(), ordering: .relaxed) }
+
+        private static func now() -> Int64 { max(1, Int64(NIODeadline.now().uptimeNanoseconds)) }
+    }
+
     let limit: Int
-    private let open = Atomic<Int>(0)
+    private let slots = Mutex<[ObjectIdentifier: Slot]>([:])
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -34,23 +61,35 @@ final class ConnectionGate: Sendable {
         return max(16, min(10_000, Int(clamping: limits.rlim_cur) - 256))
     }
 
-    /// Connections open now.
-    var count: Int { open.load(ordering: .relaxed) }
+    /// Connections admitted and not closed yet.
+    var count: Int { slots.withLock { $0.count } }
 
-    /// Counts one more connection; false (counting nothing) when that would pass the limit.
-    func enter() -> Bool {
-        var current = open.load(ordering: .relaxed)
-        while current < limit {
-            let (exchanged, original) = open.compareExchange(
-                expected: current, desired: current + 1, ordering: .relaxed)
-            if exchanged { return true }
-            current = original
+    /// Admits `channel`, closing the connection idle the longest when the limit is reached;
+    /// nil when every connection is busy (then nothing is counted). The slot leaves when the
+    /// channel closes.
+    func enter(_ channel: any Channel) -> Slot? {
+        let slot = Slot(channel: channel)
+        let key = ObjectIdentifier(channel)
+        let evicted = slots.withLock { slots -> Slot?? in
+            var evicted: Slot?
+            if slots.count >= limit {
+                var oldest: (key: ObjectIdentifier, since: Int64)?
+                for (key, candidate) in slots {
+                    let since = candidate.idleSince.load(ordering: .relaxed)
+                    if since != 0, since < oldest?.since ?? .max { oldest = (key, since) }
+                }
+                guard let oldest else { return .none }
+                evicted = slots.removeValue(forKey: oldest.key)
+            }
+            slots[key] = slot
+            return .some(evicted)
         }
-        return false
-    }
-
-    func leave() {
-        open.subtract(1, ordering: .relaxed)
+        guard case .some(let victim) = evicted else { return nil }
+        victim?.channel.close(promise: nil)
+        channel.closeFuture.whenComplete { [weak self] _ in
+            _ = self?.slots.withLock { $0.removeValue(forKey: key) }
+        }
+        return slot
     }
 }
 
@@ -85,7 +124,7 @@ final class RefuseConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         writeAndClose(
             ServiceError(
                 .serviceUnavailable, .tooManyConnections,
-                "this service has \(limit) connections open, as many as it keeps (custody serve --max-connections); try again shortly, or over a connection already open",
+                "this service has \(limit) connections open, as many as it keeps (custody serve --max-connections), each in the middle of a request; try again shortly, or over a connection already open",
                 headers: [.retryAfter: "1"]),
             context: context)
     }
@@ -110,16 +149,27 @@ final class HeadDeadline {
     /// once a request.
     private var timer: Scheduled<Void>?
     fileprivate var expire: (() -> Void)?
+    /// The connection's place under the connection limit, told when it is idle.
+    private let slot: ConnectionGate.Slot
 
-    init(limit: TimeAmount) {
+    init(limit: TimeAmount, slot: ConnectionGate.Slot) {
         self.limit = limit
+        self.slot = slot
     }
 
-    /// A head begins to arrive (when one is awaited and none has begun).
+    /// The head awaited is due from now (the connection's opening, or a request's first byte),
+    /// unless it was due already.
     fileprivate func begin(_ loop: any EventLoop) {
         guard awaitingHead, startedAt == nil else { return }
         startedAt = .now()
         schedule(loop, in: limit)
+    }
+
+    /// Bytes arrived: a request is in progress (the connection is not idle), and a head awaited
+    /// is due from now.
+    fileprivate func received(_ loop: any EventLoop) {
+        slot.busy()
+        begin(loop)
     }
 
     /// The head is complete: nothing is due until the answer ends and another begins.
@@ -128,9 +178,11 @@ final class HeadDeadline {
         startedAt = nil
     }
 
-    /// The answer ended: the next head is awaited (its first byte starts its time).
+    /// The answer ended: the next head is awaited (its first byte starts its time), and the
+    /// connection is idle until then.
     fileprivate func answered() {
         awaitingHead = true
+        slot.idle()
     }
 
     private func schedule(_ loop: any EventLoop, in delay: TimeAmount) {
@@ -173,7 +225,7 @@ final class HeadBytesObserver: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        deadline.begin(context.eventLoop)
+        deadline.received(context.eventLoop)
         context.fireChannelRead(data)
     }
 }

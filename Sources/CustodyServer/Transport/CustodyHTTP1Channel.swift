@@ -9,8 +9,9 @@ import NIOHTTPTypesHTTP1
 /// gets its connection closed after its answer, and an HTTP/1.0 client is answered in HTTP/1.0
 /// (so a streamed answer is framed by closing, never chunked).
 ///
-/// It also keeps the connection limits: at most `gate.limit` connections open (one more is
-/// answered 503 and closed), and a request head due within `headerTimeout` (`HeadDeadline`).
+/// It also keeps the connection limits: at most `gate.limit` connections open (one more takes
+/// the place of the one idle the longest, or is answered 503 when none is idle; see
+/// `ConnectionGate`), and a request head due within `headerTimeout` (`HeadDeadline`).
 struct CustodyHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
     let base: HTTP1Channel
@@ -18,21 +19,17 @@ struct CustodyHTTP1Channel: ServerChildChannel {
     let headerTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let admitted = gate.enter()
-        if admitted {
-            let gate = self.gate
-            channel.closeFuture.whenComplete { _ in gate.leave() }
-        }
+        let slot = gate.enter(channel)
         let (limit, headerTimeout) = (gate.limit, self.headerTimeout)
         return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
             let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
             try pipeline.addHandler(KeepAliveHandler(), position: .before(codec))
-            guard admitted else {
+            guard let slot else {
                 try pipeline.addHandler(RefuseConnectionHandler(limit: limit), position: .after(codec))
                 return value
             }
-            let deadline = HeadDeadline(limit: headerTimeout)
+            let deadline = HeadDeadline(limit: headerTimeout, slot: slot)
             try pipeline.addHandler(HeadBytesObserver(deadline), position: .first)
             try pipeline.addHandler(HeadDeadlineHandler(deadline), position: .after(codec))
             return value
