@@ -55,6 +55,12 @@ measure "view: an account's decision grid" "/console/views/accounts/$ENCODED/gri
 measure "  API: GET /v1/accounts/{account}/grid" "/v1/accounts/$ENCODED/grid"
 measure "view: account search (q=user5)" "/console/views/accounts?q=user5"
 measure "  API: GET /v1/accounts?q=user5" "/v1/accounts?q=user5"
+measure "view: account search, no match (every account read)" "/console/views/accounts?q=no-such-name"
+measure "  API: GET /v1/accounts?q=no-such-name" "/v1/accounts?q=no-such-name"
+GROUP=$(python3 -c "import json,sys,collections; t=json.load(open(sys.argv[1])); c=collections.Counter(g for a in t['accounts'] for g in a.get('groups',[])); print(c.most_common(1)[0][0])" "$WORK/bundle/tenant.json")
+MEMBERS=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); print(sum(sys.argv[2] in a.get('groups',[]) for a in t['accounts']))" "$WORK/bundle/tenant.json" "$GROUP")
+RUNS=${GROUP_RUNS:-20} measure "view: a group's grid ($MEMBERS members)" "/console/views/groups/$GROUP/grid"
+RUNS=${GROUP_RUNS:-20} measure "  API: GET /v1/groups/{group}/grid" "/v1/groups/$GROUP/grid"
 measure "view: overview" "/console/views/overview"
 measure "view: what-if (print)" "/console/views/whatif?action=print&account=$ENCODED"
 measure "view: diff, no second revision kept" "/console/views/diff"

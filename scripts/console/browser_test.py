@@ -399,6 +399,11 @@ try:
         width = browser.execute_script("return document.documentElement.scrollWidth")
         assert width <= 400, f"the grid is {width} px wide"
         shot("grid-phone")
+        for address, selector in [("/diff", "[name='from']"), ("/overview", "#revision"), ("/events", "#events-status"),
+                                  ("/whatif", "[name='owner']"), ("/accounts", "[name='q']")]:
+            visit(address, selector)
+            width = browser.execute_script("return document.documentElement.scrollWidth")
+            assert width <= 400, f"{address} is {width} px wide on a phone"
         browser.set_window_size(1280, 800)
 
     @check("sign out: back to sign-in, the token forgotten")

@@ -237,7 +237,7 @@ public struct GroupGrid: Sendable, Encodable {
     public var platforms: [Platform]
 
     /// Most members counted.
-    public static let limit = 5_000
+    public static let limit = 1_000
 }
 
 extension CustodyEngine {

@@ -118,6 +118,8 @@ public final class CustodyEngine: Sendable {
     let auditSetting = DecisionAuditSetting()
     /// Decision streams of finished sessions.
     let streams = StreamPool()
+    /// The tenant in force, ready to search (`searchAccounts`), made once per bundle.
+    let searchIndex = Locked<AccountSearchIndex?>(nil)
     /// How current this replica is with the state (see `follow`).
     let replica: Locked<ReplicaStatus>
     /// How many `follow` calls are running: while one is, values read from the state (verified
