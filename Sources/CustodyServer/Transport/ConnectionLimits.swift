@@ -6,6 +6,7 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import Synchronization
 
 /// How many connections the service keeps open at once, so that a flood of connections (a
@@ -135,9 +136,9 @@ final class RefuseConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
 /// time, or opens connections and sends nothing, is answered `408 header-timeout` and closed
 /// when it passes, rather than holding the connection until the idle timeout.
 ///
-/// Two handlers share it: `HeadBytesObserver`, first in the pipeline, sees a request's first
-/// byte; `HeadDeadlineHandler`, past the HTTP decoder, sees its head complete and its answer
-/// end, and answers when the time passes. Both run on the connection's event loop only.
+/// `HeadBytesObserver`, first in the pipeline, keeps it (it sees the opening and each request's
+/// first byte, and answers when the time passes); `KeepAliveHandler`, which sees each head and
+/// each answer's end anyway, tells it of those. Both run on the connection's event loop only.
 final class HeadDeadline {
     let limit: TimeAmount
     /// No head has come since the connection opened or the last answer ended.
@@ -173,14 +174,14 @@ final class HeadDeadline {
     }
 
     /// The head is complete: nothing is due until the answer ends and another begins.
-    fileprivate func complete() {
+    func complete() {
         awaitingHead = false
         startedAt = nil
     }
 
     /// The answer ended: the next head is awaited (its first byte starts its time), and the
     /// connection is idle until then.
-    fileprivate func answered() {
+    func answered() {
         awaitingHead = true
         slot.idle()
     }
@@ -213,30 +214,14 @@ final class HeadDeadline {
     }
 }
 
-/// First in the pipeline: a byte of a new request starts its head's deadline.
+/// First in the pipeline: the head deadline's clock. The connection's opening and a new
+/// request's first byte start it; `KeepAliveHandler` (which sees each request's head and each
+/// answer's end) tells it a head is complete or an answer ended; when it passes, a
+/// `HeadTimeoutAnswer` is put past the HTTP codec to answer 408, and nothing more is read. The
+/// only handler the deadline adds to a request's path is this one.
 final class HeadBytesObserver: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
-
-    private let deadline: HeadDeadline
-
-    init(_ deadline: HeadDeadline) {
-        self.deadline = deadline
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        deadline.received(context.eventLoop)
-        context.fireChannelRead(data)
-    }
-}
-
-/// Past the HTTP decoder: a complete head stops its deadline; an answer's end awaits the next
-/// head (whose first byte starts the deadline again); the deadline passing is answered 408.
-final class HeadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
 
     private let deadline: HeadDeadline
     private var expired = false
@@ -258,13 +243,8 @@ final class HeadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if expired { return }
-        if case .head = unwrapInboundIn(data) { deadline.complete() }
+        deadline.received(context.eventLoop)
         context.fireChannelRead(data)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { deadline.answered() }
-        context.write(data, promise: promise)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -281,7 +261,29 @@ final class HeadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard !expired else { return }
         expired = true
         deadline.stop()
-        let seconds = deadline.limit.nanoseconds / 1_000_000_000
+        let pipeline = context.pipeline.syncOperations
+        let answer = HeadTimeoutAnswer(seconds: deadline.limit.nanoseconds / 1_000_000_000)
+        if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self),
+            (try? pipeline.addHandler(answer, position: .after(codec))) != nil
+        {
+            return
+        }
+        context.close(promise: nil)
+    }
+}
+
+/// Answers `408 header-timeout` as it is added (past the HTTP codec) and closes the connection.
+final class HeadTimeoutAnswer: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    let seconds: Int64
+
+    init(seconds: Int64) {
+        self.seconds = seconds
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
         writeAndClose(
             ServiceError(
                 .requestTimeout, .headerTimeout,

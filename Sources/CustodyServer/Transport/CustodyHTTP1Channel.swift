@@ -24,14 +24,14 @@ struct CustodyHTTP1Channel: ServerChildChannel {
         return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
             let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
-            try pipeline.addHandler(KeepAliveHandler(), position: .before(codec))
             guard let slot else {
+                try pipeline.addHandler(KeepAliveHandler(deadline: nil), position: .before(codec))
                 try pipeline.addHandler(RefuseConnectionHandler(limit: limit), position: .after(codec))
                 return value
             }
             let deadline = HeadDeadline(limit: headerTimeout, slot: slot)
+            try pipeline.addHandler(KeepAliveHandler(deadline: deadline), position: .before(codec))
             try pipeline.addHandler(HeadBytesObserver(deadline), position: .first)
-            try pipeline.addHandler(HeadDeadlineHandler(deadline), position: .after(codec))
             return value
         }
     }
@@ -65,9 +65,16 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Requests read whose final response head has not been written.
     private var awaiting: [(isHTTP10: Bool, close: Bool)] = []
+    /// Told when a head is complete and an answer has ended (see `HeadDeadline`).
+    private let deadline: HeadDeadline?
+
+    init(deadline: HeadDeadline?) {
+        self.deadline = deadline
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        deadline?.complete()
         let isHTTP10 = head.version == .http1_0
         let close = isHTTP10 || !head.isKeepAlive
         if close { head.headers.replaceOrAdd(name: "connection", value: "close") }
@@ -76,8 +83,9 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .head(var head) = unwrapOutboundIn(data), !(100..<200).contains(head.status.code), !awaiting.isEmpty
-        else {
+        let part = unwrapOutboundIn(data)
+        if case .end = part { deadline?.answered() }
+        guard case .head(var head) = part, !(100..<200).contains(head.status.code), !awaiting.isEmpty else {
             return context.write(data, promise: promise)
         }
         let request = awaiting.removeFirst()
