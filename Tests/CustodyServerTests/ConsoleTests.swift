@@ -91,6 +91,13 @@ struct ConsoleTests {
                 try await client.execute(uri: "/v1/accounts?q=okafor", method: .get, headers: fixture.auth(.read)))
             let bob = (byName["accounts"] as? [[String: Any]])?.first
             #expect(bob?["upn"] as? String == "bob@contoso.com" && bob?["displayName"] as? String == "Bob Okafor")
+            // Spaces at either end and runs of them do not stop a match (what a person types).
+            for typed in ["%20bob%20okafor%20", "BOB%20%20OKAFOR", "okafor%09"] {
+                let found = try object(
+                    try await client.execute(uri: "/v1/accounts?q=\(typed)", method: .get, headers: fixture.auth(.read))
+                )
+                #expect((found["accounts"] as? [[String: Any]])?.count == 1, "\(typed)")
+            }
             let decided = try await client.execute(
                 uri: "/console/views/whatif?action=print&account=alice%40contoso.com", method: .get,
                 headers: fixture.auth(.read))

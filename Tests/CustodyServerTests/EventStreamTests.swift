@@ -237,6 +237,32 @@ struct EventStreamTests {
         }
     }
 
+    @Test(
+        "event streams hold at most nine in ten of the connections the service keeps: one more is 503 too-many-connections, and requests still get through"
+    )
+    func streamShare() async throws {
+        // 8 places, 7 for streams (the shared HTTP client keeps at most 8 connections a host).
+        let fixture = try await ServiceFixture.make { $0.limits.maxConnections = 8 }
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            var readers: [EventReader] = []
+            for _ in 0..<7 {
+                var reader = try await Self.connect(port: port, token: fixture.tokens[.events]!)
+                _ = try await reader.until("ready")
+                readers.append(reader)
+            }
+            let request =
+                "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(fixture.tokens[.events]!)\r\nConnection: close\r\n\r\n"
+            let refused = try await RawHTTP.send(port: port, [request])
+            #expect(refused.statuses == [503], "\(refused.text.prefix(300))")
+            #expect(refused.lastBody.contains(#""code":"too-many-connections""#))
+            let ready = try await RawHTTP.send(
+                port: port, ["GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"])
+            #expect(ready.statuses == [200], "a probe still gets a place: \(ready.text.prefix(300))")
+            withExtendedLifetime(readers) {}
+        }
+    }
+
     @Test("events another process records in the state reach the stream, and its bundle is put in force")
     func otherProcess() async throws {
         let fixture = try await ServiceFixture.make()

@@ -214,7 +214,7 @@ struct HTTPSeamTests {
     }
 
     @Test(
-        "at the connection limit a new connection takes the place of the one idle the longest, which is closed; when every one is in the middle of a request, it is answered 503 too-many-connections"
+        "at the connection limit a new connection takes the place of the one idle the longest, else of the one whose head has taken over a second; when every one is in a request, it is answered 503 too-many-connections"
     )
     func connectionLimit() async throws {
         let fixture = try await ServiceFixture.make {
@@ -224,39 +224,67 @@ struct HTTPSeamTests {
         try await fixture.application().test(.live) { client in
             let port = try #require(client.port)
             let healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            func send(_ socket: Int32, _ text: String) {
+                let bytes = Array(text.utf8)
+                #expect(write(socket, bytes, bytes.count) == bytes.count)
+            }
+            func closed(_ socket: Int32) -> Bool {
+                var buffer = [UInt8](repeating: 0, count: 4_096)
+                while true {
+                    let read = recv(socket, &buffer, buffer.count, 0)
+                    if read <= 0 { return read == 0 }
+                }
+            }
+            var sockets: [Int32] = []
+            defer { for socket in sockets { close(socket) } }
+
             // Three connections that send nothing: idle, the first the longest.
-            var idle: [Int32] = []
             for _ in 0..<3 {
-                idle.append(try RawHTTP.connected(port: port))
+                sockets.append(try RawHTTP.connected(port: port))
                 try await Task.sleep(for: .milliseconds(50))
             }
-            defer { for socket in idle { close(socket) } }
-            let served = try await RawHTTP.send(port: port, [healthz])
+            var served = try await RawHTTP.send(port: port, [healthz])
             #expect(served.statuses == [200], "a client with something to ask is served: \(served.text.prefix(300))")
             var byte: UInt8 = 0
-            #expect(recv(idle[0], &byte, 1, 0) == 0, "the connection idle the longest was closed")
+            #expect(recv(sockets[0], &byte, 1, 0) == 0, "the connection idle the longest was closed")
+            for socket in sockets { close(socket) }
+            sockets = []
+            try await Task.sleep(for: .milliseconds(200))
 
-            // Three connections each in the middle of a request (a head begun, not finished).
-            var busy: [Int32] = []
-            defer { for socket in busy { close(socket) } }
+            // Three that asked once, then send their next head a byte at a time.
             for _ in 0..<3 {
                 let socket = try RawHTTP.connected(port: port)
-                let part = Array("GET /hea".utf8)
-                #expect(write(socket, part, part.count) == part.count)
-                busy.append(socket)
+                send(socket, healthz)
+                sockets.append(socket)
             }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(200))
+            for socket in sockets {
+                send(socket, "GET /hea")
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(1_200))
+            served = try await RawHTTP.send(port: port, [healthz])
+            #expect(served.statuses == [200], "a slow head gives way: \(served.text.prefix(300))")
+            #expect(closed(sockets[0]), "the slowest head's connection was closed")
+            for socket in sockets { close(socket) }
+            sockets = []
+            try await Task.sleep(for: .milliseconds(200))
+
+            // Three in a request whose head is complete (a body still to come).
+            let head = Self.head("POST", "/v1/decisions", "Content-Length: 100\r\n\r\n").replacingOccurrences(
+                of: "TOKEN", with: fixture.tokens[.decide]!)
+            for _ in 0..<3 {
+                let socket = try RawHTTP.connected(port: port)
+                send(socket, head)
+                sockets.append(socket)
+            }
+            try await Task.sleep(for: .milliseconds(1_200))
             let refused = try await RawHTTP.send(port: port, [healthz])
             #expect(refused.statuses == [503], "\(refused.text.prefix(400))")
             #expect(refused.lastBody.contains(#""code":"too-many-connections""#))
             #expect(refused.text.lowercased().contains("retry-after: 1"))
-            // A busy one finishes its request and is answered.
-            let rest = Array("lthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
-            #expect(write(busy[0], rest, rest.count) == rest.count)
-            var answer = [UInt8](repeating: 0, count: 512)
-            let read = recv(busy[0], &answer, answer.count, 0)
-            #expect(String(decoding: answer.prefix(max(0, read)), as: UTF8.self).hasPrefix("HTTP/1.1 200"))
-            // Its place, freed, serves a new connection.
+            // One of them ends, and its place serves a new connection.
+            close(sockets.removeFirst())
             #expect(
                 await eventually(within: .seconds(5)) {
                     (try? await RawHTTP.send(port: port, [healthz]).statuses) == [200]

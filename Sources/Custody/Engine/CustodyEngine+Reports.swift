@@ -186,15 +186,19 @@ final class AccountSearchIndex: Sendable {
     init(_ snapshot: PolicySnapshot) {
         self.snapshot = snapshot
         texts = snapshot.bundle.tenant.accounts.map { account in
-            let fields = [account.id.upn, account.id.oid, account.displayName].compactMap { $0 }
+            let name = account.displayName.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+            let fields = [account.id.upn, account.id.oid, name].compactMap { $0 }
             return Array(fields.joined(separator: "\n").lowercased().utf8)
         }
     }
 
-    /// The indices of the accounts whose text holds `query` (ignoring case; every account for
-    /// an empty one), in the tenant's order, at most `limit`.
+    /// The indices of the accounts whose text holds `query` (ignoring case and spaces at either
+    /// end, a run of spaces as one; every account for an empty one), in the tenant's order, at
+    /// most `limit`.
     func matches(_ query: String, limit: Int) -> [Int] {
-        let needle = Array(query.lowercased().utf8)
+        // Spaces at either end, and runs of them, are not what anyone searches for.
+        let words = query.lowercased().split(whereSeparator: \.isWhitespace)
+        let needle = Array(words.joined(separator: " ").utf8)
         var found: [Int] = []
         for (index, text) in texts.enumerated() where found.count < limit {
             if needle.isEmpty || Self.contains(text, needle) { found.append(index) }

@@ -37,8 +37,21 @@ struct EventsController {
     /// token's streams end within this.
     static let credentialCheckInterval: Duration = .milliseconds(500)
 
+    /// Streams may hold at most nine in ten of the connections the service keeps: a token that
+    /// may follow events cannot take every place from the requests (`/readyz` among them).
+    var streamLimit: Int {
+        max(1, (configuration.limits.maxConnections ?? ConnectionGate.defaultLimit) * 9 / 10)
+    }
+
     @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let resume = try Self.resumePoint(request)
+        let limit = streamLimit
+        guard engine.eventStreamCount < limit else {
+            throw ServiceError(
+                .serviceUnavailable, .tooManyConnections,
+                "event streams may hold \(limit) of the connections this service keeps (nine in ten of --max-connections), and hold them all; close one, or try again shortly",
+                headers: [.retryAfter: "1"])
+        }
         let bearer = TokenAuthenticator.bearer(request.headers)
         // Subscribe before reading the position, so that nothing recorded after it goes unnoticed.
         let notifications = engine.eventNotifications()

@@ -15,31 +15,41 @@ import Synchronization
 ///
 /// At the limit, a new connection takes the place of the connection idle the longest (open
 /// with no request in progress: one that has sent nothing yet, or a kept-alive one between
-/// requests), which is closed, as HTTP/1.1 lets a server close an idle connection at any time.
-/// So connections held open and silent cannot keep clients that have something to ask (a
-/// load balancer's `/readyz` probe among them) out. Only when every connection is in the middle
-/// of a request is a new one answered `503 too-many-connections` (with `Retry-After`) and closed.
+/// requests), which is closed, as HTTP/1.1 lets a server close an idle connection at any time;
+/// without one, of the connection whose request head has taken the longest, past a second (a
+/// client sending it a byte at a time). So connections held open and silent or slow cannot keep
+/// clients that have something to ask (a load balancer's `/readyz` probe among them) out. Only
+/// when every connection is in a request whose head is complete (or begun under a second ago)
+/// is a new one answered `503 too-many-connections` (with `Retry-After`) and closed.
 final class ConnectionGate: Sendable {
     /// One admitted connection: whether it is idle, and since when.
     final class Slot: Sendable {
         fileprivate let channel: any Channel
-        /// When it became idle, in nanoseconds of `NIODeadline.now()`; 0 while a request is in
-        /// progress.
-        fileprivate let idleSince = Atomic<Int64>(0)
+        /// What the connection is doing, in nanoseconds of `NIODeadline.now()`: idle since T
+        /// (T > 0), sending a request head it began at T (-T), or in a request whose head is
+        /// complete (0).
+        fileprivate let state = Atomic<Int64>(0)
 
         fileprivate init(channel: any Channel) {
             self.channel = channel
-            idleSince.store(Self.now(), ordering: .relaxed)
+            state.store(Self.now(), ordering: .relaxed)
         }
 
-        /// A request began (its first byte): not idle.
-        func busy() { idleSince.store(0, ordering: .relaxed) }
+        /// A request's head began to arrive.
+        func headBegan() { state.store(-Self.now(), ordering: .relaxed) }
+
+        /// The head is complete: in a request until its answer ends.
+        func inRequest() { state.store(0, ordering: .relaxed) }
 
         /// Its answer ended: idle from now until the next request's first byte.
-        func idle() { idleSince.store(Self.now(), ordering: .relaxed) }
+        func idle() { state.store(Self.now(), ordering: .relaxed) }
 
-        private static func now() -> Int64 { max(1, Int64(NIODeadline.now().uptimeNanoseconds)) }
+        fileprivate static func now() -> Int64 { max(1, Int64(NIODeadline.now().uptimeNanoseconds)) }
     }
+
+    /// How long a head may take before its connection gives way to a new one at the limit: a
+    /// client sends its head in well under this; one sending a byte at a time does not.
+    static let slowHead: Int64 = 1_000_000_000
 
     let limit: Int
     private let slots = Mutex<[ObjectIdentifier: Slot]>([:])
@@ -74,13 +84,18 @@ final class ConnectionGate: Sendable {
         let evicted = slots.withLock { slots -> Slot?? in
             var evicted: Slot?
             if slots.count >= limit {
-                var oldest: (key: ObjectIdentifier, since: Int64)?
+                // The connection idle the longest gives way; without one, the one whose head has
+                // taken the longest, past `slowHead`.
+                let now = Slot.now()
+                var idle: (key: ObjectIdentifier, since: Int64)?
+                var slow: (key: ObjectIdentifier, since: Int64)?
                 for (key, candidate) in slots {
-                    let since = candidate.idleSince.load(ordering: .relaxed)
-                    if since != 0, since < oldest?.since ?? .max { oldest = (key, since) }
+                    let state = candidate.state.load(ordering: .relaxed)
+                    if state > 0, state < idle?.since ?? .max { idle = (key, state) }
+                    if state < 0, now + state > Self.slowHead, -state < slow?.since ?? .max { slow = (key, -state) }
                 }
-                guard let oldest else { return .none }
-                evicted = slots.removeValue(forKey: oldest.key)
+                guard let chosen = idle ?? slow else { return .none }
+                evicted = slots.removeValue(forKey: chosen.key)
             }
             slots[key] = slot
             return .some(evicted)
@@ -166,10 +181,11 @@ final class HeadDeadline {
         schedule(loop, in: limit)
     }
 
-    /// Bytes arrived: a request is in progress (the connection is not idle), and a head awaited
-    /// is due from now.
+    /// Bytes arrived: a head awaited and not begun begins now (the connection is no longer
+    /// idle), and is due from now.
     fileprivate func received(_ loop: any EventLoop) {
-        slot.busy()
+        guard awaitingHead, startedAt == nil else { return }
+        slot.headBegan()
         begin(loop)
     }
 
@@ -177,6 +193,7 @@ final class HeadDeadline {
     func complete() {
         awaitingHead = false
         startedAt = nil
+        slot.inRequest()
     }
 
     /// The answer ended: the next head is awaited (its first byte starts its time), and the
