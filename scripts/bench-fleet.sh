@@ -94,27 +94,15 @@ for port in 18090 18091; do
 done
 curl -s http://127.0.0.1:18091/readyz; echo
 
-cat > "$WORK/post.lua" <<'LUA'
-wrk.method = "POST"
-local file = io.open(os.getenv("BODY"), "rb")
-wrk.body = file:read("*a")
-file:close()
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("TOKEN")
-wrk.headers["Content-Type"] = "application/json"
-done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect + summary.errors.read))
-end
-LUA
-cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-ticks=$(getconf CLK_TCK)
+source scripts/bench-wrk.sh
+wrk_post_script "$WORK/post.lua"
 measure() { # name pid port token
     local before after line
     before=$(cpu "$2")
     line=$(BODY="$WORK/single.json" TOKEN="$4" wrk -t2 -c10 -d"${DURATION}s" -s "$WORK/post.lua" "http://127.0.0.1:$3/v1/decisions" | grep '^RESULT')
     after=$(cpu "$2")
     read -r _ rps p50 p99 errors <<<"$line"
-    echo "$1 $rps $p50 $p99 $errors $(python3 -c "print(f'{($after - $before) / $ticks / ($rps * $DURATION) * 1e6:.1f}')")"
+    echo "$1 $rps $p50 $p99 $errors $(python3 -c "print(f'{($after - $before) / $TICKS / ($rps * $DURATION) * 1e6:.1f}')")"
 }
 : > "$WORK/results"
 # The order alternates too (ABBA): whichever server goes second in a round is not always the same.

@@ -38,21 +38,8 @@ for side in A B; do
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:${PORT[$side]}/healthz" >/dev/null && break; sleep 0.1; done
 done
 
-cat > "$WORK/post.lua" <<'LUA'
-wrk.method = "POST"
-local file = io.open(os.getenv("BODY"), "rb")
-wrk.body = file:read("*a")
-file:close()
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("TOKEN")
-wrk.headers["Content-Type"] = "application/json"
-done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect + summary.errors.read))
-end
-LUA
-cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+source scripts/bench-wrk.sh
+wrk_post_script "$WORK/post.lua"
 declare -A RPS P50 P99 CPU
 for run in $(seq "$RUNS"); do
     for side in A B; do
@@ -64,7 +51,7 @@ for run in $(seq "$RUNS"); do
         read -r _ rps p50 p99 errors <<<"$line"
         [ "$errors" = 0 ] || echo "warning: $side: $errors errors in run $run" >&2
         RPS[$side]+="$rps "; P50[$side]+="$p50 "; P99[$side]+="$p99 "
-        CPU[$side]+="$(awk -v b="$before" -v a="$after" -v t="$TICKS" -v r="$rps" -v d="$DURATION" 'BEGIN { printf "%.1f", (a - b) / t / (r * d) * 1e6 }') "
+        CPU[$side]+="$(cpu_per_request "$before" "$after" "$rps" "$DURATION") "
     done
 done
 echo "POST /v1/decisions, one query, wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"

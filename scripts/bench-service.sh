@@ -46,22 +46,9 @@ Benchmarks/.build/release/custody-http-baseline --port 18081 --bytes "$ANSWER" &
 BASELINE=$!
 for _ in $(seq 100); do curl -sf -X POST http://127.0.0.1:18081/constant >/dev/null && break; sleep 0.1; done
 
-cat > "$WORK/post.lua" <<'LUA'
-wrk.method = "POST"
-local file = io.open(os.getenv("BODY"), "rb")
-wrk.body = file:read("*a")
-file:close()
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("TOKEN")
-wrk.headers["Content-Type"] = os.getenv("CONTENT_TYPE")
-done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect + summary.errors.read))
-end
-LUA
+source scripts/bench-wrk.sh
+wrk_post_script "$WORK/post.lua"
 
-cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 LABELS=("bare Hummingbird route, constant $ANSWER-byte body" "POST /v1/decisions, one query"
         "POST /v1/decisions/batch, 1,000 queries" "POST /v1/decisions/batch, 1,000 queries, reasons=false"
@@ -87,7 +74,7 @@ for run in $(seq "$RUNS"); do
         read -r _ rps p50 p99 errors <<<"$line"
         [ "$errors" = 0 ] || echo "warning: ${LABELS[$index]}: $errors errors in run $run" >&2
         RPS[$index]+="$rps "; P50[$index]+="$p50 "; P99[$index]+="$p99 "
-        CPU[$index]+="$(awk -v b="$before" -v a="$after" -v t="$TICKS" -v r="$rps" -v d="$DURATION" 'BEGIN { printf "%.1f", (a - b) / t / (r * d) * 1e6 }') "
+        CPU[$index]+="$(cpu_per_request "$before" "$after" "$rps" "$DURATION") "
     done
 done
 
