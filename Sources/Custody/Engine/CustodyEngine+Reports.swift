@@ -98,7 +98,8 @@ extension CustodyEngine {
         } catch {
             throw CustodyError(state: error)
         }
-        if newest > manager.lastEventID { await manager.catchUp() }
+        // What was just read wakes the log's readers; the state is not read a second time.
+        manager.journal.advance(to: newest)
         return newest
     }
 
