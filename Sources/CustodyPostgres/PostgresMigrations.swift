@@ -145,6 +145,12 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        (
+            "v9: the launch facts each account last reported",
+            [
+                "CREATE TABLE launch_facts (account text PRIMARY KEY, facts text NOT NULL, at timestamptz NOT NULL)"
+            ]
+        ),
     ]
 
     /// Creates the schema when missing and applies the migrations not applied yet.

@@ -78,6 +78,7 @@ extension PostgresState {
                 if keys > 0 { keyVersions[identifier] = keys }
                 secrets += try session.execute("DELETE FROM secrets WHERE scope = \(identifier)")
                 checkIns += try session.execute("DELETE FROM check_ins WHERE account = \(identifier)")
+                try session.execute("DELETE FROM launch_facts WHERE account = \(identifier)")
                 try session.execute(
                     """
                     INSERT INTO wiped_identifiers (identifier, account, at) VALUES (\(identifier), \(account), \(date))
@@ -276,6 +277,37 @@ extension PostgresState {
     public func removeCheckIn(account: String) throws(StoreError) {
         try write("removing the check-in of \(account)") { session in
             try session.execute("DELETE FROM check_ins WHERE account = \(account)")
+        }
+    }
+
+    public func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError) {
+        try write("recording the launch facts of \(account)") { session in
+            try session.execute(
+                """
+                INSERT INTO launch_facts (account, facts, at) VALUES (\(account), \(facts), \(date))
+                ON CONFLICT (account) DO UPDATE SET facts = excluded.facts, at = excluded.at
+                """)
+        }
+    }
+
+    public func launchFacts(account: String) throws(StoreError) -> (facts: String, at: Date)? {
+        let rows = try read("reading the launch facts of \(account)") { session in
+            try session.query("SELECT facts, at FROM launch_facts WHERE account = \(account)").map {
+                try $0.decode((String, Date).self)
+            }
+        }
+        return rows.first.map { ($0.0, $0.1) }
+    }
+
+    public func isActingOnLaunch() throws(StoreError) -> Bool {
+        try read("reading whether launch outcomes are acted on") { session in
+            try Self.setting("act_on_launch", in: session) == "true"
+        }
+    }
+
+    public func setActingOnLaunch(_ acting: Bool) throws(StoreError) {
+        try write("recording whether launch outcomes are acted on") { session in
+            try setSetting("act_on_launch", acting ? "true" : "false", in: session)
         }
     }
 

@@ -132,6 +132,7 @@ extension CustodyDatabase {
                 secrets += db.changesCount
                 try db.execute(sql: "DELETE FROM check_ins WHERE account = ?", arguments: [identifier])
                 checkIns += db.changesCount
+                try db.execute(sql: "DELETE FROM launch_facts WHERE account = ?", arguments: [identifier])
                 try db.execute(
                     sql: """
                         INSERT INTO wiped_identifiers (identifier, account, at) VALUES (?, ?, ?)

@@ -37,4 +37,40 @@ extension CustodyDatabase {
             try db.execute(sql: "DELETE FROM check_ins WHERE account = ?", arguments: [account])
         }
     }
+
+    public func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError) {
+        try write("recording the launch facts of \(account)") { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO launch_facts (account, facts, at) VALUES (?, ?, ?)
+                    ON CONFLICT(account) DO UPDATE SET facts = excluded.facts, at = excluded.at
+                    """,
+                arguments: [account, facts, date])
+        }
+    }
+
+    public func launchFacts(account: String) throws(StoreError) -> (facts: String, at: Date)? {
+        try read("reading the launch facts of \(account)") { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT facts, at FROM launch_facts WHERE account = ?", arguments: [account])
+            else { return nil }
+            return (row["facts"], row["at"])
+        }
+    }
+
+    public func isActingOnLaunch() throws(StoreError) -> Bool {
+        try read("reading whether launch outcomes are acted on") { db in
+            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'act_on_launch'") == "true"
+        }
+    }
+
+    public func setActingOnLaunch(_ acting: Bool) throws(StoreError) {
+        try write("recording whether launch outcomes are acted on") { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO settings (name, value) VALUES ('act_on_launch', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                arguments: [acting ? "true" : "false"])
+        }
+    }
 }

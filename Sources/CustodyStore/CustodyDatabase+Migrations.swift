@@ -221,6 +221,13 @@ extension CustodyDatabase {
                 table.column("last_error", .text)
             }
         }
+        migrator.registerMigration("v9: the launch facts each account last reported") { db in
+            try db.create(table: "launch_facts") { table in
+                table.column("account", .text).primaryKey()
+                table.column("facts", .text).notNull()
+                table.column("at", .datetime).notNull()
+            }
+        }
         return migrator
     }()
 }

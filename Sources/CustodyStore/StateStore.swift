@@ -74,6 +74,14 @@ public protocol StateStore: AnyObject, Sendable {
     func lastCheckIn(account: String) throws(StoreError) -> Date?
     func checkIns() throws(StoreError) -> [String: Date]
     func removeCheckIn(account: String) throws(StoreError)
+    /// Records the launch facts `account` reported (a JSON object), replacing earlier ones.
+    func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError)
+    /// The launch facts `account` last reported, and when.
+    func launchFacts(account: String) throws(StoreError) -> (facts: String, at: Date)?
+    /// Whether a `wipe` launch outcome of a check-in wipes the account (`custody apply
+    /// --act-on-launch`); off by default.
+    func isActingOnLaunch() throws(StoreError) -> Bool
+    func setActingOnLaunch(_ acting: Bool) throws(StoreError)
 
     // MARK: Bundle history
 

@@ -2,6 +2,7 @@ public import CustodyPolicy
 import Logging
 import CustodyProtection
 import CustodyStore
+import Foundation
 
 extension CustodyEngine {
     /// The policy in force resolved for `context`: the engine's own snapshot for its own
@@ -46,6 +47,8 @@ extension CustodyEngine {
         let eventID = manager.lastEventID
         let (snapshot, revision) = try policyAndRevision(for: context)
         let auditing = try auditSetting.isOn(database, following: isFollowing)
+        var options = options
+        if options.recordedFacts == nil { options.recordedFacts = recordedLaunchFacts }
         return DecisionSession(
             stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID,
             stamped: stamped,
@@ -170,5 +173,27 @@ final class ContextSnapshots: Sendable {
             cache.snapshots[context] = resolved
         }
         return resolved
+    }
+}
+
+extension CustodyEngine {
+    /// The launch facts this installation recorded for `account` (`checkIn(account:facts:)`)
+    /// with its last check-in: what a launch query does not give is taken from them. Nil when
+    /// the account cannot be resolved or the state cannot be read: the facts stay missing, and
+    /// a strict launch decision counts their checks as failed.
+    @Sendable public func recordedLaunchFacts(_ account: AccountID) -> LaunchFacts? {
+        guard let resolved = try? manager.resolve(account) else { return nil }
+        let owner = resolved.owner.rawValue
+        var facts = LaunchFacts()
+        if let recorded = try? database.launchFacts(account: owner),
+            let document = try? JSONDocument(parsing: Array(recorded.facts.utf8)),
+            let stored = try? LaunchFacts(json: document.root)
+        {
+            facts = stored
+        }
+        if let checkedIn = try? database.lastCheckIn(account: owner) {
+            facts.lastCheckIn = .seconds(checkedIn.timeIntervalSince1970)
+        }
+        return facts
     }
 }

@@ -89,7 +89,7 @@ public struct DecisionGrid: Sendable, Encodable {
                 switch answer {
                 case .single(let decision): decision
                 case .share(let share): share.targets.first?.decision
-                case .view: nil
+                case .view, .launch: nil
                 }
             let finding = decision?.decidingFinding
             let rule = answer.decidingRule

@@ -484,6 +484,53 @@ public final class CustodyEngine: Sendable {
         }
     }
 
+    /// What a check-in with launch facts decided and did.
+    public struct CheckInResult: Sendable {
+        public let account: ResolvedAccount
+        /// The launch decision with the facts reported (and those recorded before); nil when
+        /// no facts were given.
+        public let launch: LaunchDecision?
+        /// The wipe a confirmed `wipe` outcome carried out, when the installation acts on launch.
+        public let wipe: WipeReport?
+        /// Whether the installation acts on launch outcomes (`custody apply --act-on-launch`).
+        public let acting: Bool
+    }
+
+    /// Records a policy sync of `account` with the launch facts its app reported, decides
+    /// conditional launch with them, and, when the outcome is a wipe that reported facts call
+    /// for (not one assumed for a missing fact) and the installation acts on launch, wipes the
+    /// account (audited and announced like any wipe).
+    /// - Throws: `CustodyError` as `checkIn(account:at:)` and `wipe(account:reason:)` do;
+    ///   `.noPolicy` with no policy in force (the facts are recorded first).
+    public func checkIn(account: AccountID, at date: Date, facts: LaunchFacts) async throws(CustodyError)
+        -> CheckInResult
+    {
+        let resolved = try await checkIn(account: account, at: date)
+        try CustodyError.fromState {
+            try database.recordLaunchFacts(account: resolved.owner.rawValue, facts: facts.jsonObject, at: date)
+        }
+        let snapshot = try policy()
+        let now = Duration.seconds(date.timeIntervalSince1970)
+        let recorded = recordedLaunchFacts(resolved.id) ?? LaunchFacts()
+        let launch = snapshot.launch(account: resolved.id, facts: facts.filling(from: recorded), now: now)
+        let acting = try CustodyError.fromState { try database.isActingOnLaunch() }
+        guard acting, launch.wipeIsConfirmed else {
+            return CheckInResult(account: resolved, launch: launch, wipe: nil, acting: acting)
+        }
+        let because = launch.checks.first { $0.outcome == .wipe && !$0.isMissing }
+        let report = try await wipe(
+            account: resolved.id,
+            reason:
+                "conditional launch: \(because.map { "\($0.fact) \($0.reported ?? "") fails \($0.setting)" } ?? "wipe")"
+        )
+        return CheckInResult(account: resolved, launch: launch, wipe: report, acting: acting)
+    }
+
+    /// Whether check-ins act on a `wipe` launch outcome (see `checkIn(account:at:facts:)`).
+    public func setActingOnLaunch(_ acting: Bool) throws(CustodyError) {
+        try CustodyError.fromState { try database.setActingOnLaunch(acting) }
+    }
+
     /// Selective wipe of `account` under every identifier it has or had here (see
     /// `PolicyManager.wipe`). Needs no master key.
     /// - Throws: `CustodyError` `.account` for an account the installation cannot resolve

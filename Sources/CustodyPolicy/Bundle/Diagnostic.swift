@@ -85,6 +85,9 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
         public static let notEnforced = Code(rawValue: "not-enforced")
         /// A setting whose value is not in effect given another setting (as Microsoft documents).
         public static let notInEffect = Code(rawValue: "not-in-effect")
+        /// A template's placeholder where an app belongs (`replace_with_dialer_app_url_scheme`):
+        /// read as not configured.
+        public static let placeholder = Code(rawValue: "placeholder")
         /// A file of the bundle directory that is not a Graph document; it is ignored.
         public static let ignoredFile = Code(rawValue: "ignored-file")
     }

@@ -93,6 +93,7 @@ extension DocumentReader {
         var customSettings: [(name: String, value: String)] = []
         let known = GraphSchema.knownProperties(of: kind)
         var notEnforced: [(key: String, value: JSONValue)] = []
+        var launchMembers = LaunchMembers()
 
         for member in uniqueMembers(of: object, path: path) {
             let key = member.key
@@ -100,17 +101,16 @@ extension DocumentReader {
             if isAnnotation(key) { continue }
             let memberPath = "\(path).\(key)"
             guard known.contains(key) else {
-                warning(
-                    .unknownProperty, "unknown property '\(key)' of \(kind.rawValue) is ignored", at: member.name,
-                    path: memberPath)
+                notice(
+                    .unknownProperty,
+                    "unknown property '\(key)' of \(kind.rawValue) is ignored (newer than Custody's list of Graph beta properties, or misspelt)",
+                    at: member.name, path: memberPath)
                 continue
             }
-            if kind != .targetedManagedAppConfiguration, !GraphSchema.evaluated.contains(key),
-                !GraphSchema.metadata.contains(key),
-                !GraphSchema.isNeutral(value)
-            {
+            if kind != .targetedManagedAppConfiguration, !GraphSchema.isDecided(key), !GraphSchema.isNeutral(value) {
                 notEnforced.append((key, value))
             }
+            launchMembers.collect(key, value, path: memberPath)
             switch key {
             case "id": metadata.id = string(value, path: memberPath)
             case "displayName": metadata.displayName = string(value, path: memberPath)
@@ -136,6 +136,7 @@ extension DocumentReader {
             checkConfiguration(customSettings, of: object, path: path + ".customSettings")
             return .configuration(metadata: metadata, settings: customSettings, targeting: targeting)
         }
+        settings.launchConditions = launchConditions(launchMembers)
         reportNotEnforced(notEnforced, of: object, path: path)
         checkDependencies(settings, kind: kind, of: object, path: path)
         return .protection(kind: kind, metadata: metadata, settings: settings, targeting: targeting)
@@ -161,10 +162,21 @@ extension DocumentReader {
         let configured = Set(settings.map(\.key))
         let shown = settings.filter { setting in
             guard let parent = GraphSchema.companions[setting.key] else { return true }
-            return configured.contains(parent)
+            return configured.contains(parent) || GraphSchema.isDecided(parent)
         }
         guard !shown.isEmpty else { return }
-        let list = shown.map { "\($0.key) (\(GraphSchema.brief($0.value)))" }.joined(separator: ", ")
+        // Grouped by why, in the order the reasons first appear.
+        var groups: [(reason: String, settings: [String])] = []
+        for setting in shown {
+            let reason = GraphSchema.notEnforcedReasons[setting.key] ?? "left to the apps and the Intune SDK"
+            let text = "\(setting.key) (\(GraphSchema.brief(setting.value)))"
+            if let index = groups.firstIndex(where: { $0.reason == reason }) {
+                groups[index].settings.append(text)
+            } else {
+                groups.append((reason, [text]))
+            }
+        }
+        let list = groups.map { "\($0.settings.joined(separator: ", ")): \($0.reason)" }.joined(separator: "; ")
         notice(
             .notEnforced,
             "Custody does not enforce \(shown.count == 1 ? "this setting" : "these \(shown.count) settings") of the policy (they are left to the apps and the Intune SDK): \(list)",
@@ -254,8 +266,54 @@ extension DocumentReader {
         case "exemptedUniversalLinks": settings.exemptedUniversalLinks = linkPatterns(value, path: path)
         case "managedUniversalLinks": settings.managedUniversalLinks = linkPatterns(value, path: path)
         case "contactSyncBlocked": settings.contactSyncBlocked = bool(value, path: path)
+        case "writingToolsConfigurationState":
+            settings.writingToolsConfigurationState = enumValue(
+                value, as: ScreenCaptureState.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "genmojiConfigurationState":
+            settings.genmojiConfigurationState = enumValue(
+                value, as: ScreenCaptureState.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "thirdPartyKeyboardsBlocked": settings.thirdPartyKeyboardsBlocked = bool(value, path: path)
+        case "keyboardsRestricted": settings.keyboardsRestricted = bool(value, path: path)
+        case "approvedKeyboards":
+            settings.approvedKeyboards = keyValuePairs(value, path: path).map { pairs in
+                Set(pairs.map { $0.name.trimmingSpaces.lowercased() }.filter { !$0.isEmpty })
+            }
+        case "allowWidgetContentSync": settings.allowWidgetContentSync = bool(value, path: path)
+        case "dialerRestrictionLevel":
+            settings.dialerRestrictionLevel = enumValue(
+                value, as: DialerRedirectLevel.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "customDialerAppProtocol": settings.customDialerAppProtocol = appReference(value, path: path)
+        case "customDialerAppPackageId": settings.customDialerAppPackageId = appReference(value, path: path)
+        case "protectedMessagingRedirectAppType":
+            settings.protectedMessagingRedirectAppType = enumValue(
+                value, as: MessagingRedirectType.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "messagingRedirectAppUrlScheme":
+            settings.messagingRedirectAppUrlScheme = appReference(value, path: path)
+        case "messagingRedirectAppPackageId":
+            settings.messagingRedirectAppPackageId = appReference(value, path: path)
+        case "managedBrowserToOpenLinksRequired":
+            settings.managedBrowserToOpenLinksRequired = bool(value, path: path)
+        case "managedBrowser":
+            settings.managedBrowser = enumValue(
+                value, as: ManagedBrowser.self, unknownReadsAs: .mostRestrictive, path: path)
+        case "customBrowserProtocol": settings.customBrowserProtocol = appReference(value, path: path)
+        case "customBrowserPackageId": settings.customBrowserPackageId = appReference(value, path: path)
         default: break
         }
+    }
+
+    /// A custom app's URL scheme or package id. Templates carry placeholders
+    /// (`replace_with_dialer_app_url_scheme`): those read as not configured, with a warning, so
+    /// that a redirect never names an app that does not exist.
+    private mutating func appReference(_ value: JSONValue, path: String) -> String? {
+        guard let text = string(value, path: path)?.trimmingSpaces, !text.isEmpty else { return nil }
+        if text.lowercased().hasPrefix("replace_with") {
+            notice(
+                .placeholder, "'\(text)' is a template's placeholder, not an app: read as not configured", at: value,
+                path: path)
+            return nil
+        }
+        return text
     }
 
     /// Exempted apps: key/value pairs whose values are `;`-separated URL schemes or package ids,

@@ -6,11 +6,54 @@ extension GraphSchema {
         "id", "displayName", "description", "createdDateTime", "lastModifiedDateTime", "roleScopeTagIds", "version",
         "appGroupType", "assignments", "isAssigned", "targetedAppManagementLevels", "apps", "deployedAppCount",
         "deploymentSummary",
-        "settings",
+        "settings", "customSettings",
     ]
 
     /// The settings Custody evaluates (`ProtectionSettings`).
     static let evaluated: Set<String> = Set(PolicySetting.allCases.map(\.rawValue))
+
+    /// Whether Custody decides with the property (a setting, a conditional-launch check or its
+    /// action) or it only identifies or targets the policy. `pinRequired` turns on the app's
+    /// own PIN prompt, which is the app's, though Custody decides its retry limit.
+    static func isDecided(_ property: String) -> Bool {
+        metadata.contains(property) || evaluated.contains(property)
+            || (launchProperties.contains(property) && property != "pinRequired")
+    }
+
+    /// Why Custody does not decide with a property: every property of the four kinds (Graph
+    /// beta) that `isDecided` does not cover has one, and `custody policy validate` names it
+    /// beside the property in its notice.
+    static let notEnforcedReasons: [String: String] = {
+        var reasons: [String: String] = [:]
+        for pin in [
+            "pinRequired", "minimumPinLength", "pinCharacterSet", "simplePinBlocked", "periodBeforePinReset",
+            "previousPinBlockCount", "pinRequiredInsteadOfBiometricTimeout", "disableAppPinIfDevicePinIsSet",
+            "fingerprintBlocked", "faceIdBlocked", "biometricAuthenticationBlocked", "fingerprintAndBiometricEnabled",
+            "requireClass3Biometrics", "requirePinAfterBiometricChange",
+        ] {
+            reasons[pin] = "the app's own PIN and biometric prompt (Custody decides the PIN retry limit)"
+        }
+        for name in ["customBrowserDisplayName", "customDialerAppDisplayName", "messagingRedirectAppDisplayName"] {
+            reasons[name] = "a name the app shows (the redirect names the app by its package id)"
+        }
+        reasons["organizationalCredentialsRequired"] = "sign-in prompts are Entra ID's and the SDK's"
+        reasons["periodOnlineBeforeAccessCheck"] = "how often the app re-checks online is the SDK's schedule"
+        for name in [
+            "blockAfterCompanyPortalUpdateDeferralInDays", "warnAfterCompanyPortalUpdateDeferralInDays",
+            "wipeAfterCompanyPortalUpdateDeferralInDays",
+        ] {
+            reasons[name] = "needs the days a Company Portal update was deferred, which no launch fact reports"
+        }
+        reasons["gracePeriodToBlockAppsDuringOffClockHours"] =
+            "the clocked-out grace is the app's: it reports clockedOut once the grace is over"
+        reasons["requiredAndroidSafetyNetEvaluationType"] =
+            "how the device evaluates its integrity verdict (it reports the verdict as deviceIntegrity)"
+        reasons["mobileThreatDefensePartnerPriority"] =
+            "which threat-defense partner reports the level (the app reports the level as threatLevel)"
+        reasons["connectToVpnOnLaunch"] = "the app connects the VPN itself"
+        reasons["purviewContentEvaluationRequired"] = "Purview evaluates content in the app"
+        return reasons
+    }()
 
     /// Settings that only mean something beside another: an action for a condition, the
     /// details of an app PIN. They are reported only when their parent is.
@@ -18,7 +61,7 @@ extension GraphSchema {
         var companions: [String: String] = [:]
         for pin in [
             "pinCharacterSet", "minimumPinLength", "simplePinBlocked", "periodBeforePinReset", "previousPinBlockCount",
-            "maximumPinRetries", "appActionIfMaximumPinRetriesExceeded", "pinRequiredInsteadOfBiometricTimeout",
+            "pinRequiredInsteadOfBiometricTimeout",
             "fingerprintBlocked",
             "faceIdBlocked", "disableAppPinIfDevicePinIsSet", "biometricAuthenticationBlocked",
             "requireClass3Biometrics",

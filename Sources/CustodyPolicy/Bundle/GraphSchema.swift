@@ -52,7 +52,6 @@ enum GraphSchema {
         "messagingRedirectAppUrlScheme", "minimumRequiredSdkVersion", "minimumWarningSdkVersion",
         "minimumWipeSdkVersion", "protectInboundDataFromUnknownSources", "thirdPartyKeyboardsBlocked",
         "genmojiConfigurationState", "screenCaptureConfigurationState", "writingToolsConfigurationState",
-        "imagePlaygroundConfigurationState", "intelligenceConfigurationState",
     ]
 
     private static let androidOnly: Set<String> = [
@@ -74,10 +73,18 @@ enum GraphSchema {
         "wipeAfterCompanyPortalUpdateDeferralInDays",
     ]
 
+    static var iosOnlyProperties: Set<String> { iosOnly }
+    static var androidOnlyProperties: Set<String> { androidOnly }
+
     private static let ios = protection.union(targeted).union(iosOnly)
     private static let android = protection.union(targeted).union(androidOnly)
     private static let defaultProtection = protection.union(iosOnly).union(androidOnly).union([
         "apps", "customSettings", "deployedAppCount", "deploymentSummary",
+    ]).subtracting([
+        // The default policy's Graph type has not caught up with these (Graph beta metadata).
+        "appActionIfSamsungKnoxAttestationRequired", "approvedKeyboards", "exemptedUniversalLinks",
+        "genmojiConfigurationState", "keyboardsRestricted", "managedUniversalLinks", "screenCaptureConfigurationState",
+        "writingToolsConfigurationState",
     ])
     private static let targetedConfiguration = policy.union(targeted).union(["customSettings", "settings"])
 }

@@ -16,6 +16,12 @@ public enum DecisionAction: String, Sendable, Hashable, CaseIterable, CustomStri
     case appSharing
     case appIntents
     case contactSync
+    case writingTools
+    case genmoji
+    case thirdPartyKeyboard
+    case widgetContentSync
+    case openURL
+    case launch
 
     public var description: String { rawValue }
 }

@@ -60,6 +60,14 @@ extension Finding.Code {
         case .appSharing: DecisionRules.appSharing
         case .appIntents: DecisionRules.appIntents
         case .contactSync: DecisionRules.contactSync
+        case .configurationState, .noSettingOnPlatform: DecisionRules.appleIntelligence
+        case .thirdPartyKeyboards, .keyboardApproved, .keyboardNotApproved, .keyboardNotRestricted:
+            DecisionRules.keyboards
+        case .widgetContentSync(_, let setting):
+            setting == .allowWidgetContentSync ? DecisionRules.widgets : DecisionRules.widgetsFollowContactSync
+        case .urlDialer: DecisionRules.dialer
+        case .urlMessaging: DecisionRules.messaging
+        case .urlBrowser, .urlLinkExempted: DecisionRules.browser
         case .allowedAccountsUnrestricted, .allowedAccountListed, .allowedAccountNotListed:
             DecisionRules.allowedAccounts
         case .offline: DecisionRules.offline
@@ -201,6 +209,47 @@ public enum DecisionRules {
         "offlineAccess",
         "app protection policy settings, \"Offline grace period\": block access after periodOfflineBeforeAccessCheck, wipe after periodOfflineBeforeWipeIsEnforced (counting, for an account never seen online, from its first sight is inferred)"
     )
+    public static let appleIntelligence = documented(
+        "appleIntelligence",
+        "Graph iosManagedAppProtection writingToolsConfigurationState and genmojiConfigurationState (notBlocked, blocked); Intune App SDK for iOS 19.7.12 and 20.4.0 release notes (Writing Tools, Genmoji); values Custody does not know read as blocked"
+    )
+    public static let keyboards = documented(
+        "thirdPartyKeyboard",
+        "iOS app protection policy settings, \"Third party keyboards\" (Graph thirdPartyKeyboardsBlocked); Android app protection policy settings, \"Approved keyboards\" (Graph keyboardsRestricted, approvedKeyboards: package ids)"
+    )
+    public static let widgets = documented(
+        "widgetContentSync",
+        "Graph iosManagedAppProtection allowWidgetContentSync: \"Indicates if content sync for widgets is allowed for iOS\""
+    )
+    public static let widgetsFollowContactSync = inferred(
+        "widgetContentSync.contactSync",
+        "with allowWidgetContentSync not configured, widgets follow \"Sync policy managed app data with native apps or add-ins\" (contactSyncBlocked), which Microsoft's settings reference describes as covering widgets"
+    )
+    public static let dialer = documented(
+        "openURL.dialer",
+        "app protection policy settings, \"Transfer telecommunication data to\" (Graph dialerRestrictionLevel; customDialerAppProtocol on iOS, customDialerAppPackageId on Android); a custom app the policies do not agree on blocks (inferred)"
+    )
+    public static let messaging = documented(
+        "openURL.messaging",
+        "app protection policy settings, \"Transfer messaging data to\" (Graph protectedMessagingRedirectAppType; messagingRedirectAppUrlScheme on iOS, messagingRedirectAppPackageId on Android); Intune App SDK for iOS 19.0.0 release notes"
+    )
+    public static let browser = documented(
+        "openURL.browser",
+        "app protection policy settings, \"Restrict web content transfer with other apps\" (Graph managedBrowserToOpenLinksRequired, managedBrowser, customBrowserProtocol, customBrowserPackageId); iOS universal links in exemptedUniversalLinks or managedUniversalLinks open their app"
+    )
+    public static let launch = documented(
+        "launch",
+        "app protection policy settings, \"Conditional launch\" (iOS and Android): each condition's action, warn, block access or wipe data; Graph managedAppRemediationAction; version thresholds as Graph describes them (below a required or warning minimum; at or below a wipe minimum; above a maximum)"
+    )
+    public static let launchMissingFacts = inferred(
+        "launch.missingFacts",
+        "a check whose fact was not reported cannot be shown to pass: it counts as failing with its action (fail closed) unless the caller asks to ignore missing facts; a wipe is carried out only when a reported fact calls for it"
+    )
+    public static let versionOrder = inferred(
+        "launch.versionOrder",
+        "versions are compared component by component as numbers (1.10 is later than 1.9; 16 equals 16.0): Microsoft's settings reference gives the formats major.minor, major.minor.build and major.minor.build.revision, and patch levels as dates"
+    )
+
     /// Not a finding's: how a view of several accounts is decided.
     public static let view = inferred(
         "view.mostRestrictive",

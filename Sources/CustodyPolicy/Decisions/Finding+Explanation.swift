@@ -205,6 +205,66 @@ extension Finding {
             return
                 "contactSyncBlocked is \(blocked): syncing org data to native contacts, calendars and widgets is \(blocked ? "blocked" : "allowed")"
 
+        case .configurationState(let setting, let blocked):
+            let feature = setting == .genmojiConfigurationState ? "Genmoji" : "Writing Tools"
+            return
+                "\(setting) is \(value(setting)): Apple Intelligence \(feature) \(blocked ? "is blocked" : "may be used") with org data"
+        case .noSettingOnPlatform(let setting, let platform):
+            return "\(setting) is an iOS setting: \(platform) policies have none, so nothing restricts it there"
+        case .thirdPartyKeyboards(let blocked):
+            return
+                "thirdPartyKeyboardsBlocked is \(blocked): third-party keyboards \(blocked ? "are blocked" : "may be used")"
+        case .keyboardApproved(let keyboard):
+            return "keyboardsRestricted is true and '\(keyboard)' is in approvedKeyboards \(value(.approvedKeyboards))"
+        case .keyboardNotApproved(let keyboard):
+            guard let keyboard else {
+                return
+                    "keyboardsRestricted is true and no keyboard was named: only the keyboards of approvedKeyboards \(value(.approvedKeyboards)) may be used"
+            }
+            return
+                "keyboardsRestricted is true and '\(keyboard)' is not in approvedKeyboards \(value(.approvedKeyboards))"
+        case .keyboardNotRestricted:
+            return "keyboardsRestricted is false: any keyboard may be used"
+        case .widgetContentSync(let allowed, let setting):
+            return setting == .allowWidgetContentSync
+                ? "allowWidgetContentSync is \(allowed): widgets \(allowed ? "may" : "may not") show org data"
+                : "allowWidgetContentSync is not configured, and contactSyncBlocked is \(!allowed): widgets \(allowed ? "may" : "may not") show org data"
+        case .urlDialer(let level, let redirect):
+            switch level {
+            case .allApps: return "dialerRestrictionLevel is allApps: a phone number may open in any dialer"
+            case .managedApps:
+                return "dialerRestrictionLevel is managedApps: a phone number may open only in a policy-managed dialer"
+            case .blocked: return "dialerRestrictionLevel is blocked: phone numbers may not be opened"
+            case .customApp:
+                guard let redirect else {
+                    return
+                        "dialerRestrictionLevel is customApp but the applying policies name no custom dialer they agree on: blocked"
+                }
+                return "dialerRestrictionLevel is customApp: the phone number opens in '\(redirect)'"
+            }
+        case .urlMessaging(let type, let redirect):
+            switch type {
+            case .anyApp: return "protectedMessagingRedirectAppType is anyApp: a messaging link may open in any app"
+            case .anyManagedApp:
+                return
+                    "protectedMessagingRedirectAppType is anyManagedApp: a messaging link may open only in a policy-managed app"
+            case .blocked: return "protectedMessagingRedirectAppType is blocked: messaging links may not be opened"
+            case .specificApps:
+                guard let redirect else {
+                    return
+                        "protectedMessagingRedirectAppType is specificApps but the applying policies name no messaging app they agree on: blocked"
+                }
+                return "protectedMessagingRedirectAppType is specificApps: the messaging link opens in '\(redirect)'"
+            }
+        case .urlBrowser(let redirect):
+            guard let redirect else {
+                return "managedBrowserToOpenLinksRequired is false: a web link may open in any browser"
+            }
+            return "managedBrowserToOpenLinksRequired is true: the web link opens in '\(redirect)'"
+        case .urlLinkExempted(let list):
+            return
+                "managedBrowserToOpenLinksRequired is true, but the link matches \(list) \(value(list)): it opens in its app"
+
         case .allowedAccountsUnrestricted:
             return "allowedAccounts is null: every account is allowed"
         case .allowedAccountListed(let entry):

@@ -113,6 +113,29 @@ public struct Finding: Sendable, Hashable {
         /// Siri, App Intents, Spotlight (allowed only when send is All apps).
         case appIntents(DataTransferLevel)
         case contactSync(blocked: Bool)
+        /// Writing Tools or Genmoji (iOS `*ConfigurationState`).
+        case configurationState(PolicySetting, blocked: Bool)
+        /// The setting exists only on another platform: nothing restricts the action here.
+        case noSettingOnPlatform(PolicySetting, Platform)
+        /// iOS `thirdPartyKeyboardsBlocked`.
+        case thirdPartyKeyboards(blocked: Bool)
+        /// Android `keyboardsRestricted` with the keyboard in `approvedKeyboards`.
+        case keyboardApproved(String)
+        /// Android `keyboardsRestricted` and the keyboard (nil: none named) not approved.
+        case keyboardNotApproved(String?)
+        /// Android `keyboardsRestricted` is false.
+        case keyboardNotRestricted
+        /// iOS widgets: `allowWidgetContentSync`, or `contactSyncBlocked` when it is not configured.
+        case widgetContentSync(allowed: Bool, setting: PolicySetting)
+        /// A phone number link: `dialerRestrictionLevel`, and the custom dialer it goes to.
+        case urlDialer(DialerRedirectLevel, redirect: String?)
+        /// A messaging link: `protectedMessagingRedirectAppType`, and the app it goes to.
+        case urlMessaging(MessagingRedirectType, redirect: String?)
+        /// A web link: `managedBrowserToOpenLinksRequired`, and the browser it goes to (nil:
+        /// any browser).
+        case urlBrowser(redirect: String?)
+        /// A web link that is an iOS universal link exempted from the managed browser.
+        case urlLinkExempted(PolicySetting)
 
         // Access.
         case allowedAccountsUnrestricted
@@ -165,6 +188,15 @@ public struct Finding: Sendable, Hashable {
         case .encryptionWaivedOnEnrolledDevice: .disableAppEncryptionIfDeviceEncryptionIsEnabled
         case .notifications: .notificationRestriction
         case .contactSync: .contactSyncBlocked
+        case .configurationState(let setting, _), .noSettingOnPlatform(let setting, _): setting
+        case .thirdPartyKeyboards: .thirdPartyKeyboardsBlocked
+        case .keyboardApproved, .keyboardNotApproved: .approvedKeyboards
+        case .keyboardNotRestricted: .keyboardsRestricted
+        case .widgetContentSync(_, let setting): setting
+        case .urlDialer: .dialerRestrictionLevel
+        case .urlMessaging: .protectedMessagingRedirectAppType
+        case .urlBrowser: .managedBrowserToOpenLinksRequired
+        case .urlLinkExempted(let list): list
         case .offline(let state, _):
             state == .wipeRequired ? .periodOfflineBeforeWipeIsEnforced : .periodOfflineBeforeAccessCheck
         }

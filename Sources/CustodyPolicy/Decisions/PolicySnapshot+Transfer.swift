@@ -213,7 +213,7 @@ extension PolicySnapshot {
             && policy.filterOpenInToOnlyManagedApps.value
     }
 
-    private func shareDecision(owner: PolicySnapshot.Party, target: String) -> Decision {
+    func shareDecision(owner: PolicySnapshot.Party, target: String) -> Decision {
         if let refusal = owner.refusal(.owner) { return .refused(.share, refusal) }
         guard let policy = owner.policy else {
             return Decision(.share, allowed: true, Finding(.unmanaged(.owner), nil))

@@ -62,11 +62,34 @@ public enum DataEncryptionType: String, RestrictionOrdered {
     case whenDeviceLocked
 }
 
-/// Graph iOS `screenCaptureConfigurationState` (iOS 26 and later).
+/// Graph iOS `screenCaptureConfigurationState` (iOS 26 and later), and the same states of
+/// `writingToolsConfigurationState` and `genmojiConfigurationState`.
 public enum ScreenCaptureState: String, RestrictionOrdered {
     case notConfigured
     case notBlocked
     case blocked
+}
+
+/// Graph `managedAppPhoneNumberRedirectLevel`: which dialer a phone number may open in.
+public enum DialerRedirectLevel: String, RestrictionOrdered {
+    case allApps
+    case managedApps
+    case customApp
+    case blocked
+}
+
+/// Graph `messagingRedirectAppType`: which app a messaging link may open in.
+public enum MessagingRedirectType: String, RestrictionOrdered {
+    case anyApp
+    case anyManagedApp
+    case specificApps
+    case blocked
+}
+
+/// Graph `managedBrowserType`: the managed browser web links open in.
+public enum ManagedBrowser: String, RestrictionOrdered {
+    case notConfigured
+    case microsoftEdge
 }
 
 /// Graph `targetedManagedAppGroupType`: which apps a policy targets.

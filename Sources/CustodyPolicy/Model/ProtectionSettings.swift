@@ -42,6 +42,40 @@ public struct ProtectionSettings: Sendable, Hashable {
     public var managedUniversalLinks: Set<String>?
     /// "Sync policy managed app data with native apps or add-ins" (contacts, calendar, widgets).
     public var contactSyncBlocked: Bool?
+    /// iOS: Apple Intelligence Writing Tools (iOS 18 and later).
+    public var writingToolsConfigurationState: ScreenCaptureState?
+    /// iOS: Apple Intelligence Genmoji (iOS 18 and later).
+    public var genmojiConfigurationState: ScreenCaptureState?
+    /// iOS: third-party keyboards are blocked in the app.
+    public var thirdPartyKeyboardsBlocked: Bool?
+    /// Android: only the keyboards in `approvedKeyboards` may be used.
+    public var keyboardsRestricted: Bool?
+    /// Android: the approved keyboards' package ids (lower-cased).
+    public var approvedKeyboards: Set<String>?
+    /// iOS: widgets may show the app's org data.
+    public var allowWidgetContentSync: Bool?
+    /// Which dialer a phone number (`tel:`) may open in.
+    public var dialerRestrictionLevel: DialerRedirectLevel?
+    /// iOS: the URL scheme of the custom dialer app.
+    public var customDialerAppProtocol: String?
+    /// Android: the package id of the custom dialer app.
+    public var customDialerAppPackageId: String?
+    /// Which app a messaging link (`sms:`) may open in.
+    public var protectedMessagingRedirectAppType: MessagingRedirectType?
+    /// iOS: the URL scheme of the app messaging links are redirected to.
+    public var messagingRedirectAppUrlScheme: String?
+    /// Android: the package id of the app messaging links are redirected to.
+    public var messagingRedirectAppPackageId: String?
+    /// Web links open only in a managed browser (`managedBrowser`) or the custom one.
+    public var managedBrowserToOpenLinksRequired: Bool?
+    public var managedBrowser: ManagedBrowser?
+    /// iOS: the URL scheme of the custom browser web links open in.
+    public var customBrowserProtocol: String?
+    /// Android: the package id of the custom browser web links open in.
+    public var customBrowserPackageId: String?
+    /// The conditional-launch checks the policy configures, in Graph property order
+    /// (`PolicySnapshot.launch`). Offline grace is not among them: it is merged like a setting.
+    public var launchConditions: [LaunchCondition] = []
 
     /// Creates settings with nothing configured.
     public init() {}
@@ -75,6 +109,22 @@ public enum PolicySetting: String, Sendable, Hashable, CaseIterable, CustomStrin
     case exemptedUniversalLinks
     case managedUniversalLinks
     case contactSyncBlocked
+    case writingToolsConfigurationState
+    case genmojiConfigurationState
+    case thirdPartyKeyboardsBlocked
+    case keyboardsRestricted
+    case approvedKeyboards
+    case allowWidgetContentSync
+    case dialerRestrictionLevel
+    case customDialerAppProtocol
+    case customDialerAppPackageId
+    case protectedMessagingRedirectAppType
+    case messagingRedirectAppUrlScheme
+    case messagingRedirectAppPackageId
+    case managedBrowserToOpenLinksRequired
+    case managedBrowser
+    case customBrowserProtocol
+    case customBrowserPackageId
 
     public var description: String { rawValue }
 
@@ -85,10 +135,13 @@ public enum PolicySetting: String, Sendable, Hashable, CaseIterable, CustomStrin
             .filterOpenInToOnlyManagedApps,
             .disableProtectionOfManagedOutboundOpenInData, .protectInboundDataFromUnknownSources,
             .exemptedUniversalLinks,
-            .managedUniversalLinks:
+            .managedUniversalLinks, .writingToolsConfigurationState, .genmojiConfigurationState,
+            .thirdPartyKeyboardsBlocked, .allowWidgetContentSync, .customDialerAppProtocol,
+            .messagingRedirectAppUrlScheme, .customBrowserProtocol:
             [.ios]
         case .encryptAppData, .exemptedAppPackages, .screenCaptureBlocked,
-            .disableAppEncryptionIfDeviceEncryptionIsEnabled:
+            .disableAppEncryptionIfDeviceEncryptionIsEnabled, .keyboardsRestricted, .approvedKeyboards,
+            .customDialerAppPackageId, .messagingRedirectAppPackageId, .customBrowserPackageId:
             [.android]
         default: [.ios, .android]
         }

@@ -50,6 +50,18 @@ package enum DecisionEncoding {
                 writer.key("protectAsReceiver")
                 writer.value(true)
             }
+            if let outcome = decision.urlOutcome {
+                writer.key("outcome")
+                writer.value(outcome.rawValue)
+                if let redirect = decision.redirect {
+                    writer.key("redirect")
+                    writer.value(redirect)
+                }
+                if decision.onlyManagedApps {
+                    writer.key("onlyManagedApps")
+                    writer.value(true)
+                }
+            }
             explanation(decision, &writer)
         case .share(let share):
             writer.key("action")
@@ -74,6 +86,8 @@ package enum DecisionEncoding {
                 writer.endObject()
             }
             writer.endArray()
+        case .launch(let launch):
+            writeLaunch(launch, to: &writer)
         case .view(let view):
             writeMembers(view.combined, to: &writer, explanation: explanation)
             writer.key("account")
@@ -88,6 +102,51 @@ package enum DecisionEncoding {
                 writer.endObject()
             }
             writer.endArray()
+        }
+    }
+
+    /// A launch decision: `"outcome"` (allow, warn, block, wipe), `"reason"`, `"checks"` (each
+    /// failed or unanswerable check: its setting, value, fact, the fact's reported value or
+    /// null, outcome, policy and whether it counted) and `"missingFacts"`.
+    private static func writeLaunch(_ launch: LaunchDecision, to writer: inout JSONWriter) {
+        writer.key("action")
+        writer.value(DecisionAction.launch.rawValue)
+        writer.key("allowed")
+        writer.value(launch.isAllowed)
+        writer.key("outcome")
+        writer.value(launch.outcome.rawValue)
+        writer.key("reason")
+        writer.value(launch.reason)
+        writer.key("checks")
+        writer.beginArray()
+        for check in launch.checks {
+            writer.beginObject()
+            writer.key("setting")
+            writer.value(check.setting)
+            writer.key("value")
+            writer.value(check.value)
+            writer.key("requirement")
+            writer.value(check.requirement)
+            writer.key("fact")
+            writer.value(check.fact.rawValue)
+            writer.key("reported")
+            writer.value(check.reported)
+            writer.key("outcome")
+            writer.value(check.outcome.rawValue)
+            writer.key("policy")
+            writer.value(check.policy?.name)
+            writer.key("counts")
+            writer.value(check.counts)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("missingFacts")
+        writer.beginArray()
+        for fact in launch.missingFacts { writer.value(fact.rawValue) }
+        writer.endArray()
+        if launch.outcome == .wipe {
+            writer.key("wipeConfirmed")
+            writer.value(launch.wipeIsConfirmed)
         }
     }
 

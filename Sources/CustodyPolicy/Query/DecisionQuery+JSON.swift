@@ -12,8 +12,11 @@ extension DecisionQuery {
         case .copyOut: (["destinationManaged", "owner", "length", "owners"], 1)
         case .pasteIn: (["sourceManaged", "owner", "owners"], 1)
         case .print, .backup, .screenCapture, .encryptionRequired, .notifications, .appSharing, .appIntents,
-            .contactSync:
+            .contactSync, .writingTools, .genmoji, .widgetContentSync:
             (["account", "accounts"], 0)
+        case .thirdPartyKeyboard: (["account", "keyboard", "accounts"], 0)
+        case .openURL: (["url", "account", "accounts"], 1)
+        case .launch: (["account", "facts", "missingFacts", "now"], 1)
         case .accountAllowed: (["account"], 1)
         case .offlineAccess: (["account", "offlineFor", "lastCheckIn", "now"], 1)
         }
@@ -144,6 +147,22 @@ extension DecisionQuery {
         case .appSharing: self = make(try subject(0, 1, "account")) { .appSharing(account: $0) }
         case .appIntents: self = make(try subject(0, 1, "account")) { .appIntents(account: $0) }
         case .contactSync: self = make(try subject(0, 1, "account")) { .contactSync(account: $0) }
+        case .writingTools: self = make(try subject(0, 1, "account")) { .writingTools(account: $0) }
+        case .genmoji: self = make(try subject(0, 1, "account")) { .genmoji(account: $0) }
+        case .widgetContentSync: self = make(try subject(0, 1, "account")) { .widgetContentSync(account: $0) }
+        case .thirdPartyKeyboard:
+            let keyboard = try values[1].flatMap { value throws(QueryError) in try reader.keyboard(value) }
+            self = make(try subject(0, 2, "account")) { .thirdPartyKeyboard(account: $0, keyboard: keyboard) }
+        case .openURL:
+            let url = try reader.url(values[0]!)
+            self = make(try subject(1, 2, "account")) { .openURL(account: $0, url: url) }
+        case .launch:
+            let facts = try values[1].map { value throws(QueryError) in try reader.facts(value) } ?? LaunchFacts()
+            let missing = try values[2].map { value throws(QueryError) in try reader.missingFacts(value) } ?? .strict
+            let now = try values[3].map { value throws(QueryError) in try reader.timestamp(value, field: "now") }
+            self = .launch(
+                account: try reader.account(values[0]), facts: facts, now: now ?? currentTime(),
+                missingFacts: missing)
         case .accountAllowed: self = .accountAllowed(account: try reader.account(values[0]))
         case .offlineAccess:
             self = .offlineAccess(
@@ -199,6 +218,15 @@ private struct FieldValues {
             default: fourth = newValue
             }
         }
+    }
+}
+
+extension LaunchFacts {
+    /// Reads the facts of a launch from one JSON object (`custody checkin --facts`, `POST
+    /// /v1/launch`), as the `facts` member of a launch query reads them.
+    /// - Throws: `QueryError` naming the column of the offending member.
+    package init(json object: JSONValue) throws(QueryError) {
+        self = try QueryReader(object: object).facts(object)
     }
 }
 
@@ -338,7 +366,131 @@ private struct QueryReader {
         return now - checkedIn
     }
 
-    private func timestamp(_ value: JSONValue, field: String) throws(QueryError) -> Duration {
+    func keyboard(_ value: JSONValue) throws(QueryError) -> String? {
+        if value.isNull { return nil }
+        guard let text = value.string, !text.isEmpty else {
+            throw error("\"keyboard\" must be a keyboard's package id, or null", at: value)
+        }
+        return text
+    }
+
+    /// A URL to open: a scheme, a colon and the rest (`tel:+1555`, `https://contoso.com`),
+    /// at most 8 KiB.
+    func url(_ value: JSONValue) throws(QueryError) -> String {
+        guard let text = value.string else {
+            throw error("\"url\" must be a string such as https://contoso.com or tel:+15550100", at: value)
+        }
+        guard text.utf8.count <= 8_192 else { throw error("\"url\" is longer than 8,192 bytes", at: value) }
+        let scheme = text.utf8.prefix { $0 != UInt8(ascii: ":") }
+        guard scheme.count < text.utf8.count, let first = scheme.first, Self.isLetter(first),
+            scheme.allSatisfy({
+                Self.isLetter($0) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                    || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+            })
+        else {
+            throw error("\"url\" must start with a scheme and a colon, such as https: or tel:", at: value)
+        }
+        return text
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+    }
+
+    func missingFacts(_ value: JSONValue) throws(QueryError) -> MissingFacts {
+        guard let text = value.string, let choice = MissingFacts(rawValue: text) else {
+            throw error("\"missingFacts\" must be \"strict\" (the default) or \"ignore\"", at: value)
+        }
+        return choice
+    }
+
+    /// The facts of a launch query: an object whose members are `LaunchFact` names (`rooted`
+    /// is `jailbroken`); null is a missing fact.
+    func facts(_ value: JSONValue) throws(QueryError) -> LaunchFacts {
+        guard value.kind == .object else {
+            throw error(
+                "\"facts\" must be an object such as {\"osVersion\": \"17.4\"}, found \(value.kind.article)", at: value)
+        }
+        var facts = LaunchFacts()
+        var seen: Set<LaunchFact> = []
+        for member in value.members {
+            let name = member.key == "rooted" ? LaunchFact.jailbroken.rawValue : member.key
+            guard let fact = LaunchFact(rawValue: name) else {
+                throw error(
+                    "unknown fact '\(member.key)' (known: \(LaunchFact.allCases.map(\.rawValue).joined(separator: ", ")), rooted)",
+                    at: member.name)
+            }
+            guard seen.insert(fact).inserted else {
+                throw error(
+                    "the fact '\(fact)' is given more than once (rooted and jailbroken are one fact)", at: member.name)
+            }
+            let item = member.value
+            if item.isNull { continue }
+            switch fact {
+            case .osVersion: facts.osVersion = try version(item, fact)
+            case .appVersion: facts.appVersion = try version(item, fact)
+            case .sdkVersion: facts.sdkVersion = try version(item, fact)
+            case .patchVersion: facts.patchVersion = try version(item, fact)
+            case .companyPortalVersion: facts.companyPortalVersion = try version(item, fact)
+            case .deviceModel: facts.deviceModel = try text(item, fact)
+            case .deviceManufacturer: facts.deviceManufacturer = try text(item, fact)
+            case .threatLevel:
+                let level = try choice(item, fact, DeviceThreatLevel.self)
+                guard level != .notConfigured else {
+                    throw error("\"threatLevel\" must be one of: secured, low, medium, high", at: item)
+                }
+                facts.threatLevel = level
+            case .lastCheckIn: facts.lastCheckIn = try timestamp(item, field: "lastCheckIn")
+            case .accountState: facts.accountState = try choice(item, fact, AccountState.self)
+            case .pinFailures:
+                guard let count = item.int, count >= 0 else {
+                    throw error("\"pinFailures\" must be a whole number, zero or more", at: item)
+                }
+                facts.pinFailures = count
+            case .jailbroken: facts.jailbroken = try flag(item, member.key)
+            case .clockedOut: facts.clockedOut = try flag(item, member.key)
+            case .deviceLockSet: facts.deviceLockSet = try flag(item, member.key)
+            case .appsVerified: facts.appsVerified = try flag(item, member.key)
+            case .knoxAttested: facts.knoxAttested = try flag(item, member.key)
+            case .passcodeComplexity: facts.passcodeComplexity = try choice(item, fact, PasscodeComplexity.self)
+            case .deviceIntegrity: facts.deviceIntegrity = try choice(item, fact, DeviceIntegrity.self)
+            }
+        }
+        return facts
+    }
+
+    private func version(_ value: JSONValue, _ fact: LaunchFact) throws(QueryError) -> SoftwareVersion {
+        guard let text = value.string, let version = SoftwareVersion(text) else {
+            throw error(
+                "\"\(fact)\" must be a version string of numbers separated by dots, such as \"17.4.1\"\(fact == .patchVersion ? " (a patch level as \"2026-09-01\")" : "")",
+                at: value)
+        }
+        return version
+    }
+
+    private func text(_ value: JSONValue, _ fact: LaunchFact) throws(QueryError) -> String {
+        guard let text = value.string, !text.isEmpty, text.utf8.count <= 256 else {
+            throw error("\"\(fact)\" must be a non-empty string of at most 256 bytes", at: value)
+        }
+        return text
+    }
+
+    private func flag(_ value: JSONValue, _ name: String) throws(QueryError) -> Bool {
+        guard let bool = value.bool else { throw error("\"\(name)\" must be true or false", at: value) }
+        return bool
+    }
+
+    private func choice<E: RawRepresentable<String> & CaseIterable>(
+        _ value: JSONValue, _ fact: LaunchFact, _ type: E.Type
+    ) throws(QueryError) -> E {
+        guard let text = value.string, let known = E(rawValue: text) else {
+            let names = E.allCases.map(\.rawValue).filter { $0 != "notConfigured" }
+            throw error("\"\(fact)\" must be one of: \(names.joined(separator: ", "))", at: value)
+        }
+        return known
+    }
+
+    func timestamp(_ value: JSONValue, field: String) throws(QueryError) -> Duration {
         guard let text = value.string, let time = RFC3339.durationSinceEpoch(text) else {
             throw error("\"\(field)\" must be an RFC 3339 timestamp such as 2026-11-21T08:00:00Z", at: value)
         }

@@ -17,6 +17,14 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
     case appSharing(account: AccountID?)
     case appIntents(account: AccountID?)
     case contactSync(account: AccountID?)
+    case writingTools(account: AccountID?)
+    case genmoji(account: AccountID?)
+    /// `keyboard`: the keyboard's Android package id; nil when the app cannot tell.
+    case thirdPartyKeyboard(account: AccountID?, keyboard: String?)
+    case widgetContentSync(account: AccountID?)
+    case openURL(account: AccountID?, url: String)
+    /// Conditional launch: `now` is the time since 1970 that offline grace counts to.
+    case launch(account: AccountID?, facts: LaunchFacts, now: Duration, missingFacts: MissingFacts)
     /// The same question about a view that shows data of several accounts at once (a unified
     /// inbox): asked of each account in turn (its account or owner replaced), and answered
     /// with the most restrictive of their answers. Intune's multi-identity rule.
@@ -27,7 +35,7 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
     /// sides already.
     public static let viewActions: Set<DecisionAction> = [
         .share, .copyOut, .pasteIn, .print, .backup, .screenCapture, .encryptionRequired, .notifications, .appSharing,
-        .appIntents, .contactSync,
+        .appIntents, .contactSync, .writingTools, .genmoji, .thirdPartyKeyboard, .widgetContentSync, .openURL,
     ]
 
     /// The action the query asks about.
@@ -37,6 +45,12 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         case .appSharing: .appSharing
         case .appIntents: .appIntents
         case .contactSync: .contactSync
+        case .writingTools: .writingTools
+        case .genmoji: .genmoji
+        case .thirdPartyKeyboard: .thirdPartyKeyboard
+        case .widgetContentSync: .widgetContentSync
+        case .openURL: .openURL
+        case .launch: .launch
         case .saveTo: .saveTo
         case .openFrom: .openFrom
         case .share: .share
@@ -65,7 +79,9 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         case let .print(account), let .backup(account), let .screenCapture(account), let .encryptionRequired(account),
             let .notifications(account), let .accountAllowed(account), let .offlineAccess(account, _),
             let .appSharing(account),
-            let .appIntents(account), let .contactSync(account):
+            let .appIntents(account), let .contactSync(account), let .writingTools(account), let .genmoji(account),
+            let .thirdPartyKeyboard(account, _), let .widgetContentSync(account), let .openURL(account, _),
+            let .launch(account, _, _, _):
             named = [(.account, account)]
         case let .view(query, accounts):
             let role: AccountRole = [.share, .copyOut, .pasteIn].contains(query.action) ? .owner : .account
@@ -92,7 +108,12 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         case .appSharing: .appSharing(account: account)
         case .appIntents: .appIntents(account: account)
         case .contactSync: .contactSync(account: account)
-        case .saveTo, .openFrom, .receive, .view: self
+        case .writingTools: .writingTools(account: account)
+        case .genmoji: .genmoji(account: account)
+        case let .thirdPartyKeyboard(_, keyboard): .thirdPartyKeyboard(account: account, keyboard: keyboard)
+        case .widgetContentSync: .widgetContentSync(account: account)
+        case let .openURL(_, url): .openURL(account: account, url: url)
+        case .saveTo, .openFrom, .receive, .view, .launch: self
         }
     }
 
@@ -118,8 +139,15 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         case let .print(account), let .backup(account), let .screenCapture(account), let .encryptionRequired(account),
             let .notifications(account), let .accountAllowed(account), let .appSharing(account),
             let .appIntents(account),
-            let .contactSync(account):
+            let .contactSync(account), let .writingTools(account), let .genmoji(account),
+            let .widgetContentSync(account):
             return "\(action): account \(name(account))"
+        case let .thirdPartyKeyboard(account, keyboard):
+            return "thirdPartyKeyboard \(keyboard ?? "(none named)"): account \(name(account))"
+        case let .openURL(account, url):
+            return "openURL \(url): account \(name(account))"
+        case let .launch(account, facts, _, _):
+            return "launch with \(facts.given.count) fact\(facts.given.count == 1 ? "" : "s"): account \(name(account))"
         case let .view(query, accounts):
             let subject = String(query.description.prefix { $0 != ":" })
             return "\(subject) in a view of \(accounts.map(name).joined(separator: ", "))"
@@ -185,6 +213,14 @@ extension PolicySnapshot {
         case let .appSharing(account): .single(appSharing(account: account))
         case let .appIntents(account): .single(appIntents(account: account))
         case let .contactSync(account): .single(contactSync(account: account))
+        case let .writingTools(account): .single(writingTools(account: account))
+        case let .genmoji(account): .single(genmoji(account: account))
+        case let .thirdPartyKeyboard(account, keyboard):
+            .single(thirdPartyKeyboard(account: account, keyboard: keyboard))
+        case let .widgetContentSync(account): .single(widgetContentSync(account: account))
+        case let .openURL(account, url): .single(openURL(account: account, url: url))
+        case let .launch(account, facts, now, missingFacts):
+            .launch(launch(account: account, facts: facts, now: now, missingFacts: missingFacts))
         case let .view(query, accounts): .view(view(query, accounts: accounts))
         }
     }
@@ -262,6 +298,7 @@ public enum DecisionAnswer: Sendable, Hashable {
     case single(Decision)
     case share(ShareDecision)
     indirect case view(ViewDecision)
+    case launch(LaunchDecision)
 
     /// Whether a decision was refused rather than made (a contradictory account; no platform).
     var isRefusal: Bool {
@@ -269,6 +306,7 @@ public enum DecisionAnswer: Sendable, Hashable {
         case .single(let decision): decision.isRefusal
         case .share(let share): share.targets.contains { $0.decision.isRefusal }
         case .view(let view): view.accounts.contains { $0.answer.isRefusal }
+        case .launch(let launch): launch.isRefusal
         }
     }
 
@@ -279,6 +317,7 @@ public enum DecisionAnswer: Sendable, Hashable {
         case .single(let decision): decision.isAllowed
         case .share(let share): share.isAllowed
         case .view(let view): view.isAllowed
+        case .launch(let launch): launch.isAllowed
         }
     }
 
@@ -287,6 +326,7 @@ public enum DecisionAnswer: Sendable, Hashable {
         switch self {
         case .single(let decision): return decision.reason
         case .share(let share): return share.targets.map { "\($0.id): \($0.decision.reason)" }.joined(separator: "; ")
+        case .launch(let launch): return launch.reason
         case .view(let view):
             guard let deciding = view.deciding else { return "no account" }
             return
@@ -304,6 +344,9 @@ public enum DecisionAnswer: Sendable, Hashable {
             return (share.targets.first { !$0.decision.isAllowed } ?? share.targets.first)?.decision.decidingFinding
                 .rule
         case .view(let view): return view.deciding?.answer.decidingRule
+        case .launch(let launch):
+            if let finding = launch.finding { return finding.rule }
+            return launch.checks.first?.isMissing == true ? DecisionRules.launchMissingFacts : DecisionRules.launch
         }
     }
 

@@ -27,6 +27,9 @@ public struct DecisionStream {
         public var explain: Bool
         /// The current time since the Unix epoch, for `offlineAccess` queries without `now`.
         public var currentTime: @Sendable () -> Duration
+        /// The facts an installation recorded for an account (`custody checkin --facts`, and its
+        /// last check-in): a launch query's missing facts are taken from them.
+        public var recordedFacts: (@Sendable (AccountID) -> LaunchFacts?)?
 
         /// Creates options.
         public init(
@@ -105,7 +108,10 @@ public struct DecisionStream {
         writer.clear()
         lastError = nil
         do throws(QueryError) {
-            let query = try readQuery(line)
+            var query = try readQuery(line)
+            if case let .launch(account?, facts, now, missing) = query, let recorded = options.recordedFacts?(account) {
+                query = .launch(account: account, facts: facts.filling(from: recorded), now: now, missingFacts: missing)
+            }
             let answer = snapshot.answer(query)
             // A contradictory account, or a bundle of several platforms with none named, is a
             // line error, located (rare: checked only when a decision was refused, so the
@@ -223,10 +229,16 @@ public struct DecisionStream {
                 var ignored = JSONWriter()
                 annotate(query, answer, &ignored)
             }
-            let verdict =
-                answer.isAllowed
-                ? (query.action == .encryptionRequired ? "REQUIRED" : "ALLOW")
-                : (query.action == .encryptionRequired ? "OPTIONAL" : "BLOCK")
+            let verdict: String
+            switch answer {
+            case .launch(let launch): verdict = launch.outcome.rawValue.uppercased()
+            case .single(let decision) where decision.urlOutcome == .redirect: verdict = "REDIRECT"
+            default:
+                verdict =
+                    answer.isAllowed
+                    ? (query.action == .encryptionRequired ? "REQUIRED" : "ALLOW")
+                    : (query.action == .encryptionRequired ? "OPTIONAL" : "BLOCK")
+            }
             var line = "\(verdict.padding(toLength: 9))\(query) — \(answer.reason)"
             if options.explain, let rule = answer.decidingRule {
                 line += " [\(rule.id), \(rule.basis.rawValue): \(rule.source)]"
@@ -362,6 +374,12 @@ extension DecisionAction {
         case .appSharing: 13
         case .appIntents: 14
         case .contactSync: 15
+        case .writingTools: 16
+        case .genmoji: 17
+        case .thirdPartyKeyboard: 18
+        case .widgetContentSync: 19
+        case .openURL: 20
+        case .launch: 21
         }
     }
 }

@@ -61,6 +61,33 @@ enum RFC3339 {
         return .seconds(seconds) + .nanoseconds(attoseconds / 1_000_000_000)
     }
 
+    /// `duration` since 1970 as an RFC 3339 UTC timestamp to the second, such as
+    /// `2026-11-21T08:00:00Z`.
+    static func format(_ duration: Duration) -> String {
+        let total = duration.components.seconds
+        let days = Int(total >= 0 ? total / 86_400 : (total - 86_399) / 86_400)
+        let secondOfDay = Int(total - Int64(days) * 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+        let yearText = String(year)
+        return String(repeating: "0", count: max(0, 4 - yearText.count)) + yearText + "-" + two(month) + "-"
+            + two(day) + "T" + two(secondOfDay / 3_600) + ":" + two(secondOfDay / 60 % 60) + ":"
+            + two(secondOfDay % 60) + "Z"
+    }
+
+    /// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's algorithm).
+    private static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
     private static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28

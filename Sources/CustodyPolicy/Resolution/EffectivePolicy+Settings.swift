@@ -75,6 +75,22 @@ extension EffectivePolicy {
         case .exemptedUniversalLinks: return summary(exemptedUniversalLinks) { .list($0.sorted()) }
         case .managedUniversalLinks: return summary(managedUniversalLinks) { .list($0.sorted()) }
         case .contactSyncBlocked: return summary(contactSyncBlocked, SettingValue.bool)
+        case .writingToolsConfigurationState: return summary(writingToolsConfigurationState, enumValue)
+        case .genmojiConfigurationState: return summary(genmojiConfigurationState, enumValue)
+        case .thirdPartyKeyboardsBlocked: return summary(thirdPartyKeyboardsBlocked, SettingValue.bool)
+        case .keyboardsRestricted: return summary(keyboardsRestricted, SettingValue.bool)
+        case .approvedKeyboards: return summary(approvedKeyboards) { .list($0.sorted()) }
+        case .allowWidgetContentSync: return summary(allowWidgetContentSync, SettingValue.bool)
+        case .dialerRestrictionLevel: return summary(dialerRestrictionLevel, enumValue)
+        case .customDialerAppProtocol: return summary(customDialerAppProtocol, SettingValue.string)
+        case .customDialerAppPackageId: return summary(customDialerAppPackageId, SettingValue.string)
+        case .protectedMessagingRedirectAppType: return summary(protectedMessagingRedirectAppType, enumValue)
+        case .messagingRedirectAppUrlScheme: return summary(messagingRedirectAppUrlScheme, SettingValue.string)
+        case .messagingRedirectAppPackageId: return summary(messagingRedirectAppPackageId, SettingValue.string)
+        case .managedBrowserToOpenLinksRequired: return summary(managedBrowserToOpenLinksRequired, SettingValue.bool)
+        case .managedBrowser: return summary(managedBrowser, enumValue)
+        case .customBrowserProtocol: return summary(customBrowserProtocol, SettingValue.string)
+        case .customBrowserPackageId: return summary(customBrowserPackageId, SettingValue.string)
         }
     }
 }
@@ -85,7 +101,9 @@ extension EffectivePolicy {
     /// their ids) does not count: a rename changes no decision.
     public func decidesAlike(_ other: EffectivePolicy) -> Bool {
         if self === other { return true }
-        guard platform == other.platform, managedAppIDs == other.managedAppIDs else { return false }
+        guard platform == other.platform, managedAppIDs == other.managedAppIDs,
+            launchConditions.map(\.condition) == other.launchConditions.map(\.condition)
+        else { return false }
         return PolicySetting.allCases.allSatisfy { name in setting(name).value == other.setting(name).value }
     }
 }

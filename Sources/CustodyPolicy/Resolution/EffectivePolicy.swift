@@ -34,6 +34,26 @@ public final class EffectivePolicy: Sendable {
     public let exemptedUniversalLinks: ResolvedSetting<Set<String>>
     public let managedUniversalLinks: ResolvedSetting<Set<String>>
     public let contactSyncBlocked: ResolvedSetting<Bool>
+    public let writingToolsConfigurationState: ResolvedSetting<ScreenCaptureState>
+    public let genmojiConfigurationState: ResolvedSetting<ScreenCaptureState>
+    public let thirdPartyKeyboardsBlocked: ResolvedSetting<Bool>
+    public let keyboardsRestricted: ResolvedSetting<Bool>
+    public let approvedKeyboards: ResolvedSetting<Set<String>>
+    public let allowWidgetContentSync: ResolvedSetting<Bool>
+    public let dialerRestrictionLevel: ResolvedSetting<DialerRedirectLevel>
+    public let customDialerAppProtocol: ResolvedSetting<String>
+    public let customDialerAppPackageId: ResolvedSetting<String>
+    public let protectedMessagingRedirectAppType: ResolvedSetting<MessagingRedirectType>
+    public let messagingRedirectAppUrlScheme: ResolvedSetting<String>
+    public let messagingRedirectAppPackageId: ResolvedSetting<String>
+    public let managedBrowserToOpenLinksRequired: ResolvedSetting<Bool>
+    public let managedBrowser: ResolvedSetting<ManagedBrowser>
+    public let customBrowserProtocol: ResolvedSetting<String>
+    public let customBrowserPackageId: ResolvedSetting<String>
+
+    /// Every conditional-launch check of the applying policies made on this platform, each
+    /// with its policy: launch checks are not merged, every policy's own are made.
+    public let launchConditions: [(condition: LaunchCondition, policy: PolicyReference)]
 
     /// What "Save copies of org data" amounts to once the send level is taken into account.
     let saveGate: Gate
@@ -97,6 +117,37 @@ public final class EffectivePolicy: Sendable {
         exemptedUniversalLinks = SettingMerge.intersection(entries(\.exemptedUniversalLinks), default: [])
         managedUniversalLinks = SettingMerge.intersection(entries(\.managedUniversalLinks), default: [])
         contactSyncBlocked = SettingMerge.anyTrue(entries(\.contactSyncBlocked), default: false)
+        writingToolsConfigurationState = SettingMerge.mostRestrictive(
+            entries(\.writingToolsConfigurationState), default: .notConfigured)
+        genmojiConfigurationState = SettingMerge.mostRestrictive(
+            entries(\.genmojiConfigurationState), default: .notConfigured)
+        thirdPartyKeyboardsBlocked = SettingMerge.anyTrue(entries(\.thirdPartyKeyboardsBlocked), default: false)
+        keyboardsRestricted = SettingMerge.anyTrue(entries(\.keyboardsRestricted), default: false)
+        approvedKeyboards = SettingMerge.intersection(entries(\.approvedKeyboards), default: [])
+        // Allowing widgets is the permissive side: every configuring policy must agree.
+        allowWidgetContentSync = SettingMerge.allTrue(entries(\.allowWidgetContentSync), default: false)
+        dialerRestrictionLevel = SettingMerge.mostRestrictive(entries(\.dialerRestrictionLevel), default: .allApps)
+        customDialerAppProtocol = SettingMerge.agreedOrDefault(entries(\.customDialerAppProtocol), default: "")
+        customDialerAppPackageId = SettingMerge.agreedOrDefault(entries(\.customDialerAppPackageId), default: "")
+        protectedMessagingRedirectAppType = SettingMerge.mostRestrictive(
+            entries(\.protectedMessagingRedirectAppType), default: .anyApp)
+        messagingRedirectAppUrlScheme = SettingMerge.agreedOrDefault(
+            entries(\.messagingRedirectAppUrlScheme), default: "")
+        messagingRedirectAppPackageId = SettingMerge.agreedOrDefault(
+            entries(\.messagingRedirectAppPackageId), default: "")
+        managedBrowserToOpenLinksRequired = SettingMerge.anyTrue(
+            entries(\.managedBrowserToOpenLinksRequired), default: false)
+        managedBrowser = SettingMerge.mostRestrictive(entries(\.managedBrowser), default: .notConfigured)
+        customBrowserProtocol = SettingMerge.agreedOrDefault(entries(\.customBrowserProtocol), default: "")
+        customBrowserPackageId = SettingMerge.agreedOrDefault(entries(\.customBrowserPackageId), default: "")
+        launchConditions = policies.flatMap { policy in
+            policy.settings.launchConditions.compactMap { condition in
+                guard platform == nil || condition.platform == nil || condition.platform == platform else {
+                    return nil
+                }
+                return (condition, policy.reference)
+            }
+        }
 
         saveGate = Gate.save(
             blocked: saveAsBlocked.value, send: allowedOutboundDataTransferDestinations.value, platform: platform)

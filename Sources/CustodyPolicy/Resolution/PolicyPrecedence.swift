@@ -172,6 +172,22 @@ extension ProtectionSettings {
         case .exemptedUniversalLinks: return exemptedUniversalLinks.map { .list($0.sorted()) }
         case .managedUniversalLinks: return managedUniversalLinks.map { .list($0.sorted()) }
         case .contactSyncBlocked: return contactSyncBlocked.map(SettingValue.bool)
+        case .writingToolsConfigurationState: return text(writingToolsConfigurationState)
+        case .genmojiConfigurationState: return text(genmojiConfigurationState)
+        case .thirdPartyKeyboardsBlocked: return thirdPartyKeyboardsBlocked.map(SettingValue.bool)
+        case .keyboardsRestricted: return keyboardsRestricted.map(SettingValue.bool)
+        case .approvedKeyboards: return approvedKeyboards.map { .list($0.sorted()) }
+        case .allowWidgetContentSync: return allowWidgetContentSync.map(SettingValue.bool)
+        case .dialerRestrictionLevel: return text(dialerRestrictionLevel)
+        case .customDialerAppProtocol: return customDialerAppProtocol.map(SettingValue.string)
+        case .customDialerAppPackageId: return customDialerAppPackageId.map(SettingValue.string)
+        case .protectedMessagingRedirectAppType: return text(protectedMessagingRedirectAppType)
+        case .messagingRedirectAppUrlScheme: return messagingRedirectAppUrlScheme.map(SettingValue.string)
+        case .messagingRedirectAppPackageId: return messagingRedirectAppPackageId.map(SettingValue.string)
+        case .managedBrowserToOpenLinksRequired: return managedBrowserToOpenLinksRequired.map(SettingValue.bool)
+        case .managedBrowser: return text(managedBrowser)
+        case .customBrowserProtocol: return customBrowserProtocol.map(SettingValue.string)
+        case .customBrowserPackageId: return customBrowserPackageId.map(SettingValue.string)
         }
     }
 }

@@ -16,6 +16,70 @@ struct DecisionController {
         group.post("decisions", use: decide)
         group.post("decisions/batch", use: batch)
         group.post("decisions/receive", use: receive)
+        group.post("launch", use: launch)
+    }
+
+    /// Conditional launch: `{"account": ..., "facts": {...}, "missingFacts": ..., "now": ...}`
+    /// in (a launch query; its `action` may be left out), the launch decision out, with the
+    /// revision and event id it was decided at. The facts it does not give are taken from those
+    /// the account last reported (`custody checkin --facts`) and its last check-in: that read
+    /// runs on the state's threads.
+    @Sendable func launch(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        try await Freshness.require(request, engine: engine)
+        let (evaluation, options) = try QueryParameters.decision(request.uri, engine: engine)
+        let body = Array(buffer: try await request.body.collect(upTo: limits.bodyBytes))
+        let line = Self.launchLine(body)
+        if let action = (try? JSONDocument(parsing: line))?.root["action"], action.string != "launch" {
+            throw ServiceError.badQuery(
+                QueryError(
+                    message:
+                        "POST /v1/launch answers launch queries only (leave \"action\" out); other actions go to /v1/decisions",
+                    column: 1),
+                in: line)
+        }
+        var recording = options
+        recording.recordedFacts = engine.recordedLaunchFacts
+        var session = try engine.decisionSession(context: evaluation, options: recording, stamped: true)
+        defer { engine.end(session) }
+        let (answered, output) = try await StateExecutor.run { () throws(CustodyError) in
+            var session = session
+            var output: [UInt8] = []
+            line.withUnsafeBytes { session.answer(line: $0, into: &output) }
+            if session.lastError == nil, session.isAuditing { _ = try session.commit() }
+            return (session, output)
+        }
+        session = answered
+        metrics.decided(session.tallies)
+        if let error = session.lastError { throw ServiceError.badQuery(error, in: line) }
+        return Self.answer(output, of: session)
+    }
+
+    /// One decision's answer, with the revision and event id it was decided at.
+    static func answer(_ output: [UInt8], of session: DecisionSession) -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/json", .custodyRevision: session.revision,
+                .custodyEventID: String(session.eventID),
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: output)))
+    }
+
+    /// The body as a launch query line: `"action":"launch"` added to an object that names no
+    /// action (one that names another action is refused by the route).
+    static func launchLine(_ body: [UInt8]) -> [UInt8] {
+        var bytes = body[...]
+        while let last = bytes.last,
+            last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == UInt8(ascii: " ")
+        {
+            bytes = bytes.dropLast()
+        }
+        guard let open = bytes.firstIndex(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }),
+            bytes[open] == UInt8(ascii: "{"), (try? JSONDocument(parsing: Array(bytes)))?.root["action"] == nil
+        else { return Array(bytes) }
+        let rest = bytes[(open + 1)...]
+        let empty = rest.allSatisfy { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "}") }
+        return Array("{\"action\":\"launch\"".utf8) + (empty ? [] : Array(",".utf8)) + Array(rest)
     }
 
     /// A shared item in (an envelope, its first bytes, or untagged data), its receive decision
@@ -73,13 +137,7 @@ struct DecisionController {
             metrics.audited(try await StateExecutor.run { () throws(CustodyError) in try session.commit() })
         }
         metrics.decisionTook(start.duration(to: .now))
-        return Response(
-            status: .ok,
-            headers: [
-                .contentType: "application/json", .custodyRevision: session.revision,
-                .custodyEventID: String(session.eventID),
-            ],
-            body: .init(byteBuffer: ByteBuffer(bytes: output)))
+        return Self.answer(output, of: session)
     }
 
     /// JSON Lines in, one answer per line out, in order, streamed: each line answered on its

@@ -27,7 +27,9 @@ struct ApplyCommand: AsyncParsableCommand {
             --platform, --app, --management-level and --precedence given here are recorded as the \
             installation's evaluation context: later commands on this state use them unless they \
             name their own. A decision is always for one platform, so a bundle with iOS and \
-            Android policies needs a platform, recorded here or named on each command.
+            Android policies needs a platform, recorded here or named on each command. \
+            --act-on-launch (or --no-act-on-launch) is recorded the same way: whether custody \
+            checkin --facts carries out a wipe that the facts call for, or only reports it.
             """
     )
 
@@ -38,6 +40,13 @@ struct ApplyCommand: AsyncParsableCommand {
 
     @Flag(help: "Apply a bundle with no tenant.json and no protection policy: every account becomes unmanaged.")
     var allowEmpty = false
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: ArgumentHelp(
+            "Whether a check-in whose launch facts call for a wipe wipes the account (recorded for this state; off until set)."
+        ))
+    var actOnLaunch: Bool?
 
     @OptionGroup var contextOptions: ContextOptions
     @OptionGroup var stateOptions: StateOptions
@@ -59,6 +68,7 @@ struct ApplyCommand: AsyncParsableCommand {
         }
         try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
+            if let actOnLaunch { try engine.setActingOnLaunch(actOnLaunch) }
         }
         StandardOutput.write(
             "\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")

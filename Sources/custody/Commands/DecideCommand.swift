@@ -21,8 +21,29 @@ struct DecideCommand: AsyncParsableCommand {
               {"action":"pasteIn","owner":A,"sourceManaged":false}
               {"action":"print"|"backup"|"screenCapture"|"encryptionRequired"|"notifications"|"accountAllowed","account":A}
               {"action":"appSharing"|"appIntents"|"contactSync","account":A}
+              {"action":"writingTools"|"genmoji"|"widgetContentSync","account":A}
+              {"action":"thirdPartyKeyboard","account":A,"keyboard":"com.swiftkey.swiftkeyapp"|null}
+              {"action":"openURL","account":A,"url":"tel:+15550100"}
               {"action":"offlineAccess","account":A,"offlineFor":"PT13H"}
               {"action":"offlineAccess","account":A,"lastCheckIn":"2026-11-20T08:00:00Z","now":"2026-11-21T08:00:00Z"}
+              {"action":"launch","account":A,"facts":{...},"missingFacts":"strict"|"ignore","now":T}
+
+            Launch facts (conditional launch; a fact left out is missing): osVersion, appVersion, \
+            sdkVersion, patchVersion ("2026-09-01"), companyPortalVersion (versions as strings of \
+            numbers, compared number by number: 1.10 is later than 1.9), deviceModel, \
+            deviceManufacturer, threatLevel (secured, low, medium, high), lastCheckIn (RFC 3339; \
+            the state's check-in when left out), accountState (active, disabled, deleted), \
+            pinFailures, jailbroken (or rooted), clockedOut, deviceLockSet, passcodeComplexity \
+            (none, low, medium, high), deviceIntegrity (none, basicIntegrity, \
+            basicIntegrityAndDeviceCertification), appsVerified, knoxAttested. With a state, the \
+            facts a query leaves out are taken from those `custody checkin --facts` recorded. A \
+            launch answer has "outcome" (allow, warn, block or wipe: a wipe beats a block beats a \
+            warn), "checks" (each check that failed or lacked its fact: setting, value, \
+            requirement, fact, reported, outcome, policy, counts) and "missingFacts"; a check \
+            whose fact is missing counts as failed unless "missingFacts":"ignore". openURL answers \
+            "outcome" allowed, redirect (with "redirect", the app's URL scheme or package id) or \
+            blocked: tel: by dialerRestrictionLevel, sms: by protectedMessagingRedirectAppType, \
+            http(s): by managedBrowserToOpenLinksRequired, any other scheme by the send rule.
 
             A view showing data of several accounts at once asks with "accounts":[A, ...] (or \
             "owners" for share, copyOut and pasteIn) instead of "account" ("owner"): it gets the \

@@ -84,17 +84,28 @@ struct WatchCommand: AsyncParsableCommand {
     }
 }
 
-/// `custody checkin`: record a successful policy sync.
+/// `custody checkin`: record a successful policy sync, and the launch facts an app reported.
 struct CheckInCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "checkin",
-        abstract: "Record that an account's policy was synced now (or at --at).",
+        abstract:
+            "Record that an account's policy was synced now (or at --at), with the launch facts its app reported.",
         discussion: """
             Offline grace counts from the last check-in: past periodOfflineBeforeAccessCheck the \
             account's access is blocked, past periodOfflineBeforeWipeIsEnforced its data is to be \
             wiped. The account is resolved through the policy in force (or --bundle) and recorded \
             under its canonical identifier (its tenant OID), so its UPN and OID share one \
             check-in; an account the installation does not know is an error.
+
+            --facts FILE (or - for standard input) records what the app and device reported, a \
+            JSON object such as {"osVersion":"17.4","appVersion":"5.2","jailbroken":false} (the \
+            facts of a launch decision: custody decide --help), decides conditional launch with \
+            them and prints the decision as JSON. Later launch decisions take the facts a query \
+            does not give from the recorded ones. A wipe outcome that reported facts call for \
+            (not one counted for a missing fact) wipes the account's keys, audited and \
+            announced, when the installation acts on launch (custody apply --act-on-launch); \
+            otherwise it is reported only. Exit status 0 whatever the outcome; 1 when the \
+            facts cannot be read.
             """
     )
 
@@ -106,6 +117,11 @@ struct CheckInCommand: AsyncParsableCommand {
             "When the sync happened (RFC 3339, e.g. 2026-11-21T09:30:00Z); default now.", valueName: "time"))
     var at: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A JSON object of launch facts the app reported (- for standard input).", valueName: "file"))
+    var facts: String?
+
     @OptionGroup var policyOptions: PolicyOptions
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
@@ -113,12 +129,62 @@ struct CheckInCommand: AsyncParsableCommand {
     func run() async throws {
         let account = try parseAccount(account, option: "--account")
         let date = try at.map { try parseTime($0, option: "--at") } ?? Date()
+        let reported = try facts.map { try readLaunchFacts($0) }
         let engine = try await openEngine(
             state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readWrite)
-        let resolved = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-            try await engine.checkIn(account: account, at: date)
+        guard let reported else {
+            let resolved = try await reporting(state: stateOptions) { () async throws(CustodyError) in
+                try await engine.checkIn(account: account, at: date)
+            }
+            StandardOutput.write("\(resolved.owner): checked in at \(formatTime(date))\n")
+            return
         }
-        StandardOutput.write("\(resolved.owner): checked in at \(formatTime(date))\n")
+        let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
+            try await engine.checkIn(account: account, at: date, facts: reported)
+        }
+        if let launch = result.launch {
+            var writer = JSONWriter()
+            DecisionEncoding.write(.launch(launch), to: &writer)
+            StandardOutput.write(String(decoding: writer.bytes, as: UTF8.self) + "\n")
+            if launch.outcome == .wipe {
+                if let wipe = result.wipe {
+                    StandardError.write(
+                        "\(result.account.owner): wiped (conditional launch): \(wipe.keyVersions) key version\(wipe.keyVersions == 1 ? "" : "s"), \(wipe.secrets) secret\(wipe.secrets == 1 ? "" : "s")\n"
+                    )
+                } else if !launch.wipeIsConfirmed {
+                    StandardError.write(
+                        "note: the wipe outcome rests on missing facts only: reported, not carried out\n")
+                } else {
+                    StandardError.write(
+                        "note: the installation does not act on launch outcomes (custody apply --act-on-launch): the wipe is reported, not carried out\n"
+                    )
+                }
+            }
+        }
+    }
+
+    /// Reads and checks the facts before the state is opened: a bad file changes nothing.
+    private func readLaunchFacts(_ path: String) throws -> LaunchFacts {
+        let bytes: [UInt8]
+        if path == "-" {
+            bytes = [UInt8](FileHandle.standardInput.readData(ofLength: 64 * 1024 + 1))
+        } else {
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw ValidationError("--facts \(path): cannot be read")
+            }
+            defer { try? handle.close() }
+            bytes = [UInt8](handle.readData(ofLength: 64 * 1024 + 1))
+        }
+        guard bytes.count <= 64 * 1024 else { throw ValidationError("--facts \(path): larger than 64 KiB") }
+        do {
+            let document = try JSONDocument(parsing: bytes)
+            return try LaunchFacts(json: document.root)
+        } catch let error as QueryError {
+            throw ValidationError("--facts \(path): \(error)")
+        } catch let error as JSONSyntaxError {
+            let position = JSONText.lineAndColumn(ofOffset: error.offset, in: bytes)
+            throw ValidationError("--facts \(path):\(position.line):\(position.column): \(error.message)")
+        }
     }
 }
 

@@ -21,7 +21,7 @@ struct DocumentLoadingTests {
         #expect(bundle.warnings.isEmpty)
     }
 
-    @Test("unknown properties are warnings that point at the property")
+    @Test("unknown properties are notices that point at the property")
     func unknownProperty() throws {
         let text =
             "{\r\n  \"@odata.type\": \"#microsoft.graph.iosManagedAppProtection\",\r\n    \"shinyNewSetting\": true\r\n}"
@@ -29,12 +29,12 @@ struct DocumentLoadingTests {
         let warning = try #require(bundle.warnings.first)
         #expect(bundle.warnings.count == 1)
         #expect(warning.code == .unknownProperty)
-        #expect(warning.severity == .warning)
+        #expect(warning.severity == .notice)
         #expect(warning.location == DocumentLocation(file: "doc0.json", line: 3, column: 5))
         #expect(warning.path == "$.shinyNewSetting")
         #expect(
             warning.description
-                == "doc0.json:3:5: warning: unknown property 'shinyNewSetting' of iosManagedAppProtection is ignored (at $.shinyNewSetting)"
+                == "doc0.json:3:5: notice: unknown property 'shinyNewSetting' of iosManagedAppProtection is ignored (newer than Custody's list of Graph beta properties, or misspelt) (at $.shinyNewSetting)"
         )
     }
 
@@ -173,12 +173,13 @@ struct DocumentLoadingTests {
         arguments: [
             (
                 #""pinRequired": true, "minimumPinLength": 6, "pinCharacterSet": "alphanumericAndSymbol""#,
-                "pinRequired (true), minimumPinLength (6), pinCharacterSet (alphanumericAndSymbol)" as String?
+                "pinRequired (true), minimumPinLength (6), pinCharacterSet (alphanumericAndSymbol): the app's own PIN and biometric prompt (Custody decides the PIN retry limit)"
+                    as String?
             ),
             (#""pinRequired": false, "minimumPinLength": 6, "faceIdBlocked": true"#, nil),
             (
-                #""thirdPartyKeyboardsBlocked": true, "minimumRequiredOsVersion": "17.0""#,
-                "thirdPartyKeyboardsBlocked (true), minimumRequiredOsVersion (17.0)"
+                #""thirdPartyKeyboardsBlocked": true, "minimumRequiredOsVersion": "17.0", "connectToVpnOnLaunch": false, "organizationalCredentialsRequired": true"#,
+                "organizationalCredentialsRequired (true): sign-in prompts are Entra ID's and the SDK's"
             ),
             (
                 #""managedBrowserToOpenLinksRequired": false, "managedBrowser": "notConfigured", "dialerRestrictionLevel": "allApps""#,
@@ -186,8 +187,8 @@ struct DocumentLoadingTests {
             ),
             (#""periodBeforePinReset": "PT0S", "minimumWipeOsVersion": null, "allowedIosDeviceModels": """#, nil),
             (
-                #""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#,
-                "deviceComplianceRequired (true), appActionIfDeviceComplianceRequired (wipe)"
+                #""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe", "periodOnlineBeforeAccessCheck": "PT30M""#,
+                "periodOnlineBeforeAccessCheck (PT30M): how often the app re-checks online is the SDK's schedule"
             ),
             (#""appActionIfDeviceComplianceRequired": "wipe""#, nil),
             (

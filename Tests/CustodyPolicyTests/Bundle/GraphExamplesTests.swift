@@ -71,7 +71,9 @@ struct GraphExamplesTests {
         let bundle = try PolicyBundle.load(path: TestPaths.graphExample(example.file))
         #expect(bundle.protectionPolicies.count == example.protection)
         #expect(bundle.appConfigurations.count == example.configurations)
-        let unexpected = bundle.warnings.filter { $0.code != .targeting && $0.code != .notEnforced }
+        let unexpected = bundle.warnings.filter {
+            $0.code != .targeting && $0.code != .notEnforced && $0.code != .placeholder
+        }
         #expect(unexpected.isEmpty, "\(unexpected)")
     }
 
@@ -178,6 +180,24 @@ struct GraphExamplesTests {
         expected.disableProtectionOfManagedOutboundOpenInData = false
         expected.protectInboundDataFromUnknownSources = false
         expected.contactSyncBlocked = false
+        expected.thirdPartyKeyboardsBlocked = true
+        expected.dialerRestrictionLevel = .customApp
+        expected.managedBrowserToOpenLinksRequired = true
+        expected.managedBrowser = .microsoftEdge
+        expected.launchConditions = [
+            LaunchCondition(
+                setting: "minimumRequiredOsVersion",
+                test: .minimumVersion(.osVersion, SoftwareVersion("14.8")!, orEqual: false),
+                action: .block),
+            LaunchCondition(
+                setting: "maximumRequiredOsVersion", test: .maximumVersion(.osVersion, SoftwareVersion("15.0")!),
+                action: .block),
+            LaunchCondition(
+                setting: "maximumAllowedDeviceThreatLevel", test: .maximumThreatLevel(.secured), action: .block),
+            LaunchCondition(setting: "appActionIfUnableToAuthenticateUser", test: .accountUsable, action: .block),
+            LaunchCondition(setting: "maximumPinRetries", test: .pinRetries(5), action: .block),
+            LaunchCondition(setting: "deviceComplianceRequired", test: .mustBeFalse(.jailbroken), action: .wipe),
+        ]
         #expect(policy.settings == expected)
         #expect(policy.targeting.managementLevels == [.unspecified])
         #expect(policy.targeting.appGroupType == .allCoreMicrosoftApps)

@@ -98,6 +98,31 @@ struct DecisionQueryTests {
             #"{"action":"notifications","accounts":[{"upn":"a@contoso.com"}]}"#,
             .view(.notifications(account: nil), accounts: [id("a@contoso.com")])
         ),
+        (#"{"action":"writingTools","account":"a@contoso.com"}"#, .writingTools(account: id("a@contoso.com"))),
+        (
+            #"{"action":"genmoji","accounts":["a@contoso.com"]}"#,
+            .view(.genmoji(account: nil), accounts: [id("a@contoso.com")])
+        ),
+        (#"{"action":"widgetContentSync","account":null}"#, .widgetContentSync(account: nil)),
+        (
+            #"{"action":"thirdPartyKeyboard","account":"a@contoso.com","keyboard":"com.swiftkey"}"#,
+            .thirdPartyKeyboard(account: id("a@contoso.com"), keyboard: "com.swiftkey")
+        ),
+        (
+            #"{"action":"openURL","url":"tel:+15550100","account":"a@contoso.com"}"#,
+            .openURL(account: id("a@contoso.com"), url: "tel:+15550100")
+        ),
+        (
+            #"{"action":"launch","account":"a@contoso.com","facts":{"osVersion":"17.4","rooted":false,"threatLevel":null},"missingFacts":"ignore","now":"1970-01-01T00:01:40Z"}"#,
+            .launch(
+                account: id("a@contoso.com"),
+                facts: {
+                    var facts = LaunchFacts()
+                    facts.osVersion = SoftwareVersion("17.4")
+                    facts.jailbroken = false
+                    return facts
+                }(), now: .seconds(100), missingFacts: .ignore)
+        ),
     ]
 
     @Test("reads every action", arguments: valid)

@@ -1,0 +1,206 @@
+/// Conditional launch: the checks a policy document configures, read once its members are all
+/// seen (an action may come before or after the condition it belongs to).
+extension GraphSchema {
+    /// The version checks: the property, the fact it compares, the action it takes, and whether
+    /// it fails at the threshold too. Graph's descriptions: versions "less than" a required or
+    /// warning minimum block or warn; versions "less than or equal to" a wipe minimum wipe;
+    /// versions "bigger than" a maximum act.
+    static let versionChecks:
+        [(property: String, fact: LaunchFact, action: RemediationAction, maximum: Bool, orEqual: Bool)] = [
+            ("minimumRequiredOsVersion", .osVersion, .block, false, false),
+            ("minimumWarningOsVersion", .osVersion, .warn, false, false),
+            ("minimumWipeOsVersion", .osVersion, .wipe, false, true),
+            ("maximumRequiredOsVersion", .osVersion, .block, true, false),
+            ("maximumWarningOsVersion", .osVersion, .warn, true, false),
+            ("maximumWipeOsVersion", .osVersion, .wipe, true, false),
+            ("minimumRequiredAppVersion", .appVersion, .block, false, false),
+            ("minimumWarningAppVersion", .appVersion, .warn, false, false),
+            ("minimumWipeAppVersion", .appVersion, .wipe, false, true),
+            ("minimumRequiredSdkVersion", .sdkVersion, .block, false, false),
+            ("minimumWarningSdkVersion", .sdkVersion, .warn, false, false),
+            ("minimumWipeSdkVersion", .sdkVersion, .wipe, false, true),
+            ("minimumRequiredPatchVersion", .patchVersion, .block, false, false),
+            ("minimumWarningPatchVersion", .patchVersion, .warn, false, false),
+            ("minimumWipePatchVersion", .patchVersion, .wipe, false, true),
+            ("minimumRequiredCompanyPortalVersion", .companyPortalVersion, .block, false, false),
+            ("minimumWarningCompanyPortalVersion", .companyPortalVersion, .warn, false, false),
+            ("minimumWipeCompanyPortalVersion", .companyPortalVersion, .wipe, false, true),
+        ]
+
+    /// Every property conditional launch reads (conditions and their actions).
+    static let launchProperties: Set<String> = Set(versionChecks.map(\.property)).union([
+        "allowedIosDeviceModels", "appActionIfIosDeviceModelNotAllowed", "allowedAndroidDeviceModels",
+        "appActionIfAndroidDeviceModelNotAllowed", "allowedAndroidDeviceManufacturers",
+        "appActionIfAndroidDeviceManufacturerNotAllowed", "maximumAllowedDeviceThreatLevel",
+        "mobileThreatDefenseRemediationAction", "appActionIfUnableToAuthenticateUser", "pinRequired",
+        "maximumPinRetries", "appActionIfMaximumPinRetriesExceeded", "appActionIfAccountIsClockedOut",
+        "deviceComplianceRequired", "appActionIfDeviceComplianceRequired", "deviceLockRequired",
+        "appActionIfDeviceLockNotSet", "appActionIfDevicePasscodeComplexityLessThanLow",
+        "appActionIfDevicePasscodeComplexityLessThanMedium", "appActionIfDevicePasscodeComplexityLessThanHigh",
+        "requiredAndroidSafetyNetDeviceAttestationType", "appActionIfAndroidSafetyNetDeviceAttestationFailed",
+        "requiredAndroidSafetyNetAppsVerificationType", "appActionIfAndroidSafetyNetAppsVerificationFailed",
+        "appActionIfSamsungKnoxAttestationRequired",
+    ])
+
+    /// The platform a launch property belongs to (nil: both), so that a default policy's iOS
+    /// checks are not made on Android.
+    static func launchPlatform(of property: String) -> Platform? {
+        if iosOnlyProperties.contains(property) { return .ios }
+        if androidOnlyProperties.contains(property) { return .android }
+        return nil
+    }
+}
+
+/// The members of one document that conditional launch reads, gathered while it is read.
+struct LaunchMembers {
+    private(set) var members: [String: (value: JSONValue, path: String)] = [:]
+
+    mutating func collect(_ key: String, _ value: JSONValue, path: String) {
+        if GraphSchema.launchProperties.contains(key) { members[key] = (value, path) }
+    }
+
+    subscript(key: String) -> (value: JSONValue, path: String)? { members[key] }
+}
+
+extension DocumentReader {
+    /// Builds the conditional-launch checks of one document from its launch members.
+    mutating func launchConditions(_ members: LaunchMembers) -> [LaunchCondition] {
+        var conditions: [LaunchCondition] = []
+        func add(_ setting: String, _ test: LaunchCondition.Test, _ action: RemediationAction) {
+            conditions.append(
+                LaunchCondition(
+                    setting: setting, test: test, action: action, platform: GraphSchema.launchPlatform(of: setting)))
+        }
+        /// The action a companion property names; `fallback` when it is missing or null.
+        func action(_ property: String, fallback: RemediationAction?) -> RemediationAction? {
+            guard let member = members[property] else { return fallback }
+            return enumValue(member.value, as: RemediationAction.self, unknownReadsAs: .block, path: member.path)
+                ?? fallback
+        }
+
+        for check in GraphSchema.versionChecks {
+            guard let member = members[check.property], let text = string(member.value, path: member.path) else {
+                continue
+            }
+            guard let version = SoftwareVersion(text) else {
+                error(
+                    .invalidValue,
+                    "'\(text)' is not a version: give numbers separated by dots, such as 16.1 or 11.0.0.94 (a patch level as YYYY-MM-DD)",
+                    at: member.value, path: member.path)
+                continue
+            }
+            if version.isZero { continue }
+            let test: LaunchCondition.Test =
+                check.maximum
+                ? .maximumVersion(check.fact, version) : .minimumVersion(check.fact, version, orEqual: check.orEqual)
+            add(check.property, test, check.action)
+        }
+
+        if let models = members["allowedIosDeviceModels"].flatMap({ separatedList($0.value, path: $0.path) }),
+            !models.isEmpty
+        {
+            add(
+                "allowedIosDeviceModels", .allowedValues(.deviceModel, models),
+                action("appActionIfIosDeviceModelNotAllowed", fallback: .block)!)
+        }
+        if let member = members["allowedAndroidDeviceModels"],
+            let list = stringList(member.value, path: member.path), !list.isEmpty
+        {
+            add(
+                "allowedAndroidDeviceModels", .allowedValues(.deviceModel, Set(list.map { $0.0.lowercased() })),
+                action("appActionIfAndroidDeviceModelNotAllowed", fallback: .block)!)
+        }
+        if let makers = members["allowedAndroidDeviceManufacturers"].flatMap({
+            separatedList($0.value, path: $0.path)
+        }), !makers.isEmpty {
+            add(
+                "allowedAndroidDeviceManufacturers", .allowedValues(.deviceManufacturer, makers),
+                action("appActionIfAndroidDeviceManufacturerNotAllowed", fallback: .block)!)
+        }
+        if let member = members["maximumAllowedDeviceThreatLevel"],
+            let level = enumValue(
+                member.value, as: DeviceThreatLevel.self, unknownReadsAs: .secured, path: member.path),
+            level != .notConfigured
+        {
+            var remediation = action("mobileThreatDefenseRemediationAction", fallback: .block)!
+            if remediation == .warn, let companion = members["mobileThreatDefenseRemediationAction"] {
+                warning(
+                    .invalidValue,
+                    "warn is not a supported action for the device threat level (Graph's mobileThreatDefenseRemediationAction): Custody blocks",
+                    at: companion.value, path: companion.path)
+                remediation = .block
+            }
+            add("maximumAllowedDeviceThreatLevel", .maximumThreatLevel(level), remediation)
+        }
+        if let remediation = action("appActionIfUnableToAuthenticateUser", fallback: nil) {
+            add("appActionIfUnableToAuthenticateUser", .accountUsable, remediation)
+        }
+        if let member = members["pinRequired"], bool(member.value, path: member.path) == true {
+            let retries = members["maximumPinRetries"].flatMap { int($0.value, in: 1...65_535, path: $0.path) } ?? 5
+            add(
+                "maximumPinRetries", .pinRetries(retries),
+                action("appActionIfMaximumPinRetriesExceeded", fallback: .block)!)
+        }
+        if let remediation = action("appActionIfAccountIsClockedOut", fallback: nil) {
+            add("appActionIfAccountIsClockedOut", .mustBeFalse(.clockedOut), remediation)
+        }
+        if let member = members["deviceComplianceRequired"], bool(member.value, path: member.path) == true {
+            add(
+                "deviceComplianceRequired", .mustBeFalse(.jailbroken),
+                action("appActionIfDeviceComplianceRequired", fallback: .block)!)
+        }
+        if let member = members["deviceLockRequired"], bool(member.value, path: member.path) == true {
+            add(
+                "deviceLockRequired", .mustBeTrue(.deviceLockSet),
+                action("appActionIfDeviceLockNotSet", fallback: .block)!)
+        }
+        for (property, complexity) in [
+            ("appActionIfDevicePasscodeComplexityLessThanLow", PasscodeComplexity.low),
+            ("appActionIfDevicePasscodeComplexityLessThanMedium", .medium),
+            ("appActionIfDevicePasscodeComplexityLessThanHigh", .high),
+        ] {
+            if let remediation = action(property, fallback: nil) {
+                add(property, .minimumPasscodeComplexity(complexity), remediation)
+            }
+        }
+        if let member = members["requiredAndroidSafetyNetDeviceAttestationType"],
+            let required = enumValue(
+                member.value, as: DeviceIntegrity.self, unknownReadsAs: .basicIntegrityAndDeviceCertification,
+                path: member.path),
+            required != .none
+        {
+            add(
+                "requiredAndroidSafetyNetDeviceAttestationType", .minimumDeviceIntegrity(required),
+                action("appActionIfAndroidSafetyNetDeviceAttestationFailed", fallback: .block)!)
+        }
+        if let member = members["requiredAndroidSafetyNetAppsVerificationType"],
+            let text = string(member.value, path: member.path), text.lowercased() != "none"
+        {
+            if text.lowercased() != "enabled" {
+                warning(
+                    .unknownEnumValue,
+                    "unknown value '\(text)' (known: none, enabled); using the most restrictive, 'enabled'",
+                    at: member.value, path: member.path)
+            }
+            add(
+                "requiredAndroidSafetyNetAppsVerificationType", .mustBeTrue(.appsVerified),
+                action("appActionIfAndroidSafetyNetAppsVerificationFailed", fallback: .block)!)
+        }
+        if let remediation = action("appActionIfSamsungKnoxAttestationRequired", fallback: nil) {
+            add("appActionIfSamsungKnoxAttestationRequired", .mustBeTrue(.knoxAttested), remediation)
+        }
+        return conditions
+    }
+
+    /// A `;`-separated list in one string (device models, manufacturers), lower-cased; nil when
+    /// not configured.
+    private mutating func separatedList(_ value: JSONValue, path: String) -> Set<String>? {
+        guard let text = string(value, path: path) else { return nil }
+        var result: Set<String> = []
+        for part in text.split(separator: ";") {
+            let item = String(part).trimmingSpaces.lowercased()
+            if !item.isEmpty { result.insert(item) }
+        }
+        return result
+    }
+}

@@ -1,0 +1,452 @@
+/// Graph `managedAppRemediationAction`: what an app does when a conditional-launch check fails.
+public enum RemediationAction: String, GraphEnum {
+    case block
+    case wipe
+    case warn
+    /// Block where the app supports the setting: Custody decides every setting it models, so
+    /// this is `block`.
+    case blockWhenSettingIsSupported
+
+    /// The launch outcome the action produces.
+    public var outcome: LaunchOutcome {
+        switch self {
+        case .block, .blockWhenSettingIsSupported: .block
+        case .wipe: .wipe
+        case .warn: .warn
+        }
+    }
+}
+
+/// The outcome of a conditional-launch decision, from least to most severe: a wipe beats a
+/// block beats a warn.
+public enum LaunchOutcome: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
+    /// Every check passed: the app opens the account's data.
+    case allow
+    /// The app warns and lets the user go on.
+    case warn
+    /// Access to the account's data is blocked until the condition is met.
+    case block
+    /// The account's data is to be wiped from the app.
+    case wipe
+
+    public static func < (lhs: LaunchOutcome, rhs: LaunchOutcome) -> Bool { lhs.rank < rhs.rank }
+
+    private var rank: Int {
+        switch self {
+        case .allow: 0
+        case .warn: 1
+        case .block: 2
+        case .wipe: 3
+        }
+    }
+
+    /// Whether the app may go on to the account's data (allowed, or allowed with a warning).
+    public var letsUserIn: Bool { self == .allow || self == .warn }
+
+    public var description: String { rawValue }
+}
+
+/// Graph `managedAppDeviceThreatLevel`, least threatening first; `notConfigured` as a policy
+/// value means no threat check.
+public enum DeviceThreatLevel: String, GraphEnum, Comparable {
+    case notConfigured
+    case secured
+    case low
+    case medium
+    case high
+
+    public static func < (lhs: DeviceThreatLevel, rhs: DeviceThreatLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// The state of an account in the directory, as the app learns it when it authenticates.
+public enum AccountState: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case active
+    case disabled
+    case deleted
+
+    public var description: String { rawValue }
+}
+
+/// The passcode complexity an Android device reports (`DevicePolicyManager` levels).
+public enum PasscodeComplexity: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
+    case none
+    case low
+    case medium
+    case high
+
+    public static func < (lhs: PasscodeComplexity, rhs: PasscodeComplexity) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+
+    public var description: String { rawValue }
+}
+
+/// Graph `androidManagedAppSafetyNetDeviceAttestationType`: the Play Integrity verdict a policy
+/// requires, and (as a fact) the verdict a device passed, weakest first.
+public enum DeviceIntegrity: String, GraphEnum, Comparable {
+    case none
+    case basicIntegrity
+    case basicIntegrityAndDeviceCertification
+
+    public static func < (lhs: DeviceIntegrity, rhs: DeviceIntegrity) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// A version as Intune compares them: numeric components separated by `.` (app, OS, SDK and
+/// Company Portal versions: `16.1`, `11.0.0.94`) or `-` (Android security patch dates:
+/// `2026-09-01`), compared component by component as numbers, a missing component counting
+/// as zero: `1.10` is later than `1.9`, and `16` equals `16.0`.
+public struct SoftwareVersion: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The most components a version may have.
+    public static let maximumComponents = 8
+
+    /// The numeric components, trailing zeros dropped (so equal versions compare and hash equal).
+    public let components: [UInt32]
+    /// The version as written.
+    public let text: String
+
+    /// Reads a version: one to eight components of at most nine digits each, separated by
+    /// dots (or, for a patch date, hyphens). Anything else is nil.
+    public init?(_ text: String) {
+        var components: [UInt32] = []
+        var current: UInt32 = 0
+        var digits = 0
+        var separator: UInt8?
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                guard digits < 9 else { return nil }
+                current = current * 10 + UInt32(byte - UInt8(ascii: "0"))
+                digits += 1
+            case UInt8(ascii: "."), UInt8(ascii: "-"):
+                guard digits > 0, separator == nil || separator == byte,
+                    components.count < Self.maximumComponents - 1
+                else { return nil }
+                separator = byte
+                components.append(current)
+                current = 0
+                digits = 0
+            default:
+                return nil
+            }
+        }
+        guard digits > 0 else { return nil }
+        components.append(current)
+        while components.count > 1, components.last == 0 { components.removeLast() }
+        self.components = components
+        self.text = text
+    }
+
+    /// Whether every component is zero: exports write `0.0` and `0000-00-00` for "no requirement".
+    public var isZero: Bool { components == [0] }
+
+    public static func < (lhs: SoftwareVersion, rhs: SoftwareVersion) -> Bool {
+        let count = max(lhs.components.count, rhs.components.count)
+        for index in 0..<count {
+            let left = index < lhs.components.count ? lhs.components[index] : 0
+            let right = index < rhs.components.count ? rhs.components[index] : 0
+            if left != right { return left < right }
+        }
+        return false
+    }
+
+    public static func == (lhs: SoftwareVersion, rhs: SoftwareVersion) -> Bool { lhs.components == rhs.components }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(components) }
+
+    public var description: String { text }
+}
+
+/// A fact an app or device reports for a conditional-launch decision.
+public enum LaunchFact: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case osVersion
+    case appVersion
+    case sdkVersion
+    /// Android: the security patch level, `YYYY-MM-DD`.
+    case patchVersion
+    /// Android: the Company Portal's version.
+    case companyPortalVersion
+    case deviceModel
+    /// Android.
+    case deviceManufacturer
+    case threatLevel
+    /// When the account last checked in (the state's record when not given).
+    case lastCheckIn
+    case accountState
+    case pinFailures
+    /// iOS jailbreak or Android root detection (`rooted` is the same fact).
+    case jailbroken
+    case clockedOut
+    /// Android: whether a screen lock is set.
+    case deviceLockSet
+    /// Android: the device passcode's complexity.
+    case passcodeComplexity
+    /// Android: the Play Integrity verdict the device passed.
+    case deviceIntegrity
+    /// Android: whether Google Play Protect's app verification is on.
+    case appsVerified
+    /// Android: whether Samsung Knox attestation passed.
+    case knoxAttested
+
+    public var description: String { rawValue }
+}
+
+/// What an app or device reports for a conditional-launch decision. A fact left nil is
+/// missing: checks that need it say so, and count as failed unless the caller ignores
+/// missing facts.
+public struct LaunchFacts: Sendable, Hashable {
+    public var osVersion: SoftwareVersion?
+    public var appVersion: SoftwareVersion?
+    public var sdkVersion: SoftwareVersion?
+    public var patchVersion: SoftwareVersion?
+    public var companyPortalVersion: SoftwareVersion?
+    public var deviceModel: String?
+    public var deviceManufacturer: String?
+    public var threatLevel: DeviceThreatLevel?
+    /// Seconds since 1970 of the last check-in.
+    public var lastCheckIn: Duration?
+    public var accountState: AccountState?
+    public var pinFailures: Int?
+    public var jailbroken: Bool?
+    public var clockedOut: Bool?
+    public var deviceLockSet: Bool?
+    public var passcodeComplexity: PasscodeComplexity?
+    public var deviceIntegrity: DeviceIntegrity?
+    public var appsVerified: Bool?
+    public var knoxAttested: Bool?
+
+    /// Creates facts with none given.
+    public init() {}
+
+    /// These facts, with each missing one taken from `recorded`.
+    public func filling(from recorded: LaunchFacts) -> LaunchFacts {
+        var facts = self
+        facts.osVersion = osVersion ?? recorded.osVersion
+        facts.appVersion = appVersion ?? recorded.appVersion
+        facts.sdkVersion = sdkVersion ?? recorded.sdkVersion
+        facts.patchVersion = patchVersion ?? recorded.patchVersion
+        facts.companyPortalVersion = companyPortalVersion ?? recorded.companyPortalVersion
+        facts.deviceModel = deviceModel ?? recorded.deviceModel
+        facts.deviceManufacturer = deviceManufacturer ?? recorded.deviceManufacturer
+        facts.threatLevel = threatLevel ?? recorded.threatLevel
+        facts.lastCheckIn = lastCheckIn ?? recorded.lastCheckIn
+        facts.accountState = accountState ?? recorded.accountState
+        facts.pinFailures = pinFailures ?? recorded.pinFailures
+        facts.jailbroken = jailbroken ?? recorded.jailbroken
+        facts.clockedOut = clockedOut ?? recorded.clockedOut
+        facts.deviceLockSet = deviceLockSet ?? recorded.deviceLockSet
+        facts.passcodeComplexity = passcodeComplexity ?? recorded.passcodeComplexity
+        facts.deviceIntegrity = deviceIntegrity ?? recorded.deviceIntegrity
+        facts.appsVerified = appsVerified ?? recorded.appsVerified
+        facts.knoxAttested = knoxAttested ?? recorded.knoxAttested
+        return facts
+    }
+
+    /// The facts as a JSON object of their given members (what `custody checkin --facts`
+    /// records), in `LaunchFact` order.
+    public var jsonObject: String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        for fact in LaunchFact.allCases {
+            guard let text = text(of: fact) else { continue }
+            writer.key(fact.rawValue)
+            switch fact {
+            case .pinFailures: writer.value(pinFailures!)
+            case .jailbroken, .clockedOut, .deviceLockSet, .appsVerified, .knoxAttested: writer.value(flag(fact)!)
+            default: writer.value(text)
+            }
+        }
+        writer.endObject()
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// The facts given, by name.
+    public var given: [LaunchFact] { LaunchFact.allCases.filter { self.text(of: $0) != nil } }
+
+    /// A fact's value as text for reasons and answers; nil when missing.
+    public func text(of fact: LaunchFact) -> String? {
+        switch fact {
+        case .osVersion: osVersion?.text
+        case .appVersion: appVersion?.text
+        case .sdkVersion: sdkVersion?.text
+        case .patchVersion: patchVersion?.text
+        case .companyPortalVersion: companyPortalVersion?.text
+        case .deviceModel: deviceModel
+        case .deviceManufacturer: deviceManufacturer
+        case .threatLevel: threatLevel?.rawValue
+        case .lastCheckIn: lastCheckIn.map(RFC3339.format)
+        case .accountState: accountState?.rawValue
+        case .pinFailures: pinFailures.map(String.init)
+        case .jailbroken: jailbroken.map(String.init)
+        case .clockedOut: clockedOut.map(String.init)
+        case .deviceLockSet: deviceLockSet.map(String.init)
+        case .passcodeComplexity: passcodeComplexity?.rawValue
+        case .deviceIntegrity: deviceIntegrity?.rawValue
+        case .appsVerified: appsVerified.map(String.init)
+        case .knoxAttested: knoxAttested.map(String.init)
+        }
+    }
+}
+
+/// What to do with a check whose fact is missing.
+public enum MissingFacts: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The check counts as failed: the outcome is the strictest the missing fact could produce.
+    case strict
+    /// The check is reported and left out of the outcome.
+    case ignore
+
+    public var description: String { rawValue }
+}
+
+/// One conditional-launch check a policy configures: the condition, the Graph property that
+/// set its threshold, and the action when it fails.
+public struct LaunchCondition: Sendable, Hashable {
+    /// What is compared.
+    public enum Test: Sendable, Hashable {
+        /// Fails when the fact's version is below the threshold (`orEqual`: at or below it).
+        case minimumVersion(LaunchFact, SoftwareVersion, orEqual: Bool)
+        /// Fails when the fact's version is above the threshold.
+        case maximumVersion(LaunchFact, SoftwareVersion)
+        /// Fails when the fact (a device model or manufacturer) is not in the list (lower-cased).
+        case allowedValues(LaunchFact, Set<String>)
+        /// Fails when the reported threat level is above the allowed one.
+        case maximumThreatLevel(DeviceThreatLevel)
+        /// Fails when the account is disabled or deleted.
+        case accountUsable
+        /// Fails when the PIN was entered wrongly this many times or more.
+        case pinRetries(Int)
+        /// Fails when the fact (jailbroken, clocked out) is true.
+        case mustBeFalse(LaunchFact)
+        /// Fails when the fact (device lock, app verification, Knox attestation) is false.
+        case mustBeTrue(LaunchFact)
+        /// Fails when the passcode is less complex than this.
+        case minimumPasscodeComplexity(PasscodeComplexity)
+        /// Fails when the device passed a weaker integrity verdict than this.
+        case minimumDeviceIntegrity(DeviceIntegrity)
+
+        /// The fact the test reads.
+        public var fact: LaunchFact {
+            switch self {
+            case .minimumVersion(let fact, _, _), .maximumVersion(let fact, _), .allowedValues(let fact, _),
+                .mustBeFalse(let fact), .mustBeTrue(let fact):
+                fact
+            case .maximumThreatLevel: .threatLevel
+            case .accountUsable: .accountState
+            case .pinRetries: .pinFailures
+            case .minimumPasscodeComplexity: .passcodeComplexity
+            case .minimumDeviceIntegrity: .deviceIntegrity
+            }
+        }
+
+        /// What passes, in words: `osVersion at least 16.1`, `jailbroken false`.
+        public var requirement: String {
+            switch self {
+            case let .minimumVersion(fact, version, orEqual):
+                orEqual ? "\(fact) above \(version)" : "\(fact) at least \(version)"
+            case let .maximumVersion(fact, version): "\(fact) at most \(version)"
+            case let .allowedValues(fact, values): "\(fact) one of \(values.sorted().joined(separator: ", "))"
+            case .maximumThreatLevel(let level): "threatLevel at most \(level)"
+            case .accountUsable: "accountState active"
+            case .pinRetries(let count): "pinFailures below \(count)"
+            case .mustBeFalse(let fact): "\(fact) false"
+            case .mustBeTrue(let fact): "\(fact) true"
+            case .minimumPasscodeComplexity(let complexity): "passcodeComplexity at least \(complexity)"
+            case .minimumDeviceIntegrity(let integrity): "deviceIntegrity at least \(integrity)"
+            }
+        }
+
+        /// The threshold as text.
+        public var threshold: String {
+            switch self {
+            case .minimumVersion(_, let version, _), .maximumVersion(_, let version): version.text
+            case .allowedValues(_, let values): values.sorted().joined(separator: ";")
+            case .maximumThreatLevel(let level): level.rawValue
+            case .accountUsable: AccountState.active.rawValue
+            case .pinRetries(let count): String(count)
+            case .mustBeFalse: "false"
+            case .mustBeTrue: "true"
+            case .minimumPasscodeComplexity(let complexity): complexity.rawValue
+            case .minimumDeviceIntegrity(let integrity): integrity.rawValue
+            }
+        }
+    }
+
+    /// The Graph property that set the threshold, such as `minimumWipeOsVersion`.
+    public let setting: String
+    public let test: Test
+    public let action: RemediationAction
+    /// The platform the check is made on; nil for both (a default policy carries both
+    /// platforms' checks).
+    public let platform: Platform?
+
+    public init(setting: String, test: Test, action: RemediationAction, platform: Platform? = nil) {
+        self.setting = setting
+        self.test = test
+        self.action = action
+        self.platform = platform
+    }
+
+    /// Whether the check fails for `facts`; nil when the fact it needs is missing.
+    public func fails(_ facts: LaunchFacts) -> Bool? {
+        switch test {
+        case let .minimumVersion(fact, threshold, orEqual):
+            guard let version = facts.version(fact) else { return nil }
+            return orEqual ? version <= threshold : version < threshold
+        case let .maximumVersion(fact, threshold):
+            guard let version = facts.version(fact) else { return nil }
+            return version > threshold
+        case let .allowedValues(fact, values):
+            let reported = fact == .deviceModel ? facts.deviceModel : facts.deviceManufacturer
+            guard let reported else { return nil }
+            return !values.contains(reported.lowercased())
+        case .maximumThreatLevel(let allowed):
+            guard let level = facts.threatLevel else { return nil }
+            return level > allowed
+        case .accountUsable:
+            guard let state = facts.accountState else { return nil }
+            return state != .active
+        case .pinRetries(let limit):
+            guard let failures = facts.pinFailures else { return nil }
+            return failures >= limit
+        case .mustBeFalse(let fact):
+            guard let value = facts.flag(fact) else { return nil }
+            return value
+        case .mustBeTrue(let fact):
+            guard let value = facts.flag(fact) else { return nil }
+            return !value
+        case .minimumPasscodeComplexity(let minimum):
+            guard let complexity = facts.passcodeComplexity else { return nil }
+            return complexity < minimum
+        case .minimumDeviceIntegrity(let minimum):
+            guard let integrity = facts.deviceIntegrity else { return nil }
+            return integrity < minimum
+        }
+    }
+}
+
+extension LaunchFacts {
+    func version(_ fact: LaunchFact) -> SoftwareVersion? {
+        switch fact {
+        case .osVersion: osVersion
+        case .appVersion: appVersion
+        case .sdkVersion: sdkVersion
+        case .patchVersion: patchVersion
+        case .companyPortalVersion: companyPortalVersion
+        default: nil
+        }
+    }
+
+    func flag(_ fact: LaunchFact) -> Bool? {
+        switch fact {
+        case .jailbroken: jailbroken
+        case .clockedOut: clockedOut
+        case .deviceLockSet: deviceLockSet
+        case .appsVerified: appsVerified
+        case .knoxAttested: knoxAttested
+        default: nil
+        }
+    }
+}

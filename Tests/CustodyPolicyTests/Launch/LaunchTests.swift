@@ -1,0 +1,409 @@
+import CustodyPolicy
+import Testing
+
+/// Conditional launch: versions, devices, threat, account, PIN, clock, offline, facts missing,
+/// several policies, precedence.
+@Suite("Decision: conditional launch")
+struct LaunchTests {
+    static let tenant = """
+        {"accounts": [
+          {"oid": "0a000000-0000-4000-8000-000000000001", "upn": "alice@contoso.com", "groups": ["g-a", "g-b"]},
+          {"oid": "0a000000-0000-4000-8000-000000000002", "upn": "bob@contoso.com", "groups": ["g-b"]}
+        ]}
+        """
+    static let alice = try! AccountID(validating: "alice@contoso.com")
+    static let bob = try! AccountID(validating: "bob@contoso.com")
+    static let now = Duration.seconds(1_800_000_000)
+
+    static func policy(_ kind: String, _ name: String, group: String, _ members: String) -> String {
+        """
+        {"@odata.type": "#microsoft.graph.\(kind)ManagedAppProtection", "id": "\(name)", "displayName": "\(name)",
+         "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "\(group)"}}]\(members.isEmpty ? "" : ", " + members)}
+        """
+    }
+
+    static func snapshot(
+        _ documents: [String], platform: Platform = .ios, precedence: PolicyPrecedence = .mostRestrictive
+    ) throws -> PolicySnapshot {
+        PolicySnapshot(
+            bundle: try loadBundle(tenant: tenant, documents: documents),
+            context: EvaluationContext(platform: platform),
+            precedence: precedence)
+    }
+
+    /// Facts that pass everything but what a row sets.
+    static func facts(_ configure: (inout LaunchFacts) -> Void = { _ in }) -> LaunchFacts {
+        var facts = LaunchFacts()
+        facts.lastCheckIn = now - .seconds(60)
+        configure(&facts)
+        return facts
+    }
+
+    struct VersionRow: Sendable, CustomTestStringConvertible {
+        let setting: String
+        let threshold: String
+        let fact: LaunchFact
+        let reported: String
+        let outcome: LaunchOutcome
+        var testDescription: String { "\(setting) \(threshold), \(fact) \(reported) → \(outcome)" }
+    }
+
+    @Test(
+        "versions: below a required or warning minimum, at or below a wipe minimum, above a maximum",
+        arguments: [
+            VersionRow(
+                setting: "minimumRequiredOsVersion", threshold: "16.1", fact: .osVersion, reported: "16.0.9",
+                outcome: .block),
+            VersionRow(
+                setting: "minimumRequiredOsVersion", threshold: "16.1", fact: .osVersion, reported: "16.1",
+                outcome: .allow),
+            VersionRow(
+                setting: "minimumRequiredOsVersion", threshold: "16.1", fact: .osVersion, reported: "16.1.0",
+                outcome: .allow),
+            VersionRow(
+                setting: "minimumRequiredOsVersion", threshold: "1.9", fact: .osVersion, reported: "1.10",
+                outcome: .allow),
+            VersionRow(
+                setting: "minimumRequiredOsVersion", threshold: "1.10", fact: .osVersion, reported: "1.9",
+                outcome: .block),
+            VersionRow(
+                setting: "minimumWarningOsVersion", threshold: "17", fact: .osVersion, reported: "16.7", outcome: .warn),
+            VersionRow(
+                setting: "minimumWarningOsVersion", threshold: "17", fact: .osVersion, reported: "17.0", outcome: .allow
+            ),
+            VersionRow(
+                setting: "minimumWipeOsVersion", threshold: "15.0", fact: .osVersion, reported: "15", outcome: .wipe),
+            VersionRow(
+                setting: "minimumWipeOsVersion", threshold: "15.0", fact: .osVersion, reported: "15.0.1",
+                outcome: .allow),
+            VersionRow(
+                setting: "maximumRequiredOsVersion", threshold: "18.0", fact: .osVersion, reported: "18.0",
+                outcome: .allow),
+            VersionRow(
+                setting: "maximumRequiredOsVersion", threshold: "18.0", fact: .osVersion, reported: "18.0.1",
+                outcome: .block),
+            VersionRow(
+                setting: "maximumWarningOsVersion", threshold: "18", fact: .osVersion, reported: "19", outcome: .warn),
+            VersionRow(
+                setting: "maximumWipeOsVersion", threshold: "18", fact: .osVersion, reported: "26.1", outcome: .wipe),
+            VersionRow(
+                setting: "minimumRequiredAppVersion", threshold: "11.0.0.94", fact: .appVersion, reported: "11.0.0.93",
+                outcome: .block),
+            VersionRow(
+                setting: "minimumWarningAppVersion", threshold: "2.0", fact: .appVersion, reported: "1.99.99",
+                outcome: .warn),
+            VersionRow(
+                setting: "minimumWipeAppVersion", threshold: "2.0", fact: .appVersion, reported: "2.0.0.0",
+                outcome: .wipe),
+            VersionRow(
+                setting: "minimumRequiredSdkVersion", threshold: "19.7.12", fact: .sdkVersion, reported: "19.7.9",
+                outcome: .block),
+            VersionRow(
+                setting: "minimumWipeSdkVersion", threshold: "17.0", fact: .sdkVersion, reported: "20.4.0",
+                outcome: .allow),
+        ])
+    func versionsIOS(row: VersionRow) throws {
+        let snapshot = try Self.snapshot([
+            Self.policy("ios", "P", group: "g-a", #""\#(row.setting)": "\#(row.threshold)""#)
+        ])
+        var facts = Self.facts()
+        switch row.fact {
+        case .osVersion: facts.osVersion = SoftwareVersion(row.reported)
+        case .appVersion: facts.appVersion = SoftwareVersion(row.reported)
+        default: facts.sdkVersion = SoftwareVersion(row.reported)
+        }
+        let decision = snapshot.launch(account: Self.alice, facts: facts, now: Self.now)
+        #expect(decision.outcome == row.outcome, "\(decision.reason)")
+        if row.outcome != .allow {
+            let check = try #require(decision.checks.first)
+            #expect(check.setting == row.setting)
+            #expect(check.value == row.threshold)
+            #expect(check.reported == row.reported)
+            #expect(check.policy?.name == "P")
+        } else {
+            #expect(decision.checks.isEmpty)
+        }
+    }
+
+    @Test(
+        "Android: patch level, Company Portal, models, manufacturers, device lock, passcode, integrity, Knox",
+        arguments: [
+            (#""minimumRequiredPatchVersion": "2026-09-01""#, "patchVersion", "2026-08-05", LaunchOutcome.block),
+            (#""minimumRequiredPatchVersion": "2026-09-01""#, "patchVersion", "2026-09-01", .allow),
+            (#""minimumWipePatchVersion": "0000-00-00""#, "patchVersion", "2019-01-01", .allow),
+            (#""minimumWarningCompanyPortalVersion": "5.0.6000""#, "companyPortalVersion", "5.0.5999", .warn),
+            (
+                #""allowedAndroidDeviceModels": ["Pixel 9", "SM-S921B"], "appActionIfAndroidDeviceModelNotAllowed": "wipe""#,
+                "deviceModel", "pixel 9", .allow
+            ),
+            (
+                #""allowedAndroidDeviceModels": ["Pixel 9"], "appActionIfAndroidDeviceModelNotAllowed": "wipe""#,
+                "deviceModel", "Pixel 8", .wipe
+            ),
+            (
+                #""allowedAndroidDeviceManufacturers": "Google;Samsung", "appActionIfAndroidDeviceManufacturerNotAllowed": "block""#,
+                "deviceManufacturer", "samsung", .allow
+            ),
+            (#""allowedAndroidDeviceManufacturers": "Google;Samsung""#, "deviceManufacturer", "Xiaomi", .block),
+            (#""deviceLockRequired": true, "appActionIfDeviceLockNotSet": "warn""#, "deviceLockSet", "false", .warn),
+            (#""deviceLockRequired": true, "appActionIfDeviceLockNotSet": "warn""#, "deviceLockSet", "true", .allow),
+            (#""appActionIfDevicePasscodeComplexityLessThanMedium": "block""#, "passcodeComplexity", "low", .block),
+            (#""appActionIfDevicePasscodeComplexityLessThanMedium": "block""#, "passcodeComplexity", "high", .allow),
+            (
+                #""requiredAndroidSafetyNetDeviceAttestationType": "basicIntegrityAndDeviceCertification""#,
+                "deviceIntegrity", "basicIntegrity", .block
+            ),
+            (
+                #""requiredAndroidSafetyNetDeviceAttestationType": "basicIntegrity", "appActionIfAndroidSafetyNetDeviceAttestationFailed": "warn""#,
+                "deviceIntegrity", "basicIntegrity", .allow
+            ),
+            (
+                #""requiredAndroidSafetyNetAppsVerificationType": "enabled", "appActionIfAndroidSafetyNetAppsVerificationFailed": "warn""#,
+                "appsVerified", "false", .warn
+            ),
+            (#""appActionIfSamsungKnoxAttestationRequired": "wipe""#, "knoxAttested", "false", .wipe),
+            (
+                #""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#, "rooted", "true",
+                .wipe
+            ),
+        ])
+    func android(members: String, fact: String, reported: String, outcome: LaunchOutcome) throws {
+        let snapshot = try Self.snapshot([Self.policy("android", "A", group: "g-a", members)], platform: .android)
+        let value = reported == "true" || reported == "false" ? reported : "\"\(reported)\""
+        let facts = try Self.readFacts(#"{"lastCheckIn": "2027-01-15T07:59:00Z", "\#(fact)": \#(value)}"#)
+        let decision = snapshot.launch(account: Self.alice, facts: facts, now: Self.now)
+        #expect(decision.outcome == outcome, "\(decision.reason)")
+    }
+
+    @Test(
+        "iOS device models, threat level, account state, PIN retries, clocked out, jailbreak",
+        arguments: [
+            (
+                #""allowedIosDeviceModels": "iPhone15,2;iPad14,1", "appActionIfIosDeviceModelNotAllowed": "block""#,
+                #""deviceModel": "iphone15,2""#, LaunchOutcome.allow
+            ),
+            (
+                #""allowedIosDeviceModels": "iPhone15,2;iPad14,1", "appActionIfIosDeviceModelNotAllowed": "wipe""#,
+                #""deviceModel": "iPhone12,1""#, .wipe
+            ),
+            (
+                #""maximumAllowedDeviceThreatLevel": "low", "mobileThreatDefenseRemediationAction": "wipe""#,
+                #""threatLevel": "low""#, .allow
+            ),
+            (
+                #""maximumAllowedDeviceThreatLevel": "low", "mobileThreatDefenseRemediationAction": "wipe""#,
+                #""threatLevel": "medium""#, .wipe
+            ),
+            (#""maximumAllowedDeviceThreatLevel": "secured""#, #""threatLevel": "low""#, .block),
+            (#""maximumAllowedDeviceThreatLevel": "notConfigured""#, #""threatLevel": "high""#, .allow),
+            (#""appActionIfUnableToAuthenticateUser": "wipe""#, #""accountState": "deleted""#, .wipe),
+            (#""appActionIfUnableToAuthenticateUser": "block""#, #""accountState": "disabled""#, .block),
+            (#""appActionIfUnableToAuthenticateUser": "block""#, #""accountState": "active""#, .allow),
+            (#""appActionIfUnableToAuthenticateUser": null"#, #""accountState": "deleted""#, .allow),
+            (
+                #""pinRequired": true, "maximumPinRetries": 3, "appActionIfMaximumPinRetriesExceeded": "wipe""#,
+                #""pinFailures": 2"#, .allow
+            ),
+            (
+                #""pinRequired": true, "maximumPinRetries": 3, "appActionIfMaximumPinRetriesExceeded": "wipe""#,
+                #""pinFailures": 3"#, .wipe
+            ),
+            (#""pinRequired": false, "maximumPinRetries": 3"#, #""pinFailures": 30"#, .allow),
+            (#""appActionIfAccountIsClockedOut": "warn""#, #""clockedOut": true"#, .warn),
+            (#""appActionIfAccountIsClockedOut": "block""#, #""clockedOut": false"#, .allow),
+            (#""deviceComplianceRequired": true"#, #""jailbroken": true"#, .block),
+            (
+                #""deviceComplianceRequired": false, "appActionIfDeviceComplianceRequired": "wipe""#,
+                #""jailbroken": true"#, .allow
+            ),
+            (
+                #""appActionIfUnableToAuthenticateUser": "blockWhenSettingIsSupported""#,
+                #""accountState": "disabled""#, .block
+            ),
+        ])
+    func conditionsIOS(members: String, fact: String, outcome: LaunchOutcome) throws {
+        let snapshot = try Self.snapshot([Self.policy("ios", "P", group: "g-a", members)])
+        let facts = try Self.readFacts(#"{"lastCheckIn": "2027-01-15T07:59:00Z", \#(fact)}"#)
+        let decision = snapshot.launch(account: Self.alice, facts: facts, now: Self.now)
+        #expect(decision.outcome == outcome, "\(decision.reason)")
+    }
+
+    @Test(
+        "offline grace: block from periodOfflineBeforeAccessCheck, wipe from periodOfflineBeforeWipeIsEnforced",
+        arguments: [
+            (Int64(3_599), LaunchOutcome.allow), (3_600, .block), (86_399, .block), (86_400, .wipe), (-500, .allow),
+        ] as [(Int64, LaunchOutcome)])
+    func offline(seconds: Int64, outcome: LaunchOutcome) throws {
+        let snapshot = try Self.snapshot([
+            Self.policy(
+                "ios", "P", group: "g-a",
+                #""periodOfflineBeforeAccessCheck": "PT1H", "periodOfflineBeforeWipeIsEnforced": "P1D""#)
+        ])
+        let facts = Self.facts { $0.lastCheckIn = Self.now - .seconds(seconds) }
+        let launch = snapshot.launch(account: Self.alice, facts: facts, now: Self.now)
+        #expect(launch.outcome == outcome, "\(launch.reason)")
+        // The launch decision and the offlineAccess decision agree.
+        let offline = snapshot.offlineAccess(account: Self.alice, offlineFor: .seconds(seconds))
+        #expect(offline.isAllowed == (outcome == .allow))
+    }
+
+    static let everything = #"""
+        "minimumRequiredOsVersion": "16.0", "minimumWipeAppVersion": "1.0", "deviceComplianceRequired": true,
+        "maximumAllowedDeviceThreatLevel": "medium", "appActionIfUnableToAuthenticateUser": "block",
+        "pinRequired": true, "maximumPinRetries": 5, "appActionIfAccountIsClockedOut": "warn"
+        """#
+
+    @Test(
+        "each fact missing: reported, and counted as its check's action unless missing facts are ignored",
+        arguments: LaunchFact.allCases.filter {
+            [
+                .osVersion, .appVersion, .jailbroken, .threatLevel, .accountState, .pinFailures, .clockedOut,
+                .lastCheckIn,
+            ]
+            .contains($0)
+        })
+    func missing(fact: LaunchFact) throws {
+        let snapshot = try Self.snapshot([Self.policy("ios", "P", group: "g-a", Self.everything)])
+        var all = try Self.readFacts(
+            #"{"osVersion": "17.1", "appVersion": "2.0", "jailbroken": false, "threatLevel": "low", "accountState": "active", "pinFailures": 0, "clockedOut": false, "lastCheckIn": "2027-01-15T07:00:00Z"}"#
+        )
+        #expect(snapshot.launch(account: Self.alice, facts: all, now: Self.now).outcome == .allow)
+        switch fact {
+        case .osVersion: all.osVersion = nil
+        case .appVersion: all.appVersion = nil
+        case .jailbroken: all.jailbroken = nil
+        case .threatLevel: all.threatLevel = nil
+        case .accountState: all.accountState = nil
+        case .pinFailures: all.pinFailures = nil
+        case .clockedOut: all.clockedOut = nil
+        default: all.lastCheckIn = nil
+        }
+        let strict = snapshot.launch(account: Self.alice, facts: all, now: Self.now)
+        let expected: LaunchOutcome =
+            switch fact {
+            case .appVersion, .lastCheckIn: .wipe
+            case .clockedOut: .warn
+            default: .block
+            }
+        #expect(strict.outcome == expected, "\(strict.reason)")
+        #expect(strict.missingFacts == [fact])
+        #expect(!strict.wipeIsConfirmed)
+        #expect(strict.reason.contains("needs \(fact), which was not given: counted as failed"))
+        let ignoring = snapshot.launch(account: Self.alice, facts: all, now: Self.now, missingFacts: .ignore)
+        #expect(ignoring.outcome == .allow)
+        #expect(ignoring.missingFacts == [fact])
+        #expect(ignoring.checks.allSatisfy { !$0.counts })
+    }
+
+    @Test("several policies: every policy's checks are made, the most severe action wins, ordered wipe, block, warn")
+    func severalPolicies() throws {
+        let snapshot = try Self.snapshot([
+            Self.policy("ios", "Warns", group: "g-a", #""minimumWarningOsVersion": "17.0""#),
+            Self.policy("ios", "Blocks", group: "g-b", #""minimumRequiredOsVersion": "17.0""#),
+            Self.policy("ios", "Wipes", group: "g-a", #""minimumWipeOsVersion": "15.0""#),
+        ])
+        let old = Self.facts { $0.osVersion = SoftwareVersion("14.8") }
+        let alice = snapshot.launch(account: Self.alice, facts: old, now: Self.now)
+        #expect(alice.outcome == .wipe)
+        #expect(alice.checks.map(\.outcome) == [.wipe, .block, .warn])
+        #expect(alice.checks.map { $0.policy?.name } == ["Wipes", "Blocks", "Warns"])
+        #expect(alice.wipeIsConfirmed)
+        let middling = Self.facts { $0.osVersion = SoftwareVersion("16.4") }
+        #expect(snapshot.launch(account: Self.alice, facts: middling, now: Self.now).outcome == .block)
+        // Bob is reached by the blocking policy only.
+        #expect(snapshot.launch(account: Self.bob, facts: old, now: Self.now).outcome == .block)
+        // An account outside the tenant is unmanaged: allowed.
+        let outsider = try AccountID(validating: "eve@fabrikam.com")
+        #expect(snapshot.launch(account: outsider, facts: old, now: Self.now).outcome == .allow)
+    }
+
+    @Test("incumbent precedence: a policy that reached the account later is set aside, with its launch checks")
+    func incumbent() throws {
+        let documents = [
+            Self.policy("ios", "First", group: "g-a", #""minimumWarningOsVersion": "17.0""#),
+            Self.policy("ios", "Later", group: "g-b", #""minimumWipeOsVersion": "16.0""#),
+        ]
+        let key = "0a000000-0000-4000-8000-000000000001"
+        let precedence = PolicyPrecedence(rule: .incumbent, firstReached: [key: ["First": 1, "Later": 2]])
+        let facts = Self.facts { $0.osVersion = SoftwareVersion("15.1") }
+        let incumbent = try Self.snapshot(documents, precedence: precedence)
+        #expect(incumbent.launch(account: Self.alice, facts: facts, now: Self.now).outcome == .warn)
+        let merged = try Self.snapshot(documents)
+        #expect(merged.launch(account: Self.alice, facts: facts, now: Self.now).outcome == .wipe)
+    }
+
+    @Test("a default policy's iOS checks are not made on Android, and its Android checks not on iOS")
+    func defaultPolicyPlatforms() throws {
+        let document = """
+            {"@odata.type": "#microsoft.graph.defaultManagedAppProtection", "displayName": "D",
+             "allowedIosDeviceModels": "iPhone15,2", "allowedAndroidDeviceManufacturers": "Google"}
+            """
+        for (platform, model, maker, outcome) in [
+            (Platform.ios, "iPhone15,2", "Samsung", LaunchOutcome.allow), (.ios, "iPhone9,1", "Google", .block),
+            (.android, "iPhone9,1", "google", .allow), (.android, "Pixel", "Samsung", .block),
+        ] {
+            let snapshot = try Self.snapshot([document], platform: platform)
+            let facts = Self.facts {
+                $0.deviceModel = model
+                $0.deviceManufacturer = maker
+            }
+            #expect(snapshot.launch(account: Self.alice, facts: facts, now: Self.now).outcome == outcome)
+        }
+    }
+
+    @Test(
+        "versions compare as numbers, component by component",
+        arguments: [
+            ("1.10", "1.9", 1), ("16", "16.0.0", 0), ("2026-09-01", "2026-08-31", 1), ("11.0.0.94", "11.0.0.100", -1),
+            ("0.0", "0", 0),
+        ])
+    func versionOrder(lhs: String, rhs: String, order: Int) throws {
+        let left = try #require(SoftwareVersion(lhs))
+        let right = try #require(SoftwareVersion(rhs))
+        #expect((left < right ? -1 : left == right ? 0 : 1) == order)
+    }
+
+    @Test(
+        "what is not a version is refused",
+        arguments: ["", "1.", ".1", "1..2", "v1.2", "1.2-3", "1234567890", "1.2.3.4.5.6.7.8.9", "16.1 (20B82)"])
+    func notVersions(text: String) {
+        #expect(SoftwareVersion(text) == nil)
+    }
+
+    @Test(
+        "a policy's bad version is an error naming where it is",
+        arguments: [#""minimumRequiredOsVersion": "sixteen""#, #""maximumWipeOsVersion": "16.x""#])
+    func badPolicyVersion(members: String) {
+        #expect(throws: BundleError.self) {
+            try PolicyBundle.load(
+                tenant: nil,
+                documents: [
+                    PolicyBundle.File(
+                        name: "p.json", bytes: Array(Self.policy("ios", "P", group: "g-a", members).utf8))
+                ])
+        }
+    }
+
+    @Test(
+        "facts: bad values are errors naming the fact",
+        arguments: [
+            (#"{"osVersion": 17}"#, "osVersion"), (#"{"threatLevel": "notConfigured"}"#, "threatLevel"),
+            (#"{"accountState": "gone"}"#, "accountState"), (#"{"pinFailures": -1}"#, "pinFailures"),
+            (#"{"jailbroken": "no"}"#, "jailbroken"), (#"{"rooted": true, "jailbroken": false}"#, "more than once"),
+            (#"{"colour": "red"}"#, "unknown fact 'colour'"), (#"{"lastCheckIn": "yesterday"}"#, "lastCheckIn"),
+            (#"[]"#, "must be an object"),
+        ])
+    func badFacts(json: String, message: String) {
+        do {
+            _ = try Self.readFacts(json)
+            Issue.record("accepted \(json)")
+        } catch {
+            #expect("\(error)".contains(message), "\(error)")
+        }
+    }
+
+    static func readFacts(_ json: String) throws -> LaunchFacts {
+        let document = try JSONDocument(parsing: Array(json.utf8))
+        return try LaunchFacts(json: document.root)
+    }
+}
