@@ -50,6 +50,37 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // Issue 27: a launch decision with five facts on a policy with Level 3's conditions (OS
+    // minimum and maximum, threat level, account state, PIN retries, jailbreak) and offline
+    // grace: ≤ 500 ns in process.
+    let launchPolicy = """
+        {"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "Launch",
+         "minimumRequiredOsVersion": "14.8", "maximumRequiredOsVersion": "26.0", "minimumWarningAppVersion": "5.0",
+         "maximumAllowedDeviceThreatLevel": "secured", "appActionIfUnableToAuthenticateUser": "block",
+         "pinRequired": true, "maximumPinRetries": 5, "deviceComplianceRequired": true,
+         "appActionIfDeviceComplianceRequired": "wipe"}
+        """
+    let launchTenant = #"{"accounts": [{"oid": "0a000000-0000-4000-8000-000000000001", "upn": "alice@contoso.com"}]}"#
+    let launchSnapshot = PolicySnapshot(
+        bundle: try! PolicyBundle.load(
+            tenant: PolicyBundle.File(name: "tenant.json", bytes: Array(launchTenant.utf8)),
+            documents: [PolicyBundle.File(name: "p.json", bytes: Array(launchPolicy.utf8))]),
+        context: EvaluationContext(platform: .ios))
+    let launchAccount = AccountID("alice@contoso.com")!
+    var launchFacts = LaunchFacts()
+    launchFacts.osVersion = SoftwareVersion("17.4.1")
+    launchFacts.appVersion = SoftwareVersion("5.2")
+    launchFacts.jailbroken = false
+    launchFacts.threatLevel = .secured
+    launchFacts.lastCheckIn = .seconds(1_800_000_000 - 600)
+    Benchmark("launch decision, five facts", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(
+                launchSnapshot.launch(
+                    account: launchAccount, facts: launchFacts, now: .seconds(1_800_000_000), missingFacts: .ignore))
+        }
+    }
+
     Benchmark("saveTo decision with its reason text, 10k-account bundle", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var index = 0
         for _ in benchmark.scaledIterations {
