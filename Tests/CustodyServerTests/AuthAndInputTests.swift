@@ -13,7 +13,7 @@ import Testing
 struct AuthTests {
     /// Each route, its method and the scope it needs.
     static let routes: [(method: HTTPRequest.Method, uri: String, scope: TokenScope)] = [
-        (.post, "/v1/decisions", .decide), (.post, "/v1/decisions/batch", .decide),
+        (.post, "/v1/decisions", .decide), (.post, "/v1/decisions/batch", .decide), (.post, "/v1/launch", .decide),
         (.get, "/v1/accounts/alice@contoso.com/policy", .read),
         (.get, "/v1/accounts/alice@contoso.com/configuration", .read),
         (.get, "/v1/bundle", .read), (.put, "/v1/bundle", .admin), (.get, "/v1/events", .events),
