@@ -513,7 +513,10 @@ public final class CustodyEngine: Sendable {
         let now = Duration.seconds(date.timeIntervalSince1970)
         let recorded = recordedLaunchFacts(resolved.id) ?? LaunchFacts()
         let launch = snapshot.launch(account: resolved.id, facts: facts.filling(from: recorded), now: now)
-        let acting = try CustodyError.fromState { try database.isActingOnLaunch() }
+        // A bundle given for this command alone (`--bundle`) is not the policy in force: its
+        // outcome is reported, never acted on.
+        let acting =
+            try CustodyError.fromState { try database.isActingOnLaunch() } && manager.bundleInForce?.isOverride != true
         guard acting, launch.wipeIsConfirmed else {
             return CheckInResult(account: resolved, launch: launch, wipe: nil, acting: acting)
         }

@@ -109,10 +109,14 @@ public struct DecisionStream {
         lastError = nil
         do throws(QueryError) {
             var query = try readQuery(line)
-            if case let .launch(account?, facts, now, missing) = query, let recorded = options.recordedFacts?(account) {
+            var answer = snapshot.answer(query)
+            // Recorded facts are read (a state read) only when a check lacked its fact.
+            if case .launch(let launch) = answer, !launch.missingFacts.isEmpty,
+                case let .launch(account?, facts, now, missing) = query, let recorded = options.recordedFacts?(account)
+            {
                 query = .launch(account: account, facts: facts.filling(from: recorded), now: now, missingFacts: missing)
+                answer = snapshot.answer(query)
             }
-            let answer = snapshot.answer(query)
             // A contradictory account, or a bundle of several platforms with none named, is a
             // line error, located (rare: checked only when a decision was refused, so the
             // common line pays nothing for it).
