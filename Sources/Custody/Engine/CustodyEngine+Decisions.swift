@@ -47,8 +47,6 @@ extension CustodyEngine {
         let eventID = manager.lastEventID
         let (snapshot, revision) = try policyAndRevision(for: context)
         let auditing = try auditSetting.isOn(database, following: isFollowing)
-        var options = options
-        if options.recordedFacts == nil { options.recordedFacts = recordedLaunchFacts }
         return DecisionSession(
             stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID,
             stamped: stamped,

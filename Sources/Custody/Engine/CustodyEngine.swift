@@ -475,8 +475,17 @@ public final class CustodyEngine: Sendable {
     }
 
     /// Records a policy sync of `account` (offline grace counts from it).
+    /// - Throws: `CustodyError` `.invalidArgument` for a time more than
+    ///   `PolicySnapshot.clockSkew` ahead of now: a check-in in the future would hold off offline
+    ///   grace for as long as it lies ahead.
     @discardableResult
     public func checkIn(account: AccountID, at date: Date? = nil) async throws(CustodyError) -> ResolvedAccount {
+        if let date, date.timeIntervalSince(configuration.now()) > Double(PolicySnapshot.clockSkew.components.seconds) {
+            throw CustodyError(
+                .invalidArgument,
+                "a check-in cannot be in the future: \(date) is more than \(PolicySnapshot.clockSkew.components.seconds / 60) minutes ahead of this machine's clock"
+            )
+        }
         do {
             return try await manager.checkIn(account: account, at: date)
         } catch {
@@ -510,9 +519,15 @@ public final class CustodyEngine: Sendable {
             try database.recordLaunchFacts(account: resolved.owner.rawValue, facts: facts.jsonObject, at: date)
         }
         let snapshot = try policy()
-        let now = Duration.seconds(date.timeIntervalSince1970)
-        let recorded = recordedLaunchFacts(resolved.id) ?? LaunchFacts()
-        let launch = snapshot.launch(account: resolved.id, facts: facts.filling(from: recorded), now: now)
+        // The facts just recorded replace the earlier ones; of the state, only the last
+        // check-in (this one, or a later one already recorded) is added.
+        var reported = facts
+        if reported.lastCheckIn == nil {
+            let checkedIn = try CustodyError.fromState { try database.lastCheckIn(account: resolved.owner.rawValue) }
+            reported.lastCheckIn = .seconds((checkedIn ?? date).timeIntervalSince1970)
+        }
+        let launch = snapshot.launch(
+            account: resolved.id, facts: reported, now: .seconds(date.timeIntervalSince1970))
         // A bundle given for this command alone (`--bundle`) is not the policy in force: its
         // outcome is reported, never acted on.
         let acting =
@@ -529,9 +544,22 @@ public final class CustodyEngine: Sendable {
         return CheckInResult(account: resolved, launch: launch, wipe: report, acting: acting)
     }
 
-    /// Whether check-ins act on a `wipe` launch outcome (see `checkIn(account:at:facts:)`).
-    public func setActingOnLaunch(_ acting: Bool) throws(CustodyError) {
-        try CustodyError.fromState { try database.setActingOnLaunch(acting) }
+    /// Sets whether check-ins act on a `wipe` launch outcome (see `checkIn(account:at:facts:)`);
+    /// a change is audited (kind bundle, action act-on-launch). Returns whether it changed.
+    @discardableResult
+    public func setActingOnLaunch(_ acting: Bool, by: String? = nil) throws(CustodyError) -> Bool {
+        try CustodyError.fromState {
+            guard try database.isActingOnLaunch() != acting else { return false }
+            try database.setActingOnLaunch(acting)
+            try database.audit(
+                .bundle, account: nil, action: "act-on-launch",
+                detail: (acting
+                    ? "on: a confirmed wipe outcome of a check-in wipes the account"
+                    : "off: launch outcomes are reported only")
+                    + (by.map { " by \($0)" } ?? ""),
+                at: configuration.now())
+            return true
+        }
     }
 
     /// Selective wipe of `account` under every identifier it has or had here (see

@@ -238,7 +238,7 @@ extension Finding {
             case .customApp:
                 guard let redirect else {
                     return
-                        "dialerRestrictionLevel is customApp but the applying policies name no custom dialer they agree on: blocked"
+                        "dialerRestrictionLevel is customApp but no custom dialer is named (none configured, a template's placeholder, or policies that disagree): blocked"
                 }
                 return "dialerRestrictionLevel is customApp: the phone number opens in '\(redirect)'"
             }
@@ -252,7 +252,7 @@ extension Finding {
             case .specificApps:
                 guard let redirect else {
                     return
-                        "protectedMessagingRedirectAppType is specificApps but the applying policies name no messaging app they agree on: blocked"
+                        "protectedMessagingRedirectAppType is specificApps but no messaging app is named (none configured, a template's placeholder, or policies that disagree): blocked"
                 }
                 return "protectedMessagingRedirectAppType is specificApps: the messaging link opens in '\(redirect)'"
             }

@@ -68,12 +68,17 @@ public struct LaunchDecision: Sendable, Hashable {
 }
 
 extension PolicySnapshot {
+    /// How far a reported check-in may lie after the time a launch is decided at (clocks
+    /// differ) before it is not believed.
+    public static let clockSkew = Duration.seconds(300)
+
     /// May the app open `account`'s data, given what the app and device report?
     ///
     /// Every conditional-launch check of every policy that applies to the account is made (they
     /// are not merged: each policy's own thresholds and actions), plus offline grace as the
     /// merged `periodOfflineBeforeAccessCheck` (block) and `periodOfflineBeforeWipeIsEnforced`
-    /// (wipe) set it. The outcome is the most severe action of a failed check: wipe, then block,
+    /// (wipe) set it; a check-in more than `clockSkew` after `now` is not believed and blocks.
+    /// The outcome is the most severe action of a failed check: wipe, then block,
     /// then warn, else allow. A check whose fact is missing is reported; with
     /// `MissingFacts.strict` it counts as failed (the strictest the fact could produce). An
     /// unmanaged account is allowed: no policy sets conditions for it.
@@ -109,7 +114,14 @@ extension PolicySnapshot {
         if let checkedIn = facts.lastCheckIn {
             let offline = max(now - checkedIn, .zero)
             let reported = RFC3339.format(checkedIn)
-            if offline >= wipeAfter.value.duration {
+            if checkedIn - now > Self.clockSkew {
+                // A check-in later than the time decided at: one of the two clocks is wrong, or
+                // the report is. Not believed: access is blocked (never wiped on it).
+                record(
+                    PolicySetting.periodOfflineBeforeAccessCheck.rawValue, blockAfter.value.description,
+                    "lastCheckIn not after \(RFC3339.format(now)) (5 minutes of clock skew allowed)", .lastCheckIn,
+                    reported, .block, blockAfter.sources.first)
+            } else if offline >= wipeAfter.value.duration {
                 record(
                     PolicySetting.periodOfflineBeforeWipeIsEnforced.rawValue, wipeAfter.value.description,
                     "offline less than \(wipeAfter.value)", .lastCheckIn, reported, .wipe, wipeAfter.sources.first)

@@ -28,7 +28,8 @@ public struct DecisionStream {
         /// The current time since the Unix epoch, for `offlineAccess` queries without `now`.
         public var currentTime: @Sendable () -> Duration
         /// The facts an installation recorded for an account (`custody checkin --facts`, and its
-        /// last check-in): a launch query's missing facts are taken from them.
+        /// last check-in): a launch query's missing facts are taken from them. Nil (the default):
+        /// a launch decides on the facts its query gives.
         public var recordedFacts: (@Sendable (AccountID) -> LaunchFacts?)?
 
         /// Creates options.
@@ -111,7 +112,7 @@ public struct DecisionStream {
             var query = try readQuery(line)
             var answer = snapshot.answer(query)
             // Recorded facts are read (a state read) only when a check lacked its fact.
-            if case .launch(let launch) = answer, !launch.missingFacts.isEmpty,
+            if case .launch(let launch) = answer, launch.checks.contains(where: \.isMissing),
                 case let .launch(account?, facts, now, missing) = query, let recorded = options.recordedFacts?(account)
             {
                 query = .launch(account: account, facts: facts.filling(from: recorded), now: now, missingFacts: missing)
@@ -235,7 +236,9 @@ public struct DecisionStream {
             }
             let verdict: String
             switch answer {
-            case .launch(let launch): verdict = launch.outcome.rawValue.uppercased()
+            case .launch(let launch):
+                verdict =
+                    launch.outcome == .wipe && !launch.wipeIsConfirmed ? "WIPE?" : launch.outcome.rawValue.uppercased()
             case .single(let decision) where decision.urlOutcome == .redirect: verdict = "REDIRECT"
             default:
                 verdict =

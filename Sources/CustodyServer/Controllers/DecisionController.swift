@@ -28,15 +28,7 @@ struct DecisionController {
         try await Freshness.require(request, engine: engine)
         let (evaluation, options) = try QueryParameters.decision(request.uri, engine: engine)
         let body = Array(buffer: try await request.body.collect(upTo: limits.bodyBytes))
-        let line = Self.launchLine(body)
-        if let action = (try? JSONDocument(parsing: line))?.root["action"], action.string != "launch" {
-            throw ServiceError.badQuery(
-                QueryError(
-                    message:
-                        "POST /v1/launch answers launch queries only (leave \"action\" out); other actions go to /v1/decisions",
-                    column: 1),
-                in: line)
-        }
+        let line = try Self.launchLine(body)
         var recording = options
         recording.recordedFacts = engine.recordedLaunchFacts
         var session = try engine.decisionSession(context: evaluation, options: recording, stamped: true)
@@ -66,20 +58,26 @@ struct DecisionController {
     }
 
     /// The body as a launch query line: `"action":"launch"` added to an object that names no
-    /// action (one that names another action is refused by the route).
-    static func launchLine(_ body: [UInt8]) -> [UInt8] {
-        var bytes = body[...]
-        while let last = bytes.last,
-            last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == UInt8(ascii: " ")
-        {
-            bytes = bytes.dropLast()
+    /// action. A body that is not a JSON object is left for the query reader to refuse.
+    /// - Throws: `ServiceError` `invalid-query` for a body that names another action.
+    static func launchLine(_ body: [UInt8]) throws(ServiceError) -> [UInt8] {
+        guard let document = try? JSONDocument(parsing: body), document.root.kind == .object else { return body }
+        if let action = document.root["action"] {
+            guard action.string == "launch" else {
+                throw ServiceError.badQuery(
+                    QueryError(
+                        message:
+                            "POST /v1/launch answers launch queries only (leave \"action\" out); other actions go to /v1/decisions",
+                        column: JSONText.lineAndColumn(ofOffset: action.offset, in: body).column, offset: action.offset),
+                    in: body)
+            }
+            return body
         }
-        guard let open = bytes.firstIndex(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }),
-            bytes[open] == UInt8(ascii: "{"), (try? JSONDocument(parsing: Array(bytes)))?.root["action"] == nil
-        else { return Array(bytes) }
-        let rest = bytes[(open + 1)...]
-        let empty = rest.allSatisfy { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "}") }
-        return Array("{\"action\":\"launch\"".utf8) + (empty ? [] : Array(",".utf8)) + Array(rest)
+        // The object's opening brace, then its members (if any) after the added one.
+        let open = body.firstIndex(of: UInt8(ascii: "{"))!
+        let hasMembers = document.root.members.contains { _ in true }
+        return Array(body[..<open]) + Array("{\"action\":\"launch\"".utf8) + (hasMembers ? Array(",".utf8) : [])
+            + Array(body[(open + 1)...])
     }
 
     /// A shared item in (an envelope, its first bytes, or untagged data), its receive decision

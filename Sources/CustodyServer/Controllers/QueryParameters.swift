@@ -84,13 +84,10 @@ struct QueryParameters {
         EvaluationContext?, DecisionStream.Options
     ) {
         let parameters = try QueryParameters(uri, accepting: context + ["reasons", "strictAccounts", "explain"])
-        var options = DecisionStream.Options(
+        let options = DecisionStream.Options(
             strictAccounts: try parameters.flag("strictAccounts") ?? false,
             reasons: try parameters.flag("reasons") ?? true,
             explain: try parameters.flag("explain") ?? false, currentTime: now)
-        // Launch lines of /v1/decisions decide on the facts they give: reading the facts an
-        // account recorded is a state read, which /v1/launch makes on the state's threads.
-        options.recordedFacts = { _ in nil }
         return (try parameters.evaluationContext(over: engine.context), options)
     }
 

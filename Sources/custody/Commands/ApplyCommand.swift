@@ -68,7 +68,12 @@ struct ApplyCommand: AsyncParsableCommand {
         }
         try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
-            if let actOnLaunch { try engine.setActingOnLaunch(actOnLaunch) }
+            if let actOnLaunch, try engine.setActingOnLaunch(actOnLaunch, by: commandLineOperator) {
+                StandardError.write(
+                    actOnLaunch
+                        ? "acting on launch: a check-in whose reported facts call for a wipe now wipes the account\n"
+                        : "no longer acting on launch: wipe outcomes of check-ins are reported only\n")
+            }
         }
         StandardOutput.write(
             "\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")

@@ -40,7 +40,9 @@ struct DecideCommand: AsyncParsableCommand {
             launch answer has "outcome" (allow, warn, block or wipe: a wipe beats a block beats a \
             warn), "checks" (each check that failed or lacked its fact: setting, value, \
             requirement, fact, reported, outcome, policy, counts) and "missingFacts"; a check \
-            whose fact is missing counts as failed unless "missingFacts":"ignore". openURL answers \
+            whose fact is missing counts as failed unless "missingFacts":"ignore" (--format text prints \
+            WIPE? for a wipe that rests on missing facts only: "wipeConfirmed":false). A lastCheckIn \
+            more than 5 minutes after "now" is not believed: it blocks. openURL answers \
             "outcome" allowed, redirect (with "redirect", the app's URL scheme or package id) or \
             blocked: tel: by dialerRestrictionLevel, sms: by protectedMessagingRedirectAppType, \
             http(s): by managedBrowserToOpenLinksRequired, any other scheme by the send rule.
@@ -122,9 +124,11 @@ struct DecideCommand: AsyncParsableCommand {
     func run() async throws {
         let engine = try await openEngine(
             state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-        let options = DecisionStream.Options(strictAccounts: strictAccounts, format: format, explain: explain) {
+        var options = DecisionStream.Options(strictAccounts: strictAccounts, format: format, explain: explain) {
             .seconds(Date().timeIntervalSince1970)
         }
+        // A launch line's missing facts come from those the account last reported here.
+        options.recordedFacts = engine.recordedLaunchFacts
         let runner = try reporting(state: stateOptions) { () throws(CustodyError) in
             try engine.decisionRunner(
                 options: options, jobs: jobs, blockBytes: blockBytes, maximumLineBytes: maxLineBytes)

@@ -13,8 +13,8 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the decision service: decisions, policy, events and protection over HTTP.",
         discussion: """
-            Serves the installation in --state over HTTP (Hummingbird 2): POST /v1/decisions and \
-            /v1/decisions/batch, GET /v1/accounts/{account}/policy and /configuration, GET and \
+            Serves the installation in --state over HTTP (Hummingbird 2): POST /v1/decisions, \
+            /v1/decisions/batch and /v1/launch (conditional launch), GET /v1/accounts/{account}/policy and /configuration, GET and \
             PUT /v1/bundle, GET /v1/events (Server-Sent Events), POST /v1/protect and \
             /v1/unprotect, POST /v1/accounts/{account}/wipe and /keys/rotate, GET /healthz, \
             /readyz, /metrics (Prometheus) and /openapi.json. Every /v1 route needs a bearer \
@@ -269,7 +269,7 @@ struct TokensCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a token with the given scopes; the token is printed once, alone on the last line.",
             discussion: """
-                Scopes: decide (POST /v1/decisions), read (policies, configuration, the bundle), \
+                Scopes: decide (POST /v1/decisions, /v1/launch), read (policies, configuration, the bundle), \
                 events (GET /v1/events), protect (protect, unprotect), admin (everything, and \
                 wipes, key rotation, PUT /v1/bundle). The state keeps only a hash of the token's \
                 secret part; lose the token and create another. Creation is audited (by id).

@@ -100,7 +100,8 @@ struct CheckInCommand: AsyncParsableCommand {
             --facts FILE (or - for standard input) records what the app and device reported, a \
             JSON object such as {"osVersion":"17.4","appVersion":"5.2","jailbroken":false} (the \
             facts of a launch decision: custody decide --help), decides conditional launch with \
-            them and prints the decision as JSON. Later launch decisions take the facts a query \
+            them and prints the decision as JSON, with "wiped" saying whether it wiped the \
+            account. Later launch decisions take the facts a query \
             does not give from the recorded ones. A wipe outcome that reported facts call for \
             (not one counted for a missing fact) wipes the account's keys, audited and \
             announced, when the installation acts on launch (custody apply --act-on-launch); \
@@ -144,7 +145,12 @@ struct CheckInCommand: AsyncParsableCommand {
         }
         if let launch = result.launch {
             var writer = JSONWriter()
-            DecisionEncoding.write(.launch(launch), to: &writer)
+            DecisionEncoding.write(
+                .launch(launch), to: &writer,
+                trailer: { writer in
+                    writer.key("wiped")
+                    writer.value(result.wipe != nil)
+                })
             StandardOutput.write(String(decoding: writer.bytes, as: UTF8.self) + "\n")
             if launch.outcome == .wipe {
                 if let wipe = result.wipe {
@@ -163,27 +169,41 @@ struct CheckInCommand: AsyncParsableCommand {
         }
     }
 
-    /// Reads and checks the facts before the state is opened: a bad file changes nothing.
+    /// Reads and checks the facts before the state is opened: a bad file changes nothing, and
+    /// is an error (exit status 1), not a usage error.
     private func readLaunchFacts(_ path: String) throws -> LaunchFacts {
+        do {
+            return try parseLaunchFacts(path)
+        } catch let error as FactsError {
+            StandardError.write("error: --facts \(path)\(error.message)\n")
+            throw ExitCode.failure
+        }
+    }
+
+    private struct FactsError: Error {
+        let message: String
+    }
+
+    private func parseLaunchFacts(_ path: String) throws -> LaunchFacts {
         let bytes: [UInt8]
         if path == "-" {
             bytes = [UInt8](FileHandle.standardInput.readData(ofLength: 64 * 1024 + 1))
         } else {
             guard let handle = FileHandle(forReadingAtPath: path) else {
-                throw ValidationError("--facts \(path): cannot be read")
+                throw FactsError(message: ": cannot be read")
             }
             defer { try? handle.close() }
             bytes = [UInt8](handle.readData(ofLength: 64 * 1024 + 1))
         }
-        guard bytes.count <= 64 * 1024 else { throw ValidationError("--facts \(path): larger than 64 KiB") }
+        guard bytes.count <= 64 * 1024 else { throw FactsError(message: ": larger than 64 KiB") }
         do {
             let document = try JSONDocument(parsing: bytes)
             return try LaunchFacts(json: document.root)
         } catch let error as QueryError {
-            throw ValidationError("--facts \(path): \(error)")
+            throw FactsError(message: ": \(error)")
         } catch let error as JSONSyntaxError {
             let position = JSONText.lineAndColumn(ofOffset: error.offset, in: bytes)
-            throw ValidationError("--facts \(path):\(position.line):\(position.column): \(error.message)")
+            throw FactsError(message: ":\(position.line):\(position.column): \(error.message)")
         }
     }
 }

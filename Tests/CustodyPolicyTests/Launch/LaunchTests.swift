@@ -231,7 +231,7 @@ struct LaunchTests {
     @Test(
         "offline grace: block from periodOfflineBeforeAccessCheck, wipe from periodOfflineBeforeWipeIsEnforced",
         arguments: [
-            (Int64(3_599), LaunchOutcome.allow), (3_600, .block), (86_399, .block), (86_400, .wipe), (-500, .allow),
+            (Int64(3_599), LaunchOutcome.allow), (3_600, .block), (86_399, .block), (86_400, .wipe), (-300, .allow),
         ] as [(Int64, LaunchOutcome)])
     func offline(seconds: Int64, outcome: LaunchOutcome) throws {
         let snapshot = try Self.snapshot([
@@ -245,6 +245,19 @@ struct LaunchTests {
         // The launch decision and the offlineAccess decision agree.
         let offline = snapshot.offlineAccess(account: Self.alice, offlineFor: .seconds(seconds))
         #expect(offline.isAllowed == (outcome == .allow))
+    }
+
+    @Test(
+        "a check-in more than five minutes after now is not believed: it blocks, whatever missing facts say",
+        arguments: [(Int64(301), MissingFacts.strict), (86_400 * 365, .ignore)] as [(Int64, MissingFacts)])
+    func futureCheckIn(ahead: Int64, missing: MissingFacts) throws {
+        let snapshot = try Self.snapshot([Self.policy("ios", "P", group: "g-a", "")])
+        let facts = Self.facts { $0.lastCheckIn = Self.now + .seconds(ahead) }
+        let launch = snapshot.launch(account: Self.alice, facts: facts, now: Self.now, missingFacts: missing)
+        #expect(launch.outcome == .block, "\(launch.reason)")
+        #expect(launch.checks.first?.requirement.contains("lastCheckIn not after") == true)
+        // offlineAccess, asked for a time offline, still counts a negative one as none.
+        #expect(snapshot.offlineAccess(account: Self.alice, offlineFor: .seconds(-ahead)).isAllowed)
     }
 
     static let everything = #"""

@@ -147,6 +147,8 @@ struct DecisionQueryTests {
                 "unknown field 'locationAcount' for action saveTo (it takes: owner, location, locationAccount)"
             ),
             (#"{"action":"saveTo","owner":"a"}"#, #"{"#, "action saveTo needs the field 'location'"),
+            (#"{"action":"openURL","url":"tel:1\u0000https://x"}"#, #""tel"#, "\"url\" holds a control character"),
+            (#"{"action":"openURL","url":"contoso.com"}"#, #""contoso"#, "\"url\" must start with a scheme"),
             (
                 #"{"action":"saveTo","owner":"a","location":"dropBox"}"#, #""dropBox""#,
                 "unknown location 'dropBox' (one of: other, oneDriveForBusiness,"

@@ -1,0 +1,92 @@
+import CustodyTestSupport
+import Foundation
+import Testing
+
+/// `custody checkin --facts` and `custody apply --act-on-launch`: what is recorded, what is
+/// wiped, and what never is.
+@Suite("Conditional launch on the command line")
+struct LaunchCLITests {
+    static let level3 = "fixtures/frameworks/level-3-ios"
+    static let good =
+        #"{"osVersion":"14.8","jailbroken":false,"threatLevel":"secured","accountState":"active","pinFailures":0}"#
+    static let jailbroken =
+        #"{"osVersion":"14.8","jailbroken":true,"threatLevel":"secured","accountState":"active","pinFailures":0}"#
+
+    private func scratch(acting: Bool) throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory()
+        let apply = try directory.run(
+            ["apply", "--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--platform", "ios"]
+                + (acting ? ["--act-on-launch"] : []))
+        #expect(apply.status == 0, "\(apply.stderr)")
+        return directory
+    }
+
+    @Test("acting on launch: switching it is audited and said; a jailbroken check-in wipes, with wiped true")
+    func acting() throws {
+        let directory = try scratch(acting: false)
+        let on = try directory.run(["apply", "--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--act-on-launch"])
+        #expect(on.status == 0)
+        #expect(on.stderr.contains("acting on launch: a check-in whose reported facts call for a wipe"))
+        let again = try directory.run([
+            "apply", "--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--act-on-launch",
+        ])
+        #expect(!again.stderr.contains("acting on launch"))
+        let facts = try directory.write("facts.json", Self.jailbroken)
+        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", facts])
+        #expect(checkIn.status == 0, "\(checkIn.stderr)")
+        #expect(checkIn.stdout.contains(#""outcome":"wipe""#))
+        #expect(checkIn.stdout.contains(#""wipeConfirmed":true"#))
+        #expect(checkIn.stdout.contains(#""wiped":true"#))
+        let audit = try directory.run(["audit"])
+        #expect(audit.stdout.contains("act-on-launch"))
+        #expect(audit.stdout.contains("conditional launch: jailbroken true fails deviceComplianceRequired"))
+    }
+
+    @Test(
+        "no wipe: with acting off, with facts that do not call for it, or under a --bundle override",
+        arguments: [(false, jailbroken, false), (true, #"{"osVersion":"14.8"}"#, false), (true, jailbroken, true)])
+    func noWipe(acting: Bool, facts: String, override: Bool) throws {
+        let directory = try scratch(acting: acting)
+        let file = try directory.write("facts.json", facts)
+        let checkIn = try directory.run(
+            ["checkin", "--account", "user1@contoso.com", "--facts", file]
+                + (override ? ["--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--platform", "ios"] : []))
+        #expect(checkIn.status == 0, "\(checkIn.stderr)")
+        #expect(checkIn.stdout.contains(#""wiped":false"#), "\(checkIn.stdout)")
+        #expect(!(try directory.run(["audit"]).stdout.contains("conditional launch")))
+    }
+
+    @Test(
+        "bad facts are an error (exit 1) that records nothing",
+        arguments: [
+            "garbage", #"{"osVersion":17}"#, #"{"colour":"red"}"#, "[]", #"{"rooted":true,"jailbroken":false}"#,
+        ])
+    func badFacts(text: String) throws {
+        let directory = try scratch(acting: true)
+        let file = try directory.write("facts.json", text)
+        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
+        #expect(checkIn.status == 1)
+        #expect(checkIn.stderr.hasPrefix("error: --facts \(file)"), "\(checkIn.stderr)")
+        let decide = try directory.run(
+            ["decide"], stdin: #"{"action":"launch","account":"user1@contoso.com","facts":{}}"# + "\n")
+        #expect(decide.stdout.contains(#""missingFacts":["lastCheckIn","#), "\(decide.stdout)")
+    }
+
+    @Test("a check-in in the future is refused; recorded facts fill a later launch query")
+    func futureAndRecorded() throws {
+        let directory = try scratch(acting: false)
+        let future = try directory.run(["checkin", "--account", "user1@contoso.com", "--at", "2099-01-01T00:00:00Z"])
+        #expect(future.status == 1)
+        #expect(future.stderr.contains("a check-in cannot be in the future"))
+        let file = try directory.write("facts.json", Self.good)
+        #expect(try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file]).status == 0)
+        let decide = try directory.run(
+            ["decide"], stdin: #"{"action":"launch","account":"user1@contoso.com","facts":{}}"# + "\n")
+        #expect(decide.stdout.contains(#""outcome":"allow""#), "\(decide.stdout)")
+        // Given facts win over recorded ones.
+        let given = try directory.run(
+            ["decide"], stdin: #"{"action":"launch","account":"user1@contoso.com","facts":{"osVersion":"14.0"}}"# + "\n"
+        )
+        #expect(given.stdout.contains(#""outcome":"block""#), "\(given.stdout)")
+    }
+}
