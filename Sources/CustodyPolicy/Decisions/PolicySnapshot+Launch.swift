@@ -1,29 +1,98 @@
 /// The answer to a conditional-launch question: the outcome and every check that had a say.
 public struct LaunchDecision: Sendable, Hashable {
     /// One check that failed, or could not be made for want of a fact.
+    ///
+    /// A check holds the effective policy it read and where in it: its setting, threshold and
+    /// policy are looked up, and its words rendered, only when asked for, so that making a
+    /// decision copies no strings.
     public struct Check: Sendable, Hashable {
-        /// The Graph property that set the threshold (`minimumWipeOsVersion`,
-        /// `periodOfflineBeforeAccessCheck`, ...).
-        public let setting: String
-        /// The threshold as the policy sets it.
-        public let value: String
-        /// What passes, in words (`osVersion at least 16.1`).
-        public let requirement: String
-        /// The fact compared.
-        public let fact: LaunchFact
+        /// What a check compared.
+        enum Origin: Sendable, Hashable {
+            /// The policy's launch condition at this position of `launchConditions`.
+            case condition(Int)
+            /// Offline grace: this period setting.
+            case offline(PolicySetting)
+            /// A check-in later than the time decided at (`now`): not believed.
+            case checkInAfter(now: Duration)
+        }
+
+        let origin: Origin
+        let source: EffectivePolicy
         /// The fact's reported value; nil when the fact is missing.
         public let reported: String?
         /// What the check's action makes of a failure.
         public let outcome: LaunchOutcome
-        /// The policy that configures the check; nil for Intune's default (offline grace no
-        /// applicable policy configures).
-        public let policy: PolicyReference?
         /// Whether the check counts toward the outcome (a missing fact does not when the caller
         /// ignores missing facts).
         public let counts: Bool
 
+        /// The Graph property that set the threshold (`minimumWipeOsVersion`,
+        /// `periodOfflineBeforeAccessCheck`, ...).
+        public var setting: String {
+            switch origin {
+            case .condition(let index): source.launchConditions[index].setting
+            case .offline(let setting): setting.rawValue
+            case .checkInAfter: PolicySetting.periodOfflineBeforeAccessCheck.rawValue
+            }
+        }
+
+        /// The threshold as the policy sets it.
+        public var value: String {
+            switch origin {
+            case .condition(let index): source.launchConditions[index].test.threshold
+            case .offline, .checkInAfter: period.description
+            }
+        }
+
+        /// What passes, in words (`osVersion at least 16.1`).
+        public var requirement: String {
+            switch origin {
+            case .condition(let index): source.launchConditions[index].test.requirement
+            case .offline: "offline less than \(period)"
+            case .checkInAfter(let now):
+                "lastCheckIn not after \(RFC3339.format(now)) (5 minutes of clock skew allowed)"
+            }
+        }
+
+        /// The fact compared.
+        public var fact: LaunchFact {
+            if case .condition(let index) = origin { return source.launchConditions[index].test.fact }
+            return .lastCheckIn
+        }
+
+        /// The policy that configures the check; nil for Intune's default (offline grace no
+        /// applicable policy configures).
+        public var policy: PolicyReference? {
+            switch origin {
+            case .condition(let index): source.policies[source.launchSources[index]]
+            case .offline(let setting): source.setting(setting).sources.first
+            case .checkInAfter: source.periodOfflineBeforeAccessCheck.sources.first
+            }
+        }
+
         /// Whether the fact the check needs was missing.
         public var isMissing: Bool { reported == nil }
+
+        /// The offline period an offline check compared with.
+        private var period: PolicyDuration {
+            if case .offline(.periodOfflineBeforeWipeIsEnforced) = origin {
+                return source.periodOfflineBeforeWipeIsEnforced.value
+            }
+            return source.periodOfflineBeforeAccessCheck.value
+        }
+
+        public static func == (lhs: Check, rhs: Check) -> Bool {
+            lhs.origin == rhs.origin && lhs.source === rhs.source && lhs.reported == rhs.reported
+                && lhs.outcome == rhs.outcome && lhs.counts == rhs.counts
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(origin)
+            hasher.combine(ObjectIdentifier(source))
+            hasher.combine(reported)
+            hasher.combine(outcome)
+            hasher.combine(counts)
+        }
     }
 
     /// What the app does: a wipe beats a block beats a warn.
@@ -96,66 +165,43 @@ extension PolicySnapshot {
         }
         var checks: [LaunchDecision.Check] = []
         var outcome = LaunchOutcome.allow
-        func record(
-            _ setting: String, _ value: String, _ requirement: String, _ fact: LaunchFact, _ reported: String?,
-            _ result: LaunchOutcome, _ source: PolicyReference?
-        ) {
+        /// Records a failed (or fact-less) check, most severe first, in policy order among equals.
+        func record(_ origin: LaunchDecision.Check.Origin, _ reported: String?, _ result: LaunchOutcome) {
             let counts = reported != nil || missingFacts == .strict
             if counts, result > outcome { outcome = result }
-            checks.append(
+            // One allocation for every check that can fail, made only when one does.
+            if checks.isEmpty { checks.reserveCapacity(policy.launchConditions.count + 1) }
+            let position = checks.firstIndex { $0.outcome < result } ?? checks.endIndex
+            checks.insert(
                 LaunchDecision.Check(
-                    setting: setting, value: value, requirement: requirement, fact: fact, reported: reported,
-                    outcome: result, policy: source, counts: counts))
+                    origin: origin, source: policy, reported: reported, outcome: result, counts: counts),
+                at: position)
         }
 
-        // Offline grace: merged, like the offlineAccess decision, so the two always agree.
-        let wipeAfter = policy.periodOfflineBeforeWipeIsEnforced
-        let blockAfter = policy.periodOfflineBeforeAccessCheck
+        // Offline grace: merged, like the offlineAccess decision, so the two agree (but for a
+        // check-in in the future, which offlineAccess counts as no time offline).
         if let checkedIn = facts.lastCheckIn {
             let offline = max(now - checkedIn, .zero)
-            let reported = RFC3339.format(checkedIn)
             if checkedIn - now > Self.clockSkew {
                 // A check-in later than the time decided at: one of the two clocks is wrong, or
                 // the report is. Not believed: access is blocked (never wiped on it).
-                record(
-                    PolicySetting.periodOfflineBeforeAccessCheck.rawValue, blockAfter.value.description,
-                    "lastCheckIn not after \(RFC3339.format(now)) (5 minutes of clock skew allowed)", .lastCheckIn,
-                    reported, .block, blockAfter.sources.first)
-            } else if offline >= wipeAfter.value.duration {
-                record(
-                    PolicySetting.periodOfflineBeforeWipeIsEnforced.rawValue, wipeAfter.value.description,
-                    "offline less than \(wipeAfter.value)", .lastCheckIn, reported, .wipe, wipeAfter.sources.first)
-            } else if offline >= blockAfter.value.duration {
-                record(
-                    PolicySetting.periodOfflineBeforeAccessCheck.rawValue, blockAfter.value.description,
-                    "offline less than \(blockAfter.value)", .lastCheckIn, reported, .block, blockAfter.sources.first)
+                record(.checkInAfter(now: now), RFC3339.format(checkedIn), .block)
+            } else if offline >= policy.periodOfflineBeforeWipeIsEnforced.value.duration {
+                record(.offline(.periodOfflineBeforeWipeIsEnforced), RFC3339.format(checkedIn), .wipe)
+            } else if offline >= policy.periodOfflineBeforeAccessCheck.value.duration {
+                record(.offline(.periodOfflineBeforeAccessCheck), RFC3339.format(checkedIn), .block)
             }
         } else {
-            record(
-                PolicySetting.periodOfflineBeforeWipeIsEnforced.rawValue, wipeAfter.value.description,
-                "offline less than \(wipeAfter.value)", .lastCheckIn, nil, .wipe, wipeAfter.sources.first)
+            record(.offline(.periodOfflineBeforeWipeIsEnforced), nil, .wipe)
         }
 
-        for (condition, source) in policy.launchConditions {
-            switch condition.fails(facts) {
-            case false?: continue
-            case true?:
-                record(
-                    condition.setting, condition.test.threshold, condition.test.requirement, condition.test.fact,
-                    facts.text(of: condition.test.fact), condition.action.outcome, source)
-            case nil:
-                record(
-                    condition.setting, condition.test.threshold, condition.test.requirement, condition.test.fact, nil,
-                    condition.action.outcome, source)
-            }
-        }
-        if checks.count > 1 {
-            // Most severe first; a stable sort keeps policy order among equals.
-            let ordered = checks.enumerated().sorted { lhs, rhs in
-                lhs.element.outcome != rhs.element.outcome
-                    ? lhs.element.outcome > rhs.element.outcome : lhs.offset < rhs.offset
-            }
-            checks = ordered.map(\.element)
+        for index in policy.launchConditions.indices {
+            let failed = policy.launchConditions[index].fails(facts)
+            if failed == false { continue }
+            let fact = policy.launchConditions[index].test.fact
+            record(
+                .condition(index), failed == true ? facts.text(of: fact) : nil,
+                policy.launchConditions[index].action.outcome)
         }
         return LaunchDecision(outcome: outcome, checks: checks, finding: nil)
     }

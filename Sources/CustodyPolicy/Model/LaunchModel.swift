@@ -103,30 +103,44 @@ public struct SoftwareVersion: Sendable, Hashable, Comparable, CustomStringConve
     /// The most components a version may have.
     public static let maximumComponents = 8
 
-    /// The numeric components, trailing zeros dropped (so equal versions compare and hash equal).
-    public let components: [UInt32]
+    /// The components, two to a word, first component highest: versions compare as these
+    /// words do, a missing component being zero, without touching the heap.
+    private let packed: (UInt64, UInt64, UInt64, UInt64)
     /// The version as written.
     public let text: String
+
+    /// The numeric components, trailing zeros dropped (so equal versions have equal components).
+    public var components: [UInt32] {
+        let words = [packed.0, packed.1, packed.2, packed.3]
+        var components = words.flatMap { [UInt32(truncatingIfNeeded: $0 >> 32), UInt32(truncatingIfNeeded: $0)] }
+        while components.count > 1, components.last == 0 { components.removeLast() }
+        return components
+    }
 
     /// Reads a version: one to eight components of at most nine digits each, separated by
     /// dots (or, for a patch date, hyphens). Anything else is nil.
     public init?(_ text: String) {
-        var components: [UInt32] = []
-        var current: UInt32 = 0
+        var words: [UInt64] = [0, 0, 0, 0]
+        var count = 0
+        var current: UInt64 = 0
         var digits = 0
         var separator: UInt8?
+        func store() {
+            words[count / 2] |= count % 2 == 0 ? current << 32 : current
+            count += 1
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"):
                 guard digits < 9 else { return nil }
-                current = current * 10 + UInt32(byte - UInt8(ascii: "0"))
+                current = current * 10 + UInt64(byte - UInt8(ascii: "0"))
                 digits += 1
             case UInt8(ascii: "."), UInt8(ascii: "-"):
-                guard digits > 0, separator == nil || separator == byte,
-                    components.count < Self.maximumComponents - 1
-                else { return nil }
+                guard digits > 0, separator == nil || separator == byte, count < Self.maximumComponents - 1 else {
+                    return nil
+                }
                 separator = byte
-                components.append(current)
+                store()
                 current = 0
                 digits = 0
             default:
@@ -134,28 +148,24 @@ public struct SoftwareVersion: Sendable, Hashable, Comparable, CustomStringConve
             }
         }
         guard digits > 0 else { return nil }
-        components.append(current)
-        while components.count > 1, components.last == 0 { components.removeLast() }
-        self.components = components
+        store()
+        self.packed = (words[0], words[1], words[2], words[3])
         self.text = text
     }
 
     /// Whether every component is zero: exports write `0.0` and `0000-00-00` for "no requirement".
-    public var isZero: Bool { components == [0] }
+    public var isZero: Bool { packed == (0, 0, 0, 0) }
 
-    public static func < (lhs: SoftwareVersion, rhs: SoftwareVersion) -> Bool {
-        let count = max(lhs.components.count, rhs.components.count)
-        for index in 0..<count {
-            let left = index < lhs.components.count ? lhs.components[index] : 0
-            let right = index < rhs.components.count ? rhs.components[index] : 0
-            if left != right { return left < right }
-        }
-        return false
+    public static func < (lhs: SoftwareVersion, rhs: SoftwareVersion) -> Bool { lhs.packed < rhs.packed }
+
+    public static func == (lhs: SoftwareVersion, rhs: SoftwareVersion) -> Bool { lhs.packed == rhs.packed }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(packed.0)
+        hasher.combine(packed.1)
+        hasher.combine(packed.2)
+        hasher.combine(packed.3)
     }
-
-    public static func == (lhs: SoftwareVersion, rhs: SoftwareVersion) -> Bool { lhs.components == rhs.components }
-
-    public func hash(into hasher: inout Hasher) { hasher.combine(components) }
 
     public var description: String { text }
 }

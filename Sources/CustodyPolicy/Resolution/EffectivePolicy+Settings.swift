@@ -102,7 +102,7 @@ extension EffectivePolicy {
     public func decidesAlike(_ other: EffectivePolicy) -> Bool {
         if self === other { return true }
         guard platform == other.platform, managedAppIDs == other.managedAppIDs,
-            launchConditions.map(\.condition) == other.launchConditions.map(\.condition)
+            launchConditions == other.launchConditions
         else { return false }
         return PolicySetting.allCases.allSatisfy { name in setting(name).value == other.setting(name).value }
     }

@@ -51,9 +51,12 @@ public final class EffectivePolicy: Sendable {
     public let customBrowserProtocol: ResolvedSetting<String>
     public let customBrowserPackageId: ResolvedSetting<String>
 
-    /// Every conditional-launch check of the applying policies made on this platform, each
-    /// with its policy: launch checks are not merged, every policy's own are made.
-    public let launchConditions: [(condition: LaunchCondition, policy: PolicyReference)]
+    /// Every conditional-launch check of the applying policies made on this platform: launch
+    /// checks are not merged, every policy's own are made. `launchSources[i]` is the position
+    /// in `policies` of the policy of `launchConditions[i]` (kept apart so that a check that
+    /// passes, the common case, is read in place and copies nothing).
+    public let launchConditions: [LaunchCondition]
+    let launchSources: [Int]
 
     /// What "Save copies of org data" amounts to once the send level is taken into account.
     let saveGate: Gate
@@ -140,14 +143,17 @@ public final class EffectivePolicy: Sendable {
         managedBrowser = SettingMerge.mostRestrictive(entries(\.managedBrowser), default: .notConfigured)
         customBrowserProtocol = SettingMerge.agreedOrDefault(entries(\.customBrowserProtocol), default: "")
         customBrowserPackageId = SettingMerge.agreedOrDefault(entries(\.customBrowserPackageId), default: "")
-        launchConditions = policies.flatMap { policy in
-            policy.settings.launchConditions.compactMap { condition in
-                guard platform == nil || condition.platform == nil || condition.platform == platform else {
-                    return nil
-                }
-                return (condition, policy.reference)
+        var launchConditions: [LaunchCondition] = []
+        var launchSources: [Int] = []
+        for (position, policy) in policies.enumerated() {
+            for condition in policy.settings.launchConditions
+            where platform == nil || condition.platform == nil || condition.platform == platform {
+                launchConditions.append(condition)
+                launchSources.append(position)
             }
         }
+        self.launchConditions = launchConditions
+        self.launchSources = launchSources
 
         saveGate = Gate.save(
             blocked: saveAsBlocked.value, send: allowedOutboundDataTransferDestinations.value, platform: platform)
