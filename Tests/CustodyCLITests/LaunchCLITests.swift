@@ -43,8 +43,11 @@ struct LaunchCLITests {
     }
 
     @Test(
-        "no wipe: with acting off, with facts that do not call for it, or under a --bundle override",
-        arguments: [(false, jailbroken, false), (true, #"{"osVersion":"14.8"}"#, false), (true, jailbroken, true)])
+        "no wipe: with acting off, with facts that do not call for it, under a --bundle override, or for an old lastCheckIn among the facts of a check-in",
+        arguments: [
+            (false, jailbroken, false), (true, #"{"osVersion":"14.8"}"#, false), (true, jailbroken, true),
+            (true, #"{"osVersion":"14.9","jailbroken":false,"lastCheckIn":"2021-01-01T00:00:00Z"}"#, false),
+        ])
     func noWipe(acting: Bool, facts: String, override: Bool) throws {
         let directory = try scratch(acting: acting)
         let file = try directory.write("facts.json", facts)
@@ -70,6 +73,16 @@ struct LaunchCLITests {
         let decide = try directory.run(
             ["decide"], stdin: #"{"action":"launch","account":"user1@contoso.com","facts":{}}"# + "\n")
         #expect(decide.stdout.contains(#""missingFacts":["lastCheckIn","#), "\(decide.stdout)")
+    }
+
+    @Test("a directory or a missing file as --facts is an error (exit 1), not a crash")
+    func unreadableFacts() throws {
+        let directory = try scratch(acting: true)
+        for path in [directory.path, directory.file("absent.json")] {
+            let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", path])
+            #expect(checkIn.status == 1, "\(checkIn.stderr)")
+            #expect(checkIn.stderr.hasPrefix("error: --facts \(path): cannot be read"), "\(checkIn.stderr)")
+        }
     }
 
     @Test("a check-in in the future is refused; recorded facts fill a later launch query")

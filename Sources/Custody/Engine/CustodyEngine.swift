@@ -483,7 +483,7 @@ public final class CustodyEngine: Sendable {
         if let date, date.timeIntervalSince(configuration.now()) > Double(PolicySnapshot.clockSkew.components.seconds) {
             throw CustodyError(
                 .invalidArgument,
-                "a check-in cannot be in the future: \(date) is more than \(PolicySnapshot.clockSkew.components.seconds / 60) minutes ahead of this machine's clock"
+                "a check-in cannot be in the future: \(RFC3339.format(.seconds(date.timeIntervalSince1970))) is more than \(PolicySnapshot.clockSkew.components.seconds / 60) minutes ahead of this machine's clock"
             )
         }
         do {
@@ -515,17 +515,16 @@ public final class CustodyEngine: Sendable {
         -> CheckInResult
     {
         let resolved = try await checkIn(account: account, at: date)
+        // This check-in is the account's last: a lastCheckIn among the facts is not kept and
+        // not used (the account is checking in now, not offline since then).
+        var reported = facts
+        reported.lastCheckIn = nil
         try CustodyError.fromState {
-            try database.recordLaunchFacts(account: resolved.owner.rawValue, facts: facts.jsonObject, at: date)
+            try database.recordLaunchFacts(account: resolved.owner.rawValue, facts: reported.jsonObject, at: date)
         }
         let snapshot = try policy()
-        // The facts just recorded replace the earlier ones; of the state, only the last
-        // check-in (this one, or a later one already recorded) is added.
-        var reported = facts
-        if reported.lastCheckIn == nil {
-            let checkedIn = try CustodyError.fromState { try database.lastCheckIn(account: resolved.owner.rawValue) }
-            reported.lastCheckIn = .seconds((checkedIn ?? date).timeIntervalSince1970)
-        }
+        let checkedIn = try CustodyError.fromState { try database.lastCheckIn(account: resolved.owner.rawValue) }
+        reported.lastCheckIn = .seconds((checkedIn ?? date).timeIntervalSince1970)
         let launch = snapshot.launch(
             account: resolved.id, facts: reported, now: .seconds(date.timeIntervalSince1970))
         // A bundle given for this command alone (`--bundle`) is not the policy in force: its

@@ -71,6 +71,7 @@ extension Finding.Code {
         case .allowedAccountsUnrestricted, .allowedAccountListed, .allowedAccountNotListed:
             DecisionRules.allowedAccounts
         case .offline: DecisionRules.offline
+        case .checkInInFuture: DecisionRules.checkInInFuture
         }
     }
 }
@@ -248,6 +249,11 @@ public enum DecisionRules {
     public static let versionOrder = inferred(
         "launch.versionOrder",
         "versions are compared component by component as numbers (1.10 is later than 1.9; 16 equals 16.0): Microsoft's settings reference gives the formats major.minor, major.minor.build and major.minor.build.revision, and patch levels as dates"
+    )
+
+    public static let checkInInFuture = inferred(
+        "offlineAccess.checkInInFuture",
+        "a last check-in more than 5 minutes after the time decided at means a clock or the report is wrong: it cannot show the account online, so access is blocked (never wiped on it)"
     )
 
     /// Not a finding's: how a view of several accounts is decided.

@@ -271,6 +271,9 @@ extension Finding {
             return "the account matches '\(entry)' in allowedAccounts"
         case .allowedAccountNotListed:
             return "the account is not in allowedAccounts"
+        case .checkInInFuture(let ahead):
+            return
+                "the last check-in is \(PolicyDuration(ahead)) after the time decided at, more than the 5 minutes clocks may differ: it is not believed, and access is blocked until the account checks in"
         case .offline(let state, let offlineFor):
             let period = PolicyDuration(offlineFor)
             switch state {

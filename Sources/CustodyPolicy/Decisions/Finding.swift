@@ -142,6 +142,9 @@ public struct Finding: Sendable, Hashable {
         case allowedAccountListed(String)
         case allowedAccountNotListed
         case offline(OfflineState, offlineFor: Duration)
+        /// The last check-in lies this far after the time decided at, more than `clockSkew`:
+        /// not believed, so access is blocked.
+        case checkInInFuture(ahead: Duration)
     }
 
     /// Whether this is the refusal of a contradictory account.
@@ -199,6 +202,7 @@ public struct Finding: Sendable, Hashable {
         case .urlLinkExempted(let list): list
         case .offline(let state, _):
             state == .wipeRequired ? .periodOfflineBeforeWipeIsEnforced : .periodOfflineBeforeAccessCheck
+        case .checkInInFuture: .periodOfflineBeforeAccessCheck
         }
     }
 

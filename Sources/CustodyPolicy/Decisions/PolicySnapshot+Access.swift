@@ -40,12 +40,17 @@ extension PolicySnapshot {
     /// From `periodOfflineBeforeAccessCheck` on, access is blocked until the account checks in
     /// (`OfflineState.accessBlocked`); from `periodOfflineBeforeWipeIsEnforced` on, its data is
     /// to be wiped (`OfflineState.wipeRequired`). Unmanaged accounts are never blocked.
-    /// A negative time (a check-in stamped in the future) counts as no time offline.
+    /// A negative time (a check-in stamped in the future) up to `clockSkew` counts as no time
+    /// offline; beyond it the check-in is not believed and access is blocked, as `launch` does.
     public func offlineAccess(account: AccountID?, offlineFor: Duration) -> Decision {
         let party = resolve(account)
         if let refusal = party.refusal(.account) { return .refused(.offlineAccess, refusal) }
         guard let policy = party.policy else {
             return Decision(.offlineAccess, allowed: true, Finding(.unmanaged(.account), nil))
+        }
+        if offlineFor < .zero - Self.clockSkew {
+            return Decision(
+                .offlineAccess, allowed: false, Finding(.checkInInFuture(ahead: .zero - offlineFor), policy))
         }
         let offline = max(offlineFor, .zero)
         let state: OfflineState

@@ -178,8 +178,7 @@ extension PolicySnapshot {
                 at: position)
         }
 
-        // Offline grace: merged, like the offlineAccess decision, so the two agree (but for a
-        // check-in in the future, which offlineAccess counts as no time offline).
+        // Offline grace: merged, like the offlineAccess decision, so the two agree.
         if let checkedIn = facts.lastCheckIn {
             let offline = max(now - checkedIn, .zero)
             if checkedIn - now > Self.clockSkew {

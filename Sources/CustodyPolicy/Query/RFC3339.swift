@@ -1,6 +1,6 @@
 /// RFC 3339 timestamps (`2026-11-21T08:00:00Z`, `2026-11-21T09:30:00.5+01:30`), read without
 /// Foundation so that queries stay cheap to parse.
-enum RFC3339 {
+package enum RFC3339 {
     /// The time since 1970-01-01T00:00:00Z, or nil when `text` is not an RFC 3339 date-time.
     static func durationSinceEpoch(_ text: String) -> Duration? {
         let bytes = Array(text.utf8)
@@ -63,7 +63,7 @@ enum RFC3339 {
 
     /// `duration` since 1970 as an RFC 3339 UTC timestamp to the second, such as
     /// `2026-11-21T08:00:00Z`.
-    static func format(_ duration: Duration) -> String {
+    package static func format(_ duration: Duration) -> String {
         let total = duration.components.seconds
         let days = Int(total >= 0 ? total / 86_400 : (total - 86_399) / 86_400)
         let secondOfDay = Int(total - Int64(days) * 86_400)

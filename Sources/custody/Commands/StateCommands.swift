@@ -157,6 +157,10 @@ struct CheckInCommand: AsyncParsableCommand {
                     StandardError.write(
                         "\(result.account.owner): wiped (conditional launch): \(wipe.keyVersions) key version\(wipe.keyVersions == 1 ? "" : "s"), \(wipe.secrets) secret\(wipe.secrets == 1 ? "" : "s")\n"
                     )
+                } else if engine.bundleInForce?.isOverride == true {
+                    StandardError.write(
+                        "note: --bundle names a bundle for this command alone, not the policy in force: the wipe is reported, not carried out\n"
+                    )
                 } else if !launch.wipeIsConfirmed {
                     StandardError.write(
                         "note: the wipe outcome rests on missing facts only: reported, not carried out\n")
@@ -185,15 +189,21 @@ struct CheckInCommand: AsyncParsableCommand {
     }
 
     private func parseLaunchFacts(_ path: String) throws -> LaunchFacts {
-        let bytes: [UInt8]
+        let handle: FileHandle
         if path == "-" {
-            bytes = [UInt8](FileHandle.standardInput.readData(ofLength: 64 * 1024 + 1))
+            handle = FileHandle.standardInput
         } else {
-            guard let handle = FileHandle(forReadingAtPath: path) else {
+            guard let opened = FileHandle(forReadingAtPath: path) else {
                 throw FactsError(message: ": cannot be read")
             }
-            defer { try? handle.close() }
-            bytes = [UInt8](handle.readData(ofLength: 64 * 1024 + 1))
+            handle = opened
+        }
+        defer { if path != "-" { try? handle.close() } }
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](try handle.read(upToCount: 64 * 1024 + 1) ?? Data())
+        } catch {
+            throw FactsError(message: ": cannot be read (\(error.localizedDescription))")
         }
         guard bytes.count <= 64 * 1024 else { throw FactsError(message: ": larger than 64 KiB") }
         do {

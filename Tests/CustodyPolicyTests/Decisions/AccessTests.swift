@@ -84,7 +84,8 @@ struct AccessTests {
             (.seconds(90 * 86_400 - 1), .accessBlocked),
             (.seconds(90 * 86_400), .wipeRequired),
             (.seconds(400 * 86_400), .wipeRequired),
-            (.seconds(-3_600), .online),
+            (.seconds(-300), .online),
+            (.seconds(-3_600), .accessBlocked),
         ])
     func offline(offlineFor: Duration, state: OfflineState) {
         let snapshot = World.snapshot(owner: ProtectionSettings())

@@ -256,8 +256,9 @@ struct LaunchTests {
         let launch = snapshot.launch(account: Self.alice, facts: facts, now: Self.now, missingFacts: missing)
         #expect(launch.outcome == .block, "\(launch.reason)")
         #expect(launch.checks.first?.requirement.contains("lastCheckIn not after") == true)
-        // offlineAccess, asked for a time offline, still counts a negative one as none.
-        #expect(snapshot.offlineAccess(account: Self.alice, offlineFor: .seconds(-ahead)).isAllowed)
+        // offlineAccess, asked for the same time offline, agrees.
+        #expect(
+            snapshot.offlineAccess(account: Self.alice, offlineFor: .seconds(-ahead)).offlineState == .accessBlocked)
     }
 
     static let everything = #"""
