@@ -381,8 +381,17 @@ private struct QueryReader {
             throw error("\"url\" must be a string such as https://contoso.com or tel:+15550100", at: value)
         }
         guard text.utf8.count <= 8_192 else { throw error("\"url\" is longer than 8,192 bytes", at: value) }
-        guard !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
-            throw error("\"url\" holds a control character (escape it as a URL does, %00 to %1F)", at: value)
+        guard
+            !text.unicodeScalars.contains(where: {
+                switch $0.properties.generalCategory {
+                case .control, .lineSeparator, .paragraphSeparator, .format: true
+                default: false
+                }
+            })
+        else {
+            throw error(
+                "\"url\" holds a control, format or line-separator character (escape it as a URL does, such as %00)",
+                at: value)
         }
         let scheme = text.utf8.prefix { $0 != UInt8(ascii: ":") }
         guard scheme.count < text.utf8.count, let first = scheme.first, Self.isLetter(first),

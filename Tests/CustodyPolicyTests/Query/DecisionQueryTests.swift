@@ -147,7 +147,10 @@ struct DecisionQueryTests {
                 "unknown field 'locationAcount' for action saveTo (it takes: owner, location, locationAccount)"
             ),
             (#"{"action":"saveTo","owner":"a"}"#, #"{"#, "action saveTo needs the field 'location'"),
-            (#"{"action":"openURL","url":"tel:1\u0000https://x"}"#, #""tel"#, "\"url\" holds a control character"),
+            (#"{"action":"openURL","url":"tel:1\u0000https://x"}"#, #""tel"#, "\"url\" holds a control, format"),
+            (#"{"action":"openURL","url":"https://x\u2028y"}"#, #""https"#, "\"url\" holds a control, format"),
+            (#"{"action":"openURL","url":"https://x\u0085y"}"#, #""https"#, "\"url\" holds a control, format"),
+            (#"{"action":"openURL","url":"https://x\u200By"}"#, #""https"#, "\"url\" holds a control, format"),
             (#"{"action":"openURL","url":"contoso.com"}"#, #""contoso"#, "\"url\" must start with a scheme"),
             (
                 #"{"action":"saveTo","owner":"a","location":"dropBox"}"#, #""dropBox""#,
