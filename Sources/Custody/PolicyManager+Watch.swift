@@ -15,6 +15,9 @@ extension PolicyManager {
     /// next look, changed or not. A directory that cannot be read is announced once; when it
     /// can be read again with the content it had, nothing is applied (the policy in force may
     /// have been put there another way since).
+    /// The watcher runs on `StateExecutor`'s threads: each look is blocking I/O (`stat`, then
+    /// reading the files and recording them in the state), and a cooperative pool held by
+    /// other work (one thread per core) delayed its looks by seconds.
     /// - Parameter clock: the clock the watcher sleeps on (tests inject their own).
     public nonisolated func watch<C: Clock>(
         bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250),
@@ -38,7 +41,7 @@ extension PolicyManager {
             initial.settle(probe)
             dealtWith = files.contentHash
         }
-        return Task { [weak self, initial, dealtWith] in
+        return Task(executorPreference: StateExecutor.shared) { [weak self, initial, dealtWith] in
             var watch = initial
             // The directory's content when it was last read and dealt with (applied, or
             // refused): a look in between that could not read it (the directory gone a moment,

@@ -292,7 +292,8 @@ struct GraphSyncTests {
                 #expect(
                     error?.description.contains("asking to wait 99999 s (Retry-After)") == true,
                     "\(String(describing: error))")
-                #expect(started.duration(to: .now) < .seconds(3), "reported, not waited for")
+                // Far below the 99999 s asked for; leeway for a loaded machine (a CI run took 3.4 s).
+                #expect(started.duration(to: .now) < .seconds(30), "reported, not waited for")
             default: #expect(error?.description.contains("leaves Graph's host") == true, "\(String(describing: error))")
             }
             if kind != "foreign-link" {

@@ -33,7 +33,11 @@ struct OutageTests {
         let unseen = try engine.createToken(scopes: [.decide]).bearer
         let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
         defer { follower.cancel() }
-        #expect(await eventually { engine.replicaStatus.listening && engine.replicaStatus.revision == 3 })
+        // A precondition, not a timing claim: a loaded test run has taken more than 10 s.
+        #expect(
+            await eventually(within: .seconds(60)) {
+                engine.replicaStatus.listening && engine.replicaStatus.revision == 3
+            })
         let logs = LogCapture()
         let application = try buildApplication(
             configuration: CustodyServerConfiguration(bundleDirectory: nil), engine: engine,
