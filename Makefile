@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build release run serve lint format test bench fuzz fuzz-build fuzz-smoke clean
+.PHONY: deps build release run serve lint format test bench bench-build fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -83,7 +83,8 @@ format:
 ## (scripts/contract/run.sh: schemathesis against a live service, and a client generated from
 ## docs/openapi.json running the README's examples; both from PyPI, in .build/contract-venv), then the concurrency test again under ThreadSanitizer and the
 ## protection and store tests under AddressSanitizer (each in its own build folder, so the
-## debug build stays warm), then a short run of every fuzzing harness (fuzz-smoke).
+## debug build stays warm), then a short run of every fuzzing harness (fuzz-smoke), then
+## the Benchmarks package compiled, not run (bench-build).
 ## The store and fleet tests run against PostgreSQL too: a throwaway cluster
 ## (scripts/test-postgres.sh: Debian's postgresql, installed when missing) is started in a
 ## temporary directory on a free loopback port for the run, and stopped and deleted after it,
@@ -103,7 +104,8 @@ test: deps lint
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency; \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \
 		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'; \
-	$(MAKE) fuzz-smoke
+	$(MAKE) fuzz-smoke; \
+	$(MAKE) bench-build
 
 FUZZ_HARNESSES := json query bundle envelope matrix configuration spec
 FUZZ_SECONDS ?= 600
@@ -126,6 +128,11 @@ fuzz-smoke: fuzz-build
 ## Benchmarks (release builds; see Benchmarks/README.md).
 bench: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark
+
+## Every target of the Benchmarks package compiled (debug, in Benchmarks/.build), nothing run:
+## `make test` does this so that a benchmark that no longer compiles fails CI.
+bench-build: deps
+	cd Benchmarks && $(SWIFT) build
 
 clean:
 	$(SWIFT) package clean

@@ -66,8 +66,9 @@ extension CustodyDatabase {
     public func account(owner: String) throws(StoreError) -> AccountRecord? {
         let found = try read("reading the account \(owner)") { db -> (Date, [String])? in
             guard
-                let firstSeen = try Date.fetchOne(
-                    db, sql: "SELECT first_seen FROM accounts WHERE owner = ?", arguments: [owner])
+                let firstSeen = try DatabaseValue.fetchOne(
+                    db, sql: "SELECT first_seen FROM accounts WHERE owner = ?", arguments: [owner]
+                ).flatMap(StoredDate.date)
             else { return nil }
             let aliases = try String.fetchAll(
                 db, sql: "SELECT alias FROM account_aliases WHERE owner = ? ORDER BY alias", arguments: [owner])
@@ -103,7 +104,7 @@ extension CustodyDatabase {
         }
         var result: [String: Date] = [:]
         for row in rows {
-            guard let owner: String = row["owner"], let at: Date = row["first_seen"] else {
+            guard let owner: String = row["owner"], let at = row.storedDate("first_seen") else {
                 throw StoreError(.corrupt, "an account row is damaged", path: path)
             }
             result[owner] = at
@@ -161,7 +162,7 @@ extension CustodyDatabase {
                 db, sql: "SELECT account, at FROM wiped_identifiers WHERE identifier = ?", arguments: [identifier])
         }
         guard let row else { return nil }
-        guard let account: String = row["account"], let at: Date = row["at"] else {
+        guard let account: String = row["account"], let at = row.storedDate("at") else {
             throw StoreError(.corrupt, "a wipe record is damaged", path: path)
         }
         return WipeRecord(account: account, at: at)

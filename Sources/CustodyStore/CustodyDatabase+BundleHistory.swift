@@ -64,7 +64,7 @@ extension CustodyDatabase {
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
                 let trusted = try Row.fetchAll(db, sql: "SELECT key_id, revoked_at FROM trusted_keys").map {
-                    (id: $0["key_id"] as String, revoked: ($0["revoked_at"] as Date?) != nil)
+                    (id: $0["key_id"] as String, revoked: $0.storedDate("revoked_at") != nil)
                 }
                 if let refusal = BundleAdmission.refusal(
                     of: provenance,
@@ -176,7 +176,7 @@ extension CustodyDatabase {
             let rows = try Row.fetchCursor(db, sql: "SELECT account, policy, first_reached FROM policy_reach")
             while let row = try rows.next() {
                 guard let account: String = row["account"], let policy: String = row["policy"],
-                    let at: Date = row["first_reached"]
+                    let at = row.storedDate("first_reached")
                 else { continue }
                 reach[account, default: [:]][policy] = at
             }

@@ -25,7 +25,7 @@ extension CustodyDatabase {
         }
         var changes: [StateChange] = []
         for row in rows {
-            guard let revision: Int64 = row["revision"], let at: Date = row["at"], let kind: String = row["kind"],
+            guard let revision: Int64 = row["revision"], let at = row.storedDate("at"), let kind: String = row["kind"],
                 let subjects: String = row["subjects"]
             else { throw StoreError(.corrupt, "a change log row is damaged", path: path) }
             changes.append(

@@ -18,7 +18,8 @@ extension CustodyDatabase {
     /// `account`'s last check-in, if any.
     public func lastCheckIn(account: String) throws(StoreError) -> Date? {
         try read("reading the check-in of \(account)") { db in
-            try Date.fetchOne(db, sql: "SELECT at FROM check_ins WHERE account = ?", arguments: [account])
+            try DatabaseValue.fetchOne(db, sql: "SELECT at FROM check_ins WHERE account = ?", arguments: [account])
+                .flatMap(StoredDate.date)
         }
     }
 

@@ -63,7 +63,7 @@ extension CustodyDatabase {
         }
         var events: [StoredEvent] = []
         for row in rows {
-            guard let id: Int64 = row["id"], let at: Date = row["at"], let name: String = row["name"],
+            guard let id: Int64 = row["id"], let at = row.storedDate("at"), let name: String = row["name"],
                 let body: Data = row["body"]
             else {
                 throw StoreError(.corrupt, "an event row is damaged", path: path)

@@ -17,7 +17,7 @@ extension CustodyDatabase {
             guard let name: String = row["owner"], let owner = OwnerIdentifier(rawValue: name) else {
                 throw StoreError(.corrupt, "an account key has no valid owner", path: path)
             }
-            guard let version: Int64 = row["version"], let created: Date = row["created"],
+            guard let version: Int64 = row["version"], let created = row.storedDate("created"),
                 let nonce: Data = row["nonce"],
                 let ciphertext: Data = row["ciphertext"],
                 let key = WrappedAccountKey(

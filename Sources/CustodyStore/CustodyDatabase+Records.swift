@@ -1,6 +1,11 @@
 import Foundation
 import GRDB
 
+/// Dates in rows are read by `StoredDate`, not through Foundation's calendar (see there).
+extension FetchableRecord where Self: Decodable {
+    static var storedDates: DatabaseDateDecodingStrategy { .custom(StoredDate.date) }
+}
+
 // The rows of the state's tables as GRDB records (GRDB's "Record recommended practices": a
 // Codable struct per table, its columns named once). The store's public types (`TokenRecord`,
 // `SealedSecret`, `AuditEntry`, `BundleRecord`, `StoredFile`) are made from them, and a row
@@ -8,6 +13,8 @@ import GRDB
 
 /// A row of `tokens`.
 struct TokenRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
     static let databaseTableName = "tokens"
 
     var id: String
@@ -36,6 +43,8 @@ struct TokenRow: Codable, FetchableRecord, PersistableRecord {
 
 /// A row of `secrets`.
 struct SecretRow: Codable, FetchableRecord, TableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
     static let databaseTableName = "secrets"
 
     var scope: String
@@ -51,6 +60,8 @@ struct SecretRow: Codable, FetchableRecord, TableRecord {
 
 /// A row of `check_ins`.
 struct CheckInRow: Codable, FetchableRecord, TableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
     static let databaseTableName = "check_ins"
 
     var account: String
@@ -59,6 +70,8 @@ struct CheckInRow: Codable, FetchableRecord, TableRecord {
 
 /// A row of `audit_log`.
 struct AuditRow: Codable, FetchableRecord, TableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
     static let databaseTableName = "audit_log"
 
     var id: Int64
@@ -87,6 +100,8 @@ struct AuditRow: Codable, FetchableRecord, TableRecord {
 
 /// A row of `bundle_history`.
 struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
     static let databaseTableName = "bundle_history"
 
     var id: Int64
@@ -127,6 +142,8 @@ struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
 
 /// A row of `bundle_revision_files`.
 struct BundleFileRow: Codable, FetchableRecord, TableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
     static let databaseTableName = "bundle_revision_files"
 
     var name: String

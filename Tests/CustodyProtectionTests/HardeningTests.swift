@@ -223,12 +223,29 @@ struct HardeningTests {
         arguments: [
             "upn:   ", "upn:a\u{1B}[2Jb@contoso.com", "oid:\u{202E}x", "upn: padded@contoso.com", "upn:", "xyz:alice",
             "upň:x", "up\u{301}n:x",
+            // What the header's all-ASCII fast path decides on bytes: blank or padded ends, a
+            // tab, DEL and other controls, at either end or inside.
+            "upn:alice@contoso.com ", "upn:alice@contoso.com\t", "oid:\t5a1e", "upn:a\u{7F}b", "oid:a\u{1F}",
+            "upn: ", "oid:x\r",
         ])
     func invalidOwners(owner: String) {
         let bytes = Array(owner.utf8)
         let parsed = bytes.withUnsafeBytes { OwnerIdentifier(encoded: $0) }
         #expect(parsed == nil)
         #expect(OwnerIdentifier(rawValue: owner) == nil)
+    }
+
+    @Test(
+        "an all-ASCII owner is valid exactly when the account it names is: inner spaces and every visible character are",
+        arguments: [
+            "upn:a b@contoso.com", "upn:~!#$%&'*+/=?^_`{|}", "oid:5a1e0000-0000-4000-8000-000000000001", "upn:x",
+        ])
+    func asciiOwners(owner: String) throws {
+        let parsed = try #require(Array(owner.utf8).withUnsafeBytes { OwnerIdentifier(encoded: $0) })
+        let value = String(owner.dropFirst(4))
+        #expect(parsed.rawValue == owner)
+        #expect(owner.hasPrefix("oid:") ? parsed.account.oid == value : parsed.account.upn == value)
+        #expect(OwnerIdentifier(rawValue: owner) == parsed)
     }
 
     /// A tag-only envelope with chunk size exponent `exponent` and `size` bytes of plaintext

@@ -2,7 +2,7 @@
 /// Foundation so that queries stay cheap to parse.
 package enum RFC3339 {
     /// The time since 1970-01-01T00:00:00Z, or nil when `text` is not an RFC 3339 date-time.
-    static func durationSinceEpoch(_ text: String) -> Duration? {
+    package static func durationSinceEpoch(_ text: String) -> Duration? {
         let bytes = Array(text.utf8)
         var position = 0
         func number(_ digits: Int) -> Int? {
@@ -97,7 +97,7 @@ package enum RFC3339 {
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    package static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

@@ -324,16 +324,27 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
         // same once trimmed (so `account` gives back exactly this owner).
         let isOID = text.utf8.starts(with: "oid:".utf8)
         guard isOID || text.utf8.starts(with: "upn:".utf8) else { return false }
-        // The prefix is four ASCII scalars, so dropping four scalars never splits one.
-        let value = String(String.UnicodeScalarView(text.unicodeScalars.dropFirst(4)))
+        // Printable ASCII with visible ends (what identifiers almost always are) is what
+        // `AccountID` takes as it is: decided on the bytes, without building the value. Any
+        // other byte goes through `AccountID`'s own checks below.
+        var copy = text
+        let printable = copy.withUTF8 { bytes in
+            let value = UnsafeBufferPointer(rebasing: bytes[4...])
+            guard let first = value.first, let last = value.last, first != 0x20, last != 0x20 else { return false }
+            return !value.contains { $0 < 0x20 || $0 >= 0x7F }
+        }
+        if printable { return true }
+        // The prefix is four ASCII bytes, so dropping four bytes never splits a scalar (and
+        // "upn:" followed by a combining mark keeps the mark, whatever graphemes form).
+        let value = String(decoding: text.utf8.dropFirst(4), as: UTF8.self)
         return isOID ? AccountID(oid: value)?.oid == value : AccountID(upn: value)?.upn == value
     }
 
     /// The account it names.
     public var account: AccountID {
-        // By scalars, as `isWellFormed` checked it: "upn:" followed by a combining mark is
-        // still this owner's UPN, whatever graphemes the text forms.
-        let value = String(String.UnicodeScalarView(rawValue.unicodeScalars.dropFirst(4)))
+        // By bytes, as `isWellFormed` checked it: "upn:" followed by a combining mark is still
+        // this owner's UPN, whatever graphemes the text forms.
+        let value = String(decoding: rawValue.utf8.dropFirst(4), as: UTF8.self)
         return rawValue.utf8.starts(with: "oid:".utf8) ? AccountID(oid: value)! : AccountID(upn: value)!
     }
 

@@ -91,8 +91,7 @@ public final class KeyRing: Sendable {
     ///   hearing from the store is no proof that nothing changed (another process or replica
     ///   may have wiped the account): every cached key is dropped, and nothing is opened or
     ///   sealed until the store answers again.
-    private func revalidate() throws(ProtectionError) {
-        let now = ContinuousClock.now
+    private func revalidate(at now: ContinuousClock.Instant = .now) throws(ProtectionError) {
         guard cache.withLock({ now >= $0.nextCheck }) else { return }
         let token: UInt64?
         do {
@@ -118,6 +117,16 @@ public final class KeyRing: Sendable {
         }
     }
 
+    /// What `lookup` finds in the cache, once the cache is known to be current: one lock while
+    /// no comparison with the store is due (the common case), the comparison first when one is.
+    private func cached(_ lookup: (borrowing Cache) -> AccountKey?) throws(ProtectionError) -> AccountKey? {
+        let now = ContinuousClock.now
+        let (due, key) = cache.withLock { cache in now >= cache.nextCheck ? (true, nil) : (false, lookup(cache)) }
+        guard due else { return key }
+        try revalidate(at: now)
+        return cache.withLock { lookup($0) }
+    }
+
     /// The versions of `owner`'s key that exist, oldest first.
     public func versions(of owner: OwnerIdentifier) throws(ProtectionError) -> [UInt32] {
         try store.keys(for: owner).map(\.version)
@@ -125,8 +134,7 @@ public final class KeyRing: Sendable {
 
     /// The newest version of `owner`'s key, creating version 1 when `creating` and there is none.
     func currentKey(for owner: OwnerIdentifier, creating: Bool) throws(ProtectionError) -> AccountKey {
-        try revalidate()
-        if let key = cache.withLock({ $0.current[owner] }) { return key }
+        if let key = try cached({ $0.current[owner] }) { return key }
         let stored = try store.keys(for: owner)
         if let newest = stored.max(by: { $0.version < $1.version }) {
             return try remember(newest, asLatest: true)
@@ -140,8 +148,7 @@ public final class KeyRing: Sendable {
     /// Version `version` of `owner`'s key.
     /// - Throws: `.keyUnavailable` when the store does not have it (wiped, or made elsewhere).
     func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
-        try revalidate()
-        if let key = cache.withLock({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
+        if let key = try cached({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
         guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
             throw ProtectionError(
                 .keyUnavailable,

@@ -291,19 +291,19 @@ struct AuditCommand: AsyncParsableCommand {
     }
 }
 
+/// An RFC 3339 time given on the command line (read by hand: no Foundation formatter, whose
+/// time-zone data would weigh on every command that links this file).
 func parseTime(_ text: String, option: String) throws -> Date {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    if let date = formatter.date(from: text) { return date }
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let date = formatter.date(from: text) { return date }
-    throw ValidationError("\(option) must be an RFC 3339 time such as 2026-11-21T09:30:00Z, not '\(text)'")
+    guard let since = RFC3339.durationSinceEpoch(text) else {
+        throw ValidationError("\(option) must be an RFC 3339 time such as 2026-11-21T09:30:00Z, not '\(text)'")
+    }
+    return Date(
+        timeIntervalSince1970: Double(since.components.seconds) + Double(since.components.attoseconds) / 1e18)
 }
 
+/// `date` as an RFC 3339 UTC time to the second (`2026-11-21T09:30:00Z`).
 func formatTime(_ date: Date) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    return formatter.string(from: date)
+    RFC3339.format(.seconds(Int64(date.timeIntervalSince1970.rounded(.down))))
 }
 
 /// One audit entry as `custody audit --json` prints it: one JSON object a line; a missing
