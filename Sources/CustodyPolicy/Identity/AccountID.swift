@@ -77,11 +77,22 @@ public struct AccountID: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether `bytes` are a form `init(validatingOID:upn:)` takes exactly as given, decided on
+    /// the bytes alone: printable ASCII (no control character, no DEL) with visible first and
+    /// last bytes (nothing to trim), at most `maximumLength` of them. A form that is not may
+    /// still be valid (non-ASCII, or padded): only the full check says.
+    package static func isTakenAsGiven(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = bytes.first, let last = bytes.last, bytes.count <= maximumLength,
+            isVisibleASCII(first), isVisibleASCII(last)
+        else { return false }
+        return isPrintableASCII(bytes)
+    }
+
     /// `form` when it can name an account; else why not.
     private static func validated(_ text: String, form: String) throws(InvalidAccountID) -> String {
         var copy = text
         let plainASCII = copy.withUTF8 { bytes in
-            bytes.count <= maximumLength && !bytes.contains { $0 < 0x20 || $0 >= 0x7F }
+            bytes.count <= maximumLength && isPrintableASCII(bytes)
         }
         if plainASCII { return text }
         let count = text.utf8.count
@@ -165,12 +176,22 @@ private func trimmed(_ text: String) -> String {
     var copy = text
     let visibleEnds = copy.withUTF8 { bytes in
         guard let first = bytes.first, let last = bytes.last else { return false }
-        return (0x21...0x7E).contains(first) && (0x21...0x7E).contains(last)
+        return isVisibleASCII(first) && isVisibleASCII(last)
     }
     if visibleEnds { return text }
     guard let first = text.firstIndex(where: { !$0.isWhitespace }) else { return "" }
     let last = text.lastIndex(where: { !$0.isWhitespace })!
     return String(text[first...last])
+}
+
+/// Whether every byte is printable ASCII: no control character, no DEL, nothing beyond ASCII.
+private func isPrintableASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    !bytes.contains { $0 < 0x20 || $0 >= 0x7F }
+}
+
+/// Whether `byte` is a visible ASCII character (not a space, not a control).
+private func isVisibleASCII(_ byte: UInt8) -> Bool {
+    (0x21...0x7E).contains(byte)
 }
 
 /// The GUID inside `text` (8-4-4-4-12 hex digits, optionally in braces), or nil.

@@ -324,16 +324,10 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
         // same once trimmed (so `account` gives back exactly this owner).
         let isOID = text.utf8.starts(with: "oid:".utf8)
         guard isOID || text.utf8.starts(with: "upn:".utf8) else { return false }
-        // Printable ASCII with visible ends (what identifiers almost always are) is what
-        // `AccountID` takes as it is: decided on the bytes, without building the value. Any
-        // other byte goes through `AccountID`'s own checks below.
+        // A value `AccountID` takes as given (what identifiers almost always are) is decided on
+        // the bytes, without building it; any other goes through `AccountID`'s checks below.
         var copy = text
-        let printable = copy.withUTF8 { bytes in
-            let value = UnsafeBufferPointer(rebasing: bytes[4...])
-            guard let first = value.first, let last = value.last, first != 0x20, last != 0x20 else { return false }
-            return !value.contains { $0 < 0x20 || $0 >= 0x7F }
-        }
-        if printable { return true }
+        if copy.withUTF8({ AccountID.isTakenAsGiven(UnsafeBufferPointer(rebasing: $0[4...])) }) { return true }
         // The prefix is four ASCII bytes, so dropping four bytes never splits a scalar (and
         // "upn:" followed by a combining mark keeps the mark, whatever graphemes form).
         let value = String(decoding: text.utf8.dropFirst(4), as: UTF8.self)

@@ -91,7 +91,7 @@ public final class KeyRing: Sendable {
     ///   hearing from the store is no proof that nothing changed (another process or replica
     ///   may have wiped the account): every cached key is dropped, and nothing is opened or
     ///   sealed until the store answers again.
-    private func revalidate(at now: ContinuousClock.Instant = .now) throws(ProtectionError) {
+    private func revalidate(at now: ContinuousClock.Instant) throws(ProtectionError) {
         guard cache.withLock({ now >= $0.nextCheck }) else { return }
         let token: UInt64?
         do {
