@@ -48,6 +48,11 @@ public actor GraphSyncRunner {
     /// The last syncs' outcome, read without waiting for a sync in progress.
     public nonisolated var status: Status { current.withLock { $0 } }
 
+    /// How long a sync yields the cores to decisions (as background work) before it runs as
+    /// everything else does: on a machine saturated by decisions, a sync is delayed this much,
+    /// never starved.
+    static let yieldingAtMost = Duration.seconds(10)
+
     /// Runs a sync once the one in progress (if any) has ended, and returns what it came to.
     public func sync(_ trigger: PolicySync.Trigger) async -> Outcome {
         while let running = inFlight { _ = await running.value }
@@ -86,7 +91,12 @@ public actor GraphSyncRunner {
         }
         let done: PolicySync
         do {
-            let (report, applied) = try await sync.sync(into: engine)
+            // As background work: a sync beside a decision load leaves the cores to it, for at
+            // most 10 s (then it runs as everything else does, to finish).
+            let (sync, engine) = (self.sync, self.engine)
+            let (report, applied) = try await BackgroundExecutor.run(escalatingAfter: Self.yieldingAtMost) {
+                try await sync.sync(into: engine)
+            }
             for warning in report.warnings { logger.warning("\(warning)") }
             done = outcome(applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil)
         } catch let error as GraphError where error.code == .busy {

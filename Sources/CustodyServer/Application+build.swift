@@ -106,7 +106,8 @@ func buildRouter(
     let console = ConsoleController(
         engine: engine, syncsFromGraph: graph != nil, limits: configuration.limits, activity: metrics.activity)
     console.addPublicRoutes(to: router)
-    console.addViewRoutes(to: router.group("console").add(middleware: RequireScope(scope: .read)))
+    console.addViewRoutes(
+        to: router.group("console").add(middleware: RequireScope(scope: .read)).add(middleware: InBackground()))
     let bundles = BundleController(engine: engine, limits: configuration.limits)
     bundles.addReadRoutes(to: v1.group().add(middleware: RequireScope(scope: .read)))
     bundles.addAdminRoutes(to: admin)

@@ -24,18 +24,42 @@ public final class StateExecutor: TaskExecutor {
 
     /// An executor with `threads` threads of its own, started now and never stopped.
     init(threads: Int) {
-        pool = NIOThreadPool(numberOfThreads: threads)
-        pool.start()
+        pool = .started(threads: threads)
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        pool.submit { _ in job.runSynchronously(on: executor) }
+        pool.run(job, as: asUnownedTaskExecutor())
     }
 
-    /// Runs `body` on the state's threads (see `StateExecutor`) and returns its result.
+    /// Runs `body` on the state's threads (see `StateExecutor`) and returns its result; called
+    /// from background work (`BackgroundExecutor.run`), on the background threads, which may
+    /// block too, at their lower priority.
     public static func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
-        try await withTaskExecutorPreference(shared, operation: body)
+        if BackgroundExecutor.isCurrent {
+            return try await withTaskExecutorPreference(BackgroundExecutor.shared, operation: body)
+        }
+        return try await withTaskExecutorPreference(shared, operation: body)
+    }
+}
+
+extension NIOThreadPool {
+    /// A pool of `threads` threads, started now (an executor's: never stopped).
+    static func started(threads: Int) -> NIOThreadPool {
+        let pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+        return pool
+    }
+
+    /// Runs `job` on one of the pool's threads as `executor`'s job, after `prepare` (on that
+    /// thread).
+    func run(
+        _ job: consuming ExecutorJob, as executor: UnownedTaskExecutor,
+        preparing prepare: @escaping @Sendable () -> Void = {}
+    ) {
+        let job = UnownedJob(job)
+        submit { _ in
+            prepare()
+            job.runSynchronously(on: executor)
+        }
     }
 }

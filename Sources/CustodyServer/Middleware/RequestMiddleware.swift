@@ -161,6 +161,19 @@ struct RequireScope: RouterMiddleware {
     }
 }
 
+/// Runs the routes it guards as background work (`BackgroundExecutor`): on a busy machine an
+/// administrator's views yield the cores to decisions, and take longer; on an idle one they
+/// take as long as ever.
+struct InBackground: RouterMiddleware {
+    typealias Context = CustodyRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        try await BackgroundExecutor.run { try await next(request, context) }
+    }
+}
+
 extension HTTPField.Name {
     static let custodyRequestID = Self("Custody-Request-Id")!
     static let custodyRevision = Self("Custody-Revision")!
