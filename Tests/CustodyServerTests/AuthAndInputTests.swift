@@ -44,6 +44,40 @@ struct AuthTests {
         }
     }
 
+    /// `Authorization` values and the token read from each (nil: none).
+    static let bearers: [(value: String, token: String?)] = [
+        ("Bearer custody_abc_def", "custody_abc_def"),
+        ("bearer custody_abc", "custody_abc"),
+        ("BEARER custody_abc", "custody_abc"),
+        ("BeArEr custody_abc", "custody_abc"),
+        ("Bearer   custody_abc \t ", "custody_abc"),
+        ("Bearer \tcustody_abc", "custody_abc"),
+        ("Bearer custody abc", "custody abc"),
+        ("Bearer ", nil),
+        ("Bearer \t  ", nil),
+        ("Bearer", nil),
+        ("Bearercustody_abc", nil),
+        ("Bearer\tcustody_abc", nil),
+        // Whitespace around a field value is not part of it (RFC 9110 section 5.5).
+        (" Bearer custody_abc", "custody_abc"),
+        ("Basic dXNlcjpwYXNz", nil),
+        ("Bearerx custody_abc", nil),
+        ("Bearex custody_abc", nil),
+        ("Bearer@ custody_abc", nil),
+        ("Béarer custody_abc", nil),
+        // Beyond ASCII: Unicode spaces are trimmed as well, what is left is the token as sent.
+        ("Bearer \u{00A0}custody_abc\u{2003}", "custody_abc"),
+        ("Bearer custody_é", "custody_é"),
+        ("Bearer \u{00A0}", nil),
+    ]
+
+    @Test("the token of Authorization: Bearer, the scheme in any case, spaces around it trimmed", arguments: bearers)
+    func bearer(value: String, token: String?) {
+        var fields = HTTPFields()
+        fields[.authorization] = value
+        #expect(TokenAuthenticator.bearer(fields) == token)
+    }
+
     @Test("a revoked token is refused; admin grants every scope")
     func revoked() async throws {
         let fixture = try await ServiceFixture.make()

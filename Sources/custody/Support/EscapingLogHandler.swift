@@ -12,20 +12,22 @@ struct EscapingLogHandler: LogHandler {
         set { wrapped.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
-        get { wrapped.metadata }
-        set { wrapped.metadata = newValue }
-    }
+    /// The logger's own metadata (a request's id, say), kept here and handed to the wrapped
+    /// handler with each event that is written: setting it costs a dictionary store, where
+    /// `StreamLogHandler` renders its whole metadata text at every change, which the service
+    /// paid on every request for lines its log level never wrote.
+    var metadata: Logger.Metadata = [:]
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { wrapped[metadataKey: key] }
-        set { wrapped[metadataKey: key] = newValue }
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 
     func log(event: LogEvent) {
         var event = event
         event.message = "\(event.message.description.escapingControlCharacters)"
-        event.metadata = event.metadata.map(Self.escaped)
+        let merged = metadata.isEmpty ? event.metadata : metadata.merging(event.metadata ?? [:]) { $1 }
+        event.metadata = merged.map(Self.escaped)
         wrapped.log(event: event)
     }
 
