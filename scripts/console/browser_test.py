@@ -148,9 +148,27 @@ try:
         return cell(row, column)
 
     def visit(address, selector):
-        """Opens a view's address and waits for an element of it."""
+        """Opens a view's address and waits until that view is drawn and holds an element of it.
+
+        The page routes on hashchange, which fires after get() returns, and not at all when the
+        address is the one shown: routed once more here, the view is busy (aria-busy) from this
+        call until the answer to it is drawn, so an element of the view shown before never
+        passes for one of this view."""
         browser.get(base + "/console#" + address)
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, selector))
+        browser.execute_script("window.dispatchEvent(new HashChangeEvent('hashchange'))")
+        wait.until(lambda b: b.find_element(By.ID, "view").get_attribute("aria-busy") != "true"
+                   and b.find_elements(By.CSS_SELECTOR, selector))
+
+    def drawn_after(action, selector):
+        """Runs `action` (a click that shows another view) and waits until a view drawn after it
+        holds an element of `selector`: the children of the view shown before are marked first,
+        so none of theirs passes for one of the new view's."""
+        browser.execute_script(
+            "for (const child of document.getElementById('view').children) child.setAttribute('data-before', '')")
+        action()
+        wait.until(lambda b: b.find_element(By.ID, "view").get_attribute("aria-busy") != "true"
+                   and b.find_elements(By.CSS_SELECTOR, "#view > :not([data-before])")
+                   and b.find_elements(By.CSS_SELECTOR, selector))
 
     @check("the page carries a strict Content-Security-Policy and no inline script")
     def headers():
@@ -192,8 +210,7 @@ try:
         field.submit()
         wait.until(lambda b: "1 of 4 accounts" in view_text())
         shot("accounts")
-        browser.find_element(By.LINK_TEXT, "alice@contoso.com").click()
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "tr[data-setting='printBlocked']"))
+        drawn_after(browser.find_element(By.LINK_TEXT, "alice@contoso.com").click, "tr[data-setting='printBlocked']")
         row = browser.find_element(By.CSS_SELECTOR, "tr[data-setting='printBlocked']").text
         assert "true" in row and "Contoso Finance (iOS)" in row, row
         shot("account")
@@ -214,8 +231,7 @@ try:
     def traversal():
         for address in ["/../../v1/accounts/alice%40contoso.com/policy", "/%2e%2e/%2e%2e/v1/bundle",
                         "/accounts/../../../v1/accounts?q=a", "/..%2F..%2Fv1/bundle"]:
-            browser.get(base + "/console#" + address)
-            wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#view [role='alert']"))
+            visit(address, "#view [role='alert']")
             assert not browser.find_elements(By.CSS_SELECTOR, "#view img, #view button[data-action]"), address
             assert XSS not in browser.find_element(By.ID, "view").get_attribute("innerHTML"), address
 
@@ -226,8 +242,7 @@ try:
         browser.find_element(By.NAME, "owner").send_keys("alice@contoso.com")
         browser.find_element(By.NAME, "location").send_keys("box")
         browser.find_element(By.NAME, "locationAccount").send_keys("alice@contoso.com")
-        browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click()
-        wait.until(lambda b: b.find_elements(By.ID, "decision"))
+        drawn_after(browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click, "#decision")
         assert browser.find_element(By.ID, "decision").text == "Blocked"
         reason = browser.find_element(By.ID, "reason").text
         assert "saveAsBlocked" in reason and "allowedDataStorageLocations" in reason, reason
@@ -237,8 +252,7 @@ try:
     @check("the decision grid: coloured cells for every location, and a cell opens its reason")
     def grid():
         visit("/accounts/alice%40contoso.com", "#grid-link")
-        browser.find_element(By.ID, "grid-link").click()
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
+        drawn_after(browser.find_element(By.ID, "grid-link").click, "details.cell")
         box = cell("saveTo", "box")
         assert "block" in box.get_attribute("class").split(), box.get_attribute("class")
         assert "blocked" in box.text
@@ -258,8 +272,7 @@ try:
     @check("a group's grid: a cell where its members are not treated alike opens to the member it blocks and why")
     def group_grid():
         visit("/accounts/alice%40contoso.com", "a.group")
-        browser.find_element(By.LINK_TEXT, "grp-all-staff").click()
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "details.cell"))
+        drawn_after(browser.find_element(By.LINK_TEXT, "grp-all-staff").click, "details.cell")
         other = cell("saveTo", "other")
         assert "mixed" in other.get_attribute("class").split(), other.get_attribute("class")
         assert "2 allowed, 1 blocked" in other.text, other.text
@@ -272,8 +285,7 @@ try:
         visit("/diff", "[name=\'from\']")
         Select(browser.find_element(By.NAME, "from")).select_by_value(older)
         Select(browser.find_element(By.NAME, "to")).select_by_value(revision)
-        browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click()
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#setting-changes tbody tr"))
+        drawn_after(browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click, "#setting-changes tbody tr")
         rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#setting-changes tbody tr")]
         assert any("printBlocked" in row and "false" in row and "true" in row for row in rows), rows
         flips = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#decision-changes tbody tr")]
@@ -298,8 +310,7 @@ try:
                 paths.append(os.path.join(folder, name))
         visit("/diff", "#candidate-files")
         browser.find_element(By.ID, "candidate-files").send_keys("\n".join(paths))
-        browser.find_element(By.CSS_SELECTOR, "#candidate-form button").click()
-        wait.until(lambda b: b.find_elements(By.ID, "candidate"))
+        drawn_after(browser.find_element(By.CSS_SELECTOR, "#candidate-form button").click, "#candidate")
         rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#setting-changes tbody tr")]
         assert any("printBlocked" in row and row.index("true") < row.index("false") for row in rows), rows
         flips = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#decision-changes tbody tr")]

@@ -89,8 +89,8 @@ public final class BackgroundExecutor: TaskExecutor {
 
     /// Runs `body` as background work; if it is still running after `deadline`, background
     /// threads run in the normal class until it ends, so that it finishes on a busy machine.
-    public static func run<T: Sendable, Failure: Error>(
-        escalatingAfter deadline: Duration, _ body: @Sendable () async throws(Failure) -> T
+    public static func run<T, Failure: Error>(
+        escalatingAfter deadline: Duration, _ body: () async throws(Failure) -> T
     ) async throws(Failure) -> T {
         let watch = Locked((escalated: false, finished: false))
         let watcher = Task {

@@ -183,15 +183,16 @@ struct RequireScope: RouterMiddleware {
 }
 
 /// Runs the routes it guards as background work (`BackgroundExecutor`): on a busy machine an
-/// administrator's views yield the cores to decisions, and take longer; on an idle one they
-/// take as long as ever.
+/// administrator's views yield the cores to decisions, for at most a second each (then they
+/// run as everything else does: a console on a saturated machine is slow, never stuck); on an
+/// idle one they take as long as ever.
 struct InBackground: RouterMiddleware {
     typealias Context = CustodyRequestContext
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        try await BackgroundExecutor.run { try await next(request, context) }
+        try await BackgroundExecutor.run(escalatingAfter: .seconds(1)) { try await next(request, context) }
     }
 }
 

@@ -45,7 +45,22 @@
     return url.pathname + url.search;
   }
 
+  // The latest view asked for: an answer that arrives after a newer view was asked for (a
+  // slow view, clicked past) is dropped, never drawn over the newer one.
+  let routing = 0;
+
+  // Shows the view the location names. The view is aria-busy until it is drawn.
   async function route() {
+    const mine = ++routing;
+    view.setAttribute("aria-busy", "true");
+    try {
+      await show(function () { return mine === routing; });
+    } finally {
+      if (mine === routing) { view.removeAttribute("aria-busy"); }
+    }
+  }
+
+  async function show(isLatest) {
     stopFeed();
     if (!token()) { return signin(""); }
     const address = viewAddress((location.hash || "#/overview").slice(1) || "/overview");
@@ -62,9 +77,10 @@
     try {
       response = await fetch(address, { headers: { Authorization: "Bearer " + token() } });
     } catch (error) {
-      view.textContent = "The service cannot be reached: " + error;
+      if (isLatest()) { view.textContent = "The service cannot be reached: " + error; }
       return;
     }
+    if (!isLatest()) { return; }
     if (response.status === 401) {
       const body = await response.json().catch(function () { return {}; });
       return signin("Signed out: " + (body.error || "the token was refused"));
@@ -75,7 +91,7 @@
       alert.setAttribute("role", "alert");
       alert.className = "block";
       alert.textContent = await errorText(response);
-      view.replaceChildren(alert);
+      if (isLatest()) { view.replaceChildren(alert); }
       return;
     }
     // Only a view (HTML the service rendered, every value escaped) goes into the page: an
@@ -84,7 +100,9 @@
       view.textContent = "The service answered something that is not a view.";
       return;
     }
-    view.innerHTML = await response.text();
+    const html = await response.text();
+    if (!isLatest()) { return; }
+    view.innerHTML = html;
     bind();
     const heading = view.querySelector("h2");
     if (heading) { heading.setAttribute("tabindex", "-1"); heading.focus(); }
@@ -115,6 +133,8 @@
   // compared with the policy in force; nothing is applied.
   async function compareCandidate(event) {
     event.preventDefault();
+    // Drawn only if no other view was asked for meanwhile.
+    const shown = routing;
     const picked = document.getElementById("candidate-files").files;
     if (picked.length === 0) { return say("block", "Pick the candidate bundle's files first (tenant.json and the policy files)."); }
     const files = {};
@@ -130,7 +150,9 @@
     if (response.status === 401) { return signin("Signed out: " + await errorText(response)); }
     if (!response.ok) { return say("block", "The candidate was refused: " + await errorText(response)); }
     flash.textContent = "";
-    view.innerHTML = await response.text();
+    const html = await response.text();
+    if (shown !== routing) { return; }
+    view.innerHTML = html;
     bind();
   }
 
