@@ -192,7 +192,7 @@ let package = Package(
         ),
 
         // renameat2(RENAME_EXCHANGE), which Glibc's Swift module leaves out: a bundle directory
-        // replaced by a new one in one step; and a thread's own nice value (background work).
+        // replaced by a new one in one step; and a thread's scheduling class (background work).
         .systemLibrary(name: "CSystemCalls"),
 
         // The Microsoft Graph connector: reads a tenant's app protection policies and the

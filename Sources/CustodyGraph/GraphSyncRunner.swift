@@ -92,7 +92,7 @@ public actor GraphSyncRunner {
         let done: PolicySync
         do {
             // As background work: a sync beside a decision load leaves the cores to it, for at
-            // most 10 s (then it runs as everything else does, to finish).
+            // most `yieldingAtMost` (then it runs as everything else does, to finish).
             let (sync, engine) = (self.sync, self.engine)
             let (report, applied) = try await BackgroundExecutor.run(escalatingAfter: Self.yieldingAtMost) {
                 try await sync.sync(into: engine)

@@ -5,8 +5,13 @@ import Testing
 
 /// Background work (a Graph sync, the console's views) yields the cores to decisions, the state
 /// calls it makes stay with it, and work past its deadline stops yielding until it ends.
-@Suite("Background work")
+/// An executor of the tests' own, so that the service's background work in other suites
+/// (console views, syncs past their deadline) never moves these threads, and serialized so
+/// that one test's overdue work never moves another's.
+@Suite("Background work", .serialized)
 struct BackgroundExecutorTests {
+    static let executor = BackgroundExecutor(threads: 2)
+
     /// The calling thread's scheduling class, from `/proc/thread-self/stat` (field 41): 0 the
     /// normal class, 5 `SCHED_IDLE`.
     static func schedulingClass() throws -> Int {
@@ -32,13 +37,13 @@ struct BackgroundExecutorTests {
             let measured: Int
             switch place {
             case .state: measured = try await StateExecutor.run { try Self.schedulingClass() }
-            case .background: measured = try await BackgroundExecutor.run { try Self.schedulingClass() }
+            case .background: measured = try await Self.executor.run { try Self.schedulingClass() }
             case .stateInsideBackground:
-                measured = try await BackgroundExecutor.run {
+                measured = try await Self.executor.run {
                     try await StateExecutor.run { try Self.schedulingClass() }
                 }
             case .backgroundWithDeadline:
-                measured = try await BackgroundExecutor.run(escalatingAfter: .seconds(3_600)) {
+                measured = try await Self.executor.run(escalatingAfter: .seconds(3_600)) {
                     try Self.schedulingClass()
                 }
             }
@@ -51,14 +56,14 @@ struct BackgroundExecutorTests {
     @Test("work past its deadline runs in the normal class until it ends; then background work yields again")
     func escalation() async throws {
         #if os(Linux)
-            let during = try await BackgroundExecutor.run(escalatingAfter: .milliseconds(10)) {
+            let during = try await Self.executor.run(escalatingAfter: .milliseconds(10)) {
                 () async throws -> Int in
-                #expect(await eventually { !BackgroundExecutor.shared.isYielding }, "the deadline passes")
+                #expect(await eventually { !Self.executor.isYielding }, "the deadline passes")
                 return try Self.schedulingClass()
             }
             #expect(during == Self.normal)
-            #expect(BackgroundExecutor.shared.isYielding)
-            #expect(try await BackgroundExecutor.run { try Self.schedulingClass() } == Self.idle)
+            #expect(Self.executor.isYielding)
+            #expect(try await Self.executor.run { try Self.schedulingClass() } == Self.idle)
         #else
             withKnownIssue("threads change class on Linux only") { Issue.record("not Linux") }
         #endif

@@ -22,8 +22,8 @@ public final class BackgroundExecutor: TaskExecutor {
     /// The executor the engine and the service use: 8 threads, started on first use and kept.
     public static let shared = BackgroundExecutor(threads: 8)
 
-    /// Whether the current task runs background work (`run`).
-    @TaskLocal static var isCurrent = false
+    /// The executor whose background work the current task runs (`run`), if any.
+    @TaskLocal static var current: BackgroundExecutor?
 
     private struct Threads {
         /// The ids of the threads that have run a job, each moved to the class in force.
@@ -76,36 +76,51 @@ public final class BackgroundExecutor: TaskExecutor {
         }
     }
 
-    /// Runs `body` as background work (see `BackgroundExecutor`) and returns its result.
+    /// Runs `body` as background work on the shared executor (see `BackgroundExecutor`) and
+    /// returns its result.
     public static func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        try await shared.run(body)
+    }
+
+    /// Runs `body` as background work on the shared executor; if it is still running after
+    /// `deadline`, background threads run in the normal class until it ends, so that it
+    /// finishes on a busy machine.
+    public static func run<T, Failure: Error>(
+        escalatingAfter deadline: Duration, _ body: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        try await shared.run(escalatingAfter: deadline, body)
+    }
+
+    /// Runs `body` as background work on this executor and returns its result.
+    func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
         // The task-local value's scope rethrows untyped: the typed error crosses it in a Result.
-        let result = await $isCurrent.withValue(true) { () async -> Result<T, Failure> in
-            await withTaskExecutorPreference(shared) { () async -> Result<T, Failure> in
+        let result = await Self.$current.withValue(self) { () async -> Result<T, Failure> in
+            await withTaskExecutorPreference(self) { () async -> Result<T, Failure> in
                 do throws(Failure) { return .success(try await body()) } catch { return .failure(error) }
             }
         }
         return try result.get()
     }
 
-    /// Runs `body` as background work; if it is still running after `deadline`, background
-    /// threads run in the normal class until it ends, so that it finishes on a busy machine.
-    public static func run<T, Failure: Error>(
+    /// Runs `body` as background work on this executor; past `deadline`, its threads run in the
+    /// normal class until `body` ends.
+    func run<T, Failure: Error>(
         escalatingAfter deadline: Duration, _ body: () async throws(Failure) -> T
     ) async throws(Failure) -> T {
         let watch = Locked((escalated: false, finished: false))
-        let watcher = Task {
+        let watcher = Task { [self] in
             guard (try? await Task.sleep(for: deadline)) != nil else { return }
             watch.withLock { watch in
                 guard !watch.finished else { return }
                 watch.escalated = true
-                shared.overdue(1)
+                overdue(1)
             }
         }
         defer {
             watcher.cancel()
             watch.withLock { watch in
                 watch.finished = true
-                if watch.escalated { shared.overdue(-1) }
+                if watch.escalated { overdue(-1) }
             }
         }
         return try await run(body)

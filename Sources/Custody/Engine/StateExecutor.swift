@@ -32,13 +32,11 @@ public final class StateExecutor: TaskExecutor {
     }
 
     /// Runs `body` on the state's threads (see `StateExecutor`) and returns its result; called
-    /// from background work (`BackgroundExecutor.run`), on the background threads, which may
-    /// block too, at their lower priority.
+    /// from background work (`BackgroundExecutor.run`), on that work's threads, which may block
+    /// too, at their lower priority.
     public static func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
-        if BackgroundExecutor.isCurrent {
-            return try await withTaskExecutorPreference(BackgroundExecutor.shared, operation: body)
-        }
-        return try await withTaskExecutorPreference(shared, operation: body)
+        let executor: any TaskExecutor = BackgroundExecutor.current.map { $0 } ?? shared
+        return try await withTaskExecutorPreference(executor, operation: body)
     }
 }
 
