@@ -30,6 +30,86 @@ struct BufferProtectionTests {
         #expect(try state.protector().unprotect(tagged) == data)
     }
 
+    /// What a one-chunk buffer goes through: `protect` and `unprotect` seal and open it in
+    /// place, without the `ChunkCipher` every other envelope uses. Both ways must be one format.
+    struct OneChunkCase: Sendable, CustomTestStringConvertible {
+        let algorithm: EnvelopeAlgorithm
+        let size: Int
+        var testDescription: String { "\(algorithm), \(size) bytes" }
+    }
+
+    static let oneChunkCases: [OneChunkCase] = [EnvelopeAlgorithm.aes256GCMDerived, .chaCha20Poly1305Derived]
+        .flatMap { algorithm in [1, 16, 1_024, (1 << 20) - 1].map { OneChunkCase(algorithm: algorithm, size: $0) } }
+
+    @Test(
+        "a one-chunk buffer sealed in place opens through the chunk cipher, and the other way round, with the same errors",
+        arguments: oneChunkCases)
+    func oneChunkIsTheChunkedFormat(_ testCase: OneChunkCase) throws {
+        let state = try TestState()
+        let protector = state.protector(algorithm: testCase.algorithm)
+        let data = pattern(testCase.size)
+
+        // In place, opened by the chunk cipher.
+        let inPlace = try protector.protect(data, owner: alice, encrypt: true)
+        func openChunked(_ envelope: [UInt8]) throws -> [UInt8] {
+            let decoded = envelope.withUnsafeBytes { bytes in
+                Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) }
+            }
+            guard let header = try decoded.get() else { throw ProtectionError(.malformedEnvelope, "not an envelope") }
+            let cipher = try protector.makeOpener(header)
+            return try envelope.withUnsafeBytes { bytes in
+                try DataProtector.open(UnsafeRawBufferPointer(rebasing: bytes[header.count...]), with: cipher)
+            }
+        }
+        #expect(try openChunked(inPlace) == data)
+
+        // By the chunk cipher, opened in place.
+        let sealer = try protector.makeSealer(
+            owner: alice, encrypt: true, chunkExponent: DataProtector.bufferChunkExponent)
+        let chunked = data.withUnsafeBytes { DataProtector.seal($0, with: sealer) }
+        #expect(try protector.unprotect(chunked) == data)
+        #expect(chunked.count == inPlace.count)
+        let headerCount = sealer.headerBytes.count
+        let prefixCount = headerCount - EnvelopeHeader.saltCount - EnvelopeHeader.keyCheckCount
+        #expect(chunked.prefix(prefixCount) == inPlace.prefix(prefixCount), "same owner, algorithm and key version")
+
+        // The same damage gets the same error both ways.
+        var tag = inPlace
+        tag[tag.count - 1] ^= 1
+        var check = inPlace
+        check[headerCount - 1] ^= 1
+        let damaged: [(String, [UInt8])] = [
+            ("tag", tag), ("key check", check), ("cut inside the tag", Array(inPlace.prefix(headerCount + 15))),
+            ("no chunk", Array(inPlace.prefix(headerCount))),
+        ]
+        for (what, envelope) in damaged {
+            let inPlaceError = protectionError { _ = try protector.unprotect(envelope) }
+            let chunkedError = protectionError { _ = try openChunked(envelope) }
+            #expect(inPlaceError != nil, "\(what)")
+            #expect(inPlaceError?.code == chunkedError?.code, "\(what)")
+            #expect(inPlaceError?.message == chunkedError?.message, "\(what)")
+        }
+    }
+
+    @Test("buffers sealed and opened on many threads at once, with both algorithms on each, round trip")
+    func oneChunkOnManyThreads() throws {
+        let state = try TestState()
+        let protectors = [EnvelopeAlgorithm.aes256GCMDerived, .chaCha20Poly1305Derived].map {
+            state.protector(algorithm: $0)
+        }
+        let failures = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 16) { thread in
+            for round in 0..<200 {
+                let data = pattern(1 + (thread * 37 + round) % 3_000, seed: UInt8(truncatingIfNeeded: round))
+                for protector in protectors {
+                    let opened = try? protector.unprotect(protector.protect(data, owner: alice, encrypt: true))
+                    if opened != data { failures.withLock { $0 += 1 } }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+    }
+
     @Test("protectionInfo reads the owner and algorithm without a key")
     func info() throws {
         let state = try TestState()

@@ -38,12 +38,7 @@ final class AEADCipher: @unchecked Sendable {
             algorithm != .none && key.count == EnvelopeAlgorithm.keyCount, "an AEAD cipher needs a 32-byte key")
         Sodium.ensureInitialized()
         self.algorithm = algorithm
-        openSSL =
-            switch algorithm {
-            case .aes256GCMDerived: OpenSSLCipher(.aes256GCM, key: key)
-            case .chaCha20Poly1305Derived: OpenSSLCipher(.chaCha20Poly1305, key: key)
-            default: nil
-            }
+        openSSL = algorithm.openSSLAlgorithm.map { OpenSSLCipher($0, key: key) }
         if openSSL != nil {
             self.key = nil
             aesState = nil
@@ -182,6 +177,17 @@ final class AEADCipher: @unchecked Sendable {
             return true
         } catch {
             return false
+        }
+    }
+}
+
+extension EnvelopeAlgorithm {
+    /// The OpenSSL cipher of a derived-key algorithm; nil for the others (libsodium's).
+    var openSSLAlgorithm: OpenSSLCipher.Algorithm? {
+        switch self {
+        case .aes256GCMDerived: .aes256GCM
+        case .chaCha20Poly1305Derived: .chaCha20Poly1305
+        case .none, .aes256GCM, .xChaCha20Poly1305: nil
         }
     }
 }

@@ -1,4 +1,10 @@
 internal import CLibcrypto
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import Synchronization
 import CustodyPolicy
 
@@ -10,7 +16,9 @@ import CustodyPolicy
 /// the expanded key and is not thread-safe, so the cipher keeps one context for the common case
 /// (one thread) and hands further ones out of a small pool when chunks are sealed on several
 /// threads at once. Every context is freed (and its key schedule cleared by OpenSSL) when the
-/// cipher goes away.
+/// cipher goes away. A key that seals or opens one message only (a buffer envelope's data key)
+/// needs no cipher: the static `seal` and `open` key a context of the calling thread for that
+/// message and clear it afterwards.
 final class OpenSSLCipher: @unchecked Sendable {
     // @unchecked: `primary` is used only by the thread that set `primaryBusy`; the pool's
     // contexts only by the thread that took them out; the key is read-only.
@@ -88,17 +96,7 @@ final class OpenSSLCipher: @unchecked Sendable {
         _ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) {
-        precondition(nonce.count == 12 && output.count == plaintext.count + 16 && plaintext.count <= Int(Int32.max))
-        let status = withContext { context in
-            custody_aead_seal(
-                context, nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                Int32(aad.count), plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(plaintext.count),
-                output.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                output.baseAddress!.assumingMemoryBound(to: UInt8.self) + plaintext.count)
-        }
-        // Sealing with a keyed context and a 12-byte nonce cannot fail short of memory corruption.
-        precondition(status == 1, "OpenSSL failed to seal a chunk")
+        withContext { Self.seal(on: $0, key: nil, plaintext, nonce: nonce, aad: aad, into: output) }
     }
 
     /// Opens `sealed` (ciphertext, then 16-byte tag) into `output` (`sealed.count - 16` bytes);
@@ -107,22 +105,133 @@ final class OpenSSLCipher: @unchecked Sendable {
         _ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) -> Bool {
+        withContext { Self.open(on: $0, key: nil, sealed, nonce: nonce, aad: aad, into: output) }
+    }
+
+    // MARK: One message under a key of its own
+
+    /// Seals one message under `key` (32 bytes) on this thread's context for `algorithm`: keyed
+    /// and given its nonce in one initialization, its key schedule cleared afterwards. For a
+    /// key that seals a single chunk (a buffer envelope's data key), where keeping a cipher
+    /// would cost more than the sealing.
+    static func seal(
+        _ algorithm: Algorithm, key: UnsafeRawBufferPointer, _ plaintext: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) {
+        precondition(key.count == 32, "a 32-byte key")
+        let context = ThreadContexts.current.context(for: algorithm)
+        defer { ThreadContexts.clear(context) }
+        seal(on: context, key: key, plaintext, nonce: nonce, aad: aad, into: output)
+    }
+
+    /// Opens one message under `key` on this thread's context (see the sealing counterpart);
+    /// false, with `output` zeroed, when the tag does not verify.
+    static func open(
+        _ algorithm: Algorithm, key: UnsafeRawBufferPointer, _ sealed: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        precondition(key.count == 32, "a 32-byte key")
+        let context = ThreadContexts.current.context(for: algorithm)
+        defer { ThreadContexts.clear(context) }
+        return open(on: context, key: key, sealed, nonce: nonce, aad: aad, into: output)
+    }
+
+    // MARK: The calls
+
+    /// Seals on `context`, keying it first when `key` is given.
+    private static func seal(
+        on context: OpaquePointer, key: UnsafeRawBufferPointer?, _ plaintext: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) {
+        precondition(nonce.count == 12 && output.count == plaintext.count + 16 && plaintext.count <= Int(Int32.max))
+        let status = custody_aead_seal(
+            context, key?.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            Int32(aad.count), plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(plaintext.count),
+            output.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            output.baseAddress!.assumingMemoryBound(to: UInt8.self) + plaintext.count)
+        // Sealing with a keyed context and a 12-byte nonce cannot fail short of memory corruption.
+        precondition(status == 1, "OpenSSL failed to seal a chunk")
+    }
+
+    /// Opens on `context`, keying it first when `key` is given.
+    private static func open(
+        on context: OpaquePointer, key: UnsafeRawBufferPointer?, _ sealed: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) -> Bool {
         guard nonce.count == 12, sealed.count >= 16, output.count == sealed.count - 16, output.count <= Int(Int32.max)
         else { return false }
         let count = output.count
-        let status = withContext { context in
-            custody_aead_open(
-                context, nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                Int32(aad.count), sealed.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count),
-                output.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                sealed.baseAddress!.assumingMemoryBound(to: UInt8.self) + count)
-        }
+        let status = custody_aead_open(
+            context, key?.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            Int32(aad.count), sealed.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count),
+            output.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            sealed.baseAddress!.assumingMemoryBound(to: UInt8.self) + count)
         guard status == 1 else {
             // OpenSSL writes the plaintext before it checks the tag: none of it may be used.
             Sodium.zero(output)
             return false
         }
         return true
+    }
+
+    /// One context per algorithm for each thread that seals single messages: made with its
+    /// algorithm and no key on first use, re-keyed for every message (no allocation, none of
+    /// the algorithm look-ups a new context makes), and freed, with its key schedule cleared
+    /// by OpenSSL, when the thread ends.
+    private struct ThreadContexts {
+        let slots: UnsafeMutablePointer<OpaquePointer?>
+
+        /// The calling thread's contexts.
+        static var current: ThreadContexts {
+            if let slots = pthread_getspecific(threadKey) {
+                return ThreadContexts(slots: slots.assumingMemoryBound(to: OpaquePointer?.self))
+            }
+            let slots = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 2)
+            slots.initialize(repeating: nil, count: 2)
+            pthread_setspecific(threadKey, slots)
+            return ThreadContexts(slots: slots)
+        }
+
+        func context(for algorithm: Algorithm) -> OpaquePointer {
+            let index = algorithm == .aes256GCM ? 0 : 1
+            if let context = slots[index] { return context }
+            guard let context = EVP_CIPHER_CTX_new() else {
+                fatalError("OpenSSL could not allocate a cipher context (out of memory)")
+            }
+            let cipher = algorithm == .aes256GCM ? fetched.aes256GCM : fetched.chaCha20Poly1305
+            guard EVP_CipherInit_ex2(context, cipher, nil, nil, 1, nil) == 1 else {
+                fatalError("OpenSSL could not set up \(algorithm)")
+            }
+            slots[index] = context
+            return context
+        }
+
+        /// Overwrites the key schedule of a message's key with that of an all-zero key: what a
+        /// context keeps between messages says nothing about the last one.
+        static func clear(_ context: OpaquePointer) {
+            let status = zeroKey.withUnsafeBufferPointer {
+                EVP_CipherInit_ex2(context, nil, $0.baseAddress, nil, -1, nil)
+            }
+            precondition(status == 1, "OpenSSL refused to re-key a context")
+        }
+
+        private static let zeroKey = [UInt8](repeating: 0, count: 32)
+
+        /// The thread-specific slot, its destructor freeing the thread's contexts.
+        private static let threadKey: pthread_key_t = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { slots in
+                guard let slots = slots?.assumingMemoryBound(to: OpaquePointer?.self) else { return }
+                for index in 0..<2 { EVP_CIPHER_CTX_free(slots[index]) }
+                slots.deinitialize(count: 2)
+                slots.deallocate()
+            }
+            precondition(status == 0, "no thread-specific key left for OpenSSL's contexts")
+            return key
+        }()
     }
 }

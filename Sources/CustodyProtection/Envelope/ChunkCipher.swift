@@ -81,8 +81,14 @@ final class ChunkCipher: Sendable {
     /// Calls `body` with the nonce of chunk `index`: prefix, big-endian counter, last flag.
     /// Unencrypted envelopes use the same 5 bytes (counter and flag) as checksum input.
     private func withNonce<Result>(index: UInt64, last: Bool, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-        let prefix = header.noncePrefix
-        return withUnsafeTemporaryAllocation(byteCount: prefix.count + 5, alignment: 1) { nonce in
+        Self.withNonce(prefix: header.noncePrefix, index: index, last: last, body)
+    }
+
+    /// Calls `body` with the nonce of chunk `index` of an envelope whose nonces start with `prefix`.
+    static func withNonce<Result>(
+        prefix: ArraySlice<UInt8>, index: UInt64, last: Bool, _ body: (UnsafeRawBufferPointer) -> Result
+    ) -> Result {
+        withUnsafeTemporaryAllocation(byteCount: prefix.count + 5, alignment: 1) { nonce in
             prefix.withUnsafeBytes {
                 UnsafeMutableRawBufferPointer(rebasing: nonce[..<prefix.count]).copyMemory(from: $0)
             }

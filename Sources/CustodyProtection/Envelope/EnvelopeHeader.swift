@@ -61,7 +61,8 @@ struct EnvelopeHeader: Sendable, Hashable {
     var keyCheck: ArraySlice<UInt8> { algorithm.derivesKey ? bytes[(prefixCount + Self.saltCount)...] : [] }
 
     private var isWrapped: Bool { isEncrypted && !algorithm.derivesKey }
-    private static let zeroNoncePrefix = [UInt8](repeating: 0, count: 7)
+    /// The nonce prefix of every derived-key envelope.
+    static let zeroNoncePrefix = [UInt8](repeating: 0, count: 7)
 
     /// Bytes of the nonce prefix for an algorithm: the nonce less the 4-byte counter and the
     /// 1-byte last-chunk flag.
@@ -127,11 +128,46 @@ struct EnvelopeHeader: Sendable, Hashable {
             algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion,
             suffixCount: Self.suffixCount(for: algorithm)
         ) { prefix, suffix in
-            UnsafeMutableRawBufferPointer(rebasing: suffix[..<Self.saltCount]).copyMemory(from: salt)
-            // The prefix and the salt are contiguous: the derivation's input.
-            let input = UnsafeRawBufferPointer(start: prefix.baseAddress, count: prefix.count + Self.saltCount)
-            derive(input, UnsafeMutableRawBufferPointer(rebasing: suffix[Self.saltCount...]))
+            Self.fillDerivedSuffix(prefix: prefix, suffix: suffix, salt: { $0.copyMemory(from: salt) }, derive: derive)
         }
+    }
+
+    /// Bytes of the header of an envelope of `algorithm` for `owner`.
+    static func count(for algorithm: EnvelopeAlgorithm, owner: OwnerIdentifier) -> Int {
+        fixedCount + owner.rawValue.utf8.count + 4 + suffixCount(for: algorithm)
+    }
+
+    /// Writes a derived-key header straight into `output` (exactly
+    /// `count(for: algorithm, owner: owner)` bytes, the start of an envelope being built):
+    /// `salt` fills the 32-byte salt, `derive` writes the key check as for
+    /// `init(derivingAlgorithm:...)`.
+    static func writeDerived(
+        into output: UnsafeMutableRawBufferPointer, algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8,
+        owner: OwnerIdentifier, keyVersion: UInt32,
+        salt: (_ into: UnsafeMutableRawBufferPointer) -> Void,
+        derive: (_ input: UnsafeRawBufferPointer, _ keyCheck: UnsafeMutableRawBufferPointer) -> Void
+    ) {
+        precondition(
+            algorithm.derivesKey && keyVersion >= 1, "a derived-key header needs its algorithm and a key version")
+        precondition(output.count == count(for: algorithm, owner: owner))
+        write(
+            into: output, algorithm: algorithm, chunkSizeExponent: chunkSizeExponent, owner: owner,
+            keyVersion: keyVersion
+        ) { prefix, suffix in
+            fillDerivedSuffix(prefix: prefix, suffix: suffix, salt: salt, derive: derive)
+        }
+    }
+
+    /// Salt, then key check, after the prefix of a derived-key header.
+    private static func fillDerivedSuffix(
+        prefix: UnsafeRawBufferPointer, suffix: UnsafeMutableRawBufferPointer,
+        salt: (_ into: UnsafeMutableRawBufferPointer) -> Void,
+        derive: (_ input: UnsafeRawBufferPointer, _ keyCheck: UnsafeMutableRawBufferPointer) -> Void
+    ) {
+        salt(UnsafeMutableRawBufferPointer(rebasing: suffix[..<saltCount]))
+        // The prefix and the salt are contiguous: the derivation's input.
+        let input = UnsafeRawBufferPointer(start: prefix.baseAddress, count: prefix.count + saltCount)
+        derive(input, UnsafeMutableRawBufferPointer(rebasing: suffix[saltCount...]))
     }
 
     /// Encodes the prefix, then lets `fillSuffix` write the `suffixCount` bytes after it.
@@ -144,27 +180,41 @@ struct EnvelopeHeader: Sendable, Hashable {
         self.chunkSizeExponent = chunkSizeExponent
         self.owner = owner
         self.keyVersion = keyVersion
-        var ownerText = owner.rawValue
-        let prefixCount = ownerText.utf8.count + Self.fixedCount + 4
+        let prefixCount = owner.rawValue.utf8.count + Self.fixedCount + 4
         self.prefixCount = prefixCount
-        bytes = ownerText.withUTF8 { ownerBytes in
-            [UInt8](unsafeUninitializedCapacity: prefixCount + suffixCount) { buffer, initialized in
-                let raw = UnsafeMutableRawBufferPointer(buffer)
-                raw.copyBytes(from: Self.magic)
-                raw[4] = Self.formatVersion
-                raw[5] = algorithm.rawValue
-                raw[6] = chunkSizeExponent
-                raw[7] = 0
-                raw[8] = UInt8(ownerBytes.count >> 8)
-                raw[9] = UInt8(ownerBytes.count & 0xFF)
-                UnsafeMutableRawBufferPointer(rebasing: raw[Self.fixedCount..<Self.fixedCount + ownerBytes.count])
-                    .copyMemory(from: UnsafeRawBufferPointer(ownerBytes))
-                raw.storeBytes(of: keyVersion.bigEndian, toByteOffset: prefixCount - 4, as: UInt32.self)
-                fillSuffix(
-                    UnsafeRawBufferPointer(rebasing: raw[..<prefixCount]),
-                    UnsafeMutableRawBufferPointer(rebasing: raw[prefixCount...]))
-                initialized = prefixCount + suffixCount
-            }
+        bytes = [UInt8](unsafeUninitializedCapacity: prefixCount + suffixCount) { buffer, initialized in
+            Self.write(
+                into: UnsafeMutableRawBufferPointer(buffer), algorithm: algorithm,
+                chunkSizeExponent: chunkSizeExponent, owner: owner, keyVersion: keyVersion, fillSuffix: fillSuffix)
+            initialized = prefixCount + suffixCount
+        }
+    }
+
+    /// Encodes a header into `raw` (exactly its size): the prefix, then what `fillSuffix`
+    /// writes after it.
+    private static func write(
+        into raw: UnsafeMutableRawBufferPointer, algorithm: EnvelopeAlgorithm, chunkSizeExponent: UInt8,
+        owner: OwnerIdentifier, keyVersion: UInt32,
+        fillSuffix: (_ prefix: UnsafeRawBufferPointer, _ suffix: UnsafeMutableRawBufferPointer) -> Void
+    ) {
+        precondition(
+            algorithm == .none || keyVersion >= 1, "an encrypted header needs its algorithm and a key version")
+        var ownerText = owner.rawValue
+        ownerText.withUTF8 { ownerBytes in
+            let prefixCount = ownerBytes.count + fixedCount + 4
+            raw.copyBytes(from: magic)
+            raw[4] = formatVersion
+            raw[5] = algorithm.rawValue
+            raw[6] = chunkSizeExponent
+            raw[7] = 0
+            raw[8] = UInt8(ownerBytes.count >> 8)
+            raw[9] = UInt8(ownerBytes.count & 0xFF)
+            UnsafeMutableRawBufferPointer(rebasing: raw[fixedCount..<fixedCount + ownerBytes.count])
+                .copyMemory(from: UnsafeRawBufferPointer(ownerBytes))
+            raw.storeBytes(of: keyVersion.bigEndian, toByteOffset: prefixCount - 4, as: UInt32.self)
+            fillSuffix(
+                UnsafeRawBufferPointer(rebasing: raw[..<prefixCount]),
+                UnsafeMutableRawBufferPointer(rebasing: raw[prefixCount...]))
         }
     }
 
@@ -187,6 +237,32 @@ struct EnvelopeHeader: Sendable, Hashable {
     /// - Throws: `ProtectionError` `.unsupportedVersion` for a format this code does not know,
     ///   `.malformedEnvelope` (with the offset) for a damaged or truncated header.
     static func decode(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) -> EnvelopeHeader? {
+        try read(bytes).map { EnvelopeHeader($0, copying: bytes) }
+    }
+
+    /// The header `read(_:)` found at the start of `bytes`, its bytes copied.
+    init(_ fields: Fields, copying bytes: UnsafeRawBufferPointer) {
+        self.init(
+            decoded: Array(bytes[..<fields.count]), algorithm: fields.algorithm,
+            chunkSizeExponent: fields.chunkSizeExponent, owner: fields.owner, keyVersion: fields.keyVersion,
+            prefixCount: fields.prefixCount)
+    }
+
+    /// A header's fields, read where its bytes are (`read(_:)`), without a copy of them.
+    struct Fields {
+        let algorithm: EnvelopeAlgorithm
+        let chunkSizeExponent: UInt8
+        let owner: OwnerIdentifier
+        let keyVersion: UInt32
+        /// Bytes up to and including the key version.
+        let prefixCount: Int
+        /// Bytes of the whole header.
+        let count: Int
+    }
+
+    /// Reads a header at the start of `bytes` where it is, with every check `decode(_:)` makes
+    /// (it is `decode` without the copy).
+    static func read(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) -> Fields? {
         guard bytes.count >= magic.count, bytes.prefix(magic.count).elementsEqual(magic) else { return nil }
         func need(_ count: Int, at offset: Int, for field: String) throws(ProtectionError) {
             if bytes.count < offset + count {
@@ -245,10 +321,9 @@ struct EnvelopeHeader: Sendable, Hashable {
             }
             count = prefixCount
         }
-        return EnvelopeHeader(
-            decoded: Array(bytes[..<count]), algorithm: algorithm, chunkSizeExponent: exponent, owner: owner,
-            keyVersion: keyVersion,
-            prefixCount: prefixCount)
+        return Fields(
+            algorithm: algorithm, chunkSizeExponent: exponent, owner: owner, keyVersion: keyVersion,
+            prefixCount: prefixCount, count: count)
     }
 }
 

@@ -66,6 +66,10 @@ public final class DataProtector: Sendable {
         -> [UInt8]
     {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
+        if encrypt, let cipher = algorithm.openSSLAlgorithm, data.count < 1 << Int(Self.bufferChunkExponent) {
+            let accountKey = try keyRing.currentKey(for: ownerIdentifier(for: owner), creating: true)
+            return data.withUnsafeBytes { sealOneChunk($0, cipher: cipher, accountKey: accountKey) }
+        }
         let cipher = try makeSealer(
             owner: owner, encrypt: encrypt, chunkExponent: Self.bufferChunkExponent)
         return data.withUnsafeBytes { Self.seal($0, with: cipher) }
@@ -79,7 +83,13 @@ public final class DataProtector: Sendable {
     public func unprotect(_ data: [UInt8]) throws(ProtectionError) -> [UInt8] {
         let result: Result<[UInt8]?, ProtectionError> = data.withUnsafeBytes { bytes in
             do throws(ProtectionError) {
-                guard let header = try EnvelopeHeader.decode(bytes) else { return .success(nil) }
+                guard let fields = try EnvelopeHeader.read(bytes) else { return .success(nil) }
+                if let cipher = fields.algorithm.openSSLAlgorithm,
+                    bytes.count - fields.count < (1 << Int(fields.chunkSizeExponent)) + EnvelopeAlgorithm.tagCount
+                {
+                    return .success(try openOneChunk(bytes, header: fields, cipher: cipher))
+                }
+                let header = EnvelopeHeader(fields, copying: bytes)
                 let cipher = try makeOpener(header)
                 return .success(try Self.open(UnsafeRawBufferPointer(rebasing: bytes[header.count...]), with: cipher))
             } catch {
@@ -230,14 +240,35 @@ public final class DataProtector: Sendable {
         guard header.isEncrypted else { return ChunkCipher(header: header, cipher: nil) }
         let accountKey = try keyRing.key(for: header.owner, version: header.keyVersion)
         guard let cipher = Self.dataKeyCipher(of: header, with: accountKey, implementation: implementation) else {
-            throw ProtectionError(
-                .decryptFailed,
-                header.algorithm.derivesKey
-                    ? "the header's key check does not match key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with"
-                    : "the data key does not unwrap with key version \(header.keyVersion) of \(header.owner): the header was changed or the key is not the one it was sealed with"
-            )
+            throw Self.keyMismatch(header.algorithm, version: header.keyVersion, owner: header.owner)
         }
         return ChunkCipher(header: header, cipher: cipher)
+    }
+
+    /// The error for a header that does not authenticate under its owner's key.
+    private static func keyMismatch(_ algorithm: EnvelopeAlgorithm, version: UInt32, owner: OwnerIdentifier)
+        -> ProtectionError
+    {
+        ProtectionError(
+            .decryptFailed,
+            algorithm.derivesKey
+                ? "the header's key check does not match key version \(version) of \(owner): the header was changed or the key is not the one it was sealed with"
+                : "the data key does not unwrap with key version \(version) of \(owner): the header was changed or the key is not the one it was sealed with"
+        )
+    }
+
+    /// Derives the data key and key check of the derived-key header in `header` (its bytes,
+    /// `prefixCount` of them up to the key version) into `derived`; false when the check the
+    /// header carries does not match (a changed header, or the wrong key).
+    private static func deriveDataKey(
+        header: UnsafeRawBufferPointer, prefixCount: Int, with accountKey: AccountKey,
+        into derived: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        let inputEnd = prefixCount + EnvelopeHeader.saltCount
+        accountKey.derive(from: UnsafeRawBufferPointer(rebasing: header[..<inputEnd]), into: derived)
+        return Sodium.constantTimeEqual(
+            UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]),
+            UnsafeRawBufferPointer(rebasing: header[inputEnd..<inputEnd + EnvelopeHeader.keyCheckCount]))
     }
 
     /// The data-key cipher of an encrypted header; nil when the header does not authenticate
@@ -250,12 +281,9 @@ public final class DataProtector: Sendable {
             if header.algorithm.derivesKey {
                 return withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
                     defer { Sodium.zero(derived) }
-                    let inputEnd = header.prefixCount + EnvelopeHeader.saltCount
-                    accountKey.derive(from: UnsafeRawBufferPointer(rebasing: bytes[..<inputEnd]), into: derived)
                     guard
-                        Sodium.constantTimeEqual(
-                            UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]),
-                            UnsafeRawBufferPointer(rebasing: bytes[inputEnd..<inputEnd + EnvelopeHeader.keyCheckCount]))
+                        deriveDataKey(
+                            header: bytes, prefixCount: header.prefixCount, with: accountKey, into: derived)
                     else { return nil }
                     return AEADCipher(
                         algorithm: header.algorithm,
@@ -307,9 +335,7 @@ public final class DataProtector: Sendable {
         let sealedChunk = cipher.sealedChunkSize
         let fullChunks = body.count / sealedChunk
         let lastCount = body.count % sealedChunk
-        guard lastCount >= EnvelopeAlgorithm.tagCount else {
-            throw ProtectionError(.decryptFailed, "the envelope is cut off after chunk \(fullChunks)")
-        }
+        guard lastCount >= EnvelopeAlgorithm.tagCount else { throw cutOff(after: fullChunks) }
         guard fullChunks <= ChunkCipher.maximumChunkIndex else {
             throw ProtectionError(.decryptFailed, "the envelope has more chunks than the format allows")
         }
@@ -337,12 +363,90 @@ public final class DataProtector: Sendable {
             }
             initialized = written
         }
-        if let failedChunk {
-            throw ProtectionError(
-                .decryptFailed,
-                "chunk \(failedChunk) does not authenticate: the data was changed, truncated or reordered, or the key is not the one it was sealed with"
-            )
-        }
+        if let failedChunk { throw notAuthentic(chunk: failedChunk) }
         return plaintext
+    }
+
+    private static func cutOff(after chunk: Int) -> ProtectionError {
+        ProtectionError(.decryptFailed, "the envelope is cut off after chunk \(chunk)")
+    }
+
+    private static func notAuthentic(chunk: Int) -> ProtectionError {
+        ProtectionError(
+            .decryptFailed,
+            "chunk \(chunk) does not authenticate: the data was changed, truncated or reordered, or the key is not the one it was sealed with"
+        )
+    }
+
+    // MARK: Buffers of one chunk
+
+    /// Seals a buffer of one chunk (every buffer under 1 MiB) under a derived data key straight
+    /// into the envelope: the header written in place, the data key on the stack, the chunk
+    /// sealed on this thread's OpenSSL context. The bytes are those `seal(_:with:)` writes with
+    /// the `ChunkCipher` of `makeSealer`: only the objects and copies in between are gone.
+    private func sealOneChunk(
+        _ data: UnsafeRawBufferPointer, cipher: OpenSSLCipher.Algorithm, accountKey: AccountKey
+    ) -> [UInt8] {
+        precondition(data.count < 1 << Int(Self.bufferChunkExponent))
+        let algorithm = self.algorithm
+        let headerCount = EnvelopeHeader.count(for: algorithm, owner: accountKey.owner)
+        let total = headerCount + data.count + EnvelopeAlgorithm.tagCount
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            let out = UnsafeMutableRawBufferPointer(buffer)
+            let header = UnsafeMutableRawBufferPointer(rebasing: out[..<headerCount])
+            withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
+                defer { Sodium.zero(derived) }
+                EnvelopeHeader.writeDerived(
+                    into: header, algorithm: algorithm, chunkSizeExponent: Self.bufferChunkExponent,
+                    owner: accountKey.owner, keyVersion: accountKey.version, salt: Sodium.randomBytes
+                ) { input, keyCheck in
+                    accountKey.derive(from: input, into: derived)
+                    keyCheck.copyMemory(from: UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]))
+                }
+                ChunkCipher.withNonce(prefix: EnvelopeHeader.zeroNoncePrefix[...], index: 0, last: true) { nonce in
+                    OpenSSLCipher.seal(
+                        cipher, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]), data,
+                        nonce: nonce, aad: UnsafeRawBufferPointer(header),
+                        into: UnsafeMutableRawBufferPointer(rebasing: out[headerCount...]))
+                }
+            }
+            initialized = total
+        }
+    }
+
+    /// Opens a derived-key envelope of one chunk (`header` read from the start of `envelope`)
+    /// where it lies: the counterpart of `sealOneChunk`, with the checks, order and errors of
+    /// `makeOpener` and `open(_:with:)`.
+    private func openOneChunk(
+        _ envelope: UnsafeRawBufferPointer, header: EnvelopeHeader.Fields, cipher: OpenSSLCipher.Algorithm
+    ) throws(ProtectionError) -> [UInt8] {
+        let accountKey = try keyRing.key(for: header.owner, version: header.keyVersion)
+        let headerBytes = UnsafeRawBufferPointer(rebasing: envelope[..<header.count])
+        let sealed = UnsafeRawBufferPointer(rebasing: envelope[header.count...])
+        let opened: Result<[UInt8], ProtectionError> = withUnsafeTemporaryAllocation(
+            byteCount: AccountKey.derivedCount, alignment: 16
+        ) { derived in
+            defer { Sodium.zero(derived) }
+            guard
+                Self.deriveDataKey(
+                    header: headerBytes, prefixCount: header.prefixCount, with: accountKey, into: derived)
+            else {
+                return .failure(Self.keyMismatch(header.algorithm, version: header.keyVersion, owner: header.owner))
+            }
+            guard sealed.count >= EnvelopeAlgorithm.tagCount else { return .failure(Self.cutOff(after: 0)) }
+            var authentic = false
+            let plaintext = [UInt8](unsafeUninitializedCapacity: sealed.count - EnvelopeAlgorithm.tagCount) {
+                buffer, initialized in
+                authentic = ChunkCipher.withNonce(prefix: EnvelopeHeader.zeroNoncePrefix[...], index: 0, last: true) {
+                    nonce in
+                    OpenSSLCipher.open(
+                        cipher, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]), sealed,
+                        nonce: nonce, aad: headerBytes, into: UnsafeMutableRawBufferPointer(buffer))
+                }
+                initialized = authentic ? buffer.count : 0
+            }
+            return authentic ? .success(plaintext) : .failure(Self.notAuthentic(chunk: 0))
+        }
+        return try opened.get()
     }
 }
