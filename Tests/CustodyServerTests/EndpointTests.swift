@@ -300,12 +300,15 @@ struct EndpointTests {
                     text: #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
                         + #"{"action":"backup","account":"bob@contoso.com"}"#))
             var ids = [try #require(single["decisionId"] as? String)]
+            var reasons = [try #require(single["reason"] as? String)]
             for line in batch.body.text.split(separator: "\n") {
                 let answer = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
                 ids.append(try #require(answer["decisionId"] as? String))
+                reasons.append(try #require(answer["reason"] as? String))
             }
             let audited = try fixture.engine.auditEntries().filter { $0.kind == .decision }
             #expect(audited.compactMap(\.decisionID) == ids)
+            #expect(audited.compactMap(\.detail) == reasons, "each entry holds the reason its answer gave")
             #expect(Set(ids).count == 3)
         }
     }

@@ -34,7 +34,9 @@ public struct DecisionSession {
             self.stream.trailer = Array(writer.bytes.dropFirst().dropLast())
         }
         if let audit {
-            self.stream.annotate = { query, answer, writer in audit.record(query, answer, into: &writer) }
+            self.stream.annotate = { query, answer, reason, writer in
+                audit.record(query, answer, reason: reason, into: &writer)
+            }
         }
     }
 
@@ -103,13 +105,14 @@ final class AuditBuffer: @unchecked Sendable {
         self.now = now
     }
 
-    func record(_ query: DecisionQuery, _ answer: DecisionAnswer, into writer: inout JSONWriter) {
+    /// - Parameter reason: `answer.reason` (the stream has it rendered).
+    func record(_ query: DecisionQuery, _ answer: DecisionAnswer, reason: String, into writer: inout JSONWriter) {
         let id = DecisionIDs.next()
         records.append(
             AuditRecord(
                 .decision, account: query.accounts.first?.account.description, action: query.action.rawValue,
                 allowed: answer.isAllowed,
-                detail: answer.reason, decisionID: id, at: now()))
+                detail: reason, decisionID: id, at: now()))
         writer.key("decisionId")
         writer.value(id)
     }

@@ -56,7 +56,8 @@ public struct DecisionStream {
     /// Called with each query answered (lines that are errors excluded) as its JSON answer is
     /// written, to record it (an audit log) and add members at the end of the object (the
     /// decision id an audit entry holds).
-    package var annotate: ((DecisionQuery, DecisionAnswer, inout JSONWriter) -> Void)?
+    package var annotate:
+        ((_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, inout JSONWriter) -> Void)?
     /// JSON members (already encoded, without braces) added at the end of every answer object,
     /// such as the revision a service decided at.
     package var trailer: [UInt8] = []
@@ -221,7 +222,7 @@ public struct DecisionStream {
                         cache.writeExplanation(of: decision, reason: reasons, rule: explain, to: &writer)
                     },
                     trailer: { writer in
-                        annotate?(query, answer, &writer)
+                        if let annotate { annotate(query, answer, cache.reason(of: answer), &writer) }
                         if !trailer.isEmpty { writer.rawMembers(trailer) }
                     })
             } else {
@@ -232,7 +233,7 @@ public struct DecisionStream {
         case .text:
             if let annotate {
                 var ignored = JSONWriter()
-                annotate(query, answer, &ignored)
+                annotate(query, answer, cache.reason(of: answer), &ignored)
             }
             let verdict: String
             switch answer {
@@ -295,6 +296,15 @@ private final class ExplanationCache {
 
     private static let separator = Array("; ".utf8)
 
+    /// `answer.reason`, from the rendered findings when the answer is one decision (the
+    /// common case: the same few reasons over and over), not rendered afresh.
+    func reason(of answer: DecisionAnswer) -> String {
+        guard case .single(let decision) = answer else { return answer.reason }
+        let primary = render(decision.primary).text
+        guard let secondary = decision.secondary else { return primary }
+        return primary + "; " + render(secondary).text
+    }
+
     private func render(_ finding: Finding) -> RenderedExplanation {
         if let cached = rendered[finding] { return cached }
         let entry = shared.rendered(finding, make: Self.make)
@@ -304,8 +314,9 @@ private final class ExplanationCache {
     }
 
     private static func make(_ finding: Finding) -> RenderedExplanation {
+        let text = finding.explanation
         var scratch = JSONWriter()
-        scratch.value(finding.explanation)
+        scratch.value(text)
         let explanation = Array(scratch.bytes.dropFirst().dropLast())
         scratch.clear()
         scratch.beginObject()
@@ -328,7 +339,8 @@ private final class ExplanationCache {
         scratch.value(rule.source)
         scratch.endObject()
         return RenderedExplanation(
-            explanation: explanation, members: members, ruleMembers: Array(scratch.bytes.dropFirst().dropLast()))
+            text: text, explanation: explanation, members: members,
+            ruleMembers: Array(scratch.bytes.dropFirst().dropLast()))
     }
 }
 
@@ -393,6 +405,8 @@ extension DecisionAction {
 
 /// A finding's explanation and deciding members, rendered as JSON fragments.
 struct RenderedExplanation: Sendable {
+    /// The explanation as text.
+    let text: String
     /// The explanation, JSON-escaped, without quotes.
     let explanation: [UInt8]
     /// `"setting":...,"policies":[...]` for when the finding decides.
