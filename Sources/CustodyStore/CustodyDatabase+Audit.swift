@@ -147,7 +147,8 @@ extension CustodyDatabase {
             )
             for record in records {
                 try insert.execute(arguments: [
-                    record.at, record.kind.rawValue, record.account, record.action, record.allowed, record.detail,
+                    StoredDate.databaseValue(record.at), record.kind.rawValue, record.account, record.action,
+                    record.allowed, record.detail,
                     record.decisionID,
                 ])
             }
@@ -164,7 +165,7 @@ extension CustodyDatabase {
         guard try setting("audit", in: db) != "off" else { return false }
         try db.execute(
             sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            arguments: [date, kind.rawValue, account, action, allowed, detail])
+            arguments: [StoredDate.databaseValue(date), kind.rawValue, account, action, allowed, detail])
         return true
     }
 

@@ -29,6 +29,35 @@ struct StoredDateTests {
             "\(text): \(String(describing: ours)) against GRDB's \(String(describing: grdb))")
     }
 
+    /// Unix times whose text is easy to get wrong: millisecond edges either side of a second,
+    /// a day, 1970 and 2001, leap days, the ends of the range written by hand, and beyond it.
+    static let unixTimes: [Double] = [
+        0, -0.0005, -0.001, -0.0015, 0.0005, 0.001, 0.9995, 0.9999999, 1_764_153_667.123, 1_764_153_667.9995,
+        1_764_153_667.999_999_9, 978_307_200, 978_307_199.999, 951_825_600.5, 1_709_251_199.001, 4_107_542_400,
+        -2_208_988_800, -12_212_553_600, -12_212_553_600.0005, -12_219_292_800, 253_402_300_799.999,
+        253_402_300_800, -62_135_596_800, 1e12, -6_624_538_899.1685, -6_256_296_496.0425, 1_764_153_667.0005,
+    ]
+
+    @Test("dates are written as the very text GRDB's formatter writes", arguments: unixTimes)
+    func writtenAsGRDB(unixTime: Double) {
+        let date = Date(timeIntervalSince1970: unixTime)
+        #expect(StoredDate.databaseValue(date) == date.databaseValue, "\(unixTime)")
+    }
+
+    @Test("random dates from 1583 to 9999, to the microsecond, are written as GRDB writes them")
+    func randomDatesWrittenAsGRDB() {
+        var generator = SystemRandomNumberGenerator()
+        var mismatches: [Double] = []
+        for _ in 0..<20_000 {
+            let unixTime = Double.random(in: -12_212_553_600...253_402_300_799, using: &generator)
+            let date = Date(timeIntervalSince1970: unixTime)
+            if StoredDate.databaseValue(date) != date.databaseValue { mismatches.append(unixTime) }
+        }
+        let count = mismatches.count
+        let first = Array(mismatches.prefix(5))
+        #expect(count == 0, "\(count) differ, the first: \(first)")
+    }
+
     @Test(
         "numbers are Unix times and NULL is no date, as GRDB reads them",
         arguments: [

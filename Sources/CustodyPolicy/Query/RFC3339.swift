@@ -76,7 +76,7 @@ package enum RFC3339 {
     }
 
     /// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's algorithm).
-    private static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+    package static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
