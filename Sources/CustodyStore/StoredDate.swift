@@ -35,9 +35,9 @@ enum StoredDate {
     }
 
     /// `date` as GRDB stores it: the very text its `DateFormatter` writes (to the nearest
-    /// millisecond, halves rounded up, as ICU rounds them), made by hand. GRDB formats every `Date` it binds with
-    /// an ICU date formatter, several microseconds each: that was most of the cost of an
-    /// audited decision. Dates outside the years 1583 to 9999 go to GRDB.
+    /// millisecond, halves rounded up, as ICU rounds them), made by hand. GRDB formats every
+    /// `Date` it binds through ICU; an audited decision binds one per row. Dates outside the
+    /// years 1583 to 9999 go to GRDB.
     static func databaseValue(_ date: Date) -> DatabaseValue {
         let milliseconds = (date.timeIntervalSince1970 * 1_000 + 0.5).rounded(.down)
         // 1583-01-01 to 10000-01-01, in milliseconds since 1970.

@@ -35,8 +35,10 @@ public final class StateExecutor: TaskExecutor {
     /// from background work (`BackgroundExecutor.run`), on that work's threads, which may block
     /// too, at their lower priority.
     public static func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
-        let executor: any TaskExecutor = BackgroundExecutor.current.map { $0 } ?? shared
-        return try await withTaskExecutorPreference(executor, operation: body)
+        if let background = BackgroundExecutor.current {
+            return try await withTaskExecutorPreference(background, operation: body)
+        }
+        return try await withTaskExecutorPreference(shared, operation: body)
     }
 }
 

@@ -39,6 +39,10 @@ final class OpenSSLCipher: @unchecked Sendable {
     private struct Fetched: @unchecked Sendable {
         let aes256GCM: OpaquePointer
         let chaCha20Poly1305: OpaquePointer
+
+        func cipher(_ algorithm: Algorithm) -> OpaquePointer {
+            algorithm == .aes256GCM ? aes256GCM : chaCha20Poly1305
+        }
     }
 
     private static let fetched: Fetched = {
@@ -69,9 +73,9 @@ final class OpenSSLCipher: @unchecked Sendable {
         guard let context = EVP_CIPHER_CTX_new() else {
             fatalError("OpenSSL could not allocate a cipher context (out of memory)")
         }
-        let cipher = algorithm == .aes256GCM ? fetched.aes256GCM : fetched.chaCha20Poly1305
         let status = key.withUnsafeBytes { key in
-            EVP_CipherInit_ex2(context, cipher, key.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, 1, nil)
+            EVP_CipherInit_ex2(
+                context, fetched.cipher(algorithm), key.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, 1, nil)
         }
         guard status == 1 else { fatalError("OpenSSL refused a 32-byte key for \(algorithm)") }
         return context
@@ -202,8 +206,7 @@ final class OpenSSLCipher: @unchecked Sendable {
             guard let context = EVP_CIPHER_CTX_new() else {
                 fatalError("OpenSSL could not allocate a cipher context (out of memory)")
             }
-            let cipher = algorithm == .aes256GCM ? fetched.aes256GCM : fetched.chaCha20Poly1305
-            guard EVP_CipherInit_ex2(context, cipher, nil, nil, 1, nil) == 1 else {
+            guard EVP_CipherInit_ex2(context, fetched.cipher(algorithm), nil, nil, 1, nil) == 1 else {
                 fatalError("OpenSSL could not set up \(algorithm)")
             }
             slots[index] = context
