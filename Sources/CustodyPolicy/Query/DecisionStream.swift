@@ -403,8 +403,9 @@ extension DecisionAction {
     }
 }
 
-/// A finding's explanation and deciding members, rendered as JSON fragments.
-struct RenderedExplanation: Sendable {
+/// A finding's explanation and deciding members, rendered as JSON fragments. A class: a cache
+/// hit hands out one reference, not four.
+final class RenderedExplanation: Sendable {
     /// The explanation as text.
     let text: String
     /// The explanation, JSON-escaped, without quotes.
@@ -413,6 +414,13 @@ struct RenderedExplanation: Sendable {
     let members: [UInt8]
     /// `"rule":...,"basis":...,"source":...` for `--explain`.
     let ruleMembers: [UInt8]
+
+    init(text: String, explanation: [UInt8], members: [UInt8], ruleMembers: [UInt8]) {
+        self.text = text
+        self.explanation = explanation
+        self.members = members
+        self.ruleMembers = ruleMembers
+    }
 }
 
 /// Explanations rendered for one snapshot, shared by every stream deciding with it: a stream
