@@ -4,6 +4,7 @@ import CustodyProtection
 import CustodyStore
 import CustodyTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// An installation over a temporary directory: its state, its master key, bundles written there.
@@ -310,6 +311,59 @@ struct EngineTests {
         #expect(
             decisions.first?.account == "b0@contoso.com" && decisions.first?.action == "print"
                 && decisions.first?.allowed == true)
+    }
+}
+
+extension EngineTests {
+    /// Batches of 87 or 88 lines, each split into blocks of about 43 and 44: 88 limits in a
+    /// row put the failure on every line of a batch, the block boundary inside it among them
+    /// (where a commit per block would keep the first block's entries without its answers).
+    @Test(
+        "custody decide's runner: when the audit log fails mid-stream, the answers given are exactly the ones audited, in order",
+        arguments: 1_000..<1_088)
+    func runnerStopsWhereTheAuditLogFails(limit: Int) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        try engine.setAuditing(decisions: true)
+        // The log refuses decisions past the limit, as a full disk would: the batch that
+        // crosses it fails as a whole (one transaction).
+        let database = try DatabaseQueue(path: installation.state)
+        try await database.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER full_disk BEFORE INSERT ON audit_log
+                    WHEN NEW.kind = 'decision' AND (SELECT count(*) FROM audit_log WHERE kind = 'decision') >= \(limit)
+                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """)
+        }
+        // 1,200 queries from a file, in batches of about 4 KiB split between two workers: the
+        // runner reads each batch ahead while the workers answer the one before.
+        let line = #"{"action":"print","account":"b0@contoso.com"}"# + "\n"
+        let path = installation.directory.file("queries.jsonl")
+        try String(repeating: line, count: 1_200).write(toFile: path, atomically: true, encoding: .utf8)
+        let input = try #require(FileHandle(forReadingAtPath: path))
+        defer { try? input.close() }
+
+        var output: [UInt8] = []
+        let summary = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 2, blockBytes: 2_048)
+            .run(descriptor: input.fileDescriptor) { output += $0 }
+
+        let failure = try #require(summary.auditFailure, "the failing audit log stops the answers")
+        #expect(failure.contains("the audit log cannot be written") && failure.contains("disk is full"))
+        let answers = output.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+        let given = answers.compactMap { answer in
+            answer.firstRange(of: #""decisionId":""#).map { String(answer[$0.upperBound...].prefix { $0 != "\"" }) }
+        }
+        let audited = try await database.read { db in
+            try String.fetchAll(db, sql: "SELECT decision_id FROM audit_log WHERE kind = 'decision' ORDER BY id")
+        }
+        #expect(given.count == answers.count, "every answer carries its decision id")
+        #expect(summary.lines == answers.count && answers.count > limit - 100 && answers.count <= limit)
+        // The answers given are the decisions audited, in the same order.
+        let difference = zip(given, audited).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        #expect(given.count == audited.count, "\(given.count) answers given, \(audited.count) decisions audited")
+        #expect(difference == nil, "the answer at \(difference ?? 0) is not the decision audited there")
     }
 }
 

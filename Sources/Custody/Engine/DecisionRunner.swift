@@ -11,14 +11,17 @@ import Foundation
 /// `custody decide` runs (`CustodyEngine.decisionRunner`).
 ///
 /// Input is read in batches of whole lines; each batch is split at line breaks into one block
-/// per worker, the blocks are answered in parallel (each worker keeps its own
-/// `DecisionSession`, with its reason cache), and the answers are written block by block in
-/// input order, so output line N still answers input line N. A batch is cut short whenever no
-/// more input is ready, so a script that writes one query and waits for its answer gets it at
-/// once.
+/// per worker, the blocks are answered in parallel, each worker on its own thread with its own
+/// `DecisionSession` (and its reason cache), and the answers are written block by block in
+/// input order, so output line N still answers input line N. The calling thread reads the next
+/// batch and writes the answers of the one before while the workers answer, so that reading
+/// and writing do not leave the workers' cores idle. A batch is cut short whenever no more
+/// input is ready, and the next batch is read ahead only when it is already there: a script
+/// that writes one query and waits for its answer gets it at once.
 ///
 /// With decision auditing on, each batch's decisions are committed to the audit log before
-/// that batch's answers are written; when the log cannot be written, answering stops.
+/// that batch's answers are written, and before the next batch is answered; when the log
+/// cannot be written, answering stops.
 public struct DecisionRunner {
     /// Totals after the input ends.
     public struct Summary: Sendable {
@@ -32,20 +35,87 @@ public struct DecisionRunner {
         public var auditFailure: String?
     }
 
+    /// One worker: a thread that answers the block it is handed.
     private final class Worker: @unchecked Sendable {
-        // Touched by one thread at a time: the reader between batches, its worker during one.
+        // @unchecked: `session`, `input` and `output` are touched by the reading thread only
+        // while the worker is idle, and by the worker's thread only while it is working;
+        // `finished` by the reading thread only. `condition` orders the hand-overs.
         var session: DecisionSession
         var input: ArraySlice<UInt8> = []
         var output: [UInt8] = []
+        /// The answers of the block before, written while the next block is answered.
+        var finished: [UInt8] = []
+        private let condition = NSCondition()
+        private var state = State.idle
+
+        private enum State {
+            case idle, working, stopping
+        }
 
         init(session: DecisionSession) {
             self.session = session
         }
 
-        func run() {
-            output.removeAll(keepingCapacity: true)
-            input.withUnsafeBytes { session.answer(lines: $0, into: &output) }
+        /// Starts the worker's thread, which waits for blocks until `stop()`.
+        func launch() {
+            let thread = Thread { [self] in serve() }
+            thread.name = "custody decide"
+            thread.stackSize = 8 << 20
+            thread.start()
         }
+
+        /// Hands the worker its `input` to answer into `output`.
+        func begin() {
+            condition.lock()
+            state = .working
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        /// Waits until the block handed over is answered.
+        func wait() {
+            condition.lock()
+            while state == .working { condition.wait() }
+            condition.unlock()
+        }
+
+        /// Ends the worker's thread (after the block it is answering, if any).
+        func stop() {
+            wait()
+            condition.lock()
+            state = .stopping
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        /// Moves the answers to `finished`, for writing, and keeps the older buffer for the next.
+        func takeAnswers() {
+            swap(&output, &finished)
+        }
+
+        private func serve() {
+            condition.lock()
+            while true {
+                while state == .idle { condition.wait() }
+                if state == .stopping { break }
+                condition.unlock()
+                output.removeAll(keepingCapacity: true)
+                input.withUnsafeBytes { session.answer(lines: $0, into: &output) }
+                condition.lock()
+                state = .idle
+                condition.broadcast()
+            }
+            condition.unlock()
+        }
+    }
+
+    /// The blocks of one batch, being answered.
+    private struct Batch {
+        let workers: ArraySlice<Worker>
+        /// The number of the batch's first line.
+        let firstLine: Int
+        /// The number of the line after its last.
+        let nextLine: Int
     }
 
     private let workers: [Worker]
@@ -69,37 +139,62 @@ public struct DecisionRunner {
 
     /// Reads `descriptor` to its end, handing answers to `write` in input order.
     public func run(descriptor: Int32, write: ([UInt8]) -> Void) -> Summary {
-        var reader = BatchReader(descriptor: descriptor, maximumLine: maximumLine)
+        for worker in workers { worker.launch() }
+        defer { for worker in workers { worker.stop() } }
+        var reader = BatchReader(descriptor: descriptor, maximumLine: maximumLine, batchBytes: batchBytes)
         var summary = Summary()
         var nextLine = 1
-        while let batch = reader.nextBatch(targetBytes: batchBytes) {
-            let blocks = split(batch, into: workers.count)
-            let firstLine = nextLine
-            for (worker, block) in zip(workers, blocks) {
-                worker.input = block
-                worker.session.lineNumber = nextLine - 1
-                nextLine += lineCount(of: block)
+        var answering: Batch?
+        var ended = false
+        while !ended || answering != nil {
+            // Read ahead while the workers answer, but never wait for input then: a writer may
+            // be holding the next line back until it has the answers before.
+            var next: [UInt8]?
+            if !ended, answering == nil || reader.hasBatchReady() {
+                next = reader.nextBatch()
+                ended = next == nil
             }
-            let workers = self.workers
-            if blocks.count == 1 {
-                workers[0].run()
-            } else {
-                DispatchQueue.concurrentPerform(iterations: blocks.count) { workers[$0].run() }
+            var finished: Batch?
+            if let batch = answering {
+                for worker in batch.workers { worker.wait() }
+                do throws(CustodyError) {
+                    try DecisionSession.commit(batch.workers.map(\.session))
+                } catch {
+                    summary.lines = batch.firstLine - 1
+                    summary.auditFailure = error.message
+                    summary.errors = workers.reduce(0) { $0 + $1.session.errorCount }
+                    return summary
+                }
+                for worker in batch.workers { worker.takeAnswers() }
+                finished = batch
+                answering = nil
             }
-            do throws(CustodyError) {
-                for worker in workers.prefix(blocks.count) { try worker.session.commit() }
-            } catch {
-                summary.lines = firstLine - 1
-                summary.auditFailure = error.message
-                summary.errors = workers.reduce(0) { $0 + $1.session.errorCount }
-                return summary
+            if let next {
+                let batch = begin(next, firstLine: nextLine)
+                nextLine = batch.nextLine
+                answering = batch
             }
-            for worker in workers.prefix(blocks.count) { write(worker.output) }
+            if let finished {
+                for worker in finished.workers { write(worker.finished) }
+            }
         }
         summary.lines = nextLine - 1
         summary.errors = workers.reduce(0) { $0 + $1.session.errorCount }
         summary.readFailed = reader.failed
         return summary
+    }
+
+    /// Splits `batch` into blocks and hands one to each worker.
+    private func begin(_ batch: [UInt8], firstLine: Int) -> Batch {
+        let blocks = split(batch, into: workers.count)
+        var line = firstLine
+        for (worker, block) in zip(workers, blocks) {
+            worker.input = block
+            worker.session.lineNumber = line - 1
+            line += lineCount(of: block)
+            worker.begin()
+        }
+        return Batch(workers: workers.prefix(blocks.count), firstLine: firstLine, nextLine: line)
     }
 
     /// Splits whole lines into at most `count` blocks of about equal size, at line breaks.
@@ -137,21 +232,26 @@ private struct BatchReader {
     private var lineStart = 0
     /// Dropping the rest of a line over the limit, up to its line break.
     private var dropping = false
-    private var chunk = [UInt8](repeating: 0, count: readSize)
+    /// About how much a batch holds: reads are no larger, so batches keep to it.
+    let batchBytes: Int
+    private var chunk: [UInt8]
     private var ended = false
     private(set) var failed = false
+    /// The most one read asks for.
     private static let readSize = 1 << 20
 
-    init(descriptor: Int32, maximumLine: Int) {
+    init(descriptor: Int32, maximumLine: Int, batchBytes: Int) {
         self.descriptor = descriptor
         self.maximumLine = maximumLine
+        self.batchBytes = batchBytes
+        chunk = [UInt8](repeating: 0, count: min(Self.readSize, max(1, batchBytes)))
     }
 
     /// The next batch of complete lines (at the end of the input, the rest, with or without a
     /// final line break), or nil when nothing is left.
-    mutating func nextBatch(targetBytes: Int) -> [UInt8]? {
+    mutating func nextBatch() -> [UInt8]? {
         while !ended {
-            if lineStart > 0, pending.count >= targetBytes || !inputReady() { break }
+            if lineStart > 0, pending.count >= batchBytes || !inputReady() { break }
             readMore()
         }
         if ended {
@@ -169,7 +269,7 @@ private struct BatchReader {
     }
 
     private mutating func readMore() {
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, Self.readSize) }
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
         if count < 0 {
             if errno == EINTR { return }
             failed = true
@@ -225,6 +325,13 @@ private struct BatchReader {
         let base = pending.count
         pending.append(contentsOf: run)
         if let nextLineStart { lineStart = base + (nextLineStart - run.startIndex) }
+    }
+
+    /// Whether `nextBatch` would return without waiting for input: whole lines are pending (or
+    /// the input ended) once what is ready has been read.
+    mutating func hasBatchReady() -> Bool {
+        while !ended, lineStart == 0, inputReady() { readMore() }
+        return lineStart > 0 || ended
     }
 
     /// Whether a read would return at once (data, or the end of the input).

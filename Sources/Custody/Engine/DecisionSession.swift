@@ -89,7 +89,16 @@ public struct DecisionSession {
     ///   then not send those answers.
     @discardableResult
     public mutating func commit() throws(CustodyError) -> Int {
-        try audit?.commit() ?? 0
+        guard let audit else { return 0 }
+        return try AuditBuffer.commit([audit])
+    }
+
+    /// Stores the audit entries of several sessions' answers (blocks of one input, answered in
+    /// parallel) in one transaction, in the order of `sessions`: all of them are in the log, or
+    /// none is and none of the answers may be sent. Returns how many.
+    @discardableResult
+    public static func commit(_ sessions: [DecisionSession]) throws(CustodyError) -> Int {
+        try AuditBuffer.commit(sessions.compactMap(\.audit))
     }
 }
 
@@ -117,15 +126,19 @@ final class AuditBuffer: @unchecked Sendable {
         writer.value(id)
     }
 
-    func commit() throws(CustodyError) -> Int {
+    /// Stores the entries of `buffers` (of one database) in one transaction, in order, and
+    /// empties them; returns how many.
+    static func commit(_ buffers: [AuditBuffer]) throws(CustodyError) -> Int {
+        guard let first = buffers.first else { return 0 }
+        let records = buffers.count == 1 ? first.records : buffers.flatMap(\.records)
         guard !records.isEmpty else { return 0 }
         do {
-            try database.audit(records)
+            try first.database.audit(records)
         } catch {
             throw CustodyError(
                 .state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)
         }
-        defer { records.removeAll(keepingCapacity: true) }
+        for buffer in buffers { buffer.records.removeAll(keepingCapacity: true) }
         return records.count
     }
 }
