@@ -1,3 +1,4 @@
+import CustodyPolicy
 import Dispatch
 import Foundation
 
@@ -213,8 +214,15 @@ public struct DecisionRunner {
     }
 
     private func lineCount(of block: ArraySlice<UInt8>) -> Int {
-        let breaks = block.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
-        return block.last == UInt8(ascii: "\n") ? breaks : breaks + 1
+        block.withUnsafeBytes { bytes in
+            var count = 0
+            var start = 0
+            while start < bytes.count {
+                start = DecisionStream.lineEnd(in: bytes, from: start) + 1
+                count += 1
+            }
+            return count
+        }
     }
 }
 

@@ -24,6 +24,34 @@ package struct JSONWriter {
 
     package var string: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// Writes onto the end of `buffer` from now on (the writer's own buffer goes to `buffer`
+    /// meanwhile), so that an answer goes straight into its output instead of through a copy;
+    /// `handBack(_:)` returns it with what was written appended.
+    package mutating func takeOver(_ buffer: inout [UInt8]) {
+        swap(&bytes, &buffer)
+        hasElement.removeAll(keepingCapacity: true)
+        depth = 0
+        pendingValueAfterKey = false
+    }
+
+    /// Returns the buffer `takeOver(_:)` took, and takes the writer's own back.
+    package mutating func handBack(_ buffer: inout [UInt8]) {
+        swap(&bytes, &buffer)
+    }
+
+    /// Ends a line (of JSON Lines).
+    package mutating func lineBreak() {
+        bytes.append(UInt8(ascii: "\n"))
+    }
+
+    /// Drops what was written past the first `count` bytes, to write something else there.
+    package mutating func truncate(to count: Int) {
+        bytes.removeSubrange(min(count, bytes.count)...)
+        hasElement.removeAll(keepingCapacity: true)
+        depth = 0
+        pendingValueAfterKey = false
+    }
+
     // MARK: Containers
 
     package mutating func beginObject() { beginValue(); open(UInt8(ascii: "{")) }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Answers JSON Lines queries: one answer line per query line, in order.
 ///
 /// A line that cannot be read gets `{"error": "...", "line": N}` on its own line and the
@@ -107,7 +113,13 @@ public struct DecisionStream {
         if let last = line.last, last == UInt8(ascii: "\r") {
             line = UnsafeRawBufferPointer(rebasing: line.dropLast())
         }
-        writer.clear()
+        // The answer is written straight onto the end of the output.
+        let start = output.count
+        writer.takeOver(&output)
+        defer {
+            writer.lineBreak()
+            writer.handBack(&output)
+        }
         lastError = nil
         do throws(QueryError) {
             var query = try readQuery(line)
@@ -132,10 +144,9 @@ public struct DecisionStream {
             errorCount += 1
             tallies.countError()
             lastError = error
+            writer.truncate(to: start)
             writeError(error)
         }
-        output.append(contentsOf: writer.bytes)
-        output.append(UInt8(ascii: "\n"))
     }
 
     /// Answers the next line, which was not read (too long, say), with an error saying why, in
@@ -165,7 +176,7 @@ public struct DecisionStream {
     public mutating func answer(lines input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
         var start = 0
         while start < input.count {
-            let end = input[start...].firstIndex(of: UInt8(ascii: "\n")) ?? input.count
+            let end = Self.lineEnd(in: input, from: start)
             answer(line: UnsafeRawBufferPointer(rebasing: input[start..<end]), into: &output)
             start = end + 1
         }
@@ -179,7 +190,7 @@ public struct DecisionStream {
         output.reserveCapacity(min(blockSize, 1 << 20) + 4_096)
         var start = 0
         while start < input.count {
-            let end = input[start...].firstIndex(of: UInt8(ascii: "\n")) ?? input.count
+            let end = Self.lineEnd(in: input, from: start)
             answer(line: UnsafeRawBufferPointer(rebasing: input[start..<end]), into: &output)
             if output.count >= blockSize {
                 write(output)
@@ -188,6 +199,15 @@ public struct DecisionStream {
             start = end + 1
         }
         if !output.isEmpty { write(output) }
+    }
+
+    /// Where the line starting at `start` ends: the offset of its line break, or the end of
+    /// `input` (found with `memchr`, which reads many bytes at a time).
+    package static func lineEnd(in input: UnsafeRawBufferPointer, from start: Int) -> Int {
+        guard start < input.count, let base = input.baseAddress,
+            let found = memchr(base + start, Int32(UInt8(ascii: "\n")), input.count - start)
+        else { return input.count }
+        return base.distance(to: UnsafeRawPointer(found))
     }
 
     private mutating func readQuery(_ line: UnsafeRawBufferPointer) throws(QueryError) -> DecisionQuery {
