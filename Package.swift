@@ -294,7 +294,6 @@ let package = Package(
             dependencies: [
                 "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyPostgres",
                 "CustodyTestSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -8,6 +8,12 @@
 #
 #   scripts/bench-decide.sh            # 5 runs per case
 #   RUNS=9 COUNT=2000000 scripts/bench-decide.sh
+#   BASELINE=/path/to/an/older/custody scripts/bench-decide.sh
+#
+# BASELINE adds two cases with another build of custody (one from an earlier commit, built with
+# `swift build -c release --scratch-path .build-baseline` in a checkout of it), to /dev/null and
+# to a file, alternating with the others: a change measured against what it changed, in one run.
+# Its answers must be the same bytes as this build's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,11 +38,19 @@ LABELS=("bundle in force (state), all cores, to /dev/null" "--bundle override, a
 ARGS=("--state $WORK/state --jobs $(nproc)" "--state $WORK/none --bundle $WORK/bundle --jobs $(nproc)"
       "--state $WORK/state --jobs $(nproc)" "--state $WORK/state --jobs 1")
 OUTS=(/dev/null /dev/null "$WORK/out.jsonl" /dev/null)
+BINARIES=("$CUSTODY" "$CUSTODY" "$CUSTODY" "$CUSTODY")
+if [ -n "${BASELINE:-}" ]; then
+    $BASELINE apply --state "$WORK/baseline-state" --bundle "$WORK/bundle" --platform ios >/dev/null
+    LABELS+=("BASELINE, bundle in force, all cores, to /dev/null" "BASELINE, bundle in force, all cores, to a file")
+    ARGS+=("--state $WORK/baseline-state --jobs $(nproc)" "--state $WORK/baseline-state --jobs $(nproc)")
+    OUTS+=(/dev/null "$WORK/baseline-out.jsonl")
+    BINARIES+=("$BASELINE" "$BASELINE")
+fi
 declare -A WALL CPU
 for _ in $(seq "$RUNS"); do
     for index in "${!LABELS[@]}"; do
         # shellcheck disable=SC2086
-        /usr/bin/time -f "%e %U %S" -o "$WORK/time" $CUSTODY decide --platform ios ${ARGS[$index]} < "$WORK/queries.jsonl" > "${OUTS[$index]}"
+        /usr/bin/time -f "%e %U %S" -o "$WORK/time" "${BINARIES[$index]}" decide --platform ios ${ARGS[$index]} < "$WORK/queries.jsonl" > "${OUTS[$index]}"
         read -r wall user system < "$WORK/time"
         WALL[$index]+="$wall "
         CPU[$index]+="$(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }') "
@@ -52,3 +66,6 @@ for index in "${!LABELS[@]}"; do
 done
 lines=$(wc -l < "$WORK/out.jsonl")
 [ "$lines" -eq "$COUNT" ] || { echo "expected $COUNT answers, got $lines" >&2; exit 1; }
+if [ -n "${BASELINE:-}" ]; then
+    cmp -s "$WORK/out.jsonl" "$WORK/baseline-out.jsonl" || { echo "the baseline's answers differ" >&2; exit 1; }
+fi
