@@ -84,6 +84,40 @@ struct ConcurrencyTests {
         for _ in 0..<100 where manager.subscriberCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(manager.subscriberCount == 0)
     }
+
+    @Test("custody decide's runner hands blocks to its worker threads and answers back, audited, in order")
+    func runnerHandOvers() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        try engine.setAuditing(decisions: true)
+        // Decisions and errors interleaved, in small blocks for three workers: hundreds of
+        // hand-overs, each batch read ahead while the one before is answered.
+        let lines = (0..<3_000).map { index in
+            index % 3 == 2 ? "not json" : #"{"action":"print","account":"b\#(index % 5)@contoso.com"}"#
+        }
+        let path = installation.directory.file("queries.jsonl")
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let input = try #require(FileHandle(forReadingAtPath: path))
+        defer { try? input.close() }
+
+        var output: [UInt8] = []
+        let summary = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 3, blockBytes: 1_000)
+            .run(descriptor: input.fileDescriptor) { output += $0 }
+
+        let answers = output.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+        #expect(summary.lines == 3_000 && summary.errors == 1_000 && summary.auditFailure == nil)
+        #expect(answers.count == 3_000)
+        let misplaced = answers.enumerated().filter { index, answer in
+            index % 3 == 2 ? !answer.contains(#""line":\#(index + 1)}"#) : !answer.hasPrefix(#"{"action":"print""#)
+        }
+        #expect(misplaced.isEmpty, "answers out of place: \(misplaced.prefix(3))")
+        let audited = try engine.auditEntries().filter { $0.kind == .decision }.compactMap(\.decisionID)
+        let given = answers.compactMap { answer in
+            answer.firstRange(of: #""decisionId":""#).map { String(answer[$0.upperBound...].prefix { $0 != "\"" }) }
+        }
+        #expect(given.count == 2_000 && given == audited, "every decision given is audited, in order")
+    }
 }
 
 /// A flag one task raises and others read.
