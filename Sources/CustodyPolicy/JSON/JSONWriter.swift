@@ -39,11 +39,6 @@ package struct JSONWriter {
         swap(&bytes, &buffer)
     }
 
-    /// Ends a line (of JSON Lines).
-    package mutating func lineBreak() {
-        bytes.append(UInt8(ascii: "\n"))
-    }
-
     /// Drops what was written past the first `count` bytes, to write something else there.
     package mutating func truncate(to count: Int) {
         bytes.removeSubrange(min(count, bytes.count)...)

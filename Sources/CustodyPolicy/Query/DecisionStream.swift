@@ -117,7 +117,7 @@ public struct DecisionStream {
         let start = output.count
         writer.takeOver(&output)
         defer {
-            writer.lineBreak()
+            writer.newline()
             writer.handBack(&output)
         }
         lastError = nil
