@@ -184,7 +184,8 @@ struct CLITests {
     @Test(
         "bad arguments exit 64 with a usage message",
         arguments: [
-            ["decide", "--jobs", "0"], ["decide", "--bundle", "policies", "--platform", "windows"],
+            ["decide", "--jobs", "0"], ["decide", "--jobs", "1025"],
+            ["decide", "--bundle", "policies", "--platform", "windows"],
             ["policy", "show", "--bundle", "policies", "--account", " "], ["frobnicate"],
         ])
     func badArguments(arguments: [String]) throws {

@@ -30,6 +30,36 @@ struct DecideStreamingTests {
         #expect(errors.allSatisfy { $0.element.contains(#""line":\#($0.offset + 1)}"#) })
     }
 
+    @Test("a block size at the top of its range reads as the whole input at once, not a crash")
+    func hugeBlocks() throws {
+        let arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
+        let one = try CLIRunner.run(arguments + ["--jobs", "1"], stdin: Self.bigInput)
+        let huge = try CLIRunner.run(
+            arguments + ["--jobs", "2", "--block-bytes", String(Int.max)], stdin: Self.bigInput)
+        #expect(huge.status == one.status)
+        #expect(huge.stdout == one.stdout)
+    }
+
+    @Test("answers that cannot be written end the command with an error that says why")
+    func unwritableOutput() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
+        process.arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
+        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
+        let input = Pipe()
+        let errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
+        process.standardError = errors
+        try process.run()
+        input.fileHandleForWriting.write(Data(Self.bigInput.utf8))
+        try input.fileHandleForWriting.close()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        #expect(message.hasSuffix("error: writing standard output failed: No space left on device\n"), "\(message)")
+    }
+
     @Test("a writer that waits for each answer gets it before sending the next query")
     func interactive() throws {
         let process = Process()

@@ -36,7 +36,8 @@ public struct DecisionRunner {
         public var auditFailure: String?
     }
 
-    /// One worker: a thread that answers the block it is handed.
+    /// One worker: a thread, started when it is first handed a block, that answers the blocks
+    /// it is handed.
     private final class Worker: @unchecked Sendable {
         // @unchecked: `session`, `input` and `output` are touched by the reading thread only
         // while the worker is idle, and by the worker's thread only while it is working;
@@ -48,6 +49,8 @@ public struct DecisionRunner {
         var finished: [UInt8] = []
         private let condition = NSCondition()
         private var state = State.idle
+        /// Whether its thread runs (touched by the reading thread only).
+        private var launched = false
 
         private enum State {
             case idle, working, stopping
@@ -57,16 +60,16 @@ public struct DecisionRunner {
             self.session = session
         }
 
-        /// Starts the worker's thread, which waits for blocks until `stop()`.
-        func launch() {
-            let thread = Thread { [self] in serve() }
-            thread.name = "custody decide"
-            thread.stackSize = 8 << 20
-            thread.start()
-        }
-
-        /// Hands the worker its `input` to answer into `output`.
+        /// Hands the worker its `input` to answer into `output`, starting its thread (which then
+        /// waits for blocks until `stop()`) the first time.
         func begin() {
+            if !launched {
+                launched = true
+                let thread = Thread { [self] in serve() }
+                thread.name = "custody decide"
+                thread.stackSize = 8 << 20
+                thread.start()
+            }
             condition.lock()
             state = .working
             condition.broadcast()
@@ -82,6 +85,7 @@ public struct DecisionRunner {
 
         /// Ends the worker's thread (after the block it is answering, if any).
         func stop() {
+            guard launched else { return }
             wait()
             condition.lock()
             state = .stopping
@@ -133,14 +137,15 @@ public struct DecisionRunner {
     ///     first `maximumLineBytes + 1` bytes are kept in memory.
     init(sessions: [DecisionSession], blockBytes: Int = 1 << 20, maximumLineBytes: Int = defaultMaximumLineBytes) {
         workers = sessions.map(Worker.init)
-        batchBytes = max(1, sessions.count) * max(1, blockBytes)
+        // Saturated: a block size near Int.max reads as "the whole input at once".
+        let (product, overflow) = max(1, sessions.count).multipliedReportingOverflow(by: max(1, blockBytes))
+        batchBytes = overflow ? Int.max : product
         maximumLine = max(1, maximumLineBytes)
         for worker in workers { worker.session.maximumLineBytes = maximumLine }
     }
 
     /// Reads `descriptor` to its end, handing answers to `write` in input order.
     public func run(descriptor: Int32, write: ([UInt8]) -> Void) -> Summary {
-        for worker in workers { worker.launch() }
         defer { for worker in workers { worker.stop() } }
         var reader = BatchReader(descriptor: descriptor, maximumLine: maximumLine, batchBytes: batchBytes)
         var summary = Summary()

@@ -143,8 +143,9 @@ final class AuditBuffer: @unchecked Sendable {
     }
 }
 
-/// Decision ids: unique across processes (a random prefix per process) and increasing within
-/// one, such as `5f1c0e7a93b2d4e8-1a`.
+/// Decision ids: unique across processes (a random prefix per process) and drawn in increasing
+/// order within one, such as `5f1c0e7a93b2d4e8-1a`. Sessions answering in parallel draw from the
+/// one counter, so the audit log (in input order) need not hold them in increasing order.
 enum DecisionIDs {
     private static let prefix: String = {
         var random = SystemRandomNumberGenerator()

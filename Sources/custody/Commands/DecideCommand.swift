@@ -5,6 +5,9 @@ import Foundation
 
 /// `custody decide`: JSON Lines queries in, one JSON decision per line out.
 struct DecideCommand: AsyncParsableCommand {
+    /// The most threads `--jobs` may ask for: more only costs memory (a session each).
+    static let maximumJobs = 1_024
+
     static let configuration = CommandConfiguration(
         commandName: "decide",
         abstract: "Answer JSON Lines queries on standard input, one decision per line.",
@@ -103,7 +106,8 @@ struct DecideCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Answer on this many cores (default: all). Output order does not depend on it.", valueName: "n"))
+            "Answer on this many threads, 1 to 1,024 (one per core by default). Output order does not depend on it.",
+            valueName: "n"))
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(help: .hidden)
@@ -111,13 +115,15 @@ struct DecideCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "A longer line is answered with an error in its place, without being read into memory (default: 1 MiB).",
+            "A longer line is answered with an error in its place, without being read into memory.",
             valueName: "bytes"))
     var maxLineBytes: Int = DecisionRunner.defaultMaximumLineBytes
 
     func validate() throws {
         guard maxLineBytes >= 1 else { throw ValidationError("--max-line-bytes must be at least 1") }
-        guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
+        guard (1...DecideCommand.maximumJobs).contains(jobs) else {
+            throw ValidationError("--jobs must be between 1 and \(DecideCommand.maximumJobs)")
+        }
         guard blockBytes >= 1 else { throw ValidationError("--block-bytes must be at least 1") }
     }
 

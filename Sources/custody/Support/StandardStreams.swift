@@ -41,8 +41,17 @@ enum StandardOutput {
         while remaining > 0 {
             let written = Glibc.write(descriptor, pointer, remaining)
             if written < 0 {
-                if errno == EINTR { continue }
-                exit(errno == EPIPE ? 0 : 1)
+                let error = errno
+                if error == EINTR { continue }
+                if error == EPIPE { exit(0) }
+                // Said once, on standard error, unless that is what failed.
+                if descriptor != 2 {
+                    let message = Array(
+                        "error: writing \(descriptor == 1 ? "standard output" : "descriptor \(descriptor)") failed: \(String(cString: strerror(error)))\n"
+                            .utf8)
+                    _ = message.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+                }
+                exit(1)
             }
             pointer += written
             remaining -= written
