@@ -60,6 +60,25 @@ struct DecideStreamingTests {
         #expect(message.hasSuffix("error: writing standard output failed: No space left on device\n"), "\(message)")
     }
 
+    @Test("input that cannot be read ends the command with an error that says why")
+    func unreadableInput() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
+        process.arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
+        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
+        let errors = Pipe()
+        // A directory opens for reading, but reading it fails (EISDIR).
+        process.standardInput = try FileHandle(
+            forReadingFrom: URL(fileURLWithPath: CLIRunner.packageRoot + "/policies"))
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        #expect(message.hasSuffix("error: reading standard input failed after line 0: Is a directory\n"), "\(message)")
+    }
+
     @Test("a writer that waits for each answer gets it before sending the next query")
     func interactive() throws {
         let process = Process()

@@ -31,7 +31,9 @@ public struct DecisionRunner {
         /// Lines answered with an error.
         public var errors = 0
         /// Reading the input failed (the lines before were answered).
-        public var readFailed = false
+        public var readFailed: Bool { readFailure != nil }
+        /// Why reading the input failed, as the system says it (`Is a directory`), when it did.
+        public var readFailure: String?
         /// The audit log could not be written: answering stopped after `lines` lines.
         public var auditFailure: String?
     }
@@ -186,7 +188,7 @@ public struct DecisionRunner {
         }
         summary.lines = nextLine - 1
         summary.errors = workers.reduce(0) { $0 + $1.session.errorCount }
-        summary.readFailed = reader.failed
+        summary.readFailure = reader.failure
         return summary
     }
 
@@ -249,7 +251,8 @@ private struct BatchReader {
     let batchBytes: Int
     private var chunk: [UInt8]
     private var ended = false
-    private(set) var failed = false
+    /// Why a read failed, when one did.
+    private(set) var failure: String?
     /// The most one read asks for.
     private static let readSize = 1 << 20
 
@@ -284,8 +287,9 @@ private struct BatchReader {
     private mutating func readMore() {
         let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
         if count < 0 {
-            if errno == EINTR { return }
-            failed = true
+            let error = errno
+            if error == EINTR { return }
+            failure = String(cString: strerror(error))
             ended = true
             return
         }

@@ -145,8 +145,8 @@ struct DecideCommand: AsyncParsableCommand {
                 "error: writing the audit log failed, so answering stopped after line \(summary.lines): \(failure)\n")
             throw ExitCode.failure
         }
-        guard !summary.readFailed else {
-            StandardError.write("error: reading standard input failed after line \(summary.lines)\n")
+        if let failure = summary.readFailure {
+            StandardError.write("error: reading standard input failed after line \(summary.lines): \(failure)\n")
             throw ExitCode.failure
         }
         if summary.errors > 0 { throw ExitCode.failure }
