@@ -40,43 +40,41 @@ struct DecideStreamingTests {
         #expect(huge.stdout == one.stdout)
     }
 
-    @Test("answers that cannot be written end the command with an error that says why")
-    func unwritableOutput() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
-        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
-        let input = Pipe()
-        let errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
-        process.standardError = errors
-        try process.run()
-        input.fileHandleForWriting.write(Data(Self.bigInput.utf8))
-        try input.fileHandleForWriting.close()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 1)
-        #expect(message.hasSuffix("error: writing standard output failed: No space left on device\n"), "\(message)")
-    }
-
-    @Test("input that cannot be read ends the command with an error that says why")
-    func unreadableInput() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
-        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
-        let errors = Pipe()
+    /// Where the queries come from and the answers go, and the last line of standard error.
+    static let brokenStreams: [(label: String, input: String?, output: String, message: String)] = [
+        (
+            "answers that cannot be written", nil, "/dev/full",
+            "error: writing standard output failed: No space left on device"
+        ),
         // A directory opens for reading, but reading it fails (EISDIR).
-        process.standardInput = try FileHandle(
-            forReadingFrom: URL(fileURLWithPath: CLIRunner.packageRoot + "/policies"))
-        process.standardOutput = FileHandle.nullDevice
+        (
+            "input that cannot be read", "policies", "/dev/null",
+            "error: reading standard input failed after line 0: Is a directory"
+        ),
+    ]
+
+    @Test("a stream that fails ends the command with an error that says why", arguments: brokenStreams)
+    func brokenStream(label: String, input: String?, output: String, message: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
+        process.arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
+        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
+        let queries = Pipe()
+        let errors = Pipe()
+        process.standardInput =
+            try input.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: CLIRunner.packageRoot + "/" + $0)) }
+            ?? queries
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = errors
         try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if input == nil {
+            queries.fileHandleForWriting.write(Data(Self.bigInput.utf8))
+            try queries.fileHandleForWriting.close()
+        }
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 1)
-        #expect(message.hasSuffix("error: reading standard input failed after line 0: Is a directory\n"), "\(message)")
+        #expect(process.terminationStatus == 1, "\(label)")
+        #expect(said.hasSuffix(message + "\n"), "\(label): \(said)")
     }
 
     @Test("a writer that waits for each answer gets it before sending the next query")
