@@ -13,8 +13,8 @@ struct DecideCommand: AsyncParsableCommand {
         abstract: "Answer JSON Lines queries on standard input, one decision per line.",
         discussion: """
             Each input line is one query object; each output line answers the input line of the \
-            same number. Queries (field names exact; an account is a UPN, an OID, an \
-            {"oid","upn"} object or null):
+            same number. Queries (field names exact; an account A is a UPN, an OID, an \
+            {"oid","upn"} object or null; a time T is RFC 3339, such as "2026-11-20T08:00:00Z"):
 
               {"action":"saveTo","owner":A,"location":L,"locationAccount":A|null}
               {"action":"openFrom","receiver":A,"location":L,"locationAccount":A|null}
@@ -22,14 +22,15 @@ struct DecideCommand: AsyncParsableCommand {
               {"action":"receive","receiver":A,"dataOwner":A|null}
               {"action":"copyOut","owner":A,"destinationManaged":true,"length":12}
               {"action":"pasteIn","owner":A,"sourceManaged":false}
-              {"action":"print"|"backup"|"screenCapture"|"encryptionRequired"|"notifications"|"accountAllowed","account":A}
+              {"action":"print"|"backup"|"screenCapture","account":A}
+              {"action":"encryptionRequired"|"notifications"|"accountAllowed","account":A}
               {"action":"appSharing"|"appIntents"|"contactSync","account":A}
               {"action":"writingTools"|"genmoji"|"widgetContentSync","account":A}
-              {"action":"thirdPartyKeyboard","account":A,"keyboard":"com.swiftkey.swiftkeyapp"|null}
+              {"action":"thirdPartyKeyboard","account":A,"keyboard":"com.example.kb"|null}
               {"action":"openURL","account":A,"url":"tel:+15550100"}
               {"action":"offlineAccess","account":A,"offlineFor":"PT13H"}
-              {"action":"offlineAccess","account":A,"lastCheckIn":"2026-11-20T08:00:00Z","now":"2026-11-21T08:00:00Z"}
-              {"action":"launch","account":A,"facts":{...},"missingFacts":"strict"|"ignore","now":T}
+              {"action":"offlineAccess","account":A,"lastCheckIn":T,"now":T}
+              {"action":"launch","account":A,"facts":{...},"missingFacts":"ignore","now":T}
 
             Launch facts (conditional launch; a fact left out is missing): osVersion, appVersion, \
             sdkVersion, patchVersion ("2026-09-01"), companyPortalVersion (versions as strings of \
