@@ -1,3 +1,4 @@
+import CustodyTestSupport
 import Foundation
 import Testing
 
@@ -40,7 +41,8 @@ struct DecideStreamingTests {
         #expect(huge.stdout == one.stdout)
     }
 
-    /// Where the queries come from and the answers go, and the last line of standard error.
+    /// Where the queries come from (nil: a file of `bigInput`) and the answers go, and the last
+    /// line of standard error.
     static let brokenStreams: [(label: String, input: String?, output: String, message: String)] = [
         (
             "answers that cannot be written", nil, "/dev/full",
@@ -55,22 +57,21 @@ struct DecideStreamingTests {
 
     @Test("a stream that fails ends the command with an error that says why", arguments: brokenStreams)
     func brokenStream(label: String, input: String?, output: String, message: String) throws {
+        // The queries come from a file, not a pipe this test writes: the command may end
+        // before it has read them all, and a write to its closed pipe would end the test.
+        let directory = try TemporaryDirectory()
+        let queries = directory.file("queries.jsonl")
+        try Self.bigInput.write(toFile: queries, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
         process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
-        let queries = Pipe()
         let errors = Pipe()
-        process.standardInput =
-            try input.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: CLIRunner.packageRoot + "/" + $0)) }
-            ?? queries
+        process.standardInput = try FileHandle(
+            forReadingFrom: URL(fileURLWithPath: input.map { CLIRunner.packageRoot + "/" + $0 } ?? queries))
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = errors
         try process.run()
-        if input == nil {
-            queries.fileHandleForWriting.write(Data(Self.bigInput.utf8))
-            try queries.fileHandleForWriting.close()
-        }
         let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 1, "\(label)")
