@@ -44,12 +44,10 @@ enum StandardOutput {
                 let error = errno
                 if error == EINTR { continue }
                 if error == EPIPE { exit(0) }
-                // Said once, on standard error, unless that is what failed.
+                // Said on standard error, unless that is what failed (which then ends here).
                 if descriptor != 2 {
-                    let message = Array(
-                        "error: writing \(descriptor == 1 ? "standard output" : "descriptor \(descriptor)") failed: \(String(cString: strerror(error)))\n"
-                            .utf8)
-                    _ = message.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+                    let stream = descriptor == 1 ? "standard output" : "descriptor \(descriptor)"
+                    StandardError.write("error: writing \(stream) failed: \(String(cString: strerror(error)))\n")
                 }
                 exit(1)
             }
