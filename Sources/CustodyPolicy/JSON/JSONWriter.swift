@@ -18,8 +18,14 @@ package struct JSONWriter {
 
     package mutating func clear() {
         bytes.removeAll(keepingCapacity: true)
+        startOver()
+    }
+
+    /// Forgets the containers and member being written: the next value starts a new document.
+    private mutating func startOver() {
         hasElement.removeAll(keepingCapacity: true)
         depth = 0
+        pendingValueAfterKey = false
     }
 
     package var string: String { String(decoding: bytes, as: UTF8.self) }
@@ -29,9 +35,7 @@ package struct JSONWriter {
     /// `handBack(_:)` returns it with what was written appended.
     package mutating func takeOver(_ buffer: inout [UInt8]) {
         swap(&bytes, &buffer)
-        hasElement.removeAll(keepingCapacity: true)
-        depth = 0
-        pendingValueAfterKey = false
+        startOver()
     }
 
     /// Returns the buffer `takeOver(_:)` took, and takes the writer's own back.
@@ -42,9 +46,7 @@ package struct JSONWriter {
     /// Drops what was written past the first `count` bytes, to write something else there.
     package mutating func truncate(to count: Int) {
         bytes.removeSubrange(min(count, bytes.count)...)
-        hasElement.removeAll(keepingCapacity: true)
-        depth = 0
-        pendingValueAfterKey = false
+        startOver()
     }
 
     // MARK: Containers
