@@ -61,7 +61,7 @@ struct OutageTests {
             }
             #expect(notReady, "/readyz says the replica is not ready")
             #expect(
-                slowest < .seconds(2),
+                slowest < .seconds(6),
                 "/readyz never waits for the state (10 s to fail to connect, 35 s to time out; a loaded CI took 0.57 s)"
             )
             let body = try #require(ready)
@@ -72,7 +72,7 @@ struct OutageTests {
             let decided = try await post(decide)
             #expect(decided.status == .ok, "decided from the policy in force")
             #expect(decided.headers[.custodyStale] == "true")
-            #expect(start.duration(to: .now) < .seconds(2), "decided without waiting for the state")
+            #expect(start.duration(to: .now) < .seconds(6), "decided without waiting for the state (10 s, 35 s)")
 
             let refused = try await post(unseen)
             #expect(refused.status == .serviceUnavailable, "cannot verify is not invalid")
