@@ -78,6 +78,35 @@ struct DecideStreamingTests {
         #expect(said.hasSuffix(message + "\n"), "\(label): \(said)")
     }
 
+    @Test(
+        "where SIGPIPE is ignored, a reader that closed its end is a failure said on standard error, not a success",
+        .timeLimit(.minutes(1)))
+    func closedReader() throws {
+        let directory = try TemporaryDirectory()
+        let queries = directory.file("queries.jsonl")
+        try Self.bigInput.write(toFile: queries, atomically: true, encoding: .utf8)
+        // A shell that ignores SIGPIPE, as some parents do, and runs the command with it ignored.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "decide", "--bundle", "policies",
+            "--platform", "ios",
+        ]
+        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: queries))
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        try output.fileHandleForReading.close()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 1)
+        #expect(said.hasSuffix("error: writing standard output failed: Broken pipe\n"), "\(said)")
+    }
+
     @Test("a writer that waits for each answer gets it before sending the next query")
     func interactive() throws {
         let process = Process()

@@ -33,8 +33,10 @@ enum StandardOutput {
         text.withUTF8 { writeAll($0, to: 1) }
     }
 
-    /// Writes every byte, retrying on interruption and short writes. A closed pipe ends the
-    /// process quietly, as `head` expects of a filter.
+    /// Writes every byte, retrying on interruption and short writes. A pipe its reader closed
+    /// ends the process by SIGPIPE, as `head` expects of a filter; where SIGPIPE is ignored the
+    /// write fails with EPIPE instead, and that is a failure like any other (said, exit 1, as
+    /// coreutils do): what was not delivered is never reported as done.
     static func writeAll(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) {
         guard var pointer = bytes.baseAddress else { return }
         var remaining = bytes.count
@@ -43,7 +45,6 @@ enum StandardOutput {
             if written < 0 {
                 let error = errno
                 if error == EINTR { continue }
-                if error == EPIPE { exit(0) }
                 // Said on standard error, unless that is what failed (which then ends here).
                 if descriptor != 2 {
                     let stream = descriptor == 1 ? "standard output" : "descriptor \(descriptor)"
