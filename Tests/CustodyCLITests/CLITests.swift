@@ -5,6 +5,28 @@ import Testing
 
 @Suite("The custody command line")
 struct CLITests {
+    /// ArgumentParser derives a command's name from its type's name when none is configured,
+    /// through `String(describing:)`: a scan of every protocol conformance in the binary per
+    /// command, at every start (a third of `custody protect`'s start-up CPU before the names
+    /// were written out; Benchmarks/README.md, target 5).
+    @Test("every command names itself, so that starting custody derives no name from a type")
+    func commandsNameThemselves() throws {
+        let directory = CLIRunner.packageRoot + "/Sources/custody"
+        let files = try #require(
+            FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.hasSuffix(".swift") })
+        var configurations = 0
+        for file in files {
+            let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+            for part in text.components(separatedBy: "static let configuration = CommandConfiguration(").dropFirst() {
+                configurations += 1
+                #expect(
+                    part.drop { $0 == " " || $0 == "\n" }.hasPrefix("commandName:"),
+                    "\(file): a configuration without commandName: \(part.prefix(80))")
+            }
+        }
+        #expect(configurations > 50)
+    }
+
     @Test("policy validate reports exactly the INVALID export of the shared folder, and exits 1", .needsSharedCorpora)
     func validateSharedExamples() throws {
         let result = try CLIRunner.run(["policy", "validate", CLIRunner.sharedGraphExamples])

@@ -25,6 +25,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct Keygen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keygen",
             abstract: "Make an Ed25519 signing key: the private key to a new file (mode 600), the public key printed.",
             discussion: """
                 The key file is PKCS#8 PEM, as `openssl genpkey -algorithm ed25519` writes (a key \
@@ -45,6 +46,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct Sign: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sign",
             abstract: "Sign a bundle directory: write (or add a signature to) DIR/.custody-signature.json.",
             discussion: """
                 The manifest lists every bundle file (name, size, SHA-256), the sequence (by default \
@@ -123,6 +125,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract:
                 "Say whether a bundle directory's signature holds: for the keys a state trusts, or for given keys.",
             discussion: """
@@ -175,6 +178,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct History: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "history",
             abstract:
                 "List the bundles offered to the state, newest first: applied or refused, sequence, signers, who and why."
         )
@@ -222,6 +226,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Show a kept revision: when and how it was applied, and its files (names, sizes, SHA-256).")
 
         @Argument(help: ArgumentHelp("The revision, or at least its first 8 hex digits.", valueName: "revision"))
@@ -258,6 +263,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct Diff: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "diff",
             abstract:
                 "Compare two kept revisions (the second defaults to the one in force, the first to the one before it): settings per policy, and every decision that flips."
         )
@@ -300,6 +306,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct Rollback: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rollback",
             abstract: "Put a kept revision back in force, audited with a reason.",
             discussion: """
                 Goes past a freeze and below the highest sequence applied (the state's highest \
@@ -331,6 +338,7 @@ struct BundleCommand: AsyncParsableCommand {
 
     struct Freeze: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "freeze",
             abstract: "Freeze the policy in force: every new bundle is refused with the reason until unfreeze.")
 
         @Option(help: ArgumentHelp("Why (shown in every refusal).", valueName: "text"))
@@ -350,7 +358,7 @@ struct BundleCommand: AsyncParsableCommand {
     }
 
     struct Unfreeze: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lift the freeze.")
+        static let configuration = CommandConfiguration(commandName: "unfreeze", abstract: "Lift the freeze.")
 
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
@@ -385,7 +393,7 @@ struct TrustCommand: AsyncParsableCommand {
     )
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Trust a public key.")
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Trust a public key.")
 
         @Option(
             name: .customLong("public-key"), help: ArgumentHelp("The key (ed25519:<base64>).", valueName: "key"))
@@ -409,7 +417,8 @@ struct TrustCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the keys the state knows, revoked ones too.")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the keys the state knows, revoked ones too.")
 
         @Flag(help: "One JSON array.")
         var json = false
@@ -435,6 +444,7 @@ struct TrustCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Revoke a key by id: its signatures never count again.")
 
         @Argument(help: ArgumentHelp("The key id (as `trust list` shows it).", valueName: "key-id"))
@@ -462,6 +472,7 @@ struct FleetCommand: AsyncParsableCommand {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract:
                 "List the replicas (stale ones marked; gone ones expire after an hour). Exit 1 when one is behind or stale.",
             discussion: """

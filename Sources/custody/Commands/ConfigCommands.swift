@@ -14,6 +14,7 @@ struct ConfigCommand: AsyncParsableCommand {
     /// `custody config show --bundle DIR --account A [--key K ...]`
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Show the app configuration an account receives (targetedManagedAppConfiguration).",
             discussion: """
                 Without --key: JSON with fullData (one object per contributing policy, targeted \
@@ -100,6 +101,7 @@ struct ConfigCommand: AsyncParsableCommand {
     /// `custody config validate --spec FILE --bundle DIR`
     struct Validate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "validate",
             abstract: "Check a bundle's app configuration against an app's spec before rollout.",
             discussion: """
                 Errors: a value the spec does not allow (type, allowed values, bounds, length), a \

@@ -14,6 +14,7 @@ struct KeysCommand: AsyncParsableCommand {
     /// `custody keys rotate --account A`
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rotate",
             abstract: "Add a new version of an account's key.",
             discussion: """
                 The account is resolved through the policy in force (or --bundle), so a UPN and an \
@@ -48,6 +49,7 @@ struct KeysCommand: AsyncParsableCommand {
     /// `custody keys rewrap PATH...`
     struct Rewrap: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rewrap",
             abstract: "Re-seal protected files under their owners' newest key versions.",
             discussion:
                 "Files already on the newest version, files not encrypted and files not protected are left alone."
@@ -84,6 +86,7 @@ struct KeysCommand: AsyncParsableCommand {
     /// `custody keys list`
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the accounts that have keys, and their key versions.",
             discussion:
                 "One line per key identifier; the account's UPN follows when the policy in force knows it. Needs no master key."

@@ -14,6 +14,7 @@ struct MatrixCommand: AsyncParsableCommand {
     /// `custody matrix run FILE|DIR...`
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Run scenario matrices (*.matrix.json) and report the cases that fail.",
             discussion: """
                 Directories are searched recursively for *.matrix.json. Prints a table of the \
@@ -66,6 +67,7 @@ struct MatrixCommand: AsyncParsableCommand {
     /// `custody matrix table --account A [--bundle DIR]`
     struct Table: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "table",
             abstract: "Print every decision one account's policy makes, with its reason.",
             discussion: """
                 Every save-to and open-from location × the location accounts that matter (the \
@@ -119,6 +121,7 @@ struct MatrixCommand: AsyncParsableCommand {
     /// `custody matrix diff [--bundle OLD] --bundle NEW`
     struct Diff: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "diff",
             abstract: "List every decision that differs between two bundles, account by account, with both reasons.",
             discussion: """
                 Compares the decision tables (see `custody matrix table`) of the given accounts, \

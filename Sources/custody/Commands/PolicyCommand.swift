@@ -13,6 +13,7 @@ struct PolicyCommand: AsyncParsableCommand {
     /// `custody policy validate PATH...`
     struct Validate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "validate",
             abstract: "Check that bundles and Graph JSON files load.",
             discussion: """
                 Each PATH is a bundle directory, a tenant.json, or a single Graph JSON file. Every \
@@ -74,6 +75,7 @@ struct PolicyCommand: AsyncParsableCommand {
     /// `custody policy show --account A [--bundle DIR]`
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print an account's effective policy as JSON.",
             discussion: """
                 Prints the policies that reach the account in the evaluation context and, for each \

@@ -164,6 +164,7 @@ struct SecretsCommand: AsyncParsableCommand {
     /// `custody secrets list [--account A] [--json]`
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract:
                 "List the stored secrets of an account (or the app-wide ones): identifiers and kinds, never values."
         )
@@ -189,7 +190,8 @@ struct SecretsCommand: AsyncParsableCommand {
 
     /// `custody secrets remove ID [--account A]`
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a secret; exit 1 when there is none.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove a secret; exit 1 when there is none.")
 
         @Argument(help: ArgumentHelp("The secret's identifier.", valueName: "id"))
         var identifier: String

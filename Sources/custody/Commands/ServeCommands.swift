@@ -267,6 +267,7 @@ struct TokensCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract: "Create a token with the given scopes; the token is printed once, alone on the last line.",
             discussion: """
                 Scopes: decide (POST /v1/decisions, /v1/launch), read (policies, configuration, the bundle), \
@@ -311,6 +312,7 @@ struct TokensCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List tokens: id, scopes, name, created, revoked. Never the tokens themselves.")
 
         @OptionGroup var stateOptions: StateOptions
@@ -330,6 +332,7 @@ struct TokensCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Revoke a token by id; services on this state refuse it within a second.")
 
         @Argument(help: ArgumentHelp("The token's id (as `tokens list` shows it).", valueName: "id"))
