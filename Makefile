@@ -26,10 +26,11 @@ build: deps
 	$(SWIFT) build
 
 ## The release `custody` binary, .build/release/custody, with the Swift runtime and Foundation
-## linked in: it needs only Debian's libsodium, libcrypto and libsqlite3 on the machine it runs
-## on. What the benchmark scripts measure. Linked by the toolchain's lld with packed relative
-## relocations (DT_RELR, glibc 2.36 and later): the loader's relocation table shrinks from
-## 3.8 MiB, read at every start, to 32 KiB (Benchmarks/README.md, target 5).
+## linked in: on the machine it runs on it needs Debian's libsodium, libcrypto, libsqlite3 and
+## zlib beside the C and C++ runtimes (libc, libstdc++, libgcc_s). What the benchmark scripts
+## measure. Linked by the toolchain's lld with packed relative relocations (DT_RELR, glibc 2.36
+## and later): the loader's relocation table shrinks from 3.8 MiB, read at every start, to
+## 32 KiB (Benchmarks/README.md, target 5).
 RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 release: deps
 	$(SWIFT) build -c release --product custody --static-swift-stdlib $(RELEASE_LINK)
