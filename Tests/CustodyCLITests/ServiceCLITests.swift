@@ -33,6 +33,49 @@ struct ServiceCLITests {
         #expect(bad.stderr.contains("unknown scope 'everything'"))
     }
 
+    /// Where `tokens create` cannot deliver the token: a full device, and a pipe nobody reads
+    /// (with SIGPIPE ignored, as some parents run commands); the reason `strerror` gives.
+    static let lostTokens: [(output: String, reason: String)] = [
+        ("/dev/full", "No space left on device"),
+        ("a pipe whose reader closed", "Broken pipe"),
+    ]
+
+    @Test(
+        "a token that could not be written out is revoked, and said: it is never left valid with nobody holding it",
+        arguments: lostTokens)
+    func lostToken(output: String, reason: String) throws {
+        let scratch = try Scratch()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "tokens", "create", "--scope", "read",
+            "--state", scratch.file("state"),
+        ]
+        var descriptors: [Int32] = [0, 0]
+        if output.hasPrefix("/") {
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        } else {
+            // The reader is closed before the command starts: its write cannot reach anyone.
+            #expect(pipe(&descriptors) == 0)
+            close(descriptors[0])
+            process.standardOutput = FileHandle(fileDescriptor: descriptors[1], closeOnDealloc: true)
+        }
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1, "\(said)")
+        let id = try #require(said.firstMatch(of: /created token ([0-9a-f]{16})/)?.1)
+        #expect(
+            said.hasSuffix(
+                "error: writing standard output failed: \(reason); token \(id) was revoked, since nobody received it\n"),
+            "\(said)")
+        let list = try scratch.run(["tokens", "list"])
+        #expect(list.stdout.hasPrefix("\(id)\tread\t"))
+        #expect(list.stdout.contains("\trevoked "), "\(list.stdout)")
+    }
+
     static let badListen: [(value: String, message: String)] = [
         ("8080", "--listen must be HOST:PORT"),
         ("127.0.0.1:", "--listen must be HOST:PORT"),

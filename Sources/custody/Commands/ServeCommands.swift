@@ -273,7 +273,9 @@ struct TokensCommand: AsyncParsableCommand {
                 Scopes: decide (POST /v1/decisions, /v1/launch), read (policies, configuration, the bundle), \
                 events (GET /v1/events), protect (protect, unprotect), admin (everything, and \
                 wipes, key rotation, PUT /v1/bundle). The state keeps only a hash of the token's \
-                secret part; lose the token and create another. Creation is audited (by id).
+                secret part; lose the token and create another. Creation is audited (by id). A token \
+                that cannot be written out (a full disk, a closed pipe) is revoked at once, and the \
+                command exits 1.
                 """
         )
 
@@ -306,7 +308,15 @@ struct TokensCommand: AsyncParsableCommand {
             StandardError.write(
                 "created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n"
             )
-            StandardOutput.write(bearer + "\n")
+            guard let failure = StandardOutput.attemptWrite(bearer + "\n") else { return }
+            // A token nobody received must not stay valid: it is revoked, and said.
+            let revoked = (try? engine.revokeToken(id: token.id)) == true
+            StandardError.write(
+                "error: writing standard output failed: \(failure); "
+                    + (revoked
+                        ? "token \(token.id) was revoked, since nobody received it\n"
+                        : "token \(token.id) could not be revoked: revoke it with custody tokens revoke \(token.id)\n"))
+            throw ExitCode.failure
         }
     }
 

@@ -38,22 +38,36 @@ enum StandardOutput {
     /// write fails with EPIPE instead, and that is a failure like any other (said, exit 1, as
     /// coreutils do): what was not delivered is never reported as done.
     static func writeAll(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) {
-        guard var pointer = bytes.baseAddress else { return }
+        guard let error = attemptWrite(bytes, to: descriptor) else { return }
+        // Said on standard error, unless that is what failed (which then ends here).
+        if descriptor != 2 {
+            let stream = descriptor == 1 ? "standard output" : "descriptor \(descriptor)"
+            StandardError.write("error: writing \(stream) failed: \(String(cString: strerror(error)))\n")
+        }
+        exit(1)
+    }
+
+    /// Writes `text` to standard output; on failure returns the reason (`strerror`) instead of
+    /// ending the process, for a command that must undo something when its output is lost.
+    static func attemptWrite(_ text: String) -> String? {
+        var text = text
+        return text.withUTF8 { attemptWrite($0, to: 1) }.map { String(cString: strerror($0)) }
+    }
+
+    /// Writes every byte, retrying on interruption and short writes; returns `errno` on failure.
+    private static func attemptWrite(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) -> Int32? {
+        guard var pointer = bytes.baseAddress else { return nil }
         var remaining = bytes.count
         while remaining > 0 {
             let written = Glibc.write(descriptor, pointer, remaining)
             if written < 0 {
                 let error = errno
                 if error == EINTR { continue }
-                // Said on standard error, unless that is what failed (which then ends here).
-                if descriptor != 2 {
-                    let stream = descriptor == 1 ? "standard output" : "descriptor \(descriptor)"
-                    StandardError.write("error: writing \(stream) failed: \(String(cString: strerror(error)))\n")
-                }
-                exit(1)
+                return error
             }
             pointer += written
             remaining -= written
         }
+        return nil
     }
 }
