@@ -312,7 +312,7 @@ struct TokensCommand: AsyncParsableCommand {
             // A token nobody received must not stay valid: it is revoked, and said.
             let revoked = (try? engine.revokeToken(id: token.id)) == true
             StandardError.write(
-                "error: writing standard output failed: \(failure); "
+                "error: \(failure); "
                     + (revoked
                         ? "token \(token.id) was revoked, since nobody received it\n"
                         : "token \(token.id) could not be revoked: revoke it with custody tokens revoke \(token.id)\n"))

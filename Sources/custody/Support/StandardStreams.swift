@@ -40,18 +40,21 @@ enum StandardOutput {
     static func writeAll(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) {
         guard let error = attemptWrite(bytes, to: descriptor) else { return }
         // Said on standard error, unless that is what failed (which then ends here).
-        if descriptor != 2 {
-            let stream = descriptor == 1 ? "standard output" : "descriptor \(descriptor)"
-            StandardError.write("error: writing \(stream) failed: \(String(cString: strerror(error)))\n")
-        }
+        if descriptor != 2 { StandardError.write("error: \(failure(error, writing: descriptor))\n") }
         exit(1)
     }
 
-    /// Writes `text` to standard output; on failure returns the reason (`strerror`) instead of
+    /// What a failed write says: `writing standard output failed: Broken pipe`.
+    private static func failure(_ error: Int32, writing descriptor: Int32) -> String {
+        let stream = descriptor == 1 ? "standard output" : "descriptor \(descriptor)"
+        return "writing \(stream) failed: \(String(cString: strerror(error)))"
+    }
+
+    /// Writes `text` to standard output; on failure returns what `writeAll` would say instead of
     /// ending the process, for a command that must undo something when its output is lost.
     static func attemptWrite(_ text: String) -> String? {
         var text = text
-        return text.withUTF8 { attemptWrite($0, to: 1) }.map { String(cString: strerror($0)) }
+        return text.withUTF8 { attemptWrite($0, to: 1) }.map { failure($0, writing: 1) }
     }
 
     /// Writes every byte, retrying on interruption and short writes; returns `errno` on failure.
