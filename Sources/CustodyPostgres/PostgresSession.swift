@@ -14,6 +14,12 @@ import Synchronization
 /// pool or an HTTP server's loop) never blocks the loop that completes it. Every wait has a
 /// deadline: an unreachable server is an error within the statement timeout, never a hang.
 ///
+/// That event loop is one for the whole process (`eventLoops`), shared by every state and never
+/// stopped, as NIO's own singleton groups are: a loop stopped while a connection attempt was
+/// still under way on it (a DNS answer, a socket connecting, for an attempt whoever asked for
+/// has given up on) leaves that attempt's channel and the loop itself unreleased, and no state
+/// can know every attempt NIO still runs for it. Closing a state closes its connections.
+///
 /// Once the state is found unreachable (a connection cannot be made, a call or the listener's
 /// heartbeat times out), calls fail at once with `unavailable` rather than each waiting for its
 /// deadline, and the first answer from the server ends the outage. What tries again is the
@@ -21,7 +27,6 @@ import Synchronization
 /// let through, `retryInterval` after the last attempt failed.
 final class PostgresSessions: Sendable {
     let settings: PostgresSettings
-    let group: MultiThreadedEventLoopGroup
     let logger: Logger
     private let idle = Locked<[PostgresConnection]>([])
     private let slots: DispatchSemaphore
@@ -31,12 +36,11 @@ final class PostgresSessions: Sendable {
     /// How to make each call waiting for the server give up: done when the state is found
     /// unreachable, so that no call waits out its own deadline for a server known not to answer.
     private let waiting = Locked<(next: Int, giveUp: [Int: @Sendable () -> Void])>((0, [:]))
-    /// The listeners' tasks (`PostgresState.changeNotifications`), ended before the event loop.
+    /// The listeners' tasks (`PostgresState.changeNotifications`), cancelled by `close()`.
     private let listeners = Locked<(next: Int, tasks: [Int: Task<Void, Never>])>((0, [:]))
-    /// Connection attempts not yet settled, whoever gave up on them: `close()` lets each end
-    /// before the event loop stops. An attempt still on a loop that stops is never cleaned up
-    /// (its channel and the connector that owns it are freed by nobody).
-    private let connecting = Locked<(next: Int, attempts: [Int: EventLoopFuture<Void>])>((0, [:]))
+
+    /// The event loop every state's connections run on (see the type's documentation).
+    static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// Since when, and why, the state has not answered.
     struct Outage: Error {
@@ -50,7 +54,6 @@ final class PostgresSessions: Sendable {
     init(settings: PostgresSettings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         slots = DispatchSemaphore(value: settings.maximumConnections)
     }
 
@@ -155,8 +158,7 @@ final class PostgresSessions: Sendable {
     /// never completes the handshake counts as unreachable too).
     func connect() throws(StoreError) -> PostgresConnection {
         let future = PostgresConnection.connect(
-            on: group.next(), configuration: settings.configuration, id: makeID(), logger: logger)
-        track(future)
+            on: Self.eventLoops.next(), configuration: settings.configuration, id: makeID(), logger: logger)
         do {
             return try deadlined(future, within: settings.configuration.options.connectTimeout).wait()
         } catch {
@@ -176,19 +178,8 @@ final class PostgresSessions: Sendable {
             $0.0 == "application_name" ? ($0.0, applicationName) : $0
         }
         let future: EventLoopFuture<PostgresConnection> = PostgresConnection.connect(
-            on: group.next(), configuration: configuration, id: makeID(), logger: logger)
-        track(future)
+            on: Self.eventLoops.next(), configuration: configuration, id: makeID(), logger: logger)
         return try await future.get()
-    }
-
-    /// Keeps `attempt` among those `close()` waits for until it settles.
-    private func track(_ attempt: EventLoopFuture<PostgresConnection>) {
-        let id = connecting.withLock { connecting in
-            defer { connecting.next += 1 }
-            connecting.attempts[connecting.next] = attempt.map { _ in }
-            return connecting.next
-        }
-        attempt.whenComplete { [weak self] _ in _ = self?.connecting.withLock { $0.attempts.removeValue(forKey: id) } }
     }
 
     private func makeID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
@@ -284,8 +275,8 @@ final class PostgresSessions: Sendable {
         outage.withLock { $0.map { ($0.since, $0.reason) } }
     }
 
-    /// Runs `body` as a listener's task, which `close()` cancels and lets end before the event
-    /// loop stops; nil when the sessions are closed already.
+    /// Runs `body` as a listener's task, which `close()` cancels; nil when the sessions are
+    /// closed already.
     func listen(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never>? {
         listeners.withLock { listeners -> Task<Void, Never>? in
             guard !closed.load(ordering: .relaxed) else { return nil }
@@ -300,8 +291,8 @@ final class PostgresSessions: Sendable {
         }
     }
 
-    /// Closes every connection and stops the event loop (once the listeners have ended); later
-    /// calls fail.
+    /// Closes every idle connection and ends the listeners (each closes its own connection);
+    /// later calls fail, and a connection in use when this is called is closed when given back.
     func close() {
         let tasks = listeners.withLock { listeners -> [Task<Void, Never>]? in
             guard !closed.exchange(true, ordering: .relaxed) else { return nil }
@@ -316,14 +307,6 @@ final class PostgresSessions: Sendable {
         // Nothing here waits: this may run in a deinit on any thread, an event loop's included.
         for connection in connections { drop(connection) }
         for task in tasks { task.cancel() }
-        let group = group
-        Task {
-            // A listener closes its connection as it ends: on a loop that still runs.
-            for task in tasks { await task.value }
-            // So does an attempt given up on (closed by `connect()` when it succeeds late).
-            for attempt in self.connecting.withLock({ Array($0.attempts.values) }) { try? await attempt.get() }
-            try? await group.shutdownGracefully()
-        }
     }
 
     static func isConnectionError(_ error: any Error) -> Bool {

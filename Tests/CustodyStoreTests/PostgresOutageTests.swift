@@ -3,6 +3,7 @@ import CustodyStore
 import CustodyTestSupport
 import Foundation
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// A PostgreSQL state whose network fails, through a `NetworkProxy`: calls never wait out their
@@ -154,29 +155,57 @@ struct PostgresOutageTests {
             files: [StoredFile(name: "tenant.json", bytes: Array("{}".utf8))], at: Date()
         )
 
-        // The commit takes half a second on the server; its reply is held back meanwhile.
+        // The commit waits on the server for a lock this test holds (a key of its own, in the
+        // two-number space no product lock uses). Once it waits, the network starts holding back
+        // replies and the lock is let go: the server commits, and its reply never arrives.
+        let key = Int32.random(in: 1..<Int32.max)
         _ = try direct.sessions.run("test", transaction: false) { session in
             try session.execute(
                 PostgresQuery(
                     unsafeSQL:
-                        "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$"
+                        "CREATE FUNCTION held_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(4242, \(key)); PERFORM pg_advisory_unlock(4242, \(key)); RETURN NULL; END $$"
                 ))
             try session.execute(
                 PostgresQuery(
                     unsafeSQL: """
-                        CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED
-                        FOR EACH ROW EXECUTE FUNCTION slow_commit()
+                        CREATE CONSTRAINT TRIGGER held_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED
+                        FOR EACH ROW EXECUTE FUNCTION held_commit()
                         """))
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.25) { proxy.holdReplies() }
-        let held = Self.timed {
-            _ = try state.recordBundle(
-                contentHash: second, source: "test", result: .applied,
-                files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
-                at: Date())
+        let outcome = Mutex<(seconds: Double, error: StoreError?)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let committing: Bool = try direct.sessions.run("test", transaction: false) { session in
+            try session.execute("SELECT pg_advisory_lock(4242, \(key))")
+            // On a thread of its own: a blocked call must not hold one of Swift's few pool threads.
+            DispatchQueue.global().async {
+                let result = Self.timed {
+                    _ = try state.recordBundle(
+                        contentHash: second, source: "test", result: .applied,
+                        files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
+                        at: Date())
+                }
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            let waiting = PostgresQuery(
+                unsafeSQL:
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = \(key) AND NOT granted"
+            )
+            let giveUp = ContinuousClock.now + .seconds(30)
+            var committing = false
+            while !committing, ContinuousClock.now < giveUp {
+                committing = try session.value(waiting, as: Int64.self) == 1
+                if !committing { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            if committing { proxy.holdReplies() }
+            try session.execute("SELECT pg_advisory_unlock(4242, \(key))")
+            return committing
         }
+        #expect(committing, "the commit reached the server and waited for the lock")
+        #expect(done.wait(timeout: .now() + 60) == .success, "the call returned")
+        let held = try #require(outcome.withLock { $0 })
         #expect(held.error?.code == .outcomeUnknown, "\(String(describing: held.error))")
-        #expect(held.seconds < 5, "found out by the heartbeat, not the statement deadline")
+        #expect(held.seconds < 15, "found out by the heartbeat, not the statement deadline")
         #expect(try direct.lastAppliedBundleFiles()?.record.contentHash == second, "the server committed it")
         proxy.heal()
     }

@@ -12,6 +12,10 @@ import Synchronization
 ///   reaches them (held, not dropped), as when the return path of a network stalls: a commit
 ///   the server performs is never confirmed;
 /// - `heal()`: bytes flow again (connections a cut closed stay closed; held replies arrive).
+///
+/// It runs on NIO's process-wide event loops, which are never stopped: a loop stopped while a
+/// connection to the server was still being made would leave that attempt (and the loop) for
+/// nobody to free, which LeakSanitizer reports (make test runs the store tests under it).
 public final class NetworkProxy: Sendable {
     public enum Mode: Sendable {
         case open, blackhole, cut, holdReplies
@@ -19,21 +23,21 @@ public final class NetworkProxy: Sendable {
 
     /// The port clients connect to, on 127.0.0.1.
     public let port: Int
-    private let group: MultiThreadedEventLoopGroup
     private let server: any Channel
     private let state: Shared
 
     private final class Shared: Sendable {
         let mode = Mutex(Mode.open)
+        /// Whether `close()` was called: a connection to the server made after that is closed.
+        let closed = Mutex(false)
         /// Every channel, both sides of every connection, and whether it is the server's side.
         let channels = Mutex<[ObjectIdentifier: (channel: any Channel, toServer: Bool)]>([:])
     }
 
     /// A proxy to `host`:`port`, listening on a free port of its own.
     public init(to host: String = "127.0.0.1", port targetPort: Int) throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = Shared()
-        let bootstrap = ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { inbound in
@@ -43,7 +47,13 @@ public final class NetworkProxy: Sendable {
                     .channelOption(.autoRead, value: false)
                     .connect(host: host, port: targetPort)
                     .flatMap { outbound in
+                        // Tracked before `closed` is read: `close()` sets it before it cuts
+                        // what is tracked, so either the cut or this closes the connection.
                         Self.track(outbound, toServer: true, in: state)
+                        guard !state.closed.withLock({ $0 }) else {
+                            outbound.close(promise: nil)
+                            return inbound.close()
+                        }
                         let (toServer, toClient) = (Relay(partner: outbound), Relay(partner: inbound))
                         return inbound.pipeline.addHandler(toServer).flatMap { outbound.pipeline.addHandler(toClient) }
                             .map {
@@ -59,7 +69,6 @@ public final class NetworkProxy: Sendable {
                     }
             }
         let server = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
-        self.group = group
         self.server = server
         self.state = state
         self.port = server.localAddress?.port ?? 0
@@ -99,11 +108,11 @@ public final class NetworkProxy: Sendable {
         }
     }
 
-    /// Stops the proxy: every connection closes.
+    /// Stops the proxy: every connection closes, and one still being made closes when made.
     public func close() throws {
+        state.closed.withLock { $0 = true }
         try server.close().wait()
         set(.cut)
-        try group.syncShutdownGracefully()
     }
 
     private static func track(_ channel: any Channel, toServer: Bool, in state: Shared) {
