@@ -6,7 +6,8 @@ extension PolicySnapshot {
     /// A null list allows every account. Otherwise an entry must match the account's UPN or
     /// OID, case-insensitively, directly or through the tenant's link between the two. Near
     /// misses are logged for diagnosis: a match that differs only in case (allowed), and an
-    /// entry with the same local part at another domain (not allowed).
+    /// entry with the same local part at another domain (not allowed); each pair of account
+    /// and entry once per snapshot, however many decisions meet it.
     public func accountAllowed(_ account: AccountID?) -> Decision {
         // The tenant's list, not a policy: no platform is needed.
         let index = account.map { directory.find($0) } ?? AccountDirectory.unknown
@@ -21,18 +22,33 @@ extension PolicySnapshot {
             if entry != account.upn, entry != account.oid,
                 AccountID(entry).map({ $0.isSameAccount(as: account) }) == true
             {
-                logger.notice(
-                    "Allowed account matched ignoring case",
-                    metadata: ["account": "\(account)", "allowedEntry": "\(entry)"])
+                logNearMiss(.notice, "Allowed account matched ignoring case", account: account, entry: entry)
             }
             return Decision(.accountAllowed, allowed: true, Finding(.allowedAccountListed(entry), nil))
         }
         if let nearMiss = allowedAccounts.sameLocalPartEntry(as: account) {
-            logger.warning(
-                "Account not allowed: an allowed entry has the same local part at another domain",
-                metadata: ["account": "\(account)", "allowedEntry": "\(nearMiss)"])
+            logNearMiss(
+                .warning, "Account not allowed: an allowed entry has the same local part at another domain",
+                account: account, entry: nearMiss)
         }
         return Decision(.accountAllowed, allowed: false, Finding(.allowedAccountNotListed, nil))
+    }
+
+    /// Logs an identity near miss the first time this snapshot meets it (`nearMisses`).
+    private func logNearMiss(_ level: Logger.Level, _ message: String, account: AccountID, entry: String) {
+        guard logger.logLevel <= level else { return }
+        let metadata: Logger.Metadata = ["account": "\(account)", "allowedEntry": "\(entry)"]
+        switch nearMisses.first("\(message)\u{0}\(account)\u{0}\(entry)") {
+        case .first:
+            logger.log(level: level, "\(message)", metadata: metadata)
+        case .repeated:
+            break
+        case .limitReached:
+            logger.log(
+                level: level,
+                "Identity near misses: \(nearMisses.limit) logged for this bundle; further ones are not",
+                metadata: metadata)
+        }
     }
 
     /// May `account` still use its data after `offlineFor` without a successful check-in?

@@ -41,6 +41,8 @@ public final class PolicySnapshot: Sendable {
     let setAsideLists: [[PolicyReference]]
     /// Reasons rendered for decisions on this snapshot, shared by every decision stream.
     let explanations = RenderedExplanations()
+    /// The identity near misses logged already (each once per snapshot, see `LogOnce`).
+    let nearMisses = LogOnce()
 
     /// Resolves `bundle` for `context`.
     /// - Parameter logger: receives diagnostics of identity near misses (never key material or

@@ -56,16 +56,20 @@ struct AccessTests {
         Row(allowedAccounts: "[]", account: "alice@contoso.com", allowed: false, reason: "not in allowedAccounts"),
     ]
 
-    @Test("an account must match the list by UPN or OID, case-insensitively; near misses are logged", arguments: rows)
+    @Test(
+        "an account must match the list by UPN or OID, case-insensitively; near misses are logged, once however often they are asked",
+        arguments: rows)
     func allowedAccounts(row: Row) throws {
         let capture = LogCapture()
         let bundle = try loadBundle(
             tenant: Self.tenant.replacingOccurrences(of: "ALLOWED", with: row.allowedAccounts), documents: [])
         let snapshot = PolicySnapshot(bundle: bundle, logger: capture.logger())
-        let decision = snapshot.accountAllowed(row.account.map(id))
-        #expect(decision.isAllowed == row.allowed)
-        #expect(decision.reason.contains(row.reason), "\(decision.reason)")
-        #expect(decision.settingName == "allowedAccounts")
+        for _ in 0..<3 {
+            let decision = snapshot.accountAllowed(row.account.map(id))
+            #expect(decision.isAllowed == row.allowed)
+            #expect(decision.reason.contains(row.reason), "\(decision.reason)")
+            #expect(decision.settingName == "allowedAccounts")
+        }
         #expect(capture.records.map(\.level) == (row.log.map { [$0] } ?? []))
         if row.log == .warning {
             #expect(
@@ -73,6 +77,29 @@ struct AccessTests {
                     "account": "alice@fabrikam.com", "allowedEntry": "alice@contoso.com",
                 ])
         }
+    }
+
+    @Test(
+        "near misses are logged once each, up to a bound per snapshot, which is said once; a new snapshot logs afresh")
+    func nearMissesBounded() throws {
+        let capture = LogCapture()
+        let bundle = try loadBundle(
+            tenant: Self.tenant.replacingOccurrences(of: "ALLOWED", with: #"["alice@contoso.com"]"#), documents: [])
+        let snapshot = PolicySnapshot(bundle: bundle, logger: capture.logger())
+        for round in 0..<2 {
+            for domain in 0..<1_010 {
+                #expect(!snapshot.accountAllowed(id("alice@d\(domain).example")).isAllowed, "round \(round)")
+            }
+        }
+        let records = capture.records
+        #expect(records.count == 1_001)
+        #expect(records.prefix(1_000).allSatisfy { $0.message.contains("same local part at another domain") })
+        #expect(Set(records.prefix(1_000).compactMap { $0.metadata["account"] }).count == 1_000)
+        #expect(records.last?.message == "Identity near misses: 1000 logged for this bundle; further ones are not")
+
+        let again = LogCapture()
+        _ = PolicySnapshot(bundle: bundle, logger: again.logger()).accountAllowed(id("alice@d0.example"))
+        #expect(again.records.count == 1)
     }
 
     @Test(
