@@ -146,13 +146,15 @@ public final class KeyRing: Sendable {
     }
 
     /// Version `version` of `owner`'s key.
-    /// - Throws: `.keyUnavailable` when the store does not have it (wiped, or made elsewhere).
+    /// - Throws: `.keyUnavailable` when the store does not have it (wiped, made elsewhere, or a
+    ///   header altered to name an owner or version that was never there).
     func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
         if let key = try cached({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
         guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
             throw ProtectionError(
                 .keyUnavailable,
-                "key version \(version) of \(owner) is not in the key store (wiped, or never created here)")
+                "key version \(version) of \(owner) is not in the key store (wiped, never created here, or the envelope's header was altered)"
+            )
         }
         return try remember(stored, asLatest: false)
     }

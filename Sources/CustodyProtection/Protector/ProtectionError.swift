@@ -17,7 +17,8 @@ public struct ProtectionError: Error, Sendable, Hashable, CustomStringConvertibl
         /// The data did not authenticate: it was changed, truncated or reordered, or the key is
         /// not the one it was sealed with. No plaintext is returned.
         public static let decryptFailed = Code(rawValue: "decrypt-failed")
-        /// The owner's key (that version) is not in the key store: wiped, or never created here.
+        /// The owner's key (that version) is not in the key store: wiped, never created here, or
+        /// named by a header that was altered (the owner or version of no key there is).
         public static let keyUnavailable = Code(rawValue: "key-unavailable")
         /// There is nothing to protect.
         public static let emptyData = Code(rawValue: "empty-data")
