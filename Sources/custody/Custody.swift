@@ -1,6 +1,12 @@
 import ArgumentParser
 import Logging
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The `custody` command: validate policy bundles, explain effective policies, answer
 /// data-transfer questions.
 @main
@@ -37,4 +43,27 @@ struct Custody: AsyncParsableCommand {
             ReceiveCommand.self, GraphCommand.self, BundleCommand.self, TrustCommand.self, FleetCommand.self,
         ]
     )
+
+    /// ArgumentParser's entry point, except for what a clean exit prints (help, `--version`,
+    /// completion scripts): ArgumentParser prints it with `print`, whose failure nobody sees,
+    /// so `custody --help > /dev/full` exited 0. It is written as every command's output is
+    /// (`StandardOutput`): a write that fails is said, and the exit status is 1.
+    static func main() async {
+        do {
+            var command = try await asyncParseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            guard exitCode(for: error) == .success else { exit(withError: error) }
+            let text = fullMessage(for: error)
+            if !text.isEmpty {
+                fflush(nil)
+                StandardOutput.write(text + "\n")
+            }
+            exit(withError: nil)
+        }
+    }
 }

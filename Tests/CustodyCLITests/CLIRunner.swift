@@ -65,6 +65,27 @@ struct CLIRunner {
             stderr: String(decoding: errData, as: UTF8.self))
     }
 
+    /// Runs `arguments` with standard output on `output` (a full disk, a pipe nobody reads) and
+    /// standard input from `input` (none: empty): its exit status and what it said on standard
+    /// error.
+    static func run(
+        _ arguments: [String], standardOutput output: FileHandle, standardInput input: FileHandle? = nil,
+        executable: String = executable
+    ) throws -> (status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: packageRoot)
+        process.standardInput = try input ?? FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
+        process.standardOutput = output
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let said = readToEnd(errors.fileHandleForReading.fileDescriptor)
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: said, as: UTF8.self))
+    }
+
     /// Everything `descriptor` yields until its end. A read interrupted by a signal (the
     /// SIGCHLD of another test's child, say) is tried again: Foundation's
     /// `readDataToEndOfFile()` stops the whole test process on EINTR instead.

@@ -5,6 +5,25 @@ import Testing
 
 @Suite("The custody command line")
 struct CLITests {
+    /// What a clean exit prints (help, the version, a completion script): written like any other
+    /// output, so a full disk or a closed pipe is an error, never a silent success.
+    static let cleanExits: [[String]] = [
+        ["--help"], ["--version"], ["help", "decide"], ["decide", "--help"], ["policy", "show", "-h"],
+        ["--generate-completion-script", "bash"],
+    ]
+
+    @Test("help, the version and completion scripts that cannot be written exit 1 and say why", arguments: cleanExits)
+    func cleanExitUnwritten(arguments: [String]) throws {
+        let full = try CLIRunner.run(
+            arguments, standardOutput: FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full")))
+        #expect(full.status == 1, "\(full.stderr)")
+        #expect(full.stderr == "error: writing standard output failed: No space left on device\n")
+
+        let written = try CLIRunner.run(arguments)
+        #expect(written.status == 0)
+        #expect(!written.stdout.isEmpty && written.stderr.isEmpty)
+    }
+
     /// ArgumentParser derives a command's name from its type's name when none is configured,
     /// through `String(describing:)`: a scan of every protocol conformance in the binary per
     /// command, at every start (a third of `custody protect`'s start-up CPU before the names

@@ -62,19 +62,12 @@ struct DecideStreamingTests {
         let directory = try TemporaryDirectory()
         let queries = directory.file("queries.jsonl")
         try Self.bigInput.write(toFile: queries, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
-        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
-        let errors = Pipe()
-        process.standardInput = try FileHandle(
-            forReadingFrom: URL(fileURLWithPath: input.map { CLIRunner.packageRoot + "/" + $0 } ?? queries))
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        process.standardError = errors
-        try process.run()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 1, "\(label)")
+        let (status, said) = try CLIRunner.run(
+            ["decide", "--bundle", "policies", "--platform", "ios"],
+            standardOutput: FileHandle(forWritingTo: URL(fileURLWithPath: output)),
+            standardInput: FileHandle(
+                forReadingFrom: URL(fileURLWithPath: input.map { CLIRunner.packageRoot + "/" + $0 } ?? queries)))
+        #expect(status == 1, "\(label)")
         #expect(said.hasSuffix(message + "\n"), "\(label): \(said)")
     }
 
@@ -85,25 +78,20 @@ struct DecideStreamingTests {
         let directory = try TemporaryDirectory()
         let queries = directory.file("queries.jsonl")
         try Self.bigInput.write(toFile: queries, atomically: true, encoding: .utf8)
-        // A shell that ignores SIGPIPE, as some parents do, and runs the command with it ignored.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "decide", "--bundle", "policies",
-            "--platform", "ios",
-        ]
-        process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: queries))
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        try output.fileHandleForReading.close()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 1)
+        // A pipe whose reader is closed, and a shell that ignores SIGPIPE (as some parents do) and
+        // runs the command with it ignored.
+        var descriptors: [Int32] = [0, 0]
+        #expect(pipe(&descriptors) == 0)
+        close(descriptors[0])
+        let (status, said) = try CLIRunner.run(
+            [
+                "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "decide", "--bundle", "policies",
+                "--platform", "ios",
+            ],
+            standardOutput: FileHandle(fileDescriptor: descriptors[1], closeOnDealloc: true),
+            standardInput: FileHandle(forReadingFrom: URL(fileURLWithPath: queries)), executable: "/bin/sh")
+        // Exit status 1: not 0, and not ended by SIGPIPE (its status would be 13).
+        #expect(status == 1)
         #expect(said.hasSuffix("error: writing standard output failed: Broken pipe\n"), "\(said)")
     }
 

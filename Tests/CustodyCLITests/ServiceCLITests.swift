@@ -45,27 +45,22 @@ struct ServiceCLITests {
         arguments: lostTokens)
     func lostToken(output: String, reason: String) throws {
         let scratch = try Scratch()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "tokens", "create", "--scope", "read",
-            "--state", scratch.file("state"),
-        ]
-        var descriptors: [Int32] = [0, 0]
+        let standardOutput: FileHandle
         if output.hasPrefix("/") {
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         } else {
             // The reader is closed before the command starts: its write cannot reach anyone.
+            var descriptors: [Int32] = [0, 0]
             #expect(pipe(&descriptors) == 0)
             close(descriptors[0])
-            process.standardOutput = FileHandle(fileDescriptor: descriptors[1], closeOnDealloc: true)
+            standardOutput = FileHandle(fileDescriptor: descriptors[1], closeOnDealloc: true)
         }
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 1, "\(said)")
+        let (status, said) = try CLIRunner.run(
+            [
+                "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "tokens", "create", "--scope", "read",
+                "--state", scratch.file("state"),
+            ], standardOutput: standardOutput, executable: "/bin/sh")
+        #expect(status == 1, "\(said)")
         let id = try #require(said.firstMatch(of: /created token ([0-9a-f]{16})/)?.1)
         #expect(
             said.hasSuffix(
