@@ -17,7 +17,7 @@ WORK=$(mktemp -d)
 SERVER=""
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 
-swift build -c release --product custody >/dev/null
+make --no-print-directory release >/dev/null  # the binary users get (make release)
 (cd Benchmarks && swift build -c release --product custody-benchgen >/dev/null)
 Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$WORK/queries.jsonl" \
     --accounts "$ACCOUNTS" --policies "$POLICIES" --count 1

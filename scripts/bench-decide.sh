@@ -11,7 +11,7 @@
 #   BASELINE=/path/to/an/older/custody scripts/bench-decide.sh
 #
 # BASELINE adds two cases with another build of custody (one from an earlier commit, built with
-# `swift build -c release --scratch-path .build-baseline` in a checkout of it), to /dev/null and
+# `make release` in a checkout of it), to /dev/null and
 # to a file, alternating with the others: a change measured against what it changed, in one run.
 # Its answers must be the same bytes as this build's.
 set -euo pipefail
@@ -24,7 +24,7 @@ POLICIES=${POLICIES:-50}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-swift build -c release --product custody >/dev/null
+make --no-print-directory release >/dev/null  # the binary users get (make release)
 (cd Benchmarks && swift build -c release --product custody-benchgen >/dev/null)
 Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$WORK/queries.jsonl" \
     --accounts "$ACCOUNTS" --policies "$POLICIES" --count "$COUNT"

@@ -3,7 +3,7 @@
 # USERS users (default 100,000) in GROUP_COUNT groups (200) and POLICIES policies (50), 999 members a page.
 # Runs first and repeated syncs of the unchanged tenant, to a directory and into a state, each under
 # /usr/bin/time -v: wall time, CPU time, peak RSS, and the requests the server answered.
-# Usage: scripts/bench-graph.sh [BINARY] (default .build/release/custody; build it with swift build -c release)
+# Usage: scripts/bench-graph.sh [BINARY] (default .build/release/custody; build it with make release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BINARY=${1:-.build/release/custody}

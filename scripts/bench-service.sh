@@ -20,7 +20,7 @@ CONNECTIONS=${CONNECTIONS:-10}
 CLIENTS=${CLIENTS:-1000}
 command -v wrk >/dev/null || { echo "this benchmark needs wrk: apt-get install wrk" >&2; exit 1; }
 
-swift build -c release --product custody >/dev/null
+make --no-print-directory release >/dev/null  # the binary users get (make release)
 (cd Benchmarks && swift build -c release --product custody-http-baseline >/dev/null \
     && swift build -c release --product custody-sse-fanout >/dev/null && swift build -c release --product custody-benchgen >/dev/null)
 WORK=$(mktemp -d)

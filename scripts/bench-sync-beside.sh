@@ -25,7 +25,7 @@ DURATION=${DURATION:-8}
 USERS=${USERS:-100000}; GROUP_COUNT=${GROUP_COUNT:-200}; POLICIES=${POLICIES:-50}
 command -v wrk >/dev/null || { echo "this benchmark needs wrk: apt-get install wrk" >&2; exit 1; }
 
-swift build -c release --product custody >"${TMPDIR:-/tmp}/bench-sync-build.log" 2>&1 \
+make --no-print-directory release >"${TMPDIR:-/tmp}/bench-sync-build.log" 2>&1 \
     || { cat "${TMPDIR:-/tmp}/bench-sync-build.log" >&2; exit 1; }
 CUSTODY=.build/release/custody
 WORK=$(mktemp -d)
