@@ -37,17 +37,17 @@ extension PolicySnapshot {
     /// Logs an identity near miss the first time this snapshot meets it (`nearMisses`).
     private func logNearMiss(_ level: Logger.Level, _ message: String, account: AccountID, entry: String) {
         guard logger.logLevel <= level else { return }
-        let metadata: Logger.Metadata = ["account": "\(account)", "allowedEntry": "\(entry)"]
-        switch nearMisses.first("\(message)\u{0}\(account)\u{0}\(entry)") {
+        // Compared as the allowed list compares: ignoring case.
+        switch nearMisses.first("\(message)\u{0}\(account)\u{0}\(entry)".lowercased()) {
         case .first:
-            logger.log(level: level, "\(message)", metadata: metadata)
+            logger.log(
+                level: level, "\(message)", metadata: ["account": "\(account)", "allowedEntry": "\(entry)"])
         case .repeated:
             break
         case .limitReached:
+            // About no account in particular: the one that reached the limit is not logged.
             logger.log(
-                level: level,
-                "Identity near misses: \(nearMisses.limit) logged for this bundle; further ones are not",
-                metadata: metadata)
+                level: level, "Identity near misses: \(nearMisses.limit) logged for this bundle; further ones are not")
         }
     }
 

@@ -96,9 +96,15 @@ struct AccessTests {
         #expect(records.prefix(1_000).allSatisfy { $0.message.contains("same local part at another domain") })
         #expect(Set(records.prefix(1_000).compactMap { $0.metadata["account"] }).count == 1_000)
         #expect(records.last?.message == "Identity near misses: 1000 logged for this bundle; further ones are not")
+        #expect(records.last?.metadata == [:], "names no account it did not log")
 
+        // A new snapshot logs afresh; the same pair in another case is the same near miss, as the
+        // list matches it.
         let again = LogCapture()
-        _ = PolicySnapshot(bundle: bundle, logger: again.logger()).accountAllowed(id("alice@d0.example"))
+        let fresh = PolicySnapshot(bundle: bundle, logger: again.logger())
+        for account in ["alice@d0.example", "ALICE@D0.EXAMPLE", "Alice@d0.Example"] {
+            #expect(!fresh.accountAllowed(id(account)).isAllowed)
+        }
         #expect(again.records.count == 1)
     }
 
