@@ -159,8 +159,10 @@ struct UnprotectCommand: AsyncParsableCommand {
             (which returns data that is not an envelope unchanged, as Intune does), IN must be an \
             envelope: anything else exits 1 with a message, unless --pass-through, which copies \
             data that does not start like an envelope to OUT unchanged (a file unprotected in \
-            place is then left as it is). A damaged header is an error either way, so a damaged \
-            envelope is never mistaken for plain data. Written to standard output, plaintext \
+            place is then left as it is). A header damaged after its first four bytes (the magic \
+            number) is an error either way; an envelope whose magic number itself was damaged no \
+            longer starts like one, and --pass-through copies it as it is: ciphertext, never \
+            plaintext. Written to standard output, plaintext \
             comes out as chunks authenticate; a truncated envelope is found at the end, so check \
             the exit status.
             """
