@@ -172,19 +172,19 @@ struct PostgresOutageTests {
                         FOR EACH ROW EXECUTE FUNCTION held_commit()
                         """))
         }
-        let outcome = Mutex<(seconds: Double, error: StoreError?)?>(nil)
+        let outcome = Mutex<(error: StoreError?, returned: ContinuousClock.Instant)?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let committing: Bool = try direct.sessions.run("test", transaction: false) { session in
+        let heldAt: ContinuousClock.Instant? = try direct.sessions.run("test", transaction: false) { session in
             try session.execute("SELECT pg_advisory_lock(4242, \(key))")
             // On a thread of its own: a blocked call must not hold one of Swift's few pool threads.
             DispatchQueue.global().async {
-                let result = Self.timed {
+                let error = storeError {
                     _ = try state.recordBundle(
                         contentHash: second, source: "test", result: .applied,
                         files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
                         at: Date())
                 }
-                outcome.withLock { $0 = result }
+                outcome.withLock { $0 = (error, ContinuousClock.now) }
                 done.signal()
             }
             let waiting = PostgresQuery(
@@ -197,15 +197,18 @@ struct PostgresOutageTests {
                 committing = try session.value(waiting, as: Int64.self) == 1
                 if !committing { Thread.sleep(forTimeInterval: 0.01) }
             }
+            let heldAt = committing ? ContinuousClock.now : nil
             if committing { proxy.holdReplies() }
             try session.execute("SELECT pg_advisory_unlock(4242, \(key))")
-            return committing
+            return heldAt
         }
-        #expect(committing, "the commit reached the server and waited for the lock")
+        let held = try #require(heldAt, "the commit reached the server and waited for the lock")
         #expect(done.wait(timeout: .now() + 60) == .success, "the call returned")
-        let held = try #require(outcome.withLock { $0 })
-        #expect(held.error?.code == .outcomeUnknown, "\(String(describing: held.error))")
-        #expect(held.seconds < 15, "found out by the heartbeat, not the statement deadline")
+        let call = try #require(outcome.withLock { $0 })
+        #expect(call.error?.code == .outcomeUnknown, "\(String(describing: call.error))")
+        #expect(
+            held.duration(to: call.returned) < .seconds(5),
+            "found out by the heartbeat once replies were held, not at the statement deadline")
         #expect(try direct.lastAppliedBundleFiles()?.record.contentHash == second, "the server committed it")
         proxy.heal()
     }
