@@ -75,6 +75,44 @@ struct FileProtectionTests {
         #expect(reader.bytesRead == Int64(data.count))
     }
 
+    /// Pieces in batches (`ChunkBatch.chunksPerBatch` full chunks) and chunks: a whole batch with
+    /// nothing pending is sealed where it lies, anything else goes through the pending buffer.
+    static let batchPieces: [(name: String, pieces: [(batches: Int, chunks: Int, bytes: Int)])] = [
+        ("one whole batch", [(1, 0, 0)]),
+        ("whole batches, then a partial chunk", [(3, 0, 0), (0, 0, 5)]),
+        ("a byte pending, then whole batches", [(0, 0, 1), (2, 0, 0), (0, 0, 7)]),
+        ("a batch and a bit in one piece, twice", [(1, 0, 3), (1, 1, 0)]),
+        ("a batch less a byte, then a batch and a byte", [(1, 0, -1), (1, 0, 1)]),
+        ("chunks to a batch's end, then whole batches", [(1, -1, 0), (0, 1, 0), (2, 0, 0)]),
+        ("exactly whole chunks: the last chunk is empty", [(2, 3, 0)]),
+    ]
+
+    @Test(
+        "pieces of a batch and more round trip whatever is pending when they arrive",
+        arguments: batchPieces.indices)
+    func batchSizedPieces(index: Int) throws {
+        let (name, pieces) = Self.batchPieces[index]
+        let batch = ChunkBatch.chunksPerBatch(chunkSize: Self.chunk) * Self.chunk
+        let sizes = pieces.map { $0.batches * batch + $0.chunks * Self.chunk + $0.bytes }
+        let state = try TestState()
+        let protector = state.protector()
+        let path = state.path("pieces.bin")
+        let data = pattern(sizes.reduce(0, +))
+        let writer = try protector.makeWriter(path: path, owner: alice, encrypt: true)
+        var offset = 0
+        for size in sizes {
+            try writer.write(Array(data[offset..<offset + size]))
+            offset += size
+        }
+        try writer.close()
+        #expect(writer.bytesWritten == Int64(data.count), "\(name)")
+        let info = try #require(try protector.protectionInfo(file: path))
+        #expect(
+            try read(path).count == info.headerLength + data.count + 16 * (data.count / Self.chunk + 1), "\(name)")
+        try protector.unprotect(file: path)
+        #expect(try read(path) == data, "\(name)")
+    }
+
     @Test("a stream that delivers the header in pieces is read whole, not taken for a damaged one")
     func slowStream() throws {
         let state = try TestState()

@@ -85,6 +85,14 @@ public final class ProtectedFileWriter {
         }
         var offset = 0
         while offset < bytes.count {
+            // A whole batch with nothing pending is sealed where it lies, not copied first.
+            if pendingCount == 0, bytes.count - offset >= pending.count {
+                try sealAndWrite(
+                    UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + pending.count]),
+                    chunks: pending.count / cipher.chunkSize)
+                offset += pending.count
+                continue
+            }
             let count = min(bytes.count - offset, pending.count - pendingCount)
             pending.withUnsafeMutableBytes { pending in
                 UnsafeMutableRawBufferPointer(rebasing: pending[pendingCount..<pendingCount + count])
@@ -143,25 +151,11 @@ public final class ProtectedFileWriter {
         let chunkSize = cipher.chunkSize
         let full = pendingCount / chunkSize
         guard full > 0 else { return }
-        guard nextIndex + UInt64(full) <= ChunkCipher.maximumChunkIndex else {
-            throw ProtectionError(
-                .encryptFailed, "the file is too large for one envelope (2^32 chunks)", path: sink.name)
-        }
-        if let failAfterChunks, nextIndex + UInt64(full) > failAfterChunks {
-            throw ProtectionError(.io, "injected failure after \(failAfterChunks) chunks", path: sink.name)
-        }
-        let sealedCount = full * cipher.sealedChunkSize
-        pending.withUnsafeBytes { pending in
-            sealed.withUnsafeMutableBytes { sealed in
-                ChunkBatch.sealFull(pending, chunkCount: full, firstIndex: nextIndex, cipher: cipher, into: sealed)
-            }
-        }
-        try sealed.withUnsafeBytes { sealed in
+        try pending.withUnsafeBytes { pending in
             Result { () throws(ProtectionError) in
-                try sink.write(UnsafeRawBufferPointer(rebasing: sealed[..<sealedCount]))
+                try sealAndWrite(UnsafeRawBufferPointer(rebasing: pending[..<(full * chunkSize)]), chunks: full)
             }
         }.get()
-        nextIndex += UInt64(full)
         // Move the partial chunk, if any, to the front.
         let rest = pendingCount - full * chunkSize
         if rest > 0 {
@@ -170,6 +164,28 @@ public final class ProtectedFileWriter {
             }
         }
         pendingCount = rest
+    }
+
+    /// Seals `chunks` full chunks of `plaintext` (never the last chunk: that is sealed by
+    /// `close()`), in parallel, and writes them.
+    private func sealAndWrite(_ plaintext: UnsafeRawBufferPointer, chunks full: Int) throws(ProtectionError) {
+        guard nextIndex + UInt64(full) <= ChunkCipher.maximumChunkIndex else {
+            throw ProtectionError(
+                .encryptFailed, "the file is too large for one envelope (2^32 chunks)", path: sink.name)
+        }
+        if let failAfterChunks, nextIndex + UInt64(full) > failAfterChunks {
+            throw ProtectionError(.io, "injected failure after \(failAfterChunks) chunks", path: sink.name)
+        }
+        let sealedCount = full * cipher.sealedChunkSize
+        sealed.withUnsafeMutableBytes { sealed in
+            ChunkBatch.sealFull(plaintext, chunkCount: full, firstIndex: nextIndex, cipher: cipher, into: sealed)
+        }
+        try sealed.withUnsafeBytes { sealed in
+            Result { () throws(ProtectionError) in
+                try sink.write(UnsafeRawBufferPointer(rebasing: sealed[..<sealedCount]))
+            }
+        }.get()
+        nextIndex += UInt64(full)
     }
 
     private func checkFault() throws(ProtectionError) {
