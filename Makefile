@@ -28,10 +28,18 @@ build: deps
 ## The release `custody` binary, .build/release/custody, with the Swift runtime and Foundation
 ## linked in: on the machine it runs on it needs Debian's libsodium, libcrypto, libsqlite3 and
 ## zlib beside the C and C++ runtimes (libc, libstdc++, libgcc_s). What the benchmark scripts
-## measure. Linked by the toolchain's lld with packed relative relocations (DT_RELR, glibc 2.36
-## and later): the loader's relocation table shrinks from 3.8 MiB, read at every start, to
-## 32 KiB (Benchmarks/README.md, target 5).
-RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
+## measure. Linked by the toolchain's lld (Benchmarks/README.md, target 5):
+## - with packed relative relocations (DT_RELR, glibc 2.36 and later): the loader's relocation
+##   table shrinks from 3.8 MiB, read at every start, to 32 KiB;
+## - exporting no symbols (nothing loads custody as a library): the dynamic symbol table the
+##   loader searches for every symbol of every library goes from 63,000 names to 650;
+## - with the functions that commands run at start-up placed first and together, in the order
+##   scripts/release.order lists them (measured by scripts/release-order.sh; a stale list only
+##   places code less well).
+RELEASE_ORDER := $(CURDIR)/scripts/release.order
+RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
+	-Xlinker --no-export-dynamic \
+	$(if $(wildcard $(RELEASE_ORDER)),-Xlinker --symbol-ordering-file=$(RELEASE_ORDER) -Xlinker --no-warn-symbol-ordering)
 release: deps
 	$(SWIFT) build -c release --product custody --static-swift-stdlib $(RELEASE_LINK)
 
