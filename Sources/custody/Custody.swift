@@ -48,13 +48,21 @@ struct Custody: AsyncParsableCommand {
     /// completion scripts): ArgumentParser prints it with `print`, whose failure nobody sees,
     /// so `custody --help > /dev/full` exited 0. It is written as every command's output is
     /// (`StandardOutput`): a write that fails is said, and the exit status is 1.
+    ///
+    /// And for a `ValidationError` a command throws once it runs (an argument that only the
+    /// file system or the state can judge): ArgumentParser shows the root's usage for it, not
+    /// the command's, as it does for one thrown while parsing.
     static func main() async {
         do {
             var command = try await asyncParseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
+            do {
+                if var asyncCommand = command as? any AsyncParsableCommand {
+                    try await asyncCommand.run()
+                } else {
+                    try command.run()
+                }
+            } catch let error as ValidationError {
+                refuse(error, of: type(of: command))
             }
         } catch {
             guard exitCode(for: error) == .success else { exit(withError: error) }
@@ -65,5 +73,33 @@ struct Custody: AsyncParsableCommand {
             }
             exit(withError: nil)
         }
+    }
+
+    /// Says what ArgumentParser says of a `ValidationError` found while parsing `command`'s
+    /// arguments, with that command's usage, and exits 64.
+    private static func refuse(_ error: ValidationError, of command: any ParsableCommand.Type) -> Never {
+        let path = (commandPath(to: command, from: self) ?? []).joined(separator: " ")
+        fflush(nil)
+        StandardError.write(
+            """
+            Error: \(error.message)
+            Usage: \(usageString(for: command))
+              See 'custody \(path.isEmpty ? "" : path + " ")--help' for more information.
+
+            """)
+        exit(withError: ExitCode.validationFailure)
+    }
+
+    /// The subcommand names that lead from `root` to `command`, or nil when none does.
+    private static func commandPath(
+        to command: any ParsableCommand.Type, from root: any ParsableCommand.Type
+    ) -> [String]? {
+        if ObjectIdentifier(command) == ObjectIdentifier(root) { return [] }
+        for subcommand in root.configuration.subcommands {
+            if let rest = commandPath(to: command, from: subcommand) {
+                return [subcommand.configuration.commandName ?? ""] + rest
+            }
+        }
+        return nil
     }
 }

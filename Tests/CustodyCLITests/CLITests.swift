@@ -24,6 +24,29 @@ struct CLITests {
         #expect(!written.stdout.isEmpty && written.stderr.isEmpty)
     }
 
+    /// Arguments that only a command's run can judge (an account, a directory given an OUT):
+    /// refused like those parsing refuses, with the usage of the command that was run.
+    static let runTimeRefusals: [(arguments: [String], error: String, command: String)] = [
+        (["protect", "--owner", "", "/etc/hostname", "out"], "--owner must name an account", "protect"),
+        (["protect", "--owner", "alice@contoso.com", "/", "out"], "a directory is protected in place", "protect"),
+        (["keys", "rotate", "--account", " "], "--account must name an account", "keys rotate"),
+        (["policy", "show", "--account", ""], "--account must name an account", "policy show"),
+        (["serve", "--listen", "nonsense"], "--listen must be HOST:PORT", "serve"),
+    ]
+
+    @Test("an argument refused once the command runs names that command's usage", arguments: runTimeRefusals.indices)
+    func refusedWhenRun(index: Int) throws {
+        let (arguments, error, command) = Self.runTimeRefusals[index]
+        let result = try CLIRunner.run(arguments)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderrLines.first?.hasPrefix("Error: \(error)") == true, "\(result.stderr)")
+        #expect(
+            result.stderrLines.dropFirst().first?.hasPrefix("Usage: custody \(command) ") == true, "\(result.stderr)")
+        #expect(
+            result.stderrLines.last == "  See 'custody \(command) --help' for more information.", "\(result.stderr)")
+    }
+
     /// ArgumentParser derives a command's name from its type's name when none is configured,
     /// through `String(describing:)`: a scan of every protocol conformance in the binary per
     /// command, at every start (a third of `custody protect`'s start-up CPU before the names
