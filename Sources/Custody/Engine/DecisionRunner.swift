@@ -287,8 +287,7 @@ private struct BatchReader {
     private mutating func readMore() {
         let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
         if count < 0 {
-            let error = errno
-            if error == EINTR { return }
+            guard let error = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: false) else { return }
             failure = String(cString: strerror(error))
             ended = true
             return

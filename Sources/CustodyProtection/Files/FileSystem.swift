@@ -94,8 +94,10 @@ package enum FileSystem {
                 Glibc.read(descriptor, $0.baseAddress! + filled, count - filled)
             }
             if read < 0 {
-                if errno == EINTR { continue }
-                throw ioError("reading", path)
+                guard let code = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: false) else {
+                    continue
+                }
+                throw ioError("reading", path, code)
             }
             if read == 0 { break }
             filled += read
@@ -104,14 +106,17 @@ package enum FileSystem {
         return buffer
     }
 
-    /// Writes all of `bytes` to `descriptor`, retrying short writes and interruptions.
+    /// Writes all of `bytes` to `descriptor`, retrying short writes and interruptions, and
+    /// waiting when a non-blocking descriptor is full.
     static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(ProtectionError) {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
-                if errno == EINTR { continue }
-                throw ioError("writing", path)
+                guard let code = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: true) else {
+                    continue
+                }
+                throw ioError("writing", path, code)
             }
             offset += written
         }

@@ -1,3 +1,5 @@
+import CustodyPolicy
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -133,8 +135,10 @@ public final class ProtectedFileReader {
                 Glibc.read(descriptor, $0.baseAddress! + sealedCount, target - sealedCount)
             }
             if count < 0 {
-                if errno == EINTR { continue }
-                throw FileSystem.ioError("reading", path)
+                guard let code = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: false) else {
+                    continue
+                }
+                throw FileSystem.ioError("reading", path, code)
             }
             if count == 0 { endOfFile = true }
             sealedCount += count

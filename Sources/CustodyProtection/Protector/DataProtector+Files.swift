@@ -404,8 +404,10 @@ extension DataProtector {
         while true {
             let count = block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
             if count < 0 {
-                if errno == EINTR { continue }
-                throw FileSystem.ioError("reading", name)
+                guard let code = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: false) else {
+                    continue
+                }
+                throw FileSystem.ioError("reading", name, code)
             }
             if count == 0 { break }
             let result = block.withUnsafeBytes { block in

@@ -96,7 +96,12 @@ struct SecretsCommand: AsyncParsableCommand {
                 }
                 bytes = Array((readLine(strippingNewline: true) ?? "").utf8)
             } else {
-                bytes = [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+                switch Descriptor.readToEnd(STDIN_FILENO) {
+                case .success(let read): bytes = read
+                case .failure(let error):
+                    StandardError.write("error: reading the password from standard input failed: \(error)\n")
+                    throw ExitCode.failure
+                }
                 if bytes.last == 0x0A { bytes.removeLast() }
                 if bytes.last == 0x0D { bytes.removeLast() }
             }

@@ -189,21 +189,15 @@ struct CheckInCommand: AsyncParsableCommand {
     }
 
     private func parseLaunchFacts(_ path: String) throws -> LaunchFacts {
-        let handle: FileHandle
-        if path == "-" {
-            handle = FileHandle.standardInput
-        } else {
-            guard let opened = FileHandle(forReadingAtPath: path) else {
-                throw FactsError(message: ": cannot be read")
-            }
-            handle = opened
+        let descriptor = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw FactsError(message: ": cannot be read (\(String(cString: strerror(errno))))")
         }
-        defer { if path != "-" { try? handle.close() } }
+        defer { if path != "-" { close(descriptor) } }
         let bytes: [UInt8]
-        do {
-            bytes = [UInt8](try handle.read(upToCount: 64 * 1024 + 1) ?? Data())
-        } catch {
-            throw FactsError(message: ": cannot be read (\(error.localizedDescription))")
+        switch Descriptor.readToEnd(descriptor, maximum: 64 * 1024) {
+        case .success(let read): bytes = read
+        case .failure(let error): throw FactsError(message: ": cannot be read (\(error))")
         }
         guard bytes.count <= 64 * 1024 else { throw FactsError(message: ": larger than 64 KiB") }
         do {

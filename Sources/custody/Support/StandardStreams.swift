@@ -57,16 +57,16 @@ enum StandardOutput {
         return text.withUTF8 { attemptWrite($0, to: 1) }.map { failure($0, writing: 1) }
     }
 
-    /// Writes every byte, retrying on interruption and short writes; returns `errno` on failure.
+    /// Writes every byte, retrying on interruption and short writes, and waiting when a
+    /// non-blocking descriptor is full; returns `errno` on failure.
     private static func attemptWrite(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) -> Int32? {
         guard var pointer = bytes.baseAddress else { return nil }
         var remaining = bytes.count
         while remaining > 0 {
             let written = Glibc.write(descriptor, pointer, remaining)
             if written < 0 {
-                let error = errno
-                if error == EINTR { continue }
-                return error
+                if let error = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: true) { return error }
+                continue
             }
             pointer += written
             remaining -= written
