@@ -35,6 +35,21 @@ package enum Descriptor {
         return error
     }
 
+    /// Writes every byte of `bytes`, retrying short writes and interruptions and waiting while
+    /// the descriptor is full; returns nil, or the `errno` of the write that failed.
+    package static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written >= 0 {
+                offset += written
+            } else if let error = retryOrFailure(after: errno, on: descriptor, writing: true) {
+                return error
+            }
+        }
+        return nil
+    }
+
     /// Everything `descriptor` yields until its end, or the `errno` of the read that failed.
     /// Reading stops once more than `maximum` bytes came (the caller refuses what is too large).
     package static func readToEnd(_ descriptor: Int32, maximum: Int = .max) -> Result<[UInt8], ReadError> {

@@ -72,16 +72,9 @@ package enum FileSystem {
             throw error
         }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var block = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = block.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw ioError("reading", path)
-            }
-            if count == 0 { return bytes }
-            bytes += block[0..<count]
+        switch Descriptor.readToEnd(descriptor) {
+        case .success(let bytes): return bytes
+        case .failure(let error): throw ioError("reading", path, error.code)
         }
     }
 
@@ -109,30 +102,14 @@ package enum FileSystem {
     /// Writes all of `bytes` to `descriptor`, retrying short writes and interruptions, and
     /// waiting when a non-blocking descriptor is full.
     static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(ProtectionError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                guard let code = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: true) else {
-                    continue
-                }
-                throw ioError("writing", path, code)
-            }
-            offset += written
-        }
+        if let code = Descriptor.writeAll(descriptor, bytes) { throw ioError("writing", path, code) }
     }
 
     /// Writes all of `bytes` to `descriptor`.
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], path: String) throws(ProtectionError) {
-        let failure: Int32? = bytes.withUnsafeBytes { bytes in
-            do {
-                try writeAll(descriptor, bytes, path: path)
-                return nil
-            } catch {
-                return errno
-            }
+        if let code = bytes.withUnsafeBytes({ Descriptor.writeAll(descriptor, $0) }) {
+            throw ioError("writing", path, code)
         }
-        if let failure { throw ioError("writing", path, failure) }
     }
 
     /// Replaces `path` with `bytes` atomically: a temporary file in the same directory, written,

@@ -33,12 +33,13 @@ enum StandardOutput {
         text.withUTF8 { writeAll($0, to: 1) }
     }
 
-    /// Writes every byte, retrying on interruption and short writes. A pipe its reader closed
+    /// Writes every byte, retrying on interruption and short writes and waiting while a
+    /// non-blocking descriptor is full (`Descriptor.writeAll`). A pipe its reader closed
     /// ends the process by SIGPIPE, as `head` expects of a filter; where SIGPIPE is ignored the
     /// write fails with EPIPE instead, and that is a failure like any other (said, exit 1, as
     /// coreutils do): what was not delivered is never reported as done.
     static func writeAll(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) {
-        guard let error = attemptWrite(bytes, to: descriptor) else { return }
+        guard let error = Descriptor.writeAll(descriptor, UnsafeRawBufferPointer(bytes)) else { return }
         // Said on standard error, unless that is what failed (which then ends here).
         if descriptor != 2 { StandardError.write("error: \(failure(error, writing: descriptor))\n") }
         exit(1)
@@ -54,23 +55,6 @@ enum StandardOutput {
     /// ending the process, for a command that must undo something when its output is lost.
     static func attemptWrite(_ text: String) -> String? {
         var text = text
-        return text.withUTF8 { attemptWrite($0, to: 1) }.map { failure($0, writing: 1) }
-    }
-
-    /// Writes every byte, retrying on interruption and short writes, and waiting when a
-    /// non-blocking descriptor is full; returns `errno` on failure.
-    private static func attemptWrite(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) -> Int32? {
-        guard var pointer = bytes.baseAddress else { return nil }
-        var remaining = bytes.count
-        while remaining > 0 {
-            let written = Glibc.write(descriptor, pointer, remaining)
-            if written < 0 {
-                if let error = Descriptor.retryOrFailure(after: errno, on: descriptor, writing: true) { return error }
-                continue
-            }
-            pointer += written
-            remaining -= written
-        }
-        return nil
+        return text.withUTF8 { Descriptor.writeAll(1, UnsafeRawBufferPointer($0)) }.map { failure($0, writing: 1) }
     }
 }
