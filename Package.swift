@@ -100,6 +100,7 @@ let package = Package(
                 "CustodyProtection",
                 "CustodyPolicy",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

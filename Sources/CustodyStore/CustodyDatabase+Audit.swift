@@ -141,17 +141,7 @@ extension CustodyDatabase {
         guard !records.isEmpty else { return 0 }
         return try write("writing the audit log") { db in
             guard try Self.setting("audit", in: db) != "off" else { return 0 }
-            let insert = try db.makeStatement(
-                sql:
-                    "INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
-            )
-            for record in records {
-                try insert.execute(arguments: [
-                    StoredDate.databaseValue(record.at), record.kind.rawValue, record.account, record.action,
-                    record.allowed, record.detail,
-                    record.decisionID,
-                ])
-            }
+            try AuditInsert.insert(records, in: db)
             return records.count
         }
     }

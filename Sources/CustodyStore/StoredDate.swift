@@ -39,10 +39,16 @@ enum StoredDate {
     /// `Date` it binds through ICU; an audited decision binds one per row. Dates outside the
     /// years 1583 to 9999 go to GRDB.
     static func databaseValue(_ date: Date) -> DatabaseValue {
+        text(date).databaseValue
+    }
+
+    /// The text of `databaseValue(_:)`.
+    static func text(_ date: Date) -> String {
         let milliseconds = (date.timeIntervalSince1970 * 1_000 + 0.5).rounded(.down)
         // 1583-01-01 to 10000-01-01, in milliseconds since 1970.
         guard milliseconds >= -12_212_553_600_000, milliseconds < 253_402_300_800_000 else {
-            return date.databaseValue
+            // GRDB binds every `Date` as text.
+            return String.fromDatabaseValue(date.databaseValue) ?? ""
         }
         let total = Int64(milliseconds)
         let days = Int(total >= 0 ? total / 86_400_000 : (total - 86_399_999) / 86_400_000)
@@ -70,7 +76,7 @@ enum StoredDate {
             buffer[19] = UInt8(ascii: ".")
             put(millisecondOfDay % 1_000, digits: 3, at: 20)
             return 23
-        }.databaseValue
+        }
     }
 }
 

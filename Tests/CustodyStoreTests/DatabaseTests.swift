@@ -90,6 +90,66 @@ struct DatabaseTests {
         #expect(try database.auditEntries(since: t0.addingTimeInterval(1)).map(\.account) == ["bob"])
     }
 
+    /// Entries of every shape: each kind, NULL and empty texts, non-ASCII and long texts,
+    /// quotes, every `allowed`, a date GRDB formats itself (before 1583) and one in the last second
+    /// of 9999.
+    static func mixedRecords(_ count: Int, from start: Date) -> [AuditRecord] {
+        let texts: [String?] = [
+            "user1@contoso.com", nil, "", "ünïcødé 👩‍💻 账户", "it's \"quoted\"", String(repeating: "long ", count: 400),
+        ]
+        let dates = [
+            Date(timeIntervalSince1970: -13_000_000_000), Date(timeIntervalSince1970: 253_402_300_799.123),
+        ]
+        let allowed: [Bool?] = [nil, true, false]
+        let kinds = AuditEntry.Kind.allCases
+        return (0..<count).map { (index: Int) -> AuditRecord in
+            let at: Date = index % 50 == 49 ? dates[index % 2] : start.addingTimeInterval(Double(index) * 0.0015)
+            let decisionID: String? = index % 4 == 0 ? nil : "id-\(index)"
+            return AuditRecord(
+                kinds[index % kinds.count], account: texts[index % texts.count], action: "action \(index)",
+                allowed: allowed[index % 3], detail: texts[(index / 2) % texts.count], decisionID: decisionID, at: at)
+        }
+    }
+
+    @Test(
+        "a batch of entries is stored as GRDB stores them one by one, in order, around the rows a statement takes",
+        arguments: [0, 1, 2, 63, 64, 65, 127, 128, 129, 300])
+    func auditBatches(count: Int) throws {
+        let directory = try TemporaryDirectory()
+        let records = Self.mixedRecords(count, from: t0)
+        let batched = directory.file("batched.sqlite")
+        #expect(try CustodyDatabase(path: batched).audit(records) == count)
+        // The reference: the same schema, each entry inserted through GRDB's own arguments.
+        let single = directory.file("single.sqlite")
+        _ = try CustodyDatabase(path: single)
+        try DatabaseQueue(path: single).write { db in
+            for record in records {
+                try db.execute(
+                    sql: """
+                        INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        record.at, record.kind.rawValue, record.account, record.action, record.allowed, record.detail,
+                        record.decisionID,
+                    ])
+            }
+        }
+        let select = """
+            SELECT id, typeof(at), at, kind, typeof(account), account, action, typeof(allowed), allowed,
+                typeof(detail), detail, typeof(decision_id), decision_id FROM audit_log ORDER BY id
+            """
+        let stored = try DatabaseQueue(path: batched).read { try Row.fetchAll($0, sql: select) }
+        let expected = try DatabaseQueue(path: single).read { try Row.fetchAll($0, sql: select) }
+        #expect(stored.count == expected.count)
+        let firstDifference = zip(stored, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        #expect(firstDifference == nil, "row \(firstDifference ?? 0): \(stored[firstDifference ?? 0])")
+        // And they read back as they were given.
+        let entries = try CustodyDatabase(path: batched).auditEntries(since: nil, limit: count + 10)
+        #expect(entries.map(\.detail) == records.map(\.detail))
+        #expect(entries.map(\.allowed) == records.map(\.allowed))
+    }
+
     @Test("sealed secrets are stored per scope, replaced, and removed")
     func secrets() throws {
         let database = try CustodyDatabase()
