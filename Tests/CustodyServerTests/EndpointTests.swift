@@ -298,7 +298,9 @@ struct EndpointTests {
                 uri: "/v1/decisions/batch", method: .post, headers: fixture.auth(.decide),
                 body: ByteBuffer(
                     text: #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
-                        + #"{"action":"backup","account":"bob@contoso.com"}"#))
+                        + #"{"action":"backup","account":"bob@contoso.com"}"# + "\n"
+                        + #"{"action":"receive","receiver":"alice@contoso.com","dataOwner":"bob@contoso.com"}"#
+                        + "\n" + #"{"action":"share","owner":"alice@contoso.com","targets":["com.a","com.b"]}"#))
             var ids = [try #require(single["decisionId"] as? String)]
             var reasons = [try #require(single["reason"] as? String)]
             for line in batch.body.text.split(separator: "\n") {
@@ -308,8 +310,15 @@ struct EndpointTests {
             }
             let audited = try fixture.engine.auditEntries().filter { $0.kind == .decision }
             #expect(audited.compactMap(\.decisionID) == ids)
-            #expect(audited.compactMap(\.detail) == reasons, "each entry holds the reason its answer gave")
-            #expect(Set(ids).count == 3)
+            // A share's entry holds each target's reason; its answer, a summary.
+            let shareReason = reasons.removeLast()
+            #expect(audited.dropLast().compactMap(\.detail) == reasons, "each entry holds the reason its answer gave")
+            #expect(reasons.contains { $0.contains("; ") }, "a reason of two findings is among them")
+            #expect(shareReason.hasSuffix("targets allowed"))
+            #expect(
+                audited.last?.detail?.hasPrefix("com.a: ") == true
+                    && audited.last?.detail?.contains("; com.b: ") == true)
+            #expect(Set(ids).count == 5)
         }
     }
 

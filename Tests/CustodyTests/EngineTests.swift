@@ -312,6 +312,38 @@ struct EngineTests {
             decisions.first?.account == "b0@contoso.com" && decisions.first?.action == "print"
                 && decisions.first?.allowed == true)
     }
+
+    /// Share targets as a query may name them (JSON escapes), and how the audit entry writes
+    /// them: whole, with control characters escaped.
+    static let hostileTargets: [(json: String, audited: String)] = [
+        (#"com.a\u0000b"#, #"com.a\u{0}b"#),
+        (#"\u001b[2Jcom.b"#, #"\u{1B}[2Jcom.b"#),
+        (#"com.c\u202Eevil"#, #"com.c\u{202E}evil"#),
+        (#"com.d\nline"#, #"com.d\u{A}line"#),
+        ("com.plain", "com.plain"),
+    ]
+
+    @Test(
+        "an audited decision quoting a target with control characters is stored whole, escaped",
+        arguments: hostileTargets)
+    func auditedTargetsEscaped(target: (json: String, audited: String)) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        try engine.setAuditing(decisions: true)
+        let pipe = Pipe()
+        let line = #"{"action":"share","owner":"b0@contoso.com","targets":[""# + target.json + #"","com.after"]}"#
+        try pipe.fileHandleForWriting.write(contentsOf: Array((line + "\n").utf8))
+        try pipe.fileHandleForWriting.close()
+        var output: [UInt8] = []
+        let summary = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 1)
+            .run(descriptor: pipe.fileHandleForReading.fileDescriptor) { output += $0 }
+        #expect(summary.lines == 1 && summary.errors == 0 && summary.auditFailure == nil)
+        let detail = try #require(try engine.auditEntries().last { $0.kind == .decision }?.detail)
+        #expect(detail.hasPrefix(target.audited + ": "), "\(detail)")
+        #expect(detail.contains("; com.after: "), "the entry goes on past the target: \(detail)")
+        #expect(detail == detail.escapingControlCharacters)
+    }
 }
 
 extension EngineTests {
@@ -591,5 +623,23 @@ struct ApplyWithoutRestoreTests {
         // configuration changes that did not happen.
         let fromNothing = try await Self.eventsOfEdit(restoresFirst: false)
         #expect(fromNothing.count > restored.count)
+    }
+}
+
+@Suite("Decision ids")
+struct DecisionIDTests {
+    @Test(
+        "an id is the prefix, a dash and the counter in lower-case hexadecimal",
+        arguments: [0, 1, 9, 10, 15, 16, 255, 256, 0xABCDEF, 1 << 32, UInt64.max - 1, UInt64.max])
+    func format(counter: UInt64) {
+        let prefix = "5f1c0e7a93b2d4e8"
+        #expect(DecisionIDs.format(prefix: prefix, counter: counter) == prefix + "-" + String(counter, radix: 16))
+    }
+
+    @Test("ids drawn one after another differ and share the process's prefix")
+    func distinct() {
+        let ids = (0..<1_000).map { _ in DecisionIDs.next() }
+        #expect(Set(ids).count == ids.count)
+        #expect(Set(ids.map { $0.prefix { $0 != "-" } }).count == 1)
     }
 }

@@ -21,8 +21,9 @@ import Foundation
 /// that writes one query and waits for its answer gets it at once.
 ///
 /// With decision auditing on, each batch's decisions are committed to the audit log before
-/// that batch's answers are written, and before the next batch is answered; when the log
-/// cannot be written, answering stops.
+/// that batch's answers are written (while the workers answer the next batch); when the log
+/// cannot be written, answering stops, and neither that batch's answers nor any after them are
+/// given.
 public struct DecisionRunner {
     /// Totals after the input ends.
     public struct Summary: Sendable {
@@ -163,16 +164,14 @@ public struct DecisionRunner {
                 ended = next == nil
             }
             var finished: Batch?
+            var pending: PendingAudit?
+            var errorsSoFar = 0
             if let batch = answering {
                 for worker in batch.workers { worker.wait() }
-                do throws(CustodyError) {
-                    try DecisionSession.commit(batch.workers.map(\.session))
-                } catch {
-                    summary.lines = batch.firstLine - 1
-                    summary.auditFailure = error.message
-                    summary.errors = workers.reduce(0) { $0 + $1.session.errorCount }
-                    return summary
-                }
+                // The batch's audit entries are taken out of the sessions and stored while the
+                // workers answer the next batch; its answers are written only once they are.
+                pending = DecisionSession.takePending(batch.workers.map(\.session))
+                errorsSoFar = workers.reduce(0) { $0 + $1.session.errorCount }
                 for worker in batch.workers { worker.takeAnswers() }
                 finished = batch
                 answering = nil
@@ -183,6 +182,16 @@ public struct DecisionRunner {
                 answering = batch
             }
             if let finished {
+                do throws(CustodyError) {
+                    try pending?.commit()
+                } catch {
+                    // The batch being answered is dropped with this one: nothing after the
+                    // last batch stored is given.
+                    summary.lines = finished.firstLine - 1
+                    summary.auditFailure = error.message
+                    summary.errors = errorsSoFar
+                    return summary
+                }
                 for worker in finished.workers { write(worker.finished) }
             }
         }

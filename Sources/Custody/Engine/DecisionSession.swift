@@ -100,12 +100,36 @@ public struct DecisionSession {
     public static func commit(_ sessions: [DecisionSession]) throws(CustodyError) -> Int {
         try AuditBuffer.commit(sessions.compactMap(\.audit))
     }
+
+    /// Takes the audit entries of several sessions' answers out of them, in the order of
+    /// `sessions`, to be stored while the sessions answer on: the answers written since the last
+    /// commit may be sent once `PendingAudit.commit()` has stored them. Nil when no session
+    /// audits.
+    static func takePending(_ sessions: [DecisionSession]) -> PendingAudit? {
+        let buffers = sessions.compactMap(\.audit)
+        guard let first = buffers.first else { return nil }
+        return PendingAudit(database: first.database, records: buffers.flatMap { $0.take() })
+    }
+}
+
+/// Audit entries taken out of their sessions (`DecisionSession.takePending`), not yet stored.
+struct PendingAudit {
+    let database: any StateStore
+    let records: [AuditRecord]
+
+    /// Stores the entries in one transaction; returns how many.
+    /// - Throws: `CustodyError` `.state` when the audit log cannot be written: the answers they
+    ///   audit must then not be sent.
+    @discardableResult
+    func commit() throws(CustodyError) -> Int {
+        try AuditBuffer.store(records, in: database)
+    }
 }
 
 /// Decisions answered but not yet in the audit log, and the ids their answers carry.
 final class AuditBuffer: @unchecked Sendable {
     // @unchecked: used by one session, on one thread at a time.
-    private let database: any StateStore
+    let database: any StateStore
     private let now: @Sendable () -> Date
     private var records: [AuditRecord] = []
 
@@ -114,12 +138,14 @@ final class AuditBuffer: @unchecked Sendable {
         self.now = now
     }
 
-    /// - Parameter reason: `answer.reason` (the stream has it rendered).
+    /// - Parameter reason: `answer.reason`, control characters escaped (the stream has it
+    ///   rendered). A reason may quote the query (a share target's id): a NUL in it would cut
+    ///   the entry short in SQLite and be refused by PostgreSQL, failing the whole batch.
     func record(_ query: DecisionQuery, _ answer: DecisionAnswer, reason: String, into writer: inout JSONWriter) {
         let id = DecisionIDs.next()
         records.append(
             AuditRecord(
-                .decision, account: query.accounts.first?.account.description, action: query.action.rawValue,
+                .decision, account: query.firstAccount?.description, action: query.action.rawValue,
                 allowed: answer.isAllowed,
                 detail: reason, decisionID: id, at: now()))
         writer.key("decisionId")
@@ -131,14 +157,27 @@ final class AuditBuffer: @unchecked Sendable {
     static func commit(_ buffers: [AuditBuffer]) throws(CustodyError) -> Int {
         guard let first = buffers.first else { return 0 }
         let records = buffers.count == 1 ? first.records : buffers.flatMap(\.records)
+        try store(records, in: first.database)
+        for buffer in buffers { buffer.records.removeAll(keepingCapacity: true) }
+        return records.count
+    }
+
+    /// The entries recorded since the last commit, taken out (the buffer is left empty).
+    func take() -> [AuditRecord] {
+        defer { records = [] }
+        return records
+    }
+
+    /// Stores `records` in one transaction; returns how many.
+    @discardableResult
+    static func store(_ records: [AuditRecord], in database: any StateStore) throws(CustodyError) -> Int {
         guard !records.isEmpty else { return 0 }
         do {
-            try first.database.audit(records)
+            try database.audit(records)
         } catch {
             throw CustodyError(
                 .state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)
         }
-        for buffer in buffers { buffer.records.removeAll(keepingCapacity: true) }
         return records.count
     }
 }
@@ -154,7 +193,24 @@ enum DecisionIDs {
     private static let counter = ManagedAtomic<UInt64>(0)
 
     static func next() -> String {
-        prefix + "-" + String(counter.wrappingIncrementThenLoad(ordering: .relaxed), radix: 16)
+        format(prefix: prefix, counter: counter.wrappingIncrementThenLoad(ordering: .relaxed))
+    }
+
+    /// `prefix-counter`, the counter in lower-case hexadecimal without leading zeros: one
+    /// allocation, as an audited decision makes one id.
+    static func format(prefix: String, counter: UInt64) -> String {
+        let digits = max(1, (UInt64.bitWidth - counter.leadingZeroBitCount + 3) / 4)
+        return String(unsafeUninitializedCapacity: prefix.utf8.count + 1 + digits) { buffer in
+            let start = buffer.initialize(fromContentsOf: prefix.utf8)
+            buffer[start] = UInt8(ascii: "-")
+            var value = counter
+            for index in stride(from: start + digits, to: start, by: -1) {
+                let nibble = UInt8(truncatingIfNeeded: value & 0xF)
+                buffer[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+                value >>= 4
+            }
+            return start + 1 + digits
+        }
     }
 }
 

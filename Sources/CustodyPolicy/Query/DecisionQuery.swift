@@ -90,6 +90,23 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         return named.compactMap { role, account in account.map { (role, $0) } }
     }
 
+    /// The first of `accounts`, without building the list (an audit entry names it).
+    public var firstAccount: AccountID? {
+        switch self {
+        case let .saveTo(first, _, second), let .openFrom(first, _, second), let .receive(first, second):
+            first ?? second
+        case let .share(account, _), let .copyOut(account, _, _), let .pasteIn(account, _), let .print(account),
+            let .backup(account), let .screenCapture(account), let .encryptionRequired(account),
+            let .notifications(account), let .accountAllowed(account), let .offlineAccess(account, _),
+            let .appSharing(account), let .appIntents(account), let .contactSync(account), let .writingTools(account),
+            let .genmoji(account), let .thirdPartyKeyboard(account, _), let .widgetContentSync(account),
+            let .openURL(account, _), let .launch(account, _, _, _):
+            account
+        case let .view(_, accounts):
+            accounts.lazy.compactMap { $0 }.first
+        }
+    }
+
     /// The query with its owner (share, clipboard) or account (per-account settings) replaced:
     /// one account's part of a view.
     func replacingSubject(with account: AccountID?) -> DecisionQuery {

@@ -61,7 +61,9 @@ public struct DecisionStream {
     public private(set) var errorCount = 0
     /// Called with each query answered (lines that are errors excluded) as its JSON answer is
     /// written, to record it (an audit log) and add members at the end of the object (the
-    /// decision id an audit entry holds).
+    /// decision id an audit entry holds). The reason it is given is `answer.reason` with its
+    /// control characters escaped (`escapingControlCharacters`): a reason may quote the query
+    /// (a share target's id), and a log must hold it whole and printable.
     package var annotate:
         ((_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, inout JSONWriter) -> Void)?
     /// JSON members (already encoded, without braces) added at the end of every answer object,
@@ -236,13 +238,23 @@ public struct DecisionStream {
             if annotate != nil || !trailer.isEmpty || explain {
                 let annotate = self.annotate
                 let trailer = self.trailer
+                // One decision's reason comes from the findings its answer just rendered.
+                var written: (RenderedExplanation, RenderedExplanation?)?
                 DecisionEncoding.write(
                     answer, to: &writer,
                     explanation: { decision, writer in
-                        cache.writeExplanation(of: decision, reason: reasons, rule: explain, to: &writer)
+                        written = cache.writeExplanation(of: decision, reason: reasons, rule: explain, to: &writer)
                     },
                     trailer: { writer in
-                        if let annotate { annotate(query, answer, cache.reason(of: answer), &writer) }
+                        if let annotate {
+                            let reason =
+                                if case .single = answer, let (primary, secondary) = written {
+                                    ExplanationCache.reason(primary, secondary)
+                                } else {
+                                    cache.reason(of: answer)
+                                }
+                            annotate(query, answer, reason, &writer)
+                        }
                         if !trailer.isEmpty { writer.rawMembers(trailer) }
                     })
             } else {
@@ -298,7 +310,11 @@ private final class ExplanationCache {
         self.shared = shared
     }
 
-    func writeExplanation(of decision: Decision, reason: Bool, rule: Bool, to writer: inout JSONWriter) {
+    /// Writes a decision's reason and deciding members; returns the findings it rendered.
+    @discardableResult
+    func writeExplanation(of decision: Decision, reason: Bool, rule: Bool, to writer: inout JSONWriter) -> (
+        RenderedExplanation, RenderedExplanation?
+    ) {
         let primary = render(decision.primary)
         let secondary = decision.secondary.map(render)
         if reason {
@@ -312,17 +328,23 @@ private final class ExplanationCache {
         let deciding = decision.decidingFinding == decision.primary ? primary : secondary ?? primary
         writer.rawMembers(deciding.members)
         if rule { writer.rawMembers(deciding.ruleMembers) }
+        return (primary, secondary)
     }
 
     private static let separator = Array("; ".utf8)
 
-    /// `answer.reason`, from the rendered findings when the answer is one decision (the
-    /// common case: the same few reasons over and over), not rendered afresh.
+    /// `answer.reason` with its control characters escaped, from the rendered findings when
+    /// the answer is one decision (the common case: the same few reasons over and over), not
+    /// rendered and escaped afresh.
     func reason(of answer: DecisionAnswer) -> String {
-        guard case .single(let decision) = answer else { return answer.reason }
-        let primary = render(decision.primary).text
-        guard let secondary = decision.secondary else { return primary }
-        return primary + "; " + render(secondary).text
+        guard case .single(let decision) = answer else { return answer.reason.escapingControlCharacters }
+        return Self.reason(render(decision.primary), decision.secondary.map(render))
+    }
+
+    /// A decision's reason from its rendered findings.
+    static func reason(_ primary: RenderedExplanation, _ secondary: RenderedExplanation?) -> String {
+        guard let secondary else { return primary.text }
+        return primary.text + "; " + secondary.text
     }
 
     private func render(_ finding: Finding) -> RenderedExplanation {
@@ -359,7 +381,7 @@ private final class ExplanationCache {
         scratch.value(rule.source)
         scratch.endObject()
         return RenderedExplanation(
-            text: text, explanation: explanation, members: members,
+            text: text.escapingControlCharacters, explanation: explanation, members: members,
             ruleMembers: Array(scratch.bytes.dropFirst().dropLast()))
     }
 }
@@ -426,7 +448,7 @@ extension DecisionAction {
 /// A finding's explanation and deciding members, rendered as JSON fragments. A class: a cache
 /// hit hands out one reference, not four.
 final class RenderedExplanation: Sendable {
-    /// The explanation as text.
+    /// The explanation as text, control characters escaped.
     let text: String
     /// The explanation, JSON-escaped, without quotes.
     let explanation: [UInt8]

@@ -130,6 +130,22 @@ struct DecisionQueryTests {
         #expect(try parse(line) == expected)
     }
 
+    /// Every action's query, and queries whose first account is missing.
+    static let subjects: [DecisionQuery] =
+        valid.map(\.1) + [
+            .saveTo(owner: nil, location: .box, locationAccount: id("b@contoso.com")),
+            .openFrom(receiver: nil, location: .box, locationAccount: id("b@contoso.com")),
+            .receive(receiver: nil, dataOwner: id("b@contoso.com")),
+            .receive(receiver: nil, dataOwner: nil),
+            .view(.print(account: nil), accounts: [nil, id("b@contoso.com"), id("a@contoso.com")]),
+            .view(.print(account: nil), accounts: [nil]),
+        ]
+
+    @Test("a query's first account is the first of its accounts", arguments: subjects)
+    func firstAccount(query: DecisionQuery) {
+        #expect(query.firstAccount == query.accounts.first?.account)
+    }
+
     @Test("the actions table covers every decision")
     func everyAction() {
         #expect(Set(Self.valid.map(\.1.action)) == Set(DecisionAction.allCases))
