@@ -47,6 +47,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.
@@ -72,6 +73,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // SHA-256 of a bundle's files: its revision.
                 .product(name: "Crypto", package: "swift-crypto"),
+                // Paths taken apart (Foundation's `deletingLastPathComponent` traps on "b").
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -140,7 +140,7 @@ public struct GraphConfiguration: Sendable {
         } catch {
             throw GraphError(.configuration, "\(path): \(error)")
         }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathName.directory(of: path)
         func resolved(_ file: String?) -> String? {
             file.map { $0.hasPrefix("/") || directory.isEmpty ? $0 : directory + "/" + $0 }
         }

@@ -83,7 +83,7 @@ public final class CustodyDatabase: StateStore {
 
     /// A pool on `path` (created when missing, mode 0600, in a directory created 0700).
     private static func openPool(_ path: String) throws(StoreError) -> DatabasePool {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathName.directory(of: path)
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             do {
                 try FileManager.default.createDirectory(

@@ -36,12 +36,13 @@ struct CLIRunner {
     }()
 
     static func run(
-        _ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:]
+        _ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:],
+        currentDirectory: String = packageRoot
     ) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: packageRoot)
+        process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let input = Pipe()
         let output = Pipe()

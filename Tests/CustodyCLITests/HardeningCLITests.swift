@@ -13,6 +13,33 @@ import Testing
 struct HardeningCLITests {
     typealias Scratch = TemporaryDirectory
 
+    /// Foundation's `deletingLastPathComponent` traps on a relative path of one character: each
+    /// command that takes the directory part of a path it was given, with such a path.
+    @Test("a one-character relative path is a path like any other, never a crash", arguments: ["state", "matrix"])
+    func oneCharacterPaths(kind: String) throws {
+        let scratch = try Scratch()
+        switch kind {
+        case "state":
+            let applied = try CLIRunner.run(
+                ["apply", "--state", "s", "--bundle", TestPaths.package("policies"), "--platform", "ios"],
+                currentDirectory: scratch.path)
+            #expect(applied.status == 0, "\(applied.stderr)")
+            #expect(FileManager.default.fileExists(atPath: scratch.file("s")))
+            let decided = try CLIRunner.run(
+                ["decide", "--state", "s"], stdin: #"{"action":"print","account":"alice@contoso.com"}"# + "\n",
+                currentDirectory: scratch.path)
+            #expect(decided.status == 0 && decided.stdout.hasPrefix(#"{"action":"print","allowed":"#), "\(decided)")
+        default:
+            var matrix = try String(
+                contentsOfFile: TestPaths.package("policies/matrices/finance.matrix.json"), encoding: .utf8)
+            matrix = matrix.replacingOccurrences(
+                of: #""bundle": "..""#, with: #""bundle": "\#(TestPaths.package("policies"))""#)
+            try scratch.write("m", matrix)
+            let run = try CLIRunner.run(["matrix", "run", "m"], currentDirectory: scratch.path)
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        }
+    }
+
     @Test("an owner longer than an envelope can name is refused before the file or the state is touched")
     func longOwner() throws {
         let scratch = try Scratch()

@@ -84,7 +84,7 @@ extension ScenarioMatrix {
                 path: "$")
         }
         if reader.hasErrors { throw ScenarioError(diagnostics: reader.diagnostics) }
-        let directory = (file as NSString).deletingLastPathComponent
+        let directory = PathName.directory(of: file)
         let bundlePath =
             bundle!.hasPrefix("/")
             ? bundle! : (directory.isEmpty ? bundle! : (directory as NSString).appendingPathComponent(bundle!))
