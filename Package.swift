@@ -309,6 +309,7 @@ let package = Package(
             name: "CustodyServerTests",
             dependencies: [
                 "CustodyServer", "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

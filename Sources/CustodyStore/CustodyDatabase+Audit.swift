@@ -1,3 +1,4 @@
+import CustodyPolicy
 public import Foundation
 import GRDB
 
@@ -59,15 +60,18 @@ public struct AuditRecord: Sendable, Hashable {
     /// For a decision: the id its answer carries.
     public let decisionID: String?
 
+    /// Control characters in `account`, `action` and `detail` are kept escaped (`\u{0}`), as
+    /// `custody audit` prints them: a NUL would cut the entry short in SQLite and be refused by
+    /// PostgreSQL, and these texts can come from callers (a freeze's reason, a share target).
     public init(
         _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil,
         decisionID: String? = nil, at: Date
     ) {
         self.kind = kind
-        self.account = account
-        self.action = action
+        self.account = account?.escapingControlCharacters
+        self.action = action.escapingControlCharacters
         self.allowed = allowed
-        self.detail = detail
+        self.detail = detail?.escapingControlCharacters
         self.decisionID = decisionID
         self.at = at
     }
@@ -153,9 +157,13 @@ extension CustodyDatabase {
         in db: Database
     ) throws -> Bool {
         guard try setting("audit", in: db) != "off" else { return false }
+        // Escaped as `AuditRecord` escapes them.
         try db.execute(
             sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            arguments: [StoredDate.databaseValue(date), kind.rawValue, account, action, allowed, detail])
+            arguments: [
+                StoredDate.databaseValue(date), kind.rawValue, account?.escapingControlCharacters,
+                action.escapingControlCharacters, allowed, detail?.escapingControlCharacters,
+            ])
         return true
     }
 

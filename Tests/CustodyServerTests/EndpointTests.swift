@@ -4,6 +4,7 @@ import CustodyProtection
 import CustodyStore
 import CustodyTestSupport
 import Foundation
+import GRDB
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -197,7 +198,7 @@ struct EndpointTests {
             let protected = try await client.execute(
                 uri: "/v1/protect?owner=bob@contoso.com", method: .post, headers: fixture.auth(.protect),
                 body: ByteBuffer(string: "minutes"))
-            #expect(protected.status == .ok)
+            #expect(protected.status == .ok, "\(protected.body.text)")
             // Alice takes data from policy-managed apps only: Bob's envelope, yes; plain data, no.
             let tagged = try await client.execute(
                 uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide),
@@ -319,6 +320,36 @@ struct EndpointTests {
                 audited.last?.detail?.hasPrefix("com.a: ") == true
                     && audited.last?.detail?.contains("; com.b: ") == true)
             #expect(Set(ids).count == 5)
+        }
+    }
+
+    @Test(
+        "a batch whose audit log fails gives one error line in place of the answers not stored, and stores nothing later"
+    )
+    func auditFailsInBatch() async throws {
+        let fixture = try await ServiceFixture.make(auditing: true)
+        // The log refuses every decision entry past the 50th: each commit of the batch fails the same way.
+        try await DatabaseQueue(path: fixture.directory.file("state.sqlite")).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER full_disk BEFORE INSERT ON audit_log
+                    WHEN NEW.kind = 'decision' AND (SELECT count(*) FROM audit_log WHERE kind = 'decision') >= 50
+                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """)
+        }
+        let body = String(repeating: #"{"action":"print","account":"bob@contoso.com"}"# + "\n", count: 400)
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/decisions/batch", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: body))
+            let lines = response.body.text.split(separator: "\n").map(String.init)
+            let errors = lines.filter { $0.hasPrefix(#"{"error":"#) }
+            #expect(errors.count == 1, "\(errors)")
+            #expect(errors.first?.contains("the audit log cannot be written") == true)
+            let given = lines.compactMap { line in
+                line.firstRange(of: #""decisionId":""#).map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
+            }
+            let audited = try fixture.engine.auditEntries().filter { $0.kind == .decision }.compactMap(\.decisionID)
+            #expect(given == audited, "the answers given are the entries stored")
         }
     }
 

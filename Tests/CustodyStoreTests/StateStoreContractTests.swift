@@ -263,6 +263,29 @@ struct StateStoreContractTests {
         #expect(try state.bundleHistory().map(\.contentHash) == ["bad8", "bad7", "bad6", "r4", "r3", "r2"])
     }
 
+    /// Texts with control characters, and how an audit entry holds them.
+    static let controlTexts: [(given: String, stored: String)] = [
+        ("before\u{0}after", #"before\u{0}after"#), ("\u{1B}[2Jcleared", #"\u{1B}[2Jcleared"#),
+        ("right\u{202E}left", #"right\u{202E}left"#), ("plain", "plain"),
+    ]
+
+    @Test(
+        "audit entries keep control characters escaped and whole, on every path that writes one",
+        arguments: Backend.reachable, controlTexts.indices)
+    func auditControlCharacters(backend: Backend, index: Int) throws {
+        let (given, stored) = Self.controlTexts[index]
+        let state = try backend.make(in: TemporaryDirectory())
+        // A batch of records, the one-entry form, and an entry written inside another change.
+        #expect(try state.audit([AuditRecord(.decision, account: nil, action: "share", detail: given, at: t0)]) == 1)
+        #expect(try state.audit(.wipe, account: given, action: "wipe", detail: given, at: t0))
+        try state.setBundleFreeze(BundleFreeze(reason: given, by: given, at: t0), by: given, at: t0)
+        let entries = try state.auditEntries(since: t0)
+        #expect(entries.count == 3)
+        #expect(entries[0].detail == stored && entries[1].detail == stored && entries[1].account == stored)
+        #expect(entries[2].detail?.contains(stored) == true, "\(entries[2])")
+        #expect(entries.allSatisfy { ($0.detail ?? "") == ($0.detail ?? "").escapingControlCharacters })
+    }
+
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)
     func audit(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())

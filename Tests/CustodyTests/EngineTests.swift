@@ -313,6 +313,30 @@ struct EngineTests {
                 && decisions.first?.allowed == true)
     }
 
+    @Test("answers made while the audit log is switched off under them are not given: the commit fails and says why")
+    func auditSwitchedOffMidSession() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        try engine.setAuditing(decisions: true)
+        var session = try engine.decisionSession(options: .init(currentTime: { .zero }))
+        var output: [UInt8] = []
+        Array(#"{"action":"print","account":"b0@contoso.com"}"#.utf8).withUnsafeBytes {
+            session.answer(line: $0, into: &output)
+        }
+        #expect(String(decoding: output, as: UTF8.self).contains(#""decisionId":"#))
+        try engine.setAuditing(false)
+        #expect {
+            try session.commit()
+        } throws: { error in
+            (error as? CustodyError)?.message.contains("the audit log was switched off") == true
+        }
+        // Nothing is left to be stored later, whatever the log says by then.
+        try engine.setAuditing(true)
+        #expect(try session.commit() == 0)
+        #expect(try engine.auditEntries().filter { $0.kind == .decision }.isEmpty)
+    }
+
     /// Share targets as a query may name them (JSON escapes), and how the audit entry writes
     /// them: whole, with control characters escaped.
     static let hostileTargets: [(json: String, audited: String)] = [

@@ -85,8 +85,9 @@ public struct DecisionSession {
     }
 
     /// Stores the audit entries of the answers written since the last commit; returns how many.
-    /// - Throws: `CustodyError` `.state` when the audit log cannot be written: the caller must
-    ///   then not send those answers.
+    /// - Throws: `CustodyError` `.state` when the audit log cannot be written, or was switched
+    ///   off since the session began: the caller must then not send those answers (their
+    ///   entries are dropped, never stored by a later commit).
     @discardableResult
     public mutating func commit() throws(CustodyError) -> Int {
         guard let audit else { return 0 }
@@ -154,11 +155,14 @@ final class AuditBuffer: @unchecked Sendable {
 
     /// Stores the entries of `buffers` (of one database) in one transaction, in order, and
     /// empties them; returns how many.
+    ///
+    /// The entries are taken out of the buffers whether or not they are stored: when they are
+    /// not, their answers are not given, and a later commit must not store them after all.
     static func commit(_ buffers: [AuditBuffer]) throws(CustodyError) -> Int {
         guard let first = buffers.first else { return 0 }
         let records = buffers.count == 1 ? first.records : buffers.flatMap(\.records)
+        defer { for buffer in buffers { buffer.records.removeAll(keepingCapacity: true) } }
         try store(records, in: first.database)
-        for buffer in buffers { buffer.records.removeAll(keepingCapacity: true) }
         return records.count
     }
 
@@ -172,11 +176,19 @@ final class AuditBuffer: @unchecked Sendable {
     @discardableResult
     static func store(_ records: [AuditRecord], in database: any StateStore) throws(CustodyError) -> Int {
         guard !records.isEmpty else { return 0 }
+        let stored: Int
         do {
-            try database.audit(records)
+            stored = try database.audit(records)
         } catch {
             throw CustodyError(
                 .state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)
+        }
+        // The log stores nothing while it is switched off: answers already carrying decision
+        // ids would name entries it does not hold.
+        guard stored == records.count else {
+            throw CustodyError(
+                .state,
+                "the audit log was switched off while these decisions were made, so they are not given (decide again)")
         }
         return records.count
     }

@@ -61,8 +61,11 @@ final class SessionBox: @unchecked Sendable {
         }
 
         /// Commits the audit entries of the answers in `output`; on failure, replaces them with
-        /// one error line and returns false.
+        /// one error line and returns false. After a failure nothing is committed again: the
+        /// entries of answers not given are never stored.
+        var commitFailed = false
         func commit() -> Bool {
+            guard !commitFailed else { return false }
             do throws(CustodyError) {
                 metrics.audited(try session.commit())
                 return true
@@ -71,6 +74,7 @@ final class SessionBox: @unchecked Sendable {
                 DecisionEncoding.writeError(error.message, line: nil, to: &writer)
                 writer.newline()
                 output = writer.bytes
+                commitFailed = true
                 return false
             }
         }
@@ -108,8 +112,10 @@ final class SessionBox: @unchecked Sendable {
             if stopped { break }
         }
         if !stopped { _ = splitter.finish(line: answer) }
-        _ = commit()
-        if !output.isEmpty { try await writer.write(ByteBuffer(bytes: output)) }
+        if !commitFailed {
+            _ = commit()
+            if !output.isEmpty { try await writer.write(ByteBuffer(bytes: output)) }
+        }
         metrics.batch(queries: min(queries, limits.batchQueries))
         metrics.decided(session.tallies)
     }
