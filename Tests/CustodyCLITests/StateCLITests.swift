@@ -64,7 +64,8 @@ struct StateCLITests {
         let query = #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
         #expect(try scratch.run(["decide"], stdin: query).status == 0)
         #expect(try scratch.run(["audit", "--decisions", "on"]).stdout == "decision auditing is on\n")
-        #expect(try scratch.run(["decide"], stdin: query + query).status == 0)
+        let audited = try scratch.run(["decide"], stdin: query + query)
+        #expect(audited.status == 0)
 
         let log = try scratch.run(["audit", "--json"])
         #expect(log.status == 0)
@@ -75,6 +76,20 @@ struct StateCLITests {
         #expect(log.stdoutLines[0].contains(#""action":"apply""#) && log.stdoutLines[1].contains(#""action":"reject""#))
         #expect(log.stdoutLines[3].contains(ProtectionCLITests.alice))
         #expect(log.stdoutLines[4].contains(#""account":"bob@contoso.com","action":"print","allowed":"#))
+        // Each decision's entry names the id its answer carried; other entries, null.
+        func decisionID(_ line: String) -> String? {
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["decisionId"] as? String
+        }
+        #expect(log.stdoutLines.suffix(2).map(decisionID) == audited.stdoutLines.map(decisionID))
+        #expect(audited.stdoutLines.compactMap(decisionID).count == 2)
+        #expect(log.stdoutLines[0].contains(#""decisionId":null"#))
+        // At most --limit entries, and a warning when more follow.
+        let limited = try scratch.run(["audit", "--limit", "2"])
+        #expect(limited.status == 0 && limited.stdoutLines.count == 2)
+        #expect(limited.stderr.hasPrefix("warning: 2 entries printed; more follow"), "\(limited.stderr)")
+        let whole = try scratch.run(["audit", "--limit", "6"])
+        #expect(whole.stdoutLines.count == 6 && whole.stderr.isEmpty, "\(whole.stderr)")
+        #expect(try scratch.run(["audit", "--limit", "0"]).status == 64)
 
         #expect(try scratch.run(["audit", "--set", "off"]).stdout == "auditing is off\n")
         #expect(try scratch.run(["wipe", "--account", "bob@contoso.com"]).status == 0)

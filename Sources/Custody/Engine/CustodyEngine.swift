@@ -595,8 +595,8 @@ public final class CustodyEngine: Sendable {
     }
 
     /// Audit entries at or after `since`, oldest first.
-    public func auditEntries(since: Date? = nil) throws(CustodyError) -> [AuditEntry] {
-        return try CustodyError.fromState { try database.auditEntries(since: since) }
+    public func auditEntries(since: Date? = nil, limit: Int = 10_000) throws(CustodyError) -> [AuditEntry] {
+        return try CustodyError.fromState { try database.auditEntries(since: since, limit: limit) }
     }
 
     // MARK: Secrets

@@ -227,7 +227,9 @@ struct AuditCommand: AsyncParsableCommand {
             answer. The log is on by default; decision auditing is off by default.
 
             One entry per line, oldest first: time, kind, account, action, result and detail; \
-            --json for JSON Lines.
+            --json for JSON Lines (with the decision id an audited answer carried). At most \
+            --limit entries are printed; when more follow, a warning on standard error says so \
+            (narrow the range with --since).
             """
     )
 
@@ -236,6 +238,9 @@ struct AuditCommand: AsyncParsableCommand {
 
     @Flag(help: "One JSON object per entry, per line.")
     var json = false
+
+    @Option(help: ArgumentHelp("Print at most this many entries, oldest first (1 to 1000000).", valueName: "count"))
+    var limit = 10_000
 
     @Option(
         help: ArgumentHelp(
@@ -252,6 +257,7 @@ struct AuditCommand: AsyncParsableCommand {
         for (option, value) in [("--set", set), ("--decisions", decisions)] {
             if let value, value != "on", value != "off" { throw ValidationError("\(option) takes on or off") }
         }
+        guard (1...1_000_000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000000") }
     }
 
     func run() async throws {
@@ -268,10 +274,11 @@ struct AuditCommand: AsyncParsableCommand {
         let since = try since.map { try parseTime($0, option: "--since") }
         let engine = try await openEngine(
             state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
+        // One more than printed, to know whether more follow.
         let entries = try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.auditEntries(since: since)
+            try engine.auditEntries(since: since, limit: limit + 1)
         }
-        for entry in entries {
+        for entry in entries.prefix(limit) {
             if json {
                 StandardOutput.write(try JSONLine.encode(AuditLine(entry)))
             } else {
@@ -281,6 +288,11 @@ struct AuditCommand: AsyncParsableCommand {
                     "\(formatTime(entry.at))  \(entry.kind.rawValue)  \(entry.account ?? "-")  \(entry.action)  \(result)  \(entry.detail ?? "")"
                 StandardOutput.write(line.escapingControlCharacters + "\n")
             }
+        }
+        if entries.count > limit, let next = entries.last {
+            StandardError.write(
+                "warning: \(limit) entries printed; more follow, the next at \(formatTime(next.at)) (narrow with --since, or raise --limit)\n"
+            )
         }
     }
 }
@@ -309,6 +321,8 @@ struct AuditLine: Encodable {
     var action: String
     @Nullable var allowed: Bool?
     @Nullable var detail: String?
+    /// The id an audited decision's answer carried (`decisionId`), null for other entries.
+    @Nullable var decisionId: String?
 
     init(_ entry: AuditEntry) {
         at = formatTime(entry.at)
@@ -317,6 +331,7 @@ struct AuditLine: Encodable {
         action = entry.action
         allowed = entry.allowed
         detail = entry.detail
+        decisionId = entry.decisionID
     }
 
 }
