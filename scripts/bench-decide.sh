@@ -10,9 +10,12 @@
 #   RUNS=9 COUNT=2000000 scripts/bench-decide.sh
 #   BASELINE=/path/to/an/older/custody scripts/bench-decide.sh
 #
-# BASELINE adds two cases with another build of custody (one from an earlier commit, built with
-# `make release` in a checkout of it), to /dev/null and
-# to a file, alternating with the others: a change measured against what it changed, in one run.
+# The audited case answers with decision auditing on, from a fresh copy of an audited state each
+# run; the ratio of its rate to the first case's is printed after the table.
+#
+# BASELINE adds three cases with another build of custody (one from an earlier commit, built with
+# `make release` in a checkout of it), to /dev/null, to a file and audited, alternating with the
+# others: a change measured against what it changed, in one run.
 # Its answers must be the same bytes as this build's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,25 +33,38 @@ Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$W
     --accounts "$ACCOUNTS" --policies "$POLICIES" --count "$COUNT"
 CUSTODY=.build/release/custody
 $CUSTODY apply --state "$WORK/state" --bundle "$WORK/bundle" --platform ios >/dev/null
+# Decision auditing: each audited run starts from a copy of this state, so that every run
+# inserts its entries into a log of the same size.
+$CUSTODY apply --state "$WORK/audited-template" --bundle "$WORK/bundle" --platform ios >/dev/null
+$CUSTODY audit --state "$WORK/audited-template" --decisions on >/dev/null
+fresh_audited() { rm -f "$1" "$1-wal" "$1-shm"; cp "$1-template" "$1"; }
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 LABELS=("bundle in force (state), all cores, to /dev/null" "--bundle override, all cores, to /dev/null"
-        "bundle in force, all cores, to a file" "bundle in force, one core, to /dev/null")
+        "bundle in force, all cores, to a file" "bundle in force, one core, to /dev/null"
+        "decision auditing on, all cores, to /dev/null")
 ARGS=("--state $WORK/state --jobs $(nproc)" "--state $WORK/none --bundle $WORK/bundle --jobs $(nproc)"
-      "--state $WORK/state --jobs $(nproc)" "--state $WORK/state --jobs 1")
-OUTS=(/dev/null /dev/null "$WORK/out.jsonl" /dev/null)
-BINARIES=("$CUSTODY" "$CUSTODY" "$CUSTODY" "$CUSTODY")
+      "--state $WORK/state --jobs $(nproc)" "--state $WORK/state --jobs 1" "--state $WORK/audited --jobs $(nproc)")
+OUTS=(/dev/null /dev/null "$WORK/out.jsonl" /dev/null /dev/null)
+BINARIES=("$CUSTODY" "$CUSTODY" "$CUSTODY" "$CUSTODY" "$CUSTODY")
+AUDITED=("" "" "" "" "$WORK/audited")
 if [ -n "${BASELINE:-}" ]; then
     $BASELINE apply --state "$WORK/baseline-state" --bundle "$WORK/bundle" --platform ios >/dev/null
-    LABELS+=("BASELINE, bundle in force, all cores, to /dev/null" "BASELINE, bundle in force, all cores, to a file")
-    ARGS+=("--state $WORK/baseline-state --jobs $(nproc)" "--state $WORK/baseline-state --jobs $(nproc)")
-    OUTS+=(/dev/null "$WORK/baseline-out.jsonl")
-    BINARIES+=("$BASELINE" "$BASELINE")
+    $BASELINE apply --state "$WORK/baseline-audited-template" --bundle "$WORK/bundle" --platform ios >/dev/null
+    $BASELINE audit --state "$WORK/baseline-audited-template" --decisions on >/dev/null
+    LABELS+=("BASELINE, bundle in force, all cores, to /dev/null" "BASELINE, bundle in force, all cores, to a file"
+             "BASELINE, decision auditing on, all cores, to /dev/null")
+    ARGS+=("--state $WORK/baseline-state --jobs $(nproc)" "--state $WORK/baseline-state --jobs $(nproc)"
+           "--state $WORK/baseline-audited --jobs $(nproc)")
+    OUTS+=(/dev/null "$WORK/baseline-out.jsonl" /dev/null)
+    BINARIES+=("$BASELINE" "$BASELINE" "$BASELINE")
+    AUDITED+=("" "" "$WORK/baseline-audited")
 fi
 declare -A WALL CPU
 for _ in $(seq "$RUNS"); do
     for index in "${!LABELS[@]}"; do
+        if [ -n "${AUDITED[$index]}" ]; then fresh_audited "${AUDITED[$index]}"; fi
         # shellcheck disable=SC2086
         /usr/bin/time -f "%e %U %S" -o "$WORK/time" "${BINARIES[$index]}" decide --platform ios ${ARGS[$index]} < "$WORK/queries.jsonl" > "${OUTS[$index]}"
         read -r wall user system < "$WORK/time"
@@ -63,6 +79,12 @@ for index in "${!LABELS[@]}"; do
     cpu=$(printf '%s\n' ${CPU[$index]} | median)
     printf '%-50s wall %6.2f s  %9.0f decisions/s  CPU %6.2f s  (wall runs: %s)\n' "${LABELS[$index]}" "$wall" \
         "$(awk -v c="$COUNT" -v t="$wall" 'BEGIN { print c / t }')" "$cpu" "${WALL[$index]}"
+done
+audited=$(sqlite3 "$WORK/audited" "SELECT count(*) FROM audit_log WHERE kind = 'decision'" 2>/dev/null || echo "?")
+echo "the last audited run's log holds $audited decision entries (expected $COUNT)"
+for index in "${!LABELS[@]}"; do
+    [ -z "${AUDITED[$index]}" ] && continue
+    echo "audited / not audited, all cores, to /dev/null, ${LABELS[$index]%%,*}: $(awk -v a="$(printf '%s\n' ${WALL[$index]} | median)" -v b="$(printf '%s\n' ${WALL[$(( index == 4 ? 0 : 5 ))]} | median)" 'BEGIN { printf "%.2f", b / a }') of the rate"
 done
 lines=$(wc -l < "$WORK/out.jsonl")
 [ "$lines" -eq "$COUNT" ] || { echo "expected $COUNT answers, got $lines" >&2; exit 1; }
