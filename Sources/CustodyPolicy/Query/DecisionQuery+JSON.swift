@@ -331,6 +331,11 @@ private struct QueryReader {
         }
         var targets: [String] = []
         for element in value.elements {
+            // Each target gets its own decision and reason: a line of millions of tiny ids
+            // asked for gigabytes of answer (and of audit entry).
+            guard targets.count < DecisionQuery.maximumTargets else {
+                throw error("\"targets\" may name at most \(DecisionQuery.maximumTargets) apps", at: element)
+            }
             guard let target = element.string, !target.isEmpty else {
                 throw error("each target must be a non-empty app id, URL scheme or package id", at: element)
             }

@@ -90,6 +90,9 @@ public enum DecisionQuery: Sendable, Hashable, CustomStringConvertible {
         return named.compactMap { role, account in account.map { (role, $0) } }
     }
 
+    /// The most targets a share query may name: each gets its own decision and reason.
+    public static let maximumTargets = 1_000
+
     /// The first of `accounts`, without building the list (an audit entry names it).
     public var firstAccount: AccountID? {
         switch self {

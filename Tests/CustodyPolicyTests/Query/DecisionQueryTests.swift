@@ -40,6 +40,12 @@ struct DecisionQueryTests {
             #"{"action":"share","owner":"a@contoso.com","targets":["com.microsoft.office.word","skype"]}"#,
             .share(owner: id("a@contoso.com"), targets: ["com.microsoft.office.word", "skype"])
         ),
+        // As many targets as a share may name.
+        (
+            #"{"action":"share","owner":"a@contoso.com","targets":["#
+                + Array(repeating: #""t""#, count: DecisionQuery.maximumTargets).joined(separator: ",") + "]}",
+            .share(owner: id("a@contoso.com"), targets: Array(repeating: "t", count: DecisionQuery.maximumTargets))
+        ),
         (
             #"{"action":"receive","receiver":"a@contoso.com","dataOwner":null}"#,
             .receive(receiver: id("a@contoso.com"), dataOwner: nil)
@@ -183,6 +189,11 @@ struct DecisionQueryTests {
                 "field 'account' appears more than once"
             ),
             (#"{"action":"share","owner":"a","targets":[]}"#, #"[]"#, "\"targets\" must name at least one app"),
+            (
+                #"{"action":"share","owner":"a","targets":["#
+                    + Array(repeating: #""t""#, count: 1_000).joined(separator: ",") + #","overflow"]}"#,
+                #""overflow""#, "\"targets\" may name at most 1000 apps"
+            ),
             (#"{"action":"share","owner":"a","targets":["",1]}"#, #""",1"#, "each target must be a non-empty app id"),
             (
                 #"{"action":"copyOut","owner":"a","destinationManaged":"yes"}"#, #""yes""#,
