@@ -1,4 +1,5 @@
 public import Foundation
+import CustodyPolicy
 import GRDB
 
 /// A bearer token of the decision service, as stored: never the token itself, only the SHA-256
@@ -16,9 +17,10 @@ public struct TokenRecord: Sendable, Hashable {
     /// When it was revoked; nil while it is valid.
     public let revoked: Date?
 
+    /// `name` keeps control characters escaped (see `BundleProvenance`).
     public init(id: String, name: String?, scopes: [String], hash: [UInt8], created: Date, revoked: Date? = nil) {
         self.id = id
-        self.name = name
+        self.name = name?.escapingControlCharacters
         self.scopes = scopes
         self.hash = hash
         self.created = created

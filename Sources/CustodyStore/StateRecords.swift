@@ -1,4 +1,5 @@
 public import Foundation
+import CustodyPolicy
 
 // What the `StateStore` protocol hands back, as named structs (both implementations, SQLite and
 // PostgreSQL, return these).
@@ -116,6 +117,8 @@ public struct BundleProvenance: Sendable, Hashable {
     /// Put back in force from the history by an operator (not an incoming bundle).
     public var isRollback: Bool
 
+    /// `appliedBy` and `reason` keep control characters escaped (`\u{0}`), as every text the
+    /// state keeps from a caller: PostgreSQL refuses a NUL, SQLite would cut the text there.
     public init(
         sequence: Int64? = nil, signers: [String] = [], signature: [UInt8]? = nil, appliedBy: String? = nil,
         reason: String? = nil, isRollback: Bool = false
@@ -123,8 +126,8 @@ public struct BundleProvenance: Sendable, Hashable {
         self.sequence = sequence
         self.signers = signers
         self.signature = signature
-        self.appliedBy = appliedBy
-        self.reason = reason
+        self.appliedBy = appliedBy?.escapingControlCharacters
+        self.reason = reason?.escapingControlCharacters
         self.isRollback = isRollback
     }
 
@@ -160,9 +163,10 @@ public struct BundleFreeze: Sendable, Hashable, Codable {
     public var by: String?
     public var at: Date
 
+    /// `reason` and `by` keep control characters escaped (see `BundleProvenance`).
     public init(reason: String, by: String?, at: Date) {
-        self.reason = reason
-        self.by = by
+        self.reason = reason.escapingControlCharacters
+        self.by = by?.escapingControlCharacters
         self.at = at
     }
 }

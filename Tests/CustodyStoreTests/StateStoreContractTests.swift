@@ -284,6 +284,13 @@ struct StateStoreContractTests {
         #expect(entries[0].detail == stored && entries[1].detail == stored && entries[1].account == stored)
         #expect(entries[2].detail?.contains(stored) == true, "\(entries[2])")
         #expect(entries.allSatisfy { ($0.detail ?? "") == ($0.detail ?? "").escapingControlCharacters })
+        // And the other texts the state keeps from callers: a freeze, a token's name, a
+        // rollback's reason and who applied it.
+        #expect(try state.bundleFreeze()?.reason == stored && state.bundleFreeze()?.by == stored)
+        try state.addToken(TokenRecord(id: "t1", name: given, scopes: ["decide"], hash: [1, 2, 3], created: t0))
+        #expect(try state.tokens().first?.name == stored)
+        let provenance = BundleProvenance(appliedBy: given, reason: given, isRollback: true)
+        #expect(provenance.reason == stored && provenance.appliedBy == stored)
     }
 
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)

@@ -219,7 +219,8 @@ struct BundleCommand: AsyncParsableCommand {
                 if let message = record.message {
                     fields.append(message.split(separator: "\n").first.map(String.init) ?? "")
                 }
-                StandardOutput.write(fields.joined(separator: "\t") + "\n")
+                // Reasons and names came from callers: escaped, one record per line.
+                StandardOutput.write(fields.map(\.escapingControlCharacters).joined(separator: "\t") + "\n")
             }
         }
     }
@@ -257,7 +258,7 @@ struct BundleCommand: AsyncParsableCommand {
                 } ?? "unsigned",
             ]
             lines += stored.files.map { "\($0.name)\t\($0.bytes.count) bytes\t\(BundleManifest.sha256($0.bytes))" }
-            StandardOutput.write(lines.joined(separator: "\n") + "\n")
+            StandardOutput.write(lines.map(\.escapingControlCharacters).joined(separator: "\n") + "\n")
         }
     }
 
@@ -297,7 +298,7 @@ struct BundleCommand: AsyncParsableCommand {
             lines += diff.added.map { "added \($0)" } + diff.removed.map { "removed \($0)" }
             lines += diff.settings.map { "\($0.file): \($0.setting) changed" }
             lines.append("\(diff.decisions.count) decision(s) flip")
-            StandardOutput.write(lines.joined(separator: "\n") + "\n")
+            StandardOutput.write(lines.map(\.escapingControlCharacters).joined(separator: "\n") + "\n")
             if !diff.decisions.isEmpty {
                 StandardOutput.write(try JSONLine.encode(diff.decisions, pretty: true))
             }
@@ -353,7 +354,7 @@ struct BundleCommand: AsyncParsableCommand {
             let freeze = try reporting(state: stateOptions) { () throws(CustodyError) in
                 try engine.freeze(reason: reason, by: commandLineOperator)
             }
-            StandardOutput.write("frozen: \(freeze.reason)\n")
+            StandardOutput.write("frozen: \(freeze.reason)".escapingControlCharacters + "\n")
         }
     }
 

@@ -335,7 +335,8 @@ struct TokensCommand: AsyncParsableCommand {
                 let scopes = token.scopes.sorted().map(\.rawValue).joined(separator: " ")
                 let revoked = token.revoked.map { "revoked \(formatTime($0))" } ?? "valid"
                 StandardOutput.write(
-                    "\(token.id)\t\(scopes)\t\(token.name ?? "-")\tcreated \(formatTime(token.created))\t\(revoked)\n")
+                    "\(token.id)\t\(scopes)\t\((token.name ?? "-").escapingControlCharacters)\tcreated \(formatTime(token.created))\t\(revoked)\n"
+                )
             }
         }
     }
