@@ -593,12 +593,10 @@ extension PostgresState {
         in session: PostgresSession
     ) throws {
         guard try setting("audit", in: session) != "off" else { return }
-        // Escaped as `AuditRecord` escapes them: PostgreSQL refuses a NUL in text.
-        let account = account?.escapingControlCharacters
-        let action = action.escapingControlCharacters
-        let detail = detail?.escapingControlCharacters
+        // The texts as `AuditRecord` keeps them (escaped: PostgreSQL refuses a NUL in text).
+        let record = AuditRecord(kind, account: account, action: action, detail: detail, at: date)
         try session.execute(
-            "INSERT INTO audit_log (at, kind, account, action, detail) VALUES (\(date), \(kind.rawValue), \(account), \(action), \(detail))"
+            "INSERT INTO audit_log (at, kind, account, action, detail) VALUES (\(record.at), \(record.kind.rawValue), \(record.account), \(record.action), \(record.detail))"
         )
     }
 

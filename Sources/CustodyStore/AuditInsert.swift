@@ -11,7 +11,7 @@ import GRDBSQLite
 /// each value is bound straight from the record's own storage, and one statement inserts up to
 /// `rowsPerStatement` rows, so SQLite runs its statement set-up once for them all. The rows,
 /// their order and their values are what `INSERT ... VALUES (?, ...)` one by one would write
-/// (`AuditLogTests`).
+/// (`DatabaseTests.auditBatches`).
 ///
 /// Runs inside a GRDB write (`db` is the writer's connection, in its transaction): GRDB's own
 /// documentation allows raw SQLite calls there (its "Raw SQLite Pointers").

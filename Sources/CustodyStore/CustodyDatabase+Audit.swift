@@ -157,12 +157,13 @@ extension CustodyDatabase {
         in db: Database
     ) throws -> Bool {
         guard try setting("audit", in: db) != "off" else { return false }
-        // Escaped as `AuditRecord` escapes them.
+        // The texts as `AuditRecord` keeps them (escaped).
+        let record = AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date)
         try db.execute(
             sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [
-                StoredDate.databaseValue(date), kind.rawValue, account?.escapingControlCharacters,
-                action.escapingControlCharacters, allowed, detail?.escapingControlCharacters,
+                StoredDate.databaseValue(record.at), record.kind.rawValue, record.account, record.action,
+                record.allowed, record.detail,
             ])
         return true
     }

@@ -90,8 +90,7 @@ public struct DecisionSession {
     ///   entries are dropped, never stored by a later commit).
     @discardableResult
     public mutating func commit() throws(CustodyError) -> Int {
-        guard let audit else { return 0 }
-        return try AuditBuffer.commit([audit])
+        try Self.commit([self])
     }
 
     /// Stores the audit entries of several sessions' answers (blocks of one input, answered in
@@ -99,13 +98,14 @@ public struct DecisionSession {
     /// none is and none of the answers may be sent. Returns how many.
     @discardableResult
     public static func commit(_ sessions: [DecisionSession]) throws(CustodyError) -> Int {
-        try AuditBuffer.commit(sessions.compactMap(\.audit))
+        try takePending(sessions)?.commit() ?? 0
     }
 
     /// Takes the audit entries of several sessions' answers out of them, in the order of
-    /// `sessions`, to be stored while the sessions answer on: the answers written since the last
-    /// commit may be sent once `PendingAudit.commit()` has stored them. Nil when no session
-    /// audits.
+    /// `sessions`, to be stored (while the sessions answer on, if the caller likes): the answers
+    /// written since the last commit may be sent once `PendingAudit.commit()` has stored them.
+    /// Taken out whether or not they are then stored: when they are not, their answers are not
+    /// given, and a later commit must not store them after all. Nil when no session audits.
     static func takePending(_ sessions: [DecisionSession]) -> PendingAudit? {
         let buffers = sessions.compactMap(\.audit)
         guard let first = buffers.first else { return nil }
@@ -139,9 +139,8 @@ final class AuditBuffer: @unchecked Sendable {
         self.now = now
     }
 
-    /// - Parameter reason: `answer.reason`, control characters escaped (the stream has it
-    ///   rendered). A reason may quote the query (a share target's id): a NUL in it would cut
-    ///   the entry short in SQLite and be refused by PostgreSQL, failing the whole batch.
+    /// - Parameter reason: `answer.reason` (the stream has it rendered). It may quote the query
+    ///   (a share target's id); `AuditRecord` keeps it with control characters escaped.
     func record(_ query: DecisionQuery, _ answer: DecisionAnswer, reason: String, into writer: inout JSONWriter) {
         let id = DecisionIDs.next()
         records.append(
@@ -153,22 +152,9 @@ final class AuditBuffer: @unchecked Sendable {
         writer.value(id)
     }
 
-    /// Stores the entries of `buffers` (of one database) in one transaction, in order, and
-    /// empties them; returns how many.
-    ///
-    /// The entries are taken out of the buffers whether or not they are stored: when they are
-    /// not, their answers are not given, and a later commit must not store them after all.
-    static func commit(_ buffers: [AuditBuffer]) throws(CustodyError) -> Int {
-        guard let first = buffers.first else { return 0 }
-        let records = buffers.count == 1 ? first.records : buffers.flatMap(\.records)
-        defer { for buffer in buffers { buffer.records.removeAll(keepingCapacity: true) } }
-        try store(records, in: first.database)
-        return records.count
-    }
-
     /// The entries recorded since the last commit, taken out (the buffer is left empty).
     func take() -> [AuditRecord] {
-        defer { records = [] }
+        defer { records.removeAll(keepingCapacity: true) }
         return records
     }
 

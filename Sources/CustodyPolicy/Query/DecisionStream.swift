@@ -61,9 +61,7 @@ public struct DecisionStream {
     public private(set) var errorCount = 0
     /// Called with each query answered (lines that are errors excluded) as its JSON answer is
     /// written, to record it (an audit log) and add members at the end of the object (the
-    /// decision id an audit entry holds). The reason it is given is `answer.reason` with its
-    /// control characters escaped (`escapingControlCharacters`): a reason may quote the query
-    /// (a share target's id), and a log must hold it whole and printable.
+    /// decision id an audit entry holds), with `answer.reason`.
     package var annotate:
         ((_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, inout JSONWriter) -> Void)?
     /// JSON members (already encoded, without braces) added at the end of every answer object,
@@ -333,11 +331,10 @@ private final class ExplanationCache {
 
     private static let separator = Array("; ".utf8)
 
-    /// `answer.reason` with its control characters escaped, from the rendered findings when
-    /// the answer is one decision (the common case: the same few reasons over and over), not
-    /// rendered and escaped afresh.
+    /// `answer.reason`, from the rendered findings when the answer is one decision (the
+    /// common case: the same few reasons over and over), not rendered afresh.
     func reason(of answer: DecisionAnswer) -> String {
-        guard case .single(let decision) = answer else { return answer.reason.escapingControlCharacters }
+        guard case .single(let decision) = answer else { return answer.reason }
         return Self.reason(render(decision.primary), decision.secondary.map(render))
     }
 
@@ -381,7 +378,7 @@ private final class ExplanationCache {
         scratch.value(rule.source)
         scratch.endObject()
         return RenderedExplanation(
-            text: text.escapingControlCharacters, explanation: explanation, members: members,
+            text: text, explanation: explanation, members: members,
             ruleMembers: Array(scratch.bytes.dropFirst().dropLast()))
     }
 }
@@ -448,7 +445,7 @@ extension DecisionAction {
 /// A finding's explanation and deciding members, rendered as JSON fragments. A class: a cache
 /// hit hands out one reference, not four.
 final class RenderedExplanation: Sendable {
-    /// The explanation as text, control characters escaped.
+    /// The explanation as text.
     let text: String
     /// The explanation, JSON-escaped, without quotes.
     let explanation: [UInt8]

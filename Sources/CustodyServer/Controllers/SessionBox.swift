@@ -112,10 +112,8 @@ final class SessionBox: @unchecked Sendable {
             if stopped { break }
         }
         if !stopped { _ = splitter.finish(line: answer) }
-        if !commitFailed {
-            _ = commit()
-            if !output.isEmpty { try await writer.write(ByteBuffer(bytes: output)) }
-        }
+        _ = commit()
+        if !output.isEmpty { try await writer.write(ByteBuffer(bytes: output)) }
         metrics.batch(queries: min(queries, limits.batchQueries))
         metrics.decided(session.tallies)
     }
