@@ -66,13 +66,16 @@ struct StateCLITests {
         #expect(try scratch.run(["audit", "--decisions", "on"]).stdout == "decision auditing is on\n")
         let audited = try scratch.run(["decide"], stdin: query + query)
         #expect(audited.status == 0)
+        try scratch.write("shared.txt", "untagged")
+        let received = try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("shared.txt")])
+        #expect(received.stdoutLines.count == 1, "\(received.stderr)")
 
         let log = try scratch.run(["audit", "--json"])
         #expect(log.status == 0)
         let kinds = log.stdoutLines.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["kind"] as? String
         }
-        #expect(kinds == ["bundle", "bundle", "key", "wipe", "decision", "decision"], "\(log.stdout)")
+        #expect(kinds == ["bundle", "bundle", "key", "wipe", "decision", "decision", "decision"], "\(log.stdout)")
         #expect(log.stdoutLines[0].contains(#""action":"apply""#) && log.stdoutLines[1].contains(#""action":"reject""#))
         #expect(log.stdoutLines[3].contains(ProtectionCLITests.alice))
         #expect(log.stdoutLines[4].contains(#""account":"bob@contoso.com","action":"print","allowed":"#))
@@ -80,21 +83,29 @@ struct StateCLITests {
         func decisionID(_ line: String) -> String? {
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["decisionId"] as? String
         }
-        #expect(log.stdoutLines.suffix(2).map(decisionID) == audited.stdoutLines.map(decisionID))
-        #expect(audited.stdoutLines.compactMap(decisionID).count == 2)
+        #expect(
+            log.stdoutLines.suffix(3).map(decisionID) == (audited.stdoutLines + received.stdoutLines).map(decisionID))
+        #expect(
+            audited.stdoutLines.compactMap(decisionID).count == 2
+                && received.stdoutLines.compactMap(decisionID).count == 1)
+        #expect(log.stdoutLines[6].contains(#""account":"alice@contoso.com","action":"receive","allowed":"#))
         #expect(log.stdoutLines[0].contains(#""decisionId":null"#))
         // At most --limit entries, and a warning when more follow.
         let limited = try scratch.run(["audit", "--limit", "2"])
         #expect(limited.status == 0 && limited.stdoutLines.count == 2)
         #expect(limited.stderr.hasPrefix("warning: 2 entries printed; more follow"), "\(limited.stderr)")
-        let whole = try scratch.run(["audit", "--limit", "6"])
-        #expect(whole.stdoutLines.count == 6 && whole.stderr.isEmpty, "\(whole.stderr)")
+        let whole = try scratch.run(["audit", "--limit", "7"])
+        #expect(whole.stdoutLines.count == 7 && whole.stderr.isEmpty, "\(whole.stderr)")
         #expect(try scratch.run(["audit", "--limit", "0"]).status == 64)
 
         #expect(try scratch.run(["audit", "--set", "off"]).stdout == "auditing is off\n")
         #expect(try scratch.run(["wipe", "--account", "bob@contoso.com"]).status == 0)
         #expect(try scratch.run(["decide"], stdin: query).status == 0)
-        #expect(try scratch.run(["audit"]).stdoutLines.count == 6, "nothing written while off")
+        #expect(
+            try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("shared.txt")]).stdoutLines
+                .count
+                == 1)
+        #expect(try scratch.run(["audit"]).stdoutLines.count == 7, "nothing written while off")
         #expect(try scratch.run(["audit", "--since", "2999-01-01T00:00:00Z"]).stdout.isEmpty)
     }
 

@@ -295,6 +295,11 @@ struct EndpointTests {
                 try await client.execute(
                     uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide),
                     body: ByteBuffer(text: Self.dropbox)))
+            // A shared item's receive decision is audited like the others.
+            let received = try object(
+                try await client.execute(
+                    uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post,
+                    headers: fixture.auth(.decide), body: ByteBuffer(text: "untagged data")))
             let batch = try await client.execute(
                 uri: "/v1/decisions/batch", method: .post, headers: fixture.auth(.decide),
                 body: ByteBuffer(
@@ -302,8 +307,8 @@ struct EndpointTests {
                         + #"{"action":"backup","account":"bob@contoso.com"}"# + "\n"
                         + #"{"action":"receive","receiver":"alice@contoso.com","dataOwner":"bob@contoso.com"}"#
                         + "\n" + #"{"action":"share","owner":"alice@contoso.com","targets":["com.a","com.b"]}"#))
-            var ids = [try #require(single["decisionId"] as? String)]
-            var reasons = [try #require(single["reason"] as? String)]
+            var ids = [try #require(single["decisionId"] as? String), try #require(received["decisionId"] as? String)]
+            var reasons = [try #require(single["reason"] as? String), try #require(received["reason"] as? String)]
             for line in batch.body.text.split(separator: "\n") {
                 let answer = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
                 ids.append(try #require(answer["decisionId"] as? String))
@@ -311,6 +316,8 @@ struct EndpointTests {
             }
             let audited = try fixture.engine.auditEntries().filter { $0.kind == .decision }
             #expect(audited.compactMap(\.decisionID) == ids)
+            #expect(audited.map(\.action) == ["saveTo", "receive", "print", "backup", "receive", "share"])
+            #expect(audited[1].account == "alice@contoso.com" && audited[1].allowed == (received["allowed"] as? Bool))
             // A share's entry holds each target's reason; its answer, a summary.
             let shareReason = reasons.removeLast()
             #expect(audited.dropLast().compactMap(\.detail) == reasons, "each entry holds the reason its answer gave")
@@ -319,7 +326,27 @@ struct EndpointTests {
             #expect(
                 audited.last?.detail?.hasPrefix("com.a: ") == true
                     && audited.last?.detail?.contains("; com.b: ") == true)
-            #expect(Set(ids).count == 5)
+            #expect(Set(ids).count == 6)
+        }
+    }
+
+    @Test("a receive decision whose audit entry cannot be stored is not given")
+    func auditFailsOnReceive() async throws {
+        let fixture = try await ServiceFixture.make(auditing: true)
+        try await DatabaseQueue(path: fixture.directory.file("state.sqlite")).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER full_disk BEFORE INSERT ON audit_log WHEN NEW.kind = 'decision'
+                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """)
+        }
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/decisions/receive?receiver=alice@contoso.com", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(text: "untagged data"))
+            #expect(response.status == .serviceUnavailable)
+            #expect(!response.body.text.contains("allowed"), "no decision is given: \(response.body.text)")
+            #expect(try fixture.engine.auditEntries().filter { $0.kind == .decision }.isEmpty)
         }
     }
 

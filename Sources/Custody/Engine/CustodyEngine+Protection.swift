@@ -370,15 +370,29 @@ public struct SharedItemDecision: Sendable {
     public let ownerVerified: Bool
     /// The revision of the bundle it was decided with.
     public let revision: String
+    /// With decision auditing on, the id of the decision's audit entry (stored before the
+    /// decision was returned); nil when decisions are not audited.
+    public internal(set) var decisionID: String?
+
+    init(decision: Decision, dataOwner: AccountID?, ownerVerified: Bool, revision: String) {
+        self.decision = decision
+        self.dataOwner = dataOwner
+        self.ownerVerified = ownerVerified
+        self.revision = revision
+    }
 
     /// The answer as one line of JSON, as both front ends give it: the decision as
-    /// `custody decide` writes it, then `file` (when given), `dataOwner`, `ownerVerified`, and
-    /// `revision` (with `includingRevision`).
+    /// `custody decide` writes it, then `decisionId` (when audited), `file` (when given),
+    /// `dataOwner`, `ownerVerified`, and `revision` (with `includingRevision`).
     package func json(file: String? = nil, includingRevision: Bool) -> [UInt8] {
         var writer = JSONWriter()
         DecisionEncoding.write(
             .single(decision), to: &writer,
             trailer: { writer in
+                if let decisionID {
+                    writer.key("decisionId")
+                    writer.value(decisionID)
+                }
                 if let file {
                     writer.key("file")
                     writer.value(file)
@@ -412,7 +426,26 @@ extension CustodyEngine {
     /// - Throws: `CustodyError` `.protection` for a damaged or unverifiable envelope; `.noPolicy`,
     ///   `.platform` as `policy()`.
     /// - Parameter context: the evaluation context; nil: the engine's.
+    ///
+    /// With decision auditing on, the decision is in the audit log before it is returned (its
+    /// `decisionID` names the entry), as every decision of `decisionSession` is; when the log
+    /// cannot be written, no decision is returned.
+    /// - Throws: `CustodyError` `.state` when the audit log cannot be written.
     public func receive(receiver: AccountID?, item: [UInt8], context: EvaluationContext? = nil) throws(CustodyError)
+        -> SharedItemDecision
+    {
+        var result = try decideReceive(receiver: receiver, item: item, context: context)
+        guard try auditSetting.isOn(database, following: isFollowing) else { return result }
+        let id = DecisionIDs.next()
+        let entry = AuditRecord(
+            .decision, account: (receiver ?? result.dataOwner)?.description, action: DecisionAction.receive.rawValue,
+            allowed: result.decision.isAllowed, detail: result.decision.reason, decisionID: id, at: configuration.now())
+        try AuditBuffer.store([entry], in: database)
+        result.decisionID = id
+        return result
+    }
+
+    private func decideReceive(receiver: AccountID?, item: [UInt8], context: EvaluationContext?) throws(CustodyError)
         -> SharedItemDecision
     {
         let (snapshot, revision) = try policyAndRevision(for: context)
