@@ -4,6 +4,37 @@ import Testing
 
 @Suite("custody bundle, trust and fleet", .timeLimit(.minutes(2)))
 struct BundleCLITests {
+    /// What `bundle sign` is given, the flag, and what it says when it refuses (nil: it signs).
+    static let signable: [(files: [String: String], allowEmpty: Bool, refusal: String?)] = [
+        ([:], false, "is not signed: a bundle that clears the policy on purpose is signed with --allow-empty"),
+        ([:], true, nil),
+        (["tenant.json": "{"], false, "tenant.json:1:2: error: expected a member name"),
+        (["tenant.json": "{"], true, "is not signed: no state would apply it"),
+        (["policy.json": #"{"id": 1}"#], false, "policy.json:1:"),
+        (["tenant.json": #"{"accounts": [], "allowedAccounts": null}"#], false, nil),
+    ]
+
+    @Test(
+        "bundle sign refuses a bundle no state would apply, and an empty one unless --allow-empty", arguments: signable)
+    func signRefusesWhatNoStateApplies(files: [String: String], allowEmpty: Bool, refusal: String?) throws {
+        let directory = try TemporaryDirectory()
+        let key = directory.file("signer.key")
+        #expect(try CLIRunner.run(["bundle", "keygen", "--out", key]).status == 0)
+        let bundle = directory.file("bundle")
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: bundle + "/" + name)) }
+        let signed = try CLIRunner.run(
+            ["bundle", "sign", bundle, "--key", key] + (allowEmpty ? ["--allow-empty"] : []))
+        let signature = FileManager.default.fileExists(atPath: bundle + "/.custody-signature.json")
+        if let refusal {
+            #expect(signed.status == 1 && signed.stderr.contains(refusal), "\(signed.stderr)")
+            #expect(!signature, "nothing is signed")
+        } else {
+            #expect(signed.status == 0 && signed.stdout.hasPrefix("signed "), "\(signed.stderr)")
+            #expect(signature)
+        }
+    }
+
     @Test(
         "keygen, sign, trust, apply; a tampered bundle exits 1 naming the file; verify agrees; history, show, rollback, freeze, fleet status"
     )

@@ -56,7 +56,9 @@ struct BundleCommand: AsyncParsableCommand {
                 no --sequence or --expires is given), this key's signature is added beside it: how \
                 two keys sign during a rotation. Otherwise (other files, or the same key signing \
                 again) the manifest is made anew, with a new sequence, and earlier signatures, over \
-                another manifest, are dropped (said on standard error).
+                another manifest, are dropped (said on standard error). A bundle that no state would \
+                apply (one that does not load, or one that knows nothing, without --allow-empty) is \
+                refused with its diagnostics, and nothing is signed.
                 """)
 
         @Argument(help: ArgumentHelp("The bundle directory.", valueName: "dir"))
@@ -73,6 +75,13 @@ struct BundleCommand: AsyncParsableCommand {
 
         @Option(help: ArgumentHelp("Until when the bundle may be applied (RFC 3339).", valueName: "time"))
         var expires: String?
+
+        @Flag(
+            help: """
+                Sign a bundle with no tenant.json and no app protection policy: one that clears the policy \
+                (it is applied with --allow-empty too).
+                """)
+        var allowEmpty = false
 
         func validate() throws {
             let now = Date()
@@ -98,6 +107,20 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let signingKey = try reporting(BundleTrustError.self) { try BundleSigningKey.load(file: key) }
             let files = try reporting(BundleError.self) { try BundleFiles.read(directory: directory) }
+            // A signature vouches for a bundle: one that no state would apply (broken, or
+            // knowing nothing when that is not meant) is refused, not signed.
+            do throws(BundleError) {
+                _ = try files.load(allowingEmpty: allowEmpty)
+            } catch {
+                StandardError.write(lines: error.diagnostics.map(\.description))
+                let empty = error.diagnostics.contains { $0.code == .emptyBundle }
+                StandardError.write(
+                    "error: \(directory) is not signed: "
+                        + (empty
+                            ? "a bundle that clears the policy on purpose is signed with --allow-empty\n"
+                            : "no state would apply it\n"))
+                throw ExitCode.failure
+            }
             let now = Date()
             let fresh = BundleManifest(
                 describing: files, sequence: sequence ?? Int64(now.timeIntervalSince1970 * 1_000), created: now,
