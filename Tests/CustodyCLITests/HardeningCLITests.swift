@@ -40,6 +40,28 @@ struct HardeningCLITests {
         }
     }
 
+    /// An empty path is no path: refused as a usage error naming the option, never read as the
+    /// current directory or handed to SQLite; an output path that cannot be written says why in
+    /// the system's words.
+    @Test(
+        "an empty --state or --bundle is a usage error; an unwritable --junit says why",
+        arguments: [
+            (["checkin", "--state", "", "--account", "alice@contoso.com"], 64, "--state is empty"),
+            (["keys", "list", "--state", ""], 64, "--state is empty"),
+            (["apply", "--bundle", ""], 64, "--bundle is empty"),
+            (["decide", "--bundle", ""], 64, "--bundle is empty"),
+            (["matrix", "run", "--junit", ".", "MATRIX"], 1, "cannot write .: Is a directory"),
+            (["matrix", "run", "--junit", "missing/report.xml", "MATRIX"], 1, "No such file or directory"),
+        ])
+    func emptyAndUnwritablePaths(arguments: [String], status: Int32, message: String) throws {
+        let scratch = try Scratch()
+        let matrix = TestPaths.package("policies/matrices/finance.matrix.json")
+        let result = try CLIRunner.run(
+            arguments.map { $0 == "MATRIX" ? matrix : $0 }, stdin: "", currentDirectory: scratch.path)
+        #expect(result.status == status && result.stderr.contains(message), "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty, "nothing was created")
+    }
+
     @Test("an owner longer than an envelope can name is refused before the file or the state is touched")
     func longOwner() throws {
         let scratch = try Scratch()

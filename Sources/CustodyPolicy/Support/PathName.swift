@@ -13,3 +13,15 @@ package enum PathName {
         FilePath(path).removingLastComponent().string
     }
 }
+
+extension PathName {
+    /// Writes `bytes` to the file at `path`, created (mode 0644 before the umask) or truncated.
+    /// - Throws: the system's error (`Errno`), whose description says why in the system's words
+    ///   ("Is a directory", "Permission denied"), where Foundation's says "error 512".
+    package static func write(_ bytes: [UInt8], toFile path: String) throws {
+        let descriptor = try FileDescriptor.open(
+            FilePath(path), .writeOnly, options: [.create, .truncate],
+            permissions: [.ownerReadWrite, .groupRead, .otherRead])
+        try descriptor.closeAfter { _ = try descriptor.writeAll(bytes) }
+    }
+}

@@ -53,6 +53,10 @@ struct ApplyCommand: AsyncParsableCommand {
     @OptionGroup var historyOptions: BundleHistoryOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
+    func validate() throws {
+        if bundle.isEmpty { throw ValidationError("--bundle is empty: give the bundle directory") }
+    }
+
     func run() async throws {
         let engine = try await openEngine(
             state: stateOptions, logging: loggingOptions, access: .readWrite, context: contextOptions.context,

@@ -47,9 +47,9 @@ struct MatrixCommand: AsyncParsableCommand {
             let report = MatrixReport(run: ScenarioRun(files: files))
             if let junit {
                 do {
-                    try Data(report.junit().utf8).write(to: URL(fileURLWithPath: junit))
+                    try PathName.write(Array(report.junit().utf8), toFile: junit)
                 } catch {
-                    StandardError.write("error: cannot write \(junit): \(error.localizedDescription)\n")
+                    StandardError.write("error: cannot write \(junit): \(error)\n")
                     throw ExitCode.failure
                 }
             }

@@ -57,6 +57,12 @@ struct StateOptions: ParsableArguments {
         return ".custody/state.sqlite"
     }
 
+    func validate() throws {
+        if stateArgument?.isEmpty == true {
+            throw ValidationError("--state is empty: give a SQLite file, a directory, or a postgres:// URL")
+        }
+    }
+
     /// The state, opened as `path` says when it is a SQLite path.
     func opened(_ path: (String) -> CustodyConfiguration.State) -> CustodyConfiguration.State {
         .named(state, path)
@@ -86,6 +92,10 @@ struct PolicyOptions: ParsableArguments {
     var bundle: String?
 
     @OptionGroup var contextOptions: ContextOptions
+
+    func validate() throws {
+        if bundle?.isEmpty == true { throw ValidationError("--bundle is empty: give the bundle directory") }
+    }
 }
 
 /// Where the master key comes from, for commands that need account keys.
