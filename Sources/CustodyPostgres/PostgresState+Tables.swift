@@ -556,7 +556,11 @@ extension PostgresState {
 
     public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
         try write("changing the audit setting") { session in
+            let entry = AuditRecord.switched(.log, on: enabled, at: Date())
+            guard (try Self.setting("audit", in: session) != "off") != enabled else { return }
+            if !enabled { try Self.audit(entry, in: session) }
             try setSetting("audit", enabled ? "on" : "off", in: session)
+            if enabled { try Self.audit(entry, in: session) }
         }
     }
 
@@ -568,7 +572,9 @@ extension PostgresState {
 
     public func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError) {
         try write("changing the decision audit setting") { session in
+            guard (try Self.setting("audit_decisions", in: session) == "on") != enabled else { return }
             try setSetting("audit_decisions", enabled ? "on" : "off", in: session)
+            try Self.audit(AuditRecord.switched(.decisions, on: enabled, at: Date()), in: session)
         }
     }
 
@@ -586,6 +592,12 @@ extension PostgresState {
             }
             return records.count
         }
+    }
+
+    static func audit(_ record: AuditRecord, in session: PostgresSession) throws {
+        try audit(
+            record.kind, account: record.account, action: record.action, detail: record.detail, at: record.at,
+            in: session)
     }
 
     static func audit(

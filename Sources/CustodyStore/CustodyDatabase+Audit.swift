@@ -18,6 +18,8 @@ public struct AuditEntry: Sendable, Hashable {
         case token
         /// A bundle signing key trusted or revoked.
         case trust
+        /// The audit log, or decision auditing, switched on or off (`AuditRecord.switched`).
+        case audit
     }
 
     public let id: Int64
@@ -78,6 +80,32 @@ public struct AuditRecord: Sendable, Hashable {
 }
 
 extension AuditRecord {
+    /// Which audit setting a switch changes.
+    package enum Switch: Sendable {
+        /// The audit log as a whole.
+        case log
+        /// Decision auditing.
+        case decisions
+    }
+
+    /// The entry of an audit setting switched on or off, the same on every backend: the log's
+    /// last entry before it is switched off and its first once back on, so a gap in the log
+    /// is never silent. `action` is `on`, `off`, `decisionsOn` or `decisionsOff`.
+    package static func switched(_ setting: Switch, on: Bool, at date: Date) -> AuditRecord {
+        let action: String
+        let detail: String
+        switch setting {
+        case .log:
+            action = on ? "on" : "off"
+            detail =
+                on ? "the audit log switched on" : "the audit log switched off: nothing is logged until it is back on"
+        case .decisions:
+            action = on ? "decisionsOn" : "decisionsOff"
+            detail = on ? "decision auditing switched on" : "decision auditing switched off"
+        }
+        return AuditRecord(.audit, account: nil, action: action, detail: detail, at: date)
+    }
+
     /// The detail of a wipe's audit entry, the same on every backend.
     package static func wipeDetail(identifiers: [String], keyVersions: [String: Int], secrets: Int, reason: String)
         -> String
@@ -107,9 +135,17 @@ extension CustodyDatabase {
         try read("reading the audit setting") { db in try Self.setting("audit", in: db) } != "off"
     }
 
-    /// Switches the audit log on or off (kept in the database, for every process).
+    /// Switches the audit log on or off (kept in the database, for every process). A change is
+    /// logged (`AuditRecord.switched`): as the last entry before the log goes off, the first
+    /// once it is on again.
     public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the audit setting") { db in try Self.setSetting("audit", enabled ? "on" : "off", in: db) }
+        try write("changing the audit setting") { db in
+            let entry = AuditRecord.switched(.log, on: enabled, at: Date())
+            guard (try Self.setting("audit", in: db) != "off") != enabled else { return }
+            if !enabled { try Self.audit(entry, in: db) }
+            try Self.setSetting("audit", enabled ? "on" : "off", in: db)
+            if enabled { try Self.audit(entry, in: db) }
+        }
     }
 
     /// Whether every decision is audited too (off by default: it costs a database write per
@@ -123,7 +159,9 @@ extension CustodyDatabase {
     /// Switches decision auditing on or off.
     public func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError) {
         try write("changing the decision audit setting") { db in
+            guard (try Self.setting("audit_decisions", in: db) == "on") != enabled else { return }
             try Self.setSetting("audit_decisions", enabled ? "on" : "off", in: db)
+            try Self.audit(AuditRecord.switched(.decisions, on: enabled, at: Date()), in: db)
         }
     }
 
@@ -148,6 +186,13 @@ extension CustodyDatabase {
             try AuditInsert.insert(records, in: db)
             return records.count
         }
+    }
+
+    /// Appends `record` inside a transaction, when auditing is on.
+    static func audit(_ record: AuditRecord, in db: Database) throws {
+        try audit(
+            record.kind, account: record.account, action: record.action, allowed: record.allowed, detail: record.detail,
+            at: record.at, in: db)
     }
 
     /// Appends an entry inside a transaction, when auditing is on.

@@ -75,10 +75,12 @@ struct StateCLITests {
         let kinds = log.stdoutLines.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["kind"] as? String
         }
-        #expect(kinds == ["bundle", "bundle", "key", "wipe", "decision", "decision", "decision"], "\(log.stdout)")
+        #expect(
+            kinds == ["bundle", "bundle", "key", "wipe", "audit", "decision", "decision", "decision"], "\(log.stdout)")
+        #expect(log.stdoutLines[4].contains(#""action":"decisionsOn""#))
         #expect(log.stdoutLines[0].contains(#""action":"apply""#) && log.stdoutLines[1].contains(#""action":"reject""#))
         #expect(log.stdoutLines[3].contains(ProtectionCLITests.alice))
-        #expect(log.stdoutLines[4].contains(#""account":"bob@contoso.com","action":"print","allowed":"#))
+        #expect(log.stdoutLines[5].contains(#""account":"bob@contoso.com","action":"print","allowed":"#))
         // Each decision's entry names the id its answer carried; other entries, null.
         func decisionID(_ line: String) -> String? {
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["decisionId"] as? String
@@ -88,14 +90,14 @@ struct StateCLITests {
         #expect(
             audited.stdoutLines.compactMap(decisionID).count == 2
                 && received.stdoutLines.compactMap(decisionID).count == 1)
-        #expect(log.stdoutLines[6].contains(#""account":"alice@contoso.com","action":"receive","allowed":"#))
+        #expect(log.stdoutLines[7].contains(#""account":"alice@contoso.com","action":"receive","allowed":"#))
         #expect(log.stdoutLines[0].contains(#""decisionId":null"#))
         // At most --limit entries, and a warning when more follow.
         let limited = try scratch.run(["audit", "--limit", "2"])
         #expect(limited.status == 0 && limited.stdoutLines.count == 2)
         #expect(limited.stderr.hasPrefix("warning: 2 entries printed; more follow"), "\(limited.stderr)")
-        let whole = try scratch.run(["audit", "--limit", "7"])
-        #expect(whole.stdoutLines.count == 7 && whole.stderr.isEmpty, "\(whole.stderr)")
+        let whole = try scratch.run(["audit", "--limit", "8"])
+        #expect(whole.stdoutLines.count == 8 && whole.stderr.isEmpty, "\(whole.stderr)")
         #expect(try scratch.run(["audit", "--limit", "0"]).status == 64)
 
         #expect(try scratch.run(["audit", "--set", "off"]).stdout == "auditing is off\n")
@@ -105,7 +107,9 @@ struct StateCLITests {
             try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("shared.txt")]).stdoutLines
                 .count
                 == 1)
-        #expect(try scratch.run(["audit"]).stdoutLines.count == 7, "nothing written while off")
+        let after = try scratch.run(["audit", "--json"]).stdoutLines
+        #expect(after.count == 9, "nothing written while off but the switch itself")
+        #expect(after.last?.contains(#""action":"off","allowed":null"#) == true, "\(after)")
         #expect(try scratch.run(["audit", "--since", "2999-01-01T00:00:00Z"]).stdout.isEmpty)
     }
 

@@ -299,9 +299,17 @@ struct StateStoreContractTests {
         #expect(try state.isAuditEnabled())
         #expect(
             try state.audit(.decision, account: "oid:a", action: "saveTo", allowed: false, detail: "blocked", at: t0))
+        // Each switch that changes a setting is logged (the log's last entry before it goes off,
+        // its first once on again); one that changes nothing, or decision auditing switched
+        // while the log is off, is not.
         try state.setAuditEnabled(false)
+        try state.setAuditEnabled(false)
+        try state.setDecisionAuditEnabled(true)
+        try state.setDecisionAuditEnabled(false)
         #expect(try !state.audit(.decision, account: "oid:a", action: "saveTo", at: t0))
         try state.setAuditEnabled(true)
+        try state.setAuditEnabled(true)
+        try state.setDecisionAuditEnabled(true)
         try state.setDecisionAuditEnabled(true)
         #expect(try state.isDecisionAuditEnabled())
         #expect(
@@ -309,9 +317,11 @@ struct StateStoreContractTests {
                 AuditRecord(.decision, account: nil, action: "print", allowed: true, decisionID: "d1", at: t0 + 1)
             ]) == 1)
         let entries = try state.auditEntries(since: t0)
-        #expect(entries.map(\.action) == ["saveTo", "print"])
-        #expect(entries[0].allowed == false && entries[0].detail == "blocked" && entries[1].decisionID == "d1")
-        #expect(try state.auditEntries(since: t0 + 1).count == 1)
+        #expect(entries.map(\.action) == ["saveTo", "off", "on", "decisionsOn", "print"])
+        #expect(entries.map(\.kind) == [.decision, .audit, .audit, .audit, .decision])
+        #expect(entries[1].detail == "the audit log switched off: nothing is logged until it is back on")
+        #expect(entries[0].allowed == false && entries[0].detail == "blocked" && entries[4].decisionID == "d1")
+        #expect(try state.auditEntries(since: t0 + 1).count == 4)
         try state.recordInstallationContext(platform: "ios", appID: nil, managementLevel: nil, precedence: "incumbent")
         try state.recordInstallationContext(platform: nil, appID: "com.example", managementLevel: nil)
         let context = try state.installationContext()

@@ -222,9 +222,12 @@ struct AuditCommand: AsyncParsableCommand {
             The log records applied and rejected bundles (kind bundle: apply or reject, with the \
             revision and source), wipes (kind wipe: what was deleted under which identifiers), \
             key rotations (kind key), secret changes (kind secret: identifiers only, never \
-            values), and, when decision auditing is on, every decision `custody decide` answers \
-            (kind decision: account, action, allowed or blocked, reason), written before its \
-            answer. The log is on by default; decision auditing is off by default.
+            values), token and trust changes (kinds token, trust), the log or decision auditing \
+            switched on or off (kind audit: the log's last entry before it goes off, its first \
+            once on again), and, when decision auditing is on, every decision `custody decide` \
+            and `custody receive` answer (kind decision: account, action, allowed or blocked, \
+            reason), written before its answer. The log is on by default; decision auditing is \
+            off by default.
 
             One entry per line, oldest first: time, kind, account, action, result and detail; \
             --json for JSON Lines (with the decision id an audited answer carried). At most \
