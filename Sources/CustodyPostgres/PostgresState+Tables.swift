@@ -612,12 +612,13 @@ extension PostgresState {
         )
     }
 
-    public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
+    public func auditEntries(since: Date?, after id: Int64, limit: Int) throws(StoreError) -> [AuditEntry] {
         let rows = try read("reading the audit log") { session in
             try session.query(
                 """
                 SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log
-                WHERE at >= \(since ?? Date(timeIntervalSince1970: -62_135_596_800)) ORDER BY id LIMIT \(limit)
+                WHERE at >= \(since ?? Date(timeIntervalSince1970: -62_135_596_800)) AND id > \(id)
+                ORDER BY id LIMIT \(limit)
                 """
             ).map { try $0.decode((Int64, Date, String, String?, String, Bool?, String?, String?).self) }
         }

@@ -213,14 +213,16 @@ extension CustodyDatabase {
         return true
     }
 
-    /// Audit entries at or after `since` (all when nil), oldest first.
-    public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
+    /// Audit entries at or after `since` (all when nil) whose id is above `id`, oldest first.
+    public func auditEntries(since: Date?, after id: Int64, limit: Int) throws(StoreError) -> [AuditEntry] {
         try read("reading the audit log") { db in
             try AuditRow.fetchAll(
                 db,
-                sql:
-                    "SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
-                arguments: [since ?? Date.distantPast, limit]
+                sql: """
+                    SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log
+                    WHERE at >= ? AND id > ? ORDER BY id LIMIT ?
+                    """,
+                arguments: [since ?? Date.distantPast, id, limit]
             ).map { try $0.entry() }
         }
     }

@@ -142,7 +142,9 @@ public protocol StateStore: AnyObject, Sendable {
     func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError)
     @discardableResult
     func audit(_ records: [AuditRecord]) throws(StoreError) -> Int
-    func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry]
+    /// Audit entries at or after `since` (all when nil) whose id is above `id` (0: all), oldest
+    /// first: a page of the log, the next one after the last entry's id.
+    func auditEntries(since: Date?, after id: Int64, limit: Int) throws(StoreError) -> [AuditEntry]
     func installationContext() throws(StoreError) -> InstallationContext
     func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?)
         throws(StoreError)
@@ -223,7 +225,10 @@ extension StateStore {
     // Conveniences with the usual defaults.
 
     public func auditEntries(since: Date? = nil) throws(StoreError) -> [AuditEntry] {
-        try auditEntries(since: since, limit: 10_000)
+        try auditEntries(since: since, after: 0, limit: 10_000)
+    }
+    public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
+        try auditEntries(since: since, after: 0, limit: limit)
     }
     public func events(after id: Int64) throws(StoreError) -> [StoredEvent] { try events(after: id, limit: 1_000) }
     public func bundleHistory() throws(StoreError) -> [BundleRecord] { try bundleHistory(limit: 100) }

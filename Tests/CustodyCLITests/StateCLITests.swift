@@ -99,6 +99,20 @@ struct StateCLITests {
         let whole = try scratch.run(["audit", "--limit", "8"])
         #expect(whole.stdoutLines.count == 8 && whole.stderr.isEmpty, "\(whole.stderr)")
         #expect(try scratch.run(["audit", "--limit", "0"]).status == 64)
+        #expect(try scratch.run(["audit", "--after", "-1"]).status == 64)
+        // Paged by the id the warning names, the pages are the whole log, each entry once.
+        for size in 1...3 {
+            var pages: [String] = []
+            var after = "0"
+            while true {
+                let page = try scratch.run(["audit", "--json", "--limit", "\(size)", "--after", after])
+                pages += page.stdoutLines
+                guard let range = page.stderr.firstRange(of: "the next page is --after ") else { break }
+                after = String(page.stderr[range.upperBound...].prefix { $0.isNumber })
+                #expect(page.stdoutLines.count == size)
+            }
+            #expect(pages == log.stdoutLines, "pages of \(size)")
+        }
 
         #expect(try scratch.run(["audit", "--set", "off"]).stdout == "auditing is off\n")
         #expect(try scratch.run(["wipe", "--account", "bob@contoso.com"]).status == 0)

@@ -322,6 +322,11 @@ struct StateStoreContractTests {
         #expect(entries[1].detail == "the audit log switched off: nothing is logged until it is back on")
         #expect(entries[0].allowed == false && entries[0].detail == "blocked" && entries[4].decisionID == "d1")
         #expect(try state.auditEntries(since: t0 + 1).count == 4)
+        // A page starts after the id it is given, whatever the time.
+        #expect(
+            try state.auditEntries(since: nil, after: entries[1].id, limit: 2).map(\.action) == ["on", "decisionsOn"])
+        #expect(try state.auditEntries(since: t0 + 1, after: entries[0].id, limit: 10).count == 4)
+        #expect(try state.auditEntries(since: nil, after: entries[4].id, limit: 10).isEmpty)
         try state.recordInstallationContext(platform: "ios", appID: nil, managementLevel: nil, precedence: "incumbent")
         try state.recordInstallationContext(platform: nil, appID: "com.example", managementLevel: nil)
         let context = try state.installationContext()

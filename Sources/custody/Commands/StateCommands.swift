@@ -230,14 +230,21 @@ struct AuditCommand: AsyncParsableCommand {
             off by default.
 
             One entry per line, oldest first: time, kind, account, action, result and detail; \
-            --json for JSON Lines (with the decision id an audited answer carried). At most \
-            --limit entries are printed; when more follow, a warning on standard error says so \
-            (narrow the range with --since).
+            --json for JSON Lines (with each entry's id, and the decision id an audited answer \
+            carried). At most --limit entries are printed; when more follow, a warning on standard \
+            error says so and names the --after that prints the next page, which starts exactly \
+            where this one stopped.
             """
     )
 
     @Option(help: ArgumentHelp("Only entries at or after this time (RFC 3339).", valueName: "time"))
     var since: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Only entries after the one with this id (the id --json prints; the warning of a page that stops short names it).",
+            valueName: "id"))
+    var after: Int64 = 0
 
     @Flag(help: "One JSON object per entry, per line.")
     var json = false
@@ -261,6 +268,7 @@ struct AuditCommand: AsyncParsableCommand {
             if let value, value != "on", value != "off" { throw ValidationError("\(option) takes on or off") }
         }
         guard (1...1_000_000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000000") }
+        guard after >= 0 else { throw ValidationError("--after must be an entry id, 0 or more") }
     }
 
     func run() async throws {
@@ -279,7 +287,7 @@ struct AuditCommand: AsyncParsableCommand {
             state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
         // One more than printed, to know whether more follow.
         let entries = try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.auditEntries(since: since, limit: limit + 1)
+            try engine.auditEntries(since: since, after: after, limit: limit + 1)
         }
         for entry in entries.prefix(limit) {
             if json {
@@ -292,9 +300,9 @@ struct AuditCommand: AsyncParsableCommand {
                 StandardOutput.write(line.escapingControlCharacters + "\n")
             }
         }
-        if entries.count > limit, let next = entries.last {
+        if entries.count > limit, let last = entries.dropLast().last {
             StandardError.write(
-                "warning: \(limit) entries printed; more follow, the next at \(formatTime(next.at)) (narrow with --since, or raise --limit)\n"
+                "warning: \(limit) \(limit == 1 ? "entry" : "entries") printed; more follow: the next page is --after \(last.id) (or raise --limit)\n"
             )
         }
     }
@@ -318,6 +326,8 @@ func formatTime(_ date: Date) -> String {
 /// One audit entry as `custody audit --json` prints it: one JSON object a line; a missing
 /// account, result or detail is `null`, never left out.
 struct AuditLine: Encodable {
+    /// The entry's id: `--after` takes it.
+    var id: Int64
     var at: String
     var kind: String
     @Nullable var account: String?
@@ -328,6 +338,7 @@ struct AuditLine: Encodable {
     @Nullable var decisionId: String?
 
     init(_ entry: AuditEntry) {
+        id = entry.id
         at = formatTime(entry.at)
         kind = entry.kind.rawValue
         account = entry.account
