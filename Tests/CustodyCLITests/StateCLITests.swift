@@ -127,6 +127,26 @@ struct StateCLITests {
         #expect(try scratch.run(["audit", "--since", "2999-01-01T00:00:00Z"]).stdout.isEmpty)
     }
 
+    @Test("an audited text answer ends with its decision id, as the JSON answer carries it", arguments: [1, 3])
+    func auditedTextAnswers(count: Int) throws {
+        let scratch = try Scratch()
+        try scratch.applyExampleBundle()
+        #expect(try scratch.run(["audit", "--decisions", "on"]).status == 0)
+        let query = #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
+        let decided = try scratch.run(["decide", "--format", "text"], stdin: String(repeating: query, count: count))
+        #expect(decided.status == 0, "\(decided.stderr)")
+        let given = decided.stdoutLines.compactMap { line in
+            line.firstRange(of: " (decision ").map { String(line[$0.upperBound...].dropLast()) }
+        }
+        let audited = try scratch.run(["audit", "--json"]).stdoutLines.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["decisionId"] as? String
+        }
+        #expect(given.count == count && given == audited, "\(decided.stdout)")
+        // Without auditing, a text answer names no decision.
+        #expect(try scratch.run(["audit", "--decisions", "off"]).status == 0)
+        #expect(try !scratch.run(["decide", "--format", "text"], stdin: query).stdout.contains("(decision "))
+    }
+
     @Test("watch without --bundle watches where the bundle in force came from; with none it says how to give one")
     func watchInForce() throws {
         let scratch = try Scratch()

@@ -141,7 +141,10 @@ final class AuditBuffer: @unchecked Sendable {
 
     /// - Parameter reason: `answer.reason` (the stream has it rendered). It may quote the query
     ///   (a share target's id); `AuditRecord` keeps it with control characters escaped.
-    func record(_ query: DecisionQuery, _ answer: DecisionAnswer, reason: String, into writer: inout JSONWriter) {
+    @discardableResult
+    func record(_ query: DecisionQuery, _ answer: DecisionAnswer, reason: String, into writer: inout JSONWriter)
+        -> String
+    {
         let id = DecisionIDs.next()
         records.append(
             AuditRecord(
@@ -150,6 +153,7 @@ final class AuditBuffer: @unchecked Sendable {
                 detail: reason, decisionID: id, at: now()))
         writer.key("decisionId")
         writer.value(id)
+        return id
     }
 
     /// The entries recorded since the last commit, taken out (the buffer is left empty).

@@ -61,9 +61,10 @@ public struct DecisionStream {
     public private(set) var errorCount = 0
     /// Called with each query answered (lines that are errors excluded) as its JSON answer is
     /// written, to record it (an audit log) and add members at the end of the object (the
-    /// decision id an audit entry holds), with `answer.reason`.
+    /// decision id an audit entry holds), with `answer.reason`. Returns the decision id, which
+    /// a text answer ends with.
     package var annotate:
-        ((_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, inout JSONWriter) -> Void)?
+        ((_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, inout JSONWriter) -> String?)?
     /// JSON members (already encoded, without braces) added at the end of every answer object,
     /// such as the revision a service decided at.
     package var trailer: [UInt8] = []
@@ -251,7 +252,7 @@ public struct DecisionStream {
                                 } else {
                                     cache.reason(of: answer)
                                 }
-                            annotate(query, answer, reason, &writer)
+                            _ = annotate(query, answer, reason, &writer)
                         }
                         if !trailer.isEmpty { writer.rawMembers(trailer) }
                     })
@@ -261,9 +262,10 @@ public struct DecisionStream {
                 }
             }
         case .text:
+            var decisionID: String?
             if let annotate {
                 var ignored = JSONWriter()
-                annotate(query, answer, cache.reason(of: answer), &ignored)
+                decisionID = annotate(query, answer, cache.reason(of: answer), &ignored)
             }
             let verdict: String
             switch answer {
@@ -281,6 +283,8 @@ public struct DecisionStream {
             if options.explain, let rule = answer.decidingRule {
                 line += " [\(rule.id), \(rule.basis.rawValue): \(rule.source)]"
             }
+            // An audited answer names its entry, as the JSON answer's `decisionId` does.
+            if let decisionID { line += " (decision \(decisionID))" }
             // The query's text (app ids, targets, paths) came from input: escaped, so a line
             // cannot rewrite the terminal or forge another answer.
             writer.rawText(line.escapingControlCharacters)

@@ -101,7 +101,7 @@ struct DecideCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "json: one JSON object per line (the contract); text: one line per answer for people.",
+            "json: one JSON object per line (the contract); text: one line per answer for people, ending with the decision id when decisions are audited.",
             valueName: "json|text"))
     var format: DecisionStream.Format = .json
 
