@@ -148,8 +148,16 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
             self.init(.serviceUnavailable, .wipe, error.message)
         default:
             // `state`, and any code the engine may add: the state cannot be relied on now.
-            self.init(.serviceUnavailable, .state, error.message)
+            self.init(.serviceUnavailable, .state, Self.withoutLocation(error))
         }
+    }
+
+    /// An engine error's message without the database it names (a state file's path, a
+    /// PostgreSQL server's address): the operator's business, which the service logs, not a
+    /// caller's.
+    static func withoutLocation(_ error: CustodyError) -> String {
+        guard let path = (error.underlying as? StoreError)?.path, !path.isEmpty else { return error.message }
+        return error.message.replacingOccurrences(of: path + ": ", with: "")
     }
 
     /// A query that could not be read: 400 with its line and column in `text`, the body it

@@ -346,6 +346,9 @@ struct EndpointTests {
                 body: ByteBuffer(text: "untagged data"))
             #expect(response.status == .serviceUnavailable)
             #expect(!response.body.text.contains("allowed"), "no decision is given: \(response.body.text)")
+            #expect(response.body.text.contains("the audit log cannot be written"), "\(response.body.text)")
+            // The state's file is the operator's business (logged), not the caller's.
+            #expect(!response.body.text.contains(fixture.directory.path), "\(response.body.text)")
             #expect(try fixture.engine.auditEntries().filter { $0.kind == .decision }.isEmpty)
         }
     }

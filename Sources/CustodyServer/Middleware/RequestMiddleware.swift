@@ -46,7 +46,13 @@ struct RequestMiddleware: RouterMiddleware {
         } catch let error as ServiceError {
             response = try error.response(from: request, context: context)
         } catch let error as CustodyError {
-            response = try ServiceError(error).response(from: request, context: context)
+            let answer = ServiceError(error)
+            if answer.status.code >= 500 {
+                // The whole message, with the database it names, for the operator.
+                context.logger.warning(
+                    "request not answered", metadata: ["error": "\(error.message)", "code": "\(error.code)"])
+            }
+            response = try answer.response(from: request, context: context)
         } catch let error as any HTTPResponseError {
             response = try Self.serviceError(error, bodyLimit: bodyLimit).response(from: request, context: context)
         } catch is CancellationError {
