@@ -313,6 +313,25 @@ struct EngineTests {
                 && decisions.first?.allowed == true)
     }
 
+    @Test("a report session (the console's what-if) is never audited; a decision session is, when auditing is on")
+    func reportSessionsAreNotAudited() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        try engine.setAuditing(decisions: true)
+        for (report, audited) in [(false, true), (true, false)] {
+            var session = try engine.decisionSession(options: .init(currentTime: { .zero }), report: report)
+            var output: [UInt8] = []
+            Array(#"{"action":"print","account":"b0@contoso.com"}"#.utf8).withUnsafeBytes {
+                session.answer(line: $0, into: &output)
+            }
+            #expect(session.isAuditing == audited)
+            #expect(String(decoding: output, as: UTF8.self).contains(#""decisionId":"#) == audited)
+            #expect(try session.commit() == (audited ? 1 : 0))
+        }
+        #expect(try engine.auditEntries().filter { $0.kind == .decision }.count == 1)
+    }
+
     @Test("answers made while the audit log is switched off under them are not given: the commit fails and says why")
     func auditSwitchedOffMidSession() async throws {
         let installation = try Installation()

@@ -35,10 +35,13 @@ extension CustodyEngine {
     /// `context` (see `DecisionSession`). When decision auditing is on in the state, every
     /// answer carries a decision id and the session's `commit()` writes the audit entries.
     /// With `stamped`, every answer also carries the `revision` and `eventId` it was decided at.
+    /// - Parameter report: the answers only show what would be decided, and nobody acts on
+    ///   them (the console's what-if): they are not audited, and carry no decision id.
     /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.state` when the audit
     ///   setting cannot be read (answers are never given unaudited by mistake).
     public func decisionSession(
-        context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = false
+        context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = false,
+        report: Bool = false
     ) throws(CustodyError)
         -> DecisionSession
     {
@@ -46,7 +49,7 @@ extension CustodyEngine {
         // newer one.
         let eventID = manager.lastEventID
         let (snapshot, revision) = try policyAndRevision(for: context)
-        let auditing = try auditSetting.isOn(database, following: isFollowing)
+        let auditing = report ? false : try auditSetting.isOn(database, following: isFollowing)
         return DecisionSession(
             stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID,
             stamped: stamped,

@@ -499,7 +499,7 @@ struct ConsoleController {
         var session = try engine.decisionSession(
             context: evaluation,
             options: DecisionStream.Options(
-                explain: true, currentTime: { .seconds(Date().timeIntervalSince1970) }))
+                explain: true, currentTime: { .seconds(Date().timeIntervalSince1970) }), report: true)
         defer { engine.end(session) }
         var output: [UInt8] = []
         Array(line).withUnsafeBytes { session.answer(line: $0, into: &output) }
