@@ -315,35 +315,43 @@ struct EngineTests {
 
     @Test("a report session (the console's what-if) is never audited; a decision session is, when auditing is on")
     func reportSessionsAreNotAudited() async throws {
-        let installation = try Installation()
-        let engine = try await installation.open()
-        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
-        try engine.setAuditing(decisions: true)
+        let (engine, installation) = try await Self.auditedEngine()
+        defer { withExtendedLifetime(installation) {} }
         for (report, audited) in [(false, true), (true, false)] {
             var session = try engine.decisionSession(options: .init(currentTime: { .zero }), report: report)
-            var output: [UInt8] = []
-            Array(#"{"action":"print","account":"b0@contoso.com"}"#.utf8).withUnsafeBytes {
-                session.answer(line: $0, into: &output)
-            }
+            let output = Self.answerPrint(&session)
             #expect(session.isAuditing == audited)
-            #expect(String(decoding: output, as: UTF8.self).contains(#""decisionId":"#) == audited)
+            #expect(output.contains(#""decisionId":"#) == audited)
             #expect(try session.commit() == (audited ? 1 : 0))
         }
         #expect(try engine.auditEntries().filter { $0.kind == .decision }.count == 1)
     }
 
-    @Test("answers made while the audit log is switched off under them are not given: the commit fails and says why")
-    func auditSwitchedOffMidSession() async throws {
+    /// An engine on the test bundle with decision auditing on (and its installation, which
+    /// must outlive it).
+    static func auditedEngine() async throws -> (CustodyEngine, Installation) {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
         try engine.setAuditing(decisions: true)
-        var session = try engine.decisionSession(options: .init(currentTime: { .zero }))
+        return (engine, installation)
+    }
+
+    /// The session's answer to a print query for b0@contoso.com.
+    static func answerPrint(_ session: inout DecisionSession) -> String {
         var output: [UInt8] = []
         Array(#"{"action":"print","account":"b0@contoso.com"}"#.utf8).withUnsafeBytes {
             session.answer(line: $0, into: &output)
         }
-        #expect(String(decoding: output, as: UTF8.self).contains(#""decisionId":"#))
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    @Test("answers made while the audit log is switched off under them are not given: the commit fails and says why")
+    func auditSwitchedOffMidSession() async throws {
+        let (engine, installation) = try await Self.auditedEngine()
+        defer { withExtendedLifetime(installation) {} }
+        var session = try engine.decisionSession(options: .init(currentTime: { .zero }))
+        #expect(Self.answerPrint(&session).contains(#""decisionId":"#))
         try engine.setAuditing(false)
         #expect {
             try session.commit()
