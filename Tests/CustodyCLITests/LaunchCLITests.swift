@@ -43,6 +43,28 @@ struct LaunchCLITests {
     }
 
     @Test(
+        "with decision auditing on, a check-in's launch decision is audited before it is given, ahead of the wipe it calls for",
+        arguments: [(good, false), (jailbroken, true)])
+    func auditedLaunch(facts: String, wipes: Bool) throws {
+        let directory = try scratch(acting: true)
+        #expect(try directory.run(["audit", "--decisions", "on"]).status == 0)
+        let file = try directory.write("facts.json", facts)
+        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
+        #expect(checkIn.status == 0, "\(checkIn.stderr)")
+        let answer = try #require(
+            try JSONSerialization.jsonObject(with: Data(checkIn.stdout.utf8)) as? [String: Any], "\(checkIn.stdout)")
+        let id = try #require(answer["decisionId"] as? String)
+        #expect(answer["wiped"] as? Bool == wipes)
+        let entries = try directory.run(["audit", "--json"]).stdoutLines.compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let decision = try #require(entries.firstIndex { $0["decisionId"] as? String == id })
+        #expect(entries[decision]["action"] as? String == "launch")
+        #expect(entries[decision]["allowed"] as? Bool == !wipes)
+        #expect(entries.lastIndex { $0["kind"] as? String == "wipe" }.map { $0 > decision } ?? !wipes)
+    }
+
+    @Test(
         "no wipe: with acting off, with facts that do not call for it, under a --bundle override, or for an old lastCheckIn among the facts of a check-in",
         arguments: [
             (false, jailbroken, false), (true, #"{"osVersion":"14.8"}"#, false), (true, jailbroken, true),

@@ -435,13 +435,9 @@ extension CustodyEngine {
         -> SharedItemDecision
     {
         var result = try decideReceive(receiver: receiver, item: item, context: context)
-        guard try auditSetting.isOn(database, following: isFollowing) else { return result }
-        let id = DecisionIDs.next()
-        let entry = AuditRecord(
-            .decision, account: (receiver ?? result.dataOwner)?.description, action: DecisionAction.receive.rawValue,
-            allowed: result.decision.isAllowed, detail: result.decision.reason, decisionID: id, at: configuration.now())
-        try AuditBuffer.store([entry], in: database)
-        result.decisionID = id
+        result.decisionID = try auditDecision(
+            account: receiver ?? result.dataOwner, action: .receive, allowed: result.decision.isAllowed,
+            reason: result.decision.reason)
         return result
     }
 

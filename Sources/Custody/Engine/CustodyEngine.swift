@@ -503,6 +503,9 @@ public final class CustodyEngine: Sendable {
         public let wipe: WipeReport?
         /// Whether the installation acts on launch outcomes (`custody apply --act-on-launch`).
         public let acting: Bool
+        /// With decision auditing on, the id of the launch decision's audit entry (stored
+        /// before the result was returned, and before any wipe it called for).
+        public let decisionID: String?
     }
 
     /// Records a policy sync of `account` with the launch facts its app reported, decides
@@ -531,8 +534,10 @@ public final class CustodyEngine: Sendable {
         // outcome is reported, never acted on.
         let acting =
             try CustodyError.fromState { try database.isActingOnLaunch() } && manager.bundleInForce?.isOverride != true
+        let decisionID = try auditDecision(
+            account: resolved.id, action: .launch, allowed: launch.isAllowed, reason: launch.reason)
         guard acting, launch.wipeIsConfirmed else {
-            return CheckInResult(account: resolved, launch: launch, wipe: nil, acting: acting)
+            return CheckInResult(account: resolved, launch: launch, wipe: nil, acting: acting, decisionID: decisionID)
         }
         let because = launch.checks.first { $0.outcome == .wipe && !$0.isMissing }
         let report = try await wipe(
@@ -540,7 +545,24 @@ public final class CustodyEngine: Sendable {
             reason:
                 "conditional launch: \(because.map { "\($0.fact) \($0.reported ?? "") fails \($0.setting)" } ?? "wipe")"
         )
-        return CheckInResult(account: resolved, launch: launch, wipe: report, acting: acting)
+        return CheckInResult(account: resolved, launch: launch, wipe: report, acting: acting, decisionID: decisionID)
+    }
+
+    /// With decision auditing on, stores one decision's audit entry and returns its id (which
+    /// the answer must carry); nil when decisions are not audited. For the decisions made one
+    /// at a time, outside a `DecisionSession`: a shared item's receive, a check-in's launch.
+    /// - Throws: `CustodyError` `.state` when the entry cannot be stored: the decision must
+    ///   then not be given.
+    func auditDecision(account: AccountID?, action: DecisionAction, allowed: Bool, reason: String)
+        throws(CustodyError) -> String?
+    {
+        guard try auditSetting.isOn(database, following: isFollowing) else { return nil }
+        let id = DecisionIDs.next()
+        let entry = AuditRecord(
+            .decision, account: account?.description, action: action.rawValue, allowed: allowed, detail: reason,
+            decisionID: id, at: configuration.now())
+        try AuditBuffer.store([entry], in: database)
+        return id
     }
 
     /// Sets whether check-ins act on a `wipe` launch outcome (see `checkIn(account:at:facts:)`);

@@ -100,7 +100,8 @@ struct CheckInCommand: AsyncParsableCommand {
             --facts FILE (or - for standard input) records what the app and device reported, a \
             JSON object such as {"osVersion":"17.4","appVersion":"5.2","jailbroken":false} (the \
             facts of a launch decision: custody decide --help), decides conditional launch with \
-            them and prints the decision as JSON, with "wiped" saying whether it wiped the \
+            them and prints the decision as JSON (with its "decisionId" when decisions are audited), \
+            with "wiped" saying whether it wiped the \
             account. Later launch decisions take the facts a query \
             does not give from the recorded ones. A wipe outcome that reported facts call for \
             (not one counted for a missing fact) wipes the account's keys, audited and \
@@ -148,6 +149,10 @@ struct CheckInCommand: AsyncParsableCommand {
             DecisionEncoding.write(
                 .launch(launch), to: &writer,
                 trailer: { writer in
+                    if let decisionID = result.decisionID {
+                        writer.key("decisionId")
+                        writer.value(decisionID)
+                    }
                     writer.key("wiped")
                     writer.value(result.wipe != nil)
                 })
