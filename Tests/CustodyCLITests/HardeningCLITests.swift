@@ -44,12 +44,17 @@ struct HardeningCLITests {
     /// current directory or handed to SQLite; an output path that cannot be written says why in
     /// the system's words.
     @Test(
-        "an empty --state or --bundle is a usage error; an unwritable --junit says why",
+        "an empty path is a usage error naming its option; an unwritable --junit says why",
         arguments: [
             (["checkin", "--state", "", "--account", "alice@contoso.com"], 64, "--state is empty"),
             (["keys", "list", "--state", ""], 64, "--state is empty"),
             (["apply", "--bundle", ""], 64, "--bundle is empty"),
             (["decide", "--bundle", ""], 64, "--bundle is empty"),
+            (["matrix", "run", "--junit", "", "MATRIX"], 64, "--junit is empty"),
+            (["matrix", "run", ""], 64, "a matrix path is empty"),
+            (["bundle", "sign", "", "--key", "signer.key"], 64, "<dir> is empty"),
+            (["bundle", "sign", "MATRIX", "--key", ""], 64, "--key is empty"),
+            (["checkin", "--account", "alice@contoso.com", "--facts", ""], 64, "--facts is empty"),
             (["matrix", "run", "--junit", ".", "MATRIX"], 1, "cannot write .: Is a directory"),
             (["matrix", "run", "--junit", "missing/report.xml", "MATRIX"], 1, "No such file or directory"),
         ])

@@ -375,6 +375,7 @@ struct EndpointTests {
             let errors = lines.filter { $0.hasPrefix(#"{"error":"#) }
             #expect(errors.count == 1, "\(errors)")
             #expect(errors.first?.contains("the audit log cannot be written") == true)
+            #expect(errors.first?.contains(fixture.directory.path) == false, "the state's file is not the caller's")
             let given = lines.compactMap { line in
                 line.firstRange(of: #""decisionId":""#).map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
             }

@@ -152,6 +152,7 @@ struct DecisionController {
             try engine.decisionSession(context: evaluation, options: options), body: body, first: first)
         let limits = self.limits
         let metrics = self.metrics
+        let logger = context.logger
         let headers: HTTPFields = [
             .contentType: "application/x-ndjson", .custodyRevision: box.session.revision,
             .custodyEventID: String(box.session.eventID),
@@ -163,10 +164,10 @@ struct DecisionController {
                     // Every block's audit entries are written before the block is sent: on the
                     // state's threads.
                     try await StateExecutor.run {
-                        try await box.answer(limits: limits, metrics: metrics, writer: &writer)
+                        try await box.answer(limits: limits, metrics: metrics, logger: logger, writer: &writer)
                     }
                 } else {
-                    try await box.answer(limits: limits, metrics: metrics, writer: &writer)
+                    try await box.answer(limits: limits, metrics: metrics, logger: logger, writer: &writer)
                 }
                 engine.end(box.session)
                 try await writer.finish(nil)

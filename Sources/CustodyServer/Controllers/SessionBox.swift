@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Foundation
+import Logging
 import NIOCore
 
 /// A session and the request body it answers, handed to a response body's writer (which runs
@@ -32,9 +33,10 @@ final class SessionBox: @unchecked Sendable {
     /// Answers every line of the body, writing answers as they are committed. A body whose
     /// framing breaks after the answer started gets one last error line saying so (the status
     /// is sent already), then the answer ends.
-    func answer(limits: CustodyServerConfiguration.Limits, metrics: ServerMetrics, writer: inout any ResponseBodyWriter)
-        async throws
-    {
+    func answer(
+        limits: CustodyServerConfiguration.Limits, metrics: ServerMetrics, logger: Logger,
+        writer: inout any ResponseBodyWriter
+    ) async throws {
         var splitter = LineSplitter(maximumLine: limits.lineBytes)
         var output: [UInt8] = []
         output.reserveCapacity(1 << 16)
@@ -70,8 +72,10 @@ final class SessionBox: @unchecked Sendable {
                 metrics.audited(try session.commit())
                 return true
             } catch {
+                // As a 503 says it: without the database it names, which the log gets.
+                logger.warning("batch stopped", metadata: ["error": "\(error.message)", "code": "\(error.code)"])
                 var writer = JSONWriter()
-                DecisionEncoding.writeError(error.message, line: nil, to: &writer)
+                DecisionEncoding.writeError(ServiceError.withoutLocation(error), line: nil, to: &writer)
                 writer.newline()
                 output = writer.bytes
                 commitFailed = true

@@ -84,6 +84,7 @@ struct BundleCommand: AsyncParsableCommand {
         var allowEmpty = false
 
         func validate() throws {
+            try refuseEmptyPaths(["<dir>": directory, "--key": key])
             let now = Date()
             if let sequence {
                 if sequence < 1 { throw ValidationError("--sequence must be at least 1") }

@@ -124,6 +124,10 @@ struct CheckInCommand: AsyncParsableCommand {
             "A JSON object of launch facts the app reported (- for standard input).", valueName: "file"))
     var facts: String?
 
+    func validate() throws {
+        try refuseEmptyPaths(["--facts": facts])
+    }
+
     @OptionGroup var policyOptions: PolicyOptions
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions

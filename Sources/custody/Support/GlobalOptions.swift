@@ -157,6 +157,14 @@ enum StateAccess {
     case reading
 }
 
+/// Refuses a path option or argument given as "" (no file has that name): a usage error that
+/// names it, exit 64, before anything is read or written.
+func refuseEmptyPaths(_ paths: KeyValuePairs<String, String?>) throws {
+    for case (let name, let value?) in paths where value.isEmpty {
+        throw ValidationError("\(name) is empty: give a path")
+    }
+}
+
 /// Opens the installation for a command, or prints why not and exits 1.
 /// - Parameter serving: the engine serves requests for a long time (`custody serve`): its
 ///   state is opened for writing at once; a command's is opened for writing on its first
