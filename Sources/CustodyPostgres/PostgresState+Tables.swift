@@ -556,8 +556,8 @@ extension PostgresState {
 
     public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
         try write("changing the audit setting") { session in
-            let entry = AuditRecord.switched(.log, on: enabled, at: Date())
             guard (try Self.setting("audit", in: session) != "off") != enabled else { return }
+            let entry = AuditRecord.switched(.log, on: enabled, at: Date())
             if !enabled { try Self.audit(entry, in: session) }
             try setSetting("audit", enabled ? "on" : "off", in: session)
             if enabled { try Self.audit(entry, in: session) }
@@ -594,19 +594,16 @@ extension PostgresState {
         }
     }
 
-    static func audit(_ record: AuditRecord, in session: PostgresSession) throws {
-        try audit(
-            record.kind, account: record.account, action: record.action, detail: record.detail, at: record.at,
-            in: session)
-    }
-
     static func audit(
         _ kind: AuditEntry.Kind, account: String?, action: String, detail: String?, at date: Date,
         in session: PostgresSession
     ) throws {
-        guard try setting("audit", in: session) != "off" else { return }
         // The texts as `AuditRecord` keeps them (escaped: PostgreSQL refuses a NUL in text).
-        let record = AuditRecord(kind, account: account, action: action, detail: detail, at: date)
+        try audit(AuditRecord(kind, account: account, action: action, detail: detail, at: date), in: session)
+    }
+
+    static func audit(_ record: AuditRecord, in session: PostgresSession) throws {
+        guard try setting("audit", in: session) != "off" else { return }
         try session.execute(
             "INSERT INTO audit_log (at, kind, account, action, detail) VALUES (\(record.at), \(record.kind.rawValue), \(record.account), \(record.action), \(record.detail))"
         )

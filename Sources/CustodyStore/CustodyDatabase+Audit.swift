@@ -140,8 +140,8 @@ extension CustodyDatabase {
     /// once it is on again.
     public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
         try write("changing the audit setting") { db in
-            let entry = AuditRecord.switched(.log, on: enabled, at: Date())
             guard (try Self.setting("audit", in: db) != "off") != enabled else { return }
+            let entry = AuditRecord.switched(.log, on: enabled, at: Date())
             if !enabled { try Self.audit(entry, in: db) }
             try Self.setSetting("audit", enabled ? "on" : "off", in: db)
             if enabled { try Self.audit(entry, in: db) }
@@ -188,22 +188,21 @@ extension CustodyDatabase {
         }
     }
 
-    /// Appends `record` inside a transaction, when auditing is on.
-    static func audit(_ record: AuditRecord, in db: Database) throws {
-        try audit(
-            record.kind, account: record.account, action: record.action, allowed: record.allowed, detail: record.detail,
-            at: record.at, in: db)
-    }
-
-    /// Appends an entry inside a transaction, when auditing is on.
+    /// Appends an entry inside a transaction, when auditing is on; returns whether it did.
     @discardableResult
     static func audit(
         _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String?, at date: Date,
         in db: Database
     ) throws -> Bool {
-        guard try setting("audit", in: db) != "off" else { return false }
         // The texts as `AuditRecord` keeps them (escaped).
-        let record = AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date)
+        try audit(
+            AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date), in: db)
+    }
+
+    /// Appends `record` inside a transaction, when auditing is on; returns whether it did.
+    @discardableResult
+    static func audit(_ record: AuditRecord, in db: Database) throws -> Bool {
+        guard try setting("audit", in: db) != "off" else { return false }
         try db.execute(
             sql: "INSERT INTO audit_log (at, kind, account, action, allowed, detail) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [

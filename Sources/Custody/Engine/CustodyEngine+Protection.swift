@@ -423,14 +423,13 @@ extension CustodyEngine {
     /// were wiped, is an error). An unencrypted envelope's owner is a claim anyone can write,
     /// so the item is received only when both readings allow it: as the named owner's data,
     /// and as untagged data.
-    /// - Throws: `CustodyError` `.protection` for a damaged or unverifiable envelope; `.noPolicy`,
-    ///   `.platform` as `policy()`.
-    /// - Parameter context: the evaluation context; nil: the engine's.
     ///
     /// With decision auditing on, the decision is in the audit log before it is returned (its
     /// `decisionID` names the entry), as every decision of `decisionSession` is; when the log
     /// cannot be written, no decision is returned.
-    /// - Throws: `CustodyError` `.state` when the audit log cannot be written.
+    /// - Throws: `CustodyError` `.protection` for a damaged or unverifiable envelope; `.noPolicy`,
+    ///   `.platform` as `policy()`; `.state` when the audit log cannot be written.
+    /// - Parameter context: the evaluation context; nil: the engine's.
     public func receive(receiver: AccountID?, item: [UInt8], context: EvaluationContext? = nil) throws(CustodyError)
         -> SharedItemDecision
     {

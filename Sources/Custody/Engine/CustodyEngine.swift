@@ -616,7 +616,6 @@ public final class CustodyEngine: Sendable {
         }
     }
 
-    /// Audit entries at or after `since`, oldest first.
     /// Audit entries at or after `since` whose id is above `id` (0: from the first), oldest first.
     public func auditEntries(since: Date? = nil, after id: Int64 = 0, limit: Int = 10_000) throws(CustodyError)
         -> [AuditEntry]
