@@ -54,7 +54,7 @@ struct ApplyCommand: AsyncParsableCommand {
     @OptionGroup var loggingOptions: LoggingOptions
 
     func validate() throws {
-        if bundle.isEmpty { throw ValidationError("--bundle is empty: give the bundle directory") }
+        try refuseEmptyPath(bundle, named: "--bundle", give: "the bundle directory")
     }
 
     func run() async throws {

@@ -84,7 +84,8 @@ struct BundleCommand: AsyncParsableCommand {
         var allowEmpty = false
 
         func validate() throws {
-            try refuseEmptyPaths(["<dir>": directory, "--key": key])
+            try refuseEmptyPath(directory, named: "<dir>", give: "the bundle directory")
+            try refuseEmptyPath(key, named: "--key", give: "the private key file")
             let now = Date()
             if let sequence {
                 if sequence < 1 { throw ValidationError("--sequence must be at least 1") }

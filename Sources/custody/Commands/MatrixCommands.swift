@@ -31,13 +31,13 @@ struct MatrixCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Also write a JUnit XML report here.", valueName: "file"))
         var junit: String?
 
-        func validate() throws {
-            try refuseEmptyPaths(["--junit": junit])
-            for path in paths { try refuseEmptyPaths(["a matrix path": path]) }
-        }
-
         @Flag(help: "Print a JSON report instead of the table.")
         var json = false
+
+        func validate() throws {
+            try refuseEmptyPath(junit, named: "--junit")
+            for path in paths { try refuseEmptyPath(path, named: "a matrix path") }
+        }
 
         func run() throws {
             var files: [String] = []

@@ -125,7 +125,7 @@ struct CheckInCommand: AsyncParsableCommand {
     var facts: String?
 
     func validate() throws {
-        try refuseEmptyPaths(["--facts": facts])
+        try refuseEmptyPath(facts, named: "--facts", give: "a file, or - for standard input")
     }
 
     @OptionGroup var policyOptions: PolicyOptions

@@ -58,9 +58,7 @@ struct StateOptions: ParsableArguments {
     }
 
     func validate() throws {
-        if stateArgument?.isEmpty == true {
-            throw ValidationError("--state is empty: give a SQLite file, a directory, or a postgres:// URL")
-        }
+        try refuseEmptyPath(stateArgument, named: "--state", give: "a SQLite file, a directory, or a postgres:// URL")
     }
 
     /// The state, opened as `path` says when it is a SQLite path.
@@ -94,7 +92,7 @@ struct PolicyOptions: ParsableArguments {
     @OptionGroup var contextOptions: ContextOptions
 
     func validate() throws {
-        if bundle?.isEmpty == true { throw ValidationError("--bundle is empty: give the bundle directory") }
+        try refuseEmptyPath(bundle, named: "--bundle", give: "the bundle directory")
     }
 }
 
@@ -158,11 +156,9 @@ enum StateAccess {
 }
 
 /// Refuses a path option or argument given as "" (no file has that name): a usage error that
-/// names it, exit 64, before anything is read or written.
-func refuseEmptyPaths(_ paths: KeyValuePairs<String, String?>) throws {
-    for case (let name, let value?) in paths where value.isEmpty {
-        throw ValidationError("\(name) is empty: give a path")
-    }
+/// names it and what to give, exit 64, before anything is read or written.
+func refuseEmptyPath(_ value: String?, named name: String, give what: String = "a path") throws {
+    if value?.isEmpty == true { throw ValidationError("\(name) is empty: give \(what)") }
 }
 
 /// Opens the installation for a command, or prints why not and exits 1.
