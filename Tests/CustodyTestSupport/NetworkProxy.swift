@@ -96,14 +96,18 @@ public final class NetworkProxy: Sendable {
         }
     }
 
+    /// Switches every connection to `mode`, returning once each has switched: a test that
+    /// holds replies back and then lets the server answer must not have the answer read by a
+    /// connection whose event loop has not switched yet.
     private func set(_ mode: Mode) {
         state.mode.withLock { $0 = mode }
         let channels = state.channels.withLock { Array($0.values) }
         for (channel, toServer) in channels {
+            // A channel already closed (by its peer) has nothing left to switch.
             if mode == .cut {
-                channel.close(promise: nil)
+                try? channel.close().wait()
             } else {
-                channel.setOption(.autoRead, value: Self.reads(mode, toServer: toServer)).whenComplete { _ in }
+                try? channel.setOption(.autoRead, value: Self.reads(mode, toServer: toServer)).wait()
             }
         }
     }

@@ -3,6 +3,9 @@ internal import CSodium
 /// BLAKE2b (libsodium's generic hash), for the checksums of unencrypted envelopes and the
 /// data keys of derived-key envelopes.
 enum Checksum {
+    /// The alignment libsodium's BLAKE2b state needs.
+    private static let stateAlignment = 64
+
     /// A 32-byte digest of `bytes`.
     static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         Sodium.ensureInitialized()
@@ -23,8 +26,14 @@ enum Checksum {
         into output: UnsafeMutableRawBufferPointer
     ) {
         Sodium.ensureInitialized()
-        withUnsafeTemporaryAllocation(byteCount: crypto_generichash_blake2b_statebytes(), alignment: 64) { raw in
-            let state = OpaquePointer(raw.baseAddress!)
+        // libsodium wants the state 64-byte aligned. Asked for that alignment, the temporary
+        // allocation goes to the heap (posix_memalign and free on every derivation); on the
+        // stack with room to align it by hand, it costs nothing.
+        let stateCount = crypto_generichash_blake2b_statebytes()
+        withUnsafeTemporaryAllocation(byteCount: stateCount + stateAlignment, alignment: 16) { raw in
+            let base = raw.baseAddress!
+            let padding = (stateAlignment - Int(bitPattern: base) % stateAlignment) % stateAlignment
+            let state = OpaquePointer(base + padding)
             _ = crypto_generichash_blake2b_init(
                 state, key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count, output.count)
             func absorb(_ part: UnsafeRawBufferPointer) {

@@ -100,7 +100,7 @@ final class OpenSSLCipher: @unchecked Sendable {
         _ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) {
-        withContext { Self.seal(on: $0, key: nil, plaintext, nonce: nonce, aad: aad, into: output) }
+        withContext { Self.seal(on: $0, cipher: nil, key: nil, plaintext, nonce: nonce, aad: aad, into: output) }
     }
 
     /// Opens `sealed` (ciphertext, then 16-byte tag) into `output` (`sealed.count - 16` bytes);
@@ -109,7 +109,7 @@ final class OpenSSLCipher: @unchecked Sendable {
         _ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) -> Bool {
-        withContext { Self.open(on: $0, key: nil, sealed, nonce: nonce, aad: aad, into: output) }
+        withContext { Self.open(on: $0, cipher: nil, key: nil, sealed, nonce: nonce, aad: aad, into: output) }
     }
 
     // MARK: One message under a key of its own
@@ -123,9 +123,9 @@ final class OpenSSLCipher: @unchecked Sendable {
         nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) {
         precondition(key.count == 32, "a 32-byte key")
-        let context = ThreadContexts.current.context(for: algorithm)
-        defer { ThreadContexts.clear(context) }
-        seal(on: context, key: key, plaintext, nonce: nonce, aad: aad, into: output)
+        let (context, cipher) = ThreadContexts.current.context(for: algorithm)
+        defer { ThreadContexts.clear(context, algorithm) }
+        seal(on: context, cipher: cipher, key: key, plaintext, nonce: nonce, aad: aad, into: output)
     }
 
     /// Opens one message under `key` on this thread's context (see the sealing counterpart);
@@ -135,21 +135,23 @@ final class OpenSSLCipher: @unchecked Sendable {
         nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) -> Bool {
         precondition(key.count == 32, "a 32-byte key")
-        let context = ThreadContexts.current.context(for: algorithm)
-        defer { ThreadContexts.clear(context) }
-        return open(on: context, key: key, sealed, nonce: nonce, aad: aad, into: output)
+        let (context, cipher) = ThreadContexts.current.context(for: algorithm)
+        defer { ThreadContexts.clear(context, algorithm) }
+        return open(on: context, cipher: cipher, key: key, sealed, nonce: nonce, aad: aad, into: output)
     }
 
     // MARK: The calls
 
-    /// Seals on `context`, keying it first when `key` is given.
+    /// Seals on `context`, setting its algorithm first when `cipher` is given (a context that
+    /// has none) and keying it when `key` is.
     private static func seal(
-        on context: OpaquePointer, key: UnsafeRawBufferPointer?, _ plaintext: UnsafeRawBufferPointer,
+        on context: OpaquePointer, cipher: OpaquePointer?, key: UnsafeRawBufferPointer?,
+        _ plaintext: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) {
         precondition(nonce.count == 12 && output.count == plaintext.count + 16 && plaintext.count <= Int(Int32.max))
         let status = custody_aead_seal(
-            context, key?.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            context, cipher, key?.baseAddress?.assumingMemoryBound(to: UInt8.self),
             nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
             aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
             Int32(aad.count), plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(plaintext.count),
@@ -159,16 +161,17 @@ final class OpenSSLCipher: @unchecked Sendable {
         precondition(status == 1, "OpenSSL failed to seal a chunk")
     }
 
-    /// Opens on `context`, keying it first when `key` is given.
+    /// Opens on `context`, setting its algorithm and key first as sealing does.
     private static func open(
-        on context: OpaquePointer, key: UnsafeRawBufferPointer?, _ sealed: UnsafeRawBufferPointer,
+        on context: OpaquePointer, cipher: OpaquePointer?, key: UnsafeRawBufferPointer?,
+        _ sealed: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) -> Bool {
         guard nonce.count == 12, sealed.count >= 16, output.count == sealed.count - 16, output.count <= Int(Int32.max)
         else { return false }
         let count = output.count
         let status = custody_aead_open(
-            context, key?.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            context, cipher, key?.baseAddress?.assumingMemoryBound(to: UInt8.self),
             nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
             aad.baseAddress?.assumingMemoryBound(to: UInt8.self),
             Int32(aad.count), sealed.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count),
@@ -182,10 +185,15 @@ final class OpenSSLCipher: @unchecked Sendable {
         return true
     }
 
-    /// One context per algorithm for each thread that seals single messages: made with its
-    /// algorithm and no key on first use, re-keyed for every message (no allocation, none of
-    /// the algorithm look-ups a new context makes), and freed, with its key schedule cleared
-    /// by OpenSSL, when the thread ends.
+    /// One context per algorithm for each thread that seals single messages: made on first use,
+    /// keyed with each message's nonce in one initialization, and cleared after the message so
+    /// that what it keeps says nothing about the message's key. Each algorithm is cleared the
+    /// way that costs it least (measured with OpenSSL 3.0, docs/decisions.md): an AES-256-GCM
+    /// context is reset, which cleanses its key schedule as OpenSSL frees the algorithm's state
+    /// and leaves it with no algorithm for the next message to set (an AES key schedule and
+    /// GHASH table for a zero key cost more than the state's allocation); a ChaCha20-Poly1305
+    /// context is re-keyed with an all-zero key (its key setup is a copy; a new state costs
+    /// more). Freed, with what they hold cleansed by OpenSSL, when the thread ends.
     private struct ThreadContexts {
         let slots: UnsafeMutablePointer<OpaquePointer?>
 
@@ -200,26 +208,29 @@ final class OpenSSLCipher: @unchecked Sendable {
             return ThreadContexts(slots: slots)
         }
 
-        func context(for algorithm: Algorithm) -> OpaquePointer {
+        /// This thread's context for `algorithm`, and the cipher to initialize it with when it
+        /// has none (after a reset).
+        func context(for algorithm: Algorithm) -> (OpaquePointer, OpaquePointer?) {
             let index = algorithm == .aes256GCM ? 0 : 1
-            if let context = slots[index] { return context }
+            let cipher = fetched.cipher(algorithm)
+            if let context = slots[index] { return (context, algorithm == .aes256GCM ? cipher : nil) }
             guard let context = EVP_CIPHER_CTX_new() else {
                 fatalError("OpenSSL could not allocate a cipher context (out of memory)")
             }
-            guard EVP_CipherInit_ex2(context, fetched.cipher(algorithm), nil, nil, 1, nil) == 1 else {
+            guard EVP_CipherInit_ex2(context, cipher, nil, nil, 1, nil) == 1 else {
                 fatalError("OpenSSL could not set up \(algorithm)")
             }
             slots[index] = context
-            return context
+            return (context, nil)
         }
 
-        /// Overwrites the key schedule of a message's key with that of an all-zero key: what a
-        /// context keeps between messages says nothing about the last one.
-        static func clear(_ context: OpaquePointer) {
-            let status = zeroKey.withUnsafeBufferPointer {
-                EVP_CipherInit_ex2(context, nil, $0.baseAddress, nil, -1, nil)
-            }
-            precondition(status == 1, "OpenSSL refused to re-key a context")
+        /// Clears what the last message left in `context`, this thread's context for `algorithm`.
+        static func clear(_ context: OpaquePointer, _ algorithm: Algorithm) {
+            let status =
+                algorithm == .aes256GCM
+                ? EVP_CIPHER_CTX_reset(context)
+                : zeroKey.withUnsafeBufferPointer { EVP_CipherInit_ex2(context, nil, $0.baseAddress, nil, -1, nil) }
+            precondition(status == 1, "OpenSSL refused to clear a context")
         }
 
         private static let zeroKey = [UInt8](repeating: 0, count: 32)

@@ -1,5 +1,11 @@
 public import CustodyPolicy
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The header of an envelope (docs/format.md): who owns the data, how it is sealed, and for
 /// encrypted envelopes what turns the owner's account key into the data key: a salt it is
 /// derived from with a check value (algorithms 3 and 4), or the data key wrapped (1 and 2).
@@ -262,8 +268,14 @@ struct EnvelopeHeader: Sendable, Hashable {
 
     /// Reads a header at the start of `bytes` where it is, with every check `decode(_:)` makes
     /// (it is `decode` without the copy).
-    static func read(_ bytes: UnsafeRawBufferPointer) throws(ProtectionError) -> Fields? {
-        guard bytes.count >= magic.count, bytes.prefix(magic.count).elementsEqual(magic) else { return nil }
+    /// - Parameter knownOwner: an identifier the header probably names (the owner of the last
+    ///   envelope read): when its bytes are the header's, it is taken rather than read again.
+    static func read(_ bytes: UnsafeRawBufferPointer, knownOwner: OwnerIdentifier? = nil) throws(ProtectionError)
+        -> Fields?
+    {
+        guard bytes.count >= 4, bytes[0] == 0x89, bytes[1] == 0x43, bytes[2] == 0x53, bytes[3] == 0x54 else {
+            return nil  // not the magic (`magic`, spelled out: one comparison a byte, no sequence)
+        }
         func need(_ count: Int, at offset: Int, for field: String) throws(ProtectionError) {
             if bytes.count < offset + count {
                 throw ProtectionError(
@@ -295,10 +307,13 @@ struct EnvelopeHeader: Sendable, Hashable {
                 .malformedEnvelope, "owner length \(ownerCount) at byte 8 is outside 1...\(maximumOwnerCount)")
         }
         try need(ownerCount + 4, at: fixedCount, for: "owner and key version")
-        guard
-            let owner = OwnerIdentifier(
-                encoded: UnsafeRawBufferPointer(rebasing: bytes[fixedCount..<fixedCount + ownerCount]))
-        else {
+        let ownerBytes = UnsafeRawBufferPointer(rebasing: bytes[fixedCount..<fixedCount + ownerCount])
+        let owner: OwnerIdentifier
+        if let knownOwner, knownOwner.isEncoded(as: ownerBytes) {
+            owner = knownOwner
+        } else if let read = OwnerIdentifier(encoded: ownerBytes) {
+            owner = read
+        } else {
             throw ProtectionError(
                 .malformedEnvelope, "the owner at byte \(fixedCount) is not a lower-case oid: or upn: identifier")
         }
@@ -376,6 +391,49 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
         return result
     }
 
+    /// Whether `bytes` are this identifier as a header stores it (so reading them would give
+    /// this identifier back): a comparison, where `init(encoded:)` would build and check a new one.
+    func isEncoded(as bytes: UnsafeRawBufferPointer) -> Bool {
+        var text = rawValue
+        return text.withUTF8 { text in
+            guard text.count == bytes.count, let mine = text.baseAddress, let theirs = bytes.baseAddress else {
+                return false
+            }
+            return memcmp(mine, theirs, bytes.count) == 0
+        }
+    }
+
+    /// Whether this is the identifier of `account` (`init(_:)`), decided on the bytes when the
+    /// account's identifier is ASCII (as OIDs and UPNs almost always are), without building it.
+    func names(_ account: AccountID) -> Bool {
+        let isOID = account.oid != nil
+        var value = account.oid ?? account.upn ?? ""
+        var text = rawValue
+        let answer: Bool? = text.withUTF8 { text in
+            value.withUTF8 { value in
+                guard text.count == value.count + 4,
+                    text[0] == (isOID ? UInt8(ascii: "o") : UInt8(ascii: "u")),
+                    text[1] == (isOID ? UInt8(ascii: "i") : UInt8(ascii: "p")),
+                    text[2] == (isOID ? UInt8(ascii: "d") : UInt8(ascii: "n")), text[3] == UInt8(ascii: ":")
+                else {
+                    // Lower-casing other than ASCII's can change the length: built and compared below.
+                    return isASCII(value) ? false : nil
+                }
+                // An ASCII value is its identifier's tail once its capitals are lowered; a
+                // lower-case one (an OID, usually) is compared whole.
+                guard isASCII(value) else { return nil }
+                if memcmp(text.baseAddress! + 4, value.baseAddress!, value.count) == 0 { return true }
+                for index in 0..<value.count {
+                    let byte = value[index]
+                    let lower = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+                    if text[index + 4] != lower { return false }
+                }
+                return true
+            }
+        }
+        return answer ?? (self == OwnerIdentifier(account))
+    }
+
     /// The identifier of an account: its OID when known, else its UPN.
     public init(_ account: AccountID) {
         if let oid = account.oid {
@@ -418,6 +476,22 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
     }
 
     public var description: String { rawValue }
+}
+
+/// Whether every byte of `bytes` is ASCII, read eight at a time.
+private func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    let raw = UnsafeRawBufferPointer(bytes)
+    var seen: UInt64 = 0
+    var index = 0
+    while index + 8 <= raw.count {
+        seen |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+        index += 8
+    }
+    while index < raw.count {
+        seen |= UInt64(raw[index])
+        index += 1
+    }
+    return seen & 0x8080_8080_8080_8080 == 0
 }
 
 /// `text` lower-cased; returned as is, without the copy, when it has no upper case.

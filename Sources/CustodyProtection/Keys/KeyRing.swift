@@ -1,6 +1,12 @@
 import CustodyPolicy
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One version of one account's key, unwrapped: what seals and opens envelopes' data keys.
 final class AccountKey: Sendable {
     let owner: OwnerIdentifier
@@ -59,16 +65,70 @@ public final class KeyRing: Sendable {
             let version: UInt32
         }
 
-        var keys: [Version: AccountKey] = [:]
+        private(set) var keys: [Version: AccountKey] = [:]
         /// Each owner's newest version known here: what new envelopes are sealed with.
-        var current: [OwnerIdentifier: AccountKey] = [:]
+        private(set) var current: [OwnerIdentifier: AccountKey] = [:]
+        /// The key sealed with last and the key opened with last: an application (or a
+        /// request) protects and reads one account's data many times in a row, and comparing
+        /// with the last key costs a fraction of hashing an identifier. Always keys of `current`
+        /// and `keys`: every change below that removes a key forgets them.
+        private(set) var lastSealing: AccountKey?
+        private(set) var lastOpening: AccountKey?
         /// When to compare the store's change token next, and its value then.
-        var nextCheck: ContinuousClock.Instant
+        var nextCheck: CoarseClock.Instant
         var token: UInt64?
+
+        init(nextCheck: CoarseClock.Instant, token: UInt64?) {
+            self.nextCheck = nextCheck
+            self.token = token
+        }
 
         mutating func insert(_ key: AccountKey, asCurrent: Bool) {
             keys[Version(owner: key.owner, version: key.version)] = key
-            if asCurrent, key.version >= current[key.owner]?.version ?? 0 { current[key.owner] = key }
+            if let last = lastOpening, last.owner == key.owner, last.version == key.version { lastOpening = key }
+            if asCurrent, key.version >= current[key.owner]?.version ?? 0 {
+                current[key.owner] = key
+                if lastSealing?.owner == key.owner { lastSealing = key }
+            }
+        }
+
+        /// `owner`'s newest key, remembered for the next seal.
+        mutating func sealing(_ owner: OwnerIdentifier) -> AccountKey? {
+            if let last = lastSealing, last.owner == owner { return last }
+            let found = current[owner]
+            if found != nil { lastSealing = found }
+            return found
+        }
+
+        /// The newest key of the account `owner` names (`OwnerIdentifier(owner)`), found without
+        /// building its identifier when it is the last key sealed with.
+        func lastSealing(for owner: AccountID) -> AccountKey? {
+            guard let last = lastSealing, last.owner.names(owner) else { return nil }
+            return last
+        }
+
+        /// Version `version` of `owner`'s key, remembered for the next opening.
+        mutating func opening(_ owner: OwnerIdentifier, version: UInt32) -> AccountKey? {
+            if let last = lastOpening, last.version == version, last.owner == owner { return last }
+            let found = keys[Version(owner: owner, version: version)]
+            if found != nil { lastOpening = found }
+            return found
+        }
+
+        /// Forgets every key.
+        mutating func removeAll() {
+            keys = [:]
+            current = [:]
+            lastSealing = nil
+            lastOpening = nil
+        }
+
+        /// Forgets the keys of the owners `gone` holds.
+        mutating func remove(where gone: (OwnerIdentifier) -> Bool) {
+            keys = keys.filter { !gone($0.key.owner) }
+            current = current.filter { !gone($0.key) }
+            if let last = lastSealing, gone(last.owner) { lastSealing = nil }
+            if let last = lastOpening, gone(last.owner) { lastOpening = nil }
         }
     }
 
@@ -83,7 +143,10 @@ public final class KeyRing: Sendable {
         self.store = store
         self.master = try MasterKey.open(source, store: store)
         self.revalidationInterval = revalidationInterval
-        self.cache = Locked(Cache(nextCheck: .now + revalidationInterval, token: try store.changeToken()))
+        self.cache = Locked(
+            Cache(
+                nextCheck: CoarseClock.deadline(after: revalidationInterval, from: CoarseClock.now()),
+                token: try store.changeToken()))
     }
 
     /// Forgets cached keys when the store changed since the last look and a look is due.
@@ -91,15 +154,14 @@ public final class KeyRing: Sendable {
     ///   hearing from the store is no proof that nothing changed (another process or replica
     ///   may have wiped the account): every cached key is dropped, and nothing is opened or
     ///   sealed until the store answers again.
-    private func revalidate(at now: ContinuousClock.Instant) throws(ProtectionError) {
+    private func revalidate(at now: CoarseClock.Instant) throws(ProtectionError) {
         guard cache.withLock({ now >= $0.nextCheck }) else { return }
         let token: UInt64?
         do {
             token = try store.changeToken()
         } catch {
             cache.withLock { cache in
-                cache.keys = [:]
-                cache.current = [:]
+                cache.removeAll()
                 cache.token = nil
             }
             throw ProtectionError(
@@ -109,22 +171,26 @@ public final class KeyRing: Sendable {
         }
         cache.withLock { cache in
             if cache.token != token {
-                cache.keys = [:]
-                cache.current = [:]
+                cache.removeAll()
                 cache.token = token
             }
-            cache.nextCheck = now + revalidationInterval
+            cache.nextCheck = CoarseClock.deadline(after: revalidationInterval, from: now)
         }
     }
 
     /// What `lookup` finds in the cache, once the cache is known to be current: one lock while
     /// no comparison with the store is due (the common case), the comparison first when one is.
-    private func cached(_ lookup: (borrowing Cache) -> AccountKey?) throws(ProtectionError) -> AccountKey? {
-        let now = ContinuousClock.now
-        let (due, key) = cache.withLock { cache in now >= cache.nextCheck ? (true, nil) : (false, lookup(cache)) }
+    private func cached(_ lookup: (inout Cache) -> AccountKey?) throws(ProtectionError) -> AccountKey? {
+        let now = CoarseClock.now()
+        let (due, key) = cache.withLock { cache in now >= cache.nextCheck ? (true, nil) : (false, lookup(&cache)) }
         guard due else { return key }
         try revalidate(at: now)
-        return cache.withLock { lookup($0) }
+        return cache.withLock { lookup(&$0) }
+    }
+
+    /// The owner of the key opened with last: what the next envelope read most likely names.
+    var lastOpeningOwner: OwnerIdentifier? {
+        cache.withLock { $0.lastOpening?.owner }
     }
 
     /// The versions of `owner`'s key that exist, oldest first.
@@ -132,9 +198,17 @@ public final class KeyRing: Sendable {
         try store.keys(for: owner).map(\.version)
     }
 
+    /// The newest version of the key of `account` (as `OwnerIdentifier(account)` names it),
+    /// creating version 1 when `creating` and there is none. The identifier is built only when
+    /// the key is not the one sealed with last.
+    func currentKey(for account: AccountID, creating: Bool) throws(ProtectionError) -> AccountKey {
+        if let key = try cached({ $0.lastSealing(for: account) }) { return key }
+        return try currentKey(for: OwnerIdentifier(account), creating: creating)
+    }
+
     /// The newest version of `owner`'s key, creating version 1 when `creating` and there is none.
     func currentKey(for owner: OwnerIdentifier, creating: Bool) throws(ProtectionError) -> AccountKey {
-        if let key = try cached({ $0.current[owner] }) { return key }
+        if let key = try cached({ $0.sealing(owner) }) { return key }
         let stored = try store.keys(for: owner)
         if let newest = stored.max(by: { $0.version < $1.version }) {
             return try remember(newest, asLatest: true)
@@ -149,7 +223,7 @@ public final class KeyRing: Sendable {
     /// - Throws: `.keyUnavailable` when the store does not have it (wiped, made elsewhere, or a
     ///   header altered to name an owner or version that was never there).
     func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
-        if let key = try cached({ $0.keys[Cache.Version(owner: owner, version: version)] }) { return key }
+        if let key = try cached({ $0.opening(owner, version: version) }) { return key }
         guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
             throw ProtectionError(
                 .keyUnavailable,
@@ -170,10 +244,7 @@ public final class KeyRing: Sendable {
     /// versions there were.
     @discardableResult
     public func wipe(_ owner: OwnerIdentifier) throws(ProtectionError) -> Int {
-        cache.withLock { cache in
-            cache.keys = cache.keys.filter { $0.key.owner != owner }
-            cache.current[owner] = nil
-        }
+        cache.withLock { $0.remove { $0 == owner } }
         return try store.removeKeys(for: owner)
     }
 
@@ -181,18 +252,12 @@ public final class KeyRing: Sendable {
     /// other means (a wipe in the state database's own transaction).
     public func forget(_ owners: [OwnerIdentifier]) {
         let gone = Set(owners)
-        cache.withLock { cache in
-            cache.keys = cache.keys.filter { !gone.contains($0.key.owner) }
-            for owner in gone { cache.current[owner] = nil }
-        }
+        cache.withLock { $0.remove(where: gone.contains) }
     }
 
     /// Drops every key from memory: they are read (and unwrapped) afresh when next used.
     public func forgetAll() {
-        cache.withLock { cache in
-            cache.keys = [:]
-            cache.current = [:]
-        }
+        cache.withLock { $0.removeAll() }
     }
 
     private func addVersion(for owner: OwnerIdentifier) throws(ProtectionError) -> AccountKey {
@@ -225,5 +290,46 @@ public final class KeyRing: Sendable {
         let key = AccountKey(owner: stored.owner, version: stored.version, key: try master.unwrap(stored))
         cache.withLock { $0.insert(key, asCurrent: asLatest) }
         return key
+    }
+}
+
+/// Monotonic time from the kernel's coarse clock, for the key ring's checks on every seal and
+/// open: a read costs a few nanoseconds where `ContinuousClock.now` costs tens, and is as fine
+/// as the scheduler's tick (1 to 10 ms). A coarse reading lags the time by up to that
+/// resolution, so a deadline is brought forward by it: a check is never later than asked.
+enum CoarseClock {
+    /// Nanoseconds since an arbitrary start.
+    typealias Instant = UInt64
+
+    #if os(Linux)
+        private static let clock = CLOCK_MONOTONIC_COARSE
+    #else
+        private static let clock = CLOCK_MONOTONIC
+    #endif
+
+    /// How far a reading may lag the time.
+    private static let resolution: UInt64 = {
+        var step = timespec()
+        guard clock_getres(clock, &step) == 0 else { return 10_000_000 }
+        return UInt64(step.tv_sec) * 1_000_000_000 + UInt64(step.tv_nsec)
+    }()
+
+    static func now() -> Instant {
+        var time = timespec()
+        clock_gettime(clock, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    /// The reading at which `interval` after `now` has surely passed.
+    static func deadline(after interval: Duration, from now: Instant) -> Instant {
+        let (seconds, attoseconds) = interval.components
+        guard seconds >= 0, attoseconds >= 0 else { return now }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .max }
+        let nanoseconds = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        guard !nanoseconds.overflow else { return .max }
+        let (end, late) = now.addingReportingOverflow(nanoseconds.partialValue)
+        guard !late else { return .max }
+        return end >= resolution ? max(now, end - resolution) : now
     }
 }

@@ -67,7 +67,7 @@ public final class DataProtector: Sendable {
     {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
         if encrypt, let cipher = algorithm.openSSLAlgorithm, data.count < 1 << Int(Self.bufferChunkExponent) {
-            let accountKey = try keyRing.currentKey(for: ownerIdentifier(for: owner), creating: true)
+            let accountKey = try keyRing.currentKey(for: owner, creating: true)
             return data.withUnsafeBytes { sealOneChunk($0, cipher: cipher, accountKey: accountKey) }
         }
         let cipher = try makeSealer(
@@ -81,9 +81,10 @@ public final class DataProtector: Sendable {
     ///   key is wrong (no plaintext is returned); `.keyUnavailable` when the owner's key was
     ///   wiped; `.unsupportedVersion`; `.malformedEnvelope`.
     public func unprotect(_ data: [UInt8]) throws(ProtectionError) -> [UInt8] {
+        let lastOwner = keyRing.lastOpeningOwner
         let result: Result<[UInt8]?, ProtectionError> = data.withUnsafeBytes { bytes in
             do throws(ProtectionError) {
-                guard let fields = try EnvelopeHeader.read(bytes) else { return .success(nil) }
+                guard let fields = try EnvelopeHeader.read(bytes, knownOwner: lastOwner) else { return .success(nil) }
                 if let cipher = fields.algorithm.openSSLAlgorithm,
                     bytes.count - fields.count < (1 << Int(fields.chunkSizeExponent)) + EnvelopeAlgorithm.tagCount
                 {

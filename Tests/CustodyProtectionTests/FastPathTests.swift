@@ -1,0 +1,115 @@
+import CustodyPolicy
+import Foundation
+import Testing
+
+@testable import CustodyProtection
+
+/// The shortcuts a small buffer's protect and unprotect take (issue 28) decide exactly what the
+/// long way decides: an identifier compared on its bytes, the key ring's last keys, the coarse
+/// clock's deadlines.
+@Suite("Fast paths")
+struct FastPathTests {
+    @Test(
+        "an identifier names an account on the bytes exactly when it equals the identifier built for it",
+        arguments: [
+            // (oid, upn, identifier)
+            ("0d000000-0000-4000-8000-000000000001", nil, "oid:0d000000-0000-4000-8000-000000000001"),
+            ("0D000000-0000-4000-8000-00000000000A", nil, "oid:0d000000-0000-4000-8000-00000000000a"),
+            ("0d000000-0000-4000-8000-000000000001", "alice@contoso.com", "oid:0d000000-0000-4000-8000-000000000001"),
+            // The OID is the identifier when there is one, never the UPN.
+            ("0d000000-0000-4000-8000-000000000001", "alice@contoso.com", "upn:alice@contoso.com"),
+            (nil, "Alice@Contoso.COM", "upn:alice@contoso.com"),
+            (nil, "alice@contoso.com", "oid:alice@contoso.com"),
+            (nil, "alice@contoso.com", "upn:alice@contoso.co"),
+            (nil, "alice@contoso.com", "upn:alice@contoso.comm"),
+            (nil, "alice@contoso.com", "upn:alicf@contoso.com"),
+            (nil, "bob@contoso.com", "upn:bob@contoso.org"),
+            (nil, "[bob]@contoso.com", "upn:{bob}@contoso.com"),
+            // Not ASCII: lower-casing can change the length; built and compared.
+            (nil, "ÉMILE@contoso.com", "upn:émile@contoso.com"),
+            (nil, "Émile@contoso.com", "upn:emile@contoso.com"),
+            (nil, "İ@contoso.com", "upn:i̇@contoso.com"),
+            (nil, "ǅ@contoso.com", "upn:ǆ@contoso.com"),
+            (nil, "ß@contoso.com", "upn:ß@contoso.com"),
+            (nil, "AB@contoso.com\u{301}", "upn:ab@contoso.com\u{301}"),
+        ] as [(String?, String?, String)])
+    func namesAgreesWithBuilding(oid: String?, upn: String?, identifier: String) throws {
+        let account = try #require(AccountID(oid: oid, upn: upn))
+        let owner = try #require(OwnerIdentifier(rawValue: identifier))
+        #expect(owner.names(account) == (OwnerIdentifier(account) == owner))
+        #expect(OwnerIdentifier(account).names(account), "the identifier built for an account names it")
+    }
+
+    @Test(
+        "a header names its own owner whatever owner the reader expected",
+        arguments: [nil, "oid:0d000000-0000-4000-8000-000000000001", "oid:0d000000-0000-4000-8000-000000000002"])
+    func headerOwnerIsTheHeaders(expected: String?) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let envelope = try protector.protect(pattern(64), owner: alice, encrypt: true)
+        let known = expected.flatMap(OwnerIdentifier.init(rawValue:))
+        let fields = try envelope.withUnsafeBytes { try EnvelopeHeader.read($0, knownOwner: known) }
+        #expect(fields?.owner == OwnerIdentifier(alice))
+        #expect(fields?.owner.rawValue == "oid:0d000000-0000-4000-8000-000000000001")
+    }
+
+    enum Change: String, CaseIterable {
+        case wipe, forget, forgetAll, rotate
+    }
+
+    @Test(
+        "the key sealed and opened with last is dropped with its owner's keys, and never stands for another owner",
+        arguments: Change.allCases)
+    func lastKeysFollowTheRing(change: Change) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        // Alternate owners so that the last key is each one's in turn.
+        let first = try protector.protect(pattern(40), owner: alice, encrypt: true)
+        let other = try protector.protect(pattern(41), owner: bob, encrypt: true)
+        #expect(try protector.unprotect(first) == pattern(40))
+        #expect(try protector.unprotect(other) == pattern(41))
+        #expect(try protector.unprotect(first) == pattern(40))
+        #expect(try protector.protectionInfo(other)?.owner == OwnerIdentifier(bob))
+
+        let owner = OwnerIdentifier(alice)
+        switch change {
+        case .wipe: try state.keyRing.wipe(owner)
+        case .forget: state.keyRing.forget([owner])
+        case .forgetAll: state.keyRing.forgetAll()
+        case .rotate: try state.keyRing.rotate(owner)
+        }
+        let opened = protectionError { _ = try protector.unprotect(first) }
+        #expect(opened?.code == (change == .wipe ? .keyUnavailable : nil), "\(String(describing: opened))")
+        let next = try protector.protect(pattern(42), owner: alice, encrypt: true)
+        let version = try #require(try protector.protectionInfo(next)?.keyVersion)
+        #expect(version == (change == .rotate ? 2 : 1))
+        #expect(try state.keyRing.versions(of: owner).last == version, "sealed with the key the store has now")
+        #expect(try protector.unprotect(next) == pattern(42))
+        #expect(try protector.unprotect(other) == pattern(41), "bob's key is untouched")
+        if change == .wipe {
+            #expect(protectionError { _ = try protector.unprotect(first) }?.code == .decryptFailed, "a new key 1")
+        }
+    }
+
+    @Test(
+        "a coarse deadline is never later than asked, and never before the time it was asked from",
+        arguments: [
+            Duration.zero, .nanoseconds(1), .milliseconds(1), .milliseconds(50), .seconds(1), .seconds(-1),
+            .seconds(Int64.max),
+        ])
+    func coarseDeadlines(interval: Duration) {
+        let now = CoarseClock.now()
+        let deadline = CoarseClock.deadline(after: interval, from: now)
+        #expect(deadline >= now)
+        let (seconds, attoseconds) = interval.components
+        if interval <= .zero {
+            #expect(deadline == now)
+        } else if seconds < Int64(UInt64.max / 2_000_000_000) {
+            let asked = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+            #expect(deadline <= now + asked)
+        } else {
+            #expect(deadline > now + 1_000_000_000 * 3_600 * 24 * 365)
+        }
+        #expect(CoarseClock.now() >= now, "monotonic")
+    }
+}
