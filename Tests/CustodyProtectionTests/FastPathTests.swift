@@ -53,6 +53,93 @@ struct FastPathTests {
         #expect(fields?.owner.rawValue == "oid:0d000000-0000-4000-8000-000000000001")
     }
 
+    @Test(
+        "identifiers are one owner exactly when their bytes are equal, as every key store tells them apart",
+        arguments: [
+            ("upn:\u{E9}mile@fabrikam.com", "upn:e\u{301}mile@fabrikam.com"),
+            ("upn:\u{1E69}@fabrikam.com", "upn:s\u{323}\u{307}@fabrikam.com"),
+            ("upn:\u{212B}@fabrikam.com", "upn:\u{E5}@fabrikam.com"),
+            ("oid:0d000000-0000-4000-8000-000000000001", "oid:0d000000-0000-4000-8000-000000000001"),
+            ("upn:alice@contoso.com", "oid:alice@contoso.com"),
+        ])
+    func identifiersCompareBytes(first: String, second: String) throws {
+        let one = try #require(OwnerIdentifier(rawValue: first))
+        let other = try #require(OwnerIdentifier(rawValue: second))
+        let sameBytes = Array(one.rawValue.utf8) == Array(other.rawValue.utf8)
+        #expect((one == other) == sameBytes)
+        #expect(Set([one, other]).count == (sameBytes ? 1 : 2))
+        if sameBytes { #expect(one.hashValue == other.hashValue) }
+    }
+
+    @Test(
+        "two spellings of one name are two owners in memory as in the store: each opens with its own key, a wipe of one leaves the other",
+        arguments: [true, false])
+    func spellingsAreOwners(composedFirst: Bool) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let composed = try #require(AccountID(upn: "\u{E9}mile@fabrikam.com"))
+        let decomposed = try #require(AccountID(upn: "e\u{301}mile@fabrikam.com"))
+        let (first, second) = composedFirst ? (composed, decomposed) : (decomposed, composed)
+        let firstEnvelope = try protector.protect(pattern(50), owner: first, encrypt: true)
+        let secondEnvelope = try protector.protect(pattern(51), owner: second, encrypt: true)
+        #expect(try protector.protectionInfo(firstEnvelope)?.owner == OwnerIdentifier(first))
+        #expect(try protector.protectionInfo(secondEnvelope)?.owner == OwnerIdentifier(second))
+        #expect(try protector.unprotect(firstEnvelope) == pattern(50))
+        #expect(try protector.unprotect(secondEnvelope) == pattern(51))
+        #expect(try Set(state.keyRing.store.owners()).count == 2)
+        // A process that starts afresh agrees with the one that sealed.
+        let reopened = DataProtector(
+            keyRing: try KeyRing(
+                store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: state.keyFile)))
+        #expect(try reopened.unprotect(secondEnvelope) == pattern(51))
+        try state.keyRing.wipe(OwnerIdentifier(first))
+        #expect(protectionError { _ = try protector.unprotect(firstEnvelope) }?.code == .keyUnavailable)
+        #expect(try protector.unprotect(secondEnvelope) == pattern(51))
+    }
+
+    @Test(
+        "simultaneous first seals for a new account share one key, in one process and across two",
+        arguments: [1, 2])
+    func simultaneousFirstSeals(rings: Int) throws {
+        let state = try TestState()
+        let protectors = try (0..<rings).map { index in
+            index == 0
+                ? state.protector()
+                : DataProtector(
+                    keyRing: try KeyRing(
+                        store: FileKeyStore(directory: state.directory + "/state"),
+                        masterKey: .keyFile(path: state.keyFile)))
+        }
+        let accounts = (0..<3).map { AccountID(upn: "first\($0)@fabrikam.com")! }
+        let envelopes = Locked<[(AccountID, [UInt8])]>([])
+        for account in accounts {
+            // Eight threads, released together, each sealing the account's first envelope.
+            let start = DispatchGroup()
+            start.enter()
+            let done = DispatchGroup()
+            for index in 0..<8 {
+                done.enter()
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    start.wait()
+                    let envelope = try? protectors[index % rings].protect(pattern(30), owner: account, encrypt: true)
+                    envelopes.withLock { $0.append((account, envelope ?? [])) }
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+            start.leave()
+            done.wait()
+        }
+        #expect(envelopes.withLock { $0.count } == 3 * 8)
+        for (account, envelope) in envelopes.withLock({ $0 }) {
+            #expect(try protectors[0].protectionInfo(envelope)?.keyVersion == 1, "\(account)")
+            #expect(try protectors[0].unprotect(envelope) == pattern(30))
+        }
+        for account in accounts {
+            #expect(try state.keyRing.versions(of: OwnerIdentifier(account)) == [1], "\(account)")
+        }
+    }
+
     enum Change: String, CaseIterable {
         case wipe, forget, forgetAll, rotate
     }

@@ -476,6 +476,28 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
     }
 
     public var description: String { rawValue }
+
+    /// Two identifiers are one owner when their bytes are equal: as the key stores tell owners
+    /// apart (SQLite's and PostgreSQL's text, the key files' names) and as headers record them.
+    /// `String`'s own equality would take a precomposed `é` and an `e` with a combining accent
+    /// for one owner, which every store keeps apart: a long-lived key ring would then seal and
+    /// open one spelling's envelopes with the other spelling's key.
+    public static func == (lhs: OwnerIdentifier, rhs: OwnerIdentifier) -> Bool {
+        var left = lhs.rawValue
+        var right = rhs.rawValue
+        return left.withUTF8 { left in
+            right.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                guard let first = left.baseAddress, let second = right.baseAddress else { return true }
+                return memcmp(first, second, left.count) == 0
+            }
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        var text = rawValue
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
 }
 
 /// Whether every byte of `bytes` is ASCII, read eight at a time.

@@ -216,7 +216,7 @@ public final class KeyRing: Sendable {
         guard creating else {
             throw ProtectionError(.keyUnavailable, "\(owner) has no key (never created here, or wiped)")
         }
-        return try addVersion(for: owner)
+        return try addVersion(for: owner, unlessOneExists: true)
     }
 
     /// Version `version` of `owner`'s key.
@@ -260,13 +260,22 @@ public final class KeyRing: Sendable {
         cache.withLock { $0.removeAll() }
     }
 
-    private func addVersion(for owner: OwnerIdentifier) throws(ProtectionError) -> AccountKey {
+    /// Adds the next version of `owner`'s key. With `unlessOneExists` (a first key, made on
+    /// first use), a key that another thread or process made since the caller looked is used
+    /// instead: simultaneous first seals for a new account share one key, not one version each.
+    private func addVersion(for owner: OwnerIdentifier, unlessOneExists: Bool = false) throws(ProtectionError)
+        -> AccountKey
+    {
         let result: Result<AccountKey, ProtectionError> = writer.withLock { added in
             // Another process may add the same version between our read and our write: the store
             // refuses it, and we read again.
             for _ in 0..<5 {
                 do throws(ProtectionError) {
-                    let next = (try store.keys(for: owner).map(\.version).max() ?? 0) + 1
+                    let stored = try store.keys(for: owner)
+                    if unlessOneExists, let newest = stored.max(by: { $0.version < $1.version }) {
+                        return .success(try remember(newest, asLatest: true))
+                    }
+                    let next = (stored.map(\.version).max() ?? 0) + 1
                     let key = SecretBytes(randomCount: EnvelopeAlgorithm.keyCount, locked: true)
                     let wrapped = master.wrap(key, owner: owner, version: next, created: Date())
                     try store.add(wrapped)
