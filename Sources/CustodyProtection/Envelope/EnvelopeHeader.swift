@@ -394,13 +394,13 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
     /// Whether `bytes` are this identifier as a header stores it (so reading them would give
     /// this identifier back): a comparison, where `init(encoded:)` would build and check a new one.
     func isEncoded(as bytes: UnsafeRawBufferPointer) -> Bool {
-        var text = rawValue
-        return text.withUTF8 { text in
-            guard text.count == bytes.count, let mine = text.baseAddress, let theirs = bytes.baseAddress else {
-                return false
-            }
+        let text = rawValue.utf8
+        guard text.count == bytes.count else { return false }
+        let compared = text.withContiguousStorageIfAvailable { text in
+            guard let mine = text.baseAddress, let theirs = bytes.baseAddress else { return true }
             return memcmp(mine, theirs, bytes.count) == 0
         }
+        return compared ?? text.elementsEqual(bytes)
     }
 
     /// Whether this is the identifier of `account` (`init(_:)`), decided on the bytes when the
@@ -483,20 +483,23 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
     /// for one owner, which every store keeps apart: a long-lived key ring would then seal and
     /// open one spelling's envelopes with the other spelling's key.
     public static func == (lhs: OwnerIdentifier, rhs: OwnerIdentifier) -> Bool {
-        var left = lhs.rawValue
-        var right = rhs.rawValue
-        return left.withUTF8 { left in
-            right.withUTF8 { right in
-                guard left.count == right.count else { return false }
+        let (left, right) = (lhs.rawValue.utf8, rhs.rawValue.utf8)
+        guard left.count == right.count else { return false }
+        let compared = left.withContiguousStorageIfAvailable { left in
+            right.withContiguousStorageIfAvailable { right in
                 guard let first = left.baseAddress, let second = right.baseAddress else { return true }
-                return memcmp(first, second, left.count) == 0
+                return first == second || memcmp(first, second, left.count) == 0
             }
         }
+        return (compared ?? nil) ?? left.elementsEqual(right)
     }
 
     public func hash(into hasher: inout Hasher) {
-        var text = rawValue
-        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        let bytes = rawValue.utf8
+        let hashed: Void? = bytes.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if hashed == nil {
+            Array(bytes).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 }
 
