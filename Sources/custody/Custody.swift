@@ -1,4 +1,5 @@
 import ArgumentParser
+import CustodyPolicy
 import Logging
 
 #if canImport(Glibc)
@@ -53,6 +54,7 @@ struct Custody: AsyncParsableCommand {
     /// file system or the state can judge): ArgumentParser shows the root's usage for it, not
     /// the command's, as it does for one thrown while parsing.
     static func main() async {
+        refuseUndecodableArguments()
         do {
             var command = try await asyncParseAsRoot()
             do {
@@ -72,6 +74,19 @@ struct Custody: AsyncParsableCommand {
                 StandardOutput.write(text + "\n")
             }
             exit(withError: nil)
+        }
+    }
+
+    /// Refuses an argument that is not UTF-8 text (exit 64). Swift would hand the command the
+    /// argument with each bad byte replaced by U+FFFD, so different bytes given would name one
+    /// account or file; the service refuses such a parameter too.
+    private static func refuseUndecodableArguments() {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[index], String(validatingCString: argument) == nil else {
+                continue
+            }
+            let shown = String(cString: argument).escapingControlCharacters
+            refuse(ValidationError("argument \(index) is not valid UTF-8 text: \(shown)"), of: self)
         }
     }
 

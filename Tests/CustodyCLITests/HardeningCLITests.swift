@@ -67,6 +67,26 @@ struct HardeningCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty, "nothing was created")
     }
 
+    /// Bytes that are not UTF-8 would reach the command with each bad byte replaced by U+FFFD,
+    /// so that different bytes named one account: refused before anything runs.
+    @Test(
+        "an argument that is not UTF-8 is a usage error naming it, and nothing is touched",
+        arguments: [
+            (#"protect --owner "$(printf '\377')@fabrikam.com" --force-encrypt a.txt a.cst"#, 3),
+            (#"wipe --account "$(printf 'caf\303')@fabrikam.com""#, 3),
+            (#"protect --owner bob@fabrikam.com --force-encrypt "$(printf '\300\251').txt" a.cst"#, 5),
+        ])
+    func undecodableArguments(command: String, index: Int) throws {
+        let scratch = try Scratch()
+        try scratch.write("a.txt", "payroll")
+        let result = try CLIRunner.run(
+            ["-c", "exec \"$0\" " + command, CLIRunner.executable], stdin: "", executable: "/bin/sh",
+            currentDirectory: scratch.path)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("argument \(index) is not valid UTF-8 text"), "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path) == ["a.txt"], "nothing was created")
+    }
+
     @Test("an owner longer than an envelope can name is refused before the file or the state is touched")
     func longOwner() throws {
         let scratch = try Scratch()

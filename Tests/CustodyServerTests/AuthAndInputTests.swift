@@ -175,6 +175,20 @@ struct BadInputTests {
             label: "a bad flag", method: .post, uri: "/v1/decisions?reasons=maybe", scope: .decide, body: query,
             status: .badRequest, code: "invalid-parameter"),
         Case(
+            label: "an owner whose percent-encoding is not UTF-8", method: .post,
+            uri: "/v1/protect?owner=%FF@fabrikam.com&encrypt=true", scope: .protect, body: [1], status: .badRequest,
+            code: "invalid-parameter"),
+        Case(
+            label: "an owner cut inside a UTF-8 sequence", method: .post,
+            uri: "/v1/protect?encrypt=true&owner=%C3@fabrikam.com", scope: .protect, body: [1], status: .badRequest,
+            code: "invalid-parameter"),
+        Case(
+            label: "an overlong UTF-8 encoding", method: .post, uri: "/v1/protect?owner=%C0%A9@fabrikam.com",
+            scope: .protect, body: [1], status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a parameter name that is not UTF-8", method: .post, uri: "/v1/decisions?%FFplatform=ios",
+            scope: .decide, body: query, status: .badRequest, code: "invalid-parameter"),
+        Case(
             label: "a body over the limit", method: .post, uri: "/v1/decisions", scope: .decide,
             body: Array(repeating: 0x20, count: 2_000_000), status: .contentTooLarge, code: "too-large"),
         Case(

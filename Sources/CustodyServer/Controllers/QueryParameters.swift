@@ -20,6 +20,7 @@ struct QueryParameters {
     /// Reads `uri`'s query string for a route that takes `accepted`.
     /// - Throws: `ServiceError` `invalid-parameter` naming an unknown or repeated parameter.
     init(_ uri: URI, accepting accepted: [String]) throws(ServiceError) {
+        try Self.refuseUndecodable(uri.query)
         var values: [String: String] = [:]
         for (key, value) in uri.queryParameters {
             let name = String(key)
@@ -32,6 +33,21 @@ struct QueryParameters {
             }
         }
         self.values = values
+    }
+
+    /// Refuses a query string holding a name or value whose percent-encoding is not UTF-8 (`%FF`,
+    /// a lone `%C3`): decoded leniently, each bad byte would become U+FFFD, and different bytes
+    /// asked for would name one account. As a path segment that is not UTF-8 is refused.
+    private static func refuseUndecodable(_ query: String?) throws(ServiceError) {
+        guard let query, query.utf8.contains(UInt8(ascii: "%")) else { return }
+        for pair in query.split(separator: "&") where pair.utf8.contains(UInt8(ascii: "%")) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            for part in parts where part.removingPercentEncoding == nil {
+                let name = parts[0].removingPercentEncoding ?? String(parts[0])
+                throw ServiceError.badParameter(
+                    name.escapingControlCharacters, "not valid percent-encoded UTF-8")
+            }
+        }
     }
 
     subscript(_ name: String) -> String? { values[name] }
