@@ -111,7 +111,7 @@ struct FastPathTests {
                         masterKey: .keyFile(path: state.keyFile)))
         }
         let accounts = (0..<3).map { AccountID(upn: "first\($0)@fabrikam.com")! }
-        let envelopes = Locked<[(AccountID, [UInt8])]>([])
+        let envelopes = Locked<[(AccountID, Result<[UInt8], ProtectionError>)]>([])
         for account in accounts {
             // Eight threads, released together, each sealing the account's first envelope.
             let start = DispatchGroup()
@@ -122,8 +122,10 @@ struct FastPathTests {
                 Thread.detachNewThread {
                     defer { done.leave() }
                     start.wait()
-                    let envelope = try? protectors[index % rings].protect(pattern(30), owner: account, encrypt: true)
-                    envelopes.withLock { $0.append((account, envelope ?? [])) }
+                    let sealed = Result { () throws(ProtectionError) in
+                        try protectors[index % rings].protect(pattern(30), owner: account, encrypt: true)
+                    }
+                    envelopes.withLock { $0.append((account, sealed)) }
                 }
             }
             Thread.sleep(forTimeInterval: 0.05)
@@ -131,7 +133,8 @@ struct FastPathTests {
             done.wait()
         }
         #expect(envelopes.withLock { $0.count } == 3 * 8)
-        for (account, envelope) in envelopes.withLock({ $0 }) {
+        for (account, sealed) in envelopes.withLock({ $0 }) {
+            let envelope = try sealed.get()
             #expect(try protectors[0].protectionInfo(envelope)?.keyVersion == 1, "\(account)")
             #expect(try protectors[0].unprotect(envelope) == pattern(30))
         }

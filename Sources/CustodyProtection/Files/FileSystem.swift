@@ -64,17 +64,25 @@ package enum FileSystem {
 
     /// The whole file, or nil when it does not exist. Only regular files are read.
     static func read(_ path: String) throws(ProtectionError) -> [UInt8]? {
-        let descriptor: Int32
-        do {
-            descriptor = try openRegularFile(path)
-        } catch {
-            if error.code == .io, access(path, F_OK) != 0, errno == ENOENT { return nil }
-            throw error
-        }
-        defer { close(descriptor) }
-        switch Descriptor.readToEnd(descriptor) {
-        case .success(let bytes): return bytes
-        case .failure(let error): throw ioError("reading", path, error.code)
+        var attempt = 0
+        while true {
+            let descriptor: Int32
+            do {
+                descriptor = try openRegularFile(path)
+            } catch {
+                guard error.code == .io else { throw error }
+                if access(path, F_OK) != 0, errno == ENOENT { return nil }
+                // The file is there now: another writer renamed it into place after the open
+                // failed for want of it. Opened again, rather than reported as missing.
+                attempt += 1
+                guard attempt < 3 else { throw error }
+                continue
+            }
+            defer { close(descriptor) }
+            switch Descriptor.readToEnd(descriptor) {
+            case .success(let bytes): return bytes
+            case .failure(let error): throw ioError("reading", path, error.code)
+            }
         }
     }
 
