@@ -398,7 +398,7 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
         guard text.count == bytes.count else { return false }
         let compared = text.withContiguousStorageIfAvailable { text in
             guard let mine = text.baseAddress, let theirs = bytes.baseAddress else { return true }
-            return memcmp(mine, theirs, bytes.count) == 0
+            return UnsafeRawPointer(mine) == theirs || memcmp(mine, theirs, bytes.count) == 0
         }
         return compared ?? text.elementsEqual(bytes)
     }
@@ -483,15 +483,10 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
     /// for one owner, which every store keeps apart: a long-lived key ring would then seal and
     /// open one spelling's envelopes with the other spelling's key.
     public static func == (lhs: OwnerIdentifier, rhs: OwnerIdentifier) -> Bool {
-        let (left, right) = (lhs.rawValue.utf8, rhs.rawValue.utf8)
-        guard left.count == right.count else { return false }
-        let compared = left.withContiguousStorageIfAvailable { left in
-            right.withContiguousStorageIfAvailable { right in
-                guard let first = left.baseAddress, let second = right.baseAddress else { return true }
-                return first == second || memcmp(first, second, left.count) == 0
-            }
+        let compared = lhs.rawValue.utf8.withContiguousStorageIfAvailable {
+            rhs.isEncoded(as: UnsafeRawBufferPointer($0))
         }
-        return (compared ?? nil) ?? left.elementsEqual(right)
+        return compared ?? lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
     }
 
     public func hash(into hasher: inout Hasher) {
