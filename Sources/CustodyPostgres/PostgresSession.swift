@@ -33,6 +33,9 @@ final class PostgresSessions: Sendable {
     private let nextID = Atomic<Int>(1)
     private let closed = Atomic<Bool>(false)
     private let outage = Locked<Outage?>(nil)
+    /// How many answers the server has given: a failure is evidence of an outage only when no
+    /// answer came after the failed attempt began (see `lost`).
+    private let answers = Atomic<UInt64>(0)
     /// How to make each call waiting for the server give up: done when the state is found
     /// unreachable, so that no call waits out its own deadline for a server known not to answer.
     private let waiting = Locked<(next: Int, giveUp: [Int: @Sendable () -> Void])>((0, [:]))
@@ -67,11 +70,12 @@ final class PostgresSessions: Sendable {
             throw StoreError(.database, "\(what) failed: the state is closed", path: settings.redacted)
         }
         let trial = try admit(what)
+        let began = answerCount
         // A trial that ends without an answer or a loss (a body's own error) lets the next one try.
         defer { if trial { outage.withLock { $0?.trying = false } } }
         guard slots.wait(timeout: .now() + .seconds(Int(settings.statementTimeout.components.seconds))) == .success
         else {
-            lost("every connection to the state stayed busy")
+            lost("every connection to the state stayed busy", answersBefore: began)
             throw StoreError(
                 .unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
         }
@@ -84,7 +88,7 @@ final class PostgresSessions: Sendable {
             if let pooled, !pooled.isClosed {
                 connection = pooled
             } else {
-                connection = try connect()
+                connection = try connect(answersBefore: began)
             }
             let session = PostgresSession(connection: connection, sessions: self)
             var committing = false
@@ -111,7 +115,7 @@ final class PostgresSessions: Sendable {
                         logger.debug("a pooled connection to the state was lost; retrying on a new one")
                         continue
                     }
-                    lost(Self.describe(error))
+                    lost(Self.describe(error), answersBefore: began)
                     if committing {
                         // The server may have committed before the answer was lost.
                         throw StoreError(
@@ -156,7 +160,8 @@ final class PostgresSessions: Sendable {
 
     /// A new connection, made within the connect timeout (a server that accepts the socket but
     /// never completes the handshake counts as unreachable too).
-    func connect() throws(StoreError) -> PostgresConnection {
+    /// - Parameter answersBefore: `answerCount` when the call that needs it began.
+    func connect(answersBefore: UInt64) throws(StoreError) -> PostgresConnection {
         let future = PostgresConnection.connect(
             on: Self.eventLoops.next(), configuration: settings.configuration, id: makeID(), logger: logger)
         do {
@@ -166,7 +171,7 @@ final class PostgresSessions: Sendable {
             // still succeed later: that connection is closed then, never freed open.
             future.whenSuccess { [self] connection in drop(connection) }
             let reason = "cannot connect to the state: \(Self.describe(error))"
-            lost(reason)
+            lost(reason, answersBefore: answersBefore)
             throw StoreError(.unavailable, reason, path: settings.redacted)
         }
     }
@@ -240,6 +245,7 @@ final class PostgresSessions: Sendable {
 
     /// The server answered: an outage, if any, is over.
     func answered() {
+        answers.add(1, ordering: .releasing)
         guard
             let ended = outage.withLock({ outage -> Outage? in
                 defer { outage = nil }
@@ -249,9 +255,25 @@ final class PostgresSessions: Sendable {
         logger.notice("the state answers again", metadata: ["since": "\(ended.since.formatted(.iso8601))"])
     }
 
+    /// How many answers the server has given so far; taken when an attempt begins and passed
+    /// to `lost` if it fails.
+    var answerCount: UInt64 { answers.load(ordering: .acquiring) }
+
     /// The server did not answer: a connection could not be made, or a call or heartbeat
     /// timed out. Calls waiting for it give up, and later calls fail at once (see `admit`).
-    func lost(_ reason: String) {
+    ///
+    /// Unless the server answered after the failed attempt began (`answersBefore` is the
+    /// `answerCount` taken then): that failure is older news than the answer (a connection that a
+    /// past outage closed, found closed only now), and taking it for a new outage would refuse
+    /// every call at once while the state answers and the replica reports itself ready. A real
+    /// outage is found by the next attempt that fails, or by the listener's heartbeat.
+    func lost(_ reason: String, answersBefore: UInt64) {
+        guard answerCount == answersBefore else {
+            logger.debug(
+                "a call to the state failed, but the state has answered since the call began: not an outage",
+                metadata: ["reason": "\(reason)"])
+            return
+        }
         let began = outage.withLock { outage -> Bool in
             guard var current = outage else {
                 outage = Outage(since: Date(), reason: reason, nextTrial: .now + settings.retryInterval, trying: false)

@@ -27,7 +27,7 @@ extension PostgresState {
     /// server frees it when the connection ends, so a replica that dies or is cut off never
     /// holds it for good.
     public func lease(_ name: String) throws(StoreError) -> (any StateLease)? {
-        let connection = try sessions.connect()
+        let connection = try sessions.connect(answersBefore: sessions.answerCount)
         let key = "custody:\(settings.schema):\(name)"
         do {
             let rows = try sessions.wait(

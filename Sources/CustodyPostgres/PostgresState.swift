@@ -125,13 +125,14 @@ public final class PostgresState: ChangeNotifying {
             bufferingPolicy: .bufferingNewest(64))
         let sessions = sessions
         let task = sessions.listen {
+            let began = sessions.answerCount
             let connection: PostgresConnection
             do {
                 connection = try await sessions.connect(
                     applicationName: sessions.settings.applicationName + " listener")
             } catch {
                 let reason = "cannot connect to the state to listen: \(PostgresSessions.describe(error))"
-                sessions.lost(reason)
+                sessions.lost(reason, answersBefore: began)
                 continuation.finish(throwing: StoreError(.unavailable, reason, path: sessions.settings.redacted))
                 return
             }
@@ -201,7 +202,8 @@ public final class PostgresState: ChangeNotifying {
             let timeout = TimeAmount(sessions.settings.heartbeatTimeout)
             let task = connection.eventLoop.scheduleRepeatedAsyncTask(initialDelay: .zero, delay: interval) {
                 [self] repeated in
-                sessions.deadlined(
+                let began = sessions.answerCount
+                return sessions.deadlined(
                     connection.query("SELECT value FROM counters WHERE name = 'change'", logger: sessions.logger),
                     within: timeout
                 )
@@ -215,7 +217,7 @@ public final class PostgresState: ChangeNotifying {
                     self.state.withLock {
                         $0.failure = StoreError(.unavailable, reason, path: sessions.settings.redacted)
                     }
-                    if PostgresSessions.isConnectionError(error) { sessions.lost(reason) }
+                    if PostgresSessions.isConnectionError(error) { sessions.lost(reason, answersBefore: began) }
                     repeated.cancel()
                     sessions.drop(connection)
                     throw error

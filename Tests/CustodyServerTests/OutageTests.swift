@@ -83,7 +83,10 @@ struct OutageTests {
                 try await client.execute(uri: "/readyz", method: .get).status == .ok
             }
             #expect(healed, "ready again once healed")
-            #expect(try await post(unseen).status == .ok)
+            let verified = try await post(unseen)
+            #expect(
+                verified.status == .ok,
+                "a ready replica verifies the token: \(verified.status) \(String(buffer: verified.body))")
         }
     }
 }

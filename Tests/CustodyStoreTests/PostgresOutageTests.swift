@@ -2,6 +2,7 @@
 import CustodyStore
 import CustodyTestSupport
 import Foundation
+import Logging
 import PostgresNIO
 import Synchronization
 import Testing
@@ -211,5 +212,33 @@ struct PostgresOutageTests {
             "found out by the heartbeat once replies were held, not at the statement deadline")
         #expect(try direct.lastAppliedBundleFiles()?.record.contentHash == second, "the server committed it")
         proxy.heal()
+    }
+}
+
+/// What counts as evidence of an outage, without a server: a failed attempt begins one only
+/// when the server has not answered since the attempt began.
+@Suite("PostgreSQL state: what begins an outage")
+struct OutageEvidenceTests {
+    /// A failure, and how many answers came between the attempt's start and its failure.
+    @Test(
+        "a failure begins an outage only when no answer came after its attempt began",
+        arguments: [(answersMeanwhile: 0, outage: true), (1, false), (3, false)])
+    func staleFailures(answersMeanwhile: Int, outage: Bool) throws {
+        let sessions = PostgresSessions(
+            settings: try PostgresSettings(url: "postgres://custody@127.0.0.1:1/postgres?sslmode=disable"),
+            logger: Logger(label: "test"))
+        let began = sessions.answerCount
+        for _ in 0..<answersMeanwhile { sessions.answered() }
+        sessions.lost("the connection was closed", answersBefore: began)
+        #expect((sessions.unreachable != nil) == outage)
+        // An attempt begun after the latest answer is evidence, whatever came before it.
+        sessions.lost("cannot connect", answersBefore: sessions.answerCount)
+        #expect(sessions.unreachable?.reason == "cannot connect")
+        // And an answer ends it; a failure older than that answer does not bring it back.
+        let during = sessions.answerCount
+        sessions.answered()
+        #expect(sessions.unreachable == nil)
+        sessions.lost("a connection the outage closed, found closed late", answersBefore: during)
+        #expect(sessions.unreachable == nil, "the state answered after that attempt began")
     }
 }
