@@ -39,6 +39,10 @@ struct GraphServiceTests {
         ) async throws {
             var configuration = CustodyServerConfiguration(listen: .tcp(host: "127.0.0.1", port: 0))
             configuration.graphInterval = interval
+            // The test client connects as the service starts and sends its first request when the
+            // test is ready, which can be after the start sync on a loaded machine: the 10 s
+            // header timeout would close that connection first ("I/O on closed channel").
+            configuration.limits.headerTimeout = .seconds(600)
             let app = try buildApplication(configuration: configuration, engine: engine, graph: runner)
             try await app.test(.live, body)
         }
