@@ -30,6 +30,24 @@ func protectionBenchmarks() {
             }
         }
 
+        // The same pair into buffers the caller keeps (`protect(_:owner:encrypt:into:)`,
+        // `unprotect(_:into:)`): what the library calls of the floor below write into too, so
+        // the two differ by the envelope's own work, not by two arrays made and freed.
+        var envelopeBuffer = [UInt8](repeating: 0, count: protector.envelopeCount(of: small.count, owner: owner, encrypt: true))
+        var plaintextBuffer = [UInt8](repeating: 0, count: small.count)
+        Benchmark("protect+unprotect 1 KiB into caller's buffers, \(name)", configuration: .init(metrics: [.wallClock, .cpuTotal, .throughput], scalingFactor: .kilo)) { benchmark in
+            for _ in benchmark.scaledIterations {
+                let written = try small.withUnsafeBytes { data in
+                    try envelopeBuffer.withUnsafeMutableBytes { try protector.protect(data, owner: owner, encrypt: true, into: $0) }
+                }
+                let opened = try envelopeBuffer.withUnsafeBytes { envelope in
+                    try plaintextBuffer.withUnsafeMutableBytes { try protector.unprotect(UnsafeRawBufferPointer(rebasing: envelope[..<written]), into: $0) }
+                }
+                blackHole(opened)
+                blackHole(plaintextBuffer)
+            }
+        }
+
         // The floor under the 1 KiB pair: the library calls an envelope pair makes, bare. Derive
         // the data key and key check (BLAKE2b keyed by the account key, 48 bytes out, over the
         // label, a 54-byte header prefix and a 32-byte salt), seal 1 KiB under it with OpenSSL

@@ -140,7 +140,13 @@ struct EnvelopeHeader: Sendable, Hashable {
 
     /// Bytes of the header of an envelope of `algorithm` for `owner`.
     static func count(for algorithm: EnvelopeAlgorithm, owner: OwnerIdentifier) -> Int {
-        fixedCount + owner.rawValue.utf8.count + 4 + suffixCount(for: algorithm)
+        count(for: algorithm, ownerCount: owner.rawValue.utf8.count)
+    }
+
+    /// Bytes of the header of an envelope of `algorithm` whose owner identifier is `ownerCount`
+    /// bytes long.
+    static func count(for algorithm: EnvelopeAlgorithm, ownerCount: Int) -> Int {
+        fixedCount + ownerCount + 4 + suffixCount(for: algorithm)
     }
 
     /// Writes a derived-key header straight into `output` (exactly
@@ -432,6 +438,14 @@ public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStrin
             }
         }
         return answer ?? (self == OwnerIdentifier(account))
+    }
+
+    /// Bytes of `OwnerIdentifier(account)`, counted without building it when the account's
+    /// value is ASCII (lowering ASCII capitals keeps the length; other lowering may not).
+    static func encodedCount(of account: AccountID) -> Int {
+        var value = account.oid ?? account.upn ?? ""
+        let ascii = value.withUTF8 { isASCII($0) }
+        return ascii ? 4 + value.utf8.count : OwnerIdentifier(account).rawValue.utf8.count
     }
 
     /// The identifier of an account: its OID when known, else its UPN.

@@ -100,6 +100,113 @@ public final class DataProtector: Sendable {
         return try result.get() ?? data
     }
 
+    // MARK: Buffers the caller provides
+
+    /// Bytes of the envelope `protect(_:owner:encrypt:into:)` writes for `count` bytes of data
+    /// of `owner`: the header (which names the owner) and a 16-byte tag for each chunk of 1 MiB
+    /// begun.
+    public func envelopeCount(of count: Int, owner: AccountID, encrypt: Bool = false) -> Int {
+        EnvelopeHeader.count(
+            for: encrypt ? algorithm : .none, ownerCount: OwnerIdentifier.encodedCount(of: owner))
+            + count + (count >> Int(Self.bufferChunkExponent) + 1) * EnvelopeAlgorithm.tagCount
+    }
+
+    /// `protect(_:owner:encrypt:)` into memory the caller owns, for callers that reuse buffers
+    /// (no allocation here, as libsodium's and OpenSSL's own calls): the envelope fills the first
+    /// `envelopeCount(of: data.count, owner: owner, encrypt: encrypt)` bytes of `output`, and
+    /// the count is returned; the rest of `output` is left as it was.
+    /// - Throws: as `protect(_:owner:encrypt:)`; `.invalidArguments`, with nothing written and
+    ///   no key made, when `output` is too small or overlaps `data`.
+    public func protect(
+        _ data: UnsafeRawBufferPointer, owner: AccountID, encrypt: Bool = false,
+        into output: UnsafeMutableRawBufferPointer
+    ) throws(ProtectionError) -> Int {
+        guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
+        try Self.requireApart(data, output)
+        try Self.requireRoom(envelopeCount(of: data.count, owner: owner, encrypt: encrypt), in: output, for: "envelope")
+        if encrypt, let cipher = algorithm.openSSLAlgorithm, data.count < 1 << Int(Self.bufferChunkExponent) {
+            let accountKey = try keyRing.currentKey(for: owner, creating: true)
+            let total = oneChunkCount(of: data.count, owner: accountKey.owner)
+            try Self.requireRoom(total, in: output, for: "envelope")
+            sealOneChunk(
+                data, cipher: cipher, accountKey: accountKey,
+                into: UnsafeMutableRawBufferPointer(rebasing: output[..<total]))
+            return total
+        }
+        let cipher = try makeSealer(owner: owner, encrypt: encrypt, chunkExponent: Self.bufferChunkExponent)
+        let total = Self.sealedCount(of: data.count, with: cipher)
+        try Self.requireRoom(total, in: output, for: "envelope")
+        Self.seal(data, with: cipher, into: UnsafeMutableRawBufferPointer(rebasing: output[..<total]))
+        return total
+    }
+
+    /// Bytes `unprotect(_:into:)` writes for `data`: the plaintext of an envelope, or `data`'s own
+    /// count for bytes that are not one (they come back unchanged). Read from the header and the
+    /// length, without any key.
+    /// - Throws: `.unsupportedVersion` or `.malformedEnvelope` for a damaged header;
+    ///   `.decryptFailed` for an envelope cut off inside a tag.
+    public static func unprotectedCount(of data: UnsafeRawBufferPointer) throws(ProtectionError) -> Int {
+        guard let fields = try EnvelopeHeader.read(data) else { return data.count }
+        return try openedCount(of: data.count - fields.count, chunkSize: 1 << Int(fields.chunkSizeExponent))
+    }
+
+    /// `unprotect(_:)` into memory the caller owns: the plaintext fills the first
+    /// `unprotectedCount(of: data)` bytes of `output`, and the count is returned. When the
+    /// envelope does not open, nothing of it is left in `output` (what was written is zeroed).
+    /// - Throws: as `unprotect(_:)`; `.invalidArguments`, with nothing written, when `output` is
+    ///   too small or overlaps `data`.
+    public func unprotect(_ data: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer)
+        throws(ProtectionError) -> Int
+    {
+        try Self.requireApart(data, output)
+        guard let fields = try EnvelopeHeader.read(data, knownOwner: keyRing.lastOpeningOwner) else {
+            try Self.requireRoom(data.count, in: output, for: "data")
+            UnsafeMutableRawBufferPointer(rebasing: output[..<data.count]).copyMemory(from: data)
+            return data.count
+        }
+        if let cipher = fields.algorithm.openSSLAlgorithm,
+            data.count - fields.count < (1 << Int(fields.chunkSizeExponent)) + EnvelopeAlgorithm.tagCount
+        {
+            let count = max(0, data.count - fields.count - EnvelopeAlgorithm.tagCount)
+            try Self.requireRoom(count, in: output, for: "plaintext")
+            try openOneChunk(
+                data, header: fields, cipher: cipher, into: UnsafeMutableRawBufferPointer(rebasing: output[..<count]))
+            return count
+        }
+        let header = EnvelopeHeader(fields, copying: data)
+        let cipher = try makeOpener(header)
+        let body = UnsafeRawBufferPointer(rebasing: data[header.count...])
+        let count = try Self.openedCount(of: body.count, chunkSize: cipher.chunkSize)
+        try Self.requireRoom(count, in: output, for: "plaintext")
+        try Self.open(body, with: cipher, into: UnsafeMutableRawBufferPointer(rebasing: output[..<count]))
+        return count
+    }
+
+    /// - Throws: `.invalidArguments` when `output` has fewer than `count` bytes.
+    private static func requireRoom(_ count: Int, in output: UnsafeMutableRawBufferPointer, for what: String)
+        throws(ProtectionError)
+    {
+        guard output.count >= count else {
+            throw ProtectionError(
+                .invalidArguments, "the output buffer holds \(output.count) bytes; the \(what) takes \(count)")
+        }
+    }
+
+    /// - Throws: `.invalidArguments` when `input` and `output` share a byte: the envelope's
+    ///   header shifts every byte written, so writing would overwrite input not yet read.
+    private static func requireApart(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer)
+        throws(ProtectionError)
+    {
+        guard let inputStart = input.baseAddress, let outputStart = output.baseAddress, !input.isEmpty,
+            !output.isEmpty
+        else { return }
+        let inputRange = UInt(bitPattern: inputStart)..<UInt(bitPattern: inputStart) + UInt(input.count)
+        let outputRange = UInt(bitPattern: outputStart)..<UInt(bitPattern: outputStart) + UInt(output.count)
+        guard !inputRange.overlaps(outputRange) else {
+            throw ProtectionError(.invalidArguments, "the output buffer overlaps the input")
+        }
+    }
+
     /// What the envelope says about itself, without any key; nil when `data` is not an envelope.
     /// - Throws: `.unsupportedVersion` or `.malformedEnvelope` for a damaged header.
     public func protectionInfo(_ data: [UInt8]) throws(ProtectionError) -> ProtectionInfo? {
@@ -307,65 +414,87 @@ public final class DataProtector: Sendable {
 
     /// Header and chunks of `data`, in memory (one allocation).
     static func seal(_ data: UnsafeRawBufferPointer, with cipher: ChunkCipher) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: sealedCount(of: data.count, with: cipher)) { buffer, initialized in
+            seal(data, with: cipher, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = buffer.count
+        }
+    }
+
+    /// Bytes `seal(_:with:)` writes for `count` bytes of data.
+    static func sealedCount(of count: Int, with cipher: ChunkCipher) -> Int {
+        cipher.header.count + count + (count / cipher.chunkSize + 1) * EnvelopeAlgorithm.tagCount
+    }
+
+    /// Writes header and chunks of `data` into `out` (exactly `sealedCount(of:with:)` bytes).
+    static func seal(_ data: UnsafeRawBufferPointer, with cipher: ChunkCipher, into out: UnsafeMutableRawBufferPointer)
+    {
         let chunkSize = cipher.chunkSize
         let fullChunks = data.count / chunkSize
         let header = cipher.headerBytes
-        let total = header.count + data.count + (fullChunks + 1) * EnvelopeAlgorithm.tagCount
-        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            let out = UnsafeMutableRawBufferPointer(buffer)
-            out.copyBytes(from: header)
-            var read = 0
-            var written = header.count
-            for index in 0...fullChunks {
-                let count = index == fullChunks ? data.count - read : chunkSize
-                cipher.seal(
-                    index: UInt64(index), last: index == fullChunks,
-                    UnsafeRawBufferPointer(rebasing: data[read..<read + count]),
-                    into: UnsafeMutableRawBufferPointer(
-                        rebasing: out[written..<written + count + EnvelopeAlgorithm.tagCount]))
-                read += count
-                written += count + EnvelopeAlgorithm.tagCount
-            }
-            initialized = total
+        precondition(out.count == sealedCount(of: data.count, with: cipher))
+        out.copyBytes(from: header)
+        var read = 0
+        var written = header.count
+        for index in 0...fullChunks {
+            let count = index == fullChunks ? data.count - read : chunkSize
+            cipher.seal(
+                index: UInt64(index), last: index == fullChunks,
+                UnsafeRawBufferPointer(rebasing: data[read..<read + count]),
+                into: UnsafeMutableRawBufferPointer(
+                    rebasing: out[written..<written + count + EnvelopeAlgorithm.tagCount]))
+            read += count
+            written += count + EnvelopeAlgorithm.tagCount
         }
     }
 
     /// The plaintext of the chunks in `body` (everything after the header), in one allocation;
     /// nothing of it when any chunk fails to open.
     static func open(_ body: UnsafeRawBufferPointer, with cipher: ChunkCipher) throws(ProtectionError) -> [UInt8] {
-        let sealedChunk = cipher.sealedChunkSize
-        let fullChunks = body.count / sealedChunk
-        let lastCount = body.count % sealedChunk
-        guard lastCount >= EnvelopeAlgorithm.tagCount else { throw cutOff(after: fullChunks) }
+        let count = try openedCount(of: body.count, chunkSize: cipher.chunkSize)
+        return try [UInt8](unsafeUninitializedCapacity: count) { (buffer, initialized) throws(ProtectionError) in
+            try open(body, with: cipher, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = buffer.count
+        }
+    }
+
+    /// Bytes of plaintext in the chunks of an envelope body of `count` bytes.
+    /// - Throws: `.decryptFailed` for a body cut off inside a tag, or of more chunks than the
+    ///   format allows.
+    static func openedCount(of count: Int, chunkSize: Int) throws(ProtectionError) -> Int {
+        let sealedChunk = chunkSize + EnvelopeAlgorithm.tagCount
+        let fullChunks = count / sealedChunk
+        guard count % sealedChunk >= EnvelopeAlgorithm.tagCount else { throw cutOff(after: fullChunks) }
         guard fullChunks <= ChunkCipher.maximumChunkIndex else {
             throw ProtectionError(.decryptFailed, "the envelope has more chunks than the format allows")
         }
-        var failedChunk: Int?
-        let plaintext = [UInt8](unsafeUninitializedCapacity: body.count - (fullChunks + 1) * EnvelopeAlgorithm.tagCount)
-        { buffer, initialized in
-            let out = UnsafeMutableRawBufferPointer(buffer)
-            var read = 0
-            var written = 0
-            for index in 0...fullChunks {
-                let count = index == fullChunks ? lastCount : sealedChunk
-                let plainCount = count - EnvelopeAlgorithm.tagCount
-                let opened = cipher.open(
-                    index: UInt64(index), last: index == fullChunks,
-                    UnsafeRawBufferPointer(rebasing: body[read..<read + count]),
-                    into: UnsafeMutableRawBufferPointer(rebasing: out[written..<written + plainCount]))
-                guard opened else {
-                    Sodium.zero(UnsafeMutableRawBufferPointer(rebasing: out[..<written]))
-                    failedChunk = index
-                    initialized = 0
-                    return
-                }
-                read += count
-                written += plainCount
+        return count - (fullChunks + 1) * EnvelopeAlgorithm.tagCount
+    }
+
+    /// Opens the chunks in `body` into `out` (exactly `openedCount` bytes); when any chunk fails
+    /// to open, what was written is zeroed and nothing of it may be used.
+    static func open(_ body: UnsafeRawBufferPointer, with cipher: ChunkCipher, into out: UnsafeMutableRawBufferPointer)
+        throws(ProtectionError)
+    {
+        let sealedChunk = cipher.sealedChunkSize
+        let fullChunks = body.count / sealedChunk
+        let lastCount = body.count % sealedChunk
+        precondition(out.count == (try? openedCount(of: body.count, chunkSize: cipher.chunkSize)))
+        var read = 0
+        var written = 0
+        for index in 0...fullChunks {
+            let count = index == fullChunks ? lastCount : sealedChunk
+            let plainCount = count - EnvelopeAlgorithm.tagCount
+            let opened = cipher.open(
+                index: UInt64(index), last: index == fullChunks,
+                UnsafeRawBufferPointer(rebasing: body[read..<read + count]),
+                into: UnsafeMutableRawBufferPointer(rebasing: out[written..<written + plainCount]))
+            guard opened else {
+                Sodium.zero(UnsafeMutableRawBufferPointer(rebasing: out[..<written]))
+                throw notAuthentic(chunk: index)
             }
-            initialized = written
+            read += count
+            written += plainCount
         }
-        if let failedChunk { throw notAuthentic(chunk: failedChunk) }
-        return plaintext
     }
 
     private static func cutOff(after chunk: Int) -> ProtectionError {
@@ -388,30 +517,43 @@ public final class DataProtector: Sendable {
     private func sealOneChunk(
         _ data: UnsafeRawBufferPointer, cipher: OpenSSLCipher.Algorithm, accountKey: AccountKey
     ) -> [UInt8] {
+        let total = oneChunkCount(of: data.count, owner: accountKey.owner)
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            sealOneChunk(data, cipher: cipher, accountKey: accountKey, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = total
+        }
+    }
+
+    /// Bytes of the envelope `sealOneChunk` writes for `count` bytes of data.
+    private func oneChunkCount(of count: Int, owner: OwnerIdentifier) -> Int {
+        EnvelopeHeader.count(for: algorithm, owner: owner) + count + EnvelopeAlgorithm.tagCount
+    }
+
+    /// `sealOneChunk(_:cipher:accountKey:)` into `out` (exactly `oneChunkCount` bytes).
+    private func sealOneChunk(
+        _ data: UnsafeRawBufferPointer, cipher: OpenSSLCipher.Algorithm, accountKey: AccountKey,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
         precondition(data.count < 1 << Int(Self.bufferChunkExponent))
         let algorithm = self.algorithm
         let headerCount = EnvelopeHeader.count(for: algorithm, owner: accountKey.owner)
-        let total = headerCount + data.count + EnvelopeAlgorithm.tagCount
-        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            let out = UnsafeMutableRawBufferPointer(buffer)
-            let header = UnsafeMutableRawBufferPointer(rebasing: out[..<headerCount])
-            withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
-                defer { Sodium.zero(derived) }
-                EnvelopeHeader.writeDerived(
-                    into: header, algorithm: algorithm, chunkSizeExponent: Self.bufferChunkExponent,
-                    owner: accountKey.owner, keyVersion: accountKey.version, salt: Sodium.randomBytes
-                ) { input, keyCheck in
-                    accountKey.derive(from: input, into: derived)
-                    keyCheck.copyMemory(from: UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]))
-                }
-                ChunkCipher.withNonce(prefix: EnvelopeHeader.zeroNoncePrefix[...], index: 0, last: true) { nonce in
-                    OpenSSLCipher.seal(
-                        cipher, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]), data,
-                        nonce: nonce, aad: UnsafeRawBufferPointer(header),
-                        into: UnsafeMutableRawBufferPointer(rebasing: out[headerCount...]))
-                }
+        precondition(out.count == headerCount + data.count + EnvelopeAlgorithm.tagCount)
+        let header = UnsafeMutableRawBufferPointer(rebasing: out[..<headerCount])
+        withUnsafeTemporaryAllocation(byteCount: AccountKey.derivedCount, alignment: 16) { derived in
+            defer { Sodium.zero(derived) }
+            EnvelopeHeader.writeDerived(
+                into: header, algorithm: algorithm, chunkSizeExponent: Self.bufferChunkExponent,
+                owner: accountKey.owner, keyVersion: accountKey.version, salt: Sodium.randomBytes
+            ) { input, keyCheck in
+                accountKey.derive(from: input, into: derived)
+                keyCheck.copyMemory(from: UnsafeRawBufferPointer(rebasing: derived[EnvelopeAlgorithm.keyCount...]))
             }
-            initialized = total
+            ChunkCipher.withNonce(prefix: EnvelopeHeader.zeroNoncePrefix[...], index: 0, last: true) { nonce in
+                OpenSSLCipher.seal(
+                    cipher, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]), data,
+                    nonce: nonce, aad: UnsafeRawBufferPointer(header),
+                    into: UnsafeMutableRawBufferPointer(rebasing: out[headerCount...]))
+            }
         }
     }
 
@@ -421,10 +563,25 @@ public final class DataProtector: Sendable {
     private func openOneChunk(
         _ envelope: UnsafeRawBufferPointer, header: EnvelopeHeader.Fields, cipher: OpenSSLCipher.Algorithm
     ) throws(ProtectionError) -> [UInt8] {
+        // A body shorter than a tag is refused after the key check, as `makeOpener` and
+        // `open(_:with:)` order their errors: the buffer is empty then and never written.
+        let count = max(0, envelope.count - header.count - EnvelopeAlgorithm.tagCount)
+        return try [UInt8](unsafeUninitializedCapacity: count) { (buffer, initialized) throws(ProtectionError) in
+            try openOneChunk(envelope, header: header, cipher: cipher, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = count
+        }
+    }
+
+    /// `openOneChunk(_:header:cipher:)` into `out` (exactly the plaintext's bytes); zeroed, and
+    /// nothing of it to be used, when the chunk does not authenticate.
+    private func openOneChunk(
+        _ envelope: UnsafeRawBufferPointer, header: EnvelopeHeader.Fields, cipher: OpenSSLCipher.Algorithm,
+        into out: UnsafeMutableRawBufferPointer
+    ) throws(ProtectionError) {
         let accountKey = try keyRing.key(for: header.owner, version: header.keyVersion)
         let headerBytes = UnsafeRawBufferPointer(rebasing: envelope[..<header.count])
         let sealed = UnsafeRawBufferPointer(rebasing: envelope[header.count...])
-        let opened: Result<[UInt8], ProtectionError> = withUnsafeTemporaryAllocation(
+        let failure: ProtectionError? = withUnsafeTemporaryAllocation(
             byteCount: AccountKey.derivedCount, alignment: 16
         ) { derived in
             defer { Sodium.zero(derived) }
@@ -432,22 +589,18 @@ public final class DataProtector: Sendable {
                 Self.deriveDataKey(
                     header: headerBytes, prefixCount: header.prefixCount, with: accountKey, into: derived)
             else {
-                return .failure(Self.keyMismatch(header.algorithm, version: header.keyVersion, owner: header.owner))
+                return Self.keyMismatch(header.algorithm, version: header.keyVersion, owner: header.owner)
             }
-            guard sealed.count >= EnvelopeAlgorithm.tagCount else { return .failure(Self.cutOff(after: 0)) }
-            var authentic = false
-            let plaintext = [UInt8](unsafeUninitializedCapacity: sealed.count - EnvelopeAlgorithm.tagCount) {
-                buffer, initialized in
-                authentic = ChunkCipher.withNonce(prefix: EnvelopeHeader.zeroNoncePrefix[...], index: 0, last: true) {
-                    nonce in
-                    OpenSSLCipher.open(
-                        cipher, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]), sealed,
-                        nonce: nonce, aad: headerBytes, into: UnsafeMutableRawBufferPointer(buffer))
-                }
-                initialized = authentic ? buffer.count : 0
+            guard sealed.count >= EnvelopeAlgorithm.tagCount else { return Self.cutOff(after: 0) }
+            precondition(out.count == sealed.count - EnvelopeAlgorithm.tagCount)
+            let authentic = ChunkCipher.withNonce(prefix: EnvelopeHeader.zeroNoncePrefix[...], index: 0, last: true) {
+                nonce in
+                OpenSSLCipher.open(
+                    cipher, key: UnsafeRawBufferPointer(rebasing: derived[..<EnvelopeAlgorithm.keyCount]), sealed,
+                    nonce: nonce, aad: headerBytes, into: out)
             }
-            return authentic ? .success(plaintext) : .failure(Self.notAuthentic(chunk: 0))
+            return authentic ? nil : Self.notAuthentic(chunk: 0)
         }
-        return try opened.get()
+        if let failure { throw failure }
     }
 }

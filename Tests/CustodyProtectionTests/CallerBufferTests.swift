@@ -1,0 +1,188 @@
+import CustodyPolicy
+import Foundation
+import Testing
+
+@testable import CustodyProtection
+
+/// `protect(_:owner:encrypt:into:)` and `unprotect(_:into:)` write into memory the caller owns:
+/// the same envelopes and plaintext as the array API, counted exactly beforehand, and never a
+/// byte written outside what they report (or anything at all when they refuse).
+@Suite("Buffers the caller provides")
+struct CallerBufferTests {
+    static let sentinel: UInt8 = 0xA5
+
+    /// `count` bytes of the sentinel, with `slack` more after the `needed` bytes.
+    static func output(_ needed: Int, slack: Int = 3) -> [UInt8] {
+        [UInt8](repeating: sentinel, count: needed + slack)
+    }
+
+    @Test(
+        "every size round-trips through either API, and the counts given beforehand are the counts written",
+        arguments: [
+            EnvelopeAlgorithm.aes256GCMDerived, .chaCha20Poly1305Derived,
+        ],
+        [1, 15, 16, 17, 1_023, 1_024, 65_536, (1 << 20) - 1, 1 << 20, (1 << 20) + 1])
+    func roundTrips(algorithm: EnvelopeAlgorithm, size: Int) throws {
+        let state = try TestState()
+        let protector = state.protector(algorithm: algorithm)
+        let data = pattern(size)
+        for encrypt in [true, false] {
+            let needed = protector.envelopeCount(of: size, owner: alice, encrypt: encrypt)
+            var envelope = Self.output(needed)
+            let written = try data.withUnsafeBytes { data in
+                try envelope.withUnsafeMutableBytes {
+                    try protector.protect(data, owner: alice, encrypt: encrypt, into: $0)
+                }
+            }
+            #expect(written == needed)
+            #expect(envelope[needed...].allSatisfy { $0 == Self.sentinel }, "nothing written past the envelope")
+            let sealed = Array(envelope[..<written])
+            #expect(try protector.unprotect(sealed) == data, "the array API opens it")
+            #expect(try protector.protect(data, owner: alice, encrypt: encrypt).count == needed)
+            #expect(try sealed.withUnsafeBytes { try DataProtector.unprotectedCount(of: $0) } == size)
+
+            let fromArray = try protector.protect(data, owner: alice, encrypt: encrypt)
+            var plaintext = Self.output(size)
+            let opened = try fromArray.withUnsafeBytes { sealed in
+                try plaintext.withUnsafeMutableBytes { try protector.unprotect(sealed, into: $0) }
+            }
+            #expect(opened == size)
+            #expect(Array(plaintext[..<opened]) == data, "opens what the array API sealed")
+            #expect(plaintext[size...].allSatisfy { $0 == Self.sentinel })
+        }
+    }
+
+    @Test(
+        "the count is exact for identifiers whose lower case changes their length",
+        arguments: [
+            (nil, "ALICE@contoso.com"), (nil, "ÉMILE@contoso.com"), (nil, "İ@contoso.com"), (nil, "ǅ@contoso.com"),
+            (nil, "ß@contoso.com"), ("0D000000-0000-4000-8000-00000000000A", "X@contoso.com"),
+        ] as [(String?, String?)])
+    func countsForIdentifiers(oid: String?, upn: String?) throws {
+        let account = try #require(AccountID(oid: oid, upn: upn))
+        let state = try TestState()
+        let protector = state.protector()
+        for encrypt in [true, false] {
+            let data = pattern(100)
+            let needed = protector.envelopeCount(of: data.count, owner: account, encrypt: encrypt)
+            #expect(needed == (try protector.protect(data, owner: account, encrypt: encrypt)).count)
+            var envelope = Self.output(needed, slack: 0)
+            let written = try data.withUnsafeBytes { data in
+                try envelope.withUnsafeMutableBytes {
+                    try protector.protect(data, owner: account, encrypt: encrypt, into: $0)
+                }
+            }
+            #expect(written == needed)
+            #expect(try protector.unprotect(envelope) == data)
+        }
+    }
+
+    @Test(
+        "an output one byte short is refused before anything is written or any key is made",
+        arguments: [true, false], [1, 1_024, (1 << 20) + 1])
+    func shortOutput(encrypt: Bool, size: Int) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let data = pattern(size)
+        let needed = protector.envelopeCount(of: size, owner: alice, encrypt: encrypt)
+        var short = [UInt8](repeating: Self.sentinel, count: needed - 1)
+        let error = protectionError {
+            _ = try data.withUnsafeBytes { data in
+                try short.withUnsafeMutableBytes {
+                    try protector.protect(data, owner: alice, encrypt: encrypt, into: $0)
+                }
+            }
+        }
+        #expect(error?.code == .invalidArguments)
+        #expect(error?.message.contains("holds \(needed - 1) bytes; the envelope takes \(needed)") == true)
+        #expect(short.allSatisfy { $0 == Self.sentinel }, "nothing written")
+        #expect(try state.keyRing.versions(of: OwnerIdentifier(alice)).isEmpty, "no key made")
+
+        let envelope = try protector.protect(data, owner: alice, encrypt: encrypt)
+        var plaintext = [UInt8](repeating: Self.sentinel, count: size - 1)
+        let refused = protectionError {
+            _ = try envelope.withUnsafeBytes { sealed in
+                try plaintext.withUnsafeMutableBytes { try protector.unprotect(sealed, into: $0) }
+            }
+        }
+        #expect(refused?.code == .invalidArguments)
+        #expect(plaintext.allSatisfy { $0 == Self.sentinel }, "nothing written")
+    }
+
+    @Test(
+        "input and output that share a byte are refused, whichever way they overlap",
+        arguments: [0, 1, 50, 99])
+    func overlapping(offset: Int) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        var memory = pattern(100) + [UInt8](repeating: 0, count: 400)
+        let before = memory
+        let error = protectionError {
+            _ = try memory.withUnsafeMutableBytes { bytes in
+                try protector.protect(
+                    UnsafeRawBufferPointer(rebasing: bytes[..<100]), owner: alice, encrypt: true,
+                    into: UnsafeMutableRawBufferPointer(rebasing: bytes[offset...]))
+            }
+        }
+        #expect(error?.code == .invalidArguments)
+        #expect(error?.message.contains("overlaps") == true)
+        let unchanged = memory == before
+        #expect(unchanged, "nothing written")
+
+        let envelope = try protector.protect(pattern(100), owner: alice, encrypt: true)
+        var shared = envelope + [UInt8](repeating: 0, count: 200)
+        let sharedBefore = shared
+        let refused = protectionError {
+            _ = try shared.withUnsafeMutableBytes { bytes in
+                try protector.unprotect(
+                    UnsafeRawBufferPointer(rebasing: bytes[..<envelope.count]),
+                    into: UnsafeMutableRawBufferPointer(rebasing: bytes[min(offset, envelope.count - 1)...]))
+            }
+        }
+        #expect(refused?.code == .invalidArguments)
+        let sharedUnchanged = shared == sharedBefore
+        #expect(sharedUnchanged, "nothing written")
+    }
+
+    @Test(
+        "an envelope that does not open leaves no plaintext in the output: a flipped bit in a chunk, a cut, the header",
+        arguments: [1_024, (1 << 20) + 100], ["chunk", "last byte", "header", "cut"])
+    func tampered(size: Int, damage: String) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        var envelope = try protector.protect(pattern(size), owner: alice, encrypt: true)
+        let headerCount = try #require(try protector.protectionInfo(envelope)).headerLength
+        switch damage {
+        case "chunk": envelope[headerCount + size / 2] ^= 0x01
+        case "last byte": envelope[envelope.count - 1] ^= 0x80
+        case "header": envelope[headerCount - 1] ^= 0x01
+        default: envelope.removeLast(17)
+        }
+        var plaintext = Self.output(size)
+        let error = protectionError {
+            _ = try envelope.withUnsafeBytes { sealed in
+                try plaintext.withUnsafeMutableBytes { try protector.unprotect(sealed, into: $0) }
+            }
+        }
+        #expect(error?.code == .decryptFailed, "\(String(describing: error))")
+        #expect(
+            plaintext.allSatisfy { $0 == 0 || $0 == Self.sentinel }, "only zeros where plaintext was written")
+        #expect(
+            (try? protector.unprotect(envelope)) == nil, "the array API refuses it too")
+    }
+
+    @Test("bytes that are not an envelope come back unchanged, as the array API gives them", arguments: [1, 3, 200])
+    func notAnEnvelope(size: Int) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let data = pattern(size, seed: 1)
+        #expect(try data.withUnsafeBytes { try DataProtector.unprotectedCount(of: $0) } == size)
+        var output = Self.output(size)
+        let count = try data.withUnsafeBytes { data in
+            try output.withUnsafeMutableBytes { try protector.unprotect(data, into: $0) }
+        }
+        #expect(count == size)
+        #expect(Array(output[..<count]) == data)
+        #expect(try protector.unprotect(data) == data)
+    }
+}
