@@ -27,7 +27,7 @@ struct CallerBufferTests {
         let protector = state.protector(algorithm: algorithm)
         let data = pattern(size)
         for encrypt in [true, false] {
-            let needed = protector.envelopeCount(of: size, owner: alice, encrypt: encrypt)
+            let needed = try protector.envelopeCount(of: size, owner: alice, encrypt: encrypt)
             var envelope = Self.output(needed)
             let written = try data.withUnsafeBytes { data in
                 try envelope.withUnsafeMutableBytes {
@@ -64,7 +64,7 @@ struct CallerBufferTests {
         let protector = state.protector()
         for encrypt in [true, false] {
             let data = pattern(100)
-            let needed = protector.envelopeCount(of: data.count, owner: account, encrypt: encrypt)
+            let needed = try protector.envelopeCount(of: data.count, owner: account, encrypt: encrypt)
             #expect(needed == (try protector.protect(data, owner: account, encrypt: encrypt)).count)
             var envelope = Self.output(needed, slack: 0)
             let written = try data.withUnsafeBytes { data in
@@ -84,7 +84,7 @@ struct CallerBufferTests {
         let state = try TestState()
         let protector = state.protector()
         let data = pattern(size)
-        let needed = protector.envelopeCount(of: size, owner: alice, encrypt: encrypt)
+        let needed = try protector.envelopeCount(of: size, owner: alice, encrypt: encrypt)
         var short = [UInt8](repeating: Self.sentinel, count: needed - 1)
         let error = protectionError {
             _ = try data.withUnsafeBytes { data in
@@ -169,6 +169,33 @@ struct CallerBufferTests {
             plaintext.allSatisfy { $0 == 0 || $0 == Self.sentinel }, "only zeros where plaintext was written")
         #expect(
             (try? protector.unprotect(envelope)) == nil, "the array API refuses it too")
+    }
+
+    @Test(
+        "a count that is negative, or whose envelope would overflow Int, is refused, never a trap",
+        arguments: [-1, -(1 << 20), Int.min, Int.max, Int.max - 10_000_000, Int.max - 200])
+    func impossibleCounts(count: Int) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        for encrypt in [true, false] {
+            let error = protectionError { _ = try protector.envelopeCount(of: count, owner: alice, encrypt: encrypt) }
+            #expect(error?.code == .invalidArguments, "\(count)")
+        }
+    }
+
+    @Test(
+        "an exact multiple of the chunk size ends with an empty chunk: one tag more than its full chunks",
+        arguments: [((1 << 20) - 1, 1), (1 << 20, 2), (2 << 20, 3)])
+    func tagsAtChunkBoundaries(count: Int, tags: Int) throws {
+        let state = try TestState()
+        let protector = state.protector()
+        let header = try #require(
+            try protector.protectionInfo(try protector.protect(pattern(1), owner: alice, encrypt: true))
+        )
+        .headerLength
+        let envelope = try protector.protect(pattern(count), owner: alice, encrypt: true)
+        #expect(envelope.count == header + count + tags * 16)
+        #expect(try protector.envelopeCount(of: count, owner: alice, encrypt: true) == envelope.count)
     }
 
     @Test("bytes that are not an envelope come back unchanged, as the array API gives them", arguments: [1, 3, 200])

@@ -33,7 +33,7 @@ func protectionBenchmarks() {
         // The same pair into buffers the caller keeps (`protect(_:owner:encrypt:into:)`,
         // `unprotect(_:into:)`): what the library calls of the floor below write into too, so
         // the two differ by the envelope's own work, not by two arrays made and freed.
-        var envelopeBuffer = [UInt8](repeating: 0, count: protector.envelopeCount(of: small.count, owner: owner, encrypt: true))
+        var envelopeBuffer = [UInt8](repeating: 0, count: try! protector.envelopeCount(of: small.count, owner: owner, encrypt: true))
         var plaintextBuffer = [UInt8](repeating: 0, count: small.count)
         Benchmark("protect+unprotect 1 KiB into caller's buffers, \(name)", configuration: .init(metrics: [.wallClock, .cpuTotal, .throughput], scalingFactor: .kilo)) { benchmark in
             for _ in benchmark.scaledIterations {

@@ -103,12 +103,25 @@ public final class DataProtector: Sendable {
     // MARK: Buffers the caller provides
 
     /// Bytes of the envelope `protect(_:owner:encrypt:into:)` writes for `count` bytes of data
-    /// of `owner`: the header (which names the owner) and a 16-byte tag for each chunk of 1 MiB
-    /// begun.
-    public func envelopeCount(of count: Int, owner: AccountID, encrypt: Bool = false) -> Int {
-        EnvelopeHeader.count(
+    /// of `owner`: the header (which names the owner), and a 16-byte tag for each full chunk of
+    /// 1 MiB and one for the last chunk (partial, or empty when `count` is a multiple of 1 MiB).
+    /// (`protect` itself refuses empty data.)
+    /// - Throws: `.invalidArguments` for a negative count, or one whose envelope's size is not a
+    ///   number of bytes any memory holds (it would overflow `Int`).
+    public func envelopeCount(of count: Int, owner: AccountID, encrypt: Bool = false) throws(ProtectionError) -> Int {
+        guard count >= 0 else {
+            throw ProtectionError(.invalidArguments, "a data count of \(count) bytes is negative")
+        }
+        let header = EnvelopeHeader.count(
             for: encrypt ? algorithm : .none, ownerCount: OwnerIdentifier.encodedCount(of: owner))
-            + count + (count >> Int(Self.bufferChunkExponent) + 1) * EnvelopeAlgorithm.tagCount
+        let tags = (count >> Int(Self.bufferChunkExponent) + 1) * EnvelopeAlgorithm.tagCount
+        let (withHeader, overflowed) = count.addingReportingOverflow(header)
+        let (total, tooLarge) = withHeader.addingReportingOverflow(tags)
+        guard !overflowed, !tooLarge else {
+            throw ProtectionError(
+                .invalidArguments, "the envelope of \(count) bytes of data would be larger than any buffer can be")
+        }
+        return total
     }
 
     /// `protect(_:owner:encrypt:)` into memory the caller owns, for callers that reuse buffers
@@ -123,7 +136,8 @@ public final class DataProtector: Sendable {
     ) throws(ProtectionError) -> Int {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
         try Self.requireApart(data, output)
-        try Self.requireRoom(envelopeCount(of: data.count, owner: owner, encrypt: encrypt), in: output, for: "envelope")
+        try Self.requireRoom(
+            try envelopeCount(of: data.count, owner: owner, encrypt: encrypt), in: output, for: "envelope")
         if encrypt, let cipher = algorithm.openSSLAlgorithm, data.count < 1 << Int(Self.bufferChunkExponent) {
             let accountKey = try keyRing.currentKey(for: owner, creating: true)
             let total = oneChunkCount(of: data.count, owner: accountKey.owner)
