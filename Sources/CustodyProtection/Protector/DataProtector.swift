@@ -66,7 +66,7 @@ public final class DataProtector: Sendable {
         -> [UInt8]
     {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
-        if encrypt, let cipher = algorithm.openSSLAlgorithm, data.count < 1 << Int(Self.bufferChunkExponent) {
+        if let cipher = oneChunkSealing(data.count, encrypt: encrypt) {
             let accountKey = try keyRing.currentKey(for: owner, creating: true)
             return data.withUnsafeBytes { sealOneChunk($0, cipher: cipher, accountKey: accountKey) }
         }
@@ -85,9 +85,7 @@ public final class DataProtector: Sendable {
         let result: Result<[UInt8]?, ProtectionError> = data.withUnsafeBytes { bytes in
             do throws(ProtectionError) {
                 guard let fields = try EnvelopeHeader.read(bytes, knownOwner: lastOwner) else { return .success(nil) }
-                if let cipher = fields.algorithm.openSSLAlgorithm,
-                    bytes.count - fields.count < (1 << Int(fields.chunkSizeExponent)) + EnvelopeAlgorithm.tagCount
-                {
+                if let cipher = Self.oneChunkOpening(fields, envelopeCount: bytes.count) {
                     return .success(try openOneChunk(bytes, header: fields, cipher: cipher))
                 }
                 let header = EnvelopeHeader(fields, copying: bytes)
@@ -138,7 +136,7 @@ public final class DataProtector: Sendable {
         try Self.requireApart(data, output)
         try Self.requireRoom(
             try envelopeCount(of: data.count, owner: owner, encrypt: encrypt), in: output, for: "envelope")
-        if encrypt, let cipher = algorithm.openSSLAlgorithm, data.count < 1 << Int(Self.bufferChunkExponent) {
+        if let cipher = oneChunkSealing(data.count, encrypt: encrypt) {
             let accountKey = try keyRing.currentKey(for: owner, creating: true)
             let total = oneChunkCount(of: data.count, owner: accountKey.owner)
             try Self.requireRoom(total, in: output, for: "envelope")
@@ -178,9 +176,7 @@ public final class DataProtector: Sendable {
             UnsafeMutableRawBufferPointer(rebasing: output[..<data.count]).copyMemory(from: data)
             return data.count
         }
-        if let cipher = fields.algorithm.openSSLAlgorithm,
-            data.count - fields.count < (1 << Int(fields.chunkSizeExponent)) + EnvelopeAlgorithm.tagCount
-        {
+        if let cipher = Self.oneChunkOpening(fields, envelopeCount: data.count) {
             let count = max(0, data.count - fields.count - EnvelopeAlgorithm.tagCount)
             try Self.requireRoom(count, in: output, for: "plaintext")
             try openOneChunk(
@@ -194,6 +190,23 @@ public final class DataProtector: Sendable {
         try Self.requireRoom(count, in: output, for: "plaintext")
         try Self.open(body, with: cipher, into: UnsafeMutableRawBufferPointer(rebasing: output[..<count]))
         return count
+    }
+
+    /// The algorithm that seals `count` bytes as one chunk on this thread's OpenSSL context
+    /// (`sealOneChunk`); nil when the general path (`makeSealer`, `seal(_:with:)`) seals them.
+    private func oneChunkSealing(_ count: Int, encrypt: Bool) -> OpenSSLCipher.Algorithm? {
+        guard encrypt, count < 1 << Int(Self.bufferChunkExponent) else { return nil }
+        return algorithm.openSSLAlgorithm
+    }
+
+    /// The algorithm that opens an envelope of `envelopeCount` bytes with header `fields` as one
+    /// chunk (`openOneChunk`); nil when the general path (`makeOpener`, `open(_:with:)`) opens it.
+    private static func oneChunkOpening(_ fields: EnvelopeHeader.Fields, envelopeCount: Int)
+        -> OpenSSLCipher.Algorithm?
+    {
+        guard envelopeCount - fields.count < (1 << Int(fields.chunkSizeExponent)) + EnvelopeAlgorithm.tagCount
+        else { return nil }
+        return fields.algorithm.openSSLAlgorithm
     }
 
     /// - Throws: `.invalidArguments` when `output` has fewer than `count` bytes.
