@@ -39,7 +39,7 @@ struct CLIRunner {
         _ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:],
         currentDirectory: String = packageRoot
     ) throws -> Result {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory)
@@ -73,7 +73,7 @@ struct CLIRunner {
         _ arguments: [String], standardOutput output: FileHandle, standardInput input: FileHandle? = nil,
         executable: String = executable
     ) throws -> (status: Int32, stderr: String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: packageRoot)

@@ -17,7 +17,7 @@ struct CrashConsistencyTests {
     private func runAndKill(
         _ arguments: [String], scratch: Scratch, window: Double, random: inout SystemRandomNumberGenerator
     ) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = arguments + ["--state", scratch.file("state")]
         process.environment = ProcessInfo.processInfo.environment.merging([

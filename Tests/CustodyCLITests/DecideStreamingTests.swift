@@ -97,7 +97,7 @@ struct DecideStreamingTests {
 
     @Test("a writer that waits for each answer gets it before sending the next query")
     func interactive() throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = ["decide", "--bundle", "policies", "--platform", "ios", "--jobs", "2"]
         process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)

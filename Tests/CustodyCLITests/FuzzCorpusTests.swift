@@ -32,7 +32,7 @@ struct FuzzCorpusTests {
     }
 
     private func run(_ arguments: [String]) throws -> CLIRunner.Result {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)

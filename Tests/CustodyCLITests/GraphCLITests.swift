@@ -52,7 +52,7 @@ struct GraphCLISyncTests {
     /// Runs the Python tenant server for `body` (its base URL).
     static func serving(_ body: @escaping @Sendable (String) async throws -> Void) async throws {
         let scratch = try Scratch()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "python3", CLIRunner.packageRoot + "/scripts/graph/tenant-server.py", "200", "4", "2",

@@ -96,7 +96,7 @@ struct NonBlockingStreamTests {
     static func run(
         _ arguments: [String], input: [UInt8], nonBlocking side: Side?, environment: [String: String]
     ) throws -> (status: Int32, stdout: [UInt8], stderr: String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: CLIRunner.packageRoot)

@@ -10,7 +10,7 @@ final class ServeProcess {
         var description: String { "serve did not start: \(log)" }
     }
 
-    let process = Process()
+    let process = ChildProcess()
     let log: String
     let port: Int
     var address: String { "http://127.0.0.1:\(port)" }

@@ -17,7 +17,7 @@ struct ServiceCrashTests {
     /// One `custody serve` on `state`, on a free port, until killed.
     final class Server {
         let serve: ServeProcess
-        var process: Process { serve.process }
+        var process: ChildProcess { serve.process }
         var port: Int { serve.port }
 
         init(state: String, scratch: Scratch, round: Int) async throws {

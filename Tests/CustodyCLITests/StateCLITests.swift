@@ -173,7 +173,7 @@ struct StateCLITests {
         try Data(tenant.utf8).write(to: URL(fileURLWithPath: bundle + "/tenant.json"))
         try Data(policy(false).utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"))
 
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         if !givingBundle { #expect(try scratch.run(["apply", "--bundle", bundle]).status == 0) }
         process.arguments =
