@@ -55,6 +55,7 @@ struct Custody: AsyncParsableCommand {
     /// the command's, as it does for one thrown while parsing.
     static func main() async {
         refuseUndecodableArguments()
+        refuseHelpForUnknownCommand()
         do {
             var command = try await asyncParseAsRoot()
             do {
@@ -88,6 +89,38 @@ struct Custody: AsyncParsableCommand {
             let shown = String(cString: argument).escapingControlCharacters
             refuse(ValidationError("argument \(index) is not valid UTF-8 text: \(shown)"), of: self)
         }
+    }
+
+    /// Refuses `custody help NAME…` when NAME… is no command (exit 64, naming it).
+    /// ArgumentParser prints the root's help for it and exits 0, as if the help asked for had
+    /// been given: a script checking `custody help sign` would take it for a command.
+    private static func refuseHelpForUnknownCommand() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard arguments.first == "help" else { return }
+        var command: any ParsableCommand.Type = self
+        var path = ["custody"]
+        for name in arguments.dropFirst() where !name.hasPrefix("-") {
+            if let next = subcommand(named: name, of: command) {
+                command = next
+                path.append(name)
+                continue
+            }
+            let known = command.configuration.subcommands.compactMap { $0.configuration.commandName }
+            var message = "'\(path.joined(separator: " "))' has no subcommand '\(name.escapingControlCharacters)'"
+            if !known.isEmpty { message += "; it has " + known.joined(separator: ", ") }
+            refuse(ValidationError(message), of: command)
+        }
+    }
+
+    /// The subcommand of `command` called `name` (or with `name` as an alias).
+    private static func subcommand(named name: String, of command: any ParsableCommand.Type)
+        -> (any ParsableCommand.Type)?
+    {
+        for subcommand in command.configuration.subcommands {
+            let configuration = subcommand.configuration
+            if configuration.commandName == name || configuration.aliases.contains(name) { return subcommand }
+        }
+        return nil
     }
 
     /// Says what ArgumentParser says of a `ValidationError` found while parsing `command`'s

@@ -24,6 +24,32 @@ struct CLITests {
         #expect(!written.stdout.isEmpty && written.stderr.isEmpty)
     }
 
+    /// Help for a command that does not exist is an error naming it, never the root's help with
+    /// exit 0; help for one that does exists, aliases included.
+    static let helpTopics: [(arguments: [String], status: Int32, error: String?)] = [
+        (["help", "nosuchcmd"], 64, "'custody' has no subcommand 'nosuchcmd'; it has policy, decide,"),
+        (["help", "keys", "nosuch"], 64, "'custody keys' has no subcommand 'nosuch'; it has "),
+        (["help", "decide", "extra"], 64, "'custody decide' has no subcommand 'extra'"),
+        (["help", "no\u{1B}[2Jcmd"], 64, "'custody' has no subcommand 'no\\u{1B}[2Jcmd'"),
+        (["help"], 0, nil), (["help", "keys"], 0, nil), (["help", "keys", "rotate"], 0, nil),
+        (["help", "bundle", "sign"], 0, nil),
+    ]
+
+    @Test(
+        "help names the command it was asked about, or refuses one that does not exist", arguments: helpTopics.indices)
+    func helpTopic(index: Int) throws {
+        let (arguments, status, error) = Self.helpTopics[index]
+        let result = try CLIRunner.run(arguments)
+        #expect(result.status == status, "\(result.stderr)")
+        if let error {
+            #expect(result.stderr.contains("Error: " + error), "\(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        } else {
+            let topic = arguments.dropFirst().joined(separator: " ")
+            #expect(result.stdout.contains("USAGE: custody \(topic)"), "\(result.stdout)")
+        }
+    }
+
     /// Arguments that only a command's run can judge (an account, a directory given an OUT):
     /// refused like those parsing refuses, with the usage of the command that was run.
     static let runTimeRefusals: [(arguments: [String], error: String, command: String)] = [
