@@ -184,13 +184,14 @@ struct WatchTests {
             await events.next() == .bundleApplied(revision: manager.bundleInForce!.revision, source: directory.path))
         #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed)
 
-        try Data("{".utf8).write(to: URL(fileURLWithPath: directory.file("policies.json")))
+        try replaceFile(directory.file("policies.json"), with: Data("{".utf8))
         guard case .bundleRejected? = await events.next() else { Issue.record("expected bundleRejected"); return }
         #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed, "the old policy stays in force")
 
         try TestBundle().write(to: directory.path)
-        guard case .policyChanged? = await events.next() else {
-            Issue.record("the repaired bundle was not applied"); return
+        let repaired = await events.next()
+        guard case .policyChanged? = repaired else {
+            Issue.record("the repaired bundle was not applied: \(String(describing: repaired))"); return
         }
         #expect(manager.version == 3)
     }

@@ -1,4 +1,5 @@
 import CustodyPolicy
+import CustodyTestSupport
 import Foundation
 
 /// Small bundles written from code: a tenant of two groups (A and B) of `perGroup` accounts,
@@ -70,10 +71,11 @@ struct TestBundle {
             documents: [PolicyBundle.File(name: "policies.json", bytes: Array(policiesJSON.utf8))])
     }
 
-    /// Writes the bundle into `directory`.
+    /// Writes the bundle's files into `directory`, each replaced whole (`replaceFile`): a
+    /// watcher never sees one half-written.
     func write(to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data(tenantJSON.utf8).write(to: URL(fileURLWithPath: directory + "/tenant.json"))
-        try Data(policiesJSON.utf8).write(to: URL(fileURLWithPath: directory + "/policies.json"))
+        try replaceFile(directory + "/tenant.json", with: Data(tenantJSON.utf8))
+        try replaceFile(directory + "/policies.json", with: Data(policiesJSON.utf8))
     }
 }
