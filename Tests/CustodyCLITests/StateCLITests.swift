@@ -170,8 +170,8 @@ struct StateCLITests {
         func policy(_ printBlocked: Bool) -> String {
             ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": \##(printBlocked)}]}"##
         }
-        try replaceFile(bundle + "/tenant.json", with: Data(tenant.utf8))
-        try replaceFile(bundle + "/policies.json", with: Data(policy(false).utf8))
+        try Data(tenant.utf8).write(to: URL(fileURLWithPath: bundle + "/tenant.json"), options: .atomic)
+        try Data(policy(false).utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"), options: .atomic)
 
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
@@ -206,13 +206,13 @@ struct StateCLITests {
         } else {
             Thread.sleep(forTimeInterval: 0.5)  // the watcher's first look finds the bundle in force: no event
         }
-        try replaceFile(bundle + "/policies.json", with: Data(policy(true).utf8))
+        try Data(policy(true).utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"), options: .atomic)
         #expect(nextLine() == #"{"event":"policyChanged","accounts":["a@contoso.com"]}"#)
         let applied = nextLine() ?? ""
         #expect(
             applied.hasPrefix(#"{"event":"bundleApplied","revision":""#)
                 && applied.contains(#""source":"\#(bundle)"}"#), "\(applied)")
-        try replaceFile(bundle + "/policies.json", with: Data("{".utf8))
+        try Data("{".utf8).write(to: URL(fileURLWithPath: bundle + "/policies.json"), options: .atomic)
         let rejected = nextLine() ?? ""
         #expect(rejected.hasPrefix(#"{"event":"bundleRejected","source":"#))
         #expect(rejected.contains("policies.json:1:2"))

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A temporary directory for one test, optionally a copy of a package directory (a bundle),
 /// removed when the test's scope ends.
@@ -36,21 +36,5 @@ public final class TemporaryDirectory: @unchecked Sendable {
     /// Rewrites the text of `name` with `change`.
     public func edit(_ name: String, _ change: (String) -> String) throws {
         try write(name, change(try read(name)))
-    }
-}
-
-/// Puts `data` at `path` in one step, as a deploy tool or an editor's save does: written
-/// beside the directory, then renamed over the file. A plain write truncates first, and a
-/// watcher probing a loaded machine between the truncation and the write (its debounce
-/// apart) reads an empty file and rightly rejects it: the watch tests then saw a rejection
-/// they did not cause.
-public func replaceFile(_ path: String, with data: Data) throws {
-    let staging = URL(fileURLWithPath: path).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".custody-staging-" + UUID().uuidString).path
-    try data.write(to: URL(fileURLWithPath: staging))
-    guard rename(staging, path) == 0 else {
-        let error = errno
-        try? FileManager.default.removeItem(atPath: staging)
-        throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO)
     }
 }

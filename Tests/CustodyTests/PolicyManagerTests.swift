@@ -184,7 +184,7 @@ struct WatchTests {
             await events.next() == .bundleApplied(revision: manager.bundleInForce!.revision, source: directory.path))
         #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed)
 
-        try replaceFile(directory.file("policies.json"), with: Data("{".utf8))
+        try Data("{".utf8).write(to: URL(fileURLWithPath: directory.file("policies.json")), options: .atomic)
         guard case .bundleRejected? = await events.next() else { Issue.record("expected bundleRejected"); return }
         #expect(!manager.snapshot.print(account: TestBundle.account("A", 0)).isAllowed, "the old policy stays in force")
 

@@ -1,5 +1,4 @@
 import CustodyPolicy
-import CustodyTestSupport
 import Foundation
 
 /// Small bundles written from code: a tenant of two groups (A and B) of `perGroup` accounts,
@@ -71,11 +70,14 @@ struct TestBundle {
             documents: [PolicyBundle.File(name: "policies.json", bytes: Array(policiesJSON.utf8))])
     }
 
-    /// Writes the bundle's files into `directory`, each replaced whole (`replaceFile`): a
-    /// watcher never sees one half-written.
+    /// Writes the bundle's files into `directory`, each replaced whole (`.atomic`: written to a
+    /// hidden file there, which is no bundle entry, then renamed over it), as a deploy tool or
+    /// an editor's save does. A plain write truncates first, and a watcher probing a loaded
+    /// machine between the truncation and the write (its debounce apart) reads an empty file
+    /// and rightly rejects it: the watch tests then saw a rejection they did not cause.
     func write(to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try replaceFile(directory + "/tenant.json", with: Data(tenantJSON.utf8))
-        try replaceFile(directory + "/policies.json", with: Data(policiesJSON.utf8))
+        try Data(tenantJSON.utf8).write(to: URL(fileURLWithPath: directory + "/tenant.json"), options: .atomic)
+        try Data(policiesJSON.utf8).write(to: URL(fileURLWithPath: directory + "/policies.json"), options: .atomic)
     }
 }
