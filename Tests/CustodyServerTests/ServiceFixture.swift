@@ -41,6 +41,11 @@ struct ServiceFixture: Sendable {
         }
         var configuration = CustodyServerConfiguration(
             bundleDirectory: applying ? directory.file("bundle") : nil, watchInterval: .milliseconds(20))
+        // Staleness is not what these tests are about (FleetStreamTests and OutageTests test it):
+        // on a loaded 2-core machine, other tests' work can keep the state's threads from the
+        // follower's polls for longer than the 3 s a service allows, and key operations are then
+        // refused as from a stale replica.
+        configuration.staleAfter = .seconds(120)
         configure(&configuration)
         return ServiceFixture(
             directory: directory, engine: engine, bundle: directory.file("bundle"), tokens: tokens,
