@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import Synchronization
 
 /// Appends audit rows through SQLite's own statement API, many rows to a statement.
 ///
@@ -11,23 +12,34 @@ import GRDBSQLite
 /// each value is bound straight from the record's own storage, and one statement inserts up to
 /// `rowsPerStatement` rows, so SQLite runs its statement set-up once for them all. The rows,
 /// their order and their values are what `INSERT ... VALUES (?, ...)` one by one would write
-/// (`DatabaseTests.auditBatches`).
+/// (`DatabaseTests.auditBatches`), but for the details: each distinct detail is stored once, in
+/// `audit_details`, and an entry names it by `detail_id` (an audited decision's reason is most of
+/// its row, and one of the few the policy in force gives).
 ///
 /// Runs inside a GRDB write (`db` is the writer's connection, in its transaction): GRDB's own
 /// documentation allows raw SQLite calls there (its "Raw SQLite Pointers").
 enum AuditInsert {
     /// Rows a statement inserts at most: 64 × 7 = 448 parameters, under SQLite's limit of 32,766.
     static let rowsPerStatement = 64
-    private static let columns = "(at, kind, account, action, allowed, detail, decision_id)"
+    private static let columns = "(at, kind, account, action, allowed, detail_id, decision_id)"
     private static let placeholders = "(?, ?, ?, ?, ?, ?, ?)"
 
     /// Inserts `records` in order.
-    static func insert(_ records: [AuditRecord], in db: Database) throws {
+    /// - Parameter knownDetails: details with their ids in `audit_details`, committed.
+    /// - Returns: the details this call found in or added to `audit_details`, with their ids: the caller
+    ///   remembers them once the transaction is committed, never before (rolled back, they
+    ///   name nothing).
+    @discardableResult
+    static func insert(_ records: [AuditRecord], in db: Database, knownDetails: AuditDetailIDs) throws
+        -> [String: Int64]
+    {
         guard let connection = db.sqliteConnection else {
             throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the database connection is closed")
         }
         var statements: [Int: Prepared] = [:]
         defer { for statement in statements.values { sqlite3_finalize(statement.handle) } }
+        let details = try DetailIDs(connection: connection, committed: knownDetails)
+        defer { details.finalize() }
         var start = records.startIndex
         while start < records.endIndex {
             let count = min(rowsPerStatement, records.endIndex - start)
@@ -38,9 +50,10 @@ enum AuditInsert {
                 statement = try Prepared(rows: count, connection: connection)
                 statements[count] = statement
             }
-            try statement.run(records[start..<(start + count)], connection: connection)
+            try statement.run(records[start..<(start + count)], details: details, connection: connection)
             start += count
         }
+        return details.added
     }
 
     /// One prepared multi-row `INSERT`.
@@ -52,23 +65,19 @@ enum AuditInsert {
             sql =
                 "INSERT INTO audit_log \(AuditInsert.columns) VALUES "
                 + repeatElement(AuditInsert.placeholders, count: rows).joined(separator: ", ")
-            var handle: OpaquePointer?
-            let code = sqlite3_prepare_v2(connection, sql, -1, &handle, nil)
-            guard code == SQLITE_OK, let handle else {
-                sqlite3_finalize(handle)
-                throw AuditInsert.error(code, connection: connection, sql: sql)
-            }
-            self.handle = handle
+            handle = try AuditInsert.prepare(sql, connection: connection)
         }
 
-        func run(_ records: ArraySlice<AuditRecord>, connection: OpaquePointer) throws {
+        func run(_ records: ArraySlice<AuditRecord>, details: DetailIDs, connection: OpaquePointer) throws {
+            // The details' ids first: finding one runs other statements.
+            let detailIDs = try records.map { record in try record.detail.map { try details.id(of: $0) } }
             sqlite3_reset(handle)
             var position: Int32 = 0
             func bind(_ text: String?) throws {
                 position += 1
                 try check(text.map { bindText($0, at: position) } ?? sqlite3_bind_null(handle, position), connection)
             }
-            for record in records {
+            for (record, detailID) in zip(records, detailIDs) {
                 try bind(StoredDate.text(record.at))
                 try bind(record.kind.rawValue)
                 try bind(record.account)
@@ -77,7 +86,10 @@ enum AuditInsert {
                 try check(
                     record.allowed.map { sqlite3_bind_int(handle, position, $0 ? 1 : 0) }
                         ?? sqlite3_bind_null(handle, position), connection)
-                try bind(record.detail)
+                position += 1
+                try check(
+                    detailID.map { sqlite3_bind_int64(handle, position, $0) } ?? sqlite3_bind_null(handle, position),
+                    connection)
                 try bind(record.decisionID)
             }
             let code = sqlite3_step(handle)
@@ -88,19 +100,107 @@ enum AuditInsert {
             guard code == SQLITE_OK else { throw AuditInsert.error(code, connection: connection, sql: sql) }
         }
 
-        /// Binds `text`, which SQLite copies.
         private func bindText(_ text: String, at position: Int32) -> Int32 {
-            var text = text
-            return text.withUTF8 { bytes in
-                bytes.withMemoryRebound(to: CChar.self) { characters in
-                    // A null pointer would bind NULL: an empty text is bound from a C string.
-                    guard let base = characters.baseAddress, !characters.isEmpty else {
-                        return sqlite3_bind_text64(handle, position, "", 0, AuditInsert.transient, UInt8(SQLITE_UTF8))
-                    }
-                    return sqlite3_bind_text64(
-                        handle, position, base, sqlite3_uint64(characters.count), AuditInsert.transient,
-                        UInt8(SQLITE_UTF8))
+            AuditInsert.bindText(text, at: position, of: handle)
+        }
+    }
+
+    /// The ids of details in `audit_details`, each stored the first time it is needed: those
+    /// committed before, then those found or added in this transaction.
+    private final class DetailIDs {
+        private let connection: OpaquePointer
+        private let select: OpaquePointer
+        private let insert: OpaquePointer
+        private let committed: AuditDetailIDs
+        /// Found or added in this transaction.
+        private(set) var added: [String: Int64] = [:]
+
+        init(connection: OpaquePointer, committed: AuditDetailIDs) throws {
+            self.connection = connection
+            self.committed = committed
+            select = try AuditInsert.prepare("SELECT id FROM audit_details WHERE text = ?", connection: connection)
+            do {
+                insert = try AuditInsert.prepare("INSERT INTO audit_details (text) VALUES (?)", connection: connection)
+            } catch {
+                sqlite3_finalize(select)
+                throw error
+            }
+        }
+
+        func finalize() {
+            sqlite3_finalize(select)
+            sqlite3_finalize(insert)
+        }
+
+        /// Details met in this call, by the address of their bytes. A rendered reason is one
+        /// `String` shared by every answer that gives it: found by its address, it costs no
+        /// hashing of its couple of hundred bytes. Each is kept here, so its storage (and
+        /// address) cannot be reused meanwhile; `==` on the same storage is immediate.
+        private var byAddress: [UInt: (text: String, id: Int64)] = [:]
+
+        func id(of detail: String) throws -> Int64 {
+            // A small string's bytes live in the value itself, not at an address of its own.
+            let address =
+                detail.utf8.count > 15
+                ? detail.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } : nil
+            if let address, let met = byAddress[address], met.text == detail { return met.id }
+            let id: Int64
+            if let known = added[detail] ?? committed.id(of: detail) {
+                id = known
+            } else {
+                id = try stored(detail) ?? add(detail)
+                added[detail] = id
+            }
+            if let address { byAddress[address] = (detail, id) }
+            return id
+        }
+
+        private func stored(_ detail: String) throws -> Int64? {
+            defer { sqlite3_reset(select) }
+            try check(AuditInsert.bindText(detail, at: 1, of: select), "SELECT id FROM audit_details")
+            switch sqlite3_step(select) {
+            case SQLITE_ROW: return sqlite3_column_int64(select, 0)
+            case SQLITE_DONE: return nil
+            case let code: throw AuditInsert.error(code, connection: connection, sql: "SELECT id FROM audit_details")
+            }
+        }
+
+        private func add(_ detail: String) throws -> Int64 {
+            defer { sqlite3_reset(insert) }
+            try check(AuditInsert.bindText(detail, at: 1, of: insert), "INSERT INTO audit_details")
+            let code = sqlite3_step(insert)
+            guard code == SQLITE_DONE else {
+                throw AuditInsert.error(code, connection: connection, sql: "INSERT INTO audit_details")
+            }
+            return sqlite3_last_insert_rowid(connection)
+        }
+
+        private func check(_ code: Int32, _ sql: String) throws {
+            guard code == SQLITE_OK else { throw AuditInsert.error(code, connection: connection, sql: sql) }
+        }
+    }
+
+    private static func prepare(_ sql: String, connection: OpaquePointer) throws -> OpaquePointer {
+        var handle: OpaquePointer?
+        let code = sqlite3_prepare_v2(connection, sql, -1, &handle, nil)
+        guard code == SQLITE_OK, let handle else {
+            sqlite3_finalize(handle)
+            throw error(code, connection: connection, sql: sql)
+        }
+        return handle
+    }
+
+    /// Binds `text`, which SQLite copies.
+    private static func bindText(_ text: String, at position: Int32, of handle: OpaquePointer) -> Int32 {
+        var text = text
+        return text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { characters in
+                // A null pointer would bind NULL: an empty text is bound from a C string.
+                guard let base = characters.baseAddress, !characters.isEmpty else {
+                    return sqlite3_bind_text64(handle, position, "", 0, transient, UInt8(SQLITE_UTF8))
                 }
+                return sqlite3_bind_text64(
+                    handle, position, base, sqlite3_uint64(characters.count), transient, UInt8(SQLITE_UTF8))
             }
         }
     }
@@ -111,5 +211,33 @@ enum AuditInsert {
     private static func error(_ code: Int32, connection: OpaquePointer, sql: String) -> DatabaseError {
         DatabaseError(
             resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+    }
+}
+
+/// The ids of details an instance of `CustodyDatabase` has stored in `audit_details` and seen
+/// committed, so that an audited decision's reason is looked up in memory rather than in the
+/// table's index. Bounded: callers choose share targets, so details are neither few nor short by
+/// force; past `capacity` details or `byteCapacity` bytes of them it starts again empty (a detail
+/// forgotten is looked up in the table once more).
+final class AuditDetailIDs: Sendable {
+    static let capacity = 65_536
+    static let byteCapacity = 16 << 20
+    private let state = Mutex<(ids: [String: Int64], bytes: Int)>(([:], 0))
+
+    func id(of detail: String) -> Int64? {
+        state.withLock { $0.ids[detail] }
+    }
+
+    func remember(_ added: [String: Int64]) {
+        guard !added.isEmpty else { return }
+        state.withLock { state in
+            let bytes = added.keys.reduce(0) { $0 + $1.utf8.count }
+            if state.ids.count + added.count > Self.capacity || state.bytes + bytes > Self.byteCapacity {
+                state = ([:], 0)
+            }
+            for (detail, id) in added where state.ids.updateValue(id, forKey: detail) == nil {
+                state.bytes += detail.utf8.count
+            }
+        }
     }
 }

@@ -181,11 +181,14 @@ extension CustodyDatabase {
     @discardableResult
     public func audit(_ records: [AuditRecord]) throws(StoreError) -> Int {
         guard !records.isEmpty else { return 0 }
-        return try write("writing the audit log") { db in
-            guard try Self.setting("audit", in: db) != "off" else { return 0 }
-            try AuditInsert.insert(records, in: db)
-            return records.count
+        let added: [String: Int64]? = try write("writing the audit log") { db in
+            guard try Self.setting("audit", in: db) != "off" else { return nil }
+            return try AuditInsert.insert(records, in: db, knownDetails: auditDetailIDs)
         }
+        guard let added else { return 0 }
+        // Committed: the new details' ids now name them for good (nothing deletes a detail).
+        auditDetailIDs.remember(added)
+        return records.count
     }
 
     /// Appends an entry inside a transaction, when auditing is on; returns whether it did.
@@ -218,8 +221,10 @@ extension CustodyDatabase {
             try AuditRow.fetchAll(
                 db,
                 sql: """
-                    SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log
-                    WHERE at >= ? AND id > ? ORDER BY id LIMIT ?
+                    SELECT a.id, a.at, a.kind, a.account, a.action, a.allowed, a.detail, a.detail_id,
+                        d.text AS stored_detail, a.decision_id
+                    FROM audit_log a LEFT JOIN audit_details d ON d.id = a.detail_id
+                    WHERE a.at >= ? AND a.id > ? ORDER BY a.id LIMIT ?
                     """,
                 arguments: [since ?? Date.distantPast, id, limit]
             ).map { try $0.entry() }

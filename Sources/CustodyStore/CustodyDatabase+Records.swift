@@ -80,11 +80,18 @@ struct AuditRow: Codable, FetchableRecord, TableRecord {
     var account: String?
     var action: String
     var allowed: Bool?
+    /// The detail kept in the row (entries written before details were stored once).
     var detail: String?
+    /// The row's detail in `audit_details`.
+    var detailID: Int64?
+    /// The text of `detailID`, joined.
+    var storedDetail: String?
     var decisionID: String?
 
     enum CodingKeys: String, CodingKey {
         case id, at, kind, account, action, allowed, detail
+        case detailID = "detail_id"
+        case storedDetail = "stored_detail"
         case decisionID = "decision_id"
     }
 
@@ -92,8 +99,21 @@ struct AuditRow: Codable, FetchableRecord, TableRecord {
         guard let kind = AuditEntry.Kind(rawValue: kind) else {
             throw RecordError("an audit row names the unknown kind '\(kind)'")
         }
+        let text: String?
+        switch (detail, detailID) {
+        case (let detail, nil):
+            text = detail
+        case (nil, let detailID?):
+            // A detail that is gone is an error, never an entry without one.
+            guard let storedDetail else {
+                throw RecordError("audit entry \(id) names detail \(detailID), which audit_details does not hold")
+            }
+            text = storedDetail
+        case (_?, let detailID?):
+            throw RecordError("audit entry \(id) has both a detail of its own and detail \(detailID)")
+        }
         return AuditEntry(
-            id: id, at: at, kind: kind, account: account, action: action, allowed: allowed, detail: detail,
+            id: id, at: at, kind: kind, account: account, action: action, allowed: allowed, detail: text,
             decisionID: decisionID)
     }
 }

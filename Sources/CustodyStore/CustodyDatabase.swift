@@ -17,6 +17,8 @@ public final class CustodyDatabase: StateStore {
     private let connections: Connections
     /// Leases taken on a database in memory (see `lease(_:)`).
     let memoryLeases = MemoryLeases()
+    /// The ids of audit details this instance has committed (`AuditInsert`).
+    let auditDetailIDs = AuditDetailIDs()
 
     /// The file name inside a state directory.
     public static let fileName = "state.sqlite"

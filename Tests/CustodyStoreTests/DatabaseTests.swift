@@ -135,12 +135,21 @@ struct DatabaseTests {
                     ])
             }
         }
+        // Each row with its detail, kept in the row (the reference) or in audit_details (the batch).
         let select = """
-            SELECT id, typeof(at), at, kind, typeof(account), account, action, typeof(allowed), allowed,
-                typeof(detail), detail, typeof(decision_id), decision_id FROM audit_log ORDER BY id
+            SELECT a.id, typeof(a.at), a.at, a.kind, typeof(a.account), a.account, a.action, typeof(a.allowed),
+                a.allowed, typeof(coalesce(a.detail, d.text)), coalesce(a.detail, d.text), typeof(a.decision_id),
+                a.decision_id
+            FROM audit_log a LEFT JOIN audit_details d ON d.id = a.detail_id ORDER BY a.id
             """
         let stored = try DatabaseQueue(path: batched).read { try Row.fetchAll($0, sql: select) }
         let expected = try DatabaseQueue(path: single).read { try Row.fetchAll($0, sql: select) }
+        // Each distinct detail once.
+        let details = try DatabaseQueue(path: batched).read { db in
+            try String.fetchAll(db, sql: "SELECT text FROM audit_details ORDER BY id")
+        }
+        var seen: Set<String> = []
+        #expect(details == records.compactMap(\.detail).filter { seen.insert($0).inserted })
         #expect(stored.count == expected.count)
         let firstDifference = zip(stored, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
         #expect(firstDifference == nil, "row \(firstDifference ?? 0): \(stored[firstDifference ?? 0])")
@@ -148,6 +157,45 @@ struct DatabaseTests {
         let entries = try CustodyDatabase(path: batched).auditEntries(since: nil, limit: count + 10)
         #expect(entries.map(\.detail) == records.map(\.detail))
         #expect(entries.map(\.allowed) == records.map(\.allowed))
+    }
+
+    @Test("a detail is stored once across batches, and a batch rolled back leaves no id behind")
+    func auditDetailsStoredOnce() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("state.sqlite")
+        let database = try CustodyDatabase(path: path)
+        func record(_ account: String, _ detail: String?) -> AuditRecord {
+            AuditRecord(.decision, account: account, action: "saveTo", allowed: false, detail: detail, at: t0)
+        }
+        // An entry as Custody wrote them before details were stored once: its detail in the row.
+        try runSQL(
+            path,
+            """
+            INSERT INTO audit_log (at, kind, account, action, allowed, detail)
+            VALUES ('2026-01-01 00:00:00.000', 'decision', 'older', 'print', 0, 'blocked by P1')
+            """)
+        try database.audit([record("a", "blocked by P1"), record("b", "blocked by P1"), record("c", nil)])
+        // The second batch's first detail is new and its transaction fails after storing it.
+        try runSQL(
+            path,
+            """
+            CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.account = 'refused'
+            BEGIN SELECT RAISE(ABORT, 'refused'); END
+            """)
+        #expect(throws: StoreError.self) {
+            try database.audit([record("d", "blocked by P2"), record("refused", "blocked by P1")])
+        }
+        try database.audit([record("e", "blocked by P2"), record("f", "blocked by P1")])
+        let entries = try database.auditEntries()
+        #expect(entries.map(\.account) == ["older", "a", "b", "c", "e", "f"])
+        #expect(
+            entries.map(\.detail) == [
+                "blocked by P1", "blocked by P1", "blocked by P1", nil, "blocked by P2", "blocked by P1",
+            ])
+        let stored = try DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: "SELECT text FROM audit_details ORDER BY id")
+        }
+        #expect(stored == ["blocked by P1", "blocked by P2"])
     }
 
     @Test("sealed secrets are stored per scope, replaced, and removed")
@@ -191,9 +239,19 @@ extension DatabaseTests {
             "bundle_history", "UPDATE bundle_history SET result = 'no such result'",
             { _ = try $0.bundleHistory(limit: 10) }
         ),
+        (
+            "audit_details", "DELETE FROM audit_details",
+            { _ = try $0.auditEntries(since: nil, limit: 100) }
+        ),
+        (
+            "audit_log", "UPDATE audit_log SET detail = 'a second detail' WHERE detail_id IS NOT NULL",
+            { _ = try $0.auditEntries(since: nil, limit: 100) }
+        ),
     ]
 
-    @Test("a damaged row is a corrupt state naming what was read, never a crash or a default", arguments: 0..<5)
+    @Test(
+        "a damaged row is a corrupt state naming what was read, never a crash or a default",
+        arguments: damagedRows.indices)
     func damagedRow(index: Int) throws {
         let (table, sql, read) = Self.damagedRows[index]
         let directory = try TemporaryDirectory()
@@ -203,6 +261,7 @@ extension DatabaseTests {
         try database.saveSecret(SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [1], updated: t0))
         try database.checkIn(account: "alice@contoso.com", at: t0)
         try database.recordBundle(contentHash: "h", source: "test", result: .applied, at: t0)
+        try database.audit([AuditRecord(.decision, account: "alice", action: "print", detail: "blocked", at: t0)])
         try read(database)  // whole before
         try runSQL(path, sql)
         let reopened = try CustodyDatabase(path: path)
