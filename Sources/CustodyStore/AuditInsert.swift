@@ -12,9 +12,10 @@ import Synchronization
 /// each value is bound straight from the record's own storage, and one statement inserts up to
 /// `rowsPerStatement` rows, so SQLite runs its statement set-up once for them all. The rows,
 /// their order and their values are what `INSERT ... VALUES (?, ...)` one by one would write
-/// (`DatabaseTests.auditBatches`), but for the details: each distinct detail is stored once, in
-/// `audit_details`, and an entry names it by `detail_id` (an audited decision's reason is most of
-/// its row, and one of the few the policy in force gives).
+/// (`DatabaseTests.auditBatches`), but for the details: each distinct detail is stored once (once
+/// for each writer that remembers it), in `audit_details`, and an entry names it by `detail_id`
+/// (an audited decision's reason is most of its row, and one of the few the policy in force
+/// gives).
 ///
 /// Runs inside a GRDB write (`db` is the writer's connection, in its transaction): GRDB's own
 /// documentation allows raw SQLite calls there (its "Raw SQLite Pointers").
@@ -26,7 +27,7 @@ enum AuditInsert {
 
     /// Inserts `records` in order.
     /// - Parameter knownDetails: details with their ids in `audit_details`, committed.
-    /// - Returns: the details this call found in or added to `audit_details`, with their ids: the caller
+    /// - Returns: the details this call added to `audit_details`, with their ids: the caller
     ///   remembers them once the transaction is committed, never before (rolled back, they
     ///   name nothing).
     @discardableResult
@@ -105,38 +106,33 @@ enum AuditInsert {
         }
     }
 
-    /// The ids of details in `audit_details`, each stored the first time it is needed: those
-    /// committed before, then those found or added in this transaction.
+    /// The ids of details in `audit_details`: those this writer remembers committed, then those
+    /// added in this transaction. A detail it does not remember is added again rather than
+    /// looked up: the table is only appended to, so a commit writes its new rows at its end,
+    /// where a unique index on the text made every new detail dirty a page of its own somewhere
+    /// in the index (about 1.2 MB more written per commit of 10,000 decisions). A detail stored
+    /// twice (by another process, or after this one forgot it) costs its bytes once more.
     private final class DetailIDs {
         private let connection: OpaquePointer
-        private let select: OpaquePointer
         private let insert: OpaquePointer
         private let committed: AuditDetailIDs
-        /// Found or added in this transaction.
+        /// Added in this transaction.
         private(set) var added: [String: Int64] = [:]
-
-        init(connection: OpaquePointer, committed: AuditDetailIDs) throws {
-            self.connection = connection
-            self.committed = committed
-            select = try AuditInsert.prepare("SELECT id FROM audit_details WHERE text = ?", connection: connection)
-            do {
-                insert = try AuditInsert.prepare("INSERT INTO audit_details (text) VALUES (?)", connection: connection)
-            } catch {
-                sqlite3_finalize(select)
-                throw error
-            }
-        }
-
-        func finalize() {
-            sqlite3_finalize(select)
-            sqlite3_finalize(insert)
-        }
-
         /// Details met in this call, by the address of their bytes. A rendered reason is one
         /// `String` shared by every answer that gives it: found by its address, it costs no
         /// hashing of its couple of hundred bytes. Each is kept here, so its storage (and
         /// address) cannot be reused meanwhile; `==` on the same storage is immediate.
         private var byAddress: [UInt: (text: String, id: Int64)] = [:]
+
+        init(connection: OpaquePointer, committed: AuditDetailIDs) throws {
+            self.connection = connection
+            self.committed = committed
+            insert = try AuditInsert.prepare("INSERT INTO audit_details (text) VALUES (?)", connection: connection)
+        }
+
+        func finalize() {
+            sqlite3_finalize(insert)
+        }
 
         func id(of detail: String) throws -> Int64 {
             // A small string's bytes live in the value itself, not at an address of its own.
@@ -148,35 +144,21 @@ enum AuditInsert {
             if let known = added[detail] ?? committed.id(of: detail) {
                 id = known
             } else {
-                id = try stored(detail) ?? add(detail)
+                id = try add(detail)
                 added[detail] = id
             }
             if let address { byAddress[address] = (detail, id) }
             return id
         }
 
-        private func stored(_ detail: String) throws -> Int64? {
-            defer { sqlite3_reset(select) }
-            try check(AuditInsert.bindText(detail, at: 1, of: select), "SELECT id FROM audit_details")
-            switch sqlite3_step(select) {
-            case SQLITE_ROW: return sqlite3_column_int64(select, 0)
-            case SQLITE_DONE: return nil
-            case let code: throw AuditInsert.error(code, connection: connection, sql: "SELECT id FROM audit_details")
-            }
-        }
-
         private func add(_ detail: String) throws -> Int64 {
             defer { sqlite3_reset(insert) }
-            try check(AuditInsert.bindText(detail, at: 1, of: insert), "INSERT INTO audit_details")
+            let sql = "INSERT INTO audit_details"
+            let bound = AuditInsert.bindText(detail, at: 1, of: insert)
+            guard bound == SQLITE_OK else { throw AuditInsert.error(bound, connection: connection, sql: sql) }
             let code = sqlite3_step(insert)
-            guard code == SQLITE_DONE else {
-                throw AuditInsert.error(code, connection: connection, sql: "INSERT INTO audit_details")
-            }
+            guard code == SQLITE_DONE else { throw AuditInsert.error(code, connection: connection, sql: sql) }
             return sqlite3_last_insert_rowid(connection)
-        }
-
-        private func check(_ code: Int32, _ sql: String) throws {
-            guard code == SQLITE_OK else { throw AuditInsert.error(code, connection: connection, sql: sql) }
         }
     }
 
@@ -215,10 +197,10 @@ enum AuditInsert {
 }
 
 /// The ids of details an instance of `CustodyDatabase` has stored in `audit_details` and seen
-/// committed, so that an audited decision's reason is looked up in memory rather than in the
-/// table's index. Bounded: callers choose share targets, so details are neither few nor short by
+/// committed, so that an audited decision's reason is stored once rather than with every entry.
+/// Bounded: callers choose share targets, so details are neither few nor short by
 /// force; past `capacity` details or `byteCapacity` bytes of them it starts again empty (a detail
-/// forgotten is looked up in the table once more).
+/// forgotten is stored once more).
 final class AuditDetailIDs: Sendable {
     static let capacity = 65_536
     static let byteCapacity = 16 << 20

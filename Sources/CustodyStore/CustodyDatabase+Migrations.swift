@@ -230,13 +230,14 @@ extension CustodyDatabase {
         }
         migrator.registerMigration("v10: audit details stored once") { db in
             // An audited decision's reason (about 200 bytes, most of its row) is one of the few
-            // the policy in force can give: each distinct detail is kept once and an entry
+            // the policy in force can give: each distinct detail is kept once (by each writer
+            // that remembers it: `AuditInsert`; no index, so new details append) and an entry
             // names it by `detail_id`. Entries written before, and those written inside another
             // change (a wipe's, a bundle's), keep theirs in `detail`; an entry has one or the
             // other (`AuditRow.entry()`).
             try db.execute(
                 sql: """
-                    CREATE TABLE audit_details (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
+                    CREATE TABLE audit_details (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
                     ALTER TABLE audit_log ADD COLUMN detail_id INTEGER;
                     """)
         }
