@@ -30,7 +30,6 @@ enum AuditInsert {
     /// - Returns: the details this call added to `audit_details`, with their ids: the caller
     ///   remembers them once the transaction is committed, never before (rolled back, they
     ///   name nothing).
-    @discardableResult
     static func insert(_ records: [AuditRecord], in db: Database, knownDetails: AuditDetailIDs) throws
         -> [String: Int64]
     {
@@ -78,19 +77,19 @@ enum AuditInsert {
                 position += 1
                 try check(text.map { bindText($0, at: position) } ?? sqlite3_bind_null(handle, position), connection)
             }
+            func bind(_ integer: Int64?) throws {
+                position += 1
+                try check(
+                    integer.map { sqlite3_bind_int64(handle, position, $0) } ?? sqlite3_bind_null(handle, position),
+                    connection)
+            }
             for (record, detailID) in zip(records, detailIDs) {
                 try bind(StoredDate.text(record.at))
                 try bind(record.kind.rawValue)
                 try bind(record.account)
                 try bind(record.action)
-                position += 1
-                try check(
-                    record.allowed.map { sqlite3_bind_int(handle, position, $0 ? 1 : 0) }
-                        ?? sqlite3_bind_null(handle, position), connection)
-                position += 1
-                try check(
-                    detailID.map { sqlite3_bind_int64(handle, position, $0) } ?? sqlite3_bind_null(handle, position),
-                    connection)
+                try bind(record.allowed.map { $0 ? 1 : 0 } as Int64?)
+                try bind(detailID)
                 try bind(record.decisionID)
             }
             let code = sqlite3_step(handle)
@@ -141,7 +140,8 @@ enum AuditInsert {
                 ? detail.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } : nil
             if let address, let met = byAddress[address], met.text == detail { return met.id }
             let id: Int64
-            if let known = added[detail] ?? committed.id(of: detail) {
+            // Committed first: once a writer has run a while, nearly every detail is.
+            if let known = committed.id(of: detail) ?? added[detail] {
                 id = known
             } else {
                 id = try add(detail)
