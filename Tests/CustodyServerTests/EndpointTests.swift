@@ -384,6 +384,53 @@ struct EndpointTests {
         }
     }
 
+    /// A batch answered in several blocks (an audited block is up to 1 MiB of answers, about
+    /// 88 of these shares to 40 apps), over a socket so that its body arrives in parts (of at
+    /// most 64 KiB, about 73 queries). `limit`: the audit log refuses decision entries past this
+    /// many (nil: never): the first block is stored and sent, a block in the middle fails.
+    @Test(
+        "an audited batch of many blocks sends exactly the answers whose entries are stored, in order",
+        arguments: [nil, 200] as [Int?])
+    func auditedBlocks(limit: Int?) async throws {
+        let fixture = try await ServiceFixture.make(auditing: true)
+        if let limit {
+            try await DatabaseQueue(path: fixture.directory.file("state.sqlite")).write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER full_disk BEFORE INSERT ON audit_log
+                        WHEN NEW.kind = 'decision' AND (SELECT count(*) FROM audit_log WHERE kind = 'decision') >= \(limit)
+                        BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                        """)
+            }
+        }
+        let count = 400
+        let targets = (0..<40).map { #""com.example.app\#($0)""# }.joined(separator: ",")
+        let share = #"{"action":"share","owner":"alice@contoso.com","targets":["# + targets + "]}\n"
+        let body = String(repeating: share, count: count)
+        try await fixture.application().test(.live) { client in
+            let response = try await client.execute(
+                uri: "/v1/decisions/batch", method: .post, headers: fixture.auth(.decide), body: ByteBuffer(text: body))
+            let lines = response.body.text.split(separator: "\n").map(String.init)
+            let given = lines.compactMap { line in
+                line.firstRange(of: #""decisionId":""#).map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
+            }
+            let audited = try fixture.engine.auditEntries(limit: 2 * count).filter { $0.kind == .decision }.compactMap(
+                \.decisionID)
+            #expect(given == audited, "the answers given are the entries stored, in order")
+            let errors = lines.filter { $0.hasPrefix(#"{"error":"#) }
+            if let limit {
+                #expect(errors.count == 1 && lines.last == errors.first, "one error line, last: \(errors)")
+                #expect(errors.first?.contains("the audit log cannot be written") == true)
+                // Blocks before the failing one were stored and sent; none after it.
+                #expect(given.count > 0 && given.count <= limit, "\(given.count) answers given")
+                #expect(lines.count == given.count + 1)
+            } else {
+                #expect(errors.isEmpty, "\(errors.prefix(3))")
+                #expect(given.count == count)
+            }
+        }
+    }
+
     @Test("health, readiness, metrics and the OpenAPI document need no token")
     func operations() async throws {
         let fixture = try await ServiceFixture.make()

@@ -38,8 +38,9 @@ final class SessionBox: @unchecked Sendable {
         writer: inout any ResponseBodyWriter
     ) async throws {
         var splitter = LineSplitter(maximumLine: limits.lineBytes)
+        let blockBytes = session.isAuditing ? Self.auditedBlockBytes : Self.blockBytes
         var output: [UInt8] = []
-        output.reserveCapacity(1 << 16)
+        output.reserveCapacity(blockBytes + (1 << 12))
         var queries = 0
         var received = 0
         var stopped = false
@@ -108,7 +109,7 @@ final class SessionBox: @unchecked Sendable {
             }
             let more = buffer.withUnsafeReadableBytes { splitter.feed($0, line: answer) }
             if !more { stopped = true }
-            if stopped || output.count >= 1 << 15 {
+            if stopped || output.count >= blockBytes {
                 if !commit() { stopped = true }
                 try await writer.write(ByteBuffer(bytes: output))
                 output.removeAll(keepingCapacity: true)
@@ -121,4 +122,10 @@ final class SessionBox: @unchecked Sendable {
         metrics.batch(queries: min(queries, limits.batchQueries))
         metrics.decided(session.tallies)
     }
+
+    /// How many bytes of answers are sent at a time.
+    static let blockBytes = 1 << 15
+    /// How many bytes of audited answers are stored and sent at a time: larger, since each block
+    /// is one transaction of the audit log, with a cost of its own whatever its size.
+    static let auditedBlockBytes = 1 << 20
 }
