@@ -6,15 +6,25 @@
 # requests/s, p50 and p99 latency (wrk's), and the server's CPU time per request (user + system
 # of its process over the run, from /proc); then B's ratio to A.
 #
+# CASE=batch sends `POST /v1/decisions/batch` with the 1,000 generated queries instead (2
+# connections, as scripts/bench-service.sh does); CASE=audited-batch the same with decision
+# auditing on in both states (each binary writes its own audit log).
+#
 #   scripts/bench-service-ab.sh OLD_BINARY NEW_BINARY
 #   RUNS=7 DURATION=10 scripts/bench-service-ab.sh OLD NEW
+#   CASE=audited-batch RUNS=5 DURATION=8 scripts/bench-service-ab.sh OLD NEW
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$(realpath "${1:?usage: bench-service-ab.sh A_BINARY B_BINARY}")
 B=$(realpath "${2:?usage: bench-service-ab.sh A_BINARY B_BINARY}")
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-5}
-CONNECTIONS=${CONNECTIONS:-10}
+CASE=${CASE:-single}
+case "$CASE" in
+    single) CONNECTIONS=${CONNECTIONS:-10}; ROUTE=/v1/decisions; TYPE=application/json ;;
+    batch | audited-batch) CONNECTIONS=${CONNECTIONS:-2}; ROUTE="/v1/decisions/batch?platform=ios"; TYPE=application/x-ndjson ;;
+    *) echo "CASE is single, batch or audited-batch" >&2; exit 64 ;;
+esac
 command -v wrk >/dev/null || { echo "this benchmark needs wrk: apt-get install wrk" >&2; exit 1; }
 
 (cd Benchmarks && swift build -c release --product custody-benchgen >/dev/null)
@@ -22,14 +32,17 @@ WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$WORK/queries.jsonl" --accounts 10000 \
-    --policies 50 --count 1 >/dev/null
+    --policies 50 --count 1000 >/dev/null
 head -1 "$WORK/queries.jsonl" > "$WORK/single.json"
+BODY=$WORK/single.json
+[ "$CASE" = single ] || BODY=$WORK/queries.jsonl
 declare -A PORT TOKEN
 for side in A B; do
     binary=${!side}
     mkdir -p "$WORK/$side"
     "$binary" apply --state "$WORK/$side/state" --bundle "$WORK/bundle" --platform ios >/dev/null 2>&1
     TOKEN[$side]=$("$binary" tokens create --state "$WORK/$side/state" --scope decide 2>/dev/null | tail -1)
+    [ "$CASE" = audited-batch ] && "$binary" audit --state "$WORK/$side/state" --decisions on >/dev/null
     PORT[$side]=$([ "$side" = A ] && echo 18091 || echo 18092)
     "$binary" serve --state "$WORK/$side/state" --listen "127.0.0.1:${PORT[$side]}" --without-keys --log-level error \
         >/dev/null 2>&1 &
@@ -45,8 +58,8 @@ for run in $(seq "$RUNS"); do
     for side in A B; do
         pid_name="PID_$side"; pid=${!pid_name}
         before=$(cpu "$pid")
-        line=$(BODY=$WORK/single.json TOKEN=${TOKEN[$side]} wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency \
-            -s "$WORK/post.lua" "http://127.0.0.1:${PORT[$side]}/v1/decisions" | grep '^RESULT')
+        line=$(BODY=$BODY TOKEN=${TOKEN[$side]} CONTENT_TYPE=$TYPE wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency \
+            -s "$WORK/post.lua" "http://127.0.0.1:${PORT[$side]}$ROUTE" | grep '^RESULT')
         after=$(cpu "$pid")
         read -r _ rps p50 p99 errors <<<"$line"
         [ "$errors" = 0 ] || echo "warning: $side: $errors errors in run $run" >&2
@@ -54,7 +67,7 @@ for run in $(seq "$RUNS"); do
         CPU[$side]+="$(cpu_per_request "$before" "$after" "$rps" "$DURATION") "
     done
 done
-echo "POST /v1/decisions, one query, wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"
+echo "POST $ROUTE ($CASE), wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"
 for side in A B; do
     binary=${!side}
     printf '%s %-40s %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %6.1f µs/req  (runs: %s)\n' "$side" "$binary" \
