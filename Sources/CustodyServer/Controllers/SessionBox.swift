@@ -40,7 +40,8 @@ final class SessionBox: @unchecked Sendable {
         var splitter = LineSplitter(maximumLine: limits.lineBytes)
         let blockBytes = session.isAuditing ? Self.auditedBlockBytes : Self.blockBytes
         var output: [UInt8] = []
-        output.reserveCapacity(blockBytes + (1 << 12))
+        // Grown as answers come: a small audited batch does not take a block's worth at once.
+        output.reserveCapacity(1 << 16)
         var queries = 0
         var received = 0
         var stopped = false
