@@ -24,6 +24,7 @@ RUNS=${RUNS:-5}
 COUNT=${COUNT:-1000000}
 ACCOUNTS=${ACCOUNTS:-10000}
 POLICIES=${POLICIES:-50}
+command -v sqlite3 >/dev/null || { echo "this benchmark counts the audit log's entries with sqlite3: apt-get install sqlite3" >&2; exit 1; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -82,6 +83,8 @@ for index in "${!LABELS[@]}"; do
 done
 audited=$(sqlite3 "$WORK/audited" "SELECT count(*) FROM audit_log WHERE kind = 'decision'" 2>/dev/null || echo "?")
 echo "the last audited run's log holds $audited decision entries (expected $COUNT)"
+# An audited run that lost an entry is a failure, not a figure.
+[ "$audited" = "$COUNT" ] || { echo "the audited run's log holds $audited decision entries, not $COUNT" >&2; exit 1; }
 for index in "${!LABELS[@]}"; do
     [ -z "${AUDITED[$index]}" ] && continue
     echo "audited / not audited, all cores, to /dev/null, ${LABELS[$index]%%,*}: $(awk -v a="$(printf '%s\n' ${WALL[$index]} | median)" -v b="$(printf '%s\n' ${WALL[$(( index == 4 ? 0 : 5 ))]} | median)" 'BEGIN { printf "%.2f", b / a }') of the rate"
