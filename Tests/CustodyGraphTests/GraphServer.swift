@@ -123,6 +123,9 @@ struct Fault: Sendable {
     var answers: [(status: Int, headers: [(String, String)])]
     /// Or: every matching request stalls this long first.
     var stall: Duration? = nil
+    /// Or: every matching request waits until the test removes this fault, so what happens
+    /// meanwhile does not race a clock.
+    var held = false
 }
 
 /// A Microsoft Graph-shaped server on loopback: the token endpoint and the listings Custody
@@ -249,13 +252,17 @@ final class GraphServer: Sendable {
         let path = request.uri.path
         let full = request.uri.string
         let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
-        let (valid, fault, stall): (Bool, (Int, [(String, String)])?, Duration?) = state.withLock { state in
+        let (valid, fault, stall, held): (Bool, (Int, [(String, String)])?, Duration?, Bool) = state.withLock {
+            state in
             state.requests.append(full)
             let valid = bearer.flatMap { state.tokens[$0] }.map { ContinuousClock.now < $0 } ?? false
             var answer: (Int, [(String, String)])?
             var stall: Duration?
+            var held = false
             if let index = state.faults.firstIndex(where: { full.contains($0.pathContains) }) {
-                if let delay = state.faults[index].stall {
+                if state.faults[index].held {
+                    held = true
+                } else if let delay = state.faults[index].stall {
                     stall = delay
                 } else if !state.faults[index].answers.isEmpty {
                     let next = state.faults[index].answers.removeFirst()
@@ -263,9 +270,12 @@ final class GraphServer: Sendable {
                 }
             }
             if let onRequest = state.onRequest { onRequest(full, &state.tenant) }
-            return (valid, answer, stall)
+            return (valid, answer, stall, held)
         }
         if let stall { try await Task.sleep(for: stall) }
+        while held, state.withLock({ $0.faults.contains { $0.held && full.contains($0.pathContains) } }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         guard valid else {
             return Self.json(
                 401,

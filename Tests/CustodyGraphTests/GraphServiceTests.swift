@@ -267,8 +267,10 @@ struct GraphServiceTests {
             let follower = Task { await engines[1].follow(pollInterval: .milliseconds(100)) }
             defer { follower.cancel() }
             server.state.withLock {
-                $0.faults = [Fault(pathContains: "iosManagedAppProtections", answers: [], stall: .seconds(1))]
+                $0.faults = [Fault(pathContains: "iosManagedAppProtections", answers: [], held: true)]
             }
+            // Released on every path, so a failed expectation never leaves a's read held.
+            defer { server.state.withLock { $0.faults = [] } }
             let first = Task { await runners[0].sync(.request) }
             #expect(await eventually { !server.requests.isEmpty }, "a is reading")
             let seen = server.requests.count
@@ -276,7 +278,8 @@ struct GraphServiceTests {
                 Issue.record("b synced while a held the lease")
                 return
             }
-            #expect(server.requests.count == seen, "b read nothing (a is stalled on its first read meanwhile)")
+            #expect(server.requests.count == seen, "b read nothing (a is held on its first read meanwhile)")
+            server.state.withLock { $0.faults = [] }
             guard case .synced(let done) = await first.value else {
                 Issue.record("a did not sync")
                 return
@@ -285,7 +288,6 @@ struct GraphServiceTests {
             #expect(
                 await eventually { engines[1].bundleInForce?.revision == done.revision },
                 "b has a's bundle through the state")
-            server.state.withLock { $0.faults = [] }
             guard case .synced(let after) = await runners[1].sync(.request) else {
                 Issue.record("b still busy after a released the lease")
                 return
