@@ -52,7 +52,11 @@ public enum GraphBundle {
     /// - Parameter overlay: a JSON object whose members other than `accounts` are added to
     ///   `tenant.json` (`allowedAccounts`, `managedApps`, `mdmManagedApps`): what Graph does
     ///   not hold.
-    static func files(of snapshot: TenantSnapshot, overlay: [UInt8]?) throws(GraphError) -> BundleFiles {
+    /// - Returns: the files, and the loader's warnings and notices about them (a draft that
+    ///   reaches no one, a filter the bundle lacks), for the sync to print.
+    static func files(of snapshot: TenantSnapshot, overlay: [UInt8]?) throws(GraphError) -> (
+        files: BundleFiles, diagnostics: [String]
+    ) {
         var tenant: [String: GraphJSON] = [:]
         if let overlay { tenant = try overlayMembers(overlay, path: "the tenant overlay") }
         tenant["accounts"] = .array(
@@ -62,6 +66,7 @@ public enum GraphBundle {
                     "oid": .string(oid), "groups": .array(user.groups.sorted().map(GraphJSON.string)),
                 ]
                 if let upn = user.upn, !upn.isEmpty { account["upn"] = .string(upn) }
+                if let licensed = user.licensed { account["licensed"] = .bool(licensed) }
                 return .object(account)
             })
         var entries: [BundleFiles.Entry] = []
@@ -75,13 +80,15 @@ public enum GraphBundle {
             throw GraphError(.bundle, "cannot write the bundle's JSON: \(error)")
         }
         let files: BundleFiles
+        let loaded: PolicyBundle
         do {
             files = try BundleFiles(entries: entries)
-            _ = try files.load(allowingEmpty: true)
+            loaded = try files.load(allowingEmpty: true)
         } catch {
             throw GraphError(.bundle, "the tenant's policies do not load as a bundle: \(error)")
         }
-        return files
+        let diagnostics = loaded.warnings.filter { $0.code == .targeting }.map(\.description)
+        return (files, diagnostics)
     }
 
     /// Writes `files` as the directory `path`: into a new directory beside it, each file

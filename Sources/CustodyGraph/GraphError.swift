@@ -31,6 +31,10 @@ public struct GraphError: Error, Sendable, CustomStringConvertible {
         static let deltaUnavailable = Code(rawValue: "delta-unavailable")
         /// Another process or replica on the state holds the sync lease: it is syncing now.
         public static let busy = Code(rawValue: "busy")
+        /// Graph answered with less than the sync needs to decide as Intune does, because the
+        /// app lacks a permission (a user member without its UPN): the message names the
+        /// permission to grant.
+        public static let permission = Code(rawValue: "permission")
         /// The bundle the tenant gives does not load, or cannot be written.
         public static let bundle = Code(rawValue: "bundle")
     }

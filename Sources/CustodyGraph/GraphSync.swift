@@ -77,7 +77,8 @@ public final class GraphSync: Sendable {
         reader.tracking = tracking
         reader.cache = cache
         let snapshot = try await reader.read()
-        var files = try GraphBundle.files(of: snapshot, overlay: overlay)
+        let (loaded, diagnostics) = try GraphBundle.files(of: snapshot, overlay: overlay)
+        var files = loaded
         if let signingKey {
             let now = Date()
             var signature = BundleSignatureFile(
@@ -93,9 +94,9 @@ public final class GraphSync: Sendable {
                 (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
             })
         let report = GraphSyncReport(
-            revision: files.contentHash, policies: snapshot.policies.count, groups: groups.count,
+            revision: files.contentHash, policies: snapshot.policyCount, groups: groups.count,
             accounts: snapshot.users.count,
-            statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings,
+            statistics: statistics, duration: started.duration(to: .now), warnings: snapshot.warnings + diagnostics,
             incremental: snapshot.incremental,
             groupsRead: snapshot.groupsRead)
         return (files, report, snapshot.membershipCache)

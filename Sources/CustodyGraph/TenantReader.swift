@@ -4,10 +4,13 @@ import Logging
 /// One snapshot of a tenant: its app protection and app configuration policies, each with its
 /// apps and assignments, and the users of every group they include or exclude.
 struct TenantSnapshot: Sendable {
-    /// Policies by file name (`{collection}-{id}.json`).
+    /// Policies (and the assignment filters they name) by file name (`{collection}-{id}.json`).
     var policies: [String: GraphJSON] = [:]
-    /// Users by object ID: their UPN and the assigned groups they are in (transitively).
-    var users: [String: (upn: String?, groups: Set<String>)] = [:]
+    /// How many of `policies` are policies, not assignment filters.
+    var policyCount: Int { policies.keys.filter { !$0.hasPrefix("assignmentFilters-") }.count }
+    /// Users by object ID: their UPN, the assigned groups they are in (transitively), and
+    /// whether they hold an Intune license (nil: Graph did not say).
+    var users: [String: (upn: String?, groups: Set<String>, licensed: Bool?)] = [:]
     /// Things that did not stop the sync but that an administrator should know.
     var warnings: [String] = []
     /// What to keep for the next sync's delta reads (nil when changes are not tracked).
@@ -55,11 +58,14 @@ struct TenantReader {
         for collection in PolicyCollection.all {
             try await readPolicies(of: collection, into: &snapshot)
         }
+        try await readFilters(into: &snapshot)
         // The groups the assignments name, included or excluded; all users when a policy is
-        // assigned to every licensed user.
+        // assigned to every licensed user, or when a default policy reaches the users no
+        // targeted policy does.
         var groups = Set<String>()
         var everyone = false
-        for policy in snapshot.policies.values {
+        for (name, policy) in snapshot.policies {
+            if name.hasPrefix("defaultManagedAppProtections-") { everyone = true }
             for assignment in policy["assignments"]?.array ?? [] {
                 let target = assignment["target"]
                 switch target?["@odata.type"]?.string {
@@ -73,14 +79,71 @@ struct TenantReader {
             }
         }
         progress?("\(snapshot.policies.count) policies, \(groups.count) groups")
-        if everyone {
-            let users = try await client.collect("/users?$select=id,userPrincipalName&$top=999", of: Member.self) ?? []
-            for user in users where user.isUser {
-                snapshot.users[user.id, default: (user.userPrincipalName, [])].upn = user.userPrincipalName
+        // Every user's Intune license (Microsoft: app protection needs "a license for Microsoft
+        // Intune assigned to their Microsoft Entra account"): one listing of /users, whose
+        // service plans say it. Users in no assigned group are kept only when a default policy
+        // or an all-licensed-users assignment can reach them.
+        let listed = try await client.collect(
+            "/users?$select=id,userPrincipalName,accountEnabled,assignedPlans&$top=999", of: Member.self) ?? []
+        var licenses: [String: Bool] = [:]
+        for user in listed where user.isUser {
+            if let licensed = user.hasIntuneLicense { licenses[user.id] = licensed }
+            if everyone {
+                guard let upn = user.userPrincipalName, !upn.isEmpty else { throw Self.missingUPN(user.id) }
+                snapshot.users[user.id, default: (upn, [], nil)].upn = upn
             }
         }
         try await readMembers(of: groups.sorted(), into: &snapshot)
+        for id in snapshot.users.keys { snapshot.users[id]?.licensed = licenses[id] }
+        let unlicensed = snapshot.users.values.filter { $0.licensed == false }.count
+        if unlicensed > 0 {
+            snapshot.warnings.append(
+                "\(unlicensed) user\(unlicensed == 1 ? " has" : "s have") no Intune license: no app protection policy reaches \(unlicensed == 1 ? "it" : "them"), as in Intune")
+        }
         return snapshot
+    }
+
+    /// The assignment filters the assignments name (`/deviceManagement/assignmentFilters`,
+    /// beta; read only when one is named), each as a bundle file of its own. A named filter
+    /// Graph does not list is left for the bundle to warn about: read the restrictive way.
+    private func readFilters(into snapshot: inout TenantSnapshot) async throws(GraphError) {
+        var named = Set<String>()
+        for policy in snapshot.policies.values {
+            for assignment in policy["assignments"]?.array ?? [] {
+                let target = assignment["target"]
+                let type = target?["deviceAndAppManagementAssignmentFilterType"]?.string?.lowercased()
+                if let id = target?["deviceAndAppManagementAssignmentFilterId"]?.string, !id.isEmpty,
+                    type == "include" || type == "exclude"
+                {
+                    named.insert(id)
+                }
+            }
+        }
+        guard !named.isEmpty else { return }
+        let filters = try await client.collect("/deviceManagement/assignmentFilters", of: GraphJSON.self) ?? []
+        for filter in filters {
+            guard case .object(var members) = filter, let id = members["id"]?.string, named.contains(id) else {
+                continue
+            }
+            members = Self.withoutAnnotations(members)
+            members["@odata.type"] = .string("#microsoft.graph.deviceAndAppManagementAssignmentFilter")
+            snapshot.policies[Self.fileName(collection: "assignmentFilters", id: id)] = .object(members)
+        }
+        let missing = named.subtracting(filters.compactMap { $0["id"]?.string })
+        for id in missing.sorted() {
+            snapshot.warnings.append(
+                "assignment filter \(id) is named by an assignment but Graph does not list it: it is read as undecided (an inclusion includes, an exclusion does not exclude)")
+        }
+    }
+
+    /// A user Graph lists without its UPN: the app may read only "limited information" of
+    /// members. Decided by OID alone, every query naming the user's UPN would find an
+    /// unmanaged account, so the sync fails instead.
+    static func missingUPN(_ id: String) -> GraphError {
+        GraphError(
+            .permission,
+            "user \(id) is listed without a userPrincipalName: the app reads only limited information of users; grant it User.Read.All (or User.ReadBasic.All) so every account is known by its UPN"
+        )
     }
 
     private func readMembers(of groups: [String], into snapshot: inout TenantSnapshot) async throws(GraphError) {
@@ -97,7 +160,8 @@ struct TenantReader {
                 continue
             }
             for (id, upn) in members.users {
-                snapshot.users[id, default: (upn.isEmpty ? nil : upn, [])].groups.insert(group)
+                guard !upn.isEmpty else { throw Self.missingUPN(id) }
+                snapshot.users[id, default: (upn, [], nil)].groups.insert(group)
             }
         }
     }
@@ -114,7 +178,11 @@ struct TenantReader {
                     .invalidResponse, "an item of \(collection.name) has no id",
                     request: "GET \(client.settings.graphURL)\(base)")
             }
+            // A navigation Graph paged inside $expand (`apps@odata.nextLink`): its first page
+            // alone would protect fewer apps, or miss assignments; read it in full below.
+            let paged = ["apps", "assignments"].filter { members["\($0)@odata.nextLink"] != nil }
             members = Self.withoutAnnotations(members)
+            for navigation in paged { members[navigation] = nil }
             if members["@odata.type"] == nil { members["@odata.type"] = .string(collection.type) }
             let escaped =
                 id.addingPercentEncoding(
@@ -170,15 +238,32 @@ struct TenantReader {
 }
 
 /// A member of a group as `transitiveMembers` lists it: a user (what the cast asks for), or a
-/// device or a group from a server that lists every kind.
+/// device or a group from a server that lists every kind; or a user of `/users`.
 struct Member: Decodable, Sendable {
     let id: String
     let userPrincipalName: String?
     let type: String?
+    /// The user's service plans, when the listing selected them.
+    let assignedPlans: [AssignedPlan]?
+
+    struct AssignedPlan: Decodable, Sendable {
+        let service: String?
+        let capabilityStatus: String?
+    }
 
     enum CodingKeys: String, CodingKey {
-        case id, userPrincipalName
+        case id, userPrincipalName, assignedPlans
         case type = "@odata.type"
+    }
+
+    /// Whether an enabled Intune service plan (service `SCO`) is among the user's plans; nil
+    /// when Graph did not list them.
+    var hasIntuneLicense: Bool? {
+        assignedPlans.map { plans in
+            plans.contains {
+                $0.service?.lowercased() == "sco" && ($0.capabilityStatus ?? "Enabled").lowercased() == "enabled"
+            }
+        }
     }
 
     /// Users only: devices, groups and service principals are not accounts.

@@ -25,6 +25,11 @@ struct FakeTenant: Sendable {
     /// Direct members of each group.
     var groups: [String: [Member]] = [:]
     var users: [(id: String, upn: String)] = []
+    /// Users holding no Intune license (`/users` lists their plans without the `SCO` service);
+    /// the others hold one. Nil: `/users` lists no plans (an app with User.ReadBasic.All).
+    var unlicensed: Set<String>? = []
+    /// Assignment filters (`/deviceManagement/assignmentFilters`).
+    var filters: [GraphJSON] = []
 
     /// Delta queries: every change made through `change(group:_:)` and `rename(user:to:)`,
     /// numbered; a delta link holds the number it was made at. Links older than
@@ -82,11 +87,9 @@ struct FakeTenant: Sendable {
         for member in groups[group] ?? [] {
             switch member {
             case .user(let id, let upn):
-                result.append(
-                    .object([
-                        "@odata.type": .string("#microsoft.graph.user"), "id": .string(id),
-                        "userPrincipalName": .string(upn),
-                    ]))
+                var member: [String: GraphJSON] = ["@odata.type": .string("#microsoft.graph.user"), "id": .string(id)]
+                if !upn.isEmpty { member["userPrincipalName"] = .string(upn) }
+                result.append(.object(member))
             case .device(let id):
                 result.append(.object(["@odata.type": .string("#microsoft.graph.device"), "id": .string(id)]))
             case .group(let nested):
@@ -114,6 +117,8 @@ struct ServerBehaviour: Sendable {
     var emptyPageBeforeLast = false
     /// Delta links to this origin instead of the server's own (a Graph that should not).
     var deltaLinkOrigin: String?
+    /// An `$expand`ed navigation holds at most this many items, with `{navigation}@odata.nextLink`.
+    var expandPageSize: Int?
 }
 
 /// Answers to give instead of the real one: the first request whose path holds `pathContains`
@@ -311,6 +316,15 @@ final class GraphServer: Sendable {
                 {
                     members[navigation] = nil
                 }
+                if let size = behaviour.expandPageSize {
+                    for navigation in ["apps", "assignments"] {
+                        guard let list = members[navigation]?.array, list.count > size else { continue }
+                        members[navigation] = .array(Array(list.prefix(size)))
+                        members["\(navigation)@odata.nextLink"] = .string(
+                            "http://127.0.0.1:\(port)/beta/deviceAppManagement/\(p[1])/\(members["id"]?.string ?? "")/\(navigation)?$skiptoken=cursor-x"
+                        )
+                    }
+                }
                 return .object(members)
             }
         case let p where p.count == 4 && p[0] == "deviceAppManagement":
@@ -335,7 +349,7 @@ final class GraphServer: Sendable {
                     ]))
             }
             items = tenant.transitiveUsers(of: p[1]).map {
-                .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)])
+                $0.upn.isEmpty ? .object(["id": .string($0.id)]) : .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)])
             }
         case let p where p.count == 3 && p[0] == "groups" && p[2] == "transitiveMembers":
             guard tenant.groups[p[1]] != nil else {
@@ -355,7 +369,20 @@ final class GraphServer: Sendable {
                 query.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first })
             return delta(of: p[0], query: parameters, tenant: tenant, port: port)
         case let p where p == ["users"]:
-            items = tenant.users.map { .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)]) }
+            items = tenant.users.map { user in
+                var members: [String: GraphJSON] = ["id": .string(user.id)]
+                if !user.upn.isEmpty { members["userPrincipalName"] = .string(user.upn) }
+                if let unlicensed = tenant.unlicensed {
+                    let exchange: GraphJSON = .object([
+                        "service": .string("exchange"), "capabilityStatus": .string("Enabled"),
+                    ])
+                    let intune: GraphJSON = .object(["service": .string("SCO"), "capabilityStatus": .string("Enabled")])
+                    members["assignedPlans"] = .array(unlicensed.contains(user.id) ? [exchange] : [exchange, intune])
+                }
+                return .object(members)
+            }
+        case let p where p == ["deviceManagement", "assignmentFilters"]:
+            items = tenant.filters
         default:
             return Self.json(
                 400,

@@ -4,8 +4,8 @@
 USERS users in GROUPS groups (each user in two groups, so each group has 2*USERS/GROUPS
 members), POLICIES app protection policies (half iOS, half Android) each including three groups
 and excluding one, built from policies/finance-ios.json. Graph's page sizes: 999 members a page
-by $skiptoken cursor, policies with $expand=apps,assignments; /groups/delta and /users/delta
-answer every round with no change. Any client secret is accepted.
+by $skiptoken cursor, policies with $expand=apps,assignments; /users lists every user with an
+Intune service plan (999 a page); /groups/delta and /users/delta answer every round with no change. Any client secret is accepted.
 Prints the port on its first line and its process id on the second; counts requests at GET /_stats.
 """
 import json, os, sys, threading, copy
@@ -79,9 +79,12 @@ class Handler(BaseHTTPRequestHandler):
             rest["$deltatoken"] = "1"
             link = f"http://127.0.0.1:{self.server.server_port}{parts.path}?{urlencode(rest)}"
             return self.send(200, {"value": [], "@odata.deltaLink": link})
-        if segments[:1] == ["groups"] and len(segments) in (3, 4):
-            g = int(segments[1].split("-")[1])
-            items = members(g)
+        if segments == ["users"] or (segments[:1] == ["groups"] and len(segments) in (3, 4)):
+            if segments == ["users"]:
+                plans = [{"service": "SCO", "capabilityStatus": "Enabled"}]
+                items = [dict(user(i), accountEnabled=True, assignedPlans=plans) for i in range(USERS)]
+            else:
+                items = members(int(segments[1].split("-")[1]))
             start = int(query.get("$skiptoken", ["0"])[0])
             page = items[start:start + PAGE]
             body = {"value": page}

@@ -4,6 +4,7 @@ enum DecodedDocument {
         kind: PolicyKind, metadata: DocumentMetadata, settings: ProtectionSettings, targeting: PolicyTargeting)
     case configuration(
         metadata: DocumentMetadata, settings: [(name: String, value: String)], targeting: PolicyTargeting)
+    case filter(AssignmentFilter)
 }
 
 /// What identifies a document: its Graph id, display name and where it starts.
@@ -78,6 +79,9 @@ extension DocumentReader {
                 path: path + ".@odata.type")
             return nil
         }
+        if typeName.graphTypeName.lowercased() == AssignmentFilter.graphTypeName.lowercased() {
+            return decodeFilter(object, path: path).map(DecodedDocument.filter)
+        }
         guard let kind = PolicyKind.matching(odataType: typeName) else {
             let known = PolicyKind.allCases.map(\.odataType).joined(separator: ", ")
             warning(
@@ -126,6 +130,14 @@ extension DocumentReader {
             }
         }
 
+        if kind != .defaultManagedAppProtection, targeting.assignmentsListed, !targeting.hasInclusions {
+            notice(
+                .targeting,
+                targeting.excludedGroups.isEmpty && targeting.filteredExclusions.isEmpty
+                    ? "the policy is assigned to no group (Intune's unassigned policy): it reaches no account"
+                    : "the policy's only assignments are exclusions: it reaches no account",
+                at: object, path: path)
+        }
         if targeting.appGroupType == .selectedPublicApps, targeting.apps == nil, kind != .defaultManagedAppProtection {
             warning(
                 .targeting,
@@ -387,6 +399,7 @@ extension DocumentReader {
             error(.invalidValue, "expected an array of assignments, found \(value.kind.article)", at: value, path: path)
             return
         }
+        targeting.assignmentsListed = true
         for (index, assignment) in value.elements.enumerated() {
             let assignmentPath = "\(path)[\(index)]"
             guard assignment.kind == .object, let target = assignment["target"], target.kind == .object else {
@@ -397,40 +410,123 @@ extension DocumentReader {
             }
             let targetPath = assignmentPath + ".target"
             let typeName = target["@odata.type"]?.string ?? ""
-            let hasFilter =
-                (target["deviceAndAppManagementAssignmentFilterType"]?.string).map { $0 != "none" && !$0.isEmpty }
-                ?? false
+            guard let filter = assignmentFilter(of: target, path: targetPath) else { continue }
+            let read: PolicyTargeting.Target
+            var excluded = false
             switch typeName.graphTypeName {
             case "groupAssignmentTarget", "exclusionGroupAssignmentTarget":
                 guard let groupID = target["groupId"].flatMap({ string($0, path: targetPath + ".groupId") }) else {
                     error(.invalidValue, "a group assignment target needs a \"groupId\"", at: target, path: targetPath)
                     continue
                 }
-                if typeName.graphTypeName == "groupAssignmentTarget" {
-                    if hasFilter {
-                        warning(
-                            .targeting, "assignment filters are not evaluated; the whole group is included", at: target,
-                            path: targetPath)
-                    }
-                    targeting.included.append(.group(groupID))
-                } else if hasFilter {
-                    warning(
-                        .targeting,
-                        "assignment filters are not evaluated; this filtered exclusion is not applied, so the policy still reaches the group",
-                        at: target, path: targetPath)
-                } else {
-                    targeting.excludedGroups.insert(groupID)
-                }
+                read = .group(groupID)
+                excluded = typeName.graphTypeName == "exclusionGroupAssignmentTarget"
             case "allLicensedUsersAssignmentTarget":
-                targeting.included.append(.allLicensedUsers)
+                read = .allLicensedUsers
             default:
                 warning(
                     .targeting,
                     "assignment target '\(typeName)' is not evaluated by Custody; it is counted as every user of the tenant",
                     at: target, path: targetPath)
-                targeting.included.append(.unsupported(typeName))
+                read = .unsupported(typeName)
+            }
+            switch (filter, excluded) {
+            case (nil, false): targeting.included.append(read)
+            case (nil, true):
+                if case .group(let group) = read { targeting.excludedGroups.insert(group) }
+            case (let filter?, false):
+                targeting.filteredInclusions.append(
+                    PolicyTargeting.FilteredTarget(target: read, filterID: filter.id, mode: filter.mode))
+            case (let filter?, true):
+                targeting.filteredExclusions.append(
+                    PolicyTargeting.FilteredTarget(target: read, filterID: filter.id, mode: filter.mode))
             }
         }
+    }
+
+    /// The filter an assignment target names: `.some(nil)` when it names none (type `none`,
+    /// missing or empty), nil when the target is in error (recorded).
+    private mutating func assignmentFilter(of target: JSONValue, path: String) -> (id: String, mode: PolicyTargeting.FilterMode)?? {
+        let typeValue = target["deviceAndAppManagementAssignmentFilterType"]
+        let idValue = target["deviceAndAppManagementAssignmentFilterId"]
+        let type = typeValue.flatMap { $0.isNull ? nil : string($0, path: path + ".deviceAndAppManagementAssignmentFilterType") }
+        let id = idValue.flatMap { $0.isNull ? nil : string($0, path: path + ".deviceAndAppManagementAssignmentFilterId") }
+        let mode: PolicyTargeting.FilterMode
+        switch type?.lowercased() {
+        case nil, "", "none": return .some(nil)
+        case "include": mode = .include
+        case "exclude": mode = .exclude
+        case let other?:
+            error(
+                .invalidValue,
+                "deviceAndAppManagementAssignmentFilterType '\(other)' is not none, include or exclude",
+                at: typeValue!, path: path + ".deviceAndAppManagementAssignmentFilterType")
+            return nil
+        }
+        guard let id, !id.isEmpty, id != "00000000-0000-0000-0000-000000000000" else {
+            error(
+                .invalidValue,
+                "the assignment's filter type is \(mode.rawValue) but it names no deviceAndAppManagementAssignmentFilterId",
+                at: target, path: path)
+            return nil
+        }
+        return .some((id, mode))
+    }
+
+    /// Decodes an assignment filter: its id and rule are required, the rule must parse.
+    private mutating func decodeFilter(_ object: JSONValue, path: String) -> AssignmentFilter? {
+        var id: String?
+        var displayName: String?
+        var platform: String?
+        var managementType: String?
+        var ruleText: String?
+        var ruleValue: JSONValue?
+        for member in uniqueMembers(of: object, path: path) where !isAnnotation(member.key) {
+            let memberPath = "\(path).\(member.key)"
+            switch member.key {
+            case "id": id = string(member.value, path: memberPath)
+            case "displayName": displayName = string(member.value, path: memberPath)
+            case "platform": platform = string(member.value, path: memberPath)
+            case "assignmentFilterManagementType": managementType = string(member.value, path: memberPath)
+            case "rule":
+                ruleText = string(member.value, path: memberPath)
+                ruleValue = member.value
+            default: continue
+            }
+        }
+        guard let id, !id.isEmpty else {
+            error(.invalidValue, "an assignment filter needs an \"id\"", at: object, path: path)
+            return nil
+        }
+        guard let ruleValue else {
+            error(.invalidValue, "assignment filter \(id) has no \"rule\"", at: object, path: path)
+            return nil
+        }
+        let rule: FilterRule
+        do {
+            rule = try FilterRuleParser.parse(ruleText ?? "")
+        } catch {
+            self.error(
+                .invalidValue, "the rule of assignment filter '\(displayName ?? id)' cannot be read: \(error)",
+                at: ruleValue, path: path + ".rule")
+            return nil
+        }
+        if managementType?.lowercased() == "devices" {
+            warning(
+                .targeting,
+                "assignment filter '\(displayName ?? id)' is for managed devices, not managed apps: app protection does not evaluate it, and Custody reads it as undecided",
+                at: object, path: path)
+        }
+        let unknown = Set(rule.properties.filter { $0.known == nil }.map(\.description)).sorted()
+        if !unknown.isEmpty {
+            warning(
+                .targeting,
+                "assignment filter '\(displayName ?? id)' reads \(unknown.joined(separator: ", ")), which Custody does not evaluate: those comparisons are undecided, so an include filter includes and an exclude filter does not exclude",
+                at: ruleValue, path: path + ".rule")
+        }
+        return AssignmentFilter(
+            id: id, displayName: displayName, platform: platform, managementType: managementType, ruleText: ruleText ?? "",
+            rule: rule, location: location(of: object))
     }
 
     /// App configuration is for settings, not payloads: one policy's settings are capped at

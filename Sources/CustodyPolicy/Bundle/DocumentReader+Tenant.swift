@@ -1,6 +1,6 @@
 extension DocumentReader {
     /// Decodes `tenant.json`:
-    /// `{"accounts": [{"oid", "upn", "groups", "displayName"}], "allowedAccounts": null | [...], "managedApps": [...],
+    /// `{"accounts": [{"oid", "upn", "groups", "displayName", "licensed"}], "allowedAccounts": null | [...], "managedApps": [...],
     /// "mdmManagedApps": [...]}`.
     ///
     /// Every account needs an OID or a UPN, and no OID or UPN may belong to two accounts: an
@@ -55,6 +55,7 @@ extension DocumentReader {
             var upn: String?
             var groups: [String] = []
             var displayName: String?
+            var licensed: Bool?
             for member in uniqueMembers(of: element, path: "\(path)[\(index)]") {
                 switch member.key {
                 case "oid": oid = string(member.value, path: "\(path)[\(index)].oid")
@@ -74,12 +75,21 @@ extension DocumentReader {
                             at: member.value, path: "\(path)[\(index)].displayName")
                         displayName = nil
                     }
+                case "licensed":
+                    if member.value.isNull { break }
+                    guard let value = member.value.bool else {
+                        error(
+                            .invalidValue, "licensed must be true, false or null, found \(member.value.kind.article)",
+                            at: member.value, path: "\(path)[\(index)].licensed")
+                        continue
+                    }
+                    licensed = value
                 case let key where isAnnotation(key):
                     continue
                 default:
                     warning(
                         .unknownProperty,
-                        "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups, displayName)",
+                        "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups, displayName, licensed)",
                         at: member.name, path: "\(path)[\(index)]")
                 }
             }
@@ -111,7 +121,7 @@ extension DocumentReader {
                 }
                 seenUPNs[key] = index
             }
-            accounts.append(TenantAccount(id: id, groups: groups, displayName: displayName))
+            accounts.append(TenantAccount(id: id, groups: groups, displayName: displayName, licensed: licensed))
         }
         return accounts
     }

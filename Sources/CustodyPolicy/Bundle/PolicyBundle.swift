@@ -10,17 +10,21 @@ public struct PolicyBundle: Sendable {
     public var appConfigurations: [AppConfigurationPolicy]
     /// Warnings found while loading (unknown properties, unknown enum values, ignored documents).
     public var warnings: [Diagnostic]
+    /// The assignment filters the bundle holds, by Graph id.
+    public var assignmentFilters: [String: AssignmentFilter]
 
     /// Creates a bundle from values, as an embedding app or a test builds one.
     public init(
         tenant: Tenant,
         protectionPolicies: [ProtectionPolicy] = [],
         appConfigurations: [AppConfigurationPolicy] = [],
+        assignmentFilters: [AssignmentFilter] = [],
         warnings: [Diagnostic] = []
     ) {
         self.tenant = tenant
         self.protectionPolicies = protectionPolicies
         self.appConfigurations = appConfigurations
+        self.assignmentFilters = Dictionary(assignmentFilters.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.warnings = warnings
     }
 
@@ -63,6 +67,7 @@ public struct PolicyBundle: Sendable {
             }
         }
 
+        bundle.checkFilterReferences(into: &diagnostics)
         if diagnostics.contains(where: { $0.severity == .error }) {
             throw BundleError(diagnostics: diagnostics)
         }
@@ -87,6 +92,17 @@ public struct PolicyBundle: Sendable {
         switch document {
         case .protection(_, let documentMetadata, _, _), .configuration(let documentMetadata, _, _):
             metadata = documentMetadata
+        case .filter(let filter):
+            if let first = assignmentFilters[filter.id] {
+                diagnostics.append(
+                    Diagnostic(
+                        severity: .error, code: .duplicatePolicy,
+                        message: "assignment filter id '\(filter.id)' was already loaded from \(first.location)",
+                        location: filter.location))
+            } else {
+                assignmentFilters[filter.id] = filter
+            }
+            return
         }
         if let id = metadata.id {
             if let first = seenIDs[id] {
@@ -105,6 +121,7 @@ public struct PolicyBundle: Sendable {
                 index: protectionPolicies.count, id: metadata.id, displayName: metadata.displayName, kind: kind,
                 location: metadata.location)
             protectionPolicies.append(ProtectionPolicy(reference: reference, settings: settings, targeting: targeting))
+        case .filter: break
         case let .configuration(metadata, settings, targeting):
             let reference = PolicyReference(
                 index: appConfigurations.count, id: metadata.id, displayName: metadata.displayName,
@@ -116,6 +133,23 @@ public struct PolicyBundle: Sendable {
 }
 
 extension PolicyBundle {
+    /// A filtered assignment whose filter the bundle does not hold is read the restrictive way
+    /// (an inclusion includes, an exclusion does not exclude); each is named once per policy.
+    fileprivate func checkFilterReferences(into diagnostics: inout [Diagnostic]) {
+        let policies: [(PolicyReference, PolicyTargeting)] =
+            protectionPolicies.map { ($0.reference, $0.targeting) } + appConfigurations.map { ($0.reference, $0.targeting) }
+        for (reference, targeting) in policies {
+            let missing = targeting.filterIDs.filter { assignmentFilters[$0] == nil }.sorted()
+            guard !missing.isEmpty else { continue }
+            diagnostics.append(
+                Diagnostic(
+                    severity: .warning, code: .targeting,
+                    message:
+                        "policy '\(reference.name)' names assignment filter\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), which the bundle does not hold: each is read as undecided (an inclusion includes, an exclusion does not exclude)",
+                    location: reference.location))
+        }
+    }
+
     /// The platforms the bundle's protection policies are written for: an iOS or Android
     /// policy's own, both for a `defaultManagedAppProtection` (which carries the settings of
     /// both).

@@ -156,7 +156,7 @@ extension PolicySnapshot {
     public func launch(
         account: AccountID?, facts: LaunchFacts, now: Duration, missingFacts: MissingFacts = .strict
     ) -> LaunchDecision {
-        let party = resolve(account)
+        let party = resolve(account, facts: facts)
         if let refusal = party.refusal(.account) {
             return LaunchDecision(outcome: .block, checks: [], finding: Finding(refusal, nil))
         }

@@ -81,13 +81,56 @@ public struct PolicyTargeting: Sendable, Hashable {
         case unsupported(String)
     }
 
-    /// Included targets. Empty with no exclusions means the policy has no assignments, which
-    /// Custody reads as "every account of the tenant" (see DESIGN.md).
+    /// An assignment narrowed by an assignment filter (`deviceAndAppManagementAssignmentFilterId`).
+    public struct FilteredTarget: Sendable, Hashable {
+        /// Who the assignment names: a group, or every licensed user.
+        public var target: Target
+        /// The filter's Graph id.
+        public var filterID: String
+        /// `include`: the assignment holds where the filter matches; `exclude`: where it does not.
+        public var mode: FilterMode
+
+        /// Creates a filtered assignment.
+        public init(target: Target, filterID: String, mode: FilterMode) {
+            self.target = target
+            self.filterID = filterID
+            self.mode = mode
+        }
+    }
+
+    /// How an assignment uses its filter (Graph's `deviceAndAppManagementAssignmentFilterType`).
+    public enum FilterMode: String, Sendable, Hashable {
+        case include, exclude
+    }
+
+    /// Included targets without a filter.
     public var included: [Target] = []
-    /// Excluded groups (`exclusionGroupAssignmentTarget`); exclusion wins over inclusion.
+    /// Excluded groups without a filter (`exclusionGroupAssignmentTarget`); exclusion wins over
+    /// inclusion.
     public var excludedGroups: Set<String> = []
-    /// Whether the document listed any assignment at all.
-    public var hasAssignments: Bool { !included.isEmpty || !excludedGroups.isEmpty }
+    /// Included targets narrowed by a filter.
+    public var filteredInclusions: [FilteredTarget] = []
+    /// Excluded groups narrowed by a filter: the exclusion holds only where the filter says so.
+    public var filteredExclusions: [FilteredTarget] = []
+    /// Whether the document carried an `assignments` list, even an empty one.
+    ///
+    /// A document without one (exported without expanding its assignments) reaches every account
+    /// of the tenant, with a warning; a listed empty one is Intune's unassigned policy ("draft",
+    /// `isAssigned: false`) and reaches no one.
+    public var assignmentsListed = false
+    /// Whether the policy reaches every account of the tenant because its document says nothing
+    /// of assignments (see `assignmentsListed`).
+    public var reachesEveryAccount: Bool {
+        !assignmentsListed && included.isEmpty && excludedGroups.isEmpty && filteredInclusions.isEmpty
+            && filteredExclusions.isEmpty
+    }
+    /// Whether any assignment can include an account: with none, the policy reaches no one
+    /// (unassigned, or exclusions only).
+    public var hasInclusions: Bool { !included.isEmpty || !filteredInclusions.isEmpty }
+    /// The filters the assignments name.
+    public var filterIDs: Set<String> {
+        Set(filteredInclusions.map(\.filterID)).union(filteredExclusions.map(\.filterID))
+    }
     /// The apps the policy targets; nil when the document has no app list.
     public var apps: [ManagedAppIdentifier]?
     public var appGroupType: AppGroupType?

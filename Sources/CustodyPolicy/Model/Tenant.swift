@@ -7,12 +7,18 @@ public struct TenantAccount: Sendable, Hashable {
     /// The person's name as the directory shows it ("Alice Smith"), when the tenant lists it:
     /// for people to find the account by; it never identifies one (decisions ignore it).
     public let displayName: String?
+    /// Whether the account holds an Intune license: false when the tenant records that it does
+    /// not (the Graph connector reads it from the user's service plans), nil when unknown (read
+    /// as licensed). Microsoft requires one for app protection, so an unlicensed account is
+    /// reached by no protection policy.
+    public let licensed: Bool?
 
     /// Creates an account.
-    public init(id: AccountID, groups: [String], displayName: String? = nil) {
+    public init(id: AccountID, groups: [String], displayName: String? = nil, licensed: Bool? = nil) {
         self.id = id
         self.groups = groups
         self.displayName = displayName
+        self.licensed = licensed
     }
 }
 

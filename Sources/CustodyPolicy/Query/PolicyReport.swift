@@ -7,7 +7,8 @@
 ///  "settings": {"saveAsBlocked": {"value": true, "resolution": "configured", "sources": ["..."]}, ...},
 ///  "managedApps": ["..."], "precedence": "mostRestrictive",
 ///  "conflicts": {"settings": [{"setting", "value", "resolution", "values": [{"policy", "value"}]}],
-///                "setAside": [{"policy", "incumbents": ["..."]}]}}
+///                "setAside": [{"policy", "incumbents": ["..."]}]},
+///  "reach": [{"policy", "reaches": false, "reason": "included by group g; excluded by group x"}]}
 /// ```
 package enum PolicyReport {
     /// One report, or, for policies resolved per platform (no platform named for a bundle of
@@ -63,6 +64,14 @@ package enum PolicyReport {
         var managedApps: [String]
         var precedence: String
         var conflicts: Conflicts
+        /// Every policy whose assignments name the account, whether it reaches it, and why.
+        var reach: [Reach]
+
+        struct Reach: Encodable {
+            var policy: String
+            var reaches: Bool
+            var reason: String
+        }
 
         package init(account id: AccountID, snapshot: PolicySnapshot) {
             let policy = snapshot.effectivePolicy(for: id)
@@ -89,6 +98,7 @@ package enum PolicyReport {
             managedApps = policy?.managedApps ?? []
             precedence = snapshot.precedence.rule.rawValue
             conflicts = Conflicts(snapshot.conflicts(for: id))
+            reach = snapshot.reach(of: id).map { Reach(policy: $0.policy.name, reaches: $0.reaches, reason: $0.reason) }
         }
     }
 

@@ -1,7 +1,7 @@
 /// Works out which app configuration policies reach each account, once per snapshot.
 ///
 /// Targeting is the protection policies' (included groups or all licensed users, excluded
-/// groups winning, no assignments meaning every account; app list and management levels from
+/// groups winning, a document without assignments meaning every account and an empty list no one; app list and management levels from
 /// the context), with two differences: configuration only reaches managed accounts (an app
 /// receives MAM configuration for an account it manages), and a tenant default (`__IsDefault`)
 /// reaches every managed account whatever its assignments say.
@@ -27,14 +27,17 @@ struct ConfigurationResolver {
             guard let source = sources[index] else { return false }
             if source.isDefault { return true }
             let targeting = policies[index].targeting
-            guard targeting.hasAssignments else { return true }
+            guard !targeting.reachesEveryAccount else { return true }
             if !targeting.excludedGroups.isDisjoint(with: groups) { return false }
-            return targeting.included.contains { target in
+            // Filters are undecided here (no facts): a filtered exclusion does not exclude, a
+            // filtered inclusion includes.
+            let reaches = { (target: PolicyTargeting.Target) in
                 switch target {
                 case .group(let group): groups.contains(group)
                 case .allLicensedUsers, .unsupported: true
                 }
             }
+            return targeting.included.contains(where: reaches) || targeting.filteredInclusions.contains { reaches($0.target) }
         }
     }
 

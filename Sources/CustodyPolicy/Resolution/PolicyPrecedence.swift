@@ -71,7 +71,7 @@ extension PolicyBundle {
     /// whose assignments reach it whatever the platform, app or device (the default policies
     /// when no targeted one does): what the engine records at apply, for `incumbent`.
     public func assignmentReach() -> [(account: String, policies: [String])] {
-        var resolver = TargetingResolver(bundle: self, context: EvaluationContext())
+        let resolver = TargetingResolver(bundle: self, context: EvaluationContext())
         return tenant.accounts.map { account in
             let key = resolver.key(for: account)
             return (

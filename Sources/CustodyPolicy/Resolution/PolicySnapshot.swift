@@ -9,8 +9,11 @@ public import Logging
 /// handful of merges.
 ///
 /// Targeting: a policy applies to an account when one of its included targets matches (a group
-/// of the account, all licensed users) and none of its excluded groups does; a policy without
-/// assignments applies to every account of the tenant. Platform, app list and management level
+/// of the account, all licensed users) and none of its excluded groups does; a document without
+/// an `assignments` list applies to every account of the tenant, an empty list (Intune's
+/// unassigned policy) to none, and an account the tenant records as unlicensed is reached by no
+/// policy. Filtered assignments are decided on the facts a launch query gives, and read the
+/// restrictive way where facts are missing. Platform, app list and management level
 /// come from the context. `defaultManagedAppProtection` policies apply to the tenant's accounts
 /// that no targeted policy reaches. Accounts outside the tenant are unmanaged.
 public final class PolicySnapshot: Sendable {
@@ -43,6 +46,10 @@ public final class PolicySnapshot: Sendable {
     let explanations = RenderedExplanations()
     /// The identity near misses logged already (each once per snapshot, see `LogOnce`).
     let nearMisses = LogOnce()
+    /// When assignments of the context's platform are filtered: the resolver that decides them
+    /// on a query's facts, and the effective policies it has merged (nil otherwise).
+    let filterResolver: TargetingResolver?
+    let filteredPolicies = Locked<[TargetingResolver.Key: EffectivePolicy]>([:])
 
     /// Resolves `bundle` for `context`.
     /// - Parameter logger: receives diagnostics of identity near misses (never key material or
@@ -72,7 +79,8 @@ public final class PolicySnapshot: Sendable {
 
         // Accounts reached by the same policies share one EffectivePolicy, and one
         // AppConfiguration; unmanaged accounts have neither (-1).
-        var resolver = TargetingResolver(bundle: bundle, context: context)
+        let resolver = TargetingResolver(bundle: bundle, context: context)
+        self.filterResolver = resolver.hasFilters ? resolver : nil
         let configurationResolver = ConfigurationResolver(bundle: bundle, context: context)
         var effective = SharedValues<TargetingResolver.Key, EffectivePolicy>()
         var configurations = SharedValues<[Int], AppConfiguration>()
@@ -209,6 +217,28 @@ public final class PolicySnapshot: Sendable {
         guard policyIndex >= 0 else { return Party(index: index, policy: nil) }
         if isPlatformAmbiguous { return Party(index: Party.platformAmbiguous, policy: nil) }
         return Party(index: index, policy: effectivePolicies[Int(policyIndex)])
+    }
+
+    /// `resolve(_:)` with the assignment filters decided on the app and device facts a query
+    /// gives: the policies whose filters the facts rule out no longer reach the account. Without
+    /// filtered assignments (or facts that decide them) it is `resolve(_:)`.
+    func resolve(_ account: AccountID?, facts: LaunchFacts) -> Party {
+        let party = resolve(account)
+        guard let filterResolver, party.index >= 0 else { return party }
+        let tenantAccount = directory.accounts[Int(party.index)]
+        guard filterResolver.dependsOnFacts(tenantAccount) else { return party }
+        let filterFacts = FilterFacts(launch: facts, managementLevel: context.managementLevel)
+        guard !filterFacts.isEmpty else { return party }
+        let key = filterResolver.key(for: tenantAccount, facts: filterFacts)
+        guard !key.applying.isEmpty else { return Party(index: party.index, policy: nil) }
+        if let cached = filteredPolicies.withLock({ $0[key] }) { return Party(index: party.index, policy: cached) }
+        let policy = filterResolver.effectivePolicy(for: key)
+        filteredPolicies.withLock { cache in
+            // Bounded: facts vary, and each distinct set of reaching policies is kept once.
+            if cache.count >= 4_096 { cache.removeAll() }
+            cache[key] = policy
+        }
+        return Party(index: party.index, policy: policy)
     }
 
     /// Same tenant account when both resolve; otherwise the ids' own forms decide, with a

@@ -2,12 +2,21 @@
 ///
 /// Policies are indexed by the groups they include and exclude, so an account costs a lookup
 /// per group it belongs to rather than a scan of every policy.
-struct TargetingResolver {
+struct TargetingResolver: Sendable {
     /// The policies that reach an account: those that apply in the context, and those that would
     /// for some app (whose app lists make up the account's policy-managed apps).
-    struct Key: Hashable {
+    struct Key: Hashable, Sendable {
         var applying: PolicyMask
         var managingApps: PolicyMask
+    }
+
+    /// An assignment narrowed by a filter, indexed by the group it names (or every licensed user).
+    struct FilteredAssignment: Sendable {
+        var policy: Int
+        var filter: AssignmentFilter?
+        var mode: PolicyTargeting.FilterMode
+        /// Whether it is an exclusion.
+        var excludes: Bool
     }
 
     private let bundle: PolicyBundle
@@ -17,11 +26,17 @@ struct TargetingResolver {
     private var licensedUsers = PolicyMask()
     private var includedByGroup: [String: PolicyMask] = [:]
     private var excludedByGroup: [String: PolicyMask] = [:]
+    private var filteredByGroup: [String: [FilteredAssignment]] = [:]
+    private var filteredForLicensedUsers: [FilteredAssignment] = []
     /// Policies whose app list and management levels admit the context's app (or every app).
     private var admittingApp = PolicyMask()
     private var admittingAnyApp = PolicyMask()
     private var defaults = PolicyMask()
     private let tenantManagedApps: Set<String>
+
+    /// Whether any assignment of the context's platform is filtered: only then do facts change
+    /// which policies reach an account.
+    var hasFilters: Bool { !filteredByGroup.isEmpty || !filteredForLicensedUsers.isEmpty }
 
     init(bundle: PolicyBundle, context: EvaluationContext) {
         self.bundle = bundle
@@ -35,29 +50,64 @@ struct TargetingResolver {
                 continue
             }
             let targeting = policy.targeting
-            if !targeting.hasAssignments {
+            if targeting.reachesEveryAccount {
                 everyone.insert(index)
             }
             for target in targeting.included {
                 switch target {
                 case .group(let group): includedByGroup[group, default: PolicyMask()].insert(index)
-                case .allLicensedUsers, .unsupported: licensedUsers.insert(index)
+                case .allLicensedUsers: licensedUsers.insert(index)
+                case .unsupported: everyone.insert(index)
                 }
             }
             for group in targeting.excludedGroups {
                 excludedByGroup[group, default: PolicyMask()].insert(index)
             }
+            for (filtered, excludes) in targeting.filteredInclusions.map({ ($0, false) })
+                + targeting.filteredExclusions.map({ ($0, true) })
+            {
+                let assignment = FilteredAssignment(
+                    policy: index, filter: bundle.assignmentFilters[filtered.filterID], mode: filtered.mode,
+                    excludes: excludes)
+                switch filtered.target {
+                case .group(let group): filteredByGroup[group, default: []].append(assignment)
+                case .allLicensedUsers, .unsupported: filteredForLicensedUsers.append(assignment)
+                }
+            }
         }
     }
 
-    /// The policies reaching `account`.
-    mutating func key(for account: TenantAccount) -> Key {
+    /// The policies reaching `account`, on the app and device `facts` (nil: none known).
+    ///
+    /// Microsoft requires an Intune license for app protection ("The end user must have a
+    /// license for Microsoft Intune assigned to their Microsoft Entra account"): an account the
+    /// tenant records as unlicensed is reached by no policy. A filtered assignment reads the
+    /// restrictive way when the facts do not decide its filter: an inclusion includes, an
+    /// exclusion does not exclude.
+    func key(for account: TenantAccount, facts: FilterFacts? = nil) -> Key {
+        guard account.licensed != false else { return Key(applying: PolicyMask(), managingApps: PolicyMask()) }
         var targeted = everyone
         targeted.formUnion(licensedUsers)
         var excluded = PolicyMask()
         for group in account.groups {
             if let included = includedByGroup[group] { targeted.formUnion(included) }
             if let exclusions = excludedByGroup[group] { excluded.formUnion(exclusions) }
+        }
+        if hasFilters {
+            let apply = { (assignment: FilteredAssignment) in
+                let result = assignment.filter.map { $0.rule.evaluate(facts ?? FilterFacts()) } ?? .unknown
+                let holds: Bool =
+                    switch (assignment.mode, result) {
+                    case (.include, .matches), (.exclude, .doesNotMatch): true
+                    case (.include, .doesNotMatch), (.exclude, .matches): false
+                    // Undecided: an inclusion includes, an exclusion does not exclude.
+                    case (_, .unknown): !assignment.excludes
+                    }
+                guard holds else { return }
+                if assignment.excludes { excluded.insert(assignment.policy) } else { targeted.insert(assignment.policy) }
+            }
+            filteredForLicensedUsers.forEach(apply)
+            for group in account.groups { filteredByGroup[group]?.forEach(apply) }
         }
         targeted.subtract(excluded)
 
@@ -69,6 +119,13 @@ struct TargetingResolver {
             if managingApps.isEmpty { managingApps = defaults.intersection(admittingAnyApp) }
         }
         return Key(applying: applying, managingApps: managingApps)
+    }
+
+    /// Whether facts can change which policies reach `account` (a group of it, or every
+    /// licensed user, has a filtered assignment).
+    func dependsOnFacts(_ account: TenantAccount) -> Bool {
+        guard hasFilters, account.licensed != false else { return false }
+        return !filteredForLicensedUsers.isEmpty || account.groups.contains { filteredByGroup[$0] != nil }
     }
 
     func effectivePolicy(for key: Key) -> EffectivePolicy {
@@ -85,7 +142,7 @@ struct TargetingResolver {
 }
 
 /// A set of policy indices as a bit set.
-struct PolicyMask: Hashable {
+struct PolicyMask: Hashable, Sendable {
     private var words: [UInt64] = []
 
     init() {}

@@ -342,7 +342,8 @@ struct DocumentLoadingTests {
               {"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g1"}},
               {"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g2", "deviceAndAppManagementAssignmentFilterId": "f", "deviceAndAppManagementAssignmentFilterType": "include"}},
               {"target": {"@odata.type": "#microsoft.graph.exclusionGroupAssignmentTarget", "groupId": "x1"}},
-              {"target": {"@odata.type": "#microsoft.graph.exclusionGroupAssignmentTarget", "groupId": "x2", "deviceAndAppManagementAssignmentFilterType": "exclude"}},
+              {"target": {"@odata.type": "#microsoft.graph.exclusionGroupAssignmentTarget", "groupId": "x2", "deviceAndAppManagementAssignmentFilterId": "f2", "deviceAndAppManagementAssignmentFilterType": "exclude"}},
+              {"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g3", "deviceAndAppManagementAssignmentFilterId": "f", "deviceAndAppManagementAssignmentFilterType": "none"}},
               {"target": {"@odata.type": "#microsoft.graph.allLicensedUsersAssignmentTarget"}},
               {"target": {"@odata.type": "#microsoft.graph.allDevicesAssignmentTarget"}}
             ]
@@ -351,11 +352,28 @@ struct DocumentLoadingTests {
         let targeting = try #require(bundle.protectionPolicies.first?.targeting)
         #expect(
             targeting.included == [
-                .group("g1"), .group("g2"), .allLicensedUsers,
-                .unsupported("#microsoft.graph.allDevicesAssignmentTarget"),
+                .group("g1"), .group("g3"), .allLicensedUsers, .unsupported("#microsoft.graph.allDevicesAssignmentTarget"),
             ])
+        #expect(targeting.filteredInclusions == [.init(target: .group("g2"), filterID: "f", mode: .include)])
         #expect(targeting.excludedGroups == ["x1"])
-        #expect(bundle.warnings.map(\.code) == [.targeting, .targeting, .targeting])
+        #expect(targeting.filteredExclusions == [.init(target: .group("x2"), filterID: "f2", mode: .exclude)])
+        // The unknown target, and the two filters the bundle does not hold.
+        #expect(bundle.warnings.map(\.code) == [.targeting, .targeting])
+    }
+
+    @Test(
+        "a filtered assignment must name its filter, and its filter type must be none, include or exclude",
+        arguments: [
+            #""deviceAndAppManagementAssignmentFilterType": "include""#,
+            #""deviceAndAppManagementAssignmentFilterType": "exclude", "deviceAndAppManagementAssignmentFilterId": """#,
+            #""deviceAndAppManagementAssignmentFilterType": "sometimes", "deviceAndAppManagementAssignmentFilterId": "f""#,
+        ])
+    func badFilterReference(members: String) {
+        let document = ios(
+            ##""assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g", \##(members)}}]"##
+        )
+        let diagnostics = loadFailure(tenant: nil, documents: [document])
+        #expect(diagnostics.contains { $0.severity == .error && $0.path?.hasPrefix("$.assignments[0].target") == true })
     }
 
     @Test("a selectedPublicApps policy exported without its apps is applied to every app, with a warning")

@@ -142,7 +142,7 @@ struct GraphExamplesTests {
             policy.targeting.apps?.first
                 == ManagedAppIdentifier(
                     id: "com.microsoft.bing.halseyassistant.ios", appID: "com.microsoft.bing.halseyassistant"))
-        #expect(!policy.targeting.hasAssignments)
+        #expect(policy.targeting.assignmentsListed && !policy.targeting.hasInclusions)
         #expect(policy.settings.periodOfflineBeforeAccessCheck == PolicyDuration(seconds: 43_200))
         #expect(policy.settings.allowedDataIngestionLocations == [.oneDriveForBusiness, .sharePoint, .camera])
         #expect(

@@ -60,14 +60,20 @@ struct TargetingTests {
     }
 
     @Test(
-        "no assignments (missing, null or empty) means every account of the tenant, never outsiders",
-        arguments: [nil, "null", "[]"])
+        "a document without assignments (missing or null) means every account of the tenant, never outsiders",
+        arguments: [nil, "null"])
     func noAssignments(assignments: String?) throws {
         let reached = try policies([Self.policy("Everyone", assignments: assignments)])
         #expect(
             reached == [
                 "ina": ["Everyone"], "inb": ["Everyone"], "inax": ["Everyone"], "nowhere": ["Everyone"], "outsider": [],
             ])
+    }
+
+    @Test("an empty assignments list (Intune's unassigned policy) reaches no one")
+    func emptyAssignments() throws {
+        let reached = try policies([Self.policy("Draft", assignments: "[]")])
+        #expect(reached == ["ina": [], "inb": [], "inax": [], "nowhere": [], "outsider": []])
     }
 
     @Test("an assignment target Custody does not evaluate counts as everyone")
