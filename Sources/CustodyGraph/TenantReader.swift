@@ -83,8 +83,9 @@ struct TenantReader {
         // Intune assigned to their Microsoft Entra account"): one listing of /users, whose
         // service plans say it. Users in no assigned group are kept only when a default policy
         // or an all-licensed-users assignment can reach them.
-        let listed = try await client.collect(
-            "/users?$select=id,userPrincipalName,accountEnabled,assignedPlans&$top=999", of: Member.self) ?? []
+        let listed =
+            try await client.collect(
+                "/users?$select=id,userPrincipalName,accountEnabled,assignedPlans&$top=999", of: Member.self) ?? []
         var licenses: [String: Bool] = [:]
         for user in listed where user.isUser {
             if let licensed = user.hasIntuneLicense { licenses[user.id] = licensed }
@@ -98,7 +99,8 @@ struct TenantReader {
         let unlicensed = snapshot.users.values.filter { $0.licensed == false }.count
         if unlicensed > 0 {
             snapshot.warnings.append(
-                "\(unlicensed) user\(unlicensed == 1 ? " has" : "s have") no Intune license: no app protection policy reaches \(unlicensed == 1 ? "it" : "them"), as in Intune")
+                "\(unlicensed) user\(unlicensed == 1 ? " has" : "s have") no Intune license: no app protection policy reaches \(unlicensed == 1 ? "it" : "them"), as in Intune"
+            )
         }
         return snapshot
     }
@@ -132,7 +134,8 @@ struct TenantReader {
         let missing = named.subtracting(filters.compactMap { $0["id"]?.string })
         for id in missing.sorted() {
             snapshot.warnings.append(
-                "assignment filter \(id) is named by an assignment but Graph does not list it: it is read as undecided (an inclusion includes, an exclusion does not exclude)")
+                "assignment filter \(id) is named by an assignment but Graph does not list it: it is read as undecided (an inclusion includes, an exclusion does not exclude)"
+            )
         }
     }
 

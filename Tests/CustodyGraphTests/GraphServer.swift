@@ -349,7 +349,9 @@ final class GraphServer: Sendable {
                     ]))
             }
             items = tenant.transitiveUsers(of: p[1]).map {
-                $0.upn.isEmpty ? .object(["id": .string($0.id)]) : .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)])
+                $0.upn.isEmpty
+                    ? .object(["id": .string($0.id)])
+                    : .object(["id": .string($0.id), "userPrincipalName": .string($0.upn)])
             }
         case let p where p.count == 3 && p[0] == "groups" && p[2] == "transitiveMembers":
             guard tenant.groups[p[1]] != nil else {

@@ -67,7 +67,8 @@ struct GraphTenantZooTests {
             try policy("T_exclusions", assignments: [target("exclusionGroupAssignmentTarget", group: "grp-finance")]),
             // Sales, filtered to iPads.
             try policy(
-                "T_sales_ipad", assignments: [target("groupAssignmentTarget", group: "grp-sales", filter: ("f-ipad", "include"))]),
+                "T_sales_ipad",
+                assignments: [target("groupAssignmentTarget", group: "grp-sales", filter: ("f-ipad", "include"))]),
         ]
         if defaultPolicy {
             guard case .object(var members) = try financePolicy(id: "T_default", include: []) else {
@@ -100,7 +101,9 @@ struct GraphTenantZooTests {
         return (answers, bundle, try #require(report.withLock { $0 }))
     }
 
-    @Test("without a default policy: drafts and exclusion-only policies reach no one, unlicensed users no policy, an undecided filter includes")
+    @Test(
+        "without a default policy: drafts and exclusion-only policies reach no one, unlicensed users no policy, an undecided filter includes"
+    )
     func withoutDefault() async throws {
         let (printing, bundle, report) = try await Self.synced(try Self.zoo(defaultPolicy: false))
         #expect(
@@ -172,7 +175,12 @@ struct GraphTenantZooTests {
     @Test("an assignment filter whose rule does not parse fails the sync, naming the filter")
     func unparseableFilter() async throws {
         var tenant = try Self.zoo(defaultPolicy: false)
-        tenant.filters = [.object(["id": .string("f-ipad"), "displayName": .string("iPads"), "rule": .string("(app.deviceModel -like \"iPad\")")])]
+        tenant.filters = [
+            .object([
+                "id": .string("f-ipad"), "displayName": .string("iPads"),
+                "rule": .string("(app.deviceModel -like \"iPad\")"),
+            ])
+        ]
         let server = GraphServer(tenant: tenant)
         let directory = try TemporaryDirectory()
         try await server.serving { base in

@@ -446,11 +446,17 @@ extension DocumentReader {
 
     /// The filter an assignment target names: `.some(nil)` when it names none (type `none`,
     /// missing or empty), nil when the target is in error (recorded).
-    private mutating func assignmentFilter(of target: JSONValue, path: String) -> (id: String, mode: PolicyTargeting.FilterMode)?? {
+    private mutating func assignmentFilter(of target: JSONValue, path: String) -> (
+        id: String, mode: PolicyTargeting.FilterMode
+    )?? {
         let typeValue = target["deviceAndAppManagementAssignmentFilterType"]
         let idValue = target["deviceAndAppManagementAssignmentFilterId"]
-        let type = typeValue.flatMap { $0.isNull ? nil : string($0, path: path + ".deviceAndAppManagementAssignmentFilterType") }
-        let id = idValue.flatMap { $0.isNull ? nil : string($0, path: path + ".deviceAndAppManagementAssignmentFilterId") }
+        let type = typeValue.flatMap {
+            $0.isNull ? nil : string($0, path: path + ".deviceAndAppManagementAssignmentFilterType")
+        }
+        let id = idValue.flatMap {
+            $0.isNull ? nil : string($0, path: path + ".deviceAndAppManagementAssignmentFilterId")
+        }
         let mode: PolicyTargeting.FilterMode
         switch type?.lowercased() {
         case nil, "", "none": return .some(nil)
@@ -525,7 +531,8 @@ extension DocumentReader {
                 at: ruleValue, path: path + ".rule")
         }
         return AssignmentFilter(
-            id: id, displayName: displayName, platform: platform, managementType: managementType, ruleText: ruleText ?? "",
+            id: id, displayName: displayName, platform: platform, managementType: managementType,
+            ruleText: ruleText ?? "",
             rule: rule, location: location(of: object))
     }
 

@@ -31,7 +31,8 @@ struct FilterRuleParser {
         guard !parser.tokens.isEmpty else { throw Failure(message: "the rule is empty", offset: 0) }
         let parsed = try parser.disjunction()
         if parser.position < parser.tokens.count {
-            throw Failure(message: "unexpected \(parser.describe(parser.tokens[parser.position].token))",
+            throw Failure(
+                message: "unexpected \(parser.describe(parser.tokens[parser.position].token))",
                 offset: parser.tokens[parser.position].offset)
         }
         return parsed
@@ -149,7 +150,8 @@ struct FilterRuleParser {
             throw Failure(message: "expected an operator such as -eq after \(name)", offset: offset)
         }
         let bare = operatorWord.hasPrefix("-") ? String(operatorWord.dropFirst()) : operatorWord
-        guard let op = FilterComparison.Operator.allCases.first(where: { $0.rawValue.lowercased() == bare.lowercased() })
+        guard
+            let op = FilterComparison.Operator.allCases.first(where: { $0.rawValue.lowercased() == bare.lowercased() })
         else {
             let known = FilterComparison.Operator.allCases.map { "-\($0.rawValue)" }.joined(separator: " ")
             throw Failure(message: "'\(operatorWord)' is not an operator (\(known))", offset: offset)
@@ -172,7 +174,9 @@ struct FilterRuleParser {
     }
 
     private mutating func value() throws(Failure) -> FilterComparison.Value {
-        guard position < tokens.count else { throw Failure(message: "the rule ends where a value was expected", offset: length) }
+        guard position < tokens.count else {
+            throw Failure(message: "the rule ends where a value was expected", offset: length)
+        }
         let token = tokens[position].token
         switch token {
         case .text(let text):
@@ -200,7 +204,9 @@ struct FilterRuleParser {
             guard position < tokens.count else { throw Failure(message: "'[' is not closed", offset: start) }
             if tokens[position].token == .closeList, values.isEmpty { break }
             let element = try value()
-            guard element != .null else { throw Failure(message: "a list holds no Null", offset: tokens[position - 1].offset) }
+            guard element != .null else {
+                throw Failure(message: "a list holds no Null", offset: tokens[position - 1].offset)
+            }
             values.append(element)
             guard position < tokens.count else { throw Failure(message: "'[' is not closed", offset: start) }
             if tokens[position].token == .comma {

@@ -24,7 +24,8 @@ public struct PolicyBundle: Sendable {
         self.tenant = tenant
         self.protectionPolicies = protectionPolicies
         self.appConfigurations = appConfigurations
-        self.assignmentFilters = Dictionary(assignmentFilters.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.assignmentFilters = Dictionary(
+            assignmentFilters.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.warnings = warnings
     }
 
@@ -137,7 +138,8 @@ extension PolicyBundle {
     /// (an inclusion includes, an exclusion does not exclude); each is named once per policy.
     fileprivate func checkFilterReferences(into diagnostics: inout [Diagnostic]) {
         let policies: [(PolicyReference, PolicyTargeting)] =
-            protectionPolicies.map { ($0.reference, $0.targeting) } + appConfigurations.map { ($0.reference, $0.targeting) }
+            protectionPolicies.map { ($0.reference, $0.targeting) }
+            + appConfigurations.map { ($0.reference, $0.targeting) }
         for (reference, targeting) in policies {
             let missing = targeting.filterIDs.filter { assignmentFilters[$0] == nil }.sorted()
             guard !missing.isEmpty else { continue }

@@ -167,7 +167,9 @@ public struct FilterComparison: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        let value = `operator`.takesList ? "[\(values.map(\.description).joined(separator: ", "))]" : values.map(\.description).joined()
+        let value =
+            `operator`.takesList
+            ? "[\(values.map(\.description).joined(separator: ", "))]" : values.map(\.description).joined()
         return "\(property) -\(`operator`.rawValue) \(value)"
     }
 
@@ -198,7 +200,9 @@ public struct FilterComparison: Sendable, Hashable, CustomStringConvertible {
         switch `operator` {
         case .eq, .ne:
             let equal: Bool
-            if key == .operatingSystemVersion, let left = SoftwareVersion(fact), let right = texts.first.flatMap(SoftwareVersion.init) {
+            if key == .operatingSystemVersion, let left = SoftwareVersion(fact),
+                let right = texts.first.flatMap(SoftwareVersion.init)
+            {
                 equal = left == right
             } else {
                 equal = texts.first.map { $0.caseInsensitiveEquals(fact) } ?? false

@@ -37,7 +37,8 @@ struct ConfigurationResolver {
                 case .allLicensedUsers, .unsupported: true
                 }
             }
-            return targeting.included.contains(where: reaches) || targeting.filteredInclusions.contains { reaches($0.target) }
+            return targeting.included.contains(where: reaches)
+                || targeting.filteredInclusions.contains { reaches($0.target) }
         }
     }
 

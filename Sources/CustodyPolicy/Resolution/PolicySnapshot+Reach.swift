@@ -75,7 +75,8 @@ extension PolicySnapshot {
                     why.append("no assignment includes anyone")
                 }
             }
-            result.append(AssignmentReach(policy: policy.reference, reaches: reaches, reason: why.joined(separator: "; ")))
+            result.append(
+                AssignmentReach(policy: policy.reference, reaches: reaches, reason: why.joined(separator: "; ")))
         }
         return result
     }

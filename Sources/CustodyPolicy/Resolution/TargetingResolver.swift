@@ -104,7 +104,11 @@ struct TargetingResolver: Sendable {
                     case (_, .unknown): !assignment.excludes
                     }
                 guard holds else { return }
-                if assignment.excludes { excluded.insert(assignment.policy) } else { targeted.insert(assignment.policy) }
+                if assignment.excludes {
+                    excluded.insert(assignment.policy)
+                } else {
+                    targeted.insert(assignment.policy)
+                }
             }
             filteredForLicensedUsers.forEach(apply)
             for group in account.groups { filteredByGroup[group]?.forEach(apply) }

@@ -352,7 +352,8 @@ struct DocumentLoadingTests {
         let targeting = try #require(bundle.protectionPolicies.first?.targeting)
         #expect(
             targeting.included == [
-                .group("g1"), .group("g3"), .allLicensedUsers, .unsupported("#microsoft.graph.allDevicesAssignmentTarget"),
+                .group("g1"), .group("g3"), .allLicensedUsers,
+                .unsupported("#microsoft.graph.allDevicesAssignmentTarget"),
             ])
         #expect(targeting.filteredInclusions == [.init(target: .group("g2"), filterID: "f", mode: .include)])
         #expect(targeting.excludedGroups == ["x1"])

@@ -83,7 +83,11 @@ struct IntuneReachTests {
             name: "a policy whose only assignment is an exclusion reaches no one",
             source:
                 "[APP overview] \"The end user must belong to a security group that is targeted by an app protection policy.\"",
-            documents: [policy("Exclusion only", assignments: "[\(target("exclusionGroupAssignmentTarget", group: "contractors"))]")],
+            documents: [
+                policy(
+                    "Exclusion only", assignments: "[\(target("exclusionGroupAssignmentTarget", group: "contractors"))]"
+                )
+            ],
             expected: ["member": [], "contractor": [], "loner": [], "unlicensed": []]),
         Case(
             name: "a filtered exclusion alone reaches no one either",
@@ -93,7 +97,8 @@ struct IntuneReachTests {
                 policy(
                     "Filtered exclusion",
                     assignments:
-                        "[\(target("exclusionGroupAssignmentTarget", group: "contractors", filter: ("f-ipad", "include")))]"),
+                        "[\(target("exclusionGroupAssignmentTarget", group: "contractors", filter: ("f-ipad", "include")))]"
+                ),
                 filter("f-ipad", rule: #"(app.deviceModel -startsWith "iPad")"#),
             ],
             expected: ["member": [], "contractor": [], "loner": [], "unlicensed": []]),
@@ -213,7 +218,8 @@ struct IntuneReachTests {
     @Test("filters decide on the facts a launch query gives", arguments: filterRows)
     func filters(_ row: FilterRow) throws {
         let snapshot = PolicySnapshot(
-            bundle: try loadBundle(tenant: Self.tenant, documents: Self.filteredLaunch(mode: row.mode, exclusion: row.exclusion)),
+            bundle: try loadBundle(
+                tenant: Self.tenant, documents: Self.filteredLaunch(mode: row.mode, exclusion: row.exclusion)),
             context: EvaluationContext(platform: .ios))
         let now = Duration.seconds(1_800_000_000)
         var facts = LaunchFacts()
@@ -227,7 +233,9 @@ struct IntuneReachTests {
     @Test("an assignment naming a filter the bundle does not hold is read the restrictive way, with a warning")
     func missingFilter() throws {
         let documents = [
-            Self.policy("Filtered", assignments: "[\(Self.target("groupAssignmentTarget", group: "g", filter: ("gone", "include")))]")
+            Self.policy(
+                "Filtered",
+                assignments: "[\(Self.target("groupAssignmentTarget", group: "g", filter: ("gone", "include")))]")
         ]
         let bundle = try loadBundle(tenant: Self.tenant, documents: documents)
         #expect(bundle.warnings.contains { $0.code == .targeting && $0.message.contains("gone") })
@@ -262,17 +270,33 @@ struct FilterRuleTests {
     static let rows: [Row] = [
         Row(rule: #"(app.appVersion -eq "14.2.1")"#, facts: [.appVersion: "14.2.1"], result: .matches),
         Row(rule: #"(app.appVersion -in ["10.15.3","10.14.2"])"#, facts: [.appVersion: "10.14.2"], result: .matches),
-        Row(rule: #"(app.appVersion -notIn ["10.15.3","10.14.2"])"#, facts: [.appVersion: "10.14.2"], result: .doesNotMatch),
+        Row(
+            rule: #"(app.appVersion -notIn ["10.15.3","10.14.2"])"#, facts: [.appVersion: "10.14.2"],
+            result: .doesNotMatch),
         Row(rule: #"(app.appVersion -startsWith "10.0")"#, facts: [.appVersion: "10.0.3"], result: .matches),
-        Row(rule: #"(app.deviceManufacturer -eq "Microsoft")"#, facts: [.deviceManufacturer: "microsoft"], result: .matches),
-        Row(rule: #"(APP.DEVICEMANUFACTURER -EQ "MICROSOFT")"#, facts: [.deviceManufacturer: "Microsoft"], result: .matches),
+        Row(
+            rule: #"(app.deviceManufacturer -eq "Microsoft")"#, facts: [.deviceManufacturer: "microsoft"],
+            result: .matches),
+        Row(
+            rule: #"(APP.DEVICEMANUFACTURER -EQ "MICROSOFT")"#, facts: [.deviceManufacturer: "Microsoft"],
+            result: .matches),
         Row(rule: #"(app.deviceModel -contains "Duo")"#, facts: [.deviceModel: "Surface Duo 2"], result: .matches),
-        Row(rule: #"(app.deviceModel -notContains "Duo")"#, facts: [.deviceModel: "Surface Duo 2"], result: .doesNotMatch),
+        Row(
+            rule: #"(app.deviceModel -notContains "Duo")"#, facts: [.deviceModel: "Surface Duo 2"],
+            result: .doesNotMatch),
         Row(rule: #"(app.deviceModel -ne "Surface Duo")"#, facts: [.deviceModel: "Surface Duo"], result: .doesNotMatch),
-        Row(rule: "(app.operatingSystemVersion -gt 10.0.22000.1000)", facts: [.operatingSystemVersion: "10.0.22631"], result: .matches),
-        Row(rule: "(app.operatingSystemVersion -le 10.0.22631.3235)", facts: [.operatingSystemVersion: "10.0.22631.3236"], result: .doesNotMatch),
-        Row(rule: "(app.operatingSystemVersion -eq 14.2.1)", facts: [.operatingSystemVersion: "14.2.1.0"], result: .matches),
-        Row(rule: #"(app.deviceManagementType -eq "Unmanaged")"#, facts: [.deviceManagementType: "Unmanaged"], result: .matches),
+        Row(
+            rule: "(app.operatingSystemVersion -gt 10.0.22000.1000)", facts: [.operatingSystemVersion: "10.0.22631"],
+            result: .matches),
+        Row(
+            rule: "(app.operatingSystemVersion -le 10.0.22631.3235)",
+            facts: [.operatingSystemVersion: "10.0.22631.3236"], result: .doesNotMatch),
+        Row(
+            rule: "(app.operatingSystemVersion -eq 14.2.1)", facts: [.operatingSystemVersion: "14.2.1.0"],
+            result: .matches),
+        Row(
+            rule: #"(app.deviceManagementType -eq "Unmanaged")"#, facts: [.deviceManagementType: "Unmanaged"],
+            result: .matches),
         // "Or: ... Example: (device.manufacturer -eq "Samsung") or (device.model -contains "Galaxy Note")"
         Row(
             rule: #"(app.deviceManufacturer -eq "Samsung") or (app.deviceModel -contains "Galaxy Note")"#,
