@@ -89,10 +89,7 @@ public final class GraphSync: Sendable {
         }
         var statistics = client.statistics.withLock { $0 }.since(before)
         statistics.tokens = await client.tokens.obtained - tokensBefore
-        let groups = Set(
-            snapshot.policies.values.flatMap { policy in
-                (policy["assignments"]?.array ?? []).compactMap { $0["target"]?["groupId"]?.string }
-            })
+        let groups = Set(snapshot.assignmentTargets.compactMap { $0["groupId"]?.string })
         let report = GraphSyncReport(
             revision: files.contentHash, policies: snapshot.policyCount, groups: groups.count,
             accounts: snapshot.users.count,

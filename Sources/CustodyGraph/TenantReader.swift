@@ -6,6 +6,10 @@ import Logging
 struct TenantSnapshot: Sendable {
     /// Policies (and the assignment filters they name) by file name (`{collection}-{id}.json`).
     var policies: [String: GraphJSON] = [:]
+    /// The target of every assignment of every policy.
+    var assignmentTargets: [GraphJSON] {
+        policies.values.flatMap { policy in (policy["assignments"]?.array ?? []).compactMap { $0["target"] } }
+    }
     /// How many of `policies` are policies, not assignment filters.
     var policyCount: Int { policies.keys.filter { !$0.hasPrefix("assignmentFilters-") }.count }
     /// Users by object ID: their UPN, the assigned groups they are in (transitively), and
@@ -63,19 +67,15 @@ struct TenantReader {
         // assigned to every licensed user, or when a default policy reaches the users no
         // targeted policy does.
         var groups = Set<String>()
-        var everyone = false
-        for (name, policy) in snapshot.policies {
-            if name.hasPrefix("defaultManagedAppProtections-") { everyone = true }
-            for assignment in policy["assignments"]?.array ?? [] {
-                let target = assignment["target"]
-                switch target?["@odata.type"]?.string {
-                case "#microsoft.graph.groupAssignmentTarget", "#microsoft.graph.exclusionGroupAssignmentTarget":
-                    if let group = target?["groupId"]?.string, !group.isEmpty { groups.insert(group) }
-                case "#microsoft.graph.allLicensedUsersAssignmentTarget":
-                    everyone = true
-                default:
-                    break
-                }
+        var everyone = snapshot.policies.keys.contains { $0.hasPrefix("defaultManagedAppProtections-") }
+        for target in snapshot.assignmentTargets {
+            switch target["@odata.type"]?.string {
+            case "#microsoft.graph.groupAssignmentTarget", "#microsoft.graph.exclusionGroupAssignmentTarget":
+                if let group = target["groupId"]?.string, !group.isEmpty { groups.insert(group) }
+            case "#microsoft.graph.allLicensedUsersAssignmentTarget":
+                everyone = true
+            default:
+                break
             }
         }
         progress?("\(snapshot.policies.count) policies, \(groups.count) groups")
@@ -110,15 +110,12 @@ struct TenantReader {
     /// Graph does not list is left for the bundle to warn about: read the restrictive way.
     private func readFilters(into snapshot: inout TenantSnapshot) async throws(GraphError) {
         var named = Set<String>()
-        for policy in snapshot.policies.values {
-            for assignment in policy["assignments"]?.array ?? [] {
-                let target = assignment["target"]
-                let type = target?["deviceAndAppManagementAssignmentFilterType"]?.string?.lowercased()
-                if let id = target?["deviceAndAppManagementAssignmentFilterId"]?.string, !id.isEmpty,
-                    type == "include" || type == "exclude"
-                {
-                    named.insert(id)
-                }
+        for target in snapshot.assignmentTargets {
+            let type = target["deviceAndAppManagementAssignmentFilterType"]?.string?.lowercased()
+            if let id = target["deviceAndAppManagementAssignmentFilterId"]?.string, !id.isEmpty,
+                type == "include" || type == "exclude"
+            {
+                named.insert(id)
             }
         }
         guard !named.isEmpty else { return }

@@ -109,18 +109,18 @@ public struct FilterComparison: Sendable, Hashable, CustomStringConvertible {
         public let entity: String
         /// The property's name as written.
         public let name: String
+        /// The managed-app property this names, or nil when Custody does not evaluate it (a
+        /// managed-device property, or one Microsoft added later): then the comparison is unknown.
+        /// Resolved once, when the rule is read, not at each evaluation.
+        public let known: FilterFacts.Key?
 
         /// Creates a property.
         public init(entity: String, name: String) {
             self.entity = entity.lowercased()
             self.name = name
-        }
-
-        /// The managed-app property this names, or nil when Custody does not evaluate it (a
-        /// managed-device property, or one Microsoft added later): then the comparison is unknown.
-        public var known: FilterFacts.Key? {
-            guard entity == "app" else { return nil }
-            return FilterFacts.Key.allCases.first { $0.rawValue.lowercased() == name.lowercased() }
+            let lowered = name.lowercased()
+            known =
+                self.entity == "app" ? FilterFacts.Key.allCases.first { $0.rawValue.lowercased() == lowered } : nil
         }
 
         public var description: String { "\(entity).\(name)" }
@@ -178,12 +178,12 @@ public struct FilterComparison: Sendable, Hashable, CustomStringConvertible {
     func evaluate(_ facts: FilterFacts) -> FilterResult {
         guard let key = property.known else { return .unknown }
         let fact = facts[key]
+        let enrolled = key == .deviceManagementType && fact == nil && facts.isEnrolled
         if values == [.null] {
-            guard facts[key] != nil else { return .unknown }
+            guard fact != nil || enrolled else { return .unknown }
             return `operator` == .ne ? .matches : .doesNotMatch
         }
-        guard let fact else { return .unknown }
-        if key == .deviceManagementType, fact == FilterFacts.enrolled {
+        if enrolled {
             // Enrolled, in a way the context does not name: only "Unmanaged" is decided.
             guard values.count == 1, values[0].isUnmanaged else { return .unknown }
             switch `operator` {
@@ -192,6 +192,7 @@ public struct FilterComparison: Sendable, Hashable, CustomStringConvertible {
             default: return .unknown
             }
         }
+        guard let fact else { return .unknown }
         let texts = values.compactMap { value -> String? in
             if case .text(let text) = value { return text }
             return nil
@@ -237,8 +238,9 @@ public struct FilterFacts: Sendable, Hashable {
     }
 
     private var values: [Key: String] = [:]
-    /// `deviceManagementType` of a device enrolled in some management the facts do not name.
-    static let enrolled = "\u{0}enrolled"
+    /// The device is enrolled in some management the facts do not name: its
+    /// `deviceManagementType` is not `Unmanaged`, and which value it is stays unknown.
+    var isEnrolled = false
 
     /// Creates facts with none given.
     public init() {}
@@ -250,7 +252,7 @@ public struct FilterFacts: Sendable, Hashable {
     }
 
     /// Whether no fact is given.
-    public var isEmpty: Bool { values.isEmpty }
+    public var isEmpty: Bool { values.isEmpty && !isEnrolled }
 
     /// The facts a launch query (or an account's check-in) gives, with the device's management
     /// from the context: only `Unmanaged` is known exactly (Intune's values for managed devices
@@ -266,7 +268,7 @@ public struct FilterFacts: Sendable, Hashable {
         switch managementLevel {
         case .unmanaged: values[.deviceManagementType] = "Unmanaged"
         case .unspecified, nil: break
-        case .some: values[.deviceManagementType] = Self.enrolled
+        case .some: isEnrolled = true
         }
     }
 }
