@@ -38,6 +38,8 @@ struct PolicyCollection: Sendable {
         PolicyCollection(
             name: "androidManagedAppProtections", type: "#microsoft.graph.androidManagedAppProtection", assigned: true),
         PolicyCollection(
+            name: "windowsManagedAppProtections", type: "#microsoft.graph.windowsManagedAppProtection", assigned: true),
+        PolicyCollection(
             name: "defaultManagedAppProtections", type: "#microsoft.graph.defaultManagedAppProtection", assigned: false),
         PolicyCollection(
             name: "targetedManagedAppConfigurations", type: "#microsoft.graph.targetedManagedAppConfiguration",
@@ -62,6 +64,7 @@ struct TenantReader {
         for collection in PolicyCollection.all {
             try await readPolicies(of: collection, into: &snapshot)
         }
+        try await readOtherPolicies(into: &snapshot)
         try await readFilters(into: &snapshot)
         // The groups the assignments name, included or excluded; all users when a policy is
         // assigned to every licensed user, or when a default policy reaches the users no
@@ -104,6 +107,38 @@ struct TenantReader {
         }
         return snapshot
     }
+
+    /// Every managed-app policy of the tenant, from the polymorphic `managedAppPolicies`: the
+    /// retired Windows Information Protection policies are kept in the bundle (which lists them
+    /// as not enforced), and a type Custody does not know, one Microsoft added later, is named
+    /// in a warning rather than passed over in silence.
+    private func readOtherPolicies(into snapshot: inout TenantSnapshot) async throws(GraphError) {
+        let read = Set(PolicyCollection.all.map { $0.type.lowercased() })
+        let listed = try await client.collect("/deviceAppManagement/managedAppPolicies", of: GraphJSON.self) ?? []
+        var unknown: [String: Int] = [:]
+        for item in listed {
+            guard case .object(let members) = item, let type = members["@odata.type"]?.string else { continue }
+            let lowered = type.lowercased()
+            if read.contains(lowered) { continue }
+            if let collection = Self.retired[lowered], let id = members["id"]?.string, !id.isEmpty {
+                snapshot.policies[Self.fileName(collection: collection, id: id)] = .object(
+                    Self.withoutAnnotations(members))
+            } else {
+                unknown[type, default: 0] += 1
+            }
+        }
+        for (type, count) in unknown.sorted(by: { $0.key < $1.key }) {
+            snapshot.warnings.append(
+                "\(count) managed-app polic\(count == 1 ? "y" : "ies") of type \(type), which Custody does not read: \(count == 1 ? "it is" : "they are") not enforced"
+            )
+        }
+    }
+
+    /// Retired policy types kept in the bundle, by the file-name prefix they are written under.
+    static let retired = [
+        "#microsoft.graph.windowsinformationprotectionpolicy": "windowsInformationProtectionPolicies",
+        "#microsoft.graph.mdmwindowsinformationprotectionpolicy": "mdmWindowsInformationProtectionPolicies",
+    ]
 
     /// The assignment filters the assignments name (`/deviceManagement/assignmentFilters`,
     /// beta; read only when one is named), each as a bundle file of its own. A named filter

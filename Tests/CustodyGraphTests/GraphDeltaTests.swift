@@ -65,9 +65,10 @@ struct GraphDeltaTests {
             #expect(repeated.report.groupsRead == 0)
             #expect(repeated.report.revision == first.report.revision)
             #expect(!repeated.requests.contains { $0.contains("transitiveMembers") }, "\(repeated.requests)")
-            // 4 policy listings; the users' licenses (one listing of /users); one round of each
-            // link: the assigned groups', the nested group's (taken when it was found), the users'.
-            #expect(repeated.requests.count == 8, "\(repeated.requests)")
+            // 5 policy listings and the polymorphic managedAppPolicies; the users' licenses (one
+            // listing of /users); one round of each link: the assigned groups', the nested
+            // group's (taken when it was found), the users'.
+            #expect(repeated.requests.count == 10, "\(repeated.requests)")
             #expect(repeated.report.revision == (try await fullRevision(base)))
             await installation.sync.shutdown()
         }

@@ -308,6 +308,22 @@ final class GraphServer: Sendable {
         let query = request.uri.queryParameters
         let items: [GraphJSON]
         switch Array(parts.dropFirst()) {
+        case ["deviceAppManagement", "managedAppPolicies"]:
+            // Polymorphic: every collection's policies, typed, without navigations; and the
+            // policies only this listing holds (retired and future types).
+            items =
+                tenant.policies.filter { $0.key != "managedAppPolicies" }.sorted { $0.key < $1.key }
+                .flatMap { collection, policies in
+                    policies.map { policy -> GraphJSON in
+                        guard case .object(var members) = policy else { return policy }
+                        members["apps"] = nil
+                        members["assignments"] = nil
+                        if members["@odata.type"] == nil {
+                            members["@odata.type"] = .string("#microsoft.graph.\(collection.dropLast())")
+                        }
+                        return .object(members)
+                    }
+                } + (tenant.policies["managedAppPolicies"] ?? [])
         case let p where p.count == 2 && p[0] == "deviceAppManagement":
             let expand = (query["$expand"].map(String.init) ?? "").split(separator: ",").map(String.init)
             items = (tenant.policies[p[1]] ?? []).map { policy in

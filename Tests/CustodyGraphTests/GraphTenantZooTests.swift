@@ -191,4 +191,91 @@ struct GraphTenantZooTests {
             #expect(error?.message.contains("iPads") == true, "\(String(describing: error))")
         }
     }
+
+    /// A Windows MAM policy for sales (Microsoft Edge), a retired WIP policy and a type Custody
+    /// does not know, beside the zoo's iOS policies and its default policy.
+    static func windowsZoo() throws -> FakeTenant {
+        var tenant = try zoo(defaultPolicy: true)
+        tenant.policies["windowsManagedAppProtections"] = [
+            .object([
+                "id": .string("W_sales"), "displayName": .string("Edge for Business, sales"),
+                "printBlocked": .bool(true), "allowedOutboundClipboardSharingLevel": .string("none"),
+                "allowedOutboundDataTransferDestinations": .string("none"),
+                "allowedInboundDataTransferSources": .string("allApps"), "isAssigned": .bool(true),
+                "apps": .array([
+                    .object([
+                        "id": .string("msedge.windows"),
+                        "mobileAppIdentifier": .object([
+                            "@odata.type": .string("#microsoft.graph.windowsAppIdentifier"),
+                            "windowsAppId": .string("com.microsoft.edge"),
+                        ]),
+                    ])
+                ]),
+                "assignments": .array([target("groupAssignmentTarget", group: "grp-sales")]),
+            ])
+        ]
+        tenant.policies["managedAppPolicies"] = [
+            .object([
+                "@odata.type": .string("#microsoft.graph.mdmWindowsInformationProtectionPolicy"),
+                "id": .string("WIP_1"), "displayName": .string("Old WIP"),
+                "enforcementLevel": .string("encryptAndAuditOnly"),
+            ]),
+            .object([
+                "@odata.type": .string("#microsoft.graph.visionOSManagedAppProtection"), "id": .string("X_1"),
+                "displayName": .string("Not yet known"),
+            ]),
+        ]
+        return tenant
+    }
+
+    @Test(
+        "Windows MAM: its policy decides on Windows, the default policy does not reach Windows, WIP and unknown types are named"
+    )
+    func windows() async throws {
+        let server = GraphServer(tenant: try Self.windowsZoo())
+        let directory = try TemporaryDirectory()
+        let report = Mutex<GraphSyncReport?>(nil)
+        try await server.serving { base in
+            let synced = try await sync(try settings(base), to: directory.file("bundle"))
+            report.withLock { $0 = synced }
+        }
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(state: .inMemory, context: EvaluationContext(platform: .ios)))
+        _ = try await engine.apply(bundleDirectory: directory.file("bundle"))
+        let windows = try engine.policy(for: EvaluationContext(platform: .windows))
+        let ios = try engine.policy(for: EvaluationContext(platform: .ios))
+        let bob = People.account(People.bob)
+        let alice = People.account(People.alice)
+        // Microsoft's "App protection policy settings for Windows": "Printing Org data: Select
+        // Block to prevent printing of org data"; "No destination or source: Org users can't
+        // cut, copy, or paste data to or from external accounts, documents, locations or
+        // applications".
+        #expect(!windows.print(account: bob).isAllowed)
+        #expect(!windows.copyOut(owner: bob, destinationManaged: true, length: 1).isAllowed)
+        // "No destinations: Org users can't send org data to external accounts, documents,
+        // locations, or applications".
+        #expect(!windows.appSharing(account: bob).isAllowed)
+        // Bob's iOS decisions are his iOS policies' (the Windows policy is Windows only).
+        #expect(ios.print(account: bob).isAllowed == false, "the iPad filter is undecided: the inclusion holds")
+        // Alice has no Windows policy; the default policy carries iOS and Android settings
+        // only (Graph defaultManagedAppProtection: appDataEncryptionType "(iOS Only)",
+        // encryptAppData "(Android only)"), so on Windows nothing reaches her.
+        #expect(windows.print(account: alice).isAllowed)
+        let aliceOnWindows = windows.reach(of: alice)
+        #expect(!aliceOnWindows.contains { $0.reaches })
+        #expect(
+            aliceOnWindows.contains {
+                $0.policy.kind == .defaultManagedAppProtection && $0.reason.contains("for ios and android, not windows")
+            }, "\(aliceOnWindows)")
+        let synced = try #require(report.withLock { $0 })
+        #expect(synced.warnings.contains { $0.contains("visionOSManagedAppProtection") && $0.contains("not enforced") })
+        let bundle = try PolicyBundle.load(path: directory.file("bundle"))
+        #expect(bundle.protectionPolicies.contains { $0.kind == .windowsManagedAppProtection })
+        #expect(
+            bundle.warnings.contains { $0.code == .notEnforced && $0.message.contains("Old WIP") },
+            "the retired WIP policy is kept and listed as not enforced")
+        #expect(
+            FileManager.default.fileExists(
+                atPath: directory.file("bundle/mdmWindowsInformationProtectionPolicies-WIP_1.json")))
+    }
 }

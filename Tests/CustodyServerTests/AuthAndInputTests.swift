@@ -166,7 +166,7 @@ struct BadInputTests {
             label: "deep nesting", method: .post, uri: "/v1/decisions", scope: .decide,
             body: Array(repeating: 0x5B, count: 100_000), status: .badRequest, code: "invalid-query"),
         Case(
-            label: "an unknown platform", method: .post, uri: "/v1/decisions?platform=windows", scope: .decide,
+            label: "an unknown platform", method: .post, uri: "/v1/decisions?platform=macos", scope: .decide,
             body: query, status: .badRequest, code: "invalid-parameter"),
         Case(
             label: "an unknown parameter", method: .post, uri: "/v1/decisions?plattform=ios", scope: .decide,

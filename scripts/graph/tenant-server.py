@@ -71,7 +71,10 @@ class Handler(BaseHTTPRequestHandler):
         segments = parts.path.strip("/").split("/")[1:]
         if segments[:1] == ["deviceAppManagement"] and len(segments) == 2:
             kind = segments[1]
-            items = [p for p in policies if p["@odata.type"].endswith(kind[:-1])]
+            if kind == "managedAppPolicies":
+                items = policies
+            else:
+                items = [p for p in policies if p["@odata.type"].endswith(kind[:-1])]
             return self.send(200, {"value": items})
         if segments in (["groups", "delta"], ["users", "delta"]):
             # The tenant never changes: every round is empty, with a link for now.

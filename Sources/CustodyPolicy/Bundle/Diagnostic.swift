@@ -59,6 +59,9 @@ public struct Diagnostic: Error, Sendable, Hashable, CustomStringConvertible {
         public static let duplicatePolicy = Code(rawValue: "duplicate-policy")
         /// Targeting that cannot be evaluated exactly; the conservative reading is used.
         public static let targeting = Code(rawValue: "targeting")
+        /// A targeted policy whose `assignments` property is absent (exported without expanding
+        /// them): read as reaching every account of the tenant.
+        public static let assignmentsMissing = Code(rawValue: "assignments-missing")
         /// An app configuration policy's settings exceed `AppConfigurationPolicy.maximumSize`.
         public static let configurationTooLarge = Code(rawValue: "configuration-too-large")
         /// A configuration value that the app's spec does not allow.

@@ -83,6 +83,14 @@ extension DocumentReader {
             return decodeFilter(object, path: path).map(DecodedDocument.filter)
         }
         guard let kind = PolicyKind.matching(odataType: typeName) else {
+            if PolicyKind.windowsInformationProtectionTypes.contains(typeName.graphTypeName.lowercased()) {
+                let name = object["displayName"]?.string.map { " '\($0)'" } ?? ""
+                notice(
+                    .notEnforced,
+                    "Windows Information Protection policy\(name) (\(typeName.graphTypeName)) is kept but not enforced: Microsoft has retired WIP (Windows MAM's windowsManagedAppProtection replaces it)",
+                    at: typeValue, path: path + ".@odata.type")
+                return nil
+            }
             let known = PolicyKind.allCases.map(\.odataType).joined(separator: ", ")
             warning(
                 .unsupportedType,
@@ -126,10 +134,22 @@ extension DocumentReader {
             case "targetedAppManagementLevels":
                 targeting.managementLevels = enumSet(value, as: AppManagementLevel.self, path: memberPath) ?? []
             case "customSettings": customSettings = keyValuePairs(value, path: memberPath) ?? []
+            case "allowedOutboundClipboardSharingLevel" where kind == .windowsManagedAppProtection:
+                // Windows names its two levels apart: any destination and any source, or none.
+                settings.allowedOutboundClipboardSharingLevel =
+                    enumValue(
+                        value, as: WindowsClipboardLevel.self, unknownReadsAs: .mostRestrictive, path: memberPath)?
+                    .level
             default: readSetting(key, value, into: &settings, path: memberPath)
             }
         }
 
+        if kind != .defaultManagedAppProtection, !targeting.assignmentsListed {
+            warning(
+                .assignmentsMissing,
+                "the policy has no \"assignments\" (exported without $expand=assignments?): it is applied to every account of tenant.json; list its assignments, or [] for a policy assigned to no one",
+                at: object, path: path)
+        }
         if kind != .defaultManagedAppProtection, targeting.assignmentsListed, !targeting.hasInclusions {
             notice(
                 .targeting,
@@ -378,7 +398,7 @@ extension DocumentReader {
             let id = element["id"].flatMap { string($0, path: elementPath + ".id") }
             var appID: String?
             if let identifier = element["mobileAppIdentifier"], identifier.kind == .object {
-                appID = (identifier["bundleId"] ?? identifier["packageId"]).flatMap {
+                appID = (identifier["bundleId"] ?? identifier["packageId"] ?? identifier["windowsAppId"]).flatMap {
                     string($0, path: elementPath + ".mobileAppIdentifier")
                 }
             }
@@ -558,6 +578,12 @@ extension DocumentReader {
 }
 
 extension PolicyKind {
+    /// Windows Information Protection's Graph types (lower-cased): read, kept and listed as
+    /// not enforced, because Microsoft retired WIP.
+    static let windowsInformationProtectionTypes: Set<String> = [
+        "windowsinformationprotectionpolicy", "mdmwindowsinformationprotectionpolicy",
+    ]
+
     /// The kind an `@odata.type` names (`#microsoft.graph.X`, `microsoft.graph.X` or `X`,
     /// case-insensitive), or nil.
     static func matching(odataType: String) -> PolicyKind? {

@@ -12,6 +12,7 @@ enum GraphSchema {
         switch kind {
         case .iosManagedAppProtection: ios
         case .androidManagedAppProtection: android
+        case .windowsManagedAppProtection: windows
         case .defaultManagedAppProtection: defaultProtection
         case .targetedManagedAppConfiguration: targetedConfiguration
         }
@@ -86,5 +87,19 @@ enum GraphSchema {
         "genmojiConfigurationState", "keyboardsRestricted", "managedUniversalLinks", "screenCaptureConfigurationState",
         "writingToolsConfigurationState",
     ])
+    /// `windowsManagedAppProtection` (beta) derives from `managedAppPolicy`, not
+    /// `managedAppProtection`: it has its own short list (Microsoft's "App protection policy
+    /// settings for Windows": receive, send, clipboard, print and the health checks).
+    private static let windows = policy.union([
+        "allowedInboundDataTransferSources", "allowedOutboundClipboardSharingLevel",
+        "allowedOutboundDataTransferDestinations", "appActionIfUnableToAuthenticateUser", "apps", "assignments",
+        "deployedAppCount", "deploymentSummary", "isAssigned", "maximumAllowedDeviceThreatLevel",
+        "maximumRequiredOsVersion", "maximumWarningOsVersion", "maximumWipeOsVersion", "minimumRequiredAppVersion",
+        "minimumRequiredOsVersion", "minimumRequiredSdkVersion", "minimumWarningAppVersion",
+        "minimumWarningOsVersion", "minimumWipeAppVersion", "minimumWipeOsVersion", "minimumWipeSdkVersion",
+        "mobileThreatDefenseRemediationAction", "periodOfflineBeforeAccessCheck",
+        "periodOfflineBeforeWipeIsEnforced", "printBlocked",
+    ])
+
     private static let targetedConfiguration = policy.union(targeted).union(["customSettings", "settings"])
 }

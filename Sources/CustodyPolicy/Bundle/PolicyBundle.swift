@@ -152,16 +152,16 @@ extension PolicyBundle {
         }
     }
 
-    /// The platforms the bundle's protection policies are written for: an iOS or Android
-    /// policy's own, both for a `defaultManagedAppProtection` (which carries the settings of
-    /// both).
+    /// The platforms the bundle's protection policies are written for: an iOS, Android or
+    /// Windows policy's own, iOS and Android for a `defaultManagedAppProtection` (which
+    /// carries the settings of both).
     public var policyPlatforms: Set<Platform> {
         var platforms: Set<Platform> = []
         for policy in protectionPolicies {
             if let platform = policy.kind.platform {
                 platforms.insert(platform)
             } else {
-                return Set(Platform.allCases)
+                platforms.formUnion([.ios, .android])
             }
         }
         return platforms
@@ -188,6 +188,6 @@ public struct PlatformError: Error, Sendable, Hashable, CustomStringConvertible 
     public let platforms: [Platform]
 
     public var description: String {
-        "the bundle holds policies for \(platforms.map(\.rawValue).joined(separator: " and ")) (a defaultManagedAppProtection is for both): name the platform the decision is for (\(platforms.map(\.rawValue).joined(separator: " or ")))"
+        "the bundle holds policies for \(platforms.map(\.rawValue).joined(separator: " and ")) (a defaultManagedAppProtection is for ios and android): name the platform the decision is for (\(platforms.map(\.rawValue).joined(separator: " or ")))"
     }
 }

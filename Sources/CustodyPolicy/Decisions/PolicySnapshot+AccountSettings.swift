@@ -26,7 +26,8 @@ extension PolicySnapshot {
         switch context.platform {
         case .android: (setting, blocked) = (.screenCaptureBlocked, androidBlocked)
         case .ios: (setting, blocked) = (.screenCaptureConfigurationState, iosBlocked)
-        case nil:
+        // Windows MAM has no screen capture setting: neither flag is ever set by its policies.
+        case .windows, nil:
             (setting, blocked) =
                 iosBlocked && !androidBlocked
                 ? (.screenCaptureConfigurationState, true) : (.screenCaptureBlocked, androidBlocked)
@@ -74,7 +75,9 @@ extension PolicySnapshot {
                 return Decision(.encryptionRequired, allowed: false, Finding(.encryptionWaivedOnEnrolledDevice, policy))
             }
             chosen = android
-        case nil:
+        // Windows MAM has no encryption setting: Intune's default (required) stands, the safe
+        // side for the files Custody writes.
+        case .windows, nil:
             let iosConfigured = policy.appDataEncryptionType.resolution != .notConfigured
             let androidConfigured = policy.encryptAppData.resolution != .notConfigured
             switch (iosConfigured, androidConfigured) {

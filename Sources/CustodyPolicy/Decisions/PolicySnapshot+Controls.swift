@@ -153,6 +153,8 @@ extension PolicySnapshot {
         switch context.platform {
         case .ios: chosen = iosScheme
         case .android: chosen = androidPackage
+        // Windows MAM has no redirect settings.
+        case .windows: chosen = ""
         case nil: chosen = iosScheme.isEmpty ? androidPackage : iosScheme
         }
         return chosen.isEmpty ? nil : chosen

@@ -23,6 +23,8 @@ extension RestrictionOrdered {
 public enum Platform: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case ios
     case android
+    /// Windows MAM (Microsoft Edge for Business on unmanaged Windows devices).
+    case windows
 
     public var description: String { rawValue }
 }
@@ -44,6 +46,27 @@ public enum ClipboardSharingLevel: String, RestrictionOrdered {
     case managedApps
     /// No cut, copy or paste with other apps.
     case blocked
+}
+
+/// Graph `windowsManagedAppClipboardSharingLevel` (beta): Windows MAM's "Allow cut, copy, and
+/// paste for", read into the level of the other platforms. The admin center offers the first
+/// and the last; Graph defines the two org-only levels between them.
+public enum WindowsClipboardLevel: String, RestrictionOrdered {
+    case anyDestinationAnySource
+    case orgDestinationAnySource
+    case orgDestinationOrgSource
+    case none
+
+    /// The shared level: any destination and source is `allApps`, org destinations with any
+    /// source `managedAppsWithPasteIn`, org both ways `managedApps`, none `blocked`.
+    public var level: ClipboardSharingLevel {
+        switch self {
+        case .anyDestinationAnySource: .allApps
+        case .orgDestinationAnySource: .managedAppsWithPasteIn
+        case .orgDestinationOrgSource: .managedApps
+        case .none: .blocked
+        }
+    }
 }
 
 /// Graph `managedAppNotificationRestriction`: what notifications of org data may show.

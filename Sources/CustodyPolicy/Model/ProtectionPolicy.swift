@@ -2,6 +2,8 @@
 public enum PolicyKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case iosManagedAppProtection
     case androidManagedAppProtection
+    /// Windows MAM (beta): receive, send, clipboard, print and health checks.
+    case windowsManagedAppProtection
     case defaultManagedAppProtection
     case targetedManagedAppConfiguration
 
@@ -13,6 +15,7 @@ public enum PolicyKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         switch self {
         case .iosManagedAppProtection: .ios
         case .androidManagedAppProtection: .android
+        case .windowsManagedAppProtection: .windows
         case .defaultManagedAppProtection, .targetedManagedAppConfiguration: nil
         }
     }

@@ -243,7 +243,7 @@ public final class EffectivePolicy: Sendable {
             return exemptedAppProtocols.value.contains(UniversalLink.scheme(of: lowered)) ? .exemptedAppProtocols : nil
         case .android:
             return exemptedAppPackages.value.contains(lowered) ? .exemptedAppPackages : nil
-        case nil:
+        case .windows, nil:
             return nil
         }
     }

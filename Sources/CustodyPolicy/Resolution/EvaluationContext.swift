@@ -54,9 +54,12 @@ extension PolicyTargeting {
 }
 
 extension ProtectionPolicy {
-    /// Whether the policy's platform admits the context (the default policy admits every one).
+    /// Whether the policy's platform admits the context. The default policy is for iOS and
+    /// Android (its Graph type carries both platforms' settings and no Windows one): it
+    /// admits either, never Windows.
     func admits(platform: Platform?) -> Bool {
-        guard let platform, let own = kind.platform else { return true }
+        guard let platform else { return true }
+        guard let own = kind.platform else { return platform != .windows }
         return own == platform
     }
 }

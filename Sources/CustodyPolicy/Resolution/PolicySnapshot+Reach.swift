@@ -65,8 +65,9 @@ extension PolicySnapshot {
             if !reaches {
                 if tenantAccount.licensed == false {
                     why.append("the account has no Intune license")
-                } else if !policy.admits(platform: context.platform), let platform = policy.kind.platform {
-                    why.append("for \(platform.rawValue), not \(context.platform?.rawValue ?? "any platform")")
+                } else if !policy.admits(platform: context.platform) {
+                    let own = policy.kind.platform?.rawValue ?? "ios and android"
+                    why.append("for \(own), not \(context.platform?.rawValue ?? "any platform")")
                 } else if !policy.targeting.admits(context) {
                     why.append("its app list or management levels do not admit \(context)")
                 } else if policy.kind == .defaultManagedAppProtection {

@@ -489,6 +489,7 @@ struct ConsoleController {
         var object: [String: Any] = [
             "actions": DecisionAction.allCases.map { ["name": $0.rawValue, "selected": $0.rawValue == action] },
             "ios": parameters["platform"] == "ios", "android": parameters["platform"] == "android",
+            "windows": parameters["platform"] == "windows",
         ]
         for field in fields { object[field] = parameters[field] ?? "" }
         guard let action else { return Self.render("whatif", object) }

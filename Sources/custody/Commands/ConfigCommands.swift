@@ -123,7 +123,7 @@ struct ConfigCommand: AsyncParsableCommand {
 
         @Option(
             help: ArgumentHelp(
-                "Evaluate for this platform only; by default iOS and Android both.", valueName: "ios|android"))
+                "Evaluate for this platform only; by default every platform.", valueName: "ios|android|windows"))
         var platform: Platform?
 
         @OptionGroup var stateOptions: StateOptions

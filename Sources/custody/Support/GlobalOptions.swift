@@ -10,8 +10,8 @@ public import Logging
 struct ContextOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Evaluate for this platform: its policies and the default policy apply. Needed when the bundle holds policies of both platforms, unless `custody apply` recorded one for the state.",
-            valueName: "ios|android"))
+            "Evaluate for this platform: its policies and the default policy apply. Needed when the bundle holds policies of more than one platform, unless `custody apply` recorded one for the state.",
+            valueName: "ios|android|windows"))
     var platform: Platform?
 
     @Option(

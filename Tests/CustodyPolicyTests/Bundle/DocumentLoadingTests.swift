@@ -3,9 +3,15 @@ import Testing
 
 @Suite("Loading Graph documents")
 struct DocumentLoadingTests {
+    /// An iOS policy with `members`, assigned to every licensed user unless they say otherwise.
     private func ios(_ members: String) -> String {
-        ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "P"\##(members.isEmpty ? "" : ", " + members)}"##
+        let assignments = members.contains(#""assignments""#) ? "" : #", "assignments": "# + everyone
+        return
+            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "P"\##(assignments)\##(members.isEmpty ? "" : ", " + members)}"##
     }
+
+    private let everyone =
+        ##"[{"target": {"@odata.type": "#microsoft.graph.allLicensedUsersAssignmentTarget"}}]"##
 
     @Test(
         "missing, null and empty string all mean not configured",
@@ -24,7 +30,7 @@ struct DocumentLoadingTests {
     @Test("unknown properties are notices that point at the property")
     func unknownProperty() throws {
         let text =
-            "{\r\n  \"@odata.type\": \"#microsoft.graph.iosManagedAppProtection\",\r\n    \"shinyNewSetting\": true\r\n}"
+            "{\r\n  \"@odata.type\": \"#microsoft.graph.iosManagedAppProtection\",\r\n    \"shinyNewSetting\": true,\r\n  \"assignments\": \(everyone)\r\n}"
         let bundle = try loadBundle(tenant: nil, documents: [text])
         let warning = try #require(bundle.warnings.first)
         #expect(bundle.warnings.count == 1)
@@ -297,7 +303,14 @@ struct DocumentLoadingTests {
                 ##"{"@odata.type": "#microsoft.graph.windowsInformationProtectionPolicy", "displayName": "WIP"}"##
             ])
         #expect(other.protectionPolicies.isEmpty)
-        #expect(other.warnings.map(\.code) == [.unsupportedType])
+        // Microsoft retired Windows Information Protection: the document is kept, listed as
+        // not enforced.
+        #expect(other.warnings.map(\.code) == [.notEnforced])
+        #expect(other.warnings.first?.message.contains("'WIP'") == true)
+        let future = try loadBundle(
+            tenant: nil, documents: [##"{"@odata.type": "#microsoft.graph.visionOSManagedAppProtection"}"##])
+        #expect(future.protectionPolicies.isEmpty)
+        #expect(future.warnings.map(\.code) == [.unsupportedType])
 
         let shortForm = try loadBundle(
             tenant: nil, documents: [#"{"@odata.type": "microsoft.graph.AndroidManagedAppProtection"}"#])
@@ -328,7 +341,7 @@ struct DocumentLoadingTests {
 
     @Test("two policies with one id are both applied, with a warning")
     func duplicateIDs() throws {
-        let policy = ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1"}"##
+        let policy = ios(#""id": "T_1""#)
         let bundle = try loadBundle(tenant: nil, documents: [policy, policy])
         #expect(bundle.protectionPolicies.count == 2)
         #expect(bundle.warnings.map(\.code) == [.duplicatePolicy])

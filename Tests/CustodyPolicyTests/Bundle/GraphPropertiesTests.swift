@@ -117,6 +117,20 @@ struct GraphPropertiesTests {
             "simplePinBlocked", "thirdPartyKeyboardsBlocked", "version", "warnAfterCompanyPortalUpdateDeferralInDays",
             "wipeAfterCompanyPortalUpdateDeferralInDays",
         ],
+        // Not in that snapshot's iOS/Android family: Microsoft Graph beta's
+        // "windowsManagedAppProtection resource type" page (microsoft-graph-docs-contrib,
+        // intune-mam-windowsmanagedappprotection.md), properties and relationships.
+        .windowsManagedAppProtection: [
+            "allowedInboundDataTransferSources", "allowedOutboundClipboardSharingLevel",
+            "allowedOutboundDataTransferDestinations", "appActionIfUnableToAuthenticateUser", "apps", "assignments",
+            "createdDateTime", "deployedAppCount", "deploymentSummary", "description", "displayName", "id",
+            "isAssigned", "lastModifiedDateTime", "maximumAllowedDeviceThreatLevel", "maximumRequiredOsVersion",
+            "maximumWarningOsVersion", "maximumWipeOsVersion", "minimumRequiredAppVersion", "minimumRequiredOsVersion",
+            "minimumRequiredSdkVersion", "minimumWarningAppVersion", "minimumWarningOsVersion",
+            "minimumWipeAppVersion", "minimumWipeOsVersion", "minimumWipeSdkVersion",
+            "mobileThreatDefenseRemediationAction", "periodOfflineBeforeAccessCheck",
+            "periodOfflineBeforeWipeIsEnforced", "printBlocked", "roleScopeTagIds", "version",
+        ],
         .targetedManagedAppConfiguration: [
             "appGroupType", "apps", "assignments", "createdDateTime", "customSettings", "deployedAppCount",
             "deploymentSummary", "description", "displayName", "id", "isAssigned", "lastModifiedDateTime",

@@ -84,11 +84,12 @@ struct TenantLoadingTests {
         let temporary = try TemporaryDirectory()
         let directory = temporary.path
         try write(#"{"accounts": [{"upn": "a@c.com"}]}"#, to: "\(directory)/tenant.json")
+        let everyone = ##"[{"target": {"@odata.type": "#microsoft.graph.allLicensedUsersAssignmentTarget"}}]"##
         try write(
-            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "B"}"##,
+            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "B", "assignments": \##(everyone)}"##,
             to: "\(directory)/b.json")
         try write(
-            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "A"}"##,
+            ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "displayName": "A", "assignments": \##(everyone)}"##,
             to: "\(directory)/a.JSON")
         try write("not json", to: "\(directory)/README.md")
         try write("{", to: "\(directory)/.hidden.json")
@@ -108,7 +109,10 @@ struct TenantLoadingTests {
             ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##,
             to: "\(directory)/policy.json")
         let bundle = try PolicyBundle.load(path: directory)
-        #expect(bundle.warnings.map(\.code) == [.noTenant])
+        // DESIGN: a policy whose assignments property is absent applies to every account, "with
+        // a warning".
+        #expect(bundle.warnings.map(\.code) == [.noTenant, .assignmentsMissing])
+        #expect(bundle.warnings.last?.path == "$")
         let error = try #require(throws: BundleError.self) { try PolicyBundle.load(path: "\(directory)/nope") }
         #expect(error.errors.map(\.code) == [.unreadable])
         #expect(error.description == "\(directory)/nope:1:1: error: no such file or directory")

@@ -197,7 +197,7 @@ struct AccountSettingsTests {
     func levels(row: LevelRow, platform: Platform) {
         let snapshot = World.snapshot(
             owner: .with { $0.allowedOutboundDataTransferDestinations = row.send },
-            kind: platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection,
+            kind: platform.protectionKind,
             context: EvaluationContext(platform: platform))
         let decision =
             row.action == .appSharing

@@ -261,7 +261,7 @@ struct OpenFromTests {
         let peer = ProtectionSettings.with { $0.allowedOutboundDataTransferDestinations = row.peerSends }
         let snapshot = World.snapshot(
             owner: row.preset.settings, peer: peer,
-            kind: row.platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection,
+            kind: row.platform.protectionKind,
             context: EvaluationContext(platform: row.platform))
         let decision = snapshot.openFrom(
             receiver: row.receiver.account, location: row.location, locationAccount: row.holder.account)

@@ -358,7 +358,7 @@ struct SaveToTests {
     private func check(_ row: Row) {
         let snapshot = World.snapshot(
             owner: row.preset.settings, peer: row.peer.settings,
-            kind: row.platform == .ios ? .iosManagedAppProtection : .androidManagedAppProtection,
+            kind: row.platform.protectionKind,
             context: EvaluationContext(platform: row.platform))
         let decision = snapshot.saveTo(
             owner: row.owner.account, location: row.location, locationAccount: row.holder.account)

@@ -95,3 +95,14 @@ extension ProtectionSettings {
         return settings
     }
 }
+
+extension Platform {
+    /// The protection policy kind written for this platform.
+    var protectionKind: PolicyKind {
+        switch self {
+        case .ios: .iosManagedAppProtection
+        case .android: .androidManagedAppProtection
+        case .windows: .windowsManagedAppProtection
+        }
+    }
+}
