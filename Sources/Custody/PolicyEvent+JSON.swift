@@ -103,7 +103,7 @@ extension PolicyEvent {
 
 extension PolicySync: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case status, trigger, source, revision, pages, requests, throttled, durationMs, finishedAt, error
+        case status, trigger, source, revision, pages, requests, throttled, durationMs, finishedAt, error, warnings
     }
 
     /// The fields `write(to:)` writes, as an `Encodable` (for the service's answers off the
@@ -120,11 +120,12 @@ extension PolicySync: Encodable {
         try container.encode(milliseconds, forKey: .durationMs)
         try container.encode(finishedAt.formatted(.iso8601), forKey: .finishedAt)
         try container.encode(error, forKey: .error)
+        try container.encode(warnings, forKey: .warnings)
     }
 
     /// The sync's fields, inside an object already begun (the event log's `policySynced`,
     /// written with the other events): `status`, `trigger`, `source`, `revision`, `pages`,
-    /// `requests`, `throttled`, `durationMs`, `finishedAt`, `error`.
+    /// `requests`, `throttled`, `durationMs`, `finishedAt`, `error`, `warnings`.
     package func write(to writer: inout JSONWriter) {
         writer.key("status"); writer.value(status.rawValue)
         writer.key("trigger"); writer.value(trigger.rawValue)
@@ -136,5 +137,9 @@ extension PolicySync: Encodable {
         writer.key("durationMs"); writer.value(milliseconds)
         writer.key("finishedAt"); writer.value(finishedAt.formatted(.iso8601))
         writer.key("error"); writer.value(error)
+        writer.key("warnings")
+        writer.beginArray()
+        for warning in warnings { writer.value(warning) }
+        writer.endArray()
     }
 }

@@ -38,11 +38,14 @@ public struct PolicySync: Sendable, Hashable {
     public var finishedAt: Date
     /// Why it failed (naming the request), when it did.
     public var error: String?
+    /// What the sync and the bundle's loader warned of (a group that does not exist, a policy
+    /// type not read, a policy that reaches no one, a filter not evaluated …).
+    public var warnings: [String]
 
     public init(
         status: Status, trigger: Trigger, source: String, revision: String?, pages: Int, requests: Int, throttled: Int,
         duration: Duration,
-        finishedAt: Date, error: String?
+        finishedAt: Date, error: String?, warnings: [String] = []
     ) {
         self.status = status
         self.trigger = trigger
@@ -54,6 +57,7 @@ public struct PolicySync: Sendable, Hashable {
         self.duration = duration
         self.finishedAt = finishedAt
         self.error = error
+        self.warnings = warnings
     }
 
     /// The duration in whole milliseconds.

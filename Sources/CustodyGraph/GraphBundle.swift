@@ -87,7 +87,11 @@ public enum GraphBundle {
         } catch {
             throw GraphError(.bundle, "the tenant's policies do not load as a bundle: \(error)")
         }
-        let diagnostics = loaded.warnings.filter { $0.code == .targeting }.map(\.description)
+        // Every warning of the loader, and the notices that say who a policy reaches: what a
+        // sync must not keep to itself (not the per-policy "not enforced" lists, which
+        // `policy validate` gives).
+        let diagnostics = loaded.warnings.filter { $0.severity != .notice || $0.code == .targeting }.map(
+            \.description)
         return (files, diagnostics)
     }
 

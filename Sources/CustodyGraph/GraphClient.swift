@@ -77,7 +77,8 @@ final class GraphClient: Sendable {
     let statistics = Locked(GraphStatistics())
     let logger: Logger
     /// Graph's origin: a nextLink elsewhere is refused (it would carry the token there).
-    let origin: String
+    let origin: GraphOrigin?
+    let retry: RetryPolicy
 
     init(settings: GraphSettings, logger: Logger) throws(GraphError) {
         self.settings = settings
@@ -86,14 +87,14 @@ final class GraphClient: Sendable {
         if case .certificate(let certificate, let key) = settings.credential {
             assertions = try ClientAssertions(
                 certificatePEM: certificate, privateKeyPEM: key, clientID: settings.clientID,
-                audience: settings.tokenURL)
+                audience: settings.tokenURL, algorithm: settings.assertionAlgorithm)
         }
         transport = GraphTransport(settings: settings)
-        tokens = GraphTokens(settings: settings, transport: transport, assertions: assertions)
+        retry = RetryPolicy(settings: settings, statistics: statistics, logger: logger)
+        tokens = GraphTokens(settings: settings, transport: transport, assertions: assertions, retry: retry)
         budget = RequestBudget(requests: settings.requestBudget, window: settings.budgetWindow)
         self.logger = logger
-        let url = URL(string: settings.graphURL)
-        origin = "\(url?.scheme ?? "https")://\(url?.host ?? "")\(url?.port.map { ":\($0)" } ?? "")"
+        origin = GraphOrigin(settings.graphURL)
     }
 
     func shutdown() async { await transport.shutdown() }
@@ -111,25 +112,28 @@ final class GraphClient: Sendable {
         while true {
             attempt += 1
             let waited = await budget.take()
-            let token = try await tokens.token(renewing: false)
+            let token = try await tokens.token()
             statistics.withLock {
                 $0.requests += 1
                 $0.budgetWait += waited
             }
-            let response: GraphTransport.Response
-            do {
-                response = try await transport.send(
-                    .GET, url,
-                    headers: [
-                        ("Authorization", "Bearer \(token)"), ("Accept", "application/json"),
-                        ("ConsistencyLevel", "eventual"),
-                    ])
-            } catch  where error.code == .timeout || error.code == .request {
-                // No answer: tried again like a 503, then failed with what happened last.
-                guard attempt < settings.maximumAttempts else { throw error }
-                try await pause(backoff(attempt), request: name)
-                continue
-            }
+            // Each try names itself (Microsoft's support asks for it); no ConsistencyLevel: none
+            // of these requests is an advanced query (no $count, $search, cast or ne).
+            let sent = RequestIdentifiers.fresh()
+            // No answer: tried again like a 503, then failed with what happened last.
+            guard
+                let response = try await retry.attempt(
+                    attempt, of: name, identifiers: sent,
+                    { () async throws(GraphError) in
+                        try await transport.send(
+                            .GET, url,
+                            headers: [
+                                ("Authorization", "Bearer \(token)"), ("Accept", "application/json"),
+                                ("client-request-id", sent.client),
+                            ])
+                    })
+            else { continue }
+            let identifiers = sent.answered(response.headers, body: response.body)
             switch response.status {
             case 200..<300:
                 do {
@@ -137,49 +141,35 @@ final class GraphClient: Sendable {
                 } catch {
                     throw GraphError(
                         .invalidResponse, "the answer is not the JSON Graph sends: \(Self.describe(error))",
-                        request: name)
+                        request: name, identifiers: identifiers)
                 }
             case 401 where !renewed:
                 // The token may have expired early or been revoked: one new token, then fail.
                 renewed = true
-                _ = try await tokens.token(renewing: true)
+                _ = try await tokens.token(replacing: token)
                 attempt -= 1
             case 404 where missingIsNil:
                 return nil
-            case 429, 500..<600:
-                statistics.withLock {
-                    if response.status == 429 { $0.throttled += 1 } else { $0.serverErrors += 1 }
+            case let status where RetryPolicy.isTransient(status):
+                switch retry.wait(
+                    after: status, headers: response.headers, attempt: attempt,
+                    detail: Self.graphError(response.body), request: name, identifiers: identifiers)
+                {
+                case .success(let wait): try await retry.pause(wait, request: name)
+                case .failure(let error): throw error
                 }
-                guard attempt < settings.maximumAttempts else {
-                    throw GraphError(
-                        .request,
-                        "HTTP \(response.status) after \(attempt) tries\(Self.graphError(response.body).map { ": \($0)" } ?? "")",
-                        request: name,
-                        status: response.status)
-                }
-                let asked = Self.retryAfter(response.headers)
-                if let asked, asked > settings.maximumRetryAfter {
-                    let said =
-                        response.headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces)
-                        ?? "\(asked.components.seconds)"
-                    throw GraphError(
-                        .request,
-                        "HTTP \(response.status) asking to wait \(said) s (Retry-After), longer than the \(settings.maximumRetryAfter.components.seconds) s a sync waits",
-                        request: name, status: response.status)
-                }
-                let wait = asked.map { $0 + jitter($0) } ?? backoff(attempt)
-                try await pause(wait, request: name)
             default:
                 let said = Self.graphError(response.body).map { ": \($0)" } ?? ""
                 let code = Self.graphErrorCode(response.body)
                 if response.status == 410 || ["syncStateNotFound", "syncStateInvalid", "resyncRequired"].contains(code)
                 {
                     throw GraphError(
-                        .resyncRequired, "HTTP \(response.status)\(said)", request: name, status: response.status)
+                        .resyncRequired, "HTTP \(response.status)\(said)", request: name, status: response.status,
+                        identifiers: identifiers)
                 }
                 throw GraphError(
                     response.status == 401 ? .authentication : .request, "HTTP \(response.status)\(said)",
-                    request: name, status: response.status)
+                    request: name, status: response.status, identifiers: identifiers)
             }
         }
     }
@@ -201,8 +191,10 @@ final class GraphClient: Sendable {
             throw GraphError(
                 .invalidResponse, "the delta round ended without an @odata.deltaLink", request: "GET \(url)")
         }
-        guard link.hasPrefix(origin + "/") else {
-            throw GraphError(.invalidResponse, "the deltaLink leaves Graph's host \(origin)", request: "GET \(url)")
+        guard origin?.contains(link) == true else {
+            throw GraphError(
+                .invalidResponse, "the deltaLink leaves Graph's host \(origin?.description ?? settings.graphURL)",
+                request: "GET \(url)")
         }
         return (round.items, link)
     }
@@ -228,11 +220,11 @@ final class GraphClient: Sendable {
             guard seen.insert(link).inserted else {
                 throw GraphError(.invalidResponse, "the nextLink repeats a page already read", request: "GET \(link)")
             }
-            if link.hasPrefix("http://") || link.hasPrefix("https://") {
-                guard link.hasPrefix(origin + "/") else {
+            if link.contains("://") {
+                guard origin?.contains(link) == true else {
                     throw GraphError(
                         .invalidResponse,
-                        "the link leaves Graph's host \(origin) (following it would send the token there)",
+                        "the link leaves Graph's host \(origin?.description ?? settings.graphURL) (following it would send the token there)",
                         request: "GET \(link)")
                 }
             }
@@ -260,35 +252,6 @@ final class GraphClient: Sendable {
             case nextLink = "@odata.nextLink"
             case deltaLink = "@odata.deltaLink"
         }
-    }
-
-    private func backoff(_ attempt: Int) -> Duration {
-        let doubled = settings.initialBackoff * (1 << min(attempt - 1, 20))
-        let capped = min(doubled, settings.maximumBackoff)
-        // Jittered between half and all of it, so that clients throttled together spread out.
-        return capped * Double.random(in: 0.5...1.0)
-    }
-
-    private func jitter(_ wait: Duration) -> Duration {
-        min(wait * Double.random(in: 0...0.1), .seconds(5))
-    }
-
-    private func pause(_ wait: Duration, request: String) async throws(GraphError) {
-        statistics.withLock { $0.retryWaits.append(wait) }
-        logger.info("Graph asked to wait", metadata: ["request": "\(request)", "seconds": "\(wait)"])
-        do {
-            try await Task.sleep(for: wait)
-        } catch {
-            throw GraphError(.request, "cancelled while waiting to try again", request: request)
-        }
-    }
-
-    /// `Retry-After` in seconds (Graph sends seconds), capped at an hour.
-    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
-        guard let value = headers.first(name: "Retry-After"),
-            let seconds = Double(value.trimmingCharacters(in: .whitespaces)), seconds >= 0
-        else { return nil }
-        return .seconds(min(seconds, 3_600))
     }
 
     /// Graph's error body, `{"error": {"code", "message"}}`.

@@ -51,7 +51,8 @@ extension GraphCredential {
 /// ```
 ///
 /// Keys: `tenantId`, `clientId` (required); `clientSecretFile`, or `certificate` with
-/// `privateKey` (else `CUSTODY_GRAPH_CLIENT_SECRET`); `cloud`, `authority`, `graphUrl`;
+/// `privateKey` and optionally `assertionAlgorithm` (`PS256`, the default, or `RS256`) (else
+/// `CUSTODY_GRAPH_CLIENT_SECRET`); `cloud`, `authority`, `graphUrl`;
 /// `tenantOverlay`; `intervalSeconds`; `signingKey` (a bundle signing key file, mode 600:
 /// each bundle built is signed with it). A secret is never written in the file itself. Paths are
 /// relative to the file's directory. An unknown key is an error, as is a value of the wrong
@@ -66,8 +67,8 @@ public struct GraphConfiguration: Sendable {
     public var interval: Duration?
 
     static let keys: Set<String> = [
-        "tenantId", "clientId", "clientSecretFile", "certificate", "privateKey", "cloud", "authority", "graphUrl",
-        "tenantOverlay", "signingKey",
+        "tenantId", "clientId", "clientSecretFile", "certificate", "privateKey", "assertionAlgorithm", "cloud",
+        "authority", "graphUrl", "tenantOverlay", "signingKey",
         "intervalSeconds",
     ]
 
@@ -77,6 +78,7 @@ public struct GraphConfiguration: Sendable {
         var clientSecretFile: String?
         var certificate: String?
         var privateKey: String?
+        var assertionAlgorithm: String?
         var cloud: String?
         var authority: String?
         var graphUrl: String?
@@ -186,7 +188,17 @@ public struct GraphConfiguration: Sendable {
             try GraphBundle.checkOverlay(Array(bytes), path: overlayPath)
             overlay = Array(bytes)
         }
-        let settings: GraphSettings
+        var algorithm = AssertionAlgorithm.ps256
+        if let name = file.assertionAlgorithm {
+            guard let named = AssertionAlgorithm(rawValue: name.uppercased()) else {
+                throw GraphError(
+                    .configuration,
+                    "\(path): \"assertionAlgorithm\" \"\(name)\" is not one of \(AssertionAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+            algorithm = named
+        }
+        var settings: GraphSettings
         do {
             settings = try GraphSettings(
                 tenantID: file.tenantId, clientID: file.clientId, credential: credential, cloud: cloud,
@@ -195,6 +207,7 @@ public struct GraphConfiguration: Sendable {
         } catch {
             throw GraphError(.configuration, "\(path): \(error.message)")
         }
+        settings.assertionAlgorithm = algorithm
         var signingKey: BundleSigningKey?
         if let keyPath = resolved(file.signingKey) {
             do {

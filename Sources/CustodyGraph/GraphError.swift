@@ -45,15 +45,22 @@ public struct GraphError: Error, Sendable, CustomStringConvertible {
     public let request: String?
     /// The HTTP status Graph answered it with, when it answered.
     public let status: Int?
+    /// The ids to quote to Microsoft: the `client-request-id` sent and the `request-id` Graph
+    /// (or the token service) answered with.
+    public let identifiers: RequestIdentifiers?
 
-    public init(_ code: Code, _ message: String, request: String? = nil, status: Int? = nil) {
+    public init(
+        _ code: Code, _ message: String, request: String? = nil, status: Int? = nil,
+        identifiers: RequestIdentifiers? = nil
+    ) {
         self.code = code
         self.message = message
         self.request = request
         self.status = status
+        self.identifiers = identifiers
     }
 
     public var description: String {
-        request.map { "\($0): \(message)" } ?? message
+        (request.map { "\($0): \(message)" } ?? message) + (identifiers.map { " (\($0))" } ?? "")
     }
 }

@@ -39,7 +39,7 @@ public enum GraphCredential: Sendable {
     /// A client secret.
     case secret(String)
     /// A certificate registered with the app and its private key (PEM): each token request
-    /// carries a client assertion signed with the key (RS256, `x5t#S256` names the certificate).
+    /// carries a client assertion signed with the key (`GraphSettings.assertionAlgorithm`).
     case certificate(certificatePEM: String, privateKeyPEM: String)
 
     /// Reads a client secret from `path`: refused when the file may be read by its group or
@@ -69,6 +69,17 @@ public enum GraphCredential: Sendable {
     }
 }
 
+/// How a client assertion is signed and names its certificate.
+public enum AssertionAlgorithm: String, Sendable, CaseIterable {
+    /// RSASSA-PSS with SHA-256, the certificate named by its SHA-256 thumbprint (`x5t#S256`):
+    /// what Microsoft's "certificate credentials" page asks for ("alg: Should be PS256", "Use
+    /// PSS padding").
+    case ps256 = "PS256"
+    /// PKCS #1 v1.5 with SHA-256, the certificate named by its SHA-1 thumbprint (`x5t`): for a
+    /// token service that has not caught up (some sovereign clouds, older ADFS).
+    case rs256 = "RS256"
+}
+
 /// Everything a sync needs to reach a tenant, and how hard it may press Graph.
 public struct GraphSettings: Sendable {
     /// The directory (tenant) ID or a verified domain.
@@ -76,6 +87,8 @@ public struct GraphSettings: Sendable {
     /// The app registration's application (client) ID.
     public var clientID: String
     public var credential: GraphCredential
+    /// How a certificate credential's client assertion is signed.
+    public var assertionAlgorithm = AssertionAlgorithm.ps256
     /// The token service's root, e.g. `https://login.microsoftonline.com`.
     public var authority: String
     /// Graph's root with its version, e.g. `https://graph.microsoft.com/beta`.

@@ -82,12 +82,15 @@ public actor GraphSyncRunner {
         defer { current.withLock { $0.running = false } }
         let started = ContinuousClock.now
         let before = sync.statistics
-        func outcome(_ status: PolicySync.Status, revision: String?, error: String?) -> PolicySync {
+        func outcome(_ status: PolicySync.Status, revision: String?, error: String?, warnings: [String] = [])
+            -> PolicySync
+        {
             let statistics = sync.statistics.since(before)
             return PolicySync(
                 status: status, trigger: trigger, source: sync.source, revision: revision, pages: statistics.pages,
                 requests: statistics.requests,
-                throttled: statistics.throttled, duration: started.duration(to: .now), finishedAt: Date(), error: error)
+                throttled: statistics.throttled, duration: started.duration(to: .now), finishedAt: Date(), error: error,
+                warnings: warnings)
         }
         let done: PolicySync
         do {
@@ -98,7 +101,9 @@ public actor GraphSyncRunner {
                 try await sync.sync(into: engine)
             }
             for warning in report.warnings { logger.warning("\(warning)") }
-            done = outcome(applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil)
+            done = outcome(
+                applied.unchanged ? .unchanged : .applied, revision: applied.bundle.revision, error: nil,
+                warnings: report.warnings)
         } catch let error as GraphError where error.code == .busy {
             logger.info(
                 "another process or replica is syncing from Graph; its result reaches this one through the state")

@@ -6,65 +6,130 @@ import SwiftASN1
 import X509
 
 /// Access tokens for Graph by OAuth 2.0 client credentials at the settings' token endpoint,
-/// kept until a minute before they expire.
+/// kept until a minute before they expire. One fetch is in flight at a time: callers that need
+/// a token while one is being fetched wait for it. The token service is tried again like Graph
+/// (429 and 5xx, `Retry-After` honoured; no answer).
 actor GraphTokens {
     private let settings: GraphSettings
     private let transport: GraphTransport
+    private let retry: RetryPolicy
     private var current: (token: String, expires: ContinuousClock.Instant)?
+    private var pending: Task<Result<String, GraphError>, Never>?
     /// Signs client assertions, for a certificate credential.
     private let assertions: ClientAssertions?
     /// Tokens obtained (for the sync's report).
     private(set) var obtained = 0
 
-    init(settings: GraphSettings, transport: GraphTransport, assertions: ClientAssertions?) {
+    init(settings: GraphSettings, transport: GraphTransport, assertions: ClientAssertions?, retry: RetryPolicy) {
         self.settings = settings
         self.transport = transport
         self.assertions = assertions
+        self.retry = retry
     }
 
-    /// A token valid for at least another minute; a new one when `renewing` (Graph refused the
-    /// one it had).
-    func token(renewing: Bool = false) async throws(GraphError) -> String {
-        if !renewing, let current, ContinuousClock.now < current.expires { return current.token }
-        var form: [(String, String)] = [
-            ("client_id", settings.clientID), ("scope", settings.scope), ("grant_type", "client_credentials"),
-        ]
-        switch settings.credential {
-        case .secret(let secret):
-            form.append(("client_secret", secret))
-        case .certificate:
-            guard let assertions else { throw GraphError(.configuration, "no key to sign the client assertion with") }
-            form.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
-            form.append(("client_assertion", try await assertions.make()))
+    /// A token valid for at least another minute. With `refused` (a token Graph answered 401
+    /// to), a new one, unless another caller has replaced it already.
+    func token(replacing refused: String? = nil) async throws(GraphError) -> String {
+        if let current, current.token != refused, ContinuousClock.now < current.expires { return current.token }
+        if let pending { return try await pending.value.get() }
+        let fetch = Task { await self.fetch() }
+        pending = fetch
+        let result = await fetch.value
+        pending = nil
+        return try result.get()
+    }
+
+    private func fetch() async -> Result<String, GraphError> {
+        do {
+            let (token, lifetime) = try await request()
+            current = (token, ContinuousClock.now + .seconds(lifetime))
+            obtained += 1
+            return .success(token)
+        } catch {
+            return .failure(error)
         }
-        let response = try await transport.send(
-            .POST, settings.tokenURL,
-            headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
-            body: Array(Self.formEncoded(form).utf8))
+    }
+
+    /// Asks the token service, trying again on throttling, server errors and no answer.
+    private func request() async throws(GraphError) -> (token: String, lifetime: Int) {
         let name = "POST \(settings.tokenURL)"
-        guard response.status == 200 else {
-            // The token service's error as it came: `invalid_client`, `AADSTS7000215: ...`.
-            let failure = try? JSONDecoder().decode(TokenFailure.self, from: Data(response.body))
-            var said =
-                failure.map { "\($0.error)\($0.errorDescription.map { ": \($0)" } ?? "")" } ?? "HTTP \(response.status)"
-            // As it came, but never with the secret, should a token service repeat it in any
-            // encoding: then the description is withheld.
-            if case .secret(let secret) = settings.credential, Self.mayRepeat(secret, said) {
-                said =
-                    "\(failure?.error ?? "HTTP \(response.status)"): [the description is withheld: it repeats the client secret]"
+        var attempt = 0
+        while true {
+            attempt += 1
+            var form: [(String, String)] = [
+                ("client_id", settings.clientID), ("scope", settings.scope), ("grant_type", "client_credentials"),
+            ]
+            switch settings.credential {
+            case .secret(let secret):
+                form.append(("client_secret", secret))
+            case .certificate:
+                guard let assertions else {
+                    throw GraphError(.configuration, "no key to sign the client assertion with")
+                }
+                // A new assertion each try: its jti is used once.
+                form.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
+                form.append(("client_assertion", try await assertions.make()))
             }
-            throw GraphError(
-                .authentication, "the token service refused the app: \(said)", request: name, status: response.status)
+            let sent = RequestIdentifiers.fresh()
+            let body = Array(Self.formEncoded(form).utf8)
+            guard
+                let response = try await retry.attempt(
+                    attempt, of: name, identifiers: sent,
+                    { () async throws(GraphError) in
+                        try await transport.send(
+                            .POST, settings.tokenURL,
+                            headers: [
+                                ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
+                                ("client-request-id", sent.client), ("return-client-request-id", "true"),
+                            ],
+                            body: body)
+                    })
+            else { continue }
+            let identifiers = sent.answered(response.headers, body: response.body)
+            if RetryPolicy.isTransient(response.status) {
+                switch retry.wait(
+                    after: response.status, headers: response.headers, attempt: attempt,
+                    detail: Self.refusal(response, credential: settings.credential), request: name,
+                    identifiers: identifiers)
+                {
+                case .success(let wait):
+                    try await retry.pause(wait, request: name)
+                    continue
+                case .failure(let error):
+                    throw GraphError(
+                        .authentication, "the token service did not answer: \(error.message)", request: name,
+                        status: response.status, identifiers: identifiers)
+                }
+            }
+            guard response.status == 200 else {
+                throw GraphError(
+                    .authentication,
+                    "the token service refused the app: \(Self.refusal(response, credential: settings.credential))",
+                    request: name, status: response.status, identifiers: identifiers)
+            }
+            guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)),
+                !answer.accessToken.isEmpty
+            else {
+                throw GraphError(
+                    .invalidResponse, "the token service's answer has no access_token", request: name,
+                    identifiers: identifiers)
+            }
+            return (answer.accessToken, max(0, (answer.expiresIn ?? 3_600) - 60))
         }
-        guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)),
-            !answer.accessToken.isEmpty
-        else {
-            throw GraphError(.invalidResponse, "the token service's answer has no access_token", request: name)
+    }
+
+    /// The token service's error as it came (`invalid_client: AADSTS7000215: ...`), but never
+    /// with the secret, should a token service repeat it in any encoding: then the description
+    /// is withheld.
+    static func refusal(_ response: GraphTransport.Response, credential: GraphCredential) -> String {
+        let failure = try? JSONDecoder().decode(TokenFailure.self, from: Data(response.body))
+        let said =
+            failure.map { "\($0.error)\($0.errorDescription.map { ": \($0)" } ?? "")" } ?? "HTTP \(response.status)"
+        if case .secret(let secret) = credential, mayRepeat(secret, said) {
+            return
+                "\(failure?.error ?? "HTTP \(response.status)"): [the description is withheld: it repeats the client secret]"
         }
-        let lifetime = max(0, (answer.expiresIn ?? 3_600) - 60)
-        current = (answer.accessToken, ContinuousClock.now + .seconds(lifetime))
-        obtained += 1
-        return answer.accessToken
+        return said
     }
 
     /// Whether `text` may hold `secret`: as it is, or percent-decoded (either case, `+` for a
@@ -104,19 +169,23 @@ actor GraphTokens {
     }
 }
 
-/// Client assertions for a certificate credential: a JWT (RS256) whose issuer and subject are
-/// the client ID and whose audience is the token endpoint, valid for ten minutes, naming the
-/// certificate by its SHA-256 thumbprint (`x5t#S256`). Source: Microsoft identity platform,
-/// "Certificate credentials for application authentication".
+/// Client assertions for a certificate credential: a JWT whose issuer and subject are the
+/// client ID and whose audience is the token endpoint, valid for ten minutes. Signed PS256 and
+/// naming the certificate by its SHA-256 thumbprint (`x5t#S256`), as Microsoft identity
+/// platform's "certificate credentials" page asks ("alg: Should be PS256", "Use PSS padding");
+/// or RS256 with the SHA-1 thumbprint (`x5t`) for a token service that lags.
 struct ClientAssertions: Sendable {
     let key: JWTKit.Insecure.RSA.PrivateKey
+    /// The base64url thumbprint of the certificate's DER: SHA-256 for PS256, SHA-1 for RS256.
     let thumbprint: String
     let clientID: String
     let audience: String
+    let algorithm: AssertionAlgorithm
 
     /// - Parameter names: what errors call the certificate and the key (their files, when known).
     init(
         certificatePEM: String, privateKeyPEM: String, clientID: String, audience: String,
+        algorithm: AssertionAlgorithm = .ps256,
         names: (certificate: String, key: String) = ("the certificate", "the private key")
     ) throws(GraphError) {
         // The parsers' own errors name their source files and internal codes: not repeated.
@@ -140,7 +209,13 @@ struct ClientAssertions: Sendable {
         } catch {
             throw GraphError(.configuration, "cannot encode the certificate: \(error)")
         }
-        thumbprint = Data(SHA256.hash(data: serializer.serializedBytes)).base64URLEncodedString()
+        let der = serializer.serializedBytes
+        thumbprint =
+            switch algorithm {
+            case .ps256: Data(SHA256.hash(data: der)).base64URLEncodedString()
+            case .rs256: Data(Insecure.SHA1.hash(data: der)).base64URLEncodedString()
+            }
+        self.algorithm = algorithm
         self.key = key
         self.clientID = clientID
         self.audience = audience
@@ -155,9 +230,16 @@ struct ClientAssertions: Sendable {
             exp: ExpirationClaim(value: now.addingTimeInterval(600)))
         var header = JWTHeader()
         header.typ = "JWT"
-        header.x5tS256 = thumbprint
         do {
-            let keys = await JWTKeyCollection().add(rsa: key, digestAlgorithm: .sha256)
+            let keys: JWTKeyCollection
+            switch algorithm {
+            case .ps256:
+                header.x5tS256 = thumbprint
+                keys = await JWTKeyCollection().add(pss: key, digestAlgorithm: .sha256)
+            case .rs256:
+                header.x5t = thumbprint
+                keys = await JWTKeyCollection().add(rsa: key, digestAlgorithm: .sha256)
+            }
             return try await keys.sign(payload, header: header)
         } catch {
             throw GraphError(.configuration, "cannot sign the client assertion: \(error)")

@@ -143,6 +143,13 @@ final class GraphServer: Sendable {
         var tokens: [String: ContinuousClock.Instant] = [:]
         var requests: [String] = []
         var tokenRequests = 0
+        /// Token requests being answered now, and the most there ever were at once.
+        var tokensInFlight = 0
+        var mostTokensInFlight = 0
+        /// The `client-request-id` of every request, Graph's and the token service's.
+        var clientRequestIDs: [String?] = []
+        /// The JOSE header of each client assertion received.
+        var assertionHeaders: [GraphJSON] = []
         var port = 0
         /// Called with each Graph request's path before it is answered (to change the tenant
         /// between pages, say).
@@ -182,9 +189,39 @@ final class GraphServer: Sendable {
                 }
                 return (parts[0], parts.count > 1 ? parts[1] : "")
             }, uniquingKeysWith: { $1 })
-        let behaviour = state.withLock {
-            $0.tokenRequests += 1
-            return $0.behaviour
+        let path = request.uri.string
+        let (behaviour, fault, stall): (ServerBehaviour, (Int, [(String, String)])?, Duration?) = state.withLock {
+            state in
+            state.tokenRequests += 1
+            state.tokensInFlight += 1
+            state.mostTokensInFlight = max(state.mostTokensInFlight, state.tokensInFlight)
+            state.clientRequestIDs.append(request.headers[HTTPField.Name("client-request-id")!])
+            var answer: (Int, [(String, String)])?
+            var stall: Duration?
+            if let index = state.faults.firstIndex(where: { path.contains($0.pathContains) }) {
+                if let delay = state.faults[index].stall {
+                    stall = delay
+                } else if !state.faults[index].answers.isEmpty {
+                    let next = state.faults[index].answers.removeFirst()
+                    answer = (next.status, next.headers)
+                }
+            }
+            return (state.behaviour, answer, stall)
+        }
+        defer { state.withLock { $0.tokensInFlight -= 1 } }
+        if let stall { try await Task.sleep(for: stall) }
+        if let (status, headers) = fault {
+            var response = Self.json(
+                status,
+                .object([
+                    "error": .string(status == 429 ? "temporarily_unavailable" : "server_error"),
+                    "error_description": .string("AADSTS90033: A transient error has occurred. Please try again."),
+                ]))
+            for (name, value) in headers { response.headers[HTTPField.Name(name)!] = value }
+            // The token service names its answers x-ms-request-id.
+            response.headers[HTTPField.Name("request-id")!] = nil
+            response.headers[HTTPField.Name("x-ms-request-id")!] = "token-request-\(UUID().uuidString)"
+            return response
         }
         func refuse(_ error: String, _ description: String) -> Response {
             Self.json(400, .object(["error": .string(error), "error_description": .string(description)]))
@@ -202,23 +239,33 @@ final class GraphServer: Sendable {
                 return refuse("invalid_client", "AADSTS700027: Client assertion failed signature validation.")
             }
             do {
-                let keys = try await JWTKeyCollection().add(
-                    rsa: Insecure.RSA.PublicKey(certificatePEM: pem), digestAlgorithm: .sha256)
-                let payload = try await keys.verify(assertion, as: Assertion.self)
                 // The header, as the token service reads it: base64url JSON before the first dot.
                 var encoded = String(assertion.prefix { $0 != "." }).replacingOccurrences(of: "-", with: "+")
                     .replacingOccurrences(of: "_", with: "/")
                 while encoded.count % 4 != 0 { encoded += "=" }
                 let header = try JSONDecoder().decode(GraphJSON.self, from: Data(base64Encoded: encoded) ?? Data())
+                state.withLock { $0.assertionHeaders.append(header) }
+                // PS256 names the certificate by its SHA-256 thumbprint, RS256 by its SHA-1 one.
+                let publicKey = try Insecure.RSA.PublicKey(certificatePEM: pem)
+                let pss = header["alg"]?.string == "PS256"
+                let keys =
+                    pss
+                    ? await JWTKeyCollection().add(pss: publicKey, digestAlgorithm: .sha256)
+                    : await JWTKeyCollection().add(rsa: publicKey, digestAlgorithm: .sha256)
+                let payload = try await keys.verify(assertion, as: Assertion.self)
                 let certificate = try Certificate(pemEncoded: pem)
                 var serializer = DER.Serializer()
                 try serializer.serialize(certificate)
-                let thumbprint = Data(SHA256.hash(data: serializer.serializedBytes)).base64EncodedString()
+                let digest =
+                    pss
+                    ? Data(SHA256.hash(data: serializer.serializedBytes))
+                    : Data(Insecure.SHA1.hash(data: serializer.serializedBytes))
+                let thumbprint = digest.base64EncodedString()
                     .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                     .replacingOccurrences(of: "=", with: "")
                 guard payload.iss.value == behaviour.clientID, payload.sub.value == behaviour.clientID,
                     payload.aud.value.contains(where: { $0.hasSuffix("/oauth2/v2.0/token") }),
-                    header["x5t#S256"]?.string == thumbprint
+                    header[pss ? "x5t#S256" : "x5t"]?.string == thumbprint
                 else {
                     return refuse("invalid_client", "AADSTS700027: Client assertion contains an invalid claim.")
                 }
@@ -260,6 +307,7 @@ final class GraphServer: Sendable {
         let (valid, fault, stall, held): (Bool, (Int, [(String, String)])?, Duration?, Bool) = state.withLock {
             state in
             state.requests.append(full)
+            state.clientRequestIDs.append(request.headers[HTTPField.Name("client-request-id")!])
             let valid = bearer.flatMap { state.tokens[$0] }.map { ContinuousClock.now < $0 } ?? false
             var answer: (Int, [(String, String)])?
             var stall: Duration?
@@ -511,8 +559,10 @@ final class GraphServer: Sendable {
 
     static func json(_ status: Int, _ value: GraphJSON) -> Response {
         let bytes = (try? JSONEncoder().encode(value)) ?? Data()
+        // Graph names every answer (`request-id`), as Microsoft's services do.
         return Response(
-            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
+            status: HTTPResponse.Status(code: status),
+            headers: [.contentType: "application/json", HTTPField.Name("request-id")!: UUID().uuidString.lowercased()],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

@@ -93,11 +93,15 @@ struct GraphServiceTests {
                 #expect(graph["status"] as? String == "ok")
                 #expect((graph["last"] as? [String: Any])?["status"] as? String == "applied")
                 #expect((graph["last"] as? [String: Any])?["trigger"] as? String == "start")
+                #expect((graph["last"] as? [String: Any])?["warnings"] as? [String] == [])
 
                 // The tenant changes: finance may print now.
                 try server.state.withLock { state in
                     state.tenant.policies["iosManagedAppProtections"]?[0] = try financePolicy(
                         id: "T_finance", include: ["grp-finance"], exclude: ["grp-contractors"], print: false)
+                    // And a draft: the sync says it reaches no one.
+                    state.tenant.policies["iosManagedAppProtections"]?.append(
+                        try financePolicy(id: "T_draft", include: []))
                 }
                 let before = service.engine.bundleInForce?.revision
                 let applied = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
@@ -108,6 +112,11 @@ struct GraphServiceTests {
                 #expect(body["revision"] as? String == service.engine.bundleInForce?.revision)
                 #expect(service.engine.bundleInForce?.revision != before)
                 #expect((body["requests"] as? Int ?? 0) > 0 && (body["pages"] as? Int ?? 0) > 0)
+                let warnings = body["warnings"] as? [String] ?? []
+                #expect(warnings.count == 1 && warnings[0].contains("reaches no account"), "\(warnings)")
+                let readyAfter = try Self.json(try await client.execute(uri: "/readyz", method: .get))
+                let last = (readyAfter["graph"] as? [String: Any])?["last"] as? [String: Any]
+                #expect(last?["warnings"] as? [String] == warnings, "/readyz carries the last sync's warnings")
                 #expect(try service.printing()[People.alice.upn] == true, "alice may print now")
 
                 let again = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())

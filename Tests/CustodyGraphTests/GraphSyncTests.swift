@@ -87,6 +87,16 @@ func settings(_ base: String, credential: GraphCredential = .secret("s3cret-valu
     return settings
 }
 
+/// An RSA certificate for the app, and a server that accepts client assertions signed by it.
+func certificateServer() throws -> (TestCertificates.Made, GraphServer) {
+    let made = try TestCertificates.make(
+        .rsa, commonName: "custody-graph", notBefore: Date().addingTimeInterval(-60),
+        notAfter: Date().addingTimeInterval(3_600))
+    var behaviour = ServerBehaviour()
+    behaviour.certificatePEM = made.certificatePEM
+    return (made, GraphServer(tenant: try standardTenant(), behaviour: behaviour))
+}
+
 /// Syncs into `directory` and returns the report.
 func sync(_ settings: GraphSettings, to directory: String, overlay: [UInt8]? = nil) async throws -> GraphSyncReport {
     let sync = try GraphSync(settings: settings, overlay: overlay)
@@ -159,12 +169,7 @@ struct GraphSyncTests {
         "a certificate login: the client assertion is signed with the key and names the certificate by its SHA-256 thumbprint"
     )
     func certificateLogin() async throws {
-        let made = try TestCertificates.make(
-            .rsa, commonName: "custody-graph", notBefore: Date().addingTimeInterval(-60),
-            notAfter: Date().addingTimeInterval(3_600))
-        var behaviour = ServerBehaviour()
-        behaviour.certificatePEM = made.certificatePEM
-        let server = GraphServer(tenant: try standardTenant(), behaviour: behaviour)
+        let (made, server) = try certificateServer()
         let directory = try TemporaryDirectory()
         try await server.serving { base in
             let credential = GraphCredential.certificate(

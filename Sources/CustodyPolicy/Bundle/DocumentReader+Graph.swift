@@ -85,7 +85,7 @@ extension DocumentReader {
         guard let kind = PolicyKind.matching(odataType: typeName) else {
             if PolicyKind.windowsInformationProtectionTypes.contains(typeName.graphTypeName.lowercased()) {
                 let name = object["displayName"]?.string.map { " '\($0)'" } ?? ""
-                notice(
+                warning(
                     .notEnforced,
                     "Windows Information Protection policy\(name) (\(typeName.graphTypeName)) is kept but not enforced: Microsoft has retired WIP (Windows MAM's windowsManagedAppProtection replaces it)",
                     at: typeValue, path: path + ".@odata.type")

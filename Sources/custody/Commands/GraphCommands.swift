@@ -76,6 +76,13 @@ struct GraphSyncCommand: AsyncParsableCommand {
     var privateKey: String?
 
     @Option(
+        name: .customLong("assertion-algorithm"),
+        help: ArgumentHelp(
+            "How a certificate's client assertion is signed: PS256 (default; Microsoft's current rule, the certificate named by x5t#S256) or RS256 (x5t, SHA-1) for a token service that lags.",
+            valueName: "PS256|RS256"))
+    var assertionAlgorithm: AssertionAlgorithm = .ps256
+
+    @Option(
         help: ArgumentHelp("The Microsoft cloud: global (default), usgov, usgovhigh, dod, china.", valueName: "cloud"))
     var cloud: GraphCloudArgument = .global
 
@@ -156,13 +163,14 @@ struct GraphSyncCommand: AsyncParsableCommand {
             StandardError.write("error: \(error)\n")
             throw ExitCode.failure
         }
-        let settings: GraphSettings
+        var settings: GraphSettings
         let sync: GraphSync
         do {
             settings = try GraphSettings(
                 tenantID: tenantID, clientID: clientID, credential: credential,
                 cloud: GraphCloud(rawValue: cloud.rawValue) ?? .global,
                 authority: authority, graphURL: graphURL)
+            settings.assertionAlgorithm = assertionAlgorithm
             sync = try GraphSync(
                 settings: settings, overlay: overlay, signingKey: try signingKey.map(BundleSigningKey.load(file:)),
                 logger: logger)

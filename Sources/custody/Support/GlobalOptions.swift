@@ -1,5 +1,6 @@
 public import ArgumentParser
 import Custody
+import CustodyGraph
 import CustodyPolicy
 import CustodyProtection
 import CustodyStore
@@ -262,6 +263,7 @@ func parseAccount(_ text: String, option: String) throws -> AccountID {
 }
 
 extension Platform: ExpressibleByArgument {}
+extension AssertionAlgorithm: ExpressibleByArgument {}
 extension AppManagementLevel: ExpressibleByArgument {}
 extension AppSpec.ValueType: ExpressibleByArgument {}
 extension Logger.Level: @retroactive ExpressibleByArgument {}
