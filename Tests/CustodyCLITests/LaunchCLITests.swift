@@ -81,6 +81,27 @@ struct LaunchCLITests {
         #expect(!(try directory.run(["audit"]).stdout.contains("conditional launch")))
     }
 
+    /// Level 3 wipes a jailbroken device (`appActionIfDeviceComplianceRequired: wipe`); a
+    /// check-in that does not say whether the device is jailbroken is blocked, not wiped.
+    @Test(
+        "acting on launch, a check-in that leaves out a wipe check's fact blocks, marks it missing, and wipes nothing")
+    func missingFactBlocks() throws {
+        let directory = try scratch(acting: true)
+        let file = try directory.write("facts.json", #"{"osVersion":"14.8","threatLevel":"secured"}"#)
+        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
+        #expect(checkIn.status == 0, "\(checkIn.stderr)")
+        let answer = try #require(
+            try JSONSerialization.jsonObject(with: Data(checkIn.stdout.utf8)) as? [String: Any], "\(checkIn.stdout)")
+        #expect(answer["outcome"] as? String == "block")
+        #expect(answer["wiped"] as? Bool == false)
+        let checks = answer["checks"] as? [[String: Any]] ?? []
+        let jailbreak = try #require(checks.first { $0["fact"] as? String == "jailbroken" })
+        #expect(jailbreak["missing"] as? Bool == true)
+        #expect(jailbreak["outcome"] as? String == "block")
+        #expect(!checks.contains { $0["outcome"] as? String == "wipe" })
+        #expect(!(try directory.run(["audit"]).stdout.contains("conditional launch")), "no wipe was audited")
+    }
+
     @Test(
         "bad facts are an error (exit 1) that records nothing",
         arguments: [

@@ -115,8 +115,9 @@ public struct LaunchDecision: Sendable, Hashable {
     /// Whether the decision was refused rather than made.
     public var isRefusal: Bool { finding.map { $0.isContradiction || $0.isPlatformRefusal } ?? false }
 
-    /// Whether a wipe rests on facts reported, not on missing ones: only such a wipe is
-    /// carried out (`custody checkin --facts` with acting on launch).
+    /// Whether a wipe rests on facts reported. A missing fact never produces a wipe, so every
+    /// wipe outcome does; kept as the guard every front end checks before carrying one out
+    /// (`custody checkin --facts` with acting on launch, `POST /v1/launch`).
     public var wipeIsConfirmed: Bool {
         outcome == .wipe && checks.contains { $0.outcome == .wipe && !$0.isMissing }
     }
@@ -129,7 +130,7 @@ public struct LaunchDecision: Sendable, Hashable {
             let source = check.policy.map { " (from '\($0.name)')" } ?? " (Intune default)"
             guard let reported = check.reported else {
                 return
-                    "\(check.setting) (\(check.requirement)) needs \(check.fact), which was not given: \(check.counts ? "counted as failed" : "ignored"), \(check.outcome)\(source)"
+                    "\(check.setting) (\(check.requirement)) needs \(check.fact), which was not given: \(check.counts ? "counted as failed, \(check.outcome) (a missing fact never wipes)" : "ignored")\(source)"
             }
             return "\(check.fact) \(reported) fails \(check.setting) (\(check.requirement)): \(check.outcome)\(source)"
         }.joined(separator: "; ")
@@ -148,9 +149,10 @@ extension PolicySnapshot {
     /// merged `periodOfflineBeforeAccessCheck` (block) and `periodOfflineBeforeWipeIsEnforced`
     /// (wipe) set it; a check-in more than `clockSkew` after `now` is not believed and blocks.
     /// The outcome is the most severe action of a failed check: wipe, then block,
-    /// then warn, else allow. A check whose fact is missing is reported; with
-    /// `MissingFacts.strict` it counts as failed (the strictest the fact could produce). An
-    /// unmanaged account is allowed: no policy sets conditions for it.
+    /// then warn, else allow. A check whose fact is missing is reported, marked missing; with
+    /// `MissingFacts.strict` it counts as failed, but blocks at most: a missing fact never
+    /// wipes (an app acting on the answer would destroy data because a caller left out a
+    /// field). An unmanaged account is allowed: no policy sets conditions for it.
     ///
     /// - Parameter now: the time since 1970 that offline grace counts to.
     public func launch(
@@ -166,7 +168,10 @@ extension PolicySnapshot {
         var checks: [LaunchDecision.Check] = []
         var outcome = LaunchOutcome.allow
         /// Records a failed (or fact-less) check, most severe first, in policy order among equals.
-        func record(_ origin: LaunchDecision.Check.Origin, _ reported: String?, _ result: LaunchOutcome) {
+        /// A check whose fact is missing blocks at most: a wipe is answered only on a reported
+        /// value that calls for it, never on absence of evidence.
+        func record(_ origin: LaunchDecision.Check.Origin, _ reported: String?, _ action: LaunchOutcome) {
+            let result = reported == nil ? min(action, .block) : action
             let counts = reported != nil || missingFacts == .strict
             if counts, result > outcome { outcome = result }
             // One allocation for every check that can fail, made only when one does.

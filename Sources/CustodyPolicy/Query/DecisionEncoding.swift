@@ -131,6 +131,8 @@ package enum DecisionEncoding {
             writer.value(check.fact.rawValue)
             writer.key("reported")
             writer.value(check.reported)
+            writer.key("missing")
+            writer.value(check.isMissing)
             writer.key("outcome")
             writer.value(check.outcome.rawValue)
             writer.key("policy")

@@ -270,8 +270,7 @@ public struct DecisionStream {
             let verdict: String
             switch answer {
             case .launch(let launch):
-                verdict =
-                    launch.outcome == .wipe && !launch.wipeIsConfirmed ? "WIPE?" : launch.outcome.rawValue.uppercased()
+                verdict = launch.outcome.rawValue.uppercased()
             case .single(let decision) where decision.urlOutcome == .redirect: verdict = "REDIRECT"
             default:
                 verdict =

@@ -43,9 +43,9 @@ struct DecideCommand: AsyncParsableCommand {
             facts a query leaves out are taken from those `custody checkin --facts` recorded. A \
             launch answer has "outcome" (allow, warn, block or wipe: a wipe beats a block beats a \
             warn), "checks" (each check that failed or lacked its fact: setting, value, \
-            requirement, fact, reported, outcome, policy, counts) and "missingFacts"; a check \
-            whose fact is missing counts as failed unless "missingFacts":"ignore" (--format text prints \
-            WIPE? for a wipe that rests on missing facts only: "wipeConfirmed":false). A lastCheckIn \
+            requirement, fact, reported, missing, outcome, policy, counts) and "missingFacts"; a \
+            check whose fact is missing counts as failed unless "missingFacts":"ignore", and blocks \
+            at most: a missing fact never wipes. A lastCheckIn \
             more than 5 minutes after "now" is not believed: it blocks. openURL answers \
             "outcome" allowed, redirect (with "redirect", the app's URL scheme or package id) or \
             blocked: tel: by dialerRestrictionLevel, sms: by protectedMessagingRedirectAppType, \

@@ -170,9 +170,6 @@ struct CheckInCommand: AsyncParsableCommand {
                     StandardError.write(
                         "note: --bundle names a bundle for this command alone, not the policy in force: the wipe is reported, not carried out\n"
                     )
-                } else if !launch.wipeIsConfirmed {
-                    StandardError.write(
-                        "note: the wipe outcome rests on missing facts only: reported, not carried out\n")
                 } else {
                     StandardError.write(
                         "note: the installation does not act on launch outcomes (custody apply --act-on-launch): the wipe is reported, not carried out\n"

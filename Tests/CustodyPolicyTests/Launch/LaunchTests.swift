@@ -268,7 +268,7 @@ struct LaunchTests {
         """#
 
     @Test(
-        "each fact missing: reported, and counted as its check's action unless missing facts are ignored",
+        "each fact missing: reported, and counted as its check's action, a wipe as a block, unless missing facts are ignored",
         arguments: LaunchFact.allCases.filter {
             [
                 .osVersion, .appVersion, .jailbroken, .threatLevel, .accountState, .pinFailures, .clockedOut,
@@ -293,12 +293,9 @@ struct LaunchTests {
         default: all.lastCheckIn = nil
         }
         let strict = snapshot.launch(account: Self.alice, facts: all, now: Self.now)
-        let expected: LaunchOutcome =
-            switch fact {
-            case .appVersion, .lastCheckIn: .wipe
-            case .clockedOut: .warn
-            default: .block
-            }
+        // appVersion (minimumWipeAppVersion) and lastCheckIn (the P90D wipe period) would wipe
+        // on a reported value; missing, they block: a missing fact never wipes.
+        let expected: LaunchOutcome = fact == .clockedOut ? .warn : .block
         #expect(strict.outcome == expected, "\(strict.reason)")
         #expect(strict.missingFacts == [fact])
         #expect(!strict.wipeIsConfirmed)
@@ -414,6 +411,80 @@ struct LaunchTests {
         } catch {
             #expect("\(error)".contains(message), "\(error)")
         }
+    }
+
+    /// A wipe-capable check: the policy members that configure it with a wipe, the fact it
+    /// reads, and a reported value that fails it.
+    struct WipeRow: Sendable, CustomTestStringConvertible {
+        let platform: Platform
+        let members: String
+        let fact: LaunchFact
+        let failing: String
+        var testDescription: String { "\(platform) \(fact)" }
+    }
+
+    static let wipeRows: [WipeRow] = [
+        WipeRow(platform: .ios, members: #""minimumWipeOsVersion": "16.0""#, fact: .osVersion, failing: #""15.0""#),
+        WipeRow(platform: .ios, members: #""minimumWipeAppVersion": "2.0""#, fact: .appVersion, failing: #""1.0""#),
+        WipeRow(platform: .ios, members: #""minimumWipeSdkVersion": "19.0""#, fact: .sdkVersion, failing: #""18.0""#),
+        WipeRow(
+            platform: .android, members: #""minimumWipePatchVersion": "2026-01-01""#, fact: .patchVersion,
+            failing: #""2025-01-01""#),
+        WipeRow(
+            platform: .android, members: #""minimumWipeCompanyPortalVersion": "5.0""#, fact: .companyPortalVersion,
+            failing: #""4.0""#),
+        WipeRow(
+            platform: .ios,
+            members: #""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#,
+            fact: .jailbroken, failing: "true"),
+        WipeRow(
+            platform: .ios,
+            members: #""pinRequired": true, "maximumPinRetries": 5, "appActionIfMaximumPinRetriesExceeded": "wipe""#,
+            fact: .pinFailures, failing: "5"),
+        WipeRow(
+            platform: .ios, members: #""appActionIfUnableToAuthenticateUser": "wipe""#, fact: .accountState,
+            failing: #""disabled""#),
+        WipeRow(
+            platform: .ios,
+            members: #""maximumAllowedDeviceThreatLevel": "low", "mobileThreatDefenseRemediationAction": "wipe""#,
+            fact: .threatLevel, failing: #""high""#),
+        WipeRow(
+            platform: .ios,
+            members: #""allowedIosDeviceModels": "iPhone15,2", "appActionIfIosDeviceModelNotAllowed": "wipe""#,
+            fact: .deviceModel, failing: #""iPad13,1""#),
+        WipeRow(
+            platform: .android,
+            members:
+                #""allowedAndroidDeviceManufacturers": "Samsung", "appActionIfAndroidDeviceManufacturerNotAllowed": "wipe""#,
+            fact: .deviceManufacturer, failing: #""Google""#),
+        WipeRow(
+            platform: .ios, members: #""periodOfflineBeforeWipeIsEnforced": "P30D""#, fact: .lastCheckIn,
+            failing: #""2026-01-01T00:00:00Z""#),
+    ]
+
+    /// The product's fail-closed rule (issue 46): absence of evidence blocks and destroys
+    /// nothing; a wipe is answered only on a reported value that calls for it.
+    @Test(
+        "a missing fact never wipes: each wipe-capable check blocks without its fact and wipes on a failing one",
+        arguments: wipeRows)
+    func missingNeverWipes(row: WipeRow) throws {
+        let snapshot = try Self.snapshot(
+            [Self.policy(row.platform.rawValue, "P", group: "g-a", row.members)], platform: row.platform)
+        let missing = snapshot.launch(
+            account: Self.alice, facts: Self.facts { if row.fact == .lastCheckIn { $0.lastCheckIn = nil } },
+            now: Self.now)
+        let check = try #require(missing.checks.first { $0.fact == row.fact }, "\(missing.reason)")
+        #expect(check.isMissing)
+        #expect(check.outcome == .block)
+        #expect(missing.outcome == .block, "\(missing.reason)")
+        #expect(!missing.checks.contains { $0.outcome == .wipe })
+        #expect(missing.reason.contains("a missing fact never wipes"))
+
+        var reported = try Self.readFacts(#"{"\#(row.fact.rawValue)": \#(row.failing)}"#)
+        if row.fact != .lastCheckIn { reported.lastCheckIn = Self.now - .seconds(60) }
+        let failed = snapshot.launch(account: Self.alice, facts: reported, now: Self.now, missingFacts: .ignore)
+        #expect(failed.outcome == .wipe, "\(failed.reason)")
+        #expect(failed.wipeIsConfirmed)
     }
 
     static func readFacts(_ json: String) throws -> LaunchFacts {
