@@ -37,6 +37,13 @@ struct LaunchCLITests {
         #expect(checkIn.stdout.contains(#""outcome":"wipe""#))
         #expect(checkIn.stdout.contains(#""wipeConfirmed":true"#))
         #expect(checkIn.stdout.contains(#""wiped":true"#))
+        // As every answer: the deciding check's setting and policy at the top.
+        let answer = try #require(
+            try JSONSerialization.jsonObject(with: Data(checkIn.stdout.utf8)) as? [String: Any], "\(checkIn.stdout)")
+        #expect(answer["setting"] as? String == "deviceComplianceRequired")
+        let checks = answer["checks"] as? [[String: Any]] ?? []
+        #expect(answer["policies"] as? [String] == [checks.first?["policy"] as? String].compactMap { $0 })
+        #expect((answer["policies"] as? [String])?.count == 1)
         let audit = try directory.run(["audit"])
         #expect(audit.stdout.contains("act-on-launch"))
         #expect(audit.stdout.contains("conditional launch: jailbroken true fails deviceComplianceRequired"))

@@ -168,7 +168,7 @@ extension DocumentReader {
             checkConfiguration(customSettings, of: object, path: path + ".customSettings")
             return .configuration(metadata: metadata, settings: customSettings, targeting: targeting)
         }
-        settings.launchConditions = launchConditions(launchMembers)
+        settings.launchConditions = launchConditions(launchMembers, kind: kind)
         reportNotEnforced(notEnforced, of: object, path: path)
         checkDependencies(settings, kind: kind, of: object, path: path)
         return .protection(kind: kind, metadata: metadata, settings: settings, targeting: targeting)

@@ -2,9 +2,12 @@
 /// seen (an action may come before or after the condition it belongs to).
 extension GraphSchema {
     /// The version checks: the property, the fact it compares, the action it takes, and whether
-    /// it fails at the threshold too. Graph's descriptions: versions "less than" a required or
-    /// warning minimum block or warn; versions "less than or equal to" a wipe minimum wipe;
-    /// versions "bigger than" a maximum act.
+    /// it fails at the threshold too. Graph's descriptions (iOS and Android): versions "less
+    /// than" a required or warning minimum block or warn; versions "less than or equal to" the OS,
+    /// app and patch wipe minimums wipe; the SDK's wipe minimum wipes versions "less than" it
+    /// and the Company Portal's is the version that "must be installed" (less than it wipes);
+    /// versions "bigger than" a maximum act. Windows (`windowsManagedAppProtection`) says "less
+    /// than" for every minimum: no threshold fails there.
     static let versionChecks:
         [(property: String, fact: LaunchFact, action: RemediationAction, maximum: Bool, orEqual: Bool)] = [
             ("minimumRequiredOsVersion", .osVersion, .block, false, false),
@@ -18,13 +21,13 @@ extension GraphSchema {
             ("minimumWipeAppVersion", .appVersion, .wipe, false, true),
             ("minimumRequiredSdkVersion", .sdkVersion, .block, false, false),
             ("minimumWarningSdkVersion", .sdkVersion, .warn, false, false),
-            ("minimumWipeSdkVersion", .sdkVersion, .wipe, false, true),
+            ("minimumWipeSdkVersion", .sdkVersion, .wipe, false, false),
             ("minimumRequiredPatchVersion", .patchVersion, .block, false, false),
             ("minimumWarningPatchVersion", .patchVersion, .warn, false, false),
             ("minimumWipePatchVersion", .patchVersion, .wipe, false, true),
             ("minimumRequiredCompanyPortalVersion", .companyPortalVersion, .block, false, false),
             ("minimumWarningCompanyPortalVersion", .companyPortalVersion, .warn, false, false),
-            ("minimumWipeCompanyPortalVersion", .companyPortalVersion, .wipe, false, true),
+            ("minimumWipeCompanyPortalVersion", .companyPortalVersion, .wipe, false, false),
         ]
 
     /// Every property conditional launch reads (conditions and their actions).
@@ -45,9 +48,12 @@ extension GraphSchema {
     /// The platform a launch property belongs to (nil: both), so that a default policy's iOS
     /// checks are not made on Android.
     static func launchPlatform(of property: String) -> Platform? {
-        if iosOnlyProperties.contains(property) { return .ios }
-        if androidOnlyProperties.contains(property) { return .android }
-        return nil
+        switch (iosOnlyProperties.contains(property), androidOnlyProperties.contains(property)) {
+        case (true, false): .ios
+        case (false, true): .android
+        // Neither, or both (`appActionIfAccountIsClockedOut`: Non-working time on iOS and Android).
+        default: nil
+        }
     }
 }
 
@@ -64,7 +70,7 @@ struct LaunchMembers {
 
 extension DocumentReader {
     /// Builds the conditional-launch checks of one document from its launch members.
-    mutating func launchConditions(_ members: LaunchMembers) -> [LaunchCondition] {
+    mutating func launchConditions(_ members: LaunchMembers, kind: PolicyKind) -> [LaunchCondition] {
         var conditions: [LaunchCondition] = []
         func add(_ setting: String, _ test: LaunchCondition.Test, _ action: RemediationAction) {
             conditions.append(
@@ -92,7 +98,9 @@ extension DocumentReader {
             if version.isZero { continue }
             let test: LaunchCondition.Test =
                 check.maximum
-                ? .maximumVersion(check.fact, version) : .minimumVersion(check.fact, version, orEqual: check.orEqual)
+                ? .maximumVersion(check.fact, version)
+                : .minimumVersion(
+                    check.fact, version, orEqual: check.orEqual && kind != .windowsManagedAppProtection)
             add(check.property, test, check.action)
         }
 

@@ -103,6 +103,13 @@ public struct LaunchDecision: Sendable, Hashable {
     /// contradict each other; no platform for a bundle of several). Nil for a managed account.
     public let finding: Finding?
 
+    /// The check that decided the outcome: the first that counted with the outcome's action
+    /// (checks are ordered most severe first); nil when every check passed or none counted.
+    public var decidingCheck: Check? {
+        guard outcome != .allow else { return nil }
+        return checks.first { $0.counts && $0.outcome == outcome }
+    }
+
     /// The facts a check needed and the query did not give, without repeats.
     public var missingFacts: [LaunchFact] {
         var seen: Set<LaunchFact> = []

@@ -105,9 +105,10 @@ package enum DecisionEncoding {
         }
     }
 
-    /// A launch decision: `"outcome"` (allow, warn, block, wipe), `"reason"`, `"checks"` (each
-    /// failed or unanswerable check: its setting, value, fact, the fact's reported value or
-    /// null, outcome, policy and whether it counted) and `"missingFacts"`.
+    /// A launch decision: `"outcome"` (allow, warn, block, wipe), `"reason"`, `"setting"` and
+    /// `"policies"` (the deciding check's, as every answer has them), `"checks"` (each failed or
+    /// unanswerable check: its setting, value, fact, the fact's reported value or null, whether
+    /// it was missing, outcome, policy and whether it counted) and `"missingFacts"`.
     private static func writeLaunch(_ launch: LaunchDecision, to writer: inout JSONWriter) {
         writer.key("action")
         writer.value(DecisionAction.launch.rawValue)
@@ -117,6 +118,13 @@ package enum DecisionEncoding {
         writer.value(launch.outcome.rawValue)
         writer.key("reason")
         writer.value(launch.reason)
+        let deciding = launch.decidingCheck
+        writer.key("setting")
+        writer.value(deciding?.setting)
+        writer.key("policies")
+        writer.beginArray()
+        if let policy = deciding?.policy { writer.value(policy.name) }
+        writer.endArray()
         writer.key("checks")
         writer.beginArray()
         for check in launch.checks {

@@ -137,6 +137,9 @@ struct WindowsPolicyTests {
             (#""minimumRequiredOsVersion": "10.0.22631""#, "10.0.22631.3155", 60, .allow),
             // "Wipe data - The user account that is associated with the application is wiped".
             (#""minimumWipeOsVersion": "10.0.19000""#, "10.0.18363", 60, .wipe),
+            // Graph's Windows page: "Versions less than the specified version will wipe": the
+            // version itself does not.
+            (#""minimumWipeOsVersion": "10.0.19000""#, "10.0.19000", 60, .allow),
             // "Offline grace period … Block access (minutes) … 720 minutes (12 hours)" by default.
             ("", "10.0.22631", 13 * 3_600, .block),
             ("", "10.0.22631", 11 * 3_600, .allow),

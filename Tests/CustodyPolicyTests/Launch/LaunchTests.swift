@@ -101,6 +101,15 @@ struct LaunchTests {
             VersionRow(
                 setting: "minimumWipeSdkVersion", threshold: "17.0", fact: .sdkVersion, reported: "20.4.0",
                 outcome: .allow),
+            // Graph, minimumWipeSdkVersion: "Versions less than the specified version will
+            // wipe": the version itself does not (unlike the OS and app wipe minimums, "less
+            // than or equal to").
+            VersionRow(
+                setting: "minimumWipeSdkVersion", threshold: "17.0", fact: .sdkVersion, reported: "17.0",
+                outcome: .allow),
+            VersionRow(
+                setting: "minimumWipeSdkVersion", threshold: "17.0", fact: .sdkVersion, reported: "16.9",
+                outcome: .wipe),
         ])
     func versionsIOS(row: VersionRow) throws {
         let snapshot = try Self.snapshot([
@@ -166,6 +175,17 @@ struct LaunchTests {
                 #""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#, "rooted", "true",
                 .wipe
             ),
+            // Graph, minimumWipeCompanyPortalVersion: the version that "must be installed on
+            // the device or app data will be wiped": at it, nothing; minimumWipePatchVersion:
+            // "less than or equal to" wipes.
+            (#""minimumWipeCompanyPortalVersion": "5.0""#, "companyPortalVersion", "5.0", .allow),
+            (#""minimumWipeCompanyPortalVersion": "5.0""#, "companyPortalVersion", "4.9", .wipe),
+            (#""minimumWipePatchVersion": "2026-01-01""#, "patchVersion", "2026-01-01", .wipe),
+            // Android settings page, Conditional launch, "Non-working time" (Block access or
+            // Warn), as on iOS (issue 46): clocked out, the configured action.
+            (#""appActionIfAccountIsClockedOut": "block""#, "clockedOut", "true", .block),
+            (#""appActionIfAccountIsClockedOut": "warn""#, "clockedOut", "true", .warn),
+            (#""appActionIfAccountIsClockedOut": "block""#, "clockedOut", "false", .allow),
         ])
     func android(members: String, fact: String, reported: String, outcome: LaunchOutcome) throws {
         let snapshot = try Self.snapshot([Self.policy("android", "A", group: "g-a", members)], platform: .android)
