@@ -10,7 +10,7 @@ extension Finding {
         case .notConfigured:
             return statement + " (Intune default: no applicable policy configures \(setting))"
         case .conflictDefault:
-            return statement + " (" + quotedNames(summary.sources) + " disagree, so the recommended default applies)"
+            return statement + " (recommended value; policies disagree: \(summary.disagreement ?? ""))"
         }
     }
 

@@ -61,13 +61,31 @@ public struct LaunchDecision: Sendable, Hashable {
         }
 
         /// The policy that configures the check; nil for Intune's default (offline grace no
-        /// applicable policy configures).
+        /// applicable policy configures) and for a number the policies disagree on (the
+        /// recommended value applies, which no policy set).
         public var policy: PolicyReference? {
+            if disagreement != nil { return nil }
             switch origin {
-            case .condition(let index): source.policies[source.launchSources[index]]
-            case .offline(let setting): source.setting(setting).sources.first
-            case .checkInAfter: source.periodOfflineBeforeAccessCheck.sources.first
+            case .condition(let index): return source.policies[source.launchSources[index]]
+            case .offline(let setting): return source.setting(setting).sources.first
+            case .checkInAfter: return source.periodOfflineBeforeAccessCheck.sources.first
             }
+        }
+
+        /// For a threshold the applying policies disagree on, who set what (`'A' 3, 'B' 10`).
+        public var disagreement: String? {
+            switch origin {
+            case .condition(let index): source.launchDisagreements[index]
+            case .offline(let setting): source.setting(setting).disagreement
+            case .checkInAfter: source.setting(.periodOfflineBeforeAccessCheck).disagreement
+            }
+        }
+
+        /// Where the threshold came from, in words: `from 'A'`, `Intune default`, or
+        /// `recommended value; policies disagree: 'A' 3, 'B' 10`.
+        public var attribution: String {
+            if let disagreement { return "recommended value; policies disagree: \(disagreement)" }
+            return policy.map { "from '\($0.name)'" } ?? "Intune default"
         }
 
         /// Whether the fact the check needs was missing.
@@ -134,7 +152,7 @@ public struct LaunchDecision: Sendable, Hashable {
         if let finding { return finding.explanation }
         guard !checks.isEmpty else { return "every conditional-launch check passed" }
         return checks.map { check in
-            let source = check.policy.map { " (from '\($0.name)')" } ?? " (Intune default)"
+            let source = " (\(check.attribution))"
             guard let reported = check.reported else {
                 return
                     "\(check.setting) (\(check.requirement)) needs \(check.fact), which was not given: \(check.counts ? "counted as failed, \(check.outcome) (a missing fact never wipes)" : "ignored")\(source)"

@@ -23,6 +23,14 @@ public struct SettingSummary: Sendable, Hashable {
     public let value: SettingValue
     public let sources: [PolicyReference]
     public let resolution: SettingResolution
+    /// For a numeric conflict, what each source set, in the order of `sources`.
+    public let sourceValues: [SettingValue]
+
+    /// For a numeric conflict, who set what: `'A' 3, 'B' 10`; nil otherwise.
+    public var disagreement: String? {
+        guard resolution == .conflictDefault else { return nil }
+        return zip(sources, sourceValues).map { "'\($0.name)' \($1)" }.joined(separator: ", ")
+    }
 }
 
 extension EffectivePolicy {
@@ -37,7 +45,7 @@ extension EffectivePolicy {
         func summary<T>(_ resolved: ResolvedSetting<T>, _ value: (T) -> SettingValue) -> SettingSummary {
             SettingSummary(
                 setting: setting, value: value(resolved.value), sources: resolved.sources,
-                resolution: resolved.resolution)
+                resolution: resolved.resolution, sourceValues: resolved.sourceValues.map(value))
         }
         func enumValue<E: GraphEnum>(_ value: E) -> SettingValue { .string(value.rawValue) }
         func enumList<E: GraphEnum>(_ values: Set<E>) -> SettingValue { .list(values.map(\.rawValue).sorted()) }

@@ -57,6 +57,10 @@ public final class EffectivePolicy: Sendable {
     /// passes, the common case, is read in place and copies nothing).
     public let launchConditions: [LaunchCondition]
     let launchSources: [Int]
+    /// The launch conditions whose number the applying policies disagree on, by position in
+    /// `launchConditions`: made once, at the recommended value, with the most restrictive action,
+    /// credited to no policy. The text says who set what ("'A' 3, 'B' 10").
+    let launchDisagreements: [Int: String]
 
     /// What "Save copies of org data" amounts to once the send level is taken into account.
     let saveGate: Gate
@@ -104,7 +108,7 @@ public final class EffectivePolicy: Sendable {
             entries(\.appDataEncryptionType), default: defaults.iosEncryption)
         encryptAppData = SettingMerge.anyTrue(entries(\.encryptAppData), default: defaults.androidEncryption)
         periodOfflineBeforeAccessCheck = SettingMerge.agreedOrDefault(
-            entries(\.periodOfflineBeforeAccessCheck), default: defaults.offlineBeforeAccessCheck)
+            entries(\.periodOfflineBeforeAccessCheck), default: defaults.offlineBeforeAccessCheck(on: platform))
         periodOfflineBeforeWipeIsEnforced = SettingMerge.agreedOrDefault(
             entries(\.periodOfflineBeforeWipeIsEnforced), default: defaults.offlineBeforeWipe)
         exemptedAppProtocols = SettingMerge.intersection(entries(\.exemptedAppProtocols), default: [])
@@ -152,8 +156,29 @@ public final class EffectivePolicy: Sendable {
                 launchSources.append(position)
             }
         }
+        // Microsoft's conflicts rule: "numeric entry fields, such as PIN attempts before reset
+        // ... are set the same as the values, as if you created a MAM policy using the
+        // recommended settings option"; the action, a choice, is the most restrictive.
+        var launchDisagreements: [Int: String] = [:]
+        let retries = launchConditions.indices.filter { launchConditions[$0].setting == "maximumPinRetries" }
+        if Set(retries.map { launchConditions[$0].test.threshold }).count > 1 {
+            let action = retries.map { launchConditions[$0].action }.max { $0.outcome < $1.outcome }!
+            let who = retries.map {
+                "'\(policies[launchSources[$0]].reference.name)' \(launchConditions[$0].test.threshold)"
+            }
+            let kept = retries[0]
+            launchConditions[kept] = LaunchCondition(
+                setting: "maximumPinRetries", test: .pinRetries(defaults.maximumPinRetries), action: action,
+                platform: launchConditions[kept].platform)
+            launchDisagreements[kept] = who.joined(separator: ", ")
+            for index in retries.dropFirst().reversed() {
+                launchConditions.remove(at: index)
+                launchSources.remove(at: index)
+            }
+        }
         self.launchConditions = launchConditions
         self.launchSources = launchSources
+        self.launchDisagreements = launchDisagreements
 
         saveGate = Gate.save(
             blocked: saveAsBlocked.value, send: allowedOutboundDataTransferDestinations.value, platform: platform)
@@ -324,8 +349,14 @@ public enum PolicyDefaults {
     public static let iosEncryption = DataEncryptionType.whenDeviceLocked
     /// Android "Encrypt org data": required.
     public static let androidEncryption = true
-    /// "Recheck the access requirements after (minutes of inactivity)" offline: 720 minutes.
-    public static let offlineBeforeAccessCheck = PolicyDuration(seconds: 12 * 3_600)
+    /// "Offline grace period", Block access: 1440 minutes on iOS and Android (their settings
+    /// pages: "Default value = 1440 minutes (24 hours)"), 720 on Windows (its settings page:
+    /// "720 minutes (12 hours)").
+    public static func offlineBeforeAccessCheck(on platform: Platform?) -> PolicyDuration {
+        PolicyDuration(seconds: platform == .windows ? 12 * 3_600 : 24 * 3_600)
+    }
+    /// "Max PIN attempts": "Default value = 5" (iOS and Android settings pages).
+    public static let maximumPinRetries = 5
     /// "Offline grace period" before data is wiped: 90 days.
     public static let offlineBeforeWipe = PolicyDuration(seconds: 90 * 86_400)
 }

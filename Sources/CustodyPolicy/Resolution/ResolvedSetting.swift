@@ -17,12 +17,17 @@ public struct ResolvedSetting<Value: Sendable & Hashable>: Sendable, Hashable {
     /// merge, every configuring policy for an intersection or a numeric conflict, none for a default.
     public let sources: [PolicyReference]
     public let resolution: SettingResolution
+    /// For a numeric conflict, what each of `sources` set, in the same order; else empty.
+    public let sourceValues: [Value]
 
     /// Creates a resolved setting.
-    public init(value: Value, sources: [PolicyReference], resolution: SettingResolution) {
+    public init(
+        value: Value, sources: [PolicyReference], resolution: SettingResolution, sourceValues: [Value] = []
+    ) {
         self.value = value
         self.sources = sources
         self.resolution = resolution
+        self.sourceValues = sourceValues
     }
 }
 
@@ -80,6 +85,8 @@ enum SettingMerge {
         if entries.allSatisfy({ $0.value == first.value }) {
             return ResolvedSetting(value: first.value, sources: entries.map(\.policy), resolution: .configured)
         }
-        return ResolvedSetting(value: `default`, sources: entries.map(\.policy), resolution: .conflictDefault)
+        return ResolvedSetting(
+            value: `default`, sources: entries.map(\.policy), resolution: .conflictDefault,
+            sourceValues: entries.map(\.value))
     }
 }

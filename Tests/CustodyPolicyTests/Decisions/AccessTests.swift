@@ -108,12 +108,14 @@ struct AccessTests {
         #expect(again.records.count == 1)
     }
 
+    /// Unconfigured, the iOS settings page's defaults: Block access "Default value = 1440
+    /// minutes (24 hours)", Wipe data "Default value = 90 days".
     @Test(
         "offline: online until periodOfflineBeforeAccessCheck, blocked until periodOfflineBeforeWipeIsEnforced, then wipe",
         arguments: [
             (Duration.zero, OfflineState.online),
-            (.seconds(12 * 3_600 - 1), .online),
-            (.seconds(12 * 3_600), .accessBlocked),
+            (.seconds(24 * 3_600 - 1), .online),
+            (.seconds(24 * 3_600), .accessBlocked),
             (.seconds(90 * 86_400 - 1), .accessBlocked),
             (.seconds(90 * 86_400), .wipeRequired),
             (.seconds(400 * 86_400), .wipeRequired),

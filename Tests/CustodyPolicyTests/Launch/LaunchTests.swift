@@ -507,6 +507,49 @@ struct LaunchTests {
         #expect(failed.wipeIsConfirmed)
     }
 
+    /// Microsoft's conflicts rule: "numeric entry fields, such as PIN attempts before reset ...
+    /// are set the same as the values, as if you created a MAM policy using the recommended
+    /// settings option" (the iOS settings page: Max PIN attempts "Default value = 5"; Offline
+    /// grace period, Block access "Default value = 1440 minutes"). The action, a choice, is the
+    /// most restrictive. The answer credits no policy with the recommended value.
+    @Test(
+        "numbers in conflict take the recommended value: PIN attempts 5 with the most restrictive action, offline 24 hours",
+        arguments: [
+            (#""pinFailures": 4"#, LaunchOutcome.allow), (#""pinFailures": 5"#, .wipe),
+        ])
+    func numericConflicts(facts: String, outcome: LaunchOutcome) throws {
+        let snapshot = try Self.snapshot([
+            Self.policy(
+                "ios", "A", group: "g-a",
+                #""pinRequired": true, "maximumPinRetries": 3, "appActionIfMaximumPinRetriesExceeded": "block", "periodOfflineBeforeAccessCheck": "PT1H""#
+            ),
+            Self.policy(
+                "ios", "B", group: "g-b",
+                #""pinRequired": true, "maximumPinRetries": 10, "appActionIfMaximumPinRetriesExceeded": "wipe", "periodOfflineBeforeAccessCheck": "PT2H""#
+            ),
+        ])
+        var reported = try Self.readFacts("{\(facts)}")
+        reported.lastCheckIn = Self.now - .seconds(3 * 3_600)
+        let decision = snapshot.launch(account: Self.alice, facts: reported, now: Self.now, missingFacts: .ignore)
+        #expect(decision.outcome == outcome, "\(decision.reason)")
+        if outcome == .wipe {
+            let check = try #require(decision.decidingCheck)
+            #expect(check.setting == "maximumPinRetries")
+            #expect(check.value == "5")
+            #expect(check.policy == nil, "no policy set 5")
+            #expect(
+                decision.reason.contains("(recommended value; policies disagree: 'A' 3, 'B' 10)"), "\(decision.reason)")
+        }
+        // 25 hours offline: past the recommended 24, blocked, credited to no policy.
+        reported.lastCheckIn = Self.now - .seconds(25 * 3_600)
+        reported.pinFailures = 0
+        let offline = snapshot.launch(account: Self.alice, facts: reported, now: Self.now, missingFacts: .ignore)
+        #expect(offline.outcome == .block)
+        #expect(offline.decidingCheck?.policy == nil)
+        #expect(
+            offline.reason.contains("recommended value; policies disagree: 'A' PT1H, 'B' PT2H"), "\(offline.reason)")
+    }
+
     static func readFacts(_ json: String) throws -> LaunchFacts {
         let document = try JSONDocument(parsing: Array(json.utf8))
         return try LaunchFacts(json: document.root)

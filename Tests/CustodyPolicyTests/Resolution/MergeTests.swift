@@ -127,7 +127,11 @@ struct MergeTests {
         #expect(policy.allowedOutboundClipboardSharingExceptionLength.sources.count == lengths.count)
     }
 
-    @Test("offline periods that disagree take the recommended defaults (12 hours, 90 days)")
+    /// Microsoft's conflicts rule: numeric entry fields in conflict "are set the same as the
+    /// values, as if you created a MAM policy using the recommended settings option"; the iOS
+    /// settings page: Offline grace period, Block access "Default value = 1440 minutes (24
+    /// hours)", Wipe data "Default value = 90 days".
+    @Test("offline periods that disagree take the recommended values (24 hours, 90 days), credited to no policy")
     func offlinePeriods() {
         let policy = merged([
             .with {
@@ -139,8 +143,9 @@ struct MergeTests {
                 $0.periodOfflineBeforeWipeIsEnforced = PolicyDuration(seconds: 86_400)
             },
         ])
-        #expect(policy.periodOfflineBeforeAccessCheck.value == PolicyDefaults.offlineBeforeAccessCheck)
+        #expect(policy.periodOfflineBeforeAccessCheck.value == PolicyDuration(seconds: 86_400))
         #expect(policy.periodOfflineBeforeAccessCheck.resolution == .conflictDefault)
+        #expect(policy.setting(.periodOfflineBeforeAccessCheck).disagreement == "'P0' PT1H, 'P1' PT2H")
         #expect(policy.periodOfflineBeforeWipeIsEnforced.value == PolicyDuration(seconds: 86_400))
     }
 
@@ -155,7 +160,7 @@ struct MergeTests {
         #expect(policy.notificationRestriction.value == .allow)
         #expect(policy.appDataEncryptionType.value == .whenDeviceLocked)
         #expect(policy.encryptAppData.value == true)
-        #expect(policy.periodOfflineBeforeAccessCheck.value == PolicyDuration(seconds: 43_200))
+        #expect(policy.periodOfflineBeforeAccessCheck.value == PolicyDuration(seconds: 86_400))
         #expect(policy.periodOfflineBeforeWipeIsEnforced.value == PolicyDuration(seconds: 7_776_000))
         for setting in PolicySetting.allCases {
             #expect(policy.setting(setting).resolution == .notConfigured)
