@@ -39,7 +39,7 @@ extension PolicyManager {
                 || (refused?.source == source && refused?.revision == files.contentHash)
         {
             initial.settle(probe)
-            dealtWith = files.contentHash
+            dealtWith = files.offerKey
         }
         return Task(executorPreference: StateExecutor.shared) { [weak self, initial, dealtWith] in
             var watch = initial
@@ -63,18 +63,19 @@ extension PolicyManager {
                             diagnostics: error.diagnostics, offeredBy: BundleProvenance(appliedBy: "watch"))
                         continue
                     }
-                    guard files.contentHash != dealtWith else { continue }
+                    // Content and signature: a signature added or changed is a new offer.
+                    guard files.offerKey != dealtWith else { continue }
                     do {
                         _ = try await self.apply(
                             files, source: source, provenance: BundleProvenance(appliedBy: "watch"))
-                        dealtWith = files.contentHash
+                        dealtWith = files.offerKey
                     } catch let rejection as BundleRejection where rejection.stateFailure != nil {
                         // The files were not refused, the state failed: read them again at
                         // the next look, not only when they change.
                         watch.retry()
                         try? await clock.sleep(for: interval)
                     } catch {
-                        dealtWith = files.contentHash
+                        dealtWith = files.offerKey
                     }
                     continue
                 }

@@ -11,7 +11,16 @@ struct BundleCLITests {
         (["tenant.json": "{"], false, "tenant.json:1:2: error: expected a member name"),
         (["tenant.json": "{"], true, "is not signed: no state would apply it"),
         (["policy.json": #"{"id": 1}"#], false, "policy.json:1:"),
-        (["tenant.json": #"{"accounts": [], "allowedAccounts": null}"#], false, nil),
+        // A tenant that manages no one allows every decision (issue 47): on purpose only.
+        (
+            ["tenant.json": #"{"accounts": [], "allowedAccounts": null}"#], false,
+            "is not signed: a bundle that clears the policy on purpose is signed with --allow-empty"
+        ),
+        (["tenant.json": #"{"accounts": [], "allowedAccounts": null}"#], true, nil),
+        (
+            ["Tenant.json": #"{"accounts": [{"upn": "a@contoso.com"}]}"#], true,
+            "'Tenant.json' is not tenant.json"
+        ),
     ]
 
     @Test(

@@ -53,6 +53,10 @@ struct BundleAgreementTests {
         case edited
         /// No files at all (`{"files": {}}`, an emptied directory).
         case empty
+        /// Only `tenant.json`, `{}`: a bundle that manages no one (issue 47).
+        case tenantOnly
+        /// The edited bundle with its tenant file named `Tenant.json`: it would know no account.
+        case misnamedTenant
         /// Only an app configuration: no tenant, no protection policy.
         case configurationOnly
         /// A policy file that is not JSON.
@@ -73,6 +77,10 @@ struct BundleAgreementTests {
                     of: #""printBlocked": false"#, with: #""printBlocked": true"#)
                 return files
             case .empty: return [:]
+            case .tenantOnly: return ["tenant.json": "{}"]
+            case .misnamedTenant:
+                files["Tenant.json"] = files.removeValue(forKey: "tenant.json")
+                return files
             case .configurationOnly: return ["app-configuration.json": files["app-configuration.json"]!]
             case .broken:
                 files["all-staff.json"] = "{ not json"

@@ -1,5 +1,6 @@
 import Custody
 import CustodyPolicy
+import CustodyStore
 import CustodyTestSupport
 import Foundation
 import HTTPTypes
@@ -169,6 +170,35 @@ struct SignedBundleServiceTests {
             let warnings = try #require(ready["warnings"] as? [String])
             #expect(warnings.contains { $0.contains("unsigned") }, "\(warnings)")
             #expect(fixture.engine.bundleInForce?.revision == before)
+        }
+    }
+
+    /// The documented CI flow: edit, then sign. The edit alone is refused as unsigned; the
+    /// signature written after it is a change of the directory, so the signed bundle is offered
+    /// again and goes in force (issue 47).
+    @Test("edit, then sign: the unsigned edit is refused, the signature re-offers it, and it goes in force")
+    func editThenSign() async throws {
+        let fixture = try await ServiceFixture.make()
+        let key = BundleSigningKey()
+        try fixture.engine.trust(key.publicKey, name: nil)
+        let before = try #require(fixture.engine.bundleInForce?.revision)
+        try await fixture.application().test(.live) { client in
+            for name in try FileManager.default.contentsOfDirectory(atPath: fixture.bundle) {
+                try FileManager.default.removeItem(atPath: fixture.bundle + "/" + name)
+            }
+            let signed = try Self.files(printBlocked: true, key: key, sequence: 1_000)
+            for (name, text) in signed where name != BundleFiles.signatureName {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: fixture.bundle + "/" + name))
+            }
+            #expect(await eventually { fixture.engine.lastBundleRejection?.message.contains("unsigned") == true })
+            #expect(fixture.engine.bundleInForce?.revision == before)
+            try Data(signed[BundleFiles.signatureName]!.utf8).write(
+                to: URL(fileURLWithPath: fixture.bundle + "/" + BundleFiles.signatureName))
+            #expect(await eventually { fixture.engine.bundleInForce?.revision != before }, "the signed edit is applied")
+            #expect(fixture.engine.bundleInForce?.provenance.signers == [key.publicKey.keyID])
+            let ready = try object(try await client.execute(uri: "/readyz", method: .get))
+            let warnings = ready["warnings"] as? [String] ?? []
+            #expect(!warnings.contains { $0.contains("unsigned") }, "\(warnings)")
         }
     }
 }

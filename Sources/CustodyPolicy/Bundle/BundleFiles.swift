@@ -125,6 +125,18 @@ public struct BundleFiles: Sendable, Hashable {
     /// The tenant file, if the bundle has one.
     public var tenant: Entry? { entries.first { $0.name == Self.tenantName } }
 
+    /// What a watcher has dealt with when it has offered these files: their content and their
+    /// signature. Signing a bundle again (the documented edit-then-sign flow) changes it, so
+    /// the signed files are offered even though their content was refused unsigned a moment
+    /// before.
+    public var offerKey: String {
+        guard let signature else { return contentHash }
+        let digest = SHA256.hash(data: signature).map { byte in
+            (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+        return contentHash + "+signature:" + digest
+    }
+
     /// Whether a directory entry's name makes it part of a bundle: `*.json`, not hidden.
     public static func isEntryName(_ name: String) -> Bool {
         !name.hasPrefix(".") && name.lowercased().hasSuffix(".json")
@@ -220,11 +232,24 @@ public struct BundleFiles: Sendable, Hashable {
 
     /// Loads the files as a bundle. A bundle without `tenant.json` loads with a warning: it
     /// knows no accounts, so every account is unmanaged.
-    /// - Parameter allowingEmpty: accept a bundle that has neither `tenant.json` nor an app
-    ///   protection policy (no files at all, say). Such a bundle manages no account, so every
-    ///   decision under it allows: it is refused (`emptyBundle`) unless asked for on purpose.
-    /// - Throws: `BundleError` with every problem of every file.
+    /// - Parameter allowingEmpty: accept a bundle under which no account is reached by an app
+    ///   protection policy (no `tenant.json`, no policy, an empty tenant, or only policies that
+    ///   reach no one). Every decision under such a bundle allows: it is refused
+    ///   (`emptyBundle`) unless asked for on purpose.
+    /// - Throws: `BundleError` with every problem of every file; a file named `tenant.json`
+    ///   in another case (`Tenant.json`) is an error, never a policy document.
     public func load(allowingEmpty: Bool = false) throws(BundleError) -> PolicyBundle {
+        let misnamed = entries.filter { $0.name != Self.tenantName && $0.name.lowercased() == Self.tenantName }
+        guard misnamed.isEmpty else {
+            throw BundleError(
+                diagnostics: misnamed.map { entry in
+                    Diagnostic(
+                        severity: .error, code: .tenant,
+                        message:
+                            "'\(entry.name)' is not tenant.json: the tenant file must be named tenant.json exactly (names are case-sensitive), or the bundle would know no accounts",
+                        location: DocumentLocation(file: path(of: entry.name), line: 1, column: 1))
+                })
+        }
         let tenant = self.tenant.map(file)
         let documents = entries.filter { $0.name != Self.tenantName }.map(file)
         var leading: [Diagnostic] = []
@@ -243,19 +268,27 @@ public struct BundleFiles: Sendable, Hashable {
             throw BundleError(diagnostics: leading + error.diagnostics)
         }
         bundle.warnings = leading + bundle.warnings
-        if tenant == nil, bundle.protectionPolicies.isEmpty, !allowingEmpty {
+        if !allowingEmpty, !bundle.managesSomeAccount {
             throw BundleError(
-                diagnostics: [Self.emptyBundleDiagnostic(at: directory ?? "the bundle")] + bundle.warnings)
+                diagnostics: [Self.emptyBundleDiagnostic(bundle, at: directory ?? "the bundle")] + bundle.warnings)
         }
         return bundle
     }
 
-    /// Why a bundle that knows nothing is refused, and how to apply it anyway.
-    static func emptyBundleDiagnostic(at place: String) -> Diagnostic {
-        Diagnostic(
+    /// Why a bundle that manages no account is refused, and how to apply it anyway.
+    static func emptyBundleDiagnostic(_ bundle: PolicyBundle, at place: String) -> Diagnostic {
+        let why =
+            switch (bundle.tenant.accounts.isEmpty, bundle.protectionPolicies.isEmpty) {
+            case (true, true): "it lists no account and has no app protection policy"
+            case (true, false): "it lists no account (no tenant.json, or one without accounts)"
+            case (false, true): "it has no app protection policy"
+            case (false, false):
+                "none of its \(bundle.protectionPolicies.count) app protection polic\(bundle.protectionPolicies.count == 1 ? "y reaches" : "ies reach") any of its \(bundle.tenant.accounts.count) account\(bundle.tenant.accounts.count == 1 ? "" : "s")"
+            }
+        return Diagnostic(
             severity: .error, code: .emptyBundle,
             message: """
-                the bundle has no tenant.json and no app protection policy: it manages no account, so every decision would allow; \
+                the bundle manages no account: \(why), so every decision would allow; \
                 to clear the policy on purpose, apply it with --allow-empty (PUT /v1/bundle: "allowEmpty": true)
                 """,
             location: DocumentLocation(file: place, line: 1, column: 1))

@@ -93,3 +93,17 @@ extension PolicyTargeting.Target {
         }
     }
 }
+
+extension PolicyBundle {
+    /// Whether some account of the tenant is reached by an app protection policy (or the
+    /// default policy) on some platform the bundle's policies are for. A bundle that manages no
+    /// account would allow every decision: it goes in force only on purpose (`allowEmpty`).
+    /// Filtered assignments count as they read without facts (an inclusion includes).
+    public var managesSomeAccount: Bool {
+        guard !tenant.accounts.isEmpty, !protectionPolicies.isEmpty else { return false }
+        return policyPlatforms.contains { platform in
+            let resolver = TargetingResolver(bundle: self, context: EvaluationContext(platform: platform))
+            return tenant.accounts.contains { !resolver.key(for: $0).applying.isEmpty }
+        }
+    }
+}

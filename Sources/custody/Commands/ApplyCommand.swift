@@ -20,9 +20,10 @@ struct ApplyCommand: AsyncParsableCommand {
             directory changes or vanishes. Prints the bundle's revision (its content hash); \
             applying the bundle already in force changes nothing.
 
-            A bundle with no tenant.json and no app protection policy (an empty directory, say) \
-            manages no account, so every decision under it would allow: it is refused unless \
-            --allow-empty says that clearing the policy is meant.
+            A bundle under which no account of its tenant is reached by an app protection policy \
+            (an empty directory, a tenant alone, policies without a tenant, drafts only) manages no \
+            account, so every decision under it would allow: it is refused unless --allow-empty \
+            says that clearing the policy is meant.
 
             --platform, --app, --management-level and --precedence given here are recorded as the \
             installation's evaluation context: later commands on this state use them unless they \

@@ -57,7 +57,7 @@ struct BundleCommand: AsyncParsableCommand {
                 two keys sign during a rotation. Otherwise (other files, or the same key signing \
                 again) the manifest is made anew, with a new sequence, and earlier signatures, over \
                 another manifest, are dropped (said on standard error). A bundle that no state would \
-                apply (one that does not load, or one that knows nothing, without --allow-empty) is \
+                apply (one that does not load, or one that manages no account, without --allow-empty) is \
                 refused with its diagnostics, and nothing is signed.
                 """)
 

@@ -108,7 +108,7 @@ struct TenantLoadingTests {
         try write(
             ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##,
             to: "\(directory)/policy.json")
-        let bundle = try PolicyBundle.load(path: directory)
+        let bundle = try BundleFiles.read(directory: directory).load(allowingEmpty: true)
         // DESIGN: a policy whose assignments property is absent applies to every account, "with
         // a warning".
         #expect(bundle.warnings.map(\.code) == [.noTenant, .assignmentsMissing])
@@ -129,18 +129,52 @@ struct TenantLoadingTests {
             ], true
         ),
         ("a file that is not a policy", ["notes.json": #"{"hello": "world"}"#], true),
-        ("a tenant alone", ["tenant.json": #"{"accounts": []}"#], false),
+        ("an empty tenant alone", ["tenant.json": #"{"accounts": []}"#], true),
+        ("a tenant with accounts and no policy", ["tenant.json": #"{"accounts": [{"upn": "a@contoso.com"}]}"#], true),
         (
             "a protection policy alone",
             [
                 "policy.json":
                     ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P"}"##
+            ], true
+        ),
+        (
+            "a tenant and a draft that reaches no one",
+            [
+                "tenant.json": #"{"accounts": [{"upn": "a@contoso.com", "groups": ["g"]}]}"#,
+                "policy.json":
+                    ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "assignments": []}"##,
+            ], true
+        ),
+        (
+            "a tenant whose only account is unlicensed",
+            [
+                "tenant.json": #"{"accounts": [{"upn": "a@contoso.com", "groups": ["g"], "licensed": false}]}"#,
+                "policy.json":
+                    ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g"}}]}"##,
+            ], true
+        ),
+        (
+            "a tenant and a policy that reaches an account",
+            [
+                "tenant.json": #"{"accounts": [{"upn": "a@contoso.com", "groups": ["g"]}]}"#,
+                "policy.json":
+                    ##"{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g"}}]}"##,
+            ], false
+        ),
+        (
+            "a tenant and a default policy",
+            [
+                "tenant.json": #"{"accounts": [{"upn": "a@contoso.com"}]}"#,
+                "default.json": ##"{"@odata.type": "#microsoft.graph.defaultManagedAppProtection", "id": "D"}"##,
             ], false
         ),
     ]
 
+    /// Issue 47: a bundle under which no account is reached by a protection policy would allow
+    /// every decision; it goes in force only on purpose.
     @Test(
-        "a bundle with no tenant.json and no protection policy is refused as empty-bundle, unless allowed on purpose",
+        "a bundle that manages no account is refused as empty-bundle, unless allowed on purpose",
         arguments: knowingNothing)
     func knowsNothing(label: String, files: [String: String], refused: Bool) throws {
         let temporary = try TemporaryDirectory()
@@ -149,10 +183,28 @@ struct TenantLoadingTests {
         if refused {
             let error = try #require(throws: BundleError.self) { try bundle.load() }
             #expect(error.errors.map(\.code) == [.emptyBundle], "\(label)")
+            #expect(error.description.contains("the bundle manages no account"))
             #expect(error.description.contains("--allow-empty"))
-            #expect(try bundle.load(allowingEmpty: true).protectionPolicies.isEmpty)
+            #expect(!(try bundle.load(allowingEmpty: true).managesSomeAccount))
         } else {
             _ = try bundle.load()
+        }
+    }
+
+    @Test(
+        "a tenant file named in another case is an error, never a policy document",
+        arguments: ["Tenant.json", "TENANT.JSON"])
+    func misnamedTenant(name: String) throws {
+        let temporary = try TemporaryDirectory()
+        try write(#"{"accounts": [{"upn": "a@contoso.com"}]}"#, to: "\(temporary.path)/\(name)")
+        try write(
+            ##"{"@odata.type": "#microsoft.graph.defaultManagedAppProtection", "id": "D"}"##,
+            to: "\(temporary.path)/default.json")
+        let files = try BundleFiles.read(directory: temporary.path)
+        for allowing in [false, true] {
+            let error = try #require(throws: BundleError.self) { try files.load(allowingEmpty: allowing) }
+            #expect(error.errors.map(\.code) == [.tenant])
+            #expect(error.description.contains("'\(name)' is not tenant.json"))
         }
     }
 
