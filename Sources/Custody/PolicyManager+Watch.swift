@@ -49,8 +49,15 @@ extension PolicyManager {
             // files read again afterwards would be applied again over a bundle put in force
             // another way meanwhile (PUT /v1/bundle, another replica), for the whole fleet.
             var dealtWith = dealtWith
+            var generation = self?.offerGeneration.withLock { $0 } ?? 0
             let start = clock.now
             while !Task.isCancelled {
+                // A freeze lifted: what it refused is read and offered again, unchanged or not.
+                if let current = self?.offerGeneration.withLock({ $0 }), current != generation {
+                    generation = current
+                    dealtWith = nil
+                    watch.retry()
+                }
                 if watch.shouldRead(BundleProbe.take(directory: directory), at: start.duration(to: clock.now)) {
                     guard let self else { return }
                     let files: BundleFiles

@@ -46,6 +46,15 @@ public actor PolicyManager {
     /// The last bundle this process refused since one was last put in force: when, from where,
     /// why. What `/readyz` warns of (a tampered or unsigned bundle directory, say).
     nonisolated let lastRejection = Locked<(at: Date, source: String, revision: String, message: String)?>(nil)
+    /// Raised when what was refused may now go in (a freeze lifted): a watched directory is
+    /// offered again, changed or not.
+    nonisolated let offerGeneration = Locked(0)
+
+    /// Offers a watched directory again at its next look (a freeze was lifted: the edit it
+    /// refused is due now).
+    public nonisolated func offerAgain() {
+        offerGeneration.withLock { $0 += 1 }
+    }
     /// Accounts known to be in the state's registry, with the identifiers recorded for them.
     nonisolated let registered = Locked<[String: Set<String>]>([:])
 

@@ -285,6 +285,32 @@ struct BundleSigningTests {
             await custodyError { try await engine.rollback(to: "xyz", reason: "x", by: nil) }?.code == .invalidArgument)
     }
 
+    /// Issue 47: the edit a freeze refused is due once the freeze is lifted; the watched
+    /// directory is offered again, unchanged.
+    @Test("a watched edit refused while frozen goes in force when the freeze is lifted")
+    func unfreezeOffersAgain() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let watched = try installation.bundle("watched")
+        try await engine.apply(bundleDirectory: watched)
+        let before = try #require(engine.bundleInForce?.revision)
+        let watch = engine.manager.watch(
+            bundleDirectory: watched, interval: .milliseconds(10), debounce: .milliseconds(50))
+        defer { watch.cancel() }
+        try engine.freeze(reason: "incident 8", by: "test")
+        _ = try installation.bundle("watched", TestBundle(printBlockedA: true))
+        #expect(
+            await eventually(within: .seconds(30)) {
+                engine.lastBundleRejection?.message.contains("incident 8") == true
+            })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(engine.bundleInForce?.revision == before, "frozen: the edit waits")
+        #expect(try engine.unfreeze())
+        #expect(
+            await eventually(within: .seconds(30)) { engine.bundleInForce?.revision != before },
+            "lifted: the edit it refused goes in")
+    }
+
     @Test("a rollback to an unsigned revision is refused once the state trusts keys")
     func rollbackTrust() async throws {
         let installation = try Installation()

@@ -151,10 +151,13 @@ extension CustodyEngine {
         return freeze
     }
 
-    /// Lifts the freeze, audited with who did; false when there was none.
+    /// Lifts the freeze, audited with who did; false when there was none. A watched bundle
+    /// directory is offered again at its next look: an edit the freeze refused goes in now.
     @discardableResult
     public func unfreeze(by who: String? = nil) throws(CustodyError) -> Bool {
-        try CustodyError.fromState { try database.setBundleFreeze(nil, by: who, at: Date()) }
+        let lifted = try CustodyError.fromState { try database.setBundleFreeze(nil, by: who, at: Date()) }
+        if lifted { manager.offerAgain() }
+        return lifted
     }
 
     // MARK: Differences
