@@ -67,6 +67,8 @@ public enum GraphBundle {
                 ]
                 if let upn = user.upn, !upn.isEmpty { account["upn"] = .string(upn) }
                 if let licensed = user.licensed { account["licensed"] = .bool(licensed) }
+                // Disabled accounts only: the record conditional launch's "Disabled account" acts on.
+                if user.enabled == false { account["accountEnabled"] = .bool(false) }
                 return .object(account)
             })
         var entries: [BundleFiles.Entry] = []

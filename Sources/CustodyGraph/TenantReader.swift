@@ -14,7 +14,7 @@ struct TenantSnapshot: Sendable {
     var policyCount: Int { policies.keys.filter { !$0.hasPrefix("assignmentFilters-") }.count }
     /// Users by object ID: their UPN, the assigned groups they are in (transitively), and
     /// whether they hold an Intune license (nil: Graph did not say).
-    var users: [String: (upn: String?, groups: Set<String>, licensed: Bool?)] = [:]
+    var users: [String: (upn: String?, groups: Set<String>, licensed: Bool?, enabled: Bool?)] = [:]
     /// Things that did not stop the sync but that an administrator should know.
     var warnings: [String] = []
     /// What to keep for the next sync's delta reads (nil when changes are not tracked).
@@ -90,15 +90,20 @@ struct TenantReader {
             try await client.collect(
                 "/users?$select=id,userPrincipalName,accountEnabled,assignedPlans&$top=999", of: Member.self) ?? []
         var licenses: [String: Bool] = [:]
+        var enabled: [String: Bool] = [:]
         for user in listed where user.isUser {
             if let licensed = user.hasIntuneLicense { licenses[user.id] = licensed }
+            if let accountEnabled = user.accountEnabled { enabled[user.id] = accountEnabled }
             if everyone {
                 guard let upn = user.userPrincipalName, !upn.isEmpty else { throw Self.missingUPN(user.id) }
-                snapshot.users[user.id, default: (upn, [], nil)].upn = upn
+                snapshot.users[user.id, default: (upn, [], nil, nil)].upn = upn
             }
         }
         try await readMembers(of: groups.sorted(), into: &snapshot)
-        for id in snapshot.users.keys { snapshot.users[id]?.licensed = licenses[id] }
+        for id in snapshot.users.keys {
+            snapshot.users[id]?.licensed = licenses[id]
+            snapshot.users[id]?.enabled = enabled[id]
+        }
         let unlicensed = snapshot.users.values.filter { $0.licensed == false }.count
         if unlicensed > 0 {
             snapshot.warnings.append(
@@ -196,7 +201,7 @@ struct TenantReader {
             }
             for (id, upn) in members.users {
                 guard !upn.isEmpty else { throw Self.missingUPN(id) }
-                snapshot.users[id, default: (upn, [], nil)].groups.insert(group)
+                snapshot.users[id, default: (upn, [], nil, nil)].groups.insert(group)
             }
         }
     }
@@ -280,6 +285,8 @@ struct Member: Decodable, Sendable {
     let type: String?
     /// The user's service plans, when the listing selected them.
     let assignedPlans: [AssignedPlan]?
+    /// Whether the account is enabled in Entra ID, when the listing selected it.
+    let accountEnabled: Bool?
 
     struct AssignedPlan: Decodable, Sendable {
         let service: String?
@@ -287,7 +294,7 @@ struct Member: Decodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, userPrincipalName, assignedPlans
+        case id, userPrincipalName, assignedPlans, accountEnabled
         case type = "@odata.type"
     }
 

@@ -28,6 +28,8 @@ struct FakeTenant: Sendable {
     /// Users holding no Intune license (`/users` lists their plans without the `SCO` service);
     /// the others hold one. Nil: `/users` lists no plans (an app with User.ReadBasic.All).
     var unlicensed: Set<String>? = []
+    /// Users whose account is disabled in Entra ID (`accountEnabled: false`).
+    var disabled: Set<String> = []
     /// Assignment filters (`/deviceManagement/assignmentFilters`).
     var filters: [GraphJSON] = []
 
@@ -438,6 +440,7 @@ final class GraphServer: Sendable {
             items = tenant.users.map { user in
                 var members: [String: GraphJSON] = ["id": .string(user.id)]
                 if !user.upn.isEmpty { members["userPrincipalName"] = .string(user.upn) }
+                members["accountEnabled"] = .bool(!tenant.disabled.contains(user.id))
                 if let unlicensed = tenant.unlicensed {
                     let exchange: GraphJSON = .object([
                         "service": .string("exchange"), "capabilityStatus": .string("Enabled"),

@@ -278,4 +278,40 @@ struct GraphTenantZooTests {
             FileManager.default.fileExists(
                 atPath: directory.file("bundle/mdmWindowsInformationProtectionPolicies-WIP_1.json")))
     }
+
+    /// Microsoft's settings pages, "Disabled account": "When we have confirmed the user has been
+    /// disabled in Microsoft Entra ID, the app blocks access to work or school data." Entra's
+    /// `accountEnabled: false`, read by the sync, is that confirmation: a launch query that does
+    /// not report the account state is decided with it.
+    @Test("a user disabled in Entra ID is recorded, and a launch query that omits its state is decided as disabled")
+    func disabledUser() async throws {
+        var tenant = try Self.zoo(defaultPolicy: false)
+        tenant.disabled = [People.alice.id]
+        guard case .object(var members) = tenant.policies["iosManagedAppProtections"]![0] else {
+            throw CancellationError()
+        }
+        members["appActionIfUnableToAuthenticateUser"] = .string("block")
+        tenant.policies["iosManagedAppProtections"]![0] = .object(members)
+        let server = GraphServer(tenant: tenant)
+        let directory = try TemporaryDirectory()
+        try await server.serving { base in
+            _ = try await sync(try settings(base), to: directory.file("bundle"))
+        }
+        let bundle = try PolicyBundle.load(path: directory.file("bundle"))
+        #expect(bundle.tenant.accounts.first { $0.id.oid == People.alice.id }?.enabled == false)
+        #expect(bundle.tenant.accounts.first { $0.id.oid == People.carol.id }?.enabled == nil, "enabled: not written")
+        let snapshot = PolicySnapshot(bundle: bundle, context: EvaluationContext(platform: .ios))
+        var facts = LaunchFacts()
+        facts.lastCheckIn = .seconds(1_800_000_000 - 60)
+        let launch = snapshot.launch(
+            account: People.account(People.alice), facts: facts, now: .seconds(1_800_000_000), missingFacts: .ignore)
+        let check = try #require(launch.checks.first { $0.setting == "appActionIfUnableToAuthenticateUser" })
+        #expect(check.reported == "disabled" && !check.isMissing)
+        #expect(launch.outcome == .block, "\(launch.reason)")
+        // Reported by the app, the query's own state wins.
+        facts.accountState = .active
+        let reported = snapshot.launch(
+            account: People.account(People.alice), facts: facts, now: .seconds(1_800_000_000), missingFacts: .ignore)
+        #expect(!reported.checks.contains { $0.setting == "appActionIfUnableToAuthenticateUser" })
+    }
 }

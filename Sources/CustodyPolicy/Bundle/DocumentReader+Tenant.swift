@@ -56,6 +56,7 @@ extension DocumentReader {
             var groups: [String] = []
             var displayName: String?
             var licensed: Bool?
+            var enabled: Bool?
             for member in uniqueMembers(of: element, path: "\(path)[\(index)]") {
                 switch member.key {
                 case "oid": oid = string(member.value, path: "\(path)[\(index)].oid")
@@ -84,12 +85,22 @@ extension DocumentReader {
                         continue
                     }
                     licensed = value
+                case "accountEnabled":
+                    if member.value.isNull { break }
+                    guard let value = member.value.bool else {
+                        error(
+                            .invalidValue,
+                            "accountEnabled must be true, false or null, found \(member.value.kind.article)",
+                            at: member.value, path: "\(path)[\(index)].accountEnabled")
+                        continue
+                    }
+                    enabled = value
                 case let key where isAnnotation(key):
                     continue
                 default:
                     warning(
                         .unknownProperty,
-                        "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups, displayName, licensed)",
+                        "unknown property '\(member.key)' of an account is ignored (known: oid, upn, groups, displayName, licensed, accountEnabled)",
                         at: member.name, path: "\(path)[\(index)]")
                 }
             }
@@ -121,7 +132,8 @@ extension DocumentReader {
                 }
                 seenUPNs[key] = index
             }
-            accounts.append(TenantAccount(id: id, groups: groups, displayName: displayName, licensed: licensed))
+            accounts.append(
+                TenantAccount(id: id, groups: groups, displayName: displayName, licensed: licensed, enabled: enabled))
         }
         return accounts
     }

@@ -183,6 +183,11 @@ extension PolicySnapshot {
     public func launch(
         account: AccountID?, facts: LaunchFacts, now: Duration, missingFacts: MissingFacts = .strict
     ) -> LaunchDecision {
+        var facts = facts
+        if facts.accountState == nil, let account, tenantAccount(for: account)?.enabled == false {
+            // Entra's record, read by the Graph connector: the confirmation "Disabled account" acts on.
+            facts.accountState = .disabled
+        }
         let party = resolve(account, facts: facts)
         if let refusal = party.refusal(.account) {
             return LaunchDecision(outcome: .block, checks: [], finding: Finding(refusal, nil))

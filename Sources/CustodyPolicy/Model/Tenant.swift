@@ -12,13 +12,22 @@ public struct TenantAccount: Sendable, Hashable {
     /// as licensed). Microsoft requires one for app protection, so an unlicensed account is
     /// reached by no protection policy.
     public let licensed: Bool?
+    /// Whether the account is enabled in Microsoft Entra ID (Graph's `accountEnabled`): false
+    /// when the tenant records it disabled, nil when unknown. Entra's record is the
+    /// confirmation conditional launch's "Disabled account" check acts on ("When we have
+    /// confirmed the user has been disabled in Microsoft Entra ID"): a launch query that leaves
+    /// out `accountState` is decided with `disabled` for such an account.
+    public let enabled: Bool?
 
     /// Creates an account.
-    public init(id: AccountID, groups: [String], displayName: String? = nil, licensed: Bool? = nil) {
+    public init(
+        id: AccountID, groups: [String], displayName: String? = nil, licensed: Bool? = nil, enabled: Bool? = nil
+    ) {
         self.id = id
         self.groups = groups
         self.displayName = displayName
         self.licensed = licensed
+        self.enabled = enabled
     }
 }
 

@@ -208,6 +208,28 @@ struct TenantLoadingTests {
         }
     }
 
+    @Test(
+        "an account's licensed and accountEnabled are true, false or null; anything else is a located error",
+        arguments: [
+            ("licensed", "true", true as Bool?, nil as String?), ("licensed", "false", false, nil),
+            ("licensed", "null", nil, nil), ("licensed", #""no""#, nil, "licensed must be true, false or null"),
+            ("accountEnabled", "false", false, nil), ("accountEnabled", "true", true, nil),
+            ("accountEnabled", "null", nil, nil),
+            ("accountEnabled", "0", nil, "accountEnabled must be true, false or null"),
+        ])
+    func accountFlags(key: String, json: String, value: Bool?, error: String?) throws {
+        let text = #"{"accounts": [{"upn": "a@contoso.com", "\#(key)": \#(json)}]}"#
+        if let error {
+            let diagnostics = loadFailure(tenant: text, documents: [])
+            #expect(
+                diagnostics.contains { $0.message.contains(error) && $0.path == "$.accounts[0].\(key)" },
+                "\(diagnostics)")
+        } else {
+            let account = try #require(try loadBundle(tenant: text, documents: []).tenant.accounts.first)
+            #expect((key == "licensed" ? account.licensed : account.enabled) == value)
+        }
+    }
+
     @Test("a lone tenant.json validates as a tenant")
     func loneTenant() throws {
         let temporary = try TemporaryDirectory()
