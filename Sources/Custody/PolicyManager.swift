@@ -230,6 +230,21 @@ public actor PolicyManager {
             revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries,
             provenance: provenance)
         let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
+        // Managing someone on some platform is not enough: under the installation's own context
+        // (its platform, app and management level) the bundle must reach an account, or every
+        // decision made here would allow.
+        if !allowingEmpty, !snapshot.managesSomeAccount {
+            let diagnostic = Diagnostic(
+                severity: .error, code: .emptyBundle,
+                message: """
+                    the bundle manages no account in this installation's context (\(context)): none of its \(bundle.protectionPolicies.count) app protection polic\(bundle.protectionPolicies.count == 1 ? "y" : "ies") reaches any of its \(bundle.tenant.accounts.count) account\(bundle.tenant.accounts.count == 1 ? "" : "s") there, so every decision would allow; \
+                    to clear the policy on purpose, apply it with --allow-empty (PUT /v1/bundle: "allowEmpty": true)
+                    """,
+                location: DocumentLocation(file: source, line: 1, column: 1))
+            throw reject(
+                source: source, contentHash: files.contentHash, message: diagnostic.description,
+                diagnostics: [diagnostic] + bundle.warnings, offeredBy: provenance)
+        }
         do {
             return try install(snapshot, inForce) { events throws(StoreError) in
                 try record(

@@ -189,6 +189,39 @@ struct EngineTests {
         #expect(try engine.keyOwners().map(\.versions) == [[1]], "a0's key is untouched")
     }
 
+    /// Issue 47, found from outside: a bundle that reaches accounts only on another platform,
+    /// or only for another app, manages no account under the installation's own context; put in
+    /// force, every decision there would allow.
+    @Test(
+        "a bundle that reaches no account in the installation's context is refused as empty-bundle, unless on purpose",
+        arguments: [
+            ("windows only", ##""@odata.type": "#microsoft.graph.windowsManagedAppProtection""##),
+            (
+                "android only",
+                ##""@odata.type": "#microsoft.graph.androidManagedAppProtection""##
+            ),
+        ])
+    func emptyInContext(label: String, members: String) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open(platform: .ios)
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        let before = engine.bundleInForce?.revision
+        let directory = installation.directory.file(label.replacingOccurrences(of: " ", with: "-"))
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(#"{"accounts": [{"upn": "a@contoso.com", "groups": ["g"]}]}"#.utf8).write(
+            to: URL(fileURLWithPath: directory + "/tenant.json"))
+        try Data(
+            ##"{\##(members), "id": "P", "printBlocked": true, "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g"}}]}"##
+                .utf8
+        ).write(to: URL(fileURLWithPath: directory + "/policy.json"))
+        let error = try #require(await custodyError { try await engine.apply(bundleDirectory: directory) })
+        #expect(error.diagnostics.first?.code == .emptyBundle, "\(label): \(error)")
+        #expect(error.diagnostics.first?.message.contains("in this installation's context") == true, "\(error)")
+        #expect(engine.bundleInForce?.revision == before, "the policy in force stays")
+        try await engine.apply(bundleDirectory: directory, allowingEmpty: true)
+        #expect(engine.bundleInForce?.revision != before)
+    }
+
     @Test("an account removed from the tenant is still resolved through the state, and its wipe finds its keys")
     func removedFromTenant() async throws {
         let installation = try Installation()

@@ -262,7 +262,8 @@ extension DocumentReader {
             settings.allowedOutboundClipboardSharingLevel = enumValue(
                 value, as: ClipboardSharingLevel.self, unknownReadsAs: .mostRestrictive, path: path)
         case "allowedOutboundClipboardSharingExceptionLength":
-            settings.allowedOutboundClipboardSharingExceptionLength = int(value, in: 0...Int(Int32.max), path: path)
+            // Graph: "Valid values 0 to 65535".
+            settings.allowedOutboundClipboardSharingExceptionLength = int(value, in: 0...65_535, path: path)
         case "saveAsBlocked": settings.saveAsBlocked = bool(value, path: path)
         case "allowedDataStorageLocations":
             settings.allowedDataStorageLocations = enumSet(value, as: StorageLocation.self, path: path)

@@ -77,6 +77,16 @@ extension DocumentReader {
                 LaunchCondition(
                     setting: setting, test: test, action: action, platform: GraphSchema.launchPlatform(of: setting)))
         }
+        /// `remediation`, or block (with a warning naming `property`) when it is `unsupported`
+        /// for the check.
+        func blocking(
+            _ remediation: RemediationAction, instead unsupported: RemediationAction, of property: String,
+            because reason: String
+        ) -> RemediationAction {
+            guard remediation == unsupported, let member = members[property] else { return remediation }
+            warning(.invalidValue, "\(reason): Custody blocks", at: member.value, path: member.path)
+            return .block
+        }
         /// The action a companion property names; `fallback` when it is missing or null.
         func action(_ property: String, fallback: RemediationAction?) -> RemediationAction? {
             guard let member = members[property] else { return fallback }
@@ -130,14 +140,12 @@ extension DocumentReader {
                 member.value, as: DeviceThreatLevel.self, unknownReadsAs: .secured, path: member.path),
             level != .notConfigured
         {
-            var remediation = action("mobileThreatDefenseRemediationAction", fallback: .block)!
-            if remediation == .warn, let companion = members["mobileThreatDefenseRemediationAction"] {
-                warning(
-                    .invalidValue,
-                    "warn is not a supported action for the device threat level (Graph's mobileThreatDefenseRemediationAction): Custody blocks",
-                    at: companion.value, path: companion.path)
-                remediation = .block
-            }
+            let remediation = blocking(
+                action("mobileThreatDefenseRemediationAction", fallback: .block)!, instead: .warn,
+                of: "mobileThreatDefenseRemediationAction",
+                because:
+                    "warn is not a supported action for the device threat level (Graph's mobileThreatDefenseRemediationAction)"
+            )
             add("maximumAllowedDeviceThreatLevel", .maximumThreatLevel(level), remediation)
         }
         if let remediation = action("appActionIfUnableToAuthenticateUser", fallback: nil) {
@@ -149,7 +157,12 @@ extension DocumentReader {
                 "maximumPinRetries", .pinRetries(retries),
                 action("appActionIfMaximumPinRetriesExceeded", fallback: .block)!)
         }
-        if let remediation = action("appActionIfAccountIsClockedOut", fallback: nil) {
+        if let configured = action("appActionIfAccountIsClockedOut", fallback: nil) {
+            // Graph: "Defines a managed app behavior, either block or warn, if the user is clocked
+            // out (non-working time)": a wipe for being off shift is not one of them.
+            let remediation = blocking(
+                configured, instead: .wipe, of: "appActionIfAccountIsClockedOut",
+                because: "wipe is not an action for non-working time (Graph: either block or warn)")
             add("appActionIfAccountIsClockedOut", .mustBeFalse(.clockedOut), remediation)
         }
         if let member = members["deviceComplianceRequired"], bool(member.value, path: member.path) == true {

@@ -200,9 +200,11 @@ public struct Finding: Sendable, Hashable {
         }
     }
 
-    /// The policies the setting's value came from (empty when it is Intune's default).
+    /// The policies the setting's value came from: none when it is Intune's default, or a
+    /// number the policies disagree on (the recommended value applies, which no policy set).
     public var sources: [PolicyReference] {
         guard let setting, let policy else { return [] }
-        return policy.setting(setting).sources
+        let summary = policy.setting(setting)
+        return summary.resolution == .conflictDefault ? [] : summary.sources
     }
 }

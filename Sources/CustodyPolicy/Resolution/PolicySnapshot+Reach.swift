@@ -94,6 +94,12 @@ extension PolicyTargeting.Target {
     }
 }
 
+extension PolicySnapshot {
+    /// Whether some account of the tenant is reached by a protection policy in this snapshot's
+    /// context (its platform, app and management level).
+    public var managesSomeAccount: Bool { policyIndexOfAccount.contains { $0 >= 0 } }
+}
+
 extension PolicyBundle {
     /// Whether some account of the tenant is reached by an app protection policy (or the
     /// default policy) on some platform the bundle's policies are for. A bundle that manages no

@@ -204,7 +204,7 @@ func fail(_ error: CustodyError, state: StateOptions? = nil) -> ExitCode {
             "error: \(error.message) (\(state?.state ?? "the state")). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to use a bundle for this command alone.\n"
         )
     } else if error.code == .platform {
-        StandardError.write("error: \(error.message): give --platform ios or --platform android\n")
+        StandardError.write("error: \(error.message): give --platform with one of them\n")
     } else {
         StandardError.write("error: \(error.message)\n")
         StandardError.write(lines: error.diagnostics.map(\.description))

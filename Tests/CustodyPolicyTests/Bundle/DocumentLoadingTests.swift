@@ -129,6 +129,10 @@ struct DocumentLoadingTests {
             Broken(
                 members: #""allowedOutboundClipboardSharingExceptionLength": -1"#,
                 path: "$.allowedOutboundClipboardSharingExceptionLength", message: "out of range"),
+            // Graph: "Valid values 0 to 65535".
+            Broken(
+                members: #""allowedOutboundClipboardSharingExceptionLength": 65536"#,
+                path: "$.allowedOutboundClipboardSharingExceptionLength", message: "out of range 0...65535"),
             Broken(
                 members: #""allowedInboundDataTransferSources": true"#, path: "$.allowedInboundDataTransferSources",
                 message: "expected a string, found true"),

@@ -186,6 +186,9 @@ struct LaunchTests {
             (#""appActionIfAccountIsClockedOut": "block""#, "clockedOut", "true", .block),
             (#""appActionIfAccountIsClockedOut": "warn""#, "clockedOut", "true", .warn),
             (#""appActionIfAccountIsClockedOut": "block""#, "clockedOut", "false", .allow),
+            // Graph: "either block or warn, if the user is clocked out": a wipe is read as block
+            // (with a warning), never carried out for being off shift.
+            (#""appActionIfAccountIsClockedOut": "wipe""#, "clockedOut", "true", .block),
         ])
     func android(members: String, fact: String, reported: String, outcome: LaunchOutcome) throws {
         let snapshot = try Self.snapshot([Self.policy("android", "A", group: "g-a", members)], platform: .android)
@@ -548,6 +551,11 @@ struct LaunchTests {
         #expect(offline.decidingCheck?.policy == nil)
         #expect(
             offline.reason.contains("recommended value; policies disagree: 'A' PT1H, 'B' PT2H"), "\(offline.reason)")
+        // The offlineAccess answer agrees, and credits no policy either.
+        let access = snapshot.offlineAccess(account: Self.alice, offlineFor: .seconds(25 * 3_600))
+        #expect(!access.isAllowed)
+        #expect(access.sourcePolicies.isEmpty, "\(access.sourcePolicies)")
+        #expect(access.reason.contains("recommended value; policies disagree: 'A' PT1H, 'B' PT2H"), "\(access.reason)")
     }
 
     static func readFacts(_ json: String) throws -> LaunchFacts {
