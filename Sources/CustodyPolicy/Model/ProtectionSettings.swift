@@ -128,9 +128,15 @@ public enum PolicySetting: String, Sendable, Hashable, CaseIterable, CustomStrin
 
     public var description: String { rawValue }
 
-    /// The platforms whose policies carry this setting (the default policy carries all).
+    /// The platforms whose policies carry this setting (the default policy carries iOS's and
+    /// Android's). Windows MAM carries the transfer levels, the clipboard, print and the offline
+    /// periods (Microsoft's "App protection policy settings for Windows").
     public var platforms: Set<Platform> {
         switch self {
+        case .allowedInboundDataTransferSources, .allowedOutboundDataTransferDestinations,
+            .allowedOutboundClipboardSharingLevel, .printBlocked, .periodOfflineBeforeAccessCheck,
+            .periodOfflineBeforeWipeIsEnforced:
+            [.ios, .android, .windows]
         case .appDataEncryptionType, .exemptedAppProtocols, .screenCaptureConfigurationState,
             .filterOpenInToOnlyManagedApps,
             .disableProtectionOfManagedOutboundOpenInData, .protectInboundDataFromUnknownSources,

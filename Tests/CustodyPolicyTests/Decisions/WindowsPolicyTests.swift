@@ -156,4 +156,16 @@ struct WindowsPolicyTests {
         let decision = snapshot.launch(account: Self.owner, facts: facts, now: .seconds(1_000_000))
         #expect(decision.outcome == outcome, "\(decision)")
     }
+
+    /// The settings a Windows answer and `policy show` list: those the Windows page has.
+    @Test("a Windows effective policy lists the Windows settings only")
+    func applicableSettings() throws {
+        let policy = try #require(try Self.snapshot(#""printBlocked": true"#).effectivePolicy(for: Self.owner))
+        #expect(
+            Set(policy.applicableSettings) == [
+                .allowedInboundDataTransferSources, .allowedOutboundDataTransferDestinations,
+                .allowedOutboundClipboardSharingLevel, .printBlocked, .periodOfflineBeforeAccessCheck,
+                .periodOfflineBeforeWipeIsEnforced,
+            ])
+    }
 }
