@@ -8,7 +8,8 @@ import Logging
 /// Kept for one tenant (`source`); read in full again once a day, when Graph no longer honours
 /// a link, or when the cache is of another version or tenant.
 struct MembershipCache: Codable, Sendable, Equatable {
-    static let currentVersion = 1
+    /// 2: every user's UPN, license and account state kept, the users' link selecting them.
+    static let currentVersion = 2
     /// Its name in the state.
     static let name = "graph-membership"
     /// How long a full read is trusted before the next sync reads every group again.
@@ -23,8 +24,12 @@ struct MembershipCache: Codable, Sendable, Equatable {
     /// Delta links, each for up to `GroupDeltaLink.limit` of the groups tracked (the groups
     /// assigned and the groups nested in them).
     var groupLinks: [GroupDeltaLink]
-    /// The delta link of `/users/delta`: renamed and deleted users.
+    /// The delta link of `/users/delta`: renamed, deleted, newly (un)licensed, disabled users.
     var userLink: String
+    /// Every user of the tenant, by OID, as the last listing and the users' rounds since say:
+    /// what a repeated sync needs of `/users` without listing it again. Nil until a sync that
+    /// tracks changes has listed them.
+    var users: [String: UserRecord]? = nil
 
     var trackedGroups: Set<String> { Set(groupLinks.flatMap(\.groups)) }
 
@@ -34,6 +39,14 @@ struct MembershipCache: Codable, Sendable, Equatable {
             && now.timeIntervalSince1970 - fullReadAt < Self.fullReadInterval
             && now.timeIntervalSince1970 >= fullReadAt
     }
+}
+
+/// A user as the connector keeps it: its UPN ("" when Graph gave none), whether it holds an
+/// Intune license and whether its account is enabled (nil: Graph did not say).
+struct UserRecord: Codable, Sendable, Equatable {
+    var upn: String
+    var licensed: Bool?
+    var enabled: Bool?
 }
 
 /// The transitive members of one group: its users (OID → UPN, "" when Graph gave none) and the
@@ -100,7 +113,8 @@ struct MembershipReader {
     /// Every group read; with `tracking`, the delta links taken first, so a change made
     /// meanwhile is in the next round.
     private func full(_ assigned: [String]) async throws(GraphError) -> Result {
-        let userLink = tracking ? try await latest("/users/delta?$select=id,userPrincipalName&$deltatoken=latest") : ""
+        let userLink =
+            tracking ? try await latest("/users/delta?$select=\(Member.userProperties)&$deltatoken=latest") : ""
         var result = Result(
             cache: MembershipCache(
                 source: source, fullReadAt: now.timeIntervalSince1970, groups: [:], groupLinks: [], userLink: userLink),
@@ -124,7 +138,7 @@ struct MembershipReader {
         let users = try await deltaRound(cache.userLink)
         cache.userLink = users.deltaLink
         // A renamed user keeps its groups; a deleted one leaves them (the groups' own rounds
-        // say so too).
+        // say so too). The kept users take every change: name, license, account state.
         for user in users.items {
             for group in cache.groups.keys where cache.groups[group]?.users[user.id] != nil {
                 if user.removed {
@@ -133,6 +147,16 @@ struct MembershipReader {
                     cache.groups[group]?.users[user.id] = upn
                 }
             }
+            guard cache.users != nil else { continue }
+            if user.removed {
+                cache.users?[user.id] = nil
+                continue
+            }
+            var record = cache.users?[user.id] ?? UserRecord(upn: "")
+            if let upn = user.userPrincipalName { record.upn = upn }
+            if let plans = user.assignedPlans { record.licensed = Member.intuneLicense(in: plans) }
+            if let enabled = user.accountEnabled { record.enabled = enabled }
+            cache.users?[user.id] = record
         }
         let toRead = assigned.filter { group in
             guard let members = cache.groups[group] else { return true }
@@ -250,14 +274,17 @@ struct MembershipReader {
     }
 }
 
-/// An item of a delta round: what changed (its id), and for a user its UPN or `@removed`.
+/// An item of a delta round: what changed (its id), and for a user its UPN, service plans
+/// and account state, or `@removed`.
 struct DeltaItem: Decodable, Sendable {
     let id: String
     let userPrincipalName: String?
+    let assignedPlans: [Member.AssignedPlan]?
+    let accountEnabled: Bool?
     let removed: Bool
 
     enum CodingKeys: String, CodingKey {
-        case id, userPrincipalName
+        case id, userPrincipalName, assignedPlans, accountEnabled
         case removed = "@removed"
     }
 
@@ -265,6 +292,8 @@ struct DeltaItem: Decodable, Sendable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
         userPrincipalName = try container.decodeIfPresent(String.self, forKey: .userPrincipalName)
+        assignedPlans = try container.decodeIfPresent([Member.AssignedPlan].self, forKey: .assignedPlans)
+        accountEnabled = try container.decodeIfPresent(Bool.self, forKey: .accountEnabled)
         removed = container.contains(.removed)
     }
 }

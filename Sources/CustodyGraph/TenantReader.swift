@@ -82,27 +82,35 @@ struct TenantReader {
             }
         }
         progress?("\(snapshot.policies.count) policies, \(groups.count) groups")
+        try await readMembers(of: groups.sorted(), into: &snapshot)
         // Every user's Intune license (Microsoft: app protection needs "a license for Microsoft
-        // Intune assigned to their Microsoft Entra account"): one listing of /users, whose
-        // service plans say it. Users in no assigned group are kept only when a default policy
-        // or an all-licensed-users assignment can reach them.
-        let listed =
-            try await client.collect(
-                "/users?$select=id,userPrincipalName,accountEnabled,assignedPlans&$top=999", of: Member.self) ?? []
-        var licenses: [String: Bool] = [:]
-        var enabled: [String: Bool] = [:]
-        for user in listed where user.isUser {
-            if let licensed = user.hasIntuneLicense { licenses[user.id] = licensed }
-            if let accountEnabled = user.accountEnabled { enabled[user.id] = accountEnabled }
-            if everyone {
-                guard let upn = user.userPrincipalName, !upn.isEmpty else { throw Self.missingUPN(user.id) }
-                snapshot.users[user.id, default: (upn, [], nil, nil)].upn = upn
+        // Intune assigned to their Microsoft Entra account") and account state: kept from the
+        // last sync and brought up to date by the users' delta round when the members were read
+        // by delta, else one listing of /users (then kept for the next sync). Users in no
+        // assigned group are accounts only when a default policy or an all-licensed-users
+        // assignment can reach them.
+        let records: [String: UserRecord]
+        if snapshot.incremental, let kept = snapshot.membershipCache?.users {
+            records = kept
+        } else {
+            let listed = try await client.collect("/users?$select=\(Member.userProperties)&$top=999", of: Member.self)
+            var read: [String: UserRecord] = [:]
+            for user in listed ?? [] where user.isUser {
+                read[user.id] = UserRecord(
+                    upn: user.userPrincipalName ?? "", licensed: user.hasIntuneLicense, enabled: user.accountEnabled)
+            }
+            records = read
+            snapshot.membershipCache?.users = read
+        }
+        if everyone {
+            for (id, record) in records {
+                guard !record.upn.isEmpty else { throw Self.missingUPN(id) }
+                snapshot.users[id, default: (record.upn, [], nil, nil)].upn = record.upn
             }
         }
-        try await readMembers(of: groups.sorted(), into: &snapshot)
         for id in snapshot.users.keys {
-            snapshot.users[id]?.licensed = licenses[id]
-            snapshot.users[id]?.enabled = enabled[id]
+            snapshot.users[id]?.licensed = records[id]?.licensed
+            snapshot.users[id]?.enabled = records[id]?.enabled
         }
         let unlicensed = snapshot.users.values.filter { $0.licensed == false }.count
         if unlicensed > 0 {
@@ -298,13 +306,17 @@ struct Member: Decodable, Sendable {
         case type = "@odata.type"
     }
 
+    /// What a user listing (and the users' delta) selects.
+    static let userProperties = "id,userPrincipalName,accountEnabled,assignedPlans"
+
     /// Whether an enabled Intune service plan (service `SCO`) is among the user's plans; nil
     /// when Graph did not list them.
-    var hasIntuneLicense: Bool? {
-        assignedPlans.map { plans in
-            plans.contains {
-                $0.service?.lowercased() == "sco" && ($0.capabilityStatus ?? "Enabled").lowercased() == "enabled"
-            }
+    var hasIntuneLicense: Bool? { assignedPlans.map(Self.intuneLicense(in:)) }
+
+    /// Whether an enabled Intune service plan (service `SCO`) is among `plans`.
+    static func intuneLicense(in plans: [AssignedPlan]) -> Bool {
+        plans.contains {
+            $0.service?.lowercased() == "sco" && ($0.capabilityStatus ?? "Enabled").lowercased() == "enabled"
         }
     }
 

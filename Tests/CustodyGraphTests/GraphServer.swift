@@ -60,6 +60,50 @@ struct FakeTenant: Sendable {
         userChanges.append((version, id))
     }
 
+    /// Takes a user's Intune license away (or gives it back), as `/users/delta` reports it.
+    mutating func license(user id: String, _ licensed: Bool) {
+        version += 1
+        if licensed { unlicensed?.remove(id) } else { unlicensed?.insert(id) }
+        userChanges.append((version, id))
+    }
+
+    /// Disables a user's account, as `/users/delta` reports it.
+    mutating func disable(user id: String) {
+        version += 1
+        disabled.insert(id)
+        userChanges.append((version, id))
+    }
+
+    /// A user as `/users` and `/users/delta` list it: its UPN (when it has one), account state
+    /// and service plans (when the tenant records licenses).
+    func userObject(id: String, upn: String) -> GraphJSON {
+        var members: [String: GraphJSON] = ["id": .string(id)]
+        if !upn.isEmpty { members["userPrincipalName"] = .string(upn) }
+        members["accountEnabled"] = .bool(!disabled.contains(id))
+        if let unlicensed {
+            let exchange: GraphJSON = .object([
+                "service": .string("exchange"), "capabilityStatus": .string("Enabled"),
+            ])
+            let intune: GraphJSON = .object(["service": .string("SCO"), "capabilityStatus": .string("Enabled")])
+            members["assignedPlans"] = .array(unlicensed.contains(id) ? [exchange] : [exchange, intune])
+        }
+        return .object(members)
+    }
+
+    /// Every user `/users` lists: `users` and every user member of a group (as the groups hold
+    /// its UPN), once each, by id.
+    var listedUsers: [(id: String, upn: String)] {
+        var seen = Set<String>()
+        var result: [(id: String, upn: String)] = []
+        for user in users where seen.insert(user.id).inserted { result.append((user.id, upn(of: user.id) ?? user.upn)) }
+        for group in groups.keys.sorted() {
+            for case .user(let id, let upn) in groups[group]! where seen.insert(id).inserted {
+                result.append((id, upn))
+            }
+        }
+        return result
+    }
+
     /// A user's UPN as the groups hold it.
     func upn(of id: String) -> String? {
         for members in groups.values {
@@ -437,19 +481,7 @@ final class GraphServer: Sendable {
                 query.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first })
             return delta(of: p[0], query: parameters, tenant: tenant, port: port)
         case let p where p == ["users"]:
-            items = tenant.users.map { user in
-                var members: [String: GraphJSON] = ["id": .string(user.id)]
-                if !user.upn.isEmpty { members["userPrincipalName"] = .string(user.upn) }
-                members["accountEnabled"] = .bool(!tenant.disabled.contains(user.id))
-                if let unlicensed = tenant.unlicensed {
-                    let exchange: GraphJSON = .object([
-                        "service": .string("exchange"), "capabilityStatus": .string("Enabled"),
-                    ])
-                    let intune: GraphJSON = .object(["service": .string("SCO"), "capabilityStatus": .string("Enabled")])
-                    members["assignedPlans"] = .array(unlicensed.contains(user.id) ? [exchange] : [exchange, intune])
-                }
-                return .object(members)
-            }
+            items = tenant.listedUsers.map { tenant.userObject(id: $0.id, upn: $0.upn) }
         case let p where p == ["deviceManagement", "assignmentFilters"]:
             items = tenant.filters
         default:
@@ -535,7 +567,7 @@ final class GraphServer: Sendable {
             } else {
                 let users = Set(tenant.userChanges.filter { $0.version > since }.map(\.id))
                 changed = users.sorted().map { id in
-                    tenant.upn(of: id).map { .object(["id": .string(id), "userPrincipalName": .string($0)]) }
+                    tenant.upn(of: id).map { tenant.userObject(id: id, upn: $0) }
                         ?? .object(["id": .string(id), "@removed": .object(["reason": .string("deleted")])])
                 }
             }
