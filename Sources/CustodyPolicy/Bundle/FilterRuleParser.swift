@@ -188,6 +188,9 @@ struct FilterRuleParser {
         case .word(let word) where SoftwareVersion(word) != nil:
             position += 1
             return .text(word)
+        case .word(let word) where !word.isEmpty && word.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }):
+            throw Failure(
+                message: "'\(word)' is not a version Custody can compare: a part is empty or too large", offset: offset)
         default:
             throw Failure(message: "expected a value in double quotes, found \(describe(token))", offset: offset)
         }

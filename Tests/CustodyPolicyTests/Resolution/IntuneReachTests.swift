@@ -248,10 +248,14 @@ struct IntuneReachTests {
             #"(app.deviceModel -startsWith "iPad""#, #"(app.deviceModel -like "iPad")"#, #"(app.deviceModel -eq)"#,
             #"(deviceModel -eq "iPad")"#, #"(app.deviceModel -in [])"#, #"(app.appVersion -gt "new")"#, "",
             #"(app.deviceModel -eq "iPad") and"#, #"(app.deviceModel -eq "iPad" "#,
+            "(app.operatingSystemVersion -gt 99999999999999999999999)",
         ])
     func unparseable(rule: String) {
         let diagnostics = loadFailure(tenant: Self.tenant, documents: [Self.filter("bad", rule: rule)])
         #expect(diagnostics.contains { $0.severity == .error && $0.path == "$.rule" }, "\(diagnostics)")
+        if rule.contains("9999") {
+            #expect(diagnostics.contains { $0.message.contains("not a version Custody can compare") }, "\(diagnostics)")
+        }
     }
 }
 
