@@ -241,6 +241,22 @@ struct BundleSigningTests {
         #expect(record.provenance.reason == "incident 42" && record.provenance.appliedBy == "test")
     }
 
+    /// Issue 47: a key's name is printed by `trust list`; one that could rewrite a terminal line
+    /// or reorder it is refused, as account ids are.
+    @Test(
+        "a trusted key's name with a control or bidirectional-formatting character is refused; nothing is trusted",
+        arguments: ["ci\u{1B}[2J", "ci\u{202E}kcab", "line\nbreak", "ci\u{85}", "ci\u{2028}"])
+    func unprintableKeyName(name: String) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let signer = SignedBundles(installation: installation)
+        let error = try #require(throws: CustodyError.self) { try engine.trust(signer.first.publicKey, name: name) }
+        #expect(error.code == .invalidArgument)
+        #expect(!error.message.contains(name), "the name is escaped in the error")
+        #expect(try engine.trustedKeys().isEmpty)
+        #expect(try engine.trust(signer.first.publicKey, name: "ci (2026)").name == "ci (2026)")
+    }
+
     @Test("two keys during a rotation: signed by both, or by the new one alone once trusted; the old one revoked")
     func rotation() async throws {
         let installation = try Installation()

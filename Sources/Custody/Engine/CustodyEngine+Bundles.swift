@@ -18,6 +18,14 @@ extension CustodyEngine {
     ///   trusted again: make a new one).
     @discardableResult
     public func trust(_ key: BundleSigningPublicKey, name: String?) throws(CustodyError) -> TrustedKeyRecord {
+        // A name is printed by `trust list` and the console: one that could rewrite a terminal
+        // line or reorder what it shows is refused, as account ids are.
+        if let name, name.escapingControlCharacters != name {
+            throw CustodyError(
+                .invalidArgument,
+                "the key's name '\(name.escapingControlCharacters)' holds a control or bidirectional-formatting character"
+            )
+        }
         let record = TrustedKeyRecord(keyID: key.keyID, publicKey: key.text, name: name, addedAt: Date())
         do {
             try database.addTrustedKey(record)

@@ -463,7 +463,8 @@ struct TrustCommand: AsyncParsableCommand {
             for key in keys {
                 let status = key.revokedAt.map { "revoked \(formatTime($0))" } ?? "trusted"
                 StandardOutput.write(
-                    "\(key.keyID)\t\(key.publicKey)\t\(key.name ?? "-")\tadded \(formatTime(key.addedAt))\t\(status)\n")
+                    "\(key.keyID)\t\(key.publicKey)\t\(key.name?.escapingControlCharacters ?? "-")\tadded \(formatTime(key.addedAt))\t\(status)\n"
+                )
             }
         }
     }
