@@ -168,6 +168,13 @@ struct BadInputTests {
         Case(
             label: "an unknown platform", method: .post, uri: "/v1/decisions?platform=macos", scope: .decide,
             body: query, status: .badRequest, code: "invalid-parameter"),
+        // Issue 47: a limit is digits only.
+        Case(
+            label: "a signed limit", method: .get, uri: "/v1/accounts?limit=%2B5", scope: .read, body: nil,
+            status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a limit with a space", method: .get, uri: "/v1/bundle/history?limit=%205", scope: .read, body: nil,
+            status: .badRequest, code: "invalid-parameter"),
         Case(
             label: "an unknown parameter", method: .post, uri: "/v1/decisions?plattform=ios", scope: .decide,
             body: query, status: .badRequest, code: "invalid-parameter"),

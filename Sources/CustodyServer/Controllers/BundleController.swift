@@ -30,13 +30,7 @@ struct BundleController {
     /// Newest first; `limit` (1–1000, default 50).
     @Sendable func history(_ request: Request, context: CustodyRequestContext) async throws -> HistoryAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["limit"])
-        var limit = 50
-        if let text = parameters["limit"] {
-            guard let value = Int(text), (1...1_000).contains(value) else {
-                throw ServiceError.badParameter("limit", "must be a whole number from 1 to 1000")
-            }
-            limit = value
-        }
+        let limit = try parameters.wholeNumber("limit", in: 1...1_000) ?? 50
         let records = try await StateExecutor.run { try engine.bundleHistory(limit: limit) }
         return HistoryAnswer(entries: records.map(BundleRecordAnswer.init))
     }

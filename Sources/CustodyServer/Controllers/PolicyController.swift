@@ -25,13 +25,7 @@ struct PolicyController {
     /// most `limit` (1–1000, default 100), and how many the tenant has.
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> AccountsAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["q", "limit"])
-        var limit = 100
-        if let text = parameters["limit"] {
-            guard let value = Int(text), (1...1_000).contains(value) else {
-                throw ServiceError.badParameter("limit", "must be a whole number from 1 to 1000")
-            }
-            limit = value
-        }
+        let limit = try parameters.wholeNumber("limit", in: 1...1_000) ?? 100
         let (matches, total) = try engine.searchAccounts(parameters["q"] ?? "", limit: limit)
         return AccountsAnswer(
             accounts: matches.map {

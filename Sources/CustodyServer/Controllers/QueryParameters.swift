@@ -52,6 +52,19 @@ struct QueryParameters {
 
     subscript(_ name: String) -> String? { values[name] }
 
+    /// A whole-number parameter within `range`: ASCII digits only (no sign, no space, no
+    /// leading `+`); nil when absent.
+    func wholeNumber(_ name: String, in range: ClosedRange<Int>) throws(ServiceError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard text.utf8.count <= 9, !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let value = Int(text), range.contains(value)
+        else {
+            throw ServiceError.badParameter(
+                name, "must be a whole number from \(range.lowerBound) to \(range.upperBound), in digits only")
+        }
+        return value
+    }
+
     /// A `true` or `false` parameter; nil when absent.
     func flag(_ name: String) throws(ServiceError) -> Bool? {
         switch values[name] {
