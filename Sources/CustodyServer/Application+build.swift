@@ -141,6 +141,42 @@ extension Router where Context == CustodyRequestContext {
     }
 }
 
+/// Refuses a Unix socket path that a live service answers on (binding would take its socket
+/// away: it would keep running, unreachable), and one that is not a socket at all. A socket
+/// file nothing answers on is left to be replaced, as after a crash.
+func checkSocketPath(_ path: String) throws {
+    var status = stat()
+    guard lstat(path, &status) == 0 else { return }
+    guard status.st_mode & S_IFMT == S_IFSOCK else {
+        throw ListenError(
+            description:
+                "cannot listen on unix:\(path): \(path) exists and is \(fileKind(of: status.st_mode) ?? "not a socket"), not a socket; remove it or choose another path"
+        )
+    }
+    let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { return }
+    defer { close(descriptor) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    if connected == 0 {
+        throw ListenError(
+            description:
+                "cannot listen on unix:\(path): another service listens there (its socket answers); stop it or choose another path"
+        )
+    }
+}
+
 /// Why the service could not start listening, naming the address.
 public struct ListenError: Error, CustomStringConvertible {
     public let description: String
@@ -156,6 +192,7 @@ public func runService(
     logger: Logger = Logger(label: "custody.server"),
     onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) async throws {
+    if case .unixSocket(let path) = configuration.listen { try checkSocketPath(path) }
     do {
         try await buildApplication(
             configuration: configuration, engine: engine, graph: graph, logger: logger, onListening: onListening

@@ -372,4 +372,47 @@ struct HTTPSeamTests {
             #expect(announced.withLock { $0 }.isEmpty)
         }
     }
+
+    /// Issue 47 item 10: a second service on a live service's Unix socket would take it away
+    /// (the first keeps running, unreachable); a path that is not a socket gets a sentence.
+    @Test("a Unix socket something answers on is refused, and so is a path that is not a socket; nothing is removed")
+    func unixSocketTaken() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("custody.sock")
+        // Something listening on the path, as a running service does.
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8))
+            raw[path.utf8.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0 && listen(listener, 4) == 0)
+        let fixture = try await ServiceFixture.make()
+        var second = fixture.configuration
+        second.listen = .unixSocket(path: path)
+        let error = await #expect(throws: ListenError.self) {
+            try await runService(configuration: second, engine: fixture.engine)
+        }
+        #expect(error?.description.contains("another service listens there") == true, "\(String(describing: error))")
+        #expect(FileManager.default.fileExists(atPath: path), "the socket stays")
+
+        let file = try directory.write("plain", "not a socket")
+        var third = fixture.configuration
+        third.listen = .unixSocket(path: file)
+        let refused = await #expect(throws: ListenError.self) {
+            try await runService(configuration: third, engine: fixture.engine)
+        }
+        #expect(
+            refused?.description.contains("exists and is a regular file, not a socket") == true,
+            "\(String(describing: refused))")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "not a socket", "nothing is removed")
+    }
 }
