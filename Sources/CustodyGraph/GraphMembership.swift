@@ -154,8 +154,10 @@ struct MembershipReader {
             }
             var record = cache.users?[user.id] ?? UserRecord(upn: "")
             if let upn = user.userPrincipalName { record.upn = upn }
-            if let plans = user.assignedPlans { record.licensed = Member.intuneLicense(in: plans) }
-            if let enabled = user.accountEnabled { record.enabled = enabled }
+            // A property the round includes changed, null included ("This includes properties
+            // being set to null value", Graph's user delta page).
+            if user.hasAssignedPlans { record.licensed = user.assignedPlans.map(Member.intuneLicense(in:)) }
+            if user.hasAccountEnabled { record.enabled = user.accountEnabled }
             cache.users?[user.id] = record
         }
         let toRead = assigned.filter { group in
@@ -281,11 +283,19 @@ struct DeltaItem: Decodable, Sendable {
     let userPrincipalName: String?
     let assignedPlans: [Member.AssignedPlan]?
     let accountEnabled: Bool?
+    /// Whether the round includes these properties (a null is a change to null).
+    let hasAssignedPlans: Bool
+    let hasAccountEnabled: Bool
     let removed: Bool
 
     enum CodingKeys: String, CodingKey {
         case id, userPrincipalName, assignedPlans, accountEnabled
         case removed = "@removed"
+    }
+
+    /// `@removed`: `{"reason": "changed" | "deleted"}`.
+    private struct Removal: Decodable {
+        let reason: String?
     }
 
     init(from decoder: any Decoder) throws {
@@ -294,6 +304,14 @@ struct DeltaItem: Decodable, Sendable {
         userPrincipalName = try container.decodeIfPresent(String.self, forKey: .userPrincipalName)
         assignedPlans = try container.decodeIfPresent([Member.AssignedPlan].self, forKey: .assignedPlans)
         accountEnabled = try container.decodeIfPresent(Bool.self, forKey: .accountEnabled)
-        removed = container.contains(.removed)
+        hasAssignedPlans = container.contains(.assignedPlans)
+        hasAccountEnabled = container.contains(.accountEnabled)
+        // Graph's `@removed` is an object (`{"reason": "changed"}`): anything else is not Graph's.
+        if container.contains(.removed) {
+            _ = try container.decode(Removal.self, forKey: .removed)
+            removed = true
+        } else {
+            removed = false
+        }
     }
 }

@@ -140,7 +140,14 @@ actor GraphTokens {
         // encoder writes a space as `+`, and a `+` may be read back as a space.
         func folded(_ value: String) -> String { value.replacingOccurrences(of: "+", with: " ").lowercased() }
         let wanted = folded(secret)
-        return [text, text.removingPercentEncoding ?? text].contains { folded($0).contains(wanted) }
+        if [text, text.removingPercentEncoding ?? text].contains(where: { folded($0).contains(wanted) }) {
+            return true
+        }
+        // Base64 and base64url of the secret, with or without padding (case matters there).
+        let base64 = Data(secret.utf8).base64EncodedString()
+        let unpadded = base64.replacingOccurrences(of: "=", with: "")
+        let url = unpadded.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        return [base64, unpadded, url].contains { text.contains($0) }
     }
 
     static func formEncoded(_ form: [(String, String)]) -> String {

@@ -32,7 +32,8 @@ final class GraphTransport: Sendable {
         try? await client.shutdown()
     }
 
-    /// Sends one request and reads its whole answer.
+    /// Sends one request and reads its whole answer, head and body, within `requestTimeout`
+    /// (a server that sends a byte now and then does not hold it longer).
     /// - Throws: `GraphError` `.timeout` (connecting or answering took too long) or `.request`
     ///   (no answer: refused, reset, TLS), naming the request.
     func send(_ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: [UInt8]? = nil)
@@ -43,12 +44,26 @@ final class GraphTransport: Sendable {
         request.method = method
         for (field, value) in headers { request.headers.add(name: field, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let (client, timeout, maximumBytes, prepared) = (self.client, requestTimeout, self.maximumBytes, request)
         do {
-            let response = try await client.execute(request, timeout: TimeAmount(requestTimeout))
-            var buffer = try await response.body.collect(upTo: maximumBytes)
-            return Response(
-                status: Int(response.status.code), headers: response.headers,
-                body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+            return try await withThrowingTaskGroup(of: Response?.self) { tasks in
+                tasks.addTask {
+                    let response = try await client.execute(prepared, timeout: TimeAmount(timeout))
+                    var buffer = try await response.body.collect(upTo: maximumBytes)
+                    return Response(
+                        status: Int(response.status.code), headers: response.headers,
+                        body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+                }
+                tasks.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { tasks.cancelAll() }
+                guard let first = try await tasks.next(), let answered = first else {
+                    throw HTTPClientError.deadlineExceeded
+                }
+                return answered
+            }
         } catch let error as HTTPClientError where [.deadlineExceeded, .connectTimeout, .readTimeout].contains(error) {
             throw GraphError(.timeout, "no answer within the time allowed (\(error))", request: name)
         } catch let error as NIOTooManyBytesError {

@@ -96,6 +96,13 @@ struct TenantReader {
             let listed = try await client.collect("/users?$select=\(Member.userProperties)&$top=999", of: Member.self)
             var read: [String: UserRecord] = [:]
             for user in listed ?? [] where user.isUser {
+                // Graph lists a user once: a second listing (another UPN, another license) is
+                // contradictory, and a page that lists it again and again would never end.
+                guard read[user.id] == nil else {
+                    throw GraphError(
+                        .invalidResponse, "/users lists user \(user.id) more than once",
+                        request: "GET \(client.settings.graphURL)/users")
+                }
                 read[user.id] = UserRecord(
                     upn: user.userPrincipalName ?? "", licensed: user.hasIntuneLicense, enabled: user.accountEnabled)
             }

@@ -55,6 +55,9 @@ struct GraphCredentialTests {
         ("form-encoded, lower case", "client_secret=a%2bb%2fc%3dd%26e%20f", true),
         ("a plus for the space", "client_secret=a+b/c=d&e+f", true),
         ("in another case", "A+B/C=D&E F", true),
+        // Found from outside: a description holding the secret in base64.
+        ("in base64", "invalid_client: the credential YStiL2M9ZCZlIGY= is not valid", true),
+        ("in base64url, unpadded", "invalid_client: YStiL2M9ZCZlIGY", true),
         ("Entra's own text", "AADSTS7000215: Invalid client secret provided.", false),
     ]
 

@@ -283,4 +283,50 @@ struct GraphDeltaTests {
             await installation.sync.shutdown()
         }
     }
+
+    /// Found from outside: Graph's `@removed` is an object (`{"reason": …}`), and a property
+    /// the round includes as null changed to null ("This includes properties being set to null
+    /// value", Graph's user delta page). A malformed item makes the round unusable: the members
+    /// are read in full, never kept wrong.
+    @Test(
+        "a users' round with a malformed @removed is not used (full read); a null account state is a change to unknown"
+    )
+    func hostileUserRounds() async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        try await server.serving { base in
+            let installation = try await Installation(base: base)
+            _ = try await installation.run(server)
+            server.state.withLock {
+                $0.tenant.extraUserDelta = [.object(["id": .string(People.bob.id), "@removed": .string("yes")])]
+                $0.tenant.version += 1
+            }
+            let hostile = try await installation.run(server)
+            #expect(!hostile.report.incremental, "the round was not used")
+            #expect(hostile.report.revision == (try await fullRevision(base)))
+
+            // Disabled, then enabled again with the round saying null: unknown, as a fresh
+            // read that lists it enabled writes nothing either.
+            server.state.withLock {
+                $0.tenant.extraUserDelta = []
+                $0.tenant.disable(user: People.alice.id)
+            }
+            let disabled = try await installation.run(server)
+            #expect(disabled.report.incremental)
+            #expect(installation.engine.bundleInForce.map { _ in true } == true)
+            server.state.withLock {
+                $0.tenant.disabled.remove(People.alice.id)
+                $0.tenant.extraUserDelta = [
+                    .object([
+                        "id": .string(People.alice.id), "userPrincipalName": .string(People.alice.upn),
+                        "accountEnabled": .null,
+                    ])
+                ]
+                $0.tenant.version += 1
+            }
+            let reenabled = try await installation.run(server)
+            #expect(reenabled.report.incremental)
+            #expect(reenabled.report.revision == (try await fullRevision(base)), "as a full read")
+            await installation.sync.shutdown()
+        }
+    }
 }

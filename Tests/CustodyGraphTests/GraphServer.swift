@@ -30,6 +30,8 @@ struct FakeTenant: Sendable {
     var unlicensed: Set<String>? = []
     /// Users whose account is disabled in Entra ID (`accountEnabled: false`).
     var disabled: Set<String> = []
+    /// Items every later round of `/users/delta` adds, as they are (hostile or odd answers).
+    var extraUserDelta: [GraphJSON] = []
     /// Assignment filters (`/deviceManagement/assignmentFilters`).
     var filters: [GraphJSON] = []
 
@@ -90,12 +92,15 @@ struct FakeTenant: Sendable {
         return .object(members)
     }
 
-    /// Every user `/users` lists: `users` and every user member of a group (as the groups hold
-    /// its UPN), once each, by id.
+    /// Every user `/users` lists: `users` as they are (a test may list one twice), then every
+    /// other user member of a group (as the groups hold its UPN), once each.
     var listedUsers: [(id: String, upn: String)] {
         var seen = Set<String>()
         var result: [(id: String, upn: String)] = []
-        for user in users where seen.insert(user.id).inserted { result.append((user.id, upn(of: user.id) ?? user.upn)) }
+        for user in users {
+            seen.insert(user.id)
+            result.append((user.id, upn(of: user.id) ?? user.upn))
+        }
         for group in groups.keys.sorted() {
             for case .user(let id, let upn) in groups[group]! where seen.insert(id).inserted {
                 result.append((id, upn))
@@ -174,6 +179,9 @@ struct Fault: Sendable {
     var answers: [(status: Int, headers: [(String, String)])]
     /// Or: every matching request stalls this long first.
     var stall: Duration? = nil
+    /// Or: every matching request is answered 200 with a body of `Content-Length: 64` sent a
+    /// byte at a time, this long apart (a server that keeps a request alive without end).
+    var drip: Duration? = nil
     /// Or: every matching request waits until the test removes this fault, so what happens
     /// meanwhile does not race a clock.
     var held = false
@@ -350,6 +358,19 @@ final class GraphServer: Sendable {
         let path = request.uri.path
         let full = request.uri.string
         let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        let drip = state.withLock { state in state.faults.first { full.contains($0.pathContains) }?.drip }
+        if let drip {
+            state.withLock { $0.requests.append(full) }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json", .contentLength: "64"],
+                body: ResponseBody { writer in
+                    for _ in 0..<64 {
+                        try await writer.write(ByteBuffer(string: " "))
+                        try await Task.sleep(for: drip)
+                    }
+                    try await writer.finish(nil)
+                })
+        }
         let (valid, fault, stall, held): (Bool, (Int, [(String, String)])?, Duration?, Bool) = state.withLock {
             state in
             state.requests.append(full)
@@ -566,10 +587,11 @@ final class GraphServer: Sendable {
                 changed = groups.sorted().map { .object(["id": .string($0), "members@delta": .array([])]) }
             } else {
                 let users = Set(tenant.userChanges.filter { $0.version > since }.map(\.id))
-                changed = users.sorted().map { id in
-                    tenant.upn(of: id).map { tenant.userObject(id: id, upn: $0) }
-                        ?? .object(["id": .string(id), "@removed": .object(["reason": .string("deleted")])])
-                }
+                changed =
+                    users.sorted().map { id in
+                        tenant.upn(of: id).map { tenant.userObject(id: id, upn: $0) }
+                            ?? .object(["id": .string(id), "@removed": .object(["reason": .string("deleted")])])
+                    } + tenant.extraUserDelta
             }
         }
         let origin = state.withLock { $0.behaviour.deltaLinkOrigin } ?? "http://127.0.0.1:\(port)"

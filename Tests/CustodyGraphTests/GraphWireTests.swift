@@ -178,4 +178,44 @@ struct GraphWireTests {
         #expect(origin.contains(link) == on)
         #expect(origin.description == "https://graph.microsoft.com")
     }
+
+    /// Found from outside: a server that sends a byte now and then held a request far past its
+    /// timeout (an idle timer). The whole answer, head and body, has `requestTimeout`.
+    @Test("a server that drips its body a byte at a time is cut off at the request timeout")
+    func drippingServer() async throws {
+        let server = GraphServer(tenant: try standardTenant())
+        server.state.withLock {
+            $0.faults = [Fault(pathContains: "androidManagedAppProtections", answers: [], drip: .milliseconds(500))]
+        }
+        let directory = try TemporaryDirectory()
+        try await server.serving { base in
+            var settings = try settings(base)
+            settings.requestTimeout = .seconds(1)
+            settings.maximumAttempts = 2
+            let started = ContinuousClock.now
+            let error = await graphError { _ = try await sync(settings, to: directory.file("bundle")) }
+            let took = started.duration(to: .now)
+            #expect(error?.code == .timeout, "\(String(describing: error))")
+            #expect(took < .seconds(10), "two tries of a second each, not 64 bytes of half a second: \(took)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.file("bundle")))
+    }
+
+    /// Graph lists a user once; a listing that repeats one (another UPN, another license, or
+    /// the same page again and again) is not Graph's answer.
+    @Test("a /users listing that names a user twice fails the sync; nothing is written")
+    func duplicateUser() async throws {
+        var tenant = try standardTenant()
+        tenant.users = [People.bob, (id: People.bob.id, upn: "mallory@contoso.com")]
+        let server = GraphServer(tenant: tenant)
+        let directory = try TemporaryDirectory()
+        try await server.serving { base in
+            let error = await graphError { _ = try await sync(try settings(base), to: directory.file("bundle")) }
+            #expect(error?.code == .invalidResponse)
+            #expect(
+                error?.message.contains("lists user \(People.bob.id) more than once") == true,
+                "\(String(describing: error))")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.file("bundle")))
+    }
 }
