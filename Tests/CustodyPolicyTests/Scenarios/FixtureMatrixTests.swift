@@ -25,8 +25,8 @@ struct FixtureMatrixTests {
                 "frameworks/level-1-android.matrix.json", "frameworks/level-1-ios.matrix.json",
                 "frameworks/level-2-android.matrix.json",
                 "frameworks/level-2-ios.matrix.json", "frameworks/level-3-android.matrix.json",
-                "frameworks/level-3-ios.matrix.json", "launch/level-2-android.matrix.json",
-                "launch/level-3-ios.matrix.json",
+                "frameworks/level-3-ios.matrix.json", "launch/conflicting-ios.matrix.json",
+                "launch/level-2-android.matrix.json", "launch/level-3-ios.matrix.json",
             ])
     }
 
