@@ -234,13 +234,11 @@ public actor PolicyManager {
         // (its platform, app and management level) the bundle must reach an account, or every
         // decision made here would allow.
         if !allowingEmpty, !snapshot.managesSomeAccount {
-            let diagnostic = Diagnostic(
-                severity: .error, code: .emptyBundle,
-                message: """
-                    the bundle manages no account in this installation's context (\(context)): none of its \(bundle.protectionPolicies.count) app protection polic\(bundle.protectionPolicies.count == 1 ? "y" : "ies") reaches any of its \(bundle.tenant.accounts.count) account\(bundle.tenant.accounts.count == 1 ? "" : "s") there, so every decision would allow; \
-                    to clear the policy on purpose, apply it with --allow-empty (PUT /v1/bundle: "allowEmpty": true)
-                    """,
-                location: DocumentLocation(file: source, line: 1, column: 1))
+            let policies = bundle.protectionPolicies.count
+            let accounts = bundle.tenant.accounts.count
+            let diagnostic = Diagnostic.emptyBundle(
+                " in this installation's context (\(context)): none of its \(policies) app protection polic\(policies == 1 ? "y" : "ies") reaches any of its \(accounts) account\(accounts == 1 ? "" : "s") there",
+                at: source)
             throw reject(
                 source: source, contentHash: files.contentHash, message: diagnostic.description,
                 diagnostics: [diagnostic] + bundle.warnings, offeredBy: provenance)

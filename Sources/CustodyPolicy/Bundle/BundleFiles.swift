@@ -285,13 +285,7 @@ public struct BundleFiles: Sendable, Hashable {
             case (false, false):
                 "none of its \(bundle.protectionPolicies.count) app protection polic\(bundle.protectionPolicies.count == 1 ? "y reaches" : "ies reach") any of its \(bundle.tenant.accounts.count) account\(bundle.tenant.accounts.count == 1 ? "" : "s")"
             }
-        return Diagnostic(
-            severity: .error, code: .emptyBundle,
-            message: """
-                the bundle manages no account: \(why), so every decision would allow; \
-                to clear the policy on purpose, apply it with --allow-empty (PUT /v1/bundle: "allowEmpty": true)
-                """,
-            location: DocumentLocation(file: place, line: 1, column: 1))
+        return .emptyBundle(": \(why)", at: place)
     }
 
     private func path(of name: String) -> String {

@@ -138,3 +138,17 @@ public struct BundleError: Error, Sendable, CustomStringConvertible {
         diagnostics.map(\.description).joined(separator: "\n")
     }
 }
+
+extension Diagnostic {
+    /// Why a bundle that manages no account is refused (`why` continues "the bundle manages no
+    /// account"), and how to apply it anyway: every door says it the same way.
+    public static func emptyBundle(_ why: String, at place: String) -> Diagnostic {
+        Diagnostic(
+            severity: .error, code: .emptyBundle,
+            message: """
+                the bundle manages no account\(why), so every decision would allow; \
+                to clear the policy on purpose, apply it with --allow-empty (PUT /v1/bundle: "allowEmpty": true)
+                """,
+            location: DocumentLocation(file: place, line: 1, column: 1))
+    }
+}

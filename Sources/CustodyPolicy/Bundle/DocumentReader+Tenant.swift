@@ -76,25 +76,8 @@ extension DocumentReader {
                             at: member.value, path: "\(path)[\(index)].displayName")
                         displayName = nil
                     }
-                case "licensed":
-                    if member.value.isNull { break }
-                    guard let value = member.value.bool else {
-                        error(
-                            .invalidValue, "licensed must be true, false or null, found \(member.value.kind.article)",
-                            at: member.value, path: "\(path)[\(index)].licensed")
-                        continue
-                    }
-                    licensed = value
-                case "accountEnabled":
-                    if member.value.isNull { break }
-                    guard let value = member.value.bool else {
-                        error(
-                            .invalidValue,
-                            "accountEnabled must be true, false or null, found \(member.value.kind.article)",
-                            at: member.value, path: "\(path)[\(index)].accountEnabled")
-                        continue
-                    }
-                    enabled = value
+                case "licensed": licensed = optionalFlag(member, path: "\(path)[\(index)]")
+                case "accountEnabled": enabled = optionalFlag(member, path: "\(path)[\(index)]")
                 case let key where isAnnotation(key):
                     continue
                 default:
@@ -136,5 +119,18 @@ extension DocumentReader {
                 TenantAccount(id: id, groups: groups, displayName: displayName, licensed: licensed, enabled: enabled))
         }
         return accounts
+    }
+
+    /// An account's `true`, `false` or `null` member (nil for null); anything else is an error
+    /// naming the member.
+    private mutating func optionalFlag(_ member: JSONMembers.Member, path: String) -> Bool? {
+        if member.value.isNull { return nil }
+        guard let value = member.value.bool else {
+            error(
+                .invalidValue, "\(member.key) must be true, false or null, found \(member.value.kind.article)",
+                at: member.value, path: "\(path).\(member.key)")
+            return nil
+        }
+        return value
     }
 }

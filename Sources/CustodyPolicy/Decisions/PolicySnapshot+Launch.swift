@@ -184,11 +184,13 @@ extension PolicySnapshot {
         account: AccountID?, facts: LaunchFacts, now: Duration, missingFacts: MissingFacts = .strict
     ) -> LaunchDecision {
         var facts = facts
-        if facts.accountState == nil, let account, tenantAccount(for: account)?.enabled == false {
-            // Entra's record, read by the Graph connector: the confirmation "Disabled account" acts on.
+        // Entra's record, read by the Graph connector: the confirmation "Disabled account" acts
+        // on. The account is resolved once; its state is no filter fact, so resolving first is
+        // the same.
+        let party = resolve(account, facts: facts)
+        if facts.accountState == nil, party.index >= 0, directory.accounts[Int(party.index)].enabled == false {
             facts.accountState = .disabled
         }
-        let party = resolve(account, facts: facts)
         if let refusal = party.refusal(.account) {
             return LaunchDecision(outcome: .block, checks: [], finding: Finding(refusal, nil))
         }
