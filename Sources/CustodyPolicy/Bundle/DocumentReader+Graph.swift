@@ -169,7 +169,11 @@ extension DocumentReader {
             return .configuration(metadata: metadata, settings: customSettings, targeting: targeting)
         }
         settings.launchConditions = launchConditions(launchMembers, kind: kind)
-        reportNotEnforced(notEnforced, of: object, path: path)
+        // The app PIN may be on although the export leaves it out: the portal's default is
+        // Require, so its settings are listed as not enforced all the same.
+        let pinByDefault =
+            launchMembers["pinRequired"] == nil && GraphSchema.knownProperties(of: kind).contains("pinRequired")
+        reportNotEnforced(notEnforced, pinByDefault: pinByDefault, of: object, path: path)
         checkDependencies(settings, kind: kind, of: object, path: path)
         return .protection(kind: kind, metadata: metadata, settings: settings, targeting: targeting)
     }
@@ -187,21 +191,31 @@ extension DocumentReader {
     /// One notice per policy naming every setting it configures that Custody does not enforce
     /// (left to the apps and the Intune SDK): PIN, biometrics, device conditions, versions,
     /// keyboards, browsers. A companion setting (a PIN's length) is named only beside its
-    /// parent (the PIN).
+    /// parent (the PIN), which counts as on when configured or, for the PIN, when the export
+    /// leaves it out (`pinByDefault`: the settings pages give Require as the default).
     private mutating func reportNotEnforced(
-        _ settings: [(key: String, value: JSONValue)], of object: JSONValue, path: String
+        _ settings: [(key: String, value: JSONValue)], pinByDefault: Bool, of object: JSONValue, path: String
     ) {
-        let configured = Set(settings.map(\.key))
-        let shown = settings.filter { setting in
+        var configured = Set(settings.map(\.key))
+        if pinByDefault { configured.insert("pinRequired") }
+        var shown = settings.filter { setting in
             guard let parent = GraphSchema.companions[setting.key] else { return true }
             return configured.contains(parent) || GraphSchema.isDecided(parent)
+        }.map { (key: $0.key, brief: GraphSchema.brief($0.value)) }
+        if pinByDefault, shown.contains(where: { GraphSchema.companions[$0.key] == "pinRequired" }) {
+            shown.insert(
+                (
+                    key: "pinRequired",
+                    brief:
+                        "not in the export, so not configured: no PIN-attempts check, though the portal's default is Require"
+                ), at: 0)
         }
         guard !shown.isEmpty else { return }
         // Grouped by why, in the order the reasons first appear.
         var groups: [(reason: String, settings: [String])] = []
         for setting in shown {
             let reason = GraphSchema.notEnforcedReasons[setting.key] ?? "left to the apps and the Intune SDK"
-            let text = "\(setting.key) (\(GraphSchema.brief(setting.value)))"
+            let text = "\(setting.key) (\(setting.brief))"
             if let index = groups.firstIndex(where: { $0.reason == reason }) {
                 groups[index].settings.append(text)
             } else {

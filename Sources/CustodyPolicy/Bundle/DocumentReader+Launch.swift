@@ -42,8 +42,17 @@ extension GraphSchema {
         "appActionIfDevicePasscodeComplexityLessThanMedium", "appActionIfDevicePasscodeComplexityLessThanHigh",
         "requiredAndroidSafetyNetDeviceAttestationType", "appActionIfAndroidSafetyNetDeviceAttestationFailed",
         "requiredAndroidSafetyNetAppsVerificationType", "appActionIfAndroidSafetyNetAppsVerificationFailed",
-        "appActionIfSamsungKnoxAttestationRequired",
-    ])
+        "appActionIfSamsungKnoxAttestationRequired", "requiredAndroidSafetyNetEvaluationType",
+    ]).union(companyPortalAgeChecks.map(\.property))
+
+    /// "Max Company Portal version age (days)" (Android settings page): a Company Portal build
+    /// older than the days given acts (Graph: the "maximum number of days Company Portal update
+    /// can be deferred on the device").
+    static let companyPortalAgeChecks: [(property: String, action: RemediationAction)] = [
+        ("blockAfterCompanyPortalUpdateDeferralInDays", .block),
+        ("warnAfterCompanyPortalUpdateDeferralInDays", .warn),
+        ("wipeAfterCompanyPortalUpdateDeferralInDays", .wipe),
+    ]
 
     /// The platform a launch property belongs to (nil: both), so that a default policy's iOS
     /// checks are not made on Android.
@@ -151,6 +160,8 @@ extension DocumentReader {
         if let remediation = action("appActionIfUnableToAuthenticateUser", fallback: nil) {
             add("appActionIfUnableToAuthenticateUser", .accountUsable, remediation)
         }
+        // A `pinRequired` left out is "not configured" (DESIGN): no attempts check, and the
+        // not-enforced notice says so, since the portal's default is Require.
         if let member = members["pinRequired"], bool(member.value, path: member.path) == true {
             let retries = members["maximumPinRetries"].flatMap { int($0.value, in: 1...65_535, path: $0.path) } ?? 5
             add(
@@ -190,9 +201,18 @@ extension DocumentReader {
                 path: member.path),
             required != .none
         {
-            add(
-                "requiredAndroidSafetyNetDeviceAttestationType", .minimumDeviceIntegrity(required),
-                action("appActionIfAndroidSafetyNetDeviceAttestationFailed", fallback: .block)!)
+            let remediation = action("appActionIfAndroidSafetyNetDeviceAttestationFailed", fallback: .block)!
+            add("requiredAndroidSafetyNetDeviceAttestationType", .minimumDeviceIntegrity(required), remediation)
+            // "Play integrity verdict evaluation type": "Devices that don't support this evaluation
+            // type are blocked or wiped based on the Device integrity check action."
+            if let member = members["requiredAndroidSafetyNetEvaluationType"],
+                let type = enumValue(
+                    member.value, as: IntegrityEvaluationType.self, unknownReadsAs: .hardwareBacked,
+                    path: member.path),
+                type != .basic
+            {
+                add("requiredAndroidSafetyNetEvaluationType", .minimumEvaluationType(type), remediation)
+            }
         }
         if let member = members["requiredAndroidSafetyNetAppsVerificationType"],
             let text = string(member.value, path: member.path), text.lowercased() != "none"
@@ -208,7 +228,19 @@ extension DocumentReader {
                 action("appActionIfAndroidSafetyNetAppsVerificationFailed", fallback: .block)!)
         }
         if let remediation = action("appActionIfSamsungKnoxAttestationRequired", fallback: nil) {
-            add("appActionIfSamsungKnoxAttestationRequired", .mustBeTrue(.knoxAttested), remediation)
+            // "Block access on supported devices": only "a Samsung device running Android 15 with
+            // One UI 7.0 or above"; "Samsung devices running on older OS or devices from another
+            // manufacturer aren't affected by this choice."
+            add(
+                "appActionIfSamsungKnoxAttestationRequired",
+                remediation == .blockWhenSettingIsSupported ? .knoxAttestedWhereSupported : .mustBeTrue(.knoxAttested),
+                remediation)
+        }
+        for check in GraphSchema.companyPortalAgeChecks {
+            guard let member = members[check.property], let days = int(member.value, in: 0...365, path: member.path),
+                days > 0
+            else { continue }
+            add(check.property, .maximumCount(.companyPortalVersionAgeDays, days), check.action)
         }
         return conditions
     }

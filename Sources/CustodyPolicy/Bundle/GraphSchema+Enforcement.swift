@@ -38,16 +38,8 @@ extension GraphSchema {
         }
         reasons["organizationalCredentialsRequired"] = "sign-in prompts are Entra ID's and the SDK's"
         reasons["periodOnlineBeforeAccessCheck"] = "how often the app re-checks online is the SDK's schedule"
-        for name in [
-            "blockAfterCompanyPortalUpdateDeferralInDays", "warnAfterCompanyPortalUpdateDeferralInDays",
-            "wipeAfterCompanyPortalUpdateDeferralInDays",
-        ] {
-            reasons[name] = "needs the days a Company Portal update was deferred, which no launch fact reports"
-        }
         reasons["gracePeriodToBlockAppsDuringOffClockHours"] =
             "the clocked-out grace is the app's: it reports clockedOut once the grace is over"
-        reasons["requiredAndroidSafetyNetEvaluationType"] =
-            "how the device evaluates its integrity verdict (it reports the verdict as deviceIntegrity)"
         reasons["mobileThreatDefensePartnerPriority"] =
             "which threat-defense partner reports the level (the app reports the level as threatLevel)"
         reasons["connectToVpnOnLaunch"] = "the app connects the VPN itself"
@@ -81,7 +73,6 @@ extension GraphSchema {
         companions["appActionIfAndroidSafetyNetAppsVerificationFailed"] = "requiredAndroidSafetyNetAppsVerificationType"
         companions["appActionIfAndroidSafetyNetDeviceAttestationFailed"] =
             "requiredAndroidSafetyNetDeviceAttestationType"
-        companions["requiredAndroidSafetyNetEvaluationType"] = "requiredAndroidSafetyNetDeviceAttestationType"
         companions["gracePeriodToBlockAppsDuringOffClockHours"] = "appActionIfAccountIsClockedOut"
         for dialer in ["customDialerAppProtocol", "customDialerAppPackageId", "customDialerAppDisplayName"] {
             companions[dialer] = "dialerRestrictionLevel"

@@ -18,8 +18,12 @@ public struct LaunchDecision: Sendable, Hashable {
 
         let origin: Origin
         let source: EffectivePolicy
-        /// The fact's reported value; nil when the fact is missing.
+        /// The fact's reported value; nil when a fact the check needs is missing.
         public let reported: String?
+        /// The fact that was missing, when it is not the one the check compares (the Android
+        /// version a passcode-complexity check turns on, the manufacturer a Knox check on
+        /// supported devices needs).
+        let missingFact: LaunchFact?
         /// What the check's action makes of a failure.
         public let outcome: LaunchOutcome
         /// Whether the check counts toward the outcome (a missing fact does not when the caller
@@ -54,10 +58,32 @@ public struct LaunchDecision: Sendable, Hashable {
             }
         }
 
-        /// The fact compared.
+        /// The fact compared, or for a check that could not be made, the fact it lacked.
         public var fact: LaunchFact {
+            if let missingFact { return missingFact }
             if case .condition(let index) = origin { return source.launchConditions[index].test.fact }
             return .lastCheckIn
+        }
+
+        /// Where the check stands among checks of one severity: the MAM FAQ's order, "an Intune
+        /// App SDK version requirement would take precedence, and then an app version
+        /// requirement, followed by the iOS/iPadOS operating system version requirement" (iOS),
+        /// and "an app version requirement would take precedence, followed by Android operating
+        /// system version requirement and Android patch version requirement" (Android); every
+        /// other check after them, in policy order.
+        var precedence: Int {
+            guard case .condition(let index) = origin else { return 4 }
+            switch source.launchConditions[index].test {
+            case .minimumVersion(let fact, _, _), .maximumVersion(let fact, _):
+                switch fact {
+                case .sdkVersion: return 0
+                case .appVersion: return 1
+                case .osVersion: return 2
+                case .patchVersion: return 3
+                default: return 4
+                }
+            default: return 4
+            }
         }
 
         /// The policy that configures the check; nil for Intune's default (offline grace no
@@ -101,13 +127,14 @@ public struct LaunchDecision: Sendable, Hashable {
 
         public static func == (lhs: Check, rhs: Check) -> Bool {
             lhs.origin == rhs.origin && lhs.source === rhs.source && lhs.reported == rhs.reported
-                && lhs.outcome == rhs.outcome && lhs.counts == rhs.counts
+                && lhs.missingFact == rhs.missingFact && lhs.outcome == rhs.outcome && lhs.counts == rhs.counts
         }
 
         public func hash(into hasher: inout Hasher) {
             hasher.combine(origin)
             hasher.combine(ObjectIdentifier(source))
             hasher.combine(reported)
+            hasher.combine(missingFact)
             hasher.combine(outcome)
             hasher.combine(counts)
         }
@@ -115,7 +142,9 @@ public struct LaunchDecision: Sendable, Hashable {
 
     /// What the app does: a wipe beats a block beats a warn.
     public let outcome: LaunchOutcome
-    /// The checks that failed or lacked their fact, most severe first (then in policy order).
+    /// The checks that failed or lacked their fact, most severe first; among one severity, the
+    /// version requirements in the MAM FAQ's order (SDK, app, OS, patch), then the others in
+    /// policy order.
     public let checks: [Check]
     /// Why there are no checks: an unmanaged account, or a refusal (an account whose forms
     /// contradict each other; no platform for a bundle of several). Nil for a managed account.
@@ -202,17 +231,24 @@ extension PolicySnapshot {
         /// Records a failed (or fact-less) check, most severe first, in policy order among equals.
         /// A check whose fact is missing blocks at most: a wipe is answered only on a reported
         /// value that calls for it, never on absence of evidence.
-        func record(_ origin: LaunchDecision.Check.Origin, _ reported: String?, _ action: LaunchOutcome) {
+        func record(
+            _ origin: LaunchDecision.Check.Origin, _ reported: String?, _ action: LaunchOutcome,
+            missing: LaunchFact? = nil
+        ) {
             let result = reported == nil ? min(action, .block) : action
             let counts = reported != nil || missingFacts == .strict
             if counts, result > outcome { outcome = result }
             // One allocation for every check that can fail, made only when one does.
             if checks.isEmpty { checks.reserveCapacity(policy.launchConditions.count + 1) }
-            let position = checks.firstIndex { $0.outcome < result } ?? checks.endIndex
-            checks.insert(
-                LaunchDecision.Check(
-                    origin: origin, source: policy, reported: reported, outcome: result, counts: counts),
-                at: position)
+            let check = LaunchDecision.Check(
+                origin: origin, source: policy, reported: reported, missingFact: missing, outcome: result,
+                counts: counts)
+            let precedence = check.precedence
+            let position =
+                checks.firstIndex {
+                    $0.outcome < result || ($0.outcome == result && $0.precedence > precedence)
+                } ?? checks.endIndex
+            checks.insert(check, at: position)
         }
 
         // Offline grace: merged, like the offlineAccess decision, so the two agree.
@@ -232,12 +268,15 @@ extension PolicySnapshot {
         }
 
         for index in policy.launchConditions.indices {
-            let failed = policy.launchConditions[index].fails(facts)
-            if failed == false { continue }
-            let fact = policy.launchConditions[index].test.fact
-            record(
-                .condition(index), failed == true ? facts.text(of: fact) : nil,
-                policy.launchConditions[index].action.outcome)
+            let condition = policy.launchConditions[index]
+            switch condition.evaluate(facts) {
+            case .passes: continue
+            case .fails: record(.condition(index), facts.text(of: condition.test.fact), condition.action.outcome)
+            case .missing(let fact):
+                record(
+                    .condition(index), nil, condition.action.outcome,
+                    missing: fact == condition.test.fact ? nil : fact)
+            }
         }
         return LaunchDecision(outcome: outcome, checks: checks, finding: nil)
     }

@@ -3,8 +3,10 @@ public enum RemediationAction: String, GraphEnum {
     case block
     case wipe
     case warn
-    /// Block where the app supports the setting: Custody decides every setting it models, so
-    /// this is `block`.
+    /// Block where the device supports the setting. Microsoft offers it for Samsung Knox
+    /// attestation ("Block access on supported devices"), which then fails only on Samsung
+    /// devices running Android 15 or later (`LaunchCondition.Test.knoxAttestedWhereSupported`);
+    /// on any other check Custody makes it is `block`.
     case blockWhenSettingIsSupported
 
     /// The launch outcome the action produces.
@@ -95,6 +97,17 @@ public enum DeviceIntegrity: String, GraphEnum, Comparable {
     }
 }
 
+/// Graph `androidManagedAppSafetyNetEvaluationType`: how a device's Play Integrity verdict was
+/// evaluated, weakest first. `hardwareBacked` is the portal's "Check strong integrity".
+public enum IntegrityEvaluationType: String, GraphEnum, Comparable {
+    case basic
+    case hardwareBacked
+
+    public static func < (lhs: IntegrityEvaluationType, rhs: IntegrityEvaluationType) -> Bool {
+        lhs == .basic && rhs == .hardwareBacked
+    }
+}
+
 /// A version as Intune compares them: numeric components separated by `.` (app, OS, SDK and
 /// Company Portal versions: `16.1`, `11.0.0.94`) or `-` (Android security patch dates:
 /// `2026-09-01`), compared component by component as numbers, a missing component counting
@@ -153,6 +166,9 @@ public struct SoftwareVersion: Sendable, Hashable, Comparable, CustomStringConve
         self.text = text
     }
 
+    /// The first component: the major version (`11` of `11.0.0.94`), or a patch date's year.
+    public var major: UInt32 { UInt32(truncatingIfNeeded: packed.0 >> 32) }
+
     /// Whether every component is zero: exports write `0.0` and `0000-00-00` for "no requirement".
     public var isZero: Bool { packed == (0, 0, 0, 0) }
 
@@ -200,6 +216,12 @@ public enum LaunchFact: String, Sendable, Hashable, CaseIterable, CustomStringCo
     case appsVerified
     /// Android: whether Samsung Knox attestation passed.
     case knoxAttested
+    /// Android: how many days old the installed Company Portal build is (Google Play's
+    /// `clientVersionStalenessDays`).
+    case companyPortalVersionAgeDays
+    /// Android: how the Play Integrity verdict was evaluated (`basic`, or `hardwareBacked` for
+    /// a strong integrity check).
+    case integrityEvaluationType
 
     public var description: String { rawValue }
 }
@@ -227,6 +249,8 @@ public struct LaunchFacts: Sendable, Hashable {
     public var deviceIntegrity: DeviceIntegrity?
     public var appsVerified: Bool?
     public var knoxAttested: Bool?
+    public var companyPortalVersionAgeDays: Int?
+    public var integrityEvaluationType: IntegrityEvaluationType?
 
     /// Creates facts with none given.
     public init() {}
@@ -252,6 +276,8 @@ public struct LaunchFacts: Sendable, Hashable {
         facts.deviceIntegrity = deviceIntegrity ?? recorded.deviceIntegrity
         facts.appsVerified = appsVerified ?? recorded.appsVerified
         facts.knoxAttested = knoxAttested ?? recorded.knoxAttested
+        facts.companyPortalVersionAgeDays = companyPortalVersionAgeDays ?? recorded.companyPortalVersionAgeDays
+        facts.integrityEvaluationType = integrityEvaluationType ?? recorded.integrityEvaluationType
         return facts
     }
 
@@ -265,6 +291,7 @@ public struct LaunchFacts: Sendable, Hashable {
             writer.key(fact.rawValue)
             switch fact {
             case .pinFailures: writer.value(pinFailures!)
+            case .companyPortalVersionAgeDays: writer.value(companyPortalVersionAgeDays!)
             case .jailbroken, .clockedOut, .deviceLockSet, .appsVerified, .knoxAttested: writer.value(flag(fact)!)
             default: writer.value(text)
             }
@@ -297,6 +324,8 @@ public struct LaunchFacts: Sendable, Hashable {
         case .deviceIntegrity: deviceIntegrity?.rawValue
         case .appsVerified: appsVerified.map(String.init)
         case .knoxAttested: knoxAttested.map(String.init)
+        case .companyPortalVersionAgeDays: companyPortalVersionAgeDays.map(String.init)
+        case .integrityEvaluationType: integrityEvaluationType?.rawValue
         }
     }
 }
@@ -332,22 +361,34 @@ public struct LaunchCondition: Sendable, Hashable {
         case mustBeFalse(LaunchFact)
         /// Fails when the fact (device lock, app verification, Knox attestation) is false.
         case mustBeTrue(LaunchFact)
-        /// Fails when the passcode is less complex than this.
+        /// Fails when the passcode is less complex than this; on Android 11 and earlier, when it
+        /// is less complex than low (Android settings page, "Require device lock": the level "is
+        /// targeted to Android 12+").
         case minimumPasscodeComplexity(PasscodeComplexity)
         /// Fails when the device passed a weaker integrity verdict than this.
         case minimumDeviceIntegrity(DeviceIntegrity)
+        /// Fails when the verdict was evaluated more weakly than this ("Check strong integrity").
+        case minimumEvaluationType(IntegrityEvaluationType)
+        /// Fails when the fact (a number of days) is above the limit.
+        case maximumCount(LaunchFact, Int)
+        /// Knox attestation under "Block access on supported devices": fails only on a Samsung
+        /// device running Android 15 or later (One UI 7, Samsung's Android 15 release) that did
+        /// not pass; other devices are not affected.
+        case knoxAttestedWhereSupported
 
         /// The fact the test reads.
         public var fact: LaunchFact {
             switch self {
             case .minimumVersion(let fact, _, _), .maximumVersion(let fact, _), .allowedValues(let fact, _),
-                .mustBeFalse(let fact), .mustBeTrue(let fact):
+                .mustBeFalse(let fact), .mustBeTrue(let fact), .maximumCount(let fact, _):
                 fact
             case .maximumThreatLevel: .threatLevel
             case .accountUsable: .accountState
             case .pinRetries: .pinFailures
             case .minimumPasscodeComplexity: .passcodeComplexity
             case .minimumDeviceIntegrity: .deviceIntegrity
+            case .minimumEvaluationType: .integrityEvaluationType
+            case .knoxAttestedWhereSupported: .knoxAttested
             }
         }
 
@@ -363,8 +404,14 @@ public struct LaunchCondition: Sendable, Hashable {
             case .pinRetries(let count): "pinFailures below \(count)"
             case .mustBeFalse(let fact): "\(fact) false"
             case .mustBeTrue(let fact): "\(fact) true"
-            case .minimumPasscodeComplexity(let complexity): "passcodeComplexity at least \(complexity)"
+            case .minimumPasscodeComplexity(let complexity):
+                complexity > .low
+                    ? "passcodeComplexity at least \(complexity) (at least low on Android 11 and earlier)"
+                    : "passcodeComplexity at least \(complexity)"
             case .minimumDeviceIntegrity(let integrity): "deviceIntegrity at least \(integrity)"
+            case .minimumEvaluationType(let type): "integrityEvaluationType \(type)"
+            case let .maximumCount(fact, limit): "\(fact) at most \(limit)"
+            case .knoxAttestedWhereSupported: "knoxAttested true on Samsung devices with Android 15 or later"
             }
         }
 
@@ -380,6 +427,9 @@ public struct LaunchCondition: Sendable, Hashable {
             case .mustBeTrue: "true"
             case .minimumPasscodeComplexity(let complexity): complexity.rawValue
             case .minimumDeviceIntegrity(let integrity): integrity.rawValue
+            case .minimumEvaluationType(let type): type.rawValue
+            case .maximumCount(_, let limit): String(limit)
+            case .knoxAttestedWhereSupported: "true"
             }
         }
     }
@@ -399,40 +449,57 @@ public struct LaunchCondition: Sendable, Hashable {
         self.platform = platform
     }
 
-    /// Whether the check fails for `facts`; nil when the fact it needs is missing.
-    public func fails(_ facts: LaunchFacts) -> Bool? {
+    /// What a check makes of some facts.
+    public enum Evaluation: Sendable, Hashable {
+        case passes
+        case fails
+        /// The check cannot be made: this fact is missing.
+        case missing(LaunchFact)
+    }
+
+    /// Makes the check on `facts`.
+    public func evaluate(_ facts: LaunchFacts) -> Evaluation {
+        func judge(_ failed: Bool?, missing fact: LaunchFact) -> Evaluation {
+            guard let failed else { return .missing(fact) }
+            return failed ? .fails : .passes
+        }
         switch test {
         case let .minimumVersion(fact, threshold, orEqual):
-            guard let version = facts.version(fact) else { return nil }
-            return orEqual ? version <= threshold : version < threshold
+            return judge(facts.version(fact).map { orEqual ? $0 <= threshold : $0 < threshold }, missing: fact)
         case let .maximumVersion(fact, threshold):
-            guard let version = facts.version(fact) else { return nil }
-            return version > threshold
+            return judge(facts.version(fact).map { $0 > threshold }, missing: fact)
         case let .allowedValues(fact, values):
             let reported = fact == .deviceModel ? facts.deviceModel : facts.deviceManufacturer
-            guard let reported else { return nil }
-            return !values.contains(reported.lowercased())
+            return judge(reported.map { !values.contains($0.lowercased()) }, missing: fact)
         case .maximumThreatLevel(let allowed):
-            guard let level = facts.threatLevel else { return nil }
-            return level > allowed
+            return judge(facts.threatLevel.map { $0 > allowed }, missing: .threatLevel)
         case .accountUsable:
-            guard let state = facts.accountState else { return nil }
-            return state != .active
+            return judge(facts.accountState.map { $0 != .active }, missing: .accountState)
         case .pinRetries(let limit):
-            guard let failures = facts.pinFailures else { return nil }
-            return failures >= limit
+            return judge(facts.pinFailures.map { $0 >= limit }, missing: .pinFailures)
         case .mustBeFalse(let fact):
-            guard let value = facts.flag(fact) else { return nil }
-            return value
+            return judge(facts.flag(fact), missing: fact)
         case .mustBeTrue(let fact):
-            guard let value = facts.flag(fact) else { return nil }
-            return !value
+            return judge(facts.flag(fact).map { !$0 }, missing: fact)
         case .minimumPasscodeComplexity(let minimum):
-            guard let complexity = facts.passcodeComplexity else { return nil }
-            return complexity < minimum
+            guard let complexity = facts.passcodeComplexity else { return .missing(.passcodeComplexity) }
+            if complexity >= minimum { return .passes }
+            if complexity < .low { return .fails }
+            // Between low and the level asked for: the answer turns on the Android version.
+            guard let os = facts.osVersion else { return .missing(.osVersion) }
+            return os.major <= 11 ? .passes : .fails
         case .minimumDeviceIntegrity(let minimum):
-            guard let integrity = facts.deviceIntegrity else { return nil }
-            return integrity < minimum
+            return judge(facts.deviceIntegrity.map { $0 < minimum }, missing: .deviceIntegrity)
+        case .minimumEvaluationType(let minimum):
+            return judge(facts.integrityEvaluationType.map { $0 < minimum }, missing: .integrityEvaluationType)
+        case let .maximumCount(fact, limit):
+            return judge(facts.count(fact).map { $0 > limit }, missing: fact)
+        case .knoxAttestedWhereSupported:
+            guard let manufacturer = facts.deviceManufacturer else { return .missing(.deviceManufacturer) }
+            guard manufacturer.lowercased() == "samsung" else { return .passes }
+            guard let os = facts.osVersion else { return .missing(.osVersion) }
+            guard os.major >= 15 else { return .passes }
+            return judge(facts.knoxAttested.map { !$0 }, missing: .knoxAttested)
         }
     }
 }
@@ -445,6 +512,14 @@ extension LaunchFacts {
         case .sdkVersion: sdkVersion
         case .patchVersion: patchVersion
         case .companyPortalVersion: companyPortalVersion
+        default: nil
+        }
+    }
+
+    func count(_ fact: LaunchFact) -> Int? {
+        switch fact {
+        case .pinFailures: pinFailures
+        case .companyPortalVersionAgeDays: companyPortalVersionAgeDays
         default: nil
         }
     }

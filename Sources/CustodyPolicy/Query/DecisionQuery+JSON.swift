@@ -471,6 +471,14 @@ private struct QueryReader {
             case .knoxAttested: facts.knoxAttested = try flag(item, member.key)
             case .passcodeComplexity: facts.passcodeComplexity = try choice(item, fact, PasscodeComplexity.self)
             case .deviceIntegrity: facts.deviceIntegrity = try choice(item, fact, DeviceIntegrity.self)
+            case .integrityEvaluationType:
+                facts.integrityEvaluationType = try choice(item, fact, IntegrityEvaluationType.self)
+            case .companyPortalVersionAgeDays:
+                guard let days = item.int, days >= 0 else {
+                    throw error(
+                        "\"companyPortalVersionAgeDays\" must be a whole number of days, zero or more", at: item)
+                }
+                facts.companyPortalVersionAgeDays = days
             }
         }
         return facts

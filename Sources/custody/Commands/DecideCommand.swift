@@ -39,7 +39,8 @@ struct DecideCommand: AsyncParsableCommand {
             the state's check-in when left out), accountState (active, disabled, deleted), \
             pinFailures, jailbroken (or rooted), clockedOut, deviceLockSet, passcodeComplexity \
             (none, low, medium, high), deviceIntegrity (none, basicIntegrity, \
-            basicIntegrityAndDeviceCertification), appsVerified, knoxAttested. With a state, the \
+            basicIntegrityAndDeviceCertification), integrityEvaluationType (basic, hardwareBacked), \
+            appsVerified, knoxAttested, companyPortalVersionAgeDays. With a state, the \
             facts a query leaves out are taken from those `custody checkin --facts` recorded. A \
             launch answer has "outcome" (allow, warn, block or wipe: a wipe beats a block beats a \
             warn), "checks" (each check that failed or lacked its fact: setting, value, \

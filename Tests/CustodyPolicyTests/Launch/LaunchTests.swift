@@ -483,6 +483,29 @@ struct LaunchTests {
         WipeRow(
             platform: .ios, members: #""periodOfflineBeforeWipeIsEnforced": "P30D""#, fact: .lastCheckIn,
             failing: #""2026-01-01T00:00:00Z""#),
+        WipeRow(platform: .ios, members: #""maximumWipeOsVersion": "18.0""#, fact: .osVersion, failing: #""26.1""#),
+        WipeRow(
+            platform: .android, members: #""deviceLockRequired": true, "appActionIfDeviceLockNotSet": "wipe""#,
+            fact: .deviceLockSet, failing: "false"),
+        WipeRow(
+            platform: .android, members: #""appActionIfDevicePasscodeComplexityLessThanLow": "wipe""#,
+            fact: .passcodeComplexity, failing: #""none""#),
+        WipeRow(
+            platform: .android,
+            members:
+                #""requiredAndroidSafetyNetDeviceAttestationType": "basicIntegrity", "appActionIfAndroidSafetyNetDeviceAttestationFailed": "wipe""#,
+            fact: .deviceIntegrity, failing: #""none""#),
+        WipeRow(
+            platform: .android,
+            members:
+                #""requiredAndroidSafetyNetDeviceAttestationType": "basicIntegrity", "requiredAndroidSafetyNetEvaluationType": "hardwareBacked", "appActionIfAndroidSafetyNetDeviceAttestationFailed": "wipe""#,
+            fact: .integrityEvaluationType, failing: #""basic""#),
+        WipeRow(
+            platform: .android, members: #""appActionIfSamsungKnoxAttestationRequired": "wipe""#, fact: .knoxAttested,
+            failing: "false"),
+        WipeRow(
+            platform: .android, members: #""wipeAfterCompanyPortalUpdateDeferralInDays": 60"#,
+            fact: .companyPortalVersionAgeDays, failing: "61"),
     ]
 
     /// The product's fail-closed rule (issue 46): absence of evidence blocks and destroys
