@@ -309,7 +309,9 @@ let package = Package(
             name: "CustodyServerTests",
             dependencies: [
                 "CustodyServer", "Custody", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
+                "CustodyPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

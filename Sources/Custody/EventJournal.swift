@@ -3,6 +3,7 @@ import CustodyStore
 import CustodyProtection
 import Foundation
 import Logging
+import Synchronization
 
 /// An event with its id in the state's event log.
 public struct LoggedEvent: Sendable, Hashable {
@@ -14,8 +15,11 @@ public struct LoggedEvent: Sendable, Hashable {
 /// Records every event a manager publishes in the state's event log, then hands it to
 /// subscribers, in one order: the order of the ids.
 ///
-/// A lock is held from recording to delivery, so two publishers can never deliver out of the
-/// order their ids were given in. (Delivery only yields to `AsyncStream` continuations, which
+/// A lock (`order`) is held from recording to delivery, so two publishers can never deliver
+/// out of the order their ids were given in. The newest id is readable without it (`lastID`):
+/// a decision or `/readyz` reading it never waits for a recording that waits for the state (a
+/// PostgreSQL row lock held by another replica's write kept every decision of this replica
+/// waiting when the id was read under that lock). (Delivery only yields to `AsyncStream` continuations, which
 /// run no subscriber code in place, and takes only the hubs' own locks, which never wait for
 /// this one: the exception to `Locked`'s rule of not calling out under the lock is safe here.) Events that change the state are recorded in the same
 /// transaction as the change (`publish(_:recording:)`): a crash keeps both or neither.
@@ -28,7 +32,10 @@ final class EventJournal: Sendable {
     /// Subscribers told the newest id whenever events are delivered (only the newest is kept
     /// for a subscriber that has not looked yet): readers of `recent(after:limit:)`.
     let notifications = EventHub<Int64>()
-    private let last: Locked<Int64>
+    /// Serialises recording and delivery; holds nothing readers need.
+    private let order = Locked<Void>(())
+    /// The newest id recorded or delivered; written under `order`, read without it.
+    private let last: Atomic<Int64>
     /// The newest events, encoded once, for readers that follow the log by id.
     private let recentEvents: Locked<RecentEvents>
     private let clock: @Sendable () -> Date
@@ -42,12 +49,12 @@ final class EventJournal: Sendable {
         self.clock = clock
         self.logger = logger
         let newest = (try? database?.eventBounds().newest) ?? 0
-        last = Locked(newest)
+        last = Atomic(newest)
         recentEvents = Locked(RecentEvents(capacity: Self.recentCapacity, newest: newest))
     }
 
     /// The id of the newest event this journal recorded or delivered (0 before any).
-    var lastID: Int64 { last.withLock { $0 } }
+    var lastID: Int64 { last.load(ordering: .acquiring) }
 
     /// Records `events` through `recording` (which appends them in the caller's transaction
     /// and returns their ids, with its own result), then delivers them. When `recording`
@@ -55,10 +62,10 @@ final class EventJournal: Sendable {
     func publish<Result>(_ events: [PolicyEvent], recording: ([EventRecord]) throws -> (Result, [Int64])) rethrows
         -> Result
     {
-        try last.withLock { last in
+        try order.withLock { _ in
             let records = events.map(Self.record)
             let (result, ids) = try recording(records)
-            deliver(events, records: records, ids: ids.count == events.count ? ids : nil, last: &last)
+            deliver(events, records: records, ids: ids.count == events.count ? ids : nil)
             return result
         }
     }
@@ -67,7 +74,7 @@ final class EventJournal: Sendable {
     /// cannot be written is logged; the events are still delivered to `hub` subscribers.
     func publish(_ events: [PolicyEvent]) {
         guard !events.isEmpty else { return }
-        last.withLock { last in
+        order.withLock { _ in
             let records = events.map(Self.record)
             var ids: [Int64]?
             if let database {
@@ -77,13 +84,15 @@ final class EventJournal: Sendable {
                     logger.error("cannot append to the event log", metadata: ["error": "\(error)"])
                 }
             } else {
-                ids = (1...Int64(events.count)).map { last + $0 }
+                let newest = last.load(ordering: .relaxed)
+                ids = (1...Int64(events.count)).map { newest + $0 }
             }
-            deliver(events, records: records, ids: ids, last: &last)
+            deliver(events, records: records, ids: ids)
         }
     }
 
-    private func deliver(_ events: [PolicyEvent], records: [EventRecord], ids: [Int64]?, last: inout Int64) {
+    /// Called under `order`.
+    private func deliver(_ events: [PolicyEvent], records: [EventRecord], ids: [Int64]?) {
         hub.publish(events)
         guard let ids else { return }
         logged.publish(zip(ids, events).map { LoggedEvent(id: $0, event: $1) })
@@ -93,8 +102,9 @@ final class EventJournal: Sendable {
                 recent.append(StoredEvent(id: id, at: now, name: record.name, body: record.body))
             }
         }
-        last = max(last, ids.max() ?? last)
-        notifications.publish([last])
+        let newest = max(last.load(ordering: .relaxed), ids.max() ?? 0)
+        last.store(newest, ordering: .releasing)
+        notifications.publish([newest])
     }
 
     /// Runs `change` (which swaps in a policy another process put in force) and hands `events`
@@ -102,7 +112,7 @@ final class EventJournal: Sendable {
     /// delivers. They are not recorded: the other process recorded its own, which readers of the
     /// log get through `advance(to:)`.
     func announce(_ events: [PolicyEvent], change: () -> Void) {
-        last.withLock { _ in
+        order.withLock { _ in
             change()
             hub.publish(events)
         }
@@ -111,9 +121,9 @@ final class EventJournal: Sendable {
     /// Notes that the state's log holds events up to `newest` that other processes recorded:
     /// readers are woken to read them from the log.
     func advance(to newest: Int64) {
-        last.withLock { last in
-            guard newest > last else { return }
-            last = newest
+        order.withLock { _ in
+            guard newest > last.load(ordering: .relaxed) else { return }
+            last.store(newest, ordering: .releasing)
             // Those events are in the log only: a reader after an older id reads the log.
             recentEvents.withLock { $0.skip(to: newest) }
             notifications.publish([newest])

@@ -39,6 +39,8 @@ final class PostgresSessions: Sendable {
     /// How to make each call waiting for the server give up: done when the state is found
     /// unreachable, so that no call waits out its own deadline for a server known not to answer.
     private let waiting = Locked<(next: Int, giveUp: [Int: @Sendable () -> Void])>((0, [:]))
+    /// The writes under way, by call: what each does and when it began (`oldestPendingWrite`).
+    private let writes = Locked<(next: Int, started: [Int: (what: String, at: ContinuousClock.Instant)])>((0, [:]))
     /// The listeners' tasks (`PostgresState.changeNotifications`), cancelled by `close()`.
     private let listeners = Locked<(next: Int, tasks: [Int: Task<Void, Never>])>((0, [:]))
 
@@ -62,6 +64,14 @@ final class PostgresSessions: Sendable {
 
     var deadline: TimeAmount { TimeAmount(settings.statementTimeout + .seconds(5)) }
 
+    /// The write that has been under way longest, if any.
+    var oldestPendingWrite: PendingWrite? {
+        let now = ContinuousClock.now
+        return writes.withLock { writes in
+            writes.started.values.min { $0.at < $1.at }.map { PendingWrite(what: $0.what, elapsed: now - $0.at) }
+        }
+    }
+
     /// Runs `body` on a connection: in a transaction when `transaction`. A connection that
     /// failed (closed by the server, a timeout) is dropped; when that happens before anything
     /// was sent, the call is retried once on a new connection.
@@ -80,6 +90,23 @@ final class PostgresSessions: Sendable {
                 .unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
         }
         defer { slots.signal() }
+        if transaction {
+            let id = writes.withLock { writes in
+                defer { writes.next += 1 }
+                writes.started[writes.next] = (what, .now)
+                return writes.next
+            }
+            defer { _ = writes.withLock { $0.started.removeValue(forKey: id) } }
+            return try attempts(what, transaction: true, since: began, body)
+        }
+        return try attempts(what, transaction: false, since: began, body)
+    }
+
+    /// `run`'s attempts, on a connection slot already taken.
+    private func attempts<T>(
+        _ what: String, transaction: Bool, since began: UInt64, _ body: (PostgresSession) throws -> T
+    ) throws(StoreError) -> T {
+        let deadline = transaction ? ContinuousClock.now + settings.transactionTimeout : nil
         var attempt = 0
         while true {
             attempt += 1
@@ -90,7 +117,7 @@ final class PostgresSessions: Sendable {
             } else {
                 connection = try connect(answersBefore: began)
             }
-            let session = PostgresSession(connection: connection, sessions: self)
+            let session = PostgresSession(connection: connection, sessions: self, deadline: deadline)
             var committing = false
             do {
                 if transaction { try session.execute("BEGIN") }
@@ -102,6 +129,20 @@ final class PostgresSessions: Sendable {
                 give(back: connection)
                 answered()
                 return result
+            } catch let error as TransactionDeadline {
+                // Abandoned: the connection is closed, so the server rolls back whatever was
+                // sent. Not an outage: the state may answer, only too slowly for this write.
+                drop(connection)
+                if committing, error.sent {
+                    throw StoreError(
+                        .outcomeUnknown,
+                        "\(what): the state did not confirm the commit within \(settings.transactionTimeout) (the transaction deadline); it may have been committed",
+                        path: settings.redacted)
+                }
+                throw StoreError(
+                    .unavailable,
+                    "\(what) did not finish within \(settings.transactionTimeout) (the transaction deadline: the state answers too slowly, or another writer holds a lock it needs); it was abandoned and rolled back, nothing was changed",
+                    path: settings.redacted)
             } catch let error as StoreError {
                 if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
                 if session.sentAnything { answered() }
@@ -369,30 +410,57 @@ final class PostgresSessions: Sendable {
 
 struct PostgresTimeout: Error {}
 
-/// One connection lent to a call: statements run synchronously with the pool's deadline.
+/// A write transaction ran past its deadline (`PostgresSettings.transactionTimeout`).
+struct TransactionDeadline: Error {
+    /// Whether the statement it was at had been sent (false: the deadline had passed before).
+    let sent: Bool
+}
+
+/// One connection lent to a call: statements run synchronously with the pool's deadline, and
+/// in a write transaction, within the transaction's deadline too.
 final class PostgresSession {
     let connection: PostgresConnection
     let sessions: PostgresSessions
+    /// When a write transaction must be done by; nil outside one.
+    let deadline: ContinuousClock.Instant?
     private(set) var statements = 0
     var sentAnything: Bool { statements > 0 }
 
-    init(connection: PostgresConnection, sessions: PostgresSessions) {
+    init(connection: PostgresConnection, sessions: PostgresSessions, deadline: ContinuousClock.Instant? = nil) {
         self.connection = connection
         self.sessions = sessions
+        self.deadline = deadline
     }
 
     /// The rows `query` returns.
     @discardableResult
     func query(_ query: PostgresQuery) throws -> [PostgresRow] {
-        statements += 1
-        return try sessions.wait(connection.query(query, logger: sessions.logger)).rows
+        try run(query).rows
     }
 
     /// Runs `query`; returns how many rows it changed.
     @discardableResult
     func execute(_ query: PostgresQuery) throws -> Int {
+        try run(query).metadata.rows ?? 0
+    }
+
+    /// Sends `query` and waits for its result: at most the statement deadline, and in a write
+    /// transaction no later than the transaction's deadline (nothing is sent once it passed).
+    private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        guard let deadline else {
+            statements += 1
+            return try sessions.wait(connection.query(query, logger: sessions.logger))
+        }
+        let remaining = deadline - .now
+        guard remaining > .zero else { throw TransactionDeadline(sent: false) }
         statements += 1
-        return try sessions.wait(connection.query(query, logger: sessions.logger)).metadata.rows ?? 0
+        let future = connection.query(query, logger: sessions.logger)
+        guard remaining < sessions.settings.statementTimeout + .seconds(5) else { return try sessions.wait(future) }
+        do {
+            return try sessions.deadlined(future, within: TimeAmount(remaining)).wait()
+        } catch is PostgresTimeout where ContinuousClock.now >= deadline {
+            throw TransactionDeadline(sent: true)
+        }
     }
 
     /// The first column of the first row, if any.

@@ -22,6 +22,14 @@ public struct PostgresSettings: Sendable {
     public var redacted: String
     /// How long one statement may take, on the server and as the client waits for it.
     public var statementTimeout: Duration = .seconds(30)
+    /// How long a write transaction may take from its first statement to its commit, as the
+    /// replica itself enforces it: past it, no further statement and no `COMMIT` is sent, the
+    /// connection is closed (the server rolls the transaction back) and the write fails
+    /// `unavailable` saying that nothing was changed; a `COMMIT` sent in time whose answer does
+    /// not come within it fails `outcomeUnknown`. A replica on a slow link thus holds the
+    /// change counter's lock no longer than this, and a write that outlives it never commits.
+    /// `?transaction_timeout=SECONDS` in the URL (1 to 300) sets it.
+    public var transactionTimeout: Duration = .seconds(30)
     /// How long a statement may wait for a lock (the change counter's, say) before it fails:
     /// shorter than the statement timeout, so that a writer held up by another is told so
     /// (`unavailable`) rather than stalling.
@@ -64,7 +72,7 @@ public struct PostgresSettings: Sendable {
         }
         let query = Dictionary(
             (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        let known: Set<String> = ["schema", "sslmode", "host", "application_name"]
+        let known: Set<String> = ["schema", "sslmode", "host", "application_name", "transaction_timeout"]
         // (application_name: what its connections are called in pg_stat_activity.)
         if let unknown = query.keys.filter({ !known.contains($0) }).sorted().first {
             throw StoreError(
@@ -81,6 +89,13 @@ public struct PostgresSettings: Sendable {
                 .open, "the state URL names no database (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
         }
         let database = path.removingPercentEncoding ?? path
+        if let text = query["transaction_timeout"] {
+            guard let seconds = Int(text), (1...300).contains(seconds) else {
+                throw StoreError(
+                    .open, "transaction_timeout in the state URL must be a whole number of seconds from 1 to 300")
+            }
+            transactionTimeout = .seconds(seconds)
+        }
         schema = query["schema"] ?? "custody"
         guard Self.isIdentifier(schema) else {
             throw StoreError(

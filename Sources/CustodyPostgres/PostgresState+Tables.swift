@@ -322,10 +322,22 @@ extension PostgresState {
         retaining: Int, at date: Date
     ) throws(StoreError) -> RecordedBundle {
         let (id, eventIDs) = try write("recording a bundle") { session -> (Int64, [Int64]) in
-            // The change counter's lock first: bundles are then numbered in history in the
-            // order they commit, so the last applied by id is the last applied by change
-            // revision, whichever replicas write at once. The same lock makes the state's
-            // rules below (freeze, sequence, trust) hold against every other writer.
+            // What needs no rule and no order first, outside the change counter's lock, so that
+            // a slow writer holds the lock every replica's writes wait for as briefly as it can:
+            // accounts seen and policy reach are idempotent first-seen records, written in one
+            // order (sorted) by every writer so that two cannot deadlock on them.
+            try Self.recordAccounts(accounts.sorted { $0.owner < $1.owner }, at: date, in: session)
+            for (account, policies) in reach.map({ ($0.account, $0.policies.sorted()) }).sorted(by: { $0.0 < $1.0 }) {
+                for policy in policies {
+                    try session.execute(
+                        "INSERT INTO policy_reach (account, policy, first_reached) VALUES (\(account), \(policy), \(date)) ON CONFLICT DO NOTHING"
+                    )
+                }
+            }
+            // Then the change counter's lock: bundles are numbered in history in the order they
+            // commit, so the last applied by id is the last applied by change revision,
+            // whichever replicas write at once. The same lock makes the state's rules below
+            // (freeze, sequence, trust) hold against every other writer.
             try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
             let highest = Int64(try Self.setting(Self.sequenceSetting, in: session) ?? "") ?? 0
             // Only a bundle that becomes the installation's policy (one with its files) answers
@@ -368,14 +380,6 @@ extension PostgresState {
                 for file in files {
                     try session.execute(
                         "INSERT INTO bundle_revision_files (content_hash, name, bytes) VALUES (\(contentHash), \(file.name), \(Data(file.bytes)))"
-                    )
-                }
-            }
-            try Self.recordAccounts(accounts, at: date, in: session)
-            for (account, policies) in reach.map({ ($0.account, $0.policies) }) {
-                for policy in policies {
-                    try session.execute(
-                        "INSERT INTO policy_reach (account, policy, first_reached) VALUES (\(account), \(policy), \(date)) ON CONFLICT DO NOTHING"
                     )
                 }
             }

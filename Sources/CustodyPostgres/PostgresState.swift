@@ -15,7 +15,7 @@ import CustodyPolicy
 /// are numbered under one row lock each, so they are in commit order.
 ///
 /// Thread-safe: share one instance per process. `close()` ends its connections.
-public final class PostgresState: ChangeNotifying {
+public final class PostgresState: ChangeNotifying, WriteReporting {
     public let settings: PostgresSettings
     let sessions: PostgresSessions
     let logger: Logger
@@ -46,6 +46,9 @@ public final class PostgresState: ChangeNotifying {
     deinit {
         sessions.close()
     }
+
+    /// The write under way longest (one waiting for another replica's lock, or a slow link).
+    public var oldestPendingWrite: PendingWrite? { sessions.oldestPendingWrite }
 
     /// Ends every connection; later calls fail.
     public func close() {

@@ -206,6 +206,27 @@ public protocol StateLease: Sendable {
     func release()
 }
 
+/// A write that has been in progress for a while: what it does and since when.
+public struct PendingWrite: Sendable, Hashable {
+    /// What the write does ("recording a bundle").
+    public let what: String
+    /// How long it has been under way.
+    public let elapsed: Duration
+
+    public init(what: String, elapsed: Duration) {
+        self.what = what
+        self.elapsed = elapsed
+    }
+}
+
+/// A store that can say which of its writes has been waiting longest (PostgreSQL's: a write
+/// may wait for another replica's lock, or for a slow link), so that readiness can say writes
+/// are held up while decisions go on from memory.
+public protocol WriteReporting: StateStore {
+    /// The write in progress for the longest time, if any is.
+    var oldestPendingWrite: PendingWrite? { get }
+}
+
 /// A store that tells listeners of new revisions as they commit (PostgreSQL's LISTEN/NOTIFY).
 public protocol ChangeNotifying: StateStore {
     /// Listens on a connection of its own and yields each committed revision (possibly

@@ -1,6 +1,7 @@
 import Custody
 import CustodyPolicy
 import CustodyProtection
+import CustodyStore
 import CustodyTestSupport
 import Foundation
 import HTTPTypes
@@ -8,8 +9,10 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import PostgresNIO
 import Testing
 
+@testable import CustodyPostgres
 @testable import CustodyServer
 
 /// The service of a replica whose PostgreSQL state is out of reach (through a `NetworkProxy`).
@@ -87,6 +90,87 @@ struct OutageTests {
             #expect(
                 verified.status == .ok,
                 "a ready replica verifies the token: \(verified.status) \(String(buffer: verified.body))")
+        }
+    }
+
+    /// Issue 47, item 5: a replica whose write waited for the change counter's lock (another
+    /// writer held it) kept every decision and `/readyz` waiting as long, because the newest
+    /// event id they read sat under the lock the write held.
+    @Test(
+        "a write held up by another writer's lock holds no decision and no /readyz up; /readyz warns of it; past its transaction deadline it is refused and nothing changed"
+    )
+    func writeHeldUp() async throws {
+        let directory = try TemporaryDirectory()
+        let url = TestPostgres.freshURL("held")
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .postgres(url + "&transaction_timeout=3"),
+                masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
+        try await engine.apply(bundleDirectory: TestPaths.package("policies"))
+        let revision = try #require(engine.bundleInForce?.revision)
+        let decide = try engine.createToken(scopes: [.decide]).bearer
+        let admin = try engine.createToken(scopes: [.admin]).bearer
+        let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(10)) }
+        defer { follower.cancel() }
+        let other = try PostgresState(url: url)
+        defer { other.close() }
+        var files: [String: String] = [:]
+        for name in ["tenant.json", "all-staff.json", "default.json"] {
+            files[name] = try String(contentsOfFile: TestPaths.package("policies/\(name)"), encoding: .utf8)
+        }
+        files["all-staff.json"] = files["all-staff.json"]!.replacingOccurrences(of: "All Staff", with: "All Staff 2")
+        let bundle = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["files": files]))
+        let application = try buildApplication(
+            configuration: CustodyServerConfiguration(bundleDirectory: nil), engine: engine,
+            logger: Logger(label: "custody.server"))
+        try await application.test(.router) { client in
+            func post() async throws -> (TestResponse, Duration) {
+                let start = ContinuousClock.now
+                let response = try await client.execute(
+                    uri: "/v1/decisions", method: .post, headers: [.authorization: "Bearer \(decide)"], body: Self.print
+                )
+                return (response, start.duration(to: .now))
+            }
+            #expect(try await post().0.status == .ok, "the token is verified before the lock is taken")
+
+            // Another writer holds the change counter's row lock for 6 s, on a thread of its own.
+            let released = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = try? other.sessions.run("holding the change counter", transaction: true) { session in
+                    try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+                    try session.execute("SELECT pg_sleep(6)")
+                }
+                released.signal()
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let put = Task {
+                let start = ContinuousClock.now
+                let response = try await client.execute(
+                    uri: "/v1/bundle", method: .put, headers: [.authorization: "Bearer \(admin)"], body: bundle)
+                return (response, start.duration(to: .now))
+            }
+            var slowest = Duration.zero
+            var warned = false
+            let probeUntil = ContinuousClock.now + .milliseconds(2_800)
+            while ContinuousClock.now < probeUntil {
+                let (decided, took) = try await post()
+                #expect(decided.status == .ok)
+                slowest = max(slowest, took)
+                let ready = try await client.execute(uri: "/readyz", method: .get)
+                #expect(ready.status == .ok, "decisions still come from the policy in force")
+                let warnings = try object(ready)["warnings"] as? [String] ?? []
+                warned = warned || warnings.contains { $0.contains("a write to the state (recording a bundle)") }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(slowest < .seconds(1), "no decision waited for the write (it waited 6 s before): \(slowest)")
+            #expect(warned, "/readyz said a write was held up")
+            let (refused, took) = try await put.value
+            #expect(refused.status == .serviceUnavailable, "\(String(buffer: refused.body))")
+            #expect(String(buffer: refused.body).contains("nothing was changed"), "\(String(buffer: refused.body))")
+            #expect(took < .seconds(5), "refused at its 3 s deadline, not when the lock was let go: \(took)")
+            released.wait()
+            #expect(engine.bundleInForce?.revision == revision)
+            #expect(try other.lastAppliedBundleFiles()?.record.contentHash == revision, "nothing was committed")
         }
     }
 }

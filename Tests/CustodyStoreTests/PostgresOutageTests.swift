@@ -242,3 +242,26 @@ struct OutageEvidenceTests {
         #expect(sessions.unreachable == nil, "the state answered after that attempt began")
     }
 }
+
+/// `transaction_timeout` in a state URL: the replica's own deadline for a write transaction.
+@Suite("PostgreSQL state URL: the transaction deadline")
+struct TransactionTimeoutURLTests {
+    @Test(
+        "transaction_timeout takes whole seconds from 1 to 300; anything else is an open error that names it",
+        arguments: [
+            ("", 30 as Int?), ("&transaction_timeout=1", 1), ("&transaction_timeout=300", 300),
+            ("&transaction_timeout=0", nil), ("&transaction_timeout=301", nil), ("&transaction_timeout=2.5", nil),
+            ("&transaction_timeout=", nil), ("&transaction_timeout=-3", nil),
+        ] as [(String, Int?)])
+    func transactionTimeout(extra: String, seconds: Int?) {
+        let url = "postgres://custody@127.0.0.1:1/postgres?sslmode=disable" + extra
+        do {
+            let settings = try PostgresSettings(url: url)
+            #expect(settings.transactionTimeout == .seconds(seconds ?? -1))
+        } catch {
+            #expect(seconds == nil, "\(error)")
+            #expect(error.code == .open)
+            #expect(error.message.contains("transaction_timeout"), "\(error.message)")
+        }
+    }
+}

@@ -252,7 +252,8 @@ struct FleetTests {
 
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
         #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision })
-        #expect(b.replicaStatus.divergence == nil)
+        // Cleared once the catch-up that put it in force returns, a moment after.
+        #expect(await eventually { b.replicaStatus.divergence == nil })
         #expect(await eventually { !b.replicaStatus.isStale() })
     }
 

@@ -106,6 +106,10 @@ extension CustodyEngine {
     /// Where the state is kept.
     public var stateBackend: StateBackend { database.notifiesChanges ? .postgres : .sqlite }
 
+    /// The write to the state under way longest, where the state reports it (PostgreSQL);
+    /// read from memory, never waiting for the state.
+    package var pendingStateWrite: PendingWrite? { (database as? any WriteReporting)?.oldestPendingWrite }
+
     /// The newest revision in the state's change log, read now.
     /// - Throws: `CustodyError` `.state` when the state cannot be read.
     public func newestChangeRevision() throws(CustodyError) -> Int64 {

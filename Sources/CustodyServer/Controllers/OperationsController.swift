@@ -39,6 +39,9 @@ struct OperationsController {
         }
     }
 
+    /// How long a write to the state may be under way before `/readyz` warns of it.
+    static let slowWrite = Duration.seconds(2)
+
     /// Ready when a bundle is in force and this replica is current with the state (it follows
     /// the state's change log, which reads the state every poll interval); otherwise 503 saying
     /// what is missing. Never reads the state itself: it answers at once whatever the state does.
@@ -61,6 +64,14 @@ struct OperationsController {
         if let refused = engine.lastBundleRejection {
             warnings.append(
                 "the last bundle offered (\(refused.source), \(refused.at.formatted(.iso8601))) was refused, the policy in force stays: \(refused.message)"
+            )
+        }
+        // A write held up (another replica's lock, a slow link) does not hold decisions up:
+        // they answer from the policy in force. Say so, as a degraded state: writes may be
+        // refused until it is through.
+        if let pending = engine.pendingStateWrite, pending.elapsed >= Self.slowWrite {
+            warnings.append(
+                "a write to the state (\(pending.what)) has been under way for \(pending.elapsed.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))): writes may be refused or slow until it is through; decisions are answered from the policy in force"
             )
         }
         let replica = engine.replicaStatus
