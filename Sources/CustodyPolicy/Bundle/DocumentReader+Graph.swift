@@ -113,6 +113,15 @@ extension DocumentReader {
             if isAnnotation(key) { continue }
             let memberPath = "\(path).\(key)"
             guard known.contains(key) else {
+                if let meant = known.first(where: { $0.lowercased() == key.lowercased() }) {
+                    // A setting spelt with other capitals is a setting lost: Graph's names are
+                    // case-sensitive.
+                    warning(
+                        .unknownProperty,
+                        "unknown property '\(key)' of \(kind.rawValue) is ignored: Graph property names are case-sensitive; did you mean '\(meant)'?",
+                        at: member.name, path: memberPath)
+                    continue
+                }
                 notice(
                     .unknownProperty,
                     "unknown property '\(key)' of \(kind.rawValue) is ignored (newer than Custody's list of Graph beta properties, or misspelt)",

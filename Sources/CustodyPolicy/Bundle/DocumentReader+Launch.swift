@@ -115,6 +115,13 @@ extension DocumentReader {
                 continue
             }
             if version.isZero { continue }
+            if check.fact == .patchVersion, !version.isPatchDate {
+                error(
+                    .invalidValue,
+                    "'\(text)' is not a security patch level: give a date as YYYY-MM-DD, such as 2026-09-01 (the Android settings page's format)",
+                    at: member.value, path: member.path)
+                continue
+            }
             let test: LaunchCondition.Test =
                 check.maximum
                 ? .maximumVersion(check.fact, version)
@@ -161,7 +168,14 @@ extension DocumentReader {
             add("appActionIfUnableToAuthenticateUser", .accountUsable, remediation)
         }
         // A `pinRequired` left out is "not configured" (DESIGN): no attempts check, and the
-        // not-enforced notice says so, since the portal's default is Require.
+        // not-enforced notice says so, since the portal's default is Require. Attempts set
+        // without it are not in effect: a warning says so.
+        if members["pinRequired"] == nil, let retries = members["maximumPinRetries"] {
+            warning(
+                .notInEffect,
+                "maximumPinRetries is set but pinRequired is not in the export, so no PIN is configured and no PIN-attempts check is made; set \"pinRequired\": true for the check",
+                at: retries.value, path: retries.path)
+        }
         if let member = members["pinRequired"], bool(member.value, path: member.path) == true {
             let retries = members["maximumPinRetries"].flatMap { int($0.value, in: 1...65_535, path: $0.path) } ?? 5
             add(
@@ -203,15 +217,19 @@ extension DocumentReader {
         {
             let remediation = action("appActionIfAndroidSafetyNetDeviceAttestationFailed", fallback: .block)!
             add("requiredAndroidSafetyNetDeviceAttestationType", .minimumDeviceIntegrity(required), remediation)
-            // "Play integrity verdict evaluation type": "Devices that don't support this evaluation
-            // type are blocked or wiped based on the Device integrity check action."
+            // "Play integrity verdict evaluation type": "The MAM policy blocks devices that don't
+            // support strong integrity checks"; "Devices that don't support this evaluation type
+            // are blocked or wiped based on the Device integrity check action": wipe when that
+            // action wipes, else block (a warn there still blocks).
             if let member = members["requiredAndroidSafetyNetEvaluationType"],
                 let type = enumValue(
                     member.value, as: IntegrityEvaluationType.self, unknownReadsAs: .hardwareBacked,
                     path: member.path),
                 type != .basic
             {
-                add("requiredAndroidSafetyNetEvaluationType", .minimumEvaluationType(type), remediation)
+                add(
+                    "requiredAndroidSafetyNetEvaluationType", .minimumEvaluationType(type),
+                    remediation == .wipe ? .wipe : .block)
             }
         }
         if let member = members["requiredAndroidSafetyNetAppsVerificationType"],
@@ -223,9 +241,13 @@ extension DocumentReader {
                     "unknown value '\(text)' (known: none, enabled); using the most restrictive, 'enabled'",
                     at: member.value, path: member.path)
             }
-            add(
-                "requiredAndroidSafetyNetAppsVerificationType", .mustBeTrue(.appsVerified),
-                action("appActionIfAndroidSafetyNetAppsVerificationFailed", fallback: .block)!)
+            // Graph and the settings page ("Require threat scan on apps": Warn, Block access):
+            // a wipe is not an action here; read as block, with a warning.
+            let remediation = blocking(
+                action("appActionIfAndroidSafetyNetAppsVerificationFailed", fallback: .block)!, instead: .wipe,
+                of: "appActionIfAndroidSafetyNetAppsVerificationFailed",
+                because: "wipe is not an action for the threat scan on apps (Warn or Block access)")
+            add("requiredAndroidSafetyNetAppsVerificationType", .mustBeTrue(.appsVerified), remediation)
         }
         if let remediation = action("appActionIfSamsungKnoxAttestationRequired", fallback: nil) {
             // "Block access on supported devices": only "a Samsung device running Android 15 with
@@ -233,7 +255,7 @@ extension DocumentReader {
             // manufacturer aren't affected by this choice."
             add(
                 "appActionIfSamsungKnoxAttestationRequired",
-                remediation == .blockWhenSettingIsSupported ? .knoxAttestedWhereSupported : .mustBeTrue(.knoxAttested),
+                remediation == .blockWhenSettingIsSupported ? .knoxAttestedWhereSupported : .knoxAttested,
                 remediation)
         }
         for check in GraphSchema.companyPortalAgeChecks {

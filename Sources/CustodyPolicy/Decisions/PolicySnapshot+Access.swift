@@ -70,7 +70,7 @@ extension PolicySnapshot {
         }
         let offline = max(offlineFor, .zero)
         let state: OfflineState
-        if offline >= policy.periodOfflineBeforeWipeIsEnforced.value.duration {
+        if policy.wipesWhenOffline, offline >= policy.periodOfflineBeforeWipeIsEnforced.value.duration {
             state = .wipeRequired
         } else if offline >= policy.periodOfflineBeforeAccessCheck.value.duration {
             state = .accessBlocked

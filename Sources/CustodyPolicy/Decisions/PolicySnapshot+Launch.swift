@@ -20,10 +20,11 @@ public struct LaunchDecision: Sendable, Hashable {
         let source: EffectivePolicy
         /// The fact's reported value; nil when a fact the check needs is missing.
         public let reported: String?
-        /// The fact that was missing, when it is not the one the check compares (the Android
-        /// version a passcode-complexity check turns on, the manufacturer a Knox check on
-        /// supported devices needs).
-        let missingFact: LaunchFact?
+        /// The fact the check turned on, when it is not the one it compares: the one missing
+        /// (the Android version a passcode-complexity check needs, the manufacturer a Knox
+        /// check needs), or the one that failed it (a Knox check on a device Samsung did not
+        /// make).
+        let decidingFact: LaunchFact?
         /// What the check's action makes of a failure.
         public let outcome: LaunchOutcome
         /// Whether the check counts toward the outcome (a missing fact does not when the caller
@@ -60,7 +61,7 @@ public struct LaunchDecision: Sendable, Hashable {
 
         /// The fact compared, or for a check that could not be made, the fact it lacked.
         public var fact: LaunchFact {
-            if let missingFact { return missingFact }
+            if let decidingFact { return decidingFact }
             if case .condition(let index) = origin { return source.launchConditions[index].test.fact }
             return .lastCheckIn
         }
@@ -127,14 +128,14 @@ public struct LaunchDecision: Sendable, Hashable {
 
         public static func == (lhs: Check, rhs: Check) -> Bool {
             lhs.origin == rhs.origin && lhs.source === rhs.source && lhs.reported == rhs.reported
-                && lhs.missingFact == rhs.missingFact && lhs.outcome == rhs.outcome && lhs.counts == rhs.counts
+                && lhs.decidingFact == rhs.decidingFact && lhs.outcome == rhs.outcome && lhs.counts == rhs.counts
         }
 
         public func hash(into hasher: inout Hasher) {
             hasher.combine(origin)
             hasher.combine(ObjectIdentifier(source))
             hasher.combine(reported)
-            hasher.combine(missingFact)
+            hasher.combine(decidingFact)
             hasher.combine(outcome)
             hasher.combine(counts)
         }
@@ -233,7 +234,7 @@ extension PolicySnapshot {
         /// value that calls for it, never on absence of evidence.
         func record(
             _ origin: LaunchDecision.Check.Origin, _ reported: String?, _ action: LaunchOutcome,
-            missing: LaunchFact? = nil
+            turningOn fact: LaunchFact? = nil
         ) {
             let result = reported == nil ? min(action, .block) : action
             let counts = reported != nil || missingFacts == .strict
@@ -241,7 +242,7 @@ extension PolicySnapshot {
             // One allocation for every check that can fail, made only when one does.
             if checks.isEmpty { checks.reserveCapacity(policy.launchConditions.count + 1) }
             let check = LaunchDecision.Check(
-                origin: origin, source: policy, reported: reported, missingFact: missing, outcome: result,
+                origin: origin, source: policy, reported: reported, decidingFact: fact, outcome: result,
                 counts: counts)
             let precedence = check.precedence
             let position =
@@ -258,13 +259,16 @@ extension PolicySnapshot {
                 // A check-in later than the time decided at: one of the two clocks is wrong, or
                 // the report is. Not believed: access is blocked (never wiped on it).
                 record(.checkInAfter(now: now), RFC3339.format(checkedIn), .block)
-            } else if offline >= policy.periodOfflineBeforeWipeIsEnforced.value.duration {
+            } else if policy.wipesWhenOffline, offline >= policy.periodOfflineBeforeWipeIsEnforced.value.duration {
                 record(.offline(.periodOfflineBeforeWipeIsEnforced), RFC3339.format(checkedIn), .wipe)
             } else if offline >= policy.periodOfflineBeforeAccessCheck.value.duration {
                 record(.offline(.periodOfflineBeforeAccessCheck), RFC3339.format(checkedIn), .block)
             }
         } else {
-            record(.offline(.periodOfflineBeforeWipeIsEnforced), nil, .wipe)
+            record(
+                .offline(
+                    policy.wipesWhenOffline ? .periodOfflineBeforeWipeIsEnforced : .periodOfflineBeforeAccessCheck),
+                nil, .wipe)
         }
 
         for index in policy.launchConditions.indices {
@@ -272,10 +276,11 @@ extension PolicySnapshot {
             switch condition.evaluate(facts) {
             case .passes: continue
             case .fails: record(.condition(index), facts.text(of: condition.test.fact), condition.action.outcome)
+            case .blocks(let fact): record(.condition(index), facts.text(of: fact), .block, turningOn: fact)
             case .missing(let fact):
                 record(
                     .condition(index), nil, condition.action.outcome,
-                    missing: fact == condition.test.fact ? nil : fact)
+                    turningOn: fact == condition.test.fact ? nil : fact)
             }
         }
         return LaunchDecision(outcome: outcome, checks: checks, finding: nil)

@@ -169,6 +169,19 @@ public struct SoftwareVersion: Sendable, Hashable, Comparable, CustomStringConve
     /// The first component: the major version (`11` of `11.0.0.94`), or a patch date's year.
     public var major: UInt32 { UInt32(truncatingIfNeeded: packed.0 >> 32) }
 
+    /// Whether the version is an Android security patch level as the settings page gives its
+    /// format, `YYYY-MM-DD`, naming a day of the calendar (`2026-02-30` is not one).
+    public var isPatchDate: Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return false }
+        let parts = components
+        guard parts.count == 3, parts[0] >= 1, (1...12).contains(parts[1]) else { return false }
+        let year = parts[0]
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days: [UInt32] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        return (1...days[Int(parts[1]) - 1]).contains(parts[2])
+    }
+
     /// Whether every component is zero: exports write `0.0` and `0000-00-00` for "no requirement".
     public var isZero: Bool { packed == (0, 0, 0, 0) }
 
@@ -371,6 +384,10 @@ public struct LaunchCondition: Sendable, Hashable {
         case minimumEvaluationType(IntegrityEvaluationType)
         /// Fails when the fact (a number of days) is above the limit.
         case maximumCount(LaunchFact, Int)
+        /// Samsung Knox attestation (warn, block or wipe): fails when not attested, and blocks
+        /// a device another manufacturer made whatever the action ("On non-Samsung devices,
+        /// users can't accept the Knox terms of service and are blocked").
+        case knoxAttested
         /// Knox attestation under "Block access on supported devices": fails only on a Samsung
         /// device running Android 15 or later (One UI 7, Samsung's Android 15 release) that did
         /// not pass; other devices are not affected.
@@ -388,7 +405,7 @@ public struct LaunchCondition: Sendable, Hashable {
             case .minimumPasscodeComplexity: .passcodeComplexity
             case .minimumDeviceIntegrity: .deviceIntegrity
             case .minimumEvaluationType: .integrityEvaluationType
-            case .knoxAttestedWhereSupported: .knoxAttested
+            case .knoxAttested, .knoxAttestedWhereSupported: .knoxAttested
             }
         }
 
@@ -411,6 +428,7 @@ public struct LaunchCondition: Sendable, Hashable {
             case .minimumDeviceIntegrity(let integrity): "deviceIntegrity at least \(integrity)"
             case .minimumEvaluationType(let type): "integrityEvaluationType \(type)"
             case let .maximumCount(fact, limit): "\(fact) at most \(limit)"
+            case .knoxAttested: "knoxAttested true, on a Samsung device (others are blocked)"
             case .knoxAttestedWhereSupported: "knoxAttested true on Samsung devices with Android 15 or later"
             }
         }
@@ -429,7 +447,7 @@ public struct LaunchCondition: Sendable, Hashable {
             case .minimumDeviceIntegrity(let integrity): integrity.rawValue
             case .minimumEvaluationType(let type): type.rawValue
             case .maximumCount(_, let limit): String(limit)
-            case .knoxAttestedWhereSupported: "true"
+            case .knoxAttested, .knoxAttestedWhereSupported: "true"
             }
         }
     }
@@ -453,6 +471,9 @@ public struct LaunchCondition: Sendable, Hashable {
     public enum Evaluation: Sendable, Hashable {
         case passes
         case fails
+        /// The check fails on this fact, and blocks whatever its action (a device that cannot
+        /// take the check at all).
+        case blocks(LaunchFact)
         /// The check cannot be made: this fact is missing.
         case missing(LaunchFact)
     }
@@ -470,7 +491,7 @@ public struct LaunchCondition: Sendable, Hashable {
             return judge(facts.version(fact).map { $0 > threshold }, missing: fact)
         case let .allowedValues(fact, values):
             let reported = fact == .deviceModel ? facts.deviceModel : facts.deviceManufacturer
-            return judge(reported.map { !values.contains($0.lowercased()) }, missing: fact)
+            return judge(reported.map { !values.contains($0.trimmingSpaces.lowercased()) }, missing: fact)
         case .maximumThreatLevel(let allowed):
             return judge(facts.threatLevel.map { $0 > allowed }, missing: .threatLevel)
         case .accountUsable:
@@ -494,9 +515,13 @@ public struct LaunchCondition: Sendable, Hashable {
             return judge(facts.integrityEvaluationType.map { $0 < minimum }, missing: .integrityEvaluationType)
         case let .maximumCount(fact, limit):
             return judge(facts.count(fact).map { $0 > limit }, missing: fact)
+        case .knoxAttested:
+            guard let manufacturer = facts.deviceManufacturer else { return .missing(.deviceManufacturer) }
+            guard manufacturer.trimmingSpaces.lowercased() == "samsung" else { return .blocks(.deviceManufacturer) }
+            return judge(facts.knoxAttested.map { !$0 }, missing: .knoxAttested)
         case .knoxAttestedWhereSupported:
             guard let manufacturer = facts.deviceManufacturer else { return .missing(.deviceManufacturer) }
-            guard manufacturer.lowercased() == "samsung" else { return .passes }
+            guard manufacturer.trimmingSpaces.lowercased() == "samsung" else { return .passes }
             guard let os = facts.osVersion else { return .missing(.osVersion) }
             guard os.major >= 15 else { return .passes }
             return judge(facts.knoxAttested.map { !$0 }, missing: .knoxAttested)

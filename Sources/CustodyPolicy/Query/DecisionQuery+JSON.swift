@@ -447,7 +447,14 @@ private struct QueryReader {
             case .osVersion: facts.osVersion = try version(item, fact)
             case .appVersion: facts.appVersion = try version(item, fact)
             case .sdkVersion: facts.sdkVersion = try version(item, fact)
-            case .patchVersion: facts.patchVersion = try version(item, fact)
+            case .patchVersion:
+                let patch = try version(item, fact)
+                guard patch.isPatchDate else {
+                    throw error(
+                        "\"patchVersion\" must be a security patch level as a date, YYYY-MM-DD, such as \"2026-09-01\"",
+                        at: item)
+                }
+                facts.patchVersion = patch
             case .companyPortalVersion: facts.companyPortalVersion = try version(item, fact)
             case .deviceModel: facts.deviceModel = try text(item, fact)
             case .deviceManufacturer: facts.deviceManufacturer = try text(item, fact)

@@ -34,6 +34,14 @@ public struct SettingSummary: Sendable, Hashable {
 }
 
 extension EffectivePolicy {
+    /// Whether being offline long enough wipes: not when the wipe period is zero. Graph,
+    /// `windowsManagedAppProtection.periodOfflineBeforeWipeIsEnforced`: "A timespan value of
+    /// PT0S indicates that managed data will never be wiped when the device is not connected
+    /// to the internet"; iOS and Android are read the same way (their portal allows 1 to 90
+    /// days, so a zero can only come from Graph, and a wipe on every offline launch is not a
+    /// reading anyone would choose).
+    public var wipesWhenOffline: Bool { periodOfflineBeforeWipeIsEnforced.value.duration > .zero }
+
     /// The settings that mean something on the evaluated platform (all when it is nil).
     public var applicableSettings: [PolicySetting] {
         guard let platform else { return PolicySetting.allCases }

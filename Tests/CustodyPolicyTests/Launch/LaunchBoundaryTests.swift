@@ -114,13 +114,38 @@ struct LaunchBoundaryTests {
                 facts: #"{"deviceManufacturer": "samsung", "knoxAttested": false}"#, outcome: .block,
                 missing: .osVersion),
             Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "blockWhenSettingIsSupported""#,
+                facts: #"{"deviceManufacturer": " Samsung ", "osVersion": "15", "knoxAttested": false}"#,
+                outcome: .block),
+            // Warn, block and wipe "apply to all targeted devices … On non-Samsung devices,
+            // users can't accept the Knox terms of service and are blocked": blocked whatever
+            // the action and whatever a non-Samsung device claims of Knox.
+            Row(
                 members: #""appActionIfSamsungKnoxAttestationRequired": "block""#,
                 facts: #"{"deviceManufacturer": "Google", "osVersion": "16", "knoxAttested": false}"#,
                 outcome: .block),
             Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "block""#,
+                facts: #"{"deviceManufacturer": "Google", "knoxAttested": true}"#, outcome: .block),
+            Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "warn""#,
+                facts: #"{"deviceManufacturer": "google", "knoxAttested": false}"#, outcome: .block),
+            Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "wipe""#,
+                facts: #"{"deviceManufacturer": "Pixel", "knoxAttested": false}"#, outcome: .block),
+            Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "wipe""#,
+                facts: #"{"deviceManufacturer": "samsung", "knoxAttested": false}"#, outcome: .wipe),
+            Row(
                 members: #""appActionIfSamsungKnoxAttestationRequired": "warn""#,
                 facts: #"{"deviceManufacturer": "samsung", "osVersion": "13", "knoxAttested": false}"#,
                 outcome: .warn),
+            Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "warn""#,
+                facts: #"{"deviceManufacturer": "samsung", "knoxAttested": true}"#, outcome: .allow),
+            Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "wipe""#,
+                facts: #"{"knoxAttested": false}"#, outcome: .block, missing: .deviceManufacturer),
         ])
     func knoxOnSupportedDevices(row: Row) throws {
         try Self.verify(row)
@@ -179,10 +204,16 @@ struct LaunchBoundaryTests {
                 members:
                     #""requiredAndroidSafetyNetDeviceAttestationType": "basicIntegrity", "requiredAndroidSafetyNetEvaluationType": "basic""#,
                 facts: #"{"deviceIntegrity": "basicIntegrity", "integrityEvaluationType": "basic"}"#, outcome: .allow),
+            // The verdict check warns; a device without strong integrity is still blocked:
+            // "The MAM policy blocks devices that don't support strong integrity checks".
             Row(
                 members:
                     #""requiredAndroidSafetyNetDeviceAttestationType": "basicIntegrity", "requiredAndroidSafetyNetEvaluationType": "hardwareBacked", "appActionIfAndroidSafetyNetDeviceAttestationFailed": "warn""#,
-                facts: #"{"deviceIntegrity": "basicIntegrity"}"#, outcome: .warn,
+                facts: #"{"deviceIntegrity": "basicIntegrity", "integrityEvaluationType": "basic"}"#, outcome: .block),
+            Row(
+                members:
+                    #""requiredAndroidSafetyNetDeviceAttestationType": "basicIntegrity", "requiredAndroidSafetyNetEvaluationType": "hardwareBacked", "appActionIfAndroidSafetyNetDeviceAttestationFailed": "warn""#,
+                facts: #"{"deviceIntegrity": "basicIntegrity"}"#, outcome: .block,
                 missing: .integrityEvaluationType),
         ])
     func strongIntegrity(row: Row) throws {
@@ -255,5 +286,75 @@ struct LaunchBoundaryTests {
         }
         let decision = try Self.decide(members, platform: .ios, facts: "{}")
         #expect(decision.checks.contains { $0.setting == "maximumPinRetries" } == attemptsChecked)
+    }
+
+    /// Graph, `windowsManagedAppProtection.periodOfflineBeforeWipeIsEnforced`: "A timespan value
+    /// of PT0S indicates that managed data will never be wiped when the device is not connected
+    /// to the internet." (iOS and Android read the same way: docs/decisions.md.) Access is still
+    /// blocked after the access-check period.
+    @Test(
+        "a wipe period of PT0S never wipes; the access check still blocks",
+        arguments: [Platform.windows, .ios, .android])
+    func zeroWipePeriod(platform: Platform) throws {
+        let snapshot = try Base.snapshot(
+            [
+                Base.policy(
+                    platform.rawValue, "P", group: "g-a",
+                    #""periodOfflineBeforeWipeIsEnforced": "PT0S", "periodOfflineBeforeAccessCheck": "PT12H""#)
+            ], platform: platform)
+        var facts = LaunchFacts()
+        facts.lastCheckIn = Base.now - .seconds(3_600)
+        #expect(
+            snapshot.launch(account: Base.alice, facts: facts, now: Base.now, missingFacts: .ignore).outcome == .allow)
+        facts.lastCheckIn = Base.now - .seconds(400 * 86_400)
+        let long = snapshot.launch(account: Base.alice, facts: facts, now: Base.now, missingFacts: .ignore)
+        #expect(long.outcome == .block, "\(long.reason)")
+        let access = snapshot.offlineAccess(account: Base.alice, offlineFor: .seconds(400 * 86_400))
+        #expect(!access.isAllowed)
+        #expect(!access.reason.contains("wipe"), "\(access.reason)")
+    }
+
+    /// The Android settings page, "Min patch version": "This policy setting supports the date
+    /// format of YYYY-MM-DD." A reported level that is not such a date is refused, as is a
+    /// policy's.
+    @Test(
+        "a patch level is a calendar date YYYY-MM-DD, in a query and in a policy",
+        arguments: [
+            ("2026-09-01", true), ("2024-02-29", true), ("2026-02-30", false), ("2026-13-01", false),
+            ("9999", false), ("2027", false), ("2026.11.01", false), ("2026-9-1", false), ("9999-99-99", false),
+        ])
+    func patchDates(text: String, valid: Bool) throws {
+        #expect(((try? Base.readFacts(#"{"patchVersion": "\#(text)"}"#)) != nil) == valid)
+        let policy = Base.policy("android", "P", group: "g-a", #""minimumRequiredPatchVersion": "\#(text)""#)
+        let bundle = try? PolicyBundle.load(
+            tenant: PolicyBundle.File(name: "tenant.json", bytes: Array(Base.tenant.utf8)),
+            documents: [PolicyBundle.File(name: "p.json", bytes: Array(policy.utf8))])
+        #expect((bundle != nil) == valid)
+    }
+
+    /// Settings the export carries that do nothing as written are warnings, not silence: a
+    /// threat-scan wipe (the Android settings page lists Warn and Block access for "Require
+    /// threat scan on apps"), PIN attempts without a PIN, a property spelt with other capitals.
+    @Test(
+        "a wipe for the threat scan blocks, PIN attempts without pinRequired and a mis-capitalised property are warnings",
+        arguments: [
+            (
+                #""requiredAndroidSafetyNetAppsVerificationType": "enabled", "appActionIfAndroidSafetyNetAppsVerificationFailed": "wipe""#,
+                "wipe is not an action for the threat scan on apps"
+            ),
+            (
+                #""maximumPinRetries": 3, "appActionIfMaximumPinRetriesExceeded": "wipe""#,
+                "pinRequired is not in the export"
+            ),
+            (#""minimumRequiredOSVersion": "14""#, "did you mean 'minimumRequiredOsVersion'?"),
+        ])
+    func notAsWritten(members: String, warning: String) throws {
+        let bundle = try loadBundle(
+            tenant: Base.tenant, documents: [Base.policy("android", "P", group: "g-a", members)])
+        let found = bundle.warnings.first { $0.message.contains(warning) }
+        #expect(found?.severity == .warning, "\(bundle.warnings)")
+        let decision = try Self.decide(
+            members, facts: #"{"appsVerified": false, "pinFailures": 9, "osVersion": "13"}"#, missing: .ignore)
+        #expect(decision.outcome == (members.contains("AppsVerification") ? .block : .allow), "\(decision.reason)")
     }
 }

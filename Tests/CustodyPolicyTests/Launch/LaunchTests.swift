@@ -170,7 +170,6 @@ struct LaunchTests {
                 #""requiredAndroidSafetyNetAppsVerificationType": "enabled", "appActionIfAndroidSafetyNetAppsVerificationFailed": "warn""#,
                 "appsVerified", "false", .warn
             ),
-            (#""appActionIfSamsungKnoxAttestationRequired": "wipe""#, "knoxAttested", "false", .wipe),
             (
                 #""deviceComplianceRequired": true, "appActionIfDeviceComplianceRequired": "wipe""#, "rooted", "true",
                 .wipe
@@ -443,6 +442,9 @@ struct LaunchTests {
         let members: String
         let fact: LaunchFact
         let failing: String
+        /// Other facts given in both queries (JSON members), such as the manufacturer a Knox
+        /// check needs before it reads the attestation.
+        var also: String = ""
         var testDescription: String { "\(platform) \(fact)" }
     }
 
@@ -502,7 +504,7 @@ struct LaunchTests {
             fact: .integrityEvaluationType, failing: #""basic""#),
         WipeRow(
             platform: .android, members: #""appActionIfSamsungKnoxAttestationRequired": "wipe""#, fact: .knoxAttested,
-            failing: "false"),
+            failing: "false", also: #""deviceManufacturer": "samsung""#),
         WipeRow(
             platform: .android, members: #""wipeAfterCompanyPortalUpdateDeferralInDays": 60"#,
             fact: .companyPortalVersionAgeDays, failing: "61"),
@@ -516,9 +518,9 @@ struct LaunchTests {
     func missingNeverWipes(row: WipeRow) throws {
         let snapshot = try Self.snapshot(
             [Self.policy(row.platform.rawValue, "P", group: "g-a", row.members)], platform: row.platform)
-        let missing = snapshot.launch(
-            account: Self.alice, facts: Self.facts { if row.fact == .lastCheckIn { $0.lastCheckIn = nil } },
-            now: Self.now)
+        var given = try Self.readFacts("{\(row.also)}")
+        given.lastCheckIn = row.fact == .lastCheckIn ? nil : Self.now - .seconds(60)
+        let missing = snapshot.launch(account: Self.alice, facts: given, now: Self.now)
         let check = try #require(missing.checks.first { $0.fact == row.fact }, "\(missing.reason)")
         #expect(check.isMissing)
         #expect(check.outcome == .block)
@@ -526,7 +528,8 @@ struct LaunchTests {
         #expect(!missing.checks.contains { $0.outcome == .wipe })
         #expect(missing.reason.contains("a missing fact never wipes"))
 
-        var reported = try Self.readFacts(#"{"\#(row.fact.rawValue)": \#(row.failing)}"#)
+        var reported = try Self.readFacts(
+            #"{"\#(row.fact.rawValue)": \#(row.failing)\#(row.also.isEmpty ? "" : ", " + row.also)}"#)
         if row.fact != .lastCheckIn { reported.lastCheckIn = Self.now - .seconds(60) }
         let failed = snapshot.launch(account: Self.alice, facts: reported, now: Self.now, missingFacts: .ignore)
         #expect(failed.outcome == .wipe, "\(failed.reason)")
