@@ -86,7 +86,9 @@ func buildRouter(
 ) -> Router<CustodyRequestContext> {
     let router = Router(context: CustodyRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(
-        middleware: RequestMiddleware(metrics: metrics, engine: engine, bodyLimit: configuration.limits.bodyBytes))
+        middleware: RequestMiddleware(
+            metrics: metrics, engine: engine, bodyLimit: configuration.limits.bodyBytes,
+            hostCheck: configuration.hostCheck))
     router.add(middleware: TokenAuthenticator(engine: engine))
     let operations = OperationsController(engine: engine, graph: graph, metrics: metrics)
     operations.addRoutes(to: router)

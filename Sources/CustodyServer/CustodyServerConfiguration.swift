@@ -64,6 +64,9 @@ public struct CustodyServerConfiguration: Sendable {
         public init() {}
     }
 
+    /// Which `Host` a request may name; nil: any (what an embedding application or a test
+    /// decides for itself). `custody serve` always sets one (`HostCheck(listen:allowing:)`).
+    public var hostCheck: HostCheck?
     public var listen: Listen
     public var tls: TLS?
     public var limits: Limits
@@ -110,5 +113,67 @@ public struct CustodyServerConfiguration: Sendable {
         self.heartbeat = heartbeat
         self.eventBuffer = eventBuffer
         self.serverName = serverName
+    }
+}
+
+/// The `Host` values requests must carry, against DNS rebinding: a web page whose name an
+/// attacker points at 127.0.0.1 can make a browser send it requests, but they name the page's
+/// host, not one the service answers to. A request without `Host` is malformed (RFC 9112
+/// §3.2: 400); one naming another host is `421 misdirected-request`.
+public struct HostCheck: Sendable, Hashable {
+    /// The host names (lower-case, without a port) requests may name; nil: any name, though
+    /// `Host` must be there.
+    public let names: Set<String>?
+
+    /// Loopback names, the listen address unless it is a wildcard (`0.0.0.0`, `::`), and
+    /// `extra` (`--allowed-host`; `*` allows any). A service listening on a wildcard address
+    /// with no extra names, or on a Unix socket, allows any name: it cannot know the names
+    /// clients reach it by.
+    public init(listen: CustodyServerConfiguration.Listen, allowing extra: [String] = []) {
+        if extra.contains("*") {
+            names = nil
+            return
+        }
+        var names = Set(extra.map { Self.hostName($0) })
+        switch listen {
+        case .tcp(let host, _):
+            let listening = Self.hostName(host)
+            if ["0.0.0.0", "::", "[::]", ""].contains(listening) {
+                if extra.isEmpty {
+                    self.names = nil
+                    return
+                }
+            } else {
+                names.insert(listening)
+            }
+        case .unixSocket:
+            if extra.isEmpty {
+                self.names = nil
+                return
+            }
+        }
+        names.formUnion(["localhost", "127.0.0.1", "[::1]"])
+        self.names = names
+    }
+
+    /// The host of a `Host` value or a name given: lower-cased, without its port or a trailing
+    /// dot, an IPv6 address in brackets.
+    static func hostName(_ value: String) -> String {
+        var host = value.lowercased()
+        if host.hasPrefix("[") {
+            if let close = host.firstIndex(of: "]") { host = String(host[...close]) }
+        } else if host.filter({ $0 == ":" }).count == 1, let colon = host.lastIndex(of: ":") {
+            host = String(host[..<colon])
+        } else if host.contains(":") {
+            host = "[" + host + "]"
+        }
+        if host.hasSuffix(".") { host.removeLast() }
+        return host
+    }
+
+    /// Whether a request whose `Host` is `value` may be answered.
+    func allows(_ value: String) -> Bool {
+        guard let names else { return true }
+        return names.contains(Self.hostName(value))
     }
 }

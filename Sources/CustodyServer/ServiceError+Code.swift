@@ -33,6 +33,8 @@ extension ServiceError {
         case tooLarge = "too-large"
         case unsupportedContentEncoding = "unsupported-content-encoding"
         case expectationFailed = "expectation-failed"
+        // 421
+        case misdirectedRequest = "misdirected-request"
         // 422
         case invalidBundle = "invalid-bundle"
         case bundleUntrusted = "bundle-untrusted"

@@ -112,3 +112,43 @@ struct ContextParameterTests {
         }
     }
 }
+
+/// Issue 47, item 11: identifiers are not trimmed of anything but ASCII spaces before they are
+/// checked, and control, line-separator and bidirectional characters are refused wherever an
+/// identifier enters: a path, a parameter, a body.
+@Suite("Service: identifiers with invisible characters")
+struct InvisibleIdentifierTests {
+    @Test(
+        "a path, a parameter or a body naming an account padded with a tab, NEL, a line separator or a bidi override is refused; NBSP or U+3000 name no account",
+        arguments: [
+            ("/v1/accounts/%09alice%40contoso.com/policy", HTTPResponse.Status.badRequest),
+            ("/v1/accounts/alice%40contoso.com%C2%85/policy", .badRequest),
+            ("/v1/accounts/%E2%80%A8alice%40contoso.com/policy", .badRequest),
+            ("/v1/accounts/%E2%80%AEalice%40contoso.com/policy", .badRequest),
+            ("/v1/accounts/%C2%A0alice%40contoso.com/policy", .notFound),
+            ("/v1/accounts/alice%40contoso.com%E3%80%80/policy", .notFound),
+            ("/v1/accounts/alice%40contoso.com/policy?app=com.contoso%E2%80%AE.app", .badRequest),
+            ("/v1/accounts/alice%40contoso.com/policy?app=com.contoso%E2%80%A8.app", .badRequest),
+            ("/v1/groups/g%E2%80%A8/grid", .badRequest),
+        ])
+    func paths(uri: String, status: HTTPResponse.Status) async throws {
+        let fixture = try await ServiceFixture.make(context: EvaluationContext(platform: .ios))
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(uri: uri, method: .get, headers: fixture.auth(.read))
+            #expect(response.status == status, "\(response.body.text)")
+        }
+    }
+
+    @Test(
+        "a decision whose account is padded with a tab or a line separator is refused, not trimmed and decided",
+        arguments: ["\\talice@contoso.com", "alice@contoso.com\\u2028", "alice@contoso.com\\u0085"])
+    func bodies(account: String) async throws {
+        let fixture = try await ServiceFixture.make(context: EvaluationContext(platform: .ios))
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide),
+                body: ByteBuffer(string: #"{"action":"print","account":"\#(account)"}"#))
+            #expect(response.status == .badRequest, "\(response.body.text)")
+        }
+    }
+}

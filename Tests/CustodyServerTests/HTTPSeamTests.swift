@@ -41,18 +41,23 @@ struct HTTPSeamTests {
         ("POST", "/v1/unprotect"),
         ("POST", "/v1/decisions/receive?receiver=alice@contoso.com"), ("PUT", "/v1/bundle"),
     ]
+    /// Each framing, with the status and code it gets: a broken chunk is malformed (400); a
+    /// transfer coding the service does not implement is 501 (RFC 9112 §6.1).
     static let framings = [
-        ("a chunk size that is not hex", "Transfer-Encoding: chunked\r\n\r\nzz\r\n"),
-        ("a chunk size past 64 bits", "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n"),
-        ("an unknown transfer coding", "Transfer-Encoding: xchunked\r\n\r\nabc"),
+        ("a chunk size that is not hex", "Transfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "malformed-request"),
+        (
+            "a chunk size past 64 bits", "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n", 400,
+            "malformed-request"
+        ),
+        ("an unknown transfer coding", "Transfer-Encoding: xchunked\r\n\r\nabc", 501, "not-implemented"),
     ]
 
     static let cases: [Case] =
         bodyRoutes.flatMap { method, path in
-            framings.map { label, rest in
+            framings.map { label, rest, status, code in
                 Case(
-                    label: "\(method) \(path): \(label)", request: head(method, path) + rest, statuses: [400],
-                    code: "malformed-request", closes: true)
+                    label: "\(method) \(path): \(label)", request: head(method, path) + rest, statuses: [status],
+                    code: code, closes: true)
             }
         } + [
             Case(
@@ -106,6 +111,32 @@ struct HTTPSeamTests {
                 label: "Expect: 100-continue with a body over the limit is refused before it is sent",
                 request: head("POST", "/v1/decisions", "Expect: 100-continue\r\nContent-Length: 999999999\r\n\r\n"),
                 statuses: [413], code: "too-large",
+                closes: true),
+            // Issue 47, item 14: a declared length over the limit is refused at once, with or
+            // without Expect, and the unprotect allowance is that route's alone.
+            Case(
+                label: "a declared Content-Length over the limit without Expect is refused at once",
+                request: head("POST", "/v1/decisions", "Content-Length: 999999999\r\n\r\n"),
+                statuses: [413], code: "too-large", closes: true),
+            Case(
+                label: "Expect: 100-continue with a body just over the limit on a route without an allowance",
+                request: head("POST", "/v1/decisions", "Expect: 100-continue\r\nContent-Length: 1048600\r\n\r\n"),
+                statuses: [413], code: "too-large", closes: true),
+            // Item 12: RFC 9112 §6.1, a transfer coding the service does not implement is 501.
+            Case(
+                label: "a transfer coding before chunked (gzip, chunked) is not implemented",
+                request: head("POST", "/v1/decisions", "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
+                statuses: [501], code: "not-implemented", closes: true),
+            Case(
+                label: "an unknown transfer coding before chunked (x-custom, chunked) is not implemented",
+                request: head(
+                    "POST", "/v1/protect?owner=alice@contoso.com",
+                    "Transfer-Encoding: x-custom, chunked\r\n\r\n0\r\n\r\n"),
+                statuses: [501], code: "not-implemented", closes: true),
+            // Item 15: CONNECT is answered and the connection closed, not left hanging.
+            Case(
+                label: "CONNECT is not implemented and the connection is closed",
+                request: "CONNECT example.com:443 HTTP/1.1\r\nHost: custody\r\n\r\n", statuses: [501],
                 closes: true),
             Case(
                 label: "an expectation the service cannot meet",
@@ -414,5 +445,61 @@ struct HTTPSeamTests {
             refused?.description.contains("exists and is a regular file, not a socket") == true,
             "\(String(describing: refused))")
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "not a socket", "nothing is removed")
+    }
+}
+
+/// Issue 47, item 17: the `Host` a request names (DNS rebinding), and `nosniff` on every answer.
+@Suite("Service: the Host a request names")
+struct HostCheckTests {
+    @Test(
+        "loopback names and the listen address are allowed; a wildcard address or a Unix socket allows any name unless names are given; * allows any",
+        arguments: [
+            (CustodyServerConfiguration.Listen.tcp(host: "127.0.0.1", port: 8080), [String](), "localhost:8080", true),
+            (.tcp(host: "127.0.0.1", port: 8080), [], "127.0.0.1", true),
+            (.tcp(host: "127.0.0.1", port: 8080), [], "[::1]:8080", true),
+            (.tcp(host: "127.0.0.1", port: 8080), [], "LOCALHOST.", true),
+            (.tcp(host: "127.0.0.1", port: 8080), [], "attacker.example", false),
+            (.tcp(host: "127.0.0.1", port: 8080), [], "attacker.example:8080", false),
+            (.tcp(host: "127.0.0.1", port: 8080), ["custody.internal"], "custody.internal:8080", true),
+            (.tcp(host: "10.0.0.5", port: 8080), [], "10.0.0.5:8080", true),
+            (.tcp(host: "10.0.0.5", port: 8080), [], "rebind.example", false),
+            (.tcp(host: "::1", port: 8080), [], "[::1]:8080", true),
+            (.tcp(host: "0.0.0.0", port: 8080), [], "anything.example", true),
+            (.tcp(host: "0.0.0.0", port: 8080), ["custody.example.com"], "anything.example", false),
+            (.tcp(host: "0.0.0.0", port: 8080), ["custody.example.com"], "Custody.Example.com:443", true),
+            (.unixSocket(path: "/run/custody.sock"), [], "localhost", true),
+            (.tcp(host: "127.0.0.1", port: 8080), ["*"], "attacker.example", true),
+        ] as [(CustodyServerConfiguration.Listen, [String], String, Bool)])
+    func names(listen: CustodyServerConfiguration.Listen, extra: [String], host: String, allowed: Bool) {
+        #expect(HostCheck(listen: listen, allowing: extra).allows(host) == allowed)
+    }
+
+    @Test(
+        "a live service refuses a request without Host (400) and one naming another host (421), on every route, and marks every answer nosniff",
+        arguments: [
+            (
+                "GET /readyz HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n", [421],
+                "misdirected-request"
+            ),
+            (
+                "GET /openapi.json HTTP/1.1\r\nHost: attacker.example:8080\r\nConnection: close\r\n\r\n", [421],
+                "misdirected-request"
+            ),
+            ("GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
+            ("GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", [200], nil),
+            ("GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", [404], "not-found"),
+        ] as [(String, [Int], String?)])
+    func live(request: String, statuses: [Int], code: String?) async throws {
+        let fixture = try await ServiceFixture.make {
+            $0.hostCheck = HostCheck(listen: .tcp(host: "127.0.0.1", port: 0))
+        }
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            let exchange = try await RawHTTP.send(port: port, [request], quiet: .seconds(3))
+            #expect(exchange.statuses == statuses, "\(exchange.text.prefix(400))")
+            if let code { #expect(exchange.lastBody.contains(#""code":"\#(code)""#), "\(exchange.lastBody)") }
+            #expect(
+                exchange.text.lowercased().contains("x-content-type-options: nosniff"), "\(exchange.text.prefix(400))")
+        }
     }
 }

@@ -108,9 +108,10 @@ extension DocumentReader {
                 continue
             }
             guard let version = SoftwareVersion(text) else {
+                let shown = text.count > 40 ? "\(text.prefix(40))… (\(text.utf8.count) bytes)" : text
                 error(
                     .invalidValue,
-                    "'\(text)' is not a version: give numbers separated by dots, such as 16.1 or 11.0.0.94 (a patch level as YYYY-MM-DD)",
+                    "'\(shown)' is not a version: give one to \(SoftwareVersion.maximumComponents) numbers of at most 9 digits, separated by dots, such as 16.1 or 11.0.0.94 (a patch level as YYYY-MM-DD)",
                     at: member.value, path: member.path)
                 continue
             }

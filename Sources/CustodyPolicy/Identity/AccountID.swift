@@ -179,9 +179,12 @@ private func trimmed(_ text: String) -> String {
         return isVisibleASCII(first) && isVisibleASCII(last)
     }
     if visibleEnds { return text }
-    guard let first = text.firstIndex(where: { !$0.isWhitespace }) else { return "" }
-    let last = text.lastIndex(where: { !$0.isWhitespace })!
-    return String(text[first...last])
+    // ASCII spaces only: a tab, NEL, a no-break or ideographic space, or a line separator
+    // around an identifier is not trimmed away (the controls among them are refused, and the
+    // rest make an identifier that names no account).
+    guard let first = text.unicodeScalars.firstIndex(where: { $0 != " " }) else { return "" }
+    let last = text.unicodeScalars.lastIndex(where: { $0 != " " })!
+    return String(text.unicodeScalars[first...last])
 }
 
 /// Whether every byte is printable ASCII: no control character, no DEL, nothing beyond ASCII.
@@ -251,7 +254,7 @@ public struct InvalidAccountID: Error, Sendable, Equatable, CustomStringConverti
 /// Whether `scalar` may not appear in an identifier: a C0 or C1 control, DEL, a line or
 /// paragraph separator, or a bidirectional embedding, override or isolate (which reorder what
 /// a terminal shows).
-func isUnprintable(_ scalar: Unicode.Scalar) -> Bool {
+package func isUnprintable(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.value {
     case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x061C:
         true

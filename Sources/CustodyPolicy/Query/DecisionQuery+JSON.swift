@@ -494,7 +494,7 @@ private struct QueryReader {
     private func version(_ value: JSONValue, _ fact: LaunchFact) throws(QueryError) -> SoftwareVersion {
         guard let text = value.string, let version = SoftwareVersion(text) else {
             throw error(
-                "\"\(fact)\" must be a version string of numbers separated by dots, such as \"17.4.1\"\(fact == .patchVersion ? " (a patch level as \"2026-09-01\")" : "")",
+                "\"\(fact)\" must be a version string of one to \(SoftwareVersion.maximumComponents) numbers of at most 9 digits, separated by dots, such as \"17.4.1\"\(fact == .patchVersion ? " (a patch level as \"2026-09-01\")" : "")",
                 at: value)
         }
         return version

@@ -82,7 +82,8 @@ struct PolicyController {
         guard let raw = context.parameters.get("group"), let decoded = raw.removingPercentEncoding,
             (1...256).contains(decoded.utf8.count),
             !decoded.unicodeScalars.contains(where: {
-                $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+                isUnprintable($0) || $0.properties.generalCategory == .control
+                    || $0.properties.generalCategory == .format
             })
         else {
             throw ServiceError.badParameter(

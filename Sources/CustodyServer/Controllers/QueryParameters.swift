@@ -98,9 +98,12 @@ struct QueryParameters {
         let app = values["app"]
         if let app,
             app.isEmpty || app.utf8.count > 256
-                || app.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+                || app.unicodeScalars.contains(where: isUnprintable)
         {
-            throw ServiceError.badParameter("app", "must be an app id of 1 to 256 bytes without control characters")
+            throw ServiceError.badParameter(
+                "app",
+                "must be an app id of 1 to 256 bytes without control, line-separator or bidirectional-formatting characters"
+            )
         }
         guard platform != nil || level != nil || app != nil else { return nil }
         return EvaluationContext(

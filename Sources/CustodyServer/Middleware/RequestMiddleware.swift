@@ -18,6 +18,8 @@ struct RequestMiddleware: RouterMiddleware {
     let engine: CustodyEngine
     /// The most bytes a request body may have (named in every 413).
     let bodyLimit: Int
+    /// The hosts requests may name; nil: any, and `Host` may be missing.
+    var hostCheck: HostCheck? = nil
 
     /// The methods the service knows; anything else is 501.
     static let knownMethods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
@@ -30,6 +32,7 @@ struct RequestMiddleware: RouterMiddleware {
         var aborted = false
         do {
             try Self.checkFraming(request)
+            try hostCheck.map { check throws(ServiceError) in try Self.checkHost(request, check) }
             response = try await next(request, context)
         } catch let error where TransportFailure(error) != nil {
             let failure = TransportFailure(error)!
@@ -63,6 +66,9 @@ struct RequestMiddleware: RouterMiddleware {
                 .response(from: request, context: context)
         }
         response.headers[.custodyRequestID] = context.id
+        // No answer is to be read as anything but its declared type (a JSON error taken for a
+        // script or a page).
+        response.headers[Self.contentTypeOptions] = "nosniff"
         // A replica that lost the shared state says so on every answer (made from the policy
         // in force, which may be behind): `Custody-Stale: true`, with the change revision it
         // has applied.
@@ -99,6 +105,24 @@ struct RequestMiddleware: RouterMiddleware {
                     "request bodies are read as sent: Content-Encoding \(String(value).escapingControlCharacters) is not accepted",
                     headers: [.acceptEncoding: "identity", .connection: "close"])
             }
+        }
+    }
+
+    static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
+
+    /// Refuses a request without `Host` (RFC 9112 §3.2) and one naming a host the service does
+    /// not answer to (DNS rebinding; see `HostCheck`).
+    static func checkHost(_ request: Request, _ check: HostCheck) throws(ServiceError) {
+        guard let host = request.head.authority, !host.isEmpty else {
+            throw ServiceError(
+                .badRequest, .malformedRequest, "the request has no Host header (RFC 9112 §3.2 requires one)",
+                headers: [.connection: "close"])
+        }
+        guard check.allows(host) else {
+            throw ServiceError(
+                .misdirectedRequest, .misdirectedRequest,
+                "this service does not answer to the host '\(host.escapingControlCharacters)' (custody serve --allowed-host adds a name it answers to)"
+            )
         }
     }
 

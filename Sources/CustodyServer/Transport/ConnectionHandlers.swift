@@ -1,3 +1,5 @@
+import CustodyPolicy
+import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -99,9 +101,14 @@ final class HeadErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// `Expect: 100-continue`: a body the service will read is asked for at once (`100
-/// Continue`), one over the body limit is refused before it is sent (413), and any other
-/// expectation is refused (417).
+/// What a request head says of its body, judged before any of it is read: a declared
+/// `Content-Length` over the body limit is refused at once (413: with `Expect: 100-continue`,
+/// before the body is sent; without, instead of waiting for a body that will be refused), a
+/// transfer coding other than `chunked` is not implemented (501, RFC 9112 §6.1: its bytes
+/// would otherwise be read as if unencoded), `CONNECT` is not implemented (501: the service is
+/// no proxy), and an `Expect: 100-continue` body the service will read is asked for at once
+/// (`100 Continue`); any other expectation is refused (417). Each refusal closes the
+/// connection.
 final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -110,8 +117,8 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// The body limit, as the routes apply it.
     let limit: Int
-    /// What a route may take past it (`/v1/unprotect` reads an envelope of up to `limit` bytes
-    /// of data, with its header): only a body over both is refused here.
+    /// What `/v1/unprotect` may take past it (an envelope of up to `limit` bytes of data, with
+    /// its header): only a body over both is refused there.
     let allowance: Int
     private var unanswered = 0
     private var continueAfterResponse = false
@@ -125,18 +132,11 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if refused { return }
         guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
-        if let expectation = head.headerFields[.expect] {
-            if expectation.lowercased() != "100-continue" {
-                refused = true
-                return writeAndClose(
-                    ServiceError(
-                        .expectationFailed, .expectationFailed, "this service meets only Expect: 100-continue"),
-                    context: context)
-            }
-            if let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > limit + allowance {
-                refused = true
-                return writeAndClose(ServiceError.tooLarge(limit), context: context)
-            }
+        if let refusal = Self.refusal(of: head, limit: limit, allowance: allowance) {
+            refused = true
+            return writeAndClose(refusal, context: context)
+        }
+        if head.headerFields[.expect] != nil {
             if unanswered == 0 { sendContinue(context) } else { continueAfterResponse = true }
         }
         unanswered += 1
@@ -151,6 +151,30 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
             continueAfterResponse = false
             sendContinue(context)
         }
+    }
+
+    /// Why a request with this head is refused before its body is read; nil to read it.
+    static func refusal(of head: HTTPRequest, limit: Int, allowance: Int) -> ServiceError? {
+        if head.method == .connect {
+            return ServiceError(
+                .notImplemented, .notImplemented, "this service does not implement CONNECT: it is not a proxy")
+        }
+        let codings = head.headerFields[values: .transferEncoding].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if let coding = codings.first(where: { $0 != "chunked" }) {
+            return ServiceError(
+                .notImplemented, .notImplemented,
+                "the transfer coding '\(coding.escapingControlCharacters)' is not implemented: send the body with Content-Length, or chunked alone (RFC 9112 §6.1)"
+            )
+        }
+        if let expectation = head.headerFields[.expect], expectation.lowercased() != "100-continue" {
+            return ServiceError(.expectationFailed, .expectationFailed, "this service meets only Expect: 100-continue")
+        }
+        let allowed = limit + (head.path?.hasPrefix("/v1/unprotect") == true ? allowance : 0)
+        if let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > allowed {
+            return ServiceError.tooLarge(limit)
+        }
+        return nil
     }
 
     private func sendContinue(_ context: ChannelHandlerContext) {

@@ -108,6 +108,12 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "seconds"))
     var fleetBehindAfter = Int(CustodyServerConfiguration.Limits.fleetBehindAfterDefault.components.seconds)
 
+    @Option(
+        help: ArgumentHelp(
+            "A host name requests may name in Host (repeatable; * for any). Loopback names and the listen address are allowed already; a request naming another is answered 421 (DNS rebinding). On a wildcard address (0.0.0.0, ::) or a Unix socket, any name is allowed unless one is given.",
+            valueName: "name"))
+    var allowedHost: [String] = []
+
     @OptionGroup var historyOptions: BundleHistoryOptions
 
     @Flag(help: "Serve without a master key: protect, unprotect, rotation and secrets answer 503.")
@@ -202,6 +208,7 @@ struct ServeCommand: AsyncParsableCommand {
             let (host, port) = try Self.parse(listen)
             configuration.listen = .tcp(host: host, port: port)
         }
+        configuration.hostCheck = HostCheck(listen: configuration.listen, allowing: allowedHost)
         if let tlsCertificate, let tlsKey {
             configuration.tls = .init(
                 certificateChain: tlsCertificate, privateKey: tlsKey, clientCertificateAuthority: tlsClientCa)

@@ -7,7 +7,11 @@ struct AccountIDTests {
         "classifies one identifier as an OID (a GUID) or a UPN",
         arguments: [
             ("alice@contoso.com", nil, "alice@contoso.com"),
-            ("  alice@contoso.com\t", nil, "alice@contoso.com"),
+            ("  alice@contoso.com  ", nil, "alice@contoso.com"),
+            // Only ASCII spaces are trimmed (issue 47): other spaces stay part of the form,
+            // which then names no account called alice@contoso.com.
+            ("\u{A0}alice@contoso.com", nil, "\u{A0}alice@contoso.com"),
+            ("alice@contoso.com\u{3000}", nil, "alice@contoso.com\u{3000}"),
             ("A1F0C7D2-5B1E-4C3A-9E8F-000000000001", "A1F0C7D2-5B1E-4C3A-9E8F-000000000001", nil),
             ("{a1f0c7d2-5b1e-4c3a-9e8f-000000000001}", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001", nil),
             ("a1f0c7d2-5b1e-4c3a-9e8f-00000000000", nil, "a1f0c7d2-5b1e-4c3a-9e8f-00000000000"),
@@ -35,6 +39,12 @@ struct AccountIDTests {
             ("a\u{2066}b@contoso.com", .controlCharacter("\u{2066}", offset: 1)),
             ("a\u{2028}b@contoso.com", .controlCharacter("\u{2028}", offset: 1)),
             ("   ", .blank),
+            // Around the identifier too: not trimmed away, refused (issue 47).
+            ("\talice@contoso.com", .controlCharacter("\t", offset: 0)),
+            ("alice@contoso.com\u{85}", .controlCharacter("\u{85}", offset: 17)),
+            ("\u{2028}alice@contoso.com", .controlCharacter("\u{2028}", offset: 0)),
+            ("alice@contoso.com\u{2029}", .controlCharacter("\u{2029}", offset: 17)),
+            (" \u{202E}alice@contoso.com", .controlCharacter("\u{202E}", offset: 0)),
         ] as [(String, InvalidAccountID.Reason)])
     func invalid(identifier: String, reason: InvalidAccountID.Reason) {
         #expect(AccountID(identifier) == nil)
