@@ -171,7 +171,7 @@ struct CLITests {
             ))
         #expect(
             result.stdoutLines[1]
-                == #"{"error":"line 2, column 1: object is not closed: expected '}' before the end of the input","line":2}"#
+                == #"{"error":"line 2, column 1: object is not closed: expected '}' before the end of the input","line":2,"code":"invalid-query"}"#
         )
         #expect(result.stdoutLines[2].hasPrefix(#"{"action":"print","allowed":true"#))
         for line in result.stdoutLines {

@@ -28,7 +28,7 @@ struct DecideStreamingTests {
         #expect(one.stdout == three.stdout)
         let errors = three.stdoutLines.enumerated().filter { $0.element.hasPrefix(#"{"error""#) }
         #expect(errors.map(\.offset) == Array(stride(from: 0, to: 8_000, by: 997)))
-        #expect(errors.allSatisfy { $0.element.contains(#""line":\#($0.offset + 1)}"#) })
+        #expect(errors.allSatisfy { $0.element.contains(#""line":\#($0.offset + 1),"code":"invalid-query"}"#) })
     }
 
     @Test("a block size at the top of its range reads as the whole input at once, not a crash")

@@ -184,7 +184,7 @@ struct HardeningCLITests {
         #expect(result.stdoutLines[0].hasPrefix(#"{"action":"print","allowed":"#))
         #expect(
             result.stdoutLines[1]
-                == #"{"error":"line 2, column 1: the line is longer than 100 bytes; not read (raise the limit with --max-line-bytes)","line":2}"#
+                == #"{"error":"line 2, column 1: the line is longer than 100 bytes; not read (raise the limit with --max-line-bytes)","line":2,"code":"invalid-query"}"#
         )
         #expect(result.stdoutLines[2] == result.stdoutLines[0])
         #expect(result.stdoutLines[3].contains(#""line":4"#))

@@ -503,3 +503,25 @@ struct HostCheckTests {
         }
     }
 }
+
+/// Issue 47, item 13: a batch whose framing breaks after its answer began ends with an error
+/// line that carries a code and a sentence, as every error line does.
+@Suite("HTTP at the socket: a batch cut short")
+struct BatchCutShortTests {
+    @Test("a chunk that cannot be read after the first answers ends the batch with a coded error line")
+    func brokenLater() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            let query = HTTPSeamTests.query + "\n"
+            let head =
+                "POST /v1/decisions/batch HTTP/1.1\r\nHost: custody\r\nAuthorization: Bearer \(fixture.tokens[.admin]!)\r\nTransfer-Encoding: chunked\r\n\r\n"
+            let first = head + String(query.utf8.count, radix: 16) + "\r\n" + query + "\r\n"
+            let exchange = try await RawHTTP.send(port: port, [first, "zz\r\n"], pause: .milliseconds(500))
+            #expect(exchange.statuses == [200], "\(exchange.text.prefix(600))")
+            #expect(exchange.text.contains(#""action":"print""#), "the first line was answered")
+            #expect(exchange.text.contains(#""code":"malformed-request""#), "\(exchange.text)")
+            #expect(!exchange.text.contains("strict mode"), "a sentence, not NIO's words: \(exchange.text)")
+        }
+    }
+}

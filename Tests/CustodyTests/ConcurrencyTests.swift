@@ -109,7 +109,9 @@ struct ConcurrencyTests {
         #expect(summary.lines == 3_000 && summary.errors == 1_000 && summary.auditFailure == nil)
         #expect(answers.count == 3_000)
         let misplaced = answers.enumerated().filter { index, answer in
-            index % 3 == 2 ? !answer.contains(#""line":\#(index + 1)}"#) : !answer.hasPrefix(#"{"action":"print""#)
+            index % 3 == 2
+                ? !answer.contains(#""line":\#(index + 1),"code":"invalid-query"}"#)
+                : !answer.hasPrefix(#"{"action":"print""#)
         }
         #expect(misplaced.isEmpty, "answers out of place: \(misplaced.prefix(3))")
         let audited = try engine.auditEntries().filter { $0.kind == .decision }.compactMap(\.decisionID)

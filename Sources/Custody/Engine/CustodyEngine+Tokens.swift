@@ -112,12 +112,17 @@ extension CustodyEngine {
         let parts = bearer.dropFirst(Self.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 2 else { return nil }
         return await StateExecutor.run { () -> Date? in
-            guard let record = try? database.token(id: String(parts[0])), let revoked = record.revoked,
-                SecureMemory.constantTimeEqual(Array(SHA256.hash(data: Array(parts[1].utf8))), record.hash)
-            else { return nil }
+            let found = try? database.token(id: String(parts[0]))
+            let matches = SecureMemory.constantTimeEqual(
+                Array(SHA256.hash(data: Array(parts[1].utf8))), found?.hash ?? CustodyEngine.noTokenHash)
+            guard let record = found, matches, let revoked = record.revoked else { return nil }
             return revoked
         }
     }
+
+    /// What a secret is compared with when no token has the id: 32 bytes no SHA-256 of a
+    /// token's secret is known to give.
+    static let noTokenHash = [UInt8](repeating: 0, count: 32)
 
     static func token(_ record: TokenRecord) -> ServiceToken {
         ServiceToken(
@@ -223,9 +228,14 @@ final class TokenCache: Sendable {
         if let cached, cached.until.map({ $0 > now }) ?? true { return cached.token }
         let parts = bearer.dropFirst(CustodyEngine.tokenPrefix.count).split(
             separator: "_", omittingEmptySubsequences: false)
-        guard parts.count == 2, let record = try database.token(id: String(parts[0])), record.revoked == nil,
-            SecureMemory.constantTimeEqual(Array(SHA256.hash(data: Array(parts[1].utf8))), record.hash)
-        else { return nil }
+        guard parts.count == 2 else { return nil }
+        // The same work whether the id exists or not (the secret hashed and compared, against
+        // a hash no secret has when there is no such token), so that the time an answer takes
+        // does not tell which token ids exist.
+        let found = try database.token(id: String(parts[0]))
+        let matches = SecureMemory.constantTimeEqual(
+            Array(SHA256.hash(data: Array(parts[1].utf8))), found?.hash ?? CustodyEngine.noTokenHash)
+        guard let record = found, matches, record.revoked == nil else { return nil }
         let token = CustodyEngine.token(record)
         state.withLock { state in
             guard state.mayRemember(token.id, readAt: epoch) else { return }

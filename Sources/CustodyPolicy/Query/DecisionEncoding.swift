@@ -175,7 +175,7 @@ package enum DecisionEncoding {
     }
 
     /// Writes an error object: `{"error":"line 3, column 12: ...","line":3}`.
-    package static func writeError(_ message: String, line: Int?, to writer: inout JSONWriter) {
+    package static func writeError(_ message: String, line: Int?, code: String, to writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("error")
         writer.value(line.map { "line \($0), \(message)" } ?? message)
@@ -183,6 +183,8 @@ package enum DecisionEncoding {
             writer.key("line")
             writer.value(line)
         }
+        writer.key("code")
+        writer.value(code)
         writer.endObject()
     }
 }

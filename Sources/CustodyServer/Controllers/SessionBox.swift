@@ -77,7 +77,9 @@ final class SessionBox: @unchecked Sendable {
                 // As a 503 says it: without the database it names, which the log gets.
                 logger.warning("batch stopped", metadata: ["error": "\(error.message)", "code": "\(error.code)"])
                 var writer = JSONWriter()
-                DecisionEncoding.writeError(ServiceError.withoutLocation(error), line: nil, to: &writer)
+                DecisionEncoding.writeError(
+                    ServiceError.withoutLocation(error), line: nil, code: ServiceError(error).code.rawValue, to: &writer
+                )
                 writer.newline()
                 output = writer.bytes
                 commitFailed = true
@@ -94,7 +96,7 @@ final class SessionBox: @unchecked Sendable {
                 _ = commit()
                 let failure = TransportFailure(error)!.serviceError
                 var line = JSONWriter()
-                DecisionEncoding.writeError(failure.message, line: nil, to: &line)
+                DecisionEncoding.writeError(failure.message, line: nil, code: failure.code.rawValue, to: &line)
                 line.newline()
                 try await writer.write(ByteBuffer(bytes: output + line.bytes))
                 metrics.decided(session.tallies)

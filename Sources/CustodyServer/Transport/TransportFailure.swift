@@ -68,6 +68,8 @@ enum TransportFailure: Equatable {
         case .invalidURL: "the request target cannot be read"
         case .invalidVersion: "the HTTP version cannot be read"
         case .invalidConstant, .lfExpected, .invalidCharactersUsed: "the request line or a header cannot be read"
+        case .strictModeAssertion, .invalidInternalState, .trailingGarbage:
+            "the request's framing cannot be read (a chunk, its size or its end is not where it must be)"
         default: "\(error)"
         }
     }

@@ -70,7 +70,7 @@ struct DecideCommand: AsyncParsableCommand {
             "rule", "basis" (documented or inferred) and "source". A decision is for one \
             platform: a bundle with iOS and Android policies needs --platform (or one recorded \
             by `custody apply`). A line \
-            that cannot be read is answered {"error": "line N, column C: ...", "line": N} and the \
+            that cannot be read is answered {"error": "line N, column C: ...", "line": N, "code": "invalid-query"} and the \
             following lines are still answered.
 
             Decisions use the bundle in force in the state (see `custody apply`), or --bundle for \

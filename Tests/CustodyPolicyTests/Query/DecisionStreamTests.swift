@@ -62,12 +62,18 @@ struct DecisionStreamTests {
         #expect(output[0].hasPrefix(#"{"action":"print","allowed":true"#))
         #expect(
             output[1]
-                == #"{"error":"line 2, column 1: object is not closed: expected '}' before the end of the input","line":2}"#
+                == #"{"error":"line 2, column 1: object is not closed: expected '}' before the end of the input","line":2,"code":"invalid-query"}"#
         )
-        #expect(output[2] == #"{"error":"line 3, column 1: empty line: expected a JSON query object","line":3}"#)
+        #expect(
+            output[2]
+                == #"{"error":"line 3, column 1: empty line: expected a JSON query object","line":3,"code":"invalid-query"}"#
+        )
         #expect(output[3].hasPrefix(#"{"error":"line 4, column 11: unknown action 'fly'"#))
         #expect(output[4].hasPrefix(#"{"error":"line 5, column 1: empty line"#))
-        #expect(output[5] == #"{"error":"line 6, column 50: unexpected 'x' after the end of the JSON value","line":6}"#)
+        #expect(
+            output[5]
+                == #"{"error":"line 6, column 50: unexpected 'x' after the end of the JSON value","line":6,"code":"invalid-query"}"#
+        )
         #expect(output[6].hasPrefix(#"{"action":"backup","allowed":true"#))
         _ = stream.answer(lines: Array(lines.joined(separator: "\n").utf8))
         #expect(stream.lineNumber == 7)
