@@ -244,13 +244,30 @@ public actor PolicyManager {
                 diagnostics: [diagnostic] + bundle.warnings, offeredBy: provenance)
         }
         do {
-            return try install(snapshot, inForce) { events throws(StoreError) in
-                try record(
+            // Another writer may have put these very files in force since the check above
+            // (`custody apply` racing the service's watch): the state then says so as it
+            // records, and this is the unchanged apply it would have been a moment later:
+            // the policy is put in force here with that writer's record, announced to this
+            // process alone (as a bundle adopted from the state is), and nothing is returned.
+            var existing: BundleRecord?
+            let events = try install(snapshot, inForce) { events throws(StoreError) in
+                let outcome = try recorded(
                     inForce, result: .applied, message: nil,
                     files: files.entries.map { StoredFile(name: $0.name, bytes: $0.bytes) }, provenance: provenance,
                     accounts: Self.accounts(of: bundle),
                     reach: reach, events: events)
+                if outcome?.alreadyApplied == true { existing = outcome?.record }
+                return outcome?.eventIDs ?? []
             }
+            guard let existing else { return events }
+            let current = slot.current
+            slot.store(
+                SnapshotBox(
+                    current.snapshot, version: current.version + 1,
+                    bundle: BundleInForce(
+                        revision: existing.contentHash, source: existing.source, appliedAt: existing.appliedAt,
+                        isOverride: false, entries: files.entries, provenance: existing.provenance)))
+            return []
         } catch  where error.code == .refused {
             // The state's own rules, checked as it recorded: another writer froze the policy,
             // applied a higher sequence or revoked the key since `admit` looked.
@@ -471,12 +488,23 @@ public actor PolicyManager {
         accounts: [SeenAccount], reach: [(account: String, policies: [String])] = [],
         events: [EventRecord]
     ) throws(StoreError) -> [Int64] {
+        try recorded(
+            bundle, result: result, message: message, files: files, provenance: provenance, accounts: accounts,
+            reach: reach, events: events)?.eventIDs ?? []
+    }
+
+    /// `record`, with what the state made of it (nil without a state).
+    private func recorded(
+        _ bundle: BundleInForce, result: BundleRecord.Result, message: String?,
+        files: [StoredFile]?, provenance: BundleProvenance = .none,
+        accounts: [SeenAccount], reach: [(account: String, policies: [String])] = [],
+        events: [EventRecord]
+    ) throws(StoreError) -> RecordedBundle? {
         try database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files,
             provenance: provenance, accounts: accounts,
             reach: reach.map { PolicyReach(account: $0.account, policies: $0.policies) }, events: events,
-            retaining: retainedBundles, at: bundle.appliedAt ?? clock()
-        ).eventIDs ?? []
+            retaining: retainedBundles, at: bundle.appliedAt ?? clock())
     }
 
     /// Each tenant account's canonical identifier and its aliases, for the state's registry.

@@ -321,7 +321,7 @@ extension PostgresState {
         events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> RecordedBundle {
-        let (id, eventIDs) = try write("recording a bundle") { session -> (Int64, [Int64]) in
+        let (id, eventIDs, existing) = try write("recording a bundle") { session -> (Int64, [Int64], BundleRecord?) in
             // What needs no rule and no order first, outside the change counter's lock, so that
             // a slow writer holds the lock every replica's writes wait for as briefly as it can:
             // accounts seen and policy reach are idempotent first-seen records, written in one
@@ -339,6 +339,16 @@ extension PostgresState {
             // whichever replicas write at once. The same lock makes the state's rules below
             // (freeze, sequence, trust) hold against every other writer.
             try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+            // The same files under the same signature in force already: another writer applied
+            // them first. Nothing is written twice; the caller is told, and announces nothing.
+            if result == .applied, files != nil,
+                let last = try session.query(
+                    "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result = 'applied' ORDER BY id DESC LIMIT 1"
+                ).first.map({ row throws in try bundleRecord(row) }),
+                last.contentHash == contentHash, last.provenance.signature == provenance.signature
+            {
+                return (last.id, [], last)
+            }
             let highest = Int64(try Self.setting(Self.sequenceSetting, in: session) ?? "") ?? 0
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
@@ -392,8 +402,9 @@ extension PostgresState {
             if result == .applied, files != nil { try recordChange(.bundle, [contentHash], at: date, in: session) }
             let eventIDs = try Self.appendEvents(events, at: date, in: session)
             try Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
-            return (id, eventIDs)
+            return (id, eventIDs, nil)
         }
+        if let existing { return RecordedBundle(record: existing, eventIDs: [], alreadyApplied: true) }
         return RecordedBundle(
             record: BundleRecord(
                 id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message,

@@ -59,7 +59,21 @@ extension CustodyDatabase {
         events: [EventRecord],
         retaining: Int, at date: Date
     ) throws(StoreError) -> RecordedBundle {
-        let (id, eventIDs, pruned) = try write("recording a bundle") { db in
+        let (id, eventIDs, pruned, existing) = try write("recording a bundle") {
+            db -> (Int64, [Int64], Bool, BundleRecord?) in
+            // The same files under the same signature in force already: another writer (the
+            // service's watch, say, racing `custody apply`) applied them first. Nothing is
+            // written twice; the caller is told, and announces nothing.
+            if result == .applied, files != nil,
+                let last = try BundleHistoryRow.fetchOne(
+                    db,
+                    sql:
+                        "SELECT \(BundleHistoryRow.columns) FROM bundle_history WHERE result = 'applied' ORDER BY id DESC LIMIT 1"
+                )?.record(),
+                last.contentHash == contentHash, last.provenance.signature == provenance.signature
+            {
+                return (last.id, [], false, last)
+            }
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
@@ -123,8 +137,9 @@ extension CustodyDatabase {
                 at: date, in: db)
             if result == .applied, files != nil { try Self.recordChange(.bundle, [contentHash], at: date, in: db) }
             let eventIDs = try Self.appendEvents(events, at: date, in: db)
-            return (id, eventIDs, try Self.pruneBundleHistory(retaining: retaining, in: db))
+            return (id, eventIDs, try Self.pruneBundleHistory(retaining: retaining, in: db), nil)
         }
+        if let existing { return RecordedBundle(record: existing, eventIDs: [], alreadyApplied: true) }
         // Pages freed by pruning leave the write-ahead log with the next checkpoint; empty it
         // now, so that a long history of applies does not leave a log as large as the history.
         if pruned { try? truncateLog() }

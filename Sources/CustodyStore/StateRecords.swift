@@ -72,10 +72,15 @@ public struct StoredBundle: Sendable, Hashable {
 public struct RecordedBundle: Sendable, Hashable {
     public var record: BundleRecord
     public var eventIDs: [Int64]
+    /// Whether the state had these files, under the same signature, in force already (another
+    /// writer applied them first): nothing was written, `record` is that writer's, and no
+    /// event was appended.
+    public var alreadyApplied: Bool
 
-    public init(record: BundleRecord, eventIDs: [Int64]) {
+    public init(record: BundleRecord, eventIDs: [Int64], alreadyApplied: Bool = false) {
         self.record = record
         self.eventIDs = eventIDs
+        self.alreadyApplied = alreadyApplied
     }
 }
 

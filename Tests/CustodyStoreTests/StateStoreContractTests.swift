@@ -216,9 +216,16 @@ struct StateStoreContractTests {
         let files: [StoredFile] = [StoredFile(name: "tenant.json", bytes: Array(repeating: 7, count: 1_000))]
         for round in 0..<5 {
             try state.recordBundle(
-                contentHash: "aa", source: "round \(round)", result: .applied, files: files, at: t0 + Double(round))
+                contentHash: round % 2 == 0 ? "aa" : "ab", source: "round \(round)", result: .applied, files: files,
+                at: t0 + Double(round))
         }
-        #expect(try state.storedBundleRevisions() == ["aa": 1_000], "five applies, one copy")
+        #expect(try state.storedBundleRevisions() == ["aa": 1_000, "ab": 1_000], "five applies, one copy of each")
+        #expect(try state.bundleHistory().count == 5)
+        // The revision in force applied again (another writer was first) is not recorded twice.
+        let again = try state.recordBundle(
+            contentHash: "aa", source: "round 5", result: .applied, files: files, at: t0 + 5)
+        #expect(again.alreadyApplied)
+        #expect(again.record.source == "round 4", "the record of the writer that was first")
         #expect(try state.bundleHistory().count == 5)
 
         let before = try state.changeBounds().newest
@@ -226,7 +233,7 @@ struct StateStoreContractTests {
         #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "e3")
         #expect(try state.lastAppliedBundleFiles()?.files.isEmpty == true)
         #expect(try state.changes(after: before).map(\.subjects) == [["e3"]])
-        #expect(try state.storedBundleRevisions() == ["aa": 1_000, "e3": 0])
+        #expect(try state.storedBundleRevisions() == ["aa": 1_000, "ab": 1_000, "e3": 0])
 
         let unstored = try state.changeBounds().newest
         try state.recordBundle(contentHash: "mem", source: "in memory", result: .applied, files: nil, at: t0 + 11)

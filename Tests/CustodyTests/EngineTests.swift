@@ -653,6 +653,39 @@ struct StaleApplyTests {
         #expect(repeated.unchanged, "applying it once more changes nothing")
     }
 
+    /// Issue 47, item 4: `custody apply` racing the service's watch on one SQLite state applied
+    /// one edit twice (two history rows, two sets of events). The writer that comes second finds
+    /// the edit in force as it records, and its apply is the unchanged one.
+    @Test(
+        "an edit another writer applied first, while this engine had not heard of it, is unchanged: one history row, one bundleApplied"
+    )
+    func appliedByAnotherFirst() async throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state.sqlite")
+        let first = directory.file("first"), second = directory.file("second")
+        try TestBundle().write(to: first)
+        try TestBundle(printBlockedA: true).write(to: second)
+        let a = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        try await a.apply(bundleDirectory: first)
+        let b = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        let applied = try await a.apply(bundleDirectory: second)
+        #expect(!applied.unchanged)
+        // b still has the first bundle in force: it has not heard of a's.
+        let raced = try await b.apply(bundleDirectory: second)
+        #expect(raced.unchanged, "the state had it in force already")
+        #expect(raced.events.isEmpty)
+        #expect(b.bundleInForce?.revision == applied.bundle.revision, "and it is in force here now")
+        let stored = try #require(try a.database.lastAppliedBundle())
+        #expect(b.bundleInForce?.appliedAt == stored.appliedAt, "as the state records it")
+        #expect(b.bundleInForce?.source == stored.source)
+        let history = try a.bundleHistory().filter { $0.contentHash == applied.bundle.revision }
+        #expect(history.count == 1, "\(history)")
+        let logged = try a.events(after: 0).events.filter { $0.name == "bundleApplied" }
+        #expect(logged.count == 2, "one for each bundle, none twice: \(logged.map(\.name))")
+    }
+
     @Test("a bundle directory given as a relative path is recorded as the absolute path it names")
     func relativeSource() async throws {
         let directory = try TemporaryDirectory()

@@ -327,7 +327,8 @@ public final class CustodyEngine: Sendable {
     public struct ApplyResult: Sendable {
         /// The bundle in force now.
         public let bundle: BundleInForce
-        /// Whether the same revision was in force already.
+        /// Whether the same revision was in force already (in the state, or applied by another
+        /// writer while this apply was under way).
         public let unchanged: Bool
         /// What subscribers were told.
         public let events: [PolicyEvent]
@@ -355,7 +356,7 @@ public final class CustodyEngine: Sendable {
             throw Self.applyError(error, naming: "the bundle \(directory)", hadPolicy: manager.bundleInForce != nil)
         }
         let now = manager.bundleInForce!
-        return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
+        return ApplyResult(bundle: now, unchanged: before == now.revision || events.isEmpty, events: events)
     }
 
     /// Makes `files` (from a request, say) the installation's policy, as
@@ -375,7 +376,7 @@ public final class CustodyEngine: Sendable {
             throw Self.applyError(error, naming: "the bundle", hadPolicy: manager.bundleInForce != nil)
         }
         let now = manager.bundleInForce!
-        return ApplyResult(bundle: now, unchanged: before == now.revision, events: events)
+        return ApplyResult(bundle: now, unchanged: before == now.revision || events.isEmpty, events: events)
     }
 
     /// The error for a bundle that was not put in force: `.bundle` when it was refused, `.state`
