@@ -408,6 +408,32 @@ struct BundleSigningTests {
                 change: 0, lastContact: Date(), lastError: nil))
         #expect(try engine.announceReplicasBehind(threshold: 1, announced: []).isEmpty)
     }
+
+    /// Issue 47, item 9: `custody fleet status` failed for an hour after a replica crashed and
+    /// was replaced. A replica silent for a status period past stale is gone: shown, never
+    /// counted against the fleet.
+    @Test(
+        "fleet status: silent 16 s is stale and the fleet not whole; silent 21 s is gone and the fleet whole again",
+        arguments: [
+            (0.0, false, false, true), (16, true, false, false), (21, true, true, true), (3_000, true, true, true),
+        ])
+    func goneReplicas(silentFor: TimeInterval, stale: Bool, gone: Bool, whole: Bool) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("one"))
+        let now = Date()
+        try engine.recordReplicaStatus(at: now)
+        try engine.database.recordReplica(
+            ReplicaRecord(
+                id: "crashed", host: "h", processID: 9, startedAt: now.addingTimeInterval(-3_600), version: "0.1.0",
+                revision: engine.bundleInForce?.revision, change: 0, lastContact: now.addingTimeInterval(-silentFor),
+                lastError: nil))
+        let status = try engine.fleetStatus(at: now)
+        let replica = try #require(status.replicas.first { $0.record.id == "crashed" })
+        #expect(replica.isStale == stale)
+        #expect(replica.isGone == gone)
+        #expect(status.isWhole == whole)
+    }
 }
 
 @Suite("Bundle signatures: the format")

@@ -105,6 +105,8 @@ public struct ReplicaAnswer: Encodable, Sendable {
     @Nullable var lastError: String?
     var stale: Bool
     var behind: Bool
+    /// Stopped or replaced: not heard from for a status period past stale.
+    var gone: Bool
 
     public init(_ replica: FleetReplica) {
         let record = replica.record
@@ -119,5 +121,6 @@ public struct ReplicaAnswer: Encodable, Sendable {
         lastError = record.lastError
         stale = replica.isStale
         behind = replica.isBehind
+        gone = replica.isGone
     }
 }

@@ -8,6 +8,9 @@ public struct FleetReplica: Sendable, Hashable {
     public let isStale: Bool
     /// It reported another revision than the newest applied, after that one was applied.
     public let isBehind: Bool
+    /// Not heard from for a status period past stale (`FleetStatus.goneAfterMissing`): it has
+    /// stopped or was replaced. Shown, not counted against the fleet; forgotten after an hour.
+    public let isGone: Bool
 }
 
 /// What every replica of a state last said about itself.
@@ -18,14 +21,20 @@ public struct FleetStatus: Sendable {
     /// When it was applied.
     public let newestAppliedAt: Date?
     /// How many replicas that are not stale run another revision than the newest.
-    public var behind: Int { replicas.filter { !$0.isStale && $0.isBehind }.count }
+    public var behind: Int { replicas.filter { !$0.isStale && !$0.isGone && $0.isBehind }.count }
 
     /// How often a serving replica records its status.
     public static let interval: Duration = .seconds(5)
     /// Not heard from for this long: stale.
     public static let staleAfter: TimeInterval = 15
-    /// Not heard from for this long: gone, and forgotten.
+    /// Not heard from for this long (stale, and one more status period missed): gone.
+    public static let goneAfterMissing: TimeInterval = staleAfter + 5
+    /// Not heard from for this long: forgotten.
     public static let goneAfter: TimeInterval = 3_600
+
+    /// Whether the fleet is whole: every replica still there (not gone) is current, neither
+    /// stale nor behind.
+    public var isWhole: Bool { !replicas.contains { !$0.isGone && ($0.isStale || $0.isBehind) } }
 }
 
 /// The custody version replicas report.
@@ -80,7 +89,9 @@ extension CustodyEngine {
         let replicas = records.map { record in
             FleetReplica(
                 record: record, isStale: now.timeIntervalSince(record.lastContact) > FleetStatus.staleAfter,
-                isBehind: newest.map { record.revision != $0.contentHash && record.lastContact > $0.appliedAt } ?? false
+                isBehind: newest.map { record.revision != $0.contentHash && record.lastContact > $0.appliedAt }
+                    ?? false,
+                isGone: now.timeIntervalSince(record.lastContact) > FleetStatus.goneAfterMissing
             )
         }
         return FleetStatus(replicas: replicas, newestRevision: newest?.contentHash, newestAppliedAt: newest?.appliedAt)

@@ -135,7 +135,7 @@ struct ConsoleController {
             [
                 "id": replica.record.id, "revision": replica.record.revision ?? "-",
                 "lastContact": answerTime(replica.record.lastContact),
-                "state": replica.isStale ? "stale" : replica.isBehind ? "behind" : "current",
+                "state": replica.isGone ? "gone" : replica.isStale ? "stale" : replica.isBehind ? "behind" : "current",
             ]
         }
         // An event can name every account of the tenant (a first policyChanged): its start is

@@ -507,7 +507,10 @@ struct FleetCommand: AsyncParsableCommand {
                 process, start time), version, the revision and change it has in force, when it \
                 last reached the state and its last error. Not heard from for 15 seconds: stale. \
                 Behind: it reported another revision than the newest applied, after that one was \
-                applied (a replica that has not reported since is not judged yet).
+                applied (a replica that has not reported since is not judged yet). Gone: not heard \
+                from for 20 seconds (stale, and a status period more): stopped or replaced; shown, \
+                and forgotten after an hour. Exits 1 while a replica that is not gone is stale or \
+                behind, 0 once the fleet is whole.
                 """)
 
         @Flag(help: "One JSON object.")
@@ -532,13 +535,16 @@ struct FleetCommand: AsyncParsableCommand {
                 StandardOutput.write("newest revision: \(status.newestRevision ?? "none")\n")
                 for replica in status.replicas {
                     let record = replica.record
-                    let marks = [replica.isStale ? "stale" : nil, replica.isBehind ? "behind" : nil].compactMap { $0 }
+                    let marks =
+                        replica.isGone
+                        ? ["gone"]
+                        : [replica.isStale ? "stale" : nil, replica.isBehind ? "behind" : nil].compactMap { $0 }
                     StandardOutput.write(
                         "\(record.id)\t\(record.version)\t\(record.revision ?? "-")\tchange \(record.change)\tlast contact \(formatTime(record.lastContact))\t\(marks.isEmpty ? "current" : marks.joined(separator: ","))\(record.lastError.map { "\t" + $0 } ?? "")\n"
                     )
                 }
             }
-            if status.replicas.contains(where: { $0.isStale || $0.isBehind }) { throw ExitCode.failure }
+            if !status.isWhole { throw ExitCode.failure }
         }
     }
 }
