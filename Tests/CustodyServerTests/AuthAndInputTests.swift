@@ -239,8 +239,12 @@ struct BadInputTests {
             label: "a wipe of an account no one knows", method: .post, uri: "/v1/accounts/%7B%7D/wipe", scope: .admin,
             body: nil, status: .notFound, code: "unknown-account"),
         Case(
-            label: "a wipe with a body", method: .post, uri: "/v1/accounts/alice@contoso.com/wipe", scope: .admin,
-            body: Array(#"{"reason":"left"}"#.utf8), status: .badRequest, code: "unexpected-body"),
+            label: "a wipe with a body that is not {\"reason\"}", method: .post,
+            uri: "/v1/accounts/alice@contoso.com/wipe", scope: .admin,
+            body: Array(#"{"why":"left"}"#.utf8), status: .badRequest, code: "invalid-parameter"),
+        Case(
+            label: "a wipe with an empty reason", method: .post, uri: "/v1/accounts/alice@contoso.com/wipe",
+            scope: .admin, body: Array(#"{"reason":""}"#.utf8), status: .badRequest, code: "invalid-parameter"),
         Case(
             label: "a key rotation with a body", method: .post, uri: "/v1/accounts/alice@contoso.com/keys/rotate",
             scope: .admin, body: [0x7B, 0x7D], status: .badRequest, code: "unexpected-body"),

@@ -171,9 +171,14 @@ struct EndpointTests {
             #expect(try object(refused)["code"] as? String == "decrypt-failed")
             #expect(!refused.body.text.contains(String(buffer: plaintext)))
 
+            // A reason, when given, is audited with the wipe (the console asks for one).
             let wiped = try await client.execute(
-                uri: "/v1/accounts/Alice@Contoso.com/wipe", method: .post, headers: fixture.auth(.admin))
+                uri: "/v1/accounts/Alice@Contoso.com/wipe", method: .post, headers: fixture.auth(.admin),
+                body: ByteBuffer(string: #"{"reason":"left the company"}"#))
             #expect(wiped.status == .ok)
+            #expect(
+                try fixture.engine.auditEntries().contains { $0.detail?.contains("left the company") == true },
+                "the reason is audited")
             #expect(try object(wiped)["keyVersions"] as? Int == 1)
             let gone = try await client.execute(
                 uri: "/v1/unprotect", method: .post, headers: fixture.auth(.protect), body: protected.body)

@@ -23,6 +23,7 @@ driver_path = shutil.which("chromedriver")
 try:
     from selenium import webdriver
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait, Select
     from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 except ImportError:
@@ -372,21 +373,40 @@ try:
         assert ids == list(range(ids[0], ids[-1] + 1)), f"events were lost across the restart: {ids}"
         wait.until(lambda b: b.find_element(By.ID, "events-status").get_attribute("data-live") == "true")
 
-    @check("a wipe with an admin token: asked first, done on Confirm, audited with the token's name")
+    @check("a wipe with an admin token: Enter, Enter and Escape do nothing; a reason and the account's name typed back, then Confirm, wipe it, audited")
     def wipe():
+        def not_wiped(why):
+            status, body = api("GET", "/v1/accounts/bob%40contoso.com/status", admin_token)
+            assert all(i["wipedAt"] is None for i in body["identifiers"]), why
         visit("/accounts/bob%40contoso.com", "button[data-action='wipe']")
         browser.find_element(By.CSS_SELECTOR, "button[data-action='wipe']").click()
         wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".confirm button.danger"))
         assert "cannot be undone" in browser.find_element(By.CSS_SELECTOR, ".confirm").text
-        status, body = api("GET", "/v1/accounts/bob%40contoso.com/status", admin_token)
-        assert all(i["wipedAt"] is None for i in body["identifiers"]), "wiped before Confirm"
+        focused = browser.switch_to.active_element
+        assert "danger" not in (focused.get_attribute("class") or ""), "the red Confirm has the focus"
+        focused.send_keys(Keys.ENTER)
+        browser.switch_to.active_element.send_keys(Keys.ENTER)
+        time.sleep(0.5)
+        not_wiped("Enter, Enter wiped the account")
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait.until(lambda b: not b.find_elements(By.CSS_SELECTOR, ".confirm"))
+        not_wiped("Escape wiped the account")
+        browser.find_element(By.CSS_SELECTOR, "button[data-action='wipe']").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".confirm input[name='typed']"))
+        browser.find_element(By.CSS_SELECTOR, ".confirm input[name='reason']").send_keys("offboarding ticket 4711")
+        typed = browser.find_element(By.CSS_SELECTOR, ".confirm input[name='typed']")
+        typed.send_keys("bob@contoso.co")
+        assert not browser.find_element(By.CSS_SELECTOR, ".confirm button.danger").is_enabled(), "a wrong name confirms"
         shot("wipe-confirm")
+        typed.send_keys("m")
+        wait.until(lambda b: b.find_element(By.CSS_SELECTOR, ".confirm button.danger").is_enabled())
+        not_wiped("wiped before Confirm")
         browser.find_element(By.CSS_SELECTOR, ".confirm button.danger").click()
         wait.until(lambda b: "was wiped" in b.find_element(By.ID, "flash").text)
         status, body = api("GET", "/v1/accounts/bob%40contoso.com/status", admin_token)
         assert any(i["wipedAt"] for i in body["identifiers"]), body
         audit = run("audit", "--state", state).stdout
-        assert "ops lead" in audit and "wipe" in audit, audit[-2000:]
+        assert "ops lead" in audit and "wipe" in audit and "offboarding ticket 4711" in audit, audit[-2000:]
 
     @check("rotate alice's key with an admin token: the account page shows version 2")
     def rotate():

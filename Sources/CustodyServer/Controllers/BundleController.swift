@@ -104,7 +104,12 @@ struct BundleController {
 
     /// A JSON object of exactly `keys`, each a non-empty string: anything else is a 400 naming it.
     static func object(_ request: Request, limit: Int, keys: [String]) async throws -> [String: String] {
-        let body = try await request.body.collect(upTo: limit)
+        try object(Array(buffer: try await request.body.collect(upTo: limit)), keys: keys)
+    }
+
+    /// A body that is a JSON object of exactly `keys`, each a string of 1 to 1000 bytes.
+    static func object(_ bytes: [UInt8], keys: [String]) throws(ServiceError) -> [String: String] {
+        let body = ByteBuffer(bytes: bytes)
         let document: JSONDocument
         do {
             document = try JSONDocument(parsing: Array(buffer: body))

@@ -67,12 +67,15 @@ struct ProtectionController {
     }
 
     /// Selective wipe, as `custody wipe`: the account's keys under every identifier it has or
-    /// had, its secrets and check-ins.
+    /// had, its secrets and check-ins. The body, when there is one, is `{"reason": "…"}`: why,
+    /// audited with the token's name (the console asks for it).
     @Sendable func wipe(_ request: Request, context: CustodyRequestContext) async throws -> WipeAnswer {
         _ = try QueryParameters(request.uri, accepting: [])
-        try await request.requireNoBody()
+        let body = Array(buffer: try await request.body.collect(upTo: limits.bodyBytes))
+        let given = body.isEmpty ? nil : try BundleController.object(body, keys: ["reason"])["reason"]
         let account = try PolicyController.account(context)
-        let reason = "POST /v1/accounts/…/wipe (\(context.identity?.operatorName ?? "no token"))"
+        let via = "POST /v1/accounts/…/wipe (\(context.identity?.operatorName ?? "no token"))"
+        let reason = given.map { "\($0.escapingControlCharacters) — \(via)" } ?? via
         let report = try await StateExecutor.run { try await engine.wipe(account: account, reason: reason) }
         return WipeAnswer(account: account, report: report, eventID: engine.lastEventID)
     }

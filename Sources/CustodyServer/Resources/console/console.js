@@ -159,7 +159,9 @@
   // MARK: Actions (admin tokens only; the API refuses them to others in any case)
 
   // Asks in the page, next to the button: what the action does, a reason when it needs one,
-  // then Confirm or Cancel. Nothing is sent before Confirm.
+  // the account's name typed back for a wipe, then Confirm or Cancel. Nothing is sent before
+  // Confirm; the first field, or Cancel, has the focus (Enter never confirms on its own), and
+  // Escape cancels.
   function confirmAction(button) {
     const old = view.querySelector(".confirm");
     if (old) { old.remove(); }
@@ -181,6 +183,17 @@
       label.appendChild(reason);
       box.appendChild(label);
     }
+    let typed = null;
+    if (button.dataset.typeBack) {
+      const label = document.createElement("label");
+      label.textContent = "Type " + button.dataset.typeBack + " to confirm ";
+      typed = document.createElement("input");
+      typed.name = "typed";
+      typed.autocomplete = "off";
+      typed.spellcheck = false;
+      label.appendChild(typed);
+      box.appendChild(label);
+    }
     const confirm = document.createElement("button");
     confirm.type = "button";
     confirm.className = "danger";
@@ -190,10 +203,18 @@
     cancel.textContent = "Cancel";
     box.append(confirm, " ", cancel);
     button.insertAdjacentElement("afterend", box);
-    (reason || confirm).focus();
-    cancel.addEventListener("click", function () { box.remove(); button.focus(); });
+    function matches() { return !typed || typed.value.trim() === button.dataset.typeBack; }
+    confirm.disabled = !matches();
+    if (typed) { typed.addEventListener("input", function () { confirm.disabled = !matches(); }); }
+    (reason || typed || cancel).focus();
+    function dismiss() { box.remove(); button.focus(); }
+    cancel.addEventListener("click", dismiss);
+    box.addEventListener("keydown", function (event) {
+      if (event.key === "Escape") { event.preventDefault(); dismiss(); }
+    });
     confirm.addEventListener("click", async function () {
       if (reason && reason.value.trim() === "") { reason.focus(); return; }
+      if (!matches()) { typed.focus(); return; }
       confirm.disabled = true;
       const body = {};
       if (button.dataset.revision) { body.revision = button.dataset.revision; }
