@@ -72,6 +72,13 @@ struct ConsoleTests {
             #expect(!page.body.text.contains("<img"), "the name is escaped")
             #expect(page.body.text.contains("&lt;img src=x onerror=alert(1)&gt;"))
             #expect(page.body.text.contains("data-setting=\"printBlocked\""))
+            // Issue 47, item 24: a number the policies disagree on is the recommended value,
+            // credited to neither (Finance sets P30D, All Staff P90D).
+            let wipe = try #require(
+                page.body.text.components(separatedBy: "<tr data-setting=\"periodOfflineBeforeWipeIsEnforced\">").last?
+                    .components(separatedBy: "</tr>").first)
+            #expect(wipe.contains("recommended value — policies disagree:"), "\(wipe)")
+            #expect(wipe.contains("P30D") && wipe.contains("P90D"), "\(wipe)")
         }
     }
 

@@ -52,6 +52,9 @@ package enum PolicyReport {
             var value: SettingValue
             var resolution: String
             var sources: [String]
+            /// For a number the policies disagree on (the recommended value applies, which none
+            /// of `sources` set): who set what, `'A' P30D, 'B' P90D`. Left out otherwise.
+            var disagreement: String?
         }
 
         var account: Account
@@ -92,7 +95,8 @@ package enum PolicyReport {
             for setting in policy?.applicableSettings ?? [] {
                 let summary = policy!.setting(setting)
                 settings[setting.rawValue] = Setting(
-                    value: summary.value, resolution: summary.resolution.rawValue, sources: summary.sources.map(\.name))
+                    value: summary.value, resolution: summary.resolution.rawValue, sources: summary.sources.map(\.name),
+                    disagreement: summary.disagreement)
             }
             self.settings = settings
             managedApps = policy?.managedApps ?? []

@@ -436,10 +436,11 @@ struct ConsoleController {
         let settings = (report["settings"] as? [String: Any] ?? [:]).sorted { $0.key < $1.key }.map {
             name, value -> [String: Any] in
             let setting = value as? [String: Any] ?? [:]
-            return [
-                "name": name, "value": text(setting["value"]),
-                "sources": (setting["sources"] as? [String] ?? []).joined(separator: ", "),
-            ]
+            // A number the policies disagree on: the recommended value, which neither set.
+            let sources =
+                (setting["disagreement"] as? String).map { "recommended value — policies disagree: \($0)" }
+                ?? (setting["sources"] as? [String] ?? []).joined(separator: ", ")
+            return ["name": name, "value": text(setting["value"]), "sources": sources]
         }
         let conflicts = (report["conflicts"] as? [String: Any])
         let conflicting = (conflicts?["settings"] as? [[String: Any]] ?? []).map { conflict -> [String: Any] in
