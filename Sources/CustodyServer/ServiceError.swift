@@ -167,8 +167,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
             text.contains(UInt8(ascii: "\n"))
             ? JSONText.lineAndColumn(ofOffset: error.offset ?? (error.column - 1), in: text) : (1, error.column)
         return ServiceError(
-            .badRequest, .invalidQuery, "line \(line), column \(column): \(error.message)",
-            details: Details(line: line, column: column))
+            error.isAmbiguousAccount ? .unprocessableContent : .badRequest,
+            error.isAmbiguousAccount ? .ambiguousAccount : .invalidQuery,
+            "line \(line), column \(column): \(error.message)", details: Details(line: line, column: column))
     }
 
     /// The account a parameter names, or a 400 saying why it names none.

@@ -145,6 +145,7 @@ struct InstallationCLITests {
         #expect(
             result.stdoutLines[1].contains("contradictory account") && result.stdoutLines[1].contains("bob@contoso.com")
         )
+        #expect(result.stdoutLines[0].hasSuffix(#","code":"ambiguous-account"}"#), "\(result.stdoutLines[0])")
         #expect(
             result.stdoutLines[2].hasPrefix(#"{"action":"saveTo","allowed":false"#),
             "both forms as the tenant records them: alice")

@@ -155,10 +155,12 @@ struct BadInputTests {
             body: Array(#"{"action":"print","account":"a","account":"b"}"#.utf8), status: .badRequest,
             code: "invalid-query"),
         Case(
+            // Issue 47, item 16: as docs/service.md says, the query is read but names no one
+            // account: 422 `ambiguous-account`, as the account routes answer it.
             label: "a contradictory account", method: .post, uri: "/v1/decisions", scope: .decide,
             body: Array(
                 #"{"action":"print","account":{"oid":"00000000-0000-0000-0000-000000000000","upn":"alice@contoso.com"}}"#
-                    .utf8), status: .badRequest, code: "invalid-query"),
+                    .utf8), status: .unprocessableContent, code: "ambiguous-account"),
         Case(
             label: "invalid UTF-8", method: .post, uri: "/v1/decisions", scope: .decide,
             body: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D], status: .badRequest, code: "invalid-query"),
@@ -325,6 +327,10 @@ struct BadInputTests {
             #expect(try object(response)["code"] as? String == input.code, "\(response.body.text)")
             if input.status == .contentTooLarge {
                 #expect(try object(response)["limit"] as? Int == 1 << 20, "every 413 names the limit")
+            }
+            if input.code == "invalid-parameter" {
+                // Issue 47, item 16: every invalid-parameter names the parameter, bodies' too.
+                #expect(try object(response)["parameter"] is String, "\(response.body.text)")
             }
         }
     }

@@ -184,10 +184,12 @@ extension PolicySnapshot {
         for (role, account) in query.accounts {
             switch directory.find(account) {
             case AccountDirectory.contradictory:
-                throw QueryError(
+                var error = QueryError(
                     message:
                         "contradictory account (\(role.phrase)): \(directory.contradiction(of: account)); name the account by one form, or by both as the tenant records them",
                     column: 1)
+                error.isAmbiguousAccount = true
+                throw error
             case AccountDirectory.unknown where strict:
                 throw QueryError(
                     message:

@@ -293,8 +293,9 @@ public struct DecisionStream {
     private mutating func writeError(_ error: QueryError) {
         switch options.format {
         case .json:
-            // The code a single query's error has over HTTP (400 `invalid-query`).
-            DecisionEncoding.writeError(error.description, line: lineNumber, code: "invalid-query", to: &writer)
+            // The code a single query's error has over HTTP (400 `invalid-query`, or 422
+            // `ambiguous-account`).
+            DecisionEncoding.writeError(error.description, line: lineNumber, code: error.code, to: &writer)
         case .text:
             writer.rawText("\("ERROR".padding(toLength: 9))line \(lineNumber), \(error)".escapingControlCharacters)
         }

@@ -7,6 +7,12 @@ public struct QueryError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Byte offset of the problem in the text the query was read from, when known.
     package var offset: Int?
+    /// Whether the query names an account by forms that name different accounts: the query
+    /// can be read, but not decided (the service answers 422 `ambiguous-account`).
+    public var isAmbiguousAccount = false
+
+    /// The code an error line carries, as the service's single-query answer has it.
+    public var code: String { isAmbiguousAccount ? "ambiguous-account" : "invalid-query" }
 
     /// Creates an error.
     public init(message: String, column: Int) {

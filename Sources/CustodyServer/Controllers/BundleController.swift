@@ -123,22 +123,28 @@ struct BundleController {
         guard document.root.kind == .object else { throw ServiceError(.badRequest, .invalidParameter, shape) }
         var values: [String: String] = [:]
         for member in document.root.members {
+            let name = member.key.escapingControlCharacters
             guard keys.contains(member.key) else {
                 throw ServiceError(
-                    .badRequest, .invalidParameter,
-                    "unknown member '\(member.key.escapingControlCharacters)': \(shape)")
+                    .badRequest, .invalidParameter, "unknown member '\(name)': \(shape)",
+                    details: ServiceError.Details(parameter: name))
             }
             guard values[member.key] == nil else {
-                throw ServiceError(.badRequest, .invalidParameter, "the member '\(member.key)' is given twice")
+                throw ServiceError(
+                    .badRequest, .invalidParameter, "the member '\(name)' is given twice",
+                    details: ServiceError.Details(parameter: name))
             }
             guard let text = member.value.string, !text.isEmpty, text.utf8.count <= 1_000 else {
                 throw ServiceError(
-                    .badRequest, .invalidParameter, "'\(member.key)' must be a string of 1 to 1000 bytes")
+                    .badRequest, .invalidParameter, "'\(name)' must be a string of 1 to 1000 bytes",
+                    details: ServiceError.Details(parameter: name))
             }
             values[member.key] = text
         }
         if let missing = keys.first(where: { values[$0] == nil }) {
-            throw ServiceError(.badRequest, .invalidParameter, "'\(missing)' is required: \(shape)")
+            throw ServiceError(
+                .badRequest, .invalidParameter, "'\(missing)' is required: \(shape)",
+                details: ServiceError.Details(parameter: missing))
         }
         return values
     }
