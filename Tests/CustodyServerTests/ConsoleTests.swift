@@ -88,11 +88,25 @@ struct ConsoleTests {
         try await fixture.application().test(.router) { client in
             let search = try await client.execute(
                 uri: "/console/views/accounts?q=ALICE", method: .get, headers: fixture.auth(.read))
-            #expect(search.body.text.contains("1 of 4 accounts"), "\(search.body.text)")
+            #expect(search.body.text.contains("1 of the 4 accounts"), "\(search.body.text)")
             let json = try object(
                 try await client.execute(uri: "/v1/accounts?q=alice", method: .get, headers: fixture.auth(.read)))
             #expect((json["accounts"] as? [[String: Any]])?.first?["upn"] as? String == "alice@contoso.com")
             #expect(json["total"] as? Int == 4)
+            #expect(json["matched"] as? Int == 1)
+            // Issue 47, items 20 and 25: the match count, not the page size; q as the document says.
+            let page = try object(
+                try await client.execute(
+                    uri: "/v1/accounts?q=contoso&limit=2", method: .get, headers: fixture.auth(.read)))
+            #expect((page["accounts"] as? [[String: Any]])?.count == 2)
+            #expect(page["matched"] as? Int == 4, "\(page)")
+            let shown = try await client.execute(
+                uri: "/console/views/accounts?q=contoso", method: .get, headers: fixture.auth(.read))
+            #expect(shown.body.text.contains("4 of the 4 accounts"), "\(shown.body.text)")
+            let long = try await client.execute(
+                uri: "/v1/accounts?q=" + String(repeating: "a", count: 257), method: .get, headers: fixture.auth(.read))
+            #expect(long.status == .badRequest)
+            #expect(try object(long)["parameter"] as? String == "q")
             // A display name is searched too, and answered.
             let byName = try object(
                 try await client.execute(uri: "/v1/accounts?q=okafor", method: .get, headers: fixture.auth(.read)))

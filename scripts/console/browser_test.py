@@ -209,7 +209,7 @@ try:
         field = browser.find_element(By.NAME, "q")
         field.send_keys("alice")
         field.submit()
-        wait.until(lambda b: "1 of 4 accounts" in view_text())
+        wait.until(lambda b: "1 of the 4 accounts" in view_text())
         shot("accounts")
         drawn_after(browser.find_element(By.LINK_TEXT, "alice@contoso.com").click, "tr[data-setting='printBlocked']")
         row = browser.find_element(By.CSS_SELECTOR, "tr[data-setting='printBlocked']").text

@@ -165,7 +165,7 @@ extension CustodyEngine {
     /// accounts the tenant has (`GET /v1/accounts`, the console's search).
     /// - Throws: `.noPolicy` when no bundle is in force.
     public func searchAccounts(_ query: String, limit: Int) throws(CustodyError) -> (
-        matches: [TenantAccount], total: Int
+        matches: [TenantAccount], matched: Int, total: Int
     ) {
         guard let (_, snapshot, _) = policyInForce else {
             throw CustodyError(.noPolicy, "no bundle is in force")
@@ -177,7 +177,8 @@ extension CustodyEngine {
             cached = made
             return made
         }
-        return (index.matches(query, limit: limit).map { accounts[$0] }, accounts.count)
+        let (found, matched) = index.matches(query, limit: limit)
+        return (found.map { accounts[$0] }, matched, accounts.count)
     }
 }
 
@@ -199,16 +200,19 @@ final class AccountSearchIndex: Sendable {
 
     /// The indices of the accounts whose text holds `query` (ignoring case and spaces at either
     /// end, a run of spaces as one; every account for an empty one), in the tenant's order, at
-    /// most `limit`.
-    func matches(_ query: String, limit: Int) -> [Int] {
+    /// most `limit`, and how many match in all.
+    func matches(_ query: String, limit: Int) -> (found: [Int], matched: Int) {
         // Spaces at either end, and runs of them, are not what anyone searches for.
         let words = query.lowercased().split(whereSeparator: \.isWhitespace)
         let needle = Array(words.joined(separator: " ").utf8)
+        if needle.isEmpty { return (Array(texts.indices.prefix(limit)), texts.count) }
         var found: [Int] = []
-        for (index, text) in texts.enumerated() where found.count < limit {
-            if needle.isEmpty || Self.contains(text, needle) { found.append(index) }
+        var matched = 0
+        for (index, text) in texts.enumerated() where Self.contains(text, needle) {
+            matched += 1
+            if found.count < limit { found.append(index) }
         }
-        return found
+        return (found, matched)
     }
 
     private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

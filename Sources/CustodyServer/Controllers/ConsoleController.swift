@@ -176,11 +176,13 @@ struct ConsoleController {
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let parameters = try QueryParameters(request.uri, accepting: ["q"])
         let query = parameters["q"] ?? ""
-        let (matches, total) = try engine.searchAccounts(query, limit: 100)
+        guard query.utf8.count <= 256 else { throw ServiceError.badParameter("q", "must be at most 256 bytes") }
+        let (matches, matched, total) = try engine.searchAccounts(query, limit: 100)
         return Self.render(
             "accounts",
             [
-                "query": query, "count": matches.count, "total": total,
+                "query": query, "count": matches.count, "matched": matched, "total": total,
+                "more": matched > matches.count,
                 "accounts": matches.map { account -> [String: Any] in
                     let name = account.id.upn ?? account.id.oid ?? account.id.description
                     return [

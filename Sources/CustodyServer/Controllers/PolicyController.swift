@@ -21,17 +21,21 @@ struct PolicyController {
         group.get("accounts", use: accounts)
     }
 
-    /// The tenant's accounts whose UPN, object id or display name contains `q` (every account without it), at
-    /// most `limit` (1–1000, default 100), and how many the tenant has.
+    /// The tenant's accounts whose UPN, object id or display name contains `q` (at most 256
+    /// bytes; every account without it), at most `limit` (1–1000, default 100), how many match
+    /// and how many the tenant has.
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> AccountsAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["q", "limit"])
         let limit = try parameters.wholeNumber("limit", in: 1...1_000) ?? 100
-        let (matches, total) = try engine.searchAccounts(parameters["q"] ?? "", limit: limit)
+        let query = parameters["q"] ?? ""
+        // As the OpenAPI document says: what a search box sends, not a document.
+        guard query.utf8.count <= 256 else { throw ServiceError.badParameter("q", "must be at most 256 bytes") }
+        let (matches, matched, total) = try engine.searchAccounts(query, limit: limit)
         return AccountsAnswer(
             accounts: matches.map {
                 AccountsAnswer.Account(oid: $0.id.oid, upn: $0.id.upn, displayName: $0.displayName, groups: $0.groups)
             },
-            total: total)
+            matched: matched, total: total)
     }
 
     func addAdminRoutes(to group: RouterGroup<CustodyRequestContext>) {

@@ -106,6 +106,9 @@ struct AccountsAnswer: ResponseEncodable {
     }
 
     var accounts: [Account]
+    /// How many accounts match (`accounts` holds the first `limit` of them).
+    var matched: Int
+    /// How many accounts the tenant has.
     var total: Int
 }
 
