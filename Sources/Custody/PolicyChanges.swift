@@ -21,13 +21,51 @@ enum PolicyChanges {
             }
         }
 
-        // Effective policies are shared by many accounts: compare each pair once.
-        var alike: [Pair: Bool] = [:]
-        var changed: [AccountID] = []
         var protection: [PolicyEvent] = []
         var configuration: [PolicyEvent] = []
         let hasConfiguration = !new.bundle.appConfigurations.isEmpty || old?.bundle.appConfigurations.isEmpty == false
         var configurationChanges = ConfigurationChanges(from: old, to: new)
+        // A service with no platform, over a bundle of several, decides nothing without one:
+        // the accounts whose policy changed are named per platform the bundles have, each
+        // event with its platform.
+        if new.isPlatformAmbiguous || old?.isPlatformAmbiguous == true {
+            let platforms = new.bundle.policyPlatforms.union(old?.bundle.policyPlatforms ?? [])
+            for platform in Platform.allCases where platforms.contains(platform) {
+                let changed = changedAccounts(
+                    accounts, from: old.map { on(platform, $0) }, to: on(platform, new))
+                if !changed.isEmpty { events.append(.policyChanged(accounts: changed, platform: platform)) }
+            }
+        } else {
+            let changed = changedAccounts(accounts, from: old, to: new)
+            if !changed.isEmpty { events.append(.policyChanged(accounts: changed)) }
+        }
+        for account in accounts {
+            let required = new.encryptionRequired(account: account).isAllowed
+            if let old, old.encryptionRequired(account: account).isAllowed != required {
+                protection.append(.dataProtectionChanged(account: account, encryptionRequired: required))
+            }
+            if hasConfiguration, configurationChanges.changed(for: account) {
+                configuration.append(.appConfigurationChanged(account: account))
+            }
+        }
+        return events + protection + configuration
+    }
+
+    /// `snapshot`'s bundle evaluated on `platform` (its app and management level kept).
+    private static func on(_ platform: Platform, _ snapshot: PolicySnapshot) -> PolicySnapshot {
+        var context = snapshot.context
+        context.platform = platform
+        return PolicySnapshot(bundle: snapshot.bundle, context: context, precedence: snapshot.precedence)
+    }
+
+    /// The accounts whose effective policy decides something differently in `new` than in
+    /// `old`, in `accounts`' order. Effective policies are shared by many accounts: each pair
+    /// is compared once.
+    private static func changedAccounts(
+        _ accounts: [AccountID], from old: PolicySnapshot?, to new: PolicySnapshot
+    ) -> [AccountID] {
+        var alike: [Pair: Bool] = [:]
+        var changed: [AccountID] = []
         for account in accounts {
             let before = old?.effectivePolicy(for: account)
             let after = new.effectivePolicy(for: account)
@@ -45,16 +83,8 @@ enum PolicyChanges {
             default: same = false
             }
             if !same { changed.append(account) }
-            let required = new.encryptionRequired(account: account).isAllowed
-            if let old, old.encryptionRequired(account: account).isAllowed != required {
-                protection.append(.dataProtectionChanged(account: account, encryptionRequired: required))
-            }
-            if hasConfiguration, configurationChanges.changed(for: account) {
-                configuration.append(.appConfigurationChanged(account: account))
-            }
         }
-        if !changed.isEmpty { events.append(.policyChanged(accounts: changed)) }
-        return events + protection + configuration
+        return changed
     }
 
     private static func normalized(_ entries: [String]) -> [String] {

@@ -58,8 +58,12 @@ extension PolicyEvent {
         case .allowedAccountsChanged(let old, let new):
             list("old", old)
             list("new", new)
-        case .policyChanged(let changed):
+        case .policyChanged(let changed, let platform):
             accounts("accounts", changed)
+            if let platform {
+                writer.key("platform")
+                writer.value(platform.rawValue)
+            }
         case .dataProtectionChanged(let changed, let required):
             account(changed)
             writer.key("encryptionRequired")

@@ -6,8 +6,10 @@ public enum PolicyEvent: Sendable, Hashable {
     /// The tenant's allowed accounts changed (nil: every account is allowed).
     case allowedAccountsChanged(old: [String]?, new: [String]?)
     /// These accounts' effective policies now decide something differently (sorted by how the
-    /// tenant lists them; accounts that became managed or unmanaged included).
-    case policyChanged(accounts: [AccountID])
+    /// tenant lists them; accounts that became managed or unmanaged included). `platform` is
+    /// the one the change is on when the manager decides for no platform over a bundle of
+    /// several (one event per platform); nil when the manager has its platform.
+    case policyChanged(accounts: [AccountID], platform: Platform? = nil)
     /// Whether this account's data must be encrypted flipped: re-protect its data.
     case dataProtectionChanged(account: AccountID, encryptionRequired: Bool)
     /// The app configuration that reaches this account changed.

@@ -548,7 +548,7 @@ public actor PolicyManager {
         let task = Task {
             var last: EffectivePolicy??
             for await event in events {
-                guard case .policyChanged(let accounts) = event, accounts.contains(account) else { continue }
+                guard case .policyChanged(let accounts, _) = event, accounts.contains(account) else { continue }
                 let policy = slot.current.snapshot.effectivePolicy(for: account)
                 if let previous = last, Self.same(previous, policy) { continue }
                 last = .some(policy)

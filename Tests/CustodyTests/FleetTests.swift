@@ -282,7 +282,7 @@ struct FleetTests {
             if case .policyChanged = event { break }
         }
         #expect(
-            heard.contains { if case .policyChanged(let accounts) = $0 { accounts.contains(alice) } else { false } })
+            heard.contains { if case .policyChanged(let accounts, _) = $0 { accounts.contains(alice) } else { false } })
     }
 
     @Test(

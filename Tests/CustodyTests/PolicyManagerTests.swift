@@ -54,6 +54,36 @@ struct PolicyManagerTests {
                 .isEmpty)
     }
 
+    /// Issue 47, item 27: a manager with no platform, over a bundle of iOS and Android
+    /// policies, announced a bundle edit but no account's policy change.
+    @Test(
+        "with no platform, over a bundle of several, policyChanged is announced per platform the change is on",
+        arguments: [
+            ("Contoso All Staff (Android)", Platform.android), ("Contoso All Staff (iOS)", .ios),
+        ])
+    func perPlatform(policy: String, platform: Platform) async throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("bundle"))
+        let manager = PolicyManager(context: EvaluationContext(), database: try CustodyDatabase())
+        try await manager.apply(bundleDirectory: directory.file("bundle"))
+        try directory.edit("bundle/all-staff.json") { text in
+            // printBlocked of the one policy named.
+            let name = text.range(of: #""displayName": "\#(policy)""#)!
+            let setting = text.range(of: #""printBlocked": false"#, range: name.upperBound..<text.endIndex)!
+            return text.replacingCharacters(in: setting, with: #""printBlocked": true"#)
+        }
+        let events = try await manager.apply(bundleDirectory: directory.file("bundle"))
+        let changes = events.compactMap { event -> Platform?? in
+            if case .policyChanged(let accounts, let on) = event, !accounts.isEmpty { return on }
+            return nil
+        }
+        #expect(changes == [platform], "\(events)")
+        #expect(
+            events.first { if case .policyChanged = $0 { true } else { false } }.map {
+                String(decoding: $0.json, as: UTF8.self).contains(#""platform":"\#(platform.rawValue)""#)
+            } == true)
+    }
+
     @Test("an encryption requirement that flips is announced per account, and allowed accounts changes once")
     func protectionAndAllowed() async throws {
         let manager = PolicyManager(context: EvaluationContext(platform: .ios))

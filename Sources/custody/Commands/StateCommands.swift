@@ -15,7 +15,8 @@ struct WatchCommand: AsyncParsableCommand {
             Applies it at once, then probes its *.json files with stat every --interval and reads \
             and applies them again once edits have settled (only when their content changed). \
             Each event is one JSON object per line on standard output: allowedAccountsChanged, \
-            policyChanged (only accounts whose policy decides something differently), \
+            policyChanged (only accounts whose policy decides something differently; with \
+            "platform" when no platform is set and the bundle has several), \
             dataProtectionChanged (encryption requirement flipped: re-protect that account's \
             data), appConfigurationChanged, bundleRejected (the policy in force is unchanged; the \
             errors are file:line:column), wipeRequired, wipeCompleted. Applied and rejected \
