@@ -82,6 +82,41 @@ struct ConsoleTests {
         }
     }
 
+    /// Issue 47, items 23 and 25: after a rollback, Diff offered to undo it as "Roll back to the
+    /// older revision", revisions listed by their last application; and it compared the whole
+    /// tenant as soon as it opened.
+    @Test(
+        "diff: the form first, revisions by first application, a rollback marked, and the button names what it restores"
+    )
+    func diffAfterRollback() async throws {
+        let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
+        let first = try #require(fixture.engine.bundleInForce?.revision)
+        let staff = fixture.bundle + "/all-staff.json"
+        let text = try String(contentsOfFile: staff, encoding: .utf8)
+        try text.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
+            .write(toFile: staff, atomically: true, encoding: .utf8)
+        let second = try await fixture.engine.apply(bundleDirectory: fixture.bundle).bundle.revision
+        try await fixture.engine.rollback(to: first, reason: "printing broke the night shift", by: "test")
+        try await fixture.application().test(.router) { client in
+            let opened = try await client.execute(
+                uri: "/console/views/diff", method: .get, headers: fixture.auth(.admin))
+            #expect(!opened.body.text.contains("setting-changes"), "nothing compared on opening")
+            #expect(opened.body.text.contains("Pick two revisions and Compare"))
+            let html = opened.body.text
+            let newer = try #require(html.range(of: "value=\"\(second)\""))
+            let older = try #require(html.range(of: "value=\"\(first)\""))
+            #expect(newer.lowerBound < older.lowerBound, "newest first by first application")
+            #expect(html.contains("put back by a rollback (printing broke the night shift)"), "\(html)")
+            let compared = try await client.execute(
+                uri: "/console/views/diff?compare=1", method: .get, headers: fixture.auth(.admin))
+            let page = compared.body.text
+            #expect(page.contains("setting-changes"))
+            #expect(page.contains("undoes it"), "\(page)")
+            #expect(page.contains("Put revision \(second.prefix(12)) (first applied "), "\(page)")
+            #expect(!page.contains("Roll back to the older revision"))
+        }
+    }
+
     @Test("search, what-if and its refusals render; GET /v1/accounts answers the same search as JSON")
     func views() async throws {
         let fixture = try await ServiceFixture.make()

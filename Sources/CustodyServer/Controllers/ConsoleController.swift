@@ -334,8 +334,11 @@ struct ConsoleController {
     /// Two kept revisions compared (GET /v1/bundle/history and GET /v1/bundle/diff): the settings
     /// that change, and every decision that flips for whom. Nothing is applied; an admin may
     /// roll back to the older one.
+    ///
+    /// The form comes first: a whole-tenant comparison is made only when asked for (`compare`,
+    /// or a revision named), never on opening the view.
     @Sendable func diff(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        let parameters = try QueryParameters(request.uri, accepting: ["from", "to"])
+        let parameters = try QueryParameters(request.uri, accepting: ["from", "to", "compare"])
         let (from, to) = (
             parameters["from"].flatMap { $0.isEmpty ? nil : $0 }, parameters["to"].flatMap { $0.isEmpty ? nil : $0 }
         )
@@ -344,12 +347,31 @@ struct ConsoleController {
             object["note"] = "The state keeps fewer than two revisions: there is nothing to compare yet."
             return Self.render("diff", object)
         }
+        guard from != nil || to != nil || parameters["compare"] != nil else {
+            object["note"] = "Pick two revisions and Compare: every decision of every account is compared then."
+            return Self.render("diff", object)
+        }
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
-            object["diff"] = try Self.rendered(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
+            var rendered = try Self.rendered(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
+            let history = object["history"] as? [BundleRecord] ?? []
+            // What the rollback button restores, and when that revision was first applied.
+            let restores = history.last { $0.contentHash == diff.from }
+            rendered["fromShort"] = String(diff.from.prefix(12))
+            rendered["fromMade"] = restores.map { answerTime($0.appliedAt) } ?? "a time the history no longer keeps"
+            // A policy in force that a rollback put back: rolling back to the revision it replaced
+            // undoes that rollback. Say so beside the button.
+            if let latest = history.first(where: { $0.result == .applied }), latest.contentHash == diff.to,
+                latest.provenance.isRollback
+            {
+                rendered["undoes"] =
+                    "The revision in force was put back by a rollback (\(latest.provenance.reason ?? "no reason given"), \(answerTime(latest.appliedAt))): rolling back to \(diff.from.prefix(12)) undoes it."
+            }
+            object["diff"] = rendered
         } catch let error as CustodyError {
             object["error"] = error.message
         }
+        object["history"] = nil
         return Self.render("diff", object)
     }
 
@@ -360,6 +382,7 @@ struct ConsoleController {
         let (files, _) = try await PolicyController.bundleFiles(
             request, limit: limits.bodyBytes, takesAllowEmpty: false)
         var object = try await diffForm(context: context, from: nil, to: nil)
+        object["history"] = nil
         object["candidate"] = "\(files.entries.count) file(s), revision \(files.contentHash)"
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(candidate: files) }
@@ -371,19 +394,28 @@ struct ConsoleController {
         return Self.render("diff", object)
     }
 
-    /// The revisions the state keeps, for the form's two lists.
+    /// The revisions the state keeps, for the form's two lists: newest first by when each was
+    /// first applied (a rollback does not move a revision up), one put back by a rollback
+    /// marked with its reason. `history` (newest first) is kept for the caller.
     private func diffForm(context: CustodyRequestContext, from: String?, to: String?) async throws -> [String: Any] {
         let history = try await StateExecutor.run { try engine.bundleHistory(limit: 100) }
+        let applied = history.filter { $0.result == .applied }
+        // Oldest application first: the first one seen of each revision is its first.
+        var firsts: [BundleRecord] = []
         var seen = Set<String>()
-        let revisions = history.filter { $0.result == .applied && seen.insert($0.contentHash).inserted }
+        for record in applied.reversed() where seen.insert(record.contentHash).inserted { firsts.append(record) }
         let inForce = engine.bundleInForce?.revision
         return [
-            "admin": Self.isAdmin(context),
-            "revisions": revisions.map { record -> [String: Any] in
-                [
+            "admin": Self.isAdmin(context), "history": history,
+            "revisions": firsts.reversed().map { record -> [String: Any] in
+                let latest = applied.first { $0.contentHash == record.contentHash }
+                let rollback =
+                    latest.map { $0.provenance.isRollback && $0.id != record.id } == true
+                    ? " · put back by a rollback (\(latest?.provenance.reason ?? "no reason given"))" : ""
+                return [
                     "revision": record.contentHash, "short": String(record.contentHash.prefix(12)),
-                    "label": "\(record.contentHash.prefix(12)) · \(answerTime(record.appliedAt)) · \(record.source)"
-                        + (record.contentHash == inForce ? " (in force)" : ""),
+                    "label": "\(record.contentHash.prefix(12)) · first applied \(answerTime(record.appliedAt)) · \(record.source)"
+                        + rollback + (record.contentHash == inForce ? " (in force)" : ""),
                     "fromSelected": record.contentHash == from, "toSelected": record.contentHash == to,
                 ]
             },
