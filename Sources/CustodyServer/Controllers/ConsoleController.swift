@@ -412,10 +412,11 @@ struct ConsoleController {
                 let rollback =
                     latest.map { $0.provenance.isRollback && $0.id != record.id } == true
                     ? " · put back by a rollback (\(latest?.provenance.reason ?? "no reason given"))" : ""
+                let made = "first applied \(answerTime(record.appliedAt))"
                 return [
                     "revision": record.contentHash, "short": String(record.contentHash.prefix(12)),
-                    "label": "\(record.contentHash.prefix(12)) · first applied \(answerTime(record.appliedAt)) · \(record.source)"
-                        + rollback + (record.contentHash == inForce ? " (in force)" : ""),
+                    "label": "\(record.contentHash.prefix(12)) · \(made) · \(record.source)" + rollback
+                        + (record.contentHash == inForce ? " (in force)" : ""),
                     "fromSelected": record.contentHash == from, "toSelected": record.contentHash == to,
                 ]
             },
