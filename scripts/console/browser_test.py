@@ -86,6 +86,7 @@ try:
     read_token = run("tokens", "create", "--scope", "read", "--name", "console read", "--state", state).stdout.strip()
     admin_token = run("tokens", "create", "--scope", "admin", "--name", "ops lead", "--state", state).stdout.strip()
     revoked = run("tokens", "create", "--scope", "read", "--name", "gone", "--state", state).stdout.strip()
+    decide_token = run("tokens", "create", "--scope", "decide", "--name", "a service", "--state", state).stdout.strip()
     run("tokens", "revoke", revoked.split("_")[1], "--state", state)
 
     server = subprocess.Popen(
@@ -186,7 +187,7 @@ try:
         sign_in(revoked)
         wait.until(lambda b: b.find_element(By.ID, "signin-reason").text != "")
         reason = browser.find_element(By.ID, "signin-reason").text
-        assert "Signed out" in reason and "revoked" in reason.lower(), reason
+        assert "not a valid token" in reason and "revoked" in reason.lower(), reason
         assert browser.execute_script("return sessionStorage.getItem('custody-token')") is None
         shot("sign-in")
 
@@ -202,6 +203,21 @@ try:
         assert read_token not in browser.current_url
         assert browser.execute_script("return sessionStorage.getItem('custody-token')") == read_token
         shot("overview")
+
+    @check("sign in checks the token: not a token, or one that cannot read, is told so; a deep link is kept through sign-in")
+    def signin_checks():
+        for candidate, said in [("not-a-token", "not a valid token"), (decide_token, "cannot read")]:
+            sign_in(candidate)
+            wait.until(lambda b: said in b.find_element(By.ID, "signin-reason").text)
+            assert browser.execute_script("return sessionStorage.getItem('custody-token')") is None, "kept a bad token"
+        browser.get(base + "/console")
+        browser.execute_script("sessionStorage.clear()")
+        browser.get(base + "/console#/accounts?q=bob")
+        wait.until(lambda b: b.find_element(By.ID, "token").is_displayed())
+        browser.find_element(By.ID, "token").send_keys(read_token)
+        browser.find_element(By.CSS_SELECTOR, "#signin-form button").click()
+        wait.until(lambda b: "1 of the 4 accounts" in view_text())
+        assert browser.current_url.endswith("#/accounts?q=bob"), browser.current_url
 
     @check("search an account, open it, find where a setting comes from")
     def account():

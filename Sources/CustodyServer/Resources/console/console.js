@@ -21,10 +21,30 @@
     flash.textContent = "";
     view.innerHTML = signinTemplate;
     document.getElementById("signin-reason").textContent = reason || "";
-    document.getElementById("signin-form").addEventListener("submit", function (event) {
+    // The view asked for is kept through sign-in (a deep link), and the token is checked
+    // before it is kept: one that is no token, or cannot read, is told so here.
+    const wanted = location.hash && location.hash !== "#/overview" ? location.hash : "#/overview";
+    document.getElementById("signin-form").addEventListener("submit", async function (event) {
       event.preventDefault();
-      sessionStorage.setItem(KEY, document.getElementById("token").value.trim());
-      if (location.hash === "#/overview") { route(); } else { location.hash = "#/overview"; }
+      const candidate = document.getElementById("token").value.trim();
+      const said = document.getElementById("signin-reason");
+      let response;
+      try {
+        response = await fetch("/v1/activity", { headers: { Authorization: "Bearer " + candidate } });
+      } catch (error) {
+        said.textContent = "The service cannot be reached: " + error;
+        return;
+      }
+      if (response.status === 401) {
+        said.textContent = "That is not a valid token (" + await errorText(response) + "); custody tokens create makes one.";
+        return;
+      }
+      if (response.status === 403) {
+        said.textContent = "That token cannot read: the console needs a token with the read scope (or admin).";
+        return;
+      }
+      sessionStorage.setItem(KEY, candidate);
+      if (location.hash === wanted) { route(); } else { location.hash = wanted; }
     });
     document.getElementById("token").focus();
   }
