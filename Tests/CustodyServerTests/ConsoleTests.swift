@@ -155,15 +155,58 @@ struct ConsoleTests {
                 #expect((found["accounts"] as? [[String: Any]])?.count == 1, "\(typed)")
             }
             let decided = try await client.execute(
-                uri: "/console/views/whatif?action=print&account=alice%40contoso.com", method: .get,
+                uri: "/console/views/whatif?action=print&account=alice%40contoso.com&decide=1", method: .get,
                 headers: fixture.auth(.read))
             #expect(decided.body.text.contains(">Blocked<") && decided.body.text.contains("printBlocked"))
             let wrong = try await client.execute(
-                uri: "/console/views/whatif?action=print&location=box", method: .get, headers: fixture.auth(.read))
+                uri: "/console/views/whatif?action=print&location=box&decide=1", method: .get,
+                headers: fixture.auth(.read))
             #expect(wrong.status == .ok && wrong.body.text.contains("role=\"alert\""), "\(wrong.body.text)")
+            #expect(wrong.body.text.contains("print does not take Location"), "\(wrong.body.text)")
             let unknown = try await client.execute(
                 uri: "/console/views/accounts/nobody%40contoso.com", method: .get, headers: fixture.auth(.read))
             #expect(unknown.status == .notFound)
+        }
+    }
+
+    /// Issue 47, item 21: what-if could not ask 7 of its 22 actions (share, openFrom, receive,
+    /// copyOut, pasteIn, offlineAccess, openURL), and launch took no facts. The form is built
+    /// from the query schema of the OpenAPI document: every action, every field it takes.
+    @Test(
+        "what-if asks every action the query schema has, with the fields it takes",
+        arguments: [
+            ("share", "owner=alice%40contoso.com&targets=com.contoso.expenses,com.example.notes", true),
+            ("openFrom", "receiver=alice%40contoso.com&location=box&locationAccount=alice%40contoso.com", true),
+            ("receive", "receiver=alice%40contoso.com&dataOwner=bob%40contoso.com", true),
+            ("copyOut", "owner=alice%40contoso.com&destinationManaged=false&length=12", true),
+            ("pasteIn", "owner=alice%40contoso.com&sourceManaged=false", true),
+            ("offlineAccess", "account=alice%40contoso.com&offlineFor=PT13H", true),
+            ("openURL", "account=alice%40contoso.com&url=tel%3A%2B15550100", true),
+            ("launch", "account=alice%40contoso.com&facts=%7B%22osVersion%22%3A%2217.4%22%7D", true),
+            ("copyOut", "owner=alice%40contoso.com&destinationManaged=maybe", false),
+            ("launch", "account=alice%40contoso.com&facts=osVersion%3D17", false),
+            ("saveTo", "owner=alice%40contoso.com", false),
+        ])
+    func whatIfEveryAction(action: String, fields: String, decides: Bool) async throws {
+        let form = WhatIfForm.served
+        #expect(form.actions.count == DecisionAction.allCases.count, "every action, no other")
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            let shown = try await client.execute(
+                uri: "/console/views/whatif?action=\(action)", method: .get, headers: fixture.auth(.read))
+            for field in try #require(form.action(named: action)).fields {
+                #expect(shown.body.text.contains("name=\"\(field.name)\""), "\(action) asks \(field.name)")
+            }
+            let page = try await client.execute(
+                uri: "/console/views/whatif?action=\(action)&\(fields)&decide=1", method: .get,
+                headers: fixture.auth(.read))
+            #expect(page.status == .ok)
+            if decides {
+                #expect(page.body.text.contains("id=\"decision\""), "\(page.body.text)")
+            } else {
+                #expect(page.body.text.contains("role=\"alert\""), "\(page.body.text)")
+                #expect(!page.body.text.contains("column"), "a sentence about the form: \(page.body.text)")
+            }
         }
     }
 

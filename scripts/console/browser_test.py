@@ -254,10 +254,10 @@ try:
 
     @check("what-if: saveTo box for alice is blocked, with the reason, the setting and the rule")
     def what_if():
-        visit("/whatif", "[name=\'owner\']")
-        Select(browser.find_element(By.NAME, "action")).select_by_value("saveTo")
+        visit("/whatif", "[name=\'action\']")
+        drawn_after(lambda: Select(browser.find_element(By.NAME, "action")).select_by_value("saveTo"), "[name='owner']")
         browser.find_element(By.NAME, "owner").send_keys("alice@contoso.com")
-        browser.find_element(By.NAME, "location").send_keys("box")
+        Select(browser.find_element(By.NAME, "location")).select_by_value("box")
         browser.find_element(By.NAME, "locationAccount").send_keys("alice@contoso.com")
         drawn_after(browser.find_element(By.CSS_SELECTOR, "form[data-view] button").click, "#decision")
         assert browser.find_element(By.ID, "decision").text == "Blocked"
@@ -447,7 +447,7 @@ try:
         assert width <= 400, f"the grid is {width} px wide"
         shot("grid-phone")
         for address, selector in [("/diff", "[name='from']"), ("/overview", "#revision"), ("/events", "#events-status"),
-                                  ("/whatif", "[name='owner']"), ("/accounts", "[name='q']")]:
+                                  ("/whatif?action=saveTo", "[name='owner']"), ("/accounts", "[name='q']")]:
             visit(address, selector)
             width = browser.execute_script("return document.documentElement.scrollWidth")
             assert width <= 400, f"{address} is {width} px wide on a phone"

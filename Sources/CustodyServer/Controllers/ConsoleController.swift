@@ -519,18 +519,38 @@ struct ConsoleController {
 
     /// One query, decided as POST /v1/decisions decides it, with the rule behind the answer.
     @Sendable func whatIf(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        let fields = ["account", "owner", "location", "locationAccount", "target"]
-        let parameters = try QueryParameters(request.uri, accepting: ["action", "platform"] + fields)
-        let action = parameters["action"]
+        let form = WhatIfForm.served
+        let parameters = try QueryParameters(
+            request.uri, accepting: ["action", "platform", "decide"] + form.fieldNames)
+        let named = parameters["action"]
+        let chosen = named.flatMap(form.action(named:))
         var object: [String: Any] = [
-            "actions": DecisionAction.allCases.map { ["name": $0.rawValue, "selected": $0.rawValue == action] },
+            "actions": form.actions.map { ["name": $0.name, "selected": $0.name == chosen?.name] },
             "ios": parameters["platform"] == "ios", "android": parameters["platform"] == "android",
             "windows": parameters["platform"] == "windows",
         ]
-        for field in fields { object[field] = parameters[field] ?? "" }
-        guard let action else { return Self.render("whatif", object) }
-        var query: [String: String] = ["action": action]
-        for field in fields { if let value = parameters[field], !value.isEmpty { query[field] = value } }
+        if let named, chosen == nil {
+            object["error"] = "There is no action '\(named)': pick one from the list."
+            return Self.render("whatif", object)
+        }
+        guard let chosen else { return Self.render("whatif", object) }
+        object["description"] = chosen.description
+        object["fields"] = chosen.fields.map { Self.formField($0, value: parameters[$0.name] ?? "") }
+        var values: [String: String] = [:]
+        for name in form.fieldNames { values[name] = parameters[name] }
+        let taken = Set(chosen.fields.map(\.name))
+        if let other = form.fieldNames.first(where: { !taken.contains($0) && !(values[$0] ?? "").isEmpty }) {
+            object["error"] = "\(chosen.name) does not take \(WhatIfForm.label(other))."
+            return Self.render("whatif", object)
+        }
+        guard parameters["decide"] != nil else { return Self.render("whatif", object) }
+        let query: [String: Any]
+        switch form.query(for: chosen, values: values) {
+        case .success(let built): query = built
+        case .failure(let error):
+            object["error"] = error.message
+            return Self.render("whatif", object)
+        }
         let line = try JSONSerialization.data(withJSONObject: query, options: [.sortedKeys, .withoutEscapingSlashes])
         let evaluation = try parameters.evaluationContext(over: engine.context)
         var session = try engine.decisionSession(
@@ -543,16 +563,58 @@ struct ConsoleController {
         let answer = try JSONSerialization.jsonObject(with: Data(output)) as? [String: Any] ?? [:]
         object["query"] = String(decoding: line, as: UTF8.self)
         if let error = answer["error"] as? String {
-            object["error"] = error
+            // About the form, not the JSON it was sent as: no line and column of a text no one wrote.
+            let sentence = error.replacingOccurrences(
+                of: #"^line \d+, column \d+: "#, with: "", options: .regularExpression)
+            object["error"] = "The query was refused: \(sentence)"
         } else {
+            // A launch answers an outcome, an openURL where it opens; the rest allowed or not.
             let allowed = answer["allowed"] as? Bool ?? false
+            let outcome = (answer["outcome"] as? String).map { " (\($0))" } ?? ""
             object["answer"] = [
-                "query": String(decoding: line, as: UTF8.self), "verdict": allowed ? "Allowed" : "Blocked",
+                "query": String(decoding: line, as: UTF8.self), "verdict": (allowed ? "Allowed" : "Blocked") + outcome,
                 "verdictClass": allowed ? "allow" : "block", "reason": answer["reason"] as? String ?? "",
                 "setting": answer["setting"] as? String ?? "—", "rule": answer["rule"] as? String ?? "—",
                 "basis": answer["basis"] as? String ?? "", "source": answer["source"] as? String ?? "",
             ]
         }
         return Self.render("whatif", object)
+    }
+
+    /// One field of the what-if form as the template draws it: a list of choices, a text area
+    /// (a JSON object) or a line, with its value kept.
+    private static func formField(_ field: WhatIfForm.Field, value: String) -> [String: Any] {
+        var drawn: [String: Any] = [
+            "name": field.name, "value": value, "help": field.help ?? "",
+            "label": WhatIfForm.label(field.name) + (field.required ? " (required)" : ""),
+        ]
+        func choices(_ options: [(value: String, text: String)]) -> [[String: Any]] {
+            options.map { ["value": $0.value, "text": $0.text, "selected": $0.value == value] }
+        }
+        switch field.kind {
+        case .choice(let values):
+            drawn["isChoice"] = true
+            drawn["choices"] = choices([("", "—")] + values.map { ($0, $0) })
+        case .flag:
+            drawn["isChoice"] = true
+            drawn["choices"] = choices([("", "—"), ("true", "yes"), ("false", "no")])
+        case .object:
+            drawn["isArea"] = true
+        case .account:
+            drawn["isInput"] = true
+            drawn["placeholder"] = "a UPN or an object id"
+        case .accounts:
+            drawn["isInput"] = true
+            drawn["placeholder"] = "accounts, comma-separated"
+        case .list:
+            drawn["isInput"] = true
+            drawn["placeholder"] = "app ids, comma-separated"
+        case .number:
+            drawn["isInput"] = true
+            drawn["placeholder"] = "a whole number"
+        case .text:
+            drawn["isInput"] = true
+        }
+        return drawn
     }
 }

@@ -141,6 +141,13 @@
         location.hash = "#" + form.dataset.view + (query.length > 0 ? "?" + query.join("&") : "");
       });
     }
+    // The what-if form draws the fields of the action picked.
+    const picked = document.getElementById("whatif-action");
+    if (picked) {
+      picked.addEventListener("change", function () {
+        location.hash = "#/whatif" + (picked.value ? "?action=" + encodeURIComponent(picked.value) : "");
+      });
+    }
     const candidate = document.getElementById("candidate-form");
     if (candidate) { candidate.addEventListener("submit", compareCandidate); }
     for (const button of view.querySelectorAll("button[data-action]")) {
