@@ -308,18 +308,25 @@ struct ConsoleController {
                                 "cells": row.cells.map { cell -> [String: Any] in
                                     let required = cell.query.action == "encryptionRequired"
                                     let (yes, no) = required ? ("require it", "do not") : ("allowed", "blocked")
+                                    // "All" only of every member: on a partial count, of those counted.
+                                    let all = grid.counted < grid.members ? "all \(grid.counted) counted" : "all"
                                     var rendered: [String: Any] = [
                                         "column": cell.column,
                                         "class": cell.blocked == 0
                                             ? (required ? "block" : "allow")
                                             : cell.allowed == 0 ? (required ? "allow" : "block") : "mixed",
                                         "summary": cell.blocked == 0
-                                            ? "all \(yes)"
+                                            ? "\(all) \(yes)"
                                             : cell.allowed == 0
-                                                ? "all \(no)" : "\(cell.allowed) \(yes), \(cell.blocked) \(no)",
+                                                ? "\(all) \(no)" : "\(cell.allowed) \(yes), \(cell.blocked) \(no)",
                                         "reasons": cell.reasons.map { ["reason": $0.reason, "members": $0.members] },
                                     ]
                                     if !cell.blockedMembers.isEmpty {
+                                        // The first few: say how many of how many.
+                                        let shown = cell.blockedMembers.count
+                                        rendered["blockedLabel"] =
+                                            shown < cell.blocked
+                                            ? "Blocked (the first \(shown) of \(cell.blocked))" : "Blocked"
                                         rendered["blockedMembers"] = cell.blockedMembers.joined(separator: ", ")
                                     }
                                     return rendered
