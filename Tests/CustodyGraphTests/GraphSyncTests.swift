@@ -74,7 +74,9 @@ func standardTenant() throws -> FakeTenant {
     return tenant
 }
 
-/// Settings for `server` at `base`: fast backoff, short timeouts.
+/// Settings for `server` at `base`: fast backoff, timeouts short but long enough that a
+/// loaded 2-core run never times out a request the server answers (at 3 s one did, and its
+/// retry made one request and one wait too many). Tests of timeouts set their own.
 func settings(_ base: String, credential: GraphCredential = .secret("s3cret-value")) throws -> GraphSettings {
     var settings = try GraphSettings(
         tenantID: "contoso.onmicrosoft.com", clientID: "client-1", credential: credential, authority: base,
@@ -82,8 +84,8 @@ func settings(_ base: String, credential: GraphCredential = .secret("s3cret-valu
     settings.initialBackoff = .milliseconds(200)
     settings.maximumBackoff = .seconds(2)
     settings.maximumAttempts = 4
-    settings.requestTimeout = .seconds(3)
-    settings.connectTimeout = .seconds(2)
+    settings.requestTimeout = .seconds(10)
+    settings.connectTimeout = .seconds(5)
     return settings
 }
 

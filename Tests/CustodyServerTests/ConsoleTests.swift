@@ -91,11 +91,15 @@ struct ConsoleTests {
     func diffAfterRollback() async throws {
         let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
         let first = try #require(fixture.engine.bundleInForce?.revision)
-        let staff = fixture.bundle + "/all-staff.json"
+        // The edit is applied from a copy: the service watches the directory the bundle in
+        // force came from, which after the rollback is the first one's, unedited.
+        let scratch = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: fixture.bundle, toPath: scratch.file("edited"))
+        let staff = scratch.file("edited") + "/all-staff.json"
         let text = try String(contentsOfFile: staff, encoding: .utf8)
         try text.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
             .write(toFile: staff, atomically: true, encoding: .utf8)
-        let second = try await fixture.engine.apply(bundleDirectory: fixture.bundle).bundle.revision
+        let second = try await fixture.engine.apply(bundleDirectory: scratch.file("edited")).bundle.revision
         try await fixture.engine.rollback(to: first, reason: "printing broke the night shift", by: "test")
         try await fixture.application().test(.router) { client in
             let opened = try await client.execute(
