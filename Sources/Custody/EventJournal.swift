@@ -36,6 +36,10 @@ final class EventJournal: Sendable {
     private let order = Locked<Void>(())
     /// The newest id recorded or delivered; written under `order`, read without it.
     private let last: Atomic<Int64>
+    /// The newest id other processes recorded that `advance(to:)` was told of while `order`
+    /// was held (a publisher recording its own events): applied by that publisher, or the next
+    /// caller, so that hearing of others' events never waits for a write.
+    private let pendingAdvance = Atomic<Int64>(0)
     /// The newest events, encoded once, for readers that follow the log by id.
     private let recentEvents: Locked<RecentEvents>
     private let clock: @Sendable () -> Date
@@ -93,6 +97,7 @@ final class EventJournal: Sendable {
 
     /// Called under `order`.
     private func deliver(_ events: [PolicyEvent], records: [EventRecord], ids: [Int64]?) {
+        defer { applyPendingAdvance() }
         hub.publish(events)
         guard let ids else { return }
         logged.publish(zip(ids, events).map { LoggedEvent(id: $0, event: $1) })
@@ -120,14 +125,28 @@ final class EventJournal: Sendable {
 
     /// Notes that the state's log holds events up to `newest` that other processes recorded:
     /// readers are woken to read them from the log.
+    ///
+    /// Never waits: when a publisher holds `order` (its write may be waiting for the state),
+    /// the id is left for it to apply once it has delivered its own.
     func advance(to newest: Int64) {
-        order.withLock { _ in
-            guard newest > last.load(ordering: .relaxed) else { return }
-            last.store(newest, ordering: .releasing)
-            // Those events are in the log only: a reader after an older id reads the log.
-            recentEvents.withLock { $0.skip(to: newest) }
-            notifications.publish([newest])
+        var pending = pendingAdvance.load(ordering: .relaxed)
+        while newest > pending {
+            let (exchanged, original) = pendingAdvance.compareExchange(
+                expected: pending, desired: newest, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            pending = original
         }
+        _ = order.withLockIfAvailable { _ in applyPendingAdvance() }
+    }
+
+    /// Called under `order`: the events other processes recorded up to the pending id are in
+    /// the log only; readers after an older id are woken to read it.
+    private func applyPendingAdvance() {
+        let newest = pendingAdvance.load(ordering: .acquiring)
+        guard newest > last.load(ordering: .relaxed) else { return }
+        last.store(newest, ordering: .releasing)
+        recentEvents.withLock { $0.skip(to: newest) }
+        notifications.publish([newest])
     }
 
     /// The events after `id` among the newest ones kept in memory, oldest first, at most

@@ -580,7 +580,10 @@ public actor PolicyManager {
     /// Catches up with the events other processes recorded in the state: readers of the event
     /// log are woken to read them. Cheap when nothing changed (one read). (A bundle they applied
     /// comes through the change log: `adoptStoredBundle()`.)
-    public func catchUp() {
+    ///
+    /// Nonisolated, and never waits for a bundle being recorded here: the follower that calls
+    /// it keeps the replica's contact with the state current meanwhile.
+    public nonisolated func catchUp() {
         guard let database, let newest = try? database.eventBounds().newest, newest > journal.lastID else { return }
         journal.advance(to: newest)
     }

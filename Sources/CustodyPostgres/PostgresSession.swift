@@ -169,8 +169,14 @@ final class PostgresSessions: Sendable {
                     answered()
                     if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
                 }
+                // A write the server stopped (a lock or statement timeout, a deadlock) was rolled
+                // back: say so, as the transaction deadline's refusal does.
+                let rolledBack =
+                    transaction && !committing && Self.code(of: error) == .unavailable
+                    ? "; the transaction was rolled back, nothing was changed" : ""
                 throw StoreError(
-                    Self.code(of: error), "\(what) failed: \(Self.describe(error))", path: settings.redacted)
+                    Self.code(of: error), "\(what) failed: \(Self.describe(error))\(rolledBack)",
+                    path: settings.redacted)
             }
         }
     }
@@ -395,6 +401,9 @@ final class PostgresSessions: Sendable {
     static func describe(_ error: any Error) -> String {
         if error is PostgresTimeout { return "the database did not answer in time" }
         guard let error = error as? PSQLError else { return "\(error)" }
+        if error.serverInfo?[.sqlState] == "55P03" {
+            return "another writer held a lock this write needs for \(PostgresSettings.lockTimeout) (SQLSTATE 55P03)"
+        }
         if let message = error.serverInfo?[.message] {
             return message + (error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")
         }

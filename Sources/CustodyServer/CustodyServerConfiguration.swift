@@ -171,6 +171,32 @@ public struct HostCheck: Sendable, Hashable {
         return host
     }
 
+    /// Whether `value` is one host and an optional port (1 to 65535), as a `Host` must be.
+    static func isValid(_ value: String) -> Bool {
+        var host = Substring(value)
+        var port: Substring?
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let rest = host[host.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return false }
+                port = rest.dropFirst()
+            }
+            host = host[...close]
+        } else if let colon = host.lastIndex(of: ":") {
+            guard host.filter({ $0 == ":" }).count == 1 else { return false }
+            port = host[host.index(after: colon)...]
+            host = host[..<colon]
+        }
+        if let port {
+            guard let number = Int(port), (1...65_535).contains(number), port.allSatisfy(\.isASCII) else {
+                return false
+            }
+        }
+        return !host.isEmpty
+            && host.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0 != "/" && $0 != "@" }
+    }
+
     /// Whether a request whose `Host` is `value` may be answered.
     func allows(_ value: String) -> Bool {
         guard let names else { return true }

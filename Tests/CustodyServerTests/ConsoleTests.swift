@@ -152,11 +152,17 @@ struct ConsoleTests {
             let bob = (byName["accounts"] as? [[String: Any]])?.first
             #expect(bob?["upn"] as? String == "bob@contoso.com" && bob?["displayName"] as? String == "Bob Okafor")
             // Spaces at either end and runs of them do not stop a match (what a person types).
-            for typed in ["%20bob%20okafor%20", "BOB%20%20OKAFOR", "okafor%09"] {
+            for typed in ["%20bob%20okafor%20", "BOB%20%20OKAFOR", "okafor%20%20"] {
                 let found = try object(
                     try await client.execute(uri: "/v1/accounts?q=\(typed)", method: .get, headers: fixture.auth(.read))
                 )
                 #expect((found["accounts"] as? [[String: Any]])?.count == 1, "\(typed)")
+            }
+            // A control or bidirectional character is refused, not trimmed (issue 47).
+            for typed in ["okafor%09", "%E2%80%A8okafor", "okafor%E2%80%AE"] {
+                let refused = try await client.execute(
+                    uri: "/v1/accounts?q=\(typed)", method: .get, headers: fixture.auth(.read))
+                #expect(refused.status == .badRequest, "\(typed)")
             }
             let decided = try await client.execute(
                 uri: "/console/views/whatif?action=print&account=alice%40contoso.com&decide=1", method: .get,

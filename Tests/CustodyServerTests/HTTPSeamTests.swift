@@ -488,6 +488,16 @@ struct HostCheckTests {
             ("GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
             ("GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", [200], nil),
             ("GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", [404], "not-found"),
+            // RFC 9112 §3.2: two Hosts, or one that is not host[:port], are a 400.
+            (
+                "GET /readyz HTTP/1.1\r\nHost: localhost\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+                [400], "malformed-request"
+            ),
+            ("GET /readyz HTTP/1.1\r\nHost: localhost:abc\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
+            ("GET /readyz HTTP/1.1\r\nHost: localhost:99999\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
+            // Answers from below the routes are nosniff too.
+            ("CONNECT x:1 HTTP/1.1\r\nHost: localhost\r\n\r\n", [501], nil),
+            ("POST /v1/decisions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999\r\n\r\n", [413], "too-large"),
         ] as [(String, [Int], String?)])
     func live(request: String, statuses: [Int], code: String?) async throws {
         let fixture = try await ServiceFixture.make {

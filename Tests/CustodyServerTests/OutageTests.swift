@@ -111,7 +111,8 @@ struct OutageTests {
         let revision = try #require(engine.bundleInForce?.revision)
         let decide = try engine.createToken(scopes: [.decide]).bearer
         let admin = try engine.createToken(scopes: [.admin]).bearer
-        let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(10)) }
+        // Stale after 1 s: a follower held up by the write (it once waited on the manager) would show.
+        let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
         defer { follower.cancel() }
         let other = try PostgresState(url: url)
         defer { other.close() }

@@ -686,6 +686,30 @@ struct StaleApplyTests {
         #expect(logged.count == 2, "one for each bundle, none twice: \(logged.map(\.name))")
     }
 
+    /// From the outside run of issue 47: a service restarted after a rollback watched the
+    /// directory the rolled-back-to revision was first applied from, which held the newer
+    /// bundle, and put it back in force without a word.
+    @Test("after a rollback, a restarted engine does not watch the directory the rollback moved away from")
+    func rollbackSurvivesRestart() async throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state.sqlite")
+        try TestBundle().write(to: directory.file("bundle"))
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        let first = try await engine.apply(bundleDirectory: directory.file("bundle")).bundle.revision
+        try TestBundle(printBlockedA: true).write(to: directory.file("bundle"))
+        try await engine.apply(bundleDirectory: directory.file("bundle"))
+        try await engine.rollback(to: first, reason: "printing broke", by: "test")
+        let restarted = try await CustodyEngine.open(
+            CustodyConfiguration(state: .path(state), context: EvaluationContext(platform: .ios)))
+        #expect(restarted.bundleInForce?.revision == first)
+        let watch = restarted.watch(interval: .milliseconds(20))
+        defer { watch.cancel() }
+        #expect(watch.directory == nil, "the rolled-back directory is not watched")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(restarted.bundleInForce?.revision == first, "the rollback stays")
+    }
+
     @Test("a bundle directory given as a relative path is recorded as the absolute path it names")
     func relativeSource() async throws {
         let directory = try TemporaryDirectory()

@@ -76,7 +76,7 @@ actor ChangeApplier {
         guard bounds.newest > revision else {
             // Events other processes recorded without a change (a bundle they refused, an
             // offline wipe announced) still reach this engine's event-log readers.
-            await manager.catchUp()
+            manager.catchUp()
             return (0, false)
         }
         if let oldest = bounds.oldest, oldest > revision + 1 {
@@ -111,7 +111,7 @@ actor ChangeApplier {
             applied += changes.count
             replica.withLock { $0.revision = last.revision }
         }
-        await manager.catchUp()
+        manager.catchUp()
         return (applied, settingChanged)
     }
 

@@ -704,12 +704,19 @@ extension CustodyEngine {
     /// the policy in force is the state's, and the directory another process applied it from
     /// is that process's. A copy at the same path here may hold another version, which would
     /// be put in force for every replica. Nor is one watched with `recordedDirectory` false:
-    /// for a service whose policy comes from elsewhere (Microsoft Graph).
+    /// for a service whose policy comes from elsewhere (Microsoft Graph). Nor when a rollback
+    /// put the policy in force: its directory holds what was rolled back from, and watching it
+    /// would undo the rollback at the next start (a notice says so).
     public func watch(
         bundleDirectory directory: String? = nil, recordedDirectory: Bool = true, interval: Duration = .seconds(1),
         offlineCheckInterval: Duration = .seconds(60)
     ) -> Watch {
         let watched = directory ?? (recordedDirectory ? recordedBundleDirectory : nil)
+        if directory == nil, recordedDirectory, let inForce = bundleInForce, inForce.provenance.isRollback {
+            manager.logger.notice(
+                "the policy in force was put back by a rollback: the directory it came from is not watched (apply it, or serve --bundle it, to resume from it)",
+                metadata: ["revision": "\(inForce.revision)", "directory": "\(inForce.source)"])
+        }
         let events = manager.events()
         var tasks = [manager.startOfflineChecks(every: offlineCheckInterval)]
         if let watched { tasks.append(manager.watch(bundleDirectory: watched, interval: interval)) }
@@ -719,7 +726,9 @@ extension CustodyEngine {
     /// The directory the bundle in force was applied from, when it is a directory on this
     /// machine and the state is this machine's own; nil otherwise (see `watch`).
     var recordedBundleDirectory: String? {
-        guard !database.notifiesChanges, let inForce = bundleInForce, !inForce.isOverride else { return nil }
+        guard !database.notifiesChanges, let inForce = bundleInForce, !inForce.isOverride,
+            !inForce.provenance.isRollback
+        else { return nil }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: inForce.source, isDirectory: &isDirectory), isDirectory.boolValue
         else { return nil }

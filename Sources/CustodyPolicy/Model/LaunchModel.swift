@@ -516,8 +516,15 @@ public struct LaunchCondition: Sendable, Hashable {
         case let .maximumCount(fact, limit):
             return judge(facts.count(fact).map { $0 > limit }, missing: fact)
         case .knoxAttested:
-            guard let manufacturer = facts.deviceManufacturer else { return .missing(.deviceManufacturer) }
-            guard manufacturer.trimmingSpaces.lowercased() == "samsung" else { return .blocks(.deviceManufacturer) }
+            // Every device answers to it: one another manufacturer made is blocked (it cannot
+            // accept Knox's terms), and a failed attestation fails whoever made the device.
+            if let manufacturer = facts.deviceManufacturer, manufacturer.trimmingSpaces.lowercased() != "samsung" {
+                return .blocks(.deviceManufacturer)
+            }
+            if facts.knoxAttested == false { return .fails }
+            guard facts.deviceManufacturer != nil else {
+                return .missing(facts.knoxAttested == nil ? .knoxAttested : .deviceManufacturer)
+            }
             return judge(facts.knoxAttested.map { !$0 }, missing: .knoxAttested)
         case .knoxAttestedWhereSupported:
             guard let manufacturer = facts.deviceManufacturer else { return .missing(.deviceManufacturer) }

@@ -33,6 +33,17 @@ package struct Locked<Value>: @unchecked Sendable {
             return try body(&value.pointee)
         }
     }
+
+    /// `body` under the lock if it is free now; nil, without waiting, when another holds it.
+    @inlinable
+    package func withLockIfAvailable<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result? {
+        try storage.withUnsafeMutablePointers { value, words in
+            let mutex = UnsafeMutableRawPointer(words).assumingMemoryBound(to: pthread_mutex_t.self)
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
+    }
 }
 
 /// The value (header) and its mutex (the elements: words bound to `pthread_mutex_t`) of a

@@ -37,7 +37,7 @@ struct BundleController {
 
     @Sendable func kept(_ request: Request, context: CustodyRequestContext) async throws -> KeptAnswer {
         _ = try QueryParameters(request.uri, accepting: [])
-        let revision = context.parameters.get("revision") ?? ""
+        let revision = try Self.revision(context.parameters.get("revision") ?? "", parameter: "revision")
         let stored = try await StateExecutor.run { try engine.keptBundle(revision) }
         return KeptAnswer(bundle: KeptBundleAnswer(stored))
     }
@@ -46,8 +46,8 @@ struct BundleController {
     /// it), each a kept revision or its first 8+ hex digits.
     @Sendable func diff(_ request: Request, context: CustodyRequestContext) async throws -> DiffAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["from", "to"])
-        let from = parameters["from"]
-        let to = parameters["to"]
+        let from = try parameters["from"].map { try Self.revision($0, parameter: "from") }
+        let to = try parameters["to"].map { try Self.revision($0, parameter: "to") }
         let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
         return DiffAnswer(diff: diff)
     }
@@ -70,6 +70,7 @@ struct BundleController {
     @Sendable func rollback(_ request: Request, context: CustodyRequestContext) async throws -> BundleApplied {
         _ = try QueryParameters(request.uri, accepting: [])
         let body = try await Self.object(request, limit: limits.bodyBytes, keys: ["revision", "reason"])
+        _ = try Self.revision(body["revision"]!, parameter: "revision")
         let result = try await StateExecutor.run {
             try await engine.rollback(
                 to: body["revision"]!, reason: body["reason"]!, by: context.identity?.operatorName)
@@ -103,6 +104,20 @@ struct BundleController {
     }
 
     /// A JSON object of exactly `keys`, each a non-empty string: anything else is a 400 naming it.
+    /// A revision a request names: 8 to 64 lower-case hex digits (a kept revision or its
+    /// start), else a 400 `invalid-parameter` naming where it was given.
+    static func revision(_ text: String, parameter: String) throws(ServiceError) -> String {
+        guard (8...64).contains(text.utf8.count),
+            text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+        else {
+            throw ServiceError.badParameter(
+                parameter,
+                "'\(String(text.prefix(80)).escapingControlCharacters)' is not a revision (8 to 64 lower-case hex digits)"
+            )
+        }
+        return text
+    }
+
     static func object(_ request: Request, limit: Int, keys: [String]) async throws -> [String: String] {
         try object(Array(buffer: try await request.body.collect(upTo: limit)), keys: keys)
     }

@@ -176,7 +176,10 @@ struct ConsoleController {
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let parameters = try QueryParameters(request.uri, accepting: ["q"])
         let query = parameters["q"] ?? ""
-        guard query.utf8.count <= 256 else { throw ServiceError.badParameter("q", "must be at most 256 bytes") }
+        guard query.utf8.count <= 256, !query.unicodeScalars.contains(where: isUnprintable) else {
+            throw ServiceError.badParameter(
+                "q", "must be at most 256 bytes, without control, line-separator or bidirectional characters")
+        }
         let (matches, matched, total) = try engine.searchAccounts(query, limit: 100)
         return Self.render(
             "accounts",

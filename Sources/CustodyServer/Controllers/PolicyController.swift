@@ -30,6 +30,10 @@ struct PolicyController {
         let query = parameters["q"] ?? ""
         // As the OpenAPI document says: what a search box sends, not a document.
         guard query.utf8.count <= 256 else { throw ServiceError.badParameter("q", "must be at most 256 bytes") }
+        guard !query.unicodeScalars.contains(where: isUnprintable) else {
+            throw ServiceError.badParameter(
+                "q", "may not hold a control, line-separator or bidirectional-formatting character")
+        }
         let (matches, matched, total) = try engine.searchAccounts(query, limit: limit)
         return AccountsAnswer(
             accounts: matches.map {

@@ -118,6 +118,13 @@ struct RequestMiddleware: RouterMiddleware {
                 .badRequest, .malformedRequest, "the request has no Host header (RFC 9112 §3.2 requires one)",
                 headers: [.connection: "close"])
         }
+        // RFC 9112 §3.2: more than one Host, or one that is not a valid host and port, is a 400.
+        // (The first Host is the authority; any other stays among the header fields.)
+        guard request.headers[values: HTTPField.Name("Host")!].isEmpty, HostCheck.isValid(host) else {
+            throw ServiceError(
+                .badRequest, .malformedRequest,
+                "the request's Host is not one valid host[:port] (RFC 9112 §3.2)", headers: [.connection: "close"])
+        }
         guard check.allows(host) else {
             throw ServiceError(
                 .misdirectedRequest, .misdirectedRequest,

@@ -143,9 +143,14 @@ struct LaunchBoundaryTests {
             Row(
                 members: #""appActionIfSamsungKnoxAttestationRequired": "warn""#,
                 facts: #"{"deviceManufacturer": "samsung", "knoxAttested": true}"#, outcome: .allow),
+            // A failed attestation fails whoever made the device (the settings "apply to all
+            // targeted devices"); a pass needs the maker, since only Samsung can pass.
             Row(
                 members: #""appActionIfSamsungKnoxAttestationRequired": "wipe""#,
-                facts: #"{"knoxAttested": false}"#, outcome: .block, missing: .deviceManufacturer),
+                facts: #"{"knoxAttested": false}"#, outcome: .wipe),
+            Row(
+                members: #""appActionIfSamsungKnoxAttestationRequired": "block""#,
+                facts: #"{"knoxAttested": true}"#, outcome: .block, missing: .deviceManufacturer),
         ])
     func knoxOnSupportedDevices(row: Row) throws {
         try Self.verify(row)
