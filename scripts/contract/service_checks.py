@@ -355,7 +355,7 @@ def expectation():
     for path, item in DOC["paths"].items():
         for method in item:
             status, headers, body = raw_exchange(
-                f"{method.upper()} {concrete(path)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nExpect: a-miracle\r\n"
+                f"{method.upper()} {concrete(path)} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\nExpect: a-miracle\r\n"
                 f"Content-Length: 0\r\n\r\n".encode())
             expect(status == 417 and "417" in item[method]["responses"], f"{method.upper()} {path}: {status}")
             expect(ERROR.is_valid(json.loads(body)) and json.loads(body)["code"] == "expectation-failed", f"body {body[:200]!r}")
@@ -366,7 +366,7 @@ def big_headers():
     for path, item in DOC["paths"].items():
         for method in item:
             for extra in ["X-Big: " + "a" * 17000 + "\r\n", "".join(f"X-F{i}: v\r\n" for i in range(101))]:
-                status, _, body = raw_exchange(f"{method.upper()} {concrete(path)} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+                status, _, body = raw_exchange(f"{method.upper()} {concrete(path)} HTTP/1.1\r\nHost: localhost\r\n{extra}\r\n".encode())
                 expect(status == 431 and "431" in item[method]["responses"], f"{method.upper()} {path}: {status}")
                 expect(ERROR.is_valid(json.loads(body)) and json.loads(body)["code"] == "headers-too-large", f"body {body[:200]!r}")
 
@@ -376,7 +376,7 @@ def too_large():
     for path, item in DOC["paths"].items():
         for method in item:
             status, _, body = raw_exchange(
-                f"{method.upper()} {concrete(path)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"{method.upper()} {concrete(path)} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n"
                 f"Expect: 100-continue\r\nContent-Length: {64 << 20}\r\n\r\n".encode())
             expect(status == 413 and "413" in item[method]["responses"], f"{method.upper()} {path}: {status}")
             expect(ERROR.is_valid(json.loads(body)) and json.loads(body)["code"] == "too-large", f"body {body[:200]!r}")
@@ -389,7 +389,7 @@ def body_timeout():
     for method, path in [("post", "/v1/decisions"), ("post", "/v1/decisions/receive"), ("put", "/v1/bundle"), ("post", "/v1/protect")]:
         target = path + ("?owner=alice%40contoso.com" if path == "/v1/protect" else "")
         status, headers, body = raw_exchange(
-            f"{method.upper()} {target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n{{".encode(),
+            f"{method.upper()} {target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n{{".encode(),
             wait=BODY_TIMEOUT + 10)
         expect(status == 408 and "408" in DOC["paths"][path][method]["responses"], f"{method.upper()} {path}: {status}")
         expect(ERROR.is_valid(json.loads(body)) and json.loads(body)["code"] == "body-timeout", f"body {body[:200]!r}")
