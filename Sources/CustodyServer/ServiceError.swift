@@ -204,6 +204,12 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         .unauthorized, .unauthorized, "a bearer token is required: Authorization: Bearer custody_…",
         headers: [.wwwAuthenticate: #"Bearer realm="custody""#])
 
+    /// A bearer token was sent, and it is no valid token of this service.
+    static let invalidToken = ServiceError(
+        .unauthorized, .unauthorized,
+        "the bearer token is not a valid token of this service (custody tokens create makes one)",
+        headers: [.wwwAuthenticate: #"Bearer realm="custody", error="invalid_token""#])
+
     /// A token that was valid and is revoked: said, so that its holder asks for another.
     static func revoked(at date: Date) -> ServiceError {
         ServiceError(

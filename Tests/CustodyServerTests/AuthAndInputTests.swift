@@ -40,6 +40,9 @@ struct AuthTests {
                 let bad = try await client.execute(
                     uri: uri, method: method, headers: [.authorization: "Bearer \(bearer)"])
                 #expect(bad.status == .unauthorized, "\(bearer.prefix(12))")
+                // A token was sent: it is said to be invalid, not missing (RFC 6750 §3.1).
+                #expect(try object(bad)["error"] as? String ?? "" == ServiceError.invalidToken.message)
+                #expect(bad.headers[.wwwAuthenticate] == #"Bearer realm="custody", error="invalid_token""#)
             }
         }
     }

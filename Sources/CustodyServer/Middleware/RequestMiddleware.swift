@@ -168,7 +168,7 @@ struct TokenAuthenticator: AuthenticatorMiddleware {
         guard let bearer = Self.bearer(request.headers) else { return nil }
         guard let token = try await engine.authenticate(bearer: bearer) else {
             if let revoked = await engine.revocation(ofBearer: bearer) { throw ServiceError.revoked(at: revoked) }
-            throw ServiceError.unauthorized
+            throw ServiceError.invalidToken
         }
         return token
     }
