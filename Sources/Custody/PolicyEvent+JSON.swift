@@ -17,6 +17,7 @@ extension PolicyEvent {
         case .bundleApplied: "bundleApplied"
         case .policySynced: "policySynced"
         case .replicaBehind: "replicaBehind"
+        case .keyRotated: "keyRotated"
         }
     }
 
@@ -94,6 +95,9 @@ extension PolicyEvent {
             writer.key("source"); writer.value(source)
         case .policySynced(let sync):
             sync.write(to: &writer)
+        case .keyRotated(let rotated, let version):
+            account(rotated)
+            writer.key("version"); writer.value(Int(version))
         case .replicaBehind(let replica, let host, let revision, let newest, let seconds):
             writer.key("replica"); writer.value(replica)
             writer.key("host"); writer.value(host)

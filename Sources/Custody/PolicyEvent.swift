@@ -24,6 +24,8 @@ public enum PolicyEvent: Sendable, Hashable {
     case wipeRequired(account: AccountID, reason: String)
     /// This account's keys (and the files registered for it) are gone.
     case wipeCompleted(account: AccountID)
+    /// This account has a new key version: new envelopes use it, older ones still open.
+    case keyRotated(account: AccountID, version: UInt32)
     /// A bundle was offered and refused; the policy in force did not change.
     case bundleRejected(error: BundleRejection)
     /// A bundle with this revision (content hash) is now the policy in force, put there from

@@ -319,7 +319,12 @@ struct EngineTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
-        _ = try engine.rotateKey(account: a0)
+        let rotated = try engine.rotateKey(account: a0)
+        // Issue 47, item 26: a key rotation is an event too, in the log every replica streams.
+        let logged = try engine.events(after: 0).events.last
+        #expect(logged?.name == "keyRotated")
+        #expect(
+            logged.map { String(decoding: $0.body, as: UTF8.self).contains(#""version":\#(rotated.version)"#) } == true)
         try engine.secrets().storePassword("hunter2", identifier: "vpn", for: a0)
         try await engine.wipe(account: a0)
         #expect(try engine.auditEntries().map(\.kind) == [.bundle, .key, .secret, .wipe])

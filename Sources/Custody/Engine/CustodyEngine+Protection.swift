@@ -313,6 +313,8 @@ extension CustodyEngine {
                 .key, account: resolved.owner.rawValue, action: "rotate",
                 detail: "version \(version)" + (by.map { " by \($0)" } ?? ""),
                 at: configuration.now())
+            // Every replica's event stream says so (re-protect with the new version if wanted).
+            manager.announce(.keyRotated(account: account, version: version))
             return (resolved, version)
         } catch let error as ProtectionError {
             throw CustodyError(protection: error)
