@@ -115,6 +115,8 @@ struct ConsoleTests {
                 uri: "/console/views/diff?compare=1", method: .get, headers: fixture.auth(.admin))
             let page = compared.body.text
             #expect(page.contains("setting-changes"))
+            // Issue 47, item 26: policies by the name people know them by, not their Graph id.
+            #expect(page.contains("<td>Contoso All Staff (iOS)</td>"), "\(page)")
             #expect(page.contains("undoes it"), "\(page)")
             #expect(page.contains("Put revision \(second.prefix(12)) (first applied "), "\(page)")
             #expect(!page.contains("Roll back to the older revision"))

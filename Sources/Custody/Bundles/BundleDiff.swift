@@ -11,8 +11,10 @@ public struct BundleDiff: Sendable, Encodable {
     public struct SettingChange: Sendable, Encodable, Hashable {
         /// The document's file name.
         public var file: String
-        /// The document's `id` or `displayName`, when it has one.
+        /// The document's `id` or `displayName`, when it has one: what matches the two sides.
         @Nullable var policy: String?
+        /// The policy's `displayName` (the newer side's), what people call it; null without one.
+        @Nullable var policyName: String?
         public var setting: String
         /// The values as compact JSON; null when absent on that side.
         @Nullable var before: String?
@@ -78,7 +80,7 @@ public struct BundleDiff: Sendable, Encodable {
     /// values. A document is one policy (an object), a list of them (an array, or Graph's
     /// `{"value": [...]}`); policies are matched by `id`, else `displayName`, else place.
     static func settingChanges(file: String, before: [UInt8]?, after: [UInt8]?) -> [SettingChange] {
-        func policies(_ bytes: [UInt8]?) -> [(key: String, name: String?, value: [String: Any])] {
+        func policies(_ bytes: [UInt8]?) -> [(key: String, name: String?, displayName: String?, value: [String: Any])] {
             guard let bytes,
                 let root = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
             else { return [] }
@@ -95,7 +97,7 @@ public struct BundleDiff: Sendable, Encodable {
             return list.enumerated().compactMap { index, element in
                 guard let object = element as? [String: Any] else { return nil }
                 let name = (object["id"] ?? object["displayName"]) as? String
-                return (name ?? "#\(index)", name, object)
+                return (name ?? "#\(index)", name, object["displayName"] as? String, object)
             }
         }
         func text(_ value: Any?) -> String? {
@@ -111,11 +113,15 @@ public struct BundleDiff: Sendable, Encodable {
             let was = old[key]?.value ?? [:]
             let now = new[key]?.value ?? [:]
             let name = new[key]?.name ?? old[key]?.name
+            let displayName = new[key]?.displayName ?? old[key]?.displayName
             for setting in Set(was.keys).union(now.keys).sorted() {
                 let before = text(was[setting])
                 let after = text(now[setting])
                 guard before != after else { continue }
-                changes.append(SettingChange(file: file, policy: name, setting: setting, before: before, after: after))
+                changes.append(
+                    SettingChange(
+                        file: file, policy: name, policyName: displayName, setting: setting, before: before,
+                        after: after))
             }
         }
         return changes

@@ -442,7 +442,9 @@ struct ConsoleController {
             "from": diff.from, "to": diff.to,
             "settings": (parsed["settings"] as? [[String: Any]] ?? []).map { change -> [String: Any] in
                 [
-                    "file": Self.text(change["file"]), "policy": Self.text(change["policy"]),
+                    // By the name people know it by; the id when it has none.
+                    "file": Self.text(change["file"]),
+                    "policy": Self.text((change["policyName"] as? String).map { $0 as Any } ?? change["policy"]),
                     "setting": Self.text(change["setting"]), "before": Self.text(change["before"]),
                     "after": Self.text(change["after"]),
                 ]
