@@ -90,16 +90,16 @@ final class PostgresSessions: Sendable {
                 .unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
         }
         defer { slots.signal() }
-        if transaction {
-            let id = writes.withLock { writes in
+        // A write is on record while it is under way (`oldestPendingWrite`).
+        let write =
+            transaction
+            ? writes.withLock { writes in
                 defer { writes.next += 1 }
                 writes.started[writes.next] = (what, .now)
                 return writes.next
-            }
-            defer { _ = writes.withLock { $0.started.removeValue(forKey: id) } }
-            return try attempts(what, transaction: true, since: began, body)
-        }
-        return try attempts(what, transaction: false, since: began, body)
+            } : nil
+        defer { if let write { _ = writes.withLock { $0.started.removeValue(forKey: write) } } }
+        return try attempts(what, transaction: transaction, since: began, body)
     }
 
     /// `run`'s attempts, on a connection slot already taken.

@@ -156,42 +156,37 @@ public struct HostCheck: Sendable, Hashable {
         self.names = names
     }
 
+    /// `value` as a host and a port: `[v6]:port`, `name:port`, or a host alone (an IPv6 address
+    /// without brackets, which has several colons, is a host alone); nil for an unclosed `[`.
+    private static func split(_ value: Substring) -> (host: Substring, port: Substring?)? {
+        if value.hasPrefix("[") {
+            guard let close = value.firstIndex(of: "]") else { return nil }
+            let rest = value[value.index(after: close)...]
+            return (value[...close], rest.isEmpty ? nil : rest)
+        }
+        guard value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") else { return (value, nil) }
+        return (value[..<colon], value[colon...])
+    }
+
     /// The host of a `Host` value or a name given: lower-cased, without its port or a trailing
     /// dot, an IPv6 address in brackets.
     static func hostName(_ value: String) -> String {
-        var host = value.lowercased()
-        if host.hasPrefix("[") {
-            if let close = host.firstIndex(of: "]") { host = String(host[...close]) }
-        } else if host.filter({ $0 == ":" }).count == 1, let colon = host.lastIndex(of: ":") {
-            host = String(host[..<colon])
-        } else if host.contains(":") {
-            host = "[" + host + "]"
-        }
+        let lowered = value.lowercased()
+        var host = split(lowered[...]).map { String($0.host) } ?? lowered
+        if host.contains(":"), !host.hasPrefix("[") { host = "[" + host + "]" }
         if host.hasSuffix(".") { host.removeLast() }
         return host
     }
 
     /// Whether `value` is one host and an optional port (1 to 65535), as a `Host` must be.
     static func isValid(_ value: String) -> Bool {
-        var host = Substring(value)
-        var port: Substring?
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return false }
-            let rest = host[host.index(after: close)...]
-            if !rest.isEmpty {
-                guard rest.hasPrefix(":") else { return false }
-                port = rest.dropFirst()
-            }
-            host = host[...close]
-        } else if let colon = host.lastIndex(of: ":") {
-            guard host.filter({ $0 == ":" }).count == 1 else { return false }
-            port = host[host.index(after: colon)...]
-            host = host[..<colon]
-        }
+        guard let (host, port) = split(value[...]), host.hasPrefix("[") || !host.contains(":") else { return false }
         if let port {
-            guard let number = Int(port), (1...65_535).contains(number), port.allSatisfy(\.isASCII) else {
-                return false
-            }
+            // The port keeps its colon here: `:` and then 1 to 65535 in ASCII digits.
+            let digits = port.dropFirst()
+            guard port.hasPrefix(":"), let number = Int(digits), (1...65_535).contains(number),
+                digits.allSatisfy(\.isASCII)
+            else { return false }
         }
         return !host.isEmpty
             && host.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0 != "/" && $0 != "@" }

@@ -91,9 +91,14 @@ extension CustodyEngine {
         return stored
     }
 
+    /// Whether `text` can name a kept revision: 8 to 64 lower-case hex digits (a revision, or
+    /// its start).
+    public static func isRevision(_ text: String) -> Bool {
+        (8...64).contains(text.utf8.count) && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
     private func resolveRevision(_ revision: String) throws(CustodyError) -> String {
-        guard revision.utf8.count >= 8, revision.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
-        else {
+        guard Self.isRevision(revision) else {
             throw CustodyError(
                 .invalidArgument,
                 "'\(revision.escapingControlCharacters)' is not a revision (8 to 64 lower-case hex digits)"

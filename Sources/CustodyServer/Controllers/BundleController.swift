@@ -103,13 +103,10 @@ struct BundleController {
         return FleetAnswer(try await StateExecutor.run { try engine.fleetStatus() })
     }
 
-    /// A JSON object of exactly `keys`, each a non-empty string: anything else is a 400 naming it.
-    /// A revision a request names: 8 to 64 lower-case hex digits (a kept revision or its
-    /// start), else a 400 `invalid-parameter` naming where it was given.
+    /// A revision a request names (`CustodyEngine.isRevision`), else a 400 `invalid-parameter`
+    /// naming where it was given.
     static func revision(_ text: String, parameter: String) throws(ServiceError) -> String {
-        guard (8...64).contains(text.utf8.count),
-            text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
-        else {
+        guard CustodyEngine.isRevision(text) else {
             throw ServiceError.badParameter(
                 parameter,
                 "'\(String(text.prefix(80)).escapingControlCharacters)' is not a revision (8 to 64 lower-case hex digits)"
@@ -118,18 +115,18 @@ struct BundleController {
         return text
     }
 
+    /// A JSON object of exactly `keys`, each a non-empty string: anything else is a 400 naming it.
     static func object(_ request: Request, limit: Int, keys: [String]) async throws -> [String: String] {
         try object(Array(buffer: try await request.body.collect(upTo: limit)), keys: keys)
     }
 
     /// A body that is a JSON object of exactly `keys`, each a string of 1 to 1000 bytes.
-    static func object(_ bytes: [UInt8], keys: [String]) throws(ServiceError) -> [String: String] {
-        let body = ByteBuffer(bytes: bytes)
+    static func object(_ body: [UInt8], keys: [String]) throws(ServiceError) -> [String: String] {
         let document: JSONDocument
         do {
-            document = try JSONDocument(parsing: Array(buffer: body))
+            document = try JSONDocument(parsing: body)
         } catch {
-            let position = JSONText.lineAndColumn(ofOffset: error.offset, in: Array(buffer: body))
+            let position = JSONText.lineAndColumn(ofOffset: error.offset, in: body)
             throw ServiceError(
                 .badRequest, .invalidJSON, error.message,
                 details: ServiceError.Details(line: position.line, column: position.column))

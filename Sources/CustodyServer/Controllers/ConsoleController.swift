@@ -41,7 +41,7 @@ struct ConsoleController {
     static let securityHeaders: HTTPFields = [
         HTTPField.Name("Content-Security-Policy")!:
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
-        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+        .contentTypeOptions: "nosniff",
         HTTPField.Name("Referrer-Policy")!: "no-referrer",
         HTTPField.Name("X-Frame-Options")!: "DENY",
         .cacheControl: "no-store",
@@ -175,11 +175,7 @@ struct ConsoleController {
     /// Accounts of the tenant in force matching `q` (GET /v1/accounts).
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let parameters = try QueryParameters(request.uri, accepting: ["q"])
-        let query = parameters["q"] ?? ""
-        guard query.utf8.count <= 256, !query.unicodeScalars.contains(where: isUnprintable) else {
-            throw ServiceError.badParameter(
-                "q", "must be at most 256 bytes, without control, line-separator or bidirectional characters")
-        }
+        let query = try parameters.searchText()
         let (matches, matched, total) = try engine.searchAccounts(query, limit: 100)
         return Self.render(
             "accounts",
@@ -352,7 +348,7 @@ struct ConsoleController {
         let (from, to) = (
             parameters["from"].flatMap { $0.isEmpty ? nil : $0 }, parameters["to"].flatMap { $0.isEmpty ? nil : $0 }
         )
-        var object = try await diffForm(context: context, from: from, to: to)
+        var (object, history) = try await diffForm(context: context, from: from, to: to)
         guard from != nil || to != nil || (object["revisions"] as? [Any])?.count ?? 0 >= 2 else {
             object["note"] = "The state keeps fewer than two revisions: there is nothing to compare yet."
             return Self.render("diff", object)
@@ -364,7 +360,6 @@ struct ConsoleController {
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
             var rendered = try Self.rendered(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
-            let history = object["history"] as? [BundleRecord] ?? []
             // What the rollback button restores, and when that revision was first applied.
             let restores = history.last { $0.contentHash == diff.from }
             rendered["fromShort"] = String(diff.from.prefix(12))
@@ -381,7 +376,6 @@ struct ConsoleController {
         } catch let error as CustodyError {
             object["error"] = error.message
         }
-        object["history"] = nil
         return Self.render("diff", object)
     }
 
@@ -391,8 +385,7 @@ struct ConsoleController {
         _ = try QueryParameters(request.uri, accepting: [])
         let (files, _) = try await PolicyController.bundleFiles(
             request, limit: limits.bodyBytes, takesAllowEmpty: false)
-        var object = try await diffForm(context: context, from: nil, to: nil)
-        object["history"] = nil
+        var (object, _) = try await diffForm(context: context, from: nil, to: nil)
         object["candidate"] = "\(files.entries.count) file(s), revision \(files.contentHash)"
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(candidate: files) }
@@ -406,8 +399,10 @@ struct ConsoleController {
 
     /// The revisions the state keeps, for the form's two lists: newest first by when each was
     /// first applied (a rollback does not move a revision up), one put back by a rollback
-    /// marked with its reason. `history` (newest first) is kept for the caller.
-    private func diffForm(context: CustodyRequestContext, from: String?, to: String?) async throws -> [String: Any] {
+    /// marked with its reason; with the history read (newest first), for the caller.
+    private func diffForm(
+        context: CustodyRequestContext, from: String?, to: String?
+    ) async throws -> (form: [String: Any], history: [BundleRecord]) {
         let history = try await StateExecutor.run { try engine.bundleHistory(limit: 100) }
         let applied = history.filter { $0.result == .applied }
         // Oldest application first: the first one seen of each revision is its first.
@@ -415,8 +410,8 @@ struct ConsoleController {
         var seen = Set<String>()
         for record in applied.reversed() where seen.insert(record.contentHash).inserted { firsts.append(record) }
         let inForce = engine.bundleInForce?.revision
-        return [
-            "admin": Self.isAdmin(context), "history": history,
+        let form: [String: Any] = [
+            "admin": Self.isAdmin(context),
             "revisions": firsts.reversed().map { record -> [String: Any] in
                 let latest = applied.first { $0.contentHash == record.contentHash }
                 let rollback =
@@ -431,6 +426,7 @@ struct ConsoleController {
                 ]
             },
         ]
+        return (form, history)
     }
 
     /// A diff as the template shows it, read from its JSON answer.
@@ -612,20 +608,9 @@ struct ConsoleController {
             drawn["choices"] = choices([("", "—"), ("true", "yes"), ("false", "no")])
         case .object:
             drawn["isArea"] = true
-        case .account:
+        case .account, .accounts, .list, .number, .text:
             drawn["isInput"] = true
-            drawn["placeholder"] = "a UPN or an object id"
-        case .accounts:
-            drawn["isInput"] = true
-            drawn["placeholder"] = "accounts, comma-separated"
-        case .list:
-            drawn["isInput"] = true
-            drawn["placeholder"] = "app ids, comma-separated"
-        case .number:
-            drawn["isInput"] = true
-            drawn["placeholder"] = "a whole number"
-        case .text:
-            drawn["isInput"] = true
+            drawn["placeholder"] = field.kind.placeholder
         }
         return drawn
     }

@@ -27,13 +27,7 @@ struct PolicyController {
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> AccountsAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["q", "limit"])
         let limit = try parameters.wholeNumber("limit", in: 1...1_000) ?? 100
-        let query = parameters["q"] ?? ""
-        // As the OpenAPI document says: what a search box sends, not a document.
-        guard query.utf8.count <= 256 else { throw ServiceError.badParameter("q", "must be at most 256 bytes") }
-        guard !query.unicodeScalars.contains(where: isUnprintable) else {
-            throw ServiceError.badParameter(
-                "q", "may not hold a control, line-separator or bidirectional-formatting character")
-        }
+        let query = try parameters.searchText()
         let (matches, matched, total) = try engine.searchAccounts(query, limit: limit)
         return AccountsAnswer(
             accounts: matches.map {

@@ -65,6 +65,17 @@ struct QueryParameters {
         return value
     }
 
+    /// An account search (`q`): at most 256 bytes (as the OpenAPI document says: what a search
+    /// box sends), without a control, line-separator or bidirectional character; "" when absent.
+    func searchText(_ name: String = "q") throws(ServiceError) -> String {
+        let text = values[name] ?? ""
+        guard text.utf8.count <= 256, !text.unicodeScalars.contains(where: isUnprintable) else {
+            throw ServiceError.badParameter(
+                name, "must be at most 256 bytes, without control, line-separator or bidirectional characters")
+        }
+        return text
+    }
+
     /// A `true` or `false` parameter; nil when absent.
     func flag(_ name: String) throws(ServiceError) -> Bool? {
         switch values[name] {

@@ -24,6 +24,17 @@ struct WhatIfForm: Sendable {
         case list
         /// A JSON object (conditional launch's facts).
         case object
+
+        /// What a line asking for it shows while empty.
+        var placeholder: String {
+            switch self {
+            case .account: "a UPN or an object id"
+            case .accounts: "accounts, comma-separated"
+            case .list: "app ids, comma-separated"
+            case .number: "a whole number"
+            case .text, .choice, .flag, .object: ""
+            }
+        }
     }
 
     struct Field: Sendable {

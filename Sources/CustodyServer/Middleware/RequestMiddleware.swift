@@ -68,7 +68,7 @@ struct RequestMiddleware: RouterMiddleware {
         response.headers[.custodyRequestID] = context.id
         // No answer is to be read as anything but its declared type (a JSON error taken for a
         // script or a page).
-        response.headers[Self.contentTypeOptions] = "nosniff"
+        response.headers[.contentTypeOptions] = "nosniff"
         // A replica that lost the shared state says so on every answer (made from the policy
         // in force, which may be behind): `Custody-Stale: true`, with the change revision it
         // has applied.
@@ -107,8 +107,6 @@ struct RequestMiddleware: RouterMiddleware {
             }
         }
     }
-
-    static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
 
     /// Refuses a request without `Host` (RFC 9112 §3.2) and one naming a host the service does
     /// not answer to (DNS rebinding; see `HostCheck`).
@@ -242,4 +240,5 @@ extension HTTPField.Name {
     static let custodyMinRevision = Self("Custody-Min-Revision")!
     static let custodyMinEventID = Self("Custody-Min-Event-Id")!
     static let lastEventID = Self("Last-Event-ID")!
+    static let contentTypeOptions = Self("X-Content-Type-Options")!
 }

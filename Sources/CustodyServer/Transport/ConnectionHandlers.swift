@@ -14,7 +14,7 @@ func writeAndClose(_ error: ServiceError, context: ChannelHandlerContext) {
     fields[.contentLength] = String(body.readableBytes)
     fields[.connection] = "close"
     // As every answer the routes give (RequestMiddleware): never read as another type.
-    fields[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+    fields[.contentTypeOptions] = "nosniff"
     context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: error.status, headerFields: fields))), promise: nil)
     context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil)
     context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { _ in
