@@ -72,19 +72,61 @@ final class PostgresSessions: Sendable {
         }
     }
 
-    /// Runs `body` on a connection: in a transaction when `transaction`. A connection that
-    /// failed (closed by the server, a timeout) is dropped; when that happens before anything
-    /// was sent, the call is retried once on a new connection.
-    func run<T>(_ what: String, transaction: Bool, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
+    /// How long a call may take as a whole, beyond each statement's own deadline.
+    enum Bound: Sendable {
+        /// Each statement within the statement deadline; a write transaction within
+        /// `transactionTimeout`.
+        case statement
+        /// Everything, from waiting for a connection to the last answer, within
+        /// `requestTimeout` (and a write within `transactionTimeout` too): what a request
+        /// waits on.
+        case request
+    }
+
+    /// The deadline of a call that begins now, and what it is called in messages.
+    private func limit(_ bound: Bound, transaction: Bool) -> Deadline? {
+        switch bound {
+        case .request:
+            let within =
+                transaction ? min(settings.requestTimeout, settings.transactionTimeout) : settings.requestTimeout
+            return Deadline(at: .now + within, within: within, name: "request_timeout")
+        case .statement:
+            return transaction
+                ? Deadline(
+                    at: .now + settings.transactionTimeout, within: settings.transactionTimeout,
+                    name: "transaction_timeout")
+                : nil
+        }
+    }
+
+    /// When a call must be over, and what sets it.
+    struct Deadline: Sendable {
+        let at: ContinuousClock.Instant
+        let within: Duration
+        let name: String
+    }
+
+    /// Runs `body` on a connection: in a transaction when `transaction`, within `bound`. A
+    /// connection that failed (closed by the server, a timeout) is dropped; when that happens
+    /// before anything was sent, the call is retried once on a new connection.
+    func run<T>(_ what: String, transaction: Bool, bound: Bound = .statement, _ body: (PostgresSession) throws -> T)
+        throws(StoreError) -> T
+    {
         guard !closed.load(ordering: .relaxed) else {
             throw StoreError(.database, "\(what) failed: the state is closed", path: settings.redacted)
         }
         let trial = try admit(what)
         let began = answerCount
+        let deadline = limit(bound, transaction: transaction)
         // A trial that ends without an answer or a loss (a body's own error) lets the next one try.
         defer { if trial { outage.withLock { $0?.trying = false } } }
-        guard slots.wait(timeout: .now() + .seconds(Int(settings.statementTimeout.components.seconds))) == .success
-        else {
+        let slotWait: DispatchTime =
+            deadline.map { .now() + .nanoseconds(Int(max(.zero, $0.at - .now) / .nanoseconds(1))) }
+            ?? .now() + .seconds(Int(settings.statementTimeout.components.seconds))
+        guard slots.wait(timeout: slotWait) == .success else {
+            if let deadline {
+                throw Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
+            }
             lost("every connection to the state stayed busy", answersBefore: began)
             throw StoreError(
                 .unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
@@ -99,14 +141,26 @@ final class PostgresSessions: Sendable {
                 return writes.next
             } : nil
         defer { if let write { _ = writes.withLock { $0.started.removeValue(forKey: write) } } }
-        return try attempts(what, transaction: transaction, since: began, body)
+        return try attempts(what, transaction: transaction, deadline: deadline, since: began, body)
+    }
+
+    /// A call that gave up at its deadline: nothing was changed (a write not yet committing is
+    /// rolled back when its connection closes).
+    private static func pastDeadline(
+        _ what: String, _ deadline: Deadline, transaction: Bool, settings: PostgresSettings
+    ) -> StoreError {
+        let changed = transaction ? "; it was abandoned and rolled back, nothing was changed" : ""
+        return StoreError(
+            .unavailable,
+            "\(what) did not finish within \(deadline.within) (the state URL's \(deadline.name): the state answers too slowly, or another writer holds a lock it needs)\(changed)",
+            path: settings.redacted)
     }
 
     /// `run`'s attempts, on a connection slot already taken.
     private func attempts<T>(
-        _ what: String, transaction: Bool, since began: UInt64, _ body: (PostgresSession) throws -> T
+        _ what: String, transaction: Bool, deadline: Deadline?, since began: UInt64,
+        _ body: (PostgresSession) throws -> T
     ) throws(StoreError) -> T {
-        let deadline = transaction ? ContinuousClock.now + settings.transactionTimeout : nil
         var attempt = 0
         while true {
             attempt += 1
@@ -114,10 +168,20 @@ final class PostgresSessions: Sendable {
             let connection: PostgresConnection
             if let pooled, !pooled.isClosed {
                 connection = pooled
+            } else if let deadline {
+                let remaining = deadline.at - .now
+                guard remaining > .zero else {
+                    throw Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
+                }
+                connection = try connect(
+                    answersBefore: began,
+                    cutShort: (
+                        remaining, Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
+                    ))
             } else {
                 connection = try connect(answersBefore: began)
             }
-            let session = PostgresSession(connection: connection, sessions: self, deadline: deadline)
+            let session = PostgresSession(connection: connection, sessions: self, deadline: deadline?.at)
             var committing = false
             do {
                 if transaction { try session.execute("BEGIN") }
@@ -131,18 +195,16 @@ final class PostgresSessions: Sendable {
                 return result
             } catch let error as TransactionDeadline {
                 // Abandoned: the connection is closed, so the server rolls back whatever was
-                // sent. Not an outage: the state may answer, only too slowly for this write.
+                // sent. Not an outage: the state may answer, only too slowly for this call.
                 drop(connection)
+                let deadline = deadline ?? Deadline(at: .now, within: .zero, name: "transaction_timeout")
                 if committing, error.sent {
                     throw StoreError(
                         .outcomeUnknown,
-                        "\(what): the state did not confirm the commit within \(settings.transactionTimeout) (the transaction deadline); it may have been committed",
+                        "\(what): the state did not confirm the commit within \(deadline.within) (the state URL's \(deadline.name)); it may have been committed",
                         path: settings.redacted)
                 }
-                throw StoreError(
-                    .unavailable,
-                    "\(what) did not finish within \(settings.transactionTimeout) (the transaction deadline: the state answers too slowly, or another writer holds a lock it needs); it was abandoned and rolled back, nothing was changed",
-                    path: settings.redacted)
+                throw Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
             } catch let error as StoreError {
                 if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
                 if session.sentAnything { answered() }
@@ -208,15 +270,23 @@ final class PostgresSessions: Sendable {
     /// A new connection, made within the connect timeout (a server that accepts the socket but
     /// never completes the handshake counts as unreachable too).
     /// - Parameter answersBefore: `answerCount` when the call that needs it began.
-    func connect(answersBefore: UInt64) throws(StoreError) -> PostgresConnection {
+    /// - Parameter cutShort: the time left to the call's own deadline, and its error: when
+    ///   that is shorter than the connect timeout, a connection not made by then is that error,
+    ///   not evidence of an outage (the state may answer, only too slowly for this call).
+    func connect(answersBefore: UInt64, cutShort: (within: Duration, error: StoreError)? = nil) throws(StoreError)
+        -> PostgresConnection
+    {
         let future = PostgresConnection.connect(
             on: Self.eventLoops.next(), configuration: settings.configuration, id: makeID(), logger: logger)
+        let connectTimeout = settings.configuration.options.connectTimeout
+        let shorter = cutShort.flatMap { $0.within < .nanoseconds(connectTimeout.nanoseconds) ? $0 : nil }
         do {
-            return try deadlined(future, within: settings.configuration.options.connectTimeout).wait()
+            return try deadlined(future, within: shorter.map { TimeAmount($0.within) } ?? connectTimeout).wait()
         } catch {
             // Given up on (a deadline, or the state found unreachable meanwhile), the attempt may
             // still succeed later: that connection is closed then, never freed open.
             future.whenSuccess { [self] connection in drop(connection) }
+            if let shorter, error is PostgresTimeout, unreachable == nil { throw shorter.error }
             let reason = "cannot connect to the state: \(Self.describe(error))"
             lost(reason, answersBefore: answersBefore)
             throw StoreError(.unavailable, reason, path: settings.redacted)
@@ -467,7 +537,9 @@ final class PostgresSession {
         guard remaining < sessions.settings.statementTimeout + .seconds(5) else { return try sessions.wait(future) }
         do {
             return try sessions.deadlined(future, within: TimeAmount(remaining)).wait()
-        } catch is PostgresTimeout where ContinuousClock.now >= deadline {
+        } catch is PostgresTimeout where sessions.unreachable == nil {
+            // This call's own deadline (NIO's clock may fire a hair before ours), not the state
+            // found unreachable meanwhile.
             throw TransactionDeadline(sent: true)
         }
     }

@@ -30,6 +30,14 @@ public struct PostgresSettings: Sendable {
     /// change counter's lock no longer than this, and a write that outlives it never commits.
     /// `?transaction_timeout=SECONDS` in the URL (1 to 300) sets it.
     public var transactionTimeout: Duration = .seconds(30)
+    /// How long a request may wait for the state, from asking for a connection to its last
+    /// answer: an account key or the key generation (protect, unprotect), an account's first
+    /// registration and first key, an audited decision's entry. Past it the call gives up with
+    /// `unavailable` (a write rolled back, or `outcomeUnknown` for a `COMMIT` sent in time), so a
+    /// replica on a slow link answers its own callers `503 state` within this, rather than each
+    /// waiting for the statement deadline. Not an outage: the state may answer, only too slowly.
+    /// `?request_timeout=SECONDS` in the URL (1 to 300) sets it.
+    public var requestTimeout: Duration = .seconds(3)
     /// How long a statement may wait for a lock (the change counter's, say) before it fails:
     /// shorter than the statement timeout, so that a writer held up by another is told so
     /// (`unavailable`) rather than stalling.
@@ -62,6 +70,15 @@ public struct PostgresSettings: Sendable {
     /// attempt failed.
     public var retryInterval: Duration = .seconds(1)
 
+    /// The whole number of seconds from 1 to 300 the URL's parameter `name` gives, if any.
+    private static func seconds(_ query: [String: String], _ name: String) throws(StoreError) -> Duration? {
+        guard let text = query[name] else { return nil }
+        guard let seconds = Int(text), (1...300).contains(seconds) else {
+            throw StoreError(.open, "\(name) in the state URL must be a whole number of seconds from 1 to 300")
+        }
+        return .seconds(seconds)
+    }
+
     /// Parses `url`.
     /// - Throws: `StoreError` `.open` naming what is wrong with it.
     public init(url: String) throws(StoreError) {
@@ -72,7 +89,9 @@ public struct PostgresSettings: Sendable {
         }
         let query = Dictionary(
             (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        let known: Set<String> = ["schema", "sslmode", "host", "application_name", "transaction_timeout"]
+        let known: Set<String> = [
+            "schema", "sslmode", "host", "application_name", "transaction_timeout", "request_timeout",
+        ]
         // (application_name: what its connections are called in pg_stat_activity.)
         if let unknown = query.keys.filter({ !known.contains($0) }).sorted().first {
             throw StoreError(
@@ -89,13 +108,8 @@ public struct PostgresSettings: Sendable {
                 .open, "the state URL names no database (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
         }
         let database = path.removingPercentEncoding ?? path
-        if let text = query["transaction_timeout"] {
-            guard let seconds = Int(text), (1...300).contains(seconds) else {
-                throw StoreError(
-                    .open, "transaction_timeout in the state URL must be a whole number of seconds from 1 to 300")
-            }
-            transactionTimeout = .seconds(seconds)
-        }
+        if let seconds = try Self.seconds(query, "transaction_timeout") { transactionTimeout = seconds }
+        if let seconds = try Self.seconds(query, "request_timeout") { requestTimeout = seconds }
         schema = query["schema"] ?? "custody"
         guard Self.isIdentifier(schema) else {
             throw StoreError(

@@ -12,7 +12,9 @@ extension PostgresState {
 
     public func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError) {
         guard !accounts.isEmpty else { return }
-        try write("recording accounts") { session in try Self.recordAccounts(accounts, at: date, in: session) }
+        try write("recording accounts", bound: .request) { session in
+            try Self.recordAccounts(accounts, at: date, in: session)
+        }
     }
 
     static func recordAccounts(
@@ -30,7 +32,7 @@ extension PostgresState {
     }
 
     public func account(owner: String) throws(StoreError) -> AccountRecord? {
-        try read("reading the account \(owner)") { session -> AccountRecord? in
+        try read("reading the account \(owner)", bound: .request) { session -> AccountRecord? in
             guard
                 let firstSeen = try session.value(
                     "SELECT first_seen FROM accounts WHERE owner = \(owner)", as: Date.self)
@@ -98,7 +100,7 @@ extension PostgresState {
     }
 
     public func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord? {
-        try read("reading the wipe record of \(identifier)") { session in
+        try read("reading the wipe record of \(identifier)", bound: .request) { session in
             try session.query("SELECT account, at FROM wiped_identifiers WHERE identifier = \(identifier)").first.map {
                 let (account, at) = try $0.decode((String, Date).self)
                 return WipeRecord(account: account, at: at)
@@ -109,7 +111,7 @@ extension PostgresState {
     // MARK: Account keys and the master key record
 
     public func accountKeys(owner: String) throws(StoreError) -> [WrappedAccountKey] {
-        let rows = try read("reading the keys of \(owner)") { session in
+        let rows = try read("reading the keys of \(owner)", bound: .request) { session in
             try session.query(
                 "SELECT owner, version, created, nonce, ciphertext FROM account_keys WHERE owner = \(owner) ORDER BY version"
             )
@@ -132,7 +134,7 @@ extension PostgresState {
     }
 
     public func addAccountKey(_ key: WrappedAccountKey) throws(StoreError) {
-        try write("adding key version \(key.version) of \(key.owner)") { session in
+        try write("adding key version \(key.version) of \(key.owner)", bound: .request) { session in
             try session.execute(
                 """
                 INSERT INTO account_keys (owner, version, created, nonce, ciphertext)
@@ -188,7 +190,7 @@ extension PostgresState {
     }
 
     public func keyGeneration() throws(StoreError) -> Int64 {
-        try read("reading the key generation") { session in
+        try read("reading the key generation", bound: .request) { session in
             try session.value("SELECT value FROM key_generation WHERE id = 1", as: Int64.self) ?? 0
         }
     }
@@ -208,7 +210,7 @@ extension PostgresState {
     }
 
     public func secret(scope: String, identifier: String) throws(StoreError) -> SealedSecret? {
-        try read("reading secrets") { session in
+        try read("reading secrets", bound: .request) { session in
             try session.query(
                 "SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)"
             )
@@ -252,7 +254,7 @@ extension PostgresState {
     // MARK: Check-ins
 
     public func checkIn(account: String, at date: Date) throws(StoreError) {
-        try write("recording a check-in of \(account)") { session in
+        try write("recording a check-in of \(account)", bound: .request) { session in
             try session.execute(
                 """
                 INSERT INTO check_ins (account, at) VALUES (\(account), \(date))
@@ -262,7 +264,7 @@ extension PostgresState {
     }
 
     public func lastCheckIn(account: String) throws(StoreError) -> Date? {
-        try read("reading the check-in of \(account)") { session in
+        try read("reading the check-in of \(account)", bound: .request) { session in
             try session.value("SELECT at FROM check_ins WHERE account = \(account)", as: Date.self)
         }
     }
@@ -281,7 +283,7 @@ extension PostgresState {
     }
 
     public func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError) {
-        try write("recording the launch facts of \(account)") { session in
+        try write("recording the launch facts of \(account)", bound: .request) { session in
             try session.execute(
                 """
                 INSERT INTO launch_facts (account, facts, at) VALUES (\(account), \(facts), \(date))
@@ -291,7 +293,7 @@ extension PostgresState {
     }
 
     public func launchFacts(account: String) throws(StoreError) -> (facts: String, at: Date)? {
-        let rows = try read("reading the launch facts of \(account)") { session in
+        let rows = try read("reading the launch facts of \(account)", bound: .request) { session in
             try session.query("SELECT facts, at FROM launch_facts WHERE account = \(account)").map {
                 try $0.decode((String, Date).self)
             }
@@ -596,7 +598,7 @@ extension PostgresState {
     @discardableResult
     public func audit(_ records: [AuditRecord]) throws(StoreError) -> Int {
         guard !records.isEmpty else { return 0 }
-        return try write("writing the audit log") { session in
+        return try write("writing the audit log", bound: .request) { session in
             guard try Self.setting("audit", in: session) != "off" else { return 0 }
             for record in records {
                 try session.execute(
@@ -757,7 +759,7 @@ extension PostgresState {
     }
 
     public func token(id: String) throws(StoreError) -> TokenRecord? {
-        try read("reading tokens") { session in
+        try read("reading tokens", bound: .request) { session in
             try session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens WHERE id = \(id)").map(
                 Self.token
             ).first

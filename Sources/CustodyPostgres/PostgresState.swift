@@ -55,13 +55,20 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         sessions.close()
     }
 
+    /// A write transaction. `bound: .request` for what a request waits on (see
+    /// `PostgresSettings.requestTimeout`).
     @discardableResult
-    func write<T>(_ what: String, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
-        try sessions.run(what, transaction: true, body)
+    func write<T>(_ what: String, bound: PostgresSessions.Bound = .statement, _ body: (PostgresSession) throws -> T)
+        throws(StoreError) -> T
+    {
+        try sessions.run(what, transaction: true, bound: bound, body)
     }
 
-    func read<T>(_ what: String, _ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
-        try sessions.run(what, transaction: false, body)
+    /// Reads outside a transaction. `bound: .request` for what a request waits on.
+    func read<T>(_ what: String, bound: PostgresSessions.Bound = .statement, _ body: (PostgresSession) throws -> T)
+        throws(StoreError) -> T
+    {
+        try sessions.run(what, transaction: false, bound: bound, body)
     }
 
     func corrupt(_ message: String) -> StoreError { StoreError(.corrupt, message, path: path) }

@@ -94,6 +94,75 @@ struct OutageTests {
         }
     }
 
+    /// Issue 47, item 7: with 1 s per packet between a replica and PostgreSQL, its unprotect
+    /// hung 26 to 40 s and its protect 60 s.
+    @Test(
+        "on a slow link to the state, the replica's own protect and unprotect answer 503 within the request deadline, decisions answer at once, and once the link is fast again both work"
+    )
+    func slowLink() async throws {
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        let directory = try TemporaryDirectory()
+        let engine = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .postgres(
+                    TestPostgres.url(TestPostgres.freshURL("slowlink") + "&request_timeout=1", throughPort: proxy.port)),
+                masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
+        try await engine.apply(bundleDirectory: TestPaths.package("policies"))
+        let token = try engine.createToken(scopes: [.decide, .protect]).bearer
+        let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(3)) }
+        defer { follower.cancel() }
+        // A precondition, not a timing claim: a replica uses keys only while it follows the state.
+        #expect(await eventually(within: .seconds(60)) { engine.replicaStatus.listening })
+        let application = try buildApplication(
+            configuration: CustodyServerConfiguration(bundleDirectory: nil), engine: engine,
+            logger: Logger(label: "custody.server"))
+        try await application.test(.router) { client in
+            let auth: HTTPFields = [.authorization: "Bearer \(token)"]
+            func timed(_ uri: String, _ body: ByteBuffer) async throws -> (TestResponse, Duration) {
+                let start = ContinuousClock.now
+                let response = try await client.execute(uri: uri, method: .post, headers: auth, body: body)
+                return (response, start.duration(to: .now))
+            }
+            let plaintext = ByteBuffer(string: "quarterly figures")
+            // A precondition: on a loaded machine a first call may take longer than the deadline.
+            var sealed: TestResponse?
+            for _ in 0..<30 where sealed?.status != .ok {
+                if sealed != nil { try await Task.sleep(for: .seconds(1)) }
+                sealed = try await timed("/v1/protect?owner=alice@contoso.com", plaintext).0
+            }
+            let first = try #require(sealed)
+            #expect(first.status == .ok, "\(String(buffer: first.body))")
+            let envelope = first.body
+
+            // 600 ms each way: a round trip takes 1.2 s, longer than the 1 s request deadline and
+            // shorter than the listener's 2 s heartbeat timeout, so the state is slow, not out
+            // of reach (before, such a call waited as long as the link took, up to 35 s).
+            proxy.slow(.milliseconds(600))
+            // Past the key ring's one-second look at the state: the next use of a key asks it.
+            try await Task.sleep(for: .milliseconds(1_100))
+            for (uri, body) in [("/v1/protect?owner=alice@contoso.com", plaintext), ("/v1/unprotect", envelope)] {
+                let (response, took) = try await timed(uri, body)
+                #expect(response.status == .serviceUnavailable, "\(uri): \(String(buffer: response.body))")
+                // The request deadline, or (on a loaded machine, whose listener missed a
+                // heartbeat meanwhile) the state found out of reach: an answer at once either way.
+                let text = String(buffer: response.body)
+                #expect(
+                    text.contains("request_timeout") || text.contains("has not reached the state"), "\(uri): \(text)")
+                #expect(took < .seconds(3), "\(uri) answered at the 1 s request deadline: \(took)")
+            }
+            let (decided, took) = try await timed("/v1/decisions", Self.print)
+            #expect(decided.status == .ok)
+            #expect(took < .seconds(1), "decisions never wait for the state: \(took)")
+
+            proxy.heal()
+            let opened = try await eventually(within: .seconds(15)) {
+                try await timed("/v1/unprotect", envelope).0.status == .ok
+            }
+            #expect(opened, "unprotect works again once the link is fast")
+        }
+    }
+
     /// Issue 47, item 5: a replica whose write waited for the change counter's lock (another
     /// writer held it) kept every decision and `/readyz` waiting as long, because the newest
     /// event id they read sat under the lock the write held.

@@ -1,4 +1,5 @@
 @testable import CustodyPostgres
+import CustodyProtection
 import CustodyStore
 import CustodyTestSupport
 import Foundation
@@ -137,6 +138,47 @@ struct PostgresOutageTests {
         #expect(error?.message.contains("cannot connect") == true)
     }
 
+    /// Issue 47, item 7: on a slow link a replica's own protect and unprotect waited for the
+    /// statement deadline (26 to 60 s) for an account key.
+    @Test(
+        "on a slow link, what a request waits on (a key, the key generation, a first key) gives up at the request deadline with `unavailable`, changes nothing, and is no outage; other reads wait for the link"
+    )
+    func slowLink() async throws {
+        let proxy = try TestPostgres.proxy()
+        defer { try? proxy.close() }
+        var settings = try PostgresSettings(
+            url: TestPostgres.url(TestPostgres.freshURL("slow") + "&request_timeout=1", throughPort: proxy.port))
+        #expect(settings.requestTimeout == .seconds(1))
+        settings.retryInterval = .seconds(60)
+        let state = try PostgresState(settings: settings)
+        defer { state.close() }
+        try state.addAccountKey(wrapped(owner, 1))
+
+        // 700 ms each way: every round trip takes 1.4 s, longer than the request deadline.
+        proxy.slow(.milliseconds(700))
+        let calls: [(String, @Sendable () throws -> Void)] = [
+            ("reading the keys of", { _ = try state.accountKeys(owner: owner.rawValue) }),
+            ("reading the key generation", { _ = try state.keyGeneration() }),
+            ("adding key version 2", { try state.addAccountKey(wrapped(owner, 2)) }),
+        ]
+        for (what, call) in calls {
+            let result = Self.timed(call)
+            #expect(result.error?.code == .unavailable, "\(what): \(String(describing: result.error))")
+            #expect(result.error?.message.contains(what) == true, "\(String(describing: result.error))")
+            #expect(result.error?.message.contains("request_timeout") == true, "\(String(describing: result.error))")
+            #expect(result.seconds >= 0.9 && result.seconds < 2, "\(what) gave up at 1 s, not at 35: \(result.seconds)")
+        }
+        #expect(state.sessions.unreachable == nil, "a slow state is not an outage: later calls still try")
+        // What no request waits on is not cut short: it takes as long as the link does.
+        let bounds = Self.timed { _ = try state.changeBounds() }
+        #expect(bounds.error == nil, "\(String(describing: bounds.error))")
+        #expect(bounds.seconds >= 1.4)
+
+        proxy.heal()
+        #expect(
+            try state.accountKeys(owner: owner.rawValue).map(\.version) == [1], "the abandoned write changed nothing")
+    }
+
     @Test(
         "a commit whose reply the network holds back is `outcome-unknown`, never a refusal, and the state holds what was committed"
     )
@@ -243,25 +285,31 @@ struct OutageEvidenceTests {
     }
 }
 
-/// `transaction_timeout` in a state URL: the replica's own deadline for a write transaction.
-@Suite("PostgreSQL state URL: the transaction deadline")
-struct TransactionTimeoutURLTests {
+/// `transaction_timeout` and `request_timeout` in a state URL: the replica's own deadlines for
+/// a write transaction and for what a request waits on.
+@Suite("PostgreSQL state URL: the replica's own deadlines")
+struct DeadlineURLTests {
     @Test(
-        "transaction_timeout takes whole seconds from 1 to 300; anything else is an open error that names it",
-        arguments: [
-            ("", 30 as Int?), ("&transaction_timeout=1", 1), ("&transaction_timeout=300", 300),
-            ("&transaction_timeout=0", nil), ("&transaction_timeout=301", nil), ("&transaction_timeout=2.5", nil),
-            ("&transaction_timeout=", nil), ("&transaction_timeout=-3", nil),
-        ] as [(String, Int?)])
-    func transactionTimeout(extra: String, seconds: Int?) {
-        let url = "postgres://custody@127.0.0.1:1/postgres?sslmode=disable" + extra
+        "transaction_timeout and request_timeout take whole seconds from 1 to 300 (defaults 30 and 3); anything else is an open error that names the parameter",
+        arguments: ["transaction_timeout", "request_timeout"],
+        [
+            ("", nil as Int?, true), ("=1", 1, true), ("=300", 300, true), ("=0", nil, false), ("=301", nil, false),
+            ("=2.5", nil, false), ("=", nil, false), ("=-3", nil, false),
+        ] as [(String, Int?, Bool)])
+    func deadline(name: String, value: (text: String, seconds: Int?, valid: Bool)) {
+        let url =
+            "postgres://custody@127.0.0.1:1/postgres?sslmode=disable"
+            + (value.text.isEmpty ? "" : "&\(name)\(value.text)")
         do {
             let settings = try PostgresSettings(url: url)
-            #expect(settings.transactionTimeout == .seconds(seconds ?? -1))
+            #expect(value.valid)
+            let expected = value.seconds ?? (name == "transaction_timeout" ? 30 : 3)
+            let got = name == "transaction_timeout" ? settings.transactionTimeout : settings.requestTimeout
+            #expect(got == .seconds(expected))
         } catch {
-            #expect(seconds == nil, "\(error)")
+            #expect(!value.valid, "\(error)")
             #expect(error.code == .open)
-            #expect(error.message.contains("transaction_timeout"), "\(error.message)")
+            #expect(error.message.contains(name), "\(error.message)")
         }
     }
 }

@@ -11,6 +11,8 @@ import Synchronization
 /// - `holdReplies()`: what clients send reaches the server, but nothing the server answers
 ///   reaches them (held, not dropped), as when the return path of a network stalls: a commit
 ///   the server performs is never confirmed;
+/// - `slow(delay)`: every chunk of bytes either way is held `delay`, one after another, as on
+///   a link with that much latency (a slow link, not a cut: everything arrives);
 /// - `heal()`: bytes flow again (connections a cut closed stay closed; held replies arrive).
 ///
 /// It runs on NIO's process-wide event loops, which are never stopped: a loop stopped while a
@@ -19,6 +21,9 @@ import Synchronization
 public final class NetworkProxy: Sendable {
     public enum Mode: Sendable {
         case open, blackhole, cut, holdReplies
+        /// Every chunk of bytes, either way, is held `NetworkProxy.slowDelay` before it is
+        /// passed on, one after another: a link with that much latency per packet.
+        case slow
     }
 
     /// The port clients connect to, on 127.0.0.1.
@@ -32,6 +37,8 @@ public final class NetworkProxy: Sendable {
         let closed = Mutex(false)
         /// Every channel, both sides of every connection, and whether it is the server's side.
         let channels = Mutex<[ObjectIdentifier: (channel: any Channel, toServer: Bool)]>([:])
+        /// How long each chunk is held in `.slow` mode.
+        let delay = Mutex(Duration.zero)
     }
 
     /// A proxy to `host`:`port`, listening on a free port of its own.
@@ -54,7 +61,9 @@ public final class NetworkProxy: Sendable {
                             outbound.close(promise: nil)
                             return inbound.close()
                         }
-                        let (toServer, toClient) = (Relay(partner: outbound), Relay(partner: inbound))
+                        let (toServer, toClient) = (
+                            Relay(partner: outbound, shared: state), Relay(partner: inbound, shared: state)
+                        )
                         return inbound.pipeline.addHandler(toServer).flatMap { outbound.pipeline.addHandler(toClient) }
                             .map {
                                 // Bytes flow as the network lets them now.
@@ -83,6 +92,12 @@ public final class NetworkProxy: Sendable {
     /// Carries what clients send, holds back what the server answers.
     public func holdReplies() { set(.holdReplies) }
 
+    /// Holds every chunk, either way, `delay` before passing it on (in order).
+    public func slow(_ delay: Duration) {
+        state.delay.withLock { $0 = delay }
+        set(.slow)
+    }
+
     /// Lets bytes through again.
     public func heal() { set(.open) }
 
@@ -90,7 +105,7 @@ public final class NetworkProxy: Sendable {
     /// (and what it reads relayed) in `mode`.
     private static func reads(_ mode: Mode, toServer: Bool) -> Bool {
         switch mode {
-        case .open: true
+        case .open, .slow: true
         case .blackhole, .cut: false
         case .holdReplies: !toServer
         }
@@ -125,21 +140,39 @@ public final class NetworkProxy: Sendable {
         channel.closeFuture.whenComplete { _ in _ = state.channels.withLock { $0.removeValue(forKey: id) } }
     }
 
-    /// Writes what one side reads to the other, and closes the other when one closes.
-    private final class Relay: ChannelInboundHandler, Sendable {
+    /// Writes what one side reads to the other (in `.slow` mode after the delay, in order), and
+    /// closes the other when one closes.
+    private final class Relay: ChannelInboundHandler, @unchecked Sendable {
         typealias InboundIn = ByteBuffer
         let partner: any Channel
+        let shared: Shared
+        /// When the last chunk held back is passed on: the next waits for it. Touched on the
+        /// channel's event loop only.
+        private var tail: EventLoopFuture<Void>?
 
-        init(partner: any Channel) {
+        init(partner: any Channel, shared: Shared) {
             self.partner = partner
+            self.shared = shared
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            partner.writeAndFlush(Self.unwrapInboundIn(data), promise: nil)
+            let bytes = Self.unwrapInboundIn(data)
+            let partner = self.partner
+            guard shared.mode.withLock({ $0 }) == .slow || tail != nil else {
+                partner.writeAndFlush(bytes, promise: nil)
+                return
+            }
+            let delay = shared.mode.withLock { $0 } == .slow ? TimeAmount(shared.delay.withLock { $0 }) : .zero
+            let loop = context.eventLoop
+            let previous = tail ?? loop.makeSucceededVoidFuture()
+            tail = previous.flatMap {
+                loop.scheduleTask(in: delay) { partner.writeAndFlush(bytes, promise: nil) }.futureResult
+            }
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            partner.close(promise: nil)
+            let partner = self.partner
+            if let tail { tail.whenComplete { _ in partner.close(promise: nil) } } else { partner.close(promise: nil) }
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
