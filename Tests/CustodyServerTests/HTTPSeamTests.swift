@@ -133,11 +133,30 @@ struct HTTPSeamTests {
                     "POST", "/v1/protect?owner=alice@contoso.com",
                     "Transfer-Encoding: x-custom, chunked\r\n\r\n0\r\n\r\n"),
                 statuses: [501], code: "not-implemented", closes: true),
-            // Item 15: CONNECT is answered and the connection closed, not left hanging.
+            // Item 15: CONNECT is answered, with its JSON body (NIO's encoder drops the body of
+            // any answer to CONNECT), and the connection closed, not left hanging.
             Case(
                 label: "CONNECT is not implemented and the connection is closed",
                 request: "CONNECT example.com:443 HTTP/1.1\r\nHost: custody\r\n\r\n", statuses: [501],
-                closes: true),
+                code: "not-implemented", closes: true),
+        ]
+        // Item 15: a method NIO's parser does not know, in a well-formed request line, is one
+        // the service does not implement (RFC 9110 §9.1: "An origin server that receives a
+        // request method that is unrecognized or not implemented SHOULD respond with the 501
+        // (Not Implemented) status code"); a line that is no request line is malformed.
+        + [
+            ("FOO", "FOO / HTTP/1.1\r\nHost: custody\r\n\r\n", 501, "not-implemented"),
+            ("BREW", "BREW /v1/bundle HTTP/1.1\r\nHost: custody\r\nContent-Length: 0\r\n\r\n", 501, "not-implemented"),
+            ("X-CUSTOM", "X-CUSTOM /healthz HTTP/1.1\r\nHost: custody\r\n\r\n", 501, "not-implemented"),
+            ("a control byte", "G\u{1}T /healthz HTTP/1.1\r\nHost: custody\r\n\r\n", 400, "malformed-request"),
+            ("a TLS hello", "\u{16}\u{3}\u{1}\u{2}\u{0}\u{1}\u{0}\r\n\r\n", 400, "malformed-request"),
+        ].map { name, request, status, code in
+            Case(label: "method \(name)", request: request, statuses: [status], code: code, closes: true)
+        } + [
+            Case(
+                label: "an unknown method after a request on the same connection",
+                request: "GET /healthz HTTP/1.1\r\nHost: custody\r\n\r\nFOO / HTTP/1.1\r\nHost: custody\r\n\r\n",
+                statuses: [200, 501], code: "not-implemented", closes: true),
             Case(
                 label: "an expectation the service cannot meet",
                 request: head("POST", "/v1/decisions", "Expect: teapot\r\nContent-Length: 2\r\n\r\n{}"),
@@ -496,7 +515,8 @@ struct HostCheckTests {
             ("GET /readyz HTTP/1.1\r\nHost: localhost:abc\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
             ("GET /readyz HTTP/1.1\r\nHost: localhost:99999\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
             // Answers from below the routes are nosniff too.
-            ("CONNECT x:1 HTTP/1.1\r\nHost: localhost\r\n\r\n", [501], nil),
+            ("CONNECT x:1 HTTP/1.1\r\nHost: localhost\r\n\r\n", [501], "not-implemented"),
+            ("FOO / HTTP/1.1\r\nHost: localhost\r\n\r\n", [501], "not-implemented"),
             ("POST /v1/decisions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999\r\n\r\n", [413], "too-large"),
         ] as [(String, [Int], String?)])
     func live(request: String, statuses: [Int], code: String?) async throws {

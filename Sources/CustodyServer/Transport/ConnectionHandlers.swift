@@ -29,6 +29,84 @@ func closeLingering(_ context: ChannelHandlerContext) {
     context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(2)) { context.close(promise: nil) }
 }
 
+/// The bytes of a connection between TLS (if any) and NIO's HTTP codec: what the codec cannot
+/// be asked to do. It answers in bytes it writes itself, past NIO's response encoder (which
+/// drops the body of every answer to `CONNECT`), and it tells what method a request line the
+/// codec could not read names (NIO's parser knows a fixed list of methods, and takes any other,
+/// `FOO` as much as a line of noise, for a malformed request).
+final class RawResponder: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// The bytes read last: the codec raises its errors while it parses them.
+    private var lastRead: ByteBuffer?
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        lastRead = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastRead = unwrapInboundIn(data)
+        context.fireChannelRead(data)
+    }
+
+    /// The method of the last well-formed request line in the bytes read last whose method
+    /// NIO's parser does not know (a token, RFC 9110 §9.1: one the service does not
+    /// implement), or nil when there is none (the bytes are not a request line at all).
+    var unknownMethod: String? {
+        guard let bytes = lastRead?.readableBytesView else { return nil }
+        var found: String?
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let line = line.last == UInt8(ascii: "\r") ? line.dropLast() : line[...]
+            let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+            guard parts.count == 3, (1...32).contains(parts[0].count), parts[0].allSatisfy(Self.isTokenCharacter),
+                !parts[1].isEmpty, parts[2].starts(with: Array("HTTP/1.".utf8))
+            else { continue }
+            let method = String(decoding: parts[0], as: UTF8.self)
+            if case .RAW = HTTPMethod(rawValue: method) { found = method }
+        }
+        return found
+    }
+
+    /// `tchar` (RFC 9110 §5.6.2).
+    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "a")...UInt8(ascii: "z"):
+            true
+        default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+
+    /// Writes `error` as a whole HTTP/1.1 response, in bytes, and closes the connection.
+    func answer(_ error: ServiceError) {
+        guard let context else { return }
+        let body = error.body
+        var fields = error.headers
+        fields[.contentType] = "application/json"
+        fields[.contentLength] = String(body.count)
+        fields[.connection] = "close"
+        fields[.contentTypeOptions] = "nosniff"
+        var head = "HTTP/1.1 \(error.status.code) \(error.status.reasonPhrase)\r\n"
+        for field in fields { head += "\(field.name.rawName): \(field.value)\r\n" }
+        head += "\r\n"
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
+        buffer.writeString(head)
+        buffer.writeBytes(body)
+        context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in
+            closeLingering(context)
+        }
+    }
+}
+
 extension HTTPResponse {
     /// A final answer that says `Connection: close`: nothing after it on the connection is read.
     var closesConnection: Bool {
@@ -69,7 +147,15 @@ final class HeadErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if failed || (closing && !readingBody) { return }
-        guard !readingBody, let answer = Self.answer(error) else { return context.fireErrorCaught(error) }
+        guard !readingBody, var answer = Self.answer(error) else { return context.fireErrorCaught(error) }
+        // A method NIO's parser does not know, in a well-formed request line, is one this
+        // service does not implement (RFC 9110 §9.1: 501), not a malformed request.
+        if let error = error as? HTTPParserError, error == .invalidMethod,
+            let method = (try? context.pipeline.syncOperations.handler(type: RawResponder.self))?.unknownMethod
+        {
+            answer = ServiceError(
+                .notImplemented, .notImplemented, "this service does not implement the method \(method)")
+        }
         failed = true
         if unanswered == 0 { writeAndClose(answer, context: context) } else { held = answer }
     }
@@ -136,6 +222,11 @@ final class ExpectContinueHandler: ChannelDuplexHandler, RemovableChannelHandler
         guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
         if let refusal = Self.refusal(of: head, limit: limit, allowance: allowance) {
             refused = true
+            // NIO's encoder drops the body of any answer to CONNECT: it is written in bytes.
+            if head.method == .connect, let raw = try? context.pipeline.syncOperations.handler(type: RawResponder.self)
+            {
+                return raw.answer(refusal)
+            }
             return writeAndClose(refusal, context: context)
         }
         if head.headerFields[.expect] != nil {

@@ -29,6 +29,8 @@ struct CustodyHTTP1Channel: ServerChildChannel {
                 try pipeline.addHandler(RefuseConnectionHandler(limit: limit), position: .after(codec))
                 return value
             }
+            try pipeline.addHandler(
+                RawResponder(), position: .before(try pipeline.handler(type: HTTPResponseEncoder.self)))
             let deadline = HeadDeadline(limit: headerTimeout, slot: slot)
             try pipeline.addHandler(KeepAliveHandler(deadline: deadline), position: .before(codec))
             try pipeline.addHandler(HeadBytesObserver(deadline), position: .first)
