@@ -173,6 +173,40 @@ struct SignedBundleServiceTests {
         }
     }
 
+    /// Issue 47, item 17: `/readyz` (no token), the history (read) and the console's overview
+    /// (read) named the server's bundle directory in the refusal of a watched edit.
+    @Test(
+        "a refused watched edit is told without the bundle directory's path: /readyz, the history and the console name its files relative to it"
+    )
+    func refusalWithoutPaths() async throws {
+        let fixture = try await ServiceFixture.make()
+        try Data("{bad".utf8).write(to: URL(fileURLWithPath: fixture.bundle + "/all-staff.json"))
+        try await fixture.application().test(.live) { client in
+            #expect(await eventually { fixture.engine.lastBundleRejection != nil })
+            #expect(fixture.engine.lastBundleRejection?.message.contains(fixture.bundle) == true, "the library says where")
+            // `/readyz` has no token: no path at all.
+            let ready = String(buffer: try await client.execute(uri: "/readyz", method: .get).body)
+            #expect(ready.contains("all-staff.json:1:2"), "\(ready.prefix(600))")
+            #expect(!ready.contains(fixture.directory.path), "\(ready.prefix(600))")
+            // The history's and the overview's texts name files relative to the directory (where
+            // the bundle came from is the entry's `source`, its provenance, as `custody bundle
+            // history` shows it).
+            let history = try object(
+                try await client.execute(uri: "/v1/bundle/history", method: .get, headers: fixture.auth(.read)))
+            let messages = (history["entries"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+            #expect(messages.contains { $0.contains("all-staff.json:1:2") }, "\(messages)")
+            #expect(!messages.contains { $0.contains(fixture.directory.path) }, "\(messages)")
+            let overview = String(
+                buffer: try await client.execute(
+                    uri: "/console/views/overview", method: .get, headers: fixture.auth(.read)
+                ).body)
+            let refusal = try #require(overview.range(of: "the last bundle offered was refused"), "\(overview)")
+            let warning = overview[refusal.lowerBound...].prefix { $0 != "<" }
+            #expect(warning.contains("all-staff.json:1:2"), "\(warning)")
+            #expect(!warning.contains(fixture.directory.path), "\(warning)")
+        }
+    }
+
     /// The documented CI flow: edit, then sign. The edit alone is refused as unsigned; the
     /// signature written after it is a change of the directory, so the signed bundle is offered
     /// again and goes in force (issue 47).

@@ -10,6 +10,17 @@ package func answerTime(_ date: Date) -> String {
     date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
 }
 
+/// `text` with the files of the bundle directory `source` named relative to it
+/// (`all-staff.json:1:2` rather than `/etc/custody/bundle/all-staff.json:1:2`), as files of a
+/// bundle sent over HTTP are: what a service shows to read tokens, or without a token at all
+/// (`/readyz`), does not lay out the server's file system. A source that is no path (a PUT, a
+/// Graph sync) leaves `text` as it is.
+package func namingFiles(in text: String, relativeTo source: String) -> String {
+    guard source.hasPrefix("/") else { return text }
+    let directory = source.hasSuffix("/") ? source : source + "/"
+    return text.replacingOccurrences(of: directory, with: "")
+}
+
 /// One bundle history entry.
 public struct BundleRecordAnswer: Encodable, Sendable {
     var id: Int64
@@ -30,7 +41,7 @@ public struct BundleRecordAnswer: Encodable, Sendable {
         result = record.result.rawValue
         appliedAt = answerTime(record.appliedAt)
         source = record.source
-        message = record.message
+        message = record.message.map { namingFiles(in: $0, relativeTo: record.source) }
         sequence = record.provenance.sequence
         signers = record.provenance.signers
         appliedBy = record.provenance.appliedBy

@@ -115,7 +115,9 @@ struct ConsoleController {
         object["readiness"] = problems.isEmpty ? "Ready" : "Not ready"
         object["readyClass"] = problems.isEmpty ? "allow" : "block"
         object["warnings"] =
-            engine.lastBundleRejection.map { ["the last bundle offered was refused: \($0.message)"] } ?? []
+            engine.lastBundleRejection.map {
+                ["the last bundle offered was refused: \(namingFiles(in: $0.message, relativeTo: $0.source))"]
+            } ?? []
         object["admin"] = Self.isAdmin(context)
         object["graph"] = syncsFromGraph
         object["activity"] = Self.minutes(activity.recent())

@@ -62,8 +62,11 @@ struct OperationsController {
             )
         }
         if let refused = engine.lastBundleRejection {
+            // Answered without a token: the bundle directory's path is not shown, and its files
+            // are named as in a bundle sent over HTTP.
+            let source = refused.source.hasPrefix("/") ? "the bundle directory" : refused.source
             warnings.append(
-                "the last bundle offered (\(refused.source), \(refused.at.formatted(.iso8601))) was refused, the policy in force stays: \(refused.message)"
+                "the last bundle offered (\(source), \(refused.at.formatted(.iso8601))) was refused, the policy in force stays: \(namingFiles(in: refused.message, relativeTo: refused.source))"
             )
         }
         // A write held up (another replica's lock, a slow link) does not hold decisions up:
