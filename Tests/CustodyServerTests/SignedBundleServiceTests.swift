@@ -183,7 +183,8 @@ struct SignedBundleServiceTests {
         try Data("{bad".utf8).write(to: URL(fileURLWithPath: fixture.bundle + "/all-staff.json"))
         try await fixture.application().test(.live) { client in
             #expect(await eventually { fixture.engine.lastBundleRejection != nil })
-            #expect(fixture.engine.lastBundleRejection?.message.contains(fixture.bundle) == true, "the library says where")
+            #expect(
+                fixture.engine.lastBundleRejection?.message.contains(fixture.bundle) == true, "the library says where")
             // `/readyz` has no token: no path at all.
             let ready = String(buffer: try await client.execute(uri: "/readyz", method: .get).body)
             #expect(ready.contains("all-staff.json:1:2"), "\(ready.prefix(600))")
