@@ -123,6 +123,61 @@ struct ConsoleTests {
         }
     }
 
+    /// Issue 47, item 25: a search said "100 of 100000 accounts match" and showed no way past
+    /// its first page.
+    @Test(
+        "a search is paged with `after`: every match once, in the tenant's order, `matched` on every page, `next` null on the last; an `after` of no account is a 400 naming it",
+        arguments: [
+            ("contoso", 1, ["alice@contoso.com", "bob@contoso.com", "carol@contoso.com", "dave@contoso.com"]),
+            ("contoso", 3, ["alice@contoso.com", "bob@contoso.com", "carol@contoso.com", "dave@contoso.com"]),
+            ("contoso", 4, ["alice@contoso.com", "bob@contoso.com", "carol@contoso.com", "dave@contoso.com"]),
+            ("", 2, ["alice@contoso.com", "bob@contoso.com", "carol@contoso.com", "dave@contoso.com"]),
+            ("a", 1, ["alice@contoso.com", "bob@contoso.com", "carol@contoso.com", "dave@contoso.com"]),
+            ("n", 2, ["alice@contoso.com", "bob@contoso.com", "carol@contoso.com", "dave@contoso.com"]),
+            ("nguyen", 1, ["carol@contoso.com"]), ("zzz", 5, []),
+        ] as [(String, Int, [String])])
+    func paged(query: String, limit: Int, expected: [String]) async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            var seen: [String] = []
+            var after: String?
+            for _ in 0..<10 {
+                let uri = "/v1/accounts?q=\(query)&limit=\(limit)" + (after.map { "&after=\($0)" } ?? "")
+                let page = try object(try await client.execute(uri: uri, method: .get, headers: fixture.auth(.read)))
+                let accounts = (page["accounts"] as? [[String: Any]] ?? []).compactMap { $0["upn"] as? String }
+                #expect(accounts.count <= limit)
+                #expect(page["matched"] as? Int == expected.count, "\(uri): \(page)")
+                seen += accounts
+                after = page["next"] as? String
+                #expect(page.keys.contains("next"), "next is always present (null on the last page)")
+                if after == nil { break }
+                #expect(accounts.last == after, "next names the page's last account")
+            }
+            #expect(seen == expected)
+            let stale = try await client.execute(
+                uri: "/v1/accounts?q=\(query)&after=zoe@contoso.com", method: .get, headers: fixture.auth(.read))
+            #expect(stale.status == .badRequest)
+            #expect(try object(stale)["parameter"] as? String == "after")
+        }
+    }
+
+    @Test("the console's search pages: a link to the next page while more match, and back to the first")
+    func consolePaged() async throws {
+        let fixture = try await ServiceFixture.make()
+        try await fixture.application().test(.router) { client in
+            func view(_ uri: String) async throws -> String {
+                try await client.execute(uri: uri, method: .get, headers: fixture.auth(.read)).body.text
+            }
+            // The console shows pages of 100: a tenant of 4 fits on one.
+            let whole = try await view("/console/views/accounts?q=contoso")
+            #expect(!whole.contains("data-more") && !whole.contains("First page"), "\(whole)")
+            let second = try await view("/console/views/accounts?q=contoso&after=bob%40contoso.com")
+            #expect(second.contains("carol@contoso.com") && !second.contains(">alice@contoso.com<"), "\(second)")
+            #expect(second.contains("4 of the 4 accounts") && second.contains("the last 2 are shown"), "\(second)")
+            #expect(second.contains(##"href="#/accounts?q=contoso""##), "\(second)")
+        }
+    }
+
     @Test("search, what-if and its refusals render; GET /v1/accounts answers the same search as JSON")
     func views() async throws {
         let fixture = try await ServiceFixture.make()

@@ -372,6 +372,16 @@ struct BundleSigningTests {
         #expect(try engine.bundleDiff(from: first, to: first).decisions.isEmpty)
         #expect(try engine.bundleDiff(from: nil, to: nil).from == first, "by default: the last change")
         #expect(try engine.bundleDiff(from: nil, to: first).from == first, "nothing before the first")
+
+        // Issue 47, item 25: a comparison is kept by (from, to), newest first, at most 8; the
+        // same pair asked again is the kept answer, in either spelling of its revisions.
+        let second = try #require(engine.bundleInForce?.revision)
+        let pairs = engine.diffs.withLock { $0.map { [$0.key.from, $0.key.to] } }
+        #expect(Set(pairs) == [[first, second], [first, first]], "each pair once: \(pairs)")
+        let again = try engine.bundleDiff(from: String(first.prefix(12)), to: second)
+        #expect(again.settings == diff.settings && again.decisions.count == diff.decisions.count)
+        #expect(engine.diffs.withLock { $0.first?.key } == DiffKey(from: first, to: second), "used last, kept first")
+        #expect(engine.diffs.withLock { $0.count } == 2)
     }
 
     @Test("fleet status: a replica behind the newest revision is marked, counted, and announced once by one replica")

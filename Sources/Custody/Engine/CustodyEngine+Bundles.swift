@@ -196,8 +196,27 @@ extension CustodyEngine {
             }
             old = try previous.map { record throws(CustodyError) in try keptBundle(record.contentHash) } ?? new
         }
-        return try BundleDiff(old: old, new: new, context: context, logger: logger)
+        // A revision is its content: the comparison of two is the same every time, and at
+        // 100,000 accounts it takes seconds. The last few are kept.
+        let key = DiffKey(from: old.record.contentHash, to: new.record.contentHash)
+        let kept = diffs.withLock { diffs -> BundleDiff? in
+            guard let index = diffs.firstIndex(where: { $0.key == key }) else { return nil }
+            let entry = diffs.remove(at: index)
+            diffs.insert(entry, at: 0)
+            return entry.diff
+        }
+        if let kept { return kept }
+        let diff = try BundleDiff(old: old, new: new, context: context, logger: logger)
+        diffs.withLock { diffs in
+            diffs.removeAll { $0.key == key }
+            diffs.insert((key, diff), at: 0)
+            if diffs.count > Self.keptDiffs { diffs.removeLast() }
+        }
+        return diff
     }
+
+    /// How many comparisons of kept revisions `bundleDiff(from:to:)` keeps.
+    static let keptDiffs = 8
 
     /// What applying `candidate` would change, before anything is applied: the bundle in force
     /// compared with it, as `bundleDiff(from:to:)` compares two kept revisions. The candidate's

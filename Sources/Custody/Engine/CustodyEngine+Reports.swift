@@ -160,13 +160,14 @@ extension CustodyEngine {
 }
 
 extension CustodyEngine {
-    /// Accounts of the tenant in force whose UPN, object id or display name contains `query` (ignoring case;
-    /// every account for an empty query), at most `limit`, in the tenant's order, and how many
-    /// accounts the tenant has (`GET /v1/accounts`, the console's search).
-    /// - Throws: `.noPolicy` when no bundle is in force.
-    public func searchAccounts(_ query: String, limit: Int) throws(CustodyError) -> (
-        matches: [TenantAccount], matched: Int, total: Int
-    ) {
+    /// The tenant's accounts whose UPN, object id or display name contains `query` (see
+    /// `AccountSearch`), in the tenant's order: at most `limit` of them, from the account after
+    /// `after` (a UPN or object id an earlier page's `next` gave; nil: from the first).
+    /// - Throws: `.noPolicy` with no bundle in force; `.invalidArgument` when `after` is no
+    ///   account of the tenant in force (a page of another bundle: start again).
+    public func searchAccounts(_ query: String, after: String? = nil, limit: Int) throws(CustodyError)
+        -> AccountSearch
+    {
         guard let (_, snapshot, _) = policyInForce else {
             throw CustodyError(.noPolicy, "no bundle is in force")
         }
@@ -177,9 +178,34 @@ extension CustodyEngine {
             cached = made
             return made
         }
-        let (found, matched) = index.matches(query, limit: limit)
-        return (found.map { accounts[$0] }, matched, accounts.count)
+        var start = 0
+        if let after {
+            guard let position = index.position(of: after) else {
+                throw CustodyError(
+                    .invalidArgument,
+                    "'\(after.escapingControlCharacters)' is not an account of the tenant in force (a page of another bundle: search again from the first page)"
+                )
+            }
+            start = position + 1
+        }
+        let (found, matched, more) = index.matches(query, from: start, limit: limit)
+        let last = found.last.map { accounts[$0].id }
+        return AccountSearch(
+            accounts: found.map { accounts[$0] }, matched: matched, total: accounts.count,
+            next: more ? last.flatMap { $0.upn ?? $0.oid } : nil)
     }
+}
+
+/// One page of a search of the tenant's accounts (`CustodyEngine.searchAccounts`).
+public struct AccountSearch: Sendable {
+    /// The page: matching accounts in the tenant's order.
+    public let accounts: [TenantAccount]
+    /// How many accounts match in all (every page).
+    public let matched: Int
+    /// How many accounts the tenant has.
+    public let total: Int
+    /// What to pass as `after` for the next page; nil on the last.
+    public let next: String?
 }
 
 /// A tenant's accounts as lower-cased text to search (UPN, object id and display name of each),
@@ -188,9 +214,18 @@ extension CustodyEngine {
 final class AccountSearchIndex: Sendable {
     let snapshot: PolicySnapshot
     private let texts: [[UInt8]]
+    /// Each account's index, under its lower-cased UPN and object id (a page's `after`).
+    private let positions: [String: Int]
 
     init(_ snapshot: PolicySnapshot) {
         self.snapshot = snapshot
+        var positions: [String: Int] = [:]
+        for (index, account) in snapshot.bundle.tenant.accounts.enumerated() {
+            for name in [account.id.upn, account.id.oid].compactMap({ $0?.lowercased() }) {
+                positions[name] = positions[name] ?? index
+            }
+        }
+        self.positions = positions
         texts = snapshot.bundle.tenant.accounts.map { account in
             let name = account.displayName.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
             let fields = [account.id.upn, account.id.oid, name].compactMap { $0 }
@@ -198,21 +233,34 @@ final class AccountSearchIndex: Sendable {
         }
     }
 
+    /// The index in the tenant of the account whose UPN or object id is `identifier` (ignoring
+    /// case).
+    func position(of identifier: String) -> Int? {
+        positions[identifier.lowercased()]
+    }
+
     /// The indices of the accounts whose text holds `query` (ignoring case and spaces at either
-    /// end, a run of spaces as one; every account for an empty one), in the tenant's order, at
-    /// most `limit`, and how many match in all.
-    func matches(_ query: String, limit: Int) -> (found: [Int], matched: Int) {
+    /// end, a run of spaces as one; every account for an empty one), in the tenant's order, from
+    /// index `start` on, at most `limit`; how many match in all, and whether more match after
+    /// the last one given.
+    func matches(_ query: String, from start: Int = 0, limit: Int) -> (found: [Int], matched: Int, more: Bool) {
         // Spaces at either end, and runs of them, are not what anyone searches for.
         let words = query.lowercased().split(whereSeparator: \.isWhitespace)
         let needle = Array(words.joined(separator: " ").utf8)
-        if needle.isEmpty { return (Array(texts.indices.prefix(limit)), texts.count) }
+        let start = min(max(start, 0), texts.count)
+        if needle.isEmpty {
+            let end = min(start + limit, texts.count)
+            return (Array(start..<end), texts.count, end < texts.count)
+        }
         var found: [Int] = []
         var matched = 0
+        var more = false
         for (index, text) in texts.enumerated() where Self.contains(text, needle) {
             matched += 1
-            if found.count < limit { found.append(index) }
+            guard index >= start else { continue }
+            if found.count < limit { found.append(index) } else { more = true }
         }
-        return (found, matched)
+        return (found, matched, more)
     }
 
     private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -120,6 +120,8 @@ public final class CustodyEngine: Sendable {
     let streams = StreamPool()
     /// The tenant in force, ready to search (`searchAccounts`), made once per bundle.
     let searchIndex = Locked<AccountSearchIndex?>(nil)
+    /// The comparisons of kept revisions made last, newest first (`bundleDiff(from:to:)`).
+    let diffs = Locked<[(key: DiffKey, diff: BundleDiff)]>([])
     /// How current this replica is with the state (see `follow`).
     let replica: Locked<ReplicaStatus>
     /// How many `follow` calls are running: while one is, values read from the state (verified
@@ -734,4 +736,10 @@ extension CustodyEngine {
         else { return nil }
         return inForce.source
     }
+}
+
+/// Two revisions compared, in order.
+struct DiffKey: Hashable, Sendable {
+    let from: String
+    let to: String
 }

@@ -174,25 +174,35 @@ struct ConsoleController {
         return rows
     }
 
-    /// Accounts of the tenant in force matching `q` (GET /v1/accounts).
+    /// Accounts of the tenant in force matching `q`, a page of 100 from the account after
+    /// `after` (GET /v1/accounts).
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        let parameters = try QueryParameters(request.uri, accepting: ["q"])
+        let parameters = try QueryParameters(request.uri, accepting: ["q", "after"])
         let query = try parameters.searchText()
-        let (matches, matched, total) = try engine.searchAccounts(query, limit: 100)
-        return Self.render(
-            "accounts",
-            [
-                "query": query, "count": matches.count, "matched": matched, "total": total,
-                "more": matched > matches.count,
-                "accounts": matches.map { account -> [String: Any] in
-                    let name = account.id.upn ?? account.id.oid ?? account.id.description
-                    return [
-                        "upn": account.id.upn ?? "-", "oid": account.id.oid ?? "-",
-                        "displayName": account.displayName ?? "-", "groups": account.groups.joined(separator: ", "),
-                        "link": Self.pathSegment(name),
-                    ]
-                },
-            ])
+        let search = try engine.accountPage(query, after: parameters["after"], limit: Self.accountsPage)
+        let queryItem = Self.queryValue(query)
+        var page: [String: Any] = [
+            "query": query, "count": search.accounts.count, "matched": search.matched, "total": search.total,
+            "paged": parameters["after"] != nil, "first": "#/accounts?q=\(queryItem)",
+        ]
+        if let next = search.next { page["next"] = "#/accounts?q=\(queryItem)&after=\(Self.queryValue(next))" }
+        page["accounts"] = search.accounts.map { account -> [String: Any] in
+            let name = account.id.upn ?? account.id.oid ?? account.id.description
+            return [
+                "upn": account.id.upn ?? "-", "oid": account.id.oid ?? "-",
+                "displayName": account.displayName ?? "-", "groups": account.groups.joined(separator: ", "),
+                "link": Self.pathSegment(name),
+            ]
+        }
+        return Self.render("accounts", page)
+    }
+
+    /// How many accounts a page of the console's search shows.
+    static let accountsPage = 100
+
+    /// `text` as the value of a query parameter.
+    static func queryValue(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", ".", "_", "~"])) ?? ""
     }
 
     /// An account's effective policy per platform, each setting with its sources and the

@@ -22,18 +22,18 @@ struct PolicyController {
     }
 
     /// The tenant's accounts whose UPN, object id or display name contains `q` (at most 256
-    /// bytes; every account without it), at most `limit` (1–1000, default 100), how many match
-    /// and how many the tenant has.
+    /// bytes; every account without it), at most `limit` (1–1000, default 100) from the account
+    /// after `after` (the `next` of the page before), how many match and how many the tenant has.
     @Sendable func accounts(_ request: Request, context: CustodyRequestContext) async throws -> AccountsAnswer {
-        let parameters = try QueryParameters(request.uri, accepting: ["q", "limit"])
+        let parameters = try QueryParameters(request.uri, accepting: ["q", "limit", "after"])
         let limit = try parameters.wholeNumber("limit", in: 1...1_000) ?? 100
         let query = try parameters.searchText()
-        let (matches, matched, total) = try engine.searchAccounts(query, limit: limit)
+        let search = try engine.accountPage(query, after: parameters["after"], limit: limit)
         return AccountsAnswer(
-            accounts: matches.map {
+            accounts: search.accounts.map {
                 AccountsAnswer.Account(oid: $0.id.oid, upn: $0.id.upn, displayName: $0.displayName, groups: $0.groups)
             },
-            matched: matched, total: total)
+            matched: search.matched, total: search.total, next: search.next)
     }
 
     func addAdminRoutes(to group: RouterGroup<CustodyRequestContext>) {
@@ -251,4 +251,17 @@ func json(_ bytes: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFiel
     var headers = headers
     headers[.contentType] = "application/json"
     return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+}
+
+extension CustodyEngine {
+    /// `searchAccounts`, with an `after` that names no account of the tenant in force a 400
+    /// naming the parameter.
+    func accountPage(_ query: String, after: String?, limit: Int) throws -> AccountSearch {
+        do throws(CustodyError) {
+            return try searchAccounts(query, after: after, limit: limit)
+        } catch {
+            if error.code == .invalidArgument { throw ServiceError.badParameter("after", error.message) }
+            throw error
+        }
+    }
 }

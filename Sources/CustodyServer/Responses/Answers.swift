@@ -110,6 +110,8 @@ struct AccountsAnswer: ResponseEncodable {
     var matched: Int
     /// How many accounts the tenant has.
     var total: Int
+    /// `after` for the next page; null on the last.
+    @Nullable var next: String?
 }
 
 /// `GET /v1/activity`: per interval (oldest first, the last one still running), how many
