@@ -79,7 +79,27 @@ struct ConsoleTests {
                     .components(separatedBy: "</tr>").first)
             #expect(wipe.contains("recommended value — policies disagree:"), "\(wipe)")
             #expect(wipe.contains("P30D") && wipe.contains("P90D"), "\(wipe)")
+            // Item 26: offline time in words, and counted from what (alice never checked in).
+            let offline = try #require(
+                page.body.text.components(separatedBy: "Offline grace:").last?.components(separatedBy: "</p>").first)
+            #expect(offline.contains("since Custody first saw the account (it has never checked in)"), "\(offline)")
+            #expect(!offline.contains("PT"), "no ISO 8601 duration: \(offline)")
+            #expect(offline.contains("12 hours"), "the policy's PT12H in words: \(offline)")
         }
+    }
+
+    @Test(
+        "the console says each ISO 8601 duration of a reason in words, and leaves other text as it is",
+        arguments: [
+            (
+                "offline for PT8S, less than periodOfflineBeforeAccessCheck PT720M",
+                "offline for 8 seconds, less than periodOfflineBeforeAccessCheck 12 hours"
+            ),
+            ("wiped after P90D", "wiped after 90 days"), ("PTX and P and PT", "PTX and P and PT"),
+            ("APT1H", "APT1H"), ("P1Y", "P1Y"),
+        ])
+    func spokenDurations(text: String, spoken: String) {
+        #expect(ConsoleController.spokenDurations(in: text) == spoken)
     }
 
     /// Issue 47, items 23 and 25: after a rollback, Diff offered to undo it as "Roll back to the

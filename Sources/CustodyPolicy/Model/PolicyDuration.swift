@@ -106,6 +106,21 @@ public struct PolicyDuration: Sendable, Hashable, Comparable, CustomStringConver
         lhs.duration < rhs.duration
     }
 
+    /// In words, for people: its two largest units that are not zero, to the second ("90 days",
+    /// "12 hours", "1 day 2 hours", "1 day 5 seconds", "8 seconds", "no time").
+    public var spoken: String {
+        let seconds = duration.components.seconds
+        let units: [(Int64, String)] = [(86_400, "day"), (3_600, "hour"), (60, "minute"), (1, "second")]
+        var rest = seconds
+        var parts: [String] = []
+        for (size, name) in units where parts.count < 2 {
+            let count = rest / size
+            rest %= size
+            if count > 0 { parts.append("\(count) \(name)\(count == 1 ? "" : "s")") }
+        }
+        return parts.isEmpty ? "no time" : parts.joined(separator: " ")
+    }
+
     /// The canonical ISO 8601 form: `P90D`, `PT12H`, `P1DT2H30M`, `PT0S`.
     public var description: String {
         let (seconds, attoseconds) = duration.components

@@ -197,6 +197,25 @@ struct ConsoleController {
         return Self.render("accounts", page)
     }
 
+    /// `text` with each ISO 8601 duration (`PT8S`, `P90D`) in words ("8 seconds", "90 days"):
+    /// the API's reasons quote Graph's values; the console says them as people do.
+    static func spokenDurations(in text: String) -> String {
+        text.replacing(/\bP(?:\d+[WD])*(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?\b/) { match in
+            (try? PolicyDuration(iso8601: String(match.output)))?.spoken ?? String(match.output)
+        }
+    }
+
+    /// How long the account has been offline, and counted from what.
+    static func offlineBasis(_ status: AccountStatus) -> String {
+        guard let seconds = status.offline.offlineForSeconds else {
+            return "the state knows of no check-in and has never seen the account, so no time offline is counted"
+        }
+        let since =
+            status.lastCheckIn != nil
+            ? "since its last check-in" : "since Custody first saw the account (it has never checked in)"
+        return "offline for \(PolicyDuration(seconds: Int64(seconds)).spoken) \(since)"
+    }
+
     /// How many accounts a page of the console's search shows.
     static let accountsPage = 100
 
@@ -244,7 +263,8 @@ struct ConsoleController {
                 },
                 "lastCheckIn": status.lastCheckIn ?? "never", "firstSeen": status.firstSeen ?? "-",
                 "offline": status.offline.state, "offlineClass": status.offline.state == "online" ? "allow" : "block",
-                "offlineReason": status.offline.reason,
+                "offlineReason": Self.spokenDurations(in: status.offline.reason),
+                "offlineBasis": Self.offlineBasis(status),
             ]
         } catch let error as CustodyError {
             object["statusError"] = error.message

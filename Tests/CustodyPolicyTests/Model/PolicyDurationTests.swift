@@ -52,4 +52,16 @@ struct PolicyDurationTests {
             "\(error)".contains(message)
         }
     }
+
+    /// Issue 47, item 26: the console said "offline for PT8S"; people read durations in words.
+    @Test(
+        "in words: the two largest units that are not zero, to the second",
+        arguments: [
+            ("PT8S", "8 seconds"), ("PT1S", "1 second"), ("PT0S", "no time"), ("PT12H", "12 hours"),
+            ("PT720M", "12 hours"), ("P90D", "90 days"), ("P1DT2H30M", "1 day 2 hours"), ("P1DT5S", "1 day 5 seconds"),
+            ("PT1M1S", "1 minute 1 second"), ("P2W", "14 days"), ("PT3M9.8396734S", "3 minutes 9 seconds"),
+        ])
+    func spoken(text: String, words: String) throws {
+        #expect(try PolicyDuration(iso8601: text).spoken == words)
+    }
 }
