@@ -88,6 +88,52 @@ struct ConsoleTests {
         }
     }
 
+    /// Issue 47, item 26: the account page listed the policies that reach an account and said
+    /// nothing of one that targets its group but excludes another of its groups, and showed
+    /// one platform only. Microsoft (apps-inc-exl-assignments): "Exclusion takes precedence
+    /// over inclusion in the following same group type scenarios: Including user groups and
+    /// excluding user groups when assigning apps". Carol is in grp-finance and grp-contractors;
+    /// Finance (iOS) includes the first and excludes the second.
+    @Test(
+        "an account's page says why a policy that names it does not reach it, and offers each platform",
+        arguments: [
+            ("carol%40contoso.com", "", "included by group grp-finance; excluded by group grp-contractors"),
+            (
+                "carol%40contoso.com", "?platform=ios",
+                "included by group grp-finance; excluded by group grp-contractors"
+            ),
+            (
+                "carol%40contoso.com", "?platform=android",
+                "included by group grp-finance; excluded by group grp-contractors; for ios, not android"
+            ),
+            ("alice%40contoso.com", "", nil),
+        ] as [(String, String, String?)])
+    func whyNot(account: String, platform: String, reason: String?) async throws {
+        let fixture = try await ServiceFixture.make(context: EvaluationContext())
+        try await fixture.application().test(.router) { client in
+            let page = try await client.execute(
+                uri: "/console/views/accounts/\(account)\(platform)", method: .get, headers: fixture.auth(.read))
+            let text = page.body.text
+            #expect(page.status == .ok, "\(text.prefix(300))")
+            let notReaching =
+                text.components(separatedBy: "<ul class=\"not-reaching\">").dropFirst().first?
+                .components(separatedBy: "</ul>").first ?? ""
+            if let reason {
+                #expect(notReaching.contains("Contoso Finance (iOS): \(reason)"), "\(notReaching)")
+            } else {
+                #expect(!notReaching.contains("Contoso Finance (iOS)"), "Finance reaches alice: \(notReaching)")
+            }
+            for name in ["every platform", "ios", "android", "windows"] {
+                #expect(text.contains(">\(name)</a>"), "a link to \(name)")
+            }
+            let current = platform.isEmpty ? "every platform" : String(platform.dropFirst("?platform=".count))
+            #expect(text.contains(#"aria-current="page">\#(current)</a>"#), "\(current) is marked")
+            if !platform.isEmpty {
+                #expect(text.components(separatedBy: "Effective policy on ").count == 2, "one platform's report")
+            }
+        }
+    }
+
     @Test(
         "the console says each ISO 8601 duration of a reason in words, and leaves other text as it is",
         arguments: [

@@ -24,6 +24,8 @@ struct EventReader {
         var id: Int64?
         var name: String
         var data: String
+        /// The time the event was logged, from the comment before it (`: at …`).
+        var at: String? = nil
     }
 
     private var iterator: HTTPClientResponse.Body.AsyncIterator
@@ -42,6 +44,7 @@ struct EventReader {
                 var event = Event(id: nil, name: "message", data: "")
                 var isEvent = false
                 for line in block.split(separator: "\n") {
+                    if line.hasPrefix(": at ") { event.at = String(line.dropFirst(5)) }
                     if line.hasPrefix("id: ") { event.id = Int64(line.dropFirst(4)); isEvent = true }
                     if line.hasPrefix("event: ") { event.name = String(line.dropFirst(7)); isEvent = true }
                     if line.hasPrefix("data: ") { event.data = String(line.dropFirst(6)); isEvent = true }
@@ -111,6 +114,15 @@ struct EventStreamTests {
             let missed = try await resumed.until("ready")
             #expect(missed.map(\.name) == ["wipeCompleted", "secretsChanged", "ready"])
             #expect(missed.compactMap(\.id) == [start + 3, start + 4])
+            // Issue 47, item 26: each event from the log says when it was logged, in a comment
+            // clients that do not look for it skip; the stream's own frames (ready) have none.
+            for event in changed + missed where event.id != nil && event.name != "ready" {
+                let at = try #require(event.at, "\(event.name) says when")
+                #expect(
+                    (try? Date(at, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true)))
+                        != nil, "\(at)")
+            }
+            #expect(missed.last?.at == nil)
         }
     }
 

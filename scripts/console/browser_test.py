@@ -351,6 +351,8 @@ try:
         sign_in(admin_token)
         wait.until(lambda b: b.find_elements(By.ID, "revision"))
         visit("/events", "#events-status[data-live='true']")
+        # Issue 47, item 26: the events logged before the page opened are shown, each with its time.
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#events-list li[data-kind='bundleApplied'] time"))
         browser.execute_script("window.notReloaded = true")
         files = {}
         for name in sorted(os.listdir(bundle)):
@@ -359,9 +361,10 @@ try:
         files["all-staff.json"] = files["all-staff.json"].replace('"printBlocked": true', '"printBlocked": false')
         status, applied = api("PUT", "/v1/bundle", admin_token, {"files": files})
         assert status == 200, (status, applied)
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#events-list li[data-kind='bundleApplied']"))
+        wait.until(lambda b: any(applied["revision"] in li.text for li in b.find_elements(
+            By.CSS_SELECTOR, "#events-list li[data-kind='bundleApplied']")))
         item = browser.find_element(By.CSS_SELECTOR, "#events-list li[data-kind='bundleApplied']").text
-        assert applied["revision"] in item, item
+        assert applied["revision"] in item, f"the newest is first: {item}"
         assert browser.execute_script("return window.notReloaded === true"), "the page was reloaded"
         kind = browser.find_element(By.CSS_SELECTOR, "#events-filter input[name='kind']")
         kind.send_keys("bundleApplied")

@@ -216,6 +216,9 @@ struct ConsoleController {
         return "offline for \(PolicyDuration(seconds: Int64(seconds)).spoken) \(since)"
     }
 
+    /// How many of the events logged before the Events view opened it shows.
+    static let eventHistory: Int64 = 50
+
     /// How many accounts a page of the console's search shows.
     static let accountsPage = 100
 
@@ -227,9 +230,10 @@ struct ConsoleController {
     /// An account's effective policy per platform, each setting with its sources and the
     /// conflicts (GET /v1/accounts/{account}/policy: the same answer, rendered).
     @Sendable func account(_ request: Request, context: CustodyRequestContext) async throws -> Response {
-        _ = try QueryParameters(request.uri, accepting: [])
+        let parameters = try QueryParameters(request.uri, accepting: ["platform"])
         let account = try PolicyController.account(context)
-        let snapshots = try engine.policyReport(for: account)
+        let chosen = try parameters.evaluationContext(over: engine.context)
+        let snapshots = try engine.policyReport(for: account, context: chosen)
         let bytes = PolicyReport.json(account: account, snapshots: snapshots)
         let parsed = try JSONSerialization.jsonObject(with: Data(bytes))
         let reports = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
@@ -241,6 +245,21 @@ struct ConsoleController {
         ]
         if let displayName = engine.policyInForce?.snapshot.tenantAccount(for: account)?.displayName {
             object["displayName"] = displayName
+        }
+        // Each platform the service decides for, and every one of them at once where it decides
+        // for all: the effective policy differs by platform.
+        let platforms: [Platform?] = engine.context.platform.map { [$0] } ?? [nil] + Platform.allCases.map { $0 }
+        if platforms.count > 1 {
+            object["hasPlatforms"] = true
+            let current = parameters["platform"]
+            object["platforms"] = platforms.map { platform -> [String: Any] in
+                [
+                    "name": platform?.rawValue ?? "every platform",
+                    "link": "#/accounts/\(Self.pathSegment(name))"
+                        + (platform.map { "?platform=\($0.rawValue)" } ?? ""),
+                    "current": platform?.rawValue == current,
+                ]
+            }
         }
         let groups = first["groups"] as? [String] ?? []
         if !groups.isEmpty {
@@ -504,7 +523,11 @@ struct ConsoleController {
     @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
         return Self.render(
-            "events", ["canStream": context.identity?.grants(.events) ?? false, "eventId": String(engine.lastEventID)])
+            "events",
+            [
+                "canStream": context.identity?.grants(.events) ?? false, "eventId": String(engine.lastEventID),
+                "historyFrom": String(max(0, engine.lastEventID - Self.eventHistory)),
+            ])
     }
 
     static func report(_ report: [String: Any]) -> [String: Any] {
@@ -537,6 +560,20 @@ struct ConsoleController {
             },
             "settings": settings, "conflicts": conflicting, "hasConflicts": !conflicting.isEmpty,
         ]
+        // Why each policy that names the account (a group of it, every licensed user) does or
+        // does not reach it: a policy that targets its group and excludes another of its groups
+        // is told here, not just missing from the list above.
+        let reach = report["reach"] as? [[String: Any]] ?? []
+        let notReaching = reach.filter { $0["reaches"] as? Bool == false }.map {
+            ["name": $0["policy"] as? String ?? "", "reason": $0["reason"] as? String ?? ""]
+        }
+        let reasons = reach.filter { $0["reaches"] as? Bool == true }.map {
+            ["name": $0["policy"] as? String ?? "", "reason": $0["reason"] as? String ?? ""]
+        }
+        rendered["notReaching"] = notReaching
+        rendered["hasNotReaching"] = !notReaching.isEmpty
+        rendered["reasons"] = reasons
+        rendered["hasReasons"] = !reasons.isEmpty
         let setAside = ((conflicts?["setAside"] as? [Any]) ?? []).map { text($0) }
         if !setAside.isEmpty { rendered["setAside"] = setAside.joined(separator: "; ") }
         return rendered

@@ -1,6 +1,7 @@
 import AsyncAlgorithms
 import Custody
 import CustodyPolicy
+import Foundation
 import CustodyStore
 import HTTPTypes
 import Hummingbird
@@ -96,7 +97,8 @@ struct EventsController {
                             return true
                         }
                         for event in page.events {
-                            try await writer.write(Self.frame(id: event.id, name: event.name, data: event.body))
+                            try await writer.write(
+                                Self.frame(id: event.id, name: event.name, data: event.body, at: event.at))
                             metrics.eventDelivered()
                             last = event.id
                         }
@@ -186,10 +188,13 @@ struct EventsController {
         return id
     }
 
-    /// One Server-Sent Event.
-    static func frame(id: Int64? = nil, name: String, data: [UInt8]) -> ByteBuffer {
+    /// One Server-Sent Event; one from the log is preceded by a comment with the time it was
+    /// logged (`: at 2026-11-29T14:30:25.253Z`), which clients that do not look for it ignore,
+    /// as the SSE format says of every comment.
+    static func frame(id: Int64? = nil, name: String, data: [UInt8], at: Date? = nil) -> ByteBuffer {
         var buffer = ByteBuffer()
-        buffer.reserveCapacity(data.count + 48)
+        buffer.reserveCapacity(data.count + 80)
+        if let at { buffer.writeString(": at \(answerTime(at))\n") }
         if let id { buffer.writeString("id: \(id)\n") }
         buffer.writeString("event: \(name)\ndata: ")
         buffer.writeBytes(data)

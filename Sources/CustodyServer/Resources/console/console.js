@@ -293,7 +293,9 @@
     const list = document.getElementById("events-list");
     const status = document.getElementById("events-status");
     const filter = document.getElementById("events-filter");
-    const state = { controller: new AbortController(), last: null, stopped: false };
+    // The feed begins with the events logged just before the page opened (up to 50 of them).
+    const history = status.dataset.historyFrom;
+    const state = { controller: new AbortController(), last: history === undefined ? null : history, stopped: false };
     feed = state;
     const shown = function (item) {
       const kind = filter.elements.kind.value.trim();
@@ -304,7 +306,7 @@
       for (const item of list.children) { item.hidden = !shown(item); }
     });
     filter.addEventListener("submit", function (event) { event.preventDefault(); });
-    const add = function (id, name, data) {
+    const add = function (id, name, data, at) {
       const item = document.createElement("li");
       item.dataset.kind = name;
       item.dataset.text = data.toLowerCase();
@@ -314,14 +316,22 @@
       badge.textContent = name;
       const code = document.createElement("code");
       code.textContent = data.length > 400 ? data.slice(0, 400) + "… (" + data.length + " characters)" : data;
+      if (at) {
+        const time = document.createElement("time");
+        time.dateTime = at;
+        time.textContent = new Date(at).toLocaleString();
+        item.append(time, " ");
+      }
       item.append("#" + id + " ", badge, " ", code);
       item.hidden = !shown(item);
       list.prepend(item);
       while (list.children.length > 500) { list.lastElementChild.remove(); }
     };
     const frame = function (text) {
-      let id = null, name = "message", data = [];
+      let id = null, name = "message", data = [], at = null;
       for (const line of text.split("\n")) {
+        // The time the event was logged comes as a comment: ": at 2026-11-29T14:30:25.253Z".
+        if (line.startsWith(": at ")) { at = line.slice(5); continue; }
         if (line.startsWith(":")) { continue; }
         const colon = line.indexOf(":");
         const field = colon < 0 ? line : line.slice(0, colon);
@@ -340,7 +350,7 @@
       }
       if (name === "unauthorized") { state.stopped = true; signin("Signed out: " + (JSON.parse(body).reason || "the token is no longer valid")); return; }
       if (name === "shutdown") { status.textContent = "The service is shutting down; reconnecting…"; return; }
-      if (id !== null) { state.last = id; add(id, name, body); }
+      if (id !== null) { state.last = id; add(id, name, body, at); }
     };
     const connect = async function () {
       while (!state.stopped) {
