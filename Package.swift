@@ -348,7 +348,8 @@ let package = Package(
         .testTarget(
             name: "CustodyCLITests",
             dependencies: [
-                "custody", "CustodyFuzz", "CustodyPolicy", "CustodyProtection", "CustodyStore", "CustodyTestSupport",
+                "custody", "CustodyFuzz", "CustodyPolicy", "CustodyPostgres", "CustodyProtection", "CustodyStore",
+                "CustodyTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

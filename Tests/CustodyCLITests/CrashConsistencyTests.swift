@@ -14,12 +14,13 @@ struct CrashConsistencyTests {
 
     /// Starts `custody` with `arguments`, kills it with SIGKILL after a random delay of up to
     /// `window` (it may finish first), and waits for it.
-    private func runAndKill(
-        _ arguments: [String], scratch: Scratch, window: Double, random: inout SystemRandomNumberGenerator
+    static func runAndKill(
+        _ arguments: [String], scratch: Scratch, state: String? = nil, window: Double,
+        random: inout SystemRandomNumberGenerator
     ) throws {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        process.arguments = arguments + ["--state", scratch.file("state")]
+        process.arguments = arguments + ["--state", state ?? scratch.file("state")]
         process.environment = ProcessInfo.processInfo.environment.merging([
             "CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")
         ]) { $1 }
@@ -32,7 +33,7 @@ struct CrashConsistencyTests {
     }
 
     /// The `*.json` files of a directory, by name.
-    private func files(_ directory: String) throws -> [String: [UInt8]] {
+    static func files(_ directory: String) throws -> [String: [UInt8]] {
         var result: [String: [UInt8]] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".json") {
             result[name] = [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
@@ -42,7 +43,7 @@ struct CrashConsistencyTests {
 
     /// Two copies of the example bundle in `scratch`, the new one differing in one file; their
     /// paths and their files.
-    private func twoBundles(_ scratch: Scratch) throws -> (old: String, new: String, files: [[String: [UInt8]]]) {
+    static func twoBundles(_ scratch: Scratch) throws -> (old: String, new: String, files: [[String: [UInt8]]]) {
         let old = scratch.file("old"), new = scratch.file("new")
         for directory in [old, new] {
             try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: directory)
@@ -50,13 +51,13 @@ struct CrashConsistencyTests {
         let tenant = new + "/tenant.json"
         try (try Data(contentsOf: URL(fileURLWithPath: tenant)) + Data(" \n".utf8)).write(
             to: URL(fileURLWithPath: tenant))
-        return (old, new, [try files(old), try files(new)])
+        return (old, new, [try Self.files(old), try Self.files(new)])
     }
 
     @Test("apply killed at random points leaves the old bundle or the new one, never a mix")
     func apply() throws {
         let scratch = try Scratch()
-        let (old, new, bundles) = try twoBundles(scratch)
+        let (old, new, bundles) = try Self.twoBundles(scratch)
         #expect(bundles[0] != bundles[1])
         // Kill anywhere in a window half again as long as a whole run takes on this machine now.
         let start = Date()
@@ -66,7 +67,7 @@ struct CrashConsistencyTests {
         var random = SystemRandomNumberGenerator()
         var finished = 0
         for round in 0..<Self.kills {
-            try runAndKill(
+            try Self.runAndKill(
                 ["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, window: window, random: &random)
             let database = try CustodyDatabase(path: scratch.file("state"))
             let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
@@ -104,7 +105,7 @@ struct CrashConsistencyTests {
                     ]).status == 0)
                 #expect(try scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
             }
-            try runAndKill(
+            try Self.runAndKill(
                 ["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
             let after = try CustodyDatabase(path: scratch.file("state"))
             let keys = try StateKeyStore(state: after).keys(for: owner).count
@@ -124,7 +125,7 @@ struct CrashConsistencyTests {
     )
     func mixed() throws {
         let scratch = try Scratch()
-        let (old, new, bundles) = try twoBundles(scratch)
+        let (old, new, bundles) = try Self.twoBundles(scratch)
         try scratch.write("a.txt", String(repeating: "alice's data ", count: 50_000))
         let plaintext = try scratch.read("a.txt")
         let owner = OwnerIdentifier(rawValue: ProtectionCLITests.alice)!
@@ -142,7 +143,7 @@ struct CrashConsistencyTests {
         var random = SystemRandomNumberGenerator()
         for round in 0..<Self.kills {
             let command = commands[round % commands.count]
-            try runAndKill(command, scratch: scratch, window: window, random: &random)
+            try Self.runAndKill(command, scratch: scratch, window: window, random: &random)
             let database = try CustodyDatabase(path: scratch.file("state"))
             let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
             let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
@@ -189,7 +190,7 @@ struct CrashConsistencyTests {
         var left = 0
         for round in 0..<30 {
             let before = try strays()
-            try runAndKill(
+            try Self.runAndKill(
                 ["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")], scratch: scratch,
                 window: window, random: &random)
             // The strays of earlier rounds were removed by this run, unless it was killed

@@ -179,6 +179,62 @@ struct PostgresOutageTests {
             try state.accountKeys(owner: owner.rawValue).map(\.version) == [1], "the abandoned write changed nothing")
     }
 
+    /// Issue 47, item 9: PostgreSQL stopped as a crash would (`-m immediate`), under writes, on
+    /// a durable cluster of the test's own.
+    @Test(
+        "PostgreSQL crashing under writes: every write acknowledged is there after it restarts, every one refused is not, and writes go on after it"
+    )
+    func serverCrash() async throws {
+        let cluster = try PrivatePostgres()
+        defer { cluster.stop() }
+        var settings = try PostgresSettings(url: cluster.url + "&schema=crash")
+        settings.retryInterval = .milliseconds(100)
+        settings.configuration.options.connectTimeout = .seconds(2)
+        let state = try PostgresState(settings: settings)
+        defer { state.close() }
+
+        // One writer, on a thread of its own (its calls block): key version after version.
+        let outcomes = Mutex<(acknowledged: [UInt32], refused: [UInt32], unknown: [UInt32])>(([], [], []))
+        let stop = Atomic<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var version: UInt32 = 0
+            while !stop.load(ordering: .relaxed) {
+                version += 1
+                let error = storeError { try state.addAccountKey(wrapped(owner, version)) }
+                outcomes.withLock {
+                    switch error?.code {
+                    case nil: $0.acknowledged.append(version)
+                    case .outcomeUnknown?: $0.unknown.append(version)
+                    default: $0.refused.append(version)
+                    }
+                }
+                if error != nil { Thread.sleep(forTimeInterval: 0.02) }
+            }
+            done.signal()
+        }
+        try await Task.sleep(for: .milliseconds(700))
+        try cluster.halt()
+        try await Task.sleep(for: .milliseconds(500))
+        let during = outcomes.withLock { $0 }
+        try cluster.resume()
+        let resumed = during.acknowledged.count
+        #expect(
+            await eventually(within: .seconds(30)) { outcomes.withLock { $0.acknowledged.count } > resumed + 5 },
+            "writes go on once the server is back")
+        stop.store(true, ordering: .relaxed)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+
+        let final = outcomes.withLock { $0 }
+        let stored = Set(try state.accountKeys(owner: owner.rawValue).map(\.version))
+        #expect(!final.acknowledged.isEmpty && !final.refused.isEmpty, "writes before, during and after: \(final)")
+        let lost = final.acknowledged.filter { !stored.contains($0) }
+        #expect(lost.isEmpty, "acknowledged, then lost in the crash: \(lost)")
+        let ghosts = final.refused.filter { stored.contains($0) }
+        #expect(ghosts.isEmpty, "refused (nothing changed), yet committed: \(ghosts)")
+        #expect(stored.isSubset(of: Set(final.acknowledged + final.unknown)), "nothing else was written")
+    }
+
     @Test(
         "a commit whose reply the network holds back is `outcome-unknown`, never a refusal, and the state holds what was committed"
     )
