@@ -7,9 +7,10 @@ DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config python3-crypt
 	chromium chromium-driver python3-selenium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
+STAGE := scripts/ci/stage.sh
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build release run serve lint format test bench bench-build fuzz fuzz-build fuzz-smoke clean
+.PHONY: deps build release run serve lint format test check bench bench-build fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -88,36 +89,44 @@ lint:
 format:
 	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
 
-## Formatting first (make lint), then the whole test suite, the bundle signature vectors checked
-## outside Swift (scripts/verify-bundle-signature.py, Python's cryptography), the admin console
-## in headless Chromium (scripts/console/browser_test.py, Selenium), every fixture matrix through `custody matrix run` (JUnit report in
-## .build/matrix-junit.xml), the service's contract checked by tools no one here wrote
-## (scripts/contract/run.sh: schemathesis against a live service, and a client generated from
-## docs/openapi.json running the README's examples; both from PyPI, in .build/contract-venv), then the concurrency test again under ThreadSanitizer and the
-## protection and store tests under AddressSanitizer (each in its own build folder, so the
-## debug build stays warm), then a short run of every fuzzing harness (fuzz-smoke), then
-## the Benchmarks package compiled, not run (bench-build).
+## What a contributor runs (the README's test command), building once: formatting (make lint),
+## the debug build with its tests, then the whole test suite (its log in .build/swift-test.log),
+## the bundle signature vectors checked outside Swift (scripts/verify-bundle-signature.py,
+## Python's cryptography), every fixture matrix through `custody matrix run` (JUnit report in
+## .build/matrix-junit.xml), the admin console in headless Chromium
+## (scripts/console/browser_test.py, Selenium), and the service's contract checked by tools no
+## one here wrote (scripts/contract/run.sh: schemathesis against a live service, and a client
+## generated from the OpenAPI document running the README's examples; both from PyPI, in
+## .build/contract-venv). Each stage prints its wall time (scripts/ci/stage.sh); the end
+## tabulates them with the 20 slowest tests (scripts/ci/summary.sh).
 ## The store and fleet tests run against PostgreSQL too: a throwaway cluster
 ## (scripts/test-postgres.sh: Debian's postgresql, installed when missing) is started in a
 ## temporary directory on a free loopback port for the run, and stopped and deleted after it,
-## whatever the outcome.
-test: deps lint
-	@postgres=$$(mktemp -d /tmp/custody-test-postgres.XXXXXX); \
-	trap 'scripts/test-postgres.sh stop "$$postgres"' EXIT; \
-	CUSTODY_TEST_POSTGRES_URL=$$(scripts/test-postgres.sh start "$$postgres") || exit 1; \
-	export CUSTODY_TEST_POSTGRES_URL; \
-	echo "PostgreSQL for the tests: $$CUSTODY_TEST_POSTGRES_URL"; \
-	set -ex; \
-	$(SWIFT) test; \
-	/usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json; \
-	$(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
-	/usr/bin/python3 scripts/console/browser_test.py $(CUSTODY); \
-	scripts/contract/run.sh $(CUSTODY); \
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency; \
-	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \
-		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'; \
-	$(MAKE) fuzz-smoke; \
-	$(MAKE) bench-build
+## whatever the outcome (scripts/ci/with-postgres.sh).
+test: deps
+	@rm -f .build/stage-times.tsv
+	@$(STAGE) lint $(MAKE) -s lint
+	@$(STAGE) build $(SWIFT) build --build-tests
+	@scripts/ci/with-postgres.sh bash -c 'set -e; \
+		$(STAGE) swift-test bash -c "set -o pipefail; $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log"; \
+		$(STAGE) signature-vectors /usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json; \
+		$(STAGE) matrices $(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
+		$(STAGE) browser /usr/bin/python3 scripts/console/browser_test.py $(CUSTODY); \
+		$(STAGE) contract scripts/contract/run.sh $(CUSTODY)'
+	@scripts/ci/summary.sh
+
+## What needs builds of its own, each in its own folder so the debug build stays warm: the
+## concurrency test under ThreadSanitizer, the protection and store tests under
+## AddressSanitizer with LeakSanitizer (against PostgreSQL too), a short run of every fuzzing
+## harness (fuzz-smoke), and the Benchmarks package compiled, not run (bench-build). CI runs
+## `make test`, then this (.ci/run).
+check: deps
+	@$(STAGE) tsan $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
+	@scripts/ci/with-postgres.sh $(STAGE) asan env \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \
+		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'
+	@$(STAGE) fuzz-smoke $(MAKE) -s fuzz-smoke
+	@$(STAGE) bench-build $(MAKE) -s bench-build
 
 FUZZ_HARNESSES := json query bundle envelope matrix configuration spec
 FUZZ_SECONDS ?= 600

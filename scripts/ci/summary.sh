@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The end of a CI log: the time of each stage `make test` and `make check` ran
+# (.build/stage-times.tsv, written by scripts/ci/stage.sh) and the 20 slowest tests of the
+# Swift suite (from its log, .build/swift-test.log: Swift Testing's "passed after N seconds").
+set -uo pipefail
+if [ -f .build/stage-times.tsv ]; then
+    echo
+    echo "Stage times (wall, seconds):"
+    awk -F'\t' '{ printf "  %-28s %8s%s\n", $1, $2, ($3 == 0 ? "" : "  FAILED"); total += $2 }
+        END { printf "  %-28s %8.1f\n", "total", total }' .build/stage-times.tsv
+fi
+if [ -f .build/swift-test.log ]; then
+    echo
+    echo "The 20 slowest tests (wall, seconds; tests run in parallel):"
+    # Lines such as: ✔ Test "name" with 3 test cases passed after 1.234 seconds.
+    grep -E '^. Test .*(passed|failed) after [0-9.]+ seconds' .build/swift-test.log \
+        | sed -E 's/^. Test (.*) (passed|failed) after ([0-9.]+) seconds.*/\3\t\1/' \
+        | sort -t$'\t' -k1,1 -g -r | head -20 \
+        | awk -F'\t' '{ name = $2; if (length(name) > 110) name = substr(name, 1, 107) "..."; printf "  %8.2f  %s\n", $1, name }'
+fi
