@@ -89,7 +89,11 @@ final class PostgresSessions: Sendable {
         case .request:
             let within =
                 transaction ? min(settings.requestTimeout, settings.transactionTimeout) : settings.requestTimeout
-            return Deadline(at: .now + within, within: within, name: "request_timeout")
+            // Within a request, every call shares the request's deadline (`StateRequest`).
+            let began = StateRequest.began.map { min($0, .now) } ?? .now
+            return Deadline(
+                at: min(began + settings.requestTimeout, .now + within), within: settings.requestTimeout,
+                name: "request_timeout")
         case .statement:
             return transaction
                 ? Deadline(

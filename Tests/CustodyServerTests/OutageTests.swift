@@ -141,7 +141,12 @@ struct OutageTests {
             proxy.slow(.milliseconds(600))
             // Past the key ring's one-second look at the state: the next use of a key asks it.
             try await Task.sleep(for: .milliseconds(1_100))
-            for (uri, body) in [("/v1/protect?owner=alice@contoso.com", plaintext), ("/v1/unprotect", envelope)] {
+            // Bob has no key yet: his protect registers him and makes his first key, four calls
+            // that share the request's one deadline (they took the timeout each before).
+            for (uri, body) in [
+                ("/v1/protect?owner=alice@contoso.com", plaintext), ("/v1/unprotect", envelope),
+                ("/v1/protect?owner=bob@contoso.com", plaintext),
+            ] {
                 let (response, took) = try await timed(uri, body)
                 #expect(response.status == .serviceUnavailable, "\(uri): \(String(buffer: response.body))")
                 // The request deadline, or (on a loaded machine, whose listener missed a
@@ -149,7 +154,7 @@ struct OutageTests {
                 let text = String(buffer: response.body)
                 #expect(
                     text.contains("request_timeout") || text.contains("has not reached the state"), "\(uri): \(text)")
-                #expect(took < .seconds(3), "\(uri) answered at the 1 s request deadline: \(took)")
+                #expect(took < .seconds(2.5), "\(uri) answered at the 1 s request deadline: \(took)")
             }
             let (decided, took) = try await timed("/v1/decisions", Self.print)
             #expect(decided.status == .ok)
@@ -174,7 +179,7 @@ struct OutageTests {
         let url = TestPostgres.freshURL("held")
         let engine = try await CustodyEngine.open(
             CustodyConfiguration(
-                state: .postgres(url + "&transaction_timeout=3"),
+                state: .postgres(url + "&transaction_timeout=5"),
                 masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
         try await engine.apply(bundleDirectory: TestPaths.package("policies"))
         let revision = try #require(engine.bundleInForce?.revision)
@@ -224,7 +229,8 @@ struct OutageTests {
             }
             var slowest = Duration.zero
             var warned = false
-            // Probed until the write is answered (at its 3 s deadline; a loaded run is slower).
+            // Probed until the write is answered (at its 5 s deadline; a loaded run is slower):
+            // the warning shows from 2 s, so a loaded machine has 3 s to see it.
             let giveUp = ContinuousClock.now + .seconds(30)
             while !answered.load(ordering: .acquiring), ContinuousClock.now < giveUp {
                 let (decided, took) = try await post()
@@ -243,7 +249,7 @@ struct OutageTests {
             let (refused, took) = try await put.value
             #expect(refused.status == .serviceUnavailable, "\(String(buffer: refused.body))")
             #expect(String(buffer: refused.body).contains("nothing was changed"), "\(String(buffer: refused.body))")
-            #expect(took < .seconds(8), "refused at its 3 s deadline, not when the lock was let go (10 s): \(took)")
+            #expect(took < .seconds(9), "refused at its 5 s deadline, not when the lock was let go (10 s): \(took)")
             released.wait()
             #expect(engine.bundleInForce?.revision == revision)
             #expect(try other.lastAppliedBundleFiles()?.record.contentHash == revision, "nothing was committed")

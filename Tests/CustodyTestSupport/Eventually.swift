@@ -1,3 +1,5 @@
+import Foundation
+
 /// Waits until `condition` holds, checking every 10 ms, for at most `limit`; returns whether it
 /// held (checked once more at the end).
 ///
@@ -14,4 +16,13 @@ public func eventually(within limit: Duration = .seconds(60), _ condition: () as
         try? await Task.sleep(for: .milliseconds(10))
     }
     return try await condition()
+}
+
+/// Runs `body`, which blocks (waits for a process, a semaphore, a synchronous call to a state),
+/// on a thread of its own, and returns what it returns: a test that blocks one of Swift's few
+/// cooperative threads (one per core) stalls every other test of the run meanwhile.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
 }

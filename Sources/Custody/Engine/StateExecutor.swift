@@ -1,3 +1,4 @@
+import CustodyStore
 import NIOPosix
 
 /// The threads on which work that may wait for the state runs, so that waiting never holds a
@@ -39,6 +40,22 @@ public final class StateExecutor: TaskExecutor {
             return try await withTaskExecutorPreference(background, operation: body)
         }
         return try await withTaskExecutorPreference(shared, operation: body)
+    }
+}
+
+extension StateExecutor {
+    /// `run` as one request to the service: the calls `body` makes that a request waits on
+    /// share one deadline (`StateRequest`), so the request is answered, or refused `503`,
+    /// within the state's request timeout however many calls it makes.
+    public static func request<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        let result: Result<T, Failure> = await StateRequest.$began.withValue(.now) {
+            do throws(Failure) {
+                return .success(try await run(body))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 }
 

@@ -39,7 +39,7 @@ struct ProtectionController {
         guard !data.isEmpty else {
             throw ServiceError(.badRequest, .emptyData, "there is no data to protect: the body is empty")
         }
-        let (envelope, plan) = try await StateExecutor.run {
+        let (envelope, plan) = try await StateExecutor.request {
             try engine.protect(
                 data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy,
                 context: evaluation)
@@ -59,7 +59,7 @@ struct ProtectionController {
         _ = try QueryParameters(request.uri, accepting: [])
         let body = try await request.body.collect(upTo: limits.bodyBytes + (1 << 16))
         let envelope = Array(buffer: body)
-        let plaintext = try await StateExecutor.run { try engine.unprotect(envelope, requireEnvelope: true) }
+        let plaintext = try await StateExecutor.request { try engine.unprotect(envelope, requireEnvelope: true) }
         let owner = (try? DataProtector.protectionInfo(envelope))??.owner.rawValue ?? ""
         return Response(
             status: .ok, headers: [.contentType: "application/octet-stream", .custodyOwner: owner],
