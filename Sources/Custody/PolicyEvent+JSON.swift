@@ -88,8 +88,10 @@ extension PolicyEvent {
         case .wipeCompleted(let changed):
             account(changed)
         case .bundleRejected(let rejection):
+            // The files named relative to the bundle directory, which `source` names: an event
+            // reaches every events token, and its text does not lay out the server's disk.
             writer.key("source"); writer.value(rejection.source)
-            writer.key("error"); writer.value(rejection.message)
+            writer.key("error"); writer.value(namingFiles(in: rejection.message, relativeTo: rejection.source))
         case .bundleApplied(let revision, let source):
             writer.key("revision"); writer.value(revision)
             writer.key("source"); writer.value(source)

@@ -95,7 +95,7 @@ extension PolicyManager {
             }
             guard let name = owners.first, let owner = OwnerIdentifier(rawValue: name) else {
                 let policy =
-                    bundleInForce.map { "the bundle in force (\(Self.shortRevision($0.revision)) from \($0.source))" }
+                    bundleInForce.map { "the bundle in force (revision \(Self.shortRevision($0.revision)))" }
                     ?? "no bundle is in force, and it"
                 throw AccountError(
                     code: .unknown, account: account,

@@ -271,10 +271,14 @@ struct CLITests {
     func showUnknown() throws {
         let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "erin@fabrikam.com"])
         #expect(result.status == 1)
+        // The bundle is named by its revision, not by where it lies (issue 47: the same text
+        // reaches service clients, to whom a path lays out the server's disk).
+        let said = result.stderr
         #expect(
-            result.stderr
-                == "error: erin@fabrikam.com is not in the tenant of the policy in force (policies); unknown accounts are unmanaged (no policy applies)\n"
+            said.hasPrefix("error: erin@fabrikam.com is not in the tenant of the policy in force (revision "), "\(said)"
         )
+        #expect(said.hasSuffix("); unknown accounts are unmanaged (no policy applies)\n"), "\(said)")
+        #expect(!said.contains("policies"), "\(said)")
     }
 
     @Test(

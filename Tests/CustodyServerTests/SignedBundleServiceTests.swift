@@ -205,6 +205,30 @@ struct SignedBundleServiceTests {
             let warning = overview[refusal.lowerBound...].prefix { $0 != "<" }
             #expect(warning.contains("all-staff.json:1:2"), "\(warning)")
             #expect(!warning.contains(fixture.directory.path), "\(warning)")
+            // Found from outside: the bundleRejected event (the event stream, the overview's last
+            // events), the diagnostics of GET /v1/bundle, and an unknown account's refusal.
+            let rejected = try #require(
+                try fixture.engine.events(after: 0).events.last { $0.name == "bundleRejected" })
+            let event = try #require(try JSONSerialization.jsonObject(with: Data(rejected.body)) as? [String: Any])
+            let error = try #require(event["error"] as? String)
+            #expect(error.contains("all-staff.json:1:2") && !error.contains(fixture.directory.path), "\(error)")
+            #expect(event["source"] as? String == fixture.bundle, "where it came from is the event's source")
+            let inForce = try object(
+                try await client.execute(uri: "/v1/bundle", method: .get, headers: fixture.auth(.read)))
+            let diagnostics = inForce["diagnostics"] as? [String] ?? []
+            #expect(
+                !diagnostics.isEmpty && !diagnostics.contains { $0.contains(fixture.directory.path) }, "\(diagnostics)")
+            for (method, uri, scope) in [
+                (HTTPRequest.Method.get, "/v1/accounts/nobody%40contoso.com/policy", TokenScope.read),
+                (.post, "/v1/protect?owner=nobody@contoso.com", .protect),
+                (.get, "/console/views/accounts/nobody%40contoso.com", .read),
+            ] {
+                let refused = try await client.execute(
+                    uri: uri, method: method, headers: fixture.auth(scope), body: ByteBuffer(string: "data"))
+                let text = String(buffer: refused.body)
+                #expect(text.contains("not"), "\(uri): \(text.prefix(300))")
+                #expect(!text.contains(fixture.directory.path), "\(uri) names no server path: \(text.prefix(400))")
+            }
         }
     }
 

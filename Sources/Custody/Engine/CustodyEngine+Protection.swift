@@ -93,7 +93,7 @@ extension CustodyEngine {
             }
         case .unknown:
             let identifier = OwnerIdentifier(owner)
-            let inForce = bundleInForce.map { "\(PolicyManager.shortRevision($0.revision)) from \($0.source)" } ?? ""
+            let inForce = bundleInForce.map { "revision \(PolicyManager.shortRevision($0.revision))" } ?? ""
             switch mode {
             case .policy:
                 let message =

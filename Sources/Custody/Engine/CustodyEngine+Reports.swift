@@ -22,7 +22,7 @@ extension CustodyEngine {
         switch snapshots[0].resolveAccount(account) {
         case .tenant: return snapshots
         case .unknown:
-            let source = bundleInForce.map { " (\($0.source))" } ?? ""
+            let source = bundleInForce.map { " (revision \(PolicyManager.shortRevision($0.revision)))" } ?? ""
             throw CustodyError(
                 .account,
                 "\(account) is not in the tenant of the policy in force\(source); unknown accounts are unmanaged (no policy applies)",

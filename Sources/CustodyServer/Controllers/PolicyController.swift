@@ -132,7 +132,7 @@ struct PolicyController {
             sequence: inForce.provenance.sequence, signers: inForce.provenance.signers,
             appliedBy: inForce.provenance.appliedBy, version: version, eventId: engine.lastEventID,
             files: inForce.files.map { BundleInForceAnswer.File(name: $0.name, bytes: $0.bytes) },
-            diagnostics: snapshot.bundle.warnings.map(\.description))
+            diagnostics: snapshot.bundle.warnings.map { namingFiles(in: $0.description, relativeTo: inForce.source) })
         return EditedResponse(
             headers: [.custodyRevision: inForce.revision, .eTag: "\"\(inForce.revision)\""], response: answer)
     }
