@@ -134,6 +134,46 @@ struct ConsoleTests {
         }
     }
 
+    /// Found from outside: with the service deciding for iOS, the account page offered no
+    /// other platform, and its offline grace was iOS's on `?platform=android` too (online under
+    /// a 12-hour iOS limit while Android's 1-minute limit blocked access: the API said blocked).
+    @Test("a service deciding for one platform offers every platform, and the offline grace shown is the chosen one's")
+    func offlineByPlatform() async throws {
+        let fixture = try await ServiceFixture.make(context: EvaluationContext(platform: .ios)) {
+            $0.bundleDirectory = nil
+        }
+        let staff = fixture.bundle + "/all-staff.json"
+        var lines = try String(contentsOfFile: staff, encoding: .utf8).components(separatedBy: "\n")
+        let android = try #require(lines.firstIndex { $0.contains("androidManagedAppProtection") })
+        let limit = try #require(lines[android...].firstIndex { $0.contains("periodOfflineBeforeAccessCheck") })
+        lines[limit] = lines[limit].replacingOccurrences(of: "PT12H", with: "PT1M")
+        try lines.joined(separator: "\n").write(toFile: staff, atomically: true, encoding: .utf8)
+        try await fixture.engine.apply(bundleDirectory: fixture.bundle)
+        // Two hours after the account was first seen: past Android's minute, within iOS's 12 hours.
+        let later = Date().addingTimeInterval(7_200)
+        let bob = AccountID("bob@contoso.com")!
+        let ios = try fixture.engine.accountStatus(for: bob, context: EvaluationContext(platform: .ios), at: later)
+        let onAndroid = try fixture.engine.accountStatus(
+            for: bob, context: EvaluationContext(platform: .android), at: later)
+        #expect(ios.offline.state == "online", "\(ios.offline.reason)")
+        #expect(onAndroid.offline.state == "accessBlocked", "\(onAndroid.offline.reason)")
+        #expect(try fixture.engine.accountStatus(for: bob, at: later).offline.state == "online", "the engine's: iOS")
+        try await fixture.application().test(.router) { client in
+            let page = try await client.execute(
+                uri: "/console/views/accounts/bob%40contoso.com?platform=android", method: .get,
+                headers: fixture.auth(.read)
+            ).body.text
+            #expect(page.contains("Contoso All Staff (Android)") && page.contains("1 minute"), "\(page.prefix(2_000))")
+            for name in ["ios", "android", "windows"] { #expect(page.contains(">\(name)</a>"), "a link to \(name)") }
+            #expect(!page.contains(">every platform</a>"), "the service decides for one platform at a time")
+            #expect(page.contains(#"aria-current="page">android</a>"#))
+            let own = try await client.execute(
+                uri: "/console/views/accounts/bob%40contoso.com", method: .get, headers: fixture.auth(.read)
+            ).body.text
+            #expect(own.contains(#"aria-current="page">ios</a>"#), "the service's own platform is marked")
+        }
+    }
+
     @Test(
         "the console says each ISO 8601 duration of a reason in words, and leaves other text as it is",
         arguments: [

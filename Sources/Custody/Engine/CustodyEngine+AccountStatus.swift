@@ -40,7 +40,11 @@ extension CustodyEngine {
     /// guessed: when it cannot be read this throws rather than report an account as online.
     /// - Throws: `CustodyError` `.account` for an account the installation cannot resolve,
     ///   `.state` when the state cannot be read.
-    public func accountStatus(for account: AccountID, at date: Date? = nil) throws(CustodyError) -> AccountStatus {
+    /// - Parameter context: the platform (and app) whose policy counts the offline grace; nil:
+    ///   the engine's.
+    public func accountStatus(for account: AccountID, context: EvaluationContext? = nil, at date: Date? = nil)
+        throws(CustodyError) -> AccountStatus
+    {
         let resolved = try resolve(account)
         let now = date ?? configuration.now()
         let keys = StateKeyStore(state: database)
@@ -71,7 +75,9 @@ extension CustodyEngine {
         }
         let since = lastCheckIn ?? firstSeen
         let offlineFor = since.map { Swift.max(0, Int(now.timeIntervalSince($0))) }
-        let decision = manager.snapshot.offlineAccess(account: resolved.id, offlineFor: .seconds(offlineFor ?? 0))
+        let snapshot = try context.map { context throws(CustodyError) in try policyAndRevision(for: context).snapshot }
+        let decision = (snapshot ?? manager.snapshot).offlineAccess(
+            account: resolved.id, offlineFor: .seconds(offlineFor ?? 0))
         return AccountStatus(
             account: resolved.id.upn ?? resolved.id.description, owner: resolved.owner.rawValue,
             identifiers: identifiers, firstSeen: firstSeen.map(answerTime), lastCheckIn: lastCheckIn.map(answerTime),

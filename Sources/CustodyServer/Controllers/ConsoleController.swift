@@ -246,20 +246,17 @@ struct ConsoleController {
         if let displayName = engine.policyInForce?.snapshot.tenantAccount(for: account)?.displayName {
             object["displayName"] = displayName
         }
-        // Each platform the service decides for, and every one of them at once where it decides
-        // for all: the effective policy differs by platform.
-        let platforms: [Platform?] = engine.context.platform.map { [$0] } ?? [nil] + Platform.allCases.map { $0 }
-        if platforms.count > 1 {
-            object["hasPlatforms"] = true
-            let current = parameters["platform"]
-            object["platforms"] = platforms.map { platform -> [String: Any] in
-                [
-                    "name": platform?.rawValue ?? "every platform",
-                    "link": "#/accounts/\(Self.pathSegment(name))"
-                        + (platform.map { "?platform=\($0.rawValue)" } ?? ""),
-                    "current": platform?.rawValue == current,
-                ]
-            }
+        // The effective policy differs by platform: every platform can be looked at, whichever
+        // the service decides for by default (and all at once where it decides for none).
+        let platforms: [Platform?] = (engine.context.platform == nil ? [nil] : []) + Platform.allCases.map { $0 }
+        let current = parameters["platform"] ?? engine.context.platform?.rawValue
+        object["hasPlatforms"] = true
+        object["platforms"] = platforms.map { platform -> [String: Any] in
+            [
+                "name": platform?.rawValue ?? "every platform",
+                "link": "#/accounts/\(Self.pathSegment(name))" + (platform.map { "?platform=\($0.rawValue)" } ?? ""),
+                "current": platform?.rawValue == current,
+            ]
         }
         let groups = first["groups"] as? [String] ?? []
         if !groups.isEmpty {
@@ -269,7 +266,10 @@ struct ConsoleController {
         // The state's record (GET /v1/accounts/{account}/status); a state out of reach is said,
         // never shown as an account with no keys.
         do {
-            let status = try await StateExecutor.run { try engine.accountStatus(for: account) }
+            // The offline grace of the platform shown (the engine's when none is chosen).
+            let status = try await StateExecutor.run {
+                try engine.accountStatus(for: account, context: parameters["platform"] == nil ? nil : chosen)
+            }
             object["status"] = [
                 "owner": status.owner,
                 "identifiers": status.identifiers.map { identifier -> [String: Any] in
