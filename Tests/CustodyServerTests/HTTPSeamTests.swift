@@ -516,6 +516,21 @@ struct HostCheckTests {
             ),
             ("GET /readyz HTTP/1.1\r\nHost: localhost:abc\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
             ("GET /readyz HTTP/1.1\r\nHost: localhost:99999\r\nConnection: close\r\n\r\n", [400], "malformed-request"),
+            // RFC 9112 §3.2.2: an absolute-form target's host is the one named, whatever Host says
+            // (found from outside: Host: 127.0.0.1 let http://evil/ through).
+            (
+                "GET http://attacker.example/readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                [421], "misdirected-request"
+            ),
+            (
+                "GET HTTP://ATTACKER.EXAMPLE:8080/readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                [421], "misdirected-request"
+            ),
+            ("GET http://localhost/readyz HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n", [200], nil),
+            (
+                "GET http://user@localhost/readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", [400],
+                "malformed-request"
+            ),
             // Answers from below the routes are nosniff too.
             ("CONNECT x:1 HTTP/1.1\r\nHost: localhost\r\n\r\n", [501], "not-implemented"),
             ("FOO / HTTP/1.1\r\nHost: localhost\r\n\r\n", [501], "not-implemented"),

@@ -77,11 +77,27 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
         deadline?.complete()
+        // RFC 9112 §3.2.2: with an absolute-form target (`GET http://name/path`) "the origin
+        // server MUST ignore the received Host header field (if any) and instead use the host
+        // information of the request-target". The HTTP types the routes see keep the path only,
+        // so the target's authority becomes the Host they check (`HostCheck`).
+        if let authority = Self.absoluteAuthority(head.uri) {
+            head.headers.replaceOrAdd(name: "Host", value: authority)
+        }
         let isHTTP10 = head.version == .http1_0
         let close = isHTTP10 || !head.isKeepAlive
         if close { head.headers.replaceOrAdd(name: "connection", value: "close") }
         awaiting.append((isHTTP10, close))
         context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    /// The authority of an absolute-form request target (`http://name:port/path`), as sent;
+    /// nil for any other form.
+    static func absoluteAuthority(_ target: String) -> String? {
+        let scheme = target.prefix(8).lowercased()
+        let length = scheme.hasPrefix("http://") ? 7 : scheme.hasPrefix("https://") ? 8 : 0
+        guard length > 0 else { return nil }
+        return String(target.dropFirst(length).prefix { $0 != "/" && $0 != "?" && $0 != "#" })
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
