@@ -117,7 +117,9 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
             let code =
                 (error.underlying as? ProtectionError).flatMap { Code(rawValue: $0.code.rawValue) } ?? .invalidArguments
             // Keys out of reach now is not a refusal of the request: it may succeed later.
-            self.init(code == .keyStoreUnavailable ? .serviceUnavailable : .unprocessableContent, code, error.message)
+            self.init(
+                code == .keyStoreUnavailable ? .serviceUnavailable : .unprocessableContent, code,
+                code == .keyStoreUnavailable ? Self.withoutLocation(error) : error.message)
         case .refused:
             self.init(.unprocessableContent, .refused, error.message)
         case .untrusted:
@@ -138,14 +140,14 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         case .outcomeUnknown:
             let revision = (error.underlying as? BundleRejection)?.revision
             self.init(
-                .serviceUnavailable, .outcomeUnknown, error.message,
+                .serviceUnavailable, .outcomeUnknown, Self.withoutLocation(error),
                 details: Details(revision: revision.map { .some($0) }))
         case .masterKey:
             self.init(
                 .serviceUnavailable, .noMasterKey,
                 "this service has no usable master key, so it cannot reach account keys")
         case .wipe:
-            self.init(.serviceUnavailable, .wipe, error.message)
+            self.init(.serviceUnavailable, .wipe, Self.withoutLocation(error))
         default:
             // `state`, and any code the engine may add: the state cannot be relied on now.
             self.init(.serviceUnavailable, .state, Self.withoutLocation(error))
@@ -156,8 +158,11 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
     /// PostgreSQL server's address): the operator's business, which the service logs, not a
     /// caller's.
     static func withoutLocation(_ error: CustodyError) -> String {
-        guard let path = (error.underlying as? StoreError)?.path, !path.isEmpty else { return error.message }
-        return error.message.replacingOccurrences(of: path + ": ", with: "")
+        // The state's own errors, and the key store's (the keys live in the state).
+        let path = (error.underlying as? StoreError)?.path ?? (error.underlying as? ProtectionError)?.path
+        guard let path, !path.isEmpty else { return error.message }
+        return error.message.replacingOccurrences(of: path + ": ", with: "").replacingOccurrences(
+            of: path, with: "the state")
     }
 
     /// A query that could not be read: 400 with its line and column in `text`, the body it

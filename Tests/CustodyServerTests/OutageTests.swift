@@ -154,6 +154,8 @@ struct OutageTests {
                 let text = String(buffer: response.body)
                 #expect(
                     text.contains("request_timeout") || text.contains("has not reached the state"), "\(uri): \(text)")
+                // The state's address is the operator's (it is logged), not a caller's.
+                #expect(!text.contains("postgres://") && !text.contains("127.0.0.1"), "\(uri): \(text)")
                 #expect(took < .seconds(2.5), "\(uri) answered at the 1 s request deadline: \(took)")
             }
             let (decided, took) = try await timed("/v1/decisions", Self.print)
@@ -185,8 +187,9 @@ struct OutageTests {
         let revision = try #require(engine.bundleInForce?.revision)
         let decide = try engine.createToken(scopes: [.decide]).bearer
         let admin = try engine.createToken(scopes: [.admin]).bearer
-        // Stale after 1 s: a follower held up by the write (it once waited on the manager) would show.
-        let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
+        // Stale after 3 s: a follower held up by the write (it once waited on the manager, as
+        // long as the write's 5 s) would show; a loaded machine's slower rounds do not.
+        let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(3)) }
         defer { follower.cancel() }
         let other = try PostgresState(url: url)
         defer { other.close() }
@@ -237,7 +240,8 @@ struct OutageTests {
                 #expect(decided.status == .ok)
                 slowest = max(slowest, took)
                 let ready = try await client.execute(uri: "/readyz", method: .get)
-                #expect(ready.status == .ok, "decisions still come from the policy in force")
+                #expect(
+                    ready.status == .ok, "decisions still come from the policy in force: \(String(buffer: ready.body))")
                 let warnings = try object(ready)["warnings"] as? [String] ?? []
                 warned = warned || warnings.contains { $0.contains("a write to the state (recording a bundle)") }
                 try await Task.sleep(for: .milliseconds(200))
