@@ -87,8 +87,12 @@ public struct PostgresSettings: Sendable {
         else {
             throw StoreError(.open, "not a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE): \(Self.redact(url))")
         }
-        let query = Dictionary(
-            (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let items = (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }
+        // A parameter given twice would leave which value applies to a guess.
+        if let repeated = Dictionary(grouping: items.map(\.0), by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw StoreError(.open, "the parameter \"\(repeated)\" is given more than once in the state URL")
+        }
+        let query = Dictionary(items, uniquingKeysWith: { $1 })
         let known: Set<String> = [
             "schema", "sslmode", "host", "application_name", "transaction_timeout", "request_timeout",
         ]

@@ -23,6 +23,16 @@ struct BundleCLITests {
         ),
     ]
 
+    /// Found from outside: `--limit 0` printed one entry.
+    @Test(
+        "bundle history takes --limit from 1 to 1000, as GET /v1/bundle/history does; any other is refused before the state is opened",
+        arguments: ["0", "-1", "1001", "x"])
+    func historyLimit(limit: String) throws {
+        let result = try CLIRunner.run(["bundle", "history", "--limit", limit, "--state", "/nonexistent/state"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--limit"), "\(result.stderr)")
+    }
+
     @Test(
         "bundle sign refuses a bundle no state would apply, and an empty one unless --allow-empty", arguments: signable)
     func signRefusesWhatNoStateApplies(files: [String: String], allowEmpty: Bool, refusal: String?) throws {

@@ -359,12 +359,12 @@ struct DeadlineURLTests {
         arguments: ["transaction_timeout", "request_timeout"],
         [
             ("", nil as Int?, true), ("=1", 1, true), ("=300", 300, true), ("=0", nil, false), ("=301", nil, false),
-            ("=2.5", nil, false), ("=", nil, false), ("=-3", nil, false),
+            ("=2.5", nil, false), ("=", nil, false), ("=-3", nil, false), ("=5&NAME=6", nil, false),
         ] as [(String, Int?, Bool)])
     func deadline(name: String, value: (text: String, seconds: Int?, valid: Bool)) {
         let url =
             "postgres://custody@127.0.0.1:1/postgres?sslmode=disable"
-            + (value.text.isEmpty ? "" : "&\(name)\(value.text)")
+            + (value.text.isEmpty ? "" : "&\(name)\(value.text.replacingOccurrences(of: "NAME", with: name))")
         do {
             let settings = try PostgresSettings(url: url)
             #expect(value.valid)

@@ -208,7 +208,7 @@ struct BundleCommand: AsyncParsableCommand {
                 "List the bundles offered to the state, newest first: applied or refused, sequence, signers, who and why."
         )
 
-        @Option(help: ArgumentHelp("How many entries at most.", valueName: "n"))
+        @Option(help: ArgumentHelp("How many entries at most (1 to 1000).", valueName: "n"))
         var limit = 50
 
         @Flag(help: "One JSON array.")
@@ -217,11 +217,16 @@ struct BundleCommand: AsyncParsableCommand {
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
+        func validate() throws {
+            // As GET /v1/bundle/history takes it: 0 printed one entry.
+            guard (1...1_000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
+        }
+
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
             let records = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.bundleHistory(limit: max(limit, 1))
+                try engine.bundleHistory(limit: limit)
             }
             if json {
                 StandardOutput.write(try JSONLine.encode(records.map(BundleRecordAnswer.init)))
