@@ -27,22 +27,22 @@ struct BundleCLITests {
     @Test(
         "bundle history takes --limit from 1 to 1000, as GET /v1/bundle/history does; any other is refused before the state is opened",
         arguments: ["0", "-1", "1001", "x"])
-    func historyLimit(limit: String) throws {
-        let result = try CLIRunner.run(["bundle", "history", "--limit", limit, "--state", "/nonexistent/state"])
+    func historyLimit(limit: String) async throws {
+        let result = try await CLIRunner.run(["bundle", "history", "--limit", limit, "--state", "/nonexistent/state"])
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("--limit"), "\(result.stderr)")
     }
 
     @Test(
         "bundle sign refuses a bundle no state would apply, and an empty one unless --allow-empty", arguments: signable)
-    func signRefusesWhatNoStateApplies(files: [String: String], allowEmpty: Bool, refusal: String?) throws {
+    func signRefusesWhatNoStateApplies(files: [String: String], allowEmpty: Bool, refusal: String?) async throws {
         let directory = try TemporaryDirectory()
         let key = directory.file("signer.key")
-        #expect(try CLIRunner.run(["bundle", "keygen", "--out", key]).status == 0)
+        #expect(try await CLIRunner.run(["bundle", "keygen", "--out", key]).status == 0)
         let bundle = directory.file("bundle")
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: bundle + "/" + name)) }
-        let signed = try CLIRunner.run(
+        let signed = try await CLIRunner.run(
             ["bundle", "sign", bundle, "--key", key] + (allowEmpty ? ["--allow-empty"] : []))
         let signature = FileManager.default.fileExists(atPath: bundle + "/.custody-signature.json")
         if let refusal {
@@ -57,62 +57,67 @@ struct BundleCLITests {
     @Test(
         "keygen, sign, trust, apply; a tampered bundle exits 1 naming the file; verify agrees; history, show, rollback, freeze, fleet status"
     )
-    func signing() throws {
+    func signing() async throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state.sqlite")
         let bundle = directory.file("bundle")
         try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: bundle)
         let key = directory.file("signer.key")
-        let keygen = try CLIRunner.run(["bundle", "keygen", "--out", key])
+        let keygen = try await CLIRunner.run(["bundle", "keygen", "--out", key])
         #expect(keygen.status == 0 && keygen.stdout.hasPrefix("ed25519:"), "\(keygen.stderr)")
         let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int == 0o600)
-        #expect(try CLIRunner.run(["bundle", "keygen", "--out", key]).status == 1, "never overwrites a key")
+        #expect(try await CLIRunner.run(["bundle", "keygen", "--out", key]).status == 1, "never overwrites a key")
 
-        #expect(try CLIRunner.run(["apply", "--bundle", bundle, "--state", state, "--platform", "ios"]).status == 0)
-        let first = try CLIRunner.run(["bundle", "history", "--state", state, "--json"])
+        #expect(
+            try await CLIRunner.run(["apply", "--bundle", bundle, "--state", state, "--platform", "ios"]).status == 0)
+        let first = try await CLIRunner.run(["bundle", "history", "--state", state, "--json"])
         let firstRevision = try #require(
             (try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [[String: Any]])?.first?["revision"]
                 as? String)
         #expect(
-            try CLIRunner.run(["trust", "add", "--public-key", publicKey, "--name", "ci", "--state", state]).status == 0
+            try await CLIRunner.run(["trust", "add", "--public-key", publicKey, "--name", "ci", "--state", state])
+                .status == 0
         )
-        #expect(try CLIRunner.run(["trust", "add", "--public-key", "ed25519:AAAA", "--state", state]).status == 1)
+        #expect(
+            try await CLIRunner.run(["trust", "add", "--public-key", "ed25519:AAAA", "--state", state]).status == 1)
 
-        let unsigned = try CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
+        let unsigned = try await CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
         #expect(unsigned.status == 0 && unsigned.stdout.hasPrefix("already in force"), "the same files: nothing to do")
 
         try Data("{}".utf8).write(to: URL(fileURLWithPath: bundle + "/extra.json"))
-        let refused = try CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
+        let refused = try await CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
         #expect(refused.status == 1 && refused.stderr.contains("unsigned"), "\(refused.stderr)")
 
-        let signed = try CLIRunner.run(["bundle", "sign", bundle, "--key", key, "--sequence", "7"])
+        let signed = try await CLIRunner.run(["bundle", "sign", bundle, "--key", key, "--sequence", "7"])
         #expect(signed.status == 0 && signed.stdout.contains("sequence 7"), "\(signed.stderr)")
-        #expect(try CLIRunner.run(["bundle", "verify", bundle, "--public-key", publicKey]).status == 0)
-        #expect(try CLIRunner.run(["bundle", "verify", bundle, "--state", state]).status == 0)
-        #expect(try CLIRunner.run(["apply", "--bundle", bundle, "--state", state]).status == 0)
+        #expect(try await CLIRunner.run(["bundle", "verify", bundle, "--public-key", publicKey]).status == 0)
+        #expect(try await CLIRunner.run(["bundle", "verify", bundle, "--state", state]).status == 0)
+        #expect(try await CLIRunner.run(["apply", "--bundle", bundle, "--state", state]).status == 0)
 
         try Data("[]".utf8).write(to: URL(fileURLWithPath: bundle + "/extra.json"))
-        let changed = try CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
+        let changed = try await CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
         #expect(changed.status == 1 && changed.stderr.contains("extra.json:1:1: error:"), "\(changed.stderr)")
-        let verify = try CLIRunner.run(["bundle", "verify", bundle, "--public-key", publicKey])
+        let verify = try await CLIRunner.run(["bundle", "verify", bundle, "--public-key", publicKey])
         #expect(verify.status == 1 && verify.stderr.contains("changed-file"), "\(verify.stderr)")
 
-        let show = try CLIRunner.run(["bundle", "show", String(firstRevision.prefix(12)), "--state", state])
+        let show = try await CLIRunner.run(["bundle", "show", String(firstRevision.prefix(12)), "--state", state])
         #expect(show.status == 0 && show.stdout.contains("tenant.json"), "\(show.stderr)")
-        let rollback = try CLIRunner.run(["bundle", "rollback", firstRevision, "--reason", "test", "--state", state])
+        let rollback = try await CLIRunner.run([
+            "bundle", "rollback", firstRevision, "--reason", "test", "--state", state,
+        ])
         #expect(rollback.status == 1 && rollback.stderr.contains("unsigned"), "never past trust: \(rollback.stderr)")
-        #expect(try CLIRunner.run(["bundle", "freeze", "--reason", "window", "--state", state]).status == 0)
-        #expect(try CLIRunner.run(["bundle", "sign", bundle, "--key", key, "--sequence", "8"]).status == 0)
-        let frozen = try CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
+        #expect(try await CLIRunner.run(["bundle", "freeze", "--reason", "window", "--state", state]).status == 0)
+        #expect(try await CLIRunner.run(["bundle", "sign", bundle, "--key", key, "--sequence", "8"]).status == 0)
+        let frozen = try await CLIRunner.run(["apply", "--bundle", bundle, "--state", state])
         #expect(frozen.status == 1 && frozen.stderr.contains("window"), "\(frozen.stderr)")
-        #expect(try CLIRunner.run(["bundle", "unfreeze", "--state", state]).stdout == "unfrozen\n")
-        #expect(try CLIRunner.run(["apply", "--bundle", bundle, "--state", state]).status == 0)
-        let history = try CLIRunner.run(["bundle", "history", "--state", state])
+        #expect(try await CLIRunner.run(["bundle", "unfreeze", "--state", state]).stdout == "unfrozen\n")
+        #expect(try await CLIRunner.run(["apply", "--bundle", bundle, "--state", state]).status == 0)
+        let history = try await CLIRunner.run(["bundle", "history", "--state", state])
         #expect(history.stdout.contains("sequence 8") && history.stdout.contains("rejected"), "\(history.stdout)")
-        let fleet = try CLIRunner.run(["fleet", "status", "--state", state, "--json"])
+        let fleet = try await CLIRunner.run(["fleet", "status", "--state", state, "--json"])
         #expect(fleet.status == 0 && fleet.stdout.contains("\"replicas\":[]"), "\(fleet.stdout) \(fleet.stderr)")
-        let keys = try CLIRunner.run(["trust", "list", "--state", state, "--json"])
+        let keys = try await CLIRunner.run(["trust", "list", "--state", state, "--json"])
         #expect(keys.stdout.contains("\"name\":\"ci\""))
     }
 }

@@ -35,7 +35,22 @@ struct CLIRunner {
         return directory.appendingPathComponent("custody").path
     }()
 
+    /// Runs `custody` with `arguments` and waits for it, on a thread of its own: a test that
+    /// waited for its process on one of Swift's cooperative threads (one per core) held up
+    /// every other test of the run meanwhile (issue 48).
     static func run(
+        _ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:],
+        currentDirectory: String = packageRoot
+    ) async throws -> Result {
+        try await offThePool {
+            try runBlocking(
+                arguments, stdin: stdin, executable: executable, environment: environment,
+                currentDirectory: currentDirectory)
+        }
+    }
+
+    /// `run`, waiting on the calling thread: for code that already runs on a thread of its own.
+    static func runBlocking(
         _ arguments: [String], stdin: String = "", executable: String = executable, environment: [String: String] = [:],
         currentDirectory: String = packageRoot
     ) throws -> Result {
@@ -70,6 +85,16 @@ struct CLIRunner {
     /// standard input from `input` (none: empty): its exit status and what it said on standard
     /// error.
     static func run(
+        _ arguments: [String], standardOutput output: FileHandle, standardInput input: FileHandle? = nil,
+        executable: String = executable
+    ) async throws -> (status: Int32, stderr: String) {
+        return try await offThePool {
+            try runBlocking(arguments, standardOutput: output, standardInput: input, executable: executable)
+        }
+    }
+
+    /// `run(_:standardOutput:standardInput:executable:)`, waiting on the calling thread.
+    static func runBlocking(
         _ arguments: [String], standardOutput output: FileHandle, standardInput input: FileHandle? = nil,
         executable: String = executable
     ) throws -> (status: Int32, stderr: String) {

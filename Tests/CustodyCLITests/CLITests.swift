@@ -13,13 +13,13 @@ struct CLITests {
     ]
 
     @Test("help, the version and completion scripts that cannot be written exit 1 and say why", arguments: cleanExits)
-    func cleanExitUnwritten(arguments: [String]) throws {
-        let full = try CLIRunner.run(
+    func cleanExitUnwritten(arguments: [String]) async throws {
+        let full = try await CLIRunner.run(
             arguments, standardOutput: FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full")))
         #expect(full.status == 1, "\(full.stderr)")
         #expect(full.stderr == "error: writing standard output failed: No space left on device\n")
 
-        let written = try CLIRunner.run(arguments)
+        let written = try await CLIRunner.run(arguments)
         #expect(written.status == 0)
         #expect(!written.stdout.isEmpty && written.stderr.isEmpty)
     }
@@ -37,9 +37,9 @@ struct CLITests {
 
     @Test(
         "help names the command it was asked about, or refuses one that does not exist", arguments: helpTopics.indices)
-    func helpTopic(index: Int) throws {
+    func helpTopic(index: Int) async throws {
         let (arguments, status, error) = Self.helpTopics[index]
-        let result = try CLIRunner.run(arguments)
+        let result = try await CLIRunner.run(arguments)
         #expect(result.status == status, "\(result.stderr)")
         if let error {
             #expect(result.stderr.contains("Error: " + error), "\(result.stderr)")
@@ -61,9 +61,9 @@ struct CLITests {
     ]
 
     @Test("an argument refused once the command runs names that command's usage", arguments: runTimeRefusals.indices)
-    func refusedWhenRun(index: Int) throws {
+    func refusedWhenRun(index: Int) async throws {
         let (arguments, error, command) = Self.runTimeRefusals[index]
-        let result = try CLIRunner.run(arguments)
+        let result = try await CLIRunner.run(arguments)
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stdout.isEmpty)
         #expect(result.stderrLines.first?.hasPrefix("Error: \(error)") == true, "\(result.stderr)")
@@ -95,8 +95,8 @@ struct CLITests {
     }
 
     @Test("policy validate reports exactly the INVALID export of the shared folder, and exits 1", .needsSharedCorpora)
-    func validateSharedExamples() throws {
-        let result = try CLIRunner.run(["policy", "validate", CLIRunner.sharedGraphExamples])
+    func validateSharedExamples() async throws {
+        let result = try await CLIRunner.run(["policy", "validate", CLIRunner.sharedGraphExamples])
         #expect(result.status == 1)
         let errors = result.stderrLines.filter { $0.contains(": error: ") }
         #expect(
@@ -112,8 +112,8 @@ struct CLITests {
     }
 
     @Test("policy validate exits 0 for good bundles and files, with a summary line each")
-    func validateGood() throws {
-        let result = try CLIRunner.run([
+    func validateGood() async throws {
+        let result = try await CLIRunner.run([
             "policy", "validate", "policies", "fixtures/frameworks/level-3-ios",
             "fixtures/exit-criteria/bundle/tenant.json",
         ])
@@ -139,30 +139,30 @@ struct CLITests {
     }
 
     @Test("warnings go to standard error and do not fail validation; --quiet keeps errors only", .needsSharedCorpora)
-    func validateWarnings() throws {
+    func validateWarnings() async throws {
         let file =
             CLIRunner.sharedGraphExamples
             + "/deploymenttheory-terraform-provider-microsoft365__policy_set_reqs.md__managedAppPolicies_response.excerpt.json"
-        let result = try CLIRunner.run(["policy", "validate", file])
+        let result = try await CLIRunner.run(["policy", "validate", file])
         #expect(result.status == 0)
         #expect(result.stderrLines.filter { $0.contains(": warning: ") }.count == 16)
         #expect(result.stderrLines.filter { $0.contains(": warning: the policy has no \"assignments\"") }.count == 8)
         #expect(result.stderrLines.filter { $0.contains(": notice: ") }.count == 4)
-        let quiet = try CLIRunner.run(["policy", "validate", "--quiet", file, "does/not/exist"])
+        let quiet = try await CLIRunner.run(["policy", "validate", "--quiet", file, "does/not/exist"])
         #expect(quiet.status == 1)
         #expect(quiet.stdout.isEmpty)
         #expect(quiet.stderrLines == ["does/not/exist:1:1: error: no such file or directory"])
     }
 
     @Test("decide answers every line in order, errors included, and exits 1 when a line was bad")
-    func decide() throws {
+    func decide() async throws {
         let input =
             [
                 #"{"action":"saveTo","owner":"alice@contoso.com","location":"box","locationAccount":"alice@contoso.com"}"#,
                 #"{"action":"saveTo","owner":"alice@contoso.com","location":"box""#,
                 #"{"action":"print","account":"bob@contoso.com"}"#,
             ].joined(separator: "\n") + "\n"
-        let result = try CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios"], stdin: input)
+        let result = try await CLIRunner.run(["decide", "--bundle", "policies", "--platform", "ios"], stdin: input)
         #expect(result.status == 1)
         #expect(result.stdoutLines.count == 3)
         #expect(
@@ -178,7 +178,7 @@ struct CLITests {
             #expect(throws: Never.self) { try JSONDocument(parsing: Array(line.utf8)) }
         }
 
-        let good = try CLIRunner.run(
+        let good = try await CLIRunner.run(
             ["decide", "--bundle", "policies", "--platform", "ios"],
             stdin: #"{"action":"accountAllowed","account":"bob@contoso.com"}"#)
         #expect(good.status == 0)
@@ -189,9 +189,9 @@ struct CLITests {
     }
 
     @Test("decide answers the example queries of make run")
-    func examples() throws {
+    func examples() async throws {
         let queries = try String(contentsOfFile: CLIRunner.packageRoot + "/policies/examples.jsonl", encoding: .utf8)
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             [
                 "decide", "--bundle", "policies", "--platform", "ios", "--app", "com.microsoft.office.outlook",
                 "--format", "text",
@@ -208,16 +208,16 @@ struct CLITests {
     }
 
     @Test("a bundle that does not load stops decide with its diagnostics", .needsSharedCorpora)
-    func decideBadBundle() throws {
-        let result = try CLIRunner.run(["decide", "--bundle", CLIRunner.sharedGraphExamples], stdin: "")
+    func decideBadBundle() async throws {
+        let result = try await CLIRunner.run(["decide", "--bundle", CLIRunner.sharedGraphExamples], stdin: "")
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("INVALID.json:43:2: error:"))
     }
 
     @Test("policy show prints the effective policy with sources")
-    func show() throws {
-        let result = try CLIRunner.run([
+    func show() async throws {
+        let result = try await CLIRunner.run([
             "policy", "show", "--bundle", "policies", "--account", "ALICE@contoso.com", "--platform", "ios",
         ])
         #expect(result.status == 0, "\(result.stderr)")
@@ -241,8 +241,10 @@ struct CLITests {
     }
 
     @Test("policy show without a platform, for a bundle of both, reports per platform")
-    func showPerPlatform() throws {
-        let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "alice@contoso.com"])
+    func showPerPlatform() async throws {
+        let result = try await CLIRunner.run([
+            "policy", "show", "--bundle", "policies", "--account", "alice@contoso.com",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let root = try JSONDocument(parsing: Array(result.stdout.utf8)).root
         #expect(root.elements.map { $0["context"]?["platform"]?.string } == ["ios", "android"])
@@ -250,8 +252,8 @@ struct CLITests {
     }
 
     @Test("decide --explain names the rule and whether it is documented")
-    func explain() throws {
-        let result = try CLIRunner.run(
+    func explain() async throws {
+        let result = try await CLIRunner.run(
             ["decide", "--bundle", "policies", "--platform", "ios", "--explain"],
             stdin:
                 #"{"action":"openFrom","receiver":"alice@contoso.com","location":"localStorage","locationAccount":"alice@contoso.com"}"#
@@ -268,8 +270,10 @@ struct CLITests {
     }
 
     @Test("policy show refuses an account the tenant does not know")
-    func showUnknown() throws {
-        let result = try CLIRunner.run(["policy", "show", "--bundle", "policies", "--account", "erin@fabrikam.com"])
+    func showUnknown() async throws {
+        let result = try await CLIRunner.run([
+            "policy", "show", "--bundle", "policies", "--account", "erin@fabrikam.com",
+        ])
         #expect(result.status == 1)
         // The bundle is named by its revision, not by where it lies (issue 47: the same text
         // reaches service clients, to whom a path lays out the server's disk).
@@ -288,8 +292,8 @@ struct CLITests {
             ["decide", "--bundle", "policies", "--platform", "macos"],
             ["policy", "show", "--bundle", "policies", "--account", " "], ["frobnicate"],
         ])
-    func badArguments(arguments: [String]) throws {
-        let result = try CLIRunner.run(arguments)
+    func badArguments(arguments: [String]) async throws {
+        let result = try await CLIRunner.run(arguments)
         #expect(result.status == 64)
         #expect(result.stderr.contains("Error:") || result.stderr.contains("error:"))
     }
@@ -301,16 +305,16 @@ struct CLITests {
             ["wipe"], ["policy", "show"],
             ["matrix", "run"], ["config", "show"], ["audit"], ["keys", "rotate"],
         ])
-    func helpIsProse(command: [String]) throws {
-        let result = try CLIRunner.run(command + ["--help"])
+    func helpIsProse(command: [String]) async throws {
+        let result = try await CLIRunner.run(command + ["--help"])
         #expect(result.status == 0, "\(result.stderr)")
         let continuation = result.stdout.split(separator: "\n").first { $0.hasSuffix("\\") || $0.contains(" \\ ") }
         #expect(continuation == nil, "\(command.joined(separator: " ")): \(continuation ?? "")")
     }
 
     @Test("help texts document the query contract")
-    func help() throws {
-        let result = try CLIRunner.run(["decide", "--help"])
+    func help() async throws {
+        let result = try await CLIRunner.run(["decide", "--help"])
         #expect(result.status == 0)
         for action in DecisionAction.allCases {
             #expect(result.stdout.contains(#""\#(action.rawValue)""#), "\(action)")

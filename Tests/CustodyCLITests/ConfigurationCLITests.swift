@@ -8,8 +8,8 @@ struct ConfigurationCLITests {
     static let spec = "specs/com.microsoft.office.outlook.spec.json"
 
     @Test("config show prints fullData and, per key, all values and whether they conflict")
-    func show() throws {
-        let result = try CLIRunner.run(
+    func show() async throws {
+        let result = try await CLIRunner.run(
             ["config", "show", "--bundle", "policies", "--account", "alice@contoso.com"] + Self.outlook)
         #expect(result.status == 0, "\(result.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
@@ -19,7 +19,7 @@ struct ConfigurationCLITests {
         #expect(keys["com.contoso.outlook.SignatureLines"]?["conflict"] as? Bool == true)
         #expect(keys["com.microsoft.outlook.Mail.FocusedInbox"]?["conflict"] as? Bool == false)
 
-        let unmanaged = try CLIRunner.run(
+        let unmanaged = try await CLIRunner.run(
             ["config", "show", "--bundle", "policies", "--account", "mallory@fabrikam.com"] + Self.outlook)
         #expect(unmanaged.status == 0 && unmanaged.stdout == "null\n")
     }
@@ -64,8 +64,8 @@ struct ConfigurationCLITests {
             KeyCase(account: "dave", arguments: ["--key", "com.contoso.outlook.SignatureLines"], output: nil),
             KeyCase(account: "mallory", arguments: ["--key", "com.contoso.outlook.SignatureLines"], output: nil),
         ])
-    func key(_ keyCase: KeyCase) throws {
-        let result = try CLIRunner.run(
+    func key(_ keyCase: KeyCase) async throws {
+        let result = try await CLIRunner.run(
             ["config", "show", "--bundle", "policies", "--account", keyCase.account + "@contoso.com"] + Self.outlook
                 + keyCase.arguments)
         if let output = keyCase.output {
@@ -78,8 +78,8 @@ struct ConfigurationCLITests {
     }
 
     @Test("config show refuses a query that does not fit the type")
-    func badQuery() throws {
-        let result = try CLIRunner.run(
+    func badQuery() async throws {
+        let result = try await CLIRunner.run(
             [
                 "config", "show", "--bundle", "policies", "--account", "alice@contoso.com", "--key", "k", "--type",
                 "string", "--query", "and",
@@ -89,8 +89,8 @@ struct ConfigurationCLITests {
     }
 
     @Test("config validate passes the example, and finds bad values where they are and required settings accounts lack")
-    func validate() throws {
-        let good = try CLIRunner.run([
+    func validate() async throws {
+        let good = try await CLIRunner.run([
             "config", "validate", "--spec", Self.spec, "--bundle", "policies", "--platform", "ios",
         ])
         #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
@@ -100,7 +100,7 @@ struct ConfigurationCLITests {
         try directory.edit("app-configuration.json") {
             $0.replacingOccurrences(of: #""value": "4""#, with: #""value": "40""#)
         }
-        let bad = try CLIRunner.run(["config", "validate", "--spec", Self.spec, "--bundle", directory.path])
+        let bad = try await CLIRunner.run(["config", "validate", "--spec", Self.spec, "--bundle", directory.path])
         #expect(bad.status == 1)
         let line = try #require(bad.stdoutLines.first { $0.contains("error:") })
         #expect(
@@ -114,7 +114,7 @@ struct ConfigurationCLITests {
             "strict.spec.json",
             #"{"app": "com.microsoft.office.outlook", "settings": [{"key": "com.microsoft.outlook.Mail.FocusedInbox", "type": "bool", "required": true}]}"#
         )
-        let missing = try CLIRunner.run(["config", "validate", "--spec", strict, "--bundle", "policies"])
+        let missing = try await CLIRunner.run(["config", "validate", "--spec", strict, "--bundle", "policies"])
         #expect(missing.status == 1)
         #expect(
             missing.stdout.contains(
@@ -123,25 +123,27 @@ struct ConfigurationCLITests {
     }
 
     @Test("spec prints Markdown and JSON; a spec with an unknown member is an error where it is")
-    func spec() throws {
-        let markdown = try CLIRunner.run(["spec", "--app", "com.microsoft.office.outlook", "--directory", "specs"])
+    func spec() async throws {
+        let markdown = try await CLIRunner.run([
+            "spec", "--app", "com.microsoft.office.outlook", "--directory", "specs",
+        ])
         #expect(markdown.status == 0)
         #expect(markdown.stdout.contains("| `com.contoso.outlook.SignatureLines` | integer | no | 0 to 10 | `2` |"))
         #expect(markdown.stdout.contains("- `type-mismatch`:"))
         #expect(markdown.stdout.contains("| `smtp-relay` | password | app-wide |"))
 
-        let json = try CLIRunner.run(["spec", "--spec", Self.spec, "--json"])
+        let json = try await CLIRunner.run(["spec", "--spec", Self.spec, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect((object["settings"] as? [Any])?.count == 4)
         #expect(object["decoderErrors"] as? [String] == ["missing-key", "type-mismatch", "invalid-value", "too-large"])
 
-        let wrongApp = try CLIRunner.run(["spec", "--app", "com.contoso.other", "--spec", Self.spec])
+        let wrongApp = try await CLIRunner.run(["spec", "--app", "com.contoso.other", "--spec", Self.spec])
         #expect(wrongApp.status == 64, "--app and --spec together are refused")
 
         let directory = try TemporaryDirectory()
         let broken = try directory.write(
             "com.contoso.notes.spec.json", "{\n  \"app\": \"com.contoso.notes\",\n  \"setings\": []\n}\n")
-        let result = try CLIRunner.run(["spec", "--spec", broken])
+        let result = try await CLIRunner.run(["spec", "--spec", broken])
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix(broken + ":3:3: error: unknown member 'setings'"))
     }
@@ -151,11 +153,11 @@ extension ConfigurationCLITests {
     @Test(
         "secrets from standard input and files; values never printed, logged, audited or in --help; wiped with the account"
     )
-    func secrets() throws {
+    func secrets() async throws {
         let directory = try TemporaryDirectory()
         var seen: [String] = []
-        func run(_ arguments: [String], stdin: String = "", verbose: Bool = true) throws -> CLIRunner.Result {
-            let result = try CLIRunner.run(
+        func run(_ arguments: [String], stdin: String = "", verbose: Bool = true) async throws -> CLIRunner.Result {
+            let result = try await CLIRunner.run(
                 arguments + ["--state", directory.path + "/state"] + (verbose ? ["--log-level", "trace"] : []),
                 stdin: stdin,
                 environment: ["CUSTODY_MASTER_KEY_FILE": directory.path + "/master.key"])
@@ -175,51 +177,52 @@ extension ConfigurationCLITests {
         let garbage = try directory.write(
             "garbage.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
 
-        #expect(try run(["audit", "--set", "on"], verbose: false).status == 0)
-        let added = try run(
+        #expect(try await run(["audit", "--set", "on"], verbose: false).status == 0)
+        let added = try await run(
             ["secrets", "add-password", "vpn", "--account", "alice@contoso.com", "--bundle", "policies"],
             stdin: password + "\n")
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout == "stored password vpn for alice@contoso.com\n")
-        #expect(try run(["secrets", "add-password", "smtp-relay"], stdin: password).status == 0)
-        let storedCertificate = try run(["secrets", "add-certificate", "root", certificate])
+        #expect(try await run(["secrets", "add-password", "smtp-relay"], stdin: password).status == 0)
+        let storedCertificate = try await run(["secrets", "add-certificate", "root", certificate])
         #expect(storedCertificate.status == 0 && storedCertificate.stdout.contains("CN=Contoso CLI"))
         #expect(
-            try run([
+            try await run([
                 "secrets", "add-identity", "device", "--certificate", certificate, "--key", key, "--account",
                 "alice@contoso.com", "--bundle", "policies",
             ]).status == 0)
 
-        let mismatched = try run([
+        let mismatched = try await run([
             "secrets", "add-identity", "device2", "--certificate", certificate, "--key", otherKey,
         ])
         #expect(mismatched.status == 1 && mismatched.stderr.contains("does not belong to the certificate"))
-        let notCertificate = try run(["secrets", "add-certificate", "bad", garbage])
+        let notCertificate = try await run(["secrets", "add-certificate", "bad", garbage])
         #expect(notCertificate.status == 1 && notCertificate.stderr.contains("not a PEM certificate"))
-        #expect(try run(["secrets", "add-password", "empty"], stdin: "").status == 1)
+        #expect(try await run(["secrets", "add-password", "empty"], stdin: "").status == 1)
 
         // The account's secrets are filed under its tenant OID, so the OID finds them too.
-        let listed = try run([
+        let listed = try await run([
             "secrets", "list", "--account", "a1f0c7d2-5b1e-4c3a-9e8f-000000000001", "--bundle", "policies",
         ])
         #expect(
             listed.stdoutLines.map { $0.split(separator: "\t").prefix(2).joined(separator: " ") } == [
                 "device identity", "vpn password",
             ], "\(listed.stderr)")
-        let appWide = try run(["secrets", "list", "--json"])
+        let appWide = try await run(["secrets", "list", "--json"])
         let entries = try #require(
             try JSONSerialization.jsonObject(with: Data(appWide.stdout.utf8)) as? [[String: Any]])
         #expect(entries.compactMap { $0["identifier"] as? String } == ["root", "smtp-relay"])
 
-        #expect(try run(["secrets", "remove", "smtp-relay"]).status == 0)
-        #expect(try run(["secrets", "remove", "smtp-relay"]).status == 1)
-        #expect(try run(["wipe", "--account", "alice@contoso.com", "--bundle", "policies"]).status == 0)
-        #expect(try run(["secrets", "list", "--account", "alice@contoso.com", "--bundle", "policies"]).stdout.isEmpty)
+        #expect(try await run(["secrets", "remove", "smtp-relay"]).status == 0)
+        #expect(try await run(["secrets", "remove", "smtp-relay"]).status == 1)
+        #expect(try await run(["wipe", "--account", "alice@contoso.com", "--bundle", "policies"]).status == 0)
+        #expect(
+            try await run(["secrets", "list", "--account", "alice@contoso.com", "--bundle", "policies"]).stdout.isEmpty)
 
         for command in [[], ["add-password"], ["add-certificate"], ["add-identity"], ["list"], ["remove"]] {
-            seen.append(try CLIRunner.run(["secrets"] + command + ["--help"]).stdout)
+            seen.append(try await CLIRunner.run(["secrets"] + command + ["--help"]).stdout)
         }
-        let audit = try run(["audit", "--json"], verbose: false)
+        let audit = try await run(["audit", "--json"], verbose: false)
         #expect(
             audit.stdout.contains("store password") && audit.stdout.contains("\"detail\":\"vpn\""),
             "the audit log records the change")

@@ -13,11 +13,22 @@ struct CrashConsistencyTests {
     static let kills = 100
 
     /// Starts `custody` with `arguments`, kills it with SIGKILL after a random delay of up to
-    /// `window` (it may finish first), and waits for it.
-    static func runAndKill(
-        _ arguments: [String], scratch: Scratch, state: String? = nil, window: Double,
-        random: inout SystemRandomNumberGenerator
-    ) throws {
+    /// `window` (it may finish first), and waits for it, on a thread of its own.
+    /// Returns how long the process took when it finished before its kill, nil when killed.
+    @discardableResult
+    static func runAndKill(_ arguments: [String], scratch: Scratch, state: String? = nil, window: Double)
+        async throws -> Double?
+    {
+        try await offThePool { try runAndKillBlocking(arguments, scratch: scratch, state: state, window: window) }
+    }
+
+    /// `runAndKill`, waiting on the calling thread.
+    @discardableResult
+    static func runAndKillBlocking(_ arguments: [String], scratch: Scratch, state: String? = nil, window: Double)
+        throws -> Double?
+    {
+        let started = Date()
+        var random = SystemRandomNumberGenerator()
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = arguments + ["--state", state ?? scratch.file("state")]
@@ -27,9 +38,14 @@ struct CrashConsistencyTests {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        usleep(UInt32(Double.random(in: 0...window, using: &random) * 1_000_000))
-        kill(process.processIdentifier, SIGKILL)
+        // Killed at a random moment of the window, or found finished before it: a round never
+        // waits out the rest of the window for a process that already exited.
+        let deadline = Date().addingTimeInterval(Double.random(in: 0...window, using: &random))
+        while Date() < deadline, process.isRunning { usleep(2_000) }
+        let finished = !process.isRunning
+        process.send(SIGKILL)
         process.waitUntilExit()
+        return finished ? Date().timeIntervalSince(started) : nil
     }
 
     /// The `*.json` files of a directory, by name.
@@ -55,20 +71,23 @@ struct CrashConsistencyTests {
     }
 
     @Test("apply killed at random points leaves the old bundle or the new one, never a mix")
-    func apply() throws {
+    func apply() async throws {
         let scratch = try Scratch()
         let (old, new, bundles) = try Self.twoBundles(scratch)
         #expect(bundles[0] != bundles[1])
         // Kill anywhere in a window half again as long as a whole run takes on this machine now.
         let start = Date()
-        #expect(try scratch.run(["apply", "--bundle", old]).status == 0)
-        let window = Date().timeIntervalSince(start) * 1.5
+        #expect(try await scratch.run(["apply", "--bundle", old]).status == 0)
+        var window = Date().timeIntervalSince(start) * 1.5
 
-        var random = SystemRandomNumberGenerator()
         var finished = 0
         for round in 0..<Self.kills {
-            try Self.runAndKill(
-                ["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, window: window, random: &random)
+            if let took = try await Self.runAndKill(
+                ["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, window: window)
+            {
+                // Kill inside what a whole run takes now (the first was timed on a loaded machine).
+                window = min(window, took * 1.5)
+            }
             let database = try CustodyDatabase(path: scratch.file("state"))
             let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
             let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
@@ -81,32 +100,37 @@ struct CrashConsistencyTests {
     }
 
     @Test("wipe killed at random points leaves the account wholly wiped or untouched")
-    func wipe() throws {
+    func wipe() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
+        try await scratch.applyExampleBundle()
         try scratch.write("a.txt", "alice's data")
         let owner = OwnerIdentifier(rawValue: ProtectionCLITests.alice)!
         // Kill anywhere in a window half again as long as a whole wipe takes on this machine now.
         #expect(
-            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")])
-                .status == 0)
+            try await scratch.run([
+                "protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst"),
+            ])
+            .status == 0)
         let start = Date()
-        #expect(try scratch.run(["wipe", "--account", "alice@contoso.com"]).status == 0)
-        let window = Date().timeIntervalSince(start) * 1.5
-        var random = SystemRandomNumberGenerator()
+        #expect(try await scratch.run(["wipe", "--account", "alice@contoso.com"]).status == 0)
+        var window = Date().timeIntervalSince(start) * 1.5
         var wiped = 0, untouched = 0
         for round in 0..<Self.kills {
             // Give alice a key and a check-in when the last round wiped them.
             let database = try CustodyDatabase(path: scratch.file("state"))
             if try StateKeyStore(state: database).keys(for: owner).isEmpty {
                 #expect(
-                    try scratch.run([
+                    try await scratch.run([
                         "protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst"),
                     ]).status == 0)
-                #expect(try scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
+                #expect(try await scratch.run(["checkin", "--account", "alice@contoso.com"]).status == 0)
             }
-            try Self.runAndKill(
-                ["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window, random: &random)
+            if let took = try await Self.runAndKill(
+                ["wipe", "--account", "alice@contoso.com"], scratch: scratch, window: window)
+            {
+                // Kill inside what a whole run takes now (the first was timed on a loaded machine).
+                window = min(window, took * 1.5)
+            }
             let after = try CustodyDatabase(path: scratch.file("state"))
             let keys = try StateKeyStore(state: after).keys(for: owner).count
             let checkIn = try after.lastCheckIn(account: owner.rawValue)
@@ -123,27 +147,29 @@ struct CrashConsistencyTests {
     @Test(
         "apply, wipe and protect killed at random points on one state: the state stays consistent and no file is half-written"
     )
-    func mixed() throws {
+    func mixed() async throws {
         let scratch = try Scratch()
         let (old, new, bundles) = try Self.twoBundles(scratch)
         try scratch.write("a.txt", String(repeating: "alice's data ", count: 50_000))
         let plaintext = try scratch.read("a.txt")
         let owner = OwnerIdentifier(rawValue: ProtectionCLITests.alice)!
 
-        #expect(try scratch.run(["apply", "--bundle", old]).status == 0)
+        #expect(try await scratch.run(["apply", "--bundle", old]).status == 0)
         let commands: [[String]] = [
             ["apply", "--bundle", new], ["apply", "--bundle", old], ["wipe", "--account", "alice@contoso.com"],
             ["protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst")],
         ]
         // A window long enough to cover each command on this machine now.
         let start = Date()
-        for command in commands { _ = try scratch.run(command) }
-        let window = Date().timeIntervalSince(start) / Double(commands.count) * 1.5
+        for command in commands { _ = try await scratch.run(command) }
+        var window = Date().timeIntervalSince(start) / Double(commands.count) * 1.5
 
-        var random = SystemRandomNumberGenerator()
         for round in 0..<Self.kills {
             let command = commands[round % commands.count]
-            try Self.runAndKill(command, scratch: scratch, window: window, random: &random)
+            if let took = try await Self.runAndKill(command, scratch: scratch, window: window) {
+                // Kill inside what a whole run takes now (the first was timed on a loaded machine).
+                window = min(window, took * 1.5)
+            }
             let database = try CustodyDatabase(path: scratch.file("state"))
             let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
             let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
@@ -152,7 +178,7 @@ struct CrashConsistencyTests {
             // is refused as wiped once she has none.
             guard FileManager.default.fileExists(atPath: scratch.file("a.cst")) else { continue }
             let keys = try StateKeyStore(state: database).keys(for: owner)
-            let opened = try scratch.run(["unprotect", scratch.file("a.cst"), scratch.file("back.txt")])
+            let opened = try await scratch.run(["unprotect", scratch.file("a.cst"), scratch.file("back.txt")])
             if opened.status == 0 {
                 #expect(
                     try scratch.read("back.txt") == plaintext, "round \(round): the envelope opened to something else")
@@ -163,36 +189,40 @@ struct CrashConsistencyTests {
                     "round \(round) (\(command[0]), \(keys.count) keys): \(opened.stderr)")
             }
         }
-        #expect(try scratch.run(["keys", "list"]).status == 0, "the key store still reads")
+        #expect(try await scratch.run(["keys", "list"]).status == 0, "the key store still reads")
     }
 
     @Test(
         "in-place protect killed at random points: the file is whole (plain or sealed), and the next run removes the temporaries left"
     )
-    func inPlaceProtect() throws {
+    func inPlaceProtect() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
+        try await scratch.applyExampleBundle()
         let plaintext = String(repeating: "alice's ledger ", count: 400_000)
         try FileManager.default.createDirectory(atPath: scratch.file("data"), withIntermediateDirectories: true)
         try scratch.write("data/ledger.txt", plaintext)
         let start = Date()
         #expect(
-            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status == 0)
-        let window = Date().timeIntervalSince(start) * 1.5
-        #expect(try scratch.run(["unprotect", scratch.file("data/ledger.txt")]).status == 0)
+            try await scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status
+                == 0)
+        var window = Date().timeIntervalSince(start) * 1.5
+        #expect(try await scratch.run(["unprotect", scratch.file("data/ledger.txt")]).status == 0)
 
         func strays() throws -> [String] {
             try FileManager.default.contentsOfDirectory(atPath: scratch.file("data")).filter {
                 $0.contains(".custody-tmp-")
             }
         }
-        var random = SystemRandomNumberGenerator()
         var left = 0
         for round in 0..<30 {
             let before = try strays()
-            try Self.runAndKill(
+            if let took = try await Self.runAndKill(
                 ["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")], scratch: scratch,
-                window: window, random: &random)
+                window: window)
+            {
+                // Kill inside what a whole run takes now (the first was timed on a loaded machine).
+                window = min(window, took * 1.5)
+            }
             // The strays of earlier rounds were removed by this run, unless it was killed
             // before it wrote anything.
             let after = try strays()
@@ -200,14 +230,16 @@ struct CrashConsistencyTests {
             #expect(after.count <= before.count + 1, "round \(round): \(after)")
             // Whole: plaintext, or an envelope that opens to it.
             if try DataProtector.protectionInfo(file: scratch.file("data/ledger.txt")) != nil {
-                #expect(try scratch.run(["unprotect", scratch.file("data/ledger.txt")]).status == 0, "round \(round)")
+                #expect(
+                    try await scratch.run(["unprotect", scratch.file("data/ledger.txt")]).status == 0, "round \(round)")
             }
             #expect(try scratch.read("data/ledger.txt") == plaintext, "round \(round)")
         }
         // A temporary has no name until it is whole (O_TMPFILE), so kills leave (almost)
         // nothing; what one left between naming and renaming goes with the next full run.
         #expect(
-            try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status == 0)
+            try await scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("data/ledger.txt")]).status
+                == 0)
         #expect(try strays().isEmpty, "\(left) temporaries were seen after kills; none may be left after a full run")
     }
 }

@@ -17,11 +17,12 @@ struct DecideStreamingTests {
     }()
 
     @Test("the answers are the same, in the same order, whatever the number of jobs")
-    func jobsDoNotChangeOutput() throws {
+    func jobsDoNotChangeOutput() async throws {
         let arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
-        let one = try CLIRunner.run(arguments + ["--jobs", "1"], stdin: Self.bigInput)
+        let one = try await CLIRunner.run(arguments + ["--jobs", "1"], stdin: Self.bigInput)
         // Small blocks: many batches, each split three ways, so lines cross every kind of boundary.
-        let three = try CLIRunner.run(arguments + ["--jobs", "3", "--block-bytes", "50000"], stdin: Self.bigInput)
+        let three = try await CLIRunner.run(
+            arguments + ["--jobs", "3", "--block-bytes", "50000"], stdin: Self.bigInput)
         #expect(one.status == 1)
         #expect(three.status == 1)
         #expect(one.stdoutLines.count == 8_000)
@@ -32,10 +33,10 @@ struct DecideStreamingTests {
     }
 
     @Test("a block size at the top of its range reads as the whole input at once, not a crash")
-    func hugeBlocks() throws {
+    func hugeBlocks() async throws {
         let arguments = ["decide", "--bundle", "policies", "--platform", "ios"]
-        let one = try CLIRunner.run(arguments + ["--jobs", "1"], stdin: Self.bigInput)
-        let huge = try CLIRunner.run(
+        let one = try await CLIRunner.run(arguments + ["--jobs", "1"], stdin: Self.bigInput)
+        let huge = try await CLIRunner.run(
             arguments + ["--jobs", "2", "--block-bytes", String(Int.max)], stdin: Self.bigInput)
         #expect(huge.status == one.status)
         #expect(huge.stdout == one.stdout)
@@ -56,13 +57,13 @@ struct DecideStreamingTests {
     ]
 
     @Test("a stream that fails ends the command with an error that says why", arguments: brokenStreams)
-    func brokenStream(label: String, input: String?, output: String, message: String) throws {
+    func brokenStream(label: String, input: String?, output: String, message: String) async throws {
         // The queries come from a file, not a pipe this test writes: the command may end
         // before it has read them all, and a write to its closed pipe would end the test.
         let directory = try TemporaryDirectory()
         let queries = directory.file("queries.jsonl")
         try Self.bigInput.write(toFile: queries, atomically: true, encoding: .utf8)
-        let (status, said) = try CLIRunner.run(
+        let (status, said) = try await CLIRunner.run(
             ["decide", "--bundle", "policies", "--platform", "ios"],
             standardOutput: FileHandle(forWritingTo: URL(fileURLWithPath: output)),
             standardInput: FileHandle(
@@ -74,7 +75,7 @@ struct DecideStreamingTests {
     @Test(
         "where SIGPIPE is ignored, a reader that closed its end is a failure said on standard error, not a success",
         .timeLimit(.minutes(1)))
-    func closedReader() throws {
+    func closedReader() async throws {
         let directory = try TemporaryDirectory()
         let queries = directory.file("queries.jsonl")
         try Self.bigInput.write(toFile: queries, atomically: true, encoding: .utf8)
@@ -83,7 +84,7 @@ struct DecideStreamingTests {
         var descriptors: [Int32] = [0, 0]
         #expect(pipe(&descriptors) == 0)
         close(descriptors[0])
-        let (status, said) = try CLIRunner.run(
+        let (status, said) = try await CLIRunner.run(
             [
                 "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "decide", "--bundle", "policies",
                 "--platform", "ios",
@@ -96,7 +97,11 @@ struct DecideStreamingTests {
     }
 
     @Test("a writer that waits for each answer gets it before sending the next query")
-    func interactive() throws {
+    func interactive() async throws {
+        try await offThePool { try Self.interactiveBlocking() }
+    }
+
+    private static func interactiveBlocking() throws {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
         process.arguments = ["decide", "--bundle", "policies", "--platform", "ios", "--jobs", "2"]
@@ -120,7 +125,7 @@ struct DecideStreamingTests {
     }
 
     /// One line from `handle`, or nil when none comes within `timeout`.
-    private func readLine(from handle: FileHandle, timeout: Duration) -> String? {
+    private static func readLine(from handle: FileHandle, timeout: Duration) -> String? {
         let box = LineBox()
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {

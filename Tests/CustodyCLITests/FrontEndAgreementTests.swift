@@ -24,15 +24,15 @@ struct FrontEndAgreementTests {
     @Test("policy show and config show on the command line, and GET .../policy and .../configuration on the service")
     func reportsAgree() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
-        let token = try #require(try scratch.run(["tokens", "create", "--scope", "read"]).stdoutLines.last)
+        try await scratch.applyExampleBundle()
+        let token = try #require(try await scratch.run(["tokens", "create", "--scope", "read"]).stdoutLines.last)
         let server = try await ServeProcess(
             ["--state", scratch.file("state"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
         defer { server.stop() }
         for (account, known) in Self.accounts {
             let encoded = try #require(account.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed))
             for (command, route) in [("policy", "policy"), ("config", "configuration")] {
-                let cli = try scratch.run([command, "show", "--account", account, "--platform", "ios"])
+                let cli = try await scratch.run([command, "show", "--account", account, "--platform", "ios"])
                 var request = URLRequest(url: URL(string: "\(server.address)/v1/accounts/\(encoded)/\(route)")!)
                 request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
                 let (data, response) = try await URLSession.shared.data(for: request)

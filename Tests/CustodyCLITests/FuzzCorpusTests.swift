@@ -12,8 +12,8 @@ struct FuzzCorpusTests {
     static let binary = (CLIRunner.executable as NSString).deletingLastPathComponent + "/CustodyFuzz"
 
     @Test("the harness list is the one the Makefile fuzzes")
-    func harnessList() throws {
-        let result = try run(["list"])
+    func harnessList() async throws {
+        let result = try await run(["list"])
         #expect(result.status == 0)
         #expect(result.stdout.split(separator: "\n").map { String($0.prefix { $0 != ":" }) } == Self.harnesses)
         let makefile = try String(contentsOfFile: CLIRunner.packageRoot + "/Makefile", encoding: .utf8)
@@ -21,17 +21,21 @@ struct FuzzCorpusTests {
     }
 
     @Test("replays the seeds and the regressions of every harness", arguments: harnesses)
-    func replay(harness: String) throws {
+    func replay(harness: String) async throws {
         var paths = [CLIRunner.packageRoot + "/Fuzz/Corpus/" + harness]
         let regressions = CLIRunner.packageRoot + "/Fuzz/Regressions/" + harness
         if FileManager.default.fileExists(atPath: regressions) { paths.append(regressions) }
-        let result = try run(["replay", harness] + paths)
+        let result = try await run(["replay", harness] + paths)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("\(harness): "), "\(result.stdout)")
         #expect(!result.stdout.contains(": 0 inputs replayed"))
     }
 
-    private func run(_ arguments: [String]) throws -> CLIRunner.Result {
+    private func run(_ arguments: [String]) async throws -> CLIRunner.Result {
+        try await offThePool { try Self.runBlocking(arguments) }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> CLIRunner.Result {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments

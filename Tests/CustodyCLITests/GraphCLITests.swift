@@ -24,7 +24,7 @@ struct GraphCLITests {
             ),
             (["--certificate", "c.pem", "--out", "b"], 64, "--certificate and --private-key go together"),
         ] as [([String], Int32, String)])
-    func refused(arguments: [String], status: Int32, message: String) throws {
+    func refused(arguments: [String], status: Int32, message: String) async throws {
         let scratch = try Scratch()
         _ = try scratch.write("open.secret", "s3cret")
         _ = try scratch.write("secret", "s3cret")
@@ -33,7 +33,7 @@ struct GraphCLITests {
         let resolved = arguments.map {
             ["open.secret", "secret", "b", "s", "c.pem"].contains($0) ? scratch.file($0) : $0
         }
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             ["graph", "sync", "--tenant-id", "contoso", "--client-id", "app"] + resolved,
             environment: ["CUSTODY_GRAPH_CLIENT_SECRET": ""])
         #expect(result.status == status, "\(result.stderr)")
@@ -91,12 +91,12 @@ struct GraphCLISyncTests {
                 scratch.file("secret"), "--authority", base,
                 "--graph-url", base + "/beta",
             ]
-            let applied = try CLIRunner.run(
+            let applied = try await CLIRunner.run(
                 common + ["--state", scratch.file("state")],
                 environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
             #expect(applied.status == 0, "\(applied.stderr)")
             #expect(applied.stdout.hasPrefix("applied graph:contoso@127.0.0.1: "), "\(applied.stdout)")
-            let again = try CLIRunner.run(
+            let again = try await CLIRunner.run(
                 common + ["--state", scratch.file("state")],
                 environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
             #expect(again.stdout.hasPrefix("already in force"), "an unchanged tenant: \(again.stdout)")
@@ -105,7 +105,7 @@ struct GraphCLISyncTests {
             // While another process syncs (holds the lease), a sync is refused, nothing read.
             let other = try CustodyDatabase(path: scratch.file("state"))
             let lease = try #require(try other.lease("graph-sync"))
-            let busy = try CLIRunner.run(
+            let busy = try await CLIRunner.run(
                 common + ["--state", scratch.file("state")],
                 environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])
             #expect(busy.status == 1)
@@ -117,13 +117,13 @@ struct GraphCLISyncTests {
             try FileManager.default.createDirectory(
                 atPath: scratch.file("victim/sub"), withIntermediateDirectories: true)
             _ = try scratch.write("victim/notes.txt", "important")
-            let refused = try CLIRunner.run(common + ["--out", scratch.file("victim")])
+            let refused = try await CLIRunner.run(common + ["--out", scratch.file("victim")])
             #expect(refused.status == 1)
             #expect(refused.stderr.contains("not a bundle file"), "\(refused.stderr)")
             #expect(try scratch.read("victim/notes.txt") == "important")
-            let written = try CLIRunner.run(common + ["--out", scratch.file("bundle")])
+            let written = try await CLIRunner.run(common + ["--out", scratch.file("bundle")])
             #expect(written.status == 0, "\(written.stderr)")
-            let replaced = try CLIRunner.run(common + ["--out", scratch.file("bundle")])
+            let replaced = try await CLIRunner.run(common + ["--out", scratch.file("bundle")])
             #expect(replaced.status == 0, "a bundle directory is replaced: \(replaced.stderr)")
         }
     }
@@ -142,10 +142,10 @@ struct GraphServeCLITests {
             (["--graph", "missing.json"], 1, "error: --graph: cannot read the Graph configuration"),
             (["--graph", "inline-secret.json"], 1, "a secret is not kept in the configuration"),
         ])
-    func refused(arguments: [String], status: Int32, message: String) throws {
+    func refused(arguments: [String], status: Int32, message: String) async throws {
         let scratch = try Scratch()
         _ = try scratch.write("inline-secret.json", #"{"tenantId":"t","clientId":"c","clientSecret":"x"}"#)
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.run(
             ["serve", "--state", scratch.file("state"), "--listen", "127.0.0.1:0", "--without-keys"]
                 + arguments.map { $0.hasSuffix(".json") ? scratch.file($0) : $0 })
         #expect(result.status == status, "\(result.stderr)")
@@ -161,7 +161,8 @@ struct GraphServeCLITests {
         _ = try scratch.write("secret", "anything")
         chmod(scratch.file("secret"), 0o600)
         let token = try #require(
-            try CLIRunner.run(["tokens", "create", "--scope", "admin", "--state", scratch.file("state")]).stdoutLines
+            try await CLIRunner.run(["tokens", "create", "--scope", "admin", "--state", scratch.file("state")])
+                .stdoutLines
                 .last)
         try await GraphCLISyncTests.serving { base in
             _ = try scratch.write(

@@ -11,32 +11,32 @@ struct InstallationCLITests {
     @Test(
         "the issue's four commands: a wipe by UPN makes OID-keyed data unreadable, and protect without a policy refuses"
     )
-    func fourCommands() throws {
+    func fourCommands() async throws {
         let scratch = try Scratch()
         try scratch.write("report.txt", "quarterly figures")
         try scratch.write("a", "more figures")
         let policies = CLIRunner.packageRoot + "/policies"
-        let protect = try scratch.run([
+        let protect = try await scratch.run([
             "protect", "--bundle", policies, "--platform", "ios", "--owner", "alice@contoso.com",
             scratch.file("report.txt"), scratch.file("report.cst"),
         ])
         #expect(protect.status == 0, "\(protect.stderr)")
         #expect(
-            try CLIRunner.run(["info", scratch.file("report.cst")]).stdout.contains(
+            try await CLIRunner.run(["info", scratch.file("report.cst")]).stdout.contains(
                 "owned by \(ProtectionCLITests.alice), encrypted with AES-256-GCM"))
 
-        let wipe = try scratch.run(["wipe", "--account", "alice@contoso.com"])
+        let wipe = try await scratch.run(["wipe", "--account", "alice@contoso.com"])
         #expect(wipe.status == 0, "\(wipe.stderr)")
         #expect(
             wipe.stdout
                 == "\(ProtectionCLITests.alice): wiped 1 key version (\(ProtectionCLITests.alice): 1) and 0 secrets\n")
 
-        let unprotect = try scratch.run(["unprotect", scratch.file("report.cst"), scratch.file("back.txt")])
+        let unprotect = try await scratch.run(["unprotect", scratch.file("report.cst"), scratch.file("back.txt")])
         #expect(unprotect.status == 1)
         #expect(unprotect.stderr.contains("the data belongs to \(ProtectionCLITests.alice), whose keys were wiped at"))
         #expect(!FileManager.default.fileExists(atPath: scratch.file("back.txt")))
 
-        let untagged = try scratch.run([
+        let untagged = try await scratch.run([
             "protect", "--owner", "alice@contoso.com", scratch.file("a"), scratch.file("b"),
         ])
         #expect(untagged.status == 1)
@@ -60,17 +60,17 @@ struct InstallationCLITests {
         return (scratch.file("blocking"), scratch.file("allowing"))
     }
 
-    private func printAllowed(_ scratch: Scratch, _ extra: [String] = []) throws -> CLIRunner.Result {
-        try scratch.run(["decide"] + extra, stdin: #"{"action":"print","account":"a@contoso.com"}"# + "\n")
+    private func printAllowed(_ scratch: Scratch, _ extra: [String] = []) async throws -> CLIRunner.Result {
+        try await scratch.run(["decide"] + extra, stdin: #"{"action":"print","account":"a@contoso.com"}"# + "\n")
     }
 
     @Test(
         "the bundle in force: none, applied, kept across processes, overridden for one command, kept when a broken one is applied"
     )
-    func bundleInForce() throws {
+    func bundleInForce() async throws {
         let scratch = try Scratch()
         let (blocking, allowing) = try writeBundles(scratch)
-        let none = try printAllowed(scratch)
+        let none = try await printAllowed(scratch)
         #expect(none.status == 1)
         #expect(
             none.stderr.contains("no bundle is in force") && none.stderr.contains("custody apply --bundle DIR")
@@ -79,32 +79,33 @@ struct InstallationCLITests {
             !FileManager.default.fileExists(atPath: scratch.file("state")), "a command that only reads creates no state"
         )
 
-        let applied = try scratch.run(["apply", "--bundle", blocking])
+        let applied = try await scratch.run(["apply", "--bundle", blocking])
         #expect(applied.status == 0)
         #expect(applied.stdout.hasPrefix("applied \(blocking): ") && applied.stdout.count > 64)
-        #expect(
+        await #expect(
             try printAllowed(scratch).stdout.contains(#""allowed":false"#),
             "each command is its own process: the state keeps the bundle")
-        #expect(
+        await #expect(
             try printAllowed(scratch, ["--bundle", allowing]).stdout.contains(#""allowed":true"#),
             "--bundle overrides for one command")
-        #expect(try printAllowed(scratch).stdout.contains(#""allowed":false"#), "and records nothing")
-        #expect(try scratch.run(["policy", "show", "--account", "a@contoso.com"]).stdout.contains(#""printBlocked""#))
-        #expect(try scratch.run(["matrix", "table", "--account", "a@contoso.com"]).status == 0)
-        #expect(try scratch.run(["apply", "--bundle", blocking]).stdout.hasPrefix("already in force"))
+        await #expect(try printAllowed(scratch).stdout.contains(#""allowed":false"#), "and records nothing")
+        #expect(
+            try await scratch.run(["policy", "show", "--account", "a@contoso.com"]).stdout.contains(#""printBlocked""#))
+        #expect(try await scratch.run(["matrix", "table", "--account", "a@contoso.com"]).status == 0)
+        #expect(try await scratch.run(["apply", "--bundle", blocking]).stdout.hasPrefix("already in force"))
 
         try scratch.write("allowing/policies.json", "{")
-        let broken = try scratch.run(["apply", "--bundle", allowing])
+        let broken = try await scratch.run(["apply", "--bundle", allowing])
         #expect(broken.status == 1)
         #expect(broken.stderr.contains("policies.json:1:2: error:"))
-        #expect(try printAllowed(scratch).stdout.contains(#""allowed":false"#), "the policy in force stays")
+        await #expect(try printAllowed(scratch).stdout.contains(#""allowed":false"#), "the policy in force stays")
 
         // matrix diff against the bundle in force: what applying a bundle would change.
         try scratch.write(
             "allowing/policies.json",
             ##"{"value": [{"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_1", "displayName": "P", "printBlocked": false}]}"##
         )
-        let diff = try scratch.run(["matrix", "diff", "--bundle", allowing, "--fail-on-change"])
+        let diff = try await scratch.run(["matrix", "diff", "--bundle", allowing, "--fail-on-change"])
         #expect(diff.status == 1)
         #expect(diff.stdout.contains("print"))
     }
@@ -112,30 +113,31 @@ struct InstallationCLITests {
     @Test(
         "a policy file that cannot be read as a regular file fails the bundle instead of leaving its accounts unmanaged"
     )
-    func unreadablePolicyFile() throws {
+    func unreadablePolicyFile() async throws {
         let scratch = try Scratch()
         let (blocking, _) = try writeBundles(scratch)
         try FileManager.default.removeItem(atPath: blocking + "/policies.json")
         try FileManager.default.createSymbolicLink(
             atPath: blocking + "/policies.json", withDestinationPath: blocking + "/gone.json")
-        let result = try scratch.run(["apply", "--bundle", blocking])
+        let result = try await scratch.run(["apply", "--bundle", blocking])
         #expect(result.status == 1)
         #expect(result.stderr.contains("policies.json:1:1: error: a symbolic link to nothing"))
-        #expect(try printAllowed(scratch, ["--bundle", blocking]).status == 1)
+        await #expect(try printAllowed(scratch, ["--bundle", blocking]).status == 1)
     }
 
     @Test(
         "decide refuses a contradictory account: an unknown OID beside a known UPN is an error, not an unmanaged account"
     )
-    func contradictoryQuery() throws {
+    func contradictoryQuery() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
+        try await scratch.applyExampleBundle()
         let queries = [
             #"{"action":"saveTo","owner":{"oid":"00000000-0000-0000-0000-000000000000","upn":"alice@contoso.com"},"location":"dropbox"}"#,
             #"{"action":"saveTo","owner":{"oid":"a1f0c7d2-5b1e-4c3a-9e8f-000000000001","upn":"bob@contoso.com"},"location":"dropbox"}"#,
             #"{"action":"saveTo","owner":{"oid":"a1f0c7d2-5b1e-4c3a-9e8f-000000000001","upn":"alice@contoso.com"},"location":"dropbox"}"#,
         ]
-        let result = try scratch.run(["decide", "--platform", "ios"], stdin: queries.joined(separator: "\n") + "\n")
+        let result = try await scratch.run(
+            ["decide", "--platform", "ios"], stdin: queries.joined(separator: "\n") + "\n")
         #expect(result.status == 1)
         #expect(result.stdoutLines.count == 3)
         #expect(

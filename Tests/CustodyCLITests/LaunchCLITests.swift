@@ -12,9 +12,9 @@ struct LaunchCLITests {
     static let jailbroken =
         #"{"osVersion":"14.8","jailbroken":true,"threatLevel":"secured","accountState":"active","pinFailures":0}"#
 
-    private func scratch(acting: Bool) throws -> TemporaryDirectory {
+    private func scratch(acting: Bool) async throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
-        let apply = try directory.run(
+        let apply = try await directory.run(
             ["apply", "--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--platform", "ios"]
                 + (acting ? ["--act-on-launch"] : []))
         #expect(apply.status == 0, "\(apply.stderr)")
@@ -22,17 +22,19 @@ struct LaunchCLITests {
     }
 
     @Test("acting on launch: switching it is audited and said; a jailbroken check-in wipes, with wiped true")
-    func acting() throws {
-        let directory = try scratch(acting: false)
-        let on = try directory.run(["apply", "--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--act-on-launch"])
+    func acting() async throws {
+        let directory = try await scratch(acting: false)
+        let on = try await directory.run([
+            "apply", "--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--act-on-launch",
+        ])
         #expect(on.status == 0)
         #expect(on.stderr.contains("acting on launch: a check-in whose reported facts call for a wipe"))
-        let again = try directory.run([
+        let again = try await directory.run([
             "apply", "--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--act-on-launch",
         ])
         #expect(!again.stderr.contains("acting on launch"))
         let facts = try directory.write("facts.json", Self.jailbroken)
-        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", facts])
+        let checkIn = try await directory.run(["checkin", "--account", "user1@contoso.com", "--facts", facts])
         #expect(checkIn.status == 0, "\(checkIn.stderr)")
         #expect(checkIn.stdout.contains(#""outcome":"wipe""#))
         #expect(checkIn.stdout.contains(#""wipeConfirmed":true"#))
@@ -44,7 +46,7 @@ struct LaunchCLITests {
         let checks = answer["checks"] as? [[String: Any]] ?? []
         #expect(answer["policies"] as? [String] == [checks.first?["policy"] as? String].compactMap { $0 })
         #expect((answer["policies"] as? [String])?.count == 1)
-        let audit = try directory.run(["audit"])
+        let audit = try await directory.run(["audit"])
         #expect(audit.stdout.contains("act-on-launch"))
         #expect(audit.stdout.contains("conditional launch: jailbroken true fails deviceComplianceRequired"))
     }
@@ -52,17 +54,17 @@ struct LaunchCLITests {
     @Test(
         "with decision auditing on, a check-in's launch decision is audited before it is given, ahead of the wipe it calls for",
         arguments: [(good, false), (jailbroken, true)])
-    func auditedLaunch(facts: String, wipes: Bool) throws {
-        let directory = try scratch(acting: true)
-        #expect(try directory.run(["audit", "--decisions", "on"]).status == 0)
+    func auditedLaunch(facts: String, wipes: Bool) async throws {
+        let directory = try await scratch(acting: true)
+        #expect(try await directory.run(["audit", "--decisions", "on"]).status == 0)
         let file = try directory.write("facts.json", facts)
-        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
+        let checkIn = try await directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
         #expect(checkIn.status == 0, "\(checkIn.stderr)")
         let answer = try #require(
             try JSONSerialization.jsonObject(with: Data(checkIn.stdout.utf8)) as? [String: Any], "\(checkIn.stdout)")
         let id = try #require(answer["decisionId"] as? String)
         #expect(answer["wiped"] as? Bool == wipes)
-        let entries = try directory.run(["audit", "--json"]).stdoutLines.compactMap {
+        let entries = try await directory.run(["audit", "--json"]).stdoutLines.compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
         let decision = try #require(entries.firstIndex { $0["decisionId"] as? String == id })
@@ -77,25 +79,25 @@ struct LaunchCLITests {
             (false, jailbroken, false), (true, #"{"osVersion":"14.8"}"#, false), (true, jailbroken, true),
             (true, #"{"osVersion":"14.9","jailbroken":false,"lastCheckIn":"2021-01-01T00:00:00Z"}"#, false),
         ])
-    func noWipe(acting: Bool, facts: String, override: Bool) throws {
-        let directory = try scratch(acting: acting)
+    func noWipe(acting: Bool, facts: String, override: Bool) async throws {
+        let directory = try await scratch(acting: acting)
         let file = try directory.write("facts.json", facts)
-        let checkIn = try directory.run(
+        let checkIn = try await directory.run(
             ["checkin", "--account", "user1@contoso.com", "--facts", file]
                 + (override ? ["--bundle", CLIRunner.packageRoot + "/" + Self.level3, "--platform", "ios"] : []))
         #expect(checkIn.status == 0, "\(checkIn.stderr)")
         #expect(checkIn.stdout.contains(#""wiped":false"#), "\(checkIn.stdout)")
-        #expect(!(try directory.run(["audit"]).stdout.contains("conditional launch")))
+        #expect(!(try await directory.run(["audit"]).stdout.contains("conditional launch")))
     }
 
     /// Level 3 wipes a jailbroken device (`appActionIfDeviceComplianceRequired: wipe`); a
     /// check-in that does not say whether the device is jailbroken is blocked, not wiped.
     @Test(
         "acting on launch, a check-in that leaves out a wipe check's fact blocks, marks it missing, and wipes nothing")
-    func missingFactBlocks() throws {
-        let directory = try scratch(acting: true)
+    func missingFactBlocks() async throws {
+        let directory = try await scratch(acting: true)
         let file = try directory.write("facts.json", #"{"osVersion":"14.8","threatLevel":"secured"}"#)
-        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
+        let checkIn = try await directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
         #expect(checkIn.status == 0, "\(checkIn.stderr)")
         let answer = try #require(
             try JSONSerialization.jsonObject(with: Data(checkIn.stdout.utf8)) as? [String: Any], "\(checkIn.stdout)")
@@ -106,7 +108,7 @@ struct LaunchCLITests {
         #expect(jailbreak["missing"] as? Bool == true)
         #expect(jailbreak["outcome"] as? String == "block")
         #expect(!checks.contains { $0["outcome"] as? String == "wipe" })
-        #expect(!(try directory.run(["audit"]).stdout.contains("conditional launch")), "no wipe was audited")
+        #expect(!(try await directory.run(["audit"]).stdout.contains("conditional launch")), "no wipe was audited")
     }
 
     @Test(
@@ -114,13 +116,13 @@ struct LaunchCLITests {
         arguments: [
             "garbage", #"{"osVersion":17}"#, #"{"colour":"red"}"#, "[]", #"{"rooted":true,"jailbroken":false}"#,
         ])
-    func badFacts(text: String) throws {
-        let directory = try scratch(acting: true)
+    func badFacts(text: String) async throws {
+        let directory = try await scratch(acting: true)
         let file = try directory.write("facts.json", text)
-        let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
+        let checkIn = try await directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file])
         #expect(checkIn.status == 1)
         #expect(checkIn.stderr.hasPrefix("error: --facts \(file)"), "\(checkIn.stderr)")
-        let decide = try directory.run(
+        let decide = try await directory.run(
             ["decide"], stdin: #"{"action":"launch","account":"user1@contoso.com","facts":{}}"# + "\n")
         // Nothing was recorded: the check-in is still missing.
         let answer = try #require(
@@ -129,28 +131,30 @@ struct LaunchCLITests {
     }
 
     @Test("a directory or a missing file as --facts is an error (exit 1), not a crash")
-    func unreadableFacts() throws {
-        let directory = try scratch(acting: true)
+    func unreadableFacts() async throws {
+        let directory = try await scratch(acting: true)
         for path in [directory.path, directory.file("absent.json")] {
-            let checkIn = try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", path])
+            let checkIn = try await directory.run(["checkin", "--account", "user1@contoso.com", "--facts", path])
             #expect(checkIn.status == 1, "\(checkIn.stderr)")
             #expect(checkIn.stderr.hasPrefix("error: --facts \(path): cannot be read"), "\(checkIn.stderr)")
         }
     }
 
     @Test("a check-in in the future is refused; recorded facts fill a later launch query")
-    func futureAndRecorded() throws {
-        let directory = try scratch(acting: false)
-        let future = try directory.run(["checkin", "--account", "user1@contoso.com", "--at", "2099-01-01T00:00:00Z"])
+    func futureAndRecorded() async throws {
+        let directory = try await scratch(acting: false)
+        let future = try await directory.run([
+            "checkin", "--account", "user1@contoso.com", "--at", "2099-01-01T00:00:00Z",
+        ])
         #expect(future.status == 1)
         #expect(future.stderr.contains("a check-in cannot be in the future"))
         let file = try directory.write("facts.json", Self.good)
-        #expect(try directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file]).status == 0)
-        let decide = try directory.run(
+        #expect(try await directory.run(["checkin", "--account", "user1@contoso.com", "--facts", file]).status == 0)
+        let decide = try await directory.run(
             ["decide"], stdin: #"{"action":"launch","account":"user1@contoso.com","facts":{}}"# + "\n")
         #expect(decide.stdout.contains(#""outcome":"allow""#), "\(decide.stdout)")
         // Given facts win over recorded ones.
-        let given = try directory.run(
+        let given = try await directory.run(
             ["decide"], stdin: #"{"action":"launch","account":"user1@contoso.com","facts":{"osVersion":"14.0"}}"# + "\n"
         )
         #expect(given.stdout.contains(#""outcome":"block""#), "\(given.stdout)")

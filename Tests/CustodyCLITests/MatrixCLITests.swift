@@ -6,8 +6,8 @@ import Testing
 @Suite("custody matrix")
 struct MatrixCLITests {
     @Test("matrix run fixtures/ passes every case and says so on its last line")
-    func fixtures() throws {
-        let result = try CLIRunner.run(["matrix", "run", "fixtures/"])
+    func fixtures() async throws {
+        let result = try await CLIRunner.run(["matrix", "run", "fixtures/"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let last = try #require(result.stdoutLines.last)
         #expect(last.wholeMatch(of: /[0-9]+ passed, 0 failed/) != nil, "\(last)")
@@ -15,7 +15,7 @@ struct MatrixCLITests {
     }
 
     @Test("a wrong expectation fails with a readable table, a non-zero exit, JUnit and JSON reports")
-    func wrongExpectation() throws {
+    func wrongExpectation() async throws {
         let directory = try TemporaryDirectory()
         let matrix = try directory.write(
             "wrong.matrix.json",
@@ -27,7 +27,7 @@ struct MatrixCLITests {
              ]}
             """#)
         let junit = directory.path + "/report.xml"
-        let result = try CLIRunner.run(["matrix", "run", "--junit", junit, matrix])
+        let result = try await CLIRunner.run(["matrix", "run", "--junit", junit, matrix])
         #expect(result.status == 1)
         #expect(result.stdoutLines.last == "1 passed, 1 failed")
         #expect(result.stdoutLines.first?.hasPrefix("WHERE") == true)
@@ -41,33 +41,33 @@ struct MatrixCLITests {
             xml.contains(#"<testcase name="printing is fine""#)
                 && xml.contains(#"<failure message="expected allow, got block">"#))
 
-        let json = try CLIRunner.run(["matrix", "run", "--json", matrix])
+        let json = try await CLIRunner.run(["matrix", "run", "--json", matrix])
         let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(report["passed"] as? Int == 1 && report["failed"] as? Int == 1)
     }
 
     @Test("a malformed matrix is an error with file:line:column and counts as failed")
-    func malformed() throws {
+    func malformed() async throws {
         let directory = try TemporaryDirectory()
         let matrix = try directory.write("bad.matrix.json", "{\"bundle\": \"x\",\n \"cases\": [], \"extra\": 1}\n")
-        let result = try CLIRunner.run(["matrix", "run", directory.path])
+        let result = try await CLIRunner.run(["matrix", "run", directory.path])
         #expect(result.status == 1)
         #expect(result.stderr.contains(matrix + ":2:15: error: unknown member 'extra'"))
         #expect(result.stdoutLines.last == "0 passed, 1 failed")
         let noBundle = try directory.write("nobundle.matrix.json", "{\"bundle\": \"gone\",\n \"cases\": []}\n")
-        let unloaded = try CLIRunner.run(["matrix", "run", noBundle])
+        let unloaded = try await CLIRunner.run(["matrix", "run", noBundle])
         #expect(unloaded.status == 1)
         #expect(
             unloaded.stderr.hasPrefix(
                 noBundle + ":1:12: error: the matrix's bundle " + directory.path + "/gone does not load"),
             "\(unloaded.stderr)")
-        let missing = try CLIRunner.run(["matrix", "run", directory.path + "/nothing-here"])
+        let missing = try await CLIRunner.run(["matrix", "run", directory.path + "/nothing-here"])
         #expect(missing.status == 1 && missing.stderr.contains("no such file or directory"))
     }
 
     @Test("matrix table shows every location with its decision and reason for a Level 3 iOS account")
-    func table() throws {
-        let result = try CLIRunner.run([
+    func table() async throws {
+        let result = try await CLIRunner.run([
             "matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account",
             "user1@contoso.com", "--json",
         ])
@@ -98,7 +98,7 @@ struct MatrixCLITests {
             #expect(rows.contains { $0["action"] as? String == action }, "\(action)")
         }
 
-        let text = try CLIRunner.run([
+        let text = try await CLIRunner.run([
             "matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account",
             "user1@contoso.com",
         ])
@@ -108,7 +108,7 @@ struct MatrixCLITests {
         #expect(
             saveRow.count > reasonColumn
                 && saveRow[saveRow.index(saveRow.startIndex, offsetBy: reasonColumn - 2)] == " ", "aligned columns")
-        let markdown = try CLIRunner.run([
+        let markdown = try await CLIRunner.run([
             "matrix", "table", "--bundle", "fixtures/frameworks/level-3-ios", "--platform", "ios", "--account",
             "user1@contoso.com", "--markdown",
         ])
@@ -116,10 +116,10 @@ struct MatrixCLITests {
     }
 
     @Test("matrix diff between Level 2 and Level 3 lists exactly the decisions that differ")
-    func diff() throws {
+    func diff() async throws {
         let level2 = TestPaths.fixture("frameworks/level-2-ios")
         let level3 = TestPaths.fixture("frameworks/level-3-ios")
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.run([
             "matrix", "diff", "--bundle", level2, "--bundle", level3, "--platform", "ios", "--json", "--fail-on-change",
         ])
         #expect(result.status == 1, "changes and --fail-on-change")
@@ -152,11 +152,11 @@ struct MatrixCLITests {
         #expect(listed == expected)
         #expect(changes.count == listed.count, "no decision listed twice")
 
-        let same = try CLIRunner.run([
+        let same = try await CLIRunner.run([
             "matrix", "diff", "--bundle", level3, "--bundle", level3, "--platform", "ios", "--fail-on-change",
         ])
         #expect(same.status == 0 && same.stdout == "no decision differs\n")
-        let text = try CLIRunner.run([
+        let text = try await CLIRunner.run([
             "matrix", "diff", "--bundle", level2, "--bundle", level3, "--platform", "ios", "--account",
             "user1@contoso.com",
         ])

@@ -29,11 +29,11 @@ struct NonBlockingStreamTests {
     }
 
     @Test("a non-blocking pipe a reader drains slowly, or a writer fills slowly, loses nothing", arguments: cases)
-    func slowPipe(workload: Workload, side: Side) throws {
+    func slowPipe(workload: Workload, side: Side) async throws {
         let scratch = try TemporaryDirectory()
         let environment = ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")]
         let state = ["--state", scratch.file("state")]
-        let applied = try CLIRunner.run(
+        let applied = try await CLIRunner.run(
             ["apply", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios"] + state,
             environment: environment)
         try #require(applied.status == 0, "\(applied.stderr)")
@@ -48,41 +48,43 @@ struct NonBlockingStreamTests {
 
         switch workload {
         case .decide:
-            let slow = try Self.run(["decide"] + state, input: manyQueries, nonBlocking: side, environment: environment)
-            let plain = try Self.run(["decide"] + state, input: manyQueries, nonBlocking: nil, environment: environment)
+            let slow = try await Self.run(
+                ["decide"] + state, input: manyQueries, nonBlocking: side, environment: environment)
+            let plain = try await Self.run(
+                ["decide"] + state, input: manyQueries, nonBlocking: nil, environment: environment)
             #expect(slow.status == 0, "\(slow.stderr)")
             // Compared first: on a difference, #expect would diff the megabytes element by element.
             let same = slow.stdout == plain.stdout
             #expect(same && !plain.stdout.isEmpty, "\(slow.stdout.count) bytes against \(plain.stdout.count)")
         case .protect:
-            let slow = try Self.run(
+            let slow = try await Self.run(
                 ["protect", "--owner", "alice@contoso.com", "-", "-"] + state, input: plaintext, nonBlocking: side,
                 environment: environment)
             #expect(slow.status == 0, "\(slow.stderr)")
-            let back = try Self.run(
+            let back = try await Self.run(
                 ["unprotect", "-", "-"] + state, input: slow.stdout, nonBlocking: nil, environment: environment)
             let same = back.stdout == plaintext
             #expect(back.status == 0 && same, "\(back.stderr)")
         case .unprotect:
-            let sealed = try Self.run(
+            let sealed = try await Self.run(
                 ["protect", "--owner", "alice@contoso.com", "-", "-"] + state, input: plaintext, nonBlocking: nil,
                 environment: environment)
             try #require(sealed.status == 0, "\(sealed.stderr)")
-            let slow = try Self.run(
+            let slow = try await Self.run(
                 ["unprotect", "-", "-"] + state, input: sealed.stdout, nonBlocking: side, environment: environment)
             #expect(slow.status == 0, "\(slow.stderr)")
             let same = slow.stdout == plaintext
             #expect(same, "\(slow.stdout.count) bytes against \(plaintext.count)")
         case .addPassword:
             let password = Array("S3cret-\(UUID().uuidString)".utf8)
-            let added = try Self.run(
+            let added = try await Self.run(
                 ["secrets", "add-password", "vpn"] + state, input: password, nonBlocking: side,
                 environment: environment)
             #expect(added.status == 0, "\(added.stderr)")
             #expect(String(decoding: added.stdout, as: UTF8.self) == "stored password vpn for the app\n")
         case .checkInFacts:
             let facts = Array(#"{"osVersion":"17.4","appVersion":"5.2","jailbroken":false,"pinFailures":9}"#.utf8)
-            let checkedIn = try Self.run(
+            let checkedIn = try await Self.run(
                 ["checkin", "--account", "alice@contoso.com", "--facts", "-"] + state, input: facts,
                 nonBlocking: side, environment: environment)
             #expect(checkedIn.status == 0, "\(checkedIn.stderr)")
@@ -94,6 +96,15 @@ struct NonBlockingStreamTests {
     /// Runs custody with `input` written in small pieces with pauses, and its output read after
     /// a pause in small pieces; the pipe end custody holds on `nonBlocking` is made non-blocking.
     static func run(
+        _ arguments: [String], input: [UInt8], nonBlocking side: Side?, environment: [String: String]
+    ) async throws -> (status: Int32, stdout: [UInt8], stderr: String) {
+        try await offThePool {
+            try runBlocking(arguments, input: input, nonBlocking: side, environment: environment)
+        }
+    }
+
+    /// `run`, waiting on the calling thread.
+    static func runBlocking(
         _ arguments: [String], input: [UInt8], nonBlocking side: Side?, environment: [String: String]
     ) throws -> (status: Int32, stdout: [UInt8], stderr: String) {
         let process = ChildProcess()

@@ -11,9 +11,9 @@ struct ServiceCLITests {
     typealias Scratch = TemporaryDirectory
 
     @Test("tokens create prints the token alone on its last line, once; list never shows it; revoke takes its id")
-    func tokens() throws {
+    func tokens() async throws {
         let scratch = try Scratch()
-        let created = try scratch.run([
+        let created = try await scratch.run([
             "tokens", "create", "--scope", "decide", "--scope", "read", "--name", "mail gateway",
         ])
         #expect(created.status == 0)
@@ -21,14 +21,14 @@ struct ServiceCLITests {
         #expect(created.stdoutLines.count == 1)
         #expect(token.hasPrefix("custody_") && token.count == 8 + 16 + 1 + 64)
         let id = String(token.dropFirst(8).prefix(16))
-        let list = try scratch.run(["tokens", "list"])
+        let list = try await scratch.run(["tokens", "list"])
         #expect(list.stdout.hasPrefix("\(id)\tdecide read\tmail gateway\tcreated "))
         #expect(!list.stdout.contains(String(token.suffix(64))))
-        #expect(try scratch.run(["tokens", "revoke", id]).stdout == "revoked \(id)\n")
-        #expect(try scratch.run(["tokens", "list"]).stdout.contains("\trevoked "))
-        let again = try scratch.run(["tokens", "revoke", id])
+        #expect(try await scratch.run(["tokens", "revoke", id]).stdout == "revoked \(id)\n")
+        #expect(try await scratch.run(["tokens", "list"]).stdout.contains("\trevoked "))
+        let again = try await scratch.run(["tokens", "revoke", id])
         #expect(again.status == 1)
-        let bad = try scratch.run(["tokens", "create", "--scope", "everything"])
+        let bad = try await scratch.run(["tokens", "create", "--scope", "everything"])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("unknown scope 'everything'"))
     }
@@ -43,7 +43,7 @@ struct ServiceCLITests {
     @Test(
         "a token that could not be written out is revoked, and said: it is never left valid with nobody holding it",
         arguments: lostTokens)
-    func lostToken(output: String, reason: String) throws {
+    func lostToken(output: String, reason: String) async throws {
         let scratch = try Scratch()
         let standardOutput: FileHandle
         if output.hasPrefix("/") {
@@ -55,7 +55,7 @@ struct ServiceCLITests {
             close(descriptors[0])
             standardOutput = FileHandle(fileDescriptor: descriptors[1], closeOnDealloc: true)
         }
-        let (status, said) = try CLIRunner.run(
+        let (status, said) = try await CLIRunner.run(
             [
                 "-c", #"trap "" PIPE; exec "$0" "$@""#, CLIRunner.executable, "tokens", "create", "--scope", "read",
                 "--state", scratch.file("state"),
@@ -66,7 +66,7 @@ struct ServiceCLITests {
             said.hasSuffix(
                 "error: writing standard output failed: \(reason); token \(id) was revoked, since nobody received it\n"),
             "\(said)")
-        let list = try scratch.run(["tokens", "list"])
+        let list = try await scratch.run(["tokens", "list"])
         #expect(list.stdout.hasPrefix("\(id)\tread\t"))
         #expect(list.stdout.contains("\trevoked "), "\(list.stdout)")
     }
@@ -83,8 +83,10 @@ struct ServiceCLITests {
     @Test(
         "serve --listen that is not HOST:PORT with a port in 0...65535 is a usage error naming the option",
         arguments: badListen)
-    func listenValues(value: String, message: String) throws {
-        let result = try TemporaryDirectory().run(["serve", "--listen", value, "--platform", "ios", "--without-keys"])
+    func listenValues(value: String, message: String) async throws {
+        let result = try await TemporaryDirectory().run([
+            "serve", "--listen", value, "--platform", "ios", "--without-keys",
+        ])
         #expect(result.status == 64, "\(value): \(result.stderr)")
         #expect(result.stderr.contains(message), "\(value): \(result.stderr)")
     }
@@ -101,8 +103,8 @@ struct ServiceCLITests {
     }
 
     @Test("serve --print-openapi prints docs/openapi.json")
-    func openAPI() throws {
-        let printed = try CLIRunner.run(["serve", "--print-openapi"])
+    func openAPI() async throws {
+        let printed = try await CLIRunner.run(["serve", "--print-openapi"])
         #expect(printed.status == 0)
         let same =
             printed.stdout == (try String(contentsOfFile: TestPaths.package("docs/openapi.json"), encoding: .utf8))
@@ -117,7 +119,9 @@ struct ServiceCLITests {
     )
     func bundleReplacesWarning() async throws {
         let scratch = try Scratch()
-        let applied = try scratch.run(["apply", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios"])
+        let applied = try await scratch.run([
+            "apply", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios",
+        ])
         let before = try #require(
             applied.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
         let edited = scratch.file("edited")
@@ -139,8 +143,8 @@ struct ServiceCLITests {
     @Test("serve answers, and stops cleanly on SIGTERM")
     func serve() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
-        let token = try #require(try scratch.run(["tokens", "create", "--scope", "decide"]).stdoutLines.last)
+        try await scratch.applyExampleBundle()
+        let token = try #require(try await scratch.run(["tokens", "create", "--scope", "decide"]).stdoutLines.last)
         let server = try await ServeProcess(
             ["--state", scratch.file("state"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
         var request = URLRequest(url: URL(string: server.address + "/v1/decisions")!)

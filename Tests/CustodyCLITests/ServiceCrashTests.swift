@@ -74,15 +74,15 @@ struct ServiceCrashTests {
         }
         _ = try scratch.write(
             "new/tenant.json", try String(contentsOfFile: new + "/tenant.json", encoding: .utf8) + " \n")
-        func apply(_ directory: String) throws -> String {
-            let result = try CLIRunner.run(
+        func apply(_ directory: String) async throws -> String {
+            let result = try await CLIRunner.run(
                 ["apply", "--bundle", directory, "--platform", "ios", "--state", state], environment: environment)
             #expect(result.status == 0, "\(result.stderr)")
             return result.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         }
-        let revisions = [try apply(new), try apply(old)]
+        let revisions = await [try apply(new), try apply(old)]
         #expect(revisions[0] != revisions[1] && !revisions[0].isEmpty)
-        let created = try CLIRunner.run(
+        let created = try await CLIRunner.run(
             ["tokens", "create", "--scope", "admin", "--scope", "read", "--state", state], environment: environment)
         let token = try #require(created.stdoutLines.last)
         let bodies = [try Self.body(new), try Self.body(old)]
@@ -147,7 +147,7 @@ struct ServiceCrashTests {
         let (old, new, bundles) = try CrashConsistencyTests.twoBundles(scratch)
         let environment = ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")]
         let start = ContinuousClock.now
-        let first = try CLIRunner.run(["apply", "--bundle", old, "--state", state], environment: environment)
+        let first = try await CLIRunner.run(["apply", "--bundle", old, "--state", state], environment: environment)
         #expect(first.status == 0, "\(first.stderr)")
         let elapsed = start.duration(to: .now).components
         let window = (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18) * 1.5
@@ -157,12 +157,10 @@ struct ServiceCrashTests {
         let rounds = 40
         // The kills and the reads block: on a thread of their own, not one of Swift's few.
         let finished = try await offThePool { () throws -> Int in
-            var random = SystemRandomNumberGenerator()
             var finished = 0
             for round in 0..<rounds {
-                try CrashConsistencyTests.runAndKill(
-                    ["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, state: state, window: window,
-                    random: &random)
+                try CrashConsistencyTests.runAndKillBlocking(
+                    ["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, state: state, window: window)
                 let stored = try #require(try reader.lastAppliedBundleFiles(), "round \(round): no applied bundle")
                 let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
                 #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
@@ -175,7 +173,7 @@ struct ServiceCrashTests {
         // What a process started now puts in force is what the state holds.
         let server = try await Server(state: state, scratch: scratch, round: rounds)
         defer { server.kill9() }
-        let created = try CLIRunner.run(
+        let created = try await CLIRunner.run(
             ["tokens", "create", "--scope", "read", "--state", state], environment: environment)
         let token = try #require(created.stdoutLines.last)
         let (_, _, response) = try await server.request("GET", "/v1/bundle", token: token)

@@ -7,16 +7,16 @@ struct StateCLITests {
     typealias Scratch = ProtectionCLITests.Scratch
 
     @Test("checkin records a time under the account's OID; an unknown account is an error; a bad time is a usage error")
-    func checkIn() throws {
+    func checkIn() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
-        let good = try scratch.run(["checkin", "--account", "alice@contoso.com", "--at", "2026-11-21T09:30:00Z"])
+        try await scratch.applyExampleBundle()
+        let good = try await scratch.run(["checkin", "--account", "alice@contoso.com", "--at", "2026-11-21T09:30:00Z"])
         #expect(good.status == 0)
         #expect(good.stdout == "\(ProtectionCLITests.alice): checked in at 2026-11-21T09:30:00Z\n")
-        let unknown = try scratch.run(["checkin", "--account", "erin@fabrikam.com"])
+        let unknown = try await scratch.run(["checkin", "--account", "erin@fabrikam.com"])
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("erin@fabrikam.com is not an account of this installation"))
-        let bad = try scratch.run(["checkin", "--account", "alice@contoso.com", "--at", "yesterday"])
+        let bad = try await scratch.run(["checkin", "--account", "alice@contoso.com", "--at", "yesterday"])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("--at must be an RFC 3339 time"))
     }
@@ -24,53 +24,54 @@ struct StateCLITests {
     @Test(
         "apply refuses a bundle that knows nothing and leaves the policy in force; --allow-empty applies it, and a later command decides with it"
     )
-    func emptyBundle() throws {
+    func emptyBundle() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
+        try await scratch.applyExampleBundle()
         let empty = scratch.file("empty")
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         let print = #"{"action":"print","account":"alice@contoso.com"}"# + "\n"
-        let refused = try scratch.run(["apply", "--bundle", empty])
+        let refused = try await scratch.run(["apply", "--bundle", empty])
         #expect(refused.status == 1)
         #expect(refused.stdout.isEmpty, "no 'applied' line for what was not applied")
         #expect(
             refused.stderr.contains("empty-bundle") || refused.stderr.contains("--allow-empty"), "\(refused.stderr)")
         #expect(
-            try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":false"#), "the policy in force stays")
+            try await scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":false"#),
+            "the policy in force stays")
 
-        let applied = try scratch.run(["apply", "--bundle", empty, "--allow-empty"])
+        let applied = try await scratch.run(["apply", "--bundle", empty, "--allow-empty"])
         #expect(applied.status == 0, "\(applied.stderr)")
         #expect(
             applied.stdout == "applied \(empty): e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n")
         #expect(
-            try scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":true"#),
+            try await scratch.run(["decide"], stdin: print).stdout.contains(#""allowed":true"#),
             "every account is unmanaged now")
     }
 
     @Test("the audit log holds applied and rejected bundles, key rotations, wipes and, when switched on, decisions")
-    func audit() throws {
+    func audit() async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
+        try await scratch.applyExampleBundle()
         let broken = scratch.file("broken")
         try FileManager.default.createDirectory(atPath: broken, withIntermediateDirectories: true)
         try scratch.write("broken/tenant.json", "{")
-        #expect(try scratch.run(["apply", "--bundle", broken]).status == 1)
+        #expect(try await scratch.run(["apply", "--bundle", broken]).status == 1)
         try scratch.write("a.txt", "secret")
-        #expect(try scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt")]).status == 0)
-        #expect(try scratch.run(["keys", "rotate", "--account", "alice@contoso.com"]).status == 0)
-        let wipe = try scratch.run(["wipe", "--account", "alice@contoso.com"])
+        #expect(try await scratch.run(["protect", "--owner", "alice@contoso.com", scratch.file("a.txt")]).status == 0)
+        #expect(try await scratch.run(["keys", "rotate", "--account", "alice@contoso.com"]).status == 0)
+        let wipe = try await scratch.run(["wipe", "--account", "alice@contoso.com"])
         #expect(wipe.status == 0)
         #expect(wipe.stdout.contains("wiped 2 key versions"))
         let query = #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
-        #expect(try scratch.run(["decide"], stdin: query).status == 0)
-        #expect(try scratch.run(["audit", "--decisions", "on"]).stdout == "decision auditing is on\n")
-        let audited = try scratch.run(["decide"], stdin: query + query)
+        #expect(try await scratch.run(["decide"], stdin: query).status == 0)
+        #expect(try await scratch.run(["audit", "--decisions", "on"]).stdout == "decision auditing is on\n")
+        let audited = try await scratch.run(["decide"], stdin: query + query)
         #expect(audited.status == 0)
         try scratch.write("shared.txt", "untagged")
-        let received = try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("shared.txt")])
+        let received = try await scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("shared.txt")])
         #expect(received.stdoutLines.count == 1, "\(received.stderr)")
 
-        let log = try scratch.run(["audit", "--json"])
+        let log = try await scratch.run(["audit", "--json"])
         #expect(log.status == 0)
         let kinds = log.stdoutLines.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["kind"] as? String
@@ -93,19 +94,19 @@ struct StateCLITests {
         #expect(log.stdoutLines[7].contains(#""account":"alice@contoso.com","action":"receive","allowed":"#))
         #expect(log.stdoutLines[0].contains(#""decisionId":null"#))
         // At most --limit entries, and a warning when more follow.
-        let limited = try scratch.run(["audit", "--limit", "2"])
+        let limited = try await scratch.run(["audit", "--limit", "2"])
         #expect(limited.status == 0 && limited.stdoutLines.count == 2)
         #expect(limited.stderr.hasPrefix("warning: 2 entries printed; more follow"), "\(limited.stderr)")
-        let whole = try scratch.run(["audit", "--limit", "8"])
+        let whole = try await scratch.run(["audit", "--limit", "8"])
         #expect(whole.stdoutLines.count == 8 && whole.stderr.isEmpty, "\(whole.stderr)")
-        #expect(try scratch.run(["audit", "--limit", "0"]).status == 64)
-        #expect(try scratch.run(["audit", "--after", "-1"]).status == 64)
+        #expect(try await scratch.run(["audit", "--limit", "0"]).status == 64)
+        #expect(try await scratch.run(["audit", "--after", "-1"]).status == 64)
         // Paged by the id the warning names, the pages are the whole log, each entry once.
         for size in 1...3 {
             var pages: [String] = []
             var after = "0"
             while true {
-                let page = try scratch.run(["audit", "--json", "--limit", "\(size)", "--after", after])
+                let page = try await scratch.run(["audit", "--json", "--limit", "\(size)", "--after", after])
                 pages += page.stdoutLines
                 guard let range = page.stderr.firstRange(of: "the next page is --after ") else { break }
                 after = String(page.stderr[range.upperBound...].prefix { $0.isNumber })
@@ -114,54 +115,57 @@ struct StateCLITests {
             #expect(pages == log.stdoutLines, "pages of \(size)")
         }
 
-        #expect(try scratch.run(["audit", "--set", "off"]).stdout == "auditing is off\n")
-        #expect(try scratch.run(["wipe", "--account", "bob@contoso.com"]).status == 0)
-        #expect(try scratch.run(["decide"], stdin: query).status == 0)
+        #expect(try await scratch.run(["audit", "--set", "off"]).stdout == "auditing is off\n")
+        #expect(try await scratch.run(["wipe", "--account", "bob@contoso.com"]).status == 0)
+        #expect(try await scratch.run(["decide"], stdin: query).status == 0)
         #expect(
-            try scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("shared.txt")]).stdoutLines
+            try await scratch.run(["receive", "--receiver", "alice@contoso.com", scratch.file("shared.txt")])
+                .stdoutLines
                 .count
                 == 1)
-        let after = try scratch.run(["audit", "--json"]).stdoutLines
+        let after = try await scratch.run(["audit", "--json"]).stdoutLines
         #expect(after.count == 9, "nothing written while off but the switch itself")
         #expect(after.last?.contains(#""action":"off","allowed":null"#) == true, "\(after)")
-        #expect(try scratch.run(["audit", "--since", "2999-01-01T00:00:00Z"]).stdout.isEmpty)
+        #expect(try await scratch.run(["audit", "--since", "2999-01-01T00:00:00Z"]).stdout.isEmpty)
     }
 
     @Test("an audited text answer ends with its decision id, as the JSON answer carries it", arguments: [1, 3])
-    func auditedTextAnswers(count: Int) throws {
+    func auditedTextAnswers(count: Int) async throws {
         let scratch = try Scratch()
-        try scratch.applyExampleBundle()
-        #expect(try scratch.run(["audit", "--decisions", "on"]).status == 0)
+        try await scratch.applyExampleBundle()
+        #expect(try await scratch.run(["audit", "--decisions", "on"]).status == 0)
         let query = #"{"action":"print","account":"bob@contoso.com"}"# + "\n"
-        let decided = try scratch.run(["decide", "--format", "text"], stdin: String(repeating: query, count: count))
+        let decided = try await scratch.run(
+            ["decide", "--format", "text"], stdin: String(repeating: query, count: count))
         #expect(decided.status == 0, "\(decided.stderr)")
         let given = decided.stdoutLines.compactMap { line in
             line.firstRange(of: " (decision ").map { String(line[$0.upperBound...].dropLast()) }
         }
-        let audited = try scratch.run(["audit", "--json"]).stdoutLines.compactMap { line in
+        let audited = try await scratch.run(["audit", "--json"]).stdoutLines.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["decisionId"] as? String
         }
         #expect(given.count == count && given == audited, "\(decided.stdout)")
         // Without auditing, a text answer names no decision.
-        #expect(try scratch.run(["audit", "--decisions", "off"]).status == 0)
-        #expect(try !scratch.run(["decide", "--format", "text"], stdin: query).stdout.contains("(decision "))
+        #expect(try await scratch.run(["audit", "--decisions", "off"]).status == 0)
+        await #expect(try !scratch.run(["decide", "--format", "text"], stdin: query).stdout.contains("(decision "))
     }
 
     @Test("watch without --bundle watches where the bundle in force came from; with none it says how to give one")
-    func watchInForce() throws {
+    func watchInForce() async throws {
         let scratch = try Scratch()
-        let none = try scratch.run(["watch"])
+        let none = try await scratch.run(["watch"])
         #expect(none.status == 1)
         #expect(none.stderr.contains("nothing to watch") && none.stderr.contains("custody apply --bundle DIR"))
-        try watch(givingBundle: false)
+        try await offThePool { try Self.watch(givingBundle: false) }
     }
 
     @Test("watch prints each change as one JSON line, and a broken edit as bundleRejected")
-    func watch() throws {
-        try watch(givingBundle: true)
+    func watch() async throws {
+        try await offThePool { try Self.watch(givingBundle: true) }
     }
 
-    private func watch(givingBundle: Bool) throws {
+    /// Blocks while it reads the watcher's lines: run on a thread of its own (`offThePool`).
+    private static func watch(givingBundle: Bool) throws {
         let scratch = try Scratch()
         let bundle = scratch.file("bundle")
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
@@ -175,7 +179,7 @@ struct StateCLITests {
 
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: CLIRunner.executable)
-        if !givingBundle { #expect(try scratch.run(["apply", "--bundle", bundle]).status == 0) }
+        if !givingBundle { #expect(try scratch.runBlocking(["apply", "--bundle", bundle]).status == 0) }
         process.arguments =
             ["watch"] + (givingBundle ? ["--bundle", bundle] : []) + [
                 "--interval", "20", "--state", scratch.file("state"),
