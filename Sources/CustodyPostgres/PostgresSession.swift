@@ -172,20 +172,14 @@ final class PostgresSessions: Sendable {
             let connection: PostgresConnection
             if let pooled, !pooled.isClosed {
                 connection = pooled
-            } else if let deadline {
-                let remaining = deadline.at - .now
-                guard remaining > .zero else {
-                    throw Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
-                }
+            } else {
                 connection = try connect(
                     answersBefore: began,
-                    cutShort: (
-                        remaining, Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
-                    ))
-            } else {
-                connection = try connect(answersBefore: began)
+                    cutShort: deadline.map {
+                        ($0.at - .now, Self.pastDeadline(what, $0, transaction: transaction, settings: settings))
+                    })
             }
-            let session = PostgresSession(connection: connection, sessions: self, deadline: deadline?.at)
+            let session = PostgresSession(connection: connection, sessions: self, deadline: deadline)
             var committing = false
             do {
                 if transaction { try session.execute("BEGIN") }
@@ -201,14 +195,13 @@ final class PostgresSessions: Sendable {
                 // Abandoned: the connection is closed, so the server rolls back whatever was
                 // sent. Not an outage: the state may answer, only too slowly for this call.
                 drop(connection)
-                let deadline = deadline ?? Deadline(at: .now, within: .zero, name: "transaction_timeout")
                 if committing, error.sent {
                     throw StoreError(
                         .outcomeUnknown,
-                        "\(what): the state did not confirm the commit within \(deadline.within) (the state URL's \(deadline.name)); it may have been committed",
+                        "\(what): the state did not confirm the commit within \(error.deadline.within) (the state URL's \(error.deadline.name)); it may have been committed",
                         path: settings.redacted)
                 }
-                throw Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
+                throw Self.pastDeadline(what, error.deadline, transaction: transaction, settings: settings)
             } catch let error as StoreError {
                 if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
                 if session.sentAnything { answered() }
@@ -280,10 +273,12 @@ final class PostgresSessions: Sendable {
     func connect(answersBefore: UInt64, cutShort: (within: Duration, error: StoreError)? = nil) throws(StoreError)
         -> PostgresConnection
     {
-        let future = PostgresConnection.connect(
-            on: Self.eventLoops.next(), configuration: settings.configuration, id: makeID(), logger: logger)
         let connectTimeout = settings.configuration.options.connectTimeout
         let shorter = cutShort.flatMap { $0.within < .nanoseconds(connectTimeout.nanoseconds) ? $0 : nil }
+        // The call's deadline has passed already: no connection is begun for it.
+        if let shorter, shorter.within <= .zero { throw shorter.error }
+        let future = PostgresConnection.connect(
+            on: Self.eventLoops.next(), configuration: settings.configuration, id: makeID(), logger: logger)
         do {
             return try deadlined(future, within: shorter.map { TimeAmount($0.within) } ?? connectTimeout).wait()
         } catch {
@@ -493,10 +488,13 @@ final class PostgresSessions: Sendable {
 
 struct PostgresTimeout: Error {}
 
-/// A write transaction ran past its deadline (`PostgresSettings.transactionTimeout`).
+/// A call ran past its own deadline (`PostgresSettings.transactionTimeout` or
+/// `requestTimeout`).
 struct TransactionDeadline: Error {
     /// Whether the statement it was at had been sent (false: the deadline had passed before).
     let sent: Bool
+    /// The deadline it ran past.
+    let deadline: PostgresSessions.Deadline
 }
 
 /// One connection lent to a call: statements run synchronously with the pool's deadline, and
@@ -504,12 +502,13 @@ struct TransactionDeadline: Error {
 final class PostgresSession {
     let connection: PostgresConnection
     let sessions: PostgresSessions
-    /// When a write transaction must be done by; nil outside one.
-    let deadline: ContinuousClock.Instant?
+    /// When the call must be done by (a write transaction, what a request waits on); nil:
+    /// each statement has the statement deadline only.
+    let deadline: PostgresSessions.Deadline?
     private(set) var statements = 0
     var sentAnything: Bool { statements > 0 }
 
-    init(connection: PostgresConnection, sessions: PostgresSessions, deadline: ContinuousClock.Instant? = nil) {
+    init(connection: PostgresConnection, sessions: PostgresSessions, deadline: PostgresSessions.Deadline? = nil) {
         self.connection = connection
         self.sessions = sessions
         self.deadline = deadline
@@ -534,8 +533,8 @@ final class PostgresSession {
             statements += 1
             return try sessions.wait(connection.query(query, logger: sessions.logger))
         }
-        let remaining = deadline - .now
-        guard remaining > .zero else { throw TransactionDeadline(sent: false) }
+        let remaining = deadline.at - .now
+        guard remaining > .zero else { throw TransactionDeadline(sent: false, deadline: deadline) }
         statements += 1
         let future = connection.query(query, logger: sessions.logger)
         guard remaining < sessions.settings.statementTimeout + .seconds(5) else { return try sessions.wait(future) }
@@ -544,7 +543,7 @@ final class PostgresSession {
         } catch is PostgresTimeout where sessions.unreachable == nil {
             // This call's own deadline (NIO's clock may fire a hair before ours), not the state
             // found unreachable meanwhile.
-            throw TransactionDeadline(sent: true)
+            throw TransactionDeadline(sent: true, deadline: deadline)
         }
     }
 

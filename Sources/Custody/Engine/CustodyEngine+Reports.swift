@@ -180,7 +180,10 @@ extension CustodyEngine {
         }
         var start = 0
         if let after {
-            guard let position = index.position(of: after) else {
+            // The account as the tenant resolves any name of it, and where it stands there.
+            guard let named = AccountID(after), let account = snapshot.tenantAccount(for: named),
+                let position = accounts.firstIndex(where: { $0.id == account.id })
+            else {
                 throw CustodyError(
                     .invalidArgument,
                     "'\(after.escapingControlCharacters)' is not an account of the tenant in force (a page of another bundle: search again from the first page)"
@@ -214,29 +217,14 @@ public struct AccountSearch: Sendable {
 final class AccountSearchIndex: Sendable {
     let snapshot: PolicySnapshot
     private let texts: [[UInt8]]
-    /// Each account's index, under its lower-cased UPN and object id (a page's `after`).
-    private let positions: [String: Int]
 
     init(_ snapshot: PolicySnapshot) {
         self.snapshot = snapshot
-        var positions: [String: Int] = [:]
-        for (index, account) in snapshot.bundle.tenant.accounts.enumerated() {
-            for name in [account.id.upn, account.id.oid].compactMap({ $0?.lowercased() }) {
-                positions[name] = positions[name] ?? index
-            }
-        }
-        self.positions = positions
         texts = snapshot.bundle.tenant.accounts.map { account in
             let name = account.displayName.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
             let fields = [account.id.upn, account.id.oid, name].compactMap { $0 }
             return Array(fields.joined(separator: "\n").lowercased().utf8)
         }
-    }
-
-    /// The index in the tenant of the account whose UPN or object id is `identifier` (ignoring
-    /// case).
-    func position(of identifier: String) -> Int? {
-        positions[identifier.lowercased()]
     }
 
     /// The indices of the accounts whose text holds `query` (ignoring case and spaces at either

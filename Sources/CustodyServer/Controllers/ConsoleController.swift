@@ -268,7 +268,7 @@ struct ConsoleController {
         do {
             // The offline grace of the platform shown (the engine's when none is chosen).
             let status = try await StateExecutor.run {
-                try engine.accountStatus(for: account, context: parameters["platform"] == nil ? nil : chosen)
+                try engine.accountStatus(for: account, context: chosen)
             }
             object["status"] = [
                 "owner": status.owner,
@@ -563,13 +563,14 @@ struct ConsoleController {
         // Why each policy that names the account (a group of it, every licensed user) does or
         // does not reach it: a policy that targets its group and excludes another of its groups
         // is told here, not just missing from the list above.
-        let reach = report["reach"] as? [[String: Any]] ?? []
-        let notReaching = reach.filter { $0["reaches"] as? Bool == false }.map {
-            ["name": $0["policy"] as? String ?? "", "reason": $0["reason"] as? String ?? ""]
+        let reach = (report["reach"] as? [[String: Any]] ?? []).map { entry in
+            (
+                reaches: entry["reaches"] as? Bool == true,
+                shown: ["name": entry["policy"] as? String ?? "", "reason": entry["reason"] as? String ?? ""]
+            )
         }
-        let reasons = reach.filter { $0["reaches"] as? Bool == true }.map {
-            ["name": $0["policy"] as? String ?? "", "reason": $0["reason"] as? String ?? ""]
-        }
+        let notReaching = reach.filter { !$0.reaches }.map(\.shown)
+        let reasons = reach.filter(\.reaches).map(\.shown)
         rendered["notReaching"] = notReaching
         rendered["hasNotReaching"] = !notReaching.isEmpty
         rendered["reasons"] = reasons

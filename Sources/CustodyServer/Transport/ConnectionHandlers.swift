@@ -9,16 +9,26 @@ import NIOHTTPTypes
 /// connection: for what is refused before the router ever sees a request.
 func writeAndClose(_ error: ServiceError, context: ChannelHandlerContext) {
     let body = ByteBuffer(bytes: error.body)
-    var fields = error.headers
-    fields[.contentType] = "application/json"
-    fields[.contentLength] = String(body.readableBytes)
-    fields[.connection] = "close"
-    // As every answer the routes give (RequestMiddleware): never read as another type.
-    fields[.contentTypeOptions] = "nosniff"
-    context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: error.status, headerFields: fields))), promise: nil)
+    context.write(
+        NIOAny(HTTPResponsePart.head(HTTPResponse(status: error.status, headerFields: error.closingFields))),
+        promise: nil)
     context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil)
     context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { _ in
         closeLingering(context)
+    }
+}
+
+extension ServiceError {
+    /// The header fields of this error answered from inside the pipeline, the connection
+    /// closed after it: its own, and its JSON body's type and length.
+    var closingFields: HTTPFields {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        fields[.contentLength] = String(body.count)
+        fields[.connection] = "close"
+        // As every answer the routes give (RequestMiddleware): never read as another type.
+        fields[.contentTypeOptions] = "nosniff"
+        return fields
     }
 }
 
@@ -90,13 +100,8 @@ final class RawResponder: ChannelDuplexHandler, RemovableChannelHandler {
     func answer(_ error: ServiceError) {
         guard let context else { return }
         let body = error.body
-        var fields = error.headers
-        fields[.contentType] = "application/json"
-        fields[.contentLength] = String(body.count)
-        fields[.connection] = "close"
-        fields[.contentTypeOptions] = "nosniff"
         var head = "HTTP/1.1 \(error.status.code) \(error.status.reasonPhrase)\r\n"
-        for field in fields { head += "\(field.name.rawName): \(field.value)\r\n" }
+        for field in error.closingFields { head += "\(field.name.rawName): \(field.value)\r\n" }
         head += "\r\n"
         var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
         buffer.writeString(head)
