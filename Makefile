@@ -10,7 +10,7 @@ CUSTODY := .build/debug/custody
 STAGE := scripts/ci/stage.sh
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build release run serve lint format test check bench bench-build fuzz fuzz-build fuzz-smoke clean
+.PHONY: deps build release run serve lint format test test-suite test-tools check bench bench-build fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -90,30 +90,43 @@ format:
 	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
 
 ## What a contributor runs (the README's test command), building once: formatting (make lint),
-## the debug build with its tests, then the whole test suite (its log in .build/swift-test.log),
-## the bundle signature vectors checked outside Swift (scripts/verify-bundle-signature.py,
-## Python's cryptography), every fixture matrix through `custody matrix run` (JUnit report in
-## .build/matrix-junit.xml), the admin console in headless Chromium
-## (scripts/console/browser_test.py, Selenium), and the service's contract checked by tools no
-## one here wrote (scripts/contract/run.sh: schemathesis against a live service, and a client
-## generated from the OpenAPI document running the README's examples; both from PyPI, in
-## .build/contract-venv). Each stage prints its wall time (scripts/ci/stage.sh); the end
-## tabulates them with the 20 slowest tests (scripts/ci/summary.sh).
+## the debug build with its tests, then two lines of stages side by side, since neither keeps both
+## cores busy on its own (Swift Testing's suite waits on processes, sockets and PostgreSQL; the
+## tools wait on the service):
+## - the whole Swift test suite (test-suite; its log in .build/swift-test.log);
+## - the checks by tools no one here wrote (test-tools): the bundle signature vectors checked
+##   outside Swift (scripts/verify-bundle-signature.py, Python's cryptography), every fixture
+##   matrix through `custody matrix run` (JUnit report in .build/matrix-junit.xml), the admin
+##   console in headless Chromium (scripts/console/browser_test.py, Selenium), and the service's
+##   contract (scripts/contract/run.sh: schemathesis against a live service, and a client
+##   generated from the OpenAPI document running the README's examples; both from PyPI, in
+##   .build/contract-venv).
+## Each stage's output is printed whole when it ends (make's --output-sync=line), with its wall
+## and CPU time (scripts/ci/stage.sh); the end tabulates them with the 20 slowest tests
+## (scripts/ci/summary.sh). A stage that fails fails `make test`; the other line runs to its end.
 ## The store and fleet tests run against PostgreSQL too: a throwaway cluster
 ## (scripts/test-postgres.sh: Debian's postgresql, installed when missing) is started in a
 ## temporary directory on a free loopback port for the run, and stopped and deleted after it,
 ## whatever the outcome (scripts/ci/with-postgres.sh).
 test: deps
 	@rm -f .build/stage-times.tsv
+	@date +%s.%N >.build/test-started
 	@$(STAGE) lint $(MAKE) -s lint
 	@$(STAGE) build $(SWIFT) build --build-tests
-	@scripts/ci/with-postgres.sh bash -c 'set -e; \
-		$(STAGE) swift-test bash -c "set -o pipefail; $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log"; \
-		$(STAGE) signature-vectors /usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json; \
-		$(STAGE) matrices $(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/; \
-		$(STAGE) browser /usr/bin/python3 scripts/console/browser_test.py $(CUSTODY); \
-		$(STAGE) contract scripts/contract/run.sh $(CUSTODY)'
-	@scripts/ci/summary.sh
+	@echo "==> the test suite and the tool checks, side by side: each stage's output follows when it ends"
+	@scripts/ci/with-postgres.sh $(MAKE) -s -k -j2 --output-sync=line test-suite test-tools; \
+		status=$$?; scripts/ci/summary.sh .build/test-started; exit $$status
+
+## The two lines `make test` runs side by side, after its build (not meant to be run alone:
+## test-suite needs CUSTODY_TEST_POSTGRES_URL, which scripts/ci/with-postgres.sh sets).
+test-suite:
+	@$(STAGE) swift-test bash -c "set -o pipefail; $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log"
+
+test-tools:
+	@$(STAGE) signature-vectors /usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json
+	@$(STAGE) matrices $(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/
+	@$(STAGE) browser /usr/bin/python3 scripts/console/browser_test.py $(CUSTODY)
+	@$(STAGE) contract scripts/contract/run.sh $(CUSTODY)
 
 ## What needs builds of its own, each in its own folder so the debug build stays warm: the
 ## concurrency test under ThreadSanitizer, the protection and store tests under
@@ -142,7 +155,7 @@ fuzz-build: deps
 fuzz: fuzz-build
 	@for harness in $(FUZZ_HARNESSES); do scripts/fuzz.sh $$harness $(FUZZ_SECONDS) || exit 1; done
 
-## A short run of every harness (FUZZ_SMOKE_SECONDS each): what `make test` runs.
+## A short run of every harness (FUZZ_SMOKE_SECONDS each): what `make check` runs.
 fuzz-smoke: fuzz-build
 	@for harness in $(FUZZ_HARNESSES); do scripts/fuzz.sh $$harness $(FUZZ_SMOKE_SECONDS) || exit 1; done
 
@@ -151,7 +164,7 @@ bench: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark
 
 ## Every target of the Benchmarks package compiled (debug, in Benchmarks/.build), nothing run:
-## `make test` does this so that a benchmark that no longer compiles fails CI.
+## `make check` does this so that a benchmark that no longer compiles fails CI.
 bench-build: deps
 	cd Benchmarks && $(SWIFT) build
 

@@ -254,7 +254,7 @@ struct OutageTests {
             #expect(refused.status == .serviceUnavailable, "\(String(buffer: refused.body))")
             #expect(String(buffer: refused.body).contains("nothing was changed"), "\(String(buffer: refused.body))")
             #expect(took < .seconds(9), "refused at its 5 s deadline, not when the lock was let go (10 s): \(took)")
-            released.wait()
+            try await offThePool { released.wait() }
             #expect(engine.bundleInForce?.revision == revision)
             #expect(try other.lastAppliedBundleFiles()?.record.contentHash == revision, "nothing was committed")
         }

@@ -282,36 +282,39 @@ struct PostgresOutageTests {
         }
         let outcome = Mutex<(error: StoreError?, returned: ContinuousClock.Instant)?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let heldAt: ContinuousClock.Instant? = try direct.sessions.run("test", transaction: false) { session in
-            try session.execute("SELECT pg_advisory_lock(4242, \(key))")
-            // On a thread of its own: a blocked call must not hold one of Swift's few pool threads.
-            DispatchQueue.global().async {
-                let error = storeError {
-                    _ = try state.recordBundle(
-                        contentHash: second, source: "test", result: .applied,
-                        files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
-                        at: Date())
+        // The lock is held, and the commit waited for, on a thread of its own too: the session's calls block.
+        let heldAt: ContinuousClock.Instant? = try await offThePool {
+            try direct.sessions.run("test", transaction: false) { session in
+                try session.execute("SELECT pg_advisory_lock(4242, \(key))")
+                // On a thread of its own: a blocked call must not hold one of Swift's few pool threads.
+                DispatchQueue.global().async {
+                    let error = storeError {
+                        _ = try state.recordBundle(
+                            contentHash: second, source: "test", result: .applied,
+                            files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
+                            at: Date())
+                    }
+                    outcome.withLock { $0 = (error, ContinuousClock.now) }
+                    done.signal()
                 }
-                outcome.withLock { $0 = (error, ContinuousClock.now) }
-                done.signal()
+                let waiting = PostgresQuery(
+                    unsafeSQL:
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = \(key) AND NOT granted"
+                )
+                let giveUp = ContinuousClock.now + .seconds(30)
+                var committing = false
+                while !committing, ContinuousClock.now < giveUp {
+                    committing = try session.value(waiting, as: Int64.self) == 1
+                    if !committing { Thread.sleep(forTimeInterval: 0.01) }
+                }
+                let heldAt = committing ? ContinuousClock.now : nil
+                if committing { proxy.holdReplies() }
+                try session.execute("SELECT pg_advisory_unlock(4242, \(key))")
+                return heldAt
             }
-            let waiting = PostgresQuery(
-                unsafeSQL:
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = \(key) AND NOT granted"
-            )
-            let giveUp = ContinuousClock.now + .seconds(30)
-            var committing = false
-            while !committing, ContinuousClock.now < giveUp {
-                committing = try session.value(waiting, as: Int64.self) == 1
-                if !committing { Thread.sleep(forTimeInterval: 0.01) }
-            }
-            let heldAt = committing ? ContinuousClock.now : nil
-            if committing { proxy.holdReplies() }
-            try session.execute("SELECT pg_advisory_unlock(4242, \(key))")
-            return heldAt
         }
         let held = try #require(heldAt, "the commit reached the server and waited for the lock")
-        #expect(done.wait(timeout: .now() + 60) == .success, "the call returned")
+        #expect(try await offThePool { done.wait(timeout: .now() + 60) } == .success, "the call returned")
         let call = try #require(outcome.withLock { $0 })
         #expect(call.error?.code == .outcomeUnknown, "\(String(describing: call.error))")
         #expect(

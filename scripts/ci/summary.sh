@@ -2,12 +2,21 @@
 # The end of a CI log: the time of each stage `make test` and `make check` ran
 # (.build/stage-times.tsv, written by scripts/ci/stage.sh) and the 20 slowest tests of the
 # Swift suite (from its log, .build/swift-test.log: Swift Testing's "passed after N seconds").
+# `summary.sh STARTED` also prints the time elapsed since the moment in the file STARTED
+# (seconds since the epoch, `date +%s.%N`): `make test` runs two lines of stages side by side,
+# so the sum of its stages is more than the time it took.
 set -uo pipefail
+started=${1:-}
 if [ -f .build/stage-times.tsv ]; then
     echo
-    echo "Stage times (wall, seconds):"
-    awk -F'\t' '{ printf "  %-28s %8s%s\n", $1, $2, ($3 == 0 ? "" : "  FAILED"); total += $2 }
-        END { printf "  %-28s %8.1f\n", "total", total }' .build/stage-times.tsv
+    echo "Stage times (seconds; CPU is user plus system of the stage and its children, on 2 cores"
+    echo "at most twice the wall time):"
+    printf '  %-20s %8s %8s\n' stage wall CPU
+    awk -F'\t' '{ printf "  %-20s %8s %8s%s\n", $1, $2, $4, ($3 == 0 ? "" : "  FAILED"); total += $2; cpu += $4 }
+        END { printf "  %-20s %8.1f %8.1f\n", "sum", total, cpu }' .build/stage-times.tsv
+fi
+if [ -n "$started" ] && [ -f "$started" ]; then
+    awk -v a="$(cat "$started")" -v b="$(date +%s.%N)" 'BEGIN { printf "  %-20s %8.1f  (wall, from the first stage to now)\n", "elapsed", b - a }'
 fi
 if [ -f .build/swift-test.log ]; then
     echo
