@@ -109,7 +109,7 @@ format:
 ## temporary directory on a free loopback port for the run, and stopped and deleted after it,
 ## whatever the outcome (scripts/ci/with-postgres.sh).
 test: deps
-	@rm -f .build/stage-times.tsv
+	@mkdir -p .build && rm -f .build/stage-times.tsv
 	@date +%s.%N >.build/test-started
 	@$(STAGE) lint $(MAKE) -s lint
 	@$(STAGE) build $(SWIFT) build --build-tests
