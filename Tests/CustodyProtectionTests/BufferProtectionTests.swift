@@ -25,7 +25,7 @@ struct BufferProtectionTests {
             #expect(!envelope.contains(subsequence: Array(data.prefix(16))) || size < 16)
             #expect(try protector.unprotect(envelope) == data)
         }
-        let tagged = try state.protector().protect(data, owner: alice)
+        let tagged = try state.protector().protect(data, owner: alice, encrypt: false)
         #expect(try state.protector().protectionInfo(tagged)?.isEncrypted == false)
         #expect(try state.protector().unprotect(tagged) == data)
     }
@@ -122,7 +122,8 @@ struct BufferProtectionTests {
         #expect(info.algorithm == .xChaCha20Poly1305)
         #expect(info.keyVersion == 1)
         #expect(info.chunkSize == 1 << 20)
-        let tagged = try state.protector().protect(pattern(100), owner: AccountID(upn: "Carol@Contoso.com")!)
+        let tagged = try state.protector().protect(
+            pattern(100), owner: AccountID(upn: "Carol@Contoso.com")!, encrypt: false)
         #expect(try DataProtector.protectionInfo(tagged)?.owner.rawValue == "upn:carol@contoso.com")
         #expect(try DataProtector.protectionInfo(tagged)?.keyVersion == nil)
     }
@@ -139,7 +140,8 @@ struct BufferProtectionTests {
     @Test("an empty buffer cannot be protected")
     func empty() throws {
         let state = try TestState()
-        #expect(protectionError { _ = try state.protector().protect([], owner: alice) }?.code == .emptyData)
+        #expect(
+            protectionError { _ = try state.protector().protect([], owner: alice, encrypt: false) }?.code == .emptyData)
     }
 
     @Test(

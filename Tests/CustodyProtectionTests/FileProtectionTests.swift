@@ -39,7 +39,7 @@ struct FileProtectionTests {
             #expect(try read(path) == data)
         }
         try write(data, path)
-        try state.protector().protect(file: path, owner: alice)
+        try state.protector().protect(file: path, owner: alice, encrypt: false)
         #expect(try DataProtector.protectionInfo(file: path)?.isEncrypted == false)
         try state.protector().unprotect(file: path)
         #expect(try read(path) == data)
@@ -263,10 +263,12 @@ struct FileProtectionTests {
         #expect(try DataProtector.protectionInfo(file: path) == nil)
         #expect(protectionError { _ = try state.protector().makeReader(path: path) }?.code == .invalidArguments)
         #expect(
-            protectionError { try state.protector().protect(file: state.directory, owner: alice) }?.code
+            protectionError { try state.protector().protect(file: state.directory, owner: alice, encrypt: false) }?.code
                 == .invalidArguments)
         #expect(
-            protectionError { try state.protector().protect(file: state.path("missing"), owner: alice) }?.code == .io)
+            protectionError {
+                try state.protector().protect(file: state.path("missing"), owner: alice, encrypt: false)
+            }?.code == .io)
     }
 
     @Test("protecting a protected file re-seals it for the new owner; verifyAndProtect skips files already right")
@@ -328,7 +330,9 @@ struct FileProtectionTests {
         try write(Array("dropped in".utf8), root + "/later.txt")
         #expect(try protector.verifyAndProtect(file: root + "/later.txt", encrypt: true))
         #expect(
-            protectionError { _ = try protector.makeWriter(path: state.path("orphan.txt"), owner: nil) }?.code
+            protectionError {
+                _ = try protector.makeWriter(path: state.path("orphan.txt"), owner: nil, encrypt: false)
+            }?.code
                 == .invalidArguments)
     }
 

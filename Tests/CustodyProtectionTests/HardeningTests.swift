@@ -92,7 +92,8 @@ struct HardeningTests {
         #expect(linked.map { "\($0)".contains("is a symbolic link") } == true)
         #expect(try contents(state.path("real.txt")) == "plaintext")
         #expect(throws: ProtectionError.self) {
-            try protector.protect(from: .file(state.path("link.txt")), to: .file(state.path("link.txt")), owner: alice)
+            try protector.protect(
+                from: .file(state.path("link.txt")), to: .file(state.path("link.txt")), owner: alice, encrypt: false)
         }
 
         #expect(link(state.path("real.txt"), state.path("hard.txt")) == 0)
@@ -120,7 +121,7 @@ struct HardeningTests {
         #expect(throws: ProtectionError.self) { _ = try state.protector().makeReader(path: fifo) }
         #expect(throws: ProtectionError.self) { _ = try DataProtector.head(ofFile: fifo, count: 16) }
         #expect(throws: ProtectionError.self) {
-            try state.protector().protect(from: .file(fifo), to: .file(state.path("out")), owner: alice)
+            try state.protector().protect(from: .file(fifo), to: .file(state.path("out")), owner: alice, encrypt: false)
         }
     }
 

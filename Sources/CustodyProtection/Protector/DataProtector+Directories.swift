@@ -51,7 +51,7 @@ extension DataProtector {
     /// - Throws: `.invalidArguments` when `directory` is not a directory; I/O errors listing it
     ///   or recording its owner (then no file was touched).
     public func protect(
-        directory: String, owner: AccountID, encrypt: Bool = false, progress: TreeProgress? = nil
+        directory: String, owner: AccountID, encrypt: Bool, progress: TreeProgress? = nil
     ) throws(ProtectionError) -> DirectoryReport {
         let entries = try Self.tree(directory)
         let owned = ownerIdentifier(for: owner)

@@ -19,8 +19,8 @@ extension DataProtector {
     /// A writer for a new protected file at `path` (replacing any file there when closed).
     /// - Parameter owner: the data's owner; nil takes the owner recorded for the file's
     ///   directory (or a parent) by `protect(directory:owner:)`.
-    /// - Throws: `.invalidArguments` when there is no owner, and the errors of `protect(_:owner:)`.
-    public func makeWriter(path: String, owner: AccountID?, encrypt: Bool = false) throws(ProtectionError)
+    /// - Throws: `.invalidArguments` when there is no owner, and the errors of `protect(_:owner:encrypt:)`.
+    public func makeWriter(path: String, owner: AccountID?, encrypt: Bool) throws(ProtectionError)
         -> ProtectedFileWriter
     {
         try makeWriter(
@@ -62,7 +62,7 @@ extension DataProtector {
     /// protected is opened and sealed again; a stream source is read as plaintext. A file sink
     /// is written atomically (the same path as the source protects in place).
     public func protect(
-        from source: Source, to sink: Sink, owner: AccountID, encrypt: Bool = false, progress: Progress? = nil
+        from source: Source, to sink: Sink, owner: AccountID, encrypt: Bool, progress: Progress? = nil
     ) throws(ProtectionError) {
         try Self.checkFiles(source: source, sink: sink, protecting: true)
         try protect(checked: source, to: sink, owner: owner, encrypt: encrypt, progress: progress)
@@ -184,7 +184,7 @@ extension DataProtector {
     /// Protects the file at `path` in place for `owner` (an already protected file is opened
     /// and sealed again for `owner`). The file is replaced atomically; on any failure it stays
     /// as it was.
-    public func protect(file path: String, owner: AccountID, encrypt: Bool = false, progress: Progress? = nil)
+    public func protect(file path: String, owner: AccountID, encrypt: Bool, progress: Progress? = nil)
         throws(ProtectionError)
     {
         try protect(
@@ -260,7 +260,7 @@ extension DataProtector {
     /// - Returns: whether the file was (re)written.
     @discardableResult
     public func verifyAndProtect(
-        file path: String, owner: AccountID? = nil, encrypt: Bool = false, progress: Progress? = nil
+        file path: String, owner: AccountID? = nil, encrypt: Bool, progress: Progress? = nil
     ) throws(ProtectionError) -> Bool {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
@@ -272,7 +272,7 @@ extension DataProtector {
     /// Why the file at `path` needs no protecting for `account` (in words), or nil when it does:
     /// it is not an envelope, names another owner, or is tagged only while `account`'s data must
     /// be encrypted.
-    public func alreadyProtected(file path: String, for account: AccountID, encrypt: Bool = false)
+    public func alreadyProtected(file path: String, for account: AccountID, encrypt: Bool)
         throws(ProtectionError) -> String?
     {
         guard let info = try protectionInfo(file: path), info.owner == ownerIdentifier(for: account) else { return nil }

@@ -32,6 +32,8 @@ public struct ProtectionInfo: Sendable, Hashable {
 /// Whether an owner's data must be encrypted is the policy's verdict, not the protector's: the
 /// engine decides it (`CustodyEngine.protect`, `ProtectionPlan`), or a caller working at this
 /// level asks the policy (`PolicySnapshot.encryptionRequired(account:)`) and passes the answer.
+/// No call has a default for `encrypt`: a caller who leaves it out gets a compile error, not an
+/// envelope that is only tagged.
 ///
 /// Thread-safe: share one protector between tasks.
 public final class DataProtector: Sendable {
@@ -62,7 +64,7 @@ public final class DataProtector: Sendable {
     /// Protects `data` for `owner`: encrypted under a key of the owner's with `encrypt`,
     /// otherwise only tagged with the owner.
     /// - Throws: `.emptyData` for an empty buffer; `.invalidArguments`, key store errors.
-    public func protect(_ data: [UInt8], owner: AccountID, encrypt: Bool = false) throws(ProtectionError)
+    public func protect(_ data: [UInt8], owner: AccountID, encrypt: Bool) throws(ProtectionError)
         -> [UInt8]
     {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
@@ -106,7 +108,7 @@ public final class DataProtector: Sendable {
     /// (`protect` itself refuses empty data.)
     /// - Throws: `.invalidArguments` for a negative count, or one whose envelope's size is not a
     ///   number of bytes any memory holds (it would overflow `Int`).
-    public func envelopeCount(of count: Int, owner: AccountID, encrypt: Bool = false) throws(ProtectionError) -> Int {
+    public func envelopeCount(of count: Int, owner: AccountID, encrypt: Bool) throws(ProtectionError) -> Int {
         guard count >= 0 else {
             throw ProtectionError(.invalidArguments, "a data count of \(count) bytes is negative")
         }
@@ -129,7 +131,7 @@ public final class DataProtector: Sendable {
     /// - Throws: as `protect(_:owner:encrypt:)`; `.invalidArguments`, with nothing written and
     ///   no key made, when `output` is too small or overlaps `data`.
     public func protect(
-        _ data: UnsafeRawBufferPointer, owner: AccountID, encrypt: Bool = false,
+        _ data: UnsafeRawBufferPointer, owner: AccountID, encrypt: Bool,
         into output: UnsafeMutableRawBufferPointer
     ) throws(ProtectionError) -> Int {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
@@ -265,7 +267,7 @@ public final class DataProtector: Sendable {
     }
 
     /// Protects a string; the envelope comes back as base64.
-    public func protect(string: String, owner: AccountID, encrypt: Bool = false) throws(ProtectionError)
+    public func protect(string: String, owner: AccountID, encrypt: Bool) throws(ProtectionError)
         -> String
     {
         Data(try protect(Array(string.utf8), owner: owner, encrypt: encrypt)).base64EncodedString()
