@@ -66,6 +66,9 @@ struct Custody: AsyncParsableCommand {
                 }
             } catch let error as ValidationError {
                 refuse(error, of: type(of: command))
+            } catch  where reported(error, by: command) {
+                // The one place a command's errors are printed (`reported(_:by:)`).
+                exit(withError: ExitCode.failure)
             }
         } catch {
             guard exitCode(for: error) == .success else { exit(withError: error) }

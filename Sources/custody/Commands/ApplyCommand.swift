@@ -4,7 +4,7 @@ import CustodyStore
 import CustodyPolicy
 
 /// `custody apply`: make a bundle the installation's policy in force.
-struct ApplyCommand: AsyncParsableCommand {
+struct ApplyCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "apply",
         abstract: "Validate a bundle directory and make it the policy in force of this state.",
@@ -66,19 +66,15 @@ struct ApplyCommand: AsyncParsableCommand {
         // What this apply records for every replica's event stream is the change from the
         // bundle in force, when it loads.
         await engine.restoreBundleInForceIfItLoads()
-        let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-            try await engine.apply(
-                bundleDirectory: bundle, allowingEmpty: allowEmpty,
-                provenance: BundleProvenance(appliedBy: commandLineOperator))
-        }
-        try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
-            if let actOnLaunch, try engine.setActingOnLaunch(actOnLaunch, by: commandLineOperator) {
-                StandardError.write(
-                    actOnLaunch
-                        ? "acting on launch: a check-in whose reported facts call for a wipe now wipes the account\n"
-                        : "no longer acting on launch: wipe outcomes of check-ins are reported only\n")
-            }
+        let result = try await engine.apply(
+            bundleDirectory: bundle, allowingEmpty: allowEmpty,
+            provenance: BundleProvenance(appliedBy: commandLineOperator))
+        try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
+        if let actOnLaunch, try engine.setActingOnLaunch(actOnLaunch, by: commandLineOperator) {
+            StandardError.write(
+                actOnLaunch
+                    ? "acting on launch: a check-in whose reported facts call for a wipe now wipes the account\n"
+                    : "no longer acting on launch: wipe outcomes of check-ins are reported only\n")
         }
         StandardOutput.write(
             "\(result.unchanged ? "already in force" : "applied") \(bundle): \(result.bundle.revision)\n")

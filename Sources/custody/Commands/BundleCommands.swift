@@ -38,7 +38,7 @@ struct BundleCommand: AsyncParsableCommand {
 
         func run() async throws {
             let key = BundleSigningKey()
-            try reporting(BundleTrustError.self) { try key.write(to: out) }
+            try key.write(to: out)
             StandardError.write("wrote \(out); key id \(key.publicKey.keyID)\n")
             StandardOutput.write(key.publicKey.text + "\n")
         }
@@ -107,8 +107,8 @@ struct BundleCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let signingKey = try reporting(BundleTrustError.self) { try BundleSigningKey.load(file: key) }
-            let files = try reporting(BundleError.self) { try BundleFiles.read(directory: directory) }
+            let signingKey = try BundleSigningKey.load(file: key)
+            let files = try BundleFiles.read(directory: directory)
             // A signature vouches for a bundle: one that no state would apply (broken, or
             // knowing nothing when that is not meant) is refused, not signed.
             do throws(BundleError) {
@@ -141,14 +141,14 @@ struct BundleCommand: AsyncParsableCommand {
             }
             signature.sign(with: signingKey)
             let path = (directory as NSString).appendingPathComponent(BundleFiles.signatureName)
-            try reporting(ProtectionError.self) { try signature.write(to: path) }
+            try signature.write(to: path)
             StandardOutput.write(
                 "signed \(directory): revision \(files.contentHash), sequence \(signature.manifest.sequence), by \(signature.signatures.map(\.keyId).joined(separator: ", "))\n"
             )
         }
     }
 
-    struct Verify: AsyncParsableCommand {
+    struct Verify: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "verify",
             abstract:
@@ -171,22 +171,18 @@ struct BundleCommand: AsyncParsableCommand {
         @OptionGroup var loggingOptions: LoggingOptions
 
         func run() async throws {
-            let files = try reporting(BundleError.self) { try BundleFiles.read(directory: directory) }
+            let files = try BundleFiles.read(directory: directory)
             let verified: VerifiedSignature
             if publicKeys.isEmpty {
                 let engine = try await openEngine(
                     state: stateOptions, logging: loggingOptions, access: .readOnly, restoring: true)
-                verified = try reporting(state: stateOptions) { () throws(CustodyError) in
-                    try engine.verifySignature(of: files)
-                }
+                verified = try engine.verifySignature(of: files)
             } else {
                 let keys = try publicKeys.map { text in
-                    let key = try reporting(BundleTrustError.self) { try BundleSigningPublicKey(text: text) }
+                    let key = try BundleSigningPublicKey(text: text)
                     return TrustedKeyRecord(keyID: key.keyID, publicKey: key.text, name: nil, addedAt: Date())
                 }
-                verified = try reporting(BundleTrustError.self) {
-                    try BundleVerifier.verify(files, keys: keys, at: Date())
-                }
+                verified = try BundleVerifier.verify(files, keys: keys, at: Date())
             }
             var lines = [
                 "verified \(directory): revision \(files.contentHash)",
@@ -201,7 +197,7 @@ struct BundleCommand: AsyncParsableCommand {
         }
     }
 
-    struct History: AsyncParsableCommand {
+    struct History: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "history",
             abstract:
@@ -225,9 +221,7 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let records = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.bundleHistory(limit: limit)
-            }
+            let records = try engine.bundleHistory(limit: limit)
             if json {
                 StandardOutput.write(try JSONLine.encode(records.map(BundleRecordAnswer.init)))
                 return
@@ -255,7 +249,7 @@ struct BundleCommand: AsyncParsableCommand {
         }
     }
 
-    struct Show: AsyncParsableCommand {
+    struct Show: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
             abstract: "Show a kept revision: when and how it was applied, and its files (names, sizes, SHA-256).")
@@ -272,9 +266,7 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let stored = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.keptBundle(revision)
-            }
+            let stored = try engine.keptBundle(revision)
             if json {
                 StandardOutput.write(try JSONLine.encode(KeptBundleAnswer(stored)))
                 return
@@ -292,7 +284,7 @@ struct BundleCommand: AsyncParsableCommand {
         }
     }
 
-    struct Diff: AsyncParsableCommand {
+    struct Diff: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "diff",
             abstract:
@@ -317,9 +309,7 @@ struct BundleCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, context: contextOptions.context,
                 restoring: true)
-            let diff = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.bundleDiff(from: revisions.first, to: revisions.count == 2 ? revisions[1] : nil)
-            }
+            let diff = try engine.bundleDiff(from: revisions.first, to: revisions.count == 2 ? revisions[1] : nil)
             if json {
                 StandardOutput.write(try JSONLine.encode(diff))
                 return
@@ -335,7 +325,7 @@ struct BundleCommand: AsyncParsableCommand {
         }
     }
 
-    struct Rollback: AsyncParsableCommand {
+    struct Rollback: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "rollback",
             abstract: "Put a kept revision back in force, audited with a reason.",
@@ -359,15 +349,13 @@ struct BundleCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
             await engine.restoreBundleInForceIfItLoads()
-            let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-                try await engine.rollback(to: revision, reason: reason, by: commandLineOperator)
-            }
+            let result = try await engine.rollback(to: revision, reason: reason, by: commandLineOperator)
             StandardOutput.write(
                 "\(result.unchanged ? "already in force" : "rolled back to") \(result.bundle.revision)\n")
         }
     }
 
-    struct Freeze: AsyncParsableCommand {
+    struct Freeze: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "freeze",
             abstract: "Freeze the policy in force: every new bundle is refused with the reason until unfreeze.")
@@ -381,14 +369,12 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let freeze = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.freeze(reason: reason, by: commandLineOperator)
-            }
+            let freeze = try engine.freeze(reason: reason, by: commandLineOperator)
             StandardOutput.write("frozen: \(freeze.reason)".escapingControlCharacters + "\n")
         }
     }
 
-    struct Unfreeze: AsyncParsableCommand {
+    struct Unfreeze: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(commandName: "unfreeze", abstract: "Lift the freeze.")
 
         @OptionGroup var stateOptions: StateOptions
@@ -397,9 +383,7 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let lifted = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.unfreeze(by: commandLineOperator)
-            }
+            let lifted = try engine.unfreeze(by: commandLineOperator)
             StandardOutput.write(lifted ? "unfrozen\n" : "was not frozen\n")
         }
     }
@@ -423,7 +407,7 @@ struct TrustCommand: AsyncParsableCommand {
         subcommands: [Add.self, List.self, Revoke.self]
     )
 
-    struct Add: AsyncParsableCommand {
+    struct Add: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(commandName: "add", abstract: "Trust a public key.")
 
         @Option(
@@ -437,17 +421,15 @@ struct TrustCommand: AsyncParsableCommand {
         @OptionGroup var loggingOptions: LoggingOptions
 
         func run() async throws {
-            let key = try reporting(BundleTrustError.self) { try BundleSigningPublicKey(text: publicKey) }
+            let key = try BundleSigningPublicKey(text: publicKey)
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
-            let record = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.trust(key, name: name)
-            }
+            let record = try engine.trust(key, name: name)
             StandardOutput.write("trusted \(record.keyID)\n")
         }
     }
 
-    struct List: AsyncParsableCommand {
+    struct List: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "list", abstract: "List the keys the state knows, revoked ones too.")
 
@@ -460,7 +442,7 @@ struct TrustCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let keys = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.trustedKeys() }
+            let keys = try engine.trustedKeys()
             if json {
                 StandardOutput.write(try JSONLine.encode(keys.map(TrustedKeyAnswer.init)))
                 return
@@ -474,7 +456,7 @@ struct TrustCommand: AsyncParsableCommand {
         }
     }
 
-    struct Revoke: AsyncParsableCommand {
+    struct Revoke: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "revoke",
             abstract: "Revoke a key by id: its signatures never count again.")
@@ -488,7 +470,7 @@ struct TrustCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            try reporting(state: stateOptions) { () throws(CustodyError) in try engine.revokeTrust(keyID: keyID) }
+            try engine.revokeTrust(keyID: keyID)
             StandardOutput.write("revoked \(keyID)\n")
         }
     }
@@ -502,7 +484,7 @@ struct FleetCommand: AsyncParsableCommand {
         subcommands: [Status.self]
     )
 
-    struct Status: AsyncParsableCommand {
+    struct Status: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
             abstract:
@@ -527,7 +509,7 @@ struct FleetCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let status = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.fleetStatus() }
+            let status = try engine.fleetStatus()
             if json {
                 struct Answer: Encodable {
                     var replicas: [ReplicaAnswer]

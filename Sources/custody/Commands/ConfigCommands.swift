@@ -12,7 +12,7 @@ struct ConfigCommand: AsyncParsableCommand {
     )
 
     /// `custody config show --bundle DIR --account A [--key K ...]`
-    struct Show: AsyncParsableCommand {
+    struct Show: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
             abstract: "Show the app configuration an account receives (targetedManagedAppConfiguration).",
@@ -66,9 +66,7 @@ struct ConfigCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
             let account = try parseAccount(account, option: "--account")
-            let configuration = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.appConfigurationReport(for: account)
-            }
+            let configuration = try engine.appConfigurationReport(for: account)
             guard let key else {
                 StandardOutput.write(Self.json(configuration))
                 return
@@ -99,7 +97,7 @@ struct ConfigCommand: AsyncParsableCommand {
     }
 
     /// `custody config validate --spec FILE --bundle DIR`
-    struct Validate: AsyncParsableCommand {
+    struct Validate: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "validate",
             abstract: "Check a bundle's app configuration against an app's spec before rollout.",
@@ -136,7 +134,7 @@ struct ConfigCommand: AsyncParsableCommand {
                 policyBundle = try loadPolicyBundle(bundle)
             } else {
                 let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .readOnly)
-                policyBundle = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
+                policyBundle = try engine.policy()
                     .bundle
             }
             let diagnostics = spec.validate(policyBundle, platform: platform)

@@ -4,7 +4,7 @@ import CustodyPolicy
 import Foundation
 
 /// `custody decide`: JSON Lines queries in, one JSON decision per line out.
-struct DecideCommand: AsyncParsableCommand {
+struct DecideCommand: AsyncParsableCommand, StateCommand {
     /// The most threads `--jobs` may ask for: more only costs memory (a session each).
     static let maximumJobs = 1_024
 
@@ -137,10 +137,8 @@ struct DecideCommand: AsyncParsableCommand {
         }
         // A launch line's missing facts come from those the account last reported here.
         options.recordedFacts = engine.recordedLaunchFacts
-        let runner = try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.decisionRunner(
-                options: options, jobs: jobs, blockBytes: blockBytes, maximumLineBytes: maxLineBytes)
-        }
+        let runner = try engine.decisionRunner(
+            options: options, jobs: jobs, blockBytes: blockBytes, maximumLineBytes: maxLineBytes)
         let summary = runner.run(descriptor: 0) { StandardOutput.write($0) }
         if let failure = summary.auditFailure {
             StandardError.write(

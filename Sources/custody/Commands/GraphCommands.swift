@@ -20,7 +20,7 @@ enum GraphCloudArgument: String, ExpressibleByArgument, CaseIterable {
 }
 
 /// `custody graph sync`.
-struct GraphSyncCommand: AsyncParsableCommand {
+struct GraphSyncCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract:
@@ -208,7 +208,7 @@ struct GraphSyncCommand: AsyncParsableCommand {
             throw ExitCode.failure
         } catch let error as CustodyError {
             await sync.shutdown()
-            throw fail(error, state: stateOptions)
+            throw error
         } catch let error as StoreError {
             await sync.shutdown()
             if progress != nil { StandardError.write("\n") }

@@ -12,7 +12,7 @@ struct KeysCommand: AsyncParsableCommand {
     )
 
     /// `custody keys rotate --account A`
-    struct Rotate: AsyncParsableCommand {
+    struct Rotate: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate",
             abstract: "Add a new version of an account's key.",
@@ -39,15 +39,13 @@ struct KeysCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
-            let (resolved, version) = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.rotateKey(account: account)
-            }
+            let (resolved, version) = try engine.rotateKey(account: account)
             StandardOutput.write("\(resolved.owner): key version \(version)\n")
         }
     }
 
     /// `custody keys rewrap PATH...`
-    struct Rewrap: AsyncParsableCommand {
+    struct Rewrap: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "rewrap",
             abstract: "Re-seal protected files under their owners' newest key versions.",
@@ -84,7 +82,7 @@ struct KeysCommand: AsyncParsableCommand {
     }
 
     /// `custody keys list`
-    struct List: AsyncParsableCommand {
+    struct List: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List the accounts that have keys, and their key versions.",
@@ -97,7 +95,7 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .reading)
-            for owner in try reporting(state: stateOptions, { () throws(CustodyError) in try engine.keyOwners() }) {
+            for owner in try engine.keyOwners() {
                 let name = owner.account.flatMap(\.upn).map { " (\($0))" } ?? ""
                 StandardOutput.write(
                     "\(owner.owner)\(name): versions \(owner.versions.map(String.init).joined(separator: ", "))\n")
@@ -107,7 +105,7 @@ struct KeysCommand: AsyncParsableCommand {
 }
 
 /// `custody wipe --account A`: crypto-shred an account's data.
-struct WipeCommand: AsyncParsableCommand {
+struct WipeCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "wipe",
         abstract: "Delete every version of an account's keys: its encrypted data can never be opened again.",
@@ -139,9 +137,7 @@ struct WipeCommand: AsyncParsableCommand {
         let account = try parseAccount(account, option: "--account")
         let engine = try await openEngine(
             state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .existing)
-        let report = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-            try await engine.wipe(account: account, reason: "custody wipe")
-        }
+        let report = try await engine.wipe(account: account, reason: "custody wipe")
         let searched = report.resolved.identifiers.map(\.rawValue).joined(separator: ", ")
         let versions = report.keyVersions == 1 ? "1 key version" : "\(report.keyVersions) key versions"
         let under = report.keyVersionsByIdentifier.sorted { $0.key.rawValue < $1.key.rawValue }.map {

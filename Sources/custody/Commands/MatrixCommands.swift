@@ -70,7 +70,7 @@ struct MatrixCommand: AsyncParsableCommand {
     }
 
     /// `custody matrix table --account A [--bundle DIR]`
-    struct Table: AsyncParsableCommand {
+    struct Table: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "table",
             abstract: "Print every decision one account's policy makes, with its reason.",
@@ -108,9 +108,7 @@ struct MatrixCommand: AsyncParsableCommand {
             let account = try parseAccount(account, option: "--account")
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.policyPerPlatform()
-            }
+            let snapshots = try engine.policyPerPlatform()
             for (index, snapshot) in snapshots.enumerated() {
                 let table = DecisionTable(snapshot: snapshot, account: account)
                 if json {
@@ -124,7 +122,7 @@ struct MatrixCommand: AsyncParsableCommand {
     }
 
     /// `custody matrix diff [--bundle OLD] --bundle NEW`
-    struct Diff: AsyncParsableCommand {
+    struct Diff: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "diff",
             abstract: "List every decision that differs between two bundles, account by account, with both reasons.",
@@ -174,13 +172,7 @@ struct MatrixCommand: AsyncParsableCommand {
                 let configuration = CustodyConfiguration(
                     state: stateOptions.opened(CustodyConfiguration.State.existingPath), context: context,
                     logger: logger)
-                let engine: CustodyEngine
-                do {
-                    engine = try await CustodyEngine.open(configuration)
-                } catch {
-                    throw fail(error, state: stateOptions)
-                }
-                old = try reporting(state: stateOptions) { () throws(CustodyError) in try engine.policy() }
+                old = try await CustodyEngine.open(configuration).policy()
             }
             let new = PolicySnapshot(
                 bundle: try loadPolicyBundle(bundles[bundles.count - 1]), context: context, logger: logger)

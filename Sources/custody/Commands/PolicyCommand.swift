@@ -73,7 +73,7 @@ struct PolicyCommand: AsyncParsableCommand {
     }
 
     /// `custody policy show --account A [--bundle DIR]`
-    struct Show: AsyncParsableCommand {
+    struct Show: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
             abstract: "Print an account's effective policy as JSON.",
@@ -101,9 +101,7 @@ struct PolicyCommand: AsyncParsableCommand {
             let account = try parseAccount(account, option: "--account")
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readOnly)
-            let snapshots = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.policyReport(for: account)
-            }
+            let snapshots = try engine.policyReport(for: account)
             StandardOutput.write(PolicyReport.json(account: account, snapshots: snapshots, pretty: true))
         }
     }

@@ -9,7 +9,7 @@ import Foundation
 #endif
 
 /// `custody protect`: seal a file or stream for an account.
-struct ProtectCommand: AsyncParsableCommand {
+struct ProtectCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "protect",
         abstract: "Protect a file, a directory tree or a stream for an account.",
@@ -84,9 +84,7 @@ struct ProtectCommand: AsyncParsableCommand {
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
             let bar = TreeProgressBar(label: "protect")
-            let (plan, report) = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
-            }
+            let (plan, report) = try engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
             bar.finish()
             let how = plan.encrypted ? "encrypted" : "tagged, not encrypted (\(plan.reason))"
             try render(report, done: "protected for \(plan.owner), \(how)")
@@ -97,9 +95,8 @@ struct ProtectCommand: AsyncParsableCommand {
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
             let bar = ProgressBar(label: "protect", total: fileSize(input))
-            let (plan, skipped) = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.verifyAndProtect(file: input, owner: account, mode: mode, progress: bar.update)
-            }
+            let (plan, skipped) = try engine.verifyAndProtect(
+                file: input, owner: account, mode: mode, progress: bar.update)
             bar.finish()
             if let skipped {
                 StandardError.write(
@@ -119,16 +116,11 @@ struct ProtectCommand: AsyncParsableCommand {
             state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
             access: .readWrite)
         let bar = ProgressBar(label: "protect", total: input == "-" ? nil : fileSize(input))
-        let plan = try reporting(state: stateOptions) { () throws(CustodyError) in
-            do throws(CustodyError) {
-                return try engine.protect(
-                    from: input == "-" ? .stream(0, name: "standard input") : .file(input),
-                    to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
-                    owner: account, mode: mode, progress: bar.update)
-            } catch  where error.code == .account && mode == .policy {
-                throw CustodyError(
-                    error.code, error.message + " (--unmanaged or --force-encrypt)", underlying: error.underlying)
-            }
+        let plan = try Self.namingModes(mode) { () throws(CustodyError) in
+            try engine.protect(
+                from: input == "-" ? .stream(0, name: "standard input") : .file(input),
+                to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
+                owner: account, mode: mode, progress: bar.update)
         }
         bar.finish()
         if !plan.encrypted {
@@ -140,7 +132,7 @@ struct ProtectCommand: AsyncParsableCommand {
 }
 
 /// `custody unprotect`: the plaintext of an envelope.
-struct UnprotectCommand: AsyncParsableCommand {
+struct UnprotectCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "unprotect",
         abstract: "Write the plaintext of a protected file, directory tree or stream.",
@@ -193,20 +185,16 @@ struct UnprotectCommand: AsyncParsableCommand {
                 throw ValidationError("a directory is unprotected in place: give no OUT")
             }
             let bar = TreeProgressBar(label: "unprotect")
-            let report = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.unprotect(directory: input, progress: bar.update)
-            }
+            let report = try engine.unprotect(directory: input, progress: bar.update)
             bar.finish()
             try render(report, done: "unprotected")
             return
         }
         let bar = ProgressBar(label: "unprotect", total: input == "-" ? nil : fileSize(input))
-        let wasEnvelope = try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.unprotect(
-                from: input == "-" ? .stream(0, name: "standard input") : .file(input),
-                to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
-                passThrough: passThrough, progress: bar.update)
-        }
+        let wasEnvelope = try engine.unprotect(
+            from: input == "-" ? .stream(0, name: "standard input") : .file(input),
+            to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
+            passThrough: passThrough, progress: bar.update)
         bar.finish()
         if !wasEnvelope {
             let source = input == "-" ? "standard input" : input
@@ -333,5 +321,20 @@ private func render(_ report: DirectoryReport, done: String) throws {
             "error: \(report.failed.count) file\(report.failed.count == 1 ? "" : "s") could not be done and \(report.failed.count == 1 ? "was" : "were") left as \(report.failed.count == 1 ? "it was" : "they were")\n"
         )
         throw ExitCode.failure
+    }
+}
+
+extension ProtectCommand {
+    /// `body`, its refusal of an account the policy does not manage ending with the options that
+    /// protect such data anyway, when the policy decided the protection.
+    static func namingModes<Result>(_ mode: ProtectionMode, _ body: () throws(CustodyError) -> Result)
+        throws(CustodyError) -> Result
+    {
+        do {
+            return try body()
+        } catch  where error.code == .account && mode == .policy {
+            throw CustodyError(
+                error.code, error.message + " (--unmanaged or --force-encrypt)", underlying: error.underlying)
+        }
     }
 }

@@ -4,7 +4,7 @@ import CustodyPolicy
 import Foundation
 
 /// `custody receive`: may shared files be received into an account, by their own protection tag?
-struct ReceiveCommand: AsyncParsableCommand {
+struct ReceiveCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
         abstract:
@@ -50,7 +50,7 @@ struct ReceiveCommand: AsyncParsableCommand {
                 StandardOutput.write(result.json(file: file, includingRevision: false))
             } catch {
                 failed = true
-                _ = fail(error, state: stateOptions)
+                report(error, state: stateOptions)
             }
         }
         if failed { throw ExitCode.failure }

@@ -44,12 +44,10 @@ struct SecretsCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
-            return try reporting(state: stateOptions) { () throws(CustodyError) in
-                (
-                    try engine.secrets(),
-                    try account.map { account throws(CustodyError) in try engine.resolve(account).id }
-                )
-            }
+            return (
+                try engine.secrets(),
+                try account.map { account throws(CustodyError) in try engine.resolve(account).id }
+            )
         }
     }
 
@@ -74,9 +72,7 @@ struct SecretsCommand: AsyncParsableCommand {
                 StandardError.write("error: the password is not UTF-8 text\n")
                 throw ExitCode.failure
             }
-            try reporting(SecretError.self) {
-                try provider.storePassword(password, identifier: identifier, for: account)
-            }
+            try provider.storePassword(password, identifier: identifier, for: account)
             StandardOutput.write("stored password \(identifier) for \(holder(account))\n")
         }
 
@@ -127,9 +123,7 @@ struct SecretsCommand: AsyncParsableCommand {
         func run() async throws {
             let (provider, account) = try await options.provider()
             let bytes = try readFile(file)
-            let certificate = try reporting(SecretError.self) {
-                try provider.storeCertificate(bytes, identifier: identifier, for: account)
-            }
+            let certificate = try provider.storeCertificate(bytes, identifier: identifier, for: account)
             StandardOutput.write("stored certificate \(identifier) for \(holder(account)): \(certificate)\n")
         }
     }
@@ -158,10 +152,8 @@ struct SecretsCommand: AsyncParsableCommand {
             let certificateBytes = try readFile(certificate)
             var keyBytes = try readFile(key)
             defer { SecureMemory.zero(&keyBytes) }
-            let identity = try reporting(SecretError.self) {
-                try provider.storeIdentity(
-                    certificate: certificateBytes, privateKey: keyBytes, identifier: identifier, for: account)
-            }
+            let identity = try provider.storeIdentity(
+                certificate: certificateBytes, privateKey: keyBytes, identifier: identifier, for: account)
             StandardOutput.write("stored identity \(identifier) for \(holder(account)): \(identity.certificate)\n")
         }
     }
@@ -181,7 +173,7 @@ struct SecretsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (provider, account) = try await options.provider()
-            let secrets = try reporting(SecretError.self) { try provider.list(for: account) }
+            let secrets = try provider.list(for: account)
             if json {
                 StandardOutput.write(try JSONLine.encode(secrets.map(ListedSecret.init)))
             } else {
@@ -205,7 +197,7 @@ struct SecretsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (provider, account) = try await options.provider()
-            guard try reporting(SecretError.self, { try provider.remove(identifier: identifier, for: account) }) else {
+            guard try provider.remove(identifier: identifier, for: account) else {
                 StandardError.write("error: no secret '\(identifier)' for \(holder(account))\n")
                 throw ExitCode.failure
             }
@@ -242,4 +234,24 @@ struct ListedSecret: Encodable {
         owner = secret.owner?.rawValue
         updated = formatTime(secret.updated)
     }
+}
+
+extension SecretsCommand.AddPassword: StateCommand {
+    var stateOptions: StateOptions { options.stateOptions }
+}
+
+extension SecretsCommand.AddCertificate: StateCommand {
+    var stateOptions: StateOptions { options.stateOptions }
+}
+
+extension SecretsCommand.AddIdentity: StateCommand {
+    var stateOptions: StateOptions { options.stateOptions }
+}
+
+extension SecretsCommand.List: StateCommand {
+    var stateOptions: StateOptions { options.stateOptions }
+}
+
+extension SecretsCommand.Remove: StateCommand {
+    var stateOptions: StateOptions { options.stateOptions }
 }

@@ -8,7 +8,7 @@ import Foundation
 import Logging
 
 /// `custody serve`: the decision service.
-struct ServeCommand: AsyncParsableCommand {
+struct ServeCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the decision service: decisions, policy, events and protection over HTTP.",
@@ -169,38 +169,12 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let masterKey = withoutKeys ? nil : try masterKeyOptions.source()
-        let engine: CustodyEngine
-        do {
-            var engineConfiguration = CustodyConfiguration(
-                state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey,
-                context: contextOptions.context, logger: logger)
-            engineConfiguration.retainedBundles = historyOptions.bundleHistory
-            engine = try await CustodyEngine.open(engineConfiguration)
-            if let bundle {
-                let before = engine.bundleInForce
-                var result: CustodyEngine.ApplyResult?
-                do {
-                    result = try await engine.apply(
-                        bundleDirectory: bundle, provenance: BundleProvenance(appliedBy: "serve --bundle"))
-                } catch  where error.code == .untrusted && before != nil {
-                    // Refused by the state's rules (unsigned, replayed after a rollback, frozen):
-                    // the policy in force stays and the service starts with it, as a running
-                    // one would have kept it; /readyz warns of the refusal.
-                    StandardError.write(
-                        "warning: --bundle \(bundle) is refused, the policy in force (revision \(before!.revision)) stays: \(error.diagnostics.first?.message ?? error.message)\n"
-                    )
-                }
-                if let before, let result, !result.unchanged {
-                    // Said loudly: every replica on this state follows it, whatever was put in
-                    // force since this directory was last applied.
-                    StandardError.write(
-                        "warning: --bundle \(bundle) (revision \(result.bundle.revision)) replaced the bundle in force on this state, revision \(before.revision) from \(before.source)\(before.appliedAt.map { ", applied \(formatTime($0))" } ?? ""); every replica on this state now decides with it\n"
-                    )
-                }
-            }
-        } catch {
-            throw fail(error, state: stateOptions)
-        }
+        var engineConfiguration = CustodyConfiguration(
+            state: stateOptions.opened(CustodyConfiguration.State.path), masterKey: masterKey,
+            context: contextOptions.context, logger: logger)
+        engineConfiguration.retainedBundles = historyOptions.bundleHistory
+        let engine = try await CustodyEngine.open(engineConfiguration)
+        if let bundle { try await Self.apply(bundle, to: engine) }
         var configuration = CustodyServerConfiguration(bundleDirectory: bundle)
         if let unixSocket {
             configuration.listen = .unixSocket(path: unixSocket)
@@ -272,7 +246,7 @@ struct TokensCommand: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Revoke.self]
     )
 
-    struct Create: AsyncParsableCommand {
+    struct Create: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "create",
             abstract: "Create a token with the given scopes; the token is printed once, alone on the last line.",
@@ -309,9 +283,7 @@ struct TokensCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
             let scopes = Set(scope.compactMap(TokenScope.init(rawValue:)))
-            let (token, bearer) = try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.createToken(scopes: scopes, name: name)
-            }
+            let (token, bearer) = try engine.createToken(scopes: scopes, name: name)
             StandardError.write(
                 "created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n"
             )
@@ -327,7 +299,7 @@ struct TokensCommand: AsyncParsableCommand {
         }
     }
 
-    struct List: AsyncParsableCommand {
+    struct List: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List tokens: id, scopes, name, created, revoked. Never the tokens themselves.")
@@ -338,7 +310,7 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            for token in try reporting(state: stateOptions, { () throws(CustodyError) in try engine.tokens() }) {
+            for token in try engine.tokens() {
                 let scopes = token.scopes.sorted().map(\.rawValue).joined(separator: " ")
                 let revoked = token.revoked.map { "revoked \(formatTime($0))" } ?? "valid"
                 StandardOutput.write(
@@ -348,7 +320,7 @@ struct TokensCommand: AsyncParsableCommand {
         }
     }
 
-    struct Revoke: AsyncParsableCommand {
+    struct Revoke: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "revoke",
             abstract: "Revoke a token by id; services on this state refuse it within a second.")
@@ -362,12 +334,40 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            guard try reporting(state: stateOptions, { () throws(CustodyError) in try engine.revokeToken(id: id) })
+            guard try engine.revokeToken(id: id)
             else {
                 StandardError.write("error: no valid token \(id)\n")
                 throw ExitCode.failure
             }
             StandardOutput.write("revoked \(id)\n")
+        }
+    }
+}
+
+extension ServeCommand {
+    /// Puts `--bundle`'s directory in force on the state the service starts with. Refused by the
+    /// state's rules (unsigned, replayed after a rollback, frozen) while a policy is in force:
+    /// that policy stays and the service starts with it, as a running one would have kept it
+    /// (/readyz warns of the refusal). Put in force over another: said loudly, since every
+    /// replica on this state follows it, whatever was put in force since this directory was
+    /// last applied.
+    static func apply(_ bundle: String, to engine: CustodyEngine) async throws(CustodyError) {
+        let before = engine.bundleInForce
+        let result: CustodyEngine.ApplyResult
+        do {
+            result = try await engine.apply(
+                bundleDirectory: bundle, provenance: BundleProvenance(appliedBy: "serve --bundle"))
+        } catch {
+            guard error.code == .untrusted, let before else { throw error }
+            StandardError.write(
+                "warning: --bundle \(bundle) is refused, the policy in force (revision \(before.revision)) stays: \(error.diagnostics.first?.message ?? error.message)\n"
+            )
+            return
+        }
+        if let before, !result.unchanged {
+            StandardError.write(
+                "warning: --bundle \(bundle) (revision \(result.bundle.revision)) replaced the bundle in force on this state, revision \(before.revision) from \(before.source)\(before.appliedAt.map { ", applied \(formatTime($0))" } ?? ""); every replica on this state now decides with it\n"
+            )
         }
     }
 }

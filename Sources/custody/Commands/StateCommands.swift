@@ -6,7 +6,7 @@ import CustodyStore
 import Foundation
 
 /// `custody watch`: apply a bundle directory as it changes and print each event.
-struct WatchCommand: AsyncParsableCommand {
+struct WatchCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Apply a bundle directory whenever it changes, printing each change as one JSON line.",
@@ -60,23 +60,20 @@ struct WatchCommand: AsyncParsableCommand {
             state: stateOptions.opened(CustodyConfiguration.State.path), context: contextOptions.context,
             wipesWhenOfflineTooLong: wipeWhenOffline,
             logger: loggingOptions.makeLogger())
-        let watch = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-            let engine = try await CustodyEngine.open(configuration)
-            let watch = engine.watch(
-                bundleDirectory: bundle, interval: .milliseconds(interval),
-                offlineCheckInterval: .seconds(offlineInterval))
-            guard watch.directory != nil else {
-                watch.cancel()
-                throw CustodyError(
-                    .noPolicy,
-                    engine.bundleInForce == nil
-                        ? "nothing to watch: no bundle is in force in this state, and no directory was given"
-                        : engine.stateBackend == .postgres
-                            ? "nothing to watch: no directory was given, and on a state replicas share the directory the bundle in force came from is not watched (it may be another machine's)"
-                            : "nothing to watch: no directory was given, and the bundle in force did not come from a directory on this machine"
-                )
-            }
-            return watch
+        let engine = try await CustodyEngine.open(configuration)
+        let watch = engine.watch(
+            bundleDirectory: bundle, interval: .milliseconds(interval),
+            offlineCheckInterval: .seconds(offlineInterval))
+        guard watch.directory != nil else {
+            watch.cancel()
+            throw CustodyError(
+                .noPolicy,
+                engine.bundleInForce == nil
+                    ? "nothing to watch: no bundle is in force in this state, and no directory was given"
+                    : engine.stateBackend == .postgres
+                        ? "nothing to watch: no directory was given, and on a state replicas share the directory the bundle in force came from is not watched (it may be another machine's)"
+                        : "nothing to watch: no directory was given, and the bundle in force did not come from a directory on this machine"
+            )
         }
         defer { watch.cancel() }
         for await event in watch.events {
@@ -86,7 +83,7 @@ struct WatchCommand: AsyncParsableCommand {
 }
 
 /// `custody checkin`: record a successful policy sync, and the launch facts an app reported.
-struct CheckInCommand: AsyncParsableCommand {
+struct CheckInCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "checkin",
         abstract:
@@ -140,15 +137,11 @@ struct CheckInCommand: AsyncParsableCommand {
         let engine = try await openEngine(
             state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .readWrite)
         guard let reported else {
-            let resolved = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-                try await engine.checkIn(account: account, at: date)
-            }
+            let resolved = try await engine.checkIn(account: account, at: date)
             StandardOutput.write("\(resolved.owner): checked in at \(formatTime(date))\n")
             return
         }
-        let result = try await reporting(state: stateOptions) { () async throws(CustodyError) in
-            try await engine.checkIn(account: account, at: date, facts: reported)
-        }
+        let result = try await engine.checkIn(account: account, at: date, facts: reported)
         if let launch = result.launch {
             var writer = JSONWriter()
             DecisionEncoding.write(
@@ -220,7 +213,7 @@ struct CheckInCommand: AsyncParsableCommand {
 }
 
 /// `custody audit`: show or switch the audit log.
-struct AuditCommand: AsyncParsableCommand {
+struct AuditCommand: AsyncParsableCommand, StateCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
         abstract:
@@ -282,9 +275,7 @@ struct AuditCommand: AsyncParsableCommand {
         if set != nil || decisions != nil {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
-            try reporting(state: stateOptions) { () throws(CustodyError) in
-                try engine.setAuditing(set.map { $0 == "on" }, decisions: decisions.map { $0 == "on" })
-            }
+            try engine.setAuditing(set.map { $0 == "on" }, decisions: decisions.map { $0 == "on" })
             if let set { StandardOutput.write("auditing is \(set)\n") }
             if let decisions { StandardOutput.write("decision auditing is \(decisions)\n") }
             return
@@ -293,9 +284,7 @@ struct AuditCommand: AsyncParsableCommand {
         let engine = try await openEngine(
             state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
         // One more than printed, to know whether more follow.
-        let entries = try reporting(state: stateOptions) { () throws(CustodyError) in
-            try engine.auditEntries(since: since, after: after, limit: limit + 1)
-        }
+        let entries = try engine.auditEntries(since: since, after: after, limit: limit + 1)
         for entry in entries.prefix(limit) {
             if json {
                 StandardOutput.write(try JSONLine.encode(AuditLine(entry)))

@@ -162,7 +162,8 @@ func refuseEmptyPath(_ value: String?, named name: String, give what: String = "
     if value?.isEmpty == true { throw ValidationError("\(name) is empty: give \(what)") }
 }
 
-/// Opens the installation for a command, or prints why not and exits 1.
+/// Opens the installation for a command. Why it cannot is a `CustodyError`, which `custody`'s
+/// `main` reports.
 /// - Parameter serving: the engine serves requests for a long time (`custody serve`): its
 ///   state is opened for writing at once; a command's is opened for writing on its first
 ///   write, so a command refused before it writes leaves the state file as it was.
@@ -189,16 +190,20 @@ func openEngine(
         restoresBundleInForce: restoring, logger: logging.makeLogger())
     configuration.defersStateWrites = !serving
     if let history { configuration.retainedBundles = history.bundleHistory }
-    do {
-        return try await CustodyEngine.open(configuration)
-    } catch {
-        throw fail(error, state: state)
-    }
+    return try await CustodyEngine.open(configuration)
 }
 
-/// Prints a `CustodyError` as `error: message` and its diagnostics, one per line; returns
-/// exit status 1. With no policy in force, it names both ways to give one.
-func fail(_ error: CustodyError, state: StateOptions? = nil) -> ExitCode {
+/// A command that opens the installation's state: when it fails with a `CustodyError`, `main`
+/// names that state in what it prints (`report(_:state:)`).
+protocol StateCommand {
+    var stateOptions: StateOptions { get }
+}
+
+/// Prints a `CustodyError` as `error: message` and its diagnostics, one per line. With no policy
+/// in force, it names the state and both ways to give one. What every command's `CustodyError`
+/// comes to: `main` catches it, prints it with this and exits 1 (no command catches it to print
+/// it); `custody receive` also prints each file's as it goes.
+func report(_ error: CustodyError, state: StateOptions? = nil) {
     if error.code == .noPolicy {
         StandardError.write(
             "error: \(error.message) (\(state?.state ?? "the state")). Apply one with `custody apply --bundle DIR`, or give --bundle DIR to use a bundle for this command alone.\n"
@@ -209,37 +214,23 @@ func fail(_ error: CustodyError, state: StateOptions? = nil) -> ExitCode {
         StandardError.write("error: \(error.message)\n")
         StandardError.write(lines: error.diagnostics.map(\.description))
     }
-    return ExitCode.failure
 }
 
-/// Runs `body`, turning a `CustodyError` into `error: ...` on standard error and exit 1.
-func reporting<Result>(state: StateOptions? = nil, _ body: () throws(CustodyError) -> Result) throws -> Result {
-    do {
-        return try body()
-    } catch {
-        throw fail(error, state: state)
-    }
-}
-
-/// Runs `body`, turning a `CustodyError` into `error: ...` on standard error and exit 1.
-func reporting<Result>(state: StateOptions? = nil, _ body: () async throws(CustodyError) -> Result) async throws
-    -> Result
-{
-    do {
-        return try await body()
-    } catch {
-        throw fail(error, state: state)
-    }
-}
-
-/// Runs `body`, turning an error of type `E` into `error: ...` on standard error and exit 1.
-func reporting<E: Error, Result>(_ type: E.Type, _ body: () throws -> Result) throws -> Result {
-    do {
-        return try body()
-    } catch let error as E {
+/// What `main` prints for an error a command let go, as `error: ...` with exit status 1: a
+/// `CustodyError` (`report(_:state:)`), or one of the errors the libraries throw for what a
+/// command reads or writes without the engine (a signing key, a bundle's files, a signature, a
+/// secret), each of which says what and where. False for any other error, which is
+/// ArgumentParser's to print (a usage error, an exit status).
+func reported(_ error: any Error, by command: any ParsableCommand) -> Bool {
+    switch error {
+    case let error as CustodyError:
+        report(error, state: (command as? any StateCommand)?.stateOptions)
+    case is BundleTrustError, is BundleError, is ProtectionError, is SecretError:
         StandardError.write("error: \(error)\n")
-        throw ExitCode.failure
+    default:
+        return false
     }
+    return true
 }
 
 /// Loads a bundle named on the command line (for commands that compare or validate bundles
