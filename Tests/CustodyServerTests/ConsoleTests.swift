@@ -42,8 +42,9 @@ struct ConsoleTests {
         ])
     func viewsNeedTokens(path: String) async throws {
         let fixture = try await ServiceFixture.make()
-        let (revoked, bearer) = try fixture.engine.createToken(scopes: [.read], name: "gone")
-        #expect(try fixture.engine.revokeToken(id: revoked.id))
+        let created = try fixture.engine.createToken(scopes: [.read], name: "gone")
+        let bearer = created.bearer
+        #expect(try fixture.engine.revokeToken(id: created.token.id))
         try await fixture.application().test(.router) { client in
             #expect(try await client.execute(uri: path, method: .get).status == .unauthorized)
             let refused = try await client.execute(

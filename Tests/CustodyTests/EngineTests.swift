@@ -265,15 +265,16 @@ struct EngineTests {
         try await engine.apply(
             bundleDirectory: try installation.bundle("bundle", TestBundle(encryptionB: "useDeviceSettings")))
         do {
-            let (envelope, plan) = try engine.protect(Array("payload".utf8), owner: owner, mode: mode)
-            let info = try #require(try DataProtector.protectionInfo(envelope))
+            let protected = try engine.protect(Array("payload".utf8), owner: owner, mode: mode)
+            let plan = protected.plan
+            let info = try #require(try DataProtector.protectionInfo(protected.envelope))
             #expect(info.isEncrypted == plan.encrypted)
             #expect((plan.encrypted ? "encrypted" : "tagged") == outcome, "\(plan.reason)")
             #expect(info.owner == plan.owner)
             if case .tenant(let account) = engine.manager.snapshot.resolveAccount(owner) {
                 #expect(info.owner == OwnerIdentifier(account.id), "kept under the tenant's OID")
             }
-            #expect(try engine.unprotect(envelope) == Array("payload".utf8))
+            #expect(try engine.unprotect(protected.envelope) == Array("payload".utf8))
         } catch let error as CustodyError {
             #expect(error.code.rawValue == outcome, "\(error)")
         }

@@ -1,6 +1,6 @@
 public import CustodyPolicy
 public import CustodyStore
-public import Foundation
+import Foundation
 
 /// Trust, history, rollback and freezing: what an operator asks of the bundles an installation
 /// applied (`custody trust …`, `custody bundle …`, the service's `/v1/bundle/…` routes).
@@ -68,8 +68,8 @@ extension CustodyEngine {
     }
 
     /// The last bundle this process refused since one was put in force, if any.
-    public var lastBundleRejection: (at: Date, source: String, message: String)? {
-        manager.lastRejection.withLock { $0.map { ($0.at, $0.source, $0.message) } }
+    public var lastBundleRejection: RefusedBundle? {
+        manager.lastRejection.withLock { $0.map { RefusedBundle(at: $0.at, source: $0.source, message: $0.message) } }
     }
 
     // MARK: History

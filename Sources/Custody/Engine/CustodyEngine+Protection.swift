@@ -161,12 +161,13 @@ extension CustodyEngine {
     /// policy in force resolved for `context` (nil: the engine's).
     public func protect(
         _ data: [UInt8], owner: AccountID, mode: ProtectionMode = .policy, context: EvaluationContext? = nil
-    ) throws(CustodyError) -> (envelope: [UInt8], plan: ProtectionPlan) {
+    ) throws(CustodyError) -> ProtectedBuffer {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode, context: context)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
         do {
-            return (try protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan)
+            return ProtectedBuffer(
+                envelope: try protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan: plan)
         } catch {
             throw CustodyError(protection: error)
         }
@@ -177,7 +178,7 @@ extension CustodyEngine {
     /// `mode`). Returns the plan, and why the file was left as it was when it was.
     public func verifyAndProtect(
         file path: String, owner: AccountID, mode: ProtectionMode = .policy, progress: DataProtector.Progress? = nil
-    ) throws(CustodyError) -> (plan: ProtectionPlan, skipped: String?) {
+    ) throws(CustodyError) -> FileVerification {
         do {
             try DataProtector.checkFiles(source: .file(path), sink: .file(path), protecting: true)
         } catch {
@@ -187,7 +188,7 @@ extension CustodyEngine {
         let protector = try protector("protecting data needs the account keys it is sealed under")
         do {
             if let reason = try protector.alreadyProtected(file: path, for: sealFor, encrypt: plan.encrypted) {
-                return (plan, reason)
+                return FileVerification(plan: plan, skipped: reason)
             }
             if plan.encrypted { try record(holder) }
             try protector.protect(file: path, owner: sealFor, encrypt: plan.encrypted, progress: progress)
@@ -198,7 +199,7 @@ extension CustodyEngine {
         } catch {
             throw CustodyError(protection: error)
         }
-        return (plan, nil)
+        return FileVerification(plan: plan, skipped: nil)
     }
 
     /// Protects every file in `directory` and below it for `owner`, as `mode` and the policy in
@@ -207,16 +208,15 @@ extension CustodyEngine {
     /// as it was. Returns the plan and the report.
     public func protect(
         directory: String, owner: AccountID, mode: ProtectionMode = .policy, progress: DataProtector.TreeProgress? = nil
-    ) throws(CustodyError) -> (plan: ProtectionPlan, report: DirectoryReport) {
+    ) throws(CustodyError) -> DirectoryProtection {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
         do {
-            return (
-                plan,
-                try protector.protect(
-                    directory: directory, owner: sealFor, encrypt: plan.encrypted, progress: progress)
-            )
+            return DirectoryProtection(
+                plan: plan,
+                report: try protector.protect(
+                    directory: directory, owner: sealFor, encrypt: plan.encrypted, progress: progress))
         } catch {
             throw CustodyError(protection: error)
         }
@@ -301,9 +301,7 @@ extension CustodyEngine {
     /// Adds a new version of `account`'s key (new envelopes use it; old ones still open with
     /// theirs), recorded in the audit log. Returns the account and the new version.
     /// - Parameter by: who asked (a service token's operator name), kept in the audit entry.
-    public func rotateKey(account: AccountID, by: String? = nil) throws(CustodyError) -> (
-        account: ResolvedAccount, version: UInt32
-    ) {
+    public func rotateKey(account: AccountID, by: String? = nil) throws(CustodyError) -> KeyRotation {
         let resolved = try resolve(account)
         let keyRing = try requireKeyRing("rotating a key needs the master key that wraps it")
         do {
@@ -315,7 +313,7 @@ extension CustodyEngine {
                 at: configuration.now())
             // Every replica's event stream says so (re-protect with the new version if wanted).
             manager.announce(.keyRotated(account: account, version: version))
-            return (resolved, version)
+            return KeyRotation(owner: resolved.owner, version: version)
         } catch let error as ProtectionError {
             throw CustodyError(protection: error)
         } catch {

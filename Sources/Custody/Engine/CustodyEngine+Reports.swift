@@ -77,7 +77,9 @@ extension CustodyEngine {
 
     /// The policy in force with the snapshot it decides with and its version (how many times a
     /// policy was put in force in this process); nil when none is. Answered from memory.
-    public var policyInForce: (bundle: BundleInForce, snapshot: PolicySnapshot, version: Int)? { manager.inForce }
+    public var policyInForce: PolicyInForce? {
+        manager.inForce.map { PolicyInForce(bundle: $0.bundle, snapshot: $0.snapshot, version: $0.version) }
+    }
 
     /// How many times a policy was put in force in this process (0: none yet).
     public var policyVersion: Int { manager.version }
@@ -168,7 +170,7 @@ extension CustodyEngine {
     public func searchAccounts(_ query: String, after: String? = nil, limit: Int) throws(CustodyError)
         -> AccountSearch
     {
-        guard let (_, snapshot, _) = policyInForce else {
+        guard let snapshot = policyInForce?.snapshot else {
             throw CustodyError(.noPolicy, "no bundle is in force")
         }
         let accounts = snapshot.bundle.tenant.accounts

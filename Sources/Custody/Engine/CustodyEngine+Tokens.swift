@@ -47,9 +47,7 @@ extension CustodyEngine {
 
     /// Creates a token with `scopes`. The returned text is the bearer token: the only time it
     /// exists outside its holder (the state keeps the SHA-256 of its secret part).
-    public func createToken(scopes: Set<TokenScope>, name: String? = nil) throws(CustodyError) -> (
-        token: ServiceToken, bearer: String
-    ) {
+    public func createToken(scopes: Set<TokenScope>, name: String? = nil) throws(CustodyError) -> CreatedToken {
         guard !scopes.isEmpty else {
             throw CustodyError(
                 .refused,
@@ -64,7 +62,7 @@ extension CustodyEngine {
             hash: Array(SHA256.hash(data: Array(Self.hex(secret).utf8))),
             created: configuration.now())
         try CustodyError.fromState { try database.addToken(record) }
-        return (Self.token(record), bearer)
+        return CreatedToken(token: Self.token(record), bearer: bearer)
     }
 
     /// Every token, valid and revoked, oldest first.

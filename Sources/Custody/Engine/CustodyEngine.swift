@@ -441,25 +441,24 @@ public final class CustodyEngine: Sendable {
     /// no longer holds them all either (pruned past its retention): the caller missed some and
     /// must read the state afresh. Events are encoded once, whoever reads them.
     /// The log is read on `StateExecutor`'s threads; the newest events come from memory.
-    public func eventPage(after id: Int64, limit: Int = 1_000) async throws(CustodyError) -> (
-        events: [StoredEvent], reset: Bool
-    ) {
-        if let recent = manager.journal.recent(after: id, limit: limit) { return (recent, false) }
+    public func eventPage(after id: Int64, limit: Int = 1_000) async throws(CustodyError) -> EventPage {
+        if let recent = manager.journal.recent(after: id, limit: limit) {
+            return EventPage(events: recent, reset: false)
+        }
         return try await StateExecutor.run { () throws(CustodyError) in try events(after: id, limit: limit) }
     }
 
     /// Events in the state's log after `id`, oldest first, at most `limit`; `reset` when the
     /// log no longer holds every event after `id` (pruned past its retention): the caller
     /// missed some and must read the state afresh.
-    public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> (events: [StoredEvent], reset: Bool)
-    {
+    public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> EventPage {
         do {
             let bounds = try database.eventBounds()
             if id < bounds.newest, let oldest = bounds.oldest, id < oldest - 1 {
-                return ([], true)
+                return EventPage(events: [], reset: true)
             }
-            if id < bounds.newest, bounds.oldest == nil { return ([], true) }
-            return (try database.events(after: id, limit: limit), false)
+            if id < bounds.newest, bounds.oldest == nil { return EventPage(events: [], reset: true) }
+            return EventPage(events: try database.events(after: id, limit: limit), reset: false)
         } catch {
             throw CustodyError(state: error)
         }

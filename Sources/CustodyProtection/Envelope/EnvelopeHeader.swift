@@ -354,7 +354,7 @@ extension EnvelopeAlgorithm {
 
 /// How an envelope names its owner: `oid:<object id>` or `upn:<user principal name>`, lower-case.
 /// This is also the name of the owner's keys in a key store.
-public struct OwnerIdentifier: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct OwnerIdentifier: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: String
 
     /// Accepts `oid:...` or `upn:...` with a non-empty value; lower-cases it.

@@ -95,7 +95,8 @@ struct ConsoleController {
     @Sendable func overview(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
         var object: [String: Any] = [:]
-        if let (inForce, snapshot, _) = engine.policyInForce {
+        if let policy = engine.policyInForce {
+            let inForce = policy.bundle, snapshot = policy.snapshot
             var bundle: [String: Any] = [
                 "revision": inForce.revision, "source": inForce.source,
                 "appliedAt": inForce.appliedAt.map(answerTime) ?? "never (a one-off policy)",

@@ -75,7 +75,7 @@ struct EventsController {
                 /// Sends every event after `last`; false when the log cannot be read.
                 func catchUp() async throws -> Bool {
                     while true {
-                        let page: (events: [StoredEvent], reset: Bool)
+                        let page: EventPage
                         do {
                             page = try await engine.eventPage(after: last, limit: 500)
                         } catch {

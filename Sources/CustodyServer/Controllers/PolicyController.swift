@@ -124,9 +124,10 @@ struct PolicyController {
         _ = try QueryParameters(request.uri, accepting: [])
         // Answered from memory: a replica that cannot reach the state still says what it
         // decides with (its answers are marked stale).
-        guard let (inForce, snapshot, version) = engine.policyInForce else {
+        guard let policy = engine.policyInForce else {
             throw ServiceError(CustodyError(.noPolicy, "no policy"))
         }
+        let inForce = policy.bundle, snapshot = policy.snapshot, version = policy.version
         let answer = BundleInForceAnswer(
             revision: inForce.revision, source: inForce.source, appliedAt: inForce.appliedAt.map(Self.format),
             sequence: inForce.provenance.sequence, signers: inForce.provenance.signers,

@@ -39,7 +39,7 @@ struct ProtectionController {
         guard !data.isEmpty else {
             throw ServiceError(.badRequest, .emptyData, "there is no data to protect: the body is empty")
         }
-        let (envelope, plan) = try await StateExecutor.request {
+        let protected = try await StateExecutor.request {
             try engine.protect(
                 data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy,
                 context: evaluation)
@@ -47,10 +47,10 @@ struct ProtectionController {
         return Response(
             status: .ok,
             headers: [
-                .contentType: "application/octet-stream", .custodyOwner: plan.owner.rawValue,
-                .custodyEncrypted: plan.encrypted ? "true" : "false",
+                .contentType: "application/octet-stream", .custodyOwner: protected.plan.owner.rawValue,
+                .custodyEncrypted: protected.plan.encrypted ? "true" : "false",
             ],
-            body: .init(byteBuffer: ByteBuffer(bytes: envelope)))
+            body: .init(byteBuffer: ByteBuffer(bytes: protected.envelope)))
     }
 
     /// An envelope in, its plaintext out; anything else (not an envelope, changed, truncated, a
@@ -77,18 +77,17 @@ struct ProtectionController {
         let via = "POST /v1/accounts/…/wipe (\(context.identity?.operatorName ?? "no token"))"
         let reason = given.map { "\($0.escapingControlCharacters) — \(via)" } ?? via
         let report = try await StateExecutor.run { try await engine.wipe(account: account, reason: reason) }
-        return WipeAnswer(account: account, report: report, eventID: engine.lastEventID)
+        return WipeAnswer(report, eventID: engine.lastEventID)
     }
 
     /// A new version of the account's key.
-    @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> RotationAnswer {
+    @Sendable func rotate(_ request: Request, context: CustodyRequestContext) async throws -> KeyRotation {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
         let account = try PolicyController.account(context)
-        let (resolved, version) = try await StateExecutor.run {
+        return try await StateExecutor.run {
             try engine.rotateKey(account: account, by: context.identity?.operatorName)
         }
-        return RotationAnswer(owner: resolved.owner.rawValue, version: version)
     }
 }
 

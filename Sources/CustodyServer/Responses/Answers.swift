@@ -1,36 +1,17 @@
-import Custody
+public import Custody
 import CustodyPolicy
 import CustodyProtection
 import Foundation
-import Hummingbird
+public import Hummingbird
 
 // The answers of the admin and read routes, as `Codable` types: the keys in the order the
 // OpenAPI document lists them; an optional written as `null`, never left out.
 
 /// `POST /v1/accounts/{account}/wipe`.
-struct WipeAnswer: ResponseEncodable {
-    var account: String
-    var owner: String
-    var identifiers: [String]
-    var keyVersions: Int
-    var secrets: Int
-    var eventId: Int64
+extension WipeAnswer: ResponseEncodable {}
 
-    init(account: AccountID, report: WipeReport, eventID: Int64) {
-        self.account = account.description
-        owner = report.owner.rawValue
-        identifiers = report.resolved.identifiers.map(\.rawValue)
-        keyVersions = report.keyVersions
-        secrets = report.secrets
-        eventId = eventID
-    }
-}
-
-/// `POST /v1/accounts/{account}/rotate-key`.
-struct RotationAnswer: ResponseEncodable {
-    var owner: String
-    var version: UInt32
-}
+/// `POST /v1/accounts/{account}/rotate-key`: `{"owner": …, "version": …}`.
+extension KeyRotation: ResponseEncodable {}
 
 /// `PUT /v1/bundle`.
 struct BundleApplied: ResponseEncodable {

@@ -22,12 +22,15 @@ struct KeysCommand: AsyncParsableCommand {
                 an error. New envelopes for the account use the new version; existing ones still \
                 open with theirs. Run `custody keys rewrap` to move files to the new version. The \
                 rotation is written to the audit log. Prints the account's key identifier and the \
-                new version.
+                new version (with --json, as POST /v1/accounts/{account}/rotate-key answers).
                 """
         )
 
         @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
         var account: String
+
+        @Flag(help: "Print the answer as JSON: {\"owner\": …, \"version\": …}.")
+        var json = false
 
         @OptionGroup var policyOptions: PolicyOptions
         @OptionGroup var stateOptions: StateOptions
@@ -39,8 +42,12 @@ struct KeysCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
-            let (resolved, version) = try engine.rotateKey(account: account)
-            StandardOutput.write("\(resolved.owner): key version \(version)\n")
+            let rotation = try engine.rotateKey(account: account)
+            if json {
+                StandardOutput.write(try JSONLine.encode(rotation))
+            } else {
+                StandardOutput.write("\(rotation.owner): key version \(rotation.version)\n")
+            }
         }
     }
 
@@ -129,6 +136,9 @@ struct WipeCommand: AsyncParsableCommand, StateCommand {
     @Option(help: ArgumentHelp("The account: a UPN, or an OID in GUID form.", valueName: "account"))
     var account: String
 
+    @Flag(help: "Print the answer as JSON, as POST /v1/accounts/{account}/wipe answers.")
+    var json = false
+
     @OptionGroup var policyOptions: PolicyOptions
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
@@ -138,6 +148,10 @@ struct WipeCommand: AsyncParsableCommand, StateCommand {
         let engine = try await openEngine(
             state: stateOptions, policy: policyOptions, logging: loggingOptions, access: .existing)
         let report = try await engine.wipe(account: account, reason: "custody wipe")
+        if json {
+            StandardOutput.write(try JSONLine.encode(WipeAnswer(report, eventID: engine.lastEventID)))
+            return
+        }
         let searched = report.resolved.identifiers.map(\.rawValue).joined(separator: ", ")
         let versions = report.keyVersions == 1 ? "1 key version" : "\(report.keyVersions) key versions"
         let under = report.keyVersionsByIdentifier.sorted { $0.key.rawValue < $1.key.rawValue }.map {

@@ -84,10 +84,11 @@ struct ProtectCommand: AsyncParsableCommand, StateCommand {
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
             let bar = TreeProgressBar(label: "protect")
-            let (plan, report) = try engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
+            let protected = try engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
             bar.finish()
+            let plan = protected.plan
             let how = plan.encrypted ? "encrypted" : "tagged, not encrypted (\(plan.reason))"
-            try render(report, done: "protected for \(plan.owner), \(how)")
+            try render(protected.report, done: "protected for \(plan.owner), \(how)")
             return
         }
         if verify {
@@ -95,10 +96,10 @@ struct ProtectCommand: AsyncParsableCommand, StateCommand {
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
             let bar = ProgressBar(label: "protect", total: fileSize(input))
-            let (plan, skipped) = try engine.verifyAndProtect(
-                file: input, owner: account, mode: mode, progress: bar.update)
+            let verified = try engine.verifyAndProtect(file: input, owner: account, mode: mode, progress: bar.update)
             bar.finish()
-            if let skipped {
+            let plan = verified.plan
+            if let skipped = verified.skipped {
                 StandardError.write(
                     "skipped: \(input.escapingControlCharacters): \(skipped.escapingControlCharacters)\n")
             } else if !plan.encrypted {

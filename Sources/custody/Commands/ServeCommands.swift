@@ -256,9 +256,13 @@ struct TokensCommand: AsyncParsableCommand {
                 wipes, key rotation, PUT /v1/bundle). The state keeps only a hash of the token's \
                 secret part; lose the token and create another. Creation is audited (by id). A token \
                 that cannot be written out (a full disk, a closed pipe) is revoked at once, and the \
-                command exits 1.
+                command exits 1. With --json, standard output is one JSON object: the token's id, \
+                name, scopes and creation time, and the bearer token.
                 """
         )
+
+        @Flag(help: "Print the token and its record as one JSON object.")
+        var json = false
 
         @Option(help: ArgumentHelp("A scope (repeatable): decide, read, events, protect, admin.", valueName: "scope"))
         var scope: [String]
@@ -283,11 +287,13 @@ struct TokensCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
             let scopes = Set(scope.compactMap(TokenScope.init(rawValue:)))
-            let (token, bearer) = try engine.createToken(scopes: scopes, name: name)
+            let created = try engine.createToken(scopes: scopes, name: name)
+            let token = created.token
             StandardError.write(
                 "created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n"
             )
-            guard let failure = StandardOutput.attemptWrite(bearer + "\n") else { return }
+            let output = json ? String(decoding: try JSONLine.encode(created), as: UTF8.self) : created.bearer + "\n"
+            guard let failure = StandardOutput.attemptWrite(output) else { return }
             // A token nobody received must not stay valid: it is revoked, and said.
             let revoked = (try? engine.revokeToken(id: token.id)) == true
             StandardError.write(
