@@ -1,7 +1,7 @@
+import CustodyPolicy
 import Foundation
 import GRDB
 import GRDBSQLite
-import Synchronization
 
 /// Appends audit rows through SQLite's own statement API, many rows to a statement.
 ///
@@ -204,7 +204,7 @@ enum AuditInsert {
 final class AuditDetailIDs: Sendable {
     static let capacity = 65_536
     static let byteCapacity = 16 << 20
-    private let state = Mutex<(ids: [String: Int64], bytes: Int)>(([:], 0))
+    private let state = Locked<(ids: [String: Int64], bytes: Int)>(([:], 0))
 
     func id(of detail: String) -> Int64? {
         state.withLock { $0.ids[detail] }

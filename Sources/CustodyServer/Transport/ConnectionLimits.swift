@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+import CustodyPolicy
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
@@ -52,7 +53,7 @@ final class ConnectionGate: Sendable {
     static let slowHead: Int64 = 1_000_000_000
 
     let limit: Int
-    private let slots = Mutex<[ObjectIdentifier: Slot]>([:])
+    private let slots = Locked<[ObjectIdentifier: Slot]>([:])
 
     init(limit: Int) {
         self.limit = max(1, limit)
