@@ -6,6 +6,24 @@ public import Foundation
 // What `CustodyEngine`'s operations answer, each a named type: the service sends them, the
 // command line prints them, the console renders from them (docs/architecture.md, "Answers").
 
+/// One query line decided (`CustodyEngine.decide(line:context:options:stamped:report:readsState:)`),
+/// its audit entry stored when decision auditing is on.
+public struct DecidedLine: Sendable {
+    /// The answer as `custody decide` writes it: one JSON line, ending in a line break (the
+    /// query's error object when it was refused).
+    public let output: [UInt8]
+    /// The revision (bundle content hash) it was decided at.
+    public let revision: String
+    /// The newest event id the engine knew when it was decided.
+    public let eventID: Int64
+    /// The decision by action and outcome (for metrics).
+    public let tallies: DecisionTallies
+    /// Why the line was refused, when it was.
+    public let error: QueryError?
+    /// Audit entries stored (0 when auditing is off or the line was refused).
+    public let audited: Int
+}
+
 /// A buffer protected by `CustodyEngine.protect(_:owner:mode:context:)`: the envelope, and the
 /// plan it was protected under.
 public struct ProtectedBuffer: Sendable, Hashable {

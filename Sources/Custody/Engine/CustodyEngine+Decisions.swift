@@ -56,6 +56,49 @@ extension CustodyEngine {
             audit: auditing ? AuditBuffer(database: database, now: configuration.now) : nil)
     }
 
+    /// Decides one query line (JSON, no line break) and, when decision auditing is on, stores its
+    /// audit entry before returning: what a front end that answers one query sends (the
+    /// service's `POST /v1/decisions` and `POST /v1/launch`, the console's what-if). An answer
+    /// is never returned without its audit entry; a line the query reader refuses is answered
+    /// with its error line and not audited.
+    /// - Parameters:
+    ///   - stamped: the answer carries the revision and event id it was decided at.
+    ///   - report: an answer for a person (the console), never audited.
+    ///   - readsState: answering reads the state (a launch's recorded facts): the line is then
+    ///     decided on the state's threads, as the audit entry is stored.
+    /// - Throws: `CustodyError` `.noPolicy`, `.platform`; `.state` when the audit log cannot
+    ///   be written (the answer must not be given).
+    public func decide(
+        line: [UInt8], context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = true,
+        report: Bool = false, readsState: Bool = false
+    ) async throws(CustodyError) -> DecidedLine {
+        var session = try decisionSession(context: context, options: options, stamped: stamped, report: report)
+        defer { end(session) }
+        var output: [UInt8] = []
+        output.reserveCapacity(512)
+        if readsState {
+            (session, output) = await StateExecutor.run {
+                var session = session
+                var output = output
+                line.withUnsafeBytes { session.answer(line: $0, into: &output) }
+                return (session, output)
+            }
+        } else {
+            line.withUnsafeBytes { session.answer(line: $0, into: &output) }
+        }
+        var audited = 0
+        if session.lastError == nil, session.isAuditing {
+            // Audit entries are written before the answer is given: on the state's threads.
+            audited = try await StateExecutor.run { () throws(CustodyError) in
+                var session = session
+                return try session.commit()
+            }
+        }
+        return DecidedLine(
+            output: output, revision: session.revision, eventID: session.eventID, tallies: session.tallies,
+            error: session.lastError, audited: audited)
+    }
+
     /// Gives a finished session's stream back for the next session to reuse (its parse buffer
     /// and reason cache stay warm). Optional: a session not given back is simply freed.
     public func end(_ session: DecisionSession) {

@@ -632,14 +632,11 @@ struct ConsoleController {
         }
         let line = try JSONSerialization.data(withJSONObject: query, options: [.sortedKeys, .withoutEscapingSlashes])
         let evaluation = try parameters.evaluationContext(over: engine.context)
-        var session = try engine.decisionSession(
-            context: evaluation,
-            options: DecisionStream.Options(
-                explain: true, currentTime: { .seconds(Date().timeIntervalSince1970) }), report: true)
-        defer { engine.end(session) }
-        var output: [UInt8] = []
-        Array(line).withUnsafeBytes { session.answer(line: $0, into: &output) }
-        let answer = try JSONSerialization.jsonObject(with: Data(output)) as? [String: Any] ?? [:]
+        let decided = try await engine.decide(
+            line: Array(line), context: evaluation,
+            options: DecisionStream.Options(explain: true, currentTime: { .seconds(Date().timeIntervalSince1970) }),
+            stamped: false, report: true)
+        let answer = try JSONSerialization.jsonObject(with: Data(decided.output)) as? [String: Any] ?? [:]
         object["query"] = String(decoding: line, as: UTF8.self)
         if let error = answer["error"] as? String {
             // About the form, not the JSON it was sent as: no line and column of a text no one wrote.

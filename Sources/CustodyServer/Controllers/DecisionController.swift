@@ -31,30 +31,22 @@ struct DecisionController {
         let line = try Self.launchLine(body)
         var recording = options
         recording.recordedFacts = engine.recordedLaunchFacts
-        var session = try engine.decisionSession(context: evaluation, options: recording, stamped: true)
-        defer { engine.end(session) }
-        let (answered, output) = try await StateExecutor.run { () throws(CustodyError) in
-            var session = session
-            var output: [UInt8] = []
-            line.withUnsafeBytes { session.answer(line: $0, into: &output) }
-            if session.lastError == nil, session.isAuditing { _ = try session.commit() }
-            return (session, output)
-        }
-        session = answered
-        metrics.decided(session.tallies)
-        if let error = session.lastError { throw ServiceError.badQuery(error, in: line) }
-        return Self.answer(output, of: session)
+        let answer = try await engine.decide(line: line, context: evaluation, options: recording, readsState: true)
+        metrics.decided(answer.tallies)
+        if let error = answer.error { throw ServiceError.badQuery(error, in: line) }
+        metrics.audited(answer.audited)
+        return Self.answer(answer)
     }
 
     /// One decision's answer, with the revision and event id it was decided at.
-    static func answer(_ output: [UInt8], of session: DecisionSession) -> Response {
+    static func answer(_ answer: DecidedLine) -> Response {
         Response(
             status: .ok,
             headers: [
-                .contentType: "application/json", .custodyRevision: session.revision,
-                .custodyEventID: String(session.eventID),
+                .contentType: "application/json", .custodyRevision: answer.revision,
+                .custodyEventID: String(answer.eventID),
             ],
-            body: .init(byteBuffer: ByteBuffer(bytes: output)))
+            body: .init(byteBuffer: ByteBuffer(bytes: answer.output)))
     }
 
     /// The body as a launch query line: `"action":"launch"` added to an object that names no
@@ -117,25 +109,14 @@ struct DecisionController {
         try await Freshness.require(request, engine: engine)
         let (evaluation, options) = try QueryParameters.decision(request.uri, engine: engine)
         let body = try await request.body.collect(upTo: limits.bodyBytes)
-        var session = try engine.decisionSession(context: evaluation, options: options, stamped: true)
-        var output: [UInt8] = []
-        output.reserveCapacity(512)
-        body.withUnsafeReadableBytes { bytes in
-            var line = bytes[...]
-            while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
-                line = line.dropLast()
-            }
-            session.answer(line: UnsafeRawBufferPointer(rebasing: line), into: &output)
-        }
-        metrics.decided(session.tallies)
-        defer { engine.end(session) }
-        if let error = session.lastError { throw ServiceError.badQuery(error, in: Array(buffer: body)) }
-        if session.isAuditing {
-            // Audit entries are written before the answer is given: on the state's threads.
-            metrics.audited(try await StateExecutor.run { () throws(CustodyError) in try session.commit() })
-        }
+        var line = Array(buffer: body)
+        while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { line.removeLast() }
+        let answer = try await engine.decide(line: line, context: evaluation, options: options)
+        metrics.decided(answer.tallies)
+        if let error = answer.error { throw ServiceError.badQuery(error, in: Array(buffer: body)) }
+        metrics.audited(answer.audited)
         metrics.decisionTook(start.duration(to: .now))
-        return Self.answer(output, of: session)
+        return Self.answer(answer)
     }
 
     /// JSON Lines in, one answer per line out, in order, streamed: each line answered on its
