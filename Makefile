@@ -101,18 +101,20 @@ format:
 ##   contract (scripts/contract/run.sh: schemathesis against a live service, and a client
 ##   generated from the OpenAPI document running the README's examples; both from PyPI, in
 ##   .build/contract-venv).
-## Each stage's output is printed whole when it ends (make's --output-sync=line), with its wall
-## and CPU time (scripts/ci/stage.sh); the end tabulates them with the 20 slowest tests
-## (scripts/ci/summary.sh). A stage that fails fails `make test`; the other line runs to its end.
+## Each stage's output, its name first, is printed whole when it ends (make's
+## --output-sync=line), with its wall and CPU time (scripts/ci/stage.sh; a stage that runs over
+## 30 minutes is stopped); the end tabulates them with the 20 slowest tests
+## (scripts/ci/summary.sh), also when lint or the build fails. A stage that fails fails
+## `make test`; every other stage still runs, so one run shows every failure.
 ## The store and fleet tests run against PostgreSQL too: a throwaway cluster
 ## (scripts/test-postgres.sh: Debian's postgresql, installed when missing) is started in a
 ## temporary directory on a free loopback port for the run, and stopped and deleted after it,
 ## whatever the outcome (scripts/ci/with-postgres.sh).
 test: deps
-	@mkdir -p .build && rm -f .build/stage-times.tsv
+	@mkdir -p .build && rm -f .build/stage-times.tsv .build/swift-test.log
 	@date +%s.%N >.build/test-started
-	@$(STAGE) lint $(MAKE) -s lint
-	@$(STAGE) build $(SWIFT) build --build-tests
+	@$(STAGE) lint $(MAKE) -s lint || { scripts/ci/summary.sh .build/test-started; exit 1; }
+	@$(STAGE) build $(SWIFT) build --build-tests || { scripts/ci/summary.sh .build/test-started; exit 1; }
 	@echo "==> the test suite and the tool checks, side by side: each stage's output follows when it ends"
 	@scripts/ci/with-postgres.sh $(MAKE) -s -k -j2 --output-sync=line test-suite test-tools; \
 		status=$$?; scripts/ci/summary.sh .build/test-started; exit $$status
@@ -122,11 +124,17 @@ test: deps
 test-suite:
 	@$(STAGE) swift-test bash -c "set -o pipefail; $(SWIFT) test --skip-build 2>&1 | tee .build/swift-test.log"
 
+## Every tool stage runs even when one before it failed (`-`), so that one run shows every
+## failure; the last line fails the target when any of them did.
+TOOL_STAGES := signature-vectors matrices browser contract
 test-tools:
-	@$(STAGE) signature-vectors /usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json
-	@$(STAGE) matrices $(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/
-	@$(STAGE) browser /usr/bin/python3 scripts/console/browser_test.py $(CUSTODY)
-	@$(STAGE) contract scripts/contract/run.sh $(CUSTODY)
+	-@$(STAGE) signature-vectors /usr/bin/python3 scripts/verify-bundle-signature.py fixtures/vectors/bundle-signatures.json
+	-@$(STAGE) matrices $(CUSTODY) matrix run --junit .build/matrix-junit.xml fixtures/
+	-@$(STAGE) browser /usr/bin/python3 scripts/console/browser_test.py $(CUSTODY)
+	-@$(STAGE) contract scripts/contract/run.sh $(CUSTODY)
+	@awk -F'\t' -v stages="$(TOOL_STAGES)" 'BEGIN { n = split(stages, s, " "); for (i = 1; i <= n; i++) want[s[i]] = 1 } \
+		($$1 in want) { ran[$$1] = 1; if ($$3 != 0) failed = 1 } \
+		END { for (name in want) if (!(name in ran)) failed = 1; exit failed }' .build/stage-times.tsv
 
 ## What needs builds of its own, each in its own folder so the debug build stays warm: the
 ## concurrency test under ThreadSanitizer, the protection and store tests under

@@ -70,7 +70,14 @@ resume)
 stop)
     bin=$(bindir) || exit 0
     if [ -f "$dir/data/postmaster.pid" ]; then
-        as_owner "$bin/pg_ctl" -D "$dir/data" stop -m fast -w >/dev/null 2>&1 || true
+        as_owner "$bin/pg_ctl" -D "$dir/data" stop -m fast -w >/dev/null 2>&1 \
+            || as_owner "$bin/pg_ctl" -D "$dir/data" stop -m immediate -w >/dev/null 2>&1 || true
+    fi
+    # Deleted only once no server runs on it: a server whose directory is gone is one nothing
+    # could find and stop again.
+    if [ -f "$dir/data/postmaster.pid" ]; then
+        echo "test-postgres.sh: the server in $dir/data would not stop; left as it is" >&2
+        exit 1
     fi
     rm -rf "$dir"
     ;;

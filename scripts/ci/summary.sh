@@ -10,7 +10,8 @@ started=${1:-}
 if [ -f .build/stage-times.tsv ]; then
     echo
     echo "Stage times (seconds; CPU is user plus system of the stage and its children, on 2 cores"
-    echo "at most twice the wall time):"
+    echo "at most twice the wall time, the PostgreSQL server's not counted; make test's two lines"
+    echo "of stages run side by side, so their sum is more than the time elapsed):"
     printf '  %-20s %8s %8s\n' stage wall CPU
     awk -F'\t' '{ printf "  %-20s %8s %8s%s\n", $1, $2, $4, ($3 == 0 ? "" : "  FAILED"); total += $2; cpu += $4 }
         END { printf "  %-20s %8.1f %8.1f\n", "sum", total, cpu }' .build/stage-times.tsv
