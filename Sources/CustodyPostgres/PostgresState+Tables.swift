@@ -292,13 +292,13 @@ extension PostgresState {
         }
     }
 
-    public func launchFacts(account: String) throws(StoreError) -> (facts: String, at: Date)? {
+    public func launchFacts(account: String) throws(StoreError) -> StoredLaunchFacts? {
         let rows = try read("reading the launch facts of \(account)", bound: .request) { session in
             try session.query("SELECT facts, at FROM launch_facts WHERE account = \(account)").map {
                 try $0.decode((String, Date).self)
             }
         }
-        return rows.first.map { ($0.0, $0.1) }
+        return rows.first.map { StoredLaunchFacts(facts: $0.0, at: $0.1) }
     }
 
     public func isActingOnLaunch() throws(StoreError) -> Bool {

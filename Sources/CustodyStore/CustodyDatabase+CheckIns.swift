@@ -41,22 +41,13 @@ extension CustodyDatabase {
 
     public func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError) {
         try write("recording the launch facts of \(account)") { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO launch_facts (account, facts, at) VALUES (?, ?, ?)
-                    ON CONFLICT(account) DO UPDATE SET facts = excluded.facts, at = excluded.at
-                    """,
-                arguments: [account, facts, date])
+            try LaunchFactsRow(account: account, facts: facts, at: date).upsert(db)
         }
     }
 
-    public func launchFacts(account: String) throws(StoreError) -> (facts: String, at: Date)? {
+    public func launchFacts(account: String) throws(StoreError) -> StoredLaunchFacts? {
         try read("reading the launch facts of \(account)") { db in
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT facts, at FROM launch_facts WHERE account = ?", arguments: [account])
-            else { return nil }
-            return (row["facts"], row["at"])
+            try LaunchFactsRow.fetchOne(db, key: account).map { StoredLaunchFacts(facts: $0.facts, at: $0.at) }
         }
     }
 

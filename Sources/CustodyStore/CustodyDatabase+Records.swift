@@ -41,6 +41,17 @@ struct TokenRow: Codable, FetchableRecord, PersistableRecord {
     }
 }
 
+/// A row of `launch_facts`: an account's last reported launch facts (one row per account).
+struct LaunchFactsRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "launch_facts"
+
+    var account: String
+    var facts: String
+    var at: Date
+}
+
 /// A row of `secrets`.
 struct SecretRow: Codable, FetchableRecord, TableRecord {
     static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }

@@ -46,6 +46,19 @@ public struct InstallationContext: Sendable, Hashable {
     }
 }
 
+/// The launch facts an account's app last reported (`custody checkin --facts`), as JSON, and
+/// when.
+public struct StoredLaunchFacts: Sendable, Hashable {
+    /// The facts, a JSON object as `LaunchFacts` reads it.
+    public var facts: String
+    public var at: Date
+
+    public init(facts: String, at: Date) {
+        self.facts = facts
+        self.at = at
+    }
+}
+
 /// One file of a stored bundle.
 public struct StoredFile: Sendable, Hashable {
     public var name: String

@@ -77,7 +77,7 @@ public protocol StateStore: AnyObject, Sendable {
     /// Records the launch facts `account` reported (a JSON object), replacing earlier ones.
     func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError)
     /// The launch facts `account` last reported, and when.
-    func launchFacts(account: String) throws(StoreError) -> (facts: String, at: Date)?
+    func launchFacts(account: String) throws(StoreError) -> StoredLaunchFacts?
     /// Whether a `wipe` launch outcome of a check-in wipes the account (`custody apply
     /// --act-on-launch`); off by default.
     func isActingOnLaunch() throws(StoreError) -> Bool

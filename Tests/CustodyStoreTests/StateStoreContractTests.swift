@@ -184,6 +184,22 @@ struct StateStoreContractTests {
     }
 
     @Test(
+        "launch facts: an account's last report replaces the one before; an account never reported has none",
+        arguments: Backend.reachable)
+    func launchFacts(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        #expect(try state.launchFacts(account: "oid:a") == nil)
+        try state.recordLaunchFacts(account: "oid:a", facts: #"{"jailbroken":false}"#, at: t0)
+        try state.recordLaunchFacts(account: "oid:b", facts: #"{"osVersion":"17.4"}"#, at: t0 + 5)
+        try state.recordLaunchFacts(account: "oid:a", facts: #"{"jailbroken":true}"#, at: t0 + 10)
+        #expect(
+            try state.launchFacts(account: "oid:a") == StoredLaunchFacts(facts: #"{"jailbroken":true}"#, at: t0 + 10))
+        #expect(
+            try state.launchFacts(account: "oid:b") == StoredLaunchFacts(facts: #"{"osVersion":"17.4"}"#, at: t0 + 5))
+        #expect(try state.launchFacts(account: "oid:c") == nil)
+    }
+
+    @Test(
         "bundle history: applied and rejected, the files of the last applied, reach; only applied bundles with files are changes",
         arguments: Backend.reachable)
     func bundles(backend: Backend) throws {
