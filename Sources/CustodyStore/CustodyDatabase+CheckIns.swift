@@ -18,8 +18,7 @@ extension CustodyDatabase {
     /// `account`'s last check-in, if any.
     public func lastCheckIn(account: String) throws(StoreError) -> Date? {
         try read("reading the check-in of \(account)") { db in
-            try DatabaseValue.fetchOne(db, sql: "SELECT at FROM check_ins WHERE account = ?", arguments: [account])
-                .flatMap(StoredDate.date)
+            try CheckInRow.fetchOne(db, key: account)?.at
         }
     }
 
@@ -27,7 +26,7 @@ extension CustodyDatabase {
     public func checkIns() throws(StoreError) -> [String: Date] {
         try read("reading check-ins") { db in
             Dictionary(
-                try CheckInRow.fetchAll(db, sql: "SELECT account, at FROM check_ins").map { ($0.account, $0.at) },
+                try CheckInRow.fetchAll(db).map { ($0.account, $0.at) },
                 uniquingKeysWith: { first, _ in first })
         }
     }
@@ -35,7 +34,7 @@ extension CustodyDatabase {
     /// Forgets `account`'s check-in (after a wipe).
     public func removeCheckIn(account: String) throws(StoreError) {
         try write("removing the check-in of \(account)") { db in
-            try db.execute(sql: "DELETE FROM check_ins WHERE account = ?", arguments: [account])
+            _ = try CheckInRow.deleteOne(db, key: account)
         }
     }
 

@@ -53,7 +53,7 @@ struct LaunchFactsRow: Codable, FetchableRecord, PersistableRecord {
 }
 
 /// A row of `secrets`.
-struct SecretRow: Codable, FetchableRecord, TableRecord {
+struct SecretRow: Codable, FetchableRecord, PersistableRecord {
     static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
 
     static let databaseTableName = "secrets"
@@ -64,13 +64,21 @@ struct SecretRow: Codable, FetchableRecord, TableRecord {
     var sealed: Data
     var updated: Date
 
+    init(_ secret: SealedSecret) {
+        scope = secret.scope
+        identifier = secret.identifier
+        kind = secret.kind
+        sealed = Data(secret.sealed)
+        updated = secret.updated
+    }
+
     var secret: SealedSecret {
         SealedSecret(scope: scope, identifier: identifier, kind: kind, sealed: [UInt8](sealed), updated: updated)
     }
 }
 
 /// A row of `check_ins`.
-struct CheckInRow: Codable, FetchableRecord, TableRecord {
+struct CheckInRow: Codable, FetchableRecord, PersistableRecord {
     static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
 
     static let databaseTableName = "check_ins"

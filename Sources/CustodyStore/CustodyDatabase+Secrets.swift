@@ -25,33 +25,30 @@ extension CustodyDatabase {
     /// Stores (or replaces) a sealed secret.
     public func saveSecret(_ secret: SealedSecret) throws(StoreError) {
         try write("saving the secret \(secret.identifier)") { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO secrets (scope, identifier, kind, sealed, updated) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(scope, identifier) DO UPDATE SET kind = excluded.kind, sealed = excluded.sealed, updated = excluded.updated
-                    """,
-                arguments: [secret.scope, secret.identifier, secret.kind, Data(secret.sealed), secret.updated])
+            try SecretRow(secret).upsert(db)
             try Self.recordChange(.secret, [secret.scope], at: secret.updated, in: db)
         }
     }
 
     /// The sealed secret `identifier` of `scope`, if stored.
     public func secret(scope: String, identifier: String) throws(StoreError) -> SealedSecret? {
-        try secrets(sql: "WHERE scope = ? AND identifier = ?", arguments: [scope, identifier]).first
+        try read("reading the secret \(identifier)") { db in
+            try SecretRow.fetchOne(db, key: ["scope": scope, "identifier": identifier])?.secret
+        }
     }
 
     /// The secrets of `scope`, by identifier.
     public func secrets(scope: String) throws(StoreError) -> [SealedSecret] {
-        try secrets(sql: "WHERE scope = ? ORDER BY identifier", arguments: [scope])
+        try read("reading secrets") { db in
+            try SecretRow.filter(Column("scope") == scope).order(Column("identifier")).fetchAll(db).map(\.secret)
+        }
     }
 
     /// Removes a secret; returns whether there was one.
     @discardableResult
     public func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool {
         try write("removing the secret \(identifier)") { db in
-            try db.execute(
-                sql: "DELETE FROM secrets WHERE scope = ? AND identifier = ?", arguments: [scope, identifier])
-            guard db.changesCount > 0 else { return false }
+            guard try SecretRow.deleteOne(db, key: ["scope": scope, "identifier": identifier]) else { return false }
             try Self.recordChange(.secret, [scope], at: Date(), in: db)
             return true
         }
@@ -61,18 +58,9 @@ extension CustodyDatabase {
     @discardableResult
     public func removeSecrets(scope: String) throws(StoreError) -> Int {
         try write("removing the secrets of \(scope)") { db in
-            try db.execute(sql: "DELETE FROM secrets WHERE scope = ?", arguments: [scope])
-            let count = db.changesCount
+            let count = try SecretRow.filter(Column("scope") == scope).deleteAll(db)
             if count > 0 { try Self.recordChange(.secret, [scope], at: Date(), in: db) }
             return count
-        }
-    }
-
-    private func secrets(sql filter: String, arguments: StatementArguments) throws(StoreError) -> [SealedSecret] {
-        try read("reading secrets") { db in
-            try SecretRow.fetchAll(
-                db, sql: "SELECT scope, identifier, kind, sealed, updated FROM secrets " + filter, arguments: arguments
-            ).map(\.secret)
         }
     }
 }
