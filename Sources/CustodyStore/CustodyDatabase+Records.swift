@@ -52,6 +52,75 @@ struct LaunchFactsRow: Codable, FetchableRecord, PersistableRecord {
     var at: Date
 }
 
+/// A row of `trusted_keys`.
+struct TrustedKeyRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "trusted_keys"
+
+    var keyID: String
+    var publicKey: String
+    var name: String?
+    var addedAt: Date
+    var revokedAt: Date?
+
+    enum CodingKeys: String, CodingKey, ColumnExpression {
+        case keyID = "key_id", publicKey = "public_key", name, addedAt = "added_at", revokedAt = "revoked_at"
+    }
+
+    init(_ key: TrustedKeyRecord) {
+        keyID = key.keyID
+        publicKey = key.publicKey
+        name = key.name
+        addedAt = key.addedAt
+        revokedAt = key.revokedAt
+    }
+
+    var key: TrustedKeyRecord {
+        TrustedKeyRecord(keyID: keyID, publicKey: publicKey, name: name, addedAt: addedAt, revokedAt: revokedAt)
+    }
+}
+
+/// A row of `replicas`: what a serving process last said about itself.
+struct ReplicaRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "replicas"
+
+    var id: String
+    var host: String
+    var processID: Int
+    var startedAt: Date
+    var version: String
+    var revision: String?
+    var change: Int64
+    var lastContact: Date
+    var lastError: String?
+
+    enum CodingKeys: String, CodingKey, ColumnExpression {
+        case id, host, processID = "pid", startedAt = "started_at", version, revision, change
+        case lastContact = "last_contact", lastError = "last_error"
+    }
+
+    init(_ replica: ReplicaRecord) {
+        id = replica.id
+        host = replica.host
+        processID = replica.processID
+        startedAt = replica.startedAt
+        version = replica.version
+        revision = replica.revision
+        change = replica.change
+        lastContact = replica.lastContact
+        lastError = replica.lastError
+    }
+
+    var replica: ReplicaRecord {
+        ReplicaRecord(
+            id: id, host: host, processID: processID, startedAt: startedAt, version: version, revision: revision,
+            change: change, lastContact: lastContact, lastError: lastError)
+    }
+}
+
 /// A row of `secrets`.
 struct SecretRow: Codable, FetchableRecord, PersistableRecord {
     static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }

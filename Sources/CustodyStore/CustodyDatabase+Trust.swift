@@ -7,14 +7,8 @@ extension CustodyDatabase {
     /// Every key the state was told to trust, revoked ones included, oldest first.
     public func trustedKeys() throws(StoreError) -> [TrustedKeyRecord] {
         try read("reading the trusted keys") { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT key_id, public_key, name, added_at, revoked_at FROM trusted_keys ORDER BY added_at, key_id"
-            ).map { row in
-                TrustedKeyRecord(
-                    keyID: row["key_id"], publicKey: row["public_key"], name: row["name"], addedAt: row["added_at"],
-                    revokedAt: row["revoked_at"])
-            }
+            try TrustedKeyRow.order(TrustedKeyRow.CodingKeys.addedAt, TrustedKeyRow.CodingKeys.keyID).fetchAll(db)
+                .map(\.key)
         }
     }
 
@@ -23,13 +17,13 @@ extension CustodyDatabase {
     public func addTrustedKey(_ key: TrustedKeyRecord) throws(StoreError) {
         try write("trusting a key") { db in
             guard
-                try Int.fetchOne(db, sql: "SELECT 1 FROM trusted_keys WHERE key_id = ?", arguments: [key.keyID]) == nil
+                try !TrustedKeyRow.exists(db, key: key.keyID)
             else {
                 throw StoreError(.conflict, "the key \(key.keyID) is known already (trusted or revoked)")
             }
-            try db.execute(
-                sql: "INSERT INTO trusted_keys (key_id, public_key, name, added_at) VALUES (?, ?, ?, ?)",
-                arguments: [key.keyID, key.publicKey, key.name, key.addedAt])
+            var added = key
+            added.revokedAt = nil
+            try TrustedKeyRow(added).insert(db)
             try Self.recordChange(.setting, ["trust"], at: key.addedAt, in: db)
             try Self.audit(
                 .trust, account: nil, action: "add",
@@ -41,10 +35,10 @@ extension CustodyDatabase {
     @discardableResult
     public func revokeTrustedKey(id: String, at date: Date) throws(StoreError) -> Bool {
         try write("revoking a key") { db in
-            try db.execute(
-                sql: "UPDATE trusted_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
-                arguments: [date, id])
-            guard db.changesCount > 0 else { return false }
+            let revoked = try TrustedKeyRow.filter(
+                TrustedKeyRow.CodingKeys.keyID == id && TrustedKeyRow.CodingKeys.revokedAt == nil
+            ).updateAll(db, TrustedKeyRow.CodingKeys.revokedAt.set(to: date))
+            guard revoked > 0 else { return false }
             try Self.recordChange(.setting, ["trust"], at: date, in: db)
             try Self.audit(.trust, account: nil, action: "revoke", detail: id, at: date, in: db)
             return true
@@ -83,33 +77,15 @@ extension CustodyDatabase {
     /// Records what a replica says about itself (replacing what it said before).
     public func recordReplica(_ status: ReplicaRecord) throws(StoreError) {
         try write("recording a replica's status") { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO replicas (id, host, pid, started_at, version, revision, change, last_contact, last_error)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET
-                    revision = excluded.revision, change = excluded.change, last_contact = excluded.last_contact,
-                    last_error = excluded.last_error, version = excluded.version
-                    """,
-                arguments: [
-                    status.id, status.host, status.processID, status.startedAt, status.version, status.revision,
-                    status.change, status.lastContact, status.lastError,
-                ])
+            // One replica (one process) per id: its host, process and start never change.
+            try ReplicaRow(status).upsert(db)
         }
     }
 
     /// Every replica recorded, by id.
     public func replicas() throws(StoreError) -> [ReplicaRecord] {
         try read("reading the replicas") { db in
-            try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT id, host, pid, started_at, version, revision, change, last_contact, last_error FROM replicas ORDER BY id"
-            ).map { row in
-                ReplicaRecord(
-                    id: row["id"], host: row["host"], processID: row["pid"], startedAt: row["started_at"],
-                    version: row["version"], revision: row["revision"], change: row["change"],
-                    lastContact: row["last_contact"], lastError: row["last_error"])
-            }
+            try ReplicaRow.order(ReplicaRow.CodingKeys.id).fetchAll(db).map(\.replica)
         }
     }
 
@@ -118,9 +94,8 @@ extension CustodyDatabase {
     @discardableResult
     public func forgetReplicas(lastContactBefore date: Date, id: String?) throws(StoreError) -> Int {
         try write("forgetting replicas") { db in
-            try db.execute(
-                sql: "DELETE FROM replicas WHERE last_contact < ? OR id = ?", arguments: [date, id])
-            return db.changesCount
+            try ReplicaRow.filter(ReplicaRow.CodingKeys.lastContact < date || ReplicaRow.CodingKeys.id == id)
+                .deleteAll(db)
         }
     }
 }
