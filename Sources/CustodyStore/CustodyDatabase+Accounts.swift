@@ -129,17 +129,10 @@ extension CustodyDatabase {
             for identifier in identifiers {
                 try db.execute(sql: "DELETE FROM account_keys WHERE owner = ?", arguments: [identifier])
                 if db.changesCount > 0 { keyVersions[identifier] = db.changesCount }
-                try db.execute(sql: "DELETE FROM secrets WHERE scope = ?", arguments: [identifier])
-                secrets += db.changesCount
-                try db.execute(sql: "DELETE FROM check_ins WHERE account = ?", arguments: [identifier])
-                checkIns += db.changesCount
-                try db.execute(sql: "DELETE FROM launch_facts WHERE account = ?", arguments: [identifier])
-                try db.execute(
-                    sql: """
-                        INSERT INTO wiped_identifiers (identifier, account, at) VALUES (?, ?, ?)
-                        ON CONFLICT(identifier) DO UPDATE SET account = excluded.account, at = excluded.at
-                        """,
-                    arguments: [identifier, account, date])
+                secrets += try SecretRow.filter(Column("scope") == identifier).deleteAll(db)
+                if try CheckInRow.deleteOne(db, key: identifier) { checkIns += 1 }
+                try LaunchFactsRow.deleteOne(db, key: identifier)
+                try WipedIdentifierRow(identifier: identifier, account: account, at: date).upsert(db)
             }
             try Self.audit(
                 .wipe, account: account, action: "wipe",
@@ -157,14 +150,9 @@ extension CustodyDatabase {
 
     /// When `identifier`'s keys were wiped, and the account it was wiped as; nil when never.
     public func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord? {
-        let row = try read("reading the wipe record of \(identifier)") { db in
-            try Row.fetchOne(
-                db, sql: "SELECT account, at FROM wiped_identifiers WHERE identifier = ?", arguments: [identifier])
+        // A row that does not decode (an account or time missing or damaged) is a `.corrupt` state.
+        try read("reading the wipe record of \(identifier)") { db in
+            try WipedIdentifierRow.fetchOne(db, key: identifier).map { WipeRecord(account: $0.account, at: $0.at) }
         }
-        guard let row else { return nil }
-        guard let account: String = row["account"], let at = row.storedDate("at") else {
-            throw StoreError(.corrupt, "a wipe record is damaged", path: path)
-        }
-        return WipeRecord(account: account, at: at)
     }
 }

@@ -121,6 +121,17 @@ struct ReplicaRow: Codable, FetchableRecord, PersistableRecord {
     }
 }
 
+/// A row of `wiped_identifiers`: when an identifier's keys were wiped, and as which account.
+struct WipedIdentifierRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "wiped_identifiers"
+
+    var identifier: String
+    var account: String
+    var at: Date
+}
+
 /// A row of `secrets`.
 struct SecretRow: Codable, FetchableRecord, PersistableRecord {
     static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
