@@ -262,6 +262,43 @@ struct BufferProtectionTests {
         #expect(error?.message.contains("not the one this state's keys were wrapped with") == true)
     }
 
+    @Test(
+        "states opened at the same moment on one new key file all get its one whole key: none reads it empty or half written"
+    )
+    func keyFileCreatedOnce() throws {
+        // The moment between a file's creation and its key being in it is short: many rounds
+        // of many openers, each round on a new key file.
+        let openers = 16
+        for round in 0..<40 {
+            let state = try TestState()
+            let keyFile = state.path("shared-\(round).key")
+            let failures = Locked<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: openers) { index in
+                do {
+                    _ = try KeyRing(
+                        store: FileKeyStore(directory: state.directory + "/state\(index)"),
+                        masterKey: .keyFile(path: keyFile))
+                } catch {
+                    failures.withLock { $0.append("\(index): \(error)") }
+                }
+            }
+            try #require(failures.withLock { $0 }.isEmpty, "round \(round): \(failures.withLock { $0 })")
+            #expect(FileManager.default.contents(atPath: keyFile)?.count == 32)
+            // Every state recorded the one key in the file: each opens with it again.
+            for index in 0..<openers {
+                #expect(throws: Never.self) {
+                    _ = try KeyRing(
+                        store: FileKeyStore(directory: state.directory + "/state\(index)"),
+                        masterKey: .keyFile(path: keyFile))
+                }
+            }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: state.directory).filter {
+                $0.hasSuffix(".new")
+            }
+            #expect(leftovers.isEmpty, "no temporary key file is left: \(leftovers)")
+        }
+    }
+
     @Test("a mistyped key file path on a state with keys fails without creating a key file (issue 13)")
     func missingMasterKeyFile() throws {
         let state = try TestState()

@@ -295,25 +295,54 @@ final class MasterKey: Sendable {
         }
     }
 
+    /// Creates the key file at `path` with a new random key, unless a file is there already.
+    ///
+    /// The key is written whole under a temporary name beside it, synced, then linked into
+    /// place (`link` fails when `path` exists): a process starting at the same moment (replicas
+    /// started together on one key file) finds no file, or the whole key, never an empty or
+    /// partial one. When another process's key got there first, this one's is discarded and
+    /// theirs is used.
     private static func createKeyFile(_ path: String) throws(ProtectionError) {
-        let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if descriptor < 0 {
-            if errno == EEXIST { return }  // another process created it first
+        let suffix = Sodium.randomBytes(count: 8).map { String($0, radix: 16) }.joined()
+        let temporary = path + ".\(suffix).new"
+        let descriptor = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
             throw ProtectionError(.masterKey, "cannot create the master key file: \(FileSystem.describe())", path: path)
         }
-        defer { close(descriptor) }
-        _ = fchmod(descriptor, 0o600)
-        let key = SecretBytes(randomCount: 32)
-        let failure: Int32? = key.withUnsafeBytes { bytes in
-            do {
-                try FileSystem.writeAll(descriptor, bytes, path: path)
-                return nil
-            } catch {
-                return errno
+        defer { unlink(temporary) }
+        let written: Result<Void, ProtectionError> = {
+            defer { close(descriptor) }
+            _ = fchmod(descriptor, 0o600)
+            let key = SecretBytes(randomCount: 32)
+            let failure: Int32? = key.withUnsafeBytes { bytes in
+                do {
+                    try FileSystem.writeAll(descriptor, bytes, path: path)
+                    return nil
+                } catch {
+                    return errno
+                }
+            }
+            if let failure { return .failure(FileSystem.ioError("writing", path, failure)) }
+            guard fsync(descriptor) == 0 else { return .failure(FileSystem.ioError("syncing", path)) }
+            return .success(())
+        }()
+        try written.get()
+        if link(temporary, path) != 0 {
+            switch errno {
+            case EEXIST: return  // another process's key is in place: that one is used
+            case EPERM, ENOSYS, EOPNOTSUPP:
+                // A file system without hard links: the key is renamed into place unless a file
+                // is there by then (a start at the very same moment may still read it early).
+                guard access(path, F_OK) != 0 else { return }
+                guard rename(temporary, path) == 0 else {
+                    throw ProtectionError(
+                        .masterKey, "cannot create the master key file: \(FileSystem.describe())", path: path)
+                }
+            default:
+                throw ProtectionError(
+                    .masterKey, "cannot create the master key file: \(FileSystem.describe())", path: path)
             }
         }
-        if let failure { throw FileSystem.ioError("writing", path, failure) }
-        guard fsync(descriptor) == 0 else { throw FileSystem.ioError("syncing", path) }
         try FileSystem.syncDirectory(containing: path)
     }
 }
