@@ -66,8 +66,10 @@ struct Custody: AsyncParsableCommand {
                 }
             } catch let error as ValidationError {
                 refuse(error, of: type(of: command))
-            } catch  where reported(error, by: command) {
-                // The one place a command's errors are printed (`reported(_:by:)`).
+            } catch {
+                // The one place a command's errors are printed (`reported(_:by:)`); any other
+                // error is ArgumentParser's, below.
+                guard reported(error, by: command) else { throw error }
                 exit(withError: ExitCode.failure)
             }
         } catch {

@@ -236,22 +236,17 @@ struct ListedSecret: Encodable {
     }
 }
 
-extension SecretsCommand.AddPassword: StateCommand {
+/// A `secrets` subcommand: its state is the one its shared options name.
+protocol SecretsSubcommand: StateCommand {
+    var options: SecretsCommand.Options { get }
+}
+
+extension SecretsSubcommand {
     var stateOptions: StateOptions { options.stateOptions }
 }
 
-extension SecretsCommand.AddCertificate: StateCommand {
-    var stateOptions: StateOptions { options.stateOptions }
-}
-
-extension SecretsCommand.AddIdentity: StateCommand {
-    var stateOptions: StateOptions { options.stateOptions }
-}
-
-extension SecretsCommand.List: StateCommand {
-    var stateOptions: StateOptions { options.stateOptions }
-}
-
-extension SecretsCommand.Remove: StateCommand {
-    var stateOptions: StateOptions { options.stateOptions }
-}
+extension SecretsCommand.AddPassword: SecretsSubcommand {}
+extension SecretsCommand.AddCertificate: SecretsSubcommand {}
+extension SecretsCommand.AddIdentity: SecretsSubcommand {}
+extension SecretsCommand.List: SecretsSubcommand {}
+extension SecretsCommand.Remove: SecretsSubcommand {}
