@@ -32,7 +32,7 @@ struct EndpointTests {
             #expect(body["allowed"] as? Bool == false)
             #expect(body["setting"] as? String == "saveAsBlocked")
             #expect(body["revision"] as? String == revision)
-            #expect(body["eventId"] as? Int == Int(fixture.engine.manager.lastEventID))
+            #expect(body["eventId"] as? Int == Int(fixture.engine.lastEventID))
             #expect((body["reason"] as? String)?.contains("saveAsBlocked is true") == true)
             // The same as custody decide's line, plus the stamp.
             var session = try fixture.engine.decisionSession(

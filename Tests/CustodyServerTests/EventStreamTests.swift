@@ -93,8 +93,8 @@ struct EventStreamTests {
             let port = try #require(client.port)
             var reader = try await Self.connect(port: port, token: fixture.tokens[.events]!)
             let ready = try await reader.until("ready")
-            #expect(ready.last?.data.contains(#""eventId":\#(fixture.engine.manager.lastEventID)"#) == true)
-            let start = fixture.engine.manager.lastEventID
+            #expect(ready.last?.data.contains(#""eventId":\#(fixture.engine.lastEventID)"#) == true)
+            let start = fixture.engine.lastEventID
 
             // Print becomes blocked for bob: the watcher applies the edit.
             try fixture.directory.edit("bundle/all-staff.json") {
@@ -108,7 +108,7 @@ struct EventStreamTests {
 
             // Two more changes while nobody listens.
             try await fixture.engine.wipe(account: AccountID("bob@contoso.com")!)
-            let newest = fixture.engine.manager.lastEventID
+            let newest = fixture.engine.lastEventID
             #expect(newest == start + 4)
             var resumed = try await Self.connect(port: port, token: fixture.tokens[.events]!, lastEventID: start + 2)
             let missed = try await resumed.until("ready")
@@ -147,7 +147,7 @@ struct EventStreamTests {
                 port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: 1)
             let first = try await reader.next()
             #expect(first?.name == "reset")
-            #expect(first?.id == restarted.manager.lastEventID)
+            #expect(first?.id == restarted.lastEventID)
         }
     }
 
@@ -157,7 +157,7 @@ struct EventStreamTests {
     func resumeFromTheFuture() async throws {
         let fixture = try await ServiceFixture.make()
         try await fixture.application().test(.live) { client in
-            let newest = fixture.engine.manager.lastEventID
+            let newest = fixture.engine.lastEventID
             var reader = try await Self.connect(
                 port: try #require(client.port), token: fixture.tokens[.events]!, lastEventID: newest + 1_000)
             let first = try await reader.next()
@@ -208,7 +208,7 @@ struct EventStreamTests {
         try await fixture.application().test(.live) { client in
             var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
             _ = try await reader.until("ready")
-            let start = fixture.engine.manager.lastEventID
+            let start = fixture.engine.lastEventID
             let count = 6_000  // more than the events kept in memory: the rest comes from the log
             for _ in 0..<count / 500 {
                 fixture.engine.manager.journal.publish(
@@ -293,7 +293,7 @@ struct EventStreamTests {
             try fixture.directory.edit("bundle/all-staff.json") {
                 $0.replacingOccurrences(of: #""printBlocked": false"#, with: #""printBlocked": true"#)
             }
-            let before = other.manager.lastEventID
+            let before = other.lastEventID
             try await other.apply(bundleDirectory: fixture.bundle)
             #expect(
                 try other.events(after: before).events.map(\.name).contains("policyChanged"),
@@ -307,7 +307,7 @@ struct EventStreamTests {
     @Test("a subscriber of the library's bounded event stream that falls behind is dropped, not buffered without bound")
     func slowConsumer() async throws {
         let fixture = try await ServiceFixture.make()
-        let (events, subscription) = fixture.engine.manager.loggedEvents(limit: 2)
+        let (events, subscription) = fixture.engine.loggedEvents(limit: 2)
         for index in 0..<5 {
             try await fixture.engine.checkIn(account: AccountID("alice@contoso.com")!)
             _ = try fixture.engine.secrets().storePassword("p\(index)", identifier: "s\(index)", for: nil)

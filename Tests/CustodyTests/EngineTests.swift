@@ -90,7 +90,7 @@ struct EngineTests {
         let applied = try await first.apply(bundleDirectory: blocking)
         #expect(!applied.unchanged)
         #expect(applied.bundle.revision == (try BundleFiles.read(directory: blocking)).contentHash)
-        #expect(!first.manager.print(account: .account(a0)).isAllowed)
+        #expect(!first.print(account: .account(a0)).isAllowed)
 
         let restarted = try await installation.open()
         #expect(restarted.bundleInForce?.revision == applied.bundle.revision)
@@ -111,6 +111,42 @@ struct EngineTests {
             "the state keeps the files, not the path")
     }
 
+    /// Which level names the account an app call decides for: the argument, else the task's
+    /// scope, else the process default (Intune's identity precedence: thread identity over
+    /// process identity). Print is blocked for A0 and allowed for B0 by the bundle.
+    static let scopeCases: [(name: String, process: String?, task: String??, explicit: String?, decidesFor: String?)] =
+        [
+            ("the argument", nil, nil, "A0", "A0"),
+            ("the argument over the task and the process", "B0", .some("B0"), "A0", "A0"),
+            ("the task over the process", "A0", .some("B0"), nil, "B0"),
+            ("the process default alone", "A0", nil, nil, "A0"),
+            ("a task explicitly unmanaged over the process", "A0", .some(nil), nil, nil),
+            ("none set", nil, nil, nil, nil),
+        ]
+
+    @Test(
+        "the engine's app calls decide for the account named, else the task's, else the process default",
+        arguments: scopeCases)
+    func appCallScopes(
+        _ scope: (name: String, process: String?, task: String??, explicit: String?, decidesFor: String?)
+    ) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open(bundle: try installation.bundle("b", TestBundle(printBlockedA: true)))
+        let named = ["A0": a0, "B0": b0]
+        engine.setProcessAccount(scope.process.map { .account(named[$0]!) })
+        #expect(engine.processAccount == scope.process.map { .account(named[$0]!) })
+        let explicit = scope.explicit.map { AccountScope.account(named[$0]!) }
+        let decide = { (engine.account(explicit), engine.print(account: explicit)) }
+        let (account, print) =
+            if let task = scope.task { withAccount(task.map { named[$0]! }, operation: decide) } else { decide() }
+        let expected = scope.decidesFor.map { named[$0]! }
+        #expect(account == expected, "\(scope.name)")
+        // Unmanaged (no account) prints; A0 is blocked by the bundle, B0 is not.
+        #expect(print.isAllowed == (expected != a0), "\(scope.name)")
+        engine.setProcessAccount(nil)
+        #expect(engine.processAccount == nil)
+    }
+
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
     func rejected() async throws {
         let installation = try Installation()
@@ -123,7 +159,7 @@ struct EngineTests {
         #expect(
             error?.diagnostics.first?.description.hasPrefix(
                 installation.directory.file("bundle/policies.json") + ":1:2: error:") == true)
-        #expect(!engine.manager.print(account: .account(a0)).isAllowed)
+        #expect(!engine.print(account: .account(a0)).isAllowed)
         let history = try engine.database.bundleHistory()
         #expect(history.map(\.result) == [.rejected, .applied])
         #expect(try engine.database.auditEntries().map(\.action) == ["apply", "reject"])
@@ -303,10 +339,10 @@ struct EngineTests {
         // A check-in kept under the UPN, as earlier versions did.
         try engine.database.checkIn(account: "upn:a0@contoso.com", at: Self.t0.addingTimeInterval(30 * day))
         let envelope = try engine.protect([1], owner: b0).envelope
-        #expect(engine.manager.offlineDuration(of: b0, at: Self.t0.addingTimeInterval(day)) == .seconds(day))
-        #expect(engine.manager.offlineDuration(of: a0, at: Self.t0.addingTimeInterval(31 * day)) == .seconds(day))
+        #expect(engine.offlineDuration(of: b0, at: Self.t0.addingTimeInterval(day)) == .seconds(day))
+        #expect(engine.offlineDuration(of: a0, at: Self.t0.addingTimeInterval(31 * day)) == .seconds(day))
 
-        let events = await engine.manager.evaluateOffline(at: Self.t0.addingTimeInterval(91 * day))
+        let events = await engine.evaluateOffline(at: Self.t0.addingTimeInterval(91 * day))
         #expect(events.count == 1)
         #expect(
             events.first.map { if case .wipeRequired(let account, _) = $0 { account == b0 } else { false } } == true)

@@ -268,8 +268,8 @@ struct FleetTests {
         #expect(
             await eventually { b.bundleInForce?.revision == a.bundleInForce?.revision && b.replicaStatus.listening })
         let alice = TestBundle.account("A", 0)
-        var events = b.manager.events().makeAsyncIterator()
-        var policies = b.manager.effectivePolicy(for: alice).makeAsyncIterator()
+        var events = b.events().makeAsyncIterator()
+        var policies = b.effectivePolicy(for: alice).makeAsyncIterator()
         let before = try #require(await policies.next() ?? nil)
         #expect(before.printBlocked.value == false)
 

@@ -51,7 +51,7 @@ func runtimeBenchmarks(tenant: SyntheticTenant, saves: [(AccountID, SaveLocation
         var index = 0
         for _ in benchmark.scaledIterations {
             let (owner, location, holder) = saves[index & 4_095]
-            blackHole(engine.manager.saveTo(location, locationAccount: holder, owner: .account(owner)))
+            blackHole(engine.saveTo(location, locationAccount: holder, owner: .account(owner)))
             index &+= 1
         }
     }

@@ -107,8 +107,9 @@ public final class CustodyEngine: Sendable {
     let database: any StateStore
     /// The account keys, when a master key was configured.
     let keyRing: KeyRing?
-    /// The runtime: the policy in force, decisions, events, identity, wipe and check-ins.
-    public let manager: PolicyManager
+    /// The runtime: the policy in force, decisions, events, identity, wipe and check-ins. The
+    /// engine's own calls reach it (`CustodyEngine+App.swift` for an app's); no caller needs it.
+    @usableFromInline let manager: PolicyManager
     let logger: Logger
     /// The policy in force resolved for other evaluation contexts.
     let contexts = ContextSnapshots(capacity: 32)
