@@ -47,18 +47,11 @@ extension CustodyEngine {
     {
         let resolved = try resolve(account)
         let now = date ?? configuration.now()
-        let keys = StateKeyStore(state: database)
         var identifiers: [AccountStatus.Identifier] = []
         var lastCheckIn: Date?
-        let firstSeen: Date?
-        do {
+        let firstSeen = try CustodyError.fromState {
             for identifier in resolved.identifiers {
-                let versions: [UInt32]
-                do {
-                    versions = try keys.keys(for: identifier).map(\.version)
-                } catch {
-                    throw CustodyError(state: error)
-                }
+                let versions = try database.accountKeys(owner: identifier.rawValue).map(\.version)
                 let checkIn = try database.lastCheckIn(account: identifier.rawValue)
                 if let checkIn, lastCheckIn.map({ checkIn > $0 }) ?? true { lastCheckIn = checkIn }
                 identifiers.append(
@@ -67,11 +60,7 @@ extension CustodyEngine {
                         wipedAt: try database.wipeRecord(of: identifier.rawValue).map { answerTime($0.at) },
                         lastCheckIn: checkIn.map(answerTime)))
             }
-            firstSeen = try database.account(owner: resolved.owner.rawValue)?.firstSeen
-        } catch let error as CustodyError {
-            throw error
-        } catch {
-            throw CustodyError(state: error)
+            return try database.account(owner: resolved.owner.rawValue)?.firstSeen
         }
         let since = lastCheckIn ?? firstSeen
         let offlineFor = since.map { Swift.max(0, Int(now.timeIntervalSince($0))) }

@@ -170,12 +170,7 @@ final class DecisionAuditSetting: Sendable {
         let now = ContinuousClock.now
         let (cached, epoch) = state.withLock { ($0.value, $0.epoch) }
         if let cached, cached.until.map({ $0 > now }) ?? true { return cached.on }
-        let on: Bool
-        do {
-            on = try database.isDecisionAuditEnabled()
-        } catch {
-            throw CustodyError(state: error)
-        }
+        let on = try CustodyError.fromState { try database.isDecisionAuditEnabled() }
         state.withLock { state in
             guard state.epoch == epoch else { return }
             state.value = (on, following ? nil : now + .seconds(1))

@@ -140,19 +140,15 @@ extension CustodyEngine {
         mode: ProtectionMode = .policy,
         progress: DataProtector.Progress? = nil
     ) throws(CustodyError) -> ProtectionPlan {
-        do {
+        try CustodyError.mapping(otherwise: .protection) {
             try DataProtector.checkFiles(source: source, sink: sink, protecting: true)
-        } catch {
-            throw CustodyError(protection: error)
         }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
-        do {
+        try CustodyError.mapping(otherwise: .protection) {
             try protector.protect(
                 checked: source, to: sink, owner: sealFor, encrypt: plan.encrypted, progress: progress)
-        } catch {
-            throw CustodyError(protection: error)
         }
         return plan
     }
@@ -165,11 +161,8 @@ extension CustodyEngine {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode, context: context)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
-        do {
-            return ProtectedBuffer(
-                envelope: try protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan: plan)
-        } catch {
-            throw CustodyError(protection: error)
+        return try CustodyError.mapping(otherwise: .protection) {
+            ProtectedBuffer(envelope: try protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan: plan)
         }
     }
 
@@ -179,27 +172,19 @@ extension CustodyEngine {
     public func verifyAndProtect(
         file path: String, owner: AccountID, mode: ProtectionMode = .policy, progress: DataProtector.Progress? = nil
     ) throws(CustodyError) -> FileVerification {
-        do {
+        try CustodyError.mapping(otherwise: .protection) {
             try DataProtector.checkFiles(source: .file(path), sink: .file(path), protecting: true)
-        } catch {
-            throw CustodyError(protection: error)
         }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
-        do {
+        return try CustodyError.mapping(otherwise: .protection) {
             if let reason = try protector.alreadyProtected(file: path, for: sealFor, encrypt: plan.encrypted) {
                 return FileVerification(plan: plan, skipped: reason)
             }
             if plan.encrypted { try record(holder) }
             try protector.protect(file: path, owner: sealFor, encrypt: plan.encrypted, progress: progress)
-        } catch let error as ProtectionError {
-            throw CustodyError(protection: error)
-        } catch let error as CustodyError {
-            throw error
-        } catch {
-            throw CustodyError(protection: error)
+            return FileVerification(plan: plan, skipped: nil)
         }
-        return FileVerification(plan: plan, skipped: nil)
     }
 
     /// Protects every file in `directory` and below it for `owner`, as `mode` and the policy in
@@ -212,13 +197,11 @@ extension CustodyEngine {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
-        do {
-            return DirectoryProtection(
+        return try CustodyError.mapping(otherwise: .protection) {
+            DirectoryProtection(
                 plan: plan,
                 report: try protector.protect(
                     directory: directory, owner: sealFor, encrypt: plan.encrypted, progress: progress))
-        } catch {
-            throw CustodyError(protection: error)
         }
     }
 
@@ -252,11 +235,8 @@ extension CustodyEngine {
         -> DirectoryReport
     {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
-        var report: DirectoryReport
-        do {
-            report = try protector.unprotect(directory: directory, progress: progress)
-        } catch {
-            throw CustodyError(protection: error)
+        var report = try CustodyError.mapping(otherwise: .protection) {
+            try protector.unprotect(directory: directory, progress: progress)
         }
         for index in report.failed.indices {
             let failure = report.failed[index]
@@ -304,7 +284,7 @@ extension CustodyEngine {
     public func rotateKey(account: AccountID, by: String? = nil) throws(CustodyError) -> KeyRotation {
         let resolved = try resolve(account)
         let keyRing = try requireKeyRing("rotating a key needs the master key that wraps it")
-        do {
+        return try CustodyError.mapping(otherwise: .state) {
             try manager.register(resolved)
             let version = try keyRing.rotate(resolved.owner)
             try database.audit(
@@ -314,10 +294,6 @@ extension CustodyEngine {
             // Every replica's event stream says so (re-protect with the new version if wanted).
             manager.announce(.keyRotated(account: account, version: version))
             return KeyRotation(owner: resolved.owner, version: version)
-        } catch let error as ProtectionError {
-            throw CustodyError(protection: error)
-        } catch {
-            throw CustodyError(state: error)
         }
     }
 
@@ -348,6 +324,8 @@ extension CustodyEngine {
     public func keyOwners() throws(CustodyError) -> [KeyOwner] {
         let store = StateKeyStore(state: database)
         let snapshot = manager.snapshot
+        // Every failure here is the state's (the key store only reads it): `.state`, whatever
+        // the key store called it.
         do {
             return try store.owners().map { owner throws(ProtectionError) in
                 KeyOwner(
@@ -480,11 +458,8 @@ extension CustodyEngine {
     public func receive(receiver: AccountID?, file path: String, context: EvaluationContext? = nil) throws(CustodyError)
         -> SharedItemDecision
     {
-        let head: [UInt8]
-        do {
-            head = try DataProtector.head(ofFile: path, count: 4_096)
-        } catch {
-            throw CustodyError(protection: error)
+        let head = try CustodyError.mapping(otherwise: .protection) {
+            try DataProtector.head(ofFile: path, count: 4_096)
         }
         do {
             return try receive(receiver: receiver, item: head, context: context)

@@ -94,11 +94,8 @@ extension CustodyEngine {
     /// heard of: a replica a moment behind must not call an event that exists unknown.
     /// - Throws: `CustodyError` `.state` when the state cannot be read.
     public func newestEventID() async throws(CustodyError) -> Int64 {
-        let newest: Int64
-        do {
-            newest = try await StateExecutor.run { () throws(StoreError) in try database.eventBounds().newest }
-        } catch {
-            throw CustodyError(state: error)
+        let newest = try await CustodyError.mapping(otherwise: .state) {
+            try await StateExecutor.run { () throws(StoreError) in try database.eventBounds().newest }
         }
         // What was just read wakes the log's readers; the state is not read a second time.
         manager.journal.advance(to: newest)
@@ -115,11 +112,7 @@ extension CustodyEngine {
     /// The newest revision in the state's change log, read now.
     /// - Throws: `CustodyError` `.state` when the state cannot be read.
     public func newestChangeRevision() throws(CustodyError) -> Int64 {
-        do {
-            return try database.changeBounds().newest
-        } catch {
-            throw CustodyError(state: error)
-        }
+        return try CustodyError.fromState { try database.changeBounds().newest }
     }
 
     // MARK: Event streams

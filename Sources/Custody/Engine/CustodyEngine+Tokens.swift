@@ -75,11 +75,9 @@ extension CustodyEngine {
     /// `authenticate(bearer:)`).
     @discardableResult
     public func revokeToken(id: String) throws(CustodyError) -> Bool {
-        do {
+        return try CustodyError.fromState {
             defer { tokenCache.forget(ids: [id]) }
             return try database.revokeToken(id: id, at: configuration.now())
-        } catch {
-            throw CustodyError(state: error)
         }
     }
 

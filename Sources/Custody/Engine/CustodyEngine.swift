@@ -160,15 +160,14 @@ public final class CustodyEngine: Sendable {
     ///   the master key is unusable, `.bundle` when the override or the stored bundle does not
     ///   load (a policy in force that cannot be restored is never replaced by an empty one).
     public static func open(_ configuration: CustodyConfiguration) async throws(CustodyError) -> CustodyEngine {
-        let database: any StateStore
-        do {
+        let database: any StateStore = try CustodyError.fromState {
             switch configuration.state {
             case .path(let state):
-                database = try CustodyDatabase(
+                return try CustodyDatabase(
                     path: CustodyDatabase.path(forState: state), deferringWrites: configuration.defersStateWrites)
             case .existingPath(let state):
                 let path = CustodyDatabase.path(forState: state)
-                database =
+                return
                     FileManager.default.fileExists(atPath: path)
                     ? try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites)
                     : try CustodyDatabase()
@@ -177,18 +176,14 @@ public final class CustodyEngine: Sendable {
                 guard FileManager.default.fileExists(atPath: path) else {
                     throw CustodyError(.state, "\(path): there is no state here (nothing has ever been stored in it)")
                 }
-                database = try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites)
+                return try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites)
             case .readOnlyPath(let state):
-                database = try CustodyDatabase(readingOnly: CustodyDatabase.path(forState: state))
+                return try CustodyDatabase(readingOnly: CustodyDatabase.path(forState: state))
             case .inMemory:
-                database = try CustodyDatabase()
+                return try CustodyDatabase()
             case .postgres(let url):
-                database = try PostgresState(url: url, logger: configuration.logger)
+                return try PostgresState(url: url, logger: configuration.logger)
             }
-        } catch let error as CustodyError {
-            throw error
-        } catch {
-            throw CustodyError(state: error)
         }
         let keyRing: KeyRing?
         do {
@@ -198,22 +193,15 @@ public final class CustodyEngine: Sendable {
         } catch {
             throw CustodyError(.masterKey, "\(error)", underlying: error)
         }
-        let context: EvaluationContext
-        let precedence: PolicyPrecedence.Rule
         // Read before the bundle in force is: a change committed meanwhile is applied later,
         // never missed.
-        let revision: Int64
-        do {
-            revision = try database.changeBounds().newest
-            let recorded = try database.installationContext()
-            context = Self.context(configuration.context, recorded: recorded)
-            precedence =
-                configuration.precedence
-                ?? recorded.precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:))
-                ?? .mostRestrictive
-        } catch {
-            throw CustodyError(state: error)
+        let (revision, recorded) = try CustodyError.fromState {
+            (try database.changeBounds().newest, try database.installationContext())
         }
+        let context = Self.context(configuration.context, recorded: recorded)
+        let precedence =
+            configuration.precedence ?? recorded.precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:))
+            ?? .mostRestrictive
         let manager = PolicyManager(
             context: context, database: database, keyRing: keyRing,
             wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
@@ -264,13 +252,11 @@ public final class CustodyEngine: Sendable {
     public func recordContext(_ context: EvaluationContext, precedence: PolicyPrecedence.Rule? = nil)
         throws(CustodyError)
     {
-        do {
+        try CustodyError.fromState {
             try database.recordInstallationContext(
                 platform: context.platform?.rawValue, appID: context.appID,
                 managementLevel: context.managementLevel?.rawValue,
                 precedence: precedence?.rawValue)
-        } catch {
-            throw CustodyError(state: error)
         }
     }
 
@@ -412,13 +398,11 @@ public final class CustodyEngine: Sendable {
         if current.revision == revision { return true }
         // Another revision: the bundle history says which came first (read on the state's threads).
         return try await StateExecutor.run { () throws(CustodyError) in
-            do {
+            return try CustodyError.fromState {
                 guard let wanted = try database.lastApplication(ofRevision: revision),
                     let now = try database.lastApplication(ofRevision: current.revision)
                 else { return false }
                 return wanted <= now
-            } catch {
-                throw CustodyError(state: error)
             }
         }
     }
@@ -426,12 +410,10 @@ public final class CustodyEngine: Sendable {
     /// The files of the bundle in force as the state keeps them (empty for a one-off override).
     public func filesInForce() throws(CustodyError) -> [BundleFiles.Entry] {
         guard let inForce = bundleInForce, !inForce.isOverride else { return [] }
-        do {
+        return try CustodyError.fromState {
             guard let stored = try database.lastAppliedBundleFiles(), stored.record.contentHash == inForce.revision
             else { return [] }
             return stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) }
-        } catch {
-            throw CustodyError(state: error)
         }
     }
 
@@ -453,15 +435,13 @@ public final class CustodyEngine: Sendable {
     /// log no longer holds every event after `id` (pruned past its retention): the caller
     /// missed some and must read the state afresh.
     public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> EventPage {
-        do {
+        return try CustodyError.fromState {
             let bounds = try database.eventBounds()
             if id < bounds.newest, let oldest = bounds.oldest, id < oldest - 1 {
                 return EventPage(events: [], reset: true)
             }
             if id < bounds.newest, bounds.oldest == nil { return EventPage(events: [], reset: true) }
             return EventPage(events: try database.events(after: id, limit: limit), reset: false)
-        } catch {
-            throw CustodyError(state: error)
         }
     }
 
@@ -470,11 +450,7 @@ public final class CustodyEngine: Sendable {
     /// Resolves an account to one account of this installation (see `PolicyManager.resolve`).
     /// - Throws: `CustodyError` `.account` for an unknown or ambiguous account.
     public func resolve(_ account: AccountID) throws(CustodyError) -> ResolvedAccount {
-        do {
-            return try manager.resolve(account)
-        } catch {
-            throw CustodyError(error.code == .storage ? .state : .account, error.message, underlying: error)
-        }
+        try CustodyError.mapping(otherwise: .account) { try manager.resolve(account) }
     }
 
     /// Records a policy sync of `account` (offline grace counts from it).
@@ -489,10 +465,8 @@ public final class CustodyEngine: Sendable {
                 "a check-in cannot be in the future: \(RFC3339.format(.seconds(date.timeIntervalSince1970))) is more than \(PolicySnapshot.clockSkew.components.seconds / 60) minutes ahead of this machine's clock"
             )
         }
-        do {
-            return try await manager.checkIn(account: account, at: date)
-        } catch {
-            throw CustodyError(error.code == .storage ? .state : .account, error.message, underlying: error)
+        return try await CustodyError.mapping(otherwise: .account) {
+            try await manager.checkIn(account: account, at: date)
         }
     }
 
@@ -610,12 +584,10 @@ public final class CustodyEngine: Sendable {
 
     /// Switches the audit log on or off, and decision auditing with it when given.
     public func setAuditing(_ enabled: Bool? = nil, decisions: Bool? = nil) throws(CustodyError) {
-        do {
+        try CustodyError.fromState {
             if let enabled { try database.setAuditEnabled(enabled) }
             if let decisions { try database.setDecisionAuditEnabled(decisions) }
             auditSetting.reset()
-        } catch {
-            throw CustodyError(state: error)
         }
     }
 
@@ -658,17 +630,6 @@ public final class CustodyEngine: Sendable {
 
     static func noMasterKey(_ purpose: String) -> CustodyError {
         CustodyError(.masterKey, "no master key was given, and \(purpose)")
-    }
-
-    /// Keeps `body`'s error in the engine's terms.
-    func mapped<T>(_ code: CustodyError.Code, _ body: () throws -> T) throws(CustodyError) -> T {
-        do {
-            return try body()
-        } catch let error as CustodyError {
-            throw error
-        } catch {
-            throw CustodyError(code, "\(error)", underlying: error)
-        }
     }
 }
 

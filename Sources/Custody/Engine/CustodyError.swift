@@ -69,25 +69,62 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// The one boundary where the engine turns what a lower layer threw into a `CustodyError`.
+///
+/// Every operation of the engine throws `CustodyError` and nothing else. What the layers below
+/// throw maps here, by type: a `CustodyError` stays as it is; the state's `StoreError` is
+/// `.state`; a `ProtectionError` is `.protection`, or `.state` when the key store could not be
+/// reached (nothing was opened or sealed, and the same call may succeed once the state answers
+/// again); an `AccountError` is `.account`, or `.state` when the state could not be asked. An
+/// error of any other type takes the code the call names for it. A call site that knows more
+/// than the type does (the file it was reading, the revision it was loading) says so itself;
+/// every other one goes through `mapping(otherwise:_:)`.
 extension CustodyError {
+    /// `error` as a `CustodyError` (see the extension's documentation); `code` for an error of
+    /// a type the engine does not map.
+    init(lower error: any Error, otherwise code: Code) {
+        switch error {
+        case let error as CustodyError: self = error
+        case let error as StoreError: self.init(state: error)
+        case let error as ProtectionError: self.init(protection: error)
+        case let error as AccountError:
+            self.init(error.code == .storage ? .state : .account, error.message, underlying: error)
+        default: self.init(code, "\(error)", underlying: error)
+        }
+    }
+
+    /// Runs `body`: what it throws becomes a `CustodyError` (`init(lower:otherwise:)`).
+    static func mapping<Result>(otherwise code: Code, _ body: () throws -> Result) throws(CustodyError) -> Result {
+        do {
+            return try body()
+        } catch {
+            throw CustodyError(lower: error, otherwise: code)
+        }
+    }
+
+    /// Runs `body`: what it throws becomes a `CustodyError` (`init(lower:otherwise:)`).
+    static func mapping<Result>(otherwise code: Code, _ body: () async throws -> Result) async throws(CustodyError)
+        -> Result
+    {
+        do {
+            return try await body()
+        } catch {
+            throw CustodyError(lower: error, otherwise: code)
+        }
+    }
+
+    /// Runs `body`, which only reads or writes the state: `mapping(otherwise: .state)`.
+    static func fromState<Result>(_ body: () throws -> Result) throws(CustodyError) -> Result {
+        try mapping(otherwise: .state, body)
+    }
+
     /// A failure of the state (unreachable, busy, corrupt): `.state`, carrying it.
     init(state error: any Error) {
         self.init(.state, "\(error)", underlying: error)
     }
 
-    /// Runs `body`, which only reads or writes the state: what it throws becomes a `.state`
-    /// error. The one mapping of the engine's state calls.
-    static func fromState<Result>(_ body: () throws -> Result) throws(CustodyError) -> Result {
-        do {
-            return try body()
-        } catch {
-            throw CustodyError(state: error)
-        }
-    }
-
     /// A failure to protect or unprotect data: `.protection`, or `.state` when the key store
-    /// could not be reached (nothing was opened or sealed, and the same call may succeed once
-    /// the state answers again).
+    /// could not be reached.
     init(protection error: any Error) {
         let unreachable = (error as? ProtectionError)?.code == .keyStoreUnavailable
         self.init(unreachable ? .state : .protection, "\(error)", underlying: error)
