@@ -51,30 +51,22 @@ extension CustodyDatabase {
     }
 
     static func recordAccounts(_ accounts: [SeenAccount], at date: Date, in db: Database) throws {
-        let account = try db.makeStatement(sql: "INSERT OR IGNORE INTO accounts (owner, first_seen) VALUES (?, ?)")
-        let alias = try db.makeStatement(
-            sql: "INSERT OR IGNORE INTO account_aliases (alias, owner, since) VALUES (?, ?, ?)")
+        // Accounts and aliases already recorded keep their first-seen times.
         for (owner, aliases) in accounts.map({ ($0.owner, $0.aliases) }) {
-            try account.execute(arguments: [owner, date])
+            try AccountRow(owner: owner, firstSeen: date).insert(db, onConflict: .ignore)
             for name in aliases where name != owner {
-                try alias.execute(arguments: [name, owner, date])
+                try AccountAliasRow(alias: name, owner: owner, since: date).insert(db, onConflict: .ignore)
             }
         }
     }
 
     /// The account recorded under `owner`, if any.
     public func account(owner: String) throws(StoreError) -> AccountRecord? {
-        let found = try read("reading the account \(owner)") { db -> (Date, [String])? in
-            guard
-                let firstSeen = try DatabaseValue.fetchOne(
-                    db, sql: "SELECT first_seen FROM accounts WHERE owner = ?", arguments: [owner]
-                ).flatMap(StoredDate.date)
-            else { return nil }
-            let aliases = try String.fetchAll(
-                db, sql: "SELECT alias FROM account_aliases WHERE owner = ? ORDER BY alias", arguments: [owner])
-            return (firstSeen, aliases)
+        try read("reading the account \(owner)") { db in
+            guard let account = try AccountRow.fetchOne(db, key: owner) else { return nil }
+            let aliases = try AccountAliasRow.filter(Column("owner") == owner).order(Column("alias")).fetchAll(db)
+            return AccountRecord(owner: owner, aliases: aliases.map(\.alias), firstSeen: account.firstSeen)
         }
-        return found.map { AccountRecord(owner: owner, aliases: $0.1, firstSeen: $0.0) }
     }
 
     /// The canonical identifiers of the accounts `identifier` names: the account recorded under
@@ -99,17 +91,10 @@ extension CustodyDatabase {
 
     /// When each recorded account was first seen, by canonical identifier.
     public func accountsFirstSeen() throws(StoreError) -> [String: Date] {
-        let rows = try read("reading accounts") { db in
-            try Row.fetchAll(db, sql: "SELECT owner, first_seen FROM accounts")
+        try read("reading accounts") { db in
+            Dictionary(
+                try AccountRow.fetchAll(db).map { ($0.owner, $0.firstSeen) }, uniquingKeysWith: { first, _ in first })
         }
-        var result: [String: Date] = [:]
-        for row in rows {
-            guard let owner: String = row["owner"], let at = row.storedDate("first_seen") else {
-                throw StoreError(.corrupt, "an account row is damaged", path: path)
-            }
-            result[owner] = at
-        }
-        return result
     }
 
     /// Selective wipe of one account kept under several identifiers (its canonical one and its

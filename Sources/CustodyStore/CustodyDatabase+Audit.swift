@@ -166,14 +166,11 @@ extension CustodyDatabase {
     }
 
     static func setting(_ name: String, in db: Database) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
+        try SettingRow.value(name, in: db)
     }
 
     static func setSetting(_ name: String, _ value: String, in db: Database) throws {
-        try db.execute(
-            sql:
-                "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            arguments: [name, value])
+        try SettingRow.save(name, value, in: db)
         try recordChange(.setting, [name], at: Date(), in: db)
     }
 
@@ -238,10 +235,10 @@ extension CustodyDatabase {
     public func installationContext() throws(StoreError) -> InstallationContext {
         try read("reading the installation's context") { db in
             InstallationContext(
-                platform: try Self.storedSetting("context_platform", in: db),
-                appID: try Self.storedSetting("context_app", in: db),
-                managementLevel: try Self.storedSetting("context_management_level", in: db),
-                precedence: try Self.storedSetting("precedence", in: db))
+                platform: try Self.setting("context_platform", in: db),
+                appID: try Self.setting("context_app", in: db),
+                managementLevel: try Self.setting("context_management_level", in: db),
+                precedence: try Self.setting("precedence", in: db))
         }
     }
 
@@ -259,9 +256,5 @@ extension CustodyDatabase {
                 try Self.setSetting(name, value, in: db)
             }
         }
-    }
-
-    private static func storedSetting(_ name: String, in db: Database) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: [name])
     }
 }

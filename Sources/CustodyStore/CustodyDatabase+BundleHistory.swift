@@ -77,9 +77,7 @@ extension CustodyDatabase {
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
-                let trusted = try Row.fetchAll(db, sql: "SELECT key_id, revoked_at FROM trusted_keys").map {
-                    (id: $0["key_id"] as String, revoked: $0.storedDate("revoked_at") != nil)
-                }
+                let trusted = try TrustedKeyRow.fetchAll(db).map { (id: $0.keyID, revoked: $0.revokedAt != nil) }
                 if let refusal = BundleAdmission.refusal(
                     of: provenance,
                     frozen: try Self.setting(Self.freezeSetting, in: db).flatMap { try? BundleFreeze.decode($0) },
@@ -88,45 +86,33 @@ extension CustodyDatabase {
                     throw StoreError(.refused, refusal)
                 }
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO bundle_history (content_hash, applied_at, source, result, message, sequence, signers, signature, applied_by, reason, rollback)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    contentHash, date, source, result.rawValue, message, provenance.sequence,
-                    StateChange.encode(provenance.signers), provenance.signature.map { Data($0) },
-                    provenance.appliedBy, provenance.reason, provenance.isRollback,
-                ])
+            var row = BundleHistoryRow(
+                contentHash: contentHash, appliedAt: date, source: source, result: result.rawValue, message: message,
+                provenance: provenance)
+            try row.insert(db)
             let id = db.lastInsertedRowID
             // The highest sequence ever put in force, which a rollback does not lower: an
             // older signed bundle is never taken again as new.
             if result == .applied, let sequence = provenance.sequence, !provenance.isRollback,
                 sequence > (Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0)
             {
-                try db.execute(
-                    sql:
-                        "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                    arguments: [Self.sequenceSetting, String(sequence)])
+                try SettingRow.save(Self.sequenceSetting, String(sequence), in: db)
             }
             if result == .applied, let files {
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO bundle_revisions (content_hash, stored_at) VALUES (?, ?)",
-                    arguments: [contentHash, date])
+                try BundleRevisionRow(contentHash: contentHash, storedAt: date).insert(db, onConflict: .ignore)
                 if db.changesCount > 0 {
                     for file in files {
-                        try db.execute(
-                            sql: "INSERT INTO bundle_revision_files (content_hash, name, bytes) VALUES (?, ?, ?)",
-                            arguments: [contentHash, file.name, Data(file.bytes)])
+                        try BundleFileRow(contentHash: contentHash, name: file.name, bytes: Data(file.bytes)).insert(db)
                     }
                 }
             }
             try Self.recordAccounts(accounts, at: date, in: db)
             if !reach.isEmpty {
-                let insert = try db.makeStatement(
-                    sql: "INSERT OR IGNORE INTO policy_reach (account, policy, first_reached) VALUES (?, ?, ?)")
                 for (account, policies) in reach.map({ ($0.account, $0.policies) }) {
-                    for policy in policies { try insert.execute(arguments: [account, policy, date]) }
+                    for policy in policies {
+                        try PolicyReachRow(account: account, policy: policy, firstReached: date)
+                            .insert(db, onConflict: .ignore)
+                    }
                 }
             }
             try Self.audit(
@@ -188,13 +174,8 @@ extension CustodyDatabase {
     public func policyReach() throws(StoreError) -> [String: [String: Date]] {
         try read("reading when policies reached accounts") { db in
             var reach: [String: [String: Date]] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT account, policy, first_reached FROM policy_reach")
-            while let row = try rows.next() {
-                guard let account: String = row["account"], let policy: String = row["policy"],
-                    let at = row.storedDate("first_reached")
-                else { continue }
-                reach[account, default: [:]][policy] = at
-            }
+            let rows = try PolicyReachRow.fetchCursor(db)
+            while let row = try rows.next() { reach[row.account, default: [:]][row.policy] = row.firstReached }
             return reach
         }
     }
@@ -245,10 +226,7 @@ extension CustodyDatabase {
 
     /// A stored revision's files, in name order.
     private static func files(ofRevision contentHash: String, in db: Database) throws -> [StoredFile] {
-        try BundleFileRow.fetchAll(
-            db, sql: "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = ? ORDER BY name",
-            arguments: [contentHash]
-        ).map(\.file)
+        try BundleFileRow.filter(Column("content_hash") == contentHash).order(Column("name")).fetchAll(db).map(\.file)
     }
 
     /// The highest sequence of a signed bundle ever applied (a rollback does not lower it); 0

@@ -4,12 +4,11 @@ import GRDB
 extension CustodyDatabase {
     /// Appends a change inside a write transaction, and prunes the log past its retention.
     static func recordChange(_ kind: StateChange.Kind, _ subjects: [String], at date: Date, in db: Database) throws {
-        try db.execute(
-            sql: "INSERT INTO changes (at, kind, subjects) VALUES (?, ?, ?)",
-            arguments: [date, kind.rawValue, StateChange.encode(subjects)])
+        var row = ChangeRow(at: date, kind: kind.rawValue, subjects: StateChange.encode(subjects))
+        try row.insert(db)
         let revision = db.lastInsertedRowID
         let retention =
-            Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'change_retention'") ?? "")
+            Int64(try SettingRow.value("change_retention", in: db) ?? "")
             ?? StateChange.defaultRetention
         if revision > retention {
             try db.execute(sql: "DELETE FROM changes WHERE revision <= ?", arguments: [revision - retention])
@@ -17,23 +16,10 @@ extension CustodyDatabase {
     }
 
     public func changes(after revision: Int64, limit: Int) throws(StoreError) -> [StateChange] {
-        let rows = try read("reading the change log") { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT revision, at, kind, subjects FROM changes WHERE revision > ? ORDER BY revision LIMIT ?",
-                arguments: [revision, limit])
+        try read("reading the change log") { db in
+            try ChangeRow.filter(Column("revision") > revision).order(Column("revision")).limit(limit).fetchAll(db)
+                .map { try $0.change() }
         }
-        var changes: [StateChange] = []
-        for row in rows {
-            guard let revision: Int64 = row["revision"], let at = row.storedDate("at"), let kind: String = row["kind"],
-                let subjects: String = row["subjects"]
-            else { throw StoreError(.corrupt, "a change log row is damaged", path: path) }
-            changes.append(
-                StateChange(
-                    revision: revision, at: at, kind: StateChange.Kind(rawValue: kind),
-                    subjects: StateChange.decode(subjects)))
-        }
-        return changes
     }
 
     public func changeBounds() throws(StoreError) -> LogBounds {
@@ -46,10 +32,7 @@ extension CustodyDatabase {
 
     public func setChangeRetention(_ count: Int64) throws(StoreError) {
         try write("changing the change log retention") { db in
-            try db.execute(
-                sql:
-                    "INSERT INTO settings (name, value) VALUES ('change_retention', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                arguments: [String(max(1, count))])
+            try SettingRow.save("change_retention", String(max(1, count)), in: db)
         }
     }
 

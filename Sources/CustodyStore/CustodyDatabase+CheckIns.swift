@@ -52,16 +52,13 @@ extension CustodyDatabase {
 
     public func isActingOnLaunch() throws(StoreError) -> Bool {
         try read("reading whether launch outcomes are acted on") { db in
-            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'act_on_launch'") == "true"
+            try SettingRow.value("act_on_launch", in: db) == "true"
         }
     }
 
     public func setActingOnLaunch(_ acting: Bool) throws(StoreError) {
         try write("recording whether launch outcomes are acted on") { db in
-            try db.execute(
-                sql:
-                    "INSERT INTO settings (name, value) VALUES ('act_on_launch', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                arguments: [acting ? "true" : "false"])
+            try SettingRow.save("act_on_launch", acting ? "true" : "false", in: db)
         }
     }
 }

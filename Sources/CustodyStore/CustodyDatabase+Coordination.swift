@@ -6,19 +6,16 @@ extension CustodyDatabase {
     /// Kept in the settings table as `cache:{name}`, outside the change log.
     public func cache(_ name: String) throws(StoreError) -> String? {
         try read("reading the cache \(name)") { db in
-            try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = ?", arguments: ["cache:" + name])
+            try SettingRow.value("cache:" + name, in: db)
         }
     }
 
     public func saveCache(_ name: String, _ text: String?) throws(StoreError) {
         try write("saving the cache \(name)") { db in
             if let text {
-                try db.execute(
-                    sql:
-                        "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                    arguments: ["cache:" + name, text])
+                try SettingRow.save("cache:" + name, text, in: db)
             } else {
-                try db.execute(sql: "DELETE FROM settings WHERE name = ?", arguments: ["cache:" + name])
+                try SettingRow.deleteOne(db, key: "cache:" + name)
             }
         }
     }

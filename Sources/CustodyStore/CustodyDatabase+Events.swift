@@ -41,14 +41,14 @@ extension CustodyDatabase {
 
     static func appendEvents(_ records: [EventRecord], at date: Date, in db: Database) throws -> [Int64] {
         guard !records.isEmpty else { return [] }
-        let insert = try db.makeStatement(sql: "INSERT INTO events (at, name, body) VALUES (?, ?, ?)")
         var ids: [Int64] = []
         for record in records {
-            try insert.execute(arguments: [date, record.name, Data(record.body)])
+            var row = EventRow(at: date, name: record.name, body: Data(record.body))
+            try row.insert(db)
             ids.append(db.lastInsertedRowID)
         }
         let retention =
-            Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'event_retention'") ?? "")
+            Int64(try SettingRow.value("event_retention", in: db) ?? "")
             ?? defaultEventRetention
         try db.execute(sql: "DELETE FROM events WHERE id <= ?", arguments: [ids[ids.count - 1] - retention])
         return ids
@@ -56,21 +56,9 @@ extension CustodyDatabase {
 
     /// Events after `id`, oldest first, at most `limit`.
     public func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
-        let rows = try read("reading the event log") { db in
-            try Row.fetchAll(
-                db, sql: "SELECT id, at, name, body FROM events WHERE id > ? ORDER BY id LIMIT ?",
-                arguments: [id, limit])
+        try read("reading the event log") { db in
+            try EventRow.filter(Column("id") > id).order(Column("id")).limit(limit).fetchAll(db).map { try $0.event() }
         }
-        var events: [StoredEvent] = []
-        for row in rows {
-            guard let id: Int64 = row["id"], let at = row.storedDate("at"), let name: String = row["name"],
-                let body: Data = row["body"]
-            else {
-                throw StoreError(.corrupt, "an event row is damaged", path: path)
-            }
-            events.append(StoredEvent(id: id, at: at, name: name, body: [UInt8](body)))
-        }
-        return events
     }
 
     /// The oldest event id the log still holds (nil when empty) and the newest one ever
@@ -86,10 +74,7 @@ extension CustodyDatabase {
     /// Sets how many events the log keeps.
     public func setEventRetention(_ count: Int64) throws(StoreError) {
         try write("changing the event retention") { db in
-            try db.execute(
-                sql:
-                    "INSERT INTO settings (name, value) VALUES ('event_retention', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                arguments: [String(max(1, count))])
+            try SettingRow.save("event_retention", String(max(1, count)), in: db)
         }
     }
 }

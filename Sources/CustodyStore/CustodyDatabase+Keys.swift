@@ -5,34 +5,16 @@ import GRDB
 
 extension CustodyDatabase {
     public func accountKeys(owner: String) throws(StoreError) -> [WrappedAccountKey] {
-        let rows = try read("reading the keys of \(owner)") { db in
-            try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT owner, version, created, nonce, ciphertext FROM account_keys WHERE owner = ? ORDER BY version",
-                arguments: [owner])
-        }
-        var keys: [WrappedAccountKey] = []
-        for row in rows {
-            guard let name: String = row["owner"], let owner = OwnerIdentifier(rawValue: name) else {
-                throw StoreError(.corrupt, "an account key has no valid owner", path: path)
+        try read("reading the keys of \(owner)") { db in
+            try AccountKeyRow.filter(Column("owner") == owner).order(Column("version")).fetchAll(db).map {
+                try $0.key()
             }
-            guard let version: Int64 = row["version"], let created = row.storedDate("created"),
-                let nonce: Data = row["nonce"],
-                let ciphertext: Data = row["ciphertext"],
-                let key = WrappedAccountKey(
-                    stored: owner, version: version, created: created, nonce: nonce, ciphertext: ciphertext)
-            else { throw StoreError(.corrupt, "a key of \(owner) is damaged", path: path) }
-            keys.append(key)
         }
-        return keys
     }
 
     public func addAccountKey(_ key: WrappedAccountKey) throws(StoreError) {
         try write("adding key version \(key.version) of \(key.owner)") { db in
-            try db.execute(
-                sql: "INSERT INTO account_keys (owner, version, created, nonce, ciphertext) VALUES (?, ?, ?, ?, ?)",
-                arguments: [key.owner.rawValue, Int64(key.version), key.created, Data(key.nonce), Data(key.ciphertext)])
+            try AccountKeyRow(key).insert(db)
             try Self.recordChange(.key, [key.owner.rawValue], at: key.created, in: db)
         }
     }
@@ -56,47 +38,15 @@ extension CustodyDatabase {
     }
 
     public func masterKeyRecord() throws(StoreError) -> MasterKeyRecord? {
-        let row = try read("reading the master key record") { db in
-            try Row.fetchOne(
-                db,
-                sql:
-                    "SELECT kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext FROM master_key WHERE id = 1"
-            )
-        }
-        guard let row else { return nil }
-        let salt: Data? = row["salt"]
-        let opsLimit: Int64? = row["ops_limit"]
-        let memLimit: Int64? = row["mem_limit"]
-        guard
-            let record = MasterKeyRecord(
-                stored: row["kind"] ?? "", salt: salt, opsLimit: opsLimit, memLimit: memLimit,
-                checkNonce: row["check_nonce"], checkCiphertext: row["check_ciphertext"])
-        else {
-            throw StoreError(
-                .corrupt, "the master key record is damaged (an unknown kind, or no check value)", path: path)
-        }
-        return record
+        try read("reading the master key record") { db in try MasterKeyRow.fetchOne(db, key: 1)?.record() }
     }
 
     public func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(StoreError) {
-        try write("saving the master key record") { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO master_key (id, kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext)
-                    VALUES (1, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    record.kind.rawValue, record.salt.map { Data($0) }, record.opsLimit.map { Int64($0) },
-                    record.memLimit.map { Int64($0) },
-                    Data(record.checkNonce), Data(record.checkCiphertext),
-                ])
-        }
+        try write("saving the master key record") { db in try MasterKeyRow(record).insert(db) }
     }
 
     public func keyGeneration() throws(StoreError) -> Int64 {
-        try read("reading the key generation") { db in
-            try Int64.fetchOne(db, sql: "SELECT value FROM key_generation WHERE id = 1") ?? 0
-        }
+        try read("reading the key generation") { db in try KeyGenerationRow.fetchOne(db, key: 1)?.value ?? 0 }
     }
 }
 

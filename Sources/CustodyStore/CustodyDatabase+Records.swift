@@ -1,3 +1,5 @@
+import CustodyPolicy
+import CustodyProtection
 import Foundation
 import GRDB
 
@@ -218,12 +220,13 @@ struct AuditRow: Codable, FetchableRecord, TableRecord {
 }
 
 /// A row of `bundle_history`.
-struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
+struct BundleHistoryRow: Codable, FetchableRecord, MutablePersistableRecord {
     static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
 
     static let databaseTableName = "bundle_history"
 
-    var id: Int64
+    /// Nil until inserted.
+    var id: Int64?
     var contentHash: String
     var appliedAt: Date
     var source: String
@@ -247,7 +250,27 @@ struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
         case appliedBy = "applied_by"
     }
 
+    init(
+        contentHash: String, appliedAt: Date, source: String, result: String, message: String?,
+        provenance: BundleProvenance
+    ) {
+        self.contentHash = contentHash
+        self.appliedAt = appliedAt
+        self.source = source
+        self.result = result
+        self.message = message
+        sequence = provenance.sequence
+        signers = StateChange.encode(provenance.signers)
+        signature = provenance.signature.map { Data($0) }
+        appliedBy = provenance.appliedBy
+        reason = provenance.reason
+        rollback = provenance.isRollback
+    }
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
     func record() throws -> BundleRecord {
+        guard let id else { throw RecordError("a bundle history row has no id") }
         guard let result = BundleRecord.Result(rawValue: result) else {
             throw RecordError("a bundle history row names the unknown result '\(result)'")
         }
@@ -260,15 +283,229 @@ struct BundleHistoryRow: Codable, FetchableRecord, TableRecord {
 }
 
 /// A row of `bundle_revision_files`.
-struct BundleFileRow: Codable, FetchableRecord, TableRecord {
-    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
-
+struct BundleFileRow: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "bundle_revision_files"
 
+    var contentHash: String
     var name: String
     var bytes: Data
 
+    enum CodingKeys: String, CodingKey {
+        case name, bytes
+        case contentHash = "content_hash"
+    }
+
     var file: StoredFile { StoredFile(name: name, bytes: [UInt8](bytes)) }
+}
+
+/// A row of `account_keys`: one version of an account's key, wrapped by the master key.
+struct AccountKeyRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "account_keys"
+
+    var owner: String
+    var version: Int64
+    var created: Date
+    var nonce: Data
+    var ciphertext: Data
+
+    init(_ key: WrappedAccountKey) {
+        owner = key.owner.rawValue
+        version = Int64(key.version)
+        created = key.created
+        nonce = Data(key.nonce)
+        ciphertext = Data(key.ciphertext)
+    }
+
+    func key() throws -> WrappedAccountKey {
+        guard let identifier = OwnerIdentifier(rawValue: owner) else {
+            throw RecordError(
+                "an account key names the owner \"\(owner.escapingControlCharacters)\", which is not an owner identifier"
+            )
+        }
+        guard
+            let key = WrappedAccountKey(
+                stored: identifier, version: version, created: created, nonce: nonce, ciphertext: ciphertext)
+        else { throw RecordError("key version \(version) of \(owner) is out of range") }
+        return key
+    }
+}
+
+/// The one row of `master_key`: how the master key is derived, and the check value that
+/// proves it.
+struct MasterKeyRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "master_key"
+
+    var id: Int64 = 1
+    var kind: String
+    var salt: Data?
+    var opsLimit: Int64?
+    var memLimit: Int64?
+    var checkNonce: Data
+    var checkCiphertext: Data
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, salt
+        case opsLimit = "ops_limit"
+        case memLimit = "mem_limit"
+        case checkNonce = "check_nonce"
+        case checkCiphertext = "check_ciphertext"
+    }
+
+    init(_ record: MasterKeyRecord) {
+        kind = record.kind.rawValue
+        salt = record.salt.map { Data($0) }
+        opsLimit = record.opsLimit.map { Int64($0) }
+        memLimit = record.memLimit.map { Int64($0) }
+        checkNonce = Data(record.checkNonce)
+        checkCiphertext = Data(record.checkCiphertext)
+    }
+
+    func record() throws -> MasterKeyRecord {
+        guard
+            let record = MasterKeyRecord(
+                stored: kind, salt: salt, opsLimit: opsLimit, memLimit: memLimit, checkNonce: checkNonce,
+                checkCiphertext: checkCiphertext)
+        else { throw RecordError("the master key record names the unknown kind '\(kind)'") }
+        return record
+    }
+}
+
+/// The one row of `key_generation`, moved by triggers on `account_keys` (never written here).
+struct KeyGenerationRow: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "key_generation"
+
+    var id: Int64
+    var value: Int64
+}
+
+/// A row of `settings`: a small named value (auditing on or off, retentions, caches).
+struct SettingRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "settings"
+
+    var name: String
+    var value: String
+
+    /// The value kept under `name`, nil when none is.
+    static func value(_ name: String, in db: Database) throws -> String? {
+        try fetchOne(db, key: name)?.value
+    }
+
+    /// Keeps `value` under `name`, replacing what was there.
+    static func save(_ name: String, _ value: String, in db: Database) throws {
+        try SettingRow(name: name, value: value).upsert(db)
+    }
+}
+
+/// A row of `accounts`: an account the installation has seen, by canonical identifier.
+struct AccountRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "accounts"
+
+    var owner: String
+    var firstSeen: Date
+
+    enum CodingKeys: String, CodingKey {
+        case owner
+        case firstSeen = "first_seen"
+    }
+}
+
+/// A row of `account_aliases`: an identifier that names (or named) an account.
+struct AccountAliasRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "account_aliases"
+
+    var alias: String
+    var owner: String
+    var since: Date
+}
+
+/// A row of `events`: one event of the log, its body as the engine encoded it.
+struct EventRow: Codable, FetchableRecord, MutablePersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "events"
+
+    /// Nil until inserted.
+    var id: Int64?
+    var at: Date
+    var name: String
+    var body: Data
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    func event() throws -> StoredEvent {
+        guard let id else { throw RecordError("an event row has no id") }
+        return StoredEvent(id: id, at: at, name: name, body: [UInt8](body))
+    }
+}
+
+/// A row of `changes`: one entry of the change log replicas follow.
+struct ChangeRow: Codable, FetchableRecord, MutablePersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "changes"
+
+    /// Nil until inserted.
+    var revision: Int64?
+    var at: Date
+    var kind: String
+    /// The subjects, as `StateChange.encode` writes them.
+    var subjects: String
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { revision = inserted.rowID }
+
+    func change() throws -> StateChange {
+        guard let revision else { throw RecordError("a change log row has no revision") }
+        return StateChange(
+            revision: revision, at: at, kind: StateChange.Kind(rawValue: kind), subjects: StateChange.decode(subjects))
+    }
+}
+
+/// A row of `policy_reach`: when a policy first reached an account.
+struct PolicyReachRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "policy_reach"
+
+    var account: String
+    var policy: String
+    var firstReached: Date
+
+    enum CodingKeys: String, CodingKey {
+        case account, policy
+        case firstReached = "first_reached"
+    }
+}
+
+/// A row of `bundle_revisions`: a revision whose files the state keeps (in
+/// `bundle_revision_files`).
+struct BundleRevisionRow: Codable, FetchableRecord, PersistableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { storedDates }
+
+    static let databaseTableName = "bundle_revisions"
+
+    var contentHash: String
+    var storedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case contentHash = "content_hash"
+        case storedAt = "stored_at"
+    }
+}
+
+/// A row of `audit_details`: a detail text stored once and named by the audit entries that
+/// share it. Written by `AuditInsert`'s prepared statements (the audited decision path), read
+/// joined to `audit_log` (`AuditRow.storedDetail`).
+struct AuditDetailRow: Codable, FetchableRecord, TableRecord {
+    static let databaseTableName = "audit_details"
+
+    var id: Int64
+    var text: String
 }
 
 /// A row that decodes but says something the store does not know: a damaged state.

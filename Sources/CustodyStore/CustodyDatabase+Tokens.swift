@@ -69,7 +69,7 @@ extension CustodyDatabase {
     /// tokens compare it.
     public func tokenGeneration() throws(StoreError) -> Int64 {
         try read("reading the token generation") { db in
-            Int64(try String.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'token_generation'") ?? "0")
+            Int64(try SettingRow.value("token_generation", in: db) ?? "0")
                 ?? 0
         }
     }

@@ -79,10 +79,3 @@ enum StoredDate {
         }
     }
 }
-
-extension Row {
-    /// The date in `column` (see `StoredDate`); nil for NULL or no date.
-    func storedDate(_ column: String) -> Date? {
-        StoredDate.date(self[column] as DatabaseValue)
-    }
-}
