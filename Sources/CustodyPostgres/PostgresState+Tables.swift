@@ -360,8 +360,14 @@ extension PostgresState {
                     let (id, revoked) = try row.decode((String, Bool).self)
                     return (id: id, revoked: revoked)
                 }
-                let frozen = try Self.setting(Self.freezeSetting, in: session).flatMap {
-                    $0.isEmpty ? nil : try? BundleFreeze.decode($0)
+                // A freeze that cannot be read refuses the bundle: it is never taken for none.
+                var frozen: BundleFreeze?
+                if let text = try Self.setting(Self.freezeSetting, in: session), !text.isEmpty {
+                    do {
+                        frozen = try BundleFreeze.decode(text)
+                    } catch {
+                        throw corrupt("the bundle freeze setting is not readable, so no bundle is applied: \(error)")
+                    }
                 }
                 if let refusal = BundleAdmission.refusal(
                     of: provenance, frozen: frozen, highestSequence: highest, trusted: trusted)

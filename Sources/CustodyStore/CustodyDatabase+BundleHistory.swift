@@ -80,7 +80,10 @@ extension CustodyDatabase {
                 let trusted = try TrustedKeyRow.fetchAll(db).map { (id: $0.keyID, revoked: $0.revokedAt != nil) }
                 if let refusal = BundleAdmission.refusal(
                     of: provenance,
-                    frozen: try Self.setting(Self.freezeSetting, in: db).flatMap { try? BundleFreeze.decode($0) },
+                    // A freeze that cannot be read refuses the bundle (`.corrupt`): never taken for none.
+                    frozen: try Self.setting(Self.freezeSetting, in: db).flatMap {
+                        $0.isEmpty ? nil : try BundleFreeze.decode($0)
+                    },
                     highestSequence: Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0, trusted: trusted)
                 {
                     throw StoreError(.refused, refusal)

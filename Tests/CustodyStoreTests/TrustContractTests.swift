@@ -1,6 +1,8 @@
-import CustodyStore
+@testable import CustodyPostgres
+@testable import CustodyStore
 import CustodyTestSupport
 import Foundation
+import PostgresNIO
 import Testing
 
 private let t0 = Date(timeIntervalSince1970: 1_790_000_000)
@@ -78,6 +80,40 @@ struct TrustContractTests {
         #expect(record.contentHash == "mem")
         let applied = try #require(try state.bundleHistory().first { $0.contentHash == "a3" })
         #expect(applied.provenance.sequence == 7 && applied.provenance.signers == ["k1"])
+    }
+
+    /// Overwrites the text of the setting `name`, as damage to the state would.
+    func damage(setting name: String, with text: String, in state: any StateStore) throws {
+        switch state {
+        case let database as CustodyDatabase:
+            try database.write("damaging a setting") { db in try SettingRow.save(name, text, in: db) }
+        case let postgres as PostgresState:
+            _ = try postgres.sessions.run("damaging a setting", transaction: true) { session in
+                try session.execute("UPDATE settings SET value = \(text) WHERE name = \(name)")
+            }
+        default:
+            Issue.record("no way to damage \(type(of: state))")
+        }
+    }
+
+    @Test(
+        "a freeze the state cannot read refuses every bundle as a damaged state, rollback included: it is never taken for no freeze",
+        arguments: Backend.reachable)
+    func unreadableFreeze(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try apply(state, "h1", BundleProvenance())
+        #expect(try state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), by: "ops", at: t0 + 1))
+        try damage(setting: "bundle-freeze", with: "{not a freeze", in: state)
+        for provenance in [BundleProvenance(), BundleProvenance(isRollback: true)] {
+            #expect(throws: StoreError.self) { try apply(state, "h2", provenance, at: 2) }
+            do {
+                try apply(state, "h2", provenance, at: 2)
+            } catch {
+                #expect(error.code == .corrupt, "\(error)")
+            }
+        }
+        #expect(try state.lastAppliedBundle()?.contentHash == "h1")
+        #expect(throws: StoreError.self) { try state.bundleFreeze() }
     }
 
     @Test("replicas: recorded, updated in place, listed, forgotten when gone", arguments: Backend.reachable)
