@@ -1,6 +1,6 @@
 public import CustodyPolicy
 public import CustodyProtection
-import CustodyStore
+public import CustodyStore
 public import Foundation
 import Logging
 
@@ -171,16 +171,26 @@ extension PolicyManager {
     /// How long `account` has gone without a check-in at `date`, counted from its last
     /// check-in under any of its identifiers, else from when the installation first saw it;
     /// nil when the state knows neither (or there is no database).
-    public nonisolated func offlineDuration(of account: AccountID, at date: Date) -> Duration? {
+    /// - Throws: `StoreError` when the state cannot be read: an account whose last check-in is
+    ///   unknown is never counted as online.
+    public nonisolated func offlineDuration(of account: AccountID, at date: Date) throws(StoreError) -> Duration? {
         guard let database else { return nil }
-        let identifiers = (try? resolve(account))?.identifiers ?? [owner(of: account)]
+        let identifiers: [OwnerIdentifier]
+        do {
+            identifiers = try resolve(account).identifiers
+        } catch  where error.code == .storage {
+            throw StoreError(error.stateCode ?? .unavailable, error.message, path: database.path)
+        } catch {
+            // Unknown or ambiguous here: counted under the identifier it is kept under.
+            identifiers = [owner(of: account)]
+        }
         var since: Date?
         for identifier in identifiers {
-            if let last = try? database.lastCheckIn(account: identifier.rawValue), since.map({ last > $0 }) ?? true {
+            if let last = try database.lastCheckIn(account: identifier.rawValue), since.map({ last > $0 }) ?? true {
                 since = last
             }
         }
-        if since == nil { since = try? database.account(owner: identifiers[0].rawValue)?.firstSeen }
+        if since == nil { since = try database.account(owner: identifiers[0].rawValue)?.firstSeen }
         return since.map { .seconds(max(0, date.timeIntervalSince($0))) }
     }
 
@@ -188,8 +198,9 @@ extension PolicyManager {
     /// `periodOfflineBeforeAccessCheck`, wipe required past `periodOfflineBeforeWipeIsEnforced`
     /// (see `PolicySnapshot.offlineAccess`), counted as `offlineDuration` says. An account the
     /// state knows nothing of counts as online.
-    public nonisolated func offlineAccess(account: AccountID, at date: Date) -> Decision {
-        snapshot.offlineAccess(account: account, offlineFor: offlineDuration(of: account, at: date) ?? .zero)
+    /// - Throws: `StoreError` when the state cannot be read (never an answer then).
+    public nonisolated func offlineAccess(account: AccountID, at date: Date) throws(StoreError) -> Decision {
+        snapshot.offlineAccess(account: account, offlineFor: try offlineDuration(of: account, at: date) ?? .zero)
     }
 
     /// Looks at every managed account of the tenant in force: announces `wipeRequired` (once,

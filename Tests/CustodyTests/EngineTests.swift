@@ -147,6 +147,36 @@ struct EngineTests {
         #expect(engine.processAccount == nil)
     }
 
+    /// A state whose check-in or first-seen time cannot be read: how long the account was
+    /// offline is unknown, so it is an error, never "online" (Intune: "the app will block
+    /// access to work or school data if the last sync is older than the offline grace
+    /// period"; an unknown last sync is not a recent one).
+    static let unreadableOfflineCases: [(table: String, damage: String, account: String)] = [
+        ("check_ins", "UPDATE check_ins SET at = 'not a time'", "A0"),
+        ("accounts", "UPDATE accounts SET first_seen = 'not a time'", "B0"),
+    ]
+
+    @Test(
+        "offline time the state cannot read is an error from the engine, never counted as online",
+        arguments: unreadableOfflineCases)
+    func unreadableOffline(_ damaged: (table: String, damage: String, account: String)) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("b"))
+        try await engine.checkIn(account: a0, at: Self.t0)
+        let account = damaged.account == "A0" ? a0 : b0
+        let later = Self.t0.addingTimeInterval(60)
+        #expect(try engine.offlineAccess(account: account, at: later).isAllowed, "readable: online a minute later")
+        let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: installation.state))
+        try await queue.write { try $0.execute(sql: damaged.damage) }
+        #expect(
+            await custodyError { _ = try engine.offlineDuration(of: account, at: later) }?.code == .state,
+            "\(damaged.table)")
+        #expect(
+            await custodyError { _ = try engine.offlineAccess(account: account, at: later) }?.code == .state,
+            "\(damaged.table)")
+    }
+
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
     func rejected() async throws {
         let installation = try Installation()
@@ -339,8 +369,8 @@ struct EngineTests {
         // A check-in kept under the UPN, as earlier versions did.
         try engine.database.checkIn(account: "upn:a0@contoso.com", at: Self.t0.addingTimeInterval(30 * day))
         let envelope = try engine.protect([1], owner: b0).envelope
-        #expect(engine.offlineDuration(of: b0, at: Self.t0.addingTimeInterval(day)) == .seconds(day))
-        #expect(engine.offlineDuration(of: a0, at: Self.t0.addingTimeInterval(31 * day)) == .seconds(day))
+        #expect(try engine.offlineDuration(of: b0, at: Self.t0.addingTimeInterval(day)) == .seconds(day))
+        #expect(try engine.offlineDuration(of: a0, at: Self.t0.addingTimeInterval(31 * day)) == .seconds(day))
 
         let events = await engine.evaluateOffline(at: Self.t0.addingTimeInterval(91 * day))
         #expect(events.count == 1)

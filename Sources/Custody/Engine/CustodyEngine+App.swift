@@ -102,10 +102,21 @@ extension CustodyEngine {
 
     // MARK: Offline grace
 
-    /// How long `account` has gone without a check-in at `date` (see
-    /// `PolicyManager.offlineDuration(of:at:)`); nil when the state knows of neither.
-    public func offlineDuration(of account: AccountID, at date: Date) -> Duration? {
-        manager.offlineDuration(of: account, at: date)
+    /// How long `account` has gone without a check-in at `date`, counted from its last
+    /// check-in under any of its identifiers, else from when the installation first saw it; nil
+    /// when the state knows of neither.
+    /// - Throws: `CustodyError` `.state` when the state cannot be read: never counted as online.
+    public func offlineDuration(of account: AccountID, at date: Date) throws(CustodyError) -> Duration? {
+        try CustodyError.fromState { try manager.offlineDuration(of: account, at: date) }
+    }
+
+    /// Whether `account` may reach its data at `date` after its time offline: blocked past its
+    /// policy's `periodOfflineBeforeAccessCheck`, wipe required past
+    /// `periodOfflineBeforeWipeIsEnforced`. An account the state knows nothing of counts as
+    /// online.
+    /// - Throws: `CustodyError` `.state` when the state cannot be read (never an answer then).
+    public func offlineAccess(account: AccountID, at date: Date) throws(CustodyError) -> Decision {
+        try CustodyError.fromState { try manager.offlineAccess(account: account, at: date) }
     }
 
     /// Looks at every managed account of the tenant in force, announces `wipeRequired` for each
