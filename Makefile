@@ -77,17 +77,18 @@ serve: build
 	@echo "the admin console: http://127.0.0.1:8080/console (sign in with that token)"
 	CUSTODY_MASTER_KEY_FILE=$(SERVE_STATE)/master.key $(CUSTODY) serve --state $(SERVE_STATE) --bundle policies --platform ios
 
-## Every Swift file formatted as .swift-format says (the toolchain's swift format; 120 columns):
+## Every Swift file formatted as .swift-format says (the toolchain's swift format; 120 columns),
+## the README's examples in Snippets/ included:
 ## `make lint` fails naming each line that is not, `make format` rewrites them.
 ## It also fails when a front end (the server, the command line, the Graph connector) reaches
 ## past the engine into its runtime (`.manager`): they ask the engine (docs/architecture.md).
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Sources Tests Package.swift
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests Snippets Package.swift
 	@! grep -rnE '\.manager\b' Sources/CustodyServer Sources/custody Sources/CustodyGraph \
 		|| { echo "lint: a front end reaches past the engine (above); add the operation to CustodyEngine"; exit 1; }
 
 format:
-	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
+	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Snippets Package.swift
 
 ## What a contributor runs (the README's test command), building once: formatting (make lint),
 ## the debug build with its tests, then two lines of stages side by side, since neither keeps both
