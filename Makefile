@@ -10,7 +10,7 @@ CUSTODY := .build/debug/custody
 STAGE := scripts/ci/stage.sh
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build release run serve lint format test test-suite test-tools check bench bench-build fuzz fuzz-build fuzz-smoke clean
+.PHONY: deps build release run serve lint format docs test test-suite test-tools check bench bench-build fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -77,17 +77,18 @@ serve: build
 	@echo "the admin console: http://127.0.0.1:8080/console (sign in with that token)"
 	CUSTODY_MASTER_KEY_FILE=$(SERVE_STATE)/master.key $(CUSTODY) serve --state $(SERVE_STATE) --bundle policies --platform ios
 
-## Every Swift file formatted as .swift-format says (the toolchain's swift format; 120 columns):
+## Every Swift file formatted as .swift-format says (the toolchain's swift format; 120 columns),
+## the README's examples in Snippets/ included:
 ## `make lint` fails naming each line that is not, `make format` rewrites them.
 ## It also fails when a front end (the server, the command line, the Graph connector) reaches
 ## past the engine into its runtime (`.manager`): they ask the engine (docs/architecture.md).
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Sources Tests Package.swift
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests Snippets Package.swift
 	@! grep -rnE '\.manager\b' Sources/CustodyServer Sources/custody Sources/CustodyGraph \
 		|| { echo "lint: a front end reaches past the engine (above); add the operation to CustodyEngine"; exit 1; }
 
 format:
-	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
+	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Snippets Package.swift
 
 ## What a contributor runs (the README's test command), building once: formatting (make lint),
 ## the debug build with its tests, then two lines of stages side by side, since neither keeps both
@@ -139,8 +140,9 @@ test-tools:
 ## What needs builds of its own, each in its own folder so the debug build stays warm: the
 ## concurrency test under ThreadSanitizer, the protection and store tests under
 ## AddressSanitizer with LeakSanitizer (against PostgreSQL too), a short run of every fuzzing
-## harness (fuzz-smoke), and the Benchmarks package compiled, not run (bench-build). CI runs
-## `make test`, then this (.ci/run).
+## harness (fuzz-smoke), and the Benchmarks package compiled, not run (bench-build); then the
+## documentation (make docs, on the debug build), so that a broken symbol link or snippet
+## fails CI. CI runs `make test`, then this (.ci/run).
 check: deps
 	@$(STAGE) tsan $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
 	@scripts/ci/with-postgres.sh $(STAGE) asan env \
@@ -148,6 +150,22 @@ check: deps
 		$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'CustodyProtectionTests|CustodyStoreTests'
 	@$(STAGE) fuzz-smoke $(MAKE) -s fuzz-smoke
 	@$(STAGE) bench-build $(MAKE) -s bench-build
+	@$(STAGE) docs $(DOCS)
+
+## The DocC documentation of the libraries an app or service embeds, one archive each in
+## .build/docs (<target>.doccarchive): each library's catalog (Sources/<target>/<target>.docc:
+## an overview, the types by topic, articles) and its symbols, with the README's library
+## examples, which are compiled as snippets (Snippets/, built by every `swift build`).
+## Warnings are errors: a symbol link that does not resolve, or a snippet that is not there,
+## fails it. DocC's check that a comment naming some of a function's parameters names them all
+## is off: 42 comments in these libraries describe only the parameters that need a word.
+## `make check` runs it as its `docs` stage (about 35 s on 2 cores after the debug build).
+DOCS_TARGETS := CustodyPolicy CustodyProtection Custody
+DOCS := $(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation \
+	$(addprefix --target ,$(DOCS_TARGETS)) --output-path .build/docs --warnings-as-errors \
+	--disable-parameters-and-returns-validation
+docs: deps
+	$(DOCS)
 
 FUZZ_HARNESSES := json query bundle envelope matrix configuration spec
 FUZZ_SECONDS ?= 600

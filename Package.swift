@@ -48,6 +48,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
+        // `swift package generate-documentation` (make docs): the DocC catalogs of the libraries an
+        // app embeds, with the README's examples compiled as snippets (Snippets/).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // libsodium, wrapped once. Only CustodyProtection may import it.

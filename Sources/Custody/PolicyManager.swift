@@ -185,8 +185,9 @@ public actor PolicyManager {
     ///   freeze and the sequence rule, never the trust rule.
     @discardableResult
     public func apply(
-        _ files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance given: BundleProvenance = .none
+        _ files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
     ) throws(BundleRejection) -> [PolicyEvent] {
+        let given = provenance
         // The revision in force already is recognised before anything is parsed (a watcher's
         // or a Graph sync's unchanged round costs a hash and a read). Unchanged only if the
         // state agrees: another writer may have put a bundle in force that this manager has not

@@ -3,8 +3,9 @@ public import Foundation
 /// Where wrapped account keys and the master key's record are kept.
 ///
 /// Keys are stored wrapped by the master key; a store never sees key material in the clear.
-/// Implementations: `FileKeyStore` (a state directory) and, later, the SQLite store. Every
-/// method is safe to call from several threads and, for stores on disk, several processes.
+/// Implementations: `FileKeyStore` (a state directory) and `StateKeyStore` (in `CustodyStore`:
+/// the state database, SQLite or PostgreSQL). Every method is safe to call from several threads
+/// and, for stores on disk, several processes.
 public protocol AccountKeyStore: Sendable {
     /// Every version of `owner`'s key, oldest first; empty when there is none.
     func keys(for owner: OwnerIdentifier) throws(ProtectionError) -> [WrappedAccountKey]
