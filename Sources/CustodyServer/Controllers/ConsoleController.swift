@@ -75,14 +75,17 @@ struct ConsoleController {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    static func render(_ template: String, _ object: [String: Any]) -> Response {
+    /// A view's HTML, from what its template reads.
+    static func render<Page: ConsolePage>(_ page: Page) -> Response {
+        render(Page.template, page)
+    }
+
+    static func render(_ template: String, _ object: Any) -> Response {
         asset(Array((library.render(object, withTemplate: template) ?? "").utf8), type: "text/html; charset=utf-8")
     }
 
     // MARK: Views
 
-    /// The bundle in force (GET /v1/bundle), readiness (/readyz), replicas (GET /v1/fleet) and
-    /// the last events (GET /v1/events).
     /// Whether the operator's token may act (wipe, rotate, roll back, freeze, sync): the views
     /// offer actions to admin tokens only; the API refuses them to others in any case.
     static func isAdmin(_ context: CustodyRequestContext) -> Bool { context.identity?.grants(.admin) ?? false }
@@ -92,36 +95,14 @@ struct ConsoleController {
         name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/", "?", "#", "%"])) ?? name
     }
 
+    /// The bundle in force (GET /v1/bundle), readiness (/readyz), replicas (GET /v1/fleet) and
+    /// the last events (GET /v1/events).
     @Sendable func overview(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
-        var object: [String: Any] = [:]
-        if let policy = engine.policyInForce {
-            let inForce = policy.bundle, snapshot = policy.snapshot
-            var bundle: [String: Any] = [
-                "revision": inForce.revision, "source": inForce.source,
-                "appliedAt": inForce.appliedAt.map(answerTime) ?? "never (a one-off policy)",
-                "signers": inForce.provenance.signers.joined(separator: ", "),
-                "policies":
-                    "\(snapshot.bundle.protectionPolicies.count) app protection policies, \(snapshot.bundle.tenant.accounts.count) accounts",
-            ]
-            if let by = inForce.provenance.appliedBy { bundle["appliedBy"] = by }
-            if let sequence = inForce.provenance.sequence { bundle["sequence"] = String(sequence) }
-            object["bundle"] = bundle
-        }
         var problems: [String] = []
         if engine.bundleInForce == nil { problems.append("no bundle is in force") }
         let replica = engine.replicaStatus
         if replica.isStale() { problems.append("stale: \(replica.divergence ?? replica.problem ?? "not current")") }
-        object["problems"] = problems
-        object["readiness"] = problems.isEmpty ? "Ready" : "Not ready"
-        object["readyClass"] = problems.isEmpty ? "allow" : "block"
-        object["warnings"] =
-            engine.lastBundleRejection.map {
-                ["the last bundle offered was refused: \(namingFiles(in: $0.message, relativeTo: $0.source))"]
-            } ?? []
-        object["admin"] = Self.isAdmin(context)
-        object["graph"] = syncsFromGraph
-        object["activity"] = Self.minutes(activity.recent())
         let (fleet, events, freeze) = try await StateExecutor.run { () throws(CustodyError) in
             let newest = engine.lastEventID
             return (
@@ -129,47 +110,37 @@ struct ConsoleController {
                 try engine.bundleFreeze()
             )
         }
-        if let freeze {
-            object["freeze"] = [
-                "reason": freeze.reason, "by": freeze.by ?? "-", "at": answerTime(freeze.at),
-            ]
-        }
-        object["replicas"] = fleet.replicas.map { replica -> [String: Any] in
-            [
-                "id": replica.record.id, "revision": replica.record.revision ?? "-",
-                "lastContact": answerTime(replica.record.lastContact),
-                "state": replica.isGone ? "gone" : replica.isStale ? "stale" : replica.isBehind ? "behind" : "current",
-            ]
-        }
-        // An event can name every account of the tenant (a first policyChanged): its start is
-        // shown, and its size, never the whole of it.
-        object["events"] = events.reversed().map { event -> [String: Any] in
-            let limit = 240
-            let body =
-                event.body.count <= limit
-                ? String(decoding: event.body, as: UTF8.self)
-                : String(decoding: event.body.prefix(limit), as: UTF8.self) + "… (\(event.body.count) bytes)"
-            return ["name": event.name, "at": answerTime(event.at), "body": body]
-        }
-        return Self.render("overview", object)
+        return Self.render(
+            OverviewPage(
+                bundle: engine.policyInForce.map(OverviewPage.Bundle.init),
+                freeze: freeze.map(OverviewPage.Freeze.init),
+                problems: problems, readiness: problems.isEmpty ? "Ready" : "Not ready",
+                readyClass: problems.isEmpty ? "allow" : "block",
+                warnings: engine.lastBundleRejection.map {
+                    ["the last bundle offered was refused: \(namingFiles(in: $0.message, relativeTo: $0.source))"]
+                } ?? [],
+                admin: Self.isAdmin(context), graph: syncsFromGraph, activity: Self.minutes(activity.recent()),
+                replicas: fleet.replicas.map(OverviewPage.Replica.init),
+                events: events.reversed().map(OverviewPage.Event.init)
+            ))
     }
 
     /// The last ten minutes, a row a minute, newest first: decisions a second, how many blocked,
     /// how many requests refused. The minute still running is counted up to now.
-    static func minutes(_ samples: [RecentActivity.Sample]) -> [[String: Any]] {
+    static func minutes(_ samples: [RecentActivity.Sample]) -> [OverviewPage.Minute] {
         let perMinute = Int(60 / RecentActivity.interval.components.seconds)
-        var rows: [[String: Any]] = []
+        var rows: [OverviewPage.Minute] = []
         var end = samples.count - 1
         while end > 0 && rows.count < 10 {
             let start = max(0, end - perMinute)
             let (first, last) = (samples[start], samples[end])
             let seconds = max(0.001, last.at.timeIntervalSince(first.at))
             let decisions = last.decisions - first.decisions
-            rows.append([
-                "from": answerTime(first.at), "to": answerTime(last.at),
-                "rate": String(format: "%.1f", Double(decisions) / seconds), "decisions": decisions,
-                "blocked": last.blocked - first.blocked, "refused": last.refused - first.refused,
-            ])
+            rows.append(
+                OverviewPage.Minute(
+                    from: answerTime(first.at), to: answerTime(last.at),
+                    rate: String(format: "%.1f", Double(decisions) / seconds), decisions: decisions,
+                    blocked: last.blocked - first.blocked, refused: last.refused - first.refused))
             end = start
         }
         return rows
@@ -182,20 +153,12 @@ struct ConsoleController {
         let query = try parameters.searchText()
         let search = try engine.accountPage(query, after: parameters["after"], limit: Self.accountsPage)
         let queryItem = Self.queryValue(query)
-        var page: [String: Any] = [
-            "query": query, "count": search.accounts.count, "matched": search.matched, "total": search.total,
-            "paged": parameters["after"] != nil, "first": "#/accounts?q=\(queryItem)",
-        ]
-        if let next = search.next { page["next"] = "#/accounts?q=\(queryItem)&after=\(Self.queryValue(next))" }
-        page["accounts"] = search.accounts.map { account -> [String: Any] in
-            let name = account.id.upn ?? account.id.oid ?? account.id.description
-            return [
-                "upn": account.id.upn ?? "-", "oid": account.id.oid ?? "-",
-                "displayName": account.displayName ?? "-", "groups": account.groups.joined(separator: ", "),
-                "link": Self.pathSegment(name),
-            ]
-        }
-        return Self.render("accounts", page)
+        return Self.render(
+            AccountsPage(
+                query: query, count: search.accounts.count, matched: search.matched, total: search.total,
+                paged: parameters["after"] != nil, first: "#/accounts?q=\(queryItem)",
+                next: search.next.map { "#/accounts?q=\(queryItem)&after=\(Self.queryValue($0))" },
+                accounts: search.accounts.map(AccountsPage.Row.init)))
     }
 
     /// `text` with each ISO 8601 duration (`PT8S`, `P90D`) in words ("8 seconds", "90 days"):
@@ -299,41 +262,7 @@ struct ConsoleController {
         let account = try PolicyController.account(context)
         let grid = try engine.decisionGrid(
             for: account, context: try parameters.evaluationContext(over: engine.context))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Self.render(
-            "grid",
-            [
-                "account": grid.account, "link": Self.pathSegment(grid.account), "revision": grid.revision,
-                "eventId": String(grid.eventId),
-                "platforms": grid.platforms.enumerated().map { index, platform -> [String: Any] in
-                    [
-                        "index": index,
-                        "title": "On \(platform.platform ?? "any platform")"
-                            + (platform.managed ? "" : ": not managed (no protection policy reaches it)"),
-                        "rows": platform.rows.map { row -> [String: Any] in
-                            [
-                                "label": row.label, "action": row.action,
-                                "cells": row.cells.map { cell -> [String: Any] in
-                                    let required = row.action == "account" && cell.query.action == "encryptionRequired"
-                                    let query = (try? encoder.encode(cell.query)).map {
-                                        String(decoding: $0, as: UTF8.self)
-                                    }
-                                    return [
-                                        "column": cell.column, "class": cell.allowed != required ? "allow" : "block",
-                                        "verdict": required
-                                            ? (cell.allowed ? "required" : "not required")
-                                            : (cell.allowed ? "allowed" : "blocked"),
-                                        "reason": cell.reason, "setting": cell.setting ?? "—",
-                                        "policies": cell.policies.joined(separator: ", "), "rule": cell.rule ?? "—",
-                                        "basis": cell.basis ?? "", "query": query ?? "",
-                                    ]
-                                },
-                            ]
-                        },
-                    ]
-                },
-            ])
+        return Self.render(GridPage(grid))
     }
 
     /// The grid over a group's members (GET /v1/groups/{group}/grid): each cell coloured by
@@ -345,48 +274,7 @@ struct ConsoleController {
         let grid = try await StateExecutor.run { () throws(CustodyError) in
             try engine.groupGrid(for: group, context: evaluation)
         }
-        return Self.render(
-            "groupgrid",
-            [
-                "group": grid.group, "revision": grid.revision, "eventId": String(grid.eventId),
-                "members": grid.members, "counted": grid.counted, "partial": grid.counted < grid.members,
-                "platforms": grid.platforms.enumerated().map { index, platform -> [String: Any] in
-                    [
-                        "index": index, "title": "On \(platform.platform ?? "any platform")",
-                        "rows": platform.rows.map { row -> [String: Any] in
-                            [
-                                "label": row.label, "action": row.action,
-                                "cells": row.cells.map { cell -> [String: Any] in
-                                    let required = cell.query.action == "encryptionRequired"
-                                    let (yes, no) = required ? ("require it", "do not") : ("allowed", "blocked")
-                                    // "All" only of every member: on a partial count, of those counted.
-                                    let all = grid.counted < grid.members ? "all \(grid.counted) counted" : "all"
-                                    var rendered: [String: Any] = [
-                                        "column": cell.column,
-                                        "class": cell.blocked == 0
-                                            ? (required ? "block" : "allow")
-                                            : cell.allowed == 0 ? (required ? "allow" : "block") : "mixed",
-                                        "summary": cell.blocked == 0
-                                            ? "\(all) \(yes)"
-                                            : cell.allowed == 0
-                                                ? "\(all) \(no)" : "\(cell.allowed) \(yes), \(cell.blocked) \(no)",
-                                        "reasons": cell.reasons.map { ["reason": $0.reason, "members": $0.members] },
-                                    ]
-                                    if !cell.blockedMembers.isEmpty {
-                                        // The first few: say how many of how many.
-                                        let shown = cell.blockedMembers.count
-                                        rendered["blockedLabel"] =
-                                            shown < cell.blocked
-                                            ? "Blocked (the first \(shown) of \(cell.blocked))" : "Blocked"
-                                        rendered["blockedMembers"] = cell.blockedMembers.joined(separator: ", ")
-                                    }
-                                    return rendered
-                                },
-                            ]
-                        },
-                    ]
-                },
-            ])
+        return Self.render(GroupGridPage(grid))
     }
 
     /// Two kept revisions compared (GET /v1/bundle/history and GET /v1/bundle/diff): the settings
@@ -524,11 +412,9 @@ struct ConsoleController {
     @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
         return Self.render(
-            "events",
-            [
-                "canStream": context.identity?.grants(.events) ?? false, "eventId": String(engine.lastEventID),
-                "historyFrom": String(max(0, engine.lastEventID - Self.eventHistory)),
-            ])
+            EventsPage(
+                canStream: context.identity?.grants(.events) ?? false, eventId: String(engine.lastEventID),
+                historyFrom: String(max(0, engine.lastEventID - Self.eventHistory))))
     }
 
     static func report(_ report: [String: Any]) -> [String: Any] {
