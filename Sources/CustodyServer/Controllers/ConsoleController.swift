@@ -197,36 +197,27 @@ struct ConsoleController {
         let parameters = try QueryParameters(request.uri, accepting: ["platform"])
         let account = try PolicyController.account(context)
         let chosen = try parameters.evaluationContext(over: engine.context)
-        let snapshots = try engine.policyReport(for: account, context: chosen)
-        let bytes = PolicyReport.json(account: account, snapshots: snapshots)
-        let parsed = try JSONSerialization.jsonObject(with: Data(bytes))
-        let reports = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
-        let first = reports.first?["account"] as? [String: Any] ?? [:]
-        let name = (first["upn"] as? String) ?? (first["oid"] as? String) ?? account.description
-        var object: [String: Any] = [
-            "name": name, "link": Self.pathSegment(name), "oid": (first["oid"] as? String) ?? "-",
-            "reports": reports.map(Self.report), "admin": Self.isAdmin(context),
-        ]
-        if let displayName = engine.policyInForce?.snapshot.tenantAccount(for: account)?.displayName {
-            object["displayName"] = displayName
+        let reports = try engine.policyReport(for: account, context: chosen).map {
+            PolicyReport.Report(account: account, snapshot: $0)
         }
+        let first = reports.first?.account
+        let name = first?.upn ?? first?.oid ?? account.description
         // The effective policy differs by platform: every platform can be looked at, whichever
         // the service decides for by default (and all at once where it decides for none).
         let platforms: [Platform?] = (engine.context.platform == nil ? [nil] : []) + Platform.allCases.map { $0 }
         let current = parameters["platform"] ?? engine.context.platform?.rawValue
-        object["hasPlatforms"] = true
-        object["platforms"] = platforms.map { platform -> [String: Any] in
-            [
-                "name": platform?.rawValue ?? "every platform",
-                "link": "#/accounts/\(Self.pathSegment(name))" + (platform.map { "?platform=\($0.rawValue)" } ?? ""),
-                "current": platform?.rawValue == current,
-            ]
-        }
-        let groups = first["groups"] as? [String] ?? []
-        if !groups.isEmpty {
-            object["groups"] = groups.map { ["name": $0, "link": Self.pathSegment($0)] }
-            object["hasGroups"] = true
-        }
+        let groups = first?.groups ?? []
+        var page = AccountPage(
+            name: name, link: Self.pathSegment(name), oid: first?.oid ?? "-",
+            displayName: engine.policyInForce?.snapshot.tenantAccount(for: account)?.displayName,
+            groups: groups.map { AccountPage.Group(name: $0, link: Self.pathSegment($0)) }, hasGroups: !groups.isEmpty,
+            platforms: platforms.map { platform in
+                AccountPage.PlatformChoice(
+                    name: platform?.rawValue ?? "every platform",
+                    link: "#/accounts/\(Self.pathSegment(name))" + (platform.map { "?platform=\($0.rawValue)" } ?? ""),
+                    current: platform?.rawValue == current)
+            },
+            admin: Self.isAdmin(context), reports: reports.map(AccountPage.Report.init))
         // The state's record (GET /v1/accounts/{account}/status); a state out of reach is said,
         // never shown as an account with no keys.
         do {
@@ -234,25 +225,11 @@ struct ConsoleController {
             let status = try await StateExecutor.run {
                 try engine.accountStatus(for: account, context: chosen)
             }
-            object["status"] = [
-                "owner": status.owner,
-                "identifiers": status.identifiers.map { identifier -> [String: Any] in
-                    [
-                        "identifier": identifier.identifier,
-                        "keys": identifier.keyVersions.isEmpty
-                            ? "none" : identifier.keyVersions.map { "v\($0)" }.joined(separator: ", "),
-                        "wiped": identifier.wipedAt ?? "-", "checkIn": identifier.lastCheckIn ?? "-",
-                    ]
-                },
-                "lastCheckIn": status.lastCheckIn ?? "never", "firstSeen": status.firstSeen ?? "-",
-                "offline": status.offline.state, "offlineClass": status.offline.state == "online" ? "allow" : "block",
-                "offlineReason": Self.spokenDurations(in: status.offline.reason),
-                "offlineBasis": Self.offlineBasis(status),
-            ]
+            page.status = AccountPage.Status(status)
         } catch let error as CustodyError {
-            object["statusError"] = error.message
+            page.statusError = error.message
         }
-        return Self.render("account", object)
+        return Self.render(page)
     }
 
     /// Every decision about an account's data as a coloured grid (GET /v1/accounts/{account}/grid);
@@ -288,35 +265,35 @@ struct ConsoleController {
         let (from, to) = (
             parameters["from"].flatMap { $0.isEmpty ? nil : $0 }, parameters["to"].flatMap { $0.isEmpty ? nil : $0 }
         )
-        var (object, history) = try await diffForm(context: context, from: from, to: to)
-        guard from != nil || to != nil || (object["revisions"] as? [Any])?.count ?? 0 >= 2 else {
-            object["note"] = "The state keeps fewer than two revisions: there is nothing to compare yet."
-            return Self.render("diff", object)
+        var (page, history) = try await diffForm(context: context, from: from, to: to)
+        guard from != nil || to != nil || page.revisions.count >= 2 else {
+            page.note = "The state keeps fewer than two revisions: there is nothing to compare yet."
+            return Self.render(page)
         }
         guard from != nil || to != nil || parameters["compare"] != nil else {
-            object["note"] = "Pick two revisions and Compare: every decision of every account is compared then."
-            return Self.render("diff", object)
+            page.note = "Pick two revisions and Compare: every decision of every account is compared then."
+            return Self.render(page)
         }
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
-            var rendered = try Self.rendered(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
+            var comparison = DiffPage.Comparison(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
             // What the rollback button restores, and when that revision was first applied.
             let restores = history.last { $0.contentHash == diff.from }
-            rendered["fromShort"] = String(diff.from.prefix(12))
-            rendered["fromMade"] = restores.map { answerTime($0.appliedAt) } ?? "a time the history no longer keeps"
+            comparison.fromShort = String(diff.from.prefix(12))
+            comparison.fromMade = restores.map { answerTime($0.appliedAt) } ?? "a time the history no longer keeps"
             // A policy in force that a rollback put back: rolling back to the revision it replaced
             // undoes that rollback. Say so beside the button.
             if let latest = history.first(where: { $0.result == .applied }), latest.contentHash == diff.to,
                 latest.provenance.isRollback
             {
-                rendered["undoes"] =
+                comparison.undoes =
                     "The revision in force was put back by a rollback (\(latest.provenance.reason ?? "no reason given"), \(answerTime(latest.appliedAt))): rolling back to \(diff.from.prefix(12)) undoes it."
             }
-            object["diff"] = rendered
+            page.diff = comparison
         } catch let error as CustodyError {
-            object["error"] = error.message
+            page.error = error.message
         }
-        return Self.render("diff", object)
+        return Self.render(page)
     }
 
     /// A candidate bundle (the body of `POST /v1/bundle/diff`, which the page builds from the
@@ -325,16 +302,16 @@ struct ConsoleController {
         _ = try QueryParameters(request.uri, accepting: [])
         let (files, _) = try await PolicyController.bundleFiles(
             request, limit: limits.bodyBytes, takesAllowEmpty: false)
-        var (object, _) = try await diffForm(context: context, from: nil, to: nil)
-        object["candidate"] = "\(files.entries.count) file(s), revision \(files.contentHash)"
+        var (page, _) = try await diffForm(context: context, from: nil, to: nil)
+        page.candidate = "\(files.entries.count) file(s), revision \(files.contentHash)"
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(candidate: files) }
-            object["diff"] = try Self.rendered(diff, canRollBack: false)
+            page.diff = DiffPage.Comparison(diff, canRollBack: false)
         } catch let error as CustodyError {
-            object["error"] = error.message
-            object["diagnostics"] = error.diagnostics.prefix(20).map(\.description)
+            page.error = error.message
+            page.diagnostics = error.diagnostics.prefix(20).map(\.description)
         }
-        return Self.render("diff", object)
+        return Self.render(page)
     }
 
     /// The revisions the state keeps, for the form's two lists: newest first by when each was
@@ -342,7 +319,7 @@ struct ConsoleController {
     /// marked with its reason; with the history read (newest first), for the caller.
     private func diffForm(
         context: CustodyRequestContext, from: String?, to: String?
-    ) async throws -> (form: [String: Any], history: [BundleRecord]) {
+    ) async throws -> (form: DiffPage, history: [BundleRecord]) {
         let history = try await StateExecutor.run { try engine.bundleHistory(limit: 100) }
         let applied = history.filter { $0.result == .applied }
         // Oldest application first: the first one seen of each revision is its first.
@@ -350,61 +327,19 @@ struct ConsoleController {
         var seen = Set<String>()
         for record in applied.reversed() where seen.insert(record.contentHash).inserted { firsts.append(record) }
         let inForce = engine.bundleInForce?.revision
-        let form: [String: Any] = [
-            "admin": Self.isAdmin(context),
-            "revisions": firsts.reversed().map { record -> [String: Any] in
-                let latest = applied.first { $0.contentHash == record.contentHash }
-                let rollback =
-                    latest.map { $0.provenance.isRollback && $0.id != record.id } == true
-                    ? " · put back by a rollback (\(latest?.provenance.reason ?? "no reason given"))" : ""
-                let made = "first applied \(answerTime(record.appliedAt))"
-                return [
-                    "revision": record.contentHash, "short": String(record.contentHash.prefix(12)),
-                    "label": "\(record.contentHash.prefix(12)) · \(made) · \(record.source)" + rollback
-                        + (record.contentHash == inForce ? " (in force)" : ""),
-                    "fromSelected": record.contentHash == from, "toSelected": record.contentHash == to,
-                ]
-            },
-        ]
-        return (form, history)
-    }
-
-    /// A diff as the template shows it, read from its JSON answer.
-    private static func rendered(_ diff: BundleDiff, canRollBack: Bool) throws -> [String: Any] {
-        let data = try JSONEncoder().encode(diff)
-        let parsed = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
-        let decisions = parsed["decisions"] as? [[String: Any]] ?? []
-        var rendered: [String: Any] = [
-            "from": diff.from, "to": diff.to,
-            "settings": (parsed["settings"] as? [[String: Any]] ?? []).map { change -> [String: Any] in
-                [
-                    // By the name people know it by; the id when it has none.
-                    "file": Self.text(change["file"]),
-                    "policy": Self.text((change["policyName"] as? String).map { $0 as Any } ?? change["policy"]),
-                    "setting": Self.text(change["setting"]), "before": Self.text(change["before"]),
-                    "after": Self.text(change["after"]),
-                ]
-            },
-            "decisionCount": decisions.count,
-            "decisions": decisions.prefix(500).map { change -> [String: Any] in
-                let before = change["before"] as? [String: Any] ?? [:]
-                let after = change["after"] as? [String: Any] ?? [:]
-                return [
-                    "account": Self.text(change["account"]), "query": Self.text(before["query"]),
-                    "before": Self.text(before["decision"]),
-                    "beforeClass": (before["allowed"] as? Bool ?? false) ? "allow" : "block",
-                    "after": Self.text(after["decision"]),
-                    "afterClass": (after["allowed"] as? Bool ?? false) ? "allow" : "block",
-                    "reason": Self.text(after["reason"]),
-                ]
-            },
-            "truncated": decisions.count > 500,
-            "canRollBack": canRollBack,
-        ]
-        // An empty string is still a value to Mustache: a list with nothing in it is left out.
-        if !diff.added.isEmpty { rendered["added"] = diff.added.joined(separator: ", ") }
-        if !diff.removed.isEmpty { rendered["removed"] = diff.removed.joined(separator: ", ") }
-        return rendered
+        let revisions = firsts.reversed().map { record in
+            let latest = applied.first { $0.contentHash == record.contentHash }
+            let rollback =
+                latest.map { $0.provenance.isRollback && $0.id != record.id } == true
+                ? " · put back by a rollback (\(latest?.provenance.reason ?? "no reason given"))" : ""
+            let made = "first applied \(answerTime(record.appliedAt))"
+            return DiffPage.Revision(
+                revision: record.contentHash, short: String(record.contentHash.prefix(12)),
+                label: "\(record.contentHash.prefix(12)) · \(made) · \(record.source)" + rollback
+                    + (record.contentHash == inForce ? " (in force)" : ""),
+                fromSelected: record.contentHash == from, toSelected: record.contentHash == to)
+        }
+        return (DiffPage(admin: Self.isAdmin(context), revisions: revisions), history)
     }
 
     /// The live feed: the page streams GET /v1/events itself (console.js), resuming with
@@ -415,71 +350,6 @@ struct ConsoleController {
             EventsPage(
                 canStream: context.identity?.grants(.events) ?? false, eventId: String(engine.lastEventID),
                 historyFrom: String(max(0, engine.lastEventID - Self.eventHistory))))
-    }
-
-    static func report(_ report: [String: Any]) -> [String: Any] {
-        let settings = (report["settings"] as? [String: Any] ?? [:]).sorted { $0.key < $1.key }.map {
-            name, value -> [String: Any] in
-            let setting = value as? [String: Any] ?? [:]
-            // A number the policies disagree on: the recommended value, which neither set.
-            let sources =
-                (setting["disagreement"] as? String).map { "recommended value — policies disagree: \($0)" }
-                ?? (setting["sources"] as? [String] ?? []).joined(separator: ", ")
-            return ["name": name, "value": text(setting["value"]), "sources": sources]
-        }
-        let conflicts = (report["conflicts"] as? [String: Any])
-        let conflicting = (conflicts?["settings"] as? [[String: Any]] ?? []).map { conflict -> [String: Any] in
-            [
-                "setting": conflict["setting"] as? String ?? "", "value": text(conflict["value"]),
-                "values": (conflict["values"] as? [[String: Any]] ?? []).map {
-                    "\($0["policy"] as? String ?? ""): \(text($0["value"]))"
-                }.joined(separator: "; "),
-            ]
-        }
-        let managed = report["managed"] as? Bool ?? false
-        let allowed = (report["accountAllowed"] as? [String: Any])?["reason"] as? String ?? ""
-        var rendered: [String: Any] = [
-            "platform": (report["context"] as? [String: Any])?["platform"] as? String ?? "any",
-            "managedClass": managed ? "allow" : "block",
-            "managedText": (managed ? "Managed" : "Not managed") + (allowed.isEmpty ? "" : ": \(allowed)"),
-            "policies": (report["policies"] as? [[String: Any]] ?? []).map {
-                ["name": $0["name"] as? String ?? "", "type": $0["type"] as? String ?? ""]
-            },
-            "settings": settings, "conflicts": conflicting, "hasConflicts": !conflicting.isEmpty,
-        ]
-        // Why each policy that names the account (a group of it, every licensed user) does or
-        // does not reach it: a policy that targets its group and excludes another of its groups
-        // is told here, not just missing from the list above.
-        let reach = (report["reach"] as? [[String: Any]] ?? []).map { entry in
-            (
-                reaches: entry["reaches"] as? Bool == true,
-                shown: ["name": entry["policy"] as? String ?? "", "reason": entry["reason"] as? String ?? ""]
-            )
-        }
-        let notReaching = reach.filter { !$0.reaches }.map(\.shown)
-        let reasons = reach.filter(\.reaches).map(\.shown)
-        rendered["notReaching"] = notReaching
-        rendered["hasNotReaching"] = !notReaching.isEmpty
-        rendered["reasons"] = reasons
-        rendered["hasReasons"] = !reasons.isEmpty
-        let setAside = ((conflicts?["setAside"] as? [Any]) ?? []).map { text($0) }
-        if !setAside.isEmpty { rendered["setAside"] = setAside.joined(separator: "; ") }
-        return rendered
-    }
-
-    /// A JSON value as a person reads it: a string as it is, a list joined, anything else as JSON.
-    static func text(_ value: Any?) -> String {
-        switch value {
-        case nil, is NSNull: return "—"
-        case let string as String: return string
-        case let list as [Any]: return list.isEmpty ? "none" : list.map { text($0) }.joined(separator: ", ")
-        case let number as NSNumber:
-            // JSONSerialization gives true and false as NSNumbers of type "c".
-            return String(cString: number.objCType) == "c" ? (number.boolValue ? "true" : "false") : "\(number)"
-        default:
-            let data = try? JSONSerialization.data(withJSONObject: value!, options: [.sortedKeys, .fragmentsAllowed])
-            return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value!)"
-        }
     }
 
     /// One query, decided as POST /v1/decisions decides it, with the rule behind the answer.

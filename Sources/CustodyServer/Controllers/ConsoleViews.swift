@@ -305,3 +305,251 @@ struct EventsPage: ConsolePage {
     let eventId: String
     let historyFrom: String
 }
+
+/// An account (account.mustache): its name and groups, what the state knows of it (GET
+/// /v1/accounts/{account}/status), and its effective policy per platform with each setting's
+/// sources and the conflicts (GET /v1/accounts/{account}/policy, `PolicyReport.Report`).
+struct AccountPage: ConsolePage {
+    static let template = "account"
+
+    /// A group of the account, linking to the group's grid.
+    struct Group: Sendable {
+        let name: String
+        let link: String
+    }
+
+    /// A platform the account can be looked at on.
+    struct PlatformChoice: Sendable {
+        let name: String
+        let link: String
+        /// The platform shown.
+        let current: Bool
+    }
+
+    /// What the state knows of the account (`AccountStatus`).
+    struct Status: Sendable {
+        struct Identifier: Sendable {
+            let identifier: String
+            let keys: String
+            let wiped: String
+            let checkIn: String
+        }
+
+        let identifiers: [Identifier]
+        let lastCheckIn: String
+        let firstSeen: String
+        let offline: String
+        let offlineClass: String
+        let offlineReason: String
+        let offlineBasis: String
+
+        init(_ status: AccountStatus) {
+            identifiers = status.identifiers.map { identifier in
+                Identifier(
+                    identifier: identifier.identifier,
+                    keys: identifier.keyVersions.isEmpty
+                        ? "none" : identifier.keyVersions.map { "v\($0)" }.joined(separator: ", "),
+                    wiped: identifier.wipedAt ?? "-", checkIn: identifier.lastCheckIn ?? "-")
+            }
+            lastCheckIn = status.lastCheckIn ?? "never"
+            firstSeen = status.firstSeen ?? "-"
+            offline = status.offline.state
+            offlineClass = status.offline.state == "online" ? "allow" : "block"
+            offlineReason = ConsoleController.spokenDurations(in: status.offline.reason)
+            offlineBasis = ConsoleController.offlineBasis(status)
+        }
+    }
+
+    /// The effective policy on one platform (`PolicyReport.Report`).
+    struct Report: Sendable {
+        struct Policy: Sendable {
+            let name: String
+            let type: String
+        }
+
+        struct Setting: Sendable {
+            let name: String
+            let value: String
+            let sources: String
+        }
+
+        struct Conflict: Sendable {
+            let setting: String
+            /// The value that applies, and each policy's.
+            let value: String
+            let values: String
+        }
+
+        /// A policy that names the account, and why it does or does not reach it.
+        struct Reach: Sendable {
+            let name: String
+            let reason: String
+        }
+
+        let platform: String
+        let managedClass: String
+        let managedText: String
+        let policies: [Policy]
+        /// By name.
+        let settings: [Setting]
+        let conflicts: [Conflict]
+        let hasConflicts: Bool
+        let reasons: [Reach]
+        let hasReasons: Bool
+        let notReaching: [Reach]
+        let hasNotReaching: Bool
+        /// The policies set aside, each as the report's JSON gives it; nil when none is.
+        let setAside: String?
+
+        init(_ report: PolicyReport.Report) {
+            platform = report.context.platform ?? "any"
+            managedClass = report.managed ? "allow" : "block"
+            let allowed = report.accountAllowed.reason
+            managedText = (report.managed ? "Managed" : "Not managed") + (allowed.isEmpty ? "" : ": \(allowed)")
+            policies = report.policies.map { Policy(name: $0.name ?? "", type: $0.type) }
+            settings = report.settings.sorted { $0.key < $1.key }.map { name, setting in
+                // A number the policies disagree on: the recommended value, which neither set.
+                Setting(
+                    name: name, value: Self.text(setting.value),
+                    sources: setting.disagreement.map { "recommended value — policies disagree: \($0)" }
+                        ?? setting.sources.joined(separator: ", "))
+            }
+            conflicts = report.conflicts.settings.map { conflict in
+                Conflict(
+                    setting: conflict.setting, value: Self.text(conflict.value),
+                    values: conflict.values.map { "\($0.policy): \(Self.text($0.value))" }.joined(separator: "; "))
+            }
+            hasConflicts = !conflicts.isEmpty
+            // Why each policy that names the account (a group of it, every licensed user) does or
+            // does not reach it: a policy that targets its group and excludes another of its
+            // groups is told here, not just missing from the policies that reach it.
+            reasons = report.reach.filter(\.reaches).map { Reach(name: $0.policy, reason: $0.reason) }
+            hasReasons = !reasons.isEmpty
+            notReaching = report.reach.filter { !$0.reaches }.map { Reach(name: $0.policy, reason: $0.reason) }
+            hasNotReaching = !notReaching.isEmpty
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let setAside = report.conflicts.setAside.map { aside in
+                (try? encoder.encode(aside)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            }
+            self.setAside = setAside.isEmpty ? nil : setAside.joined(separator: "; ")
+        }
+
+        /// A setting's value as a person reads it: a list joined ("none" when empty).
+        static func text(_ value: SettingValue) -> String {
+            switch value {
+            case .bool(let bool): bool ? "true" : "false"
+            case .int(let int): String(int)
+            case .string(let string): string
+            case .list(let list): list.isEmpty ? "none" : list.joined(separator: ", ")
+            }
+        }
+    }
+
+    let name: String
+    let link: String
+    let oid: String
+    let displayName: String?
+    let groups: [Group]
+    let hasGroups: Bool
+    /// Every platform can be looked at, whichever the service decides for by default.
+    let hasPlatforms = true
+    let platforms: [PlatformChoice]
+    /// The token may act: wipe and rotate are offered.
+    let admin: Bool
+    let reports: [Report]
+    /// What the state knows, or why it cannot be read (never shown as an account with no keys).
+    var status: Status?
+    var statusError: String?
+}
+
+/// Two revisions compared (diff.mustache): the form that picks them, then the settings that
+/// change and every decision that flips for whom (`BundleDiff`, GET and POST /v1/bundle/diff).
+struct DiffPage: ConsolePage {
+    static let template = "diff"
+
+    /// A kept revision, as the form's two lists offer it.
+    struct Revision: Sendable {
+        let revision: String
+        let short: String
+        let label: String
+        let fromSelected: Bool
+        let toSelected: Bool
+    }
+
+    /// What changes between the two revisions (`BundleDiff`).
+    struct Comparison: Sendable {
+        struct SettingChange: Sendable {
+            let file: String
+            let policy: String
+            let setting: String
+            let before: String
+            let after: String
+        }
+
+        struct DecisionChange: Sendable {
+            let account: String
+            let query: String
+            let before: String
+            let beforeClass: String
+            let after: String
+            let afterClass: String
+            /// Why, after.
+            let reason: String
+        }
+
+        /// How many flipped decisions are shown (GET /v1/bundle/diff has them all).
+        static let shownDecisions = 500
+
+        let from: String
+        let to: String
+        /// Files added and removed; nil when none is (an empty text is still a value to Mustache).
+        let added: String?
+        let removed: String?
+        let settings: [SettingChange]
+        let decisionCount: Int
+        let decisions: [DecisionChange]
+        let truncated: Bool
+        /// The older revision is not the one in force: an admin may put it back.
+        let canRollBack: Bool
+        /// The older revision as the rollback button names it, when it was first applied, and
+        /// the rollback that putting it back would undo, if any.
+        var fromShort: String?
+        var fromMade: String?
+        var undoes: String?
+
+        init(_ diff: BundleDiff, canRollBack: Bool) {
+            from = diff.from
+            to = diff.to
+            added = diff.added.isEmpty ? nil : diff.added.joined(separator: ", ")
+            removed = diff.removed.isEmpty ? nil : diff.removed.joined(separator: ", ")
+            settings = diff.settings.map { change in
+                // By the name people know it by; the id when it has none.
+                SettingChange(
+                    file: change.file, policy: change.policyName ?? change.policy ?? "—", setting: change.setting,
+                    before: change.before ?? "—", after: change.after ?? "—")
+            }
+            decisionCount = diff.decisions.count
+            decisions = diff.decisions.prefix(Self.shownDecisions).map { change in
+                DecisionChange(
+                    account: change.account, query: change.before.query, before: change.before.decision,
+                    beforeClass: change.before.allowed ? "allow" : "block", after: change.after.decision,
+                    afterClass: change.after.allowed ? "allow" : "block", reason: change.after.reason)
+            }
+            truncated = diff.decisions.count > Self.shownDecisions
+            self.canRollBack = canRollBack
+        }
+    }
+
+    /// The token may act: a rollback is offered.
+    let admin: Bool
+    /// Newest first by when each was first applied.
+    let revisions: [Revision]
+    /// Why nothing is compared yet.
+    var note: String?
+    /// A candidate bundle compared with the policy in force: its files and revision.
+    var candidate: String?
+    var error: String?
+    var diagnostics: [String] = []
+    var diff: Comparison?
+}
