@@ -77,11 +77,7 @@ struct ConsoleController {
 
     /// A view's HTML, from what its template reads.
     static func render<Page: ConsolePage>(_ page: Page) -> Response {
-        render(Page.template, page)
-    }
-
-    static func render(_ template: String, _ object: Any) -> Response {
-        asset(Array((library.render(object, withTemplate: template) ?? "").utf8), type: "text/html; charset=utf-8")
+        asset(Array((library.render(page, withTemplate: Page.template) ?? "").utf8), type: "text/html; charset=utf-8")
     }
 
     // MARK: Views
@@ -359,83 +355,52 @@ struct ConsoleController {
             request.uri, accepting: ["action", "platform", "decide"] + form.fieldNames)
         let named = parameters["action"]
         let chosen = named.flatMap(form.action(named:))
-        var object: [String: Any] = [
-            "actions": form.actions.map { ["name": $0.name, "selected": $0.name == chosen?.name] },
-            "ios": parameters["platform"] == "ios", "android": parameters["platform"] == "android",
-            "windows": parameters["platform"] == "windows",
-        ]
+        var page = WhatIfPage(
+            actions: form.actions.map { WhatIfPage.Action(name: $0.name, selected: $0.name == chosen?.name) },
+            ios: parameters["platform"] == "ios", android: parameters["platform"] == "android",
+            windows: parameters["platform"] == "windows")
         if let named, chosen == nil {
-            object["error"] = "There is no action '\(named)': pick one from the list."
-            return Self.render("whatif", object)
+            page.error = "There is no action '\(named)': pick one from the list."
+            return Self.render(page)
         }
-        guard let chosen else { return Self.render("whatif", object) }
-        object["description"] = chosen.description
-        object["fields"] = chosen.fields.map { Self.formField($0, value: parameters[$0.name] ?? "") }
+        guard let chosen else { return Self.render(page) }
+        page.description = chosen.description
+        page.fields = chosen.fields.map { WhatIfPage.Field($0, value: parameters[$0.name] ?? "") }
         var values: [String: String] = [:]
         for name in form.fieldNames { values[name] = parameters[name] }
         let taken = Set(chosen.fields.map(\.name))
         if let other = form.fieldNames.first(where: { !taken.contains($0) && !(values[$0] ?? "").isEmpty }) {
-            object["error"] = "\(chosen.name) does not take \(WhatIfForm.label(other))."
-            return Self.render("whatif", object)
+            page.error = "\(chosen.name) does not take \(WhatIfForm.label(other))."
+            return Self.render(page)
         }
-        guard parameters["decide"] != nil else { return Self.render("whatif", object) }
-        let query: [String: Any]
+        guard parameters["decide"] != nil else { return Self.render(page) }
+        let query: [String: WhatIfForm.Value]
         switch form.query(for: chosen, values: values) {
         case .success(let built): query = built
         case .failure(let error):
-            object["error"] = error.message
-            return Self.render("whatif", object)
+            page.error = error.message
+            return Self.render(page)
         }
-        let line = try JSONSerialization.data(withJSONObject: query, options: [.sortedKeys, .withoutEscapingSlashes])
+        let line = try WhatIfForm.line(query)
         let evaluation = try parameters.evaluationContext(over: engine.context)
         let decided = try await engine.decide(
-            line: Array(line), context: evaluation,
+            line: line, context: evaluation,
             options: DecisionStream.Options(explain: true, currentTime: { .seconds(Date().timeIntervalSince1970) }),
             stamped: false, report: true)
-        let answer = try JSONSerialization.jsonObject(with: Data(decided.output)) as? [String: Any] ?? [:]
-        object["query"] = String(decoding: line, as: UTF8.self)
-        if let error = answer["error"] as? String {
+        if let error = decided.error {
             // About the form, not the JSON it was sent as: no line and column of a text no one wrote.
-            let sentence = error.replacingOccurrences(
-                of: #"^line \d+, column \d+: "#, with: "", options: .regularExpression)
-            object["error"] = "The query was refused: \(sentence)"
-        } else {
-            // A launch answers an outcome, an openURL where it opens; the rest allowed or not.
-            let allowed = answer["allowed"] as? Bool ?? false
-            let outcome = (answer["outcome"] as? String).map { " (\($0))" } ?? ""
-            object["answer"] = [
-                "query": String(decoding: line, as: UTF8.self), "verdict": (allowed ? "Allowed" : "Blocked") + outcome,
-                "verdictClass": allowed ? "allow" : "block", "reason": answer["reason"] as? String ?? "",
-                "setting": answer["setting"] as? String ?? "—", "rule": answer["rule"] as? String ?? "—",
-                "basis": answer["basis"] as? String ?? "", "source": answer["source"] as? String ?? "",
-            ]
+            page.error = "The query was refused: \(error.message)"
+            return Self.render(page)
         }
-        return Self.render("whatif", object)
-    }
-
-    /// One field of the what-if form as the template draws it: a list of choices, a text area
-    /// (a JSON object) or a line, with its value kept.
-    private static func formField(_ field: WhatIfForm.Field, value: String) -> [String: Any] {
-        var drawn: [String: Any] = [
-            "name": field.name, "value": value, "help": field.help ?? "",
-            "label": WhatIfForm.label(field.name) + (field.required ? " (required)" : ""),
-        ]
-        func choices(_ options: [(value: String, text: String)]) -> [[String: Any]] {
-            options.map { ["value": $0.value, "text": $0.text, "selected": $0.value == value] }
-        }
-        switch field.kind {
-        case .choice(let values):
-            drawn["isChoice"] = true
-            drawn["choices"] = choices([("", "—")] + values.map { ($0, $0) })
-        case .flag:
-            drawn["isChoice"] = true
-            drawn["choices"] = choices([("", "—"), ("true", "yes"), ("false", "no")])
-        case .object:
-            drawn["isArea"] = true
-        case .account, .accounts, .list, .number, .text:
-            drawn["isInput"] = true
-            drawn["placeholder"] = field.kind.placeholder
-        }
-        return drawn
+        let answer = try JSONDocument(parsing: decided.output).root
+        // A launch answers an outcome, an openURL where it opens; the rest allowed or not.
+        let allowed = answer["allowed"]?.bool ?? false
+        let outcome = answer["outcome"]?.string.map { " (\($0))" } ?? ""
+        page.answer = WhatIfPage.Answer(
+            query: String(decoding: line, as: UTF8.self), verdict: (allowed ? "Allowed" : "Blocked") + outcome,
+            verdictClass: allowed ? "allow" : "block", reason: answer["reason"]?.string ?? "",
+            setting: answer["setting"]?.string ?? "—", rule: answer["rule"]?.string ?? "—",
+            basis: answer["basis"]?.string ?? "", source: answer["source"]?.string ?? "")
+        return Self.render(page)
     }
 }

@@ -553,3 +553,86 @@ struct DiffPage: ConsolePage {
     var diagnostics: [String] = []
     var diff: Comparison?
 }
+
+/// One query asked of the policy in force (whatif.mustache): the form for the action picked,
+/// built from the query schema (`WhatIfForm`), and the answer POST /v1/decisions gives, with
+/// the rule behind it.
+struct WhatIfPage: ConsolePage {
+    static let template = "whatif"
+
+    /// An action of the form's list.
+    struct Action: Sendable {
+        let name: String
+        let selected: Bool
+    }
+
+    /// One field of the action picked: a list of choices, a text area (a JSON object) or a
+    /// line, with its value kept.
+    struct Field: Sendable {
+        struct Choice: Sendable {
+            let value: String
+            let text: String
+            let selected: Bool
+        }
+
+        let name: String
+        let value: String
+        let help: String
+        let label: String
+        let isChoice: Bool
+        let isArea: Bool
+        let isInput: Bool
+        /// What a line shows while empty.
+        let placeholder: String
+        let choices: [Choice]
+
+        init(_ field: WhatIfForm.Field, value: String) {
+            name = field.name
+            self.value = value
+            help = field.help ?? ""
+            label = WhatIfForm.label(field.name) + (field.required ? " (required)" : "")
+            placeholder = field.kind.placeholder
+            let options: [(value: String, text: String)]
+            switch field.kind {
+            case .choice(let values):
+                (isChoice, isArea, isInput) = (true, false, false)
+                options = [("", "—")] + values.map { ($0, $0) }
+            case .flag:
+                (isChoice, isArea, isInput) = (true, false, false)
+                options = [("", "—"), ("true", "yes"), ("false", "no")]
+            case .object:
+                (isChoice, isArea, isInput) = (false, true, false)
+                options = []
+            case .account, .accounts, .list, .number, .text:
+                (isChoice, isArea, isInput) = (false, false, true)
+                options = []
+            }
+            choices = options.map { Choice(value: $0.value, text: $0.text, selected: $0.value == value) }
+        }
+    }
+
+    /// The decision.
+    struct Answer: Sendable {
+        /// The query line sent.
+        let query: String
+        let verdict: String
+        let verdictClass: String
+        let reason: String
+        let setting: String
+        let rule: String
+        let basis: String
+        let source: String
+    }
+
+    let actions: [Action]
+    /// The platform asked for, if one is.
+    let ios: Bool
+    let android: Bool
+    let windows: Bool
+    /// The action picked: what it asks, and its fields.
+    var description: String?
+    var fields: [Field] = []
+    /// What is wrong with the form, or why the query was refused.
+    var error: String?
+    var answer: Answer?
+}
