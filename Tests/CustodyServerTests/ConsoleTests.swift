@@ -664,9 +664,9 @@ struct ConsoleTests {
         }
         let rows = ConsoleController.minutes(samples)
         #expect(rows.count == 2)
-        #expect(rows.map { $0["decisions"] as? Int } == [36, 36])
-        #expect(rows.map { $0["blocked"] as? Int } == [6, 6])
-        #expect(rows.first?["rate"] as? String == "0.6")
+        #expect(rows.map(\.decisions) == [36, 36])
+        #expect(rows.map(\.blocked) == [6, 6])
+        #expect(rows.first?.rate == "0.6")
         #expect(ConsoleController.minutes([samples[0]]).isEmpty)
     }
 }

@@ -10,23 +10,6 @@ import Testing
 /// that rule; `mostRestrictive` (the default) merges every applying policy.
 @Suite("Policy precedence: the incumbent policy, or the most restrictive merge", .timeLimit(.minutes(2)))
 struct PrecedenceTests {
-    /// A bundle whose tenant has `accounts` in one group, reached by the named policies:
-    /// "First" allows printing, "Second" blocks it.
-    static func write(_ policies: [String], accounts: [String], to path: String) throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let tenant = accounts.map { #"{"upn": "\#($0)@contoso.com", "groups": ["g"]}"# }.joined(separator: ", ")
-        try #"{"accounts": [\#(tenant)]}"#.write(toFile: path + "/tenant.json", atomically: true, encoding: .utf8)
-        let documents = policies.map { name in
-            #"""
-            {"@odata.type": "#microsoft.graph.iosManagedAppProtection", "id": "T_\#(name)", "displayName": "\#(name)",
-             "printBlocked": \#(name == "Second"),
-             "assignments": [{"target": {"@odata.type": "#microsoft.graph.groupAssignmentTarget", "groupId": "g"}}]}
-            """#
-        }
-        try #"{"value": [\#(documents.joined(separator: ", "))]}"#.write(
-            toFile: path + "/policies.json", atomically: true, encoding: .utf8)
-    }
-
     struct Row: CustomTestStringConvertible, Sendable {
         let label: String
         /// The bundles applied in turn: the policies each holds and the tenant's accounts.
@@ -74,7 +57,7 @@ struct PrecedenceTests {
         // History is recorded whatever the rule: an installation can switch to incumbent later.
         for (index, step) in row.steps.enumerated() {
             let path = installation.directory.file("bundle\(index)")
-            try Self.write(step.policies, accounts: step.accounts, to: path)
+            try writePrecedenceBundle(step.policies, accounts: step.accounts, to: path)
             installation.clock.set(installation.clock.now.addingTimeInterval(60))
             try await installation.open(precedence: .mostRestrictive).apply(bundleDirectory: path)
         }
@@ -93,7 +76,7 @@ struct PrecedenceTests {
     func recorded() async throws {
         let installation = try Installation()
         let path = installation.directory.file("bundle")
-        try Self.write(["First"], accounts: ["a"], to: path)
+        try writePrecedenceBundle(["First"], accounts: ["a"], to: path)
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: path)
         #expect(engine.precedence == .mostRestrictive)

@@ -12,13 +12,13 @@ public struct BundleDiff: Sendable, Encodable {
         /// The document's file name.
         public var file: String
         /// The document's `id` or `displayName`, when it has one: what matches the two sides.
-        @Nullable var policy: String?
+        @Nullable package var policy: String?
         /// The policy's `displayName` (the newer side's), what people call it; null without one.
-        @Nullable var policyName: String?
+        @Nullable package var policyName: String?
         public var setting: String
         /// The values as compact JSON; null when absent on that side.
-        @Nullable var before: String?
-        @Nullable var after: String?
+        @Nullable package var before: String?
+        @Nullable package var after: String?
     }
 
     public var from: String

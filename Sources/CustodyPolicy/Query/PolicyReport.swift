@@ -23,57 +23,57 @@ package enum PolicyReport {
 
     /// The effective policy of one account under one snapshot.
     package struct Report: Encodable {
-        struct Account: Encodable {
-            @Nullable var oid: String?
-            @Nullable var upn: String?
-            var inTenant: Bool
-            var groups: [String]
+        package struct Account: Encodable {
+            @Nullable package var oid: String?
+            @Nullable package var upn: String?
+            package var inTenant: Bool
+            package var groups: [String]
         }
 
-        struct Context: Encodable {
-            @Nullable var platform: String?
-            @Nullable var app: String?
-            @Nullable var managementLevel: String?
+        package struct Context: Encodable {
+            @Nullable package var platform: String?
+            @Nullable package var app: String?
+            @Nullable package var managementLevel: String?
         }
 
-        struct Allowed: Encodable {
-            var allowed: Bool
-            var reason: String
+        package struct Allowed: Encodable {
+            package var allowed: Bool
+            package var reason: String
         }
 
-        struct Policy: Encodable {
-            @Nullable var name: String?
-            @Nullable var id: String?
-            var type: String
-            var location: String
+        package struct Policy: Encodable {
+            @Nullable package var name: String?
+            @Nullable package var id: String?
+            package var type: String
+            package var location: String
         }
 
-        struct Setting: Encodable {
-            var value: SettingValue
-            var resolution: String
-            var sources: [String]
+        package struct Setting: Encodable {
+            package var value: SettingValue
+            package var resolution: String
+            package var sources: [String]
             /// For a number the policies disagree on (the recommended value applies, which none
             /// of `sources` set): who set what, `'A' P30D, 'B' P90D`. Left out otherwise.
-            var disagreement: String?
+            package var disagreement: String?
         }
 
-        var account: Account
-        var context: Context
-        var managed: Bool
-        var accountAllowed: Allowed
-        var policies: [Policy]
+        package var account: Account
+        package var context: Context
+        package var managed: Bool
+        package var accountAllowed: Allowed
+        package var policies: [Policy]
         /// By the setting's name.
-        var settings: [String: Setting]
-        var managedApps: [String]
-        var precedence: String
-        var conflicts: Conflicts
+        package var settings: [String: Setting]
+        package var managedApps: [String]
+        package var precedence: String
+        package var conflicts: Conflicts
         /// Every policy whose assignments name the account, whether it reaches it, and why.
-        var reach: [Reach]
+        package var reach: [Reach]
 
-        struct Reach: Encodable {
-            var policy: String
-            var reaches: Bool
-            var reason: String
+        package struct Reach: Encodable {
+            package var policy: String
+            package var reaches: Bool
+            package var reason: String
         }
 
         package init(account id: AccountID, snapshot: PolicySnapshot) {
@@ -108,25 +108,25 @@ package enum PolicyReport {
 
     /// `{"settings": [...], "setAside": [...]}`: where policies reaching one account disagree.
     package struct Conflicts: Encodable {
-        struct SettingConflict: Encodable {
-            struct Value: Encodable {
-                var policy: String
-                var value: SettingValue
+        package struct SettingConflict: Encodable {
+            package struct Value: Encodable {
+                package var policy: String
+                package var value: SettingValue
             }
 
-            var setting: String
-            var value: SettingValue
-            var resolution: String
-            var values: [Value]
+            package var setting: String
+            package var value: SettingValue
+            package var resolution: String
+            package var values: [Value]
         }
 
-        struct SetAside: Encodable {
-            var policy: String
-            var incumbents: [String]
+        package struct SetAside: Encodable {
+            package var policy: String
+            package var incumbents: [String]
         }
 
-        var settings: [SettingConflict]
-        var setAside: [SetAside]
+        package var settings: [SettingConflict]
+        package var setAside: [SetAside]
 
         package init(_ conflicts: PolicyConflicts) {
             settings = conflicts.settings.map { conflict in

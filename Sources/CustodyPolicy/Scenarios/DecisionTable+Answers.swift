@@ -1,14 +1,14 @@
 /// One row of a decision table as both front ends write it (`custody matrix table --json`,
 /// `custody bundle diff --json`, `GET /v1/bundle/diff`).
 public struct DecisionRowAnswer: Encodable, Sendable {
-    var action: String
-    @Nullable var target: String?
-    @Nullable var counterpart: String?
-    var query: String
-    var decision: String
-    var allowed: Bool
-    var setting: String
-    var reason: String
+    package var action: String
+    @Nullable package var target: String?
+    @Nullable package var counterpart: String?
+    package var query: String
+    package var decision: String
+    package var allowed: Bool
+    package var setting: String
+    package var reason: String
 
     public init(_ row: DecisionTable.Row) {
         action = row.action.rawValue
@@ -30,9 +30,9 @@ public struct DecisionRowAnswer: Encodable, Sendable {
 
 /// One decision that differs between two policies, before and after.
 public struct DecisionChangeAnswer: Encodable, Sendable {
-    var account: String
-    var before: DecisionRowAnswer
-    var after: DecisionRowAnswer
+    package var account: String
+    package var before: DecisionRowAnswer
+    package var after: DecisionRowAnswer
 
     public init(_ change: DecisionDiff.Change) {
         account = change.account.description

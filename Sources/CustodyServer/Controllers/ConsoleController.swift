@@ -75,14 +75,13 @@ struct ConsoleController {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    static func render(_ template: String, _ object: [String: Any]) -> Response {
-        asset(Array((library.render(object, withTemplate: template) ?? "").utf8), type: "text/html; charset=utf-8")
+    /// A view's HTML, from what its template reads.
+    static func render<Page: ConsolePage>(_ page: Page) -> Response {
+        asset(Array((library.render(page, withTemplate: Page.template) ?? "").utf8), type: "text/html; charset=utf-8")
     }
 
     // MARK: Views
 
-    /// The bundle in force (GET /v1/bundle), readiness (/readyz), replicas (GET /v1/fleet) and
-    /// the last events (GET /v1/events).
     /// Whether the operator's token may act (wipe, rotate, roll back, freeze, sync): the views
     /// offer actions to admin tokens only; the API refuses them to others in any case.
     static func isAdmin(_ context: CustodyRequestContext) -> Bool { context.identity?.grants(.admin) ?? false }
@@ -92,36 +91,14 @@ struct ConsoleController {
         name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/", "?", "#", "%"])) ?? name
     }
 
+    /// The bundle in force (GET /v1/bundle), readiness (/readyz), replicas (GET /v1/fleet) and
+    /// the last events (GET /v1/events).
     @Sendable func overview(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
-        var object: [String: Any] = [:]
-        if let policy = engine.policyInForce {
-            let inForce = policy.bundle, snapshot = policy.snapshot
-            var bundle: [String: Any] = [
-                "revision": inForce.revision, "source": inForce.source,
-                "appliedAt": inForce.appliedAt.map(answerTime) ?? "never (a one-off policy)",
-                "signers": inForce.provenance.signers.joined(separator: ", "),
-                "policies":
-                    "\(snapshot.bundle.protectionPolicies.count) app protection policies, \(snapshot.bundle.tenant.accounts.count) accounts",
-            ]
-            if let by = inForce.provenance.appliedBy { bundle["appliedBy"] = by }
-            if let sequence = inForce.provenance.sequence { bundle["sequence"] = String(sequence) }
-            object["bundle"] = bundle
-        }
         var problems: [String] = []
         if engine.bundleInForce == nil { problems.append("no bundle is in force") }
         let replica = engine.replicaStatus
         if replica.isStale() { problems.append("stale: \(replica.divergence ?? replica.problem ?? "not current")") }
-        object["problems"] = problems
-        object["readiness"] = problems.isEmpty ? "Ready" : "Not ready"
-        object["readyClass"] = problems.isEmpty ? "allow" : "block"
-        object["warnings"] =
-            engine.lastBundleRejection.map {
-                ["the last bundle offered was refused: \(namingFiles(in: $0.message, relativeTo: $0.source))"]
-            } ?? []
-        object["admin"] = Self.isAdmin(context)
-        object["graph"] = syncsFromGraph
-        object["activity"] = Self.minutes(activity.recent())
         let (fleet, events, freeze) = try await StateExecutor.run { () throws(CustodyError) in
             let newest = engine.lastEventID
             return (
@@ -129,47 +106,37 @@ struct ConsoleController {
                 try engine.bundleFreeze()
             )
         }
-        if let freeze {
-            object["freeze"] = [
-                "reason": freeze.reason, "by": freeze.by ?? "-", "at": answerTime(freeze.at),
-            ]
-        }
-        object["replicas"] = fleet.replicas.map { replica -> [String: Any] in
-            [
-                "id": replica.record.id, "revision": replica.record.revision ?? "-",
-                "lastContact": answerTime(replica.record.lastContact),
-                "state": replica.isGone ? "gone" : replica.isStale ? "stale" : replica.isBehind ? "behind" : "current",
-            ]
-        }
-        // An event can name every account of the tenant (a first policyChanged): its start is
-        // shown, and its size, never the whole of it.
-        object["events"] = events.reversed().map { event -> [String: Any] in
-            let limit = 240
-            let body =
-                event.body.count <= limit
-                ? String(decoding: event.body, as: UTF8.self)
-                : String(decoding: event.body.prefix(limit), as: UTF8.self) + "… (\(event.body.count) bytes)"
-            return ["name": event.name, "at": answerTime(event.at), "body": body]
-        }
-        return Self.render("overview", object)
+        return Self.render(
+            OverviewPage(
+                bundle: engine.policyInForce.map(OverviewPage.Bundle.init),
+                freeze: freeze.map(OverviewPage.Freeze.init),
+                problems: problems, readiness: problems.isEmpty ? "Ready" : "Not ready",
+                readyClass: problems.isEmpty ? "allow" : "block",
+                warnings: engine.lastBundleRejection.map {
+                    ["the last bundle offered was refused: \(namingFiles(in: $0.message, relativeTo: $0.source))"]
+                } ?? [],
+                admin: Self.isAdmin(context), graph: syncsFromGraph, activity: Self.minutes(activity.recent()),
+                replicas: fleet.replicas.map(OverviewPage.Replica.init),
+                events: events.reversed().map(OverviewPage.Event.init)
+            ))
     }
 
     /// The last ten minutes, a row a minute, newest first: decisions a second, how many blocked,
     /// how many requests refused. The minute still running is counted up to now.
-    static func minutes(_ samples: [RecentActivity.Sample]) -> [[String: Any]] {
+    static func minutes(_ samples: [RecentActivity.Sample]) -> [OverviewPage.Minute] {
         let perMinute = Int(60 / RecentActivity.interval.components.seconds)
-        var rows: [[String: Any]] = []
+        var rows: [OverviewPage.Minute] = []
         var end = samples.count - 1
         while end > 0 && rows.count < 10 {
             let start = max(0, end - perMinute)
             let (first, last) = (samples[start], samples[end])
             let seconds = max(0.001, last.at.timeIntervalSince(first.at))
             let decisions = last.decisions - first.decisions
-            rows.append([
-                "from": answerTime(first.at), "to": answerTime(last.at),
-                "rate": String(format: "%.1f", Double(decisions) / seconds), "decisions": decisions,
-                "blocked": last.blocked - first.blocked, "refused": last.refused - first.refused,
-            ])
+            rows.append(
+                OverviewPage.Minute(
+                    from: answerTime(first.at), to: answerTime(last.at),
+                    rate: String(format: "%.1f", Double(decisions) / seconds), decisions: decisions,
+                    blocked: last.blocked - first.blocked, refused: last.refused - first.refused))
             end = start
         }
         return rows
@@ -182,20 +149,12 @@ struct ConsoleController {
         let query = try parameters.searchText()
         let search = try engine.accountPage(query, after: parameters["after"], limit: Self.accountsPage)
         let queryItem = Self.queryValue(query)
-        var page: [String: Any] = [
-            "query": query, "count": search.accounts.count, "matched": search.matched, "total": search.total,
-            "paged": parameters["after"] != nil, "first": "#/accounts?q=\(queryItem)",
-        ]
-        if let next = search.next { page["next"] = "#/accounts?q=\(queryItem)&after=\(Self.queryValue(next))" }
-        page["accounts"] = search.accounts.map { account -> [String: Any] in
-            let name = account.id.upn ?? account.id.oid ?? account.id.description
-            return [
-                "upn": account.id.upn ?? "-", "oid": account.id.oid ?? "-",
-                "displayName": account.displayName ?? "-", "groups": account.groups.joined(separator: ", "),
-                "link": Self.pathSegment(name),
-            ]
-        }
-        return Self.render("accounts", page)
+        return Self.render(
+            AccountsPage(
+                query: query, count: search.accounts.count, matched: search.matched, total: search.total,
+                paged: parameters["after"] != nil, first: "#/accounts?q=\(queryItem)",
+                next: search.next.map { "#/accounts?q=\(queryItem)&after=\(Self.queryValue($0))" },
+                accounts: search.accounts.map(AccountsPage.Row.init)))
     }
 
     /// `text` with each ISO 8601 duration (`PT8S`, `P90D`) in words ("8 seconds", "90 days"):
@@ -234,36 +193,27 @@ struct ConsoleController {
         let parameters = try QueryParameters(request.uri, accepting: ["platform"])
         let account = try PolicyController.account(context)
         let chosen = try parameters.evaluationContext(over: engine.context)
-        let snapshots = try engine.policyReport(for: account, context: chosen)
-        let bytes = PolicyReport.json(account: account, snapshots: snapshots)
-        let parsed = try JSONSerialization.jsonObject(with: Data(bytes))
-        let reports = (parsed as? [[String: Any]]) ?? [(parsed as? [String: Any]) ?? [:]]
-        let first = reports.first?["account"] as? [String: Any] ?? [:]
-        let name = (first["upn"] as? String) ?? (first["oid"] as? String) ?? account.description
-        var object: [String: Any] = [
-            "name": name, "link": Self.pathSegment(name), "oid": (first["oid"] as? String) ?? "-",
-            "reports": reports.map(Self.report), "admin": Self.isAdmin(context),
-        ]
-        if let displayName = engine.policyInForce?.snapshot.tenantAccount(for: account)?.displayName {
-            object["displayName"] = displayName
+        let reports = try engine.policyReport(for: account, context: chosen).map {
+            PolicyReport.Report(account: account, snapshot: $0)
         }
+        let first = reports.first?.account
+        let name = first?.upn ?? first?.oid ?? account.description
         // The effective policy differs by platform: every platform can be looked at, whichever
         // the service decides for by default (and all at once where it decides for none).
         let platforms: [Platform?] = (engine.context.platform == nil ? [nil] : []) + Platform.allCases.map { $0 }
         let current = parameters["platform"] ?? engine.context.platform?.rawValue
-        object["hasPlatforms"] = true
-        object["platforms"] = platforms.map { platform -> [String: Any] in
-            [
-                "name": platform?.rawValue ?? "every platform",
-                "link": "#/accounts/\(Self.pathSegment(name))" + (platform.map { "?platform=\($0.rawValue)" } ?? ""),
-                "current": platform?.rawValue == current,
-            ]
-        }
-        let groups = first["groups"] as? [String] ?? []
-        if !groups.isEmpty {
-            object["groups"] = groups.map { ["name": $0, "link": Self.pathSegment($0)] }
-            object["hasGroups"] = true
-        }
+        let groups = first?.groups ?? []
+        var page = AccountPage(
+            name: name, link: Self.pathSegment(name), oid: first?.oid ?? "-",
+            displayName: engine.policyInForce?.snapshot.tenantAccount(for: account)?.displayName,
+            groups: groups.map { AccountPage.Group(name: $0, link: Self.pathSegment($0)) }, hasGroups: !groups.isEmpty,
+            platforms: platforms.map { platform in
+                AccountPage.PlatformChoice(
+                    name: platform?.rawValue ?? "every platform",
+                    link: "#/accounts/\(Self.pathSegment(name))" + (platform.map { "?platform=\($0.rawValue)" } ?? ""),
+                    current: platform?.rawValue == current)
+            },
+            admin: Self.isAdmin(context), reports: reports.map(AccountPage.Report.init))
         // The state's record (GET /v1/accounts/{account}/status); a state out of reach is said,
         // never shown as an account with no keys.
         do {
@@ -271,25 +221,11 @@ struct ConsoleController {
             let status = try await StateExecutor.run {
                 try engine.accountStatus(for: account, context: chosen)
             }
-            object["status"] = [
-                "owner": status.owner,
-                "identifiers": status.identifiers.map { identifier -> [String: Any] in
-                    [
-                        "identifier": identifier.identifier,
-                        "keys": identifier.keyVersions.isEmpty
-                            ? "none" : identifier.keyVersions.map { "v\($0)" }.joined(separator: ", "),
-                        "wiped": identifier.wipedAt ?? "-", "checkIn": identifier.lastCheckIn ?? "-",
-                    ]
-                },
-                "lastCheckIn": status.lastCheckIn ?? "never", "firstSeen": status.firstSeen ?? "-",
-                "offline": status.offline.state, "offlineClass": status.offline.state == "online" ? "allow" : "block",
-                "offlineReason": Self.spokenDurations(in: status.offline.reason),
-                "offlineBasis": Self.offlineBasis(status),
-            ]
+            page.status = AccountPage.Status(status)
         } catch let error as CustodyError {
-            object["statusError"] = error.message
+            page.statusError = error.message
         }
-        return Self.render("account", object)
+        return Self.render(page)
     }
 
     /// Every decision about an account's data as a coloured grid (GET /v1/accounts/{account}/grid);
@@ -299,41 +235,7 @@ struct ConsoleController {
         let account = try PolicyController.account(context)
         let grid = try engine.decisionGrid(
             for: account, context: try parameters.evaluationContext(over: engine.context))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Self.render(
-            "grid",
-            [
-                "account": grid.account, "link": Self.pathSegment(grid.account), "revision": grid.revision,
-                "eventId": String(grid.eventId),
-                "platforms": grid.platforms.enumerated().map { index, platform -> [String: Any] in
-                    [
-                        "index": index,
-                        "title": "On \(platform.platform ?? "any platform")"
-                            + (platform.managed ? "" : ": not managed (no protection policy reaches it)"),
-                        "rows": platform.rows.map { row -> [String: Any] in
-                            [
-                                "label": row.label, "action": row.action,
-                                "cells": row.cells.map { cell -> [String: Any] in
-                                    let required = row.action == "account" && cell.query.action == "encryptionRequired"
-                                    let query = (try? encoder.encode(cell.query)).map {
-                                        String(decoding: $0, as: UTF8.self)
-                                    }
-                                    return [
-                                        "column": cell.column, "class": cell.allowed != required ? "allow" : "block",
-                                        "verdict": required
-                                            ? (cell.allowed ? "required" : "not required")
-                                            : (cell.allowed ? "allowed" : "blocked"),
-                                        "reason": cell.reason, "setting": cell.setting ?? "—",
-                                        "policies": cell.policies.joined(separator: ", "), "rule": cell.rule ?? "—",
-                                        "basis": cell.basis ?? "", "query": query ?? "",
-                                    ]
-                                },
-                            ]
-                        },
-                    ]
-                },
-            ])
+        return Self.render(GridPage(grid))
     }
 
     /// The grid over a group's members (GET /v1/groups/{group}/grid): each cell coloured by
@@ -345,48 +247,7 @@ struct ConsoleController {
         let grid = try await StateExecutor.run { () throws(CustodyError) in
             try engine.groupGrid(for: group, context: evaluation)
         }
-        return Self.render(
-            "groupgrid",
-            [
-                "group": grid.group, "revision": grid.revision, "eventId": String(grid.eventId),
-                "members": grid.members, "counted": grid.counted, "partial": grid.counted < grid.members,
-                "platforms": grid.platforms.enumerated().map { index, platform -> [String: Any] in
-                    [
-                        "index": index, "title": "On \(platform.platform ?? "any platform")",
-                        "rows": platform.rows.map { row -> [String: Any] in
-                            [
-                                "label": row.label, "action": row.action,
-                                "cells": row.cells.map { cell -> [String: Any] in
-                                    let required = cell.query.action == "encryptionRequired"
-                                    let (yes, no) = required ? ("require it", "do not") : ("allowed", "blocked")
-                                    // "All" only of every member: on a partial count, of those counted.
-                                    let all = grid.counted < grid.members ? "all \(grid.counted) counted" : "all"
-                                    var rendered: [String: Any] = [
-                                        "column": cell.column,
-                                        "class": cell.blocked == 0
-                                            ? (required ? "block" : "allow")
-                                            : cell.allowed == 0 ? (required ? "allow" : "block") : "mixed",
-                                        "summary": cell.blocked == 0
-                                            ? "\(all) \(yes)"
-                                            : cell.allowed == 0
-                                                ? "\(all) \(no)" : "\(cell.allowed) \(yes), \(cell.blocked) \(no)",
-                                        "reasons": cell.reasons.map { ["reason": $0.reason, "members": $0.members] },
-                                    ]
-                                    if !cell.blockedMembers.isEmpty {
-                                        // The first few: say how many of how many.
-                                        let shown = cell.blockedMembers.count
-                                        rendered["blockedLabel"] =
-                                            shown < cell.blocked
-                                            ? "Blocked (the first \(shown) of \(cell.blocked))" : "Blocked"
-                                        rendered["blockedMembers"] = cell.blockedMembers.joined(separator: ", ")
-                                    }
-                                    return rendered
-                                },
-                            ]
-                        },
-                    ]
-                },
-            ])
+        return Self.render(GroupGridPage(grid))
     }
 
     /// Two kept revisions compared (GET /v1/bundle/history and GET /v1/bundle/diff): the settings
@@ -400,35 +261,35 @@ struct ConsoleController {
         let (from, to) = (
             parameters["from"].flatMap { $0.isEmpty ? nil : $0 }, parameters["to"].flatMap { $0.isEmpty ? nil : $0 }
         )
-        var (object, history) = try await diffForm(context: context, from: from, to: to)
-        guard from != nil || to != nil || (object["revisions"] as? [Any])?.count ?? 0 >= 2 else {
-            object["note"] = "The state keeps fewer than two revisions: there is nothing to compare yet."
-            return Self.render("diff", object)
+        var (page, history) = try await diffForm(context: context, from: from, to: to)
+        guard from != nil || to != nil || page.revisions.count >= 2 else {
+            page.note = "The state keeps fewer than two revisions: there is nothing to compare yet."
+            return Self.render(page)
         }
         guard from != nil || to != nil || parameters["compare"] != nil else {
-            object["note"] = "Pick two revisions and Compare: every decision of every account is compared then."
-            return Self.render("diff", object)
+            page.note = "Pick two revisions and Compare: every decision of every account is compared then."
+            return Self.render(page)
         }
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
-            var rendered = try Self.rendered(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
+            var comparison = DiffPage.Comparison(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
             // What the rollback button restores, and when that revision was first applied.
             let restores = history.last { $0.contentHash == diff.from }
-            rendered["fromShort"] = String(diff.from.prefix(12))
-            rendered["fromMade"] = restores.map { answerTime($0.appliedAt) } ?? "a time the history no longer keeps"
+            comparison.fromShort = String(diff.from.prefix(12))
+            comparison.fromMade = restores.map { answerTime($0.appliedAt) } ?? "a time the history no longer keeps"
             // A policy in force that a rollback put back: rolling back to the revision it replaced
             // undoes that rollback. Say so beside the button.
             if let latest = history.first(where: { $0.result == .applied }), latest.contentHash == diff.to,
                 latest.provenance.isRollback
             {
-                rendered["undoes"] =
+                comparison.undoes =
                     "The revision in force was put back by a rollback (\(latest.provenance.reason ?? "no reason given"), \(answerTime(latest.appliedAt))): rolling back to \(diff.from.prefix(12)) undoes it."
             }
-            object["diff"] = rendered
+            page.diff = comparison
         } catch let error as CustodyError {
-            object["error"] = error.message
+            page.error = error.message
         }
-        return Self.render("diff", object)
+        return Self.render(page)
     }
 
     /// A candidate bundle (the body of `POST /v1/bundle/diff`, which the page builds from the
@@ -437,16 +298,16 @@ struct ConsoleController {
         _ = try QueryParameters(request.uri, accepting: [])
         let (files, _) = try await PolicyController.bundleFiles(
             request, limit: limits.bodyBytes, takesAllowEmpty: false)
-        var (object, _) = try await diffForm(context: context, from: nil, to: nil)
-        object["candidate"] = "\(files.entries.count) file(s), revision \(files.contentHash)"
+        var (page, _) = try await diffForm(context: context, from: nil, to: nil)
+        page.candidate = "\(files.entries.count) file(s), revision \(files.contentHash)"
         do {
             let diff = try await StateExecutor.run { try engine.bundleDiff(candidate: files) }
-            object["diff"] = try Self.rendered(diff, canRollBack: false)
+            page.diff = DiffPage.Comparison(diff, canRollBack: false)
         } catch let error as CustodyError {
-            object["error"] = error.message
-            object["diagnostics"] = error.diagnostics.prefix(20).map(\.description)
+            page.error = error.message
+            page.diagnostics = error.diagnostics.prefix(20).map(\.description)
         }
-        return Self.render("diff", object)
+        return Self.render(page)
     }
 
     /// The revisions the state keeps, for the form's two lists: newest first by when each was
@@ -454,7 +315,7 @@ struct ConsoleController {
     /// marked with its reason; with the history read (newest first), for the caller.
     private func diffForm(
         context: CustodyRequestContext, from: String?, to: String?
-    ) async throws -> (form: [String: Any], history: [BundleRecord]) {
+    ) async throws -> (form: DiffPage, history: [BundleRecord]) {
         let history = try await StateExecutor.run { try engine.bundleHistory(limit: 100) }
         let applied = history.filter { $0.result == .applied }
         // Oldest application first: the first one seen of each revision is its first.
@@ -462,61 +323,19 @@ struct ConsoleController {
         var seen = Set<String>()
         for record in applied.reversed() where seen.insert(record.contentHash).inserted { firsts.append(record) }
         let inForce = engine.bundleInForce?.revision
-        let form: [String: Any] = [
-            "admin": Self.isAdmin(context),
-            "revisions": firsts.reversed().map { record -> [String: Any] in
-                let latest = applied.first { $0.contentHash == record.contentHash }
-                let rollback =
-                    latest.map { $0.provenance.isRollback && $0.id != record.id } == true
-                    ? " · put back by a rollback (\(latest?.provenance.reason ?? "no reason given"))" : ""
-                let made = "first applied \(answerTime(record.appliedAt))"
-                return [
-                    "revision": record.contentHash, "short": String(record.contentHash.prefix(12)),
-                    "label": "\(record.contentHash.prefix(12)) · \(made) · \(record.source)" + rollback
-                        + (record.contentHash == inForce ? " (in force)" : ""),
-                    "fromSelected": record.contentHash == from, "toSelected": record.contentHash == to,
-                ]
-            },
-        ]
-        return (form, history)
-    }
-
-    /// A diff as the template shows it, read from its JSON answer.
-    private static func rendered(_ diff: BundleDiff, canRollBack: Bool) throws -> [String: Any] {
-        let data = try JSONEncoder().encode(diff)
-        let parsed = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
-        let decisions = parsed["decisions"] as? [[String: Any]] ?? []
-        var rendered: [String: Any] = [
-            "from": diff.from, "to": diff.to,
-            "settings": (parsed["settings"] as? [[String: Any]] ?? []).map { change -> [String: Any] in
-                [
-                    // By the name people know it by; the id when it has none.
-                    "file": Self.text(change["file"]),
-                    "policy": Self.text((change["policyName"] as? String).map { $0 as Any } ?? change["policy"]),
-                    "setting": Self.text(change["setting"]), "before": Self.text(change["before"]),
-                    "after": Self.text(change["after"]),
-                ]
-            },
-            "decisionCount": decisions.count,
-            "decisions": decisions.prefix(500).map { change -> [String: Any] in
-                let before = change["before"] as? [String: Any] ?? [:]
-                let after = change["after"] as? [String: Any] ?? [:]
-                return [
-                    "account": Self.text(change["account"]), "query": Self.text(before["query"]),
-                    "before": Self.text(before["decision"]),
-                    "beforeClass": (before["allowed"] as? Bool ?? false) ? "allow" : "block",
-                    "after": Self.text(after["decision"]),
-                    "afterClass": (after["allowed"] as? Bool ?? false) ? "allow" : "block",
-                    "reason": Self.text(after["reason"]),
-                ]
-            },
-            "truncated": decisions.count > 500,
-            "canRollBack": canRollBack,
-        ]
-        // An empty string is still a value to Mustache: a list with nothing in it is left out.
-        if !diff.added.isEmpty { rendered["added"] = diff.added.joined(separator: ", ") }
-        if !diff.removed.isEmpty { rendered["removed"] = diff.removed.joined(separator: ", ") }
-        return rendered
+        let revisions = firsts.reversed().map { record in
+            let latest = applied.first { $0.contentHash == record.contentHash }
+            let rollback =
+                latest.map { $0.provenance.isRollback && $0.id != record.id } == true
+                ? " · put back by a rollback (\(latest?.provenance.reason ?? "no reason given"))" : ""
+            let made = "first applied \(answerTime(record.appliedAt))"
+            return DiffPage.Revision(
+                revision: record.contentHash, short: String(record.contentHash.prefix(12)),
+                label: "\(record.contentHash.prefix(12)) · \(made) · \(record.source)" + rollback
+                    + (record.contentHash == inForce ? " (in force)" : ""),
+                fromSelected: record.contentHash == from, toSelected: record.contentHash == to)
+        }
+        return (DiffPage(admin: Self.isAdmin(context), revisions: revisions), history)
     }
 
     /// The live feed: the page streams GET /v1/events itself (console.js), resuming with
@@ -524,76 +343,9 @@ struct ConsoleController {
     @Sendable func events(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         _ = try QueryParameters(request.uri, accepting: [])
         return Self.render(
-            "events",
-            [
-                "canStream": context.identity?.grants(.events) ?? false, "eventId": String(engine.lastEventID),
-                "historyFrom": String(max(0, engine.lastEventID - Self.eventHistory)),
-            ])
-    }
-
-    static func report(_ report: [String: Any]) -> [String: Any] {
-        let settings = (report["settings"] as? [String: Any] ?? [:]).sorted { $0.key < $1.key }.map {
-            name, value -> [String: Any] in
-            let setting = value as? [String: Any] ?? [:]
-            // A number the policies disagree on: the recommended value, which neither set.
-            let sources =
-                (setting["disagreement"] as? String).map { "recommended value — policies disagree: \($0)" }
-                ?? (setting["sources"] as? [String] ?? []).joined(separator: ", ")
-            return ["name": name, "value": text(setting["value"]), "sources": sources]
-        }
-        let conflicts = (report["conflicts"] as? [String: Any])
-        let conflicting = (conflicts?["settings"] as? [[String: Any]] ?? []).map { conflict -> [String: Any] in
-            [
-                "setting": conflict["setting"] as? String ?? "", "value": text(conflict["value"]),
-                "values": (conflict["values"] as? [[String: Any]] ?? []).map {
-                    "\($0["policy"] as? String ?? ""): \(text($0["value"]))"
-                }.joined(separator: "; "),
-            ]
-        }
-        let managed = report["managed"] as? Bool ?? false
-        let allowed = (report["accountAllowed"] as? [String: Any])?["reason"] as? String ?? ""
-        var rendered: [String: Any] = [
-            "platform": (report["context"] as? [String: Any])?["platform"] as? String ?? "any",
-            "managedClass": managed ? "allow" : "block",
-            "managedText": (managed ? "Managed" : "Not managed") + (allowed.isEmpty ? "" : ": \(allowed)"),
-            "policies": (report["policies"] as? [[String: Any]] ?? []).map {
-                ["name": $0["name"] as? String ?? "", "type": $0["type"] as? String ?? ""]
-            },
-            "settings": settings, "conflicts": conflicting, "hasConflicts": !conflicting.isEmpty,
-        ]
-        // Why each policy that names the account (a group of it, every licensed user) does or
-        // does not reach it: a policy that targets its group and excludes another of its groups
-        // is told here, not just missing from the list above.
-        let reach = (report["reach"] as? [[String: Any]] ?? []).map { entry in
-            (
-                reaches: entry["reaches"] as? Bool == true,
-                shown: ["name": entry["policy"] as? String ?? "", "reason": entry["reason"] as? String ?? ""]
-            )
-        }
-        let notReaching = reach.filter { !$0.reaches }.map(\.shown)
-        let reasons = reach.filter(\.reaches).map(\.shown)
-        rendered["notReaching"] = notReaching
-        rendered["hasNotReaching"] = !notReaching.isEmpty
-        rendered["reasons"] = reasons
-        rendered["hasReasons"] = !reasons.isEmpty
-        let setAside = ((conflicts?["setAside"] as? [Any]) ?? []).map { text($0) }
-        if !setAside.isEmpty { rendered["setAside"] = setAside.joined(separator: "; ") }
-        return rendered
-    }
-
-    /// A JSON value as a person reads it: a string as it is, a list joined, anything else as JSON.
-    static func text(_ value: Any?) -> String {
-        switch value {
-        case nil, is NSNull: return "—"
-        case let string as String: return string
-        case let list as [Any]: return list.isEmpty ? "none" : list.map { text($0) }.joined(separator: ", ")
-        case let number as NSNumber:
-            // JSONSerialization gives true and false as NSNumbers of type "c".
-            return String(cString: number.objCType) == "c" ? (number.boolValue ? "true" : "false") : "\(number)"
-        default:
-            let data = try? JSONSerialization.data(withJSONObject: value!, options: [.sortedKeys, .fragmentsAllowed])
-            return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value!)"
-        }
+            EventsPage(
+                canStream: context.identity?.grants(.events) ?? false, eventId: String(engine.lastEventID),
+                historyFrom: String(max(0, engine.lastEventID - Self.eventHistory))))
     }
 
     /// One query, decided as POST /v1/decisions decides it, with the rule behind the answer.
@@ -603,83 +355,52 @@ struct ConsoleController {
             request.uri, accepting: ["action", "platform", "decide"] + form.fieldNames)
         let named = parameters["action"]
         let chosen = named.flatMap(form.action(named:))
-        var object: [String: Any] = [
-            "actions": form.actions.map { ["name": $0.name, "selected": $0.name == chosen?.name] },
-            "ios": parameters["platform"] == "ios", "android": parameters["platform"] == "android",
-            "windows": parameters["platform"] == "windows",
-        ]
+        var page = WhatIfPage(
+            actions: form.actions.map { WhatIfPage.Action(name: $0.name, selected: $0.name == chosen?.name) },
+            ios: parameters["platform"] == "ios", android: parameters["platform"] == "android",
+            windows: parameters["platform"] == "windows")
         if let named, chosen == nil {
-            object["error"] = "There is no action '\(named)': pick one from the list."
-            return Self.render("whatif", object)
+            page.error = "There is no action '\(named)': pick one from the list."
+            return Self.render(page)
         }
-        guard let chosen else { return Self.render("whatif", object) }
-        object["description"] = chosen.description
-        object["fields"] = chosen.fields.map { Self.formField($0, value: parameters[$0.name] ?? "") }
+        guard let chosen else { return Self.render(page) }
+        page.description = chosen.description
+        page.fields = chosen.fields.map { WhatIfPage.Field($0, value: parameters[$0.name] ?? "") }
         var values: [String: String] = [:]
         for name in form.fieldNames { values[name] = parameters[name] }
         let taken = Set(chosen.fields.map(\.name))
         if let other = form.fieldNames.first(where: { !taken.contains($0) && !(values[$0] ?? "").isEmpty }) {
-            object["error"] = "\(chosen.name) does not take \(WhatIfForm.label(other))."
-            return Self.render("whatif", object)
+            page.error = "\(chosen.name) does not take \(WhatIfForm.label(other))."
+            return Self.render(page)
         }
-        guard parameters["decide"] != nil else { return Self.render("whatif", object) }
-        let query: [String: Any]
+        guard parameters["decide"] != nil else { return Self.render(page) }
+        let query: [String: WhatIfForm.Value]
         switch form.query(for: chosen, values: values) {
         case .success(let built): query = built
         case .failure(let error):
-            object["error"] = error.message
-            return Self.render("whatif", object)
+            page.error = error.message
+            return Self.render(page)
         }
-        let line = try JSONSerialization.data(withJSONObject: query, options: [.sortedKeys, .withoutEscapingSlashes])
+        let line = try WhatIfForm.line(query)
         let evaluation = try parameters.evaluationContext(over: engine.context)
         let decided = try await engine.decide(
-            line: Array(line), context: evaluation,
+            line: line, context: evaluation,
             options: DecisionStream.Options(explain: true, currentTime: { .seconds(Date().timeIntervalSince1970) }),
             stamped: false, report: true)
-        let answer = try JSONSerialization.jsonObject(with: Data(decided.output)) as? [String: Any] ?? [:]
-        object["query"] = String(decoding: line, as: UTF8.self)
-        if let error = answer["error"] as? String {
+        if let error = decided.error {
             // About the form, not the JSON it was sent as: no line and column of a text no one wrote.
-            let sentence = error.replacingOccurrences(
-                of: #"^line \d+, column \d+: "#, with: "", options: .regularExpression)
-            object["error"] = "The query was refused: \(sentence)"
-        } else {
-            // A launch answers an outcome, an openURL where it opens; the rest allowed or not.
-            let allowed = answer["allowed"] as? Bool ?? false
-            let outcome = (answer["outcome"] as? String).map { " (\($0))" } ?? ""
-            object["answer"] = [
-                "query": String(decoding: line, as: UTF8.self), "verdict": (allowed ? "Allowed" : "Blocked") + outcome,
-                "verdictClass": allowed ? "allow" : "block", "reason": answer["reason"] as? String ?? "",
-                "setting": answer["setting"] as? String ?? "—", "rule": answer["rule"] as? String ?? "—",
-                "basis": answer["basis"] as? String ?? "", "source": answer["source"] as? String ?? "",
-            ]
+            page.error = "The query was refused: \(error.message)"
+            return Self.render(page)
         }
-        return Self.render("whatif", object)
-    }
-
-    /// One field of the what-if form as the template draws it: a list of choices, a text area
-    /// (a JSON object) or a line, with its value kept.
-    private static func formField(_ field: WhatIfForm.Field, value: String) -> [String: Any] {
-        var drawn: [String: Any] = [
-            "name": field.name, "value": value, "help": field.help ?? "",
-            "label": WhatIfForm.label(field.name) + (field.required ? " (required)" : ""),
-        ]
-        func choices(_ options: [(value: String, text: String)]) -> [[String: Any]] {
-            options.map { ["value": $0.value, "text": $0.text, "selected": $0.value == value] }
-        }
-        switch field.kind {
-        case .choice(let values):
-            drawn["isChoice"] = true
-            drawn["choices"] = choices([("", "—")] + values.map { ($0, $0) })
-        case .flag:
-            drawn["isChoice"] = true
-            drawn["choices"] = choices([("", "—"), ("true", "yes"), ("false", "no")])
-        case .object:
-            drawn["isArea"] = true
-        case .account, .accounts, .list, .number, .text:
-            drawn["isInput"] = true
-            drawn["placeholder"] = field.kind.placeholder
-        }
-        return drawn
+        let answer = try JSONDocument(parsing: decided.output).root
+        // A launch answers an outcome, an openURL where it opens; the rest allowed or not.
+        let allowed = answer["allowed"]?.bool ?? false
+        let outcome = answer["outcome"]?.string.map { " (\($0))" } ?? ""
+        page.answer = WhatIfPage.Answer(
+            query: String(decoding: line, as: UTF8.self), verdict: (allowed ? "Allowed" : "Blocked") + outcome,
+            verdictClass: allowed ? "allow" : "block", reason: answer["reason"]?.string ?? "",
+            setting: answer["setting"]?.string ?? "—", rule: answer["rule"]?.string ?? "—",
+            basis: answer["basis"]?.string ?? "", source: answer["source"]?.string ?? "")
+        return Self.render(page)
     }
 }

@@ -62,51 +62,110 @@ struct WhatIfForm: Sendable {
     }
 
     init(openAPI bytes: [UInt8]) {
-        let document = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
-        let schemas = (document["components"] as? [String: Any])?["schemas"] as? [String: Any] ?? [:]
-        let variants = (schemas["Query"] as? [String: Any])?["oneOf"] as? [[String: Any]] ?? []
+        let schemas = (try? JSONDocument(parsing: bytes))?.root["components"]?["schemas"]
+        let variants = schemas?["Query"]?["oneOf"].map { Array($0.elements) } ?? []
         actions = variants.compactMap { variant in
-            guard let name = (variant["$ref"] as? String)?.split(separator: "/").last,
-                let schema = schemas[String(name)] as? [String: Any],
-                let properties = schema["properties"] as? [String: Any],
-                let action = (properties["action"] as? [String: Any])?["const"] as? String
+            guard let name = variant["$ref"]?.string?.split(separator: "/").last,
+                let schema = schemas?[String(name)], schema.kind == .object,
+                let properties = schema["properties"], properties.kind == .object,
+                let action = properties["action"]?["const"]?.string
             else { return nil }
-            let required = Set(schema["required"] as? [String] ?? [])
-            // The document's own order of properties is not kept by JSONSerialization: required
-            // fields first, then the rest, each by name.
-            let fields = properties.keys.filter { $0 != "action" }.sorted {
+            let required = Set(Self.strings(schema["required"]) ?? [])
+            // Required fields first, then the rest, each by name (not in the document's order).
+            let fields = Set(properties.members.map(\.key)).filter { $0 != "action" }.sorted {
                 (required.contains($0) ? 0 : 1, $0) < (required.contains($1) ? 0 : 1, $1)
             }.map { key in
-                let property = properties[key] as? [String: Any] ?? [:]
+                let property = properties[key]
                 return Field(
                     name: key, kind: Self.kind(of: property), required: required.contains(key),
-                    help: property["description"] as? String)
+                    help: property?["description"]?.string)
             }
-            return Action(name: action, description: schema["description"] as? String ?? "", fields: fields)
+            return Action(name: action, description: schema["description"]?.string ?? "", fields: fields)
         }
     }
 
-    private static func kind(of property: [String: Any]) -> Kind {
-        switch (property["$ref"] as? String)?.split(separator: "/").last {
+    private static func kind(of property: JSONValue?) -> Kind {
+        switch property?["$ref"]?.string?.split(separator: "/").last {
         case "Account": return .account
         case "AccountList": return .accounts
         case "LaunchFacts": return .object
         default: break
         }
-        if let choices = property["enum"] as? [String] { return .choice(choices) }
-        let types = (property["type"] as? [String]) ?? [(property["type"] as? String) ?? "string"]
+        if let choices = strings(property?["enum"]) { return .choice(choices) }
+        let types = strings(property?["type"]) ?? [property?["type"]?.string ?? "string"]
         if types.contains("boolean") { return .flag }
         if types.contains("integer") { return .number }
         if types.contains("array") { return .list }
         return .text
     }
 
+    /// A list of strings, or nil when `value` is not an array of strings only (an `enum` that
+    /// allows null is no list of choices).
+    private static func strings(_ value: JSONValue?) -> [String]? {
+        guard let value, value.kind == .array else { return nil }
+        var strings: [String] = []
+        for element in value.elements {
+            guard let string = element.string else { return nil }
+            strings.append(string)
+        }
+        return strings
+    }
+
     func action(named name: String) -> Action? { actions.first { $0.name == name } }
+
+    /// A value of a query the form builds: what JSON can hold (a launch's facts are any JSON
+    /// object typed into the form).
+    indirect enum Value: Codable, Sendable {
+        case null
+        case bool(Bool)
+        case integer(Int)
+        /// A whole number past `Int.max`, kept whole.
+        case unsignedInteger(UInt64)
+        case number(Double)
+        case string(String)
+        case list([Value])
+        case object([String: Value])
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let bool = try? container.decode(Bool.self) {
+                self = .bool(bool)
+            } else if let integer = try? container.decode(Int.self) {
+                self = .integer(integer)
+            } else if let integer = try? container.decode(UInt64.self) {
+                self = .unsignedInteger(integer)
+            } else if let number = try? container.decode(Double.self) {
+                self = .number(number)
+            } else if let string = try? container.decode(String.self) {
+                self = .string(string)
+            } else if let list = try? container.decode([Value].self) {
+                self = .list(list)
+            } else {
+                self = .object(try container.decode([String: Value].self))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .bool(let bool): try container.encode(bool)
+            case .integer(let integer): try container.encode(integer)
+            case .unsignedInteger(let integer): try container.encode(integer)
+            case .number(let number): try container.encode(number)
+            case .string(let string): try container.encode(string)
+            case .list(let list): try container.encode(list)
+            case .object(let object): try container.encode(object)
+            }
+        }
+    }
 
     /// The query for `action` from the values the form sent (empty ones left out), or a
     /// sentence about the form saying what is wrong.
-    func query(for action: Action, values: [String: String]) -> Result<[String: Any], FormError> {
-        var query: [String: Any] = ["action": action.name]
+    func query(for action: Action, values: [String: String]) -> Result<[String: Value], FormError> {
+        var query: [String: Value] = ["action": .string(action.name)]
         var missing: [String] = []
         for field in action.fields {
             let value = (values[field.name] ?? "").trimmingCharacters(in: .whitespaces)
@@ -115,36 +174,43 @@ struct WhatIfForm: Sendable {
                 continue
             }
             switch field.kind {
-            case .account, .text, .choice: query[field.name] = value
+            case .account, .text, .choice: query[field.name] = .string(value)
             case .accounts, .list:
-                query[field.name] = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-                    .filter { !$0.isEmpty }
+                query[field.name] = .list(
+                    value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                        .filter { !$0.isEmpty }.map(Value.string))
             case .flag:
                 guard value == "true" || value == "false" else {
                     return .failure(FormError("\(Self.label(field.name)) must be yes or no"))
                 }
-                query[field.name] = value == "true"
+                query[field.name] = .bool(value == "true")
             case .number:
                 guard let number = Int(value), number >= 0 else {
                     return .failure(FormError("\(Self.label(field.name)) must be a whole number, zero or more"))
                 }
-                query[field.name] = number
+                query[field.name] = .integer(number)
             case .object:
-                guard let data = value.data(using: .utf8),
-                    let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-                else {
+                guard let object = try? JSONDecoder().decode([String: Value].self, from: Data(value.utf8)) else {
                     return .failure(
                         FormError(
                             "\(Self.label(field.name)) must be a JSON object, such as {\"osVersion\": \"17.4\", \"jailbroken\": false}"
                         ))
                 }
-                query[field.name] = object
+                query[field.name] = .object(object)
             }
         }
         guard missing.isEmpty else {
             return .failure(FormError("\(action.name) needs \(missing.joined(separator: " and "))"))
         }
         return .success(query)
+    }
+
+    /// A query as the line POST /v1/decisions takes: compact JSON, keys sorted, slashes as they
+    /// are.
+    static func line(_ query: [String: Value]) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(query))
     }
 
     /// A field's name as the form shows it: `locationAccount` → `Location account`.
