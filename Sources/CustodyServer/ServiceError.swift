@@ -171,6 +171,7 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         let (line, column) =
             text.contains(UInt8(ascii: "\n"))
             ? JSONText.lineAndColumn(ofOffset: error.offset ?? (error.column - 1), in: text) : (1, error.column)
+        if error.isStateFailure { return ServiceError(.serviceUnavailable, .state, error.message) }
         return ServiceError(
             error.isAmbiguousAccount ? .unprocessableContent : .badRequest,
             error.isAmbiguousAccount ? .ambiguousAccount : .invalidQuery,

@@ -12,8 +12,19 @@ import GRDB
 /// days counted by hand; a form this does not count (a time-zone offset, a day before 1583, when Foundation's
 /// calendar is Julian) goes to GRDB.
 enum StoredDate {
-    /// The date `value` holds, as GRDB would read it; nil for NULL or text that is no date.
+    /// The earliest and the latest time a stored date may hold: GRDB's text form spans the
+    /// years 1 to 9999. A number outside them (a row written by hand, or damaged) is no date:
+    /// arithmetic on it (seconds since 1970 as a whole number) would trap.
+    static let range = Date(timeIntervalSince1970: -62_135_596_800)..<Date(timeIntervalSince1970: 253_402_300_800)
+
+    /// The date `value` holds, as GRDB would read it; nil for NULL, text that is no date, or a
+    /// time outside `range`.
     static func date(_ value: DatabaseValue) -> Date? {
+        guard let date = parsed(value), range.contains(date) else { return nil }
+        return date
+    }
+
+    private static func parsed(_ value: DatabaseValue) -> Date? {
         guard case .string = value.storage else { return Date.fromDatabaseValue(value) }
         guard let components = DatabaseDateComponents.fromDatabaseValue(value) else { return nil }
         switch components.format {

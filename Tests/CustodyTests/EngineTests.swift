@@ -177,6 +177,36 @@ struct EngineTests {
             "\(damaged.table)")
     }
 
+    /// Check-in times as damage (or a hand) may leave them in the state: text that is no
+    /// date, nothing, bytes, and numbers out of any date's range (which once trapped the
+    /// process when a launch counted seconds from them).
+    static let damagedCheckIns = ["'garbage'", "''", "X'00'", "'21:10:00'", "1e300", "-1e300", "9.3e18"]
+
+    @Test(
+        "a launch's recorded check-in that the state holds damaged is a state failure, never 'no check-in', never a crash",
+        arguments: damagedCheckIns)
+    func damagedCheckIn(_ value: String) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let level3 = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../fixtures/frameworks/level-3-ios").standardizedFileURL.path
+        try await engine.apply(bundleDirectory: level3)
+        let user = AccountID("user1@contoso.com")!
+        try await engine.checkIn(account: user, at: Self.t0)
+        #expect(try engine.recordedLaunchFacts(user)?.lastCheckIn == .seconds(Self.t0.timeIntervalSince1970))
+        let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: installation.state))
+        try await queue.write { try $0.execute(sql: "UPDATE check_ins SET at = \(value)") }
+        do {
+            _ = try engine.recordedLaunchFacts(user)
+            Issue.record("\(value): read as if nothing were wrong")
+        } catch {
+            #expect(error.isStateFailure, "\(value)")
+            #expect(error.code == "state")
+        }
+        // The account's status reads the same row: an error, not a crash.
+        #expect(await custodyError { _ = try engine.accountStatus(for: user) }?.code == .state, "\(value)")
+    }
+
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
     func rejected() async throws {
         let installation = try Installation()

@@ -218,20 +218,42 @@ final class ContextSnapshots: Sendable {
 extension CustodyEngine {
     /// The launch facts this installation recorded for `account` (`checkIn(account:facts:)`)
     /// with its last check-in: what a launch query does not give is taken from them. Nil when
-    /// the account cannot be resolved or the state cannot be read: the facts stay missing, and
-    /// a strict launch decision counts their checks as failed.
-    @Sendable public func recordedLaunchFacts(_ account: AccountID) -> LaunchFacts? {
-        guard let resolved = try? manager.resolve(account) else { return nil }
+    /// the account is not one of this installation's: the facts stay missing, and a strict
+    /// launch decision counts their checks as failed.
+    /// - Throws: `QueryError` (`isStateFailure`) when the state cannot be read or what it holds
+    ///   for the account is damaged: the query is an error, never decided as if nothing had
+    ///   been recorded (a check-in that cannot be read is not a check-in that never happened).
+    @Sendable public func recordedLaunchFacts(_ account: AccountID) throws(QueryError) -> LaunchFacts? {
+        func failure(_ what: String, _ error: any Error) -> QueryError {
+            var failure = QueryError(
+                message: "\(what) of \(account) cannot be read from the state, so the launch is not decided: \(error)",
+                column: 1)
+            failure.isStateFailure = true
+            return failure
+        }
+        let resolved: ResolvedAccount
+        do {
+            resolved = try manager.resolve(account)
+        } catch  where error.code == .storage {
+            throw failure("the account", error)
+        } catch {
+            return nil
+        }
         let owner = resolved.owner.rawValue
         var facts = LaunchFacts()
-        if let recorded = try? database.launchFacts(account: owner),
-            let document = try? JSONDocument(parsing: Array(recorded.facts.utf8)),
-            let stored = try? LaunchFacts(json: document.root)
-        {
-            facts = stored
+        do {
+            if let recorded = try database.launchFacts(account: owner) {
+                facts = try LaunchFacts(json: try JSONDocument(parsing: Array(recorded.facts.utf8)).root)
+            }
+        } catch {
+            throw failure("the launch facts recorded", error)
         }
-        if let checkedIn = try? database.lastCheckIn(account: owner) {
-            facts.lastCheckIn = .seconds(checkedIn.timeIntervalSince1970)
+        do {
+            if let checkedIn = try database.lastCheckIn(account: owner) {
+                facts.lastCheckIn = .seconds(checkedIn.timeIntervalSince1970)
+            }
+        } catch {
+            throw failure("the last check-in", error)
         }
         return facts
     }

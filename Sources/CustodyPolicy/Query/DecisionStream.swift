@@ -36,7 +36,9 @@ public struct DecisionStream {
         /// The facts an installation recorded for an account (`custody checkin --facts`, and its
         /// last check-in): a launch query's missing facts are taken from them. Nil (the default):
         /// a launch decides on the facts its query gives.
-        public var recordedFacts: (@Sendable (AccountID) -> LaunchFacts?)?
+        /// When the state cannot be read it throws (`QueryError.isStateFailure`): the line is an
+        /// error, never decided without them.
+        public var recordedFacts: (@Sendable (AccountID) throws(QueryError) -> LaunchFacts?)?
 
         /// Creates options.
         public init(
@@ -127,7 +129,8 @@ public struct DecisionStream {
             var answer = snapshot.answer(query)
             // Recorded facts are read (a state read) only when a check lacked its fact.
             if case .launch(let launch) = answer, launch.checks.contains(where: \.isMissing),
-                case let .launch(account?, facts, now, missing) = query, let recorded = options.recordedFacts?(account)
+                case let .launch(account?, facts, now, missing) = query,
+                let recorded = try options.recordedFacts?(account)
             {
                 query = .launch(account: account, facts: facts.filling(from: recorded), now: now, missingFacts: missing)
                 answer = snapshot.answer(query)

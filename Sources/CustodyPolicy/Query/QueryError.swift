@@ -10,9 +10,15 @@ public struct QueryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Whether the query names an account by forms that name different accounts: the query
     /// can be read, but not decided (the service answers 422 `ambiguous-account`).
     public var isAmbiguousAccount = false
+    /// Whether the query could not be decided because what it needs from the installation's
+    /// state (its recorded launch facts and check-in) could not be read: not the query's fault,
+    /// and never decided without it (the service answers 503 `state`).
+    public var isStateFailure = false
 
     /// The code an error line carries, as the service's single-query answer has it.
-    public var code: String { isAmbiguousAccount ? "ambiguous-account" : "invalid-query" }
+    public var code: String {
+        isStateFailure ? "state" : isAmbiguousAccount ? "ambiguous-account" : "invalid-query"
+    }
 
     /// Creates an error.
     public init(message: String, column: Int) {

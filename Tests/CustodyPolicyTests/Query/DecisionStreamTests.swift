@@ -24,6 +24,46 @@ struct DecisionStreamTests {
             .dropLast().map(String.init)
     }
 
+    /// What the installation holds for a launch query's missing facts: read, absent, or not
+    /// readable. Microsoft: "Offline grace period … the number of minutes that MAM apps can run
+    /// offline … After the period expires, the app will block access" — a last check-in the
+    /// state cannot read is no evidence of one, so the line is an error, not a decision.
+    static let recordedCases: [(name: String, recorded: RecordedFacts, expected: String)] = [
+        ("a recent check-in read from the state", .checkedIn(seconds: 7_000), #""outcome":"allow""#),
+        ("nothing recorded", .nothing, #""outcome":"block""#),
+        ("the state cannot be read", .unreadable, #""code":"state""#),
+    ]
+
+    enum RecordedFacts: Sendable {
+        case checkedIn(seconds: Int64)
+        case nothing
+        case unreadable
+    }
+
+    @Test(
+        "a launch's missing facts come from what the installation recorded; a state that cannot be read makes the line an error with code state",
+        arguments: recordedCases)
+    func recordedFacts(_ example: (name: String, recorded: RecordedFacts, expected: String)) {
+        var stream = stream()
+        let recorded = example.recorded
+        stream.options.recordedFacts = { _ throws(QueryError) in
+            switch recorded {
+            case .checkedIn(let seconds):
+                var facts = LaunchFacts()
+                facts.lastCheckIn = .seconds(seconds)
+                return facts
+            case .nothing:
+                return nil
+            case .unreadable:
+                var error = QueryError(message: "the last check-in cannot be read", column: 1)
+                error.isStateFailure = true
+                throw error
+            }
+        }
+        let output = answer([#"{"action":"launch","account":"owner@contoso.com","facts":{}}"#], stream: stream)
+        #expect(output.count == 1 && output[0].contains(example.expected), "\(example.name): \(output)")
+    }
+
     @Test("answers one JSON object per line, in order, with the contract's members")
     func answers() {
         let output = answer([
