@@ -17,6 +17,30 @@ import Testing
 struct EndpointTests {
     static let dropbox = #"{"action":"saveTo","owner":"alice@contoso.com","location":"dropbox","locationAccount":null}"#
 
+    @Test(
+        "a token whose row the state holds damaged is 503 for a caller who is not authenticated, and the answer tells nothing of the row"
+    )
+    func damagedTokenRow() async throws {
+        let fixture = try await ServiceFixture.make()
+        let bearer = try #require(fixture.tokens[.read])
+        let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: fixture.directory.file("state.sqlite")))
+        try await queue.write {
+            try $0.execute(sql: "UPDATE tokens SET created = 'not a time' WHERE name = 'test read'")
+        }
+        // The token's id with another secret: no one who holds it.
+        let forged = String(bearer.dropLast()) + (bearer.last == "A" ? "B" : "A")
+        try await fixture.application().test(.router) { client in
+            let response = try await client.execute(
+                uri: "/v1/bundle", method: .get, headers: [.authorization: "Bearer \(forged)"])
+            #expect(response.status == .serviceUnavailable)
+            #expect(try object(response)["code"] as? String == "state")
+            for secret in ["test read", "scopes", "not a time", "SELECT", "created"] {
+                #expect(!response.body.text.contains(secret), "the answer names \(secret): \(response.body.text)")
+            }
+        }
+        #expect(fixture.logs.records.contains { $0.message.contains("a token cannot be verified") })
+    }
+
     @Test("POST /v1/decisions answers one query with the decide JSON, its revision and event id")
     func decide() async throws {
         let fixture = try await ServiceFixture.make()

@@ -164,7 +164,19 @@ struct TokenAuthenticator: AuthenticatorMiddleware {
 
     func authenticate(request: Request, context: Context) async throws -> ServiceToken? {
         guard let bearer = Self.bearer(request.headers) else { return nil }
-        guard let token = try await engine.authenticate(bearer: bearer) else {
+        let found: ServiceToken?
+        do {
+            found = try await engine.authenticate(bearer: bearer)
+        } catch {
+            // The caller is not authenticated: what the state says (a damaged token row's
+            // name, scopes, the statement) is for the log, not for the answer.
+            context.logger.error(
+                "a token cannot be verified: the state cannot be read", metadata: ["error": "\(error)"])
+            throw ServiceError(
+                .serviceUnavailable, .state,
+                "the token cannot be verified now: the state cannot be read (the service's log says why)")
+        }
+        guard let token = found else {
             if let revoked = await engine.revocation(ofBearer: bearer) { throw ServiceError.revoked(at: revoked) }
             throw ServiceError.invalidToken
         }
