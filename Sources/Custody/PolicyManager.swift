@@ -360,11 +360,16 @@ public actor PolicyManager {
     /// told what changed (`PolicyChanges`, for this manager's context).
     private func putInForce(_ stored: StoredBundle, announcing: Bool) throws(BundleRejection) {
         let record = stored.record
-        do {
-            // The revision the state recorded for these files when they were applied.
-            let files = BundleFiles(
-                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-                contentHash: record.contentHash)
+        do throws(BundleError) {
+            // The revision the state recorded for these files when they were applied: files
+            // that no longer hash to it are damaged, never a policy.
+            guard
+                let files = BundleFiles(
+                    stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                    contentHash: record.contentHash)
+            else {
+                throw BundleError(diagnostics: [])
+            }
             // Applied once, so accepted then, even if it knows nothing (applied on purpose).
             let bundle = try files.load(allowingEmpty: true)
             let inForce = BundleInForce(
@@ -381,12 +386,15 @@ public actor PolicyManager {
                 slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
             }
         } catch {
+            let damaged = error.diagnostics.isEmpty
             logger.error(
-                "the stored bundle does not load",
+                damaged ? "the stored bundle's files do not hash to its revision" : "the stored bundle does not load",
                 metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
             throw BundleRejection(
                 source: record.source,
-                message: "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads",
+                message: damaged
+                    ? "the files the state keeps for the bundle in force (revision \(record.contentHash), applied \(formatted(record.appliedAt))) do not hash to that revision: the state is damaged, and they are not put in force"
+                    : "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads",
                 diagnostics: error.diagnostics)
         }
     }

@@ -345,13 +345,14 @@ extension PostgresState {
             // them first. Nothing is written twice; the caller is told, and announces nothing.
             if result == .applied, files != nil,
                 let last = try session.query(
-                    "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result = 'applied' ORDER BY id DESC LIMIT 1"
+                    "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
                 ).first.map({ row throws in try bundleRecord(row) }),
                 last.contentHash == contentHash, last.provenance.signature == provenance.signature
             {
                 return (last.id, [], last)
             }
-            let highest = Int64(try Self.setting(Self.sequenceSetting, in: session) ?? "") ?? 0
+            let highest = try StoredNumber.integer(
+                Self.setting(Self.sequenceSetting, in: session), setting: Self.sequenceSetting, path: path)
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
@@ -487,7 +488,7 @@ extension PostgresState {
                 let row = try session.query(
                     """
                     SELECT \(unescaped: Self.historyColumns) FROM bundle_history
-                    WHERE result = 'applied' AND content_hash = \(contentHash)
+                    WHERE result <> 'rejected' AND content_hash = \(contentHash)
                     AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                     """
                 ).first
@@ -509,7 +510,8 @@ extension PostgresState {
 
     public func bundleSequence() throws(StoreError) -> Int64 {
         try read("reading the highest bundle sequence") { session in
-            Int64(try Self.setting(Self.sequenceSetting, in: session) ?? "") ?? 0
+            try StoredNumber.integer(
+                Self.setting(Self.sequenceSetting, in: session), setting: Self.sequenceSetting, path: path)
         }
     }
 
@@ -519,7 +521,7 @@ extension PostgresState {
                 let row = try session.query(
                     """
                     SELECT \(unescaped: Self.historyColumns) FROM bundle_history
-                    WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
+                    WHERE result <> 'rejected' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                     """
                 ).first
             else { return nil }
@@ -555,7 +557,7 @@ extension PostgresState {
     public func lastAppliedBundle() throws(StoreError) -> BundleRecord? {
         try read("reading the bundle history") { session in
             try session.query(
-                "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result = 'applied' ORDER BY id DESC LIMIT 1"
+                "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
             ).first.map { row throws in try bundleRecord(row) }
         }
     }
@@ -574,7 +576,9 @@ extension PostgresState {
     }
 
     public func isAuditEnabled() throws(StoreError) -> Bool {
-        try read("reading the audit setting") { session in try Self.setting("audit", in: session) } != "off"
+        try read("reading the audit setting") { session in
+            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: path)
+        }
     }
 
     public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
@@ -589,7 +593,10 @@ extension PostgresState {
 
     public func isDecisionAuditEnabled() throws(StoreError) -> Bool {
         try read("reading the decision audit setting") { session in
-            try Self.setting("audit", in: session) != "off" && Self.setting("audit_decisions", in: session) == "on"
+            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: path)
+                && StoredSwitch.isOn(
+                    Self.setting("audit_decisions", in: session), setting: "audit_decisions", absent: false,
+                    path: path)
         }
     }
 

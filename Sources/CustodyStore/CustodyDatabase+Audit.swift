@@ -132,7 +132,9 @@ extension CustodyDatabase {
     /// Whether the audit log is written at all (on by default): bundles, wipes, key rotations,
     /// secret changes, and decisions when `isDecisionAuditEnabled`.
     public func isAuditEnabled() throws(StoreError) -> Bool {
-        try read("reading the audit setting") { db in try Self.setting("audit", in: db) } != "off"
+        try read("reading the audit setting") { db in
+            try StoredSwitch.isOn(Self.setting("audit", in: db), setting: "audit", absent: true, path: path)
+        }
     }
 
     /// Switches the audit log on or off (kept in the database, for every process). A change is
@@ -152,7 +154,9 @@ extension CustodyDatabase {
     /// batch of decisions). Needs the audit log on.
     public func isDecisionAuditEnabled() throws(StoreError) -> Bool {
         try read("reading the decision audit setting") { db in
-            try Self.setting("audit", in: db) != "off" && Self.setting("audit_decisions", in: db) == "on"
+            try StoredSwitch.isOn(Self.setting("audit", in: db), setting: "audit", absent: true, path: path)
+                && StoredSwitch.isOn(
+                    Self.setting("audit_decisions", in: db), setting: "audit_decisions", absent: false, path: path)
         }
     }
 

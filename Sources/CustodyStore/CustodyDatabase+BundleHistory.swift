@@ -68,7 +68,7 @@ extension CustodyDatabase {
                 let last = try BundleHistoryRow.fetchOne(
                     db,
                     sql:
-                        "SELECT \(BundleHistoryRow.columns) FROM bundle_history WHERE result = 'applied' ORDER BY id DESC LIMIT 1"
+                        "SELECT \(BundleHistoryRow.columns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
                 )?.record(),
                 last.contentHash == contentHash, last.provenance.signature == provenance.signature
             {
@@ -84,7 +84,9 @@ extension CustodyDatabase {
                     frozen: try Self.setting(Self.freezeSetting, in: db).flatMap {
                         $0.isEmpty ? nil : try BundleFreeze.decode($0)
                     },
-                    highestSequence: Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0, trusted: trusted)
+                    highestSequence: try StoredNumber.integer(
+                        Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, path: path),
+                    trusted: trusted)
                 {
                     throw StoreError(.refused, refusal)
                 }
@@ -97,7 +99,9 @@ extension CustodyDatabase {
             // The highest sequence ever put in force, which a rollback does not lower: an
             // older signed bundle is never taken again as new.
             if result == .applied, let sequence = provenance.sequence, !provenance.isRollback,
-                sequence > (Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0)
+                sequence
+                    > (try StoredNumber.integer(
+                        Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, path: path))
             {
                 try SettingRow.save(Self.sequenceSetting, String(sequence), in: db)
             }
@@ -203,7 +207,7 @@ extension CustodyDatabase {
                     db,
                     sql: """
                         SELECT \(BundleHistoryRow.columns) FROM bundle_history
-                        WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
+                        WHERE result <> 'rejected' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
                         """)
             else { return nil }
             return StoredBundle(record: try row.record(), files: try Self.files(ofRevision: row.contentHash, in: db))
@@ -219,7 +223,7 @@ extension CustodyDatabase {
                     db,
                     sql: """
                         SELECT \(BundleHistoryRow.columns) FROM bundle_history
-                        WHERE result = 'applied' AND content_hash = ? AND content_hash IN (SELECT content_hash FROM bundle_revisions)
+                        WHERE result <> 'rejected' AND content_hash = ? AND content_hash IN (SELECT content_hash FROM bundle_revisions)
                         ORDER BY id DESC LIMIT 1
                         """, arguments: [contentHash])
             else { return nil }
@@ -236,7 +240,8 @@ extension CustodyDatabase {
     /// when none was.
     public func bundleSequence() throws(StoreError) -> Int64 {
         try read("reading the highest bundle sequence") { db in
-            Int64(try Self.setting(Self.sequenceSetting, in: db) ?? "") ?? 0
+            try StoredNumber.integer(
+                Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, path: path)
         }
     }
 

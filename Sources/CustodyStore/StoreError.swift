@@ -53,3 +53,39 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         path.map { "\($0): \(message)" } ?? message
     }
 }
+
+/// Numbers kept as text in the state's settings (the highest bundle sequence, retentions,
+/// counters).
+package enum StoredNumber {
+    /// The number `text` holds; `absent` when there is no text. Text that is no whole number is
+    /// a damaged state, never taken for `absent`: the highest sequence read as 0 would let a
+    /// replayed bundle in.
+    package static func integer(_ text: String?, setting name: String, absent: Int64 = 0, path: String?)
+        throws(StoreError) -> Int64
+    {
+        guard let text else { return absent }
+        guard let value = Int64(text) else {
+            throw StoreError(
+                .corrupt, "the setting \(name) holds \"\(text.prefix(40))\", which is no whole number", path: path)
+        }
+        return value
+    }
+}
+
+/// Switches kept as text in the state's settings (`on` or `off`).
+package enum StoredSwitch {
+    /// Whether `text` says on; `absent` when there is no text. Any other text is a damaged
+    /// state: decision auditing read as off from a damaged setting would drop audit entries.
+    package static func isOn(_ text: String?, setting name: String, absent: Bool, path: String?) throws(StoreError)
+        -> Bool
+    {
+        switch text {
+        case nil: return absent
+        case "on": return true
+        case "off": return false
+        case let text?:
+            throw StoreError(
+                .corrupt, "the setting \(name) holds \"\(text.prefix(40))\", which is neither on nor off", path: path)
+        }
+    }
+}

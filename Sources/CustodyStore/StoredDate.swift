@@ -13,9 +13,10 @@ import GRDB
 /// calendar is Julian) goes to GRDB.
 enum StoredDate {
     /// The earliest and the latest time a stored date may hold: GRDB's text form spans the
-    /// years 1 to 9999. A number outside them (a row written by hand, or damaged) is no date:
-    /// arithmetic on it (seconds since 1970 as a whole number) would trap.
-    static let range = Date(timeIntervalSince1970: -62_135_596_800)..<Date(timeIntervalSince1970: 253_402_300_800)
+    /// years 1 (`Date.distantPast`, as Foundation's calendar counts it) to 9999. A number
+    /// outside them (a row written by hand, or damaged) is no date: arithmetic on it (seconds
+    /// since 1970 as a whole number) would trap.
+    static let range = Date.distantPast..<Date(timeIntervalSince1970: 253_402_300_800)
 
     /// The date `value` holds, as GRDB would read it; nil for NULL, text that is no date, or a
     /// time outside `range`.

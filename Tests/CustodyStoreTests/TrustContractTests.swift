@@ -89,11 +89,47 @@ struct TrustContractTests {
             try database.write("damaging a setting") { db in try SettingRow.save(name, text, in: db) }
         case let postgres as PostgresState:
             _ = try postgres.sessions.run("damaging a setting", transaction: true) { session in
-                try session.execute("UPDATE settings SET value = \(text) WHERE name = \(name)")
+                try session.execute(
+                    "INSERT INTO settings (name, value) VALUES (\(name), \(text)) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+                )
             }
         default:
             Issue.record("no way to damage \(type(of: state))")
         }
+    }
+
+    @Test(
+        "an audit switch the state holds damaged is a damaged state, never read as off", arguments: Backend.reachable)
+    func unreadableAuditSwitch(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try state.setDecisionAuditEnabled(true)
+        #expect(try state.isDecisionAuditEnabled())
+        for (name, text) in [("audit_decisions", "garbage"), ("audit_decisions", ""), ("audit", "ON")] {
+            try damage(setting: name, with: text, in: state)
+            #expect(throws: StoreError.self, "\(name) = \"\(text)\"") { try state.isDecisionAuditEnabled() }
+            try damage(setting: name, with: "on", in: state)
+        }
+        #expect(try state.isDecisionAuditEnabled())
+    }
+
+    @Test(
+        "a highest sequence the state cannot read is a damaged state: a bundle is refused, never admitted as if none had been applied",
+        arguments: Backend.reachable)
+    func unreadableSequence(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try apply(state, "h1", BundleProvenance(sequence: 5))
+        #expect(try state.bundleSequence() == 5)
+        for text in ["garbage", "", "1e300", "99999999999999999999999"] {
+            try damage(setting: "bundle-sequence", with: text, in: state)
+            do {
+                try apply(state, "h2", BundleProvenance(sequence: 1), at: 2)
+                Issue.record("\(backend): a sequence of \"\(text)\" admitted a bundle")
+            } catch {
+                #expect(error.code == .corrupt, "\(text): \(error)")
+            }
+            #expect(throws: StoreError.self) { try state.bundleSequence() }
+        }
+        #expect(try state.lastAppliedBundle()?.contentHash == "h1")
     }
 
     @Test(

@@ -207,6 +207,40 @@ struct EngineTests {
         #expect(await custodyError { _ = try engine.accountStatus(for: user) }?.code == .state, "\(value)")
     }
 
+    /// Damage to what the state keeps of the bundle in force: a file lost, a file's bytes
+    /// changed, the newest history row's result unreadable. Each would otherwise put another
+    /// policy in force under the same revision, or the revision before it.
+    static let damagedBundleCases: [(damage: String, message: String)] = [
+        (
+            "DELETE FROM bundle_revision_files WHERE name = 'policies.json' AND content_hash = (SELECT content_hash FROM bundle_history ORDER BY id DESC LIMIT 1)",
+            "do not hash"
+        ),
+        (
+            "UPDATE bundle_revision_files SET bytes = X'5B5D' WHERE name = 'policies.json' AND content_hash = (SELECT content_hash FROM bundle_history ORDER BY id DESC LIMIT 1)",
+            "do not hash"
+        ),
+        (
+            "UPDATE bundle_history SET result = 'garbage' WHERE id = (SELECT max(id) FROM bundle_history)",
+            "cannot be read"
+        ),
+    ]
+
+    @Test(
+        "what the state keeps of the bundle in force, damaged, is an error at open: never another policy, never the one before",
+        arguments: damagedBundleCases)
+    func damagedBundleInForce(_ example: (damage: String, message: String)) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("printing"))
+        try await engine.apply(bundleDirectory: try installation.bundle("blocking", TestBundle(printBlockedA: true)))
+        #expect(try await !installation.open().print(account: .account(a0)).isAllowed)
+        let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: installation.state))
+        try await queue.write { try $0.execute(sql: example.damage) }
+        let error = await custodyError { _ = try await installation.open() }
+        #expect(error?.code == .bundle, "\(example.damage)")
+        #expect(error?.message.contains(example.message) == true, "\(error.map { "\($0)" } ?? "opened")")
+    }
+
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
     func rejected() async throws {
         let installation = try Installation()

@@ -58,9 +58,11 @@ public struct BundleDiff: Sendable, Encodable {
         }
         self.settings = settings
         func snapshot(_ side: Side) throws(CustodyError) -> PolicySnapshot {
-            let files = BundleFiles(
-                stored: side.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-                contentHash: side.revision)
+            guard
+                let files = BundleFiles(
+                    stored: side.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                    contentHash: side.revision)
+            else { throw CustodyEngine.damagedRevision(side.revision) }
             do {
                 return PolicySnapshot(bundle: try files.load(allowingEmpty: true), context: context, logger: logger)
             } catch {

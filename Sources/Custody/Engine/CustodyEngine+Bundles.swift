@@ -116,6 +116,14 @@ extension CustodyEngine {
         return match
     }
 
+    /// The files the state keeps for `revision` do not hash to it.
+    static func damagedRevision(_ revision: String) -> CustodyError {
+        CustodyError(
+            .state,
+            "the files the state keeps for revision \(revision) do not hash to it: the state is damaged, and they are not used"
+        )
+    }
+
     /// Puts a kept revision back in force, audited with `reason`: past a freeze and below the
     /// highest sequence (an operator's explicit choice), never past the trust rule (its
     /// signature must still hold with the keys trusted now).
@@ -129,9 +137,11 @@ extension CustodyEngine {
             throw CustodyError(.invalidArgument, "a rollback needs a reason")
         }
         let stored = try keptBundle(revision)
-        let files = BundleFiles(
-            stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-            contentHash: stored.record.contentHash, signature: stored.record.provenance.signature)
+        guard
+            let files = BundleFiles(
+                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                contentHash: stored.record.contentHash, signature: stored.record.provenance.signature)
+        else { throw Self.damagedRevision(revision) }
         do {
             return try await apply(
                 files: files, source: stored.record.source, allowingEmpty: true,

@@ -87,13 +87,14 @@ public struct BundleFiles: Sendable, Hashable {
             signature: signature)
     }
 
-    /// A bundle as the state keeps it: its files (named and checked when it was applied) and
-    /// the revision recorded for them then, which is not computed again.
-    package init(stored entries: [Entry], contentHash: String, signature: [UInt8]? = nil) {
-        self.entries = entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-        self.directory = nil
-        self.contentHash = contentHash
-        self.signature = signature
+    /// A bundle as the state keeps it: its files (named and checked when it was applied), which
+    /// must hash to the revision recorded for them then. Nil when they do not: a file the state
+    /// lost or holds damaged would otherwise be a different policy under the same revision.
+    package init?(stored entries: [Entry], contentHash: String, signature: [UInt8]? = nil) {
+        self.init(
+            sorted: entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }, directory: nil,
+            signature: signature)
+        guard self.contentHash == contentHash else { return nil }
     }
 
     /// The same files with this signature file (nil: none).
