@@ -10,7 +10,7 @@ public import Hummingbird
 /// `POST /v1/accounts/{account}/wipe`.
 extension WipeAnswer: ResponseEncodable {}
 
-/// `POST /v1/accounts/{account}/rotate-key`: `{"owner": …, "version": …}`.
+/// `POST /v1/accounts/{account}/keys/rotate`: `{"owner": …, "version": …}`.
 extension KeyRotation: ResponseEncodable {}
 
 /// `PUT /v1/bundle`.

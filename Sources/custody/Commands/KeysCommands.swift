@@ -22,7 +22,7 @@ struct KeysCommand: AsyncParsableCommand {
                 an error. New envelopes for the account use the new version; existing ones still \
                 open with theirs. Run `custody keys rewrap` to move files to the new version. The \
                 rotation is written to the audit log. Prints the account's key identifier and the \
-                new version (with --json, as POST /v1/accounts/{account}/rotate-key answers).
+                new version (with --json, as POST /v1/accounts/{account}/keys/rotate answers).
                 """
         )
 
