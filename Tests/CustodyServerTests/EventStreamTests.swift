@@ -307,7 +307,7 @@ struct EventStreamTests {
     @Test("a subscriber of the library's bounded event stream that falls behind is dropped, not buffered without bound")
     func slowConsumer() async throws {
         let fixture = try await ServiceFixture.make()
-        let (events, subscription) = fixture.engine.loggedEvents(limit: 2)
+        let (events, subscription) = fixture.engine.manager.loggedEvents(limit: 2)
         for index in 0..<5 {
             try await fixture.engine.checkIn(account: AccountID("alice@contoso.com")!)
             _ = try fixture.engine.secrets().storePassword("p\(index)", identifier: "s\(index)", for: nil)

@@ -93,13 +93,6 @@ extension CustodyEngine {
         manager.effectivePolicy(for: account)
     }
 
-    /// Every change from now on with its id in the state's event log. With a `limit`, a
-    /// subscriber that falls that many events behind is dropped and its subscription says so
-    /// (it resumes from the log with `eventPage(after:limit:)`).
-    public func loggedEvents(limit: Int? = nil) -> (events: AsyncStream<LoggedEvent>, subscription: EventSubscription) {
-        manager.loggedEvents(limit: limit)
-    }
-
     // MARK: Offline grace
 
     /// How long `account` has gone without a check-in at `date`, counted from its last
