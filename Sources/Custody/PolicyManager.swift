@@ -132,7 +132,16 @@ public actor PolicyManager {
     public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) -> [PolicyEvent] {
         let inForce = BundleInForce(revision: contentHash ?? "", source: source, appliedAt: clock(), isOverride: false)
         let reach = bundle.assignmentReach()
-        let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
+        let snapshot: PolicySnapshot
+        do {
+            snapshot = try makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
+        } catch {
+            // Nothing is put in force; the policy in force stays, and the log says why.
+            logger.error(
+                "the bundle is not applied: when policies first reached accounts cannot be read from the state",
+                metadata: ["source": "\(source)", "error": "\(error)"])
+            return []
+        }
         return install(snapshot, inForce) { events in
             do {
                 return try record(
@@ -225,12 +234,16 @@ public actor PolicyManager {
             let inForce = BundleInForce(
                 revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
                 entries: files.entries, provenance: stored.provenance)
-            return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), inForce) { _ in [] }
+            return install(
+                try resolvedSnapshot(bundle, reach: reach, at: stored.appliedAt, files: files, source: source), inForce
+            ) {
+                _ in []
+            }
         }
         let inForce = BundleInForce(
             revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries,
             provenance: provenance)
-        let snapshot = makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
+        let snapshot = try resolvedSnapshot(bundle, reach: reach, at: inForce.appliedAt!, files: files, source: source)
         // Managing someone on some platform is not enough: under the installation's own context
         // (its platform, app and management level) the bundle must reach an account, or every
         // decision made here would allow.
@@ -287,7 +300,10 @@ public actor PolicyManager {
                 let confirmed = BundleInForce(
                     revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
                     entries: files.entries, provenance: stored.provenance)
-                return install(makeSnapshot(bundle, reach: reach, at: stored.appliedAt), confirmed) { _ in [] }
+                return install(
+                    try resolvedSnapshot(bundle, reach: reach, at: stored.appliedAt, files: files, source: source),
+                    confirmed
+                ) { _ in [] }
             }
             logger.error(
                 "the state could not record the bundle",
@@ -309,11 +325,20 @@ public actor PolicyManager {
         let bundle = try files.load()
         let inForce = BundleInForce(
             revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
+        let snapshot: PolicySnapshot
+        do {
+            snapshot = try makeSnapshot(bundle, reach: bundle.assignmentReach(), at: clock())
+        } catch {
+            throw BundleError(diagnostics: [
+                Diagnostic(
+                    severity: .error, code: Diagnostic.Code(rawValue: "state"),
+                    message:
+                        "when policies first reached accounts cannot be read from the state, so incumbent precedence cannot be decided: \(error)",
+                    location: DocumentLocation(file: source, line: 1, column: 1))
+            ])
+        }
         let old = slot.current
-        slot.store(
-            SnapshotBox(
-                makeSnapshot(bundle, reach: bundle.assignmentReach(), at: clock()), version: old.version + 1,
-                bundle: inForce))
+        slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
     }
 
     /// Makes the last bundle applied with its files (by any process using this database) the
@@ -375,7 +400,18 @@ public actor PolicyManager {
             let inForce = BundleInForce(
                 revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false,
                 entries: files.entries, provenance: record.provenance)
-            let snapshot = makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
+            let snapshot: PolicySnapshot
+            do {
+                snapshot = try makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
+            } catch {
+                throw BundleError(diagnostics: [
+                    Diagnostic(
+                        severity: .error, code: Diagnostic.Code(rawValue: "state"),
+                        message:
+                            "when policies first reached accounts cannot be read from the state, so incumbent precedence cannot be decided: \(error)",
+                        location: DocumentLocation(file: record.source, line: 1, column: 1))
+                ])
+            }
             // The slot changes only on this actor: what it holds now is what is replaced.
             let old = slot.current
             let events =
@@ -390,6 +426,9 @@ public actor PolicyManager {
             logger.error(
                 damaged ? "the stored bundle's files do not hash to its revision" : "the stored bundle does not load",
                 metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
+            if let state = error.diagnostics.first(where: { $0.code.rawValue == "state" }) {
+                throw BundleRejection(source: record.source, message: state.message)
+            }
             throw BundleRejection(
                 source: record.source,
                 message: damaged
@@ -404,24 +443,40 @@ public actor PolicyManager {
     /// history that cannot be read falls back to merging every policy, which is never less
     /// restrictive.
     nonisolated func makeSnapshot(_ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date)
-        -> PolicySnapshot
+        throws(StoreError) -> PolicySnapshot
     {
-        PolicySnapshot(bundle: bundle, context: context, precedence: precedence(for: reach, at: time), logger: logger)
+        PolicySnapshot(
+            bundle: bundle, context: context, precedence: try precedence(for: reach, at: time), logger: logger)
     }
 
-    nonisolated func precedence(for reach: [(account: String, policies: [String])], at time: Date) -> PolicyPrecedence {
+    /// `makeSnapshot` for a bundle offered from `source`: a history that cannot be read refuses it.
+    private func resolvedSnapshot(
+        _ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date, files: BundleFiles,
+        source: String
+    ) throws(BundleRejection) -> PolicySnapshot {
+        do {
+            return try makeSnapshot(bundle, reach: reach, at: time)
+        } catch {
+            throw BundleRejection(
+                source: source,
+                message:
+                    "when policies first reached accounts cannot be read from the state, so under incumbent precedence the bundle is not applied: \(error)",
+                stateFailure: error, revision: files.contentHash)
+        }
+    }
+
+    /// The precedence of the manager's rule over `reach`. Under `incumbent`, a history that
+    /// cannot be read is an error: merging every policy instead is not the more restrictive
+    /// answer (a conflicting number merges to the value Microsoft recommends, which may be
+    /// longer than the incumbent's).
+    nonisolated func precedence(for reach: [(account: String, policies: [String])], at time: Date)
+        throws(StoreError) -> PolicyPrecedence
+    {
         guard precedence == .incumbent else { return .mostRestrictive }
         var firstReached: [String: [String: Double]] = [:]
         if let database {
-            do {
-                for (account, policies) in try database.policyReach() {
-                    firstReached[account] = policies.mapValues(\.timeIntervalSince1970)
-                }
-            } catch {
-                logger.error(
-                    "cannot read when policies reached accounts; every applying policy merges instead",
-                    metadata: ["error": "\(error)"])
-                return .mostRestrictive
+            for (account, policies) in try database.policyReach() {
+                firstReached[account] = policies.mapValues(\.timeIntervalSince1970)
             }
         }
         let now = time.timeIntervalSince1970

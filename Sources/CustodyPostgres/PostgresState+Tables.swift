@@ -351,8 +351,7 @@ extension PostgresState {
             {
                 return (last.id, [], last)
             }
-            let highest = try StoredNumber.integer(
-                Self.setting(Self.sequenceSetting, in: session), setting: Self.sequenceSetting, path: path)
+            let highest = try highestSequence(in: session)
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
@@ -510,9 +509,20 @@ extension PostgresState {
 
     public func bundleSequence() throws(StoreError) -> Int64 {
         try read("reading the highest bundle sequence") { session in
-            try StoredNumber.integer(
-                Self.setting(Self.sequenceSetting, in: session), setting: Self.sequenceSetting, path: path)
+            try highestSequence(in: session)
         }
+    }
+
+    /// The highest sequence ever applied: the setting that keeps it (at least 1; anything else
+    /// is damage) and the history's own record of it, whichever is higher.
+    private func highestSequence(in session: PostgresSession) throws -> Int64 {
+        let kept = try StoredNumber.integer(
+            Self.setting(Self.sequenceSetting, in: session), setting: Self.sequenceSetting, minimum: 1, path: path)
+        let recorded =
+            try session.value(
+                "SELECT max(sequence) FROM bundle_history WHERE result = 'applied' AND NOT rollback", as: Int64.self)
+            ?? 0
+        return max(kept, recorded)
     }
 
     public func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle? {

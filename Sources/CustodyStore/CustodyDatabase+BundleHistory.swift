@@ -84,8 +84,7 @@ extension CustodyDatabase {
                     frozen: try Self.setting(Self.freezeSetting, in: db).flatMap {
                         $0.isEmpty ? nil : try BundleFreeze.decode($0)
                     },
-                    highestSequence: try StoredNumber.integer(
-                        Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, path: path),
+                    highestSequence: try highestSequence(in: db),
                     trusted: trusted)
                 {
                     throw StoreError(.refused, refusal)
@@ -100,8 +99,7 @@ extension CustodyDatabase {
             // older signed bundle is never taken again as new.
             if result == .applied, let sequence = provenance.sequence, !provenance.isRollback,
                 sequence
-                    > (try StoredNumber.integer(
-                        Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, path: path))
+                    > (try highestSequence(in: db))
             {
                 try SettingRow.save(Self.sequenceSetting, String(sequence), in: db)
             }
@@ -240,9 +238,21 @@ extension CustodyDatabase {
     /// when none was.
     public func bundleSequence() throws(StoreError) -> Int64 {
         try read("reading the highest bundle sequence") { db in
-            try StoredNumber.integer(
-                Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, path: path)
+            try highestSequence(in: db)
         }
+    }
+
+    /// The highest sequence ever applied: the setting that keeps it (a sequence is at least 1;
+    /// anything else is damage), and the history's own record of it, whichever is higher (a
+    /// setting lost does not let an older bundle back in while the history still names a
+    /// higher one).
+    private func highestSequence(in db: Database) throws -> Int64 {
+        let kept = try StoredNumber.integer(
+            Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, minimum: 1, path: path)
+        let recorded =
+            try Int64.fetchOne(
+                db, sql: "SELECT max(sequence) FROM bundle_history WHERE result = 'applied' AND NOT rollback") ?? 0
+        return max(kept, recorded)
     }
 
     /// The history id of the last time a bundle with this content hash was applied, if ever.

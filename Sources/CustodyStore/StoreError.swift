@@ -60,13 +60,15 @@ package enum StoredNumber {
     /// The number `text` holds; `absent` when there is no text. Text that is no whole number is
     /// a damaged state, never taken for `absent`: the highest sequence read as 0 would let a
     /// replayed bundle in.
-    package static func integer(_ text: String?, setting name: String, absent: Int64 = 0, path: String?)
-        throws(StoreError) -> Int64
-    {
+    package static func integer(
+        _ text: String?, setting name: String, absent: Int64 = 0, minimum: Int64 = .min, path: String?
+    ) throws(StoreError) -> Int64 {
         guard let text else { return absent }
-        guard let value = Int64(text) else {
+        guard let value = Int64(text), value >= minimum else {
             throw StoreError(
-                .corrupt, "the setting \(name) holds \"\(text.prefix(40))\", which is no whole number", path: path)
+                .corrupt,
+                "the setting \(name) holds \"\(text.prefix(40))\", which is no whole number of at least \(minimum)",
+                path: path)
         }
         return value
     }

@@ -33,6 +33,17 @@ enum StoredDate {
         case .HM, .HMS, .HMSS: return nil  // hours without a day are no date (as GRDB says)
         }
         let parts = components.dateComponents
+        // A time of day or a day of the month out of its range is no date, never rolled over
+        // into another one (GRDB's calendar reads hour 45 as the next day's 21:00).
+        guard (0...23).contains(parts.hour ?? 0), (0...59).contains(parts.minute ?? 0),
+            (0...59).contains(parts.second ?? 0), let month = parts.month, (1...12).contains(month),
+            let day = parts.day, (1...31).contains(day)
+        else { return nil }
+        if let year = parts.year, year >= 1583,
+            RFC3339.civil(fromDays: RFC3339.daysFromCivil(year: year, month: month, day: day)) != (year, month, day)
+        {
+            return nil  // the 30th of February
+        }
         // Before 1583 Foundation's calendar is Julian (the Gregorian reform of October 1582).
         guard parts.timeZone == nil, let year = parts.year, let month = parts.month, let day = parts.day,
             year >= 1583, (1...12).contains(month), (1...31).contains(day)

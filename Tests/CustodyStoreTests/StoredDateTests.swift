@@ -14,7 +14,7 @@ struct StoredDateTests {
         "1969-12-31 23:59:59.999", "2000-02-29 12:00:00.500", "2024-02-29 23:59:59.001", "2100-03-01 00:00:00.000",
         "1900-01-01 00:00:00.000", "1583-01-01 00:00:00.000", "1582-10-15 00:00:00.000", "0001-01-01 00:00:00.000",
         "9999-12-31 23:59:59.999", "2026-11-26 10:41:07.1",
-        "2026-11-26 10:41:07.123456", "10:41:07", "10:41", "not a date", "", "2026-13-01 00:00:00",
+        "2026-11-26 10:41:07.123456", "10:41:07", "10:41", "not a date", "",
     ]
 
     @Test(
@@ -27,6 +27,21 @@ struct StoredDateTests {
         #expect(
             ours?.timeIntervalSinceReferenceDate.bitPattern == grdb?.timeIntervalSinceReferenceDate.bitPattern,
             "\(text): \(String(describing: ours)) against GRDB's \(String(describing: grdb))")
+    }
+
+    /// Texts whose fields are out of range, which GRDB's calendar rolls over into another date
+    /// (hour 45 as the next day's 21:00): no date here, so a damaged check-in is an error
+    /// rather than a recent check-in.
+    static let outOfRange = [
+        "2026-13-01 00:00:00", "2026-11-28 45:00:00", "2026-02-30 00:00:00", "2026-11-26 10:61:00",
+        "2026-11-26 10:41:75", "2026-00-10", "2026-11-00",
+    ]
+
+    @Test(
+        "a text whose month, day, hour, minute or second is out of range is no date, never rolled over",
+        arguments: outOfRange)
+    func outOfRangeFields(text: String) {
+        #expect(StoredDate.date(text.databaseValue) == nil, "\(text)")
     }
 
     /// Unix times whose text is easy to get wrong: millisecond edges either side of a second,

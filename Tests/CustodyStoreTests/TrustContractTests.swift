@@ -119,7 +119,7 @@ struct TrustContractTests {
         let state = try backend.make(in: TemporaryDirectory())
         try apply(state, "h1", BundleProvenance(sequence: 5))
         #expect(try state.bundleSequence() == 5)
-        for text in ["garbage", "", "1e300", "99999999999999999999999"] {
+        for text in ["garbage", "", "1e300", "99999999999999999999999", "-1", "0"] {
             try damage(setting: "bundle-sequence", with: text, in: state)
             do {
                 try apply(state, "h2", BundleProvenance(sequence: 1), at: 2)
@@ -130,6 +130,10 @@ struct TrustContractTests {
             #expect(throws: StoreError.self) { try state.bundleSequence() }
         }
         #expect(try state.lastAppliedBundle()?.contentHash == "h1")
+        // The setting lost: the history still names the highest sequence.
+        try damage(setting: "bundle-sequence", with: "1", in: state)
+        #expect(try state.bundleSequence() == 5)
+        #expect(throws: StoreError.self) { try apply(state, "h3", BundleProvenance(sequence: 2), at: 3) }
     }
 
     @Test(

@@ -241,6 +241,34 @@ struct EngineTests {
         #expect(error?.message.contains(example.message) == true, "\(error.map { "\($0)" } ?? "opened")")
     }
 
+    /// When each policy first reached each account decides precedence under `incumbent` only.
+    static let reachPrecedenceCases: [(rule: PolicyPrecedence.Rule, refused: Bool)] = [
+        (.incumbent, true), (.mostRestrictive, false),
+    ]
+
+    @Test(
+        "a reach history the state holds damaged refuses bundles under incumbent precedence, never merges instead; other rules never read it",
+        arguments: reachPrecedenceCases)
+    func damagedReach(_ example: (rule: PolicyPrecedence.Rule, refused: Bool)) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open(precedence: example.rule)
+        try await engine.apply(bundleDirectory: try installation.bundle("printing"))
+        let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: installation.state))
+        try await queue.write { try $0.execute(sql: "UPDATE policy_reach SET first_reached = 'not a time'") }
+        let reopened = await custodyError { _ = try await installation.open(precedence: example.rule) }
+        let applied = await custodyError {
+            try await engine.apply(
+                bundleDirectory: try installation.bundle("blocking", TestBundle(printBlockedA: true)))
+        }
+        if example.refused {
+            #expect(reopened?.message.contains("first reached") == true, "\(reopened.map { "\($0)" } ?? "opened")")
+            #expect(applied?.message.contains("first reached") == true, "\(applied.map { "\($0)" } ?? "applied")")
+            #expect(engine.print(account: .account(a0)).isAllowed, "the policy in force stays")
+        } else {
+            #expect(reopened == nil && applied == nil)
+        }
+    }
+
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
     func rejected() async throws {
         let installation = try Installation()
