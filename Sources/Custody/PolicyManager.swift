@@ -325,18 +325,7 @@ public actor PolicyManager {
         let bundle = try files.load()
         let inForce = BundleInForce(
             revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
-        let snapshot: PolicySnapshot
-        do {
-            snapshot = try makeSnapshot(bundle, reach: bundle.assignmentReach(), at: clock())
-        } catch {
-            throw BundleError(diagnostics: [
-                Diagnostic(
-                    severity: .error, code: Diagnostic.Code(rawValue: "state"),
-                    message:
-                        "when policies first reached accounts cannot be read from the state, so incumbent precedence cannot be decided: \(error)",
-                    location: DocumentLocation(file: source, line: 1, column: 1))
-            ])
-        }
+        let snapshot = try snapshot(bundle, at: clock(), source: source)
         let old = slot.current
         slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
     }
@@ -400,18 +389,7 @@ public actor PolicyManager {
             let inForce = BundleInForce(
                 revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false,
                 entries: files.entries, provenance: record.provenance)
-            let snapshot: PolicySnapshot
-            do {
-                snapshot = try makeSnapshot(bundle, reach: bundle.assignmentReach(), at: record.appliedAt)
-            } catch {
-                throw BundleError(diagnostics: [
-                    Diagnostic(
-                        severity: .error, code: Diagnostic.Code(rawValue: "state"),
-                        message:
-                            "when policies first reached accounts cannot be read from the state, so incumbent precedence cannot be decided: \(error)",
-                        location: DocumentLocation(file: record.source, line: 1, column: 1))
-                ])
-            }
+            let snapshot = try snapshot(bundle, at: record.appliedAt, source: record.source)
             // The slot changes only on this actor: what it holds now is what is replaced.
             let old = slot.current
             let events =
@@ -447,6 +425,25 @@ public actor PolicyManager {
     {
         PolicySnapshot(
             bundle: bundle, context: context, precedence: try precedence(for: reach, at: time), logger: logger)
+    }
+
+    /// `makeSnapshot` over the bundle's own reach, for a bundle put in force without being
+    /// offered (an override, the stored bundle): a reach history that cannot be read is the
+    /// bundle's error, located at its source, with the code `state`.
+    private nonisolated func snapshot(_ bundle: PolicyBundle, at time: Date, source: String) throws(BundleError)
+        -> PolicySnapshot
+    {
+        do {
+            return try makeSnapshot(bundle, reach: bundle.assignmentReach(), at: time)
+        } catch {
+            throw BundleError(diagnostics: [
+                Diagnostic(
+                    severity: .error, code: Diagnostic.Code(rawValue: "state"),
+                    message:
+                        "when policies first reached accounts cannot be read from the state, so incumbent precedence cannot be decided: \(error)",
+                    location: DocumentLocation(file: source, line: 1, column: 1))
+            ])
+        }
     }
 
     /// `makeSnapshot` for a bundle offered from `source`: a history that cannot be read refuses it.
