@@ -19,6 +19,39 @@ import Testing
 /// the templates can change without the pages changing.
 @Suite("The admin console's views, as they read", .timeLimit(.minutes(2)))
 struct ConsoleViewTests {
+    /// What the console escapes: HTML's five characters (as swift-mustache's HTML type does),
+    /// and control and bidirectional-formatting characters made visible, so a name from the
+    /// tenant cannot reorder the text around it (Unicode's bidi controls: U+202A–U+202E,
+    /// U+2066–U+2069, U+200E/U+200F).
+    static let escapes: [(text: String, shown: String)] = [
+        ("plain text", "plain text"),
+        ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+        ("a & b", "a &amp; b"),
+        (#"it's "quoted""#, "it&#39;s &quot;quoted&quot;"),
+        ("\u{202E}Mallory\u{2066}", #"\u{202E}Mallory\u{2066}"#),
+        ("\u{202E}gnp.exe", #"\u{202E}gnp.exe"#),
+        ("right\u{200F}mark", #"right\u{200F}mark"#),
+        ("bell\u{7}", #"bell\u{7}"#),
+        ("café 日本", "café 日本"),
+    ]
+
+    @Test("the console escapes HTML and makes control and bidi characters visible", arguments: escapes)
+    func escaping(_ example: (text: String, shown: String)) {
+        #expect(ConsoleHTML().escapeText(example.text) == example.shown)
+    }
+
+    @Test("the console's templates escape as the console does, not as plain HTML")
+    func templatesUseConsoleEscaping() {
+        struct Page: ConsolePage {
+            static let template = "accounts"
+            let query = "\u{202E}gnp.exe"
+            let total = 1
+        }
+        let rendered = ConsoleController.html(Page())
+        #expect(!rendered.contains("\u{202E}"))
+        #expect(rendered.contains(#"value="\u{202E}gnp.exe""#), "\(rendered)")
+    }
+
     /// A view's HTML as a token of `scope` gets it.
     static func view(
         _ client: some TestClientProtocol, _ fixture: ServiceFixture, _ uri: String, _ scope: TokenScope = .read
@@ -29,8 +62,10 @@ struct ConsoleViewTests {
     }
 
     /// `text` as the console's templates escape a value.
+    /// `text` as the console shows it: control and bidi characters made visible, then HTML's
+    /// five characters escaped (`ConsoleHTML`).
     static func escaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        text.escapingControlCharacters.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
             .replacingOccurrences(of: "'", with: "&#39;")
     }

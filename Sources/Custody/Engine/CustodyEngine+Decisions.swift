@@ -226,7 +226,8 @@ extension CustodyEngine {
     @Sendable public func recordedLaunchFacts(_ account: AccountID) throws(QueryError) -> LaunchFacts? {
         func failure(_ what: String, _ error: any Error) -> QueryError {
             var failure = QueryError(
-                message: "\(what) of \(account) cannot be read from the state, so the launch is not decided: \(error)",
+                message:
+                    "\(what) of \(account) cannot be read from the state, so the launch is not decided: \((error as? StoreError)?.message ?? "\(error)")",
                 column: 1)
             failure.isStateFailure = true
             return failure

@@ -20,8 +20,9 @@ struct ConsoleController {
     /// Decisions and refusals over the last minutes (GET /v1/activity).
     let activity: RecentActivity
 
-    /// The templates, parsed once.
+    /// The templates, parsed once, each escaping what it shows as `ConsoleHTML` does.
     static let library: MustacheLibrary = {
+        MustacheContentTypes.register(ConsoleHTML(), named: ConsoleHTML.name)
         var library = MustacheLibrary()
         let templates: [(String, [UInt8])] = [
             ("overview", PackageResources.overview_mustache), ("accounts", PackageResources.accounts_mustache),
@@ -31,7 +32,8 @@ struct ConsoleController {
         ]
         for (name, bytes) in templates {
             // Built into the binary and parsed by a test: a template that does not parse is a bug.
-            try! library.register(String(decoding: bytes, as: UTF8.self), named: name)
+            try! library.register(
+                "{{% CONTENT_TYPE: \(ConsoleHTML.name)}}" + String(decoding: bytes, as: UTF8.self), named: name)
         }
         return library
     }()
@@ -77,7 +79,12 @@ struct ConsoleController {
 
     /// A view's HTML, from what its template reads.
     static func render<Page: ConsolePage>(_ page: Page) -> Response {
-        asset(Array((library.render(page, withTemplate: Page.template) ?? "").utf8), type: "text/html; charset=utf-8")
+        asset(Array(html(page).utf8), type: "text/html; charset=utf-8")
+    }
+
+    /// `page` through its template.
+    static func html<Page: ConsolePage>(_ page: Page) -> String {
+        library.render(page, withTemplate: Page.template) ?? ""
     }
 
     // MARK: Views
@@ -402,5 +409,29 @@ struct ConsoleController {
             setting: answer["setting"]?.string ?? "—", rule: answer["rule"]?.string ?? "—",
             basis: answer["basis"]?.string ?? "", source: answer["source"]?.string ?? "")
         return Self.render(page)
+    }
+}
+
+/// What the console's templates escape values with: HTML's five characters, after control and
+/// bidirectional-formatting characters are made visible (`\u{202E}`), so that a display name or
+/// a policy name from the tenant cannot reorder what the page shows around it ("Mallory" read
+/// backwards, "gnp.exe" shown as "exe.png").
+struct ConsoleHTML: MustacheContentType {
+    static let name = "CUSTODY_CONSOLE_HTML"
+
+    func escapeText(_ text: String) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for character in text.escapingControlCharacters.unicodeScalars {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 }
