@@ -65,9 +65,11 @@ struct ConsoleViewTests {
     /// `text` as the console shows it: control and bidi characters made visible, then HTML's
     /// five characters escaped (`ConsoleHTML`).
     static func escaped(_ text: String) -> String {
-        text.escapingControlCharacters.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-            .replacingOccurrences(of: "'", with: "&#39;")
+        text.escapingControlCharacters.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(
+            of: "<", with: "&lt;"
+        )
+        .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        .replacingOccurrences(of: "'", with: "&#39;")
     }
 
     /// The text between `start` and the next `end` after it.
