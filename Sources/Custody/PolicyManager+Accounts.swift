@@ -67,8 +67,7 @@ extension PolicyManager {
             {
                 identifiers.append(identifier)
             }
-            let recorded = try stateRecord(of: owner, for: account)
-            for alias in recorded?.aliases ?? [] {
+            for alias in try recordedAliases(of: owner, for: account) ?? [] {
                 if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) {
                     identifiers.append(identifier)
                 }
@@ -88,10 +87,12 @@ extension PolicyManager {
             }
             // An owner recorded as another one's alias (a UPN-only account that later got its
             // OID) is that other account.
-            var records: [String: AccountRecord] = [:]
-            for name in owners { records[name] = try stateRecord(of: OwnerIdentifier(rawValue: name), for: account) }
+            var aliases: [String: [String]] = [:]
+            for name in owners {
+                aliases[name] = try recordedAliases(of: OwnerIdentifier(rawValue: name), for: account)
+            }
             owners = owners.filter { name in
-                !owners.contains { $0 != name && records[$0]?.aliases.contains(name) == true }
+                !owners.contains { $0 != name && aliases[$0]?.contains(name) == true }
             }
             guard let name = owners.first, let owner = OwnerIdentifier(rawValue: name) else {
                 let policy =
@@ -111,7 +112,7 @@ extension PolicyManager {
                 )
             }
             var identifiers = [owner]
-            for alias in try stateRecord(of: owner, for: account)?.aliases ?? [] {
+            for alias in try recordedAliases(of: owner, for: account) ?? [] {
                 if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) {
                     identifiers.append(identifier)
                 }
@@ -120,12 +121,15 @@ extension PolicyManager {
         }
     }
 
-    private nonisolated func stateRecord(of owner: OwnerIdentifier?, for account: AccountID) throws(AccountError)
-        -> AccountRecord?
+    /// The aliases the state records for `owner`'s account (nil: none recorded). Only the
+    /// aliases are read: a time recorded with the account that cannot be read does not stop
+    /// resolving it (a wipe must go through).
+    private nonisolated func recordedAliases(of owner: OwnerIdentifier?, for account: AccountID) throws(AccountError)
+        -> [String]?
     {
         guard let owner else { return nil }
         do {
-            return try database?.account(owner: owner.rawValue)
+            return try database?.aliases(ofAccount: owner.rawValue)
         } catch {
             throw AccountError(
                 code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)",

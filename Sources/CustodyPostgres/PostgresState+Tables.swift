@@ -44,6 +44,16 @@ extension PostgresState {
         }
     }
 
+    public func aliases(ofAccount owner: String) throws(StoreError) -> [String]? {
+        try read("reading the aliases of \(owner)", bound: .request) { session -> [String]? in
+            guard try session.value("SELECT 1 FROM accounts WHERE owner = \(owner)", as: Int32.self) != nil
+            else { return nil }
+            return try session.query(
+                "SELECT alias FROM account_aliases WHERE owner = \(owner) ORDER BY alias COLLATE \"C\""
+            ).map { try $0.decode(String.self) }
+        }
+    }
+
     public func owners(named identifier: String) throws(StoreError) -> [String] {
         try read("looking up \(identifier)") { session in
             try session.query(

@@ -69,6 +69,14 @@ extension CustodyDatabase {
         }
     }
 
+    public func aliases(ofAccount owner: String) throws(StoreError) -> [String]? {
+        try read("reading the aliases of \(owner)") { db in
+            guard try AccountRow.filter(Column("owner") == owner).fetchCount(db) > 0 else { return nil }
+            return try String.fetchAll(
+                db, sql: "SELECT alias FROM account_aliases WHERE owner = ? ORDER BY alias", arguments: [owner])
+        }
+    }
+
     /// The canonical identifiers of the accounts `identifier` names: the account recorded under
     /// it, every account it is (or was) an alias of, and the identifier itself when keys,
     /// secrets or a check-in are kept under it (state written before accounts were recorded).

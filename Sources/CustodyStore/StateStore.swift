@@ -29,6 +29,10 @@ public protocol StateStore: AnyObject, Sendable {
     func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError)
     /// The account recorded under `owner`, if any.
     func account(owner: String) throws(StoreError) -> AccountRecord?
+    /// The aliases of the account recorded under `owner`, sorted; nil when no account is. What
+    /// resolving an account needs, and nothing more: a time recorded with it that cannot be
+    /// read does not stop a wipe.
+    func aliases(ofAccount owner: String) throws(StoreError) -> [String]?
     /// The canonical identifiers of the accounts `identifier` names, sorted.
     func owners(named identifier: String) throws(StoreError) -> [String]
     /// When each recorded account was first seen.

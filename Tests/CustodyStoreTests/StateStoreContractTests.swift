@@ -49,6 +49,9 @@ struct StateStoreContractTests {
         #expect(try state.owners(named: "upn:alice@contoso.com") == ["oid:a"])
         #expect(try state.owners(named: "upn:nobody@contoso.com") == [])
         #expect(try state.accountsFirstSeen() == ["oid:a": t0, "upn:bob@contoso.com": t0])
+        #expect(try state.aliases(ofAccount: "oid:a") == ["upn:alice.old@contoso.com", "upn:alice@contoso.com"])
+        #expect(try state.aliases(ofAccount: "upn:bob@contoso.com") == [])
+        #expect(try state.aliases(ofAccount: "oid:nobody") == nil)
     }
 
     @Test(

@@ -269,6 +269,25 @@ struct EngineTests {
         }
     }
 
+    /// Times recorded with an account, damaged: resolving the account reads only its aliases,
+    /// so a selective wipe still shreds its keys.
+    static let damagedAccountTimes = [
+        "UPDATE accounts SET first_seen = 'not a time'", "UPDATE account_aliases SET since = 'not a time'",
+    ]
+
+    @Test("a time recorded with an account that cannot be read does not stop its wipe", arguments: damagedAccountTimes)
+    func wipeThroughDamagedTimes(_ damage: String) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("b"))
+        let protected = try engine.protect([1, 2, 3], owner: a0, mode: .forceEncryption)
+        let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: installation.state))
+        try await queue.write { try $0.execute(sql: damage) }
+        let report = try await engine.wipe(account: a0)
+        #expect(report.keyVersions > 0, "\(damage)")
+        #expect(await custodyError { _ = try engine.unprotect(protected.envelope) }?.code == .protection)
+    }
+
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
     func rejected() async throws {
         let installation = try Installation()
