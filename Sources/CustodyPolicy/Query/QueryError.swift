@@ -31,6 +31,7 @@ public struct QueryError: Error, Sendable, Hashable, CustomStringConvertible {
         self.offset = offset
     }
 
-    /// `column N: message`.
-    public var description: String { "column \(column): \(message)" }
+    /// `column N: message`; the message alone for a state failure, which no column of the
+    /// query caused.
+    public var description: String { isStateFailure ? message : "column \(column): \(message)" }
 }

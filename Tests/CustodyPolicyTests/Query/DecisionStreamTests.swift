@@ -31,7 +31,10 @@ struct DecisionStreamTests {
     static let recordedCases: [(name: String, recorded: RecordedFacts, expected: String)] = [
         ("a recent check-in read from the state", .checkedIn(seconds: 7_000), #""outcome":"allow""#),
         ("nothing recorded", .nothing, #""outcome":"block""#),
-        ("the state cannot be read", .unreadable, #""code":"state""#),
+        (
+            "the state cannot be read", .unreadable,
+            #"{"error":"line 1, the last check-in cannot be read","line":1,"code":"state"}"#
+        ),
     ]
 
     enum RecordedFacts: Sendable {
