@@ -211,14 +211,17 @@ extension PolicyManager {
     @discardableResult
     public func evaluateOffline(at date: Date? = nil) -> [PolicyEvent] {
         guard let database else { return [] }
-        let checkIns: [String: Date]
-        let firstSeen: [String: Date]
+        // Every check-in and first-seen time in two reads. When one row cannot be read, each
+        // account is read on its own instead, so that the damage stops only its account's
+        // evaluation (logged), never every other account's.
+        var checkIns: [String: Date]?
+        var firstSeen: [String: Date]?
         do {
-            checkIns = try database.checkIns()
-            firstSeen = try database.accountsFirstSeen()
+            (checkIns, firstSeen) = (try database.checkIns(), try database.accountsFirstSeen())
         } catch {
-            logger.error("cannot read check-ins to evaluate offline grace", metadata: ["error": "\(error)"])
-            return []
+            logger.error(
+                "cannot read every check-in at once to evaluate offline grace; reading each account on its own",
+                metadata: ["error": "\(error)"])
         }
         let snapshot = self.snapshot
         let appliedAt = bundleInForce?.appliedAt
@@ -228,8 +231,25 @@ extension PolicyManager {
             let owner = OwnerIdentifier(account.id)
             guard !offlineWipeAnnounced.contains(owner) else { continue }
             let identifiers = ResolvedAccount.identifiers(of: account.id).map(\.rawValue)
-            guard let since = identifiers.compactMap({ checkIns[$0] }).max() ?? firstSeen[owner.rawValue] ?? appliedAt
-            else { continue }
+            let lastCheckIn: Date?
+            let seen: Date?
+            if let checkIns, let firstSeen {
+                lastCheckIn = identifiers.compactMap { checkIns[$0] }.max()
+                seen = firstSeen[owner.rawValue]
+            } else {
+                do {
+                    lastCheckIn = try identifiers.compactMap { identifier throws(StoreError) in
+                        try database.lastCheckIn(account: identifier)
+                    }.max()
+                    seen = lastCheckIn == nil ? try database.account(owner: owner.rawValue)?.firstSeen : nil
+                } catch {
+                    logger.error(
+                        "offline grace is not evaluated for an account whose check-in the state cannot read",
+                        metadata: ["account": "\(account.id)", "error": "\(error)"])
+                    continue
+                }
+            }
+            guard let since = lastCheckIn ?? seen ?? appliedAt else { continue }
             let decision = snapshot.offlineAccess(
                 account: account.id, offlineFor: .seconds(max(0, now.timeIntervalSince(since))))
             guard decision.offlineState == .wipeRequired else { continue }

@@ -288,6 +288,31 @@ struct EngineTests {
         #expect(await custodyError { _ = try engine.unprotect(protected.envelope) }?.code == .protection)
     }
 
+    @Test(
+        "one check-in the state cannot read stops offline grace for its account only: every other account is still evaluated"
+    )
+    func offlineEvaluationPastDamage() async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("b"))
+        try await engine.checkIn(account: a0, at: Self.t0)
+        try await engine.checkIn(account: b0, at: Self.t0)
+        let damaged = try engine.resolve(a0).owner.rawValue
+        let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: installation.state))
+        try await queue.write {
+            try $0.execute(sql: "UPDATE check_ins SET at = 'garbage' WHERE account = ?", arguments: [damaged])
+        }
+        let events = await engine.evaluateOffline(at: Self.t0.addingTimeInterval(91 * 86_400))
+        let required = events.compactMap { event -> AccountID? in
+            if case .wipeRequired(let account, _) = event { return account }
+            return nil
+        }
+        let owners = Set(required.compactMap { try? engine.resolve($0).owner.rawValue })
+        #expect(!owners.contains(damaged), "\(events)")
+        #expect(owners.contains(try engine.resolve(b0).owner.rawValue), "\(events)")
+        #expect(owners.count == required.count && owners.count >= 2)
+    }
+
     @Test("a bundle that does not load is rejected with located errors and recorded; the policy in force stays")
     func rejected() async throws {
         let installation = try Installation()
