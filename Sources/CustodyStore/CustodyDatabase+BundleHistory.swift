@@ -74,6 +74,8 @@ extension CustodyDatabase {
             {
                 return (last.id, [], false, last)
             }
+            // Read before this bundle's row is written, which would count in it.
+            let highest = try highestSequence(in: db)
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
@@ -84,7 +86,7 @@ extension CustodyDatabase {
                     frozen: try Self.setting(Self.freezeSetting, in: db).flatMap {
                         $0.isEmpty ? nil : try BundleFreeze.decode($0)
                     },
-                    highestSequence: try highestSequence(in: db),
+                    highestSequence: highest,
                     trusted: trusted)
                 {
                     throw StoreError(.refused, refusal)
@@ -97,10 +99,7 @@ extension CustodyDatabase {
             let id = db.lastInsertedRowID
             // The highest sequence ever put in force, which a rollback does not lower: an
             // older signed bundle is never taken again as new.
-            if result == .applied, let sequence = provenance.sequence, !provenance.isRollback,
-                sequence
-                    > (try highestSequence(in: db))
-            {
+            if result == .applied, let sequence = provenance.sequence, !provenance.isRollback, sequence > highest {
                 try SettingRow.save(Self.sequenceSetting, String(sequence), in: db)
             }
             if result == .applied, let files {

@@ -99,6 +99,22 @@ struct TrustContractTests {
     }
 
     @Test(
+        "the highest sequence outlives the history rows that named it: a bundle whose row was pruned still counts",
+        arguments: Backend.reachable)
+    func sequenceOutlivesHistory(backend: Backend) throws {
+        let state = try backend.make(in: TemporaryDirectory())
+        try apply(state, "h1", BundleProvenance(sequence: 5))
+        // Kept: the newest applied row only, which names no sequence.
+        try state.recordBundle(
+            contentHash: "h2", source: "h2", result: .applied, message: nil,
+            files: [StoredFile(name: "tenant.json", bytes: Array("h2".utf8))], provenance: BundleProvenance(),
+            accounts: [], reach: [], events: [], retaining: 1, at: t0 + 1)
+        #expect(try state.bundleHistory().map(\.contentHash) == ["h2"])
+        #expect(try state.bundleSequence() == 5)
+        #expect(throws: StoreError.self) { try apply(state, "h3", BundleProvenance(sequence: 4), at: 2) }
+    }
+
+    @Test(
         "an audit switch the state holds damaged is a damaged state, never read as off", arguments: Backend.reachable)
     func unreadableAuditSwitch(backend: Backend) throws {
         let state = try backend.make(in: TemporaryDirectory())
