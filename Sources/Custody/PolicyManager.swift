@@ -374,52 +374,53 @@ public actor PolicyManager {
     /// told what changed (`PolicyChanges`, for this manager's context).
     private func putInForce(_ stored: StoredBundle, announcing: Bool) throws(BundleRejection) {
         let record = stored.record
-        do throws(BundleError) {
-            // The revision the state recorded for these files when they were applied: files
-            // that no longer hash to it are damaged, never a policy.
-            guard
-                let files = BundleFiles(
-                    stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-                    contentHash: record.contentHash)
-            else {
-                throw BundleError(diagnostics: [])
-            }
-            // Applied once, so accepted then, even if it knows nothing (applied on purpose).
-            let bundle = try files.load(allowingEmpty: true)
-            let inForce = BundleInForce(
-                revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false,
-                entries: files.entries, provenance: record.provenance)
-            let snapshot = try snapshot(bundle, at: record.appliedAt, source: record.source)
-            // The slot changes only on this actor: what it holds now is what is replaced.
-            let old = slot.current
-            let events =
-                announcing
-                ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
-                    + [.bundleApplied(revision: inForce.revision, source: inForce.source)] : []
-            journal.announce(events) {
-                slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
-            }
-        } catch {
-            let damaged = error.diagnostics.isEmpty
+        // The revision the state recorded for these files when they were applied: files that no
+        // longer hash to it are damaged, never a policy.
+        guard
+            let files = BundleFiles(
+                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                contentHash: record.contentHash)
+        else {
             logger.error(
-                damaged ? "the stored bundle's files do not hash to its revision" : "the stored bundle does not load",
-                metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
-            if let state = error.diagnostics.first(where: { $0.code.rawValue == "state" }) {
-                throw BundleRejection(source: record.source, message: state.message)
-            }
+                "the stored bundle's files do not hash to its revision", metadata: ["source": "\(record.source)"])
             throw BundleRejection(
                 source: record.source,
-                message: damaged
-                    ? "the files the state keeps for the bundle in force (revision \(record.contentHash), applied \(formatted(record.appliedAt))) do not hash to that revision: the state is damaged, and they are not put in force"
-                    : "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads",
+                message:
+                    "the files the state keeps for the bundle in force (revision \(record.contentHash), applied \(formatted(record.appliedAt))) do not hash to that revision: the state is damaged, and they are not put in force"
+            )
+        }
+        let bundle: PolicyBundle
+        do {
+            // Applied once, so accepted then, even if it knows nothing (applied on purpose).
+            bundle = try files.load(allowingEmpty: true)
+        } catch {
+            logger.error(
+                "the stored bundle does not load",
+                metadata: ["source": "\(record.source)", "errors": "\(error.errors.count)"])
+            throw BundleRejection(
+                source: record.source,
+                message: "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads",
                 diagnostics: error.diagnostics)
+        }
+        let snapshot = try resolvedSnapshot(
+            bundle, reach: bundle.assignmentReach(), at: record.appliedAt, files: files, source: record.source)
+        let inForce = BundleInForce(
+            revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false,
+            entries: files.entries, provenance: record.provenance)
+        // The slot changes only on this actor: what it holds now is what is replaced.
+        let old = slot.current
+        let events =
+            announcing
+            ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
+                + [.bundleApplied(revision: inForce.revision, source: inForce.source)] : []
+        journal.announce(events) {
+            slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
         }
     }
 
     /// `bundle` resolved for the manager's context and precedence. Under `incumbent`, the pairs
     /// of `reach` the state has not recorded yet count as reaching their account at `time`; a
-    /// history that cannot be read falls back to merging every policy, which is never less
-    /// restrictive.
+    /// history that cannot be read is an error (see `precedence(for:at:)`).
     nonisolated func makeSnapshot(_ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date)
         throws(StoreError) -> PolicySnapshot
     {
@@ -427,9 +428,9 @@ public actor PolicyManager {
             bundle: bundle, context: context, precedence: try precedence(for: reach, at: time), logger: logger)
     }
 
-    /// `makeSnapshot` over the bundle's own reach, for a bundle put in force without being
-    /// offered (an override, the stored bundle): a reach history that cannot be read is the
-    /// bundle's error, located at its source, with the code `state`.
+    /// `makeSnapshot` over the bundle's own reach, for a one-off override (`use`): a reach
+    /// history that cannot be read is the bundle's error, located at its source, with the code
+    /// `state`.
     private nonisolated func snapshot(_ bundle: PolicyBundle, at time: Date, source: String) throws(BundleError)
         -> PolicySnapshot
     {
@@ -446,7 +447,8 @@ public actor PolicyManager {
         }
     }
 
-    /// `makeSnapshot` for a bundle offered from `source`: a history that cannot be read refuses it.
+    /// `makeSnapshot` for a bundle offered from `source`, or the stored one put back in force: a
+    /// history that cannot be read refuses it.
     private func resolvedSnapshot(
         _ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date, files: BundleFiles,
         source: String
