@@ -13,7 +13,7 @@ let key = MasterKeySource.keyFile(path: "master.key")
 let engine = try await CustodyEngine.open(CustodyConfiguration(state: .inMemory, masterKey: key, context: outlook))
 try await engine.apply(bundleDirectory: "policies")
 let alice = AccountID("alice@contoso.com")!
-try engine.secrets().storePassword("correct horse battery staple", identifier: "vpn", for: nil)
+try await engine.secrets().storePassword("correct horse battery staple", identifier: "vpn", for: nil)
 // snippet.show
 import Custody
 import CustodyPolicy

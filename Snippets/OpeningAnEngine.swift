@@ -14,7 +14,8 @@ try await engine.apply(bundleDirectory: "policies")
 
 let alice = AccountID("alice@contoso.com")!
 let data = Array("Q3 numbers".utf8)
-let protected = try engine.protect(data, owner: alice)  // .envelope; .plan.encrypted: what alice's policy requires
-let plaintext = try engine.unprotect(protected.envelope)
+// .envelope; .plan.encrypted: what alice's policy requires
+let protected = try await engine.protect(data, owner: alice)
+let plaintext = try await engine.unprotect(protected.envelope)
 assert(plaintext == data)
 try await engine.wipe(account: AccountID("a1f0c7d2-5b1e-4c3a-9e8f-000000000001")!)  // by OID or UPN: every alias

@@ -17,14 +17,15 @@ import CustodyProtection
 import CustodyStore
 
 let database = try CustodyDatabase(path: ".custody/state.sqlite")
-let keyRing = try KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: "master.key"))
+let keyRing = try await KeyRing(store: StateKeyStore(state: database), masterKey: .keyFile(path: "master.key"))
 let protector = DataProtector(keyRing: keyRing)
 
 let data = Array("Q3 numbers".utf8)
 let owner = snapshot.tenantAccount(for: alice)!.id  // the tenant's form: one key for every form
 let encrypt = snapshot.encryptionRequired(account: owner).isAllowed  // the policy decides, the protector seals
-let envelope = try protector.protect(data, owner: owner, encrypt: encrypt)
-let plaintext = try protector.unprotect(envelope)  // ProtectionError(.decryptFailed) if it was changed
+let envelope = try await protector.protect(data, owner: owner, encrypt: encrypt)
+let plaintext = try await protector.unprotect(envelope)  // ProtectionError(.decryptFailed) if it was changed
 assert(plaintext == data)
-try protector.protect(file: "report.pdf", owner: owner, encrypt: encrypt)  // atomic; memory does not grow with the file
-try keyRing.wipe(protector.ownerIdentifier(for: owner))  // crypto-shred alice's data
+// Atomic; memory does not grow with the file.
+try await protector.protect(file: "report.pdf", owner: owner, encrypt: encrypt)
+try await keyRing.wipe(protector.ownerIdentifier(for: owner))  // crypto-shred alice's data

@@ -44,7 +44,7 @@ let selectedHarness: Harness = {
     /// fuzzing run once crashed on, as a regression test), or writes the envelope seeds.
     @main
     struct FuzzReplay {
-        static func main() {
+        static func main() async {
             let arguments = Array(CommandLine.arguments.dropFirst())
             switch arguments.first {
             case "list":
@@ -65,7 +65,7 @@ let selectedHarness: Harness = {
                 }
                 print("\(harness.name): \(count) inputs replayed")
             case "seed-envelopes" where arguments.count == 2:
-                writeEnvelopeSeeds(to: arguments[1])
+                await writeEnvelopeSeeds(to: arguments[1])
             default:
                 FileHandle.standardError.write(
                     Data(
@@ -91,7 +91,7 @@ let selectedHarness: Harness = {
         }
 
         /// Envelopes of several sizes, both algorithms and tag-only, sealed under the fixed keys.
-        static func writeEnvelopeSeeds(to directory: String) {
+        static func writeEnvelopeSeeds(to directory: String) async {
             let protector = Fixtures.protector
             var seeds: [(String, [UInt8])] = []
             for size in [0, 1, 100, 65_536, 65_537] {
@@ -100,11 +100,11 @@ let selectedHarness: Harness = {
                     let sealer = DataProtector(keyRing: protector.keyRing, algorithm: algorithm)
                     // Sealed for the tenant's form of alice, as the engine seals.
                     let owner = Fixtures.snapshot.tenantAccount(for: Fixtures.alice)?.id ?? Fixtures.alice
-                    if let envelope = try? sealer.protect(data, owner: owner, encrypt: true) {
+                    if let envelope = try? await sealer.protect(data, owner: owner, encrypt: true) {
                         seeds.append(("\(algorithm)-\(size)", envelope))
                     }
                 }
-                if let tagged = try? protector.protect(
+                if let tagged = try? await protector.protect(
                     data, owner: AccountID(upn: "someone@unmanaged.invalid")!, encrypt: false)
                 {
                     seeds.append(("tag-only-\(size)", tagged))

@@ -57,19 +57,40 @@ enum Fixtures {
 
     static let protector: DataProtector = {
         do {
-            let ring = try KeyRing(store: FileKeyStore(directory: keyDirectory + "/store"), masterKey: .keyFile(path: keyDirectory + "/master.key"))
+            let ring = try blocking { () async throws(ProtectionError) -> KeyRing in
+                try await KeyRing(
+                    store: FileKeyStore(directory: keyDirectory + "/store"),
+                    masterKey: .keyFile(path: keyDirectory + "/master.key"))
+            }
             return DataProtector(keyRing: ring)
         } catch {
             fatalError("the fuzzing key ring does not open: \(error)")
         }
     }()
 
+    /// `body`'s result, waited for on this thread: libFuzzer calls a harness synchronously, on a
+    /// thread of its own (never one of Swift's pool, which `body` runs on).
+    static func blocking<T: Sendable, Failure: Error>(_ body: @escaping @Sendable () async throws(Failure) -> T)
+        throws(Failure) -> T
+    {
+        let done = DispatchSemaphore(value: 0)
+        let result = Locked<Result<T, Failure>?>(nil)
+        Task {
+            let outcome: Result<T, Failure>
+            do throws(Failure) { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
     /// Writes `bytes` to a scratch file and unprotects it to /dev/null (the file reader).
-    static func unprotectFile(_ bytes: [UInt8]) {
+    static func unprotectFile(_ bytes: [UInt8]) async {
         let path = keyDirectory + "/input.cst"
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { return }
         let sink = open("/dev/null", O_WRONLY)
         defer { close(sink) }
-        _ = try? protector.unprotect(from: .file(path), to: .stream(sink, name: "/dev/null"))
+        _ = try? await protector.unprotect(from: .file(path), to: .stream(sink, name: "/dev/null"))
     }
 }

@@ -35,8 +35,10 @@ struct Harness: Sendable {
         },
         Harness(name: "envelope", summary: "envelope headers and chunks, as a buffer and as a file, under a fixed key ring") { bytes in
             _ = try? DataProtector.protectionInfo(bytes)
-            _ = try? Fixtures.protector.unprotect(bytes)
-            Fixtures.unprotectFile(bytes)
+            Fixtures.blocking {
+                _ = try? await Fixtures.protector.unprotect(bytes)
+                await Fixtures.unprotectFile(bytes)
+            }
         },
         Harness(name: "matrix", summary: "the scenario matrix loader, and the run of what loads against the example bundle") { bytes in
             if let matrix = try? ScenarioMatrix.parse(bytes, file: "fuzzed.matrix.json"), matrix.cases.count <= 10_000 {

@@ -78,7 +78,7 @@ extension PolicyManager {
     /// - Throws: `WipeError` for an account the installation cannot resolve (unknown, or
     ///   ambiguous), never a silent success; or when the state or a managed root fails.
     @discardableResult
-    public func wipe(account: AccountID, reason: String = "requested") throws(WipeError) -> WipeReport {
+    public func wipe(account: AccountID, reason: String = "requested") async throws(WipeError) -> WipeReport {
         let resolved: ResolvedAccount
         do {
             resolved = try resolve(account)
@@ -115,7 +115,7 @@ extension PolicyManager {
                 } else {
                     // Keys in a store of their own: delete them there too.
                     for identifier in resolved.identifiers {
-                        let count = try keyRing.wipe(identifier)
+                        let count = try await keyRing.wipe(identifier)
                         if count > 0 { byIdentifier[identifier, default: 0] += count }
                     }
                 }
@@ -209,7 +209,7 @@ extension PolicyManager {
     /// installation first saw it (the apply that first listed it); and wipes it when
     /// `wipesWhenOfflineTooLong`. Returns the events published.
     @discardableResult
-    public func evaluateOffline(at date: Date? = nil) -> [PolicyEvent] {
+    public func evaluateOffline(at date: Date? = nil) async -> [PolicyEvent] {
         guard let database else { return [] }
         // Every check-in and first-seen time in two reads. When one row cannot be read, each
         // account is read on its own instead, so that the damage stops only its account's
@@ -260,7 +260,7 @@ extension PolicyManager {
         if wipesWhenOfflineTooLong {
             for case .wipeRequired(let account, let reason) in events {
                 do {
-                    try wipe(account: account, reason: reason)
+                    try await wipe(account: account, reason: reason)
                 } catch {
                     logger.error("offline wipe failed", metadata: ["error": "\(error)"])
                 }

@@ -147,7 +147,7 @@ struct StateCLITests {
         #expect(given.count == count && given == audited, "\(decided.stdout)")
         // Without auditing, a text answer names no decision.
         #expect(try await scratch.run(["audit", "--decisions", "off"]).status == 0)
-        await #expect(try !scratch.run(["decide", "--format", "text"], stdin: query).stdout.contains("(decision "))
+        #expect(try await !scratch.run(["decide", "--format", "text"], stdin: query).stdout.contains("(decision "))
     }
 
     @Test("watch without --bundle watches where the bundle in force came from; with none it says how to give one")

@@ -43,10 +43,10 @@ struct FastPathTests {
     @Test(
         "a header names its own owner whatever owner the reader expected",
         arguments: [nil, "oid:0d000000-0000-4000-8000-000000000001", "oid:0d000000-0000-4000-8000-000000000002"])
-    func headerOwnerIsTheHeaders(expected: String?) throws {
-        let state = try TestState()
+    func headerOwnerIsTheHeaders(expected: String?) async throws {
+        let state = try await TestState()
         let protector = state.protector()
-        let envelope = try protector.protect(pattern(64), owner: alice, encrypt: true)
+        let envelope = try await protector.protect(pattern(64), owner: alice, encrypt: true)
         let known = expected.flatMap(OwnerIdentifier.init(rawValue:))
         let fields = try envelope.withUnsafeBytes { try EnvelopeHeader.read($0, knownOwner: known) }
         #expect(fields?.owner == OwnerIdentifier(alice))
@@ -74,72 +74,69 @@ struct FastPathTests {
     @Test(
         "two spellings of one name are two owners in memory as in the store: each opens with its own key, a wipe of one leaves the other",
         arguments: [true, false])
-    func spellingsAreOwners(composedFirst: Bool) throws {
-        let state = try TestState()
+    func spellingsAreOwners(composedFirst: Bool) async throws {
+        let state = try await TestState()
         let protector = state.protector()
         let composed = try #require(AccountID(upn: "\u{E9}mile@fabrikam.com"))
         let decomposed = try #require(AccountID(upn: "e\u{301}mile@fabrikam.com"))
         let (first, second) = composedFirst ? (composed, decomposed) : (decomposed, composed)
-        let firstEnvelope = try protector.protect(pattern(50), owner: first, encrypt: true)
-        let secondEnvelope = try protector.protect(pattern(51), owner: second, encrypt: true)
+        let firstEnvelope = try await protector.protect(pattern(50), owner: first, encrypt: true)
+        let secondEnvelope = try await protector.protect(pattern(51), owner: second, encrypt: true)
         #expect(try protector.protectionInfo(firstEnvelope)?.owner == OwnerIdentifier(first))
         #expect(try protector.protectionInfo(secondEnvelope)?.owner == OwnerIdentifier(second))
-        #expect(try protector.unprotect(firstEnvelope) == pattern(50))
-        #expect(try protector.unprotect(secondEnvelope) == pattern(51))
-        #expect(try Set(state.keyRing.store.owners()).count == 2)
+        #expect(try await protector.unprotect(firstEnvelope) == pattern(50))
+        #expect(try await protector.unprotect(secondEnvelope) == pattern(51))
+        #expect(try await Set(state.keyRing.store.owners()).count == 2)
         // A process that starts afresh agrees with the one that sealed.
         let reopened = DataProtector(
-            keyRing: try KeyRing(
+            keyRing: try await KeyRing(
                 store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: state.keyFile)))
-        #expect(try reopened.unprotect(secondEnvelope) == pattern(51))
-        try state.keyRing.wipe(OwnerIdentifier(first))
-        #expect(protectionError { _ = try protector.unprotect(firstEnvelope) }?.code == .keyUnavailable)
-        #expect(try protector.unprotect(secondEnvelope) == pattern(51))
+        #expect(try await reopened.unprotect(secondEnvelope) == pattern(51))
+        try await state.keyRing.wipe(OwnerIdentifier(first))
+        #expect(await protectionError { _ = try await protector.unprotect(firstEnvelope) }?.code == .keyUnavailable)
+        #expect(try await protector.unprotect(secondEnvelope) == pattern(51))
     }
 
     @Test(
         "simultaneous first seals for a new account share one key, in one process and across two",
         arguments: [1, 2])
-    func simultaneousFirstSeals(rings: Int) throws {
-        let state = try TestState()
-        let protectors = try (0..<rings).map { index in
-            index == 0
-                ? state.protector()
-                : DataProtector(
-                    keyRing: try KeyRing(
+    func simultaneousFirstSeals(rings: Int) async throws {
+        let state = try await TestState()
+        var protectors = [state.protector()]
+        for _ in 1..<rings {
+            protectors.append(
+                DataProtector(
+                    keyRing: try await KeyRing(
                         store: FileKeyStore(directory: state.directory + "/state"),
-                        masterKey: .keyFile(path: state.keyFile)))
+                        masterKey: .keyFile(path: state.keyFile))))
         }
         let accounts = (0..<3).map { AccountID(upn: "first\($0)@fabrikam.com")! }
         let envelopes = Locked<[(AccountID, Result<[UInt8], ProtectionError>)]>([])
         for account in accounts {
-            // Eight threads, released together, each sealing the account's first envelope.
-            let start = DispatchGroup()
-            start.enter()
-            let done = DispatchGroup()
-            for index in 0..<8 {
-                done.enter()
-                Thread.detachNewThread {
-                    defer { done.leave() }
-                    start.wait()
-                    let sealed = Result { () throws(ProtectionError) in
-                        try protectors[index % rings].protect(pattern(30), owner: account, encrypt: true)
+            // Eight tasks, started together, each sealing the account's first envelope.
+            await withTaskGroup { group in
+                for index in 0..<8 {
+                    group.addTask { [protectors] in
+                        let sealed: Result<[UInt8], ProtectionError>
+                        do throws(ProtectionError) {
+                            sealed = .success(
+                                try await protectors[index % rings].protect(pattern(30), owner: account, encrypt: true))
+                        } catch {
+                            sealed = .failure(error)
+                        }
+                        envelopes.withLock { $0.append((account, sealed)) }
                     }
-                    envelopes.withLock { $0.append((account, sealed)) }
                 }
             }
-            Thread.sleep(forTimeInterval: 0.05)
-            start.leave()
-            done.wait()
         }
         #expect(envelopes.withLock { $0.count } == 3 * 8)
         for (account, sealed) in envelopes.withLock({ $0 }) {
             let envelope = try sealed.get()
             #expect(try protectors[0].protectionInfo(envelope)?.keyVersion == 1, "\(account)")
-            #expect(try protectors[0].unprotect(envelope) == pattern(30))
+            #expect(try await protectors[0].unprotect(envelope) == pattern(30))
         }
         for account in accounts {
-            #expect(try state.keyRing.versions(of: OwnerIdentifier(account)) == [1], "\(account)")
+            #expect(try await state.keyRing.versions(of: OwnerIdentifier(account)) == [1], "\(account)")
         }
     }
 
@@ -150,34 +147,36 @@ struct FastPathTests {
     @Test(
         "the key sealed and opened with last is dropped with its owner's keys, and never stands for another owner",
         arguments: Change.allCases)
-    func lastKeysFollowTheRing(change: Change) throws {
-        let state = try TestState()
+    func lastKeysFollowTheRing(change: Change) async throws {
+        let state = try await TestState()
         let protector = state.protector()
         // Alternate owners so that the last key is each one's in turn.
-        let first = try protector.protect(pattern(40), owner: alice, encrypt: true)
-        let other = try protector.protect(pattern(41), owner: bob, encrypt: true)
-        #expect(try protector.unprotect(first) == pattern(40))
-        #expect(try protector.unprotect(other) == pattern(41))
-        #expect(try protector.unprotect(first) == pattern(40))
+        let first = try await protector.protect(pattern(40), owner: alice, encrypt: true)
+        let other = try await protector.protect(pattern(41), owner: bob, encrypt: true)
+        #expect(try await protector.unprotect(first) == pattern(40))
+        #expect(try await protector.unprotect(other) == pattern(41))
+        #expect(try await protector.unprotect(first) == pattern(40))
         #expect(try protector.protectionInfo(other)?.owner == OwnerIdentifier(bob))
 
         let owner = OwnerIdentifier(alice)
         switch change {
-        case .wipe: try state.keyRing.wipe(owner)
+        case .wipe: try await state.keyRing.wipe(owner)
         case .forget: state.keyRing.forget([owner])
         case .forgetAll: state.keyRing.forgetAll()
-        case .rotate: try state.keyRing.rotate(owner)
+        case .rotate: try await state.keyRing.rotate(owner)
         }
-        let opened = protectionError { _ = try protector.unprotect(first) }
+        let opened = await protectionError { _ = try await protector.unprotect(first) }
         #expect(opened?.code == (change == .wipe ? .keyUnavailable : nil), "\(String(describing: opened))")
-        let next = try protector.protect(pattern(42), owner: alice, encrypt: true)
+        let next = try await protector.protect(pattern(42), owner: alice, encrypt: true)
         let version = try #require(try protector.protectionInfo(next)?.keyVersion)
         #expect(version == (change == .rotate ? 2 : 1))
-        #expect(try state.keyRing.versions(of: owner).last == version, "sealed with the key the store has now")
-        #expect(try protector.unprotect(next) == pattern(42))
-        #expect(try protector.unprotect(other) == pattern(41), "bob's key is untouched")
+        #expect(try await state.keyRing.versions(of: owner).last == version, "sealed with the key the store has now")
+        #expect(try await protector.unprotect(next) == pattern(42))
+        #expect(try await protector.unprotect(other) == pattern(41), "bob's key is untouched")
         if change == .wipe {
-            #expect(protectionError { _ = try protector.unprotect(first) }?.code == .decryptFailed, "a new key 1")
+            #expect(
+                await protectionError { _ = try await protector.unprotect(first) }?.code == .decryptFailed,
+                "a new key 1")
         }
     }
 

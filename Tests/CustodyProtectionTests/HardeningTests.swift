@@ -47,19 +47,21 @@ struct HardeningTests {
     @Test(
         "unprotect refuses a destination that is not a regular file, and leaves it as it was",
         arguments: Destination.allCases)
-    func nonRegularDestination(kind: Destination) throws {
-        let state = try TestState()
+    func nonRegularDestination(kind: Destination) async throws {
+        let state = try await TestState()
         let protector = state.protector()
         let envelope = state.path("x.cst")
         try write("payroll", state.path("x.txt"))
-        try protector.protect(
+        try await protector.protect(
             from: .file(state.path("x.txt")), to: .file(envelope), owner: alice, encrypt: true)
         let destination = state.path("dest")
         let target = try make(kind, at: destination, in: state.directory)
         var before = stat()
         #expect(lstat(destination, &before) == 0)
 
-        let error = protectionError { try protector.unprotect(from: .file(envelope), to: .file(destination)) }
+        let error = await protectionError {
+            try await protector.unprotect(from: .file(envelope), to: .file(destination))
+        }
         #expect(error?.code == .invalidArguments)
         #expect(
             error.map { "\($0)".contains("Custody writes only regular files") } == true, "\(String(describing: error))")
@@ -81,47 +83,48 @@ struct HardeningTests {
     }
 
     @Test("in-place protect refuses a symbolic link (its target would stay plaintext) and a file with other hard links")
-    func inPlaceLinks() throws {
-        let state = try TestState()
+    func inPlaceLinks() async throws {
+        let state = try await TestState()
         let protector = state.protector()
         try write("plaintext", state.path("real.txt"))
         #expect(symlink(state.path("real.txt"), state.path("link.txt")) == 0)
-        let linked = protectionError {
-            try protector.protect(file: state.path("link.txt"), owner: alice, encrypt: true)
+        let linked = await protectionError {
+            try await protector.protect(file: state.path("link.txt"), owner: alice, encrypt: true)
         }
         #expect(linked.map { "\($0)".contains("is a symbolic link") } == true)
         #expect(try contents(state.path("real.txt")) == "plaintext")
-        #expect(throws: ProtectionError.self) {
-            try protector.protect(
+        await #expect(throws: ProtectionError.self) {
+            try await protector.protect(
                 from: .file(state.path("link.txt")), to: .file(state.path("link.txt")), owner: alice, encrypt: false)
         }
 
         #expect(link(state.path("real.txt"), state.path("hard.txt")) == 0)
-        let hard = protectionError {
-            try protector.protect(file: state.path("real.txt"), owner: alice, encrypt: true)
+        let hard = await protectionError {
+            try await protector.protect(file: state.path("real.txt"), owner: alice, encrypt: true)
         }
         #expect(hard.map { "\($0)".contains("has 2 hard links") } == true)
         #expect(try contents(state.path("hard.txt")) == "plaintext")
         // Unprotecting in place is allowed: the other names keep the envelope, never plaintext.
         #expect(unlink(state.path("hard.txt")) == 0)
-        try protector.protect(file: state.path("real.txt"), owner: alice, encrypt: true)
+        try await protector.protect(file: state.path("real.txt"), owner: alice, encrypt: true)
         #expect(link(state.path("real.txt"), state.path("hard.txt")) == 0)
-        try protector.unprotect(file: state.path("real.txt"))
+        try await protector.unprotect(file: state.path("real.txt"))
         #expect(try contents(state.path("real.txt")) == "plaintext")
         #expect(try DataProtector.protectionInfo(file: state.path("hard.txt")) != nil)
     }
 
     @Test("reading a header from a FIFO is refused at once instead of waiting for a writer")
-    func fifoSource() throws {
-        let state = try TestState()
+    func fifoSource() async throws {
+        let state = try await TestState()
         let fifo = state.path("pipe")
         #expect(mkfifo(fifo, 0o600) == 0)
-        let info = protectionError { _ = try DataProtector.protectionInfo(file: fifo) }
+        let info = await protectionError { _ = try DataProtector.protectionInfo(file: fifo) }
         #expect(info.map { "\($0)".contains("is a FIFO, not a regular file") } == true)
-        #expect(throws: ProtectionError.self) { _ = try state.protector().makeReader(path: fifo) }
+        await #expect(throws: ProtectionError.self) { _ = try await state.protector().makeReader(path: fifo) }
         #expect(throws: ProtectionError.self) { _ = try DataProtector.head(ofFile: fifo, count: 16) }
-        #expect(throws: ProtectionError.self) {
-            try state.protector().protect(from: .file(fifo), to: .file(state.path("out")), owner: alice, encrypt: false)
+        await #expect(throws: ProtectionError.self) {
+            try await state.protector().protect(
+                from: .file(fifo), to: .file(state.path("out")), owner: alice, encrypt: false)
         }
     }
 
@@ -139,8 +142,8 @@ struct HardeningTests {
     @Test(
         "temporary files of a killed writer are removed on the next write into their directory; live and foreign ones stay",
         arguments: Stray.allCases)
-    func strayTemporaries(kind: Stray) throws {
-        let state = try TestState()
+    func strayTemporaries(kind: Stray) async throws {
+        let state = try await TestState()
         let name: String
         var holder: Int32 = -1
         switch kind {
@@ -165,13 +168,13 @@ struct HardeningTests {
     }
 
     @Test("the first write into a directory removes its strays, and a writer's own temporary is never taken for one")
-    func strayRemovedByNextWrite() throws {
-        let state = try TestState()
+    func strayRemovedByNextWrite() async throws {
+        let state = try await TestState()
         let stray = state.path(".a.txt.custody-tmp-00000000000000aa")
         try write("left by kill -9", stray)
         try write("data", state.path("a.txt"))
         let protector = state.protector()
-        let writer = try protector.makeWriter(path: state.path("b.txt"), owner: alice, encrypt: true)
+        let writer = try await protector.makeWriter(path: state.path("b.txt"), owner: alice, encrypt: true)
         #expect(!FileManager.default.fileExists(atPath: stray))
         try writer.write(Array("open while another process cleans".utf8))
         // A live writer's temporary is locked: a cleaner in another process would leave it.
@@ -264,38 +267,40 @@ struct HardeningTests {
     @Test(
         "a header declaring chunks over 1 MiB is refused at byte 6, from a buffer, a file or a stream, before anything is allocated for it",
         arguments: [UInt8(21), 22, 24, 31, 255])
-    func chunkSizeCap(exponent: UInt8) throws {
-        let state = try TestState()
+    func chunkSizeCap(exponent: UInt8) async throws {
+        let state = try await TestState()
         let protector = state.protector()
         let envelope = tagOnly(exponent: exponent, size: 100)
-        let buffer = protectionError { _ = try protector.unprotect(envelope) }
+        let buffer = await protectionError { _ = try await protector.unprotect(envelope) }
         #expect(buffer?.code == .malformedEnvelope)
         #expect(buffer?.message.contains("chunk size exponent \(exponent) at byte 6 is outside 10...20") == true)
-        #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.code == .malformedEnvelope)
+        await #expect(protectionError { _ = try DataProtector.protectionInfo(envelope) }?.code == .malformedEnvelope)
         let path = state.path("large-chunks.cst")
         try Data(envelope).write(to: URL(fileURLWithPath: path))
-        let file = protectionError { try protector.unprotect(from: .file(path), to: .file(state.path("out"))) }
+        let file = await protectionError {
+            try await protector.unprotect(from: .file(path), to: .file(state.path("out")))
+        }
         #expect(file?.code == .malformedEnvelope)
         #expect(file?.path == path)
         #expect(!FileManager.default.fileExists(atPath: state.path("out")))
-        let reader = protectionError { _ = try protector.makeReader(path: path) }
+        let reader = await protectionError { _ = try await protector.makeReader(path: path) }
         #expect(reader?.code == .malformedEnvelope)
     }
 
     @Test(
         "the largest chunk size there is (1 MiB, as buffers use) still reads from a file and a stream",
         arguments: [UInt8(10), 16, 20])
-    func largestChunkReads(exponent: UInt8) throws {
-        let state = try TestState()
+    func largestChunkReads(exponent: UInt8) async throws {
+        let state = try await TestState()
         let protector = state.protector()
         let size = (3 << exponent) + 77
         let path = state.path("chunks.cst")
         try Data(tagOnly(exponent: exponent, size: size)).write(to: URL(fileURLWithPath: path))
-        try protector.unprotect(from: .file(path), to: .file(state.path("out")))
+        try await protector.unprotect(from: .file(path), to: .file(state.path("out")))
         #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: state.path("out")))) == pattern(size))
         let descriptor = open(path, O_RDONLY)
         defer { close(descriptor) }
-        let reader = try ProtectedFileReader(
+        let reader = try await ProtectedFileReader(
             descriptor: descriptor, name: "stream", owning: false, protector: protector)
         var read: [UInt8] = []
         try reader.forEachBlock { read += $0 }

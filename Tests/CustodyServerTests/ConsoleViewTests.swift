@@ -226,8 +226,8 @@ struct ConsoleViewTests {
     func account() async throws {
         let fixture = try await ServiceFixture.make()
         let alice = AccountID("alice@contoso.com")!
-        _ = try fixture.engine.protect(Array("hello".utf8), owner: alice)
-        _ = try fixture.engine.rotateKey(account: alice)
+        _ = try await fixture.engine.protect(Array("hello".utf8), owner: alice)
+        _ = try await fixture.engine.rotateKey(account: alice)
         try await fixture.engine.checkIn(account: alice)
         try await fixture.application().test(.router) { client in
             let html = try await Self.view(client, fixture, "/console/views/accounts/alice%40contoso.com")

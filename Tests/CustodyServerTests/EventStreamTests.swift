@@ -310,7 +310,7 @@ struct EventStreamTests {
         let (events, subscription) = fixture.engine.manager.loggedEvents(limit: 2)
         for index in 0..<5 {
             try await fixture.engine.checkIn(account: AccountID("alice@contoso.com")!)
-            _ = try fixture.engine.secrets().storePassword("p\(index)", identifier: "s\(index)", for: nil)
+            _ = try await fixture.engine.secrets().storePassword("p\(index)", identifier: "s\(index)", for: nil)
         }
         var received = 0
         for await _ in events { received += 1 }

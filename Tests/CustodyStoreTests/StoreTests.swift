@@ -17,7 +17,20 @@ func wrapped(_ owner: OwnerIdentifier, _ version: UInt32, fill: UInt8 = 0xA5) ->
 }
 
 /// Runs `body` and returns the error of type `E` it threw, or nil; any other error fails the test.
-func thrown<E: Error>(_ type: E.Type, _ body: () throws -> Void) -> E? {
+func thrown<E: Error>(_ type: E.Type, _ body: () async throws -> Void) async -> E? {
+    do {
+        try await body()
+        return nil
+    } catch let error as E {
+        return error
+    } catch {
+        Issue.record("expected a \(E.self), got \(error)")
+        return nil
+    }
+}
+
+/// `thrown` for callers that cannot await (a body run on a thread of its own).
+func thrownNow<E: Error>(_ type: E.Type, _ body: () throws -> Void) -> E? {
     do {
         try body()
         return nil
@@ -29,8 +42,11 @@ func thrown<E: Error>(_ type: E.Type, _ body: () throws -> Void) -> E? {
     }
 }
 
-func storeError(_ body: () throws -> Void) -> StoreError? { thrown(StoreError.self, body) }
-func protectionError(_ body: () throws -> Void) -> ProtectionError? { thrown(ProtectionError.self, body) }
+func storeError(_ body: () throws -> Void) -> StoreError? { thrownNow(StoreError.self, body) }
+func storeError(_ body: () async throws -> Void) async -> StoreError? { await thrown(StoreError.self, body) }
+func protectionError(_ body: () async throws -> Void) async -> ProtectionError? {
+    await thrown(ProtectionError.self, body)
+}
 
 /// The key stores the protection layer can use, each fresh.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
@@ -56,106 +72,110 @@ struct KeyStoreTests {
     @Test(
         "every store keeps versions in order, refuses a version twice, and forgets an owner wholly",
         arguments: StoreKind.reachable)
-    func contract(kind: StoreKind) throws {
+    func contract(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
-        #expect(try store.keys(for: owner).isEmpty)
-        try store.add(wrapped(owner, 2))
-        try store.add(wrapped(owner, 1))
-        try store.add(wrapped(other, 1))
-        #expect(try store.keys(for: owner) == [wrapped(owner, 1), wrapped(owner, 2)])
-        #expect(protectionError { try store.add(wrapped(owner, 2, fill: 0x11)) }?.code == .keyVersionExists)
-        #expect(try store.keys(for: owner)[1] == wrapped(owner, 2), "the refused add changed nothing")
-        #expect(Set(try store.owners()) == [owner, other])
-        #expect(try store.removeKeys(for: owner) == 2)
-        #expect(try store.keys(for: owner).isEmpty)
-        #expect(try store.removeKeys(for: owner) == 0)
-        #expect(try store.owners() == [other])
+        #expect(try await store.keys(for: owner).isEmpty)
+        try await store.add(wrapped(owner, 2))
+        try await store.add(wrapped(owner, 1))
+        try await store.add(wrapped(other, 1))
+        #expect(try await store.keys(for: owner) == [wrapped(owner, 1), wrapped(owner, 2)])
+        #expect(await protectionError { try await store.add(wrapped(owner, 2, fill: 0x11)) }?.code == .keyVersionExists)
+        #expect(try await store.keys(for: owner)[1] == wrapped(owner, 2), "the refused add changed nothing")
+        #expect(Set(try await store.owners()) == [owner, other])
+        #expect(try await store.removeKeys(for: owner) == 2)
+        #expect(try await store.keys(for: owner).isEmpty)
+        #expect(try await store.removeKeys(for: owner) == 0)
+        #expect(try await store.owners() == [other])
     }
 
     @Test("every store records the master key once", arguments: StoreKind.reachable)
-    func masterRecord(kind: StoreKind) throws {
+    func masterRecord(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
-        #expect(try store.masterKeyRecord() == nil)
+        #expect(try await store.masterKeyRecord() == nil)
         let record = MasterKeyRecord(
             kind: .passphrase, salt: [UInt8](repeating: 3, count: 16), opsLimit: 2, memLimit: 67_108_864,
             checkNonce: [UInt8](repeating: 4, count: 24), checkCiphertext: [UInt8](repeating: 5, count: 48))
-        try store.saveMasterKeyRecord(record)
-        #expect(try store.masterKeyRecord() == record)
-        #expect(protectionError { try store.saveMasterKeyRecord(record) }?.code == .masterKey)
+        try await store.saveMasterKeyRecord(record)
+        #expect(try await store.masterKeyRecord() == record)
+        #expect(await protectionError { try await store.saveMasterKeyRecord(record) }?.code == .masterKey)
     }
 
     @Test("a key ring over the database protects, rotates and wipes")
-    func keyRing() throws {
+    func keyRing() async throws {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(
+        let ring = try await KeyRing(
             store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let protector = DataProtector(keyRing: ring)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
         let data = Array("quarterly numbers".utf8)
-        let first = try protector.protect(data, owner: alice, encrypt: true)
-        #expect(try ring.rotate(owner) == 2)
-        let second = try protector.protect(data, owner: alice, encrypt: true)
+        let first = try await protector.protect(data, owner: alice, encrypt: true)
+        #expect(try await ring.rotate(owner) == 2)
+        let second = try await protector.protect(data, owner: alice, encrypt: true)
         #expect(try DataProtector.protectionInfo(second)?.keyVersion == 2)
 
         // A second process (a second ring on the same file) reads the same keys, and notices
         // the wipe the first one makes (at its next look at the store: at once, here).
-        let again = try KeyRing(
+        let again = try await KeyRing(
             store: StateKeyStore(state: try CustodyDatabase(path: directory.file("state.sqlite"))),
             masterKey: .keyFile(path: directory.file("master.key")), revalidationInterval: .zero)
-        #expect(try DataProtector(keyRing: again).unprotect(first) == data)
+        #expect(try await DataProtector(keyRing: again).unprotect(first) == data)
 
-        #expect(try ring.wipe(owner) == 2)
-        #expect(protectionError { _ = try protector.unprotect(second) }?.code == .keyUnavailable)
-        #expect(protectionError { _ = try DataProtector(keyRing: again).unprotect(first) }?.code == .keyUnavailable)
+        #expect(try await ring.wipe(owner) == 2)
+        #expect(await protectionError { _ = try await protector.unprotect(second) }?.code == .keyUnavailable)
+        #expect(
+            await protectionError { _ = try await DataProtector(keyRing: again).unprotect(first) }?.code
+                == .keyUnavailable)
     }
 
     @Test(
         "a ring notices keys another process wiped, at its next look at the store",
         arguments: [StoreKind.files, .sqliteOnDisk])
-    func staleCache(kind: StoreKind) throws {
+    func staleCache(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let master = MasterKeySource.keyFile(path: directory.file("master.key"))
-        let writer = DataProtector(keyRing: try KeyRing(store: try kind.make(in: directory), masterKey: master))
-        let readerRing = try KeyRing(
+        let writer = await DataProtector(keyRing: try KeyRing(store: try kind.make(in: directory), masterKey: master))
+        let readerRing = try await KeyRing(
             store: try kind.make(in: directory), masterKey: master, revalidationInterval: .zero)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
-        let envelope = try writer.protect([1, 2, 3], owner: alice, encrypt: true)
-        #expect(try DataProtector(keyRing: readerRing).unprotect(envelope) == [1, 2, 3])
-        try writer.keyRing.wipe(owner)
+        let envelope = try await writer.protect([1, 2, 3], owner: alice, encrypt: true)
+        #expect(try await DataProtector(keyRing: readerRing).unprotect(envelope) == [1, 2, 3])
+        try await writer.keyRing.wipe(owner)
         #expect(
-            protectionError { _ = try DataProtector(keyRing: readerRing).unprotect(envelope) }?.code == .keyUnavailable)
+            await protectionError { _ = try await DataProtector(keyRing: readerRing).unprotect(envelope) }?.code
+                == .keyUnavailable)
     }
 
     @Test(
         "a ring that cannot confirm its keys with the store uses none of them: another process's wipe is never missed for longer than the ring's interval",
         arguments: StoreKind.reachable, [ProtectionError.Code.keyStoreUnavailable, .io])
-    func unconfirmedCache(kind: StoreKind, failure: ProtectionError.Code) throws {
+    func unconfirmedCache(kind: StoreKind, failure: ProtectionError.Code) async throws {
         let directory = try TemporaryDirectory()
         let master = MasterKeySource.keyFile(path: directory.file("master.key"))
         let store = FailingKeyStore(try kind.make(in: directory))
-        let ring = try KeyRing(store: store, masterKey: master, revalidationInterval: .milliseconds(50))
+        let ring = try await KeyRing(store: store, masterKey: master, revalidationInterval: .milliseconds(50))
         let protector = DataProtector(keyRing: ring)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
-        let envelope = try protector.protect([1, 2, 3], owner: alice, encrypt: true)
-        #expect(try protector.unprotect(envelope) == [1, 2, 3], "the key is cached now")
+        let envelope = try await protector.protect([1, 2, 3], owner: alice, encrypt: true)
+        #expect(try await protector.unprotect(envelope) == [1, 2, 3], "the key is cached now")
 
         // Another process wipes the account while this one cannot read the store.
         store.failure.withLock { $0 = failure }
-        try store.base.removeKeys(for: owner)
-        Thread.sleep(forTimeInterval: 0.06)
-        let refused = protectionError { _ = try protector.unprotect(envelope) }
+        try await store.base.removeKeys(for: owner)
+        try await Task.sleep(for: .milliseconds(60))
+        let refused = await protectionError { _ = try await protector.unprotect(envelope) }
         #expect(refused?.code == failure, "refused with the store's own reason")
         #expect(refused?.message.contains("none is used") == true)
         #expect(
-            protectionError { _ = try protector.protect([4], owner: alice, encrypt: true) }?.code == failure,
+            await protectionError { _ = try await protector.protect([4], owner: alice, encrypt: true) }?.code
+                == failure,
             "nothing sealed either")
 
         store.failure.withLock { $0 = nil }
         #expect(
-            protectionError { _ = try protector.unprotect(envelope) }?.code == .keyUnavailable,
+            await protectionError { _ = try await protector.unprotect(envelope) }?.code == .keyUnavailable,
             "the store answers: the wipe holds")
     }
 
@@ -207,29 +227,29 @@ final class FailingKeyStore: AccountKeyStore, Sendable {
     }
 
     var isReadOnly: Bool { base.isReadOnly }
-    func keys(for owner: OwnerIdentifier) throws(ProtectionError) -> [WrappedAccountKey] {
+    func keys(for owner: OwnerIdentifier) async throws(ProtectionError) -> [WrappedAccountKey] {
         try check()
-        return try base.keys(for: owner)
+        return try await base.keys(for: owner)
     }
-    func add(_ key: WrappedAccountKey) throws(ProtectionError) {
+    func add(_ key: WrappedAccountKey) async throws(ProtectionError) {
         try check()
-        try base.add(key)
+        try await base.add(key)
     }
-    func removeKeys(for owner: OwnerIdentifier) throws(ProtectionError) -> Int {
+    func removeKeys(for owner: OwnerIdentifier) async throws(ProtectionError) -> Int {
         try check()
-        return try base.removeKeys(for: owner)
+        return try await base.removeKeys(for: owner)
     }
-    func owners() throws(ProtectionError) -> [OwnerIdentifier] {
+    func owners() async throws(ProtectionError) -> [OwnerIdentifier] {
         try check()
-        return try base.owners()
+        return try await base.owners()
     }
-    func masterKeyRecord() throws(ProtectionError) -> MasterKeyRecord? {
+    func masterKeyRecord() async throws(ProtectionError) -> MasterKeyRecord? {
         try check()
-        return try base.masterKeyRecord()
+        return try await base.masterKeyRecord()
     }
-    func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(ProtectionError) {
+    func saveMasterKeyRecord(_ record: MasterKeyRecord) async throws(ProtectionError) {
         try check()
-        try base.saveMasterKeyRecord(record)
+        try await base.saveMasterKeyRecord(record)
     }
     func changeToken() throws(ProtectionError) -> UInt64? {
         try check()

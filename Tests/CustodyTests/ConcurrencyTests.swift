@@ -14,7 +14,7 @@ struct ConcurrencyTests {
     func swapsUnderLoad() async throws {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(
+        let ring = try await KeyRing(
             store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let manager = PolicyManager(context: EvaluationContext(platform: .ios), database: nil, keyRing: ring)
         let bundles = try (0..<4).map {
@@ -58,7 +58,8 @@ struct ConcurrencyTests {
                             let protector = DataProtector(keyRing: ring)
                             let data = [UInt8](repeating: UInt8(worker), count: 100)
                             let owner = manager.snapshot.tenantAccount(for: account)?.id ?? account
-                            let back = try protector.unprotect(try protector.protect(data, owner: owner, encrypt: true))
+                            let back = try await protector.unprotect(
+                                try protector.protect(data, owner: owner, encrypt: true))
                             #expect(back == data)
                             work += 1
                             await Task.yield()

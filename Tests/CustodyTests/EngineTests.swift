@@ -68,9 +68,10 @@ struct EngineTests {
         let engine = try await installation.open()
         #expect(engine.bundleInForce == nil)
         #expect(await custodyError { _ = try engine.policy() }?.code == .noPolicy)
-        #expect(await custodyError { _ = try engine.protect([1], owner: a0) }?.code == .noPolicy)
+        #expect(await custodyError { _ = try await engine.protect([1], owner: a0) }?.code == .noPolicy)
         #expect(
-            await custodyError { _ = try engine.protect([1], owner: a0, mode: .forceEncryption) }?.code == .noPolicy)
+            await custodyError { _ = try await engine.protect([1], owner: a0, mode: .forceEncryption) }?.code
+                == .noPolicy)
         #expect(
             await custodyError { _ = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 1) }?.code
                 == .noPolicy)
@@ -280,12 +281,12 @@ struct EngineTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("b"))
-        let protected = try engine.protect([1, 2, 3], owner: a0, mode: .forceEncryption)
+        let protected = try await engine.protect([1, 2, 3], owner: a0, mode: .forceEncryption)
         let queue = try DatabaseQueue(path: CustodyDatabase.path(forState: installation.state))
         try await queue.write { try $0.execute(sql: damage) }
         let report = try await engine.wipe(account: a0)
         #expect(report.keyVersions > 0, "\(damage)")
-        #expect(await custodyError { _ = try engine.unprotect(protected.envelope) }?.code == .protection)
+        #expect(await custodyError { _ = try await engine.unprotect(protected.envelope) }?.code == .protection)
     }
 
     @Test(
@@ -349,11 +350,11 @@ struct EngineTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
-        let current = try engine.protect([1, 2, 3], owner: a0).envelope
+        let current = try await engine.protect([1, 2, 3], owner: a0).envelope
         // Keys made before accounts were resolved: under the UPN itself.
-        let legacy = try DataProtector(keyRing: try #require(engine.keyRing)).protect(
+        let legacy = try await DataProtector(keyRing: try #require(engine.keyRing)).protect(
             [4], owner: AccountID(upn: "a0@contoso.com")!, encrypt: true)
-        let others = try engine.protect([5], owner: b0).envelope
+        let others = try await engine.protect([5], owner: b0).envelope
         #expect(try DataProtector.protectionInfo(legacy)?.owner.rawValue == "upn:a0@contoso.com")
 
         let report = try await engine.wipe(account: account, reason: label)
@@ -362,11 +363,11 @@ struct EngineTests {
         #expect(
             report.keyVersionsByIdentifier.keys.map(\.rawValue).sorted() == ["oid:" + a0.oid!, "upn:a0@contoso.com"])
         for envelope in [current, legacy] {
-            let error = await custodyError { _ = try engine.unprotect(envelope) }
+            let error = await custodyError { _ = try await engine.unprotect(envelope) }
             #expect(
                 error?.message.contains("whose keys were wiped at") == true, "\(label): \(error?.message ?? "opened")")
         }
-        #expect(try engine.unprotect(others) == [5], "other accounts keep their data")
+        #expect(try await engine.unprotect(others) == [5], "other accounts keep their data")
         // A new engine, as another process, cannot open them either.
         #expect(await custodyError { _ = try await installation.open().unprotect(current) }?.code == .protection)
     }
@@ -382,12 +383,12 @@ struct EngineTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
-        _ = try engine.protect([1], owner: a0)
+        _ = try await engine.protect([1], owner: a0)
         let wipe = await custodyError { try await engine.wipe(account: account) }
         #expect(wipe?.code == .account)
         #expect(wipe?.message.contains(account.description) == true)
         #expect(await custodyError { try await engine.checkIn(account: account) }?.code == .account)
-        #expect(await custodyError { _ = try engine.rotateKey(account: account) }?.code == .account)
+        #expect(await custodyError { _ = try await engine.rotateKey(account: account) }?.code == .account)
         #expect(try engine.keyOwners().map(\.versions) == [[1]], "a0's key is untouched")
     }
 
@@ -429,7 +430,7 @@ struct EngineTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
-        let envelope = try engine.protect([9], owner: a0).envelope
+        let envelope = try await engine.protect([9], owner: a0).envelope
         try await engine.apply(
             bundleDirectory: try installation.bundle("smaller", TestBundle(perGroup: 0)), allowingEmpty: true)
         #expect(engine.manager.snapshot.tenantAccount(for: a0) == nil)
@@ -437,7 +438,7 @@ struct EngineTests {
             #expect(try engine.resolve(name).owner.rawValue == "oid:" + a0.oid!)
         }
         #expect(try await engine.wipe(account: AccountID(upn: "a0@contoso.com")!).keyVersions == 1)
-        #expect(await custodyError { _ = try engine.unprotect(envelope) } != nil)
+        #expect(await custodyError { _ = try await engine.unprotect(envelope) } != nil)
     }
 
     // MARK: Protection fails closed
@@ -467,7 +468,7 @@ struct EngineTests {
         try await engine.apply(
             bundleDirectory: try installation.bundle("bundle", TestBundle(encryptionB: "useDeviceSettings")))
         do {
-            let protected = try engine.protect(Array("payload".utf8), owner: owner, mode: mode)
+            let protected = try await engine.protect(Array("payload".utf8), owner: owner, mode: mode)
             let plan = protected.plan
             let info = try #require(try DataProtector.protectionInfo(protected.envelope))
             #expect(info.isEncrypted == plan.encrypted)
@@ -476,7 +477,7 @@ struct EngineTests {
             if case .tenant(let account) = engine.manager.snapshot.resolveAccount(owner) {
                 #expect(info.owner == OwnerIdentifier(account.id), "kept under the tenant's OID")
             }
-            #expect(try engine.unprotect(protected.envelope) == Array("payload".utf8))
+            #expect(try await engine.unprotect(protected.envelope) == Array("payload".utf8))
         } catch let error as CustodyError {
             #expect(error.code.rawValue == outcome, "\(error)")
         }
@@ -488,10 +489,10 @@ struct EngineTests {
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
         let guest = AccountID(upn: "guest@fabrikam.com")!
-        let envelope = try engine.protect([1], owner: guest, mode: .forceEncryption).envelope
+        let envelope = try await engine.protect([1], owner: guest, mode: .forceEncryption).envelope
         let restarted = try await installation.open()
         #expect(try await restarted.wipe(account: guest).keyVersions == 1)
-        #expect(await custodyError { _ = try restarted.unprotect(envelope) }?.message.contains("wiped") == true)
+        #expect(await custodyError { _ = try await restarted.unprotect(envelope) }?.message.contains("wiped") == true)
     }
 
     // MARK: Offline grace and the audit log
@@ -504,7 +505,7 @@ struct EngineTests {
         let day: TimeInterval = 86_400
         // A check-in kept under the UPN, as earlier versions did.
         try engine.database.checkIn(account: "upn:a0@contoso.com", at: Self.t0.addingTimeInterval(30 * day))
-        let envelope = try engine.protect([1], owner: b0).envelope
+        let envelope = try await engine.protect([1], owner: b0).envelope
         #expect(try engine.offlineDuration(of: b0, at: Self.t0.addingTimeInterval(day)) == .seconds(day))
         #expect(try engine.offlineDuration(of: a0, at: Self.t0.addingTimeInterval(31 * day)) == .seconds(day))
 
@@ -513,7 +514,7 @@ struct EngineTests {
         #expect(
             events.first.map { if case .wipeRequired(let account, _) = $0 { account == b0 } else { false } } == true)
         #expect(
-            await custodyError { _ = try engine.unprotect(envelope) }?.message.contains("wiped") == true,
+            await custodyError { _ = try await engine.unprotect(envelope) }?.message.contains("wiped") == true,
             "wiped as configured")
     }
 
@@ -522,13 +523,13 @@ struct EngineTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
-        let rotated = try engine.rotateKey(account: a0)
+        let rotated = try await engine.rotateKey(account: a0)
         // Issue 47, item 26: a key rotation is an event too, in the log every replica streams.
         let logged = try engine.events(after: 0).events.last
         #expect(logged?.name == "keyRotated")
         #expect(
             logged.map { String(decoding: $0.body, as: UTF8.self).contains(#""version":\#(rotated.version)"#) } == true)
-        try engine.secrets().storePassword("hunter2", identifier: "vpn", for: a0)
+        try await engine.secrets().storePassword("hunter2", identifier: "vpn", for: a0)
         try await engine.wipe(account: a0)
         #expect(try engine.auditEntries().map(\.kind) == [.bundle, .key, .secret, .wipe])
         #expect(try engine.auditEntries().allSatisfy { !($0.detail ?? "").contains("hunter2") })

@@ -92,19 +92,19 @@ struct FleetTests {
 
         let alice = TestBundle.account("A", 0)
         let bob = TestBundle.account("B", 0)
-        let sealed = try replicas[1].protect([1, 2, 3], owner: alice, mode: .forceEncryption).envelope
-        let other = try replicas[1].protect([4], owner: bob, mode: .forceEncryption).envelope
+        let sealed = try await replicas[1].protect([1, 2, 3], owner: alice, mode: .forceEncryption).envelope
+        let other = try await replicas[1].protect([4], owner: bob, mode: .forceEncryption).envelope
         for replica in replicas {
-            #expect(try replica.unprotect(sealed) == [1, 2, 3], "each replica has the key cached now")
+            #expect(try await replica.unprotect(sealed) == [1, 2, 3], "each replica has the key cached now")
         }
 
         try await replicas[2].wipe(account: alice, reason: "fleet test")
         let wiped = try replicas[2].database.changeBounds().newest
         #expect(await eventually { replicas.allSatisfy { $0.replicaStatus.revision >= wiped } })
         for (index, replica) in replicas.enumerated() {
-            let error = await custodyError { _ = try replica.unprotect(sealed) }
+            let error = await custodyError { _ = try await replica.unprotect(sealed) }
             #expect(error?.code == .protection, "replica \(index) still opened a wiped account's envelope")
-            #expect(try replica.unprotect(other) == [4], "other accounts keep their data")
+            #expect(try await replica.unprotect(other) == [4], "other accounts keep their data")
         }
 
         // A bundle applied on another replica after that, too.
@@ -181,8 +181,8 @@ struct FleetTests {
 
         let alice = TestBundle.account("A", 0)
         let bob = TestBundle.account("B", 0)
-        let aliceEnvelope = try c.protect([1], owner: alice, mode: .forceEncryption).envelope
-        let bobEnvelope = try c.protect([2], owner: bob, mode: .forceEncryption).envelope
+        let aliceEnvelope = try await c.protect([1], owner: alice, mode: .forceEncryption).envelope
+        let bobEnvelope = try await c.protect([2], owner: bob, mode: .forceEncryption).envelope
         let known = try a.createToken(scopes: [.decide]).bearer
         let unseen = try a.createToken(scopes: [.decide]).bearer
         let created = try a.database.changeBounds().newest
@@ -207,18 +207,18 @@ struct FleetTests {
         // What it cannot confirm, it refuses: a token it never verified is not called invalid,
         // and no envelope opens, the wiped account's or another's.
         #expect(await custodyError { _ = try await c.authenticate(bearer: unseen) }?.code == .state)
-        #expect(await custodyError { _ = try c.unprotect(aliceEnvelope) }?.code == .state)
-        #expect(await custodyError { _ = try c.unprotect(bobEnvelope) }?.code == .state)
-        #expect(await custodyError { _ = try c.protect([3], owner: bob, mode: .forceEncryption) }?.code == .state)
+        #expect(await custodyError { _ = try await c.unprotect(aliceEnvelope) }?.code == .state)
+        #expect(await custodyError { _ = try await c.unprotect(bobEnvelope) }?.code == .state)
+        #expect(await custodyError { _ = try await c.protect([3], owner: bob, mode: .forceEncryption) }?.code == .state)
 
         proxy.heal()
         #expect(await eventually(within: .seconds(15)) { !c.replicaStatus.isStale() }, "fresh again once healed")
         let newest = try a.database.changeBounds().newest
         #expect(await eventually { c.replicaStatus.revision == newest }, "caught up with what it missed")
-        let error = await custodyError { _ = try c.unprotect(aliceEnvelope) }
+        let error = await custodyError { _ = try await c.unprotect(aliceEnvelope) }
         #expect(error?.code == .protection, "the wipe made while it was cut off holds on c")
         #expect(error?.message.contains("wiped") == true)
-        #expect(try c.unprotect(bobEnvelope) == [2])
+        #expect(try await c.unprotect(bobEnvelope) == [2])
         #expect(try await c.authenticate(bearer: unseen) != nil)
     }
 
@@ -508,7 +508,7 @@ struct FleetTests {
         let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
         #expect(await eventually { b.bundleInForce?.revision == first.bundle.revision && b.replicaStatus.listening })
         let alice = TestBundle.account("A", 0)
-        let sealed = try b.protect([7], owner: alice, mode: .forceEncryption).envelope
+        let sealed = try await b.protect([7], owner: alice, mode: .forceEncryption).envelope
 
         try server.halt()
         #expect(
@@ -517,7 +517,7 @@ struct FleetTests {
         #expect(
             try decide(b, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#),
             "decisions go on")
-        #expect(await custodyError { _ = try b.unprotect(sealed) }?.code == .state, "no key without the state")
+        #expect(await custodyError { _ = try await b.unprotect(sealed) }?.code == .state, "no key without the state")
         let wipe = await custodyError { try await a.wipe(account: alice, reason: "while down") }
         #expect(wipe?.code == .state, "\(String(describing: wipe))")
         let refused = await custodyError { _ = try await a.apply(bundleDirectory: try fleet.bundle(1)) }
@@ -530,7 +530,7 @@ struct FleetTests {
             await eventually(within: .seconds(20)) { !a.replicaStatus.isStale() && !b.replicaStatus.isStale() },
             "fresh again by themselves")
         #expect(await eventually { b.replicaStatus.listening }, "listening again")
-        #expect(try b.unprotect(sealed) == [7], "the key is there: the refused wipe did nothing")
+        #expect(try await b.unprotect(sealed) == [7], "the key is there: the refused wipe did nothing")
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
         #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision }, "changes flow again")
         #expect(try a.database.bundleHistory().allSatisfy { $0.result == .applied }, "nothing recorded as rejected")

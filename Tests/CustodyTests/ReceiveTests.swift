@@ -54,15 +54,15 @@ struct ReceiveTests {
             let engine = try await installation.open()
             try await engine.apply(bundleDirectory: path)
             let data = Array("quarterly figures".utf8)
-            let encrypted = try engine.protect(data, owner: ReceiveTests.managed).envelope
-            let tagged = try engine.protect(data, owner: ReceiveTests.unmanaged, mode: .unmanaged).envelope
+            let encrypted = try await engine.protect(data, owner: ReceiveTests.managed).envelope
+            let tagged = try await engine.protect(data, owner: ReceiveTests.unmanaged, mode: .unmanaged).envelope
 
             let elsewhere = try Installation()
             let otherPath = elsewhere.directory.file("bundle")
             try ReceiveTests.writeBundle(to: otherPath, markManaged: false)
             let other = try await elsewhere.open()
             try await other.apply(bundleDirectory: otherPath)
-            let forged = try other.protect(data, owner: ReceiveTests.managed, mode: .unmanaged).envelope
+            let forged = try await other.protect(data, owner: ReceiveTests.managed, mode: .unmanaged).envelope
             return Fixture(
                 installation: installation, engine: engine,
                 items: ["encrypted": encrypted, "tagged": tagged, "plain": data, "forged": forged])
@@ -115,19 +115,19 @@ struct ReceiveTests {
     func receive(row: Row) async throws {
         let fixture = try await Fixture.make(inbound: row.inbound, send: row.send)
         let item = try #require(fixture.items[row.item])
-        let result = try fixture.engine.receive(receiver: Self.receiver, item: item)
+        let result = try await fixture.engine.receive(receiver: Self.receiver, item: item)
         #expect(result.decision.action == .receive)
         #expect(result.decision.isAllowed == row.allowed)
         #expect(result.decision.reason.contains(row.reason), "\(result.decision.reason)")
         #expect(result.dataOwner == row.owner)
         #expect(result.ownerVerified == row.verified)
         // The header is enough: its first bytes decide as the whole item does.
-        let head = try fixture.engine.receive(receiver: Self.receiver, item: Array(item.prefix(300)))
+        let head = try await fixture.engine.receive(receiver: Self.receiver, item: Array(item.prefix(300)))
         #expect(head.decision.isAllowed == row.allowed)
         // And a file, read by its header.
         let file = fixture.installation.directory.file("item-\(row.item)")
         try Data(item).write(to: URL(fileURLWithPath: file))
-        #expect(try fixture.engine.receive(receiver: Self.receiver, file: file).decision.isAllowed == row.allowed)
+        #expect(try await fixture.engine.receive(receiver: Self.receiver, file: file).decision.isAllowed == row.allowed)
     }
 
     @Test("a changed header, a wiped owner and a missing file are errors, never a decision")
@@ -144,19 +144,21 @@ struct ReceiveTests {
         let info = try #require(try DataProtector.protectionInfo(original))
         rewrapped[info.headerLength - 30] ^= 0x01
         for changed in [relabelled, rewrapped] {
-            let tampered = await custodyError { _ = try fixture.engine.receive(receiver: Self.receiver, item: changed) }
+            let tampered = await custodyError {
+                _ = try await fixture.engine.receive(receiver: Self.receiver, item: changed)
+            }
             #expect(tampered?.code == .protection, "\(tampered?.message ?? "no error")")
         }
 
         _ = try await fixture.engine.wipe(account: Self.managed)
         let wiped = await custodyError {
-            _ = try fixture.engine.receive(receiver: Self.receiver, item: fixture.items["encrypted"]!)
+            _ = try await fixture.engine.receive(receiver: Self.receiver, item: fixture.items["encrypted"]!)
         }
         #expect(wiped?.code == .protection)
         #expect(wiped?.message.contains("whose keys were wiped") == true, "\(wiped?.message ?? "")")
 
         let missing = await custodyError {
-            _ = try fixture.engine.receive(receiver: Self.receiver, file: "/nonexistent/item")
+            _ = try await fixture.engine.receive(receiver: Self.receiver, file: "/nonexistent/item")
         }
         #expect(missing?.message.contains("/nonexistent/item") == true)
     }

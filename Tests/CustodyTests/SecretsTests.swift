@@ -36,7 +36,7 @@ struct SecretsTests {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
         try database.setAuditEnabled(true)
-        let ring = try KeyRing(
+        let ring = try await KeyRing(
             store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let clock = TestClock(Self.t0)
         let logs = LogCapture()
@@ -52,9 +52,9 @@ struct SecretsTests {
     @Test("passwords per account and app-wide: the account's own wins, the account in effect is used, misses are typed")
     func passwords() async throws {
         let f = try await fixture()
-        try f.secrets.storePassword("app-wide-pw", identifier: "vpn", for: nil)
-        try f.secrets.storePassword("a0-pw", identifier: "vpn", for: a0)
-        try f.secrets.storePassword("only-a0", identifier: "mail", for: a0)
+        try await f.secrets.storePassword("app-wide-pw", identifier: "vpn", for: nil)
+        try await f.secrets.storePassword("a0-pw", identifier: "vpn", for: a0)
+        try await f.secrets.storePassword("only-a0", identifier: "mail", for: a0)
 
         #expect(try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) == "a0-pw")
         #expect(try await f.secrets.password(withIdentifier: "vpn", account: .account(a1)) == "app-wide-pw")
@@ -68,7 +68,7 @@ struct SecretsTests {
         await #expect(throws: SecretError(.notFound, identifier: "mail", "no such secret for \(a1) or app-wide")) {
             try await f.secrets.password(withIdentifier: "mail", account: .account(a1))
         }
-        try f.secrets.storeCertificate(
+        try await f.secrets.storeCertificate(
             Array(
                 try TestCertificates.make(
                     .p256, commonName: "c", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day
@@ -77,8 +77,10 @@ struct SecretsTests {
         await #expect { try await f.secrets.password(withIdentifier: "cert") } throws: {
             ($0 as? SecretError)?.code == .wrongKind
         }
-        #expect(throws: SecretError.self) { try f.secrets.storePassword("x", identifier: "", for: nil) }
-        #expect(throws: SecretError.self) { try f.secrets.storePassword("x", identifier: "bad\nname", for: nil) }
+        await #expect(throws: SecretError.self) { try await f.secrets.storePassword("x", identifier: "", for: nil) }
+        await #expect(throws: SecretError.self) {
+            try await f.secrets.storePassword("x", identifier: "bad\nname", for: nil)
+        }
         #expect(try f.secrets.remove(identifier: "vpn", for: a0))
         #expect(try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) == "app-wide-pw")
     }
@@ -88,8 +90,8 @@ struct SecretsTests {
         let f = try await fixture()
         let made = try TestCertificates.make(
             .p384, commonName: "Contoso Root", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
-        let stored = try f.secrets.storeCertificate(Array(made.certificatePEM.utf8), identifier: "root", for: a0)
-        try f.secrets.storeCertificate(made.certificateDER, identifier: "root-der", for: nil)
+        let stored = try await f.secrets.storeCertificate(Array(made.certificatePEM.utf8), identifier: "root", for: a0)
+        try await f.secrets.storeCertificate(made.certificateDER, identifier: "root-der", for: nil)
         #expect(stored.subject.contains("CN=Contoso Root"))
 
         let fetched = try await f.secrets.certificate(withIdentifier: "root", account: .account(a0))
@@ -107,13 +109,13 @@ struct SecretsTests {
             ($0 as? SecretError)?.code == .notYetValid
         }
 
-        #expect {
-            try f.secrets.storeCertificate(
+        await #expect {
+            try await f.secrets.storeCertificate(
                 Array("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".utf8), identifier: "bad",
                 for: nil)
         } throws: { ($0 as? SecretError)?.code == .invalid }
-        #expect {
-            try f.secrets.storeCertificate([0x30, 0x03, 0x02, 0x01, 0x01], identifier: "bad", for: nil)
+        await #expect {
+            try await f.secrets.storeCertificate([0x30, 0x03, 0x02, 0x01, 0x01], identifier: "bad", for: nil)
         } throws: { ($0 as? SecretError)?.code == .invalid }
     }
 
@@ -124,7 +126,7 @@ struct SecretsTests {
         let f = try await fixture()
         let made = try TestCertificates.make(
             algorithm, commonName: "Device \(algorithm)", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
-        try f.secrets.storeIdentity(
+        try await f.secrets.storeIdentity(
             certificate: Array(made.certificatePEM.utf8), privateKey: Array(made.keyPEM.utf8), identifier: "device",
             for: a0)
         let identity = try await f.secrets.identity(withIdentifier: "device", account: .account(a0))
@@ -134,8 +136,8 @@ struct SecretsTests {
 
         let other = try TestCertificates.make(
             algorithm, commonName: "Other", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
-        #expect {
-            try f.secrets.storeIdentity(
+        await #expect {
+            try await f.secrets.storeIdentity(
                 certificate: made.certificateDER, privateKey: Array(other.keyPEM.utf8), identifier: "mixed", for: a0)
         } throws: { ($0 as? SecretError)?.code == .invalid }
     }
@@ -143,13 +145,13 @@ struct SecretsTests {
     @Test("identifiers yield the current list, then each change, including a wipe")
     func identifiers() async throws {
         let f = try await fixture()
-        try f.secrets.storePassword("p", identifier: "shared", for: nil)
+        try await f.secrets.storePassword("p", identifier: "shared", for: nil)
         var lists = f.secrets.identifiers(account: .account(a0)).makeAsyncIterator()
         #expect(await lists.next() == ["shared"])
-        try f.secrets.storePassword("p", identifier: "mine", for: a0)
+        try await f.secrets.storePassword("p", identifier: "mine", for: a0)
         #expect(await lists.next() == ["mine", "shared"])
-        try f.secrets.storePassword("p", identifier: "theirs", for: a1)  // not a0's: no new list
-        try f.secrets.storePassword("p", identifier: "also-shared", for: nil)
+        try await f.secrets.storePassword("p", identifier: "theirs", for: a1)  // not a0's: no new list
+        try await f.secrets.storePassword("p", identifier: "also-shared", for: nil)
         #expect(await lists.next() == ["also-shared", "mine", "shared"])
         try await f.manager.wipe(account: a0, reason: "signed out")
         #expect(await lists.next() == ["also-shared", "shared"])
@@ -158,8 +160,8 @@ struct SecretsTests {
     @Test("a wiped account's secrets are unreadable, even when their sealed rows are put back; moved rows do not open")
     func wipedAndTampered() async throws {
         let f = try await fixture()
-        try f.secrets.storePassword("a0-secret-value", identifier: "vpn", for: a0)
-        try f.secrets.storePassword("a1-secret-value", identifier: "vpn", for: a1)
+        try await f.secrets.storePassword("a0-secret-value", identifier: "vpn", for: a0)
+        try await f.secrets.storePassword("a1-secret-value", identifier: "vpn", for: a1)
         let scope0 = f.manager.owner(of: a0).rawValue
         let scope1 = f.manager.owner(of: a1).rawValue
         let sealed = try #require(try f.database.secret(scope: scope0, identifier: "vpn"))
@@ -203,8 +205,8 @@ struct SecretsTests {
         let made = try TestCertificates.make(
             .p256, commonName: "Leak check", notBefore: Self.t0 - Self.day, notAfter: Self.t0 + Self.day)
         let keyLine = String(made.keyPEM.split(separator: "\n")[1])
-        try f.secrets.storePassword(password, identifier: "vpn", for: a0)
-        try f.secrets.storeIdentity(
+        try await f.secrets.storePassword(password, identifier: "vpn", for: a0)
+        try await f.secrets.storeIdentity(
             certificate: made.certificateDER, privateKey: Array(made.keyPEM.utf8), identifier: "device", for: a0)
         _ = try await f.secrets.password(withIdentifier: "vpn", account: .account(a0))
         _ = try await f.secrets.identity(withIdentifier: "device", account: .account(a0))
@@ -216,11 +218,11 @@ struct SecretsTests {
             { () async throws in _ = try await f.secrets.certificate(withIdentifier: "vpn", account: .account(self.a0))
             },
             { () async throws in
-                try f.secrets.storeIdentity(
+                try await f.secrets.storeIdentity(
                     certificate: made.certificateDER, privateKey: Array(made.keyPEM.utf8.dropLast(30)), identifier: "x",
                     for: nil)
             },
-            { () async throws in try f.secrets.storePassword(password, identifier: "", for: nil) },
+            { () async throws in try await f.secrets.storePassword(password, identifier: "", for: nil) },
         ] {
             do { try await attempt() } catch { errors.append("\(error)") }
         }

@@ -19,7 +19,7 @@ struct WipeTests {
         -> (PolicyManager, DataProtector, CustodyDatabase)
     {
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        let ring = try KeyRing(
+        let ring = try await KeyRing(
             store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let manager = PolicyManager(
             context: EvaluationContext(platform: .ios), database: database, keyRing: ring,
@@ -33,9 +33,9 @@ struct WipeTests {
         let directory = try TemporaryDirectory()
         let (manager, protector, database) = try await manager(directory)
         // Encrypted as the policy in force says (it requires it for both).
-        let mine = try protector.protect(
+        let mine = try await protector.protect(
             [1, 2, 3], owner: a0, encrypt: manager.snapshot.encryptionRequired(account: a0).isAllowed)
-        let theirs = try protector.protect(
+        let theirs = try await protector.protect(
             [4, 5, 6], owner: b0, encrypt: manager.snapshot.encryptionRequired(account: b0).isAllowed)
         let root = directory.file("a0-files")
         try FileManager.default.createDirectory(atPath: root + "/nested", withIntermediateDirectories: true)
@@ -48,8 +48,8 @@ struct WipeTests {
         #expect(report.keyVersions >= 1)
         #expect(report.removedPaths == [root])
         #expect(!FileManager.default.fileExists(atPath: root))
-        #expect(throws: ProtectionError.self) { _ = try protector.unprotect(mine) }
-        #expect(try protector.unprotect(theirs) == [4, 5, 6])
+        await #expect(throws: ProtectionError.self) { _ = try await protector.unprotect(mine) }
+        #expect(try await protector.unprotect(theirs) == [4, 5, 6])
         #expect(try database.lastCheckIn(account: manager.owner(of: a0).rawValue) == nil)
         #expect(
             try database.auditEntries().contains { $0.kind == .wipe && $0.detail?.contains("user signed out") == true })
@@ -100,7 +100,7 @@ struct WipeTests {
     func offlineWipe() async throws {
         let directory = try TemporaryDirectory()
         let (manager, protector, _) = try await manager(directory, wipes: true)
-        let envelope = try protector.protect([7], owner: a0, encrypt: true)
+        let envelope = try await protector.protect([7], owner: a0, encrypt: true)
         try await manager.checkIn(account: a0, at: Self.t0)
         let stream = manager.events()
         await manager.evaluateOffline(at: Self.t0.addingTimeInterval(91 * 86_400))
@@ -109,7 +109,7 @@ struct WipeTests {
         while let event = await events.next() {
             if event == .wipeCompleted(account: a0) { break }
         }
-        #expect(throws: ProtectionError.self) { _ = try protector.unprotect(envelope) }
+        await #expect(throws: ProtectionError.self) { _ = try await protector.unprotect(envelope) }
     }
 }
 

@@ -139,15 +139,15 @@ extension CustodyEngine {
         from source: DataProtector.Source, to sink: DataProtector.Sink, owner: AccountID,
         mode: ProtectionMode = .policy,
         progress: DataProtector.Progress? = nil
-    ) throws(CustodyError) -> ProtectionPlan {
+    ) async throws(CustodyError) -> ProtectionPlan {
         try CustodyError.mapping(otherwise: .protection) {
             try DataProtector.checkFiles(source: source, sink: sink, protecting: true)
         }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
-        try CustodyError.mapping(otherwise: .protection) {
-            try protector.protect(
+        try await CustodyError.mapping(otherwise: .protection) {
+            try await protector.protect(
                 checked: source, to: sink, owner: sealFor, encrypt: plan.encrypted, progress: progress)
         }
         return plan
@@ -157,12 +157,13 @@ extension CustodyEngine {
     /// policy in force resolved for `context` (nil: the engine's).
     public func protect(
         _ data: [UInt8], owner: AccountID, mode: ProtectionMode = .policy, context: EvaluationContext? = nil
-    ) throws(CustodyError) -> ProtectedBuffer {
+    ) async throws(CustodyError) -> ProtectedBuffer {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode, context: context)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
-        return try CustodyError.mapping(otherwise: .protection) {
-            ProtectedBuffer(envelope: try protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan: plan)
+        return try await CustodyError.mapping(otherwise: .protection) {
+            ProtectedBuffer(
+                envelope: try await protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan: plan)
         }
     }
 
@@ -171,18 +172,18 @@ extension CustodyEngine {
     /// `mode`). Returns the plan, and why the file was left as it was when it was.
     public func verifyAndProtect(
         file path: String, owner: AccountID, mode: ProtectionMode = .policy, progress: DataProtector.Progress? = nil
-    ) throws(CustodyError) -> FileVerification {
+    ) async throws(CustodyError) -> FileVerification {
         try CustodyError.mapping(otherwise: .protection) {
             try DataProtector.checkFiles(source: .file(path), sink: .file(path), protecting: true)
         }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
-        return try CustodyError.mapping(otherwise: .protection) {
+        return try await CustodyError.mapping(otherwise: .protection) {
             if let reason = try protector.alreadyProtected(file: path, for: sealFor, encrypt: plan.encrypted) {
                 return FileVerification(plan: plan, skipped: reason)
             }
             if plan.encrypted { try record(holder) }
-            try protector.protect(file: path, owner: sealFor, encrypt: plan.encrypted, progress: progress)
+            try await protector.protect(file: path, owner: sealFor, encrypt: plan.encrypted, progress: progress)
             return FileVerification(plan: plan, skipped: nil)
         }
     }
@@ -193,14 +194,14 @@ extension CustodyEngine {
     /// as it was. Returns the plan and the report.
     public func protect(
         directory: String, owner: AccountID, mode: ProtectionMode = .policy, progress: DataProtector.TreeProgress? = nil
-    ) throws(CustodyError) -> DirectoryProtection {
+    ) async throws(CustodyError) -> DirectoryProtection {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
         if plan.encrypted { try record(holder) }
-        return try CustodyError.mapping(otherwise: .protection) {
+        return try await CustodyError.mapping(otherwise: .protection) {
             DirectoryProtection(
                 plan: plan,
-                report: try protector.protect(
+                report: try await protector.protect(
                     directory: directory, owner: sealFor, encrypt: plan.encrypted, progress: progress))
         }
     }
@@ -217,10 +218,10 @@ extension CustodyEngine {
     public func unprotect(
         from source: DataProtector.Source, to sink: DataProtector.Sink, passThrough: Bool = false,
         progress: DataProtector.Progress? = nil
-    ) throws(CustodyError) -> Bool {
+    ) async throws(CustodyError) -> Bool {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
         do {
-            return try protector.unprotect(from: source, to: sink, passThrough: passThrough, progress: progress)
+            return try await protector.unprotect(from: source, to: sink, passThrough: passThrough, progress: progress)
         } catch {
             var owner: OwnerIdentifier?
             if case .file(let path) = source { owner = (try? DataProtector.protectionInfo(file: path))??.owner }
@@ -231,12 +232,12 @@ extension CustodyEngine {
     /// Replaces every protected file in `directory` and below it with its plaintext and removes
     /// the directory's owner record. A file that fails (wiped keys: the message says when) is
     /// reported and left as it was.
-    public func unprotect(directory: String, progress: DataProtector.TreeProgress? = nil) throws(CustodyError)
+    public func unprotect(directory: String, progress: DataProtector.TreeProgress? = nil) async throws(CustodyError)
         -> DirectoryReport
     {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
-        var report = try CustodyError.mapping(otherwise: .protection) {
-            try protector.unprotect(directory: directory, progress: progress)
+        var report = try await CustodyError.mapping(otherwise: .protection) {
+            try await protector.unprotect(directory: directory, progress: progress)
         }
         for index in report.failed.indices {
             let failure = report.failed[index]
@@ -248,14 +249,14 @@ extension CustodyEngine {
 
     /// The data inside an envelope. Bytes that are not an envelope come back unchanged
     /// (Intune's behaviour), or, with `requireEnvelope`, are an error.
-    public func unprotect(_ envelope: [UInt8], requireEnvelope: Bool = false) throws(CustodyError) -> [UInt8] {
+    public func unprotect(_ envelope: [UInt8], requireEnvelope: Bool = false) async throws(CustodyError) -> [UInt8] {
         let protector = try protector("opening encrypted data needs the account keys it was sealed under")
         do throws(ProtectionError) {
             if requireEnvelope, try DataProtector.protectionInfo(envelope) == nil {
                 throw ProtectionError(
                     .invalidArguments, "the data is not an envelope (no envelope header); nothing to unprotect")
             }
-            return try protector.unprotect(envelope)
+            return try await protector.unprotect(envelope)
         } catch {
             throw explained(error, owner: (try? DataProtector.protectionInfo(envelope))??.owner)
         }
@@ -281,12 +282,12 @@ extension CustodyEngine {
     /// Adds a new version of `account`'s key (new envelopes use it; old ones still open with
     /// theirs), recorded in the audit log. Returns the account and the new version.
     /// - Parameter by: who asked (a service token's operator name), kept in the audit entry.
-    public func rotateKey(account: AccountID, by: String? = nil) throws(CustodyError) -> KeyRotation {
+    public func rotateKey(account: AccountID, by: String? = nil) async throws(CustodyError) -> KeyRotation {
         let resolved = try resolve(account)
         let keyRing = try requireKeyRing("rotating a key needs the master key that wraps it")
-        return try CustodyError.mapping(otherwise: .state) {
+        return try await CustodyError.mapping(otherwise: .state) {
             try manager.register(resolved)
-            let version = try keyRing.rotate(resolved.owner)
+            let version = try await keyRing.rotate(resolved.owner)
             try database.audit(
                 .key, account: resolved.owner.rawValue, action: "rotate",
                 detail: "version \(version)" + (by.map { " by \($0)" } ?? ""),
@@ -299,12 +300,12 @@ extension CustodyEngine {
 
     /// Re-seals an encrypted file under its owner's newest key version, when it uses an older
     /// one.
-    public func rewrap(file path: String) throws(CustodyError) -> RewrapResult {
+    public func rewrap(file path: String) async throws(CustodyError) -> RewrapResult {
         let protector = try protector("rewrapping needs the account keys")
         do {
             guard let before = try DataProtector.protectionInfo(file: path) else { return .notProtected }
             guard before.isEncrypted, let from = before.keyVersion else { return .notEncrypted }
-            guard try protector.rewrap(file: path) else { return .alreadyNewest }
+            guard try await protector.rewrap(file: path) else { return .alreadyNewest }
             return .rewrapped(from: from, to: try DataProtector.protectionInfo(file: path)?.keyVersion ?? from)
         } catch {
             throw explained(error, owner: (try? DataProtector.protectionInfo(file: path))??.owner)
@@ -408,17 +409,19 @@ extension CustodyEngine {
     /// - Throws: `CustodyError` `.protection` for a damaged or unverifiable envelope; `.noPolicy`,
     ///   `.platform` as `policy()`; `.state` when the audit log cannot be written.
     /// - Parameter context: the evaluation context; nil: the engine's.
-    public func receive(receiver: AccountID?, item: [UInt8], context: EvaluationContext? = nil) throws(CustodyError)
+    public func receive(receiver: AccountID?, item: [UInt8], context: EvaluationContext? = nil)
+        async throws(CustodyError)
         -> SharedItemDecision
     {
-        var result = try decideReceive(receiver: receiver, item: item, context: context)
+        var result = try await decideReceive(receiver: receiver, item: item, context: context)
         result.decisionID = try auditDecision(
             account: receiver ?? result.dataOwner, action: .receive, allowed: result.decision.isAllowed,
             reason: result.decision.reason)
         return result
     }
 
-    private func decideReceive(receiver: AccountID?, item: [UInt8], context: EvaluationContext?) throws(CustodyError)
+    private func decideReceive(receiver: AccountID?, item: [UInt8], context: EvaluationContext?)
+        async throws(CustodyError)
         -> SharedItemDecision
     {
         let (snapshot, revision) = try policyAndRevision(for: context)
@@ -429,7 +432,7 @@ extension CustodyEngine {
         let protector = keyRing == nil ? nil : try protector("verifying the owner of an encrypted item needs its key")
         do throws(ProtectionError) {
             if let protector, try DataProtector.protectionInfo(item)?.isEncrypted == true {
-                info = try protector.verifiedProtectionInfo(item)
+                info = try await protector.verifiedProtectionInfo(item)
                 verified = true
             } else {
                 info = try DataProtector.protectionInfo(item)
@@ -455,14 +458,15 @@ extension CustodyEngine {
     }
 
     /// `receive(receiver:item:)` for a file: its header is read (the rest is not).
-    public func receive(receiver: AccountID?, file path: String, context: EvaluationContext? = nil) throws(CustodyError)
+    public func receive(receiver: AccountID?, file path: String, context: EvaluationContext? = nil)
+        async throws(CustodyError)
         -> SharedItemDecision
     {
         let head = try CustodyError.mapping(otherwise: .protection) {
             try DataProtector.head(ofFile: path, count: 4_096)
         }
         do {
-            return try receive(receiver: receiver, item: head, context: context)
+            return try await receive(receiver: receiver, item: head, context: context)
         } catch {
             throw CustodyError(
                 error.code, "\(path): \(error.message)", diagnostics: error.diagnostics, underlying: error.underlying)

@@ -186,9 +186,11 @@ public final class CustodyEngine: Sendable {
             }
         }
         let keyRing: KeyRing?
-        do {
-            keyRing = try configuration.masterKey.map { source throws(ProtectionError) in
-                try KeyRing(store: StateKeyStore(state: database), masterKey: source)
+        do throws(ProtectionError) {
+            if let source = configuration.masterKey {
+                keyRing = try await KeyRing(store: StateKeyStore(state: database), masterKey: source)
+            } else {
+                keyRing = nil
             }
         } catch {
             throw CustodyError(.masterKey, "\(error)", underlying: error)

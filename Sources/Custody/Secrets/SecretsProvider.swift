@@ -87,17 +87,18 @@ public final class SecretsProvider: Sendable {
     // MARK: Storing
 
     /// Stores (or replaces) a password for `account` (nil: app-wide).
-    public func storePassword(_ password: String, identifier: String, for account: AccountID?) throws(SecretError) {
+    public func storePassword(_ password: String, identifier: String, for account: AccountID?) async throws(SecretError)
+    {
         var bytes = Array(password.utf8)
         defer { SecureMemory.zero(&bytes) }
         guard !bytes.isEmpty else { throw SecretError(.invalid, identifier: identifier, "the password is empty") }
-        try store(kind: .password, identifier: identifier, account: account, body: bytes)
+        try await store(kind: .password, identifier: identifier, account: account, body: bytes)
     }
 
     /// Stores (or replaces) a certificate (PEM or DER) for `account` (nil: app-wide).
     @discardableResult
     public func storeCertificate(_ certificate: [UInt8], identifier: String, for account: AccountID?)
-        throws(SecretError) -> ManagedCertificate
+        async throws(SecretError) -> ManagedCertificate
     {
         let parsed: ManagedCertificate
         do {
@@ -105,7 +106,7 @@ public final class SecretsProvider: Sendable {
         } catch {
             throw SecretError(.invalid, identifier: identifier, error.message)
         }
-        try store(kind: .certificate, identifier: identifier, account: account, body: parsed.derBytes)
+        try await store(kind: .certificate, identifier: identifier, account: account, body: parsed.derBytes)
         return parsed
     }
 
@@ -114,7 +115,7 @@ public final class SecretsProvider: Sendable {
     @discardableResult
     public func storeIdentity(
         certificate: [UInt8], privateKey: [UInt8], identifier: String, for account: AccountID?
-    ) throws(SecretError) -> ManagedIdentity {
+    ) async throws(SecretError) -> ManagedIdentity {
         let parsed: ManagedIdentity
         do {
             parsed = try ManagedIdentity(certificate: certificate, privateKey: privateKey)
@@ -123,7 +124,7 @@ public final class SecretsProvider: Sendable {
         }
         var body = Self.identityBody(certificate: parsed.certificate.derBytes, privateKey: privateKey)
         defer { SecureMemory.zero(&body) }
-        try store(kind: .identity, identifier: identifier, account: account, body: body)
+        try await store(kind: .identity, identifier: identifier, account: account, body: body)
         return parsed
     }
 
@@ -164,15 +165,15 @@ public final class SecretsProvider: Sendable {
     public func password(withIdentifier identifier: String, account scope: AccountScope? = nil)
         async throws(SecretError) -> String
     {
-        try withPassword(identifier: identifier, account: scope) { String(decoding: $0, as: UTF8.self) }
+        try await withPassword(identifier: identifier, account: scope) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with the password's UTF-8 bytes, zeroed when `body` returns.
     public func withPassword<Value>(
         identifier: String, account scope: AccountScope? = nil,
         _ body: (UnsafeRawBufferPointer) throws(SecretError) -> Value
-    ) throws(SecretError) -> Value {
-        var plaintext = try open(kind: .password, identifier: identifier, scope: scope)
+    ) async throws(SecretError) -> Value {
+        var plaintext = try await open(kind: .password, identifier: identifier, scope: scope)
         defer { SecureMemory.zero(&plaintext) }
         let result = plaintext.withUnsafeBytes { bytes in Result { () throws(SecretError) in try body(bytes) } }
         return try result.get()
@@ -183,7 +184,7 @@ public final class SecretsProvider: Sendable {
     public func certificate(withIdentifier identifier: String, account scope: AccountScope? = nil)
         async throws(SecretError) -> ManagedCertificate
     {
-        let der = try open(kind: .certificate, identifier: identifier, scope: scope)
+        let der = try await open(kind: .certificate, identifier: identifier, scope: scope)
         let certificate: ManagedCertificate
         do {
             certificate = try ManagedCertificate(bytes: der)
@@ -200,7 +201,7 @@ public final class SecretsProvider: Sendable {
     public func identity(withIdentifier identifier: String, account scope: AccountScope? = nil)
         async throws(SecretError) -> ManagedIdentity
     {
-        var body = try open(kind: .identity, identifier: identifier, scope: scope)
+        var body = try await open(kind: .identity, identifier: identifier, scope: scope)
         defer { SecureMemory.zero(&body) }
         guard var (certificate, key) = Self.identityParts(body) else {
             throw SecretError(.unreadable, identifier: identifier, "the stored identity is damaged")
@@ -263,14 +264,14 @@ public final class SecretsProvider: Sendable {
         journal.publish([.secretsChanged(account: account, identifiers: identifiers)])
     }
 
-    private func store(kind: Kind, identifier: String, account: AccountID?, body: [UInt8]) throws(SecretError) {
+    private func store(kind: Kind, identifier: String, account: AccountID?, body: [UInt8]) async throws(SecretError) {
         try Self.validate(identifier)
         let scope = scope(of: account)
         let sealingOwner = account.map { ownerOf($0).account } ?? Self.appWideOwner
         var payload = Self.frame(kind: kind, identifier: identifier, scope: scope) + body
         defer { SecureMemory.zero(&payload) }
         do {
-            let sealed = try protector.protect(payload, owner: sealingOwner, encrypt: true)
+            let sealed = try await protector.protect(payload, owner: sealingOwner, encrypt: true)
             try database.saveSecret(
                 SealedSecret(
                     scope: scope, identifier: identifier, kind: kind.rawValue, sealed: sealed, updated: clock()))
@@ -287,7 +288,9 @@ public final class SecretsProvider: Sendable {
     }
 
     /// The plaintext body of a secret the account in effect sees; the caller zeroes it.
-    private func open(kind: Kind, identifier: String, scope requested: AccountScope?) throws(SecretError) -> [UInt8] {
+    private func open(kind: Kind, identifier: String, scope requested: AccountScope?) async throws(SecretError)
+        -> [UInt8]
+    {
         let account = resolveAccount(requested)
         var scopes = [""]
         if let account { scopes.insert(ownerOf(account).rawValue, at: 0) }
@@ -318,7 +321,7 @@ public final class SecretsProvider: Sendable {
         }
         var plaintext: [UInt8]
         do {
-            plaintext = try protector.unprotect(secret.sealed)
+            plaintext = try await protector.unprotect(secret.sealed)
         } catch {
             throw SecretError(
                 .unreadable, identifier: identifier,

@@ -34,9 +34,9 @@ public final class ProtectedFileReader {
     private var finished = false
 
     /// Opens `path`, which must be an envelope.
-    convenience init(path: String, protector: DataProtector) throws(ProtectionError) {
+    convenience init(path: String, protector: DataProtector) async throws(ProtectionError) {
         let descriptor = try FileSystem.openRegularFile(path)
-        try self.init(descriptor: descriptor, name: path, owning: true, protector: protector)
+        try await self.init(descriptor: descriptor, name: path, owning: true, protector: protector)
     }
 
     /// Reads an envelope from `descriptor` (standard input, say); `name` is for messages.
@@ -45,7 +45,7 @@ public final class ProtectedFileReader {
     ///   - prefetched: the bytes already read from the descriptor, when the caller looked at
     ///     them first: exactly what `FileSystem.read(_:upTo: EnvelopeHeader.maximumCount)` gave.
     init(descriptor: Int32, name: String, owning: Bool, protector: DataProtector, prefetched: [UInt8]? = nil)
-        throws(ProtectionError)
+        async throws(ProtectionError)
     {
         self.path = name
         self.descriptor = descriptor
@@ -67,7 +67,7 @@ public final class ProtectedFileReader {
             }
             let length = header.count
             info = ProtectionInfo(header: header)
-            cipher = try protector.makeOpener(header)
+            cipher = try await protector.makeOpener(header)
             sealed = [UInt8](
                 repeating: 0,
                 count: ChunkBatch.chunksPerBatch(chunkSize: cipher.chunkSize) * cipher.sealedChunkSize

@@ -8,30 +8,30 @@ public import Foundation
 /// and, for stores on disk, several processes.
 public protocol AccountKeyStore: Sendable {
     /// Every version of `owner`'s key, oldest first; empty when there is none.
-    func keys(for owner: OwnerIdentifier) throws(ProtectionError) -> [WrappedAccountKey]
+    func keys(for owner: OwnerIdentifier) async throws(ProtectionError) -> [WrappedAccountKey]
 
     /// Adds a key version. Fails with `.keyVersionExists` when that version of the owner's key
     /// already exists (another process created or rotated it first); callers re-read and retry.
-    func add(_ key: WrappedAccountKey) throws(ProtectionError)
+    func add(_ key: WrappedAccountKey) async throws(ProtectionError)
 
     /// Deletes every version of `owner`'s key, returning how many there were. Their envelopes
     /// can then never be opened again.
     @discardableResult
-    func removeKeys(for owner: OwnerIdentifier) throws(ProtectionError) -> Int
+    func removeKeys(for owner: OwnerIdentifier) async throws(ProtectionError) -> Int
 
     /// Every owner with at least one key.
-    func owners() throws(ProtectionError) -> [OwnerIdentifier]
+    func owners() async throws(ProtectionError) -> [OwnerIdentifier]
 
     /// The record that says which master key the keys are wrapped with; nil before first use.
-    func masterKeyRecord() throws(ProtectionError) -> MasterKeyRecord?
+    func masterKeyRecord() async throws(ProtectionError) -> MasterKeyRecord?
 
     /// Saves the master key record the first time a master key is used with this store. Fails
     /// when a record already exists.
-    func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(ProtectionError)
+    func saveMasterKeyRecord(_ record: MasterKeyRecord) async throws(ProtectionError)
 
     /// A value that changes whenever any process adds or removes a key: key rings compare it
     /// now and then to notice keys rotated or wiped elsewhere. Nil: the store cannot tell.
-    func changeToken() throws(ProtectionError) -> UInt64?
+    func changeToken() async throws(ProtectionError) -> UInt64?
 
     /// Whether the store was opened for reading only: then a missing master key record means
     /// the store holds no keys, and opening it creates no key file and records nothing.

@@ -56,7 +56,8 @@ public final class KeyRing: Sendable {
     /// How stale the cache may get about other processes' rotations and wipes.
     public let revalidationInterval: Duration
     /// Serializes creating and rotating keys within this process; counts the versions added.
-    private let writer = Locked<UInt64>(0)
+    /// One key version added at a time in this process (see `addVersion`).
+    private let writer = SerialGate()
 
     /// The keys unwrapped so far.
     private struct Cache {
@@ -139,14 +140,14 @@ public final class KeyRing: Sendable {
     ///   process changed its keys.
     public init(
         store: any AccountKeyStore, masterKey source: MasterKeySource, revalidationInterval: Duration = .seconds(1)
-    ) throws(ProtectionError) {
+    ) async throws(ProtectionError) {
         self.store = store
-        self.master = try MasterKey.open(source, store: store)
+        self.master = try await MasterKey.open(source, store: store)
         self.revalidationInterval = revalidationInterval
         self.cache = Locked(
             Cache(
                 nextCheck: CoarseClock.deadline(after: revalidationInterval, from: CoarseClock.now()),
-                token: try store.changeToken()))
+                token: try await store.changeToken()))
     }
 
     /// Forgets cached keys when the store changed since the last look and a look is due.
@@ -154,11 +155,11 @@ public final class KeyRing: Sendable {
     ///   hearing from the store is no proof that nothing changed (another process or replica
     ///   may have wiped the account): every cached key is dropped, and nothing is opened or
     ///   sealed until the store answers again.
-    private func revalidate(at now: CoarseClock.Instant) throws(ProtectionError) {
+    private func revalidate(at now: CoarseClock.Instant) async throws(ProtectionError) {
         guard cache.withLock({ now >= $0.nextCheck }) else { return }
         let token: UInt64?
         do {
-            token = try store.changeToken()
+            token = try await store.changeToken()
         } catch {
             cache.withLock { cache in
                 cache.removeAll()
@@ -180,12 +181,42 @@ public final class KeyRing: Sendable {
 
     /// What `lookup` finds in the cache, once the cache is known to be current: one lock while
     /// no comparison with the store is due (the common case), the comparison first when one is.
-    private func cached(_ lookup: (inout Cache) -> AccountKey?) throws(ProtectionError) -> AccountKey? {
+    private func cached(_ lookup: (inout Cache) -> AccountKey?) async throws(ProtectionError) -> AccountKey? {
         let now = CoarseClock.now()
         let (due, key) = cache.withLock { cache in now >= cache.nextCheck ? (true, nil) : (false, lookup(&cache)) }
         guard due else { return key }
-        try revalidate(at: now)
+        try await revalidate(at: now)
         return cache.withLock { lookup(&$0) }
+    }
+
+    /// What `lookup` finds in memory, without asking the store: nil when it is not there or a
+    /// comparison with the store is due (the key may have been wiped elsewhere since). For
+    /// the calls that cannot wait (`DataProtector`'s, into the caller's memory): their keys
+    /// are loaded first with `DataProtector.prepare`.
+    private func ready(_ lookup: (inout Cache) -> AccountKey?) -> AccountKey? {
+        let now = CoarseClock.now()
+        return cache.withLock { cache in now >= cache.nextCheck ? nil : lookup(&cache) }
+    }
+
+    /// The newest version of `account`'s key if it is in memory and current (see `ready`).
+    func readySealingKey(for account: AccountID) throws(ProtectionError) -> AccountKey {
+        if let key = ready({ $0.lastSealing(for: account) }) { return key }
+        let owner = OwnerIdentifier(account)
+        guard let key = ready({ $0.sealing(owner) }) else { throw Self.notReady(owner) }
+        return key
+    }
+
+    /// Version `version` of `owner`'s key if it is in memory and current (see `ready`).
+    func readyKey(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
+        guard let key = ready({ $0.opening(owner, version: version) }) else { throw Self.notReady(owner) }
+        return key
+    }
+
+    private static func notReady(_ owner: OwnerIdentifier) -> ProtectionError {
+        ProtectionError(
+            .keyUnavailable,
+            "the key of \(owner) is not in memory, or has not been confirmed against the key store lately: prepare it first (DataProtector.prepare)"
+        )
     }
 
     /// The owner of the key opened with last: what the next envelope read most likely names.
@@ -194,37 +225,37 @@ public final class KeyRing: Sendable {
     }
 
     /// The versions of `owner`'s key that exist, oldest first.
-    public func versions(of owner: OwnerIdentifier) throws(ProtectionError) -> [UInt32] {
-        try store.keys(for: owner).map(\.version)
+    public func versions(of owner: OwnerIdentifier) async throws(ProtectionError) -> [UInt32] {
+        try await store.keys(for: owner).map(\.version)
     }
 
     /// The newest version of the key of `account` (as `OwnerIdentifier(account)` names it),
     /// creating version 1 when `creating` and there is none. The identifier is built only when
     /// the key is not the one sealed with last.
-    func currentKey(for account: AccountID, creating: Bool) throws(ProtectionError) -> AccountKey {
-        if let key = try cached({ $0.lastSealing(for: account) }) { return key }
-        return try currentKey(for: OwnerIdentifier(account), creating: creating)
+    func currentKey(for account: AccountID, creating: Bool) async throws(ProtectionError) -> AccountKey {
+        if let key = try await cached({ $0.lastSealing(for: account) }) { return key }
+        return try await currentKey(for: OwnerIdentifier(account), creating: creating)
     }
 
     /// The newest version of `owner`'s key, creating version 1 when `creating` and there is none.
-    func currentKey(for owner: OwnerIdentifier, creating: Bool) throws(ProtectionError) -> AccountKey {
-        if let key = try cached({ $0.sealing(owner) }) { return key }
-        let stored = try store.keys(for: owner)
+    func currentKey(for owner: OwnerIdentifier, creating: Bool) async throws(ProtectionError) -> AccountKey {
+        if let key = try await cached({ $0.sealing(owner) }) { return key }
+        let stored = try await store.keys(for: owner)
         if let newest = stored.max(by: { $0.version < $1.version }) {
             return try remember(newest, asLatest: true)
         }
         guard creating else {
             throw ProtectionError(.keyUnavailable, "\(owner) has no key (never created here, or wiped)")
         }
-        return try addVersion(for: owner, unlessOneExists: true)
+        return try await addVersion(for: owner, unlessOneExists: true)
     }
 
     /// Version `version` of `owner`'s key.
     /// - Throws: `.keyUnavailable` when the store does not have it (wiped, made elsewhere, or a
     ///   header altered to name an owner or version that was never there).
-    func key(for owner: OwnerIdentifier, version: UInt32) throws(ProtectionError) -> AccountKey {
-        if let key = try cached({ $0.opening(owner, version: version) }) { return key }
-        guard let stored = try store.keys(for: owner).first(where: { $0.version == version }) else {
+    func key(for owner: OwnerIdentifier, version: UInt32) async throws(ProtectionError) -> AccountKey {
+        if let key = try await cached({ $0.opening(owner, version: version) }) { return key }
+        guard let stored = try await store.keys(for: owner).first(where: { $0.version == version }) else {
             throw ProtectionError(
                 .keyUnavailable,
                 "key version \(version) of \(owner) is not in the key store (wiped, never created here, or the envelope's header was altered)"
@@ -236,16 +267,16 @@ public final class KeyRing: Sendable {
     /// Adds the next version of `owner`'s key; new envelopes use it, old ones still open with
     /// theirs. Returns the new version.
     @discardableResult
-    public func rotate(_ owner: OwnerIdentifier) throws(ProtectionError) -> UInt32 {
-        try addVersion(for: owner).version
+    public func rotate(_ owner: OwnerIdentifier) async throws(ProtectionError) -> UInt32 {
+        try await addVersion(for: owner).version
     }
 
     /// Deletes every version of `owner`'s key, from memory and the store; returns how many
     /// versions there were.
     @discardableResult
-    public func wipe(_ owner: OwnerIdentifier) throws(ProtectionError) -> Int {
+    public func wipe(_ owner: OwnerIdentifier) async throws(ProtectionError) -> Int {
         cache.withLock { $0.remove { $0 == owner } }
-        return try store.removeKeys(for: owner)
+        return try await store.removeKeys(for: owner)
     }
 
     /// Drops `owners`' keys from memory only, after their rows were deleted from the store by
@@ -263,36 +294,31 @@ public final class KeyRing: Sendable {
     /// Adds the next version of `owner`'s key. With `unlessOneExists` (a first key, made on
     /// first use), a key that another thread or process made since the caller looked is used
     /// instead: simultaneous first seals for a new account share one key, not one version each.
-    private func addVersion(for owner: OwnerIdentifier, unlessOneExists: Bool = false) throws(ProtectionError)
+    private func addVersion(for owner: OwnerIdentifier, unlessOneExists: Bool = false) async throws(ProtectionError)
         -> AccountKey
     {
-        let result: Result<AccountKey, ProtectionError> = writer.withLock { added in
+        try await writer.run { () async throws(ProtectionError) -> AccountKey in
             // Another process may add the same version between our read and our write: the store
             // refuses it, and we read again.
             for _ in 0..<5 {
                 do throws(ProtectionError) {
-                    let stored = try store.keys(for: owner)
+                    let stored = try await store.keys(for: owner)
                     if unlessOneExists, let newest = stored.max(by: { $0.version < $1.version }) {
-                        return .success(try remember(newest, asLatest: true))
+                        return try remember(newest, asLatest: true)
                     }
                     let next = (stored.map(\.version).max() ?? 0) + 1
                     let key = SecretBytes(randomCount: EnvelopeAlgorithm.keyCount, locked: true)
                     let wrapped = master.wrap(key, owner: owner, version: next, created: Date())
-                    try store.add(wrapped)
+                    try await store.add(wrapped)
                     let accountKey = AccountKey(owner: owner, version: next, key: key)
                     cache.withLock { $0.insert(accountKey, asCurrent: true) }
-                    added &+= 1
-                    return .success(accountKey)
+                    return accountKey
                 } catch  where error.code == .keyVersionExists {
                     continue
-                } catch {
-                    return .failure(error)
                 }
             }
-            return .failure(
-                ProtectionError(.encryptFailed, "could not add a key version for \(owner): the store kept changing"))
+            throw ProtectionError(.encryptFailed, "could not add a key version for \(owner): the store kept changing")
         }
-        return try result.get()
     }
 
     private func remember(_ stored: WrappedAccountKey, asLatest: Bool) throws(ProtectionError) -> AccountKey {

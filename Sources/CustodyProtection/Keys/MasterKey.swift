@@ -42,8 +42,8 @@ final class MasterKey: Sendable {
 
     /// Opens the master key from `source` and checks it against `store`'s record, creating the
     /// record (and a key file) on first use.
-    static func open(_ source: MasterKeySource, store: any AccountKeyStore) throws(ProtectionError) -> MasterKey {
-        let record = try store.masterKeyRecord()
+    static func open(_ source: MasterKeySource, store: any AccountKeyStore) async throws(ProtectionError) -> MasterKey {
+        let record = try await store.masterKeyRecord()
         if record == nil, store.isReadOnly {
             // A store opened read-only without a record holds no keys: nothing will be
             // unwrapped, so no key file is created or read and nothing is recorded.
@@ -89,12 +89,12 @@ final class MasterKey: Sendable {
             }
         } else if let newRecord {
             do {
-                try store.saveMasterKeyRecord(master.sealingCheck(into: newRecord))
+                try await store.saveMasterKeyRecord(master.sealingCheck(into: newRecord))
             } catch {
                 // Another process (a replica starting at the same moment) recorded its master
                 // key first: check ours against that record instead.
-                guard (try? store.masterKeyRecord()) != nil else { throw error }
-                return try open(source, store: store)
+                guard (try? await store.masterKeyRecord()) != nil else { throw error }
+                return try await open(source, store: store)
             }
         }
         return master

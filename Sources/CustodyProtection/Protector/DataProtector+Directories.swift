@@ -52,7 +52,7 @@ extension DataProtector {
     ///   or recording its owner (then no file was touched).
     public func protect(
         directory: String, owner: AccountID, encrypt: Bool, progress: TreeProgress? = nil
-    ) throws(ProtectionError) -> DirectoryReport {
+    ) async throws(ProtectionError) -> DirectoryReport {
         let entries = try Self.tree(directory)
         let owned = ownerIdentifier(for: owner)
         var writer = JSONWriter()
@@ -77,8 +77,8 @@ extension DataProtector {
                 report.failed.append(.init(path: file.path, error: error.at(file.path)))
             }
         }
-        run(pending, into: &report, progress: progress) { path, fileProgress throws(ProtectionError) in
-            try protect(file: path, owner: owner, encrypt: encrypt, progress: fileProgress)
+        await run(pending, into: &report, progress: progress) { path, fileProgress throws(ProtectionError) in
+            try await protect(file: path, owner: owner, encrypt: encrypt, progress: fileProgress)
         }
         return report
     }
@@ -88,7 +88,9 @@ extension DataProtector {
     /// that are not protected are skipped; a file that fails (its owner's key was wiped, it was
     /// changed) is reported and left as it was, and the owner record then stays.
     /// - Throws: `.invalidArguments` when `directory` is not a directory; I/O errors listing it.
-    public func unprotect(directory: String, progress: TreeProgress? = nil) throws(ProtectionError) -> DirectoryReport {
+    public func unprotect(directory: String, progress: TreeProgress? = nil) async throws(ProtectionError)
+        -> DirectoryReport
+    {
         let entries = try Self.tree(directory)
         var report = DirectoryReport()
         report.skipped = entries.skipped
@@ -104,8 +106,8 @@ extension DataProtector {
                 report.failed.append(.init(path: file.path, error: error.at(file.path)))
             }
         }
-        run(pending, into: &report, progress: progress) { path, fileProgress throws(ProtectionError) in
-            try unprotect(from: .file(path), to: .file(path), progress: fileProgress)
+        await run(pending, into: &report, progress: progress) { path, fileProgress throws(ProtectionError) in
+            try await unprotect(from: .file(path), to: .file(path), progress: fileProgress)
         }
         if report.failed.isEmpty {
             let marker = directory + "/" + Self.directoryOwnerFileName
@@ -118,14 +120,14 @@ extension DataProtector {
     /// the whole list.
     private func run(
         _ files: [(path: String, size: Int64)], into report: inout DirectoryReport, progress: TreeProgress?,
-        _ body: (_ path: String, _ progress: Progress?) throws(ProtectionError) -> Void
-    ) {
+        _ body: (_ path: String, _ progress: Progress?) async throws(ProtectionError) -> Void
+    ) async {
         let total = files.reduce(Int64(0)) { $0 + $1.size }
         var done: Int64 = 0
         progress?(0, total)
         for file in files {
             do throws(ProtectionError) {
-                try body(file.path, progress.map { progress in { progress(done + min($0, file.size), total) } })
+                try await body(file.path, progress.map { progress in { progress(done + min($0, file.size), total) } })
                 report.written.append(file.path)
                 report.bytes += file.size
             } catch {

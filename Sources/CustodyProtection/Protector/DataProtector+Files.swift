@@ -20,26 +20,26 @@ extension DataProtector {
     /// - Parameter owner: the data's owner; nil takes the owner recorded for the file's
     ///   directory (or a parent) by `protect(directory:owner:)`.
     /// - Throws: `.invalidArguments` when there is no owner, and the errors of `protect(_:owner:encrypt:)`.
-    public func makeWriter(path: String, owner: AccountID?, encrypt: Bool) throws(ProtectionError)
+    public func makeWriter(path: String, owner: AccountID?, encrypt: Bool) async throws(ProtectionError)
         -> ProtectedFileWriter
     {
-        try makeWriter(
+        try await makeWriter(
             path: path, owner: owner, encrypt: encrypt, chunkExponent: Self.fileChunkExponent)
     }
 
     func makeWriter(path: String, owner: AccountID?, encrypt: Bool, chunkExponent: UInt8)
-        throws(ProtectionError) -> ProtectedFileWriter
+        async throws(ProtectionError) -> ProtectedFileWriter
     {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
-        let cipher = try makeSealer(owner: account, encrypt: encrypt, chunkExponent: chunkExponent)
+        let cipher = try await makeSealer(owner: account, encrypt: encrypt, chunkExponent: chunkExponent)
         return try ProtectedFileWriter(path: path, cipher: cipher, mode: Self.mode(of: path) ?? 0o600)
     }
 
     /// A reader for the protected file at `path`.
     /// - Throws: `.invalidArguments` when it is not a protected file; key and header errors.
-    public func makeReader(path: String) throws(ProtectionError) -> ProtectedFileReader {
-        try ProtectedFileReader(path: path, protector: self)
+    public func makeReader(path: String) async throws(ProtectionError) -> ProtectedFileReader {
+        try await ProtectedFileReader(path: path, protector: self)
     }
 
     // MARK: Sources and sinks
@@ -63,9 +63,9 @@ extension DataProtector {
     /// is written atomically (the same path as the source protects in place).
     public func protect(
         from source: Source, to sink: Sink, owner: AccountID, encrypt: Bool, progress: Progress? = nil
-    ) throws(ProtectionError) {
+    ) async throws(ProtectionError) {
         try Self.checkFiles(source: source, sink: sink, protecting: true)
-        try protect(checked: source, to: sink, owner: owner, encrypt: encrypt, progress: progress)
+        try await protect(checked: source, to: sink, owner: owner, encrypt: encrypt, progress: progress)
     }
 
     /// `protect(from:to:owner:encrypt:progress:)` for a source and sink the caller checked
@@ -73,8 +73,8 @@ extension DataProtector {
     /// it plans.
     package func protect(
         checked source: Source, to sink: Sink, owner: AccountID, encrypt: Bool, progress: Progress?
-    ) throws(ProtectionError) {
-        let cipher = try makeSealer(owner: owner, encrypt: encrypt, chunkExponent: Self.fileChunkExponent)
+    ) async throws(ProtectionError) {
+        let cipher = try await makeSealer(owner: owner, encrypt: encrypt, chunkExponent: Self.fileChunkExponent)
         let writer: ProtectedFileWriter
         switch sink {
         case .file(let path):
@@ -84,7 +84,7 @@ extension DataProtector {
             writer = try ProtectedFileWriter(sink: .stream(descriptor, name: name), cipher: cipher)
         }
         do throws(ProtectionError) {
-            try copyPlaintext(of: source) { block throws(ProtectionError) in
+            try await copyPlaintext(of: source) { block throws(ProtectionError) in
                 try writer.write(block)
                 progress?(writer.bytesWritten)
             }
@@ -108,7 +108,7 @@ extension DataProtector {
     ///   place, left as it was).
     @discardableResult
     public func unprotect(from source: Source, to sink: Sink, passThrough: Bool = false, progress: Progress? = nil)
-        throws(ProtectionError) -> Bool
+        async throws(ProtectionError) -> Bool
     {
         try Self.checkFiles(source: source, sink: sink, protecting: false)
         let descriptor: Int32
@@ -132,7 +132,7 @@ extension DataProtector {
                 Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) != nil }
             }.get()
             if isEnvelope {
-                reader = try ProtectedFileReader(
+                reader = try await ProtectedFileReader(
                     descriptor: descriptor, name: name, owning: false, protector: self, prefetched: head)
             } else if !passThrough {
                 throw ProtectionError(
@@ -185,20 +185,20 @@ extension DataProtector {
     /// and sealed again for `owner`). The file is replaced atomically; on any failure it stays
     /// as it was.
     public func protect(file path: String, owner: AccountID, encrypt: Bool, progress: Progress? = nil)
-        throws(ProtectionError)
+        async throws(ProtectionError)
     {
-        try protect(
+        try await protect(
             file: path, owner: owner, encrypt: encrypt, progress: progress, failAfterChunks: nil)
     }
 
     func protect(
         file path: String, owner: AccountID, encrypt: Bool, progress: Progress?, failAfterChunks: UInt64?
-    ) throws(ProtectionError) {
+    ) async throws(ProtectionError) {
         try Self.requireReplaceableInPlace(path, protecting: true)
-        let writer = try makeWriter(path: path, owner: owner, encrypt: encrypt)
+        let writer = try await makeWriter(path: path, owner: owner, encrypt: encrypt)
         writer.failAfterChunks = failAfterChunks
         do throws(ProtectionError) {
-            try copyPlaintext(of: .file(path)) { block throws(ProtectionError) in
+            try await copyPlaintext(of: .file(path)) { block throws(ProtectionError) in
                 try writer.write(block)
                 progress?(writer.bytesWritten)
             }
@@ -213,9 +213,9 @@ extension DataProtector {
     /// protected is left alone (as Intune does; `custody unprotect` refuses it instead).
     /// - Throws: `.decryptFailed`, `.keyUnavailable` and header errors; the file is then
     ///   unchanged and no plaintext is left behind.
-    public func unprotect(file path: String, progress: Progress? = nil) throws(ProtectionError) {
+    public func unprotect(file path: String, progress: Progress? = nil) async throws(ProtectionError) {
         // In place and passing through: a file that is not an envelope is left as it is.
-        try unprotect(from: .file(path), to: .file(path), passThrough: true, progress: progress)
+        try await unprotect(from: .file(path), to: .file(path), passThrough: true, progress: progress)
     }
 
     /// What the file's envelope says, without any key; nil when it is not a protected file.
@@ -261,11 +261,11 @@ extension DataProtector {
     @discardableResult
     public func verifyAndProtect(
         file path: String, owner: AccountID? = nil, encrypt: Bool, progress: Progress? = nil
-    ) throws(ProtectionError) -> Bool {
+    ) async throws(ProtectionError) -> Bool {
         let account: AccountID
         if let owner { account = owner } else { account = try inheritedOwner(of: path) }
         if try alreadyProtected(file: path, for: account, encrypt: encrypt) != nil { return false }
-        try protect(file: path, owner: account, encrypt: encrypt, progress: progress)
+        try await protect(file: path, owner: account, encrypt: encrypt, progress: progress)
         return true
     }
 
@@ -286,14 +286,14 @@ extension DataProtector {
     /// Re-seals an encrypted file under its owner's newest key version, if it uses an older one
     /// (after `KeyRing.rotate`). Returns whether the file was rewritten.
     @discardableResult
-    public func rewrap(file path: String) throws(ProtectionError) -> Bool {
+    public func rewrap(file path: String) async throws(ProtectionError) -> Bool {
         guard let info = try protectionInfo(file: path), info.isEncrypted, let version = info.keyVersion else {
             return false
         }
-        let current = try keyRing.currentKey(for: info.owner, creating: false)
+        let current = try await keyRing.currentKey(for: info.owner, creating: false)
         guard current.version > version else { return false }
-        let reader = try makeReader(path: path)
-        let writer = try ProtectedFileWriter(
+        let reader = try await makeReader(path: path)
+        let writer = try await ProtectedFileWriter(
             path: path, cipher: try makeSealer(owner: info.owner, chunkExponent: Self.fileChunkExponent),
             mode: Self.mode(of: path) ?? 0o600)
         do throws(ProtectionError) {
@@ -308,12 +308,12 @@ extension DataProtector {
 
     /// Re-seals an encrypted buffer under its owner's newest key version when it uses an older
     /// one; other bytes come back unchanged.
-    public func rewrap(_ data: [UInt8]) throws(ProtectionError) -> [UInt8] {
+    public func rewrap(_ data: [UInt8]) async throws(ProtectionError) -> [UInt8] {
         guard let info = try protectionInfo(data), info.isEncrypted, let version = info.keyVersion,
-            try keyRing.currentKey(for: info.owner, creating: false).version > version
+            try await keyRing.currentKey(for: info.owner, creating: false).version > version
         else { return data }
-        let plaintext = try unprotect(data)
-        let cipher = try makeSealer(owner: info.owner, chunkExponent: Self.bufferChunkExponent)
+        let plaintext = try await unprotect(data)
+        let cipher = try await makeSealer(owner: info.owner, chunkExponent: Self.bufferChunkExponent)
         return plaintext.withUnsafeBytes { Self.seal($0, with: cipher) }
     }
 
@@ -375,14 +375,14 @@ extension DataProtector {
     /// Hands the plaintext of `source` to `body` in blocks: a protected file's contents, or the
     /// bytes of a plain file or a stream.
     private func copyPlaintext(of source: Source, _ body: (UnsafeRawBufferPointer) throws(ProtectionError) -> Void)
-        throws(ProtectionError)
+        async throws(ProtectionError)
     {
         let descriptor: Int32
         let name: String
         switch source {
         case .file(let path):
             if try protectionInfo(file: path) != nil {
-                try makeReader(path: path).forEachBlock(body)
+                try await makeReader(path: path).forEachBlock(body)
                 return
             }
             descriptor = try FileSystem.openRegularFile(path)

@@ -64,15 +64,15 @@ public final class DataProtector: Sendable {
     /// Protects `data` for `owner`: encrypted under a key of the owner's with `encrypt`,
     /// otherwise only tagged with the owner.
     /// - Throws: `.emptyData` for an empty buffer; `.invalidArguments`, key store errors.
-    public func protect(_ data: [UInt8], owner: AccountID, encrypt: Bool) throws(ProtectionError)
+    public func protect(_ data: [UInt8], owner: AccountID, encrypt: Bool) async throws(ProtectionError)
         -> [UInt8]
     {
         guard !data.isEmpty else { throw ProtectionError(.emptyData, "there is no data to protect") }
         if let cipher = oneChunkSealing(data.count, encrypt: encrypt) {
-            let accountKey = try keyRing.currentKey(for: owner, creating: true)
+            let accountKey = try await keyRing.currentKey(for: owner, creating: true)
             return data.withUnsafeBytes { sealOneChunk($0, cipher: cipher, accountKey: accountKey) }
         }
-        let cipher = try makeSealer(
+        let cipher = try await makeSealer(
             owner: owner, encrypt: encrypt, chunkExponent: Self.bufferChunkExponent)
         return data.withUnsafeBytes { Self.seal($0, with: cipher) }
     }
@@ -82,22 +82,55 @@ public final class DataProtector: Sendable {
     /// - Throws: `.decryptFailed` when the envelope was changed, truncated or reordered or the
     ///   key is wrong (no plaintext is returned); `.keyUnavailable` when the owner's key was
     ///   wiped; `.unsupportedVersion`; `.malformedEnvelope`.
-    public func unprotect(_ data: [UInt8]) throws(ProtectionError) -> [UInt8] {
+    public func unprotect(_ data: [UInt8]) async throws(ProtectionError) -> [UInt8] {
         let lastOwner = keyRing.lastOpeningOwner
-        let result: Result<[UInt8]?, ProtectionError> = data.withUnsafeBytes { bytes in
+        let read = data.withUnsafeBytes { bytes in
+            Result { () throws(ProtectionError) in try EnvelopeHeader.read(bytes, knownOwner: lastOwner) }
+        }
+        guard let fields = try read.get() else { return data }
+        let accountKey = try await openingKey(fields)
+        let result: Result<[UInt8], ProtectionError> = data.withUnsafeBytes { bytes in
             do throws(ProtectionError) {
-                guard let fields = try EnvelopeHeader.read(bytes, knownOwner: lastOwner) else { return .success(nil) }
                 if let cipher = Self.oneChunkOpening(fields, envelopeCount: bytes.count) {
-                    return .success(try openOneChunk(bytes, header: fields, cipher: cipher))
+                    return .success(try openOneChunk(bytes, header: fields, cipher: cipher, accountKey: accountKey))
                 }
                 let header = EnvelopeHeader(fields, copying: bytes)
-                let cipher = try makeOpener(header)
+                let cipher = try makeOpener(header, accountKey: accountKey)
                 return .success(try Self.open(UnsafeRawBufferPointer(rebasing: bytes[header.count...]), with: cipher))
             } catch {
                 return .failure(error)
             }
         }
-        return try result.get() ?? data
+        return try result.get()
+    }
+
+    /// The account key an envelope with these header fields opens with; nil for an envelope
+    /// that is not encrypted.
+    private func openingKey(_ fields: EnvelopeHeader.Fields) async throws(ProtectionError) -> AccountKey? {
+        guard fields.algorithm != .none else { return nil }
+        return try await keyRing.key(for: fields.owner, version: fields.keyVersion)
+    }
+
+    // MARK: Keys made ready
+
+    /// Makes `owner`'s current key (created on first use) ready for `protect(_:owner:encrypt:into:)`,
+    /// which does not wait for the key store: call it before, as often as the key ring's
+    /// revalidation interval (a second by default) asks, since a key not confirmed against the
+    /// store within it is not used.
+    public func prepare(owner: AccountID) async throws(ProtectionError) {
+        _ = try await keyRing.currentKey(for: owner, creating: true)
+    }
+
+    /// Makes the key `envelope` opens with ready for `unprotect(_:into:)` (see
+    /// `prepare(owner:)`). The envelope's first bytes are enough: its header. Nothing to do for
+    /// bytes that are not an envelope, or one that is not encrypted.
+    /// - Throws: as `unprotect(_:)` for a damaged header or a key that is gone.
+    public func prepare(envelope: [UInt8]) async throws(ProtectionError) {
+        let read = envelope.withUnsafeBytes { bytes in
+            Result { () throws(ProtectionError) in try EnvelopeHeader.read(bytes, knownOwner: nil) }
+        }
+        guard let fields = try read.get() else { return }
+        _ = try await openingKey(fields)
     }
 
     // MARK: Buffers the caller provides
@@ -139,7 +172,7 @@ public final class DataProtector: Sendable {
         try Self.requireRoom(
             try envelopeCount(of: data.count, owner: owner, encrypt: encrypt), in: output, for: "envelope")
         if let cipher = oneChunkSealing(data.count, encrypt: encrypt) {
-            let accountKey = try keyRing.currentKey(for: owner, creating: true)
+            let accountKey = try keyRing.readySealingKey(for: owner)
             let total = oneChunkCount(of: data.count, owner: accountKey.owner)
             try Self.requireRoom(total, in: output, for: "envelope")
             sealOneChunk(
@@ -147,7 +180,10 @@ public final class DataProtector: Sendable {
                 into: UnsafeMutableRawBufferPointer(rebasing: output[..<total]))
             return total
         }
-        let cipher = try makeSealer(owner: owner, encrypt: encrypt, chunkExponent: Self.bufferChunkExponent)
+        let cipher =
+            encrypt
+            ? sealer(try keyRing.readySealingKey(for: owner), chunkExponent: Self.bufferChunkExponent)
+            : unencryptedSealer(owner: owner, chunkExponent: Self.bufferChunkExponent)
         let total = Self.sealedCount(of: data.count, with: cipher)
         try Self.requireRoom(total, in: output, for: "envelope")
         Self.seal(data, with: cipher, into: UnsafeMutableRawBufferPointer(rebasing: output[..<total]))
@@ -178,15 +214,18 @@ public final class DataProtector: Sendable {
             UnsafeMutableRawBufferPointer(rebasing: output[..<data.count]).copyMemory(from: data)
             return data.count
         }
+        let accountKey =
+            fields.algorithm == .none ? nil : try keyRing.readyKey(for: fields.owner, version: fields.keyVersion)
         if let cipher = Self.oneChunkOpening(fields, envelopeCount: data.count) {
             let count = max(0, data.count - fields.count - EnvelopeAlgorithm.tagCount)
             try Self.requireRoom(count, in: output, for: "plaintext")
             try openOneChunk(
-                data, header: fields, cipher: cipher, into: UnsafeMutableRawBufferPointer(rebasing: output[..<count]))
+                data, header: fields, cipher: cipher, accountKey: accountKey,
+                into: UnsafeMutableRawBufferPointer(rebasing: output[..<count]))
             return count
         }
         let header = EnvelopeHeader(fields, copying: data)
-        let cipher = try makeOpener(header)
+        let cipher = try makeOpener(header, accountKey: accountKey)
         let body = UnsafeRawBufferPointer(rebasing: data[header.count...])
         let count = try Self.openedCount(of: body.count, chunkSize: cipher.chunkSize)
         try Self.requireRoom(count, in: output, for: "plaintext")
@@ -257,30 +296,30 @@ public final class DataProtector: Sendable {
     /// false says so.
     /// - Throws: `ProtectionError` for a damaged header, a key that is gone (wiped) or absent,
     ///   and a header whose owner or key version was changed.
-    public func verifiedProtectionInfo(_ data: [UInt8]) throws(ProtectionError) -> ProtectionInfo? {
+    public func verifiedProtectionInfo(_ data: [UInt8]) async throws(ProtectionError) -> ProtectionInfo? {
         let decoded = data.withUnsafeBytes { bytes in
             Result { () throws(ProtectionError) in try EnvelopeHeader.decode(bytes) }
         }
         guard let header = try decoded.get() else { return nil }
-        _ = try makeOpener(header)
+        _ = try await makeOpener(header)
         return ProtectionInfo(header: header)
     }
 
     /// Protects a string; the envelope comes back as base64.
-    public func protect(string: String, owner: AccountID, encrypt: Bool) throws(ProtectionError)
+    public func protect(string: String, owner: AccountID, encrypt: Bool) async throws(ProtectionError)
         -> String
     {
-        Data(try protect(Array(string.utf8), owner: owner, encrypt: encrypt)).base64EncodedString()
+        Data(try await protect(Array(string.utf8), owner: owner, encrypt: encrypt)).base64EncodedString()
     }
 
     /// The string inside a base64 envelope; a string that is not base64 of an envelope comes
     /// back unchanged.
     /// - Throws: as `unprotect(_:)`, and `.invalidArguments` when the plaintext is not UTF-8.
-    public func unprotect(string: String) throws(ProtectionError) -> String {
+    public func unprotect(string: String) async throws(ProtectionError) -> String {
         guard let data = Data(base64Encoded: string), try Self.protectionInfo([UInt8](data)) != nil else {
             return string
         }
-        let plaintext = try unprotect([UInt8](data))
+        let plaintext = try await unprotect([UInt8](data))
         guard let text = String(validating: plaintext, as: UTF8.self) else {
             throw ProtectionError(.invalidArguments, "the protected data is not UTF-8 text")
         }
@@ -297,20 +336,27 @@ public final class DataProtector: Sendable {
 
     /// A sealer for a new envelope: a data key of its own from the owner's current key (created
     /// on first use), or a tag-only envelope.
-    func makeSealer(owner account: AccountID, encrypt: Bool, chunkExponent: UInt8) throws(ProtectionError)
+    func makeSealer(owner account: AccountID, encrypt: Bool, chunkExponent: UInt8) async throws(ProtectionError)
         -> ChunkCipher
     {
-        let owner = ownerIdentifier(for: account)
-        guard encrypt else {
-            return ChunkCipher(
-                header: EnvelopeHeader(unencryptedFor: owner, chunkSizeExponent: chunkExponent), cipher: nil)
-        }
-        return try makeSealer(owner: owner, chunkExponent: chunkExponent)
+        guard encrypt else { return unencryptedSealer(owner: account, chunkExponent: chunkExponent) }
+        return sealer(try await keyRing.currentKey(for: account, creating: true), chunkExponent: chunkExponent)
+    }
+
+    /// A sealer for a tag-only envelope of `account`'s.
+    func unencryptedSealer(owner account: AccountID, chunkExponent: UInt8) -> ChunkCipher {
+        ChunkCipher(
+            header: EnvelopeHeader(unencryptedFor: ownerIdentifier(for: account), chunkSizeExponent: chunkExponent),
+            cipher: nil)
     }
 
     /// An encrypting sealer for `owner` under its current key.
-    func makeSealer(owner: OwnerIdentifier, chunkExponent: UInt8) throws(ProtectionError) -> ChunkCipher {
-        let accountKey = try keyRing.currentKey(for: owner, creating: true)
+    func makeSealer(owner: OwnerIdentifier, chunkExponent: UInt8) async throws(ProtectionError) -> ChunkCipher {
+        sealer(try await keyRing.currentKey(for: owner, creating: true), chunkExponent: chunkExponent)
+    }
+
+    /// An encrypting sealer under `accountKey`, with a data key of its own.
+    func sealer(_ accountKey: AccountKey, chunkExponent: UInt8) -> ChunkCipher {
         let randomCount = Self.randomCount(for: algorithm)
         return withUnsafeTemporaryAllocation(byteCount: randomCount, alignment: 16) { random in
             defer { Sodium.zero(random) }
@@ -373,9 +419,14 @@ public final class DataProtector: Sendable {
 
     /// An opener for an existing envelope: its data key derived or unwrapped with the owner's
     /// key version.
-    func makeOpener(_ header: EnvelopeHeader) throws(ProtectionError) -> ChunkCipher {
+    func makeOpener(_ header: EnvelopeHeader) async throws(ProtectionError) -> ChunkCipher {
         guard header.isEncrypted else { return ChunkCipher(header: header, cipher: nil) }
-        let accountKey = try keyRing.key(for: header.owner, version: header.keyVersion)
+        return try makeOpener(header, accountKey: try await keyRing.key(for: header.owner, version: header.keyVersion))
+    }
+
+    /// `makeOpener(_:)` with the key already at hand (nil: the envelope is not encrypted).
+    func makeOpener(_ header: EnvelopeHeader, accountKey: AccountKey?) throws(ProtectionError) -> ChunkCipher {
+        guard header.isEncrypted, let accountKey else { return ChunkCipher(header: header, cipher: nil) }
         guard let cipher = Self.dataKeyCipher(of: header, with: accountKey, implementation: implementation) else {
             throw Self.keyMismatch(header.algorithm, version: header.keyVersion, owner: header.owner)
         }
@@ -590,13 +641,16 @@ public final class DataProtector: Sendable {
     /// where it lies: the counterpart of `sealOneChunk`, with the checks, order and errors of
     /// `makeOpener` and `open(_:with:)`.
     private func openOneChunk(
-        _ envelope: UnsafeRawBufferPointer, header: EnvelopeHeader.Fields, cipher: OpenSSLCipher.Algorithm
+        _ envelope: UnsafeRawBufferPointer, header: EnvelopeHeader.Fields, cipher: OpenSSLCipher.Algorithm,
+        accountKey: AccountKey?
     ) throws(ProtectionError) -> [UInt8] {
         // A body shorter than a tag is refused after the key check, as `makeOpener` and
         // `open(_:with:)` order their errors: the buffer is empty then and never written.
         let count = max(0, envelope.count - header.count - EnvelopeAlgorithm.tagCount)
         return try [UInt8](unsafeUninitializedCapacity: count) { (buffer, initialized) throws(ProtectionError) in
-            try openOneChunk(envelope, header: header, cipher: cipher, into: UnsafeMutableRawBufferPointer(buffer))
+            try openOneChunk(
+                envelope, header: header, cipher: cipher, accountKey: accountKey,
+                into: UnsafeMutableRawBufferPointer(buffer))
             initialized = count
         }
     }
@@ -605,9 +659,12 @@ public final class DataProtector: Sendable {
     /// nothing of it to be used, when the chunk does not authenticate.
     private func openOneChunk(
         _ envelope: UnsafeRawBufferPointer, header: EnvelopeHeader.Fields, cipher: OpenSSLCipher.Algorithm,
-        into out: UnsafeMutableRawBufferPointer
+        accountKey: AccountKey?, into out: UnsafeMutableRawBufferPointer
     ) throws(ProtectionError) {
-        let accountKey = try keyRing.key(for: header.owner, version: header.keyVersion)
+        // One-chunk openings are of encrypted envelopes only (`oneChunkOpening`).
+        guard let accountKey else {
+            throw Self.keyMismatch(header.algorithm, version: header.keyVersion, owner: header.owner)
+        }
         let headerBytes = UnsafeRawBufferPointer(rebasing: envelope[..<header.count])
         let sealed = UnsafeRawBufferPointer(rebasing: envelope[header.count...])
         let failure: ProtectionError? = withUnsafeTemporaryAllocation(

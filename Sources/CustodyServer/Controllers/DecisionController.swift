@@ -96,7 +96,7 @@ struct DecisionController {
         }
         // An encrypted item's owner is verified with its key: the state may be read.
         let result = try await StateExecutor.run {
-            try engine.receive(receiver: receiver, item: head, context: context)
+            try await engine.receive(receiver: receiver, item: head, context: context)
         }
         metrics.decided(action: .receive, allowed: result.decision.isAllowed)
         return json(result.json(includingRevision: true), headers: [.custodyRevision: result.revision])

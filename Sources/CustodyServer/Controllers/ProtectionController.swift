@@ -40,7 +40,7 @@ struct ProtectionController {
             throw ServiceError(.badRequest, .emptyData, "there is no data to protect: the body is empty")
         }
         let protected = try await StateExecutor.request {
-            try engine.protect(
+            try await engine.protect(
                 data, owner: owner, mode: encrypt ? .forceEncryption : unmanaged ? .unmanaged : .policy,
                 context: evaluation)
         }
@@ -59,7 +59,7 @@ struct ProtectionController {
         _ = try QueryParameters(request.uri, accepting: [])
         let body = try await request.body.collect(upTo: limits.bodyBytes + (1 << 16))
         let envelope = Array(buffer: body)
-        let plaintext = try await StateExecutor.request { try engine.unprotect(envelope, requireEnvelope: true) }
+        let plaintext = try await StateExecutor.request { try await engine.unprotect(envelope, requireEnvelope: true) }
         let owner = (try? DataProtector.protectionInfo(envelope))??.owner.rawValue ?? ""
         return Response(
             status: .ok, headers: [.contentType: "application/octet-stream", .custodyOwner: owner],
@@ -86,7 +86,7 @@ struct ProtectionController {
         try await request.requireNoBody()
         let account = try PolicyController.account(context)
         return try await StateExecutor.run {
-            try engine.rotateKey(account: account, by: context.identity?.operatorName)
+            try await engine.rotateKey(account: account, by: context.identity?.operatorName)
         }
     }
 }

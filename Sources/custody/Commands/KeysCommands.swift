@@ -42,7 +42,7 @@ struct KeysCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
-            let rotation = try engine.rotateKey(account: account)
+            let rotation = try await engine.rotateKey(account: account)
             if json {
                 StandardOutput.write(try JSONLine.encode(rotation))
             } else {
@@ -73,7 +73,7 @@ struct KeysCommand: AsyncParsableCommand {
             var failed = false
             for path in paths {
                 do {
-                    switch try engine.rewrap(file: path) {
+                    switch try await engine.rewrap(file: path) {
                     case .rewrapped(let from, let to): StandardOutput.write("\(path): key version \(from) → \(to)\n")
                     case .alreadyNewest: StandardOutput.write("\(path): already on the newest key version\n")
                     case .notEncrypted: StandardOutput.write("\(path): not encrypted\n")

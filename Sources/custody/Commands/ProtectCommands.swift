@@ -84,7 +84,7 @@ struct ProtectCommand: AsyncParsableCommand, StateCommand {
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
             let bar = TreeProgressBar(label: "protect")
-            let protected = try engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
+            let protected = try await engine.protect(directory: input, owner: account, mode: mode, progress: bar.update)
             bar.finish()
             let plan = protected.plan
             let how = plan.encrypted ? "encrypted" : "tagged, not encrypted (\(plan.reason))"
@@ -96,7 +96,8 @@ struct ProtectCommand: AsyncParsableCommand, StateCommand {
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
             let bar = ProgressBar(label: "protect", total: fileSize(input))
-            let verified = try engine.verifyAndProtect(file: input, owner: account, mode: mode, progress: bar.update)
+            let verified = try await engine.verifyAndProtect(
+                file: input, owner: account, mode: mode, progress: bar.update)
             bar.finish()
             let plan = verified.plan
             if let skipped = verified.skipped {
@@ -117,8 +118,8 @@ struct ProtectCommand: AsyncParsableCommand, StateCommand {
             state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
             access: .readWrite)
         let bar = ProgressBar(label: "protect", total: input == "-" ? nil : fileSize(input))
-        let plan = try Self.namingModes(mode) { () throws(CustodyError) in
-            try engine.protect(
+        let plan = try await Self.namingModes(mode) { () throws(CustodyError) in
+            try await engine.protect(
                 from: input == "-" ? .stream(0, name: "standard input") : .file(input),
                 to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
                 owner: account, mode: mode, progress: bar.update)
@@ -186,13 +187,13 @@ struct UnprotectCommand: AsyncParsableCommand, StateCommand {
                 throw ValidationError("a directory is unprotected in place: give no OUT")
             }
             let bar = TreeProgressBar(label: "unprotect")
-            let report = try engine.unprotect(directory: input, progress: bar.update)
+            let report = try await engine.unprotect(directory: input, progress: bar.update)
             bar.finish()
             try render(report, done: "unprotected")
             return
         }
         let bar = ProgressBar(label: "unprotect", total: input == "-" ? nil : fileSize(input))
-        let wasEnvelope = try engine.unprotect(
+        let wasEnvelope = try await engine.unprotect(
             from: input == "-" ? .stream(0, name: "standard input") : .file(input),
             to: destination == "-" ? .stream(1, name: "standard output") : .file(destination),
             passThrough: passThrough, progress: bar.update)
@@ -328,11 +329,11 @@ private func render(_ report: DirectoryReport, done: String) throws {
 extension ProtectCommand {
     /// `body`, its refusal of an account the policy does not manage ending with the options that
     /// protect such data anyway, when the policy decided the protection.
-    static func namingModes<Result>(_ mode: ProtectionMode, _ body: () throws(CustodyError) -> Result)
-        throws(CustodyError) -> Result
+    static func namingModes<Result>(_ mode: ProtectionMode, _ body: () async throws(CustodyError) -> Result)
+        async throws(CustodyError) -> Result
     {
         do {
-            return try body()
+            return try await body()
         } catch  where error.code == .account && mode == .policy {
             throw CustodyError(
                 error.code, error.message + " (--unmanaged or --force-encrypt)", underlying: error.underlying)

@@ -45,7 +45,7 @@ struct ReceiveCommand: AsyncParsableCommand, StateCommand {
         var failed = false
         for file in files {
             do throws(CustodyError) {
-                let result = try engine.receive(receiver: receiver, file: file)
+                let result = try await engine.receive(receiver: receiver, file: file)
                 if !result.decision.isAllowed { failed = true }
                 StandardOutput.write(result.json(file: file, includingRevision: false))
             } catch {

@@ -72,7 +72,7 @@ struct SecretsCommand: AsyncParsableCommand {
                 StandardError.write("error: the password is not UTF-8 text\n")
                 throw ExitCode.failure
             }
-            try provider.storePassword(password, identifier: identifier, for: account)
+            try await provider.storePassword(password, identifier: identifier, for: account)
             StandardOutput.write("stored password \(identifier) for \(holder(account))\n")
         }
 
@@ -123,7 +123,7 @@ struct SecretsCommand: AsyncParsableCommand {
         func run() async throws {
             let (provider, account) = try await options.provider()
             let bytes = try readFile(file)
-            let certificate = try provider.storeCertificate(bytes, identifier: identifier, for: account)
+            let certificate = try await provider.storeCertificate(bytes, identifier: identifier, for: account)
             StandardOutput.write("stored certificate \(identifier) for \(holder(account)): \(certificate)\n")
         }
     }
@@ -152,7 +152,7 @@ struct SecretsCommand: AsyncParsableCommand {
             let certificateBytes = try readFile(certificate)
             var keyBytes = try readFile(key)
             defer { SecureMemory.zero(&keyBytes) }
-            let identity = try provider.storeIdentity(
+            let identity = try await provider.storeIdentity(
                 certificate: certificateBytes, privateKey: keyBytes, identifier: identifier, for: account)
             StandardOutput.write("stored identity \(identifier) for \(holder(account)): \(identity.certificate)\n")
         }

@@ -12,11 +12,12 @@ final class TestState: @unchecked Sendable {
     let keyFile: String
     let keyRing: KeyRing
 
-    init() throws {
+    init() async throws {
         temporary = try TemporaryDirectory()
         directory = temporary.path
         keyFile = directory + "/master.key"
-        keyRing = try KeyRing(store: FileKeyStore(directory: directory + "/state"), masterKey: .keyFile(path: keyFile))
+        keyRing = try await KeyRing(
+            store: FileKeyStore(directory: directory + "/state"), masterKey: .keyFile(path: keyFile))
     }
 
     func protector(algorithm: EnvelopeAlgorithm = .preferred, implementation: AEADCipher.Implementation = .automatic)
@@ -37,9 +38,11 @@ func pattern(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
 }
 
 /// Runs `body` and returns the ProtectionError it threw, or nil. Any other error fails the test.
-func protectionError(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) -> ProtectionError? {
+func protectionError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async
+    -> ProtectionError?
+{
     do {
-        try body()
+        try await body()
         return nil
     } catch let error as ProtectionError {
         return error
