@@ -122,6 +122,39 @@ struct CallerBufferTests {
     }
 
     @Test(
+        "a key prepared just before its comparison with the store falls due is still ready: prepared each time, no call into the caller's memory fails across many intervals",
+        arguments: [Duration.milliseconds(20), .milliseconds(50)])
+    func preparedAcrossIntervals(interval: Duration) async throws {
+        let state = try await TestState()
+        let ring = try await KeyRing(
+            store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: state.keyFile),
+            revalidationInterval: interval)
+        let protector = DataProtector(keyRing: ring)
+        let data = pattern(1_024)
+        var envelope = Self.output(try protector.envelopeCount(of: data.count, owner: alice, encrypt: true))
+        var plaintext = Self.output(data.count)
+        let end = ContinuousClock.now + interval * 12
+        var rounds = 0
+        while ContinuousClock.now < end {
+            rounds += 1
+            try await protector.prepare(owner: alice)
+            let written = try data.withUnsafeBytes { data in
+                try envelope.withUnsafeMutableBytes {
+                    try protector.protect(data, owner: alice, encrypt: true, into: $0)
+                }
+            }
+            try await protector.prepare(envelope: envelope)
+            let opened = try envelope.withUnsafeBytes { sealed in
+                try plaintext.withUnsafeMutableBytes {
+                    try protector.unprotect(UnsafeRawBufferPointer(rebasing: sealed[..<written]), into: $0)
+                }
+            }
+            #expect(opened == data.count)
+        }
+        #expect(rounds > 12, "many rounds in each interval")
+    }
+
+    @Test(
         "the count is exact for identifiers whose lower case changes their length",
         arguments: [
             (nil, "ALICE@contoso.com"), (nil, "ÉMILE@contoso.com"), (nil, "İ@contoso.com"), (nil, "ǅ@contoso.com"),

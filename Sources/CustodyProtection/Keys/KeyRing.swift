@@ -155,8 +155,8 @@ public final class KeyRing: Sendable {
     ///   hearing from the store is no proof that nothing changed (another process or replica
     ///   may have wiped the account): every cached key is dropped, and nothing is opened or
     ///   sealed until the store answers again.
-    private func revalidate(at now: CoarseClock.Instant) async throws(ProtectionError) {
-        guard cache.withLock({ now >= $0.nextCheck }) else { return }
+    private func revalidate(at now: CoarseClock.Instant, ahead: UInt64 = 0) async throws(ProtectionError) {
+        guard cache.withLock({ now &+ ahead >= $0.nextCheck }) else { return }
         let token: UInt64?
         do {
             token = try await store.changeToken()
@@ -196,6 +196,15 @@ public final class KeyRing: Sendable {
     private func ready(_ lookup: (inout Cache) -> AccountKey?) -> AccountKey? {
         let now = CoarseClock.now()
         return cache.withLock { cache in now >= cache.nextCheck ? nil : lookup(&cache) }
+    }
+
+    /// Compares the keys in memory with the store now when the next comparison is due within
+    /// half the revalidation interval: what `DataProtector.prepare` does first, so that a key
+    /// it makes ready stays usable (`ready`) for at least that long.
+    func confirmAhead() async throws(ProtectionError) {
+        let (seconds, attoseconds) = (revalidationInterval / 2).components
+        let half = UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(clamping: attoseconds / 1_000_000_000)
+        try await revalidate(at: CoarseClock.now(), ahead: half)
     }
 
     /// The newest version of `account`'s key if it is in memory and current (see `ready`).

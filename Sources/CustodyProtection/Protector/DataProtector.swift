@@ -116,8 +116,10 @@ public final class DataProtector: Sendable {
     /// Makes `owner`'s current key (created on first use) ready for `protect(_:owner:encrypt:into:)`,
     /// which does not wait for the key store: call it before, as often as the key ring's
     /// revalidation interval (a second by default) asks, since a key not confirmed against the
-    /// store within it is not used.
+    /// store within it is not used. A key prepared stays ready for at least half that interval
+    /// (the comparison with the store is made now when it would be due sooner).
     public func prepare(owner: AccountID) async throws(ProtectionError) {
+        try await keyRing.confirmAhead()
         _ = try await keyRing.currentKey(for: owner, creating: true)
     }
 
@@ -130,6 +132,7 @@ public final class DataProtector: Sendable {
             Result { () throws(ProtectionError) in try EnvelopeHeader.read(bytes, knownOwner: nil) }
         }
         guard let fields = try read.get() else { return }
+        try await keyRing.confirmAhead()
         _ = try await openingKey(fields)
     }
 
