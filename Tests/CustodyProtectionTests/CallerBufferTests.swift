@@ -70,7 +70,7 @@ struct CallerBufferTests {
         arguments: Between.allCases)
     func preparedKeys(between: Between) async throws {
         let state = try await TestState()
-        let interval = Duration.milliseconds(40)
+        let interval = Duration.milliseconds(200)
         let ring = try await KeyRing(
             store: FileKeyStore(directory: state.directory + "/state"), masterKey: .keyFile(path: state.keyFile),
             revalidationInterval: interval)
@@ -123,7 +123,7 @@ struct CallerBufferTests {
 
     @Test(
         "a key prepared just before its comparison with the store falls due is still ready: prepared each time, no call into the caller's memory fails across many intervals",
-        arguments: [Duration.milliseconds(20), .milliseconds(50)])
+        arguments: [Duration.milliseconds(50), .milliseconds(100)])
     func preparedAcrossIntervals(interval: Duration) async throws {
         let state = try await TestState()
         let ring = try await KeyRing(
@@ -134,24 +134,35 @@ struct CallerBufferTests {
         var envelope = Self.output(try protector.envelopeCount(of: data.count, owner: alice, encrypt: true))
         var plaintext = Self.output(data.count)
         let end = ContinuousClock.now + interval * 12
-        var rounds = 0
+        var (rounds, done) = (0, 0)
         while ContinuousClock.now < end {
             rounds += 1
-            try await protector.prepare(owner: alice)
-            let written = try data.withUnsafeBytes { data in
-                try envelope.withUnsafeMutableBytes {
-                    try protector.protect(data, owner: alice, encrypt: true, into: $0)
+            // What is promised: ready for half the interval after `prepare`. A call that a loaded
+            // machine held up past that may be refused; one within it may not.
+            var prepared = ContinuousClock.now
+            do {
+                try await protector.prepare(owner: alice)
+                prepared = .now
+                let written = try data.withUnsafeBytes { data in
+                    try envelope.withUnsafeMutableBytes {
+                        try protector.protect(data, owner: alice, encrypt: true, into: $0)
+                    }
                 }
-            }
-            try await protector.prepare(envelope: envelope)
-            let opened = try envelope.withUnsafeBytes { sealed in
-                try plaintext.withUnsafeMutableBytes {
-                    try protector.unprotect(UnsafeRawBufferPointer(rebasing: sealed[..<written]), into: $0)
+                try await protector.prepare(envelope: envelope)
+                prepared = .now
+                let opened = try envelope.withUnsafeBytes { sealed in
+                    try plaintext.withUnsafeMutableBytes {
+                        try protector.unprotect(UnsafeRawBufferPointer(rebasing: sealed[..<written]), into: $0)
+                    }
                 }
+                #expect(opened == data.count)
+                done += 1
+            } catch {
+                let waited = prepared.duration(to: .now)
+                #expect(waited >= interval / 2, "refused \(waited) after prepare: \(error)")
             }
-            #expect(opened == data.count)
         }
-        #expect(rounds > 12, "many rounds in each interval")
+        #expect(done > 12 && done * 10 >= rounds * 9, "\(done) of \(rounds) rounds")
     }
 
     @Test(
