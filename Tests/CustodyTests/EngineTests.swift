@@ -372,6 +372,54 @@ struct EngineTests {
         #expect(await custodyError { _ = try await installation.open().unprotect(current) }?.code == .protection)
     }
 
+    /// After a wipe and a new key: which envelopes are said to be wiped, and which damaged.
+    enum AfterWipe: String, CaseIterable, Sendable {
+        /// Sealed before the wipe: its key is gone (a new key of the same version is not it).
+        case sealedBefore = "sealed before the wipe"
+        /// Sealed after, under the new key, then a byte of its data flipped.
+        case flippedAfter = "sealed after, a data byte flipped"
+        /// Sealed after, then cut short.
+        case cutAfter = "sealed after, cut short"
+        /// Sealed after, untouched.
+        case intactAfter = "sealed after, untouched"
+    }
+
+    @Test(
+        "after a wipe and a new key, an envelope sealed before is said to be wiped, one sealed after and damaged is said to be damaged",
+        arguments: AfterWipe.allCases)
+    func damagedAfterWipe(kind: AfterWipe) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
+        let data = [UInt8](repeating: 7, count: 3_000)
+        let before = try await engine.protect(data, owner: a0).envelope
+        try await engine.wipe(account: a0, reason: "test")
+        var after = try await engine.protect(data, owner: a0).envelope
+        #expect(try DataProtector.protectionInfo(after)?.keyVersion == 1, "the new key restarts at version 1")
+        let envelope: [UInt8]
+        switch kind {
+        case .sealedBefore: envelope = before
+        case .flippedAfter:
+            after[after.count - 100] ^= 0x01
+            envelope = after
+        case .cutAfter: envelope = Array(after.dropLast(40))
+        case .intactAfter: envelope = after
+        }
+        let error = await custodyError { _ = try await engine.unprotect(envelope) }
+        switch kind {
+        case .sealedBefore:
+            #expect(error?.message.contains("whose keys were wiped at") == true, "\(String(describing: error))")
+        case .flippedAfter, .cutAfter:
+            #expect(error?.code == .protection)
+            #expect(error?.message.contains("wiped") == false, "\(String(describing: error))")
+            #expect(
+                error?.message.contains("does not authenticate") == true || error?.message.contains("cut off") == true,
+                "\(String(describing: error))")
+        case .intactAfter:
+            #expect(error == nil, "\(String(describing: error))")
+        }
+    }
+
     @Test(
         "accounts the installation cannot resolve are errors for a wipe, a check-in and a rotation, never a silent success",
         arguments: [

@@ -264,8 +264,12 @@ extension CustodyEngine {
 
     /// A protection error, saying when the data's owner was wiped if its key is gone for that
     /// reason.
+    /// `error`, said as a wipe when the owner's keys were wiped and the envelope's key is what
+    /// is missing: its version is not in the store, or a key of that version exists (made after
+    /// the wipe) and is not the one it was sealed with. An envelope whose key is right and
+    /// whose chunks do not authenticate was damaged, wiped or not: that is what it is told.
     private func explained(_ error: ProtectionError, owner: OwnerIdentifier?) -> CustodyError {
-        if [.keyUnavailable, .decryptFailed].contains(error.code), let owner,
+        if error.code == .keyUnavailable || (error.code == .decryptFailed && error.isKeyMismatch), let owner,
             let wiped = try? database.wipeRecord(of: owner.rawValue)
         {
             let prefix = error.path.map { "\($0): " } ?? ""

@@ -440,12 +440,14 @@ public final class DataProtector: Sendable {
     private static func keyMismatch(_ algorithm: EnvelopeAlgorithm, version: UInt32, owner: OwnerIdentifier)
         -> ProtectionError
     {
-        ProtectionError(
+        var error = ProtectionError(
             .decryptFailed,
             algorithm.derivesKey
                 ? "the header's key check does not match key version \(version) of \(owner): the header was changed or the key is not the one it was sealed with"
                 : "the data key does not unwrap with key version \(version) of \(owner): the header was changed or the key is not the one it was sealed with"
         )
+        error.isKeyMismatch = true
+        return error
     }
 
     /// Derives the data key and key check of the derived-key header in `header` (its bytes,

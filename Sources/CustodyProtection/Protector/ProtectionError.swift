@@ -52,6 +52,11 @@ public struct ProtectionError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The file concerned, when there is one.
     public let path: String?
 
+    /// A `decryptFailed` raised by the header's key check (the key version named is not the
+    /// key the envelope was sealed with, or the header was changed), before any chunk was
+    /// read: what tells a key that is gone from data that was damaged.
+    package var isKeyMismatch = false
+
     public init(_ code: Code, _ message: String, path: String? = nil) {
         self.code = code
         self.message = message
@@ -65,6 +70,8 @@ public struct ProtectionError: Error, Sendable, Hashable, CustomStringConvertibl
 
     /// The same error naming `path`.
     func at(_ path: String) -> ProtectionError {
-        ProtectionError(code, message, path: self.path ?? path)
+        var error = ProtectionError(code, message, path: self.path ?? path)
+        error.isKeyMismatch = isKeyMismatch
+        return error
     }
 }
