@@ -262,8 +262,6 @@ extension CustodyEngine {
         }
     }
 
-    /// A protection error, saying when the data's owner was wiped if its key is gone for that
-    /// reason.
     /// `error`, said as a wipe when the owner's keys were wiped and the envelope's key is what
     /// is missing: its version is not in the store, or a key of that version exists (made after
     /// the wipe) and is not the one it was sealed with. An envelope whose key is right and
