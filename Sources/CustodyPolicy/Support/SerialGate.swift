@@ -8,6 +8,13 @@ package final class SerialGate: Sendable {
         var busy = false
         var waiting: [CheckedContinuation<Void, Never>] = []
         var head = 0
+
+        /// Takes the gate if it is free.
+        mutating func take() -> Bool {
+            guard !busy else { return false }
+            busy = true
+            return true
+        }
     }
 
     private let state = Locked(State())
@@ -22,21 +29,11 @@ package final class SerialGate: Sendable {
     }
 
     private func enter() async {
-        let entered = state.withLock { state in
-            guard state.busy else {
-                state.busy = true
-                return true
-            }
-            return false
-        }
-        if entered { return }
+        if state.withLock({ $0.take() }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Between the look above and here, the gate may have been left: then go on at once.
             let resume = state.withLock { state in
-                guard state.busy else {
-                    state.busy = true
-                    return true
-                }
+                if state.take() { return true }
                 state.waiting.append(continuation)
                 return false
             }

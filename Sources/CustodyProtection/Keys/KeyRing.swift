@@ -202,9 +202,7 @@ public final class KeyRing: Sendable {
     /// half the revalidation interval: what `DataProtector.prepare` does first, so that a key
     /// it makes ready stays usable (`ready`) for at least that long.
     func confirmAhead() async throws(ProtectionError) {
-        let (seconds, attoseconds) = (revalidationInterval / 2).components
-        let half = UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(clamping: attoseconds / 1_000_000_000)
-        try await revalidate(at: CoarseClock.now(), ahead: half)
+        try await revalidate(at: CoarseClock.now(), ahead: CoarseClock.nanoseconds(revalidationInterval / 2))
     }
 
     /// The newest version of `account`'s key if it is in memory and current (see `ready`).
@@ -366,14 +364,20 @@ enum CoarseClock {
 
     /// The reading at which `interval` after `now` has surely passed.
     static func deadline(after interval: Duration, from now: Instant) -> Instant {
-        let (seconds, attoseconds) = interval.components
-        guard seconds >= 0, attoseconds >= 0 else { return now }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return .max }
-        let nanoseconds = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
-        guard !nanoseconds.overflow else { return .max }
-        let (end, late) = now.addingReportingOverflow(nanoseconds.partialValue)
+        let span = nanoseconds(interval)
+        guard span < .max else { return .max }
+        let (end, late) = now.addingReportingOverflow(span)
         guard !late else { return .max }
         return end >= resolution ? max(now, end - resolution) : now
+    }
+
+    /// `interval` in nanoseconds: 0 when negative, `.max` when it does not fit.
+    static func nanoseconds(_ interval: Duration) -> UInt64 {
+        let (seconds, attoseconds) = interval.components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .max }
+        let (total, over) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        return over ? .max : total
     }
 }

@@ -293,8 +293,8 @@ extension DataProtector {
         let current = try await keyRing.currentKey(for: info.owner, creating: false)
         guard current.version > version else { return false }
         let reader = try await makeReader(path: path)
-        let writer = try await ProtectedFileWriter(
-            path: path, cipher: try makeSealer(owner: info.owner, chunkExponent: Self.fileChunkExponent),
+        let writer = try ProtectedFileWriter(
+            path: path, cipher: sealer(current, chunkExponent: Self.fileChunkExponent),
             mode: Self.mode(of: path) ?? 0o600)
         do throws(ProtectionError) {
             try reader.forEachBlock { block throws(ProtectionError) in try writer.write(block) }
@@ -309,11 +309,11 @@ extension DataProtector {
     /// Re-seals an encrypted buffer under its owner's newest key version when it uses an older
     /// one; other bytes come back unchanged.
     public func rewrap(_ data: [UInt8]) async throws(ProtectionError) -> [UInt8] {
-        guard let info = try protectionInfo(data), info.isEncrypted, let version = info.keyVersion,
-            try await keyRing.currentKey(for: info.owner, creating: false).version > version
-        else { return data }
+        guard let info = try protectionInfo(data), info.isEncrypted, let version = info.keyVersion else { return data }
+        let current = try await keyRing.currentKey(for: info.owner, creating: false)
+        guard current.version > version else { return data }
         let plaintext = try await unprotect(data)
-        let cipher = try await makeSealer(owner: info.owner, chunkExponent: Self.bufferChunkExponent)
+        let cipher = sealer(current, chunkExponent: Self.bufferChunkExponent)
         return plaintext.withUnsafeBytes { Self.seal($0, with: cipher) }
     }
 

@@ -83,11 +83,7 @@ public final class DataProtector: Sendable {
     ///   key is wrong (no plaintext is returned); `.keyUnavailable` when the owner's key was
     ///   wiped; `.unsupportedVersion`; `.malformedEnvelope`.
     public func unprotect(_ data: [UInt8]) async throws(ProtectionError) -> [UInt8] {
-        let lastOwner = keyRing.lastOpeningOwner
-        let read = data.withUnsafeBytes { bytes in
-            Result { () throws(ProtectionError) in try EnvelopeHeader.read(bytes, knownOwner: lastOwner) }
-        }
-        guard let fields = try read.get() else { return data }
+        guard let fields = try Self.headerFields(of: data, knownOwner: keyRing.lastOpeningOwner) else { return data }
         let accountKey = try await openingKey(fields)
         let result: Result<[UInt8], ProtectionError> = data.withUnsafeBytes { bytes in
             do throws(ProtectionError) {
@@ -102,6 +98,15 @@ public final class DataProtector: Sendable {
             }
         }
         return try result.get()
+    }
+
+    /// The header of the envelope `data` starts with; nil when it is not an envelope.
+    private static func headerFields(of data: [UInt8], knownOwner: OwnerIdentifier?) throws(ProtectionError)
+        -> EnvelopeHeader.Fields?
+    {
+        try data.withUnsafeBytes { bytes in
+            Result { () throws(ProtectionError) in try EnvelopeHeader.read(bytes, knownOwner: knownOwner) }
+        }.get()
     }
 
     /// The account key an envelope with these header fields opens with; nil for an envelope
@@ -128,10 +133,7 @@ public final class DataProtector: Sendable {
     /// bytes that are not an envelope, or one that is not encrypted.
     /// - Throws: as `unprotect(_:)` for a damaged header or a key that is gone.
     public func prepare(envelope: [UInt8]) async throws(ProtectionError) {
-        let read = envelope.withUnsafeBytes { bytes in
-            Result { () throws(ProtectionError) in try EnvelopeHeader.read(bytes, knownOwner: nil) }
-        }
-        guard let fields = try read.get() else { return }
+        guard let fields = try Self.headerFields(of: envelope, knownOwner: nil) else { return }
         try await keyRing.confirmAhead()
         _ = try await openingKey(fields)
     }
@@ -351,11 +353,6 @@ public final class DataProtector: Sendable {
         ChunkCipher(
             header: EnvelopeHeader(unencryptedFor: ownerIdentifier(for: account), chunkSizeExponent: chunkExponent),
             cipher: nil)
-    }
-
-    /// An encrypting sealer for `owner` under its current key.
-    func makeSealer(owner: OwnerIdentifier, chunkExponent: UInt8) async throws(ProtectionError) -> ChunkCipher {
-        sealer(try await keyRing.currentKey(for: owner, creating: true), chunkExponent: chunkExponent)
     }
 
     /// An encrypting sealer under `accountKey`, with a data key of its own.
