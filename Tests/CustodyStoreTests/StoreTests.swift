@@ -16,36 +16,37 @@ func wrapped(_ owner: OwnerIdentifier, _ version: UInt32, fill: UInt8 = 0xA5) ->
         nonce: [UInt8](repeating: fill, count: 24), ciphertext: [UInt8](repeating: fill &+ 1, count: 48))
 }
 
-/// Runs `body` and returns the error of type `E` it threw, or nil; any other error fails the test.
-func thrown<E: Error>(_ type: E.Type, _ body: () async throws -> Void) async -> E? {
-    do {
-        try await body()
-        return nil
-    } catch let error as E {
-        return error
-    } catch {
-        Issue.record("expected a \(E.self), got \(error)")
-        return nil
-    }
+/// The error of type `E` that `error` is; nil for none. Any other error fails the test.
+func expected<E: Error>(_ type: E.Type, _ error: (any Error)?) -> E? {
+    guard let error else { return nil }
+    if let error = error as? E { return error }
+    Issue.record("expected a \(E.self), got \(error)")
+    return nil
 }
 
-/// `thrown` for callers that cannot await (a body run on a thread of its own).
-func thrownNow<E: Error>(_ type: E.Type, _ body: () throws -> Void) -> E? {
+/// Runs `body` and returns the error of type `E` it threw, or nil; any other error fails the test.
+func thrown<E: Error>(_ type: E.Type, _ body: () throws -> Void) -> E? {
     do {
         try body()
         return nil
-    } catch let error as E {
-        return error
     } catch {
-        Issue.record("expected a \(E.self), got \(error)")
-        return nil
+        return expected(E.self, error)
     }
 }
 
-func storeError(_ body: () throws -> Void) -> StoreError? { thrownNow(StoreError.self, body) }
-func storeError(_ body: () async throws -> Void) async -> StoreError? { await thrown(StoreError.self, body) }
+/// `thrown` for a body that awaits.
+func thrownAwaiting<E: Error>(_ type: E.Type, _ body: () async throws -> Void) async -> E? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return expected(E.self, error)
+    }
+}
+
+func storeError(_ body: () throws -> Void) -> StoreError? { thrown(StoreError.self, body) }
 func protectionError(_ body: () async throws -> Void) async -> ProtectionError? {
-    await thrown(ProtectionError.self, body)
+    await thrownAwaiting(ProtectionError.self, body)
 }
 
 /// The key stores the protection layer can use, each fresh.
