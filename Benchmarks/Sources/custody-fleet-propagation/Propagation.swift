@@ -17,7 +17,8 @@ import Foundation
 @main
 struct Propagation: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "custody-fleet-propagation", abstract: "Change propagation across replicas on one PostgreSQL state.")
+        commandName: "custody-fleet-propagation",
+        abstract: "Change propagation across replicas on one PostgreSQL state.")
 
     @Option(help: "The PostgreSQL state URL (a fresh schema is best).")
     var url: String
@@ -38,9 +39,12 @@ struct Propagation: AsyncParsableCommand {
         guard bundle.count == 2 else { throw ValidationError("give --bundle twice") }
         var engines: [CustodyEngine] = []
         for index in 0..<replicas {
-            engines.append(try await CustodyEngine.open(CustodyConfiguration(
-                state: .postgres(url + "&application_name=replica\(index)"), masterKey: .keyFile(path: masterKey),
-                context: EvaluationContext(platform: .ios))))
+            engines.append(
+                try await CustodyEngine.open(
+                    CustodyConfiguration(
+                        state: .postgres(url + "&application_name=replica\(index)"),
+                        masterKey: .keyFile(path: masterKey),
+                        context: EvaluationContext(platform: .ios))))
         }
         let followers = engines.map { engine in Task { await engine.follow(pollInterval: .seconds(1)) } }
         defer { for follower in followers { follower.cancel() } }
@@ -55,14 +59,18 @@ struct Propagation: AsyncParsableCommand {
         var tokenFromCall: [Double] = []
         var wipeFromReturn: [Double] = []
         var wipeFromCall: [Double] = []
-        guard let account = try engines[0].policy().bundle.tenant.accounts.first?.id else { throw ValidationError("the bundle names no account") }
+        guard let account = try engines[0].policy().bundle.tenant.accounts.first?.id else {
+            throw ValidationError("the bundle names no account")
+        }
         for round in 0..<changes {
             let writer = engines[round % engines.count]
             var start = ContinuousClock.now
             let applied = try await writer.apply(bundleDirectory: bundle[round % 2])
             var committed = ContinuousClock.now
             let revision = applied.bundle.revision
-            while !engines.allSatisfy({ $0.bundleInForce?.revision == revision }) { try await Task.sleep(for: .microseconds(50)) }
+            while !engines.allSatisfy({ $0.bundleInForce?.revision == revision }) {
+                try await Task.sleep(for: .microseconds(50))
+            }
             var done = ContinuousClock.now
             bundleFromReturn.append(milliseconds(committed.duration(to: done)))
             bundleFromCall.append(milliseconds(start.duration(to: done)))
@@ -71,18 +79,20 @@ struct Propagation: AsyncParsableCommand {
             _ = try writer.createToken(scopes: [.decide], name: "propagation \(round)")
             committed = ContinuousClock.now
             let newest = try writer.newestChangeRevision()
-            while !engines.allSatisfy({ $0.replicaStatus.revision >= newest }) { try await Task.sleep(for: .microseconds(50)) }
+            while !engines.allSatisfy({ $0.replicaStatus.revision >= newest }) {
+                try await Task.sleep(for: .microseconds(50))
+            }
             done = ContinuousClock.now
             tokenFromReturn.append(milliseconds(committed.duration(to: done)))
             tokenFromCall.append(milliseconds(start.duration(to: done)))
 
             // A fresh key for the account (after the last round's wipe), cached on every replica.
-            let envelope = try writer.protect([1, 2, 3], owner: account, mode: .forceEncryption).envelope
-            for engine in engines { _ = try engine.unprotect(envelope) }
+            let envelope = try await writer.protect([1, 2, 3], owner: account, mode: .forceEncryption).envelope
+            for engine in engines { _ = try await engine.unprotect(envelope) }
             start = ContinuousClock.now
             try await writer.wipe(account: account, reason: "propagation \(round)")
             committed = ContinuousClock.now
-            while !engines.allSatisfy({ (try? $0.unprotect(envelope)) == nil }) { try await Task.sleep(for: .microseconds(50)) }
+            while await anyOpens(envelope, engines) { try await Task.sleep(for: .microseconds(50)) }
             done = ContinuousClock.now
             wipeFromReturn.append(milliseconds(committed.duration(to: done)))
             wipeFromCall.append(milliseconds(start.duration(to: done)))
@@ -96,13 +106,26 @@ struct Propagation: AsyncParsableCommand {
         report("wipe, from the call", wipeFromCall)
     }
 
+    /// Whether any replica still opens the envelope (its cached key not yet dropped).
+    func anyOpens(_ envelope: [UInt8], _ engines: [CustodyEngine]) async -> Bool {
+        for engine in engines {
+            if (try? await engine.unprotect(envelope)) != nil { return true }
+        }
+        return false
+    }
+
     func milliseconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
     }
 
     func report(_ label: String, _ samples: [Double]) {
         let sorted = samples.sorted()
-        func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
-        print(String(format: "%@: p50 %.2f ms, p99 %.2f ms, max %.2f ms", label, percentile(0.50), percentile(0.99), sorted.last ?? 0))
+        func percentile(_ p: Double) -> Double {
+            sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+        }
+        print(
+            String(
+                format: "%@: p50 %.2f ms, p99 %.2f ms, max %.2f ms", label, percentile(0.50), percentile(0.99),
+                sorted.last ?? 0))
     }
 }

@@ -8,7 +8,7 @@ import Foundation
 /// Runs one workload in a loop, for sampling profilers:
 /// `perf record -g .build/release/custody-profile save-to`.
 @main
-struct Profile: ParsableCommand {
+struct Profile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "custody-profile",
         abstract: "Loop a Custody workload for a sampling profiler (perf, valgrind).")
@@ -27,7 +27,7 @@ struct Profile: ParsableCommand {
     @Option(help: "Repetitions.")
     var repeats = 20
 
-    func run() throws {
+    func run() async throws {
         let tenant = SyntheticTenant(accounts: workload == .load ? 100_000 : 10_000, policies: 50)
         switch workload {
         case .saveTo:
@@ -37,7 +37,8 @@ struct Profile: ParsableCommand {
             var allowed = 0
             for round in 0..<(repeats * 1_000_000) {
                 let decision = snapshot.saveTo(
-                    owner: accounts[round & 4_095], location: SaveLocation.allCases[round % 11], locationAccount: accounts[(round >> 3) & 4_095])
+                    owner: accounts[round & 4_095], location: SaveLocation.allCases[round % 11],
+                    locationAccount: accounts[(round >> 3) & 4_095])
                 if decision.isAllowed { allowed += 1 }
             }
             print(allowed)
@@ -55,7 +56,8 @@ struct Profile: ParsableCommand {
             var allowed = 0
             for round in 0..<(repeats * 1_000_000) {
                 let decision = manager.saveTo(
-                    SaveLocation.allCases[round % 11], locationAccount: accounts[(round >> 3) & 4_095], owner: .account(accounts[round & 4_095]))
+                    SaveLocation.allCases[round % 11], locationAccount: accounts[(round >> 3) & 4_095],
+                    owner: .account(accounts[round & 4_095]))
                 if decision.isAllowed { allowed += 1 }
             }
             print(allowed)
@@ -73,13 +75,16 @@ struct Profile: ParsableCommand {
         case .protect1K:
             let directory = "/tmp/custody-profile-keys"
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let keyRing = try KeyRing(store: FileKeyStore(directory: directory + "/state"), masterKey: .keyFile(path: directory + "/master.key"))
+            let keyRing = try await KeyRing(
+                store: FileKeyStore(directory: directory + "/state"),
+                masterKey: .keyFile(path: directory + "/master.key"))
             let protector = DataProtector(keyRing: keyRing)
             let owner = AccountID(oid: "5a1e0000-0000-4000-8000-000000000001")!
             let data = [UInt8](repeating: 1, count: 1_024)
             var total = 0
             for _ in 0..<(repeats * 100_000) {
-                total += try protector.unprotect(try protector.protect(data, owner: owner, encrypt: true)).count
+                total += try await protector.unprotect(try await protector.protect(data, owner: owner, encrypt: true))
+                    .count
             }
             print(total)
         case .load:
