@@ -8,6 +8,12 @@ DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config python3-crypt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 STAGE := scripts/ci/stage.sh
+## Swift Testing starts every test case of the run at once unless told otherwise. On 2 cores
+## that queues hundreds of jobs on Swift's cooperative pool (one thread per core), and a test
+## whose call awaits the state resumes behind all of them: 20 s late at the start of a run,
+## measured, which failed the tests that time an outage. Eight at once: the suite takes as
+## long, and an await resumes within milliseconds. Every `swift test` below runs with it.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
 .PHONY: deps build release run serve lint format docs test test-suite test-tools check bench bench-build fuzz fuzz-build fuzz-smoke clean

@@ -33,8 +33,15 @@ let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001", upn: "alice@c
 let bob = AccountID(oid: "0d000000-0000-4000-8000-000000000002", upn: "bob@contoso.com")!
 
 /// Deterministic bytes of any length.
+/// Filled through a buffer, not `map`: this debug-built loop runs on a thread of Swift's
+/// cooperative pool (one per core), and a slow one for megabytes held up every other test.
 func pattern(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
-    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed) &+ $0 >> 8) }
+    [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        for index in 0..<count {
+            buffer[index] = UInt8(truncatingIfNeeded: index &* 31 &+ Int(seed) &+ index >> 8)
+        }
+        initialized = count
+    }
 }
 
 /// Runs `body` and returns the ProtectionError it threw, or nil. Any other error fails the test.
