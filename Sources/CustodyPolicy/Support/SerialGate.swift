@@ -8,24 +8,68 @@ package final class SerialGate: Sendable {
         var busy = false
         var waiting: [CheckedContinuation<Void, Never>] = []
         var head = 0
+        /// Counts the times the gate was entered: which entry holds it now.
+        var entry: UInt64 = 0
 
-        /// Takes the gate if it is free.
+        /// Takes the gate if it is free, as a new entry.
         mutating func take() -> Bool {
             guard !busy else { return false }
             busy = true
+            entry &+= 1
             return true
         }
     }
 
     private let state = Locked(State())
 
+    /// The gates the current task holds, each with the entry it holds it under.
+    @TaskLocal private static var held: [ObjectIdentifier: UInt64] = [:]
+
     package init() {}
 
+    /// How many tasks wait to go through (not counting the one inside).
+    package var waiting: Int { state.withLock { $0.waiting.count - $0.head } }
+
     /// Runs `body` once every task that came before has finished its own.
-    package func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+    /// `body` runs in the caller's isolation (on its actor, if it has one).
+    package func run<T, Failure: Error>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
         await enter()
         defer { leave() }
         return try await body()
+    }
+
+    /// `run`, except that a task already inside this gate (through `runHolding`; a child task
+    /// of such a task too) goes on without waiting for itself: for operations that call one
+    /// another. A task started inside that runs after the gate was left waits as any other.
+    package func runHolding<T, Failure: Error>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        let id = ObjectIdentifier(self)
+        if let entry = Self.held[id], state.withLock({ $0.busy && $0.entry == entry }) {
+            return try await body()
+        }
+        await enter()
+        defer { leave() }
+        let entry = state.withLock { $0.entry }
+        var held = Self.held
+        held[id] = entry
+        let result: Result<T, Failure> = await Self.$held.withValue(held) {
+            do throws(Failure) {
+                return .success(try await body())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Runs `body` now if no task is inside (nor waiting); nil, without running it, otherwise.
+    package func runIfFree<T>(_ body: () -> T) -> T? {
+        guard state.withLock({ $0.take() }) else { return nil }
+        defer { leave() }
+        return body()
     }
 
     private func enter() async {
@@ -50,7 +94,8 @@ package final class SerialGate: Sendable {
                 return nil
             }
             defer { state.head += 1 }
-            // The gate stays busy: it passes straight to the next in line.
+            // The gate stays busy: it passes straight to the next in line, a new entry.
+            state.entry &+= 1
             return state.waiting[state.head]
         }
         next?.resume()
