@@ -15,8 +15,9 @@ public struct LoggedEvent: Sendable, Hashable {
 /// Records every event a manager publishes in the state's event log, then hands it to
 /// subscribers, in one order: the order of the ids.
 ///
-/// A lock (`order`) is held from recording to delivery, so two publishers can never deliver
-/// out of the order their ids were given in. The newest id is readable without it (`lastID`):
+/// A gate (`order`, one publisher at a time, across the wait for the state) is held from
+/// recording to delivery, so two publishers can never deliver out of the order their ids were
+/// given in. The newest id is readable without it (`lastID`):
 /// a decision or `/readyz` reading it never waits for a recording that waits for the state (a
 /// PostgreSQL row lock held by another replica's write kept every decision of this replica
 /// waiting when the id was read under that lock). (Delivery only yields to `AsyncStream` continuations, which
@@ -33,7 +34,7 @@ final class EventJournal: Sendable {
     /// for a subscriber that has not looked yet): readers of `recent(after:limit:)`.
     let notifications = EventHub<Int64>()
     /// Serialises recording and delivery; holds nothing readers need.
-    private let order = Locked<Void>(())
+    private let order = SerialGate()
     /// The newest id recorded or delivered; written under `order`, read without it.
     private let last: Atomic<Int64>
     /// The newest id other processes recorded that `advance(to:)` was told of while `order`
@@ -48,11 +49,11 @@ final class EventJournal: Sendable {
     /// How many of the newest events are kept in memory.
     static let recentCapacity = 4_096
 
-    init(database: (any StateStore)?, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    init(database: (any StateStore)?, clock: @escaping @Sendable () -> Date, logger: Logger) async {
         self.database = database
         self.clock = clock
         self.logger = logger
-        let newest = (try? database?.eventBounds().newest) ?? 0
+        let newest = (try? await database?.eventBounds().newest) ?? 0
         last = Atomic(newest)
         recentEvents = Locked(RecentEvents(capacity: Self.recentCapacity, newest: newest))
     }
@@ -63,12 +64,13 @@ final class EventJournal: Sendable {
     /// Records `events` through `recording` (which appends them in the caller's transaction
     /// and returns their ids, with its own result), then delivers them. When `recording`
     /// throws, nothing is delivered.
-    func publish<Result>(_ events: [PolicyEvent], recording: ([EventRecord]) throws -> (Result, [Int64])) rethrows
-        -> Result
-    {
-        try order.withLock { _ in
+    func publish<Result, Failure: Error>(
+        _ events: [PolicyEvent], isolation: isolated (any Actor)? = #isolation,
+        recording: ([EventRecord]) async throws(Failure) -> (Result, [Int64])
+    ) async throws(Failure) -> Result {
+        try await order.run { () async throws(Failure) -> Result in
             let records = events.map(Self.record)
-            let (result, ids) = try recording(records)
+            let (result, ids) = try await recording(records)
             deliver(events, records: records, ids: ids.count == events.count ? ids : nil)
             return result
         }
@@ -76,14 +78,14 @@ final class EventJournal: Sendable {
 
     /// Records `events` in a transaction of their own and delivers them. An event log that
     /// cannot be written is logged; the events are still delivered to `hub` subscribers.
-    func publish(_ events: [PolicyEvent]) {
+    func publish(_ events: [PolicyEvent]) async {
         guard !events.isEmpty else { return }
-        order.withLock { _ in
+        await order.run {
             let records = events.map(Self.record)
             var ids: [Int64]?
             if let database {
                 do {
-                    ids = try database.appendEvents(records, at: clock())
+                    ids = try await database.appendEvents(records, at: clock())
                 } catch {
                     logger.error("cannot append to the event log", metadata: ["error": "\(error)"])
                 }
@@ -116,8 +118,8 @@ final class EventJournal: Sendable {
     /// to this process's subscribers of the events alone, in order with everything this journal
     /// delivers. They are not recorded: the other process recorded its own, which readers of the
     /// log get through `advance(to:)`.
-    func announce(_ events: [PolicyEvent], change: () -> Void) {
-        order.withLock { _ in
+    func announce(_ events: [PolicyEvent], isolation: isolated (any Actor)? = #isolation, change: () -> Void) async {
+        await order.run {
             change()
             hub.publish(events)
         }
@@ -136,7 +138,7 @@ final class EventJournal: Sendable {
             if exchanged { break }
             pending = original
         }
-        _ = order.withLockIfAvailable { _ in applyPendingAdvance() }
+        _ = order.runIfFree { applyPendingAdvance() }
     }
 
     /// Called under `order`: the events other processes recorded up to the pending id are in

@@ -55,7 +55,7 @@ extension PolicyManager {
     /// - Throws: `AccountError` `.ambiguous` when the account's OID and UPN name different
     ///   accounts, or an identifier names several accounts in this state; `.unknown` when
     ///   neither the tenant in force nor the state knows it. Never a silent guess.
-    public nonisolated func resolve(_ account: AccountID) throws(AccountError) -> ResolvedAccount {
+    public nonisolated func resolve(_ account: AccountID) async throws(AccountError) -> ResolvedAccount {
         let snapshot = self.snapshot
         switch snapshot.resolveAccount(account) {
         case .contradictory(let why):
@@ -67,7 +67,7 @@ extension PolicyManager {
             {
                 identifiers.append(identifier)
             }
-            for alias in try recordedAliases(of: owner, for: account) ?? [] {
+            for alias in try await recordedAliases(of: owner, for: account) ?? [] {
                 if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) {
                     identifiers.append(identifier)
                 }
@@ -78,7 +78,7 @@ extension PolicyManager {
             var owners = Set<String>()
             for identifier in ResolvedAccount.identifiers(of: account) {
                 do {
-                    owners.formUnion(try database?.owners(named: identifier.rawValue) ?? [])
+                    owners.formUnion(try await database?.owners(named: identifier.rawValue) ?? [])
                 } catch {
                     throw AccountError(
                         code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)",
@@ -89,7 +89,7 @@ extension PolicyManager {
             // OID) is that other account.
             var aliases: [String: [String]] = [:]
             for name in owners {
-                aliases[name] = try recordedAliases(of: OwnerIdentifier(rawValue: name), for: account)
+                aliases[name] = try await recordedAliases(of: OwnerIdentifier(rawValue: name), for: account)
             }
             owners = owners.filter { name in
                 !owners.contains { $0 != name && aliases[$0]?.contains(name) == true }
@@ -112,7 +112,7 @@ extension PolicyManager {
                 )
             }
             var identifiers = [owner]
-            for alias in try recordedAliases(of: owner, for: account) ?? [] {
+            for alias in try await recordedAliases(of: owner, for: account) ?? [] {
                 if let identifier = OwnerIdentifier(rawValue: alias), !identifiers.contains(identifier) {
                     identifiers.append(identifier)
                 }
@@ -124,12 +124,13 @@ extension PolicyManager {
     /// The aliases the state records for `owner`'s account (nil: none recorded). Only the
     /// aliases are read: a time recorded with the account that cannot be read does not stop
     /// resolving it (a wipe must go through).
-    private nonisolated func recordedAliases(of owner: OwnerIdentifier?, for account: AccountID) throws(AccountError)
+    private nonisolated func recordedAliases(of owner: OwnerIdentifier?, for account: AccountID)
+        async throws(AccountError)
         -> [String]?
     {
         guard let owner else { return nil }
         do {
-            return try database?.aliases(ofAccount: owner.rawValue)
+            return try await database?.aliases(ofAccount: owner.rawValue)
         } catch {
             throw AccountError(
                 code: .storage, account: account, message: "cannot look up \(account) in the state: \(error)",
@@ -145,18 +146,18 @@ extension PolicyManager {
     /// Records that the installation holds data of `account` (its keys were just made): the
     /// account and its identifiers join the state's registry, so a wipe finds them even after
     /// the tenant stops listing it.
-    nonisolated func register(_ account: ResolvedAccount) throws(StoreError) {
+    nonisolated func register(_ account: ResolvedAccount) async throws(StoreError) {
         guard let database else { return }
         let names = Set(account.identifiers.map(\.rawValue))
         // Registrations are only ever added to: one seen here need not be read again.
         if registered.withLock({ $0[account.owner.rawValue]?.isSuperset(of: names) == true }) { return }
-        if let recorded = try database.account(owner: account.owner.rawValue),
+        if let recorded = try await database.account(owner: account.owner.rawValue),
             Set(recorded.aliases + [recorded.owner]).isSuperset(of: names)
         {
             registered.withLock { $0[account.owner.rawValue, default: []].formUnion(names) }
             return
         }
-        try database.recordAccounts(
+        try await database.recordAccounts(
             [SeenAccount(owner: account.owner.rawValue, aliases: account.identifiers.map(\.rawValue))], at: clock())
         registered.withLock { $0[account.owner.rawValue, default: []].formUnion(names) }
     }

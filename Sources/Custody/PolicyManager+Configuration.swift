@@ -50,7 +50,8 @@ extension PolicyManager {
                             "type": "\(typeName)", "setting": "\(error.keyPath)", "code": "\(error.code.rawValue)",
                         ])
                     continuation.yield(nil)
-                    journal.publish([.configurationDecodingFailed(account: account, type: typeName, error: error)])
+                    await journal.publish([.configurationDecodingFailed(account: account, type: typeName, error: error)]
+                    )
                 }
             }
             continuation.finish()

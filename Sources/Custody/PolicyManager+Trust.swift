@@ -7,7 +7,7 @@ extension PolicyManager {
     /// the state trusts a key), no freeze, a sequence above the highest applied. Returns the
     /// provenance to record, with the verified sequence and signers.
     /// - Throws: the rejection, recorded and announced, when it does not.
-    func admit(_ files: BundleFiles, source: String, provenance given: BundleProvenance) throws(BundleRejection)
+    func admit(_ files: BundleFiles, source: String, provenance given: BundleProvenance) async throws(BundleRejection)
         -> BundleProvenance
     {
         guard let database else { return given }
@@ -19,9 +19,9 @@ extension PolicyManager {
         let freeze: BundleFreeze?
         let highest: Int64
         do {
-            keys = try database.trustedKeys()
-            freeze = given.isRollback ? nil : try database.bundleFreeze()
-            highest = try database.bundleSequence()
+            keys = try await database.trustedKeys()
+            freeze = given.isRollback ? nil : try await database.bundleFreeze()
+            highest = try await database.bundleSequence()
         } catch {
             throw BundleRejection(
                 source: source,
@@ -39,7 +39,7 @@ extension PolicyManager {
                 // The history says which sequence was offered, when the file says one.
                 var offered = given
                 offered.sequence = files.signature.flatMap { try? BundleSignatureFile.parse($0) }?.manifest.sequence
-                throw reject(
+                throw await reject(
                     source: source, contentHash: files.contentHash, message: message,
                     diagnostics: [Self.refusal(message, files: files, source: source, code: .untrusted, naming: error)],
                     offeredBy: offered)
@@ -48,7 +48,7 @@ extension PolicyManager {
         if let freeze {
             let message =
                 "frozen: the policy in force is frozen since \(formatted(freeze.at))\(freeze.by.map { " by \($0)" } ?? ""): \(freeze.reason); unfreeze it (custody bundle unfreeze), or roll back"
-            throw reject(
+            throw await reject(
                 source: source, contentHash: files.contentHash, message: message,
                 diagnostics: [Self.refusal(message, files: files, source: source, code: .frozen)], offeredBy: provenance
             )
@@ -56,7 +56,7 @@ extension PolicyManager {
         if !given.isRollback, let sequence = provenance.sequence, sequence <= highest {
             let message =
                 "replayed: the bundle's sequence \(sequence) is not greater than \(highest), the highest applied; sign it again (custody bundle sign) to apply it, or roll back to a kept revision"
-            throw reject(
+            throw await reject(
                 source: source, contentHash: files.contentHash, message: message,
                 diagnostics: [Self.refusal(message, files: files, source: source, code: .replayed)],
                 offeredBy: provenance)

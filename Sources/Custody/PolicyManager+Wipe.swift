@@ -79,75 +79,78 @@ extension PolicyManager {
     ///   ambiguous), never a silent success; or when the state or a managed root fails.
     @discardableResult
     public func wipe(account: AccountID, reason: String = "requested") async throws(WipeError) -> WipeReport {
-        let resolved: ResolvedAccount
-        do {
-            resolved = try resolve(account)
-        } catch {
-            let reason: WipeError.Reason =
-                switch error.code {
-                case .unknown: .unknownAccount
-                case .ambiguous: .ambiguousAccount
-                case .storage: error.stateCode == .unavailable ? .stateUnavailable : .storage
-                }
-            throw WipeError(reason: reason, account: account, message: error.message)
-        }
-        var byIdentifier: [OwnerIdentifier: Int] = [:]
-        var secrets = 0
-        let announced: [PolicyEvent] = [
-            .wipeCompleted(account: resolved.id), .secretsChanged(account: resolved.id, identifiers: []),
-        ]
-        do {
-            if let database {
-                let counts = try journal.publish(announced) { events throws(StoreError) in
-                    let counts = try database.wipe(
-                        identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue,
-                        reason: reason, events: events, at: clock())
-                    return (counts, counts.eventIDs)
-                }
-                for (name, count) in counts.keyVersions {
-                    if let identifier = OwnerIdentifier(rawValue: name) { byIdentifier[identifier] = count }
-                }
-                secrets = counts.secrets
+        try await writes.runHolding { () async throws(WipeError) -> WipeReport in
+            let resolved: ResolvedAccount
+            do throws(AccountError) {
+                resolved = try await resolve(account)
+            } catch {
+                let reason: WipeError.Reason =
+                    switch error.code {
+                    case .unknown: .unknownAccount
+                    case .ambiguous: .ambiguousAccount
+                    case .storage: error.stateCode == .unavailable ? .stateUnavailable : .storage
+                    }
+                throw WipeError(reason: reason, account: account, message: error.message)
             }
-            if let keyRing {
-                if let store = keyRing.store as? StateKeyStore, store.state === database {
-                    keyRing.forget(resolved.identifiers)
-                } else {
-                    // Keys in a store of their own: delete them there too.
-                    for identifier in resolved.identifiers {
-                        let count = try await keyRing.wipe(identifier)
-                        if count > 0 { byIdentifier[identifier, default: 0] += count }
+            var byIdentifier: [OwnerIdentifier: Int] = [:]
+            var secrets = 0
+            let announced: [PolicyEvent] = [
+                .wipeCompleted(account: resolved.id), .secretsChanged(account: resolved.id, identifiers: []),
+            ]
+            do {
+                if let database {
+                    let counts = try await journal.publish(announced) { events throws(StoreError) in
+                        let counts = try await database.wipe(
+                            identifiers: resolved.identifiers.map(\.rawValue), account: resolved.owner.rawValue,
+                            reason: reason, events: events, at: clock())
+                        return (counts, counts.eventIDs)
+                    }
+                    for (name, count) in counts.keyVersions {
+                        if let identifier = OwnerIdentifier(rawValue: name) { byIdentifier[identifier] = count }
+                    }
+                    secrets = counts.secrets
+                }
+                if let keyRing {
+                    if let store = keyRing.store as? StateKeyStore, store.state === database {
+                        keyRing.forget(resolved.identifiers)
+                    } else {
+                        // Keys in a store of their own: delete them there too.
+                        for identifier in resolved.identifiers {
+                            let count = try await keyRing.wipe(identifier)
+                            if count > 0 { byIdentifier[identifier, default: 0] += count }
+                        }
                     }
                 }
-            }
-        } catch let error as StoreError {
-            throw WipeError(
-                reason: error.code == .unavailable ? .stateUnavailable : .storage, account: account, message: "\(error)"
-            )
-        } catch {
-            throw WipeError(reason: .storage, account: account, message: "\(error)")
-        }
-        var removed: [String] = []
-        let roots = resolved.identifiers.flatMap { managedRoots[$0] ?? [] }
-        for root in Set(roots).sorted() where FileManager.default.fileExists(atPath: root) {
-            do {
-                try FileManager.default.removeItem(atPath: root)
-                removed.append(root)
-            } catch {
+            } catch let error as StoreError {
                 throw WipeError(
-                    reason: .files, account: account,
-                    message: "the keys are gone, but \(root) could not be deleted: \(error.localizedDescription)")
+                    reason: error.code == .unavailable ? .stateUnavailable : .storage, account: account,
+                    message: "\(error)"
+                )
+            } catch {
+                throw WipeError(reason: .storage, account: account, message: "\(error)")
             }
+            var removed: [String] = []
+            let roots = resolved.identifiers.flatMap { managedRoots[$0] ?? [] }
+            for root in Set(roots).sorted() where FileManager.default.fileExists(atPath: root) {
+                do {
+                    try FileManager.default.removeItem(atPath: root)
+                    removed.append(root)
+                } catch {
+                    throw WipeError(
+                        reason: .files, account: account,
+                        message: "the keys are gone, but \(root) could not be deleted: \(error.localizedDescription)")
+                }
+            }
+            for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
+            let versions = byIdentifier.values.reduce(0, +)
+            logger.notice(
+                "account wiped",
+                metadata: ["owner": "\(resolved.owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
+            if database == nil { await journal.publish(announced) }
+            return WipeReport(
+                account: account, resolved: resolved, keyVersions: versions, keyVersionsByIdentifier: byIdentifier,
+                secrets: secrets, removedPaths: removed)
         }
-        for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
-        let versions = byIdentifier.values.reduce(0, +)
-        logger.notice(
-            "account wiped",
-            metadata: ["owner": "\(resolved.owner)", "keyVersions": "\(versions)", "paths": "\(removed.count)"])
-        if database == nil { journal.publish(announced) }
-        return WipeReport(
-            account: account, resolved: resolved, keyVersions: versions, keyVersionsByIdentifier: byIdentifier,
-            secrets: secrets, removedPaths: removed)
     }
 
     // MARK: Check-ins and offline grace
@@ -156,16 +159,18 @@ extension PolicyManager {
     /// identifier. Returns the account it resolved to.
     /// - Throws: `AccountError` for an account the installation cannot resolve, or `.storage`.
     @discardableResult
-    public func checkIn(account: AccountID, at date: Date? = nil) throws(AccountError) -> ResolvedAccount {
-        let resolved = try resolve(account)
-        do {
-            try database?.checkIn(account: resolved.owner.rawValue, at: date ?? clock())
-        } catch {
-            throw AccountError(
-                code: .storage, account: account, message: "cannot record the check-in of \(account): \(error)")
+    public func checkIn(account: AccountID, at date: Date? = nil) async throws(AccountError) -> ResolvedAccount {
+        try await writes.runHolding { () async throws(AccountError) -> ResolvedAccount in
+            let resolved = try await resolve(account)
+            do {
+                try await database?.checkIn(account: resolved.owner.rawValue, at: date ?? clock())
+            } catch {
+                throw AccountError(
+                    code: .storage, account: account, message: "cannot record the check-in of \(account): \(error)")
+            }
+            for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
+            return resolved
         }
-        for identifier in resolved.identifiers { offlineWipeAnnounced.remove(identifier) }
-        return resolved
     }
 
     /// How long `account` has gone without a check-in at `date`, counted from its last
@@ -173,11 +178,12 @@ extension PolicyManager {
     /// nil when the state knows neither (or there is no database).
     /// - Throws: `StoreError` when the state cannot be read: an account whose last check-in is
     ///   unknown is never counted as online.
-    public nonisolated func offlineDuration(of account: AccountID, at date: Date) throws(StoreError) -> Duration? {
+    public nonisolated func offlineDuration(of account: AccountID, at date: Date) async throws(StoreError) -> Duration?
+    {
         guard let database else { return nil }
         let identifiers: [OwnerIdentifier]
         do {
-            identifiers = try resolve(account).identifiers
+            identifiers = try await resolve(account).identifiers
         } catch  where error.code == .storage {
             throw StoreError(error.stateCode ?? .unavailable, error.message, path: database.path)
         } catch {
@@ -186,11 +192,12 @@ extension PolicyManager {
         }
         var since: Date?
         for identifier in identifiers {
-            if let last = try database.lastCheckIn(account: identifier.rawValue), since.map({ last > $0 }) ?? true {
+            if let last = try await database.lastCheckIn(account: identifier.rawValue), since.map({ last > $0 }) ?? true
+            {
                 since = last
             }
         }
-        if since == nil { since = try database.account(owner: identifiers[0].rawValue)?.firstSeen }
+        if since == nil { since = try await database.account(owner: identifiers[0].rawValue)?.firstSeen }
         return since.map { .seconds(max(0, date.timeIntervalSince($0))) }
     }
 
@@ -199,8 +206,8 @@ extension PolicyManager {
     /// (see `PolicySnapshot.offlineAccess`), counted as `offlineDuration` says. An account the
     /// state knows nothing of counts as online.
     /// - Throws: `StoreError` when the state cannot be read (never an answer then).
-    public nonisolated func offlineAccess(account: AccountID, at date: Date) throws(StoreError) -> Decision {
-        snapshot.offlineAccess(account: account, offlineFor: try offlineDuration(of: account, at: date) ?? .zero)
+    public nonisolated func offlineAccess(account: AccountID, at date: Date) async throws(StoreError) -> Decision {
+        snapshot.offlineAccess(account: account, offlineFor: try await offlineDuration(of: account, at: date) ?? .zero)
     }
 
     /// Looks at every managed account of the tenant in force: announces `wipeRequired` (once,
@@ -210,63 +217,67 @@ extension PolicyManager {
     /// `wipesWhenOfflineTooLong`. Returns the events published.
     @discardableResult
     public func evaluateOffline(at date: Date? = nil) async -> [PolicyEvent] {
-        guard let database else { return [] }
-        // Every check-in and first-seen time in two reads. When one row cannot be read, each
-        // account is read on its own instead, so that the damage stops only its account's
-        // evaluation (logged), never every other account's.
-        var checkIns: [String: Date]?
-        var firstSeen: [String: Date]?
-        do {
-            (checkIns, firstSeen) = (try database.checkIns(), try database.accountsFirstSeen())
-        } catch {
-            logger.error(
-                "cannot read every check-in at once to evaluate offline grace; reading each account on its own",
-                metadata: ["error": "\(error)"])
-        }
-        let snapshot = self.snapshot
-        let appliedAt = bundleInForce?.appliedAt
-        let now = date ?? clock()
-        var events: [PolicyEvent] = []
-        for account in snapshot.bundle.tenant.accounts where snapshot.isManaged(account.id) {
-            let owner = OwnerIdentifier(account.id)
-            guard !offlineWipeAnnounced.contains(owner) else { continue }
-            let identifiers = ResolvedAccount.identifiers(of: account.id).map(\.rawValue)
-            let lastCheckIn: Date?
-            let seen: Date?
-            if let checkIns, let firstSeen {
-                lastCheckIn = identifiers.compactMap { checkIns[$0] }.max()
-                seen = firstSeen[owner.rawValue]
-            } else {
-                do {
-                    lastCheckIn = try identifiers.compactMap { identifier throws(StoreError) in
-                        try database.lastCheckIn(account: identifier)
-                    }.max()
-                    seen = lastCheckIn == nil ? try database.account(owner: owner.rawValue)?.firstSeen : nil
-                } catch {
-                    logger.error(
-                        "offline grace is not evaluated for an account whose check-in the state cannot read",
-                        metadata: ["account": "\(account.id)", "error": "\(error)"])
-                    continue
+        await writes.runHolding { () async -> [PolicyEvent] in
+            guard let database else { return [] }
+            // Every check-in and first-seen time in two reads. When one row cannot be read, each
+            // account is read on its own instead, so that the damage stops only its account's
+            // evaluation (logged), never every other account's.
+            var checkIns: [String: Date]?
+            var firstSeen: [String: Date]?
+            do {
+                (checkIns, firstSeen) = await (try database.checkIns(), try database.accountsFirstSeen())
+            } catch {
+                logger.error(
+                    "cannot read every check-in at once to evaluate offline grace; reading each account on its own",
+                    metadata: ["error": "\(error)"])
+            }
+            let snapshot = self.snapshot
+            let appliedAt = bundleInForce?.appliedAt
+            let now = date ?? clock()
+            var events: [PolicyEvent] = []
+            for account in snapshot.bundle.tenant.accounts where snapshot.isManaged(account.id) {
+                let owner = OwnerIdentifier(account.id)
+                guard !offlineWipeAnnounced.contains(owner) else { continue }
+                let identifiers = ResolvedAccount.identifiers(of: account.id).map(\.rawValue)
+                let lastCheckIn: Date?
+                let seen: Date?
+                if let checkIns, let firstSeen {
+                    lastCheckIn = identifiers.compactMap { checkIns[$0] }.max()
+                    seen = firstSeen[owner.rawValue]
+                } else {
+                    do {
+                        var times: [Date] = []
+                        for identifier in identifiers {
+                            if let time = try await database.lastCheckIn(account: identifier) { times.append(time) }
+                        }
+                        lastCheckIn = times.max()
+                        seen = lastCheckIn == nil ? try await database.account(owner: owner.rawValue)?.firstSeen : nil
+                    } catch {
+                        logger.error(
+                            "offline grace is not evaluated for an account whose check-in the state cannot read",
+                            metadata: ["account": "\(account.id)", "error": "\(error)"])
+                        continue
+                    }
+                }
+                guard let since = lastCheckIn ?? seen ?? appliedAt else { continue }
+                let decision = snapshot.offlineAccess(
+                    account: account.id, offlineFor: .seconds(max(0, now.timeIntervalSince(since))))
+                guard decision.offlineState == .wipeRequired else { continue }
+                offlineWipeAnnounced.insert(owner)
+                events.append(.wipeRequired(account: account.id, reason: decision.reason))
+            }
+            await journal.publish(events)
+            if wipesWhenOfflineTooLong {
+                for case .wipeRequired(let account, let reason) in events {
+                    do {
+                        try await wipe(account: account, reason: reason)
+                    } catch {
+                        logger.error("offline wipe failed", metadata: ["error": "\(error)"])
+                    }
                 }
             }
-            guard let since = lastCheckIn ?? seen ?? appliedAt else { continue }
-            let decision = snapshot.offlineAccess(
-                account: account.id, offlineFor: .seconds(max(0, now.timeIntervalSince(since))))
-            guard decision.offlineState == .wipeRequired else { continue }
-            offlineWipeAnnounced.insert(owner)
-            events.append(.wipeRequired(account: account.id, reason: decision.reason))
+            return events
         }
-        journal.publish(events)
-        if wipesWhenOfflineTooLong {
-            for case .wipeRequired(let account, let reason) in events {
-                do {
-                    try await wipe(account: account, reason: reason)
-                } catch {
-                    logger.error("offline wipe failed", metadata: ["error": "\(error)"])
-                }
-            }
-        }
-        return events
     }
 
     /// Evaluates offline grace every `interval` until the returned task is cancelled.

@@ -22,6 +22,11 @@ public actor PolicyManager {
     public nonisolated let precedence: PolicyPrecedence.Rule
     /// Where bundles, check-ins and the audit log are recorded; nil: nowhere.
     public nonisolated let database: (any StateStore)?
+    /// One write of the installation's own at a time (apply, restore, adopt, wipe, check-in,
+    /// offline evaluation), from its first read of the state to its last write: while one
+    /// awaits the state, another call may run on this actor, and without the gate two applies
+    /// would interleave. Operations that call one another go on inside it (`runHolding`).
+    nonisolated let writes = SerialGate()
     nonisolated let logger: Logger
     nonisolated let slot: SnapshotSlot
     /// Records every event in the state's event log and delivers it, in order.
@@ -75,7 +80,7 @@ public actor PolicyManager {
         wipesWhenOfflineTooLong: Bool = false, precedence: PolicyPrecedence.Rule = .mostRestrictive,
         retainedBundles: Int = BundleRecord.defaultRetained,
         logger: Logger = Logger(label: "custody.manager"), now: @escaping @Sendable () -> Date = Date.init
-    ) {
+    ) async {
         self.retainedBundles = max(retainedBundles, 1)
         self.context = context
         self.precedence = precedence
@@ -84,7 +89,7 @@ public actor PolicyManager {
         self.wipesWhenOfflineTooLong = wipesWhenOfflineTooLong
         self.logger = logger
         self.clock = now
-        let journal = EventJournal(database: database, clock: now, logger: logger)
+        let journal = await EventJournal(database: database, clock: now, logger: logger)
         self.journal = journal
         let empty = PolicyBundle(tenant: Tenant(), protectionPolicies: [], appConfigurations: [], warnings: [])
         let slot = SnapshotSlot(SnapshotBox(PolicySnapshot(bundle: empty, context: context), version: 0, bundle: nil))
@@ -129,28 +134,31 @@ public actor PolicyManager {
     /// its files: `restore()` cannot resume it (a failure to record is logged). Apply files
     /// (`apply(_:source:)` with `BundleFiles`) to make a bundle the installation's policy.
     @discardableResult
-    public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) -> [PolicyEvent] {
-        let inForce = BundleInForce(revision: contentHash ?? "", source: source, appliedAt: clock(), isOverride: false)
-        let reach = bundle.assignmentReach()
-        let snapshot: PolicySnapshot
-        do {
-            snapshot = try makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
-        } catch {
-            // Nothing is put in force; the policy in force stays, and the log says why.
-            logger.error(
-                "the bundle is not applied: when policies first reached accounts cannot be read from the state",
-                metadata: ["source": "\(source)", "error": "\(error)"])
-            return []
-        }
-        return install(snapshot, inForce) { events in
+    public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) async -> [PolicyEvent] {
+        await writes.runHolding { () async -> [PolicyEvent] in
+            let inForce = BundleInForce(
+                revision: contentHash ?? "", source: source, appliedAt: clock(), isOverride: false)
+            let reach = bundle.assignmentReach()
+            let snapshot: PolicySnapshot
             do {
-                return try record(
-                    inForce, result: .applied, message: nil, files: nil, accounts: Self.accounts(of: bundle),
-                    reach: reach, events: events)
+                snapshot = try await makeSnapshot(bundle, reach: reach, at: inForce.appliedAt!)
             } catch {
-                // The policy is in force either way; a history that cannot be written is logged.
-                logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
+                // Nothing is put in force; the policy in force stays, and the log says why.
+                logger.error(
+                    "the bundle is not applied: when policies first reached accounts cannot be read from the state",
+                    metadata: ["source": "\(source)", "error": "\(error)"])
                 return []
+            }
+            return await install(snapshot, inForce) { events in
+                do {
+                    return try await record(
+                        inForce, result: .applied, message: nil, files: nil, accounts: Self.accounts(of: bundle),
+                        reach: reach, events: events)
+                } catch {
+                    // The policy is in force either way; a history that cannot be written is logged.
+                    logger.error("cannot record the bundle in the state database", metadata: ["error": "\(error)"])
+                    return []
+                }
             }
         }
     }
@@ -160,19 +168,21 @@ public actor PolicyManager {
     @discardableResult
     public func apply(
         bundleDirectory directory: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
-    ) throws(BundleRejection) -> [PolicyEvent] {
-        // Recorded as an absolute path: a relative one would name another directory for a
-        // process started elsewhere.
-        let directory = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let files: BundleFiles
-        do {
-            files = try BundleFiles.read(directory: directory)
-        } catch {
-            throw reject(
-                source: directory, contentHash: "", message: error.description, diagnostics: error.diagnostics,
-                offeredBy: provenance)
+    ) async throws(BundleRejection) -> [PolicyEvent] {
+        try await writes.runHolding { () async throws(BundleRejection) -> [PolicyEvent] in
+            // Recorded as an absolute path: a relative one would name another directory for a
+            // process started elsewhere.
+            let directory = URL(fileURLWithPath: directory).standardizedFileURL.path
+            let files: BundleFiles
+            do throws(BundleError) {
+                files = try BundleFiles.read(directory: directory)
+            } catch {
+                throw await reject(
+                    source: directory, contentHash: "", message: error.description, diagnostics: error.diagnostics,
+                    offeredBy: provenance)
+            }
+            return try await apply(files, source: directory, allowingEmpty: allowingEmpty, provenance: provenance)
         }
-        return try apply(files, source: directory, allowingEmpty: allowingEmpty, provenance: provenance)
     }
 
     /// Makes `files` the installation's policy: loads and resolves them fully, records them (the
@@ -195,125 +205,131 @@ public actor PolicyManager {
     @discardableResult
     public func apply(
         _ files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
-    ) throws(BundleRejection) -> [PolicyEvent] {
-        let given = provenance
-        // The revision in force already is recognised before anything is parsed (a watcher's
-        // or a Graph sync's unchanged round costs a hash and a read). Unchanged only if the
-        // state agrees: another writer may have put a bundle in force that this manager has not
-        // adopted yet. A state that cannot be read is tried below.
-        // Once the state trusts keys, the same files under another signature file (a garbage
-        // one, or a newer signature) are not "unchanged": they are checked, and a valid newer
-        // signature is recorded.
-        if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
-            guard let database else { return [] }
-            if let stored = try? database.lastAppliedBundle(), stored.contentHash == files.contentHash {
-                let trusting = (try? database.trustedKeys().isEmpty == false) ?? true
-                if !trusting || files.signature == current.provenance.signature
-                    || files.signature == stored.provenance.signature
-                {
-                    lastRejection.withLock { if $0?.source == source { $0 = nil } }
-                    return []
+    ) async throws(BundleRejection) -> [PolicyEvent] {
+        try await writes.runHolding { () async throws(BundleRejection) -> [PolicyEvent] in
+            let given = provenance
+            // The revision in force already is recognised before anything is parsed (a watcher's
+            // or a Graph sync's unchanged round costs a hash and a read). Unchanged only if the
+            // state agrees: another writer may have put a bundle in force that this manager has not
+            // adopted yet. A state that cannot be read is tried below.
+            // Once the state trusts keys, the same files under another signature file (a garbage
+            // one, or a newer signature) are not "unchanged": they are checked, and a valid newer
+            // signature is recorded.
+            if let current = bundleInForce, !current.isOverride, current.revision == files.contentHash {
+                guard let database else { return [] }
+                if let stored = try? await database.lastAppliedBundle(), stored.contentHash == files.contentHash {
+                    let trusting = (try? await database.trustedKeys().isEmpty == false) ?? true
+                    if !trusting || files.signature == current.provenance.signature
+                        || files.signature == stored.provenance.signature
+                    {
+                        lastRejection.withLock { if $0?.source == source { $0 = nil } }
+                        return []
+                    }
                 }
             }
-        }
-        let provenance = try admit(files, source: source, provenance: given)
-        let bundle: PolicyBundle
-        do {
-            bundle = try files.load(allowingEmpty: allowingEmpty)
-        } catch {
-            throw reject(
-                source: source, contentHash: files.contentHash, message: error.description,
-                diagnostics: error.diagnostics, offeredBy: provenance)
-        }
-        let reach = bundle.assignmentReach()
-        // The state's policy in force already (this manager did not restore it): put it in
-        // force here without recording it again.
-        if bundleInForce == nil, let stored = try? database?.lastAppliedBundle(),
-            stored.contentHash == files.contentHash
-        {
-            let inForce = BundleInForce(
-                revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
-                entries: files.entries, provenance: stored.provenance)
-            return install(
-                try resolvedSnapshot(bundle, reach: reach, at: stored.appliedAt, files: files, source: source), inForce
-            ) {
-                _ in []
+            let provenance = try await admit(files, source: source, provenance: given)
+            let bundle: PolicyBundle
+            do throws(BundleError) {
+                bundle = try files.load(allowingEmpty: allowingEmpty)
+            } catch {
+                throw await reject(
+                    source: source, contentHash: files.contentHash, message: error.description,
+                    diagnostics: error.diagnostics, offeredBy: provenance)
             }
-        }
-        let inForce = BundleInForce(
-            revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false, entries: files.entries,
-            provenance: provenance)
-        let snapshot = try resolvedSnapshot(bundle, reach: reach, at: inForce.appliedAt!, files: files, source: source)
-        // Managing someone on some platform is not enough: under the installation's own context
-        // (its platform, app and management level) the bundle must reach an account, or every
-        // decision made here would allow.
-        if !allowingEmpty, !snapshot.managesSomeAccount {
-            let policies = bundle.protectionPolicies.count
-            let accounts = bundle.tenant.accounts.count
-            let diagnostic = Diagnostic.emptyBundle(
-                " in this installation's context (\(context)): none of its \(policies) app protection polic\(policies == 1 ? "y" : "ies") reaches any of its \(accounts) account\(accounts == 1 ? "" : "s") there",
-                at: source)
-            throw reject(
-                source: source, contentHash: files.contentHash, message: diagnostic.description,
-                diagnostics: [diagnostic] + bundle.warnings, offeredBy: provenance)
-        }
-        do {
-            // Another writer may have put these very files in force since the check above
-            // (`custody apply` racing the service's watch): the state then says so as it
-            // records, and this is the unchanged apply it would have been a moment later:
-            // the policy is put in force here with that writer's record, announced to this
-            // process alone (as a bundle adopted from the state is), and nothing is returned.
-            var existing: BundleRecord?
-            let events = try install(snapshot, inForce) { events throws(StoreError) in
-                let outcome = try recorded(
-                    inForce, result: .applied, message: nil,
-                    files: files.entries.map { StoredFile(name: $0.name, bytes: $0.bytes) }, provenance: provenance,
-                    accounts: Self.accounts(of: bundle),
-                    reach: reach, events: events)
-                if outcome?.alreadyApplied == true { existing = outcome?.record }
-                return outcome?.eventIDs ?? []
-            }
-            guard let existing else { return events }
-            let current = slot.current
-            slot.store(
-                SnapshotBox(
-                    current.snapshot, version: current.version + 1,
-                    bundle: BundleInForce(
-                        revision: existing.contentHash, source: existing.source, appliedAt: existing.appliedAt,
-                        isOverride: false, entries: files.entries, provenance: existing.provenance)))
-            return []
-        } catch  where error.code == .refused {
-            // The state's own rules, checked as it recorded: another writer froze the policy,
-            // applied a higher sequence or revoked the key since `admit` looked.
-            throw reject(
-                source: source, contentHash: files.contentHash, message: error.message,
-                diagnostics: [Self.refusal(error.message, files: files, source: source)], offeredBy: given)
-        } catch {
-            // Not a refusal of the bundle: the state failed. When the commit's outcome is not
-            // known, the state says what happened: the bundle is in force there, or not.
-            if error.code == .outcomeUnknown, let stored = try? database?.lastAppliedBundle(),
+            let reach = bundle.assignmentReach()
+            // The state's policy in force already (this manager did not restore it): put it in
+            // force here without recording it again.
+            if bundleInForce == nil, let stored = try? await database?.lastAppliedBundle(),
                 stored.contentHash == files.contentHash
             {
-                logger.warning(
-                    "the state did not confirm the bundle's commit, but holds it: it is in force",
-                    metadata: ["revision": "\(files.contentHash)"])
-                let confirmed = BundleInForce(
+                let inForce = BundleInForce(
                     revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt, isOverride: false,
                     entries: files.entries, provenance: stored.provenance)
-                return install(
+                return await install(
                     try resolvedSnapshot(bundle, reach: reach, at: stored.appliedAt, files: files, source: source),
-                    confirmed
-                ) { _ in [] }
+                    inForce
+                ) {
+                    _ in []
+                }
             }
-            logger.error(
-                "the state could not record the bundle",
-                metadata: ["source": "\(source)", "revision": "\(files.contentHash)", "error": "\(error)"])
-            let outcome =
-                error.code == .outcomeUnknown
-                ? "the state did not confirm whether it recorded the bundle; check GET /v1/bundle (or custody policy) for revision \(files.contentHash)"
-                : "the state could not record the bundle, so it is not applied"
-            throw BundleRejection(
-                source: source, message: "\(outcome): \(error)", stateFailure: error, revision: files.contentHash)
+            let inForce = BundleInForce(
+                revision: files.contentHash, source: source, appliedAt: clock(), isOverride: false,
+                entries: files.entries,
+                provenance: provenance)
+            let snapshot = try await resolvedSnapshot(
+                bundle, reach: reach, at: inForce.appliedAt!, files: files, source: source)
+            // Managing someone on some platform is not enough: under the installation's own context
+            // (its platform, app and management level) the bundle must reach an account, or every
+            // decision made here would allow.
+            if !allowingEmpty, !snapshot.managesSomeAccount {
+                let policies = bundle.protectionPolicies.count
+                let accounts = bundle.tenant.accounts.count
+                let diagnostic = Diagnostic.emptyBundle(
+                    " in this installation's context (\(context)): none of its \(policies) app protection polic\(policies == 1 ? "y" : "ies") reaches any of its \(accounts) account\(accounts == 1 ? "" : "s") there",
+                    at: source)
+                throw await reject(
+                    source: source, contentHash: files.contentHash, message: diagnostic.description,
+                    diagnostics: [diagnostic] + bundle.warnings, offeredBy: provenance)
+            }
+            do throws(StoreError) {
+                // Another writer may have put these very files in force since the check above
+                // (`custody apply` racing the service's watch): the state then says so as it
+                // records, and this is the unchanged apply it would have been a moment later:
+                // the policy is put in force here with that writer's record, announced to this
+                // process alone (as a bundle adopted from the state is), and nothing is returned.
+                var existing: BundleRecord?
+                let events = try await install(snapshot, inForce) { events throws(StoreError) in
+                    let outcome = try await recorded(
+                        inForce, result: .applied, message: nil,
+                        files: files.entries.map { StoredFile(name: $0.name, bytes: $0.bytes) }, provenance: provenance,
+                        accounts: Self.accounts(of: bundle),
+                        reach: reach, events: events)
+                    if outcome?.alreadyApplied == true { existing = outcome?.record }
+                    return outcome?.eventIDs ?? []
+                }
+                guard let existing else { return events }
+                let current = slot.current
+                slot.store(
+                    SnapshotBox(
+                        current.snapshot, version: current.version + 1,
+                        bundle: BundleInForce(
+                            revision: existing.contentHash, source: existing.source, appliedAt: existing.appliedAt,
+                            isOverride: false, entries: files.entries, provenance: existing.provenance)))
+                return []
+            } catch  where error.code == .refused {
+                // The state's own rules, checked as it recorded: another writer froze the policy,
+                // applied a higher sequence or revoked the key since `admit` looked.
+                throw await reject(
+                    source: source, contentHash: files.contentHash, message: error.message,
+                    diagnostics: [Self.refusal(error.message, files: files, source: source)], offeredBy: given)
+            } catch {
+                // Not a refusal of the bundle: the state failed. When the commit's outcome is not
+                // known, the state says what happened: the bundle is in force there, or not.
+                if error.code == .outcomeUnknown, let stored = try? await database?.lastAppliedBundle(),
+                    stored.contentHash == files.contentHash
+                {
+                    logger.warning(
+                        "the state did not confirm the bundle's commit, but holds it: it is in force",
+                        metadata: ["revision": "\(files.contentHash)"])
+                    let confirmed = BundleInForce(
+                        revision: stored.contentHash, source: stored.source, appliedAt: stored.appliedAt,
+                        isOverride: false,
+                        entries: files.entries, provenance: stored.provenance)
+                    return await install(
+                        try resolvedSnapshot(bundle, reach: reach, at: stored.appliedAt, files: files, source: source),
+                        confirmed
+                    ) { _ in [] }
+                }
+                logger.error(
+                    "the state could not record the bundle",
+                    metadata: ["source": "\(source)", "revision": "\(files.contentHash)", "error": "\(error)"])
+                let outcome =
+                    error.code == .outcomeUnknown
+                    ? "the state did not confirm whether it recorded the bundle; check GET /v1/bundle (or custody policy) for revision \(files.contentHash)"
+                    : "the state could not record the bundle, so it is not applied"
+                throw BundleRejection(
+                    source: source, message: "\(outcome): \(error)", stateFailure: error, revision: files.contentHash)
+            }
         }
     }
 
@@ -321,13 +337,15 @@ public actor PolicyManager {
     /// without events: a one-off policy for one command (`--bundle`), not the installation's.
     /// - Throws: the bundle's `BundleError` when it does not load, or knows nothing (see
     ///   `BundleFiles.load(allowingEmpty:)`).
-    public func use(_ files: BundleFiles, source: String) throws(BundleError) {
-        let bundle = try files.load()
-        let inForce = BundleInForce(
-            revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
-        let snapshot = try snapshot(bundle, at: clock(), source: source)
-        let old = slot.current
-        slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
+    public func use(_ files: BundleFiles, source: String) async throws(BundleError) {
+        try await writes.runHolding { () async throws(BundleError) in
+            let bundle = try files.load()
+            let inForce = BundleInForce(
+                revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
+            let snapshot = try await snapshot(bundle, at: clock(), source: source)
+            let old = slot.current
+            slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
+        }
     }
 
     /// Makes the last bundle applied with its files (by any process using this database) the
@@ -336,18 +354,21 @@ public actor PolicyManager {
     /// - Throws: `BundleRejection` when the stored bundle no longer loads or cannot be read: a
     ///   policy in force that cannot be restored is an error, never an empty policy.
     @discardableResult
-    public func restore() throws(BundleRejection) -> Bool {
-        guard let database else { return false }
-        let stored: StoredBundle?
-        do {
-            stored = try database.lastAppliedBundleFiles()
-        } catch {
-            throw BundleRejection(
-                source: database.path ?? "the state database", message: "the bundle in force cannot be read: \(error)")
+    public func restore() async throws(BundleRejection) -> Bool {
+        try await writes.runHolding { () async throws(BundleRejection) -> Bool in
+            guard let database else { return false }
+            let stored: StoredBundle?
+            do {
+                stored = try await database.lastAppliedBundleFiles()
+            } catch {
+                throw BundleRejection(
+                    source: database.path ?? "the state database",
+                    message: "the bundle in force cannot be read: \(error)")
+            }
+            guard let stored else { return false }
+            try await putInForce(stored, announcing: false)
+            return true
         }
-        guard let stored else { return false }
-        try putInForce(stored, announcing: false)
-        return true
     }
 
     /// Puts the bundle last applied to the state (by any process or replica) in force here, if
@@ -357,22 +378,25 @@ public actor PolicyManager {
     /// - Returns: why the stored bundle does not load here, when it does not; the policy in
     ///   force then stays as it was.
     /// - Throws: `StoreError` when the state cannot be read; nothing changed.
-    public func adoptStoredBundle() throws(StoreError) -> BundleRejection? {
-        guard let database, bundleInForce?.isOverride != true else { return nil }
-        guard let record = try database.lastAppliedBundle(), record.contentHash != bundleInForce?.revision,
-            let stored = try database.lastAppliedBundleFiles(), stored.record.contentHash != bundleInForce?.revision
-        else { return nil }
-        do {
-            try putInForce(stored, announcing: true)
-            return nil
-        } catch {
-            return error
+    public func adoptStoredBundle() async throws(StoreError) -> BundleRejection? {
+        try await writes.runHolding { () async throws(StoreError) -> BundleRejection? in
+            guard let database, bundleInForce?.isOverride != true else { return nil }
+            guard let record = try await database.lastAppliedBundle(), record.contentHash != bundleInForce?.revision,
+                let stored = try await database.lastAppliedBundleFiles(),
+                stored.record.contentHash != bundleInForce?.revision
+            else { return nil }
+            do throws(BundleRejection) {
+                try await putInForce(stored, announcing: true)
+                return nil
+            } catch {
+                return error
+            }
         }
     }
 
     /// Loads a stored bundle and swaps it in. With `announcing`, this process's subscribers are
     /// told what changed (`PolicyChanges`, for this manager's context).
-    private func putInForce(_ stored: StoredBundle, announcing: Bool) throws(BundleRejection) {
+    private func putInForce(_ stored: StoredBundle, announcing: Bool) async throws(BundleRejection) {
         let record = stored.record
         // The revision the state recorded for these files when they were applied: files that no
         // longer hash to it are damaged, never a policy.
@@ -402,7 +426,7 @@ public actor PolicyManager {
                 message: "the bundle in force (applied \(formatted(record.appliedAt))) no longer loads",
                 diagnostics: error.diagnostics)
         }
-        let snapshot = try resolvedSnapshot(
+        let snapshot = try await resolvedSnapshot(
             bundle, reach: bundle.assignmentReach(), at: record.appliedAt, files: files, source: record.source)
         let inForce = BundleInForce(
             revision: record.contentHash, source: record.source, appliedAt: record.appliedAt, isOverride: false,
@@ -413,7 +437,7 @@ public actor PolicyManager {
             announcing
             ? PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
                 + [.bundleApplied(revision: inForce.revision, source: inForce.source)] : []
-        journal.announce(events) {
+        await journal.announce(events) {
             slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
         }
     }
@@ -422,20 +446,21 @@ public actor PolicyManager {
     /// of `reach` the state has not recorded yet count as reaching their account at `time`; a
     /// history that cannot be read is an error (see `precedence(for:at:)`).
     nonisolated func makeSnapshot(_ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date)
+        async
         throws(StoreError) -> PolicySnapshot
     {
         PolicySnapshot(
-            bundle: bundle, context: context, precedence: try precedence(for: reach, at: time), logger: logger)
+            bundle: bundle, context: context, precedence: try await precedence(for: reach, at: time), logger: logger)
     }
 
     /// `makeSnapshot` over the bundle's own reach, for a one-off override (`use`): a reach
     /// history that cannot be read is the bundle's error, located at its source, with the code
     /// `state`.
-    private nonisolated func snapshot(_ bundle: PolicyBundle, at time: Date, source: String) throws(BundleError)
+    private nonisolated func snapshot(_ bundle: PolicyBundle, at time: Date, source: String) async throws(BundleError)
         -> PolicySnapshot
     {
         do {
-            return try makeSnapshot(bundle, reach: bundle.assignmentReach(), at: time)
+            return try await makeSnapshot(bundle, reach: bundle.assignmentReach(), at: time)
         } catch {
             throw BundleError(diagnostics: [
                 Diagnostic(
@@ -452,9 +477,9 @@ public actor PolicyManager {
     private func resolvedSnapshot(
         _ bundle: PolicyBundle, reach: [(account: String, policies: [String])], at time: Date, files: BundleFiles,
         source: String
-    ) throws(BundleRejection) -> PolicySnapshot {
+    ) async throws(BundleRejection) -> PolicySnapshot {
         do {
-            return try makeSnapshot(bundle, reach: reach, at: time)
+            return try await makeSnapshot(bundle, reach: reach, at: time)
         } catch {
             throw BundleRejection(
                 source: source,
@@ -469,12 +494,13 @@ public actor PolicyManager {
     /// answer (a conflicting number merges to the value Microsoft recommends, which may be
     /// longer than the incumbent's).
     nonisolated func precedence(for reach: [(account: String, policies: [String])], at time: Date)
+        async
         throws(StoreError) -> PolicyPrecedence
     {
         guard precedence == .incumbent else { return .mostRestrictive }
         var firstReached: [String: [String: Double]] = [:]
         if let database {
-            for (account, policies) in try database.policyReach() {
+            for (account, policies) in try await database.policyReach() {
                 firstReached[account] = policies.mapValues(\.timeIntervalSince1970)
             }
         }
@@ -490,16 +516,16 @@ public actor PolicyManager {
     /// Swaps in a resolved snapshot and publishes what changed: `recording` stores the bundle
     /// with the events (returning their ids) first; when it throws, nothing changes.
     private func install<E: Error>(
-        _ snapshot: PolicySnapshot, _ inForce: BundleInForce, recording: ([EventRecord]) throws(E) -> [Int64]
-    ) throws(E) -> [PolicyEvent] {
+        _ snapshot: PolicySnapshot, _ inForce: BundleInForce, recording: ([EventRecord]) async throws(E) -> [Int64]
+    ) async throws(E) -> [PolicyEvent] {
         let old = slot.current
         // A bundle with a revision is announced as such; an in-memory one without is not.
         let events =
             PolicyChanges.events(from: old.version == 0 ? nil : old.snapshot, to: snapshot)
             + (inForce.revision.isEmpty ? [] : [.bundleApplied(revision: inForce.revision, source: inForce.source)])
-        let result: Result<Void, E> = journal.publish(events) { records in
+        let result: Result<Void, E> = await journal.publish(events) { records in
             do throws(E) {
-                let ids = try recording(records)
+                let ids = try await recording(records)
                 slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
                 lastRejection.withLock { $0 = nil }
                 return (.success(()), ids)
@@ -515,19 +541,19 @@ public actor PolicyManager {
     func reject(
         source: String, contentHash: String, message: String, diagnostics: [Diagnostic], recording: Bool = true,
         offeredBy provenance: BundleProvenance = .none
-    ) -> BundleRejection {
+    ) async -> BundleRejection {
         let rejection = BundleRejection(source: source, message: message, diagnostics: diagnostics)
         lastRejection.withLock { $0 = (clock(), source, contentHash, message) }
         logger.error(
             "bundle rejected",
             metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
         let refused = BundleInForce(revision: contentHash, source: source, appliedAt: clock(), isOverride: false)
-        journal.publish([.bundleRejected(error: rejection)]) { events in
+        await journal.publish([.bundleRejected(error: rejection)]) { events in
             guard recording else { return ((), []) }
             do {
                 return (
                     (),
-                    try record(
+                    try await record(
                         refused, result: .rejected, message: message, files: nil,
                         provenance: BundleProvenance(
                             sequence: provenance.sequence, signers: provenance.signers,
@@ -550,8 +576,8 @@ public actor PolicyManager {
         files: [StoredFile]?, provenance: BundleProvenance = .none,
         accounts: [SeenAccount], reach: [(account: String, policies: [String])] = [],
         events: [EventRecord]
-    ) throws(StoreError) -> [Int64] {
-        try recorded(
+    ) async throws(StoreError) -> [Int64] {
+        try await recorded(
             bundle, result: result, message: message, files: files, provenance: provenance, accounts: accounts,
             reach: reach, events: events)?.eventIDs ?? []
     }
@@ -562,8 +588,8 @@ public actor PolicyManager {
         files: [StoredFile]?, provenance: BundleProvenance = .none,
         accounts: [SeenAccount], reach: [(account: String, policies: [String])] = [],
         events: [EventRecord]
-    ) throws(StoreError) -> RecordedBundle? {
-        try database?.recordBundle(
+    ) async throws(StoreError) -> RecordedBundle? {
+        try await database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files,
             provenance: provenance, accounts: accounts,
             reach: reach.map { PolicyReach(account: $0.account, policies: $0.policies) }, events: events,
@@ -646,8 +672,10 @@ public actor PolicyManager {
     ///
     /// Nonisolated, and never waits for a bundle being recorded here: the follower that calls
     /// it keeps the replica's contact with the state current meanwhile.
-    public nonisolated func catchUp() {
-        guard let database, let newest = try? database.eventBounds().newest, newest > journal.lastID else { return }
+    public nonisolated func catchUp() async {
+        guard let database, let newest = try? await database.eventBounds().newest, newest > journal.lastID else {
+            return
+        }
         journal.advance(to: newest)
     }
 

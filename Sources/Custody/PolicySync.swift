@@ -70,12 +70,12 @@ public struct PolicySync: Sendable, Hashable {
 extension PolicyManager {
     /// Records `sync` in the state's event log (so every replica's event streams hear of it)
     /// and hands it to this process's subscribers as `policySynced`.
-    public nonisolated func announce(_ sync: PolicySync) {
-        journal.publish([.policySynced(sync)])
+    public nonisolated func announce(_ sync: PolicySync) async {
+        await journal.publish([.policySynced(sync)])
     }
 
     /// Records `event` in the state's event log and hands it to this process's subscribers.
-    nonisolated func announce(_ event: PolicyEvent) {
-        journal.publish([event])
+    nonisolated func announce(_ event: PolicyEvent) async {
+        await journal.publish([event])
     }
 }

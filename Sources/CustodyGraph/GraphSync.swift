@@ -135,7 +135,7 @@ public final class GraphSync: Sendable {
     private func syncHoldingLease(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)?) async throws -> (
         report: GraphSyncReport, applied: CustodyEngine.ApplyResult
     ) {
-        guard let lease = try engine.lease(Self.leaseName) else {
+        guard let lease = try await engine.lease(Self.leaseName) else {
             throw GraphError(
                 .busy,
                 "another process or replica on this state is syncing from Graph now; its bundle reaches this one through the state"
@@ -144,7 +144,7 @@ public final class GraphSync: Sendable {
         defer { lease.release() }
         var cache: MembershipCache?
         do {
-            if let text = try engine.cache(MembershipCache.name) {
+            if let text = try await engine.cache(MembershipCache.name) {
                 cache = try JSONDecoder().decode(MembershipCache.self, from: Data(text.utf8))
             }
         } catch {
@@ -166,7 +166,7 @@ public final class GraphSync: Sendable {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = .sortedKeys
                 // Nothing kept (delta queries not allowed): the old cache is forgotten too.
-                try engine.saveCache(
+                try await engine.saveCache(
                     MembershipCache.name, try kept.map { String(decoding: try encoder.encode($0), as: UTF8.self) })
             } catch {
                 // The bundle is in force; the next sync reads every group.

@@ -142,7 +142,7 @@ public actor GraphSyncRunner {
         }
         // Recorded in the state's event log: on the state's threads.
         let engine = engine
-        await StateExecutor.run { engine.announce(done) }
+        await StateExecutor.run { await engine.announce(done) }
         return .synced(done)
     }
 }

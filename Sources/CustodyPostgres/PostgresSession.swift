@@ -47,6 +47,31 @@ final class PostgresSessions: Sendable {
     /// The event loop every state's connections run on (see the type's documentation).
     static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
+    /// The threads calls wait for the server on, so that waiting never holds a thread of
+    /// Swift's cooperative pool: 64, started on first use and kept for the life of the process.
+    /// Each call waiting for an unreachable server holds one until its deadline (10 s to
+    /// connect, 35 s for a statement); an idle thread costs little.
+    static let waitingThreads: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 64)
+        pool.start()
+        return pool
+    }()
+
+    /// Runs `body`, which waits for the server, on `waitingThreads`, and suspends the caller
+    /// meanwhile. The request's deadline (`StateRequest.began`) goes with it.
+    func waiting<T: Sendable>(_ body: @escaping @Sendable () throws(StoreError) -> T) async throws(StoreError) -> T {
+        let began = StateRequest.began
+        do {
+            return try await Self.waitingThreads.runIfActive {
+                try StateRequest.$began.withValue(began) { () throws(StoreError) in try body() }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.database, "the state could not be called: \(error)", path: settings.redacted)
+        }
+    }
+
     /// Since when, and why, the state has not answered.
     struct Outage: Error {
         var since: Date

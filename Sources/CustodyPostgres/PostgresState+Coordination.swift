@@ -5,13 +5,13 @@ import PostgresNIO
 
 extension PostgresState {
     /// Kept in the settings table as `cache:{name}`, outside the change log.
-    public func cache(_ name: String) throws(StoreError) -> String? {
-        try read("reading the cache \(name)") { session in try Self.setting("cache:" + name, in: session) }
+    public func cache(_ name: String) async throws(StoreError) -> String? {
+        try await read("reading the cache \(name)") { session in try Self.setting("cache:" + name, in: session) }
     }
 
-    public func saveCache(_ name: String, _ text: String?) throws(StoreError) {
+    public func saveCache(_ name: String, _ text: String?) async throws(StoreError) {
         let key = "cache:" + name
-        try write("saving the cache \(name)") { session in
+        try await write("saving the cache \(name)") { session in
             if let text {
                 try session.execute(
                     "INSERT INTO settings (name, value) VALUES (\(key), \(text)) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
@@ -26,7 +26,16 @@ extension PostgresState {
     /// connection of its own: every replica of this state contends for the same key, and the
     /// server frees it when the connection ends, so a replica that dies or is cut off never
     /// holds it for good.
-    public func lease(_ name: String) throws(StoreError) -> (any StateLease)? {
+    public func lease(_ name: String) async throws(StoreError) -> (any StateLease)? {
+        try await sessions.waiting { [sessions, settings, logger] () throws(StoreError) -> AdvisoryLease? in
+            try Self.takeLease(name, sessions: sessions, settings: settings, logger: logger)
+        }
+    }
+
+    /// `lease(_:)`, waiting on this thread.
+    private static func takeLease(
+        _ name: String, sessions: PostgresSessions, settings: PostgresSettings, logger: Logger
+    ) throws(StoreError) -> AdvisoryLease? {
         let connection = try sessions.connect(answersBefore: sessions.answerCount)
         let key = "custody:\(settings.schema):\(name)"
         do {

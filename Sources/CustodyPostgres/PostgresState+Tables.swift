@@ -10,9 +10,9 @@ import PostgresNIO
 extension PostgresState {
     // MARK: Accounts and wipes
 
-    public func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError) {
+    public func recordAccounts(_ accounts: [SeenAccount], at date: Date) async throws(StoreError) {
         guard !accounts.isEmpty else { return }
-        try write("recording accounts", bound: .request) { session in
+        try await write("recording accounts", bound: .request) { session in
             try Self.recordAccounts(accounts, at: date, in: session)
         }
     }
@@ -31,8 +31,8 @@ extension PostgresState {
         }
     }
 
-    public func account(owner: String) throws(StoreError) -> AccountRecord? {
-        try read("reading the account \(owner)", bound: .request) { session -> AccountRecord? in
+    public func account(owner: String) async throws(StoreError) -> AccountRecord? {
+        try await read("reading the account \(owner)", bound: .request) { session -> AccountRecord? in
             guard
                 let firstSeen = try session.value(
                     "SELECT first_seen FROM accounts WHERE owner = \(owner)", as: Date.self)
@@ -44,8 +44,8 @@ extension PostgresState {
         }
     }
 
-    public func aliases(ofAccount owner: String) throws(StoreError) -> [String]? {
-        try read("reading the aliases of \(owner)", bound: .request) { session -> [String]? in
+    public func aliases(ofAccount owner: String) async throws(StoreError) -> [String]? {
+        try await read("reading the aliases of \(owner)", bound: .request) { session -> [String]? in
             guard try session.value("SELECT 1 FROM accounts WHERE owner = \(owner)", as: Int32.self) != nil
             else { return nil }
             return try session.query(
@@ -54,8 +54,8 @@ extension PostgresState {
         }
     }
 
-    public func owners(named identifier: String) throws(StoreError) -> [String] {
-        try read("looking up \(identifier)") { session in
+    public func owners(named identifier: String) async throws(StoreError) -> [String] {
+        try await read("looking up \(identifier)") { session in
             try session.query(
                 """
                 SELECT owner FROM (
@@ -70,8 +70,8 @@ extension PostgresState {
         }
     }
 
-    public func accountsFirstSeen() throws(StoreError) -> [String: Date] {
-        let rows = try read("reading accounts") { session in
+    public func accountsFirstSeen() async throws(StoreError) -> [String: Date] {
+        let rows = try await read("reading accounts") { session in
             try session.query("SELECT owner, first_seen FROM accounts").map { try $0.decode((String, Date).self) }
         }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
@@ -79,9 +79,9 @@ extension PostgresState {
 
     @discardableResult
     public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date)
-        throws(StoreError) -> WipeCounts
+        async throws(StoreError) -> WipeCounts
     {
-        try write("wiping \(account)") { session -> WipeCounts in
+        try await write("wiping \(account)") { session -> WipeCounts in
             var keyVersions: [String: Int] = [:]
             var secrets = 0
             var checkIns = 0
@@ -102,15 +102,15 @@ extension PostgresState {
                 detail: AuditRecord.wipeDetail(
                     identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date,
                 in: session)
-            try recordChange(.wipe, identifiers, at: date, in: session)
+            try self.recordChange(.wipe, identifiers, at: date, in: session)
             return WipeCounts(
                 keyVersions: keyVersions, secrets: secrets, checkIns: checkIns,
                 eventIDs: try Self.appendEvents(events, at: date, in: session))
         }
     }
 
-    public func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord? {
-        try read("reading the wipe record of \(identifier)", bound: .request) { session in
+    public func wipeRecord(of identifier: String) async throws(StoreError) -> WipeRecord? {
+        try await read("reading the wipe record of \(identifier)", bound: .request) { session in
             try session.query("SELECT account, at FROM wiped_identifiers WHERE identifier = \(identifier)").first.map {
                 let (account, at) = try $0.decode((String, Date).self)
                 return WipeRecord(account: account, at: at)
@@ -120,8 +120,8 @@ extension PostgresState {
 
     // MARK: Account keys and the master key record
 
-    public func accountKeys(owner: String) throws(StoreError) -> [WrappedAccountKey] {
-        let rows = try read("reading the keys of \(owner)", bound: .request) { session in
+    public func accountKeys(owner: String) async throws(StoreError) -> [WrappedAccountKey] {
+        let rows = try await read("reading the keys of \(owner)", bound: .request) { session in
             try session.query(
                 "SELECT owner, version, created, nonce, ciphertext FROM account_keys WHERE owner = \(owner) ORDER BY version"
             )
@@ -143,36 +143,36 @@ extension PostgresState {
         return keys
     }
 
-    public func addAccountKey(_ key: WrappedAccountKey) throws(StoreError) {
-        try write("adding key version \(key.version) of \(key.owner)", bound: .request) { session in
+    public func addAccountKey(_ key: WrappedAccountKey) async throws(StoreError) {
+        try await write("adding key version \(key.version) of \(key.owner)", bound: .request) { session in
             try session.execute(
                 """
                 INSERT INTO account_keys (owner, version, created, nonce, ciphertext)
                 VALUES (\(key.owner.rawValue), \(Int64(key.version)), \(key.created), \(Data(key.nonce)), \(Data(key.ciphertext)))
                 """)
-            try recordChange(.key, [key.owner.rawValue], at: key.created, in: session)
+            try self.recordChange(.key, [key.owner.rawValue], at: key.created, in: session)
         }
     }
 
     @discardableResult
-    public func removeAccountKeys(owner: String) throws(StoreError) -> Int {
-        try write("deleting the keys of \(owner)") { session in
+    public func removeAccountKeys(owner: String) async throws(StoreError) -> Int {
+        try await write("deleting the keys of \(owner)") { session in
             let count = try session.execute("DELETE FROM account_keys WHERE owner = \(owner)")
-            if count > 0 { try recordChange(.key, [owner], at: Date(), in: session) }
+            if count > 0 { try self.recordChange(.key, [owner], at: Date(), in: session) }
             return count
         }
     }
 
-    public func accountKeyOwners() throws(StoreError) -> [String] {
-        try read("listing key owners") { session in
+    public func accountKeyOwners() async throws(StoreError) -> [String] {
+        try await read("listing key owners") { session in
             try session.query("SELECT owner FROM account_keys GROUP BY owner ORDER BY owner COLLATE \"C\"").map {
                 try $0.decode(String.self)
             }
         }
     }
 
-    public func masterKeyRecord() throws(StoreError) -> MasterKeyRecord? {
-        let row = try read("reading the master key record") { session in
+    public func masterKeyRecord() async throws(StoreError) -> MasterKeyRecord? {
+        let row = try await read("reading the master key record") { session in
             try session.query(
                 "SELECT kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext FROM master_key WHERE id = 1"
             ).first
@@ -188,8 +188,8 @@ extension PostgresState {
         return record
     }
 
-    public func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(StoreError) {
-        try write("saving the master key record") { session in
+    public func saveMasterKeyRecord(_ record: MasterKeyRecord) async throws(StoreError) {
+        try await write("saving the master key record") { session in
             try session.execute(
                 """
                 INSERT INTO master_key (id, kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext)
@@ -199,28 +199,28 @@ extension PostgresState {
         }
     }
 
-    public func keyGeneration() throws(StoreError) -> Int64 {
-        try read("reading the key generation", bound: .request) { session in
+    public func keyGeneration() async throws(StoreError) -> Int64 {
+        try await read("reading the key generation", bound: .request) { session in
             try session.value("SELECT value FROM key_generation WHERE id = 1", as: Int64.self) ?? 0
         }
     }
 
     // MARK: Secrets
 
-    public func saveSecret(_ secret: SealedSecret) throws(StoreError) {
-        try write("saving the secret \(secret.identifier)") { session in
+    public func saveSecret(_ secret: SealedSecret) async throws(StoreError) {
+        try await write("saving the secret \(secret.identifier)") { session in
             try session.execute(
                 """
                 INSERT INTO secrets (scope, identifier, kind, sealed, updated)
                 VALUES (\(secret.scope), \(secret.identifier), \(secret.kind), \(Data(secret.sealed)), \(secret.updated))
                 ON CONFLICT (scope, identifier) DO UPDATE SET kind = excluded.kind, sealed = excluded.sealed, updated = excluded.updated
                 """)
-            try recordChange(.secret, [secret.scope], at: secret.updated, in: session)
+            try self.recordChange(.secret, [secret.scope], at: secret.updated, in: session)
         }
     }
 
-    public func secret(scope: String, identifier: String) throws(StoreError) -> SealedSecret? {
-        try read("reading secrets", bound: .request) { session in
+    public func secret(scope: String, identifier: String) async throws(StoreError) -> SealedSecret? {
+        try await read("reading secrets", bound: .request) { session in
             try session.query(
                 "SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)"
             )
@@ -228,8 +228,8 @@ extension PostgresState {
         }
     }
 
-    public func secrets(scope: String) throws(StoreError) -> [SealedSecret] {
-        try read("reading secrets") { session in
+    public func secrets(scope: String) async throws(StoreError) -> [SealedSecret] {
+        try await read("reading secrets") { session in
             try session.query(
                 "SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) ORDER BY identifier COLLATE \"C\""
             )
@@ -243,28 +243,28 @@ extension PostgresState {
     }
 
     @discardableResult
-    public func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool {
-        try write("removing the secret \(identifier)") { session in
+    public func removeSecret(scope: String, identifier: String) async throws(StoreError) -> Bool {
+        try await write("removing the secret \(identifier)") { session in
             guard try session.execute("DELETE FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)") > 0
             else { return false }
-            try recordChange(.secret, [scope], at: Date(), in: session)
+            try self.recordChange(.secret, [scope], at: Date(), in: session)
             return true
         }
     }
 
     @discardableResult
-    public func removeSecrets(scope: String) throws(StoreError) -> Int {
-        try write("removing the secrets of \(scope)") { session in
+    public func removeSecrets(scope: String) async throws(StoreError) -> Int {
+        try await write("removing the secrets of \(scope)") { session in
             let count = try session.execute("DELETE FROM secrets WHERE scope = \(scope)")
-            if count > 0 { try recordChange(.secret, [scope], at: Date(), in: session) }
+            if count > 0 { try self.recordChange(.secret, [scope], at: Date(), in: session) }
             return count
         }
     }
 
     // MARK: Check-ins
 
-    public func checkIn(account: String, at date: Date) throws(StoreError) {
-        try write("recording a check-in of \(account)", bound: .request) { session in
+    public func checkIn(account: String, at date: Date) async throws(StoreError) {
+        try await write("recording a check-in of \(account)", bound: .request) { session in
             try session.execute(
                 """
                 INSERT INTO check_ins (account, at) VALUES (\(account), \(date))
@@ -273,27 +273,27 @@ extension PostgresState {
         }
     }
 
-    public func lastCheckIn(account: String) throws(StoreError) -> Date? {
-        try read("reading the check-in of \(account)", bound: .request) { session in
+    public func lastCheckIn(account: String) async throws(StoreError) -> Date? {
+        try await read("reading the check-in of \(account)", bound: .request) { session in
             try session.value("SELECT at FROM check_ins WHERE account = \(account)", as: Date.self)
         }
     }
 
-    public func checkIns() throws(StoreError) -> [String: Date] {
-        let rows = try read("reading check-ins") { session in
+    public func checkIns() async throws(StoreError) -> [String: Date] {
+        let rows = try await read("reading check-ins") { session in
             try session.query("SELECT account, at FROM check_ins").map { try $0.decode((String, Date).self) }
         }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
 
-    public func removeCheckIn(account: String) throws(StoreError) {
-        try write("removing the check-in of \(account)") { session in
+    public func removeCheckIn(account: String) async throws(StoreError) {
+        try await write("removing the check-in of \(account)") { session in
             try session.execute("DELETE FROM check_ins WHERE account = \(account)")
         }
     }
 
-    public func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError) {
-        try write("recording the launch facts of \(account)", bound: .request) { session in
+    public func recordLaunchFacts(account: String, facts: String, at date: Date) async throws(StoreError) {
+        try await write("recording the launch facts of \(account)", bound: .request) { session in
             try session.execute(
                 """
                 INSERT INTO launch_facts (account, facts, at) VALUES (\(account), \(facts), \(date))
@@ -302,8 +302,8 @@ extension PostgresState {
         }
     }
 
-    public func launchFacts(account: String) throws(StoreError) -> StoredLaunchFacts? {
-        let rows = try read("reading the launch facts of \(account)", bound: .request) { session in
+    public func launchFacts(account: String) async throws(StoreError) -> StoredLaunchFacts? {
+        let rows = try await read("reading the launch facts of \(account)", bound: .request) { session in
             try session.query("SELECT facts, at FROM launch_facts WHERE account = \(account)").map {
                 try $0.decode((String, Date).self)
             }
@@ -311,15 +311,15 @@ extension PostgresState {
         return rows.first.map { StoredLaunchFacts(facts: $0.0, at: $0.1) }
     }
 
-    public func isActingOnLaunch() throws(StoreError) -> Bool {
-        try read("reading whether launch outcomes are acted on") { session in
+    public func isActingOnLaunch() async throws(StoreError) -> Bool {
+        try await read("reading whether launch outcomes are acted on") { session in
             try Self.setting("act_on_launch", in: session) == "true"
         }
     }
 
-    public func setActingOnLaunch(_ acting: Bool) throws(StoreError) {
-        try write("recording whether launch outcomes are acted on") { session in
-            try setSetting("act_on_launch", acting ? "true" : "false", in: session)
+    public func setActingOnLaunch(_ acting: Bool) async throws(StoreError) {
+        try await write("recording whether launch outcomes are acted on") { session in
+            try self.setSetting("act_on_launch", acting ? "true" : "false", in: session)
         }
     }
 
@@ -332,8 +332,9 @@ extension PostgresState {
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
-    ) throws(StoreError) -> RecordedBundle {
-        let (id, eventIDs, existing) = try write("recording a bundle") { session -> (Int64, [Int64], BundleRecord?) in
+    ) async throws(StoreError) -> RecordedBundle {
+        let (id, eventIDs, existing) = try await write("recording a bundle") {
+            session -> (Int64, [Int64], BundleRecord?) in
             // What needs no rule and no order first, outside the change counter's lock, so that
             // a slow writer holds the lock every replica's writes wait for as briefly as it can:
             // accounts seen and policy reach are idempotent first-seen records, written in one
@@ -356,12 +357,12 @@ extension PostgresState {
             if result == .applied, files != nil,
                 let last = try session.query(
                     "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
-                ).first.map({ row throws in try bundleRecord(row) }),
+                ).first.map({ row throws in try self.bundleRecord(row) }),
                 last.contentHash == contentHash, last.provenance.signature == provenance.signature
             {
                 return (last.id, [], last)
             }
-            let highest = try highestSequence(in: session)
+            let highest = try self.highestSequence(in: session)
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
@@ -376,7 +377,8 @@ extension PostgresState {
                     do {
                         frozen = try BundleFreeze.decode(text)
                     } catch {
-                        throw corrupt("the bundle freeze setting is not readable, so no bundle is applied: \(error)")
+                        throw self.corrupt(
+                            "the bundle freeze setting is not readable, so no bundle is applied: \(error)")
                     }
                 }
                 if let refusal = BundleAdmission.refusal(
@@ -394,7 +396,7 @@ extension PostgresState {
                         \(provenance.reason), \(provenance.isRollback))
                     RETURNING id
                     """, as: Int64.self)
-            else { throw corrupt("recording a bundle returned no id") }
+            else { throw self.corrupt("recording a bundle returned no id") }
             if result == .applied, let sequence = provenance.sequence, !provenance.isRollback, sequence > highest {
                 try session.execute(
                     "INSERT INTO settings (name, value) VALUES (\(Self.sequenceSetting), \(String(sequence))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
@@ -417,7 +419,7 @@ extension PostgresState {
                 detail: AuditRecord.bundleDetail(
                     contentHash: contentHash, source: source, message: message, provenance: provenance),
                 at: date, in: session)
-            if result == .applied, files != nil { try recordChange(.bundle, [contentHash], at: date, in: session) }
+            if result == .applied, files != nil { try self.recordChange(.bundle, [contentHash], at: date, in: session) }
             let eventIDs = try Self.appendEvents(events, at: date, in: session)
             try Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
             return (id, eventIDs, nil)
@@ -457,8 +459,8 @@ extension PostgresState {
         )
     }
 
-    public func policyReach() throws(StoreError) -> [String: [String: Date]] {
-        try read("reading when policies reached accounts") { session in
+    public func policyReach() async throws(StoreError) -> [String: [String: Date]] {
+        try await read("reading when policies reached accounts") { session in
             var reach: [String: [String: Date]] = [:]
             for row in try session.query("SELECT account, policy, first_reached FROM policy_reach") {
                 let (account, policy, at) = try row.decode((String, String, Date).self)
@@ -468,12 +470,12 @@ extension PostgresState {
         }
     }
 
-    public func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord] {
-        try read("reading the bundle history") { session in
+    public func bundleHistory(limit: Int) async throws(StoreError) -> [BundleRecord] {
+        try await read("reading the bundle history") { session in
             try session.query(
                 "SELECT \(unescaped: Self.historyColumns) FROM bundle_history ORDER BY id DESC LIMIT \(limit)"
             )
-            .map { row throws in try bundleRecord(row) }
+            .map { row throws in try self.bundleRecord(row) }
         }
     }
 
@@ -491,8 +493,8 @@ extension PostgresState {
                 appliedBy: appliedBy, reason: reason, isRollback: rollback))
     }
 
-    public func storedBundle(revision contentHash: String) throws(StoreError) -> StoredBundle? {
-        try read("reading a kept bundle") { session -> StoredBundle? in
+    public func storedBundle(revision contentHash: String) async throws(StoreError) -> StoredBundle? {
+        try await read("reading a kept bundle") { session -> StoredBundle? in
             guard
                 let row = try session.query(
                     """
@@ -503,7 +505,7 @@ extension PostgresState {
                 ).first
             else { return nil }
             return StoredBundle(
-                record: try bundleRecord(row), files: try Self.files(ofRevision: contentHash, in: session))
+                record: try self.bundleRecord(row), files: try Self.files(ofRevision: contentHash, in: session))
         }
     }
 
@@ -517,9 +519,9 @@ extension PostgresState {
         }
     }
 
-    public func bundleSequence() throws(StoreError) -> Int64 {
-        try read("reading the highest bundle sequence") { session in
-            try highestSequence(in: session)
+    public func bundleSequence() async throws(StoreError) -> Int64 {
+        try await read("reading the highest bundle sequence") { session in
+            try self.highestSequence(in: session)
         }
     }
 
@@ -535,8 +537,8 @@ extension PostgresState {
         return max(kept, recorded)
     }
 
-    public func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle? {
-        try read("reading the last applied bundle") { session -> StoredBundle? in
+    public func lastAppliedBundleFiles() async throws(StoreError) -> StoredBundle? {
+        try await read("reading the last applied bundle") { session -> StoredBundle? in
             guard
                 let row = try session.query(
                     """
@@ -545,21 +547,21 @@ extension PostgresState {
                     """
                 ).first
             else { return nil }
-            let record = try bundleRecord(row)
+            let record = try self.bundleRecord(row)
             return StoredBundle(record: record, files: try Self.files(ofRevision: record.contentHash, in: session))
         }
     }
 
-    public func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64? {
-        try read("reading the bundle history") { session in
+    public func lastApplication(ofRevision contentHash: String) async throws(StoreError) -> Int64? {
+        try await read("reading the bundle history") { session in
             try session.value(
                 "SELECT max(id) FROM bundle_history WHERE content_hash = \(contentHash) AND result = 'applied'",
                 as: Int64.self)
         }
     }
 
-    public func storedBundleRevisions() throws(StoreError) -> [String: Int] {
-        try read("reading the stored bundle revisions") { session in
+    public func storedBundleRevisions() async throws(StoreError) -> [String: Int] {
+        try await read("reading the stored bundle revisions") { session in
             var revisions: [String: Int] = [:]
             for row in try session.query(
                 """
@@ -574,11 +576,11 @@ extension PostgresState {
         }
     }
 
-    public func lastAppliedBundle() throws(StoreError) -> BundleRecord? {
-        try read("reading the bundle history") { session in
+    public func lastAppliedBundle() async throws(StoreError) -> BundleRecord? {
+        try await read("reading the bundle history") { session in
             try session.query(
                 "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
-            ).first.map { row throws in try bundleRecord(row) }
+            ).first.map { row throws in try self.bundleRecord(row) }
         }
     }
 
@@ -595,43 +597,43 @@ extension PostgresState {
         try recordChange(.setting, [name], at: Date(), in: session)
     }
 
-    public func isAuditEnabled() throws(StoreError) -> Bool {
-        try read("reading the audit setting") { session in
-            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: path)
+    public func isAuditEnabled() async throws(StoreError) -> Bool {
+        try await read("reading the audit setting") { session in
+            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: self.path)
         }
     }
 
-    public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the audit setting") { session in
+    public func setAuditEnabled(_ enabled: Bool) async throws(StoreError) {
+        try await write("changing the audit setting") { session in
             guard (try Self.setting("audit", in: session) != "off") != enabled else { return }
             let entry = AuditRecord.switched(.log, on: enabled, at: Date())
             if !enabled { try Self.audit(entry, in: session) }
-            try setSetting("audit", enabled ? "on" : "off", in: session)
+            try self.setSetting("audit", enabled ? "on" : "off", in: session)
             if enabled { try Self.audit(entry, in: session) }
         }
     }
 
-    public func isDecisionAuditEnabled() throws(StoreError) -> Bool {
-        try read("reading the decision audit setting") { session in
-            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: path)
+    public func isDecisionAuditEnabled() async throws(StoreError) -> Bool {
+        try await read("reading the decision audit setting") { session in
+            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: self.path)
                 && StoredSwitch.isOn(
                     Self.setting("audit_decisions", in: session), setting: "audit_decisions", absent: false,
-                    path: path)
+                    path: self.path)
         }
     }
 
-    public func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the decision audit setting") { session in
+    public func setDecisionAuditEnabled(_ enabled: Bool) async throws(StoreError) {
+        try await write("changing the decision audit setting") { session in
             guard (try Self.setting("audit_decisions", in: session) == "on") != enabled else { return }
-            try setSetting("audit_decisions", enabled ? "on" : "off", in: session)
+            try self.setSetting("audit_decisions", enabled ? "on" : "off", in: session)
             try Self.audit(AuditRecord.switched(.decisions, on: enabled, at: Date()), in: session)
         }
     }
 
     @discardableResult
-    public func audit(_ records: [AuditRecord]) throws(StoreError) -> Int {
+    public func audit(_ records: [AuditRecord]) async throws(StoreError) -> Int {
         guard !records.isEmpty else { return 0 }
-        return try write("writing the audit log", bound: .request) { session in
+        return try await write("writing the audit log", bound: .request) { session in
             guard try Self.setting("audit", in: session) != "off" else { return 0 }
             for record in records {
                 try session.execute(
@@ -659,8 +661,8 @@ extension PostgresState {
         )
     }
 
-    public func auditEntries(since: Date?, after id: Int64, limit: Int) throws(StoreError) -> [AuditEntry] {
-        let rows = try read("reading the audit log") { session in
+    public func auditEntries(since: Date?, after id: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        let rows = try await read("reading the audit log") { session in
             try session.query(
                 """
                 SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log
@@ -680,8 +682,8 @@ extension PostgresState {
         return entries
     }
 
-    public func installationContext() throws(StoreError) -> InstallationContext {
-        try read("reading the installation's context") { session in
+    public func installationContext() async throws(StoreError) -> InstallationContext {
+        try await read("reading the installation's context") { session in
             InstallationContext(
                 platform: try Self.setting("context_platform", in: session),
                 appID: try Self.setting("context_app", in: session),
@@ -692,14 +694,14 @@ extension PostgresState {
 
     public func recordInstallationContext(
         platform: String?, appID: String?, managementLevel: String?, precedence: String?
-    ) throws(StoreError) {
-        try write("recording the installation's context") { session in
+    ) async throws(StoreError) {
+        try await write("recording the installation's context") { session in
             for (name, value) in [
                 ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel),
                 ("precedence", precedence),
             ] {
                 guard let value else { continue }
-                try setSetting(name, value, in: session)
+                try self.setSetting(name, value, in: session)
             }
         }
     }
@@ -707,9 +709,9 @@ extension PostgresState {
     // MARK: The event log
 
     @discardableResult
-    public func appendEvents(_ records: [EventRecord], at date: Date) throws(StoreError) -> [Int64] {
+    public func appendEvents(_ records: [EventRecord], at date: Date) async throws(StoreError) -> [Int64] {
         guard !records.isEmpty else { return [] }
-        return try write("appending to the event log") { session in
+        return try await write("appending to the event log") { session in
             try Self.appendEvents(records, at: date, in: session)
         }
     }
@@ -735,8 +737,8 @@ extension PostgresState {
         return ids
     }
 
-    public func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
-        try read("reading the event log") { session in
+    public func events(after id: Int64, limit: Int) async throws(StoreError) -> [StoredEvent] {
+        try await read("reading the event log") { session in
             try session.query("SELECT id, at, name, body FROM events WHERE id > \(id) ORDER BY id LIMIT \(limit)").map {
                 row in
                 let (id, at, name, body) = try row.decode((Int64, Date, String, Data).self)
@@ -745,8 +747,8 @@ extension PostgresState {
         }
     }
 
-    public func eventBounds() throws(StoreError) -> LogBounds {
-        try read("reading the event log") { session in
+    public func eventBounds() async throws(StoreError) -> LogBounds {
+        try await read("reading the event log") { session in
             LogBounds(
                 oldest: try session.value("SELECT min(id) FROM events", as: Int64.self),
                 newest: try session.value("SELECT value FROM counters WHERE name = 'event'", as: Int64.self) ?? 0
@@ -754,8 +756,8 @@ extension PostgresState {
         }
     }
 
-    public func setEventRetention(_ count: Int64) throws(StoreError) {
-        try write("changing the event retention") { session in
+    public func setEventRetention(_ count: Int64) async throws(StoreError) {
+        try await write("changing the event retention") { session in
             try session.execute(
                 "INSERT INTO settings (name, value) VALUES ('event_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
             )
@@ -764,15 +766,15 @@ extension PostgresState {
 
     // MARK: Tokens
 
-    public func addToken(_ token: TokenRecord) throws(StoreError) {
-        try write("storing a token") { session in
+    public func addToken(_ token: TokenRecord) async throws(StoreError) {
+        try await write("storing a token") { session in
             try session.execute(
                 """
                 INSERT INTO tokens (id, name, scopes, hash, created)
                 VALUES (\(token.id), \(token.name), \(token.scopes.joined(separator: " ")), \(Data(token.hash)), \(token.created))
                 """)
             try Self.bumpTokenGeneration(session)
-            try recordChange(.token, [token.id], at: token.created, in: session)
+            try self.recordChange(.token, [token.id], at: token.created, in: session)
             try Self.audit(
                 .token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))",
                 at: token.created, in: session)
@@ -780,27 +782,27 @@ extension PostgresState {
     }
 
     @discardableResult
-    public func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool {
-        try write("revoking a token") { session in
+    public func revokeToken(id: String, at date: Date) async throws(StoreError) -> Bool {
+        try await write("revoking a token") { session in
             guard try session.execute("UPDATE tokens SET revoked = \(date) WHERE id = \(id) AND revoked IS NULL") > 0
             else { return false }
             try Self.bumpTokenGeneration(session)
-            try recordChange(.token, [id], at: date, in: session)
+            try self.recordChange(.token, [id], at: date, in: session)
             try Self.audit(.token, account: nil, action: "revoke", detail: id, at: date, in: session)
             return true
         }
     }
 
-    public func token(id: String) throws(StoreError) -> TokenRecord? {
-        try read("reading tokens", bound: .request) { session in
+    public func token(id: String) async throws(StoreError) -> TokenRecord? {
+        try await read("reading tokens", bound: .request) { session in
             try session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens WHERE id = \(id)").map(
                 Self.token
             ).first
         }
     }
 
-    public func tokens() throws(StoreError) -> [TokenRecord] {
-        try read("reading tokens") { session in
+    public func tokens() async throws(StoreError) -> [TokenRecord] {
+        try await read("reading tokens") { session in
             try session.query(
                 "SELECT id, name, scopes, hash, created, revoked FROM tokens ORDER BY created, id COLLATE \"C\""
             ).map(Self.token)
@@ -815,8 +817,8 @@ extension PostgresState {
             created: created, revoked: revoked)
     }
 
-    public func tokenGeneration() throws(StoreError) -> Int64 {
-        try read("reading the token generation") { session in
+    public func tokenGeneration() async throws(StoreError) -> Int64 {
+        try await read("reading the token generation") { session in
             Int64(try Self.setting("token_generation", in: session) ?? "0") ?? 0
         }
     }

@@ -5,8 +5,8 @@ import PostgresNIO
 extension PostgresState {
     // MARK: Trusted keys
 
-    public func trustedKeys() throws(StoreError) -> [TrustedKeyRecord] {
-        try read("reading the trusted keys") { session in
+    public func trustedKeys() async throws(StoreError) -> [TrustedKeyRecord] {
+        try await read("reading the trusted keys") { session in
             try session.query(
                 "SELECT key_id, public_key, name, added_at, revoked_at FROM trusted_keys ORDER BY added_at, key_id"
             ).map { row throws in
@@ -16,8 +16,8 @@ extension PostgresState {
         }
     }
 
-    public func addTrustedKey(_ key: TrustedKeyRecord) throws(StoreError) {
-        try write("trusting a key") { session in
+    public func addTrustedKey(_ key: TrustedKeyRecord) async throws(StoreError) {
+        try await write("trusting a key") { session in
             guard
                 try session.execute(
                     """
@@ -25,7 +25,7 @@ extension PostgresState {
                     VALUES (\(key.keyID), \(key.publicKey), \(key.name), \(key.addedAt)) ON CONFLICT DO NOTHING
                     """) > 0
             else { throw StoreError(.conflict, "the key \(key.keyID) is known already (trusted or revoked)") }
-            try recordChange(.setting, ["trust"], at: key.addedAt, in: session)
+            try self.recordChange(.setting, ["trust"], at: key.addedAt, in: session)
             try Self.audit(
                 .trust, account: nil, action: "add",
                 detail: "\(key.keyID) \(key.publicKey)\(key.name.map { " (\($0))" } ?? "")", at: key.addedAt,
@@ -34,8 +34,8 @@ extension PostgresState {
     }
 
     @discardableResult
-    public func revokeTrustedKey(id: String, at date: Date) throws(StoreError) -> Bool {
-        try write("revoking a key") { session in
+    public func revokeTrustedKey(id: String, at date: Date) async throws(StoreError) -> Bool {
+        try await write("revoking a key") { session in
             // The change counter's lock: a bundle being recorded meanwhile sees the key
             // revoked or not, never half.
             try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
@@ -43,7 +43,7 @@ extension PostgresState {
                 try session.execute(
                     "UPDATE trusted_keys SET revoked_at = \(date) WHERE key_id = \(id) AND revoked_at IS NULL") > 0
             else { return false }
-            try recordChange(.setting, ["trust"], at: date, in: session)
+            try self.recordChange(.setting, ["trust"], at: date, in: session)
             try Self.audit(.trust, account: nil, action: "revoke", detail: id, at: date, in: session)
             return true
         }
@@ -51,24 +51,24 @@ extension PostgresState {
 
     // MARK: Freezing
 
-    public func bundleFreeze() throws(StoreError) -> BundleFreeze? {
-        try read("reading the bundle freeze") { session -> BundleFreeze? in
+    public func bundleFreeze() async throws(StoreError) -> BundleFreeze? {
+        try await read("reading the bundle freeze") { session -> BundleFreeze? in
             guard let text = try Self.setting(Self.freezeSetting, in: session), !text.isEmpty else { return nil }
             do {
                 return try BundleFreeze.decode(text)
             } catch {
-                throw corrupt("the bundle freeze setting is not readable")
+                throw self.corrupt("the bundle freeze setting is not readable")
             }
         }
     }
 
     @discardableResult
-    public func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) throws(StoreError) -> Bool {
-        try write("changing the bundle freeze") { session in
+    public func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) async throws(StoreError) -> Bool {
+        try await write("changing the bundle freeze") { session in
             try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
             let was = try Self.setting(Self.freezeSetting, in: session).map { !$0.isEmpty } ?? false
             guard freeze != nil || was else { return false }
-            try setSetting(Self.freezeSetting, try freeze?.encoded() ?? "", in: session)
+            try self.setSetting(Self.freezeSetting, try freeze?.encoded() ?? "", in: session)
             try Self.audit(
                 .bundle, account: nil, action: freeze == nil ? "unfreeze" : "freeze",
                 detail: (freeze?.reason ?? "") + (by.map { " (by \($0))" } ?? ""), at: date, in: session)
@@ -78,8 +78,8 @@ extension PostgresState {
 
     // MARK: Replicas
 
-    public func recordReplica(_ status: ReplicaRecord) throws(StoreError) {
-        try write("recording a replica's status") { session in
+    public func recordReplica(_ status: ReplicaRecord) async throws(StoreError) {
+        try await write("recording a replica's status") { session in
             try session.execute(
                 """
                 INSERT INTO replicas (id, host, pid, started_at, version, revision, change, last_contact, last_error)
@@ -91,8 +91,8 @@ extension PostgresState {
         }
     }
 
-    public func replicas() throws(StoreError) -> [ReplicaRecord] {
-        try read("reading the replicas") { session in
+    public func replicas() async throws(StoreError) -> [ReplicaRecord] {
+        try await read("reading the replicas") { session in
             try session.query(
                 "SELECT id, host, pid, started_at, version, revision, change, last_contact, last_error FROM replicas ORDER BY id COLLATE \"C\""
             ).map { row throws in
@@ -106,8 +106,8 @@ extension PostgresState {
     }
 
     @discardableResult
-    public func forgetReplicas(lastContactBefore date: Date, id: String?) throws(StoreError) -> Int {
-        try write("forgetting replicas") { session in
+    public func forgetReplicas(lastContactBefore date: Date, id: String?) async throws(StoreError) -> Int {
+        try await write("forgetting replicas") { session in
             try session.execute("DELETE FROM replicas WHERE last_contact < \(date) OR id = \(id)")
         }
     }

@@ -26,16 +26,19 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
     /// Connects to the state at `url` and brings its schema up to date.
     /// - Throws: `StoreError` `.open` when the URL is malformed or the database cannot be
     ///   reached; `.migration` when it was written by a newer Custody or a migration fails.
-    public convenience init(url: String, logger: Logger = Logger(label: "custody.state")) throws(StoreError) {
-        try self.init(settings: PostgresSettings(url: url), logger: logger)
+    public convenience init(url: String, logger: Logger = Logger(label: "custody.state")) async throws(StoreError) {
+        try await self.init(settings: PostgresSettings(url: url), logger: logger)
     }
 
-    public init(settings: PostgresSettings, logger: Logger = Logger(label: "custody.state")) throws(StoreError) {
+    /// Connects with `settings` and brings the schema up to date; the caller is suspended,
+    /// never blocked, while the server answers.
+    public init(settings: PostgresSettings, logger: Logger = Logger(label: "custody.state")) async throws(StoreError) {
         self.settings = settings
         self.logger = logger
-        sessions = PostgresSessions(settings: settings, logger: logger)
+        let sessions = PostgresSessions(settings: settings, logger: logger)
+        self.sessions = sessions
         do {
-            try PostgresMigrations.migrate(sessions)
+            try await sessions.waiting { () throws(StoreError) in try PostgresMigrations.migrate(sessions) }
         } catch {
             sessions.close()
             // A state that cannot be reached at all is one that cannot be opened.
@@ -58,17 +61,23 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
     /// A write transaction. `bound: .request` for what a request waits on (see
     /// `PostgresSettings.requestTimeout`).
     @discardableResult
-    func write<T>(_ what: String, bound: PostgresSessions.Bound = .statement, _ body: (PostgresSession) throws -> T)
-        throws(StoreError) -> T
-    {
-        try sessions.run(what, transaction: true, bound: bound, body)
+    func write<T: Sendable>(
+        _ what: String, bound: PostgresSessions.Bound = .statement,
+        _ body: @escaping @Sendable (PostgresSession) throws -> T
+    ) async throws(StoreError) -> T {
+        try await sessions.waiting { [sessions] () throws(StoreError) in
+            try sessions.run(what, transaction: true, bound: bound, body)
+        }
     }
 
     /// Reads outside a transaction. `bound: .request` for what a request waits on.
-    func read<T>(_ what: String, bound: PostgresSessions.Bound = .statement, _ body: (PostgresSession) throws -> T)
-        throws(StoreError) -> T
-    {
-        try sessions.run(what, transaction: false, bound: bound, body)
+    func read<T: Sendable>(
+        _ what: String, bound: PostgresSessions.Bound = .statement,
+        _ body: @escaping @Sendable (PostgresSession) throws -> T
+    ) async throws(StoreError) -> T {
+        try await sessions.waiting { [sessions] () throws(StoreError) in
+            try sessions.run(what, transaction: false, bound: bound, body)
+        }
     }
 
     func corrupt(_ message: String) -> StoreError { StoreError(.corrupt, message, path: path) }
@@ -97,8 +106,8 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         try session.execute("SELECT pg_notify(\(settings.channel), \(String(revision)))")
     }
 
-    public func changes(after revision: Int64, limit: Int) throws(StoreError) -> [StateChange] {
-        let rows = try read("reading the change log") { session in
+    public func changes(after revision: Int64, limit: Int) async throws(StoreError) -> [StateChange] {
+        let rows = try await read("reading the change log") { session in
             try session.query(
                 "SELECT revision, at, kind, subjects FROM changes WHERE revision > \(revision) ORDER BY revision LIMIT \(limit)"
             )
@@ -110,16 +119,16 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         }
     }
 
-    public func changeBounds() throws(StoreError) -> LogBounds {
-        try read("reading the change log") { session in
+    public func changeBounds() async throws(StoreError) -> LogBounds {
+        try await read("reading the change log") { session in
             let oldest = try session.value("SELECT min(revision) FROM changes", as: Int64.self)
             let newest = try session.value("SELECT value FROM counters WHERE name = 'change'", as: Int64.self) ?? 0
             return LogBounds(oldest: oldest, newest: newest)
         }
     }
 
-    public func setChangeRetention(_ count: Int64) throws(StoreError) {
-        try write("changing the change log retention") { session in
+    public func setChangeRetention(_ count: Int64) async throws(StoreError) {
+        try await write("changing the change log retention") { session in
             try session.execute(
                 "INSERT INTO settings (name, value) VALUES ('change_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
             )
@@ -128,7 +137,7 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
 
     /// PostgreSQL keeps no copy Custody controls: a deleted row's space is reclaimed by
     /// VACUUM, and the write-ahead log and backups are the operator's (docs/hardening.md).
-    public func purgeDeletedRows() throws(StoreError) {}
+    public func purgeDeletedRows() async throws(StoreError) {}
 
     public func changeNotifications() -> AsyncThrowingStream<Int64, any Error> {
         let (stream, continuation) = AsyncThrowingStream<Int64, any Error>.makeStream(

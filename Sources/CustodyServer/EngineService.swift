@@ -83,9 +83,9 @@ struct FleetService: Service {
                 do {
                     let before = announced
                     announced = try await StateExecutor.run { () throws(CustodyError) -> Set<String> in
-                        try engine.recordReplicaStatus()
-                        metrics.replicasBehind.record(try engine.fleetStatus().behind)
-                        return try engine.announceReplicasBehind(threshold: threshold, announced: before)
+                        try await engine.recordReplicaStatus()
+                        await metrics.replicasBehind.record(try engine.fleetStatus().behind)
+                        return try await engine.announceReplicasBehind(threshold: threshold, announced: before)
                     }
                 } catch {
                     logger.debug("cannot record this replica's status", metadata: ["error": "\(error)"])
@@ -96,6 +96,6 @@ struct FleetService: Service {
         try? await gracefulShutdown()
         beat.cancel()
         _ = await beat.value
-        await StateExecutor.run { engine.forgetReplicaStatus() }
+        await StateExecutor.run { await engine.forgetReplicaStatus() }
     }
 }

@@ -45,9 +45,9 @@ public struct WipeCounts: Sendable, Hashable {
 extension CustodyDatabase {
     /// Records that the installation sees these accounts now: each canonical identifier with
     /// the aliases it has. Accounts and aliases already recorded keep their first-seen times.
-    public func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError) {
+    public func recordAccounts(_ accounts: [SeenAccount], at date: Date) async throws(StoreError) {
         guard !accounts.isEmpty else { return }
-        try write("recording accounts") { db in try Self.recordAccounts(accounts, at: date, in: db) }
+        try await write("recording accounts") { db in try Self.recordAccounts(accounts, at: date, in: db) }
     }
 
     static func recordAccounts(_ accounts: [SeenAccount], at date: Date, in db: Database) throws {
@@ -61,16 +61,16 @@ extension CustodyDatabase {
     }
 
     /// The account recorded under `owner`, if any.
-    public func account(owner: String) throws(StoreError) -> AccountRecord? {
-        try read("reading the account \(owner)") { db in
+    public func account(owner: String) async throws(StoreError) -> AccountRecord? {
+        try await read("reading the account \(owner)") { db in
             guard let account = try AccountRow.fetchOne(db, key: owner) else { return nil }
             let aliases = try AccountAliasRow.filter(Column("owner") == owner).order(Column("alias")).fetchAll(db)
             return AccountRecord(owner: owner, aliases: aliases.map(\.alias), firstSeen: account.firstSeen)
         }
     }
 
-    public func aliases(ofAccount owner: String) throws(StoreError) -> [String]? {
-        try read("reading the aliases of \(owner)") { db in
+    public func aliases(ofAccount owner: String) async throws(StoreError) -> [String]? {
+        try await read("reading the aliases of \(owner)") { db in
             guard try AccountRow.filter(Column("owner") == owner).fetchCount(db) > 0 else { return nil }
             return try String.fetchAll(
                 db, sql: "SELECT alias FROM account_aliases WHERE owner = ? ORDER BY alias", arguments: [owner])
@@ -81,8 +81,8 @@ extension CustodyDatabase {
     /// it, every account it is (or was) an alias of, and the identifier itself when keys,
     /// secrets or a check-in are kept under it (state written before accounts were recorded).
     /// Sorted; empty when none.
-    public func owners(named identifier: String) throws(StoreError) -> [String] {
-        try read("looking up \(identifier)") { db in
+    public func owners(named identifier: String) async throws(StoreError) -> [String] {
+        try await read("looking up \(identifier)") { db in
             try String.fetchAll(
                 db,
                 sql: """
@@ -98,8 +98,8 @@ extension CustodyDatabase {
     }
 
     /// When each recorded account was first seen, by canonical identifier.
-    public func accountsFirstSeen() throws(StoreError) -> [String: Date] {
-        try read("reading accounts") { db in
+    public func accountsFirstSeen() async throws(StoreError) -> [String: Date] {
+        try await read("reading accounts") { db in
             Dictionary(
                 try AccountRow.fetchAll(db).map { ($0.owner, $0.firstSeen) }, uniquingKeysWith: { first, _ in first })
         }
@@ -113,9 +113,9 @@ extension CustodyDatabase {
     /// - Parameter account: the canonical identifier, for the audit entry.
     @discardableResult
     public func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date)
-        throws(StoreError) -> WipeCounts
+        async throws(StoreError) -> WipeCounts
     {
-        let counts = try write("wiping \(account)") { db -> WipeCounts in
+        let counts = try await write("wiping \(account)") { db -> WipeCounts in
             var keyVersions: [String: Int] = [:]
             var secrets = 0
             var checkIns = 0
@@ -137,14 +137,14 @@ extension CustodyDatabase {
                 keyVersions: keyVersions, secrets: secrets, checkIns: checkIns,
                 eventIDs: try Self.appendEvents(events, at: date, in: db))
         }
-        try truncateLog()
+        try await truncateLog()
         return counts
     }
 
     /// When `identifier`'s keys were wiped, and the account it was wiped as; nil when never.
-    public func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord? {
+    public func wipeRecord(of identifier: String) async throws(StoreError) -> WipeRecord? {
         // A row that does not decode (an account or time missing or damaged) is a `.corrupt` state.
-        try read("reading the wipe record of \(identifier)") { db in
+        try await read("reading the wipe record of \(identifier)") { db in
             try WipedIdentifierRow.fetchOne(db, key: identifier).map { WipeRecord(account: $0.account, at: $0.at) }
         }
     }

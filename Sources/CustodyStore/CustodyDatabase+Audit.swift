@@ -131,17 +131,17 @@ extension AuditRecord {
 extension CustodyDatabase {
     /// Whether the audit log is written at all (on by default): bundles, wipes, key rotations,
     /// secret changes, and decisions when `isDecisionAuditEnabled`.
-    public func isAuditEnabled() throws(StoreError) -> Bool {
-        try read("reading the audit setting") { db in
-            try StoredSwitch.isOn(Self.setting("audit", in: db), setting: "audit", absent: true, path: path)
+    public func isAuditEnabled() async throws(StoreError) -> Bool {
+        try await read("reading the audit setting") { db in
+            try StoredSwitch.isOn(Self.setting("audit", in: db), setting: "audit", absent: true, path: self.path)
         }
     }
 
     /// Switches the audit log on or off (kept in the database, for every process). A change is
     /// logged (`AuditRecord.switched`): as the last entry before the log goes off, the first
     /// once it is on again.
-    public func setAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the audit setting") { db in
+    public func setAuditEnabled(_ enabled: Bool) async throws(StoreError) {
+        try await write("changing the audit setting") { db in
             guard (try Self.setting("audit", in: db) != "off") != enabled else { return }
             let entry = AuditRecord.switched(.log, on: enabled, at: Date())
             if !enabled { try Self.audit(entry, in: db) }
@@ -152,17 +152,17 @@ extension CustodyDatabase {
 
     /// Whether every decision is audited too (off by default: it costs a database write per
     /// batch of decisions). Needs the audit log on.
-    public func isDecisionAuditEnabled() throws(StoreError) -> Bool {
-        try read("reading the decision audit setting") { db in
-            try StoredSwitch.isOn(Self.setting("audit", in: db), setting: "audit", absent: true, path: path)
+    public func isDecisionAuditEnabled() async throws(StoreError) -> Bool {
+        try await read("reading the decision audit setting") { db in
+            try StoredSwitch.isOn(Self.setting("audit", in: db), setting: "audit", absent: true, path: self.path)
                 && StoredSwitch.isOn(
-                    Self.setting("audit_decisions", in: db), setting: "audit_decisions", absent: false, path: path)
+                    Self.setting("audit_decisions", in: db), setting: "audit_decisions", absent: false, path: self.path)
         }
     }
 
     /// Switches decision auditing on or off.
-    public func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError) {
-        try write("changing the decision audit setting") { db in
+    public func setDecisionAuditEnabled(_ enabled: Bool) async throws(StoreError) {
+        try await write("changing the decision audit setting") { db in
             guard (try Self.setting("audit_decisions", in: db) == "on") != enabled else { return }
             try Self.setSetting("audit_decisions", enabled ? "on" : "off", in: db)
             try Self.audit(AuditRecord.switched(.decisions, on: enabled, at: Date()), in: db)
@@ -180,11 +180,11 @@ extension CustodyDatabase {
 
     /// Appends entries in one transaction when auditing is on; returns how many were written.
     @discardableResult
-    public func audit(_ records: [AuditRecord]) throws(StoreError) -> Int {
+    public func audit(_ records: [AuditRecord]) async throws(StoreError) -> Int {
         guard !records.isEmpty else { return 0 }
-        let added: [String: Int64]? = try write("writing the audit log") { db in
+        let added: [String: Int64]? = try await write("writing the audit log") { db in
             guard try Self.setting("audit", in: db) != "off" else { return nil }
-            return try AuditInsert.insert(records, in: db, knownDetails: auditDetailIDs)
+            return try AuditInsert.insert(records, in: db, knownDetails: self.auditDetailIDs)
         }
         guard let added else { return 0 }
         // Committed: the new details' ids now name them for good (nothing deletes a detail).
@@ -217,8 +217,8 @@ extension CustodyDatabase {
     }
 
     /// Audit entries at or after `since` (all when nil) whose id is above `id`, oldest first.
-    public func auditEntries(since: Date?, after id: Int64, limit: Int) throws(StoreError) -> [AuditEntry] {
-        try read("reading the audit log") { db in
+    public func auditEntries(since: Date?, after id: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        try await read("reading the audit log") { db in
             try AuditRow.fetchAll(
                 db,
                 sql: """
@@ -236,8 +236,8 @@ extension CustodyDatabase {
 extension CustodyDatabase {
     /// The installation's evaluation context, as `custody apply` recorded it: raw values of
     /// the platform, app id and management level, each nil when never recorded.
-    public func installationContext() throws(StoreError) -> InstallationContext {
-        try read("reading the installation's context") { db in
+    public func installationContext() async throws(StoreError) -> InstallationContext {
+        try await read("reading the installation's context") { db in
             InstallationContext(
                 platform: try Self.setting("context_platform", in: db),
                 appID: try Self.setting("context_app", in: db),
@@ -250,8 +250,8 @@ extension CustodyDatabase {
     /// stored value.
     public func recordInstallationContext(
         platform: String?, appID: String?, managementLevel: String?, precedence: String?
-    ) throws(StoreError) {
-        try write("recording the installation's context") { db in
+    ) async throws(StoreError) {
+        try await write("recording the installation's context") { db in
             for (name, value) in [
                 ("context_platform", platform), ("context_app", appID), ("context_management_level", managementLevel),
                 ("precedence", precedence),

@@ -58,8 +58,8 @@ extension CustodyDatabase {
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
-    ) throws(StoreError) -> RecordedBundle {
-        let (id, eventIDs, pruned, existing) = try write("recording a bundle") {
+    ) async throws(StoreError) -> RecordedBundle {
+        let (id, eventIDs, pruned, existing) = try await write("recording a bundle") {
             db -> (Int64, [Int64], Bool, BundleRecord?) in
             // The same files under the same signature in force already: another writer (the
             // service's watch, say, racing `custody apply`) applied them first. Nothing is
@@ -75,7 +75,7 @@ extension CustodyDatabase {
                 return (last.id, [], false, last)
             }
             // Read before this bundle's row is written, which would count in it.
-            let highest = try highestSequence(in: db)
+            let highest = try self.highestSequence(in: db)
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
@@ -132,7 +132,7 @@ extension CustodyDatabase {
         if let existing { return RecordedBundle(record: existing, eventIDs: [], alreadyApplied: true) }
         // Pages freed by pruning leave the write-ahead log with the next checkpoint; empty it
         // now, so that a long history of applies does not leave a log as large as the history.
-        if pruned { try? truncateLog() }
+        if pruned { try? await truncateLog() }
         return RecordedBundle(
             record: BundleRecord(
                 id: id, contentHash: contentHash, appliedAt: date, source: source, result: result, message: message,
@@ -175,8 +175,8 @@ extension CustodyDatabase {
 
     /// When each policy first reached each account, as recorded by every applied bundle:
     /// account → policy → time.
-    public func policyReach() throws(StoreError) -> [String: [String: Date]] {
-        try read("reading when policies reached accounts") { db in
+    public func policyReach() async throws(StoreError) -> [String: [String: Date]] {
+        try await read("reading when policies reached accounts") { db in
             var reach: [String: [String: Date]] = [:]
             let rows = try PolicyReachRow.fetchCursor(db)
             while let row = try rows.next() { reach[row.account, default: [:]][row.policy] = row.firstReached }
@@ -185,8 +185,8 @@ extension CustodyDatabase {
     }
 
     /// Bundle records, newest first.
-    public func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord] {
-        try read("reading the bundle history") { db in
+    public func bundleHistory(limit: Int) async throws(StoreError) -> [BundleRecord] {
+        try await read("reading the bundle history") { db in
             try BundleHistoryRow.fetchAll(
                 db,
                 sql:
@@ -197,8 +197,8 @@ extension CustodyDatabase {
     }
 
     /// The newest applied bundle that has its files stored, with them (by name).
-    public func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle? {
-        try read("reading the last applied bundle") { db -> StoredBundle? in
+    public func lastAppliedBundleFiles() async throws(StoreError) -> StoredBundle? {
+        try await read("reading the last applied bundle") { db -> StoredBundle? in
             guard
                 let row = try BundleHistoryRow.fetchOne(
                     db,
@@ -213,8 +213,8 @@ extension CustodyDatabase {
 
     /// A kept revision's files with the newest history row that applied it; nil when the
     /// state keeps no such revision.
-    public func storedBundle(revision contentHash: String) throws(StoreError) -> StoredBundle? {
-        try read("reading a kept bundle") { db -> StoredBundle? in
+    public func storedBundle(revision contentHash: String) async throws(StoreError) -> StoredBundle? {
+        try await read("reading a kept bundle") { db -> StoredBundle? in
             guard
                 let row = try BundleHistoryRow.fetchOne(
                     db,
@@ -235,9 +235,9 @@ extension CustodyDatabase {
 
     /// The highest sequence of a signed bundle ever applied (a rollback does not lower it); 0
     /// when none was.
-    public func bundleSequence() throws(StoreError) -> Int64 {
-        try read("reading the highest bundle sequence") { db in
-            try highestSequence(in: db)
+    public func bundleSequence() async throws(StoreError) -> Int64 {
+        try await read("reading the highest bundle sequence") { db in
+            try self.highestSequence(in: db)
         }
     }
 
@@ -255,16 +255,16 @@ extension CustodyDatabase {
     }
 
     /// The history id of the last time a bundle with this content hash was applied, if ever.
-    public func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64? {
-        try read("reading the bundle history") { db in
+    public func lastApplication(ofRevision contentHash: String) async throws(StoreError) -> Int64? {
+        try await read("reading the bundle history") { db in
             try Int64.fetchOne(
                 db, sql: "SELECT max(id) FROM bundle_history WHERE content_hash = ? AND result = 'applied'",
                 arguments: [contentHash])
         }
     }
 
-    public func storedBundleRevisions() throws(StoreError) -> [String: Int] {
-        try read("reading the stored bundle revisions") { db in
+    public func storedBundleRevisions() async throws(StoreError) -> [String: Int] {
+        try await read("reading the stored bundle revisions") { db in
             var revisions: [String: Int] = [:]
             let rows = try Row.fetchCursor(
                 db,
@@ -278,7 +278,7 @@ extension CustodyDatabase {
     }
 
     /// The newest applied bundle, if any.
-    public func lastAppliedBundle() throws(StoreError) -> BundleRecord? {
-        try bundleHistory(limit: 1_000).first { $0.result == .applied }
+    public func lastAppliedBundle() async throws(StoreError) -> BundleRecord? {
+        try await bundleHistory(limit: 1_000).first { $0.result == .applied }
     }
 }

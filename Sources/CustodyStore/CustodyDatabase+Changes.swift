@@ -15,28 +15,28 @@ extension CustodyDatabase {
         }
     }
 
-    public func changes(after revision: Int64, limit: Int) throws(StoreError) -> [StateChange] {
-        try read("reading the change log") { db in
+    public func changes(after revision: Int64, limit: Int) async throws(StoreError) -> [StateChange] {
+        try await read("reading the change log") { db in
             try ChangeRow.filter(Column("revision") > revision).order(Column("revision")).limit(limit).fetchAll(db)
                 .map { try $0.change() }
         }
     }
 
-    public func changeBounds() throws(StoreError) -> LogBounds {
-        try read("reading the change log") { db in
+    public func changeBounds() async throws(StoreError) -> LogBounds {
+        try await read("reading the change log") { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT min(revision) FROM changes")
             let newest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'changes'") ?? 0
             return LogBounds(oldest: oldest, newest: newest)
         }
     }
 
-    public func setChangeRetention(_ count: Int64) throws(StoreError) {
-        try write("changing the change log retention") { db in
+    public func setChangeRetention(_ count: Int64) async throws(StoreError) {
+        try await write("changing the change log retention") { db in
             try SettingRow.save("change_retention", String(max(1, count)), in: db)
         }
     }
 
-    public func purgeDeletedRows() throws(StoreError) {
-        try truncateLog()
+    public func purgeDeletedRows() async throws(StoreError) {
+        try await truncateLog()
     }
 }

@@ -4,14 +4,14 @@ import GRDB
 
 extension CustodyDatabase {
     /// Kept in the settings table as `cache:{name}`, outside the change log.
-    public func cache(_ name: String) throws(StoreError) -> String? {
-        try read("reading the cache \(name)") { db in
+    public func cache(_ name: String) async throws(StoreError) -> String? {
+        try await read("reading the cache \(name)") { db in
             try SettingRow.value("cache:" + name, in: db)
         }
     }
 
-    public func saveCache(_ name: String, _ text: String?) throws(StoreError) {
-        try write("saving the cache \(name)") { db in
+    public func saveCache(_ name: String, _ text: String?) async throws(StoreError) {
+        try await write("saving the cache \(name)") { db in
             if let text {
                 try SettingRow.save("cache:" + name, text, in: db)
             } else {
@@ -22,7 +22,7 @@ extension CustodyDatabase {
 
     /// An `flock` on `{database}.{name}.lock`, which every process opening this database takes
     /// the same way; in memory, a lock of this instance alone.
-    public func lease(_ name: String) throws(StoreError) -> (any StateLease)? {
+    public func lease(_ name: String) async throws(StoreError) -> (any StateLease)? {
         guard let path else { return memoryLeases.take(name) }
         let lockPath = "\(path).\(name).lock"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)

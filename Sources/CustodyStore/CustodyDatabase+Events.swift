@@ -34,9 +34,9 @@ extension CustodyDatabase {
 
     /// Appends events to the log; returns their ids, in order.
     @discardableResult
-    public func appendEvents(_ records: [EventRecord], at date: Date) throws(StoreError) -> [Int64] {
+    public func appendEvents(_ records: [EventRecord], at date: Date) async throws(StoreError) -> [Int64] {
         guard !records.isEmpty else { return [] }
-        return try write("appending to the event log") { db in try Self.appendEvents(records, at: date, in: db) }
+        return try await write("appending to the event log") { db in try Self.appendEvents(records, at: date, in: db) }
     }
 
     static func appendEvents(_ records: [EventRecord], at date: Date, in db: Database) throws -> [Int64] {
@@ -55,16 +55,16 @@ extension CustodyDatabase {
     }
 
     /// Events after `id`, oldest first, at most `limit`.
-    public func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
-        try read("reading the event log") { db in
+    public func events(after id: Int64, limit: Int) async throws(StoreError) -> [StoredEvent] {
+        try await read("reading the event log") { db in
             try EventRow.filter(Column("id") > id).order(Column("id")).limit(limit).fetchAll(db).map { try $0.event() }
         }
     }
 
     /// The oldest event id the log still holds (nil when empty) and the newest one ever
     /// given (0 before the first).
-    public func eventBounds() throws(StoreError) -> LogBounds {
-        try read("reading the event log") { db in
+    public func eventBounds() async throws(StoreError) -> LogBounds {
+        try await read("reading the event log") { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT min(id) FROM events")
             let newest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0
             return LogBounds(oldest: oldest, newest: newest)
@@ -72,8 +72,8 @@ extension CustodyDatabase {
     }
 
     /// Sets how many events the log keeps.
-    public func setEventRetention(_ count: Int64) throws(StoreError) {
-        try write("changing the event retention") { db in
+    public func setEventRetention(_ count: Int64) async throws(StoreError) {
+        try await write("changing the event retention") { db in
             try SettingRow.save("event_retention", String(max(1, count)), in: db)
         }
     }

@@ -4,49 +4,49 @@ package import Foundation
 import GRDB
 
 extension CustodyDatabase {
-    public func accountKeys(owner: String) throws(StoreError) -> [WrappedAccountKey] {
-        try read("reading the keys of \(owner)") { db in
+    public func accountKeys(owner: String) async throws(StoreError) -> [WrappedAccountKey] {
+        try await read("reading the keys of \(owner)") { db in
             try AccountKeyRow.filter(Column("owner") == owner).order(Column("version")).fetchAll(db).map {
                 try $0.key()
             }
         }
     }
 
-    public func addAccountKey(_ key: WrappedAccountKey) throws(StoreError) {
-        try write("adding key version \(key.version) of \(key.owner)") { db in
+    public func addAccountKey(_ key: WrappedAccountKey) async throws(StoreError) {
+        try await write("adding key version \(key.version) of \(key.owner)") { db in
             try AccountKeyRow(key).insert(db)
             try Self.recordChange(.key, [key.owner.rawValue], at: key.created, in: db)
         }
     }
 
     @discardableResult
-    public func removeAccountKeys(owner: String) throws(StoreError) -> Int {
-        let count = try write("deleting the keys of \(owner)") { db in
+    public func removeAccountKeys(owner: String) async throws(StoreError) -> Int {
+        let count = try await write("deleting the keys of \(owner)") { db in
             try db.execute(sql: "DELETE FROM account_keys WHERE owner = ?", arguments: [owner])
             let count = db.changesCount
             if count > 0 { try Self.recordChange(.key, [owner], at: Date(), in: db) }
             return count
         }
-        try truncateLog()
+        try await truncateLog()
         return count
     }
 
-    public func accountKeyOwners() throws(StoreError) -> [String] {
-        try read("listing key owners") { db in
+    public func accountKeyOwners() async throws(StoreError) -> [String] {
+        try await read("listing key owners") { db in
             try String.fetchAll(db, sql: "SELECT DISTINCT owner FROM account_keys ORDER BY owner")
         }
     }
 
-    public func masterKeyRecord() throws(StoreError) -> MasterKeyRecord? {
-        try read("reading the master key record") { db in try MasterKeyRow.fetchOne(db, key: 1)?.record() }
+    public func masterKeyRecord() async throws(StoreError) -> MasterKeyRecord? {
+        try await read("reading the master key record") { db in try MasterKeyRow.fetchOne(db, key: 1)?.record() }
     }
 
-    public func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(StoreError) {
-        try write("saving the master key record") { db in try MasterKeyRow(record).insert(db) }
+    public func saveMasterKeyRecord(_ record: MasterKeyRecord) async throws(StoreError) {
+        try await write("saving the master key record") { db in try MasterKeyRow(record).insert(db) }
     }
 
-    public func keyGeneration() throws(StoreError) -> Int64 {
-        try read("reading the key generation") { db in try KeyGenerationRow.fetchOne(db, key: 1)?.value ?? 0 }
+    public func keyGeneration() async throws(StoreError) -> Int64 {
+        try await read("reading the key generation") { db in try KeyGenerationRow.fetchOne(db, key: 1)?.value ?? 0 }
     }
 }
 

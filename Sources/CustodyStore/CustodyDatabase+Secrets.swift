@@ -23,31 +23,31 @@ public struct SealedSecret: Sendable, Hashable {
 
 extension CustodyDatabase {
     /// Stores (or replaces) a sealed secret.
-    public func saveSecret(_ secret: SealedSecret) throws(StoreError) {
-        try write("saving the secret \(secret.identifier)") { db in
+    public func saveSecret(_ secret: SealedSecret) async throws(StoreError) {
+        try await write("saving the secret \(secret.identifier)") { db in
             try SecretRow(secret).upsert(db)
             try Self.recordChange(.secret, [secret.scope], at: secret.updated, in: db)
         }
     }
 
     /// The sealed secret `identifier` of `scope`, if stored.
-    public func secret(scope: String, identifier: String) throws(StoreError) -> SealedSecret? {
-        try read("reading the secret \(identifier)") { db in
+    public func secret(scope: String, identifier: String) async throws(StoreError) -> SealedSecret? {
+        try await read("reading the secret \(identifier)") { db in
             try SecretRow.fetchOne(db, key: ["scope": scope, "identifier": identifier])?.secret
         }
     }
 
     /// The secrets of `scope`, by identifier.
-    public func secrets(scope: String) throws(StoreError) -> [SealedSecret] {
-        try read("reading secrets") { db in
+    public func secrets(scope: String) async throws(StoreError) -> [SealedSecret] {
+        try await read("reading secrets") { db in
             try SecretRow.filter(Column("scope") == scope).order(Column("identifier")).fetchAll(db).map(\.secret)
         }
     }
 
     /// Removes a secret; returns whether there was one.
     @discardableResult
-    public func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool {
-        try write("removing the secret \(identifier)") { db in
+    public func removeSecret(scope: String, identifier: String) async throws(StoreError) -> Bool {
+        try await write("removing the secret \(identifier)") { db in
             guard try SecretRow.deleteOne(db, key: ["scope": scope, "identifier": identifier]) else { return false }
             try Self.recordChange(.secret, [scope], at: Date(), in: db)
             return true
@@ -56,8 +56,8 @@ extension CustodyDatabase {
 
     /// Removes every secret of `scope` (a wiped account); returns how many there were.
     @discardableResult
-    public func removeSecrets(scope: String) throws(StoreError) -> Int {
-        try write("removing the secrets of \(scope)") { db in
+    public func removeSecrets(scope: String) async throws(StoreError) -> Int {
+        try await write("removing the secrets of \(scope)") { db in
             let count = try SecretRow.filter(Column("scope") == scope).deleteAll(db)
             if count > 0 { try Self.recordChange(.secret, [scope], at: Date(), in: db) }
             return count

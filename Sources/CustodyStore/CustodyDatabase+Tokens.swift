@@ -30,8 +30,8 @@ public struct TokenRecord: Sendable, Hashable {
 
 extension CustodyDatabase {
     /// Stores a new token, audited.
-    public func addToken(_ token: TokenRecord) throws(StoreError) {
-        try write("storing a token") { db in
+    public func addToken(_ token: TokenRecord) async throws(StoreError) {
+        try await write("storing a token") { db in
             try TokenRow(token).insert(db)
             try Self.bumpTokenGeneration(db)
             try Self.recordChange(.token, [token.id], at: token.created, in: db)
@@ -43,8 +43,8 @@ extension CustodyDatabase {
 
     /// Revokes a token; returns false when there is no valid token with that id.
     @discardableResult
-    public func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool {
-        try write("revoking a token") { db in
+    public func revokeToken(id: String, at date: Date) async throws(StoreError) -> Bool {
+        try await write("revoking a token") { db in
             try db.execute(
                 sql: "UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", arguments: [date, id])
             guard db.changesCount > 0 else { return false }
@@ -56,19 +56,19 @@ extension CustodyDatabase {
     }
 
     /// The token with that id, valid or revoked.
-    public func token(id: String) throws(StoreError) -> TokenRecord? {
-        try tokens(sql: "WHERE id = ?", arguments: [id]).first
+    public func token(id: String) async throws(StoreError) -> TokenRecord? {
+        try await tokens(sql: "WHERE id = ?", arguments: [id]).first
     }
 
     /// Every token, oldest first.
-    public func tokens() throws(StoreError) -> [TokenRecord] {
-        try tokens(sql: "ORDER BY created, id", arguments: [])
+    public func tokens() async throws(StoreError) -> [TokenRecord] {
+        try await tokens(sql: "ORDER BY created, id", arguments: [])
     }
 
     /// A value that moves whenever any process creates or revokes a token: caches of verified
     /// tokens compare it.
-    public func tokenGeneration() throws(StoreError) -> Int64 {
-        try read("reading the token generation") { db in
+    public func tokenGeneration() async throws(StoreError) -> Int64 {
+        try await read("reading the token generation") { db in
             Int64(try SettingRow.value("token_generation", in: db) ?? "0")
                 ?? 0
         }
@@ -82,8 +82,8 @@ extension CustodyDatabase {
                 """)
     }
 
-    private func tokens(sql filter: String, arguments: StatementArguments) throws(StoreError) -> [TokenRecord] {
-        try read("reading tokens") { db in
+    private func tokens(sql filter: String, arguments: StatementArguments) async throws(StoreError) -> [TokenRecord] {
+        try await read("reading tokens") { db in
             try TokenRow.fetchAll(
                 db, sql: "SELECT id, name, scopes, hash, created, revoked FROM tokens " + filter, arguments: arguments
             ).map(\.token)

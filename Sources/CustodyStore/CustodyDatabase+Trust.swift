@@ -5,8 +5,8 @@ extension CustodyDatabase {
     // MARK: Trusted keys
 
     /// Every key the state was told to trust, revoked ones included, oldest first.
-    public func trustedKeys() throws(StoreError) -> [TrustedKeyRecord] {
-        try read("reading the trusted keys") { db in
+    public func trustedKeys() async throws(StoreError) -> [TrustedKeyRecord] {
+        try await read("reading the trusted keys") { db in
             try TrustedKeyRow.order(TrustedKeyRow.CodingKeys.addedAt, TrustedKeyRow.CodingKeys.keyID).fetchAll(db)
                 .map(\.key)
         }
@@ -14,8 +14,8 @@ extension CustodyDatabase {
 
     /// Trusts a key, audited; `.conflict` when the state knows it already (trusted or revoked:
     /// a revoked key is never trusted again).
-    public func addTrustedKey(_ key: TrustedKeyRecord) throws(StoreError) {
-        try write("trusting a key") { db in
+    public func addTrustedKey(_ key: TrustedKeyRecord) async throws(StoreError) {
+        try await write("trusting a key") { db in
             guard
                 try !TrustedKeyRow.exists(db, key: key.keyID)
             else {
@@ -33,8 +33,8 @@ extension CustodyDatabase {
 
     /// Revokes a trusted key, audited; false when no unrevoked key has that id.
     @discardableResult
-    public func revokeTrustedKey(id: String, at date: Date) throws(StoreError) -> Bool {
-        try write("revoking a key") { db in
+    public func revokeTrustedKey(id: String, at date: Date) async throws(StoreError) -> Bool {
+        try await write("revoking a key") { db in
             let revoked = try TrustedKeyRow.filter(
                 TrustedKeyRow.CodingKeys.keyID == id && TrustedKeyRow.CodingKeys.revokedAt == nil
             ).updateAll(db, TrustedKeyRow.CodingKeys.revokedAt.set(to: date))
@@ -50,8 +50,8 @@ extension CustodyDatabase {
     static let freezeSetting = "bundle-freeze"
 
     /// The freeze in force, if any.
-    public func bundleFreeze() throws(StoreError) -> BundleFreeze? {
-        try read("reading the bundle freeze") { db -> BundleFreeze? in
+    public func bundleFreeze() async throws(StoreError) -> BundleFreeze? {
+        try await read("reading the bundle freeze") { db -> BundleFreeze? in
             guard let text = try Self.setting(Self.freezeSetting, in: db), !text.isEmpty else { return nil }
             return try BundleFreeze.decode(text)
         }
@@ -60,8 +60,8 @@ extension CustodyDatabase {
     /// Freezes the policy in force (or lifts the freeze: nil), audited. Returns false when
     /// lifting a freeze there was none of.
     @discardableResult
-    public func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) throws(StoreError) -> Bool {
-        try write("changing the bundle freeze") { db in
+    public func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) async throws(StoreError) -> Bool {
+        try await write("changing the bundle freeze") { db in
             let was = try Self.setting(Self.freezeSetting, in: db).map { !$0.isEmpty } ?? false
             guard freeze != nil || was else { return false }
             try Self.setSetting(Self.freezeSetting, try freeze?.encoded() ?? "", in: db)
@@ -75,16 +75,16 @@ extension CustodyDatabase {
     // MARK: Replicas
 
     /// Records what a replica says about itself (replacing what it said before).
-    public func recordReplica(_ status: ReplicaRecord) throws(StoreError) {
-        try write("recording a replica's status") { db in
+    public func recordReplica(_ status: ReplicaRecord) async throws(StoreError) {
+        try await write("recording a replica's status") { db in
             // One replica (one process) per id: its host, process and start never change.
             try ReplicaRow(status).upsert(db)
         }
     }
 
     /// Every replica recorded, by id.
-    public func replicas() throws(StoreError) -> [ReplicaRecord] {
-        try read("reading the replicas") { db in
+    public func replicas() async throws(StoreError) -> [ReplicaRecord] {
+        try await read("reading the replicas") { db in
             try ReplicaRow.order(ReplicaRow.CodingKeys.id).fetchAll(db).map(\.replica)
         }
     }
@@ -92,8 +92,8 @@ extension CustodyDatabase {
     /// Forgets replicas last heard from before `date` (gone), or the one named `id`; returns
     /// how many.
     @discardableResult
-    public func forgetReplicas(lastContactBefore date: Date, id: String?) throws(StoreError) -> Int {
-        try write("forgetting replicas") { db in
+    public func forgetReplicas(lastContactBefore date: Date, id: String?) async throws(StoreError) -> Int {
+        try await write("forgetting replicas") { db in
             try ReplicaRow.filter(ReplicaRow.CodingKeys.lastContact < date || ReplicaRow.CodingKeys.id == id)
                 .deleteAll(db)
         }

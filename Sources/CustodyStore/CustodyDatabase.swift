@@ -197,22 +197,27 @@ public final class CustodyDatabase: StateStore {
 
     // MARK: Access
 
-    /// Runs `body` in a write transaction.
-    func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+    /// Runs `body` in a write transaction, on GRDB's writer queue: the caller is suspended,
+    /// never blocked, while it waits for the lock or the disk.
+    func write<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws(StoreError) -> T
+    {
         let writer = try connections.writer()
-        return try mapErrors(what) { try writer.write(body) }
+        return try await mapErrors(what) { try await writer.write(body) }
     }
 
-    /// Runs `body` on a consistent snapshot.
-    func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+    /// Runs `body` on a consistent snapshot, on one of GRDB's reader queues.
+    func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws(StoreError) -> T
+    {
         let reader = connections.reader
-        return try mapErrors(what) { try reader.read(body) }
+        return try await mapErrors(what) { try await reader.read(body) }
     }
 
     /// `body`'s result; its GRDB errors as `StoreError`s that say what failed.
-    private func mapErrors<T>(_ what: String, _ body: () throws -> T) throws(StoreError) -> T {
+    private func mapErrors<T>(_ what: String, _ body: () async throws -> T) async throws(StoreError) -> T {
         do {
-            return try body()
+            return try await body()
         } catch let error as StoreError {
             throw error
         } catch {
@@ -222,11 +227,11 @@ public final class CustodyDatabase: StateStore {
 
     /// Copies every committed page into the database file and empties the WAL, so rows just
     /// deleted (and overwritten, `secure_delete`) leave no older copy in the WAL.
-    func truncateLog() throws(StoreError) {
+    func truncateLog() async throws(StoreError) {
         // No writer opened yet: nothing was written through this instance.
         guard let pool = connections.openedWriter as? DatabasePool else { return }
         do {
-            try pool.barrierWriteWithoutTransaction { db in
+            try await pool.barrierWriteWithoutTransaction { db in
                 _ = try db.checkpoint(.truncate)
             }
         } catch {
@@ -247,6 +252,7 @@ public final class CustodyDatabase: StateStore {
     }
 
     static func describe(_ error: any Error) -> String {
+        if error is CancellationError { return "the task waiting for it was cancelled before it began" }
         if let error = error as? DatabaseError {
             if error.resultCode == .SQLITE_READONLY {
                 return "the state is open read-only (the command only reads it, or its file cannot be written)"

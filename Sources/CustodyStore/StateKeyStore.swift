@@ -14,13 +14,13 @@ public struct StateKeyStore: AccountKeyStore {
 
     public var isReadOnly: Bool { state.isReadOnly }
 
-    public func keys(for owner: OwnerIdentifier) throws(ProtectionError) -> [WrappedAccountKey] {
-        try mapped { () throws(StoreError) in try state.accountKeys(owner: owner.rawValue) }
+    public func keys(for owner: OwnerIdentifier) async throws(ProtectionError) -> [WrappedAccountKey] {
+        try await mapped { () async throws(StoreError) in try await state.accountKeys(owner: owner.rawValue) }
     }
 
-    public func add(_ key: WrappedAccountKey) throws(ProtectionError) {
+    public func add(_ key: WrappedAccountKey) async throws(ProtectionError) {
         do {
-            try state.addAccountKey(key)
+            try await state.addAccountKey(key)
         } catch  where error.code == .conflict {
             throw ProtectionError(
                 .keyVersionExists, "key version \(key.version) of \(key.owner) already exists", path: state.path)
@@ -30,12 +30,12 @@ public struct StateKeyStore: AccountKeyStore {
     }
 
     @discardableResult
-    public func removeKeys(for owner: OwnerIdentifier) throws(ProtectionError) -> Int {
-        try mapped { () throws(StoreError) in try state.removeAccountKeys(owner: owner.rawValue) }
+    public func removeKeys(for owner: OwnerIdentifier) async throws(ProtectionError) -> Int {
+        try await mapped { () async throws(StoreError) in try await state.removeAccountKeys(owner: owner.rawValue) }
     }
 
-    public func owners() throws(ProtectionError) -> [OwnerIdentifier] {
-        let names = try mapped { () throws(StoreError) in try state.accountKeyOwners() }
+    public func owners() async throws(ProtectionError) -> [OwnerIdentifier] {
+        let names = try await mapped { () async throws(StoreError) in try await state.accountKeyOwners() }
         var owners: [OwnerIdentifier] = []
         for name in names {
             guard let owner = OwnerIdentifier(rawValue: name) else {
@@ -49,13 +49,13 @@ public struct StateKeyStore: AccountKeyStore {
         return owners
     }
 
-    public func masterKeyRecord() throws(ProtectionError) -> MasterKeyRecord? {
-        try mapped { () throws(StoreError) in try state.masterKeyRecord() }
+    public func masterKeyRecord() async throws(ProtectionError) -> MasterKeyRecord? {
+        try await mapped { () async throws(StoreError) in try await state.masterKeyRecord() }
     }
 
-    public func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(ProtectionError) {
+    public func saveMasterKeyRecord(_ record: MasterKeyRecord) async throws(ProtectionError) {
         do {
-            try state.saveMasterKeyRecord(record)
+            try await state.saveMasterKeyRecord(record)
         } catch  where error.code == .conflict {
             throw ProtectionError(.masterKey, "a master key record already exists", path: state.path)
         } catch {
@@ -63,13 +63,13 @@ public struct StateKeyStore: AccountKeyStore {
         }
     }
 
-    public func changeToken() throws(ProtectionError) -> UInt64? {
-        UInt64(bitPattern: try mapped { () throws(StoreError) in try state.keyGeneration() })
+    public func changeToken() async throws(ProtectionError) -> UInt64? {
+        UInt64(bitPattern: try await mapped { () async throws(StoreError) in try await state.keyGeneration() })
     }
 
-    private func mapped<T>(_ body: () throws(StoreError) -> T) throws(ProtectionError) -> T {
+    private func mapped<T>(_ body: () async throws(StoreError) -> T) async throws(ProtectionError) -> T {
         do {
-            return try body()
+            return try await body()
         } catch {
             throw Self.protectionError(error)
         }

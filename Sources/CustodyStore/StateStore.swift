@@ -26,66 +26,66 @@ public protocol StateStore: AnyObject, Sendable {
     // MARK: Accounts and wipes
 
     /// Records that the installation sees these accounts now (see `CustodyDatabase`).
-    func recordAccounts(_ accounts: [SeenAccount], at date: Date) throws(StoreError)
+    func recordAccounts(_ accounts: [SeenAccount], at date: Date) async throws(StoreError)
     /// The account recorded under `owner`, if any.
-    func account(owner: String) throws(StoreError) -> AccountRecord?
+    func account(owner: String) async throws(StoreError) -> AccountRecord?
     /// The aliases of the account recorded under `owner`, sorted; nil when no account is. What
     /// resolving an account needs, and nothing more: a time recorded with it that cannot be
     /// read does not stop a wipe.
-    func aliases(ofAccount owner: String) throws(StoreError) -> [String]?
+    func aliases(ofAccount owner: String) async throws(StoreError) -> [String]?
     /// The canonical identifiers of the accounts `identifier` names, sorted.
-    func owners(named identifier: String) throws(StoreError) -> [String]
+    func owners(named identifier: String) async throws(StoreError) -> [String]
     /// When each recorded account was first seen.
-    func accountsFirstSeen() throws(StoreError) -> [String: Date]
+    func accountsFirstSeen() async throws(StoreError) -> [String: Date]
     /// Selective wipe of one account under all its identifiers, in one transaction.
     @discardableResult
     func wipe(identifiers: [String], account: String, reason: String, events: [EventRecord], at date: Date)
-        throws(StoreError) -> WipeCounts
+        async throws(StoreError) -> WipeCounts
     /// When `identifier`'s keys were wiped, and as which account; nil when never.
-    func wipeRecord(of identifier: String) throws(StoreError) -> WipeRecord?
+    func wipeRecord(of identifier: String) async throws(StoreError) -> WipeRecord?
 
     // MARK: Account keys and the master key record
 
     /// Every version of `owner`'s key, oldest first.
-    func accountKeys(owner: String) throws(StoreError) -> [WrappedAccountKey]
+    func accountKeys(owner: String) async throws(StoreError) -> [WrappedAccountKey]
     /// Adds a key version; `.conflict` when that version exists.
-    func addAccountKey(_ key: WrappedAccountKey) throws(StoreError)
+    func addAccountKey(_ key: WrappedAccountKey) async throws(StoreError)
     /// Deletes every version of `owner`'s key; returns how many there were.
     @discardableResult
-    func removeAccountKeys(owner: String) throws(StoreError) -> Int
+    func removeAccountKeys(owner: String) async throws(StoreError) -> Int
     /// Every owner with at least one key, sorted.
-    func accountKeyOwners() throws(StoreError) -> [String]
+    func accountKeyOwners() async throws(StoreError) -> [String]
     /// The master key record; nil before first use.
-    func masterKeyRecord() throws(StoreError) -> MasterKeyRecord?
+    func masterKeyRecord() async throws(StoreError) -> MasterKeyRecord?
     /// Saves the master key record; `.conflict` when one exists.
-    func saveMasterKeyRecord(_ record: MasterKeyRecord) throws(StoreError)
+    func saveMasterKeyRecord(_ record: MasterKeyRecord) async throws(StoreError)
     /// A counter that moves whenever any process adds or removes a key.
-    func keyGeneration() throws(StoreError) -> Int64
+    func keyGeneration() async throws(StoreError) -> Int64
 
     // MARK: Secrets
 
-    func saveSecret(_ secret: SealedSecret) throws(StoreError)
-    func secret(scope: String, identifier: String) throws(StoreError) -> SealedSecret?
-    func secrets(scope: String) throws(StoreError) -> [SealedSecret]
+    func saveSecret(_ secret: SealedSecret) async throws(StoreError)
+    func secret(scope: String, identifier: String) async throws(StoreError) -> SealedSecret?
+    func secrets(scope: String) async throws(StoreError) -> [SealedSecret]
     @discardableResult
-    func removeSecret(scope: String, identifier: String) throws(StoreError) -> Bool
+    func removeSecret(scope: String, identifier: String) async throws(StoreError) -> Bool
     @discardableResult
-    func removeSecrets(scope: String) throws(StoreError) -> Int
+    func removeSecrets(scope: String) async throws(StoreError) -> Int
 
     // MARK: Check-ins
 
-    func checkIn(account: String, at date: Date) throws(StoreError)
-    func lastCheckIn(account: String) throws(StoreError) -> Date?
-    func checkIns() throws(StoreError) -> [String: Date]
-    func removeCheckIn(account: String) throws(StoreError)
+    func checkIn(account: String, at date: Date) async throws(StoreError)
+    func lastCheckIn(account: String) async throws(StoreError) -> Date?
+    func checkIns() async throws(StoreError) -> [String: Date]
+    func removeCheckIn(account: String) async throws(StoreError)
     /// Records the launch facts `account` reported (a JSON object), replacing earlier ones.
-    func recordLaunchFacts(account: String, facts: String, at date: Date) throws(StoreError)
+    func recordLaunchFacts(account: String, facts: String, at date: Date) async throws(StoreError)
     /// The launch facts `account` last reported, and when.
-    func launchFacts(account: String) throws(StoreError) -> StoredLaunchFacts?
+    func launchFacts(account: String) async throws(StoreError) -> StoredLaunchFacts?
     /// Whether a `wipe` launch outcome of a check-in wipes the account (`custody apply
     /// --act-on-launch`); off by default.
-    func isActingOnLaunch() throws(StoreError) -> Bool
-    func setActingOnLaunch(_ acting: Bool) throws(StoreError)
+    func isActingOnLaunch() async throws(StoreError) -> Bool
+    func setActingOnLaunch(_ acting: Bool) async throws(StoreError)
 
     // MARK: Bundle history
 
@@ -101,88 +101,88 @@ public protocol StateStore: AnyObject, Sendable {
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
         retaining: Int, at date: Date
-    ) throws(StoreError) -> RecordedBundle
-    func policyReach() throws(StoreError) -> [String: [String: Date]]
-    func bundleHistory(limit: Int) throws(StoreError) -> [BundleRecord]
-    func lastAppliedBundleFiles() throws(StoreError) -> StoredBundle?
-    func lastApplication(ofRevision contentHash: String) throws(StoreError) -> Int64?
-    func lastAppliedBundle() throws(StoreError) -> BundleRecord?
+    ) async throws(StoreError) -> RecordedBundle
+    func policyReach() async throws(StoreError) -> [String: [String: Date]]
+    func bundleHistory(limit: Int) async throws(StoreError) -> [BundleRecord]
+    func lastAppliedBundleFiles() async throws(StoreError) -> StoredBundle?
+    func lastApplication(ofRevision contentHash: String) async throws(StoreError) -> Int64?
+    func lastAppliedBundle() async throws(StoreError) -> BundleRecord?
     /// The revisions whose files the state keeps, each with the bytes of its files.
-    func storedBundleRevisions() throws(StoreError) -> [String: Int]
+    func storedBundleRevisions() async throws(StoreError) -> [String: Int]
     /// A kept revision's files with the newest history row that applied it; nil when none.
-    func storedBundle(revision contentHash: String) throws(StoreError) -> StoredBundle?
+    func storedBundle(revision contentHash: String) async throws(StoreError) -> StoredBundle?
     /// The highest sequence of a signed bundle ever applied (not lowered by a rollback); 0
     /// when none was.
-    func bundleSequence() throws(StoreError) -> Int64
+    func bundleSequence() async throws(StoreError) -> Int64
 
     // MARK: Trust, freezing and replicas
 
     /// Every key the state was told to trust, revoked ones included, oldest first.
-    func trustedKeys() throws(StoreError) -> [TrustedKeyRecord]
+    func trustedKeys() async throws(StoreError) -> [TrustedKeyRecord]
     /// Trusts a key (audited, a change); `.conflict` when the state knows it already.
-    func addTrustedKey(_ key: TrustedKeyRecord) throws(StoreError)
+    func addTrustedKey(_ key: TrustedKeyRecord) async throws(StoreError)
     /// Revokes a key (audited, a change); false when no unrevoked key has that id.
     @discardableResult
-    func revokeTrustedKey(id: String, at date: Date) throws(StoreError) -> Bool
+    func revokeTrustedKey(id: String, at date: Date) async throws(StoreError) -> Bool
     /// The freeze in force, if any.
-    func bundleFreeze() throws(StoreError) -> BundleFreeze?
+    func bundleFreeze() async throws(StoreError) -> BundleFreeze?
     /// Freezes (or, with nil, unfreezes; false when there was no freeze), audited with `by`,
     /// a change.
     @discardableResult
-    func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) throws(StoreError) -> Bool
+    func setBundleFreeze(_ freeze: BundleFreeze?, by: String?, at date: Date) async throws(StoreError) -> Bool
     /// Records what a replica says about itself, replacing what it said before.
-    func recordReplica(_ status: ReplicaRecord) throws(StoreError)
+    func recordReplica(_ status: ReplicaRecord) async throws(StoreError)
     /// Every replica recorded, by id.
-    func replicas() throws(StoreError) -> [ReplicaRecord]
+    func replicas() async throws(StoreError) -> [ReplicaRecord]
     /// Forgets replicas last heard from before `date`, and the one named `id`; returns how many.
     @discardableResult
-    func forgetReplicas(lastContactBefore date: Date, id: String?) throws(StoreError) -> Int
+    func forgetReplicas(lastContactBefore date: Date, id: String?) async throws(StoreError) -> Int
 
     // MARK: Audit and settings
 
-    func isAuditEnabled() throws(StoreError) -> Bool
-    func setAuditEnabled(_ enabled: Bool) throws(StoreError)
-    func isDecisionAuditEnabled() throws(StoreError) -> Bool
-    func setDecisionAuditEnabled(_ enabled: Bool) throws(StoreError)
+    func isAuditEnabled() async throws(StoreError) -> Bool
+    func setAuditEnabled(_ enabled: Bool) async throws(StoreError)
+    func isDecisionAuditEnabled() async throws(StoreError) -> Bool
+    func setDecisionAuditEnabled(_ enabled: Bool) async throws(StoreError)
     @discardableResult
-    func audit(_ records: [AuditRecord]) throws(StoreError) -> Int
+    func audit(_ records: [AuditRecord]) async throws(StoreError) -> Int
     /// Audit entries at or after `since` (all when nil) whose id is above `id` (0: all), oldest
     /// first: a page of the log, the next one after the last entry's id.
-    func auditEntries(since: Date?, after id: Int64, limit: Int) throws(StoreError) -> [AuditEntry]
-    func installationContext() throws(StoreError) -> InstallationContext
+    func auditEntries(since: Date?, after id: Int64, limit: Int) async throws(StoreError) -> [AuditEntry]
+    func installationContext() async throws(StoreError) -> InstallationContext
     func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?, precedence: String?)
-        throws(StoreError)
+        async throws(StoreError)
 
     // MARK: The event log
 
     @discardableResult
-    func appendEvents(_ records: [EventRecord], at date: Date) throws(StoreError) -> [Int64]
-    func events(after id: Int64, limit: Int) throws(StoreError) -> [StoredEvent]
-    func eventBounds() throws(StoreError) -> LogBounds
-    func setEventRetention(_ count: Int64) throws(StoreError)
+    func appendEvents(_ records: [EventRecord], at date: Date) async throws(StoreError) -> [Int64]
+    func events(after id: Int64, limit: Int) async throws(StoreError) -> [StoredEvent]
+    func eventBounds() async throws(StoreError) -> LogBounds
+    func setEventRetention(_ count: Int64) async throws(StoreError)
 
     // MARK: Tokens
 
-    func addToken(_ token: TokenRecord) throws(StoreError)
+    func addToken(_ token: TokenRecord) async throws(StoreError)
     @discardableResult
-    func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool
-    func token(id: String) throws(StoreError) -> TokenRecord?
-    func tokens() throws(StoreError) -> [TokenRecord]
-    func tokenGeneration() throws(StoreError) -> Int64
+    func revokeToken(id: String, at date: Date) async throws(StoreError) -> Bool
+    func token(id: String) async throws(StoreError) -> TokenRecord?
+    func tokens() async throws(StoreError) -> [TokenRecord]
+    func tokenGeneration() async throws(StoreError) -> Int64
 
     // MARK: The change log
 
     /// Changes after `revision`, oldest first, at most `limit`.
-    func changes(after revision: Int64, limit: Int) throws(StoreError) -> [StateChange]
+    func changes(after revision: Int64, limit: Int) async throws(StoreError) -> [StateChange]
     /// The oldest revision the log still holds (nil when empty) and the newest ever written
     /// (0 before any): a reader whose last revision is below `oldest - 1` missed changes the
     /// log no longer holds, and must reload everything.
-    func changeBounds() throws(StoreError) -> LogBounds
+    func changeBounds() async throws(StoreError) -> LogBounds
     /// How many changes the log keeps (the oldest are pruned past it).
-    func setChangeRetention(_ count: Int64) throws(StoreError)
+    func setChangeRetention(_ count: Int64) async throws(StoreError)
     /// After a wipe: makes sure deleted rows leave no copy behind that the store controls
     /// (SQLite truncates its write-ahead log). Nothing to do where the engine keeps no such copy.
-    func purgeDeletedRows() throws(StoreError)
+    func purgeDeletedRows() async throws(StoreError)
 
     // MARK: Leases
 
@@ -192,16 +192,16 @@ public protocol StateStore: AnyObject, Sendable {
     /// on a connection of its own, freed by the server when that connection goes). For work
     /// one replica at a time should do, such as syncing from Microsoft Graph.
     /// - Throws: `unavailable` when the state cannot be reached to take it.
-    func lease(_ name: String) throws(StoreError) -> (any StateLease)?
+    func lease(_ name: String) async throws(StoreError) -> (any StateLease)?
 
     // MARK: Caches
 
     /// The text kept under `name` by `saveCache`, nil when none: what work done for the
     /// installation keeps between runs (the Graph connector's group members and delta links).
     /// Not in the change log: whoever needs it reads it.
-    func cache(_ name: String) throws(StoreError) -> String?
+    func cache(_ name: String) async throws(StoreError) -> String?
     /// Keeps `text` under `name` (nil: forgets it).
-    func saveCache(_ name: String, _ text: String?) throws(StoreError)
+    func saveCache(_ name: String, _ text: String?) async throws(StoreError)
 }
 
 /// A lease taken with `StateStore.lease(_:)`.
@@ -249,16 +249,18 @@ extension StateStore {
 
     // Conveniences with the usual defaults.
 
-    public func auditEntries(since: Date? = nil) throws(StoreError) -> [AuditEntry] {
-        try auditEntries(since: since, after: 0, limit: 10_000)
+    public func auditEntries(since: Date? = nil) async throws(StoreError) -> [AuditEntry] {
+        try await auditEntries(since: since, after: 0, limit: 10_000)
     }
-    public func auditEntries(since: Date?, limit: Int) throws(StoreError) -> [AuditEntry] {
-        try auditEntries(since: since, after: 0, limit: limit)
+    public func auditEntries(since: Date?, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        try await auditEntries(since: since, after: 0, limit: limit)
     }
-    public func events(after id: Int64) throws(StoreError) -> [StoredEvent] { try events(after: id, limit: 1_000) }
-    public func bundleHistory() throws(StoreError) -> [BundleRecord] { try bundleHistory(limit: 100) }
-    public func changes(after revision: Int64) throws(StoreError) -> [StateChange] {
-        try changes(after: revision, limit: 1_000)
+    public func events(after id: Int64) async throws(StoreError) -> [StoredEvent] {
+        try await events(after: id, limit: 1_000)
+    }
+    public func bundleHistory() async throws(StoreError) -> [BundleRecord] { try await bundleHistory(limit: 100) }
+    public func changes(after revision: Int64) async throws(StoreError) -> [StateChange] {
+        try await changes(after: revision, limit: 1_000)
     }
 
     /// Appends one entry when auditing is on; returns whether it was written.
@@ -266,23 +268,25 @@ extension StateStore {
     public func audit(
         _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil,
         at date: Date
-    ) throws(StoreError) -> Bool {
-        try audit([AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date)])
+    ) async throws(StoreError) -> Bool {
+        try await audit([
+            AuditRecord(kind, account: account, action: action, allowed: allowed, detail: detail, at: date)
+        ])
             == 1
     }
 
     public func recordInstallationContext(platform: String?, appID: String?, managementLevel: String?)
-        throws(StoreError)
+        async throws(StoreError)
     {
-        try recordInstallationContext(
+        try await recordInstallationContext(
             platform: platform, appID: appID, managementLevel: managementLevel, precedence: nil)
     }
 
     @discardableResult
-    public func wipe(identifiers: [String], account: String, reason: String, at date: Date) throws(StoreError)
+    public func wipe(identifiers: [String], account: String, reason: String, at date: Date) async throws(StoreError)
         -> WipeCounts
     {
-        try wipe(identifiers: identifiers, account: account, reason: reason, events: [], at: date)
+        try await wipe(identifiers: identifiers, account: account, reason: reason, events: [], at: date)
     }
 
     @discardableResult
@@ -290,8 +294,8 @@ extension StateStore {
         contentHash: String, source: String, result: BundleRecord.Result, message: String? = nil,
         files: [StoredFile]? = nil,
         accounts: [SeenAccount] = [], at date: Date
-    ) throws(StoreError) -> RecordedBundle {
-        try recordBundle(
+    ) async throws(StoreError) -> RecordedBundle {
+        try await recordBundle(
             contentHash: contentHash, source: source, result: result, message: message, files: files,
             provenance: .none, accounts: accounts, reach: [], events: [],
             retaining: BundleRecord.defaultRetained, at: date)

@@ -89,7 +89,7 @@ struct CrashConsistencyTests {
                 window = min(window, took * 1.5)
             }
             let database = try CustodyDatabase(path: scratch.file("state"))
-            let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
+            let stored = try await #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
             let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
             #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
             if byName == bundles[round % 2 == 0 ? 1 : 0] { finished += 1 }
@@ -118,7 +118,7 @@ struct CrashConsistencyTests {
         for round in 0..<Self.kills {
             // Give alice a key and a check-in when the last round wiped them.
             let database = try CustodyDatabase(path: scratch.file("state"))
-            if try StateKeyStore(state: database).keys(for: owner).isEmpty {
+            if try await StateKeyStore(state: database).keys(for: owner).isEmpty {
                 #expect(
                     try await scratch.run([
                         "protect", "--owner", "alice@contoso.com", scratch.file("a.txt"), scratch.file("a.cst"),
@@ -132,8 +132,8 @@ struct CrashConsistencyTests {
                 window = min(window, took * 1.5)
             }
             let after = try CustodyDatabase(path: scratch.file("state"))
-            let keys = try StateKeyStore(state: after).keys(for: owner).count
-            let checkIn = try after.lastCheckIn(account: owner.rawValue)
+            let keys = try await StateKeyStore(state: after).keys(for: owner).count
+            let checkIn = try await after.lastCheckIn(account: owner.rawValue)
             #expect(
                 (keys == 0) == (checkIn == nil),
                 "round \(round): \(keys) keys left, check-in \(checkIn.map { "\($0)" } ?? "gone")")
@@ -171,13 +171,13 @@ struct CrashConsistencyTests {
                 window = min(window, took * 1.5)
             }
             let database = try CustodyDatabase(path: scratch.file("state"))
-            let stored = try #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
+            let stored = try await #require(try database.lastAppliedBundleFiles(), "round \(round): no applied bundle")
             let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
             #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
             // The envelope is absent or whole: whole means it opens while alice has keys, and
             // is refused as wiped once she has none.
             guard FileManager.default.fileExists(atPath: scratch.file("a.cst")) else { continue }
-            let keys = try StateKeyStore(state: database).keys(for: owner)
+            let keys = try await StateKeyStore(state: database).keys(for: owner)
             let opened = try await scratch.run(["unprotect", scratch.file("a.cst"), scratch.file("back.txt")])
             if opened.status == 0 {
                 #expect(

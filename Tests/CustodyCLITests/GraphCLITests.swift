@@ -104,7 +104,7 @@ struct GraphCLISyncTests {
 
             // While another process syncs (holds the lease), a sync is refused, nothing read.
             let other = try CustodyDatabase(path: scratch.file("state"))
-            let lease = try #require(try other.lease("graph-sync"))
+            let lease = try await #require(try other.lease("graph-sync"))
             let busy = try await CLIRunner.run(
                 common + ["--state", scratch.file("state")],
                 environment: ["CUSTODY_MASTER_KEY_FILE": scratch.file("master.key")])

@@ -152,23 +152,22 @@ struct ServiceCrashTests {
         let elapsed = start.duration(to: .now).components
         let window = (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18) * 1.5
 
-        let reader = try PostgresState(url: state)
+        let reader = try await PostgresState(url: state)
         defer { reader.close() }
         let rounds = 40
-        // The kills and the reads block: on a thread of their own, not one of Swift's few.
-        let finished = try await offThePool { () throws -> Int in
-            var finished = 0
-            for round in 0..<rounds {
+        var finished = 0
+        for round in 0..<rounds {
+            // The kill blocks: on a thread of its own, not one of Swift's few.
+            _ = try await offThePool {
                 try CrashConsistencyTests.runAndKillBlocking(
                     ["apply", "--bundle", round % 2 == 0 ? new : old], scratch: scratch, state: state, window: window)
-                let stored = try #require(try reader.lastAppliedBundleFiles(), "round \(round): no applied bundle")
-                let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
-                #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
-                let newest = try #require(try reader.bundleHistory(limit: 1).first)
-                #expect(newest.contentHash == stored.record.contentHash, "round \(round): history and state disagree")
-                if byName == bundles[round % 2 == 0 ? 1 : 0] { finished += 1 }
             }
-            return finished
+            let stored = try #require(try await reader.lastAppliedBundleFiles(), "round \(round): no applied bundle")
+            let byName = Dictionary(uniqueKeysWithValues: stored.files.map { ($0.name, $0.bytes) })
+            #expect(bundles.contains(byName), "round \(round): the stored files are neither bundle")
+            let newest = try #require(try await reader.bundleHistory(limit: 1).first)
+            #expect(newest.contentHash == stored.record.contentHash, "round \(round): history and state disagree")
+            if byName == bundles[round % 2 == 0 ? 1 : 0] { finished += 1 }
         }
         // What a process started now puts in force is what the state holds.
         let server = try await Server(state: state, scratch: scratch, round: rounds)
@@ -177,7 +176,7 @@ struct ServiceCrashTests {
             ["tokens", "create", "--scope", "read", "--state", state], environment: environment)
         let token = try #require(created.stdoutLines.last)
         let (_, _, response) = try await server.request("GET", "/v1/bundle", token: token)
-        let held = try #require(try reader.lastAppliedBundleFiles()).record.contentHash
+        let held = try await #require(try reader.lastAppliedBundleFiles()).record.contentHash
         #expect(response.value(forHTTPHeaderField: "ETag") == "\"\(held)\"")
         // Where kills land depends on the machine's load: said, not required.
         print("apply crash test on PostgreSQL: \(finished) of \(rounds) applies finished before the kill")

@@ -181,17 +181,17 @@ struct GraphDeltaTests {
                         }; $0.tenant.oldestDelta = $0.tenant.version
                     }
                 case "a day old":
-                    let text = try #require(try state.cache("graph-membership"))
+                    let text = try await #require(try state.cache("graph-membership"))
                     var object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
                     object["fullReadAt"] = Date().timeIntervalSince1970 - 86_401
-                    try state.saveCache(
+                    try await state.saveCache(
                         "graph-membership",
                         String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
                 case "unreadable":
-                    try state.saveCache("graph-membership", "{not json")
+                    try await state.saveCache("graph-membership", "{not json")
                 default:
-                    let text = try #require(try state.cache("graph-membership"))
-                    try state.saveCache(
+                    let text = try await #require(try state.cache("graph-membership"))
+                    try await state.saveCache(
                         "graph-membership", text.replacingOccurrences(of: #""version":2"#, with: #""version":99"#))
                 }
                 let next = try await installation.run(server)
@@ -238,7 +238,7 @@ struct GraphDeltaTests {
             #expect(!next.report.incremental)
             #expect(next.report.revision == (try await fullRevision(base)))
             #expect(!server.requests.contains { $0.contains("127.0.0.2") }, "nothing follows a link to another host")
-            #expect(try installation.engine.database.cache("graph-membership") == nil, "nothing kept")
+            await #expect(try installation.engine.database.cache("graph-membership") == nil, "nothing kept")
             await installation.sync.shutdown()
         }
     }
@@ -278,7 +278,7 @@ struct GraphDeltaTests {
             let second = try await installation.run(server)
             #expect(!first.report.incremental && !second.report.incremental)
             #expect(second.report.groupsRead == 3, "the assigned groups, whose listings hold the nested ones")
-            #expect(try installation.engine.database.cache("graph-membership") == nil)
+            await #expect(try installation.engine.database.cache("graph-membership") == nil)
             #expect(second.report.revision == (try await fullRevision(base)))
             await installation.sync.shutdown()
         }

@@ -28,7 +28,7 @@ struct GraphServiceTests {
             engine = try await CustodyEngine.open(
                 CustodyConfiguration(
                     state: .path(state ?? directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
-            admin = try engine.createToken(scopes: [.admin], name: "graph test").bearer
+            admin = try await engine.createToken(scopes: [.admin], name: "graph test").bearer
             runner = GraphSyncRunner(sync: try GraphSync(settings: try settings(base)), engine: engine)
         }
 
@@ -60,15 +60,15 @@ struct GraphServiceTests {
         }
 
         /// The `policySynced` events in the state's log, by status.
-        func syncEvents() throws -> [String] {
-            try engine.database.events(after: 0).filter { $0.name == "policySynced" }.map { event in
+        func syncEvents() async throws -> [String] {
+            try await engine.database.events(after: 0).filter { $0.name == "policySynced" }.map { event in
                 let body = try JSONSerialization.jsonObject(with: Data(event.body)) as? [String: Any]
                 return "\(body?["trigger"] ?? "?") \(body?["status"] ?? "?")"
             }
         }
     }
 
-    static func json(_ response: TestResponse) throws -> [String: Any] {
+    static func json(_ response: TestResponse) async throws -> [String: Any] {
         try #require(
             try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any],
             "\(String(buffer: response.body))")
@@ -89,7 +89,7 @@ struct GraphServiceTests {
                 #expect(try service.printing() == expectedPrinting)
                 let ready = try await client.execute(uri: "/readyz", method: .get)
                 #expect(ready.status == .ok)
-                let graph = try #require(try Self.json(ready)["graph"] as? [String: Any])
+                let graph = try await #require(try Self.json(ready)["graph"] as? [String: Any])
                 #expect(graph["status"] as? String == "ok")
                 #expect((graph["last"] as? [String: Any])?["status"] as? String == "applied")
                 #expect((graph["last"] as? [String: Any])?["trigger"] as? String == "start")
@@ -106,7 +106,7 @@ struct GraphServiceTests {
                 let before = service.engine.bundleInForce?.revision
                 let applied = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
                 #expect(applied.status == .ok, "\(String(buffer: applied.body))")
-                let body = try Self.json(applied)
+                let body = try await Self.json(applied)
                 #expect(body["status"] as? String == "applied")
                 #expect(body["trigger"] as? String == "request")
                 #expect(body["revision"] as? String == service.engine.bundleInForce?.revision)
@@ -114,23 +114,23 @@ struct GraphServiceTests {
                 #expect((body["requests"] as? Int ?? 0) > 0 && (body["pages"] as? Int ?? 0) > 0)
                 let warnings = body["warnings"] as? [String] ?? []
                 #expect(warnings.count == 1 && warnings[0].contains("reaches no account"), "\(warnings)")
-                let readyAfter = try Self.json(try await client.execute(uri: "/readyz", method: .get))
+                let readyAfter = try await Self.json(try await client.execute(uri: "/readyz", method: .get))
                 let last = (readyAfter["graph"] as? [String: Any])?["last"] as? [String: Any]
                 #expect(last?["warnings"] as? [String] == warnings, "/readyz carries the last sync's warnings")
                 #expect(try service.printing()[People.alice.upn] == true, "alice may print now")
 
                 let again = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
-                #expect(try Self.json(again)["status"] as? String == "unchanged")
+                await #expect(try Self.json(again)["status"] as? String == "unchanged")
 
                 let metrics = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
                 #expect(metrics.contains(#"custody_graph_syncs_total{status="applied"} 2"#), "\(metrics)")
                 #expect(metrics.contains(#"custody_graph_syncs_total{status="unchanged"} 1"#))
                 #expect(metrics.contains("custody_graph_requests_total "))
                 #expect(metrics.contains("custody_graph_last_success_timestamp_seconds "))
-                #expect(try service.syncEvents() == ["start applied", "request applied", "request unchanged"])
+                await #expect(try service.syncEvents() == ["start applied", "request applied", "request unchanged"])
 
                 // Another token than admin may not sync.
-                let reader = try service.engine.createToken(scopes: [.read]).bearer
+                let reader = try await service.engine.createToken(scopes: [.read]).bearer
                 let refused = try await client.execute(
                     uri: "/v1/graph/sync", method: .post, headers: [.authorization: "Bearer \(reader)"])
                 #expect(refused.status == .forbidden)
@@ -155,7 +155,7 @@ struct GraphServiceTests {
                 }
                 let failed = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
                 #expect(failed.status == .badGateway)
-                let body = try Self.json(failed)
+                let body = try await Self.json(failed)
                 #expect(body["code"] as? String == "graph-sync-failed")
                 #expect(
                     (body["error"] as? String)?.contains("iosManagedAppProtections") == true,
@@ -166,16 +166,16 @@ struct GraphServiceTests {
 
                 let ready = try await client.execute(uri: "/readyz", method: .get)
                 #expect(ready.status == .ok, "a failing sync leaves the service ready")
-                let readiness = try Self.json(ready)
+                let readiness = try await Self.json(ready)
                 #expect((readiness["graph"] as? [String: Any])?["status"] as? String == "failing")
                 #expect((readiness["graph"] as? [String: Any])?["consecutiveFailures"] as? Int == 1)
                 #expect((readiness["warnings"] as? [String])?.first?.contains("the Graph sync fails") == true)
-                #expect(try service.syncEvents().last == "request failed")
+                await #expect(try service.syncEvents().last == "request failed")
 
                 server.state.withLock { $0.faults = [] }
                 let healed = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
-                #expect(try Self.json(healed)["status"] as? String == "unchanged")
-                let after = try Self.json(try await client.execute(uri: "/readyz", method: .get))
+                await #expect(try Self.json(healed)["status"] as? String == "unchanged")
+                let after = try await Self.json(try await client.execute(uri: "/readyz", method: .get))
                 #expect((after["warnings"] as? [String]) == [])
                 #expect((after["graph"] as? [String: Any])?["status"] as? String == "ok")
             }
@@ -194,7 +194,7 @@ struct GraphServiceTests {
                 #expect(await eventually { service.runner.status.last != nil })
                 let ready = try await client.execute(uri: "/readyz", method: .get)
                 #expect(ready.status == .serviceUnavailable)
-                let problems = try Self.json(ready)["problems"] as? [String]
+                let problems = try await Self.json(ready)["problems"] as? [String]
                 #expect(
                     problems?.first?.contains("no bundle is in force (the Graph sync fails") == true,
                     "\(problems ?? [])")
@@ -214,11 +214,11 @@ struct GraphServiceTests {
                 #expect(await eventually { service.runner.status.last != nil })
                 // Another process on the same state file holds the lease.
                 let other = try CustodyDatabase(path: service.directory.file("state.sqlite"))
-                let lease = try #require(try other.lease(GraphSync.leaseName))
+                let lease = try await #require(try other.lease(GraphSync.leaseName))
                 let requests = server.graphRequests
                 let busy = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
                 #expect(busy.status == .conflict)
-                #expect(try Self.json(busy)["code"] as? String == "graph-sync-busy")
+                await #expect(try Self.json(busy)["code"] as? String == "graph-sync-busy")
                 #expect(busy.headers[.retryAfter] == "5")
                 #expect(server.graphRequests == requests, "nothing was read")
                 lease.release()
@@ -331,13 +331,13 @@ struct GraphServiceTests {
         let engine = try await CustodyEngine.open(
             CustodyConfiguration(
                 state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
-        let admin = try engine.createToken(scopes: [.admin]).bearer
+        let admin = try await engine.createToken(scopes: [.admin]).bearer
         let app = try buildApplication(configuration: CustodyServerConfiguration(), engine: engine)
         try await app.test(.router) { client in
             let response = try await client.execute(
                 uri: "/v1/graph/sync", method: .post, headers: [.authorization: "Bearer \(admin)"])
             #expect(response.status == .notFound)
-            #expect(try Self.json(response)["code"] as? String == "graph-not-configured")
+            await #expect(try Self.json(response)["code"] as? String == "graph-not-configured")
         }
     }
 }

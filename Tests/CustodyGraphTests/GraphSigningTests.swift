@@ -18,7 +18,7 @@ struct GraphSigningTests {
                 CustodyConfiguration(
                     state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios)))
             let key = BundleSigningKey()
-            try engine.trust(key.publicKey, name: "graph")
+            try await engine.trust(key.publicKey, name: "graph")
             let unsigned = try GraphSync(settings: try settings(base))
             do {
                 _ = try await unsigned.sync(into: engine)
@@ -41,7 +41,7 @@ struct GraphSigningTests {
                 _ = try await signed.sync(to: directory.file("out"))
                 let files = try BundleFiles.read(directory: directory.file("out"))
                 #expect(files.signature != nil)
-                #expect(try engine.verifySignature(of: files).signers == [key.publicKey.keyID])
+                await #expect(try engine.verifySignature(of: files).signers == [key.publicKey.keyID])
             } catch {
                 await signed.shutdown()
                 throw error

@@ -93,8 +93,8 @@ struct AuthTests {
                 try await client.execute(
                     uri: "/v1/decisions", method: .post, headers: fixture.auth(.decide), body: body
                 ).status == .ok)
-            let id = try #require(try fixture.engine.tokens().first { $0.scopes == [.decide] }?.id)
-            #expect(try fixture.engine.revokeToken(id: id))
+            let id = try await #require(try fixture.engine.tokens().first { $0.scopes == [.decide] }?.id)
+            await #expect(try fixture.engine.revokeToken(id: id))
             // Caches notice a revocation by any process at once (the token generation moved) or within a second.
             try await Task.sleep(for: .milliseconds(1_100))
             let refused = try await client.execute(

@@ -29,10 +29,10 @@ struct BundleAgreement: Equatable, CustomStringConvertible {
 
     static func read(_ fixture: ServiceFixture) async throws -> BundleAgreement {
         let database = fixture.engine.database
-        let newestBundleChange = try database.changes(after: 0).last { $0.kind == .bundle }?.subjects.first
+        let newestBundleChange = try await database.changes(after: 0).last { $0.kind == .bundle }?.subjects.first
         let restarted = try await CustodyEngine.open(
             CustodyConfiguration(state: .path(fixture.directory.file("state.sqlite"))))
-        return BundleAgreement(
+        return await BundleAgreement(
             live: fixture.engine.bundleInForce?.revision,
             state: try database.lastAppliedBundleFiles()?.record.contentHash, log: newestBundleChange,
             restarted: restarted.bundleInForce?.revision)
@@ -122,12 +122,12 @@ struct BundleAgreementTests {
                     try FileManager.default.removeItem(atPath: fixture.directory.file("bundle/\(name)"))
                 }
                 for (name, text) in files { _ = try fixture.directory.write("bundle/\(name)", text) }
-                let newest = try fixture.engine.database.bundleHistory().first?.id
+                let newest = try await fixture.engine.database.bundleHistory().first?.id
                 if offered.applies {
                     #expect(await eventually { fixture.engine.bundleInForce?.revision != before.live })
                 } else {
                     let refused = await eventually {
-                        let first = try? fixture.engine.database.bundleHistory().first
+                        let first = try? await fixture.engine.database.bundleHistory().first
                         return first?.id != newest && first?.result == .rejected
                     }
                     #expect(refused, "the watcher refuses it")
@@ -138,7 +138,8 @@ struct BundleAgreementTests {
         #expect(after.agrees, "\(after)")
         #expect((after.live != before.live) == offered.applies, "\(before) → \(after)")
         if !offered.applies {
-            #expect(try fixture.engine.database.bundleHistory().first?.result == .rejected, "the refusal is recorded")
+            await #expect(
+                try fixture.engine.database.bundleHistory().first?.result == .rejected, "the refusal is recorded")
         }
     }
 
@@ -177,7 +178,7 @@ struct BundleAgreementTests {
         }
         let after = try await BundleAgreement.read(fixture)
         #expect(after.agrees && after.live == BundleFilesRevision.empty, "\(after)")
-        #expect(try fixture.engine.auditEntries().contains { $0.kind == .bundle && $0.action == "reject" })
+        await #expect(try fixture.engine.auditEntries().contains { $0.kind == .bundle && $0.action == "reject" })
     }
 
     static func body(_ files: [String: String]) throws -> [UInt8] {

@@ -42,9 +42,9 @@ struct ConsoleTests {
         ])
     func viewsNeedTokens(path: String) async throws {
         let fixture = try await ServiceFixture.make()
-        let created = try fixture.engine.createToken(scopes: [.read], name: "gone")
+        let created = try await fixture.engine.createToken(scopes: [.read], name: "gone")
         let bearer = created.bearer
-        #expect(try fixture.engine.revokeToken(id: created.token.id))
+        await #expect(try fixture.engine.revokeToken(id: created.token.id))
         try await fixture.application().test(.router) { client in
             #expect(try await client.execute(uri: path, method: .get).status == .unauthorized)
             let refused = try await client.execute(
@@ -153,12 +153,14 @@ struct ConsoleTests {
         // Two hours after the account was first seen: past Android's minute, within iOS's 12 hours.
         let later = Date().addingTimeInterval(7_200)
         let bob = AccountID("bob@contoso.com")!
-        let ios = try fixture.engine.accountStatus(for: bob, context: EvaluationContext(platform: .ios), at: later)
-        let onAndroid = try fixture.engine.accountStatus(
+        let ios = try await fixture.engine.accountStatus(
+            for: bob, context: EvaluationContext(platform: .ios), at: later)
+        let onAndroid = try await fixture.engine.accountStatus(
             for: bob, context: EvaluationContext(platform: .android), at: later)
         #expect(ios.offline.state == "online", "\(ios.offline.reason)")
         #expect(onAndroid.offline.state == "accessBlocked", "\(onAndroid.offline.reason)")
-        #expect(try fixture.engine.accountStatus(for: bob, at: later).offline.state == "online", "the engine's: iOS")
+        await #expect(
+            try fixture.engine.accountStatus(for: bob, at: later).offline.state == "online", "the engine's: iOS")
         try await fixture.application().test(.router) { client in
             let page = try await client.execute(
                 uri: "/console/views/accounts/bob%40contoso.com?platform=android", method: .get,

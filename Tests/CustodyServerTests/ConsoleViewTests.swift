@@ -102,11 +102,11 @@ struct ConsoleViewTests {
         let fixture = try await ServiceFixture.make(applying: scenario != .noBundle) { $0.bundleDirectory = nil }
         let key = BundleSigningKey()
         switch scenario {
-        case .inForce: try fixture.engine.recordReplicaStatus()
-        case .frozen: _ = try fixture.engine.freeze(reason: "<b>audit</b> & 'review'", by: "ops \"night\"")
+        case .inForce: try await fixture.engine.recordReplicaStatus()
+        case .frozen: _ = try await fixture.engine.freeze(reason: "<b>audit</b> & 'review'", by: "ops \"night\"")
         case .noBundle: break
         case .signedThenRefused:
-            try fixture.engine.trust(key.publicKey, name: "ci")
+            try await fixture.engine.trust(key.publicKey, name: "ci")
             let signed = fixture.directory.file("signed")
             try FileManager.default.createDirectory(atPath: signed, withIntermediateDirectories: true)
             for (name, text) in try SignedBundleServiceTests.files(printBlocked: true, key: key, sequence: 1_000) {
@@ -165,7 +165,7 @@ struct ConsoleViewTests {
             }
             // The service records its replica's status as it starts: a row, its revision "-"
             // while none is in force.
-            let replica = try #require(try fixture.engine.fleetStatus().replicas.first)
+            let replica = try await #require(try fixture.engine.fleetStatus().replicas.first)
             let contact = try #require(
                 Self.between(
                     html,
@@ -176,7 +176,7 @@ struct ConsoleViewTests {
             #expect(!html.contains("No replica has recorded its status yet."))
             // The last ten events, newest first, each body cut at 240 bytes.
             let newest = fixture.engine.lastEventID
-            let events = try fixture.engine.events(after: max(0, newest - 10)).events.reversed()
+            let events = try await fixture.engine.events(after: max(0, newest - 10)).events.reversed()
             var position = html.startIndex
             for event in events {
                 let body =
@@ -242,7 +242,7 @@ struct ConsoleViewTests {
                 html.contains(
                     "<a href=\"#/accounts/alice@contoso.com?platform=ios\" aria-current=\"page\">ios</a> <a href=\"#/accounts/alice@contoso.com?platform=android\">android</a>"
                 ), "\(html)")
-            let status = try fixture.engine.accountStatus(for: alice)
+            let status = try await fixture.engine.accountStatus(for: alice)
             let identifier = try #require(status.identifiers.first)
             #expect(
                 html.contains(
@@ -678,7 +678,7 @@ struct ConsoleViewTests {
         arguments: [([TokenScope.read, .events], true), ([.admin], true), ([.read], false)])
     func events(scopes: [TokenScope], streams: Bool) async throws {
         let fixture = try await ServiceFixture.make()
-        let bearer = try fixture.engine.createToken(scopes: Set(scopes)).bearer
+        let bearer = try await fixture.engine.createToken(scopes: Set(scopes)).bearer
         try await fixture.application().test(.router) { client in
             let response = try await client.execute(
                 uri: "/console/views/events", method: .get, headers: [.authorization: "Bearer \(bearer)"])
@@ -712,7 +712,7 @@ struct ConsoleViewTests {
             clock.withLock { $0 = $0.addingTimeInterval(60) }
             try await engine.apply(bundleDirectory: path)
         }
-        let fixture = ServiceFixture(
+        let fixture = await ServiceFixture(
             directory: directory, engine: engine, bundle: directory.file("bundle1"),
             tokens: [.read: try engine.createToken(scopes: [.read]).bearer],
             configuration: CustodyServerConfiguration(bundleDirectory: nil, watchInterval: .milliseconds(20)))

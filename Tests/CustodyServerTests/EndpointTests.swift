@@ -59,7 +59,7 @@ struct EndpointTests {
             #expect(body["eventId"] as? Int == Int(fixture.engine.lastEventID))
             #expect((body["reason"] as? String)?.contains("saveAsBlocked is true") == true)
             // The same as custody decide's line, plus the stamp.
-            var session = try fixture.engine.decisionSession(
+            var session = try await fixture.engine.decisionSession(
                 context: EvaluationContext(platform: .ios), options: .init(currentTime: { .zero }))
             var line: [UInt8] = []
             Array(Self.dropbox.utf8).withUnsafeBytes { session.answer(line: $0, into: &line) }
@@ -200,7 +200,7 @@ struct EndpointTests {
                 uri: "/v1/accounts/Alice@Contoso.com/wipe", method: .post, headers: fixture.auth(.admin),
                 body: ByteBuffer(string: #"{"reason":"left the company"}"#))
             #expect(wiped.status == .ok)
-            #expect(
+            await #expect(
                 try fixture.engine.auditEntries().contains { $0.detail?.contains("left the company") == true },
                 "the reason is audited")
             #expect(try object(wiped)["keyVersions"] as? Int == 1)
@@ -343,7 +343,7 @@ struct EndpointTests {
                 ids.append(try #require(answer["decisionId"] as? String))
                 reasons.append(try #require(answer["reason"] as? String))
             }
-            let audited = try fixture.engine.auditEntries().filter { $0.kind == .decision }
+            let audited = try await fixture.engine.auditEntries().filter { $0.kind == .decision }
             #expect(audited.compactMap(\.decisionID) == ids)
             #expect(audited.map(\.action) == ["saveTo", "receive", "print", "backup", "receive", "share"])
             #expect(audited[1].account == "alice@contoso.com" && audited[1].allowed == (received["allowed"] as? Bool))
@@ -378,7 +378,7 @@ struct EndpointTests {
             #expect(response.body.text.contains("the audit log cannot be written"), "\(response.body.text)")
             // The state's file is the operator's business (logged), not the caller's.
             #expect(!response.body.text.contains(fixture.directory.path), "\(response.body.text)")
-            #expect(try fixture.engine.auditEntries().filter { $0.kind == .decision }.isEmpty)
+            await #expect(try fixture.engine.auditEntries().filter { $0.kind == .decision }.isEmpty)
         }
     }
 
@@ -408,7 +408,8 @@ struct EndpointTests {
             let given = lines.compactMap { line in
                 line.firstRange(of: #""decisionId":""#).map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
             }
-            let audited = try fixture.engine.auditEntries().filter { $0.kind == .decision }.compactMap(\.decisionID)
+            let audited = try await fixture.engine.auditEntries().filter { $0.kind == .decision }.compactMap(
+                \.decisionID)
             #expect(given == audited, "the answers given are the entries stored")
         }
     }
@@ -443,8 +444,9 @@ struct EndpointTests {
             let given = lines.compactMap { line in
                 line.firstRange(of: #""decisionId":""#).map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
             }
-            let audited = try fixture.engine.auditEntries(limit: 2 * count).filter { $0.kind == .decision }.compactMap(
-                \.decisionID)
+            let audited = try await fixture.engine.auditEntries(limit: 2 * count).filter { $0.kind == .decision }
+                .compactMap(
+                    \.decisionID)
             #expect(given == audited, "the answers given are the entries stored, in order")
             let errors = lines.filter { $0.hasPrefix(#"{"error":"#) }
             if let limit {

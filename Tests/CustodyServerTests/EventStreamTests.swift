@@ -129,7 +129,7 @@ struct EventStreamTests {
     @Test("a client too far behind the log's retention gets a reset event")
     func reset() async throws {
         let fixture = try await ServiceFixture.make()
-        try fixture.engine.database.setEventRetention(2)
+        try await fixture.engine.database.setEventRetention(2)
         for round in 0..<4 {
             try fixture.directory.edit("bundle/tenant.json") { $0 + String(repeating: " ", count: round + 1) }
             try fixture.directory.edit("bundle/all-staff.json") { text in
@@ -192,9 +192,9 @@ struct EventStreamTests {
         try await fixture.application().test(.live) { client in
             var reader = try await Self.connect(port: try #require(client.port), token: fixture.tokens[.events]!)
             _ = try await reader.until("ready")
-            let id = try #require(try fixture.engine.tokens().first { $0.scopes == [.events] }?.id)
+            let id = try await #require(try fixture.engine.tokens().first { $0.scopes == [.events] }?.id)
             let revoked = ContinuousClock.now
-            #expect(try fixture.engine.revokeToken(id: id))
+            await #expect(try fixture.engine.revokeToken(id: id))
             let rest = try await reader.until("unauthorized")
             #expect(rest.last?.name == "unauthorized")
             #expect(try await reader.next() == nil, "and the stream ends")
@@ -211,7 +211,7 @@ struct EventStreamTests {
             let start = fixture.engine.lastEventID
             let count = 6_000  // more than the events kept in memory: the rest comes from the log
             for _ in 0..<count / 500 {
-                fixture.engine.manager.journal.publish(
+                await fixture.engine.manager.journal.publish(
                     (0..<500).map { _ in PolicyEvent.wipeCompleted(account: AccountID("bob@contoso.com")!) })
             }
             var ids: [Int64] = []
@@ -295,7 +295,7 @@ struct EventStreamTests {
             }
             let before = other.lastEventID
             try await other.apply(bundleDirectory: fixture.bundle)
-            #expect(
+            await #expect(
                 try other.events(after: before).events.map(\.name).contains("policyChanged"),
                 "the other process records what changed with the bundle")
             let events = try await reader.until("policyChanged")

@@ -76,7 +76,7 @@ struct FleetStreamTests {
         defer { try? proxy.close() }
         let a = try await Self.open(url, "a", master: master)
         let applied = try await a.apply(bundleDirectory: TestPaths.package("policies"))
-        let token = try a.createToken(scopes: [.read], name: "test").bearer
+        let token = try await a.createToken(scopes: [.read], name: "test").bearer
         let cutOff = try await Self.open(TestPostgres.url(url, throughPort: proxy.port), "c", master: master)
         var configuration = CustodyServerConfiguration(watchInterval: .seconds(60))
         configuration.statePollInterval = .milliseconds(200)
@@ -122,7 +122,7 @@ struct FleetStreamTests {
         let master = directory.file("master.key")
         let a = try await Self.open(url, "a", master: master)
         try await a.apply(bundleDirectory: TestPaths.package("policies"))
-        let token = try a.createToken(scopes: [.admin], name: "test").bearer
+        let token = try await a.createToken(scopes: [.admin], name: "test").bearer
         let b = try await Self.open(url, "b", master: master)
         let c = try await Self.open(url, "c", master: master)
         try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("edited"))
@@ -138,13 +138,13 @@ struct FleetStreamTests {
                 _ = try await reader.until("ready")
                 readers.append(reader)
             }
-            let start = try a.database.eventBounds().newest
+            let start = try await a.database.eventBounds().newest
 
             // A bundle through replica a, then a wipe by another process (not a replica).
             try await a.apply(files: files, source: "PUT /v1/bundle (test)")
             let cli = try await Self.open(url, "cli", master: master)
             try await cli.wipe(account: AccountID("bob@contoso.com")!)
-            let newest = try a.database.eventBounds().newest
+            let newest = try await a.database.eventBounds().newest
             #expect(newest > start + 2)
 
             for (index, reader) in readers.enumerated() {

@@ -33,8 +33,8 @@ struct OutageTests {
                 state: .postgres(TestPostgres.url(TestPostgres.freshURL("service"), throughPort: proxy.port)),
                 masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
         try await engine.apply(bundleDirectory: TestPaths.package("policies"))
-        let decide = try engine.createToken(scopes: [.decide]).bearer
-        let unseen = try engine.createToken(scopes: [.decide]).bearer
+        let decide = try await engine.createToken(scopes: [.decide]).bearer
+        let unseen = try await engine.createToken(scopes: [.decide]).bearer
         let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(1)) }
         defer { follower.cancel() }
         // A precondition, not a timing claim: a loaded test run has taken more than 10 s.
@@ -109,7 +109,7 @@ struct OutageTests {
                     TestPostgres.url(TestPostgres.freshURL("slowlink") + "&request_timeout=1", throughPort: proxy.port)),
                 masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
         try await engine.apply(bundleDirectory: TestPaths.package("policies"))
-        let token = try engine.createToken(scopes: [.decide, .protect]).bearer
+        let token = try await engine.createToken(scopes: [.decide, .protect]).bearer
         let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(3)) }
         defer { follower.cancel() }
         // A precondition, not a timing claim: a replica uses keys only while it follows the state.
@@ -185,13 +185,13 @@ struct OutageTests {
                 masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios)))
         try await engine.apply(bundleDirectory: TestPaths.package("policies"))
         let revision = try #require(engine.bundleInForce?.revision)
-        let decide = try engine.createToken(scopes: [.decide]).bearer
-        let admin = try engine.createToken(scopes: [.admin]).bearer
+        let decide = try await engine.createToken(scopes: [.decide]).bearer
+        let admin = try await engine.createToken(scopes: [.admin]).bearer
         // Stale after 3 s: a follower held up by the write (it once waited on the manager, as
         // long as the write's 5 s) would show; a loaded machine's slower rounds do not.
         let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(3)) }
         defer { follower.cancel() }
-        let other = try PostgresState(url: url)
+        let other = try await PostgresState(url: url)
         defer { other.close() }
         var files: [String: String] = [:]
         for name in ["tenant.json", "all-staff.json", "default.json"] {
@@ -256,7 +256,7 @@ struct OutageTests {
             #expect(took < .seconds(9), "refused at its 5 s deadline, not when the lock was let go (10 s): \(took)")
             try await offThePool { released.wait() }
             #expect(engine.bundleInForce?.revision == revision)
-            #expect(try other.lastAppliedBundleFiles()?.record.contentHash == revision, "nothing was committed")
+            await #expect(try other.lastAppliedBundleFiles()?.record.contentHash == revision, "nothing was committed")
         }
     }
 }

@@ -34,10 +34,10 @@ struct ServiceFixture: Sendable {
                 state: .path(directory.file("state.sqlite")), masterKey: .keyFile(path: directory.file("master.key")),
                 context: context))
         if applying { try await engine.apply(bundleDirectory: directory.file("bundle")) }
-        if auditing { try engine.setAuditing(decisions: true) }
+        if auditing { try await engine.setAuditing(decisions: true) }
         var tokens: [TokenScope: String] = [:]
         for scope in TokenScope.allCases {
-            tokens[scope] = try engine.createToken(scopes: [scope], name: "test \(scope.rawValue)").bearer
+            tokens[scope] = try await engine.createToken(scopes: [scope], name: "test \(scope.rawValue)").bearer
         }
         var configuration = CustodyServerConfiguration(
             bundleDirectory: applying ? directory.file("bundle") : nil, watchInterval: .milliseconds(20))

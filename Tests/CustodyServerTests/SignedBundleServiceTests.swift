@@ -44,7 +44,7 @@ struct SignedBundleServiceTests {
     func signedPut() async throws {
         let fixture = try await ServiceFixture.make { $0.bundleDirectory = nil }
         let key = BundleSigningKey()
-        try fixture.engine.trust(key.publicKey, name: "ci")
+        try await fixture.engine.trust(key.publicKey, name: "ci")
         try await fixture.application().test(.router) { client in
             func put(_ files: [String: String]) async throws -> TestResponse {
                 try await client.execute(
@@ -146,7 +146,7 @@ struct SignedBundleServiceTests {
     @Test("a replica records its status: GET /v1/fleet lists it, current, with the revision in force")
     func fleet() async throws {
         let fixture = try await ServiceFixture.make()
-        try fixture.engine.recordReplicaStatus()
+        try await fixture.engine.recordReplicaStatus()
         try await fixture.application().test(.router) { client in
             let fleet = try object(
                 try await client.execute(uri: "/v1/fleet", method: .get, headers: fixture.auth(.read)))
@@ -161,7 +161,7 @@ struct SignedBundleServiceTests {
     func watchedTamper() async throws {
         let fixture = try await ServiceFixture.make()
         let key = BundleSigningKey()
-        try fixture.engine.trust(key.publicKey, name: nil)
+        try await fixture.engine.trust(key.publicKey, name: nil)
         let before = try #require(fixture.engine.bundleInForce?.revision)
         try Data("[]".utf8).write(to: URL(fileURLWithPath: fixture.bundle + "/added.json"))
         try await fixture.application().test(.live) { client in
@@ -207,7 +207,7 @@ struct SignedBundleServiceTests {
             #expect(!warning.contains(fixture.directory.path), "\(warning)")
             // Found from outside: the bundleRejected event (the event stream, the overview's last
             // events), the diagnostics of GET /v1/bundle, and an unknown account's refusal.
-            let rejected = try #require(
+            let rejected = try await #require(
                 try fixture.engine.events(after: 0).events.last { $0.name == "bundleRejected" })
             let event = try #require(try JSONSerialization.jsonObject(with: Data(rejected.body)) as? [String: Any])
             let error = try #require(event["error"] as? String)
@@ -239,7 +239,7 @@ struct SignedBundleServiceTests {
     func editThenSign() async throws {
         let fixture = try await ServiceFixture.make()
         let key = BundleSigningKey()
-        try fixture.engine.trust(key.publicKey, name: nil)
+        try await fixture.engine.trust(key.publicKey, name: nil)
         let before = try #require(fixture.engine.bundleInForce?.revision)
         try await fixture.application().test(.live) { client in
             for name in try FileManager.default.contentsOfDirectory(atPath: fixture.bundle) {

@@ -14,18 +14,18 @@ struct DatabaseTests {
             (state: "db.sqlite", expected: "db.sqlite"),
             (state: "state-dir/", expected: "state-dir/state.sqlite"),
         ])
-    func statePaths(state: String, expected: String) throws {
+    func statePaths(state: String, expected: String) async throws {
         #expect(CustodyDatabase.path(forState: state) == expected)
         let directory = try TemporaryDirectory()
         #expect(CustodyDatabase.path(forState: directory.path) == directory.file("state.sqlite"))
     }
 
     @Test("a database reopens with what was written, and a newer schema is refused with a clear error")
-    func reopen() throws {
+    func reopen() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("nested/state.sqlite")
-        try CustodyDatabase(path: path).checkIn(account: "alice@contoso.com", at: t0)
-        #expect(try CustodyDatabase(path: path).lastCheckIn(account: "alice@contoso.com") == t0)
+        try await CustodyDatabase(path: path).checkIn(account: "alice@contoso.com", at: t0)
+        #expect(try await CustodyDatabase(path: path).lastCheckIn(account: "alice@contoso.com") == t0)
         let attributes = try FileManager.default.attributesOfItem(atPath: directory.file("nested"))
         #expect((attributes[.posixPermissions] as? Int) == 0o700)
 
@@ -47,47 +47,48 @@ struct DatabaseTests {
     }
 
     @Test("check-ins keep the latest date")
-    func checkIns() throws {
+    func checkIns() async throws {
         let database = try CustodyDatabase()
-        try database.checkIn(account: "alice", at: t0)
-        try database.checkIn(account: "alice", at: t0.addingTimeInterval(-60))
-        #expect(try database.lastCheckIn(account: "alice") == t0)
-        try database.checkIn(account: "alice", at: t0.addingTimeInterval(60))
-        #expect(try database.lastCheckIn(account: "alice") == t0.addingTimeInterval(60))
-        #expect(try database.lastCheckIn(account: "bob") == nil)
-        try database.removeCheckIn(account: "alice")
-        #expect(try database.checkIns().isEmpty)
+        try await database.checkIn(account: "alice", at: t0)
+        try await database.checkIn(account: "alice", at: t0.addingTimeInterval(-60))
+        #expect(try await database.lastCheckIn(account: "alice") == t0)
+        try await database.checkIn(account: "alice", at: t0.addingTimeInterval(60))
+        #expect(try await database.lastCheckIn(account: "alice") == t0.addingTimeInterval(60))
+        #expect(try await database.lastCheckIn(account: "bob") == nil)
+        try await database.removeCheckIn(account: "alice")
+        #expect(try await database.checkIns().isEmpty)
     }
 
     @Test("bundle history lists applied and rejected bundles, newest first")
-    func bundleHistory() throws {
+    func bundleHistory() async throws {
         let database = try CustodyDatabase()
-        try database.recordBundle(contentHash: "aa", source: "policies", result: .applied, at: t0)
-        try database.recordBundle(
+        try await database.recordBundle(contentHash: "aa", source: "policies", result: .applied, at: t0)
+        try await database.recordBundle(
             contentHash: "bb", source: "policies", result: .rejected, message: "tenant.json:3:5: error",
             at: t0.addingTimeInterval(1))
-        let history = try database.bundleHistory()
+        let history = try await database.bundleHistory()
         #expect(history.map(\.contentHash) == ["bb", "aa"])
         #expect(history.first?.message == "tenant.json:3:5: error")
-        #expect(try database.lastAppliedBundle()?.contentHash == "aa")
+        #expect(try await database.lastAppliedBundle()?.contentHash == "aa")
     }
 
     @Test("the audit log records while on, and not while off")
-    func audit() throws {
+    func audit() async throws {
         let database = try CustodyDatabase()
-        #expect(try database.isAuditEnabled())
+        #expect(try await database.isAuditEnabled())
         #expect(
-            try database.audit(.decision, account: "alice", action: "saveTo", allowed: false, detail: "blocked", at: t0)
+            try await database.audit(
+                .decision, account: "alice", action: "saveTo", allowed: false, detail: "blocked", at: t0)
         )
-        try database.setAuditEnabled(false)
-        #expect(try !database.audit(.wipe, account: "alice", action: "wipe", at: t0.addingTimeInterval(1)))
-        try database.setAuditEnabled(true)
-        try database.audit(
+        try await database.setAuditEnabled(false)
+        #expect(try await !database.audit(.wipe, account: "alice", action: "wipe", at: t0.addingTimeInterval(1)))
+        try await database.setAuditEnabled(true)
+        try await database.audit(
             .wipe, account: "bob", action: "wipe", detail: "2 key versions", at: t0.addingTimeInterval(2))
-        let entries = try database.auditEntries()
+        let entries = try await database.auditEntries()
         #expect(entries.map(\.action) == ["saveTo", "off", "on", "wipe"], "the switches are logged")
         #expect(entries.first?.allowed == false)
-        #expect(try database.auditEntries(since: t0.addingTimeInterval(1)).map(\.account) == [nil, nil, "bob"])
+        #expect(try await database.auditEntries(since: t0.addingTimeInterval(1)).map(\.account) == [nil, nil, "bob"])
     }
 
     /// Entries of every shape: each kind, NULL and empty texts, non-ASCII and long texts,
@@ -114,15 +115,15 @@ struct DatabaseTests {
     @Test(
         "a batch of entries is stored as GRDB stores them one by one, in order, around the rows a statement takes",
         arguments: [0, 1, 2, 63, 64, 65, 127, 128, 129, 300])
-    func auditBatches(count: Int) throws {
+    func auditBatches(count: Int) async throws {
         let directory = try TemporaryDirectory()
         let records = Self.mixedRecords(count, from: t0)
         let batched = directory.file("batched.sqlite")
-        #expect(try CustodyDatabase(path: batched).audit(records) == count)
+        #expect(try await CustodyDatabase(path: batched).audit(records) == count)
         // The reference: the same schema, each entry inserted through GRDB's own arguments.
         let single = directory.file("single.sqlite")
         _ = try CustodyDatabase(path: single)
-        try DatabaseQueue(path: single).write { db in
+        try await DatabaseQueue(path: single).write { db in
             for record in records {
                 try db.execute(
                     sql: """
@@ -145,7 +146,7 @@ struct DatabaseTests {
         let stored = try DatabaseQueue(path: batched).read { try Row.fetchAll($0, sql: select) }
         let expected = try DatabaseQueue(path: single).read { try Row.fetchAll($0, sql: select) }
         // Each distinct detail once.
-        let details = try DatabaseQueue(path: batched).read { db in
+        let details = try await DatabaseQueue(path: batched).read { db in
             try String.fetchAll(db, sql: "SELECT text FROM audit_details ORDER BY id")
         }
         var seen: Set<String> = []
@@ -154,13 +155,13 @@ struct DatabaseTests {
         let firstDifference = zip(stored, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
         #expect(firstDifference == nil, "row \(firstDifference ?? 0): \(stored[firstDifference ?? 0])")
         // And they read back as they were given.
-        let entries = try CustodyDatabase(path: batched).auditEntries(since: nil, limit: count + 10)
+        let entries = try await CustodyDatabase(path: batched).auditEntries(since: nil, limit: count + 10)
         #expect(entries.map(\.detail) == records.map(\.detail))
         #expect(entries.map(\.allowed) == records.map(\.allowed))
     }
 
     @Test("a detail is stored once across batches, and a batch rolled back leaves no id behind")
-    func auditDetailsStoredOnce() throws {
+    func auditDetailsStoredOnce() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("state.sqlite")
         let database = try CustodyDatabase(path: path)
@@ -174,7 +175,7 @@ struct DatabaseTests {
             INSERT INTO audit_log (at, kind, account, action, allowed, detail)
             VALUES ('2026-01-01 00:00:00.000', 'decision', 'older', 'print', 0, 'blocked by P1')
             """)
-        try database.audit([record("a", "blocked by P1"), record("b", "blocked by P1"), record("c", nil)])
+        try await database.audit([record("a", "blocked by P1"), record("b", "blocked by P1"), record("c", nil)])
         // The second batch's first detail is new and its transaction fails after storing it.
         try runSQL(
             path,
@@ -182,91 +183,93 @@ struct DatabaseTests {
             CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.account = 'refused'
             BEGIN SELECT RAISE(ABORT, 'refused'); END
             """)
-        #expect(throws: StoreError.self) {
-            try database.audit([record("d", "blocked by P2"), record("refused", "blocked by P1")])
+        await #expect(throws: StoreError.self) {
+            try await database.audit([record("d", "blocked by P2"), record("refused", "blocked by P1")])
         }
-        try database.audit([record("e", "blocked by P2"), record("f", "blocked by P1")])
-        let entries = try database.auditEntries()
+        try await database.audit([record("e", "blocked by P2"), record("f", "blocked by P1")])
+        let entries = try await database.auditEntries()
         #expect(entries.map(\.account) == ["older", "a", "b", "c", "e", "f"])
         #expect(
             entries.map(\.detail) == [
                 "blocked by P1", "blocked by P1", "blocked by P1", nil, "blocked by P2", "blocked by P1",
             ])
-        let stored = try DatabaseQueue(path: path).read { db in
+        let stored = try await DatabaseQueue(path: path).read { db in
             try String.fetchAll(db, sql: "SELECT text FROM audit_details ORDER BY id")
         }
         #expect(stored == ["blocked by P1", "blocked by P2"])
     }
 
     @Test("sealed secrets are stored per scope, replaced, and removed")
-    func secrets() throws {
+    func secrets() async throws {
         let database = try CustodyDatabase()
         let secret = SealedSecret(scope: "oid:a", identifier: "vpn", kind: "password", sealed: [1, 2, 3], updated: t0)
-        try database.saveSecret(secret)
-        try database.saveSecret(SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [9], updated: t0))
-        #expect(try database.secret(scope: "oid:a", identifier: "vpn") == secret)
-        try database.saveSecret(
+        try await database.saveSecret(secret)
+        try await database.saveSecret(
+            SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [9], updated: t0))
+        #expect(try await database.secret(scope: "oid:a", identifier: "vpn") == secret)
+        try await database.saveSecret(
             SealedSecret(scope: "oid:a", identifier: "vpn", kind: "password", sealed: [4], updated: t0))
-        #expect(try database.secret(scope: "oid:a", identifier: "vpn")?.sealed == [4])
-        #expect(try database.secrets(scope: "").count == 1)
-        #expect(try database.removeSecrets(scope: "oid:a") == 1)
-        #expect(try database.removeSecret(scope: "", identifier: "vpn"))
-        #expect(try !database.removeSecret(scope: "", identifier: "vpn"))
+        #expect(try await database.secret(scope: "oid:a", identifier: "vpn")?.sealed == [4])
+        #expect(try await database.secrets(scope: "").count == 1)
+        #expect(try await database.removeSecrets(scope: "oid:a") == 1)
+        #expect(try await database.removeSecret(scope: "", identifier: "vpn"))
+        #expect(try await !database.removeSecret(scope: "", identifier: "vpn"))
     }
 }
 
 extension DatabaseTests {
     /// A row another version (or a hand) damaged, per table the store reads records from: the
     /// reader's error, and what it must say.
-    static let damagedRows: [(table: String, sql: String, read: @Sendable (CustodyDatabase) throws -> Void)] = [
+    static let damagedRows: [(table: String, sql: String, read: @Sendable (CustodyDatabase) async throws -> Void)] = [
         (
             "tokens", "UPDATE tokens SET created = 'not a time'",
-            { _ = try $0.tokens() }
+            { _ = try await $0.tokens() }
         ),
         (
             "secrets", "UPDATE secrets SET updated = 'not a time'",
-            { _ = try $0.secrets(scope: "") }
+            { _ = try await $0.secrets(scope: "") }
         ),
         (
             "check_ins", "UPDATE check_ins SET at = 'not a time'",
-            { _ = try $0.checkIns() }
+            { _ = try await $0.checkIns() }
         ),
         (
             "audit_log", "UPDATE audit_log SET kind = 'no such kind'",
-            { _ = try $0.auditEntries(since: nil, limit: 100) }
+            { _ = try await $0.auditEntries(since: nil, limit: 100) }
         ),
         (
             "bundle_history", "UPDATE bundle_history SET result = 'no such result'",
-            { _ = try $0.bundleHistory(limit: 10) }
+            { _ = try await $0.bundleHistory(limit: 10) }
         ),
         (
             "audit_details", "DELETE FROM audit_details",
-            { _ = try $0.auditEntries(since: nil, limit: 100) }
+            { _ = try await $0.auditEntries(since: nil, limit: 100) }
         ),
         (
             "audit_log", "UPDATE audit_log SET detail = 'a second detail' WHERE detail_id IS NOT NULL",
-            { _ = try $0.auditEntries(since: nil, limit: 100) }
+            { _ = try await $0.auditEntries(since: nil, limit: 100) }
         ),
     ]
 
     @Test(
         "a damaged row is a corrupt state naming what was read, never a crash or a default",
         arguments: damagedRows.indices)
-    func damagedRow(index: Int) throws {
+    func damagedRow(index: Int) async throws {
         let (table, sql, read) = Self.damagedRows[index]
         let directory = try TemporaryDirectory()
         let path = directory.file("state.sqlite")
         let database = try CustodyDatabase(path: path)
-        try database.addToken(TokenRecord(id: "t1", name: nil, scopes: ["read"], hash: [1, 2], created: t0))
-        try database.saveSecret(SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [1], updated: t0))
-        try database.checkIn(account: "alice@contoso.com", at: t0)
-        try database.recordBundle(contentHash: "h", source: "test", result: .applied, at: t0)
-        try database.audit([AuditRecord(.decision, account: "alice", action: "print", detail: "blocked", at: t0)])
-        try read(database)  // whole before
+        try await database.addToken(TokenRecord(id: "t1", name: nil, scopes: ["read"], hash: [1, 2], created: t0))
+        try await database.saveSecret(
+            SealedSecret(scope: "", identifier: "vpn", kind: "password", sealed: [1], updated: t0))
+        try await database.checkIn(account: "alice@contoso.com", at: t0)
+        try await database.recordBundle(contentHash: "h", source: "test", result: .applied, at: t0)
+        try await database.audit([AuditRecord(.decision, account: "alice", action: "print", detail: "blocked", at: t0)])
+        try await read(database)  // whole before
         try runSQL(path, sql)
         let reopened = try CustodyDatabase(path: path)
         do {
-            try read(reopened)
+            try await read(reopened)
             Issue.record("a damaged \(table) row was read without an error")
         } catch let error as StoreError {
             #expect(error.code == .corrupt, "\(table): \(error)")

@@ -1,4 +1,5 @@
 @testable import CustodyPostgres
+import CustodyPolicy
 import CustodyProtection
 import CustodyStore
 import CustodyTestSupport
@@ -13,7 +14,8 @@ import Testing
 @Suite("PostgreSQL state: outages", TestPostgres.enabled, .timeLimit(.minutes(2)))
 struct PostgresOutageTests {
     /// A state through `proxy`, with a fast heartbeat (so that tests take seconds, not minutes).
-    static func state(through proxy: NetworkProxy, _ label: String = "t", url: String? = nil, retry: Duration) throws
+    static func state(through proxy: NetworkProxy, _ label: String = "t", url: String? = nil, retry: Duration)
+        async throws
         -> PostgresState
     {
         var settings = try PostgresSettings(
@@ -22,13 +24,13 @@ struct PostgresOutageTests {
         settings.heartbeatTimeout = .milliseconds(400)
         settings.retryInterval = retry
         settings.configuration.options.connectTimeout = .seconds(1)
-        return try PostgresState(settings: settings)
+        return try await PostgresState(settings: settings)
     }
 
     /// How long `body` took, and the `StoreError` it threw (nil: none).
-    static func timed(_ body: @Sendable () throws -> Void) -> (seconds: Double, error: StoreError?) {
+    static func timed(_ body: @Sendable () async throws -> Void) async -> (seconds: Double, error: StoreError?) {
         let start = ContinuousClock.now
-        let error = storeError(body)
+        let error = await storeError(body)
         let elapsed = start.duration(to: .now)
         return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, error)
     }
@@ -39,15 +41,15 @@ struct PostgresOutageTests {
     func silentNetwork() async throws {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
-        let state = try Self.state(through: proxy, "silent", retry: .seconds(60))
+        let state = try await Self.state(through: proxy, "silent", retry: .seconds(60))
         defer { state.close() }
         var notices = state.changeNotifications().makeAsyncIterator()
         #expect(try await notices.next() == 0, "the listener answers its first heartbeat")
-        #expect(try state.changeBounds().newest == 0)
+        #expect(try await state.changeBounds().newest == 0)
 
         proxy.blackhole()
         // A call on a pooled connection: without the heartbeat it would wait its 35 s deadline.
-        let inFlight = Self.timed { _ = try state.changeBounds() }
+        let inFlight = await Self.timed { _ = try await state.changeBounds() }
         #expect(inFlight.error?.code == .unavailable)
         #expect(inFlight.seconds < 5, "gave up when the heartbeat found the silence, not at its own deadline")
         #expect(state.sessions.unreachable != nil)
@@ -63,7 +65,7 @@ struct PostgresOutageTests {
         #expect(ended?.code == .unavailable)
 
         // While the state is known not to answer, calls do not try: no wait at all.
-        let later = Self.timed { try state.addAccountKey(wrapped(owner, 1)) }
+        let later = await Self.timed { try await state.addAccountKey(wrapped(owner, 1)) }
         #expect(later.error?.code == .unavailable)
         #expect(later.error?.message.contains("has not answered since") == true)
         #expect(later.seconds < 0.5)
@@ -73,8 +75,8 @@ struct PostgresOutageTests {
         var again = state.changeNotifications().makeAsyncIterator()
         #expect(try await again.next() == 0)
         #expect(state.sessions.unreachable == nil)
-        try state.addAccountKey(wrapped(owner, 1))
-        #expect(try state.changeBounds().newest == 1, "nothing was written while unreachable")
+        try await state.addAccountKey(wrapped(owner, 1))
+        #expect(try await state.changeBounds().newest == 1, "nothing was written while unreachable")
     }
 
     @Test(
@@ -83,19 +85,19 @@ struct PostgresOutageTests {
     func cutNetwork() async throws {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
-        let state = try Self.state(through: proxy, "cut", retry: .seconds(2))
+        let state = try await Self.state(through: proxy, "cut", retry: .seconds(2))
         defer { state.close() }
-        #expect(try state.changeBounds().newest == 0)
+        #expect(try await state.changeBounds().newest == 0)
 
         proxy.cut()
-        let first = Self.timed { _ = try state.changeBounds() }
+        let first = await Self.timed { _ = try await state.changeBounds() }
         #expect(first.error?.code == .unavailable)
         #expect(first.seconds < 2)
         // No listener: within the retry interval nothing tries; after it, one call does.
-        let soon = Self.timed { _ = try state.changeBounds() }
+        let soon = await Self.timed { _ = try await state.changeBounds() }
         #expect(soon.error?.message.contains("has not answered since") == true, "refused without trying")
         try await Task.sleep(for: .milliseconds(2_100))
-        let trial = Self.timed { _ = try state.changeBounds() }
+        let trial = await Self.timed { _ = try await state.changeBounds() }
         #expect(trial.error?.code == .unavailable)
         #expect(trial.error?.message.contains("cannot connect") == true, "tried again")
         // A listener that cannot connect keeps the outage on; calls do not try while it does.
@@ -112,7 +114,7 @@ struct PostgresOutageTests {
         defer { listener.cancel() }
         try await Task.sleep(for: .milliseconds(500))
         for _ in 0..<3 {
-            let call = Self.timed { _ = try state.changeBounds() }
+            let call = await Self.timed { _ = try await state.changeBounds() }
             #expect(call.error?.code == .unavailable)
             #expect(call.error?.message.contains("has not answered since") == true, "refused without trying")
             #expect(call.seconds < 0.2)
@@ -120,20 +122,20 @@ struct PostgresOutageTests {
         proxy.heal()
         #expect(
             await eventually { state.sessions.unreachable == nil }, "the listener's first heartbeat ends the outage")
-        #expect(try state.changeBounds().newest == 0)
+        #expect(try await state.changeBounds().newest == 0)
     }
 
     @Test(
         "opening a state that cannot be reached is an `open` error, never `unavailable`",
         arguments: [NetworkProxy.Mode.cut, .blackhole])
-    func openUnreachable(mode: NetworkProxy.Mode) throws {
+    func openUnreachable(mode: NetworkProxy.Mode) async throws {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         if mode == .cut { proxy.cut() } else { proxy.blackhole() }
         var settings = try PostgresSettings(
             url: TestPostgres.url(TestPostgres.freshURL("open"), throughPort: proxy.port))
         settings.configuration.options.connectTimeout = .seconds(1)
-        let error = storeError { _ = try PostgresState(settings: settings) }
+        let error = await storeError { _ = try await PostgresState(settings: settings) }
         #expect(error?.code == .open)
         #expect(error?.message.contains("cannot connect") == true)
     }
@@ -150,19 +152,19 @@ struct PostgresOutageTests {
             url: TestPostgres.url(TestPostgres.freshURL("slow") + "&request_timeout=1", throughPort: proxy.port))
         #expect(settings.requestTimeout == .seconds(1))
         settings.retryInterval = .seconds(60)
-        let state = try PostgresState(settings: settings)
+        let state = try await PostgresState(settings: settings)
         defer { state.close() }
-        try state.addAccountKey(wrapped(owner, 1))
+        try await state.addAccountKey(wrapped(owner, 1))
 
         // 700 ms each way: every round trip takes 1.4 s, longer than the request deadline.
         proxy.slow(.milliseconds(700))
-        let calls: [(String, @Sendable () throws -> Void)] = [
-            ("reading the keys of", { _ = try state.accountKeys(owner: owner.rawValue) }),
-            ("reading the key generation", { _ = try state.keyGeneration() }),
-            ("adding key version 2", { try state.addAccountKey(wrapped(owner, 2)) }),
+        let calls: [(String, @Sendable () async throws -> Void)] = [
+            ("reading the keys of", { _ = try await state.accountKeys(owner: owner.rawValue) }),
+            ("reading the key generation", { _ = try await state.keyGeneration() }),
+            ("adding key version 2", { try await state.addAccountKey(wrapped(owner, 2)) }),
         ]
         for (what, call) in calls {
-            let result = Self.timed(call)
+            let result = await Self.timed(call)
             #expect(result.error?.code == .unavailable, "\(what): \(String(describing: result.error))")
             #expect(result.error?.message.contains(what) == true, "\(String(describing: result.error))")
             #expect(result.error?.message.contains("request_timeout") == true, "\(String(describing: result.error))")
@@ -170,22 +172,23 @@ struct PostgresOutageTests {
         }
         // Within one request the calls share its deadline: the three together take about the
         // timeout, not three times it (a protect making a first key makes four such calls).
-        let request = Self.timed {
-            try StateRequest.$began.withValue(.now) {
-                for (_, call) in calls { _ = Self.timed(call) }
+        let request = await Self.timed {
+            try await StateRequest.$began.withValue(.now) {
+                for (_, call) in calls { _ = await Self.timed(call) }
                 throw StoreError(.unavailable, "done")
             }
         }
         #expect(request.seconds < 1.9, "one request, one deadline: \(request.seconds)")
         #expect(state.sessions.unreachable == nil, "a slow state is not an outage: later calls still try")
         // What no request waits on is not cut short: it takes as long as the link does.
-        let bounds = Self.timed { _ = try state.changeBounds() }
+        let bounds = await Self.timed { _ = try await state.changeBounds() }
         #expect(bounds.error == nil, "\(String(describing: bounds.error))")
         #expect(bounds.seconds >= 1.4)
 
         proxy.heal()
         #expect(
-            try state.accountKeys(owner: owner.rawValue).map(\.version) == [1], "the abandoned write changed nothing")
+            try await state.accountKeys(owner: owner.rawValue).map(\.version) == [1],
+            "the abandoned write changed nothing")
     }
 
     /// Issue 47, item 9: PostgreSQL stopped as a crash would (`-m immediate`), under writes, on
@@ -199,18 +202,17 @@ struct PostgresOutageTests {
         var settings = try PostgresSettings(url: cluster.url + "&schema=crash")
         settings.retryInterval = .milliseconds(100)
         settings.configuration.options.connectTimeout = .seconds(2)
-        let state = try PostgresState(settings: settings)
+        let state = try await PostgresState(settings: settings)
         defer { state.close() }
 
-        // One writer, on a thread of its own (its calls block): key version after version.
+        // One writer, a task of its own: key version after version.
         let outcomes = Mutex<(acknowledged: [UInt32], refused: [UInt32], unknown: [UInt32])>(([], [], []))
         let stop = Atomic<Bool>(false)
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        let writer = Task {
             var version: UInt32 = 0
             while !stop.load(ordering: .relaxed) {
                 version += 1
-                let error = storeError { try state.addAccountKey(wrapped(owner, version)) }
+                let error = await storeError { try await state.addAccountKey(wrapped(owner, version)) }
                 outcomes.withLock {
                     switch error?.code {
                     case nil: $0.acknowledged.append(version)
@@ -218,9 +220,8 @@ struct PostgresOutageTests {
                     default: $0.refused.append(version)
                     }
                 }
-                if error != nil { Thread.sleep(forTimeInterval: 0.02) }
+                if error != nil { try? await Task.sleep(for: .milliseconds(20)) }
             }
-            done.signal()
         }
         // Writes before the crash, refusals during it, then writes after it: each phase ends
         // when it has happened (a loaded machine is slow), not after a fixed time.
@@ -238,10 +239,10 @@ struct PostgresOutageTests {
             await eventually(within: .seconds(30)) { outcomes.withLock { $0.acknowledged.count } > resumed + 5 },
             "writes go on once the server is back")
         stop.store(true, ordering: .relaxed)
-        #expect(try await offThePool { done.wait(timeout: .now() + 30) } == .success)
+        await writer.value
 
         let final = outcomes.withLock { $0 }
-        let stored = Set(try await offThePool { try state.accountKeys(owner: owner.rawValue) }.map(\.version))
+        let stored = Set(try await state.accountKeys(owner: owner.rawValue).map(\.version))
         #expect(!final.acknowledged.isEmpty && !final.refused.isEmpty, "writes before, during and after: \(final)")
         let lost = final.acknowledged.filter { !stored.contains($0) }
         #expect(lost.isEmpty, "acknowledged, then lost in the crash: \(lost)")
@@ -257,14 +258,14 @@ struct PostgresOutageTests {
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let url = TestPostgres.freshURL("held")
-        let state = try Self.state(through: proxy, url: url, retry: .seconds(60))
+        let state = try await Self.state(through: proxy, url: url, retry: .seconds(60))
         defer { state.close() }
-        let direct = try PostgresState(url: url)
+        let direct = try await PostgresState(url: url)
         defer { direct.close() }
         var notices = state.changeNotifications().makeAsyncIterator()
         #expect(try await notices.next() == 0, "the listener answers its first heartbeat")
         let first = String(repeating: "a", count: 64), second = String(repeating: "b", count: 64)
-        _ = try state.recordBundle(
+        _ = try await state.recordBundle(
             contentHash: first, source: "test", result: .applied,
             files: [StoredFile(name: "tenant.json", bytes: Array("{}".utf8))], at: Date()
         )
@@ -286,16 +287,16 @@ struct PostgresOutageTests {
                         FOR EACH ROW EXECUTE FUNCTION held_commit()
                         """))
         }
-        let outcome = Mutex<(error: StoreError?, returned: ContinuousClock.Instant)?>(nil)
+        let outcome = Locked<(error: StoreError?, returned: ContinuousClock.Instant)?>(nil)
         let done = DispatchSemaphore(value: 0)
         // The lock is held, and the commit waited for, on a thread of its own too: the session's calls block.
         let heldAt: ContinuousClock.Instant? = try await offThePool {
             try direct.sessions.run("test", transaction: false) { session in
                 try session.execute("SELECT pg_advisory_lock(4242, \(key))")
-                // On a thread of its own: a blocked call must not hold one of Swift's few pool threads.
-                DispatchQueue.global().async {
-                    let error = storeError {
-                        _ = try state.recordBundle(
+                // A task of its own: its call suspends while the state's thread waits.
+                Task { @Sendable in
+                    let error = await storeError {
+                        _ = try await state.recordBundle(
                             contentHash: second, source: "test", result: .applied,
                             files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
                             at: Date())
@@ -326,7 +327,7 @@ struct PostgresOutageTests {
         #expect(
             held.duration(to: call.returned) < .seconds(5),
             "found out by the heartbeat once replies were held, not at the statement deadline")
-        #expect(try direct.lastAppliedBundleFiles()?.record.contentHash == second, "the server committed it")
+        #expect(try await direct.lastAppliedBundleFiles()?.record.contentHash == second, "the server committed it")
         proxy.heal()
     }
 }

@@ -17,11 +17,11 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
     /// Every backend the tests can reach here (PostgreSQL: see `TestPostgres`).
     static var reachable: [Backend] { TestPostgres.available ? allCases : [.sqliteInMemory, .sqliteOnDisk] }
 
-    func make(in directory: TemporaryDirectory) throws -> any StateStore {
+    func make(in directory: TemporaryDirectory) async throws -> any StateStore {
         switch self {
         case .sqliteInMemory: try CustodyDatabase()
         case .sqliteOnDisk: try CustodyDatabase(path: directory.file("state/state.sqlite"))
-        case .postgres: try PostgresState(url: TestPostgres.freshURL("store"))
+        case .postgres: try await PostgresState(url: TestPostgres.freshURL("store"))
         }
     }
 }
@@ -34,30 +34,31 @@ struct StateStoreContractTests {
     @Test(
         "accounts keep their first-seen time and aliases; an identifier names its accounts",
         arguments: Backend.reachable)
-    func accounts(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try state.recordAccounts(
+    func accounts(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await state.recordAccounts(
             [
                 SeenAccount(owner: "oid:a", aliases: ["upn:alice@contoso.com", "oid:a"]),
                 SeenAccount(owner: "upn:bob@contoso.com", aliases: []),
             ], at: t0)
-        try state.recordAccounts([SeenAccount(owner: "oid:a", aliases: ["upn:alice.old@contoso.com"])], at: t0 + 60)
-        let alice = try #require(try state.account(owner: "oid:a"))
+        try await state.recordAccounts(
+            [SeenAccount(owner: "oid:a", aliases: ["upn:alice.old@contoso.com"])], at: t0 + 60)
+        let alice = try #require(try await state.account(owner: "oid:a"))
         #expect(alice.firstSeen == t0)
         #expect(alice.aliases == ["upn:alice.old@contoso.com", "upn:alice@contoso.com"])
-        #expect(try state.account(owner: "oid:nobody") == nil)
-        #expect(try state.owners(named: "upn:alice@contoso.com") == ["oid:a"])
-        #expect(try state.owners(named: "upn:nobody@contoso.com") == [])
-        #expect(try state.accountsFirstSeen() == ["oid:a": t0, "upn:bob@contoso.com": t0])
-        #expect(try state.aliases(ofAccount: "oid:a") == ["upn:alice.old@contoso.com", "upn:alice@contoso.com"])
-        #expect(try state.aliases(ofAccount: "upn:bob@contoso.com") == [])
-        #expect(try state.aliases(ofAccount: "oid:nobody") == nil)
+        #expect(try await state.account(owner: "oid:nobody") == nil)
+        #expect(try await state.owners(named: "upn:alice@contoso.com") == ["oid:a"])
+        #expect(try await state.owners(named: "upn:nobody@contoso.com") == [])
+        #expect(try await state.accountsFirstSeen() == ["oid:a": t0, "upn:bob@contoso.com": t0])
+        #expect(try await state.aliases(ofAccount: "oid:a") == ["upn:alice.old@contoso.com", "upn:alice@contoso.com"])
+        #expect(try await state.aliases(ofAccount: "upn:bob@contoso.com") == [])
+        #expect(try await state.aliases(ofAccount: "oid:nobody") == nil)
     }
 
     @Test(
         "a lease is held by one taker at a time, across instances on one state, and is not re-entrant; released, it can be taken again",
         arguments: Backend.reachable)
-    func leases(backend: Backend) throws {
+    func leases(backend: Backend) async throws {
         let directory = try TemporaryDirectory()
         let url = TestPostgres.freshURL("lease")
         // A second instance on the same state (in memory: the same instance).
@@ -71,222 +72,228 @@ struct StateStoreContractTests {
             first = try CustodyDatabase(path: directory.file("state.sqlite"))
             second = try CustodyDatabase(path: directory.file("state.sqlite"))
         case .postgres:
-            first = try PostgresState(url: url)
-            second = try PostgresState(url: url)
+            first = try await PostgresState(url: url)
+            second = try await PostgresState(url: url)
         }
-        let held = try #require(try first.lease("graph-sync"))
-        #expect(try second.lease("graph-sync") == nil, "held elsewhere")
-        #expect(try first.lease("graph-sync") == nil, "not re-entrant")
-        let other = try #require(try second.lease("other"), "another name is another lease")
+        let held = try #require(try await first.lease("graph-sync"))
+        #expect(try await second.lease("graph-sync") == nil, "held elsewhere")
+        #expect(try await first.lease("graph-sync") == nil, "not re-entrant")
+        let other = try #require(try await second.lease("other"), "another name is another lease")
         other.release()
         held.release()
-        let again = try #require(try second.lease("graph-sync"), "released, it is free")
+        let again = try #require(try await second.lease("graph-sync"), "released, it is free")
         again.release()
         again.release()
-        #expect(try first.lease("graph-sync") != nil, "released twice is released once")
+        #expect(try await first.lease("graph-sync") != nil, "released twice is released once")
     }
 
     @Test("a cache keeps its text by name, replaced or forgotten, outside the change log", arguments: Backend.reachable)
-    func caches(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        let before = try state.changeBounds().newest
-        #expect(try state.cache("graph-membership") == nil)
-        try state.saveCache("graph-membership", #"{"a":1}"#)
-        try state.saveCache("other", "x")
-        #expect(try state.cache("graph-membership") == #"{"a":1}"#)
+    func caches(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        let before = try await state.changeBounds().newest
+        #expect(try await state.cache("graph-membership") == nil)
+        try await state.saveCache("graph-membership", #"{"a":1}"#)
+        try await state.saveCache("other", "x")
+        #expect(try await state.cache("graph-membership") == #"{"a":1}"#)
         let large = String(repeating: "é", count: 1 << 20)
-        try state.saveCache("graph-membership", large)
-        #expect(try state.cache("graph-membership") == large, "replaced, whole")
-        try state.saveCache("graph-membership", nil)
-        #expect(try state.cache("graph-membership") == nil)
-        #expect(try state.cache("other") == "x", "names are apart")
-        #expect(try state.changeBounds().newest == before, "no change for replicas to apply")
+        try await state.saveCache("graph-membership", large)
+        #expect(try await state.cache("graph-membership") == large, "replaced, whole")
+        try await state.saveCache("graph-membership", nil)
+        #expect(try await state.cache("graph-membership") == nil)
+        #expect(try await state.cache("other") == "x", "names are apart")
+        #expect(try await state.changeBounds().newest == before, "no change for replicas to apply")
     }
 
     @Test(
         "key versions: in order, a version twice is a conflict, deletion counts, the generation moves",
         arguments: Backend.reachable)
-    func keys(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        let generation = try state.keyGeneration()
-        try state.addAccountKey(wrapped(owner, 2))
-        try state.addAccountKey(wrapped(owner, 1))
-        try state.addAccountKey(wrapped(other, 1))
-        #expect(try state.accountKeys(owner: owner.rawValue) == [wrapped(owner, 1), wrapped(owner, 2)])
-        #expect(storeError { try state.addAccountKey(wrapped(owner, 2, fill: 1)) }?.code == .conflict)
-        #expect(try state.accountKeyOwners() == [owner.rawValue, other.rawValue].sorted())
-        #expect(try state.keyGeneration() > generation)
-        #expect(try state.removeAccountKeys(owner: owner.rawValue) == 2)
-        #expect(try state.removeAccountKeys(owner: owner.rawValue) == 0)
-        #expect(try state.accountKeys(owner: owner.rawValue).isEmpty)
+    func keys(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        let generation = try await state.keyGeneration()
+        try await state.addAccountKey(wrapped(owner, 2))
+        try await state.addAccountKey(wrapped(owner, 1))
+        try await state.addAccountKey(wrapped(other, 1))
+        #expect(try await state.accountKeys(owner: owner.rawValue) == [wrapped(owner, 1), wrapped(owner, 2)])
+        #expect(await storeError { try await state.addAccountKey(wrapped(owner, 2, fill: 1)) }?.code == .conflict)
+        #expect(try await state.accountKeyOwners() == [owner.rawValue, other.rawValue].sorted())
+        #expect(try await state.keyGeneration() > generation)
+        #expect(try await state.removeAccountKeys(owner: owner.rawValue) == 2)
+        #expect(try await state.removeAccountKeys(owner: owner.rawValue) == 0)
+        #expect(try await state.accountKeys(owner: owner.rawValue).isEmpty)
     }
 
     @Test("the master key record is saved once", arguments: Backend.reachable)
-    func masterKeyRecord(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        #expect(try state.masterKeyRecord() == nil)
+    func masterKeyRecord(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        #expect(try await state.masterKeyRecord() == nil)
         let record = MasterKeyRecord(
             kind: .passphrase, salt: [UInt8](repeating: 1, count: 16), opsLimit: 3, memLimit: 1 << 26,
             checkNonce: [UInt8](repeating: 2, count: 24),
             checkCiphertext: [UInt8](repeating: 3, count: 48))
-        try state.saveMasterKeyRecord(record)
-        #expect(try state.masterKeyRecord() == record)
-        #expect(storeError { try state.saveMasterKeyRecord(record) }?.code == .conflict)
+        try await state.saveMasterKeyRecord(record)
+        #expect(try await state.masterKeyRecord() == record)
+        #expect(await storeError { try await state.saveMasterKeyRecord(record) }?.code == .conflict)
     }
 
     @Test(
         "a wipe deletes keys, secrets and check-ins under every identifier, records them as wiped and logs one change",
         arguments: Backend.reachable)
-    func wipe(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try state.addAccountKey(wrapped(owner, 1))
-        try state.addAccountKey(wrapped(owner, 2))
-        try state.addAccountKey(wrapped(other, 1))
-        try state.saveSecret(
+    func wipe(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await state.addAccountKey(wrapped(owner, 1))
+        try await state.addAccountKey(wrapped(owner, 2))
+        try await state.addAccountKey(wrapped(other, 1))
+        try await state.saveSecret(
             SealedSecret(scope: other.rawValue, identifier: "vpn", kind: "password", sealed: [1, 2], updated: t0))
-        try state.checkIn(account: owner.rawValue, at: t0)
-        let before = try state.changeBounds().newest
-        let counts = try state.wipe(
+        try await state.checkIn(account: owner.rawValue, at: t0)
+        let before = try await state.changeBounds().newest
+        let counts = try await state.wipe(
             identifiers: [owner.rawValue, other.rawValue], account: owner.rawValue, reason: "test",
             events: [EventRecord(name: "wiped", body: Array("{}".utf8))], at: t0 + 1)
         #expect(counts.keyVersions == [owner.rawValue: 2, other.rawValue: 1])
         #expect(counts.secrets == 1 && counts.checkIns == 1 && counts.eventIDs.count == 1)
-        #expect(try state.accountKeyOwners().isEmpty)
-        #expect(try state.wipeRecord(of: other.rawValue)?.account == owner.rawValue)
-        #expect(try state.wipeRecord(of: "oid:never") == nil)
-        let changes = try state.changes(after: before)
+        #expect(try await state.accountKeyOwners().isEmpty)
+        #expect(try await state.wipeRecord(of: other.rawValue)?.account == owner.rawValue)
+        #expect(try await state.wipeRecord(of: "oid:never") == nil)
+        let changes = try await state.changes(after: before)
         #expect(changes.map(\.kind) == [.wipe])
         #expect(changes.first?.subjects == [owner.rawValue, other.rawValue])
-        #expect(try state.auditEntries(since: nil).last?.kind == .wipe)
+        #expect(try await state.auditEntries(since: nil).last?.kind == .wipe)
     }
 
     @Test("secrets are per scope, replaced, removed; each change is logged", arguments: Backend.reachable)
-    func secrets(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try state.saveSecret(SealedSecret(scope: "", identifier: "b", kind: "password", sealed: [1], updated: t0))
-        try state.saveSecret(SealedSecret(scope: "", identifier: "a", kind: "password", sealed: [2], updated: t0))
-        try state.saveSecret(
+    func secrets(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await state.saveSecret(SealedSecret(scope: "", identifier: "b", kind: "password", sealed: [1], updated: t0))
+        try await state.saveSecret(SealedSecret(scope: "", identifier: "a", kind: "password", sealed: [2], updated: t0))
+        try await state.saveSecret(
             SealedSecret(scope: "", identifier: "a", kind: "certificate", sealed: [3], updated: t0 + 1))
-        #expect(try state.secrets(scope: "").map(\.identifier) == ["a", "b"])
-        #expect(try state.secret(scope: "", identifier: "a")?.sealed == [3])
-        #expect(try state.removeSecret(scope: "", identifier: "a"))
-        #expect(try !state.removeSecret(scope: "", identifier: "a"))
-        #expect(try state.removeSecrets(scope: "") == 1)
-        #expect(try state.changes(after: 0).map(\.kind) == [.secret, .secret, .secret, .secret, .secret])
+        #expect(try await state.secrets(scope: "").map(\.identifier) == ["a", "b"])
+        #expect(try await state.secret(scope: "", identifier: "a")?.sealed == [3])
+        #expect(try await state.removeSecret(scope: "", identifier: "a"))
+        #expect(try await !state.removeSecret(scope: "", identifier: "a"))
+        #expect(try await state.removeSecrets(scope: "") == 1)
+        #expect(try await state.changes(after: 0).map(\.kind) == [.secret, .secret, .secret, .secret, .secret])
     }
 
     @Test("check-ins keep the latest time", arguments: Backend.reachable)
-    func checkIns(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try state.checkIn(account: "oid:a", at: t0 + 10)
-        try state.checkIn(account: "oid:a", at: t0)
-        #expect(try state.lastCheckIn(account: "oid:a") == t0 + 10)
-        #expect(try state.checkIns() == ["oid:a": t0 + 10])
-        try state.removeCheckIn(account: "oid:a")
-        #expect(try state.lastCheckIn(account: "oid:a") == nil)
+    func checkIns(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await state.checkIn(account: "oid:a", at: t0 + 10)
+        try await state.checkIn(account: "oid:a", at: t0)
+        #expect(try await state.lastCheckIn(account: "oid:a") == t0 + 10)
+        #expect(try await state.checkIns() == ["oid:a": t0 + 10])
+        try await state.removeCheckIn(account: "oid:a")
+        #expect(try await state.lastCheckIn(account: "oid:a") == nil)
     }
 
     @Test(
         "launch facts: an account's last report replaces the one before; an account never reported has none",
         arguments: Backend.reachable)
-    func launchFacts(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        #expect(try state.launchFacts(account: "oid:a") == nil)
-        try state.recordLaunchFacts(account: "oid:a", facts: #"{"jailbroken":false}"#, at: t0)
-        try state.recordLaunchFacts(account: "oid:b", facts: #"{"osVersion":"17.4"}"#, at: t0 + 5)
-        try state.recordLaunchFacts(account: "oid:a", facts: #"{"jailbroken":true}"#, at: t0 + 10)
+    func launchFacts(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        #expect(try await state.launchFacts(account: "oid:a") == nil)
+        try await state.recordLaunchFacts(account: "oid:a", facts: #"{"jailbroken":false}"#, at: t0)
+        try await state.recordLaunchFacts(account: "oid:b", facts: #"{"osVersion":"17.4"}"#, at: t0 + 5)
+        try await state.recordLaunchFacts(account: "oid:a", facts: #"{"jailbroken":true}"#, at: t0 + 10)
         #expect(
-            try state.launchFacts(account: "oid:a") == StoredLaunchFacts(facts: #"{"jailbroken":true}"#, at: t0 + 10))
+            try await state.launchFacts(account: "oid:a")
+                == StoredLaunchFacts(facts: #"{"jailbroken":true}"#, at: t0 + 10))
         #expect(
-            try state.launchFacts(account: "oid:b") == StoredLaunchFacts(facts: #"{"osVersion":"17.4"}"#, at: t0 + 5))
-        #expect(try state.launchFacts(account: "oid:c") == nil)
+            try await state.launchFacts(account: "oid:b")
+                == StoredLaunchFacts(facts: #"{"osVersion":"17.4"}"#, at: t0 + 5))
+        #expect(try await state.launchFacts(account: "oid:c") == nil)
     }
 
     @Test(
         "bundle history: applied and rejected, the files of the last applied, reach; only applied bundles with files are changes",
         arguments: Backend.reachable)
-    func bundles(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try state.recordBundle(
+    func bundles(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await state.recordBundle(
             contentHash: "aa", source: "one", result: .applied, message: nil,
             files: [StoredFile(name: "b.json", bytes: [2]), StoredFile(name: "a.json", bytes: [1])],
             provenance: .none, accounts: [SeenAccount(owner: "oid:a", aliases: [])],
             reach: [PolicyReach(account: "oid:a", policies: ["p1"])], events: [],
             retaining: 100, at: t0)
-        try state.recordBundle(contentHash: "bb", source: "two", result: .rejected, message: "bad", at: t0 + 1)
-        #expect(try state.bundleHistory().map(\.contentHash) == ["bb", "aa"])
-        #expect(try state.lastAppliedBundle()?.contentHash == "aa")
-        let files = try #require(try state.lastAppliedBundleFiles())
+        try await state.recordBundle(contentHash: "bb", source: "two", result: .rejected, message: "bad", at: t0 + 1)
+        #expect(try await state.bundleHistory().map(\.contentHash) == ["bb", "aa"])
+        #expect(try await state.lastAppliedBundle()?.contentHash == "aa")
+        let files = try #require(try await state.lastAppliedBundleFiles())
         #expect(
             files.record.contentHash == "aa" && files.files.map(\.name) == ["a.json", "b.json"]
                 && files.files[0].bytes == [1])
-        #expect(try state.lastApplication(ofRevision: "aa") != nil)
-        #expect(try state.lastApplication(ofRevision: "bb") == nil)
-        #expect(try state.policyReach() == ["oid:a": ["p1": t0]])
-        #expect(try state.changes(after: 0).map(\.kind) == [.bundle])
-        #expect(try state.changes(after: 0).first?.subjects == ["aa"])
+        #expect(try await state.lastApplication(ofRevision: "aa") != nil)
+        #expect(try await state.lastApplication(ofRevision: "bb") == nil)
+        #expect(try await state.policyReach() == ["oid:a": ["p1": t0]])
+        #expect(try await state.changes(after: 0).map(\.kind) == [.bundle])
+        #expect(try await state.changes(after: 0).first?.subjects == ["aa"])
     }
 
     @Test(
         "a revision's files are stored once however often it is applied; a bundle applied with no files is restorable and a change; one recorded without files is neither",
         arguments: Backend.reachable)
-    func bundleRevisions(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
+    func bundleRevisions(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
         let files: [StoredFile] = [StoredFile(name: "tenant.json", bytes: Array(repeating: 7, count: 1_000))]
         for round in 0..<5 {
-            try state.recordBundle(
+            try await state.recordBundle(
                 contentHash: round % 2 == 0 ? "aa" : "ab", source: "round \(round)", result: .applied, files: files,
                 at: t0 + Double(round))
         }
-        #expect(try state.storedBundleRevisions() == ["aa": 1_000, "ab": 1_000], "five applies, one copy of each")
-        #expect(try state.bundleHistory().count == 5)
+        #expect(
+            try await state.storedBundleRevisions() == ["aa": 1_000, "ab": 1_000], "five applies, one copy of each")
+        #expect(try await state.bundleHistory().count == 5)
         // The revision in force applied again (another writer was first) is not recorded twice.
-        let again = try state.recordBundle(
+        let again = try await state.recordBundle(
             contentHash: "aa", source: "round 5", result: .applied, files: files, at: t0 + 5)
         #expect(again.alreadyApplied)
         #expect(again.record.source == "round 4", "the record of the writer that was first")
-        #expect(try state.bundleHistory().count == 5)
+        #expect(try await state.bundleHistory().count == 5)
 
-        let before = try state.changeBounds().newest
-        try state.recordBundle(contentHash: "e3", source: "empty on purpose", result: .applied, files: [], at: t0 + 10)
-        #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "e3")
-        #expect(try state.lastAppliedBundleFiles()?.files.isEmpty == true)
-        #expect(try state.changes(after: before).map(\.subjects) == [["e3"]])
-        #expect(try state.storedBundleRevisions() == ["aa": 1_000, "ab": 1_000, "e3": 0])
+        let before = try await state.changeBounds().newest
+        try await state.recordBundle(
+            contentHash: "e3", source: "empty on purpose", result: .applied, files: [], at: t0 + 10)
+        #expect(try await state.lastAppliedBundleFiles()?.record.contentHash == "e3")
+        #expect(try await state.lastAppliedBundleFiles()?.files.isEmpty == true)
+        #expect(try await state.changes(after: before).map(\.subjects) == [["e3"]])
+        #expect(try await state.storedBundleRevisions() == ["aa": 1_000, "ab": 1_000, "e3": 0])
 
-        let unstored = try state.changeBounds().newest
-        try state.recordBundle(contentHash: "mem", source: "in memory", result: .applied, files: nil, at: t0 + 11)
+        let unstored = try await state.changeBounds().newest
+        try await state.recordBundle(contentHash: "mem", source: "in memory", result: .applied, files: nil, at: t0 + 11)
         #expect(
-            try state.lastAppliedBundleFiles()?.record.contentHash == "e3", "a bundle without files cannot be restored")
-        #expect(try state.changes(after: unstored).isEmpty)
+            try await state.lastAppliedBundleFiles()?.record.contentHash == "e3",
+            "a bundle without files cannot be restored")
+        #expect(try await state.changes(after: unstored).isEmpty)
     }
 
     @Test(
         "the bundle history keeps its newest rows and the bundle in force, and a revision's files while a kept row names it",
         arguments: Backend.reachable)
-    func bundleHistoryRetention(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        func record(_ hash: String, _ result: BundleRecord.Result, at offset: Double) throws {
-            try state.recordBundle(
+    func bundleHistoryRetention(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        func record(_ hash: String, _ result: BundleRecord.Result, at offset: Double) async throws {
+            try await state.recordBundle(
                 contentHash: hash, source: hash, result: result, message: result == .rejected ? "bad" : nil,
                 files: result == .applied ? [StoredFile(name: "tenant.json", bytes: Array(hash.utf8))] : nil,
                 provenance: .none, accounts: [],
                 reach: [], events: [],
                 retaining: 3, at: t0 + offset)
         }
-        try record("r1", .applied, at: 1)
-        try record("r2", .applied, at: 2)
-        try record("r3", .applied, at: 3)
-        #expect(Set(try state.storedBundleRevisions().keys) == ["r1", "r2", "r3"])
-        try record("r4", .applied, at: 4)
-        #expect(try state.bundleHistory().map(\.contentHash) == ["r4", "r3", "r2"])
-        #expect(Set(try state.storedBundleRevisions().keys) == ["r2", "r3", "r4"], "r1's files went with its last row")
+        try await record("r1", .applied, at: 1)
+        try await record("r2", .applied, at: 2)
+        try await record("r3", .applied, at: 3)
+        await #expect(Set(try state.storedBundleRevisions().keys) == ["r1", "r2", "r3"])
+        try await record("r4", .applied, at: 4)
+        #expect(try await state.bundleHistory().map(\.contentHash) == ["r4", "r3", "r2"])
+        await #expect(
+            Set(try state.storedBundleRevisions().keys) == ["r2", "r3", "r4"], "r1's files went with its last row")
         // Refusals are kept apart: a run of them never pushes out the bundles that were in
         // force (the rollback targets), and the newest refusals are kept as many.
-        for offset in 5...8 { try record("bad\(offset)", .rejected, at: Double(offset)) }
-        #expect(try state.lastAppliedBundleFiles()?.record.contentHash == "r4")
-        #expect(Set(try state.storedBundleRevisions().keys) == ["r2", "r3", "r4"])
-        #expect(try state.bundleHistory().map(\.contentHash) == ["bad8", "bad7", "bad6", "r4", "r3", "r2"])
+        for offset in 5...8 { try await record("bad\(offset)", .rejected, at: Double(offset)) }
+        #expect(try await state.lastAppliedBundleFiles()?.record.contentHash == "r4")
+        await #expect(Set(try state.storedBundleRevisions().keys) == ["r2", "r3", "r4"])
+        #expect(try await state.bundleHistory().map(\.contentHash) == ["bad8", "bad7", "bad6", "r4", "r3", "r2"])
     }
 
     /// Texts with control characters, and how an audit entry holds them.
@@ -298,118 +305,126 @@ struct StateStoreContractTests {
     @Test(
         "audit entries keep control characters escaped and whole, on every path that writes one",
         arguments: Backend.reachable, controlTexts.indices)
-    func auditControlCharacters(backend: Backend, index: Int) throws {
+    func auditControlCharacters(backend: Backend, index: Int) async throws {
         let (given, stored) = Self.controlTexts[index]
-        let state = try backend.make(in: TemporaryDirectory())
+        let state = try await backend.make(in: TemporaryDirectory())
         // A batch of records, the one-entry form, and an entry written inside another change.
-        #expect(try state.audit([AuditRecord(.decision, account: nil, action: "share", detail: given, at: t0)]) == 1)
-        #expect(try state.audit(.wipe, account: given, action: "wipe", detail: given, at: t0))
-        try state.setBundleFreeze(BundleFreeze(reason: given, by: given, at: t0), by: given, at: t0)
-        let entries = try state.auditEntries(since: t0)
+        #expect(
+            try await state.audit([AuditRecord(.decision, account: nil, action: "share", detail: given, at: t0)]) == 1)
+        #expect(try await state.audit(.wipe, account: given, action: "wipe", detail: given, at: t0))
+        try await state.setBundleFreeze(BundleFreeze(reason: given, by: given, at: t0), by: given, at: t0)
+        let entries = try await state.auditEntries(since: t0)
         #expect(entries.count == 3)
         #expect(entries[0].detail == stored && entries[1].detail == stored && entries[1].account == stored)
         #expect(entries[2].detail?.contains(stored) == true, "\(entries[2])")
         #expect(entries.allSatisfy { ($0.detail ?? "") == ($0.detail ?? "").escapingControlCharacters })
         // And the other texts the state keeps from callers: a freeze, a token's name, a
         // rollback's reason and who applied it.
-        #expect(try state.bundleFreeze()?.reason == stored && state.bundleFreeze()?.by == stored)
-        try state.addToken(TokenRecord(id: "t1", name: given, scopes: ["decide"], hash: [1, 2, 3], created: t0))
-        #expect(try state.tokens().first?.name == stored)
+        let freeze = try await state.bundleFreeze()
+        #expect(freeze?.reason == stored && freeze?.by == stored)
+        try await state.addToken(TokenRecord(id: "t1", name: given, scopes: ["decide"], hash: [1, 2, 3], created: t0))
+        #expect(try await state.tokens().first?.name == stored)
         let provenance = BundleProvenance(appliedBy: given, reason: given, isRollback: true)
         #expect(provenance.reason == stored && provenance.appliedBy == stored)
     }
 
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)
-    func audit(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        #expect(try state.isAuditEnabled())
+    func audit(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        #expect(try await state.isAuditEnabled())
         #expect(
-            try state.audit(.decision, account: "oid:a", action: "saveTo", allowed: false, detail: "blocked", at: t0))
+            try await state.audit(
+                .decision, account: "oid:a", action: "saveTo", allowed: false, detail: "blocked", at: t0))
         // Each switch that changes a setting is logged (the log's last entry before it goes off,
         // its first once on again); one that changes nothing, or decision auditing switched
         // while the log is off, is not.
-        try state.setAuditEnabled(false)
-        try state.setAuditEnabled(false)
-        try state.setDecisionAuditEnabled(true)
-        try state.setDecisionAuditEnabled(false)
-        #expect(try !state.audit(.decision, account: "oid:a", action: "saveTo", at: t0))
-        try state.setAuditEnabled(true)
-        try state.setAuditEnabled(true)
-        try state.setDecisionAuditEnabled(true)
-        try state.setDecisionAuditEnabled(true)
-        #expect(try state.isDecisionAuditEnabled())
+        try await state.setAuditEnabled(false)
+        try await state.setAuditEnabled(false)
+        try await state.setDecisionAuditEnabled(true)
+        try await state.setDecisionAuditEnabled(false)
+        #expect(try await !state.audit(.decision, account: "oid:a", action: "saveTo", at: t0))
+        try await state.setAuditEnabled(true)
+        try await state.setAuditEnabled(true)
+        try await state.setDecisionAuditEnabled(true)
+        try await state.setDecisionAuditEnabled(true)
+        #expect(try await state.isDecisionAuditEnabled())
         #expect(
-            try state.audit([
+            try await state.audit([
                 AuditRecord(.decision, account: nil, action: "print", allowed: true, decisionID: "d1", at: t0 + 1)
             ]) == 1)
-        let entries = try state.auditEntries(since: t0)
+        let entries = try await state.auditEntries(since: t0)
         #expect(entries.map(\.action) == ["saveTo", "off", "on", "decisionsOn", "print"])
         #expect(entries.map(\.kind) == [.decision, .audit, .audit, .audit, .decision])
         #expect(entries[1].detail == "the audit log switched off: nothing is logged until it is back on")
         #expect(entries[0].allowed == false && entries[0].detail == "blocked" && entries[4].decisionID == "d1")
-        #expect(try state.auditEntries(since: t0 + 1).count == 4)
+        #expect(try await state.auditEntries(since: t0 + 1).count == 4)
         // A page starts after the id it is given, whatever the time.
         #expect(
-            try state.auditEntries(since: nil, after: entries[1].id, limit: 2).map(\.action) == ["on", "decisionsOn"])
-        #expect(try state.auditEntries(since: t0 + 1, after: entries[0].id, limit: 10).count == 4)
-        #expect(try state.auditEntries(since: nil, after: entries[4].id, limit: 10).isEmpty)
-        try state.recordInstallationContext(platform: "ios", appID: nil, managementLevel: nil, precedence: "incumbent")
-        try state.recordInstallationContext(platform: nil, appID: "com.example", managementLevel: nil)
-        let context = try state.installationContext()
+            try await state.auditEntries(since: nil, after: entries[1].id, limit: 2).map(\.action) == [
+                "on", "decisionsOn",
+            ])
+        #expect(try await state.auditEntries(since: t0 + 1, after: entries[0].id, limit: 10).count == 4)
+        #expect(try await state.auditEntries(since: nil, after: entries[4].id, limit: 10).isEmpty)
+        try await state.recordInstallationContext(
+            platform: "ios", appID: nil, managementLevel: nil, precedence: "incumbent")
+        try await state.recordInstallationContext(platform: nil, appID: "com.example", managementLevel: nil)
+        let context = try await state.installationContext()
         #expect(
             context.platform == "ios" && context.appID == "com.example" && context.managementLevel == nil
                 && context.precedence == "incumbent")
-        #expect(try state.changes(after: 0).allSatisfy { $0.kind == .setting })
+        #expect(try await state.changes(after: 0).allSatisfy { $0.kind == .setting })
     }
 
     @Test("events: ids in order, pruned past the retention, bounds that never go back", arguments: Backend.reachable)
-    func events(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        #expect(try state.eventBounds().newest == 0)
-        try state.setEventRetention(3)
-        let ids = try state.appendEvents((1...5).map { EventRecord(name: "e\($0)", body: [UInt8($0)]) }, at: t0)
+    func events(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        #expect(try await state.eventBounds().newest == 0)
+        try await state.setEventRetention(3)
+        let ids = try await state.appendEvents((1...5).map { EventRecord(name: "e\($0)", body: [UInt8($0)]) }, at: t0)
         #expect(ids == [1, 2, 3, 4, 5])
-        #expect(try state.events(after: 0).map(\.id) == [3, 4, 5])
-        #expect(try state.events(after: 3, limit: 1).map(\.name) == ["e4"])
-        let bounds = try state.eventBounds()
+        #expect(try await state.events(after: 0).map(\.id) == [3, 4, 5])
+        #expect(try await state.events(after: 3, limit: 1).map(\.name) == ["e4"])
+        let bounds = try await state.eventBounds()
         #expect(bounds.oldest == 3 && bounds.newest == 5)
     }
 
     @Test("tokens: created, revoked once, each a change that moves the generation", arguments: Backend.reachable)
-    func tokens(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        let generation = try state.tokenGeneration()
-        try state.addToken(
+    func tokens(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        let generation = try await state.tokenGeneration()
+        try await state.addToken(
             TokenRecord(
                 id: "t1", name: "ops", scopes: ["decide", "admin"], hash: [UInt8](repeating: 7, count: 32), created: t0)
         )
         #expect(
-            storeError { try state.addToken(TokenRecord(id: "t1", name: nil, scopes: [], hash: [], created: t0)) }?.code
+            await storeError {
+                try await state.addToken(TokenRecord(id: "t1", name: nil, scopes: [], hash: [], created: t0))
+            }?.code
                 == .conflict)
-        #expect(try state.token(id: "t1")?.scopes == ["decide", "admin"])
-        #expect(try state.revokeToken(id: "t1", at: t0 + 1))
-        #expect(try !state.revokeToken(id: "t1", at: t0 + 2))
-        #expect(try state.token(id: "t1")?.revoked == t0 + 1)
-        #expect(try state.tokens().map(\.id) == ["t1"])
-        #expect(try state.tokenGeneration() == generation + 2)
-        #expect(try state.changes(after: 0).map(\.kind) == [.token, .token])
+        #expect(try await state.token(id: "t1")?.scopes == ["decide", "admin"])
+        #expect(try await state.revokeToken(id: "t1", at: t0 + 1))
+        #expect(try await !state.revokeToken(id: "t1", at: t0 + 2))
+        #expect(try await state.token(id: "t1")?.revoked == t0 + 1)
+        #expect(try await state.tokens().map(\.id) == ["t1"])
+        #expect(try await state.tokenGeneration() == generation + 2)
+        #expect(try await state.changes(after: 0).map(\.kind) == [.token, .token])
     }
 
     @Test(
         "the change log: revisions in order, pruned past its retention, bounds tell a reader it missed some",
         arguments: Backend.reachable)
-    func changeLog(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        let empty = try state.changeBounds()
+    func changeLog(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        let empty = try await state.changeBounds()
         #expect(empty.oldest == nil && empty.newest == 0)
-        try state.setChangeRetention(2)
-        for version in 1...4 { try state.addAccountKey(wrapped(owner, UInt32(version))) }
-        let changes = try state.changes(after: 0)
+        try await state.setChangeRetention(2)
+        for version in 1...4 { try await state.addAccountKey(wrapped(owner, UInt32(version))) }
+        let changes = try await state.changes(after: 0)
         #expect(changes.map(\.revision) == [3, 4])
         #expect(changes.allSatisfy { $0.kind == .key && $0.subjects == [owner.rawValue] })
-        let bounds = try state.changeBounds()
+        let bounds = try await state.changeBounds()
         #expect(bounds.oldest == 3 && bounds.newest == 4)
-        #expect(try state.changes(after: 4).isEmpty)
+        #expect(try await state.changes(after: 4).isEmpty)
     }
 }
 
@@ -427,35 +442,36 @@ struct PostgresStateTests {
             ("postgres://u@h/db?colour=blue", "unknown parameter \"colour\""),
             ("postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable", "cannot connect"),
         ])
-    func badURLs(url: String, message: String) throws {
-        let error = storeError { _ = try PostgresState(url: url) }
+    func badURLs(url: String, message: String) async throws {
+        let error = await storeError { _ = try await PostgresState(url: url) }
         #expect(error?.code == .open)
         #expect("\(error.map { "\($0)" } ?? "")".contains(message))
         #expect(!"\(error.map { "\($0)" } ?? "")".contains("hunter2"))
     }
 
     @Test("a schema written by a newer Custody is refused; replicas opening one schema together migrate it once")
-    func migrations() throws {
+    func migrations() async throws {
         let url = TestPostgres.freshURL("migrate")
-        let states = try (0..<3).map { _ in try PostgresState(url: url) }
-        #expect(try states[0].changeBounds().newest == 0)
+        var states: [PostgresState] = []
+        for _ in 0..<3 { states.append(try await PostgresState(url: url)) }
+        #expect(try await states[0].changeBounds().newest == 0)
         _ = try states[0].sessions.run("test", transaction: true) { session in
             try session.execute(
                 "INSERT INTO custody_migrations (identifier, applied_at) VALUES ('v99: from the future', now())")
         }
-        let error = storeError { _ = try PostgresState(url: url) }
+        let error = await storeError { _ = try await PostgresState(url: url) }
         #expect(error?.code == .migration)
         #expect(error?.message.contains("newer Custody") == true)
     }
 
     @Test("a notice follows each committed change, and the listener starts with the newest revision")
     func notifications() async throws {
-        let state = try PostgresState(url: TestPostgres.freshURL("notify"))
-        try state.addAccountKey(wrapped(owner, 1))
+        let state = try await PostgresState(url: TestPostgres.freshURL("notify"))
+        try await state.addAccountKey(wrapped(owner, 1))
         var revisions = state.changeNotifications().makeAsyncIterator()
         #expect(try await revisions.next() == 1)
-        try state.addAccountKey(wrapped(owner, 2))
-        try state.addToken(TokenRecord(id: "t", name: nil, scopes: ["decide"], hash: [1], created: t0))
+        try await state.addAccountKey(wrapped(owner, 2))
+        try await state.addToken(TokenRecord(id: "t", name: nil, scopes: ["decide"], hash: [1], created: t0))
         // Notices may coalesce, and each heartbeat repeats the newest revision (a loaded
         // machine sees one between two commits): in order, never backwards, up to 3.
         var seen: [Int64] = [1]

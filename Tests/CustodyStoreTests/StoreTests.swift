@@ -45,6 +45,7 @@ func thrownAwaiting<E: Error>(_ type: E.Type, _ body: () async throws -> Void) a
 }
 
 func storeError(_ body: () throws -> Void) -> StoreError? { thrown(StoreError.self, body) }
+func storeError(_ body: () async throws -> Void) async -> StoreError? { await thrownAwaiting(StoreError.self, body) }
 func protectionError(_ body: () async throws -> Void) async -> ProtectionError? {
     await thrownAwaiting(ProtectionError.self, body)
 }
@@ -58,12 +59,12 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
     /// Every store the tests can reach here (PostgreSQL: see `TestPostgres`).
     static var reachable: [StoreKind] { TestPostgres.available ? allCases : [.files, .sqliteOnDisk, .sqliteInMemory] }
 
-    func make(in directory: TemporaryDirectory) throws -> any AccountKeyStore {
+    func make(in directory: TemporaryDirectory) async throws -> any AccountKeyStore {
         switch self {
         case .files: try FileKeyStore(directory: directory.file("state"))
         case .sqliteOnDisk: StateKeyStore(state: try CustodyDatabase(path: directory.file("state/state.sqlite")))
         case .sqliteInMemory: StateKeyStore(state: try CustodyDatabase())
-        case .postgres: StateKeyStore(state: try PostgresState(url: TestPostgres.freshURL("keys")))
+        case .postgres: StateKeyStore(state: try await PostgresState(url: TestPostgres.freshURL("keys")))
         }
     }
 }
@@ -75,7 +76,7 @@ struct KeyStoreTests {
         arguments: StoreKind.reachable)
     func contract(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         #expect(try await store.keys(for: owner).isEmpty)
         try await store.add(wrapped(owner, 2))
         try await store.add(wrapped(owner, 1))
@@ -93,7 +94,7 @@ struct KeyStoreTests {
     @Test("every store records the master key once", arguments: StoreKind.reachable)
     func masterRecord(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         #expect(try await store.masterKeyRecord() == nil)
         let record = MasterKeyRecord(
             kind: .passphrase, salt: [UInt8](repeating: 3, count: 16), opsLimit: 2, memLimit: 67_108_864,
@@ -137,9 +138,10 @@ struct KeyStoreTests {
     func staleCache(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let master = MasterKeySource.keyFile(path: directory.file("master.key"))
-        let writer = await DataProtector(keyRing: try KeyRing(store: try kind.make(in: directory), masterKey: master))
+        let writer = await DataProtector(
+            keyRing: try KeyRing(store: try await kind.make(in: directory), masterKey: master))
         let readerRing = try await KeyRing(
-            store: try kind.make(in: directory), masterKey: master, revalidationInterval: .zero)
+            store: try await kind.make(in: directory), masterKey: master, revalidationInterval: .zero)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
         let envelope = try await writer.protect([1, 2, 3], owner: alice, encrypt: true)
         #expect(try await DataProtector(keyRing: readerRing).unprotect(envelope) == [1, 2, 3])
@@ -155,7 +157,7 @@ struct KeyStoreTests {
     func unconfirmedCache(kind: StoreKind, failure: ProtectionError.Code) async throws {
         let directory = try TemporaryDirectory()
         let master = MasterKeySource.keyFile(path: directory.file("master.key"))
-        let store = FailingKeyStore(try kind.make(in: directory))
+        let store = FailingKeyStore(try await kind.make(in: directory))
         let ring = try await KeyRing(store: store, masterKey: master, revalidationInterval: .milliseconds(50))
         let protector = DataProtector(keyRing: ring)
         let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
@@ -181,16 +183,16 @@ struct KeyStoreTests {
     }
 
     @Test("a wiped key leaves no copy in the database file or its log")
-    func shredding() throws {
+    func shredding() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("state.sqlite")
         let store = StateKeyStore(state: try CustodyDatabase(path: path))
         let marker = [UInt8](repeating: 0x5C, count: 48)
-        try store.add(
+        try await store.add(
             WrappedAccountKey(
                 owner: owner, version: 1, created: Date(), nonce: [UInt8](repeating: 0x3E, count: 24),
                 ciphertext: marker))
-        try store.add(wrapped(other, 1))
+        try await store.add(wrapped(other, 1))
         func filesContainMarker() -> Bool {
             [path, path + "-wal"].contains { file in
                 guard let bytes = FileManager.default.contents(atPath: file) else { return false }
@@ -198,9 +200,9 @@ struct KeyStoreTests {
             }
         }
         #expect(filesContainMarker(), "the key is on disk before the wipe (else this test proves nothing)")
-        try store.removeKeys(for: owner)
+        try await store.removeKeys(for: owner)
         #expect(!filesContainMarker())
-        #expect(try store.keys(for: other).count == 1)
+        #expect(try await store.keys(for: other).count == 1)
     }
 }
 

@@ -13,8 +13,8 @@ private let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 struct TrustContractTests {
     func apply(
         _ state: any StateStore, _ hash: String, _ provenance: BundleProvenance, at offset: Double = 0
-    ) throws(StoreError) {
-        try state.recordBundle(
+    ) async throws(StoreError) {
+        try await state.recordBundle(
             contentHash: hash, source: hash, result: .applied, message: nil,
             files: [StoredFile(name: "tenant.json", bytes: Array(hash.utf8))], provenance: provenance,
             accounts: [], reach: [], events: [], retaining: 50, at: t0 + offset)
@@ -23,70 +23,71 @@ struct TrustContractTests {
     @Test(
         "keys: added once (a known key, even revoked, is a conflict), revoked once, listed, audited",
         arguments: Backend.reachable)
-    func keys(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
+    func keys(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
         let key = TrustedKeyRecord(keyID: "k1", publicKey: "ed25519:AAAA", name: "ci", addedAt: t0)
-        try state.addTrustedKey(key)
-        #expect(throws: StoreError.self) { try state.addTrustedKey(key) }
-        #expect(try state.revokeTrustedKey(id: "k1", at: t0 + 1))
-        #expect(try !state.revokeTrustedKey(id: "k1", at: t0 + 2))
-        #expect(try !state.revokeTrustedKey(id: "nope", at: t0 + 2))
-        #expect(throws: StoreError.self) { try state.addTrustedKey(key) }
-        let keys = try state.trustedKeys()
+        try await state.addTrustedKey(key)
+        await #expect(throws: StoreError.self) { try await state.addTrustedKey(key) }
+        #expect(try await state.revokeTrustedKey(id: "k1", at: t0 + 1))
+        #expect(try await !state.revokeTrustedKey(id: "k1", at: t0 + 2))
+        #expect(try await !state.revokeTrustedKey(id: "nope", at: t0 + 2))
+        await #expect(throws: StoreError.self) { try await state.addTrustedKey(key) }
+        let keys = try await state.trustedKeys()
         #expect(keys.count == 1 && keys[0].revokedAt == t0 + 1 && keys[0].name == "ci")
-        #expect(try state.auditEntries().filter { $0.kind == .trust }.map(\.action) == ["add", "revoke"])
+        #expect(try await state.auditEntries().filter { $0.kind == .trust }.map(\.action) == ["add", "revoke"])
     }
 
     @Test(
         "the state refuses, as it records: frozen, a replayed sequence, unsigned or unknown or revoked signers; a rollback passes the freeze and the sequence only",
         arguments: Backend.reachable)
-    func rules(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try apply(state, "a1", BundleProvenance(sequence: 5))
-        #expect(try state.bundleSequence() == 5)
-        func refusal(_ hash: String, _ provenance: BundleProvenance) -> String? {
+    func rules(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await apply(state, "a1", BundleProvenance(sequence: 5))
+        #expect(try await state.bundleSequence() == 5)
+        func refusal(_ hash: String, _ provenance: BundleProvenance) async -> String? {
             do {
-                try apply(state, hash, provenance, at: 1)
+                try await apply(state, hash, provenance, at: 1)
                 return nil
             } catch {
                 return error.code == .refused ? error.message : "\(error)"
             }
         }
-        #expect(refusal("a2", BundleProvenance(sequence: 5))?.hasPrefix("replayed") == true)
-        #expect(refusal("a2", BundleProvenance(sequence: 4))?.hasPrefix("replayed") == true)
-        try state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), by: "ops", at: t0)
-        #expect(try state.bundleFreeze()?.reason == "incident")
-        #expect(refusal("a2", BundleProvenance(sequence: 6))?.hasPrefix("frozen") == true)
-        #expect(refusal("a0", BundleProvenance(sequence: 1, isRollback: true)) == nil, "a rollback passes")
-        #expect(try state.bundleSequence() == 5, "a rollback does not lower the highest sequence")
-        #expect(try state.setBundleFreeze(nil, by: "ops", at: t0))
-        #expect(try !state.setBundleFreeze(nil, by: nil, at: t0))
-        #expect(refusal("a2", BundleProvenance(sequence: 6)) == nil)
-        #expect(try state.bundleSequence() == 6)
+        await #expect(refusal("a2", BundleProvenance(sequence: 5))?.hasPrefix("replayed") == true)
+        await #expect(refusal("a2", BundleProvenance(sequence: 4))?.hasPrefix("replayed") == true)
+        try await state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), by: "ops", at: t0)
+        #expect(try await state.bundleFreeze()?.reason == "incident")
+        await #expect(refusal("a2", BundleProvenance(sequence: 6))?.hasPrefix("frozen") == true)
+        await #expect(refusal("a0", BundleProvenance(sequence: 1, isRollback: true)) == nil, "a rollback passes")
+        #expect(try await state.bundleSequence() == 5, "a rollback does not lower the highest sequence")
+        #expect(try await state.setBundleFreeze(nil, by: "ops", at: t0))
+        #expect(try await !state.setBundleFreeze(nil, by: nil, at: t0))
+        await #expect(refusal("a2", BundleProvenance(sequence: 6)) == nil)
+        #expect(try await state.bundleSequence() == 6)
 
-        try state.addTrustedKey(TrustedKeyRecord(keyID: "k1", publicKey: "ed25519:AAAA", name: nil, addedAt: t0))
-        try state.addTrustedKey(TrustedKeyRecord(keyID: "k2", publicKey: "ed25519:BBBB", name: nil, addedAt: t0))
-        try state.revokeTrustedKey(id: "k2", at: t0)
-        #expect(refusal("a3", BundleProvenance(sequence: 7))?.hasPrefix("unsigned") == true)
-        #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k9"]))?.hasPrefix("unknown key") == true)
-        #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k1", "k2"]))?.hasPrefix("revoked key") == true)
-        #expect(
+        try await state.addTrustedKey(TrustedKeyRecord(keyID: "k1", publicKey: "ed25519:AAAA", name: nil, addedAt: t0))
+        try await state.addTrustedKey(TrustedKeyRecord(keyID: "k2", publicKey: "ed25519:BBBB", name: nil, addedAt: t0))
+        try await state.revokeTrustedKey(id: "k2", at: t0)
+        await #expect(refusal("a3", BundleProvenance(sequence: 7))?.hasPrefix("unsigned") == true)
+        await #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k9"]))?.hasPrefix("unknown key") == true)
+        await #expect(
+            refusal("a3", BundleProvenance(sequence: 7, signers: ["k1", "k2"]))?.hasPrefix("revoked key") == true)
+        await #expect(
             refusal("a0", BundleProvenance(sequence: 1, isRollback: true))?.hasPrefix("unsigned") == true,
             "a rollback never passes trust")
-        #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k1"])) == nil)
+        await #expect(refusal("a3", BundleProvenance(sequence: 7, signers: ["k1"])) == nil)
         // An in-memory bundle (no files) answers to none of these: it is one process's own.
-        try state.recordBundle(contentHash: "mem", source: "memory", result: .applied, at: t0 + 3)
-        let record = try #require(try state.bundleHistory(limit: 1).first)
+        try await state.recordBundle(contentHash: "mem", source: "memory", result: .applied, at: t0 + 3)
+        let record = try #require(try await state.bundleHistory(limit: 1).first)
         #expect(record.contentHash == "mem")
-        let applied = try #require(try state.bundleHistory().first { $0.contentHash == "a3" })
+        let applied = try #require(try await state.bundleHistory().first { $0.contentHash == "a3" })
         #expect(applied.provenance.sequence == 7 && applied.provenance.signers == ["k1"])
     }
 
     /// Overwrites the text of the setting `name`, as damage to the state would.
-    func damage(setting name: String, with text: String, in state: any StateStore) throws {
+    func damage(setting name: String, with text: String, in state: any StateStore) async throws {
         switch state {
         case let database as CustodyDatabase:
-            try database.write("damaging a setting") { db in try SettingRow.save(name, text, in: db) }
+            try await database.write("damaging a setting") { db in try SettingRow.save(name, text, in: db) }
         case let postgres as PostgresState:
             _ = try postgres.sessions.run("damaging a setting", transaction: true) { session in
                 try session.execute(
@@ -101,93 +102,94 @@ struct TrustContractTests {
     @Test(
         "the highest sequence outlives the history rows that named it: a bundle whose row was pruned still counts",
         arguments: Backend.reachable)
-    func sequenceOutlivesHistory(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try apply(state, "h1", BundleProvenance(sequence: 5))
+    func sequenceOutlivesHistory(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await apply(state, "h1", BundleProvenance(sequence: 5))
         // Kept: the newest applied row only, which names no sequence.
-        try state.recordBundle(
+        try await state.recordBundle(
             contentHash: "h2", source: "h2", result: .applied, message: nil,
             files: [StoredFile(name: "tenant.json", bytes: Array("h2".utf8))], provenance: BundleProvenance(),
             accounts: [], reach: [], events: [], retaining: 1, at: t0 + 1)
-        #expect(try state.bundleHistory().map(\.contentHash) == ["h2"])
-        #expect(try state.bundleSequence() == 5)
-        #expect(throws: StoreError.self) { try apply(state, "h3", BundleProvenance(sequence: 4), at: 2) }
+        #expect(try await state.bundleHistory().map(\.contentHash) == ["h2"])
+        #expect(try await state.bundleSequence() == 5)
+        await #expect(throws: StoreError.self) { try await apply(state, "h3", BundleProvenance(sequence: 4), at: 2) }
     }
 
     @Test(
         "an audit switch the state holds damaged is a damaged state, never read as off", arguments: Backend.reachable)
-    func unreadableAuditSwitch(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try state.setDecisionAuditEnabled(true)
-        #expect(try state.isDecisionAuditEnabled())
+    func unreadableAuditSwitch(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await state.setDecisionAuditEnabled(true)
+        #expect(try await state.isDecisionAuditEnabled())
         for (name, text) in [("audit_decisions", "garbage"), ("audit_decisions", ""), ("audit", "ON")] {
-            try damage(setting: name, with: text, in: state)
-            #expect(throws: StoreError.self, "\(name) = \"\(text)\"") { try state.isDecisionAuditEnabled() }
-            try damage(setting: name, with: "on", in: state)
+            try await damage(setting: name, with: text, in: state)
+            await #expect(throws: StoreError.self, "\(name) = \"\(text)\"") { try await state.isDecisionAuditEnabled() }
+            try await damage(setting: name, with: "on", in: state)
         }
-        #expect(try state.isDecisionAuditEnabled())
+        #expect(try await state.isDecisionAuditEnabled())
     }
 
     @Test(
         "a highest sequence the state cannot read is a damaged state: a bundle is refused, never admitted as if none had been applied",
         arguments: Backend.reachable)
-    func unreadableSequence(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try apply(state, "h1", BundleProvenance(sequence: 5))
-        #expect(try state.bundleSequence() == 5)
+    func unreadableSequence(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await apply(state, "h1", BundleProvenance(sequence: 5))
+        #expect(try await state.bundleSequence() == 5)
         for text in ["garbage", "", "1e300", "99999999999999999999999", "-1", "0"] {
-            try damage(setting: "bundle-sequence", with: text, in: state)
+            try await damage(setting: "bundle-sequence", with: text, in: state)
             do {
-                try apply(state, "h2", BundleProvenance(sequence: 1), at: 2)
+                try await apply(state, "h2", BundleProvenance(sequence: 1), at: 2)
                 Issue.record("\(backend): a sequence of \"\(text)\" admitted a bundle")
             } catch {
                 #expect(error.code == .corrupt, "\(text): \(error)")
             }
-            #expect(throws: StoreError.self) { try state.bundleSequence() }
+            await #expect(throws: StoreError.self) { try await state.bundleSequence() }
         }
-        #expect(try state.lastAppliedBundle()?.contentHash == "h1")
+        #expect(try await state.lastAppliedBundle()?.contentHash == "h1")
         // The setting lost: the history still names the highest sequence.
-        try damage(setting: "bundle-sequence", with: "1", in: state)
-        #expect(try state.bundleSequence() == 5)
-        #expect(throws: StoreError.self) { try apply(state, "h3", BundleProvenance(sequence: 2), at: 3) }
+        try await damage(setting: "bundle-sequence", with: "1", in: state)
+        #expect(try await state.bundleSequence() == 5)
+        await #expect(throws: StoreError.self) { try await apply(state, "h3", BundleProvenance(sequence: 2), at: 3) }
     }
 
     @Test(
         "a freeze the state cannot read refuses every bundle as a damaged state, rollback included: it is never taken for no freeze",
         arguments: Backend.reachable)
-    func unreadableFreeze(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
-        try apply(state, "h1", BundleProvenance())
-        #expect(try state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), by: "ops", at: t0 + 1))
-        try damage(setting: "bundle-freeze", with: "{not a freeze", in: state)
+    func unreadableFreeze(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await apply(state, "h1", BundleProvenance())
+        #expect(
+            try await state.setBundleFreeze(BundleFreeze(reason: "incident", by: "ops", at: t0), by: "ops", at: t0 + 1))
+        try await damage(setting: "bundle-freeze", with: "{not a freeze", in: state)
         for provenance in [BundleProvenance(), BundleProvenance(isRollback: true)] {
-            #expect(throws: StoreError.self) { try apply(state, "h2", provenance, at: 2) }
+            await #expect(throws: StoreError.self) { try await apply(state, "h2", provenance, at: 2) }
             do {
-                try apply(state, "h2", provenance, at: 2)
+                try await apply(state, "h2", provenance, at: 2)
             } catch {
                 #expect(error.code == .corrupt, "\(error)")
             }
         }
-        #expect(try state.lastAppliedBundle()?.contentHash == "h1")
-        #expect(throws: StoreError.self) { try state.bundleFreeze() }
+        #expect(try await state.lastAppliedBundle()?.contentHash == "h1")
+        await #expect(throws: StoreError.self) { try await state.bundleFreeze() }
     }
 
     @Test("replicas: recorded, updated in place, listed, forgotten when gone", arguments: Backend.reachable)
-    func replicas(backend: Backend) throws {
-        let state = try backend.make(in: TemporaryDirectory())
+    func replicas(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
         func replica(_ id: String, contact: Date, revision: String? = "r1") -> ReplicaRecord {
             ReplicaRecord(
                 id: id, host: "h", processID: 7, startedAt: t0, version: "0.1.0", revision: revision, change: 3,
                 lastContact: contact, lastError: nil)
         }
-        try state.recordReplica(replica("a", contact: t0))
-        try state.recordReplica(replica("b", contact: t0))
-        try state.recordReplica(replica("a", contact: t0 + 10, revision: "r2"))
-        let all = try state.replicas()
+        try await state.recordReplica(replica("a", contact: t0))
+        try await state.recordReplica(replica("b", contact: t0))
+        try await state.recordReplica(replica("a", contact: t0 + 10, revision: "r2"))
+        let all = try await state.replicas()
         #expect(all.map(\.id) == ["a", "b"] && all[0].revision == "r2" && all[0].lastContact == t0 + 10)
-        #expect(try state.forgetReplicas(lastContactBefore: t0 + 5, id: nil) == 1)
-        #expect(try state.replicas().map(\.id) == ["a"])
-        #expect(try state.forgetReplicas(lastContactBefore: .distantPast, id: "a") == 1)
-        #expect(try state.replicas().isEmpty)
+        #expect(try await state.forgetReplicas(lastContactBefore: t0 + 5, id: nil) == 1)
+        #expect(try await state.replicas().map(\.id) == ["a"])
+        #expect(try await state.forgetReplicas(lastContactBefore: .distantPast, id: "a") == 1)
+        #expect(try await state.replicas().isEmpty)
     }
 }

@@ -24,7 +24,7 @@ struct AccountScopeTests {
         arguments: levels.indices)
     func precedence(index: Int) async throws {
         let level = Self.levels[index]
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(try TestBundle(printBlockedA: true).bundle(), source: "test")
         manager.setProcessAccount(level.process)
         let check = {
@@ -44,7 +44,7 @@ struct AccountScopeTests {
 
     @Test("child tasks inherit the scope; detached work does not; the scope ends with the call")
     func inheritance() async {
-        let manager = PolicyManager()
+        let manager = await PolicyManager()
         await withAccount(Self.a0) {
             async let child = manager.account()
             let grandchildren = await withTaskGroup(of: AccountID?.self) { group in

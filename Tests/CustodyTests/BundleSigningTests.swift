@@ -138,9 +138,9 @@ struct BundleSigningTests {
         let installation = try Installation()
         let keys = SignedKeys(trusted: BundleSigningKey(), revoked: BundleSigningKey(), unknown: BundleSigningKey())
         let engine = try await installation.open()
-        try engine.trust(keys.trusted.publicKey, name: "ci")
-        try engine.trust(keys.revoked.publicKey, name: "old")
-        try engine.revokeTrust(keyID: keys.revoked.publicKey.keyID)
+        try await engine.trust(keys.trusted.publicKey, name: "ci")
+        try await engine.trust(keys.revoked.publicKey, name: "old")
+        try await engine.revokeTrust(keyID: keys.revoked.publicKey.keyID)
         let signer = SignedBundles(installation: installation)
         let first = try installation.bundle("first")
         try signer.sign(first, by: [keys.trusted], sequence: 5)
@@ -161,7 +161,7 @@ struct BundleSigningTests {
         #expect(error.message.contains(tamper.reason), "\(error.message)")
         #expect(error.diagnostics.first?.code == .untrusted)
         #expect(engine.bundleInForce?.revision == before.revision, "the policy in force is unchanged")
-        let history = try engine.bundleHistory(limit: 1)
+        let history = try await engine.bundleHistory(limit: 1)
         #expect(history.first?.result == .rejected && history.first?.message?.contains(tamper.reason) == true)
         #expect(engine.lastBundleRejection?.message.contains(tamper.reason) == true)
         // The same bundle offered as files (PUT /v1/bundle, a Graph sync) is refused alike.
@@ -183,7 +183,7 @@ struct BundleSigningTests {
         let path = try installation.bundle("one")
         try await engine.apply(bundleDirectory: path)
         let revision = try #require(engine.bundleInForce?.revision)
-        try engine.trust(signer.first.publicKey, name: nil)
+        try await engine.trust(signer.first.publicKey, name: nil)
         #expect(
             try await engine.apply(bundleDirectory: path).unchanged, "the same files, no signature: in force already")
         try Data("garbage".utf8).write(to: URL(fileURLWithPath: path + "/" + BundleFiles.signatureName))
@@ -211,9 +211,9 @@ struct BundleSigningTests {
         #expect(!result.unchanged)
         let inForce = try #require(engine.bundleInForce)
         #expect(inForce.provenance.sequence == 10 && inForce.provenance.signers == [keys.trusted.publicKey.keyID])
-        let record = try #require(try engine.bundleHistory(limit: 1).first)
+        let record = try #require(try await engine.bundleHistory(limit: 1).first)
         #expect(record.provenance.appliedBy == "test" && record.provenance.signature != nil)
-        #expect(try engine.database.bundleSequence() == 10)
+        #expect(try await engine.database.bundleSequence() == 10)
     }
 
     @Test(
@@ -229,15 +229,15 @@ struct BundleSigningTests {
         #expect(error.code == .untrusted && error.diagnostics.first?.code == .replayed, "\(error)")
         // Roll back to the first (sequence 5): the highest stays 10, so 7 is still a replay and
         // the bundle rolled back from is not taken again as new.
-        let first = try #require(try engine.bundleHistory().last { $0.result == .applied })
+        let first = try #require(try await engine.bundleHistory().last { $0.result == .applied })
         try await engine.rollback(to: String(first.contentHash.prefix(12)), reason: "incident 42", by: "test")
         #expect(engine.bundleInForce?.revision == first.contentHash)
-        #expect(try engine.database.bundleSequence() == 10)
+        #expect(try await engine.database.bundleSequence() == 10)
         #expect(
             await custodyError { try await engine.apply(bundleDirectory: old) }?.diagnostics.first?.code == .replayed)
         let back = await custodyError { try await engine.apply(bundleDirectory: second) }
         #expect(back?.diagnostics.first?.code == .replayed, "the bundle rolled back from stays out")
-        let record = try #require(try engine.bundleHistory(limit: 10).first { $0.provenance.isRollback })
+        let record = try #require(try await engine.bundleHistory(limit: 10).first { $0.provenance.isRollback })
         #expect(record.provenance.reason == "incident 42" && record.provenance.appliedBy == "test")
     }
 
@@ -250,11 +250,13 @@ struct BundleSigningTests {
         let installation = try Installation()
         let engine = try await installation.open()
         let signer = SignedBundles(installation: installation)
-        let error = try #require(throws: CustodyError.self) { try engine.trust(signer.first.publicKey, name: name) }
+        let error = try await #require(throws: CustodyError.self) {
+            try await engine.trust(signer.first.publicKey, name: name)
+        }
         #expect(error.code == .invalidArgument)
         #expect(!error.message.contains(name), "the name is escaped in the error")
-        #expect(try engine.trustedKeys().isEmpty)
-        #expect(try engine.trust(signer.first.publicKey, name: "ci (2026)").name == "ci (2026)")
+        #expect(try await engine.trustedKeys().isEmpty)
+        #expect(try await engine.trust(signer.first.publicKey, name: "ci (2026)").name == "ci (2026)")
     }
 
     @Test("two keys during a rotation: signed by both, or by the new one alone once trusted; the old one revoked")
@@ -262,19 +264,19 @@ struct BundleSigningTests {
         let installation = try Installation()
         let engine = try await installation.open()
         let signer = SignedBundles(installation: installation)
-        try engine.trust(signer.first.publicKey, name: "old")
+        try await engine.trust(signer.first.publicKey, name: "old")
         // Signed by both while only the old key is trusted here: the new one is not known yet.
         let both = try signer.write("both", signedBy: [signer.first, signer.second], sequence: 1)
         try await engine.apply(bundleDirectory: both)
         #expect(engine.bundleInForce?.provenance.signers == [signer.first.publicKey.keyID])
-        try engine.trust(signer.second.publicKey, name: "new")
-        try engine.revokeTrust(keyID: signer.first.publicKey.keyID)
+        try await engine.trust(signer.second.publicKey, name: "new")
+        try await engine.revokeTrust(keyID: signer.first.publicKey.keyID)
         let new = try signer.write("new", TestBundle(printBlockedA: true), signedBy: [signer.second], sequence: 2)
         try await engine.apply(bundleDirectory: new)
         #expect(engine.bundleInForce?.provenance.signers == [signer.second.publicKey.keyID])
         // A revoked key is never trusted again.
-        #expect(throws: CustodyError.self) { try engine.trust(signer.first.publicKey, name: "again") }
-        #expect(throws: CustodyError.self) { try engine.revokeTrust(keyID: "0000000000000000") }
+        await #expect(throws: CustodyError.self) { try await engine.trust(signer.first.publicKey, name: "again") }
+        await #expect(throws: CustodyError.self) { try await engine.revokeTrust(keyID: "0000000000000000") }
     }
 
     @Test("a freeze refuses every new bundle with its reason until lifted; a rollback still goes through")
@@ -284,14 +286,14 @@ struct BundleSigningTests {
         try await engine.apply(bundleDirectory: try installation.bundle("one"))
         let first = try #require(engine.bundleInForce?.revision)
         try await engine.apply(bundleDirectory: try installation.bundle("two", TestBundle(printBlockedA: true)))
-        try engine.freeze(reason: "incident 7", by: "test")
+        try await engine.freeze(reason: "incident 7", by: "test")
         let three = try installation.bundle("three", TestBundle(printBlockedB: true))
         let error = try #require(await custodyError { try await engine.apply(bundleDirectory: three) })
         #expect(error.diagnostics.first?.code == .frozen && error.message.contains("incident 7"))
         try await engine.rollback(to: first, reason: "back", by: nil)
         #expect(engine.bundleInForce?.revision == first)
-        #expect(try engine.unfreeze())
-        #expect(try !engine.unfreeze())
+        #expect(try await engine.unfreeze())
+        #expect(try await !engine.unfreeze())
         try await engine.apply(bundleDirectory: three)
         #expect(
             await custodyError { try await engine.rollback(to: first, reason: " ", by: nil) }?.code == .invalidArgument)
@@ -313,7 +315,7 @@ struct BundleSigningTests {
         let watch = engine.manager.watch(
             bundleDirectory: watched, interval: .milliseconds(10), debounce: .milliseconds(50))
         defer { watch.cancel() }
-        try engine.freeze(reason: "incident 8", by: "test")
+        try await engine.freeze(reason: "incident 8", by: "test")
         _ = try installation.bundle("watched", TestBundle(printBlockedA: true))
         #expect(
             await eventually(within: .seconds(30)) {
@@ -321,7 +323,7 @@ struct BundleSigningTests {
             })
         try await Task.sleep(for: .milliseconds(300))
         #expect(engine.bundleInForce?.revision == before, "frozen: the edit waits")
-        #expect(try engine.unfreeze())
+        #expect(try await engine.unfreeze())
         #expect(
             await eventually(within: .seconds(30)) { engine.bundleInForce?.revision != before },
             "lifted: the edit it refused goes in")
@@ -334,7 +336,7 @@ struct BundleSigningTests {
         try await engine.apply(bundleDirectory: try installation.bundle("one"))
         let unsigned = try #require(engine.bundleInForce?.revision)
         let signer = SignedBundles(installation: installation)
-        try engine.trust(signer.first.publicKey, name: nil)
+        try await engine.trust(signer.first.publicKey, name: nil)
         try await engine.apply(
             bundleDirectory: try signer.write(
                 "two", TestBundle(printBlockedA: true), signedBy: [signer.first], sequence: 3))
@@ -349,7 +351,7 @@ struct BundleSigningTests {
         let signer = SignedBundles(installation: installation)
         try await engine.apply(bundleDirectory: try signer.write("one", signedBy: [signer.first], sequence: 1))
         let first = try #require(engine.bundleInForce?.revision)
-        try engine.trust(signer.first.publicKey, name: nil)
+        try await engine.trust(signer.first.publicKey, name: nil)
         try await engine.apply(
             bundleDirectory: try signer.write(
                 "two", TestBundle(printBlockedA: true), signedBy: [signer.first], sequence: 2))
@@ -365,20 +367,20 @@ struct BundleSigningTests {
         try await engine.apply(bundleDirectory: try installation.bundle("one"))
         let first = try #require(engine.bundleInForce?.revision)
         try await engine.apply(bundleDirectory: try installation.bundle("two", TestBundle(printBlockedA: true)))
-        let diff = try engine.bundleDiff(from: first, to: nil)
+        let diff = try await engine.bundleDiff(from: first, to: nil)
         #expect(diff.to == engine.bundleInForce?.revision)
         #expect(diff.settings.contains { $0.setting == "printBlocked" }, "\(diff.settings)")
         #expect(!diff.decisions.isEmpty)
-        #expect(try engine.bundleDiff(from: first, to: first).decisions.isEmpty)
-        #expect(try engine.bundleDiff(from: nil, to: nil).from == first, "by default: the last change")
-        #expect(try engine.bundleDiff(from: nil, to: first).from == first, "nothing before the first")
+        #expect(try await engine.bundleDiff(from: first, to: first).decisions.isEmpty)
+        #expect(try await engine.bundleDiff(from: nil, to: nil).from == first, "by default: the last change")
+        #expect(try await engine.bundleDiff(from: nil, to: first).from == first, "nothing before the first")
 
         // Issue 47, item 25: a comparison is kept by (from, to), newest first, at most 8; the
         // same pair asked again is the kept answer, in either spelling of its revisions.
         let second = try #require(engine.bundleInForce?.revision)
         let pairs = engine.diffs.withLock { $0.map { [$0.key.from, $0.key.to] } }
         #expect(Set(pairs) == [[first, second], [first, first]], "each pair once: \(pairs)")
-        let again = try engine.bundleDiff(from: String(first.prefix(12)), to: second)
+        let again = try await engine.bundleDiff(from: String(first.prefix(12)), to: second)
         #expect(again.settings == diff.settings && again.decisions.count == diff.decisions.count)
         #expect(engine.diffs.withLock { $0.first?.key } == DiffKey(from: first, to: second), "used last, kept first")
         #expect(engine.diffs.withLock { $0.count } == 2)
@@ -389,22 +391,22 @@ struct BundleSigningTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("one"))
-        try engine.recordReplicaStatus()
+        try await engine.recordReplicaStatus()
         let late = ReplicaRecord(
             id: "zz-other", host: "other", processID: 1, startedAt: Date(), version: "0.1.0", revision: "old",
             change: 0, lastContact: Date(), lastError: nil)
-        try engine.database.recordReplica(late)
+        try await engine.database.recordReplica(late)
         let gone = ReplicaRecord(
             id: "zz-gone", host: "gone", processID: 2, startedAt: .distantPast, version: "0.1.0", revision: "old",
             change: 0, lastContact: Date(timeIntervalSinceNow: -60), lastError: nil)
-        try engine.database.recordReplica(gone)
-        let status = try engine.fleetStatus()
+        try await engine.database.recordReplica(gone)
+        let status = try await engine.fleetStatus()
         #expect(status.replicas.count == 3 && status.behind == 1, "the stale one is not counted")
         #expect(status.replicas.first { $0.record.id == "zz-gone" }?.isStale == true)
-        let before = try engine.events(after: 0).events.count
-        var announced = try engine.announceReplicasBehind(threshold: 1, announced: [])
-        announced = try engine.announceReplicasBehind(threshold: 1, announced: announced)
-        let events = try engine.events(after: 0).events.dropFirst(before)
+        let before = try await engine.events(after: 0).events.count
+        var announced = try await engine.announceReplicasBehind(threshold: 1, announced: [])
+        announced = try await engine.announceReplicasBehind(threshold: 1, announced: announced)
+        let events = try await engine.events(after: 0).events.dropFirst(before)
         #expect(events.count == 1, "once per replica and revision")
         #expect(
             events.first.map {
@@ -412,11 +414,11 @@ struct BundleSigningTests {
             } == true)
         #expect(announced.count == 1)
         // A replica that is not the first by id among those current leaves it to that one.
-        try engine.database.recordReplica(
+        try await engine.database.recordReplica(
             ReplicaRecord(
                 id: "0-first", host: "h", processID: 3, startedAt: Date(), version: "0.1.0", revision: "older",
                 change: 0, lastContact: Date(), lastError: nil))
-        #expect(try engine.announceReplicasBehind(threshold: 1, announced: []).isEmpty)
+        #expect(try await engine.announceReplicasBehind(threshold: 1, announced: []).isEmpty)
     }
 
     /// Issue 47, item 9: `custody fleet status` failed for an hour after a replica crashed and
@@ -432,13 +434,13 @@ struct BundleSigningTests {
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("one"))
         let now = Date()
-        try engine.recordReplicaStatus(at: now)
-        try engine.database.recordReplica(
+        try await engine.recordReplicaStatus(at: now)
+        try await engine.database.recordReplica(
             ReplicaRecord(
                 id: "crashed", host: "h", processID: 9, startedAt: now.addingTimeInterval(-3_600), version: "0.1.0",
                 revision: engine.bundleInForce?.revision, change: 0, lastContact: now.addingTimeInterval(-silentFor),
                 lastError: nil))
-        let status = try engine.fleetStatus(at: now)
+        let status = try await engine.fleetStatus(at: now)
         let replica = try #require(status.replicas.first { $0.record.id == "crashed" })
         #expect(replica.isStale == stale)
         #expect(replica.isGone == gone)

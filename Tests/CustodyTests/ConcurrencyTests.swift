@@ -16,7 +16,7 @@ struct ConcurrencyTests {
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
         let ring = try await KeyRing(
             store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios), database: nil, keyRing: ring)
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios), database: nil, keyRing: ring)
         let bundles = try (0..<4).map {
             try TestBundle(printBlockedA: $0 & 1 == 0, printBlockedB: $0 & 2 == 0).bundle()
         }
@@ -91,7 +91,7 @@ struct ConcurrencyTests {
         let installation = try Installation()
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: try installation.bundle("bundle"))
-        try engine.setAuditing(decisions: true)
+        try await engine.setAuditing(decisions: true)
         // Decisions and errors interleaved, in small blocks for three workers: hundreds of
         // hand-overs, each batch read ahead while the one before is answered.
         let lines = (0..<3_000).map { index in
@@ -103,8 +103,10 @@ struct ConcurrencyTests {
         defer { try? input.close() }
 
         var output: [UInt8] = []
-        let summary = try engine.decisionRunner(options: .init(currentTime: { .zero }), jobs: 3, blockBytes: 1_000)
-            .run(descriptor: input.fileDescriptor) { output += $0 }
+        let summary = try await engine.decisionRunner(
+            options: .init(currentTime: { .zero }), jobs: 3, blockBytes: 1_000
+        )
+        .run(descriptor: input.fileDescriptor) { output += $0 }
 
         let answers = output.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
         #expect(summary.lines == 3_000 && summary.errors == 1_000 && summary.auditFailure == nil)
@@ -115,7 +117,7 @@ struct ConcurrencyTests {
                 : !answer.hasPrefix(#"{"action":"print""#)
         }
         #expect(misplaced.isEmpty, "answers out of place: \(misplaced.prefix(3))")
-        let audited = try engine.auditEntries().filter { $0.kind == .decision }.compactMap(\.decisionID)
+        let audited = try await engine.auditEntries().filter { $0.kind == .decision }.compactMap(\.decisionID)
         let given = answers.compactMap { answer in
             answer.firstRange(of: #""decisionId":""#).map { String(answer[$0.upperBound...].prefix { $0 != "\"" }) }
         }

@@ -24,7 +24,7 @@ struct ConfigurationStreamTests {
         "nil while unmanaged, then each configuration, nil again when removed; an undecodable one is nil and an event naming the setting"
     )
     func lifecycle() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         var values = manager.configurations(Settings.self, for: .account(a0)).makeAsyncIterator()
         var events = manager.events().makeAsyncIterator()
         #expect(await values.next() == .some(nil), "unmanaged: no bundle yet")
@@ -70,7 +70,7 @@ struct ConfigurationStreamTests {
 
     @Test("only accounts whose configuration changes are told; the lookup follows the account in effect")
     func scoping() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(try bundle([("k", "1")]), source: "test")
         let events = await manager.apply(try bundle([("k", "2")]), source: "test")
         #expect(events == (0..<3).map { .appConfigurationChanged(account: TestBundle.account("A", $0)) })

@@ -15,7 +15,7 @@ struct Fleet {
     let url: String
     let bundles: TemporaryDirectory
 
-    init() throws {
+    init() async throws {
         directory = try TemporaryDirectory()
         bundles = try TemporaryDirectory()
         url = TestPostgres.freshURL("fleet")
@@ -42,8 +42,8 @@ struct Fleet {
 }
 
 /// One decision through a decision session of `engine` (what the service does per request).
-func decide(_ engine: CustodyEngine, _ line: String) throws(CustodyError) -> String {
-    var session = try engine.decisionSession(options: DecisionStream.Options(currentTime: { .seconds(0) }))
+func decide(_ engine: CustodyEngine, _ line: String) async throws(CustodyError) -> String {
+    var session = try await engine.decisionSession(options: DecisionStream.Options(currentTime: { .seconds(0) }))
     defer { engine.end(session) }
     var output: [UInt8] = []
     Array(line.utf8).withUnsafeBytes { session.answer(line: $0, into: &output) }
@@ -59,9 +59,9 @@ func inSchema(of engine: CustodyEngine, _ sql: String) throws {
 }
 
 /// Runs a SQL statement on the test server as its superuser (to kill connections, say).
-func superuser(_ sql: String, database: String = "postgres") throws {
+func superuser(_ sql: String, database: String = "postgres") async throws {
     let url = TestPostgres.url ?? "postgres://custody@127.0.0.1:1/missing"
-    let admin = try PostgresState(url: url + (url.contains("?") ? "&" : "?") + "schema=fleet_admin")
+    let admin = try await PostgresState(url: url + (url.contains("?") ? "&" : "?") + "schema=fleet_admin")
     defer { admin.close() }
     _ = try admin.sessions.run("test", transaction: false) { session in
         try session.execute(PostgresQuery(unsafeSQL: sql))
@@ -74,7 +74,7 @@ struct FleetTests {
         "replicas started together share one master key record; a bundle applied through one is in force on all three; a wipe through one leaves the account's envelopes unreadable on all"
     )
     func bundleAndWipe() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         // Opened at the same moment on a new state: one records the master key, the others
         // check theirs against its record.
         async let a = fleet.replica("a")
@@ -99,7 +99,7 @@ struct FleetTests {
         }
 
         try await replicas[2].wipe(account: alice, reason: "fleet test")
-        let wiped = try replicas[2].database.changeBounds().newest
+        let wiped = try await replicas[2].database.changeBounds().newest
         #expect(await eventually { replicas.allSatisfy { $0.replicaStatus.revision >= wiped } })
         for (index, replica) in replicas.enumerated() {
             let error = await custodyError { _ = try await replica.unprotect(sealed) }
@@ -114,7 +114,7 @@ struct FleetTests {
 
     @Test("a replica whose listening connection is killed reconnects and catches up without losing a change")
     func listenerKilled() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let writer = try await fleet.replica("writer")
         let reader = try await fleet.replica("reader")
         // No polling to speak of: only notices (and the catch-up on reconnecting) bring changes.
@@ -124,14 +124,14 @@ struct FleetTests {
         let first = try await writer.apply(bundleDirectory: try fleet.bundle(0))
         #expect(await eventually { reader.bundleInForce?.revision == first.bundle.revision })
 
-        try superuser(
+        try await superuser(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'reader listener'")
         // Changes committed while it is away: it never hears their notices.
         let second = try await writer.apply(bundleDirectory: try fleet.bundle(1))
-        try writer.setAuditing(decisions: true)
+        try await writer.setAuditing(decisions: true)
         #expect(
             await eventually { reader.bundleInForce?.revision == second.bundle.revision }, "caught up on reconnecting")
-        let newest = try writer.database.changeBounds().newest
+        let newest = try await writer.database.changeBounds().newest
         #expect(await eventually { reader.replicaStatus.revision == newest && reader.replicaStatus.listening })
     }
 
@@ -140,34 +140,34 @@ struct FleetTests {
     )
     func unreachable() async throws {
         let name = "fleet_offline_\(UInt32.random(in: 0..<UInt32.max))"
-        try superuser("CREATE DATABASE \(name)")
+        try await superuser("CREATE DATABASE \(name)")
         let base = try #require(TestPostgres.url)
         let url = base.replacingOccurrences(of: "/postgres?", with: "/\(name)?") + "&schema=custody"
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let replica = try await fleet.replica("offline", url: url)
         try await replica.apply(bundleDirectory: try fleet.bundle(0))
         let follower = Task { await replica.follow(pollInterval: .milliseconds(100), staleAfter: .milliseconds(500)) }
         defer { follower.cancel() }
         #expect(await eventually { replica.replicaStatus.listening && !replica.replicaStatus.isStale() })
 
-        try superuser("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
-        try superuser("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'")
+        try await superuser("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+        try await superuser("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'")
         #expect(await eventually { replica.replicaStatus.isStale() }, "stale once the state is out of reach")
         #expect(replica.replicaStatus.problem != nil)
         let decision = try replica.policy().print(account: TestBundle.account("B", 0))
         #expect(decision.isAllowed, "answers from the policy in force")
 
-        try superuser("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+        try await superuser("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
         #expect(await eventually { !replica.replicaStatus.isStale() }, "fresh again once it reaches the state")
         follower.cancel()
-        try? superuser("DROP DATABASE \(name) WITH (FORCE)")
+        try? await superuser("DROP DATABASE \(name) WITH (FORCE)")
     }
 
     @Test(
         "a replica cut off from the state keeps deciding and accepting the tokens it verified, uses no account key, says it is stale; healed, it catches up and the wipe made meanwhile holds there",
         arguments: [NetworkProxy.Mode.blackhole, .cut])
     func partitioned(fault: NetworkProxy.Mode) async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let a = try await fleet.replica("a")
@@ -183,9 +183,9 @@ struct FleetTests {
         let bob = TestBundle.account("B", 0)
         let aliceEnvelope = try await c.protect([1], owner: alice, mode: .forceEncryption).envelope
         let bobEnvelope = try await c.protect([2], owner: bob, mode: .forceEncryption).envelope
-        let known = try a.createToken(scopes: [.decide]).bearer
-        let unseen = try a.createToken(scopes: [.decide]).bearer
-        let created = try a.database.changeBounds().newest
+        let known = try await a.createToken(scopes: [.decide]).bearer
+        let unseen = try await a.createToken(scopes: [.decide]).bearer
+        let created = try await a.database.changeBounds().newest
         #expect(await eventually { c.replicaStatus.revision == created })
         #expect(try await c.authenticate(bearer: known) != nil)
         #expect(!c.replicaStatus.isStale())
@@ -197,7 +197,7 @@ struct FleetTests {
 
         // Decisions, and tokens it verified, never wait for the state.
         let start = ContinuousClock.now
-        #expect(try decide(c, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#))
+        #expect(try await decide(c, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#))
         #expect(try c.policy().print(account: bob).isAllowed)
         #expect(try await c.authenticate(bearer: known)?.grants(.decide) == true)
         #expect(
@@ -213,7 +213,7 @@ struct FleetTests {
 
         proxy.heal()
         #expect(await eventually(within: .seconds(15)) { !c.replicaStatus.isStale() }, "fresh again once healed")
-        let newest = try a.database.changeBounds().newest
+        let newest = try await a.database.changeBounds().newest
         #expect(await eventually { c.replicaStatus.revision == newest }, "caught up with what it missed")
         let error = await custodyError { _ = try await c.unprotect(aliceEnvelope) }
         #expect(error?.code == .protection, "the wipe made while it was cut off holds on c")
@@ -226,7 +226,7 @@ struct FleetTests {
         "a bundle applied to the state that does not load on a replica leaves its policy in force and marks it stale with the reason, until a bundle that loads is applied"
     )
     func divergence() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let a = try await fleet.replica("a")
         let b = try await fleet.replica("b")
         let follower = Task { await b.follow(pollInterval: .seconds(60)) }
@@ -236,10 +236,10 @@ struct FleetTests {
 
         // What a newer Custody could write: a bundle this one cannot load.
         let unloadable = String(repeating: "e", count: 64)
-        try a.database.recordBundle(
+        try await a.database.recordBundle(
             contentHash: unloadable, source: "a newer Custody", result: .applied,
             files: [StoredFile(name: "tenant.json", bytes: Array(#"{"accounts": 7}"#.utf8))], at: Date())
-        let recorded = try a.database.changeBounds().newest
+        let recorded = try await a.database.changeBounds().newest
         #expect(await eventually { b.replicaStatus.revision == recorded })
         // The contact time is set once the whole catch-up has returned, just after the revision.
         #expect(
@@ -248,7 +248,7 @@ struct FleetTests {
         #expect(status.divergence?.contains("does not load here") == true)
         #expect(status.isStale(), "a replica that cannot put the state's policy in force says so")
         #expect(b.bundleInForce?.revision == first.bundle.revision, "the policy in force stays")
-        #expect(try decide(b, #"{"action":"print","account":"a0@contoso.com"}"#).contains(#""allowed""#))
+        #expect(try await decide(b, #"{"action":"print","account":"a0@contoso.com"}"#).contains(#""allowed""#))
 
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
         #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision })
@@ -259,7 +259,7 @@ struct FleetTests {
 
     @Test("a replica's own subscribers hear of a bundle another replica applied: its events and its typed streams")
     func subscribersOfOtherReplicas() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let a = try await fleet.replica("a")
         let b = try await fleet.replica("b")
         try await a.apply(bundleDirectory: try fleet.bundle(0))
@@ -289,7 +289,7 @@ struct FleetTests {
         "a bundle whose commit the state never confirms is not a refusal: the writer says the outcome is unknown, and the bundle the state committed is in force everywhere once it is heard again"
     )
     func commitNeverConfirmed() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let a = try await fleet.replica("a")
@@ -326,7 +326,7 @@ struct FleetTests {
         #expect(
             await eventually { a.bundleInForce?.revision == revision },
             "the state committed it: in force on the replica that hears it")
-        #expect(try a.database.bundleHistory().first?.result == .applied, "and it was never recorded as rejected")
+        #expect(try await a.database.bundleHistory().first?.result == .applied, "and it was never recorded as rejected")
         proxy.heal()
         #expect(
             await eventually(within: .seconds(15)) { writer.bundleInForce?.revision == revision },
@@ -338,7 +338,7 @@ struct FleetTests {
         "a bundle change while the state is out of reach is a state failure, never an invalid bundle; nothing changes anywhere",
         arguments: [NetworkProxy.Mode.blackhole, .cut])
     func bundleWhileStateAway(fault: NetworkProxy.Mode) async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let a = try await fleet.replica("a")
@@ -356,7 +356,7 @@ struct FleetTests {
         #expect(error?.code == .state, "\(String(describing: error))")
         #expect(writer.bundleInForce?.revision == first.bundle.revision)
         #expect(a.bundleInForce?.revision == first.bundle.revision)
-        #expect(try a.database.bundleHistory().first?.result == .applied, "no rejection recorded")
+        #expect(try await a.database.bundleHistory().first?.result == .applied, "no rejection recorded")
         proxy.heal()
     }
 
@@ -364,7 +364,7 @@ struct FleetTests {
         "a watched directory changed while the state is out of reach is applied once it is back, not only at the next edit"
     )
     func watchRetriesStateFailure() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let writer = try await fleet.replica("w", url: TestPostgres.url(fleet.url, throughPort: proxy.port))
@@ -385,7 +385,7 @@ struct FleetTests {
             await eventually(within: .seconds(15)) { writer.bundleInForce?.revision != first.bundle.revision },
             "the unchanged directory is read again")
         #expect(
-            try writer.database.lastAppliedBundle()?.contentHash == writer.bundleInForce?.revision,
+            try await writer.database.lastAppliedBundle()?.contentHash == writer.bundleInForce?.revision,
             "and the state records it")
     }
 
@@ -393,7 +393,7 @@ struct FleetTests {
         "bundles put through two replicas at the same moment: the one in force everywhere is the one whose change committed last"
     )
     func concurrentBundles() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let a = try await fleet.replica("a")
         let b = try await fleet.replica("b")
         let followers = [a, b].map { engine in Task { await engine.follow(pollInterval: .milliseconds(100)) } }
@@ -407,9 +407,9 @@ struct FleetTests {
             async let throughB: Void = { _ = try await b.apply(files: second, source: "b") }()
             _ = try await (throughA, throughB)
             let last = try #require(
-                try a.database.changes(after: 0, limit: 100_000).last { $0.kind == .bundle }?.subjects.first)
+                try await a.database.changes(after: 0, limit: 100_000).last { $0.kind == .bundle }?.subjects.first)
             #expect(
-                try a.database.lastAppliedBundleFiles()?.record.contentHash == last,
+                try await a.database.lastAppliedBundleFiles()?.record.contentHash == last,
                 "round \(round): the state's bundle in force")
             #expect(
                 await eventually { a.bundleInForce?.revision == last && b.bundleInForce?.revision == last },
@@ -421,7 +421,7 @@ struct FleetTests {
         "a replica cut off in the middle of its own write does not stall the others' writes: the server ends its transaction within seconds"
     )
     func cutOffMidTransaction() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let proxy = try TestPostgres.proxy()
         defer { try? proxy.close() }
         let a = try await fleet.replica("a")
@@ -450,7 +450,7 @@ struct FleetTests {
         let wiped = ContinuousClock.now
         _ = try await a.wipe(account: TestBundle.account("A", 0), reason: "fleet test")
         #expect(wiped.duration(to: .now) < .seconds(2))
-        #expect(try a.database.lastAppliedBundleFiles()?.record.contentHash == applied.bundle.revision)
+        #expect(try await a.database.lastAppliedBundleFiles()?.record.contentHash == applied.bundle.revision)
         proxy.heal()
         _ = await stalled.value
         try inSchema(of: a, "DROP TRIGGER slow_insert ON bundle_history")
@@ -460,7 +460,7 @@ struct FleetTests {
         "a bundle change whose files cannot be read yet is not counted as applied: the replica is behind until it reads them, then puts the bundle in force"
     )
     func unreadableBundleChange() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let a = try await fleet.replica("a")
         let b = try await fleet.replica("b")
         let first = try await a.apply(bundleDirectory: try fleet.bundle(0))
@@ -468,7 +468,7 @@ struct FleetTests {
         defer { follower.cancel() }
         // The bundle is in force on b a moment before its change is counted as applied: wait
         // for both.
-        let firstChange = try a.database.changeBounds().newest
+        let firstChange = try await a.database.changeBounds().newest
         #expect(
             await eventually {
                 b.bundleInForce?.revision == first.bundle.revision && b.replicaStatus.revision == firstChange
@@ -478,7 +478,7 @@ struct FleetTests {
 
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
         try inSchema(of: a, "ALTER TABLE bundle_revision_files RENAME TO bundle_revision_files_away")
-        let newest = try a.database.changeBounds().newest
+        let newest = try await a.database.changeBounds().newest
         // b hears of the change (the log reads), cannot read the bundle, and stays behind.
         #expect(await eventually { b.replicaStatus.newestKnown == newest && b.replicaStatus.problem != nil })
         try await Task.sleep(for: .milliseconds(300))
@@ -498,7 +498,7 @@ struct FleetTests {
         let server = try PrivatePostgres()
         defer { server.stop() }
         let url = server.url + "&schema=custody"
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let a = try await fleet.replica("a", url: url)
         let b = try await fleet.replica("b", url: url)
         let followers = [a, b].map { engine in
@@ -515,7 +515,7 @@ struct FleetTests {
             await eventually(within: .seconds(8)) { a.replicaStatus.isStale() && b.replicaStatus.isStale() },
             "both say they are stale")
         #expect(
-            try decide(b, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#),
+            try await decide(b, #"{"action":"print","account":"b0@contoso.com"}"#).contains(#""allowed":true"#),
             "decisions go on")
         #expect(await custodyError { _ = try await b.unprotect(sealed) }?.code == .state, "no key without the state")
         let wipe = await custodyError { try await a.wipe(account: alice, reason: "while down") }
@@ -533,6 +533,7 @@ struct FleetTests {
         #expect(try await b.unprotect(sealed) == [7], "the key is there: the refused wipe did nothing")
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
         #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision }, "changes flow again")
-        #expect(try a.database.bundleHistory().allSatisfy { $0.result == .applied }, "nothing recorded as rejected")
+        #expect(
+            try await a.database.bundleHistory().allSatisfy { $0.result == .applied }, "nothing recorded as rejected")
     }
 }

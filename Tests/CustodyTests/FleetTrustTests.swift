@@ -15,13 +15,13 @@ struct FleetTrustTests {
         "trust set on one replica binds the other; a rollback through A is in force on B; a freeze through B refuses on A; both see each other's status"
     )
     func acrossReplicas() async throws {
-        let fleet = try Fleet()
+        let fleet = try await Fleet()
         let a = try await fleet.replica("a")
         let b = try await fleet.replica("b")
         let followers = [a, b].map { engine in Task { await engine.follow(pollInterval: .milliseconds(100)) } }
         defer { for follower in followers { follower.cancel() } }
         let key = BundleSigningKey()
-        try a.trust(key.publicKey, name: "ci")
+        try await a.trust(key.publicKey, name: "ci")
         let one = try fleet.bundle(1)
         try sign(one, key, sequence: 1)
         let two = try fleet.bundle(2)
@@ -38,18 +38,18 @@ struct FleetTrustTests {
         // The sequence stays 2 for every replica: B cannot take the bundle rolled back from.
         #expect(await custodyError { try await b.apply(bundleDirectory: two) }?.diagnostics.first?.code == .replayed)
 
-        try b.freeze(reason: "change window", by: "b")
+        try await b.freeze(reason: "change window", by: "b")
         let four = try fleet.bundle(4)
         try sign(four, key, sequence: 4)
         let frozen = try #require(await custodyError { try await a.apply(bundleDirectory: four) })
         #expect(frozen.diagnostics.first?.code == .frozen && frozen.message.contains("change window"))
-        try a.unfreeze()
+        try await a.unfreeze()
         try await a.apply(bundleDirectory: four)
         #expect(await eventually { b.bundleInForce?.revision == a.bundleInForce?.revision })
 
-        try a.recordReplicaStatus()
-        try b.recordReplicaStatus()
-        let status = try b.fleetStatus()
+        try await a.recordReplicaStatus()
+        try await b.recordReplicaStatus()
+        let status = try await b.fleetStatus()
         #expect(status.replicas.count >= 1 && status.behind == 0)
     }
 }

@@ -30,21 +30,21 @@ struct FollowingTests {
         let directory = try TemporaryDirectory()
         let follower = try await Self.engine(directory)
         let other = try await Self.engine(directory)
-        let first = try other.createToken(scopes: [.decide])
-        let second = try other.createToken(scopes: [.decide])
+        let first = try await other.createToken(scopes: [.decide])
+        let second = try await other.createToken(scopes: [.decide])
         let following = Task { await follower.follow(pollInterval: .milliseconds(20)) }
         defer { following.cancel() }
-        let created = try other.database.changeBounds().newest
+        let created = try await other.database.changeBounds().newest
         #expect(await eventually { follower.replicaStatus.revision == created })
         #expect(try await follower.authenticate(bearer: first.bearer) != nil)
         #expect(try await follower.authenticate(bearer: second.bearer) != nil)
         #expect(follower.tokenCache.remembered(first.bearer) != nil, "kept without a time limit while following")
 
         switch change {
-        case .revokeOne: #expect(try other.revokeToken(id: first.token.id))
-        case .createAnother: _ = try other.createToken(scopes: [.read])
+        case .revokeOne: #expect(try await other.revokeToken(id: first.token.id))
+        case .createAnother: _ = try await other.createToken(scopes: [.read])
         }
-        let changed = try other.database.changeBounds().newest
+        let changed = try await other.database.changeBounds().newest
         #expect(await eventually { follower.replicaStatus.revision == changed })
         #expect(
             follower.tokenCache.remembered(second.bearer) != nil, "a change to another token leaves this one verified")
@@ -65,13 +65,13 @@ struct FollowingTests {
         let follower = try await Self.engine(directory)
         let other = try await Self.engine(directory)
         try await follower.apply(bundleDirectory: TestPaths.package("policies"))
-        try other.setAuditing(decisions: !on)
+        try await other.setAuditing(decisions: !on)
         let following = Task { await follower.follow(pollInterval: .milliseconds(20)) }
         defer { following.cancel() }
         let options = DecisionStream.Options(currentTime: { .zero })
-        #expect(await eventually { (try? follower.decisionSession(options: options).isAuditing) == !on })
-        try other.setAuditing(decisions: on)
-        #expect(await eventually { (try? follower.decisionSession(options: options).isAuditing) == on })
+        #expect(await eventually { (try? await follower.decisionSession(options: options).isAuditing) == !on })
+        try await other.setAuditing(decisions: on)
+        #expect(await eventually { (try? await follower.decisionSession(options: options).isAuditing) == on })
     }
 
     @Test(

@@ -12,7 +12,7 @@ struct PolicyManagerTests {
 
     @Test("decisions follow the applied bundle, and before any bundle every account is unmanaged")
     func applying() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         #expect(!manager.snapshot.isManaged(a0))
         await manager.apply(try TestBundle(printBlockedA: true).bundle(), source: "test")
         #expect(!manager.snapshot.print(account: a0).isAllowed)
@@ -22,8 +22,8 @@ struct PolicyManagerTests {
 
     @Test("decisions on one thread see each new bundle at once, and two managers never see each other's")
     func snapshotsPerManager() async throws {
-        let first = PolicyManager(context: EvaluationContext(platform: .ios))
-        let second = PolicyManager(context: EvaluationContext(platform: .ios))
+        let first = await PolicyManager(context: EvaluationContext(platform: .ios))
+        let second = await PolicyManager(context: EvaluationContext(platform: .ios))
         await second.apply(try TestBundle(printBlockedA: true).bundle(), source: "test")
         // The same thread alternates between managers and across applies: each read must miss
         // the thread's cached snapshot when it belongs to the other manager or an older bundle.
@@ -45,7 +45,7 @@ struct PolicyManagerTests {
 
     @Test("only accounts whose policy decides differently are in policyChanged; a rename changes nothing")
     func onlyChangedAccounts() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(try TestBundle().bundle(), source: "test")
         let events = await manager.apply(try TestBundle(printBlockedA: true).bundle(), source: "test")
         #expect(events == [.policyChanged(accounts: (0..<3).map { TestBundle.account("A", $0) })])
@@ -64,7 +64,7 @@ struct PolicyManagerTests {
     func perPlatform(policy: String, platform: Platform) async throws {
         let directory = try TemporaryDirectory()
         try FileManager.default.copyItem(atPath: TestPaths.package("policies"), toPath: directory.file("bundle"))
-        let manager = PolicyManager(context: EvaluationContext(), database: try CustodyDatabase())
+        let manager = await PolicyManager(context: EvaluationContext(), database: try CustodyDatabase())
         try await manager.apply(bundleDirectory: directory.file("bundle"))
         try directory.edit("bundle/all-staff.json") { text in
             // printBlocked of the one policy named.
@@ -86,7 +86,7 @@ struct PolicyManagerTests {
 
     @Test("an encryption requirement that flips is announced per account, and allowed accounts changes once")
     func protectionAndAllowed() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(try TestBundle().bundle(), source: "test")
         let events = await manager.apply(
             try TestBundle(encryptionB: "useDeviceSettings", allowedAccounts: ["a0@contoso.com"]).bundle(),
@@ -101,7 +101,7 @@ struct PolicyManagerTests {
 
     @Test("1,000 subscribers each receive every event of 100 rapid bundle changes, in order")
     func fanOut() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         let bundles = try (0..<100).map {
             try TestBundle(printBlockedA: $0 % 2 == 0, printBlockedB: $0 % 3 == 0).bundle()
         }
@@ -132,7 +132,7 @@ struct PolicyManagerTests {
 
     @Test("cancelled subscribers are released")
     func cancellation() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         for round in 0..<3 {
             let tasks = (0..<200).map { _ in
                 let stream = manager.events()
@@ -150,7 +150,7 @@ struct PolicyManagerTests {
     func rejection() async throws {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase()
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios), database: database)
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios), database: database)
         try TestBundle(printBlockedA: true).write(to: directory.path)
         try await manager.apply(bundleDirectory: directory.path)
         let stream = manager.events()
@@ -166,14 +166,14 @@ struct PolicyManagerTests {
             return
         }
         #expect(rejection.message.contains("tenant.json:1:"))
-        let history = try database.bundleHistory()
+        let history = try await database.bundleHistory()
         #expect(history.map(\.result) == [.rejected, .applied])
         #expect(history.last?.contentHash.count == 64)
     }
 
     @Test("state streams yield the current value first, then each change")
     func stateStreams() async throws {
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(try TestBundle().bundle(), source: "test")
         var allowed = manager.allowedAccounts().makeAsyncIterator()
         var policy = manager.effectivePolicy(for: a0).makeAsyncIterator()
@@ -194,7 +194,7 @@ struct WatchTests {
     func watching() async throws {
         let directory = try TemporaryDirectory()
         try TestBundle().write(to: directory.path)
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         let stream = manager.events()
         let watcher = manager.watch(
             bundleDirectory: directory.path, interval: .milliseconds(10), debounce: .milliseconds(20))

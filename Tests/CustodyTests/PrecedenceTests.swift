@@ -80,7 +80,7 @@ struct PrecedenceTests {
         let engine = try await installation.open()
         try await engine.apply(bundleDirectory: path)
         #expect(engine.precedence == .mostRestrictive)
-        try engine.recordContext(EvaluationContext(), precedence: .incumbent)
+        try await engine.recordContext(EvaluationContext(), precedence: .incumbent)
         #expect(try await installation.open().precedence == .incumbent)
         #expect(try await installation.open(precedence: .mostRestrictive).precedence == .mostRestrictive)
     }

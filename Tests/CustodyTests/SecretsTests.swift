@@ -35,12 +35,12 @@ struct SecretsTests {
     func fixture() async throws -> Fixture {
         let directory = try TemporaryDirectory()
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
-        try database.setAuditEnabled(true)
+        try await database.setAuditEnabled(true)
         let ring = try await KeyRing(
             store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
         let clock = TestClock(Self.t0)
         let logs = LogCapture()
-        let manager = PolicyManager(
+        let manager = await PolicyManager(
             context: EvaluationContext(platform: .ios), database: database, keyRing: ring, logger: logs.logger(),
             now: { clock.now })
         await manager.apply(try TestBundle().bundle(), source: "test")
@@ -81,7 +81,7 @@ struct SecretsTests {
         await #expect(throws: SecretError.self) {
             try await f.secrets.storePassword("x", identifier: "bad\nname", for: nil)
         }
-        #expect(try f.secrets.remove(identifier: "vpn", for: a0))
+        #expect(try await f.secrets.remove(identifier: "vpn", for: a0))
         #expect(try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) == "app-wide-pw")
     }
 
@@ -164,16 +164,16 @@ struct SecretsTests {
         try await f.secrets.storePassword("a1-secret-value", identifier: "vpn", for: a1)
         let scope0 = f.manager.owner(of: a0).rawValue
         let scope1 = f.manager.owner(of: a1).rawValue
-        let sealed = try #require(try f.database.secret(scope: scope0, identifier: "vpn"))
+        let sealed = try #require(try await f.database.secret(scope: scope0, identifier: "vpn"))
 
         // A row moved to another identifier of the same account does not open.
-        try f.database.saveSecret(
+        try await f.database.saveSecret(
             SealedSecret(scope: scope0, identifier: "moved", kind: "password", sealed: sealed.sealed, updated: Self.t0))
         await #expect { try await f.secrets.password(withIdentifier: "moved", account: .account(a0)) } throws: {
             ($0 as? SecretError)?.code == .unreadable
         }
         // Nor one moved to another account.
-        try f.database.saveSecret(
+        try await f.database.saveSecret(
             SealedSecret(scope: scope1, identifier: "vpn", kind: "password", sealed: sealed.sealed, updated: Self.t0))
         await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a1)) } throws: {
             ($0 as? SecretError)?.code == .unreadable
@@ -181,18 +181,18 @@ struct SecretsTests {
         // Nor a flipped byte.
         var flipped = sealed.sealed
         flipped[flipped.count - 3] ^= 1
-        try f.database.saveSecret(
+        try await f.database.saveSecret(
             SealedSecret(scope: scope0, identifier: "flipped", kind: "password", sealed: flipped, updated: Self.t0))
         await #expect { try await f.secrets.password(withIdentifier: "flipped", account: .account(a0)) } throws: {
             ($0 as? SecretError)?.code == .unreadable
         }
 
         try await f.manager.wipe(account: a0)
-        #expect(try f.database.secrets(scope: scope0).isEmpty)
+        #expect(try await f.database.secrets(scope: scope0).isEmpty)
         await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) } throws: {
             ($0 as? SecretError)?.code == .notFound
         }
-        try f.database.saveSecret(sealed)
+        try await f.database.saveSecret(sealed)
         await #expect { try await f.secrets.password(withIdentifier: "vpn", account: .account(a0)) } throws: {
             ($0 as? SecretError)?.code == .unreadable
         }
@@ -230,7 +230,7 @@ struct SecretsTests {
         try await f.manager.wipe(account: a0, reason: "test")
 
         let logged = f.logs.records.map { "\($0.message) \($0.metadata)" }
-        let audited = try f.database.auditEntries().map { "\($0)" }
+        let audited = try await f.database.auditEntries().map { "\($0)" }
         for text in errors + logged + audited {
             #expect(!text.contains(password) && !text.contains(keyLine), "disclosed in: \(text)")
         }

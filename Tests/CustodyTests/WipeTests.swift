@@ -21,7 +21,7 @@ struct WipeTests {
         let database = try CustodyDatabase(path: directory.file("state.sqlite"))
         let ring = try await KeyRing(
             store: StateKeyStore(state: database), masterKey: .keyFile(path: directory.file("master.key")))
-        let manager = PolicyManager(
+        let manager = await PolicyManager(
             context: EvaluationContext(platform: .ios), database: database, keyRing: ring,
             wipesWhenOfflineTooLong: wipes, now: now)
         await manager.apply(try TestBundle().bundle(), source: "test")
@@ -50,9 +50,11 @@ struct WipeTests {
         #expect(!FileManager.default.fileExists(atPath: root))
         await #expect(throws: ProtectionError.self) { _ = try await protector.unprotect(mine) }
         #expect(try await protector.unprotect(theirs) == [4, 5, 6])
-        #expect(try database.lastCheckIn(account: manager.owner(of: a0).rawValue) == nil)
+        #expect(try await database.lastCheckIn(account: manager.owner(of: a0).rawValue) == nil)
         #expect(
-            try database.auditEntries().contains { $0.kind == .wipe && $0.detail?.contains("user signed out") == true })
+            try await database.auditEntries().contains {
+                $0.kind == .wipe && $0.detail?.contains("user signed out") == true
+            })
         var events = stream.makeAsyncIterator()
         #expect(await events.next() == .wipeCompleted(account: a0))
     }
@@ -63,13 +65,15 @@ struct WipeTests {
         let (manager, _, _) = try await manager(directory)
         try await manager.checkIn(account: a0, at: Self.t0)
         let day: TimeInterval = 86_400
-        #expect(try manager.offlineAccess(account: a0, at: Self.t0.addingTimeInterval(60)).isAllowed)
+        #expect(try await manager.offlineAccess(account: a0, at: Self.t0.addingTimeInterval(60)).isAllowed)
         #expect(
-            try manager.offlineAccess(account: a0, at: Self.t0.addingTimeInterval(day)).offlineState == .accessBlocked)
+            try await manager.offlineAccess(account: a0, at: Self.t0.addingTimeInterval(day)).offlineState
+                == .accessBlocked)
         // b0 never checked in: it counts from when the installation first saw it (the apply at t0).
-        #expect(try manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(60)).isAllowed)
+        #expect(try await manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(60)).isAllowed)
         #expect(
-            try manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(day)).offlineState == .accessBlocked,
+            try await manager.offlineAccess(account: b0, at: Self.t0.addingTimeInterval(day)).offlineState
+                == .accessBlocked,
             "b0 never checked in")
 
         #expect(await manager.evaluateOffline(at: Self.t0.addingTimeInterval(day)).isEmpty)
@@ -120,7 +124,8 @@ struct RestoreTests {
         let directory = try TemporaryDirectory()
         let bundle = directory.file("bundle")
         let path = directory.file("state.sqlite")
-        let first = PolicyManager(context: EvaluationContext(platform: .ios), database: try CustodyDatabase(path: path))
+        let first = await PolicyManager(
+            context: EvaluationContext(platform: .ios), database: try CustodyDatabase(path: path))
         #expect(try await !first.restore(), "nothing applied yet")
         try TestBundle(printBlockedA: true).write(to: bundle)
         try await first.apply(bundleDirectory: bundle)
@@ -128,7 +133,7 @@ struct RestoreTests {
         await #expect(throws: BundleRejection.self) { try await first.apply(bundleDirectory: bundle) }
         try FileManager.default.removeItem(atPath: bundle)
 
-        let second = PolicyManager(
+        let second = await PolicyManager(
             context: EvaluationContext(platform: .ios), database: try CustodyDatabase(path: path))
         #expect(!second.snapshot.isManaged(TestBundle.account("A", 0)))
         #expect(try await second.restore())

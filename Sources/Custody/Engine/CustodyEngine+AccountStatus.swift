@@ -43,24 +43,25 @@ extension CustodyEngine {
     /// - Parameter context: the platform (and app) whose policy counts the offline grace; nil:
     ///   the engine's.
     public func accountStatus(for account: AccountID, context: EvaluationContext? = nil, at date: Date? = nil)
+        async
         throws(CustodyError) -> AccountStatus
     {
-        let resolved = try resolve(account)
+        let resolved = try await resolve(account)
         let now = date ?? configuration.now()
         var identifiers: [AccountStatus.Identifier] = []
         var lastCheckIn: Date?
-        let firstSeen = try CustodyError.fromState {
+        let firstSeen = try await CustodyError.fromState {
             for identifier in resolved.identifiers {
-                let versions = try database.accountKeys(owner: identifier.rawValue).map(\.version)
-                let checkIn = try database.lastCheckIn(account: identifier.rawValue)
+                let versions = try await database.accountKeys(owner: identifier.rawValue).map(\.version)
+                let checkIn = try await database.lastCheckIn(account: identifier.rawValue)
                 if let checkIn, lastCheckIn.map({ checkIn > $0 }) ?? true { lastCheckIn = checkIn }
                 identifiers.append(
                     AccountStatus.Identifier(
                         identifier: identifier.rawValue, keyVersions: versions,
-                        wipedAt: try database.wipeRecord(of: identifier.rawValue).map { answerTime($0.at) },
+                        wipedAt: try await database.wipeRecord(of: identifier.rawValue).map { answerTime($0.at) },
                         lastCheckIn: checkIn.map(answerTime)))
             }
-            return try database.account(owner: resolved.owner.rawValue)?.firstSeen
+            return try await database.account(owner: resolved.owner.rawValue)?.firstSeen
         }
         let since = lastCheckIn ?? firstSeen
         let offlineFor = since.map { Swift.max(0, Int(now.timeIntervalSince($0))) }

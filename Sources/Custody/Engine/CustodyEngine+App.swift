@@ -99,8 +99,8 @@ extension CustodyEngine {
     /// check-in under any of its identifiers, else from when the installation first saw it; nil
     /// when the state knows of neither.
     /// - Throws: `CustodyError` `.state` when the state cannot be read: never counted as online.
-    public func offlineDuration(of account: AccountID, at date: Date) throws(CustodyError) -> Duration? {
-        try CustodyError.fromState { try manager.offlineDuration(of: account, at: date) }
+    public func offlineDuration(of account: AccountID, at date: Date) async throws(CustodyError) -> Duration? {
+        try await CustodyError.fromState { try await manager.offlineDuration(of: account, at: date) }
     }
 
     /// Whether `account` may reach its data at `date` after its time offline: blocked past its
@@ -108,8 +108,8 @@ extension CustodyEngine {
     /// `periodOfflineBeforeWipeIsEnforced`. An account the state knows nothing of counts as
     /// online.
     /// - Throws: `CustodyError` `.state` when the state cannot be read (never an answer then).
-    public func offlineAccess(account: AccountID, at date: Date) throws(CustodyError) -> Decision {
-        try CustodyError.fromState { try manager.offlineAccess(account: account, at: date) }
+    public func offlineAccess(account: AccountID, at date: Date) async throws(CustodyError) -> Decision {
+        try await CustodyError.fromState { try await manager.offlineAccess(account: account, at: date) }
     }
 
     /// Looks at every managed account of the tenant in force, announces `wipeRequired` for each

@@ -8,8 +8,8 @@ extension CustodyEngine {
     // MARK: Trusted signing keys
 
     /// Every key the state was told to trust, revoked ones included, oldest first.
-    public func trustedKeys() throws(CustodyError) -> [TrustedKeyRecord] {
-        try CustodyError.fromState { try database.trustedKeys() }
+    public func trustedKeys() async throws(CustodyError) -> [TrustedKeyRecord] {
+        try await CustodyError.fromState { try await database.trustedKeys() }
     }
 
     /// Trusts `key` to sign bundles, audited and shared by every replica. From the first key
@@ -17,7 +17,7 @@ extension CustodyEngine {
     /// - Throws: `.invalidArgument` when the state knows the key already (a revoked key is never
     ///   trusted again: make a new one).
     @discardableResult
-    public func trust(_ key: BundleSigningPublicKey, name: String?) throws(CustodyError) -> TrustedKeyRecord {
+    public func trust(_ key: BundleSigningPublicKey, name: String?) async throws(CustodyError) -> TrustedKeyRecord {
         // A name is printed by `trust list` and the console: one that could rewrite a terminal
         // line or reorder what it shows is refused, as account ids are.
         if let name, name.escapingControlCharacters != name {
@@ -28,7 +28,7 @@ extension CustodyEngine {
         }
         let record = TrustedKeyRecord(keyID: key.keyID, publicKey: key.text, name: name, addedAt: Date())
         do {
-            try database.addTrustedKey(record)
+            try await database.addTrustedKey(record)
         } catch  where error.code == .conflict {
             throw CustodyError(.invalidArgument, "\(error.message); a revoked key is never trusted again")
         } catch {
@@ -39,16 +39,18 @@ extension CustodyEngine {
 
     /// Revokes a trusted key: its signature never counts again, even beside a valid one.
     /// - Throws: `.notFound` when no unrevoked key has that id.
-    public func revokeTrust(keyID: String) throws(CustodyError) {
-        guard try CustodyError.fromState({ try database.revokeTrustedKey(id: keyID, at: Date()) }) else {
+    public func revokeTrust(keyID: String) async throws(CustodyError) {
+        guard try await CustodyError.fromState({ try await database.revokeTrustedKey(id: keyID, at: Date()) }) else {
             throw CustodyError(.notFound, "no trusted, unrevoked key has the id \(keyID)")
         }
     }
 
     /// What the state would say of `files`' signature now: verified (with the sequence rule
     /// checked too), or why not. Changes nothing.
-    public func verifySignature(of files: BundleFiles) throws(CustodyError) -> VerifiedSignature {
-        let (keys, highest) = try CustodyError.fromState { (try database.trustedKeys(), try database.bundleSequence()) }
+    public func verifySignature(of files: BundleFiles) async throws(CustodyError) -> VerifiedSignature {
+        let (keys, highest) = try await CustodyError.fromState {
+            (try await database.trustedKeys(), try await database.bundleSequence())
+        }
         guard !keys.isEmpty else {
             throw CustodyError(.invalidArgument, "the state trusts no signing key (custody trust add)")
         }
@@ -75,17 +77,17 @@ extension CustodyEngine {
     // MARK: History
 
     /// Bundles offered, newest first: applied (with who, the sequence and signers) and refused.
-    public func bundleHistory(limit: Int = 100) throws(CustodyError) -> [BundleRecord] {
-        try CustodyError.fromState { try database.bundleHistory(limit: limit) }
+    public func bundleHistory(limit: Int = 100) async throws(CustodyError) -> [BundleRecord] {
+        try await CustodyError.fromState { try await database.bundleHistory(limit: limit) }
     }
 
     /// A kept revision with its files, named by its revision or a prefix of at least 8 hex
     /// digits that names one kept revision.
     /// - Throws: `.notFound` when the state keeps no such revision; `.invalidArgument` when the
     ///   prefix names several.
-    public func keptBundle(_ revision: String) throws(CustodyError) -> StoredBundle {
-        let full = try resolveRevision(revision)
-        guard let stored = try CustodyError.fromState({ try database.storedBundle(revision: full) }) else {
+    public func keptBundle(_ revision: String) async throws(CustodyError) -> StoredBundle {
+        let full = try await resolveRevision(revision)
+        guard let stored = try await CustodyError.fromState({ try await database.storedBundle(revision: full) }) else {
             throw CustodyError(.notFound, "the state keeps no bundle with revision \(revision)")
         }
         return stored
@@ -97,7 +99,7 @@ extension CustodyEngine {
         (8...64).contains(text.utf8.count) && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
-    private func resolveRevision(_ revision: String) throws(CustodyError) -> String {
+    private func resolveRevision(_ revision: String) async throws(CustodyError) -> String {
         guard Self.isRevision(revision) else {
             throw CustodyError(
                 .invalidArgument,
@@ -105,7 +107,7 @@ extension CustodyEngine {
             )
         }
         guard revision.utf8.count < 64 else { return revision }
-        let kept = try CustodyError.fromState { Array(try database.storedBundleRevisions().keys) }
+        let kept = try await CustodyError.fromState { Array(try await database.storedBundleRevisions().keys) }
         let matches = kept.filter { $0.hasPrefix(revision) }
         guard matches.count <= 1 else {
             throw CustodyError(.invalidArgument, "\(revision) names \(matches.count) kept revisions; give more digits")
@@ -136,7 +138,7 @@ extension CustodyEngine {
         guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw CustodyError(.invalidArgument, "a rollback needs a reason")
         }
-        let stored = try keptBundle(revision)
+        let stored = try await keptBundle(revision)
         guard
             let files = BundleFiles(
                 stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
@@ -159,26 +161,26 @@ extension CustodyEngine {
     // MARK: Freezing
 
     /// The freeze in force, if any.
-    public func bundleFreeze() throws(CustodyError) -> BundleFreeze? {
-        try CustodyError.fromState { try database.bundleFreeze() }
+    public func bundleFreeze() async throws(CustodyError) -> BundleFreeze? {
+        try await CustodyError.fromState { try await database.bundleFreeze() }
     }
 
     /// Freezes the policy in force on every replica: each new bundle is refused with `reason`
     /// until `unfreeze`; a rollback still goes through.
     @discardableResult
-    public func freeze(reason: String, by who: String?) throws(CustodyError) -> BundleFreeze {
+    public func freeze(reason: String, by who: String?) async throws(CustodyError) -> BundleFreeze {
         let reason = reason.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !reason.isEmpty else { throw CustodyError(.invalidArgument, "a freeze needs a reason") }
         let freeze = BundleFreeze(reason: reason, by: who, at: Date())
-        _ = try CustodyError.fromState { try database.setBundleFreeze(freeze, by: who, at: freeze.at) }
+        _ = try await CustodyError.fromState { try await database.setBundleFreeze(freeze, by: who, at: freeze.at) }
         return freeze
     }
 
     /// Lifts the freeze, audited with who did; false when there was none. A watched bundle
     /// directory is offered again at its next look: an edit the freeze refused goes in now.
     @discardableResult
-    public func unfreeze(by who: String? = nil) throws(CustodyError) -> Bool {
-        let lifted = try CustodyError.fromState { try database.setBundleFreeze(nil, by: who, at: Date()) }
+    public func unfreeze(by who: String? = nil) async throws(CustodyError) -> Bool {
+        let lifted = try await CustodyError.fromState { try await database.setBundleFreeze(nil, by: who, at: Date()) }
         if lifted { manager.offerAgain() }
         return lifted
     }
@@ -189,22 +191,22 @@ extension CustodyEngine {
     /// that differ per policy document, and every decision that flips (what `custody matrix
     /// diff` computes), for this engine's evaluation context. Without `from`, from the revision
     /// in force before `to` (the last change; `to` itself when there was none).
-    public func bundleDiff(from: String?, to: String?) throws(CustodyError) -> BundleDiff {
+    public func bundleDiff(from: String?, to: String?) async throws(CustodyError) -> BundleDiff {
         guard let newRevision = to ?? bundleInForce.map(\.revision) else {
             throw CustodyError(.noPolicy, "no bundle is in force to compare with; name a second revision")
         }
-        let new = try keptBundle(newRevision)
+        let new = try await keptBundle(newRevision)
         let old: StoredBundle
         if let from {
-            old = try keptBundle(from)
+            old = try await keptBundle(from)
         } else {
-            let kept = try CustodyError.fromState { try database.storedBundleRevisions() }
-            let history = try bundleHistory(limit: 1_000)
+            let kept = try await CustodyError.fromState { try await database.storedBundleRevisions() }
+            let history = try await bundleHistory(limit: 1_000)
             let since = history.firstIndex { $0.result == .applied && $0.contentHash == new.record.contentHash }
             let previous = history[(since.map { $0 + 1 } ?? history.endIndex)...].first {
                 $0.result == .applied && $0.contentHash != new.record.contentHash && kept[$0.contentHash] != nil
             }
-            old = try previous.map { record throws(CustodyError) in try keptBundle(record.contentHash) } ?? new
+            if let previous { old = try await keptBundle(previous.contentHash) } else { old = new }
         }
         // A revision is its content: the comparison of two is the same every time, and at
         // 100,000 accounts it takes seconds. The last few are kept.
@@ -233,11 +235,11 @@ extension CustodyEngine {
     /// signature is not checked here (applying it checks it).
     /// - Throws: `.noPolicy` with no bundle in force; `.bundle` with the candidate's diagnostics
     ///   when it does not load.
-    public func bundleDiff(candidate: BundleFiles) throws(CustodyError) -> BundleDiff {
+    public func bundleDiff(candidate: BundleFiles) async throws(CustodyError) -> BundleDiff {
         guard let inForce = bundleInForce else {
             throw CustodyError(.noPolicy, "no bundle is in force to compare the candidate with")
         }
-        let current = try keptBundle(inForce.revision)
+        let current = try await keptBundle(inForce.revision)
         return try BundleDiff(
             from: BundleDiff.Side(
                 revision: current.record.contentHash, files: current.files.map { ($0.name, $0.bytes) }, isKept: true),

@@ -1,3 +1,4 @@
+import Dispatch
 public import CustodyPolicy
 import Logging
 import CustodyProtection
@@ -42,14 +43,14 @@ extension CustodyEngine {
     public func decisionSession(
         context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = false,
         report: Bool = false
-    ) throws(CustodyError)
+    ) async throws(CustodyError)
         -> DecisionSession
     {
         // The event id first: an answer may claim an older event than its snapshot saw, never a
         // newer one.
         let eventID = manager.lastEventID
         let (snapshot, revision) = try policyAndRevision(for: context)
-        let auditing = report ? false : try auditSetting.isOn(database, following: isFollowing)
+        let auditing = report ? false : try await auditSetting.isOn(database, following: isFollowing)
         return DecisionSession(
             stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID,
             stamped: stamped,
@@ -72,7 +73,7 @@ extension CustodyEngine {
         line: [UInt8], context: EvaluationContext? = nil, options: DecisionStream.Options, stamped: Bool = true,
         report: Bool = false, readsState: Bool = false
     ) async throws(CustodyError) -> DecidedLine {
-        var session = try decisionSession(context: context, options: options, stamped: stamped, report: report)
+        var session = try await decisionSession(context: context, options: options, stamped: stamped, report: report)
         defer { end(session) }
         var output: [UInt8] = []
         output.reserveCapacity(512)
@@ -91,7 +92,7 @@ extension CustodyEngine {
             // Audit entries are written before the answer is given: on the state's threads.
             audited = try await StateExecutor.run { () throws(CustodyError) in
                 var session = session
-                return try session.commit()
+                return try await session.commit()
             }
         }
         return DecidedLine(
@@ -110,9 +111,9 @@ extension CustodyEngine {
     public func decisionRunner(
         options: DecisionStream.Options, jobs: Int, blockBytes: Int = 1 << 20,
         maximumLineBytes: Int = DecisionRunner.defaultMaximumLineBytes
-    ) throws(CustodyError) -> DecisionRunner {
+    ) async throws(CustodyError) -> DecisionRunner {
         var sessions: [DecisionSession] = []
-        for _ in 0..<max(1, jobs) { sessions.append(try decisionSession(options: options)) }
+        for _ in 0..<max(1, jobs) { sessions.append(try await decisionSession(options: options)) }
         return DecisionRunner(sessions: sessions, blockBytes: blockBytes, maximumLineBytes: maximumLineBytes)
     }
 }
@@ -166,11 +167,11 @@ final class DecisionAuditSetting: Sendable {
 
     private let state = Locked(State())
 
-    func isOn(_ database: any StateStore, following: Bool) throws(CustodyError) -> Bool {
+    func isOn(_ database: any StateStore, following: Bool) async throws(CustodyError) -> Bool {
         let now = ContinuousClock.now
         let (cached, epoch) = state.withLock { ($0.value, $0.epoch) }
         if let cached, cached.until.map({ $0 > now }) ?? true { return cached.on }
-        let on = try CustodyError.fromState { try database.isDecisionAuditEnabled() }
+        let on = try await CustodyError.fromState { try await database.isDecisionAuditEnabled() }
         state.withLock { state in
             guard state.epoch == epoch else { return }
             state.value = (on, following ? nil : now + .seconds(1))
@@ -223,7 +224,33 @@ extension CustodyEngine {
     /// - Throws: `QueryError` (`isStateFailure`) when the state cannot be read or what it holds
     ///   for the account is damaged: the query is an error, never decided as if nothing had
     ///   been recorded (a check-in that cannot be read is not a check-in that never happened).
-    @Sendable public func recordedLaunchFacts(_ account: AccountID) throws(QueryError) -> LaunchFacts? {
+    @Sendable public func recordedLaunchFacts(_ account: AccountID) async throws(QueryError) -> LaunchFacts? {
+        try await readLaunchFacts(account)
+    }
+
+    /// `recordedLaunchFacts` for a decision stream (`DecisionStream.Options.recordedFacts`),
+    /// which asks from inside its synchronous answer: waits for the state on the calling
+    /// thread. For threads that may wait (a decision runner's, the state's: `StateExecutor`),
+    /// never a thread of Swift's cooperative pool. Asked only for a launch query that left out
+    /// a fact.
+    @Sendable public func recordedLaunchFactsWaiting(_ account: AccountID) throws(QueryError) -> LaunchFacts? {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Locked<Result<LaunchFacts?, QueryError>?>(nil)
+        Task { [self] in
+            let result: Result<LaunchFacts?, QueryError>
+            do throws(QueryError) {
+                result = .success(try await readLaunchFacts(account))
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+
+    private func readLaunchFacts(_ account: AccountID) async throws(QueryError) -> LaunchFacts? {
         func failure(_ what: String, _ error: any Error) -> QueryError {
             var failure = QueryError(
                 message:
@@ -234,7 +261,7 @@ extension CustodyEngine {
         }
         let resolved: ResolvedAccount
         do {
-            resolved = try manager.resolve(account)
+            resolved = try await manager.resolve(account)
         } catch  where error.code == .storage {
             throw failure("the account", error)
         } catch {
@@ -243,14 +270,14 @@ extension CustodyEngine {
         let owner = resolved.owner.rawValue
         var facts = LaunchFacts()
         do {
-            if let recorded = try database.launchFacts(account: owner) {
+            if let recorded = try await database.launchFacts(account: owner) {
                 facts = try LaunchFacts(json: try JSONDocument(parsing: Array(recorded.facts.utf8)).root)
             }
         } catch {
             throw failure("the launch facts recorded", error)
         }
         do {
-            if let checkedIn = try database.lastCheckIn(account: owner) {
+            if let checkedIn = try await database.lastCheckIn(account: owner) {
                 facts.lastCheckIn = .seconds(checkedIn.timeIntervalSince1970)
             }
         } catch {

@@ -71,12 +71,12 @@ actor ChangeApplier {
     /// once acted on: when the state cannot be read midway, this throws and the next call
     /// starts again from the first change not applied.
     func apply() async throws(StoreError) -> (count: Int, settingChanged: Bool) {
-        let bounds = try state.changeBounds()
+        let bounds = try await state.changeBounds()
         replica.withLock { $0.newestKnown = max($0.newestKnown, bounds.newest) }
         guard bounds.newest > revision else {
             // Events other processes recorded without a change (a bundle they refused, an
             // offline wipe announced) still reach this engine's event-log readers.
-            manager.catchUp()
+            await manager.catchUp()
             return (0, false)
         }
         if let oldest = bounds.oldest, oldest > revision + 1 {
@@ -91,7 +91,7 @@ actor ChangeApplier {
         var applied = 0
         var settingChanged = false
         while true {
-            let changes = try state.changes(after: revision, limit: 1_000)
+            let changes = try await state.changes(after: revision, limit: 1_000)
             guard let last = changes.last else { break }
             var bundleChanged = false
             for change in changes {
@@ -111,7 +111,7 @@ actor ChangeApplier {
             applied += changes.count
             replica.withLock { $0.revision = last.revision }
         }
-        manager.catchUp()
+        await manager.catchUp()
         return (applied, settingChanged)
     }
 
@@ -162,7 +162,7 @@ extension CustodyEngine {
                 if !database.notifiesChanges { status.listening = true }
             }
             // Read the new audit setting now, so that decisions do not have to.
-            if settingChanged { _ = try? auditSetting.isOn(database, following: isFollowing) }
+            if settingChanged { _ = try? await auditSetting.isOn(database, following: isFollowing) }
             return count
         } catch {
             replica.withLock { status in
@@ -192,7 +192,7 @@ extension CustodyEngine {
             auditSetting.reset()
         }
         await StateExecutor.run {
-            _ = try? auditSetting.isOn(database, following: true)
+            _ = try? await auditSetting.isOn(database, following: true)
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.poll(every: pollInterval) }
                 if let notifying = database as? any ChangeNotifying {

@@ -61,28 +61,29 @@ extension CustodyEngine {
     /// Records this replica's status in the state (what it has in force, how current it is,
     /// its last error) and forgets replicas gone for an hour. Called every few seconds by a
     /// serving process.
-    public func recordReplicaStatus(at now: Date = Date()) throws(CustodyError) {
+    public func recordReplicaStatus(at now: Date = Date()) async throws(CustodyError) {
         let identity = replicaIdentity
         let status = replicaStatus
         let record = ReplicaRecord(
             id: identity.id, host: identity.host, processID: identity.processID, startedAt: identity.startedAt,
             version: custodyVersion, revision: bundleInForce?.revision, change: status.revision, lastContact: now,
             lastError: status.divergence ?? status.problem)
-        try CustodyError.fromState {
-            try database.recordReplica(record)
-            try database.forgetReplicas(lastContactBefore: now.addingTimeInterval(-FleetStatus.goneAfter), id: nil)
+        try await CustodyError.fromState {
+            try await database.recordReplica(record)
+            try await database.forgetReplicas(
+                lastContactBefore: now.addingTimeInterval(-FleetStatus.goneAfter), id: nil)
         }
     }
 
     /// Forgets this replica's status (a service that stops says it is gone).
-    public func forgetReplicaStatus() {
-        _ = try? database.forgetReplicas(lastContactBefore: .distantPast, id: replicaIdentity.id)
+    public func forgetReplicaStatus() async {
+        _ = try? await database.forgetReplicas(lastContactBefore: .distantPast, id: replicaIdentity.id)
     }
 
     /// Every replica's last status, stale and behind ones marked.
-    public func fleetStatus(at now: Date = Date()) throws(CustodyError) -> FleetStatus {
-        let (records, newest) = try CustodyError.fromState {
-            (try database.replicas(), try database.lastAppliedBundle())
+    public func fleetStatus(at now: Date = Date()) async throws(CustodyError) -> FleetStatus {
+        let (records, newest) = try await CustodyError.fromState {
+            (try await database.replicas(), try await database.lastAppliedBundle())
         }
         // Behind: it said it runs another revision after the newest was applied (a replica that
         // has not said anything since is not judged yet; if it never does, it turns stale).
@@ -105,9 +106,9 @@ extension CustodyEngine {
     /// takes over), so the fleet says it once.
     public func announceReplicasBehind(
         threshold: TimeInterval, announced given: Set<String>, at now: Date = Date()
-    ) throws(CustodyError) -> Set<String> {
+    ) async throws(CustodyError) -> Set<String> {
         var announced = given
-        let status = try fleetStatus(at: now)
+        let status = try await fleetStatus(at: now)
         guard status.replicas.first(where: { !$0.isStale })?.record.id == replicaIdentity.id else {
             return announced
         }
@@ -117,7 +118,7 @@ extension CustodyEngine {
         for replica in status.replicas where replica.isBehind && !replica.isStale {
             let key = replica.record.id + " " + newest
             guard announced.insert(key).inserted else { continue }
-            manager.announce(
+            await manager.announce(
                 .replicaBehind(
                     replica: replica.record.id, host: replica.record.host, revision: replica.record.revision,
                     newest: newest, seconds: Int(now.timeIntervalSince(appliedAt))))

@@ -125,9 +125,9 @@ extension CustodyEngine {
     }
 
     /// Records the owner in the state's registry before its keys are made.
-    private func record(_ holder: ResolvedAccount?) throws(CustodyError) {
+    private func record(_ holder: ResolvedAccount?) async throws(CustodyError) {
         guard let holder else { return }
-        try CustodyError.fromState { try manager.register(holder) }
+        try await CustodyError.fromState { try await manager.register(holder) }
     }
 
     /// Protects the data of `source` into `sink` for `owner`, as `mode` and the policy in
@@ -145,7 +145,7 @@ extension CustodyEngine {
         }
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
-        if plan.encrypted { try record(holder) }
+        if plan.encrypted { try await record(holder) }
         try await CustodyError.mapping(otherwise: .protection) {
             try await protector.protect(
                 checked: source, to: sink, owner: sealFor, encrypt: plan.encrypted, progress: progress)
@@ -160,7 +160,7 @@ extension CustodyEngine {
     ) async throws(CustodyError) -> ProtectedBuffer {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode, context: context)
         let protector = try protector("protecting data needs the account keys it is sealed under")
-        if plan.encrypted { try record(holder) }
+        if plan.encrypted { try await record(holder) }
         return try await CustodyError.mapping(otherwise: .protection) {
             ProtectedBuffer(
                 envelope: try await protector.protect(data, owner: sealFor, encrypt: plan.encrypted), plan: plan)
@@ -182,7 +182,7 @@ extension CustodyEngine {
             if let reason = try protector.alreadyProtected(file: path, for: sealFor, encrypt: plan.encrypted) {
                 return FileVerification(plan: plan, skipped: reason)
             }
-            if plan.encrypted { try record(holder) }
+            if plan.encrypted { try await record(holder) }
             try await protector.protect(file: path, owner: sealFor, encrypt: plan.encrypted, progress: progress)
             return FileVerification(plan: plan, skipped: nil)
         }
@@ -197,7 +197,7 @@ extension CustodyEngine {
     ) async throws(CustodyError) -> DirectoryProtection {
         let (plan, sealFor, holder) = try plan(owner: owner, mode: mode)
         let protector = try protector("protecting data needs the account keys it is sealed under")
-        if plan.encrypted { try record(holder) }
+        if plan.encrypted { try await record(holder) }
         return try await CustodyError.mapping(otherwise: .protection) {
             DirectoryProtection(
                 plan: plan,
@@ -225,7 +225,7 @@ extension CustodyEngine {
         } catch {
             var owner: OwnerIdentifier?
             if case .file(let path) = source { owner = (try? DataProtector.protectionInfo(file: path))??.owner }
-            throw explained(error, owner: owner)
+            throw await explained(error, owner: owner)
         }
     }
 
@@ -242,7 +242,8 @@ extension CustodyEngine {
         for index in report.failed.indices {
             let failure = report.failed[index]
             report.failed[index].message =
-                explained(failure.error, owner: (try? DataProtector.protectionInfo(file: failure.path))??.owner).message
+                await explained(failure.error, owner: (try? DataProtector.protectionInfo(file: failure.path))??.owner)
+                .message
         }
         return report
     }
@@ -258,7 +259,7 @@ extension CustodyEngine {
             }
             return try await protector.unprotect(envelope)
         } catch {
-            throw explained(error, owner: (try? DataProtector.protectionInfo(envelope))??.owner)
+            throw await explained(error, owner: (try? DataProtector.protectionInfo(envelope))??.owner)
         }
     }
 
@@ -266,9 +267,9 @@ extension CustodyEngine {
     /// is missing: its version is not in the store, or a key of that version exists (made after
     /// the wipe) and is not the one it was sealed with. An envelope whose key is right and
     /// whose chunks do not authenticate was damaged, wiped or not: that is what it is told.
-    private func explained(_ error: ProtectionError, owner: OwnerIdentifier?) -> CustodyError {
+    private func explained(_ error: ProtectionError, owner: OwnerIdentifier?) async -> CustodyError {
         if error.code == .keyUnavailable || (error.code == .decryptFailed && error.isKeyMismatch), let owner,
-            let wiped = try? database.wipeRecord(of: owner.rawValue)
+            let wiped = try? await database.wipeRecord(of: owner.rawValue)
         {
             let prefix = error.path.map { "\($0): " } ?? ""
             return CustodyError(
@@ -285,17 +286,17 @@ extension CustodyEngine {
     /// theirs), recorded in the audit log. Returns the account and the new version.
     /// - Parameter by: who asked (a service token's operator name), kept in the audit entry.
     public func rotateKey(account: AccountID, by: String? = nil) async throws(CustodyError) -> KeyRotation {
-        let resolved = try resolve(account)
+        let resolved = try await resolve(account)
         let keyRing = try requireKeyRing("rotating a key needs the master key that wraps it")
         return try await CustodyError.mapping(otherwise: .state) {
-            try manager.register(resolved)
+            try await manager.register(resolved)
             let version = try await keyRing.rotate(resolved.owner)
-            try database.audit(
+            try await database.audit(
                 .key, account: resolved.owner.rawValue, action: "rotate",
                 detail: "version \(version)" + (by.map { " by \($0)" } ?? ""),
                 at: configuration.now())
             // Every replica's event stream says so (re-protect with the new version if wanted).
-            manager.announce(.keyRotated(account: account, version: version))
+            await manager.announce(.keyRotated(account: account, version: version))
             return KeyRotation(owner: resolved.owner, version: version)
         }
     }
@@ -310,7 +311,7 @@ extension CustodyEngine {
             guard try await protector.rewrap(file: path) else { return .alreadyNewest }
             return .rewrapped(from: from, to: try DataProtector.protectionInfo(file: path)?.keyVersion ?? from)
         } catch {
-            throw explained(error, owner: (try? DataProtector.protectionInfo(file: path))??.owner)
+            throw await explained(error, owner: (try? DataProtector.protectionInfo(file: path))??.owner)
         }
     }
 
@@ -324,17 +325,20 @@ extension CustodyEngine {
     }
 
     /// Every owner with keys in the state, with its versions. Needs no master key.
-    public func keyOwners() throws(CustodyError) -> [KeyOwner] {
+    public func keyOwners() async throws(CustodyError) -> [KeyOwner] {
         let store = StateKeyStore(state: database)
         let snapshot = manager.snapshot
         // Every failure here is the state's (the key store only reads it): `.state`, whatever
         // the key store called it.
         do {
-            return try store.owners().map { owner throws(ProtectionError) in
-                KeyOwner(
-                    owner: owner, versions: try store.keys(for: owner).map(\.version),
-                    account: snapshot.tenantAccount(for: owner.account)?.id)
+            var owners: [KeyOwner] = []
+            for owner in try await store.owners() {
+                owners.append(
+                    KeyOwner(
+                        owner: owner, versions: try await store.keys(for: owner).map(\.version),
+                        account: snapshot.tenantAccount(for: owner.account)?.id))
             }
+            return owners
         } catch {
             throw CustodyError(state: error)
         }
@@ -416,7 +420,7 @@ extension CustodyEngine {
         -> SharedItemDecision
     {
         var result = try await decideReceive(receiver: receiver, item: item, context: context)
-        result.decisionID = try auditDecision(
+        result.decisionID = try await auditDecision(
             account: receiver ?? result.dataOwner, action: .receive, allowed: result.decision.isAllowed,
             reason: result.decision.reason)
         return result
@@ -440,7 +444,7 @@ extension CustodyEngine {
                 info = try DataProtector.protectionInfo(item)
             }
         } catch {
-            throw explained(error, owner: (try? DataProtector.protectionInfo(item))??.owner)
+            throw await explained(error, owner: (try? DataProtector.protectionInfo(item))??.owner)
         }
         guard let info else {
             return SharedItemDecision(

@@ -95,7 +95,7 @@ extension CustodyEngine {
     /// - Throws: `CustodyError` `.state` when the state cannot be read.
     public func newestEventID() async throws(CustodyError) -> Int64 {
         let newest = try await CustodyError.mapping(otherwise: .state) {
-            try await StateExecutor.run { () throws(StoreError) in try database.eventBounds().newest }
+            try await StateExecutor.run { () throws(StoreError) in try await database.eventBounds().newest }
         }
         // What was just read wakes the log's readers; the state is not read a second time.
         manager.journal.advance(to: newest)
@@ -111,8 +111,8 @@ extension CustodyEngine {
 
     /// The newest revision in the state's change log, read now.
     /// - Throws: `CustodyError` `.state` when the state cannot be read.
-    public func newestChangeRevision() throws(CustodyError) -> Int64 {
-        return try CustodyError.fromState { try database.changeBounds().newest }
+    public func newestChangeRevision() async throws(CustodyError) -> Int64 {
+        return try await CustodyError.fromState { try await database.changeBounds().newest }
     }
 
     // MARK: Event streams
@@ -142,16 +142,18 @@ public enum StateBackend: String, Sendable, Hashable {
 extension CustodyEngine {
     /// Takes the state's lease `name` (see `StateStore.lease(_:)`); nil when another process
     /// or replica holds it.
-    package func lease(_ name: String) throws(StoreError) -> (any StateLease)? { try database.lease(name) }
+    package func lease(_ name: String) async throws(StoreError) -> (any StateLease)? { try await database.lease(name) }
 
     /// The text kept under `name` in the state's cache (see `StateStore.cache(_:)`).
-    package func cache(_ name: String) throws(StoreError) -> String? { try database.cache(name) }
+    package func cache(_ name: String) async throws(StoreError) -> String? { try await database.cache(name) }
 
     /// Keeps `text` under `name` in the state's cache (nil removes it).
-    package func saveCache(_ name: String, _ text: String?) throws(StoreError) { try database.saveCache(name, text) }
+    package func saveCache(_ name: String, _ text: String?) async throws(StoreError) {
+        try await database.saveCache(name, text)
+    }
 
     /// Records a policy sync in the event log and tells subscribers (`PolicyManager.announce`).
-    package func announce(_ sync: PolicySync) { manager.announce(sync) }
+    package func announce(_ sync: PolicySync) async { await manager.announce(sync) }
 }
 
 extension CustodyEngine {

@@ -47,7 +47,7 @@ extension CustodyEngine {
 
     /// Creates a token with `scopes`. The returned text is the bearer token: the only time it
     /// exists outside its holder (the state keeps the SHA-256 of its secret part).
-    public func createToken(scopes: Set<TokenScope>, name: String? = nil) throws(CustodyError) -> CreatedToken {
+    public func createToken(scopes: Set<TokenScope>, name: String? = nil) async throws(CustodyError) -> CreatedToken {
         guard !scopes.isEmpty else {
             throw CustodyError(
                 .refused,
@@ -61,23 +61,23 @@ extension CustodyEngine {
             id: id, name: name, scopes: scopes.sorted().map(\.rawValue),
             hash: Array(SHA256.hash(data: Array(Self.hex(secret).utf8))),
             created: configuration.now())
-        try CustodyError.fromState { try database.addToken(record) }
+        try await CustodyError.fromState { try await database.addToken(record) }
         return CreatedToken(token: Self.token(record), bearer: bearer)
     }
 
     /// Every token, valid and revoked, oldest first.
-    public func tokens() throws(CustodyError) -> [ServiceToken] {
-        return try CustodyError.fromState { try database.tokens().map(Self.token) }
+    public func tokens() async throws(CustodyError) -> [ServiceToken] {
+        return try await CustodyError.fromState { try await database.tokens().map(Self.token) }
     }
 
     /// Revokes a token; false when there is no valid token with that id. This engine stops
     /// accepting it at once; others sharing the state as soon as the change reaches them (see
     /// `authenticate(bearer:)`).
     @discardableResult
-    public func revokeToken(id: String) throws(CustodyError) -> Bool {
-        return try CustodyError.fromState {
+    public func revokeToken(id: String) async throws(CustodyError) -> Bool {
+        return try await CustodyError.fromState {
             defer { tokenCache.forget(ids: [id]) }
-            return try database.revokeToken(id: id, at: configuration.now())
+            return try await database.revokeToken(id: id, at: configuration.now())
         }
     }
 
@@ -93,7 +93,7 @@ extension CustodyEngine {
         // Not remembered: read from the state, on its threads.
         return try await StateExecutor.run { () throws(CustodyError) in
             do {
-                return try tokenCache.authenticate(bearer, database: database, following: following)
+                return try await tokenCache.authenticate(bearer, database: database, following: following)
             } catch {
                 throw CustodyError(.state, "the token cannot be verified now: \(error)", underlying: error)
             }
@@ -108,7 +108,7 @@ extension CustodyEngine {
         let parts = bearer.dropFirst(Self.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 2 else { return nil }
         return await StateExecutor.run { () -> Date? in
-            let found = try? database.token(id: String(parts[0]))
+            let found = try? await database.token(id: String(parts[0]))
             let matches = SecureMemory.constantTimeEqual(
                 Array(SHA256.hash(data: Array(parts[1].utf8))), found?.hash ?? CustodyEngine.noTokenHash)
             guard let record = found, matches, let revoked = record.revoked else { return nil }
@@ -201,7 +201,9 @@ final class TokenCache: Sendable {
 
     /// The token `bearer` names if it is valid, else nil.
     /// - Throws: `StoreError` when it must be read from the state and cannot be.
-    func authenticate(_ bearer: String, database: any StateStore, following: Bool) throws(StoreError) -> ServiceToken? {
+    func authenticate(_ bearer: String, database: any StateStore, following: Bool) async throws(StoreError)
+        -> ServiceToken?
+    {
         guard bearer.hasPrefix(CustodyEngine.tokenPrefix),
             bearer.utf8.count == CustodyEngine.tokenPrefix.utf8.count + 16 + 1 + 64
         else { return nil }
@@ -210,7 +212,7 @@ final class TokenCache: Sendable {
             // Forget everything when any process created or revoked a token since the last look
             // (entries expire within a second anyway, so a generation that cannot be read waits).
             let due = state.withLock { $0.nextCheck <= now }
-            if due, let generation = try? database.tokenGeneration() {
+            if due, let generation = try? await database.tokenGeneration() {
                 state.withLock { state in
                     if state.generation != generation {
                         let epoch = state.epoch &+ 1
@@ -228,7 +230,7 @@ final class TokenCache: Sendable {
         // The same work whether the id exists or not (the secret hashed and compared, against
         // a hash no secret has when there is no such token), so that the time an answer takes
         // does not tell which token ids exist.
-        let found = try database.token(id: String(parts[0]))
+        let found = try await database.token(id: String(parts[0]))
         let matches = SecureMemory.constantTimeEqual(
             Array(SHA256.hash(data: Array(parts[1].utf8))), found?.hash ?? CustodyEngine.noTokenHash)
         guard let record = found, matches, record.revoked == nil else { return nil }

@@ -153,6 +153,39 @@ public final class CustodyEngine: Sendable {
             replica: replica)
     }
 
+    /// The state `configuration` names, opened and migrated. Opening SQLite is blocking file
+    /// I/O: it runs on the state's threads (`StateExecutor`), never on the cooperative pool.
+    private static func openState(_ configuration: CustodyConfiguration) async throws(CustodyError) -> any StateStore {
+        func sqlite(_ open: () throws -> CustodyDatabase) async throws(CustodyError) -> any StateStore {
+            try await StateExecutor.run { () throws(CustodyError) in try CustodyError.fromState(open) }
+        }
+        let deferring = configuration.defersStateWrites
+        switch configuration.state {
+        case .path(let state):
+            return try await sqlite {
+                try CustodyDatabase(path: CustodyDatabase.path(forState: state), deferringWrites: deferring)
+            }
+        case .existingPath(let state):
+            let path = CustodyDatabase.path(forState: state)
+            return try await sqlite {
+                FileManager.default.fileExists(atPath: path)
+                    ? try CustodyDatabase(path: path, deferringWrites: deferring) : try CustodyDatabase()
+            }
+        case .requiredPath(let state):
+            let path = CustodyDatabase.path(forState: state)
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw CustodyError(.state, "\(path): there is no state here (nothing has ever been stored in it)")
+            }
+            return try await sqlite { try CustodyDatabase(path: path, deferringWrites: deferring) }
+        case .readOnlyPath(let state):
+            return try await sqlite { try CustodyDatabase(readingOnly: CustodyDatabase.path(forState: state)) }
+        case .inMemory:
+            return try await sqlite { try CustodyDatabase() }
+        case .postgres(let url):
+            return try await CustodyError.fromState { try await PostgresState(url: url, logger: configuration.logger) }
+        }
+    }
+
     /// Opens an installation: the state database (migrated), the key ring when a master key
     /// is configured, and the policy in force (the bundle last applied to this state), or the
     /// override bundle.
@@ -160,31 +193,7 @@ public final class CustodyEngine: Sendable {
     ///   the master key is unusable, `.bundle` when the override or the stored bundle does not
     ///   load (a policy in force that cannot be restored is never replaced by an empty one).
     public static func open(_ configuration: CustodyConfiguration) async throws(CustodyError) -> CustodyEngine {
-        let database: any StateStore = try CustodyError.fromState {
-            switch configuration.state {
-            case .path(let state):
-                return try CustodyDatabase(
-                    path: CustodyDatabase.path(forState: state), deferringWrites: configuration.defersStateWrites)
-            case .existingPath(let state):
-                let path = CustodyDatabase.path(forState: state)
-                return
-                    FileManager.default.fileExists(atPath: path)
-                    ? try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites)
-                    : try CustodyDatabase()
-            case .requiredPath(let state):
-                let path = CustodyDatabase.path(forState: state)
-                guard FileManager.default.fileExists(atPath: path) else {
-                    throw CustodyError(.state, "\(path): there is no state here (nothing has ever been stored in it)")
-                }
-                return try CustodyDatabase(path: path, deferringWrites: configuration.defersStateWrites)
-            case .readOnlyPath(let state):
-                return try CustodyDatabase(readingOnly: CustodyDatabase.path(forState: state))
-            case .inMemory:
-                return try CustodyDatabase()
-            case .postgres(let url):
-                return try PostgresState(url: url, logger: configuration.logger)
-            }
-        }
+        let database = try await openState(configuration)
         let keyRing: KeyRing?
         do throws(ProtectionError) {
             if let source = configuration.masterKey {
@@ -197,14 +206,14 @@ public final class CustodyEngine: Sendable {
         }
         // Read before the bundle in force is: a change committed meanwhile is applied later,
         // never missed.
-        let (revision, recorded) = try CustodyError.fromState {
-            (try database.changeBounds().newest, try database.installationContext())
+        let (revision, recorded) = try await CustodyError.fromState {
+            (try await database.changeBounds().newest, try await database.installationContext())
         }
         let context = Self.context(configuration.context, recorded: recorded)
         let precedence =
             configuration.precedence ?? recorded.precedence.flatMap(PolicyPrecedence.Rule.init(rawValue:))
             ?? .mostRestrictive
-        let manager = PolicyManager(
+        let manager = await PolicyManager(
             context: context, database: database, keyRing: keyRing,
             wipesWhenOfflineTooLong: configuration.wipesWhenOfflineTooLong,
             precedence: precedence, retainedBundles: configuration.retainedBundles, logger: configuration.logger,
@@ -252,10 +261,11 @@ public final class CustodyEngine: Sendable {
     /// bundle with iOS and Android policies needs a platform for every decision; recording one
     /// at `custody apply` saves naming it on every command.)
     public func recordContext(_ context: EvaluationContext, precedence: PolicyPrecedence.Rule? = nil)
+        async
         throws(CustodyError)
     {
-        try CustodyError.fromState {
-            try database.recordInstallationContext(
+        try await CustodyError.fromState {
+            try await database.recordInstallationContext(
                 platform: context.platform?.rawValue, appID: context.appID,
                 managementLevel: context.managementLevel?.rawValue,
                 precedence: precedence?.rawValue)
@@ -338,7 +348,7 @@ public final class CustodyEngine: Sendable {
     ) async throws(CustodyError) -> ApplyResult {
         let source = URL(fileURLWithPath: directory).standardizedFileURL.path
         // What the state had in force (another writer may be ahead of this engine).
-        let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
+        let before = await (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
         let events: [PolicyEvent]
         do {
             events = try await manager.apply(
@@ -358,7 +368,7 @@ public final class CustodyEngine: Sendable {
         files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
     ) async throws(CustodyError) -> ApplyResult {
         // What the state had in force (another writer may be ahead of this engine).
-        let before = (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
+        let before = await (try? database.lastAppliedBundle()?.contentHash) ?? manager.bundleInForce?.revision
         let events: [PolicyEvent]
         do {
             events = try await manager.apply(
@@ -400,9 +410,9 @@ public final class CustodyEngine: Sendable {
         if current.revision == revision { return true }
         // Another revision: the bundle history says which came first (read on the state's threads).
         return try await StateExecutor.run { () throws(CustodyError) in
-            return try CustodyError.fromState {
-                guard let wanted = try database.lastApplication(ofRevision: revision),
-                    let now = try database.lastApplication(ofRevision: current.revision)
+            return try await CustodyError.fromState {
+                guard let wanted = try await database.lastApplication(ofRevision: revision),
+                    let now = try await database.lastApplication(ofRevision: current.revision)
                 else { return false }
                 return wanted <= now
             }
@@ -410,10 +420,11 @@ public final class CustodyEngine: Sendable {
     }
 
     /// The files of the bundle in force as the state keeps them (empty for a one-off override).
-    public func filesInForce() throws(CustodyError) -> [BundleFiles.Entry] {
+    public func filesInForce() async throws(CustodyError) -> [BundleFiles.Entry] {
         guard let inForce = bundleInForce, !inForce.isOverride else { return [] }
-        return try CustodyError.fromState {
-            guard let stored = try database.lastAppliedBundleFiles(), stored.record.contentHash == inForce.revision
+        return try await CustodyError.fromState {
+            guard let stored = try await database.lastAppliedBundleFiles(),
+                stored.record.contentHash == inForce.revision
             else { return [] }
             return stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) }
         }
@@ -430,20 +441,20 @@ public final class CustodyEngine: Sendable {
         if let recent = manager.journal.recent(after: id, limit: limit) {
             return EventPage(events: recent, reset: false)
         }
-        return try await StateExecutor.run { () throws(CustodyError) in try events(after: id, limit: limit) }
+        return try await StateExecutor.run { () throws(CustodyError) in try await events(after: id, limit: limit) }
     }
 
     /// Events in the state's log after `id`, oldest first, at most `limit`; `reset` when the
     /// log no longer holds every event after `id` (pruned past its retention): the caller
     /// missed some and must read the state afresh.
-    public func events(after id: Int64, limit: Int = 1_000) throws(CustodyError) -> EventPage {
-        return try CustodyError.fromState {
-            let bounds = try database.eventBounds()
+    public func events(after id: Int64, limit: Int = 1_000) async throws(CustodyError) -> EventPage {
+        return try await CustodyError.fromState {
+            let bounds = try await database.eventBounds()
             if id < bounds.newest, let oldest = bounds.oldest, id < oldest - 1 {
                 return EventPage(events: [], reset: true)
             }
             if id < bounds.newest, bounds.oldest == nil { return EventPage(events: [], reset: true) }
-            return EventPage(events: try database.events(after: id, limit: limit), reset: false)
+            return EventPage(events: try await database.events(after: id, limit: limit), reset: false)
         }
     }
 
@@ -451,8 +462,8 @@ public final class CustodyEngine: Sendable {
 
     /// Resolves an account to one account of this installation (see `PolicyManager.resolve`).
     /// - Throws: `CustodyError` `.account` for an unknown or ambiguous account.
-    public func resolve(_ account: AccountID) throws(CustodyError) -> ResolvedAccount {
-        try CustodyError.mapping(otherwise: .account) { try manager.resolve(account) }
+    public func resolve(_ account: AccountID) async throws(CustodyError) -> ResolvedAccount {
+        try await CustodyError.mapping(otherwise: .account) { try await manager.resolve(account) }
     }
 
     /// Records a policy sync of `account` (offline grace counts from it).
@@ -501,19 +512,22 @@ public final class CustodyEngine: Sendable {
         // not used (the account is checking in now, not offline since then).
         var reported = facts
         reported.lastCheckIn = nil
-        try CustodyError.fromState {
-            try database.recordLaunchFacts(account: resolved.owner.rawValue, facts: reported.jsonObject, at: date)
+        try await CustodyError.fromState {
+            try await database.recordLaunchFacts(account: resolved.owner.rawValue, facts: reported.jsonObject, at: date)
         }
         let snapshot = try policy()
-        let checkedIn = try CustodyError.fromState { try database.lastCheckIn(account: resolved.owner.rawValue) }
+        let checkedIn = try await CustodyError.fromState {
+            try await database.lastCheckIn(account: resolved.owner.rawValue)
+        }
         reported.lastCheckIn = .seconds((checkedIn ?? date).timeIntervalSince1970)
         let launch = snapshot.launch(
             account: resolved.id, facts: reported, now: .seconds(date.timeIntervalSince1970))
         // A bundle given for this command alone (`--bundle`) is not the policy in force: its
         // outcome is reported, never acted on.
         let acting =
-            try CustodyError.fromState { try database.isActingOnLaunch() } && manager.bundleInForce?.isOverride != true
-        let decisionID = try auditDecision(
+            try await CustodyError.fromState { try await database.isActingOnLaunch() }
+            && manager.bundleInForce?.isOverride != true
+        let decisionID = try await auditDecision(
             account: resolved.id, action: .launch, allowed: launch.isAllowed, reason: launch.reason)
         guard acting, launch.wipeIsConfirmed else {
             return CheckInResult(account: resolved, launch: launch, wipe: nil, acting: acting, decisionID: decisionID)
@@ -533,25 +547,26 @@ public final class CustodyEngine: Sendable {
     /// - Throws: `CustodyError` `.state` when the entry cannot be stored: the decision must
     ///   then not be given.
     func auditDecision(account: AccountID?, action: DecisionAction, allowed: Bool, reason: String)
+        async
         throws(CustodyError) -> String?
     {
-        guard try auditSetting.isOn(database, following: isFollowing) else { return nil }
+        guard try await auditSetting.isOn(database, following: isFollowing) else { return nil }
         let id = DecisionIDs.next()
         let entry = AuditRecord(
             .decision, account: account?.description, action: action.rawValue, allowed: allowed, detail: reason,
             decisionID: id, at: configuration.now())
-        try AuditBuffer.store([entry], in: database)
+        try await AuditBuffer.store([entry], in: database)
         return id
     }
 
     /// Sets whether check-ins act on a `wipe` launch outcome (see `checkIn(account:at:facts:)`);
     /// a change is audited (kind bundle, action act-on-launch). Returns whether it changed.
     @discardableResult
-    public func setActingOnLaunch(_ acting: Bool, by: String? = nil) throws(CustodyError) -> Bool {
-        try CustodyError.fromState {
-            guard try database.isActingOnLaunch() != acting else { return false }
-            try database.setActingOnLaunch(acting)
-            try database.audit(
+    public func setActingOnLaunch(_ acting: Bool, by: String? = nil) async throws(CustodyError) -> Bool {
+        try await CustodyError.fromState {
+            guard try await database.isActingOnLaunch() != acting else { return false }
+            try await database.setActingOnLaunch(acting)
+            try await database.audit(
                 .bundle, account: nil, action: "act-on-launch",
                 detail: (acting
                     ? "on: a confirmed wipe outcome of a check-in wipes the account"
@@ -585,19 +600,21 @@ public final class CustodyEngine: Sendable {
     // MARK: The audit log
 
     /// Switches the audit log on or off, and decision auditing with it when given.
-    public func setAuditing(_ enabled: Bool? = nil, decisions: Bool? = nil) throws(CustodyError) {
-        try CustodyError.fromState {
-            if let enabled { try database.setAuditEnabled(enabled) }
-            if let decisions { try database.setDecisionAuditEnabled(decisions) }
+    public func setAuditing(_ enabled: Bool? = nil, decisions: Bool? = nil) async throws(CustodyError) {
+        try await CustodyError.fromState {
+            if let enabled { try await database.setAuditEnabled(enabled) }
+            if let decisions { try await database.setDecisionAuditEnabled(decisions) }
             auditSetting.reset()
         }
     }
 
     /// Audit entries at or after `since` whose id is above `id` (0: from the first), oldest first.
-    public func auditEntries(since: Date? = nil, after id: Int64 = 0, limit: Int = 10_000) throws(CustodyError)
+    public func auditEntries(since: Date? = nil, after id: Int64 = 0, limit: Int = 10_000) async throws(CustodyError)
         -> [AuditEntry]
     {
-        return try CustodyError.fromState { try database.auditEntries(since: since, after: id, limit: limit) }
+        return try await CustodyError.fromState {
+            try await database.auditEntries(since: since, after: id, limit: limit)
+        }
     }
 
     // MARK: Secrets

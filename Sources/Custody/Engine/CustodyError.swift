@@ -118,6 +118,11 @@ extension CustodyError {
         try mapping(otherwise: .state, body)
     }
 
+    /// `fromState` for a body that awaits.
+    static func fromState<Result>(_ body: () async throws -> Result) async throws(CustodyError) -> Result {
+        try await mapping(otherwise: .state, body)
+    }
+
     /// A failure of the state (unreachable, busy, corrupt): `.state`, carrying it.
     init(state error: any Error) {
         self.init(.state, "\(error)", underlying: error)

@@ -148,7 +148,7 @@ public struct DecisionRunner {
     }
 
     /// Reads `descriptor` to its end, handing answers to `write` in input order.
-    public func run(descriptor: Int32, write: ([UInt8]) -> Void) -> Summary {
+    public func run(descriptor: Int32, write: ([UInt8]) -> Void) async -> Summary {
         defer { for worker in workers { worker.stop() } }
         var reader = BatchReader(descriptor: descriptor, maximumLine: maximumLine, batchBytes: batchBytes)
         var summary = Summary()
@@ -183,7 +183,7 @@ public struct DecisionRunner {
             }
             if let finished {
                 do throws(CustodyError) {
-                    try pending?.commit()
+                    try await pending?.commit()
                 } catch {
                     // The batch being answered is dropped with this one: nothing after the
                     // last batch stored is given.

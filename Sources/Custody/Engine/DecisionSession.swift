@@ -89,16 +89,16 @@ public struct DecisionSession {
     ///   off since the session began: the caller must then not send those answers (their
     ///   entries are dropped, never stored by a later commit).
     @discardableResult
-    public mutating func commit() throws(CustodyError) -> Int {
-        try Self.commit([self])
+    public mutating func commit() async throws(CustodyError) -> Int {
+        try await Self.commit([self])
     }
 
     /// Stores the audit entries of several sessions' answers (blocks of one input, answered in
     /// parallel) in one transaction, in the order of `sessions`: all of them are in the log, or
     /// none is and none of the answers may be sent. Returns how many.
     @discardableResult
-    public static func commit(_ sessions: [DecisionSession]) throws(CustodyError) -> Int {
-        try takePending(sessions)?.commit() ?? 0
+    public static func commit(_ sessions: [DecisionSession]) async throws(CustodyError) -> Int {
+        try await takePending(sessions)?.commit() ?? 0
     }
 
     /// Takes the audit entries of several sessions' answers out of them, in the order of
@@ -122,8 +122,8 @@ struct PendingAudit {
     /// - Throws: `CustodyError` `.state` when the audit log cannot be written: the answers they
     ///   audit must then not be sent.
     @discardableResult
-    func commit() throws(CustodyError) -> Int {
-        try AuditBuffer.store(records, in: database)
+    func commit() async throws(CustodyError) -> Int {
+        try await AuditBuffer.store(records, in: database)
     }
 }
 
@@ -164,11 +164,11 @@ final class AuditBuffer: @unchecked Sendable {
 
     /// Stores `records` in one transaction; returns how many.
     @discardableResult
-    static func store(_ records: [AuditRecord], in database: any StateStore) throws(CustodyError) -> Int {
+    static func store(_ records: [AuditRecord], in database: any StateStore) async throws(CustodyError) -> Int {
         guard !records.isEmpty else { return 0 }
         let stored: Int
         do {
-            stored = try database.audit(records)
+            stored = try await database.audit(records)
         } catch {
             throw CustodyError(
                 .state, "the audit log cannot be written, so the decisions are not given: \(error)", underlying: error)

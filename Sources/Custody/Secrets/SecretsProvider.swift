@@ -61,9 +61,10 @@ public final class SecretsProvider: Sendable {
         database: any StateStore, keyRing: KeyRing, policy: PolicySnapshot? = nil,
         logger: Logger = Logger(label: "custody.secrets"),
         now: @escaping @Sendable () -> Date = Date.init
-    ) {
+    ) async {
         self.init(
-            database: database, keyRing: keyRing, journal: EventJournal(database: database, clock: now, logger: logger),
+            database: database, keyRing: keyRing,
+            journal: await EventJournal(database: database, clock: now, logger: logger),
             logger: logger, now: now,
             resolveAccount: { ($0 ?? AccountScope.current)?.account },
             ownerOf: { OwnerIdentifier($0, policy: policy) })
@@ -130,25 +131,25 @@ public final class SecretsProvider: Sendable {
 
     /// Removes a secret of `account` (nil: app-wide); returns whether there was one.
     @discardableResult
-    public func remove(identifier: String, for account: AccountID?) throws(SecretError) -> Bool {
+    public func remove(identifier: String, for account: AccountID?) async throws(SecretError) -> Bool {
         let scope = scope(of: account)
         let removed: Bool
         do {
-            removed = try database.removeSecret(scope: scope, identifier: identifier)
+            removed = try await database.removeSecret(scope: scope, identifier: identifier)
         } catch {
             throw SecretError(.storage, identifier: identifier, "\(error)")
         }
         if removed {
-            audit("remove", identifier: identifier, scope: scope)
-            try announce(account)
+            await audit("remove", identifier: identifier, scope: scope)
+            try await announce(account)
         }
         return removed
     }
 
     /// The secrets stored for `account` (nil: the app-wide ones), by identifier.
-    public func list(for account: AccountID?) throws(SecretError) -> [Summary] {
+    public func list(for account: AccountID?) async throws(SecretError) -> [Summary] {
         do {
-            return try database.secrets(scope: scope(of: account)).map { secret in
+            return try await database.secrets(scope: scope(of: account)).map { secret in
                 Summary(
                     identifier: secret.identifier, kind: Kind(rawValue: secret.kind) ?? .password,
                     owner: secret.scope.isEmpty ? nil : OwnerIdentifier(rawValue: secret.scope), updated: secret.updated
@@ -232,7 +233,7 @@ public final class SecretsProvider: Sendable {
             for await event in events {
                 guard case .secretsChanged(let changed, _) = event, changed == nil || changed.map(ownerOf) == owner
                 else { continue }
-                let visible = (try? visibleIdentifiers(owner: owner)) ?? []
+                let visible = await (try? visibleIdentifiers(owner: owner)) ?? []
                 if visible == last { continue }
                 last = visible
                 continuation.yield(visible)
@@ -247,21 +248,21 @@ public final class SecretsProvider: Sendable {
 
     private func scope(of account: AccountID?) -> String { account.map(ownerOf)?.rawValue ?? "" }
 
-    private func visibleIdentifiers(owner: OwnerIdentifier?) throws(StoreError) -> [String] {
-        var identifiers = Set(try database.secrets(scope: "").map(\.identifier))
-        if let owner { identifiers.formUnion(try database.secrets(scope: owner.rawValue).map(\.identifier)) }
+    private func visibleIdentifiers(owner: OwnerIdentifier?) async throws(StoreError) -> [String] {
+        var identifiers = Set(try await database.secrets(scope: "").map(\.identifier))
+        if let owner { identifiers.formUnion(try await database.secrets(scope: owner.rawValue).map(\.identifier)) }
         return identifiers.sorted()
     }
 
     /// Tells subscribers what `account` (nil: app-wide) holds now.
-    func announce(_ account: AccountID?) throws(SecretError) {
+    func announce(_ account: AccountID?) async throws(SecretError) {
         let identifiers: [String]
         do {
-            identifiers = try database.secrets(scope: scope(of: account)).map(\.identifier)
+            identifiers = try await database.secrets(scope: scope(of: account)).map(\.identifier)
         } catch {
             throw SecretError(.storage, identifier: "*", "\(error)")
         }
-        journal.publish([.secretsChanged(account: account, identifiers: identifiers)])
+        await journal.publish([.secretsChanged(account: account, identifiers: identifiers)])
     }
 
     private func store(kind: Kind, identifier: String, account: AccountID?, body: [UInt8]) async throws(SecretError) {
@@ -272,7 +273,7 @@ public final class SecretsProvider: Sendable {
         defer { SecureMemory.zero(&payload) }
         do {
             let sealed = try await protector.protect(payload, owner: sealingOwner, encrypt: true)
-            try database.saveSecret(
+            try await database.saveSecret(
                 SealedSecret(
                     scope: scope, identifier: identifier, kind: kind.rawValue, sealed: sealed, updated: clock()))
         } catch {
@@ -283,8 +284,8 @@ public final class SecretsProvider: Sendable {
             metadata: [
                 "identifier": "\(identifier)", "kind": "\(kind.rawValue)", "scope": "\(scope.isEmpty ? "app" : scope)",
             ])
-        audit("store \(kind.rawValue)", identifier: identifier, scope: scope)
-        try announce(account)
+        await audit("store \(kind.rawValue)", identifier: identifier, scope: scope)
+        try await announce(account)
     }
 
     /// The plaintext body of a secret the account in effect sees; the caller zeroes it.
@@ -297,7 +298,7 @@ public final class SecretsProvider: Sendable {
         var found: SealedSecret?
         do {
             for scope in scopes {
-                if let secret = try database.secret(scope: scope, identifier: identifier) {
+                if let secret = try await database.secret(scope: scope, identifier: identifier) {
                     found = secret
                     break
                 }
@@ -339,9 +340,9 @@ public final class SecretsProvider: Sendable {
     }
 
     /// Records a change (never a value) when auditing is on; a failure to audit is logged.
-    private func audit(_ action: String, identifier: String, scope: String) {
+    private func audit(_ action: String, identifier: String, scope: String) async {
         do {
-            try database.audit(
+            try await database.audit(
                 .secret, account: scope.isEmpty ? nil : scope, action: action, detail: identifier, at: clock())
         } catch {
             logger.error(

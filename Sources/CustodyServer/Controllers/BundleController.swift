@@ -31,14 +31,14 @@ struct BundleController {
     @Sendable func history(_ request: Request, context: CustodyRequestContext) async throws -> HistoryAnswer {
         let parameters = try QueryParameters(request.uri, accepting: ["limit"])
         let limit = try parameters.wholeNumber("limit", in: 1...1_000) ?? 50
-        let records = try await StateExecutor.run { try engine.bundleHistory(limit: limit) }
+        let records = try await StateExecutor.run { try await engine.bundleHistory(limit: limit) }
         return HistoryAnswer(entries: records.map(BundleRecordAnswer.init))
     }
 
     @Sendable func kept(_ request: Request, context: CustodyRequestContext) async throws -> KeptAnswer {
         _ = try QueryParameters(request.uri, accepting: [])
         let revision = try Self.revision(context.parameters.get("revision") ?? "", parameter: "revision")
-        let stored = try await StateExecutor.run { try engine.keptBundle(revision) }
+        let stored = try await StateExecutor.run { try await engine.keptBundle(revision) }
         return KeptAnswer(bundle: KeptBundleAnswer(stored))
     }
 
@@ -48,13 +48,13 @@ struct BundleController {
         let parameters = try QueryParameters(request.uri, accepting: ["from", "to"])
         let from = try parameters["from"].map { try Self.revision($0, parameter: "from") }
         let to = try parameters["to"].map { try Self.revision($0, parameter: "to") }
-        let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
+        let diff = try await StateExecutor.run { try await engine.bundleDiff(from: from, to: to) }
         return DiffAnswer(diff: diff)
     }
 
     @Sendable func freeze(_ request: Request, context: CustodyRequestContext) async throws -> FreezeState {
         _ = try QueryParameters(request.uri, accepting: [])
-        return FreezeState(freeze: FreezeAnswer(try await StateExecutor.run { try engine.bundleFreeze() }))
+        return FreezeState(freeze: FreezeAnswer(try await StateExecutor.run { try await engine.bundleFreeze() }))
     }
 
     /// What applying a candidate bundle (the body of `PUT /v1/bundle`, without `allowEmpty`)
@@ -63,7 +63,7 @@ struct BundleController {
         _ = try QueryParameters(request.uri, accepting: [])
         let (files, _) = try await PolicyController.bundleFiles(
             request, limit: limits.bodyBytes, takesAllowEmpty: false)
-        return DiffAnswer(diff: try await StateExecutor.run { try engine.bundleDiff(candidate: files) })
+        return DiffAnswer(diff: try await StateExecutor.run { try await engine.bundleDiff(candidate: files) })
     }
 
     /// `{"revision": "…", "reason": "…"}`.
@@ -85,7 +85,7 @@ struct BundleController {
         _ = try QueryParameters(request.uri, accepting: [])
         let body = try await Self.object(request, limit: limits.bodyBytes, keys: ["reason"])
         let freeze = try await StateExecutor.run {
-            try engine.freeze(reason: body["reason"]!, by: context.identity?.operatorName)
+            try await engine.freeze(reason: body["reason"]!, by: context.identity?.operatorName)
         }
         return FreezeState(freeze: FreezeAnswer(freeze))
     }
@@ -93,14 +93,14 @@ struct BundleController {
     @Sendable func unfreeze(_ request: Request, context: CustodyRequestContext) async throws -> FreezeState {
         _ = try QueryParameters(request.uri, accepting: [])
         try await request.requireNoBody()
-        _ = try await StateExecutor.run { try engine.unfreeze(by: context.identity?.operatorName) }
+        _ = try await StateExecutor.run { try await engine.unfreeze(by: context.identity?.operatorName) }
         return FreezeState(freeze: FreezeAnswer(nil))
     }
 
     /// Every replica that recorded its status, stale ones marked.
     @Sendable func fleet(_ request: Request, context: CustodyRequestContext) async throws -> FleetAnswer {
         _ = try QueryParameters(request.uri, accepting: [])
-        return FleetAnswer(try await StateExecutor.run { try engine.fleetStatus() })
+        return FleetAnswer(try await StateExecutor.run { try await engine.fleetStatus() })
     }
 
     /// A revision a request names (`CustodyEngine.isRevision`), else a 400 `invalid-parameter`

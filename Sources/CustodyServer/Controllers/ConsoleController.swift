@@ -108,7 +108,7 @@ struct ConsoleController {
         if replica.isStale() { problems.append("stale: \(replica.divergence ?? replica.problem ?? "not current")") }
         let (fleet, events, freeze) = try await StateExecutor.run { () throws(CustodyError) in
             let newest = engine.lastEventID
-            return (
+            return await (
                 try engine.fleetStatus(), try engine.events(after: max(0, newest - 10)).events,
                 try engine.bundleFreeze()
             )
@@ -226,7 +226,7 @@ struct ConsoleController {
         do {
             // The offline grace of the platform shown (the engine's when none is chosen).
             let status = try await StateExecutor.run {
-                try engine.accountStatus(for: account, context: chosen)
+                try await engine.accountStatus(for: account, context: chosen)
             }
             page.status = AccountPage.Status(status)
         } catch let error as CustodyError {
@@ -278,7 +278,7 @@ struct ConsoleController {
             return Self.render(page)
         }
         do {
-            let diff = try await StateExecutor.run { try engine.bundleDiff(from: from, to: to) }
+            let diff = try await StateExecutor.run { try await engine.bundleDiff(from: from, to: to) }
             var comparison = DiffPage.Comparison(diff, canRollBack: diff.from != engine.bundleInForce?.revision)
             // What the rollback button restores, and when that revision was first applied.
             let restores = history.last { $0.contentHash == diff.from }
@@ -308,7 +308,7 @@ struct ConsoleController {
         var (page, _) = try await diffForm(context: context, from: nil, to: nil)
         page.candidate = "\(files.entries.count) file(s), revision \(files.contentHash)"
         do {
-            let diff = try await StateExecutor.run { try engine.bundleDiff(candidate: files) }
+            let diff = try await StateExecutor.run { try await engine.bundleDiff(candidate: files) }
             page.diff = DiffPage.Comparison(diff, canRollBack: false)
         } catch let error as CustodyError {
             page.error = error.message
@@ -323,7 +323,7 @@ struct ConsoleController {
     private func diffForm(
         context: CustodyRequestContext, from: String?, to: String?
     ) async throws -> (form: DiffPage, history: [BundleRecord]) {
-        let history = try await StateExecutor.run { try engine.bundleHistory(limit: 100) }
+        let history = try await StateExecutor.run { try await engine.bundleHistory(limit: 100) }
         let applied = history.filter { $0.result == .applied }
         // Oldest application first: the first one seen of each revision is its first.
         var firsts: [BundleRecord] = []

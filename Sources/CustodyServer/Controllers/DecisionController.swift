@@ -30,7 +30,7 @@ struct DecisionController {
         let body = Array(buffer: try await request.body.collect(upTo: limits.bodyBytes))
         let line = try Self.launchLine(body)
         var recording = options
-        recording.recordedFacts = engine.recordedLaunchFacts
+        recording.recordedFacts = engine.recordedLaunchFactsWaiting
         let answer = try await engine.decide(line: line, context: evaluation, options: recording, readsState: true)
         metrics.decided(answer.tallies)
         if let error = answer.error { throw ServiceError.badQuery(error, in: line) }
@@ -129,7 +129,7 @@ struct DecisionController {
         // framing is broken from the start is a 400, not a 200 cut short.
         var body = request.body.makeAsyncIterator()
         let first = try await body.next()
-        let box = SessionBox(
+        let box = await SessionBox(
             try engine.decisionSession(context: evaluation, options: options), body: body, first: first)
         let limits = self.limits
         let metrics = self.metrics

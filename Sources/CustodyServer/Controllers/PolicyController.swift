@@ -102,7 +102,7 @@ struct PolicyController {
     > {
         _ = try QueryParameters(request.uri, accepting: [])
         let account = try Self.account(context)
-        return LibraryAnswer(try await StateExecutor.run { try engine.accountStatus(for: account) })
+        return LibraryAnswer(try await StateExecutor.run { try await engine.accountStatus(for: account) })
     }
 
     /// The app configuration an account receives (`custody config show`); `null` when it is

@@ -68,10 +68,10 @@ final class SessionBox: @unchecked Sendable {
         /// one error line and returns false. After a failure nothing is committed again: the
         /// entries of answers not given are never stored.
         var commitFailed = false
-        func commit() -> Bool {
+        func commit() async -> Bool {
             guard !commitFailed else { return false }
             do throws(CustodyError) {
-                metrics.audited(try session.commit())
+                metrics.audited(try await session.commit())
                 return true
             } catch {
                 // As a 503 says it: without the database it names, which the log gets.
@@ -93,7 +93,7 @@ final class SessionBox: @unchecked Sendable {
                 guard let next = try await next() else { break }
                 buffer = next
             } catch let error where TransportFailure(error) != nil {
-                _ = commit()
+                _ = await commit()
                 let failure = TransportFailure(error)!.serviceError
                 var line = JSONWriter()
                 DecisionEncoding.writeError(failure.message, line: nil, code: failure.code.rawValue, to: &line)
@@ -113,14 +113,14 @@ final class SessionBox: @unchecked Sendable {
             let more = buffer.withUnsafeReadableBytes { splitter.feed($0, line: answer) }
             if !more { stopped = true }
             if stopped || output.count >= blockBytes {
-                if !commit() { stopped = true }
+                if await !commit() { stopped = true }
                 try await writer.write(ByteBuffer(bytes: output))
                 output.removeAll(keepingCapacity: true)
             }
             if stopped { break }
         }
         if !stopped { _ = splitter.finish(line: answer) }
-        _ = commit()
+        _ = await commit()
         if !output.isEmpty { try await writer.write(ByteBuffer(bytes: output)) }
         metrics.batch(queries: min(queries, limits.batchQueries))
         metrics.decided(session.tallies)

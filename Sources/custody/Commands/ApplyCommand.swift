@@ -69,8 +69,8 @@ struct ApplyCommand: AsyncParsableCommand, StateCommand {
         let result = try await engine.apply(
             bundleDirectory: bundle, allowingEmpty: allowEmpty,
             provenance: BundleProvenance(appliedBy: commandLineOperator))
-        try engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
-        if let actOnLaunch, try engine.setActingOnLaunch(actOnLaunch, by: commandLineOperator) {
+        try await engine.recordContext(contextOptions.context, precedence: contextOptions.precedence)
+        if let actOnLaunch, try await engine.setActingOnLaunch(actOnLaunch, by: commandLineOperator) {
             StandardError.write(
                 actOnLaunch
                     ? "acting on launch: a check-in whose reported facts call for a wipe now wipes the account\n"

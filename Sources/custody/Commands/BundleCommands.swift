@@ -176,7 +176,7 @@ struct BundleCommand: AsyncParsableCommand {
             if publicKeys.isEmpty {
                 let engine = try await openEngine(
                     state: stateOptions, logging: loggingOptions, access: .readOnly, restoring: true)
-                verified = try engine.verifySignature(of: files)
+                verified = try await engine.verifySignature(of: files)
             } else {
                 let keys = try publicKeys.map { text in
                     let key = try BundleSigningPublicKey(text: text)
@@ -221,7 +221,7 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let records = try engine.bundleHistory(limit: limit)
+            let records = try await engine.bundleHistory(limit: limit)
             if json {
                 StandardOutput.write(try JSONLine.encode(records.map(BundleRecordAnswer.init)))
                 return
@@ -266,7 +266,7 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let stored = try engine.keptBundle(revision)
+            let stored = try await engine.keptBundle(revision)
             if json {
                 StandardOutput.write(try JSONLine.encode(KeptBundleAnswer(stored)))
                 return
@@ -309,7 +309,7 @@ struct BundleCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, context: contextOptions.context,
                 restoring: true)
-            let diff = try engine.bundleDiff(from: revisions.first, to: revisions.count == 2 ? revisions[1] : nil)
+            let diff = try await engine.bundleDiff(from: revisions.first, to: revisions.count == 2 ? revisions[1] : nil)
             if json {
                 StandardOutput.write(try JSONLine.encode(diff))
                 return
@@ -369,7 +369,7 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let freeze = try engine.freeze(reason: reason, by: commandLineOperator)
+            let freeze = try await engine.freeze(reason: reason, by: commandLineOperator)
             StandardOutput.write("frozen: \(freeze.reason)".escapingControlCharacters + "\n")
         }
     }
@@ -383,7 +383,7 @@ struct BundleCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let lifted = try engine.unfreeze(by: commandLineOperator)
+            let lifted = try await engine.unfreeze(by: commandLineOperator)
             StandardOutput.write(lifted ? "unfrozen\n" : "was not frozen\n")
         }
     }
@@ -424,7 +424,7 @@ struct TrustCommand: AsyncParsableCommand {
             let key = try BundleSigningPublicKey(text: publicKey)
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
-            let record = try engine.trust(key, name: name)
+            let record = try await engine.trust(key, name: name)
             StandardOutput.write("trusted \(record.keyID)\n")
         }
     }
@@ -442,7 +442,7 @@ struct TrustCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let keys = try engine.trustedKeys()
+            let keys = try await engine.trustedKeys()
             if json {
                 StandardOutput.write(try JSONLine.encode(keys.map(TrustedKeyAnswer.init)))
                 return
@@ -470,7 +470,7 @@ struct TrustCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            try engine.revokeTrust(keyID: keyID)
+            try await engine.revokeTrust(keyID: keyID)
             StandardOutput.write("revoked \(keyID)\n")
         }
     }
@@ -509,7 +509,7 @@ struct FleetCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            let status = try engine.fleetStatus()
+            let status = try await engine.fleetStatus()
             if json {
                 struct Answer: Encodable {
                     var replicas: [ReplicaAnswer]

@@ -136,10 +136,10 @@ struct DecideCommand: AsyncParsableCommand, StateCommand {
             .seconds(Date().timeIntervalSince1970)
         }
         // A launch line's missing facts come from those the account last reported here.
-        options.recordedFacts = engine.recordedLaunchFacts
-        let runner = try engine.decisionRunner(
+        options.recordedFacts = engine.recordedLaunchFactsWaiting
+        let runner = try await engine.decisionRunner(
             options: options, jobs: jobs, blockBytes: blockBytes, maximumLineBytes: maxLineBytes)
-        let summary = runner.run(descriptor: 0) { StandardOutput.write($0) }
+        let summary = await runner.run(descriptor: 0) { StandardOutput.write($0) }
         if let failure = summary.auditFailure {
             StandardError.write(
                 "error: writing the audit log failed, so answering stopped after line \(summary.lines): \(failure)\n")

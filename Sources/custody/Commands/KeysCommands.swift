@@ -102,7 +102,7 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let engine = try await openEngine(state: stateOptions, logging: loggingOptions, access: .reading)
-            for owner in try engine.keyOwners() {
+            for owner in try await engine.keyOwners() {
                 let name = owner.account.flatMap(\.upn).map { " (\($0))" } ?? ""
                 StandardOutput.write(
                     "\(owner.owner)\(name): versions \(owner.versions.map(String.init).joined(separator: ", "))\n")

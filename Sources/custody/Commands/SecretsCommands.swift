@@ -44,10 +44,9 @@ struct SecretsCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, policy: policyOptions, masterKey: masterKeyOptions, logging: loggingOptions,
                 access: .readWrite)
-            return (
-                try engine.secrets(),
-                try account.map { account throws(CustodyError) in try engine.resolve(account).id }
-            )
+            var resolved: AccountID?
+            if let account { resolved = try await engine.resolve(account).id }
+            return (try engine.secrets(), resolved)
         }
     }
 
@@ -173,7 +172,7 @@ struct SecretsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (provider, account) = try await options.provider()
-            let secrets = try provider.list(for: account)
+            let secrets = try await provider.list(for: account)
             if json {
                 StandardOutput.write(try JSONLine.encode(secrets.map(ListedSecret.init)))
             } else {
@@ -197,7 +196,7 @@ struct SecretsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (provider, account) = try await options.provider()
-            guard try provider.remove(identifier: identifier, for: account) else {
+            guard try await provider.remove(identifier: identifier, for: account) else {
                 StandardError.write("error: no secret '\(identifier)' for \(holder(account))\n")
                 throw ExitCode.failure
             }

@@ -287,7 +287,7 @@ struct TokensCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
             let scopes = Set(scope.compactMap(TokenScope.init(rawValue:)))
-            let created = try engine.createToken(scopes: scopes, name: name)
+            let created = try await engine.createToken(scopes: scopes, name: name)
             let token = created.token
             StandardError.write(
                 "created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n"
@@ -295,7 +295,7 @@ struct TokensCommand: AsyncParsableCommand {
             let output = json ? String(decoding: try JSONLine.encode(created), as: UTF8.self) : created.bearer + "\n"
             guard let failure = StandardOutput.attemptWrite(output) else { return }
             // A token nobody received must not stay valid: it is revoked, and said.
-            let revoked = (try? engine.revokeToken(id: token.id)) == true
+            let revoked = await (try? engine.revokeToken(id: token.id)) == true
             StandardError.write(
                 "error: \(failure); "
                     + (revoked
@@ -316,7 +316,7 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            for token in try engine.tokens() {
+            for token in try await engine.tokens() {
                 let scopes = token.scopes.sorted().map(\.rawValue).joined(separator: " ")
                 let revoked = token.revoked.map { "revoked \(formatTime($0))" } ?? "valid"
                 StandardOutput.write(
@@ -340,7 +340,7 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
-            guard try engine.revokeToken(id: id)
+            guard try await engine.revokeToken(id: id)
             else {
                 StandardError.write("error: no valid token \(id)\n")
                 throw ExitCode.failure

@@ -275,7 +275,7 @@ struct AuditCommand: AsyncParsableCommand, StateCommand {
         if set != nil || decisions != nil {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
-            try engine.setAuditing(set.map { $0 == "on" }, decisions: decisions.map { $0 == "on" })
+            try await engine.setAuditing(set.map { $0 == "on" }, decisions: decisions.map { $0 == "on" })
             if let set { StandardOutput.write("auditing is \(set)\n") }
             if let decisions { StandardOutput.write("decision auditing is \(decisions)\n") }
             return
@@ -284,7 +284,7 @@ struct AuditCommand: AsyncParsableCommand, StateCommand {
         let engine = try await openEngine(
             state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
         // One more than printed, to know whether more follow.
-        let entries = try engine.auditEntries(since: since, after: after, limit: limit + 1)
+        let entries = try await engine.auditEntries(since: since, after: after, limit: limit + 1)
         for entry in entries.prefix(limit) {
             if json {
                 StandardOutput.write(try JSONLine.encode(AuditLine(entry)))
