@@ -361,6 +361,17 @@ final class PostgresSessions: Sendable {
     /// - Throws: `unavailable` at once while the state is known unreachable and another call
     ///   is trying, or tried less than `retryInterval` ago.
     private func admit(_ what: String) throws(StoreError) -> Bool {
+        try admission(what, taking: true)
+    }
+
+    /// Throws what `admit` would, without becoming the trial call: a call the state would refuse
+    /// at once is refused before it leaves for a waiting thread (`waiting`), with no hop there
+    /// and back.
+    func refuseAtOnce(_ what: String) throws(StoreError) {
+        _ = try admission(what, taking: false)
+    }
+
+    private func admission(_ what: String, taking: Bool) throws(StoreError) -> Bool {
         let now = ContinuousClock.now
         // A listener, when there is one, is what tries again: it reconnects, and its heartbeat
         // ends the outage. Calls then never wait for a state that is known not to answer.
@@ -368,6 +379,7 @@ final class PostgresSessions: Sendable {
         let admission: Result<Bool, Outage> = outage.withLock { outage in
             guard var current = outage else { return .success(false) }
             guard !probing, !current.trying, now >= current.nextTrial else { return .failure(current) }
+            guard taking else { return .success(false) }
             current.trying = true
             current.nextTrial = now + settings.retryInterval
             outage = current

@@ -65,7 +65,8 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         _ what: String, bound: PostgresSessions.Bound = .statement,
         _ body: @escaping @Sendable (PostgresSession) throws -> T
     ) async throws(StoreError) -> T {
-        try await sessions.waiting { [sessions] () throws(StoreError) in
+        try sessions.refuseAtOnce(what)
+        return try await sessions.waiting { [sessions] () throws(StoreError) in
             try sessions.run(what, transaction: true, bound: bound, body)
         }
     }
@@ -75,7 +76,8 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         _ what: String, bound: PostgresSessions.Bound = .statement,
         _ body: @escaping @Sendable (PostgresSession) throws -> T
     ) async throws(StoreError) -> T {
-        try await sessions.waiting { [sessions] () throws(StoreError) in
+        try sessions.refuseAtOnce(what)
+        return try await sessions.waiting { [sessions] () throws(StoreError) in
             try sessions.run(what, transaction: false, bound: bound, body)
         }
     }
