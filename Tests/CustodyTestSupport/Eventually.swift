@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 
 /// Waits until `condition` holds, checking every 10 ms, for at most `limit`; returns whether it
 /// held (checked once more at the end).
@@ -25,4 +26,30 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }
+}
+
+/// Threads of the tests' own, for a task whose timing a test measures: what it awaits resumes
+/// here, not at the back of the cooperative pool's queue, which a loaded run (every suite at
+/// once, beside the tool stages) can make a second long. The service does the same for
+/// requests (`StateExecutor`); a test of a deadline measures the deadline, not the queue.
+public final class TimingExecutor: TaskExecutor {
+    public static let shared = TimingExecutor()
+
+    private let pool: NIOThreadPool
+
+    private init() {
+        pool = NIOThreadPool(numberOfThreads: 4)
+        pool.start()
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        pool.submit { _ in job.runSynchronously(on: executor) }
+    }
+}
+
+/// Runs `body` with `TimingExecutor` as its task executor preference, returning what it returns.
+public func onTimingThreads<T: Sendable>(_ body: () async -> T) async -> T {
+    await withTaskExecutorPreference(TimingExecutor.shared, operation: body)
 }
