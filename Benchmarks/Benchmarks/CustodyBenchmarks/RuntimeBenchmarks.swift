@@ -11,13 +11,11 @@ import Synchronization
 
 func runtimeBenchmarks(tenant: SyntheticTenant, saves: [(AccountID, SaveLocation, AccountID?)]) {
     let bundle = try! tenant.bundle()
-    let manager = PolicyManager(context: EvaluationContext(platform: .ios))
-    let ready = DispatchSemaphore(value: 0)
-    Task {
+    let manager = blocking {
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(bundle, source: "benchmark")
-        ready.signal()
+        return manager
     }
-    ready.wait()
 
     Benchmark("saveTo decision through PolicyManager, 10k-account bundle", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var index = 0
@@ -71,7 +69,7 @@ func runtimeBenchmarks(tenant: SyntheticTenant, saves: [(AccountID, SaveLocation
         "change to delivery, 1,000 subscribers (swap to last receipt)",
         configuration: .init(metrics: [.wallClock], maxDuration: .seconds(20), maxIterations: 200)
     ) { benchmark in
-        let manager = PolicyManager(context: EvaluationContext(platform: .ios))
+        let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
         await manager.apply(before, source: "benchmark")
         let received = Counter()
         let tasks = (0..<1_000).map { _ in

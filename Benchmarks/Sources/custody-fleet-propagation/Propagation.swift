@@ -76,9 +76,9 @@ struct Propagation: AsyncParsableCommand {
             bundleFromCall.append(milliseconds(start.duration(to: done)))
 
             start = ContinuousClock.now
-            _ = try writer.createToken(scopes: [.decide], name: "propagation \(round)")
+            _ = try await writer.createToken(scopes: [.decide], name: "propagation \(round)")
             committed = ContinuousClock.now
-            let newest = try writer.newestChangeRevision()
+            let newest = try await writer.newestChangeRevision()
             while !engines.allSatisfy({ $0.replicaStatus.revision >= newest }) {
                 try await Task.sleep(for: .microseconds(50))
             }

@@ -43,14 +43,8 @@ struct Profile: AsyncParsableCommand {
             }
             print(allowed)
         case .managerSaveTo:
-            let manager = PolicyManager(context: EvaluationContext(platform: .ios))
-            let bundle = try tenant.bundle()
-            let applied = DispatchSemaphore(value: 0)
-            Task {
-                await manager.apply(bundle, source: "profile")
-                applied.signal()
-            }
-            applied.wait()
+            let manager = await PolicyManager(context: EvaluationContext(platform: .ios))
+            await manager.apply(try tenant.bundle(), source: "profile")
             var random = SplitMix(seed: 42)
             let accounts = (0..<4_096).map { _ in AccountID(SyntheticTenant.upn(random.next(tenant.accountCount)))! }
             var allowed = 0
