@@ -65,10 +65,7 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         _ what: String, bound: PostgresSessions.Bound = .statement,
         _ body: @escaping @Sendable (PostgresSession) throws -> T
     ) async throws(StoreError) -> T {
-        try sessions.refuseAtOnce(what)
-        return try await sessions.waiting { [sessions] () throws(StoreError) in
-            try sessions.run(what, transaction: true, bound: bound, body)
-        }
+        try await call(what, transaction: true, bound: bound, body)
     }
 
     /// Reads outside a transaction. `bound: .request` for what a request waits on.
@@ -76,9 +73,18 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         _ what: String, bound: PostgresSessions.Bound = .statement,
         _ body: @escaping @Sendable (PostgresSession) throws -> T
     ) async throws(StoreError) -> T {
+        try await call(what, transaction: false, bound: bound, body)
+    }
+
+    /// `body` on a waiting thread (`PostgresSessions.waiting`), unless the state would refuse
+    /// it at once: then it is refused here, with no hop there and back.
+    private func call<T: Sendable>(
+        _ what: String, transaction: Bool, bound: PostgresSessions.Bound,
+        _ body: @escaping @Sendable (PostgresSession) throws -> T
+    ) async throws(StoreError) -> T {
         try sessions.refuseAtOnce(what)
         return try await sessions.waiting { [sessions] () throws(StoreError) in
-            try sessions.run(what, transaction: false, bound: bound, body)
+            try sessions.run(what, transaction: transaction, bound: bound, body)
         }
     }
 
