@@ -3,8 +3,8 @@ import CustodyTestSupport
 import Testing
 
 /// `SerialGate`: what `KeyRing`'s writer, `EventJournal`'s order and `PolicyManager`'s writes
-/// rely on. Each test holds the gate with a task that waits for a signal, so what the others do
-/// meanwhile is seen, not raced.
+/// rely on. Each test holds the gate with a task that waits for a signal (`Holder`), so what the
+/// others do meanwhile is seen, not raced.
 @Suite("SerialGate: one task at a time, in the order they came, across suspension points")
 struct SerialGateTests {
     /// A signal a task waits for (`wait`) until another gives it (`open`).
@@ -14,19 +14,42 @@ struct SerialGateTests {
         func wait() async { for await _ in stream.stream {} }
     }
 
+    /// A task inside `gate` (through `runHolding` when `holding`, else `run`) until `leave()`;
+    /// `enter` returns once it is inside.
+    struct Holder {
+        let release = Signal()
+        let task: Task<Void, Never>
+
+        init(_ gate: SerialGate, holding: Bool = false) async {
+            let entered = Signal()
+            let release = release
+            task = Task {
+                if holding {
+                    await gate.runHolding {
+                        entered.open(); await release.wait()
+                    }
+                } else {
+                    await gate.run {
+                        entered.open(); await release.wait()
+                    }
+                }
+            }
+            await entered.wait()
+        }
+
+        /// Lets the task leave the gate and waits for it to finish.
+        func leave() async {
+            release.open()
+            await task.value
+        }
+    }
+
     @Test(
         "tasks that come while the gate is held go through one at a time, in the order they came, each awaiting inside",
         arguments: [1, 2, 16, 64])
     func order(tasks: Int) async {
         let gate = SerialGate()
-        let release = Signal()
-        let entered = Signal()
-        let holder = Task {
-            await gate.run {
-                entered.open(); await release.wait()
-            }
-        }
-        await entered.wait()
+        let holder = await Holder(gate)
         let log = Locked<[Int]>([])
         let inside = Locked((now: 0, most: 0))
         var queued: [Task<Void, Never>] = []
@@ -47,8 +70,7 @@ struct SerialGateTests {
             #expect(await eventually(within: .seconds(30)) { gate.waiting == index + 1 })
         }
         #expect(log.withLock { $0 }.isEmpty, "nothing went through while the gate was held")
-        release.open()
-        await holder.value
+        await holder.leave()
         for task in queued { await task.value }
         #expect(log.withLock { $0 } == Array(0..<tasks))
         #expect(inside.withLock { $0.most } == 1)
@@ -74,8 +96,6 @@ struct SerialGateTests {
         .timeLimit(.minutes(1)), arguments: Caller.allCases)
     func holding(caller: Caller) async {
         let gate = SerialGate()
-        let release = Signal()
-        let entered = Signal()
         let went = Locked(false)
         func call() async { await gate.runHolding { went.withLock { $0 = true } } }
         switch caller {
@@ -87,17 +107,11 @@ struct SerialGateTests {
                 await child
             }
         case .otherTask:
-            let holder = Task {
-                await gate.runHolding {
-                    entered.open(); await release.wait()
-                }
-            }
-            await entered.wait()
+            let holder = await Holder(gate, holding: true)
             let other = Task { await call() }
             #expect(await eventually(within: .seconds(30)) { gate.waiting == 1 })
             #expect(!went.withLock { $0 }, "waited while the gate was held")
-            release.open()
-            await holder.value
+            await holder.leave()
             await other.value
         case .startedInsideLater:
             let go = Signal()
@@ -109,17 +123,11 @@ struct SerialGateTests {
                 }
             }
             // The gate was left; a third task takes it and holds it.
-            let third = Task {
-                await gate.run {
-                    entered.open(); await release.wait()
-                }
-            }
-            await entered.wait()
+            let third = await Holder(gate)
             go.open()
             #expect(await eventually(within: .seconds(30)) { gate.waiting == 1 })
             #expect(!went.withLock { $0 }, "the task started inside waited for the third, as any other")
-            release.open()
-            await third.value
+            await third.leave()
             await late?.value
         }
         #expect(went.withLock { $0 })
@@ -134,19 +142,11 @@ struct SerialGateTests {
     func ifFree() async {
         let gate = SerialGate()
         #expect(gate.runIfFree { 1 } == 1)
-        let release = Signal()
-        let entered = Signal()
-        let holder = Task {
-            await gate.run {
-                entered.open(); await release.wait()
-            }
-        }
-        await entered.wait()
+        let holder = await Holder(gate)
         let ran = Locked(false)
         #expect(gate.runIfFree { ran.withLock { $0 = true } } == nil)
         #expect(!ran.withLock { $0 })
-        release.open()
-        await holder.value
+        await holder.leave()
         #expect(gate.runIfFree { 2 } == 2)
     }
 }
