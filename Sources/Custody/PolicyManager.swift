@@ -543,12 +543,15 @@ public actor PolicyManager {
         offeredBy provenance: BundleProvenance = .none
     ) async -> BundleRejection {
         let rejection = BundleRejection(source: source, message: message, diagnostics: diagnostics)
-        lastRejection.withLock { $0 = (clock(), source, contentHash, message) }
+        let refusedAt = clock()
         logger.error(
             "bundle rejected",
             metadata: ["source": "\(source)", "errors": "\(diagnostics.filter { $0.severity == .error }.count)"])
-        let refused = BundleInForce(revision: contentHash, source: source, appliedAt: clock(), isOverride: false)
+        let refused = BundleInForce(revision: contentHash, source: source, appliedAt: refusedAt, isOverride: false)
         await journal.publish([.bundleRejected(error: rejection)]) { events in
+            // Told (`/readyz`, the console) once the history has it, before it is announced: what
+            // the live service says and what the state holds agree.
+            defer { lastRejection.withLock { $0 = (refusedAt, source, contentHash, message) } }
             guard recording else { return ((), []) }
             do {
                 return (

@@ -141,7 +141,20 @@ public final class GraphSync: Sendable {
                 "another process or replica on this state is syncing from Graph now; its bundle reaches this one through the state"
             )
         }
-        defer { lease.release() }
+        let result: Result<(report: GraphSyncReport, applied: CustodyEngine.ApplyResult), any Error>
+        do {
+            result = .success(try await syncLeased(into: engine, progress: progress))
+        } catch {
+            result = .failure(error)
+        }
+        await lease.release()
+        return try result.get()
+    }
+
+    /// The sync, once this process holds the lease.
+    private func syncLeased(into engine: CustodyEngine, progress: (@Sendable (String) -> Void)?) async throws -> (
+        report: GraphSyncReport, applied: CustodyEngine.ApplyResult
+    ) {
         var cache: MembershipCache?
         do {
             if let text = try await engine.cache(MembershipCache.name) {

@@ -155,19 +155,19 @@ enum PostgresMigrations {
 
     /// Creates the schema when missing and applies the migrations not applied yet.
     /// - Throws: `.migration` when the schema carries migrations this Custody does not know.
-    static func migrate(_ sessions: PostgresSessions) throws(StoreError) {
+    static func migrate(_ sessions: PostgresSessions) async throws(StoreError) {
         let schema = sessions.settings.schema
-        let pending: [String] = try sessions.run("bringing the state up to date", transaction: true) { session in
+        let pending: [String] = try await sessions.run("bringing the state up to date", transaction: true) { session in
             // One replica at a time; the lock ends with the transaction.
-            try session.execute("SELECT pg_advisory_xact_lock(hashtext(\(schema)))")
-            try session.execute(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(schema)"))
-            try session.execute(
+            try await session.execute("SELECT pg_advisory_xact_lock(hashtext(\(schema)))")
+            try await session.execute(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(schema)"))
+            try await session.execute(
                 PostgresQuery(
                     unsafeSQL:
                         "CREATE TABLE IF NOT EXISTS \(schema).custody_migrations (identifier text PRIMARY KEY, applied_at timestamptz NOT NULL)"
                 ))
             var applied = Set<String>()
-            for row in try session.query("SELECT identifier FROM custody_migrations") {
+            for row in try await session.query("SELECT identifier FROM custody_migrations") {
                 applied.insert(try row.decode(String.self))
             }
             let known = Set(all.map(\.identifier))
@@ -180,8 +180,8 @@ enum PostgresMigrations {
             }
             var done: [String] = []
             for migration in all where !applied.contains(migration.identifier) {
-                for statement in migration.statements { try session.execute(PostgresQuery(unsafeSQL: statement)) }
-                try session.execute(
+                for statement in migration.statements { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
+                try await session.execute(
                     "INSERT INTO custody_migrations (identifier, applied_at) VALUES (\(migration.identifier), now())")
                 done.append(migration.identifier)
             }

@@ -8,11 +8,11 @@ import PostgresNIO
 import CustodyPolicy
 import Synchronization
 
-/// A small pool of PostgreSQL connections used synchronously: each call takes a connection,
-/// runs its statements (in a transaction for writes) and gives it back. The connections run
-/// on an event loop of their own, so a caller blocked waiting for one (on a thread of Swift's
-/// pool or an HTTP server's loop) never blocks the loop that completes it. Every wait has a
-/// deadline: an unreachable server is an error within the statement timeout, never a hang.
+/// A small pool of PostgreSQL connections: each call takes a connection, runs its statements
+/// (in a transaction for writes) and gives it back. The caller is suspended while it waits for
+/// a connection or an answer, never blocked, and the connections run on an event loop of their
+/// own. Every wait has a deadline: an unreachable server is an error within the statement
+/// timeout, never a hang.
 ///
 /// That event loop is one for the whole process (`eventLoops`), shared by every state and never
 /// stopped, as NIO's own singleton groups are: a loop stopped while a connection attempt was
@@ -29,7 +29,7 @@ final class PostgresSessions: Sendable {
     let settings: PostgresSettings
     let logger: Logger
     private let idle = Locked<[PostgresConnection]>([])
-    private let slots: DispatchSemaphore
+    private let slots: ConnectionSlots
     private let nextID = Atomic<Int>(1)
     private let closed = Atomic<Bool>(false)
     private let outage = Locked<Outage?>(nil)
@@ -47,31 +47,6 @@ final class PostgresSessions: Sendable {
     /// The event loop every state's connections run on (see the type's documentation).
     static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
-    /// The threads calls wait for the server on, so that waiting never holds a thread of
-    /// Swift's cooperative pool: 64, started on first use and kept for the life of the process.
-    /// Each call waiting for an unreachable server holds one until its deadline (10 s to
-    /// connect, 35 s for a statement); an idle thread costs little.
-    static let waitingThreads: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: 64)
-        pool.start()
-        return pool
-    }()
-
-    /// Runs `body`, which waits for the server, on `waitingThreads`, and suspends the caller
-    /// meanwhile. The request's deadline (`StateRequest.began`) goes with it.
-    func waiting<T: Sendable>(_ body: @escaping @Sendable () throws(StoreError) -> T) async throws(StoreError) -> T {
-        let began = StateRequest.began
-        do {
-            return try await Self.waitingThreads.runIfActive {
-                try StateRequest.$began.withValue(began) { () throws(StoreError) in try body() }
-            }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(.database, "the state could not be called: \(error)", path: settings.redacted)
-        }
-    }
-
     /// Since when, and why, the state has not answered.
     struct Outage: Error {
         var since: Date
@@ -84,7 +59,7 @@ final class PostgresSessions: Sendable {
     init(settings: PostgresSettings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        slots = DispatchSemaphore(value: settings.maximumConnections)
+        slots = ConnectionSlots(settings.maximumConnections)
     }
 
     var deadline: TimeAmount { TimeAmount(settings.statementTimeout + .seconds(5)) }
@@ -138,9 +113,9 @@ final class PostgresSessions: Sendable {
     /// Runs `body` on a connection: in a transaction when `transaction`, within `bound`. A
     /// connection that failed (closed by the server, a timeout) is dropped; when that happens
     /// before anything was sent, the call is retried once on a new connection.
-    func run<T>(_ what: String, transaction: Bool, bound: Bound = .statement, _ body: (PostgresSession) throws -> T)
-        throws(StoreError) -> T
-    {
+    func run<T>(
+        _ what: String, transaction: Bool, bound: Bound = .statement, _ body: (PostgresSession) async throws -> T
+    ) async throws(StoreError) -> T {
         guard !closed.load(ordering: .relaxed) else {
             throw StoreError(.database, "\(what) failed: the state is closed", path: settings.redacted)
         }
@@ -149,10 +124,9 @@ final class PostgresSessions: Sendable {
         let deadline = limit(bound, transaction: transaction)
         // A trial that ends without an answer or a loss (a body's own error) lets the next one try.
         defer { if trial { outage.withLock { $0?.trying = false } } }
-        let slotWait: DispatchTime =
-            deadline.map { .now() + .nanoseconds(Int(max(.zero, $0.at - .now) / .nanoseconds(1))) }
-            ?? .now() + .seconds(Int(settings.statementTimeout.components.seconds))
-        guard slots.wait(timeout: slotWait) == .success else {
+        let slotWait =
+            NIODeadline.now() + TimeAmount(deadline.map { max(.zero, $0.at - .now) } ?? settings.statementTimeout)
+        guard await slots.take(before: slotWait, on: Self.eventLoops.next()) else {
             if let deadline {
                 throw Self.pastDeadline(what, deadline, transaction: transaction, settings: settings)
             }
@@ -160,7 +134,7 @@ final class PostgresSessions: Sendable {
             throw StoreError(
                 .unavailable, "\(what) failed: every connection to the state stayed busy", path: settings.redacted)
         }
-        defer { slots.signal() }
+        defer { slots.give() }
         // A write is on record while it is under way (`oldestPendingWrite`).
         let write =
             transaction
@@ -170,7 +144,7 @@ final class PostgresSessions: Sendable {
                 return writes.next
             } : nil
         defer { if let write { _ = writes.withLock { $0.started.removeValue(forKey: write) } } }
-        return try attempts(what, transaction: transaction, deadline: deadline, since: began, body)
+        return try await attempts(what, transaction: transaction, deadline: deadline, since: began, body)
     }
 
     /// A call that gave up at its deadline: nothing was changed (a write not yet committing is
@@ -188,8 +162,8 @@ final class PostgresSessions: Sendable {
     /// `run`'s attempts, on a connection slot already taken.
     private func attempts<T>(
         _ what: String, transaction: Bool, deadline: Deadline?, since began: UInt64,
-        _ body: (PostgresSession) throws -> T
-    ) throws(StoreError) -> T {
+        _ body: (PostgresSession) async throws -> T
+    ) async throws(StoreError) -> T {
         var attempt = 0
         while true {
             attempt += 1
@@ -198,7 +172,7 @@ final class PostgresSessions: Sendable {
             if let pooled, !pooled.isClosed {
                 connection = pooled
             } else {
-                connection = try connect(
+                connection = try await connect(
                     answersBefore: began,
                     cutShort: deadline.map {
                         ($0.at - .now, Self.pastDeadline(what, $0, transaction: transaction, settings: settings))
@@ -207,11 +181,11 @@ final class PostgresSessions: Sendable {
             let session = PostgresSession(connection: connection, sessions: self, deadline: deadline)
             var committing = false
             do {
-                if transaction { try session.execute("BEGIN") }
-                let result = try body(session)
+                if transaction { try await session.execute("BEGIN") }
+                let result = try await body(session)
                 if transaction {
                     committing = true
-                    try session.execute("COMMIT")
+                    try await session.execute("COMMIT")
                 }
                 give(back: connection)
                 answered()
@@ -228,7 +202,7 @@ final class PostgresSessions: Sendable {
                 }
                 throw Self.pastDeadline(what, error.deadline, transaction: transaction, settings: settings)
             } catch let error as StoreError {
-                if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
+                if transaction { await finish(connection, rollingBack: true) } else { give(back: connection) }
                 if session.sentAnything { answered() }
                 throw error
             } catch {
@@ -251,7 +225,7 @@ final class PostgresSessions: Sendable {
                 } else {
                     // The server answered (with an error of its own).
                     answered()
-                    if transaction { finish(connection, rollingBack: true) } else { give(back: connection) }
+                    if transaction { await finish(connection, rollingBack: true) } else { give(back: connection) }
                 }
                 // A write the server stopped (a lock or statement timeout, a deadlock) was rolled
                 // back: say so, as the transaction deadline's refusal does.
@@ -273,9 +247,9 @@ final class PostgresSessions: Sendable {
         idle.withLock { $0.append(connection) }
     }
 
-    private func finish(_ connection: PostgresConnection, rollingBack: Bool) {
+    private func finish(_ connection: PostgresConnection, rollingBack: Bool) async {
         do {
-            try PostgresSession(connection: connection, sessions: self).execute("ROLLBACK")
+            try await PostgresSession(connection: connection, sessions: self).execute("ROLLBACK")
             give(back: connection)
         } catch {
             drop(connection)
@@ -295,17 +269,17 @@ final class PostgresSessions: Sendable {
     /// - Parameter cutShort: the time left to the call's own deadline, and its error: when
     ///   that is shorter than the connect timeout, a connection not made by then is that error,
     ///   not evidence of an outage (the state may answer, only too slowly for this call).
-    func connect(answersBefore: UInt64, cutShort: (within: Duration, error: StoreError)? = nil) throws(StoreError)
-        -> PostgresConnection
+    func connect(answersBefore: UInt64, cutShort: (within: Duration, error: StoreError)? = nil)
+        async throws(StoreError) -> PostgresConnection
     {
         let connectTimeout = settings.configuration.options.connectTimeout
         let shorter = cutShort.flatMap { $0.within < .nanoseconds(connectTimeout.nanoseconds) ? $0 : nil }
         // The call's deadline has passed already: no connection is begun for it.
         if let shorter, shorter.within <= .zero { throw shorter.error }
-        let future = PostgresConnection.connect(
+        let future: EventLoopFuture<PostgresConnection> = PostgresConnection.connect(
             on: Self.eventLoops.next(), configuration: settings.configuration, id: makeID(), logger: logger)
         do {
-            return try deadlined(future, within: shorter.map { TimeAmount($0.within) } ?? connectTimeout).wait()
+            return try await deadlined(future, within: shorter.map { TimeAmount($0.within) } ?? connectTimeout).get()
         } catch {
             // Given up on (a deadline, or the state found unreachable meanwhile), the attempt may
             // still succeed later: that connection is closed then, never freed open.
@@ -331,8 +305,8 @@ final class PostgresSessions: Sendable {
     private func makeID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
 
     /// `future`'s value, waiting at most the statement deadline.
-    func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
-        try deadlined(future, within: deadline).wait()
+    func wait<T: Sendable>(_ future: EventLoopFuture<T>) async throws -> T {
+        try await deadlined(future, within: deadline).get()
     }
 
     /// `future`, failed with `PostgresTimeout` if it has not completed within `timeout`, or
@@ -361,17 +335,6 @@ final class PostgresSessions: Sendable {
     /// - Throws: `unavailable` at once while the state is known unreachable and another call
     ///   is trying, or tried less than `retryInterval` ago.
     private func admit(_ what: String) throws(StoreError) -> Bool {
-        try admission(what, taking: true)
-    }
-
-    /// Throws what `admit` would, without becoming the trial call: a call the state would refuse
-    /// at once is refused before it leaves for a waiting thread (`waiting`), with no hop there
-    /// and back.
-    func refuseAtOnce(_ what: String) throws(StoreError) {
-        _ = try admission(what, taking: false)
-    }
-
-    private func admission(_ what: String, taking: Bool) throws(StoreError) -> Bool {
         let now = ContinuousClock.now
         // A listener, when there is one, is what tries again: it reconnects, and its heartbeat
         // ends the outage. Calls then never wait for a state that is known not to answer.
@@ -379,7 +342,6 @@ final class PostgresSessions: Sendable {
         let admission: Result<Bool, Outage> = outage.withLock { outage in
             guard var current = outage else { return .success(false) }
             guard !probing, !current.trying, now >= current.nextTrial else { return .failure(current) }
-            guard taking else { return .success(false) }
             current.trying = true
             current.nextTrial = now + settings.retryInterval
             outage = current
@@ -534,7 +496,7 @@ struct TransactionDeadline: Error {
     let deadline: PostgresSessions.Deadline
 }
 
-/// One connection lent to a call: statements run synchronously with the pool's deadline, and
+/// One connection lent to a call: statements run with the pool's deadline, and
 /// in a write transaction, within the transaction's deadline too.
 final class PostgresSession {
     let connection: PostgresConnection
@@ -553,30 +515,33 @@ final class PostgresSession {
 
     /// The rows `query` returns.
     @discardableResult
-    func query(_ query: PostgresQuery) throws -> [PostgresRow] {
-        try run(query).rows
+    func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await run(query).rows
     }
 
     /// Runs `query`; returns how many rows it changed.
     @discardableResult
-    func execute(_ query: PostgresQuery) throws -> Int {
-        try run(query).metadata.rows ?? 0
+    func execute(_ query: PostgresQuery) async throws -> Int {
+        try await run(query).metadata.rows ?? 0
     }
 
     /// Sends `query` and waits for its result: at most the statement deadline, and in a write
     /// transaction no later than the transaction's deadline (nothing is sent once it passed).
-    private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+    private func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
         guard let deadline else {
             statements += 1
-            return try sessions.wait(connection.query(query, logger: sessions.logger))
+            let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: sessions.logger)
+            return try await sessions.wait(future)
         }
         let remaining = deadline.at - .now
         guard remaining > .zero else { throw TransactionDeadline(sent: false, deadline: deadline) }
         statements += 1
-        let future = connection.query(query, logger: sessions.logger)
-        guard remaining < sessions.settings.statementTimeout + .seconds(5) else { return try sessions.wait(future) }
+        let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: sessions.logger)
+        guard remaining < sessions.settings.statementTimeout + .seconds(5) else {
+            return try await sessions.wait(future)
+        }
         do {
-            return try sessions.deadlined(future, within: TimeAmount(remaining)).wait()
+            return try await sessions.deadlined(future, within: TimeAmount(remaining)).get()
         } catch is PostgresTimeout where sessions.unreachable == nil {
             // This call's own deadline (NIO's clock may fire a hair before ours), not the state
             // found unreachable meanwhile.
@@ -585,9 +550,9 @@ final class PostgresSession {
     }
 
     /// The first column of the first row, if any.
-    func value<T: PostgresDecodable>(_ query: PostgresQuery, as type: T.Type = T.self) throws -> T?
+    func value<T: PostgresDecodable>(_ query: PostgresQuery, as type: T.Type = T.self) async throws -> T?
     where T._DecodableType == T {
-        guard let row = try self.query(query).first else { return nil }
+        guard let row = try await self.query(query).first else { return nil }
         return try row.decode(T?.self)
     }
 }

@@ -6,18 +6,18 @@ import PostgresNIO
 extension PostgresState {
     /// Kept in the settings table as `cache:{name}`, outside the change log.
     public func cache(_ name: String) async throws(StoreError) -> String? {
-        try await read("reading the cache \(name)") { session in try Self.setting("cache:" + name, in: session) }
+        try await read("reading the cache \(name)") { session in try await Self.setting("cache:" + name, in: session) }
     }
 
     public func saveCache(_ name: String, _ text: String?) async throws(StoreError) {
         let key = "cache:" + name
         try await write("saving the cache \(name)") { session in
             if let text {
-                try session.execute(
+                try await session.execute(
                     "INSERT INTO settings (name, value) VALUES (\(key), \(text)) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
                 )
             } else {
-                try session.execute("DELETE FROM settings WHERE name = \(key)")
+                try await session.execute("DELETE FROM settings WHERE name = \(key)")
             }
         }
     }
@@ -27,21 +27,12 @@ extension PostgresState {
     /// server frees it when the connection ends, so a replica that dies or is cut off never
     /// holds it for good.
     public func lease(_ name: String) async throws(StoreError) -> (any StateLease)? {
-        try await sessions.waiting { [sessions, settings, logger] () throws(StoreError) -> AdvisoryLease? in
-            try Self.takeLease(name, sessions: sessions, settings: settings, logger: logger)
-        }
-    }
-
-    /// `lease(_:)`, waiting on this thread.
-    private static func takeLease(
-        _ name: String, sessions: PostgresSessions, settings: PostgresSettings, logger: Logger
-    ) throws(StoreError) -> AdvisoryLease? {
-        let connection = try sessions.connect(answersBefore: sessions.answerCount)
+        let connection = try await sessions.connect(answersBefore: sessions.answerCount)
         let key = "custody:\(settings.schema):\(name)"
         do {
-            let rows = try sessions.wait(
-                connection.query("SELECT pg_try_advisory_lock(hashtextextended(\(key), 0))", logger: logger)
-            ).rows
+            let taking: EventLoopFuture<PostgresQueryResult> = connection.query(
+                "SELECT pg_try_advisory_lock(hashtextextended(\(key), 0))", logger: logger)
+            let rows = try await sessions.wait(taking).rows
             guard let taken = try rows.first?.decode(Bool.self), taken else {
                 sessions.drop(connection)
                 return nil
@@ -69,11 +60,24 @@ final class AdvisoryLease: StateLease {
         self.sessions = sessions
     }
 
-    func release() {
+    /// Unlocks and closes the connection; returns once the server has answered the unlock (or
+    /// the statement deadline passed), so that the next taker, on a connection of its own,
+    /// finds the lease free.
+    func release() async {
         guard let connection = connection.withLock({ $0.take() }) else { return }
-        _ = try? sessions.wait(connection.query("SELECT pg_advisory_unlock_all()", logger: sessions.logger))
+        let unlock: EventLoopFuture<PostgresQueryResult> = connection.query(
+            "SELECT pg_advisory_unlock_all()", logger: sessions.logger)
+        _ = try? await sessions.wait(unlock)
         sessions.drop(connection)
     }
 
-    deinit { release() }
+    /// A lease never released: the unlock is sent and the connection closed once it is
+    /// answered, without waiting.
+    deinit {
+        guard let connection = connection.withLock({ $0.take() }) else { return }
+        let sessions = sessions
+        connection.query("SELECT pg_advisory_unlock_all()", logger: sessions.logger).whenComplete { _ in
+            sessions.drop(connection)
+        }
+    }
 }

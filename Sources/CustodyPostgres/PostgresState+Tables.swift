@@ -13,18 +13,18 @@ extension PostgresState {
     public func recordAccounts(_ accounts: [SeenAccount], at date: Date) async throws(StoreError) {
         guard !accounts.isEmpty else { return }
         try await write("recording accounts", bound: .request) { session in
-            try Self.recordAccounts(accounts, at: date, in: session)
+            try await Self.recordAccounts(accounts, at: date, in: session)
         }
     }
 
     static func recordAccounts(
         _ accounts: [SeenAccount], at date: Date, in session: PostgresSession
-    ) throws {
+    ) async throws {
         for (owner, aliases) in accounts.map({ ($0.owner, $0.aliases) }) {
-            try session.execute(
+            try await session.execute(
                 "INSERT INTO accounts (owner, first_seen) VALUES (\(owner), \(date)) ON CONFLICT DO NOTHING")
             for name in aliases where name != owner {
-                try session.execute(
+                try await session.execute(
                     "INSERT INTO account_aliases (alias, owner, since) VALUES (\(name), \(owner), \(date)) ON CONFLICT DO NOTHING"
                 )
             }
@@ -34,10 +34,10 @@ extension PostgresState {
     public func account(owner: String) async throws(StoreError) -> AccountRecord? {
         try await read("reading the account \(owner)", bound: .request) { session -> AccountRecord? in
             guard
-                let firstSeen = try session.value(
+                let firstSeen = try await session.value(
                     "SELECT first_seen FROM accounts WHERE owner = \(owner)", as: Date.self)
             else { return nil }
-            let aliases = try session.query(
+            let aliases = try await session.query(
                 "SELECT alias FROM account_aliases WHERE owner = \(owner) ORDER BY alias COLLATE \"C\""
             ).map { try $0.decode(String.self) }
             return AccountRecord(owner: owner, aliases: aliases, firstSeen: firstSeen)
@@ -46,9 +46,9 @@ extension PostgresState {
 
     public func aliases(ofAccount owner: String) async throws(StoreError) -> [String]? {
         try await read("reading the aliases of \(owner)", bound: .request) { session -> [String]? in
-            guard try session.value("SELECT 1 FROM accounts WHERE owner = \(owner)", as: Int32.self) != nil
+            guard try await session.value("SELECT 1 FROM accounts WHERE owner = \(owner)", as: Int32.self) != nil
             else { return nil }
-            return try session.query(
+            return try await session.query(
                 "SELECT alias FROM account_aliases WHERE owner = \(owner) ORDER BY alias COLLATE \"C\""
             ).map { try $0.decode(String.self) }
         }
@@ -56,7 +56,7 @@ extension PostgresState {
 
     public func owners(named identifier: String) async throws(StoreError) -> [String] {
         try await read("looking up \(identifier)") { session in
-            try session.query(
+            try await session.query(
                 """
                 SELECT owner FROM (
                     SELECT owner FROM accounts WHERE owner = \(identifier)
@@ -72,7 +72,7 @@ extension PostgresState {
 
     public func accountsFirstSeen() async throws(StoreError) -> [String: Date] {
         let rows = try await read("reading accounts") { session in
-            try session.query("SELECT owner, first_seen FROM accounts").map { try $0.decode((String, Date).self) }
+            try await session.query("SELECT owner, first_seen FROM accounts").map { try $0.decode((String, Date).self) }
         }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
@@ -86,24 +86,24 @@ extension PostgresState {
             var secrets = 0
             var checkIns = 0
             for identifier in identifiers {
-                let keys = try session.execute("DELETE FROM account_keys WHERE owner = \(identifier)")
+                let keys = try await session.execute("DELETE FROM account_keys WHERE owner = \(identifier)")
                 if keys > 0 { keyVersions[identifier] = keys }
-                secrets += try session.execute("DELETE FROM secrets WHERE scope = \(identifier)")
-                checkIns += try session.execute("DELETE FROM check_ins WHERE account = \(identifier)")
-                try session.execute("DELETE FROM launch_facts WHERE account = \(identifier)")
-                try session.execute(
+                await secrets += try session.execute("DELETE FROM secrets WHERE scope = \(identifier)")
+                await checkIns += try session.execute("DELETE FROM check_ins WHERE account = \(identifier)")
+                try await session.execute("DELETE FROM launch_facts WHERE account = \(identifier)")
+                try await session.execute(
                     """
                     INSERT INTO wiped_identifiers (identifier, account, at) VALUES (\(identifier), \(account), \(date))
                     ON CONFLICT (identifier) DO UPDATE SET account = excluded.account, at = excluded.at
                     """)
             }
-            try Self.audit(
+            try await Self.audit(
                 .wipe, account: account, action: "wipe",
                 detail: AuditRecord.wipeDetail(
                     identifiers: identifiers, keyVersions: keyVersions, secrets: secrets, reason: reason), at: date,
                 in: session)
-            try self.recordChange(.wipe, identifiers, at: date, in: session)
-            return WipeCounts(
+            try await self.recordChange(.wipe, identifiers, at: date, in: session)
+            return await WipeCounts(
                 keyVersions: keyVersions, secrets: secrets, checkIns: checkIns,
                 eventIDs: try Self.appendEvents(events, at: date, in: session))
         }
@@ -111,10 +111,11 @@ extension PostgresState {
 
     public func wipeRecord(of identifier: String) async throws(StoreError) -> WipeRecord? {
         try await read("reading the wipe record of \(identifier)", bound: .request) { session in
-            try session.query("SELECT account, at FROM wiped_identifiers WHERE identifier = \(identifier)").first.map {
-                let (account, at) = try $0.decode((String, Date).self)
-                return WipeRecord(account: account, at: at)
-            }
+            try await session.query("SELECT account, at FROM wiped_identifiers WHERE identifier = \(identifier)").first
+                .map {
+                    let (account, at) = try $0.decode((String, Date).self)
+                    return WipeRecord(account: account, at: at)
+                }
         }
     }
 
@@ -122,7 +123,7 @@ extension PostgresState {
 
     public func accountKeys(owner: String) async throws(StoreError) -> [WrappedAccountKey] {
         let rows = try await read("reading the keys of \(owner)", bound: .request) { session in
-            try session.query(
+            try await session.query(
                 "SELECT owner, version, created, nonce, ciphertext FROM account_keys WHERE owner = \(owner) ORDER BY version"
             )
             .map { try $0.decode((String, Int64, Date, Data, Data).self) }
@@ -145,27 +146,27 @@ extension PostgresState {
 
     public func addAccountKey(_ key: WrappedAccountKey) async throws(StoreError) {
         try await write("adding key version \(key.version) of \(key.owner)", bound: .request) { session in
-            try session.execute(
+            try await session.execute(
                 """
                 INSERT INTO account_keys (owner, version, created, nonce, ciphertext)
                 VALUES (\(key.owner.rawValue), \(Int64(key.version)), \(key.created), \(Data(key.nonce)), \(Data(key.ciphertext)))
                 """)
-            try self.recordChange(.key, [key.owner.rawValue], at: key.created, in: session)
+            try await self.recordChange(.key, [key.owner.rawValue], at: key.created, in: session)
         }
     }
 
     @discardableResult
     public func removeAccountKeys(owner: String) async throws(StoreError) -> Int {
         try await write("deleting the keys of \(owner)") { session in
-            let count = try session.execute("DELETE FROM account_keys WHERE owner = \(owner)")
-            if count > 0 { try self.recordChange(.key, [owner], at: Date(), in: session) }
+            let count = try await session.execute("DELETE FROM account_keys WHERE owner = \(owner)")
+            if count > 0 { try await self.recordChange(.key, [owner], at: Date(), in: session) }
             return count
         }
     }
 
     public func accountKeyOwners() async throws(StoreError) -> [String] {
         try await read("listing key owners") { session in
-            try session.query("SELECT owner FROM account_keys GROUP BY owner ORDER BY owner COLLATE \"C\"").map {
+            try await session.query("SELECT owner FROM account_keys GROUP BY owner ORDER BY owner COLLATE \"C\"").map {
                 try $0.decode(String.self)
             }
         }
@@ -173,7 +174,7 @@ extension PostgresState {
 
     public func masterKeyRecord() async throws(StoreError) -> MasterKeyRecord? {
         let row = try await read("reading the master key record") { session in
-            try session.query(
+            try await session.query(
                 "SELECT kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext FROM master_key WHERE id = 1"
             ).first
                 .map { try $0.decode((String, Data?, Int64?, Int64?, Data?, Data?).self) }
@@ -190,7 +191,7 @@ extension PostgresState {
 
     public func saveMasterKeyRecord(_ record: MasterKeyRecord) async throws(StoreError) {
         try await write("saving the master key record") { session in
-            try session.execute(
+            try await session.execute(
                 """
                 INSERT INTO master_key (id, kind, salt, ops_limit, mem_limit, check_nonce, check_ciphertext)
                 VALUES (1, \(record.kind.rawValue), \(record.salt.map { Data($0) }), \(record.opsLimit.map { Int64($0) }),
@@ -201,7 +202,7 @@ extension PostgresState {
 
     public func keyGeneration() async throws(StoreError) -> Int64 {
         try await read("reading the key generation", bound: .request) { session in
-            try session.value("SELECT value FROM key_generation WHERE id = 1", as: Int64.self) ?? 0
+            try await session.value("SELECT value FROM key_generation WHERE id = 1", as: Int64.self) ?? 0
         }
     }
 
@@ -209,19 +210,19 @@ extension PostgresState {
 
     public func saveSecret(_ secret: SealedSecret) async throws(StoreError) {
         try await write("saving the secret \(secret.identifier)") { session in
-            try session.execute(
+            try await session.execute(
                 """
                 INSERT INTO secrets (scope, identifier, kind, sealed, updated)
                 VALUES (\(secret.scope), \(secret.identifier), \(secret.kind), \(Data(secret.sealed)), \(secret.updated))
                 ON CONFLICT (scope, identifier) DO UPDATE SET kind = excluded.kind, sealed = excluded.sealed, updated = excluded.updated
                 """)
-            try self.recordChange(.secret, [secret.scope], at: secret.updated, in: session)
+            try await self.recordChange(.secret, [secret.scope], at: secret.updated, in: session)
         }
     }
 
     public func secret(scope: String, identifier: String) async throws(StoreError) -> SealedSecret? {
         try await read("reading secrets", bound: .request) { session in
-            try session.query(
+            try await session.query(
                 "SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)"
             )
             .map(Self.secret).first
@@ -230,7 +231,7 @@ extension PostgresState {
 
     public func secrets(scope: String) async throws(StoreError) -> [SealedSecret] {
         try await read("reading secrets") { session in
-            try session.query(
+            try await session.query(
                 "SELECT scope, identifier, kind, sealed, updated FROM secrets WHERE scope = \(scope) ORDER BY identifier COLLATE \"C\""
             )
             .map(Self.secret)
@@ -245,9 +246,11 @@ extension PostgresState {
     @discardableResult
     public func removeSecret(scope: String, identifier: String) async throws(StoreError) -> Bool {
         try await write("removing the secret \(identifier)") { session in
-            guard try session.execute("DELETE FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)") > 0
+            guard
+                try await session.execute("DELETE FROM secrets WHERE scope = \(scope) AND identifier = \(identifier)")
+                    > 0
             else { return false }
-            try self.recordChange(.secret, [scope], at: Date(), in: session)
+            try await self.recordChange(.secret, [scope], at: Date(), in: session)
             return true
         }
     }
@@ -255,8 +258,8 @@ extension PostgresState {
     @discardableResult
     public func removeSecrets(scope: String) async throws(StoreError) -> Int {
         try await write("removing the secrets of \(scope)") { session in
-            let count = try session.execute("DELETE FROM secrets WHERE scope = \(scope)")
-            if count > 0 { try self.recordChange(.secret, [scope], at: Date(), in: session) }
+            let count = try await session.execute("DELETE FROM secrets WHERE scope = \(scope)")
+            if count > 0 { try await self.recordChange(.secret, [scope], at: Date(), in: session) }
             return count
         }
     }
@@ -265,7 +268,7 @@ extension PostgresState {
 
     public func checkIn(account: String, at date: Date) async throws(StoreError) {
         try await write("recording a check-in of \(account)", bound: .request) { session in
-            try session.execute(
+            try await session.execute(
                 """
                 INSERT INTO check_ins (account, at) VALUES (\(account), \(date))
                 ON CONFLICT (account) DO UPDATE SET at = excluded.at WHERE excluded.at > check_ins.at
@@ -275,26 +278,26 @@ extension PostgresState {
 
     public func lastCheckIn(account: String) async throws(StoreError) -> Date? {
         try await read("reading the check-in of \(account)", bound: .request) { session in
-            try session.value("SELECT at FROM check_ins WHERE account = \(account)", as: Date.self)
+            try await session.value("SELECT at FROM check_ins WHERE account = \(account)", as: Date.self)
         }
     }
 
     public func checkIns() async throws(StoreError) -> [String: Date] {
         let rows = try await read("reading check-ins") { session in
-            try session.query("SELECT account, at FROM check_ins").map { try $0.decode((String, Date).self) }
+            try await session.query("SELECT account, at FROM check_ins").map { try $0.decode((String, Date).self) }
         }
         return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
 
     public func removeCheckIn(account: String) async throws(StoreError) {
         try await write("removing the check-in of \(account)") { session in
-            try session.execute("DELETE FROM check_ins WHERE account = \(account)")
+            try await session.execute("DELETE FROM check_ins WHERE account = \(account)")
         }
     }
 
     public func recordLaunchFacts(account: String, facts: String, at date: Date) async throws(StoreError) {
         try await write("recording the launch facts of \(account)", bound: .request) { session in
-            try session.execute(
+            try await session.execute(
                 """
                 INSERT INTO launch_facts (account, facts, at) VALUES (\(account), \(facts), \(date))
                 ON CONFLICT (account) DO UPDATE SET facts = excluded.facts, at = excluded.at
@@ -304,7 +307,7 @@ extension PostgresState {
 
     public func launchFacts(account: String) async throws(StoreError) -> StoredLaunchFacts? {
         let rows = try await read("reading the launch facts of \(account)", bound: .request) { session in
-            try session.query("SELECT facts, at FROM launch_facts WHERE account = \(account)").map {
+            try await session.query("SELECT facts, at FROM launch_facts WHERE account = \(account)").map {
                 try $0.decode((String, Date).self)
             }
         }
@@ -313,13 +316,13 @@ extension PostgresState {
 
     public func isActingOnLaunch() async throws(StoreError) -> Bool {
         try await read("reading whether launch outcomes are acted on") { session in
-            try Self.setting("act_on_launch", in: session) == "true"
+            try await Self.setting("act_on_launch", in: session) == "true"
         }
     }
 
     public func setActingOnLaunch(_ acting: Bool) async throws(StoreError) {
         try await write("recording whether launch outcomes are acted on") { session in
-            try self.setSetting("act_on_launch", acting ? "true" : "false", in: session)
+            try await self.setSetting("act_on_launch", acting ? "true" : "false", in: session)
         }
     }
 
@@ -339,10 +342,10 @@ extension PostgresState {
             // a slow writer holds the lock every replica's writes wait for as briefly as it can:
             // accounts seen and policy reach are idempotent first-seen records, written in one
             // order (sorted) by every writer so that two cannot deadlock on them.
-            try Self.recordAccounts(accounts.sorted { $0.owner < $1.owner }, at: date, in: session)
+            try await Self.recordAccounts(accounts.sorted { $0.owner < $1.owner }, at: date, in: session)
             for (account, policies) in reach.map({ ($0.account, $0.policies.sorted()) }).sorted(by: { $0.0 < $1.0 }) {
                 for policy in policies {
-                    try session.execute(
+                    try await session.execute(
                         "INSERT INTO policy_reach (account, policy, first_reached) VALUES (\(account), \(policy), \(date)) ON CONFLICT DO NOTHING"
                     )
                 }
@@ -351,29 +354,29 @@ extension PostgresState {
             // commit, so the last applied by id is the last applied by change revision,
             // whichever replicas write at once. The same lock makes the state's rules below
             // (freeze, sequence, trust) hold against every other writer.
-            try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+            try await session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
             // The same files under the same signature in force already: another writer applied
             // them first. Nothing is written twice; the caller is told, and announces nothing.
             if result == .applied, files != nil,
-                let last = try session.query(
+                let last = try await session.query(
                     "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
                 ).first.map({ row throws in try self.bundleRecord(row) }),
                 last.contentHash == contentHash, last.provenance.signature == provenance.signature
             {
                 return (last.id, [], last)
             }
-            let highest = try self.highestSequence(in: session)
+            let highest = try await self.highestSequence(in: session)
             // Only a bundle that becomes the installation's policy (one with its files) answers
             // to the state's rules; an in-memory one is this process's alone.
             if result == .applied, files != nil {
-                let trusted = try session.query("SELECT key_id, revoked_at IS NOT NULL FROM trusted_keys").map {
+                let trusted = try await session.query("SELECT key_id, revoked_at IS NOT NULL FROM trusted_keys").map {
                     row throws in
                     let (id, revoked) = try row.decode((String, Bool).self)
                     return (id: id, revoked: revoked)
                 }
                 // A freeze that cannot be read refuses the bundle: it is never taken for none.
                 var frozen: BundleFreeze?
-                if let text = try Self.setting(Self.freezeSetting, in: session), !text.isEmpty {
+                if let text = try await Self.setting(Self.freezeSetting, in: session), !text.isEmpty {
                     do {
                         frozen = try BundleFreeze.decode(text)
                     } catch {
@@ -388,7 +391,7 @@ extension PostgresState {
                 }
             }
             guard
-                let id = try session.value(
+                let id = try await session.value(
                     """
                     INSERT INTO bundle_history (content_hash, applied_at, source, result, message, sequence, signers, signature, applied_by, reason, rollback)
                     VALUES (\(contentHash), \(date), \(source), \(result.rawValue), \(message), \(provenance.sequence),
@@ -398,30 +401,32 @@ extension PostgresState {
                     """, as: Int64.self)
             else { throw self.corrupt("recording a bundle returned no id") }
             if result == .applied, let sequence = provenance.sequence, !provenance.isRollback, sequence > highest {
-                try session.execute(
+                try await session.execute(
                     "INSERT INTO settings (name, value) VALUES (\(Self.sequenceSetting), \(String(sequence))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
                 )
             }
             if result == .applied, let files,
-                try session.value(
+                try await session.value(
                     "INSERT INTO bundle_revisions (content_hash, stored_at) VALUES (\(contentHash), \(date)) ON CONFLICT DO NOTHING RETURNING content_hash",
                     as: String.self) != nil
             {
                 for file in files {
-                    try session.execute(
+                    try await session.execute(
                         "INSERT INTO bundle_revision_files (content_hash, name, bytes) VALUES (\(contentHash), \(file.name), \(Data(file.bytes)))"
                     )
                 }
             }
-            try Self.audit(
+            try await Self.audit(
                 .bundle, account: nil,
                 action: result == .rejected ? "reject" : provenance.isRollback ? "rollback" : "apply",
                 detail: AuditRecord.bundleDetail(
                     contentHash: contentHash, source: source, message: message, provenance: provenance),
                 at: date, in: session)
-            if result == .applied, files != nil { try self.recordChange(.bundle, [contentHash], at: date, in: session) }
-            let eventIDs = try Self.appendEvents(events, at: date, in: session)
-            try Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
+            if result == .applied, files != nil {
+                try await self.recordChange(.bundle, [contentHash], at: date, in: session)
+            }
+            let eventIDs = try await Self.appendEvents(events, at: date, in: session)
+            try await Self.pruneBundleHistory(retaining: max(retaining, 1), in: session)
             return (id, eventIDs, nil)
         }
         if let existing { return RecordedBundle(record: existing, eventIDs: [], alreadyApplied: true) }
@@ -440,13 +445,13 @@ extension PostgresState {
     /// Deletes applied rows past the newest `retaining` applied ones (never the row of the
     /// bundle in force) and refused rows past the newest `retaining` refused ones, then every
     /// stored revision no applied row names.
-    private static func pruneBundleHistory(retaining: Int, in session: PostgresSession) throws {
+    private static func pruneBundleHistory(retaining: Int, in session: PostgresSession) async throws {
         let count =
-            try session.value(
+            try await session.value(
                 "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM bundle_history GROUP BY result) c",
                 as: Int64.self) ?? 0
         guard count > retaining else { return }
-        try session.execute(
+        try await session.execute(
             """
             DELETE FROM bundle_history WHERE id NOT IN (
                 SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY result ORDER BY id DESC) AS rank FROM bundle_history) r
@@ -454,7 +459,7 @@ extension PostgresState {
             AND id IS DISTINCT FROM (
                 SELECT max(id) FROM bundle_history WHERE result = 'applied' AND content_hash IN (SELECT content_hash FROM bundle_revisions))
             """)
-        try session.execute(
+        try await session.execute(
             "DELETE FROM bundle_revisions WHERE content_hash NOT IN (SELECT content_hash FROM bundle_history WHERE result = 'applied')"
         )
     }
@@ -462,7 +467,7 @@ extension PostgresState {
     public func policyReach() async throws(StoreError) -> [String: [String: Date]] {
         try await read("reading when policies reached accounts") { session in
             var reach: [String: [String: Date]] = [:]
-            for row in try session.query("SELECT account, policy, first_reached FROM policy_reach") {
+            for row in try await session.query("SELECT account, policy, first_reached FROM policy_reach") {
                 let (account, policy, at) = try row.decode((String, String, Date).self)
                 reach[account, default: [:]][policy] = at
             }
@@ -472,7 +477,7 @@ extension PostgresState {
 
     public func bundleHistory(limit: Int) async throws(StoreError) -> [BundleRecord] {
         try await read("reading the bundle history") { session in
-            try session.query(
+            try await session.query(
                 "SELECT \(unescaped: Self.historyColumns) FROM bundle_history ORDER BY id DESC LIMIT \(limit)"
             )
             .map { row throws in try self.bundleRecord(row) }
@@ -496,7 +501,7 @@ extension PostgresState {
     public func storedBundle(revision contentHash: String) async throws(StoreError) -> StoredBundle? {
         try await read("reading a kept bundle") { session -> StoredBundle? in
             guard
-                let row = try session.query(
+                let row = try await session.query(
                     """
                     SELECT \(unescaped: Self.historyColumns) FROM bundle_history
                     WHERE result <> 'rejected' AND content_hash = \(contentHash)
@@ -504,14 +509,15 @@ extension PostgresState {
                     """
                 ).first
             else { return nil }
-            return StoredBundle(
+            return await StoredBundle(
                 record: try self.bundleRecord(row), files: try Self.files(ofRevision: contentHash, in: session))
         }
     }
 
     /// A stored revision's files, in byte order of their names.
-    private static func files(ofRevision contentHash: String, in session: PostgresSession) throws -> [StoredFile] {
-        try session.query(
+    private static func files(ofRevision contentHash: String, in session: PostgresSession) async throws -> [StoredFile]
+    {
+        try await session.query(
             "SELECT name, bytes FROM bundle_revision_files WHERE content_hash = \(contentHash) ORDER BY name COLLATE \"C\""
         ).map { row in
             let (name, bytes) = try row.decode((String, Data).self)
@@ -521,17 +527,17 @@ extension PostgresState {
 
     public func bundleSequence() async throws(StoreError) -> Int64 {
         try await read("reading the highest bundle sequence") { session in
-            try self.highestSequence(in: session)
+            try await self.highestSequence(in: session)
         }
     }
 
     /// The highest sequence ever applied: the setting that keeps it (at least 1; anything else
     /// is damage) and the history's own record of it, whichever is higher.
-    private func highestSequence(in session: PostgresSession) throws -> Int64 {
-        let kept = try StoredNumber.integer(
+    private func highestSequence(in session: PostgresSession) async throws -> Int64 {
+        let kept = try await StoredNumber.integer(
             Self.setting(Self.sequenceSetting, in: session), setting: Self.sequenceSetting, minimum: 1, path: path)
         let recorded =
-            try session.value(
+            try await session.value(
                 "SELECT max(sequence) FROM bundle_history WHERE result = 'applied' AND NOT rollback", as: Int64.self)
             ?? 0
         return max(kept, recorded)
@@ -540,7 +546,7 @@ extension PostgresState {
     public func lastAppliedBundleFiles() async throws(StoreError) -> StoredBundle? {
         try await read("reading the last applied bundle") { session -> StoredBundle? in
             guard
-                let row = try session.query(
+                let row = try await session.query(
                     """
                     SELECT \(unescaped: Self.historyColumns) FROM bundle_history
                     WHERE result <> 'rejected' AND content_hash IN (SELECT content_hash FROM bundle_revisions) ORDER BY id DESC LIMIT 1
@@ -548,13 +554,14 @@ extension PostgresState {
                 ).first
             else { return nil }
             let record = try self.bundleRecord(row)
-            return StoredBundle(record: record, files: try Self.files(ofRevision: record.contentHash, in: session))
+            return await StoredBundle(
+                record: record, files: try Self.files(ofRevision: record.contentHash, in: session))
         }
     }
 
     public func lastApplication(ofRevision contentHash: String) async throws(StoreError) -> Int64? {
         try await read("reading the bundle history") { session in
-            try session.value(
+            try await session.value(
                 "SELECT max(id) FROM bundle_history WHERE content_hash = \(contentHash) AND result = 'applied'",
                 as: Int64.self)
         }
@@ -563,7 +570,7 @@ extension PostgresState {
     public func storedBundleRevisions() async throws(StoreError) -> [String: Int] {
         try await read("reading the stored bundle revisions") { session in
             var revisions: [String: Int] = [:]
-            for row in try session.query(
+            for row in try await session.query(
                 """
                 SELECT r.content_hash, coalesce(sum(octet_length(f.bytes)), 0)::bigint FROM bundle_revisions r
                 LEFT JOIN bundle_revision_files f ON f.content_hash = r.content_hash GROUP BY r.content_hash
@@ -578,7 +585,7 @@ extension PostgresState {
 
     public func lastAppliedBundle() async throws(StoreError) -> BundleRecord? {
         try await read("reading the bundle history") { session in
-            try session.query(
+            try await session.query(
                 "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
             ).first.map { row throws in try self.bundleRecord(row) }
         }
@@ -586,47 +593,48 @@ extension PostgresState {
 
     // MARK: Audit and settings
 
-    static func setting(_ name: String, in session: PostgresSession) throws -> String? {
-        try session.value("SELECT value FROM settings WHERE name = \(name)", as: String.self)
+    static func setting(_ name: String, in session: PostgresSession) async throws -> String? {
+        try await session.value("SELECT value FROM settings WHERE name = \(name)", as: String.self)
     }
 
-    func setSetting(_ name: String, _ value: String, in session: PostgresSession) throws {
-        try session.execute(
+    func setSetting(_ name: String, _ value: String, in session: PostgresSession) async throws {
+        try await session.execute(
             "INSERT INTO settings (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
         )
-        try recordChange(.setting, [name], at: Date(), in: session)
+        try await recordChange(.setting, [name], at: Date(), in: session)
     }
 
     public func isAuditEnabled() async throws(StoreError) -> Bool {
         try await read("reading the audit setting") { session in
-            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: self.path)
+            try await StoredSwitch.isOn(
+                Self.setting("audit", in: session), setting: "audit", absent: true, path: self.path)
         }
     }
 
     public func setAuditEnabled(_ enabled: Bool) async throws(StoreError) {
         try await write("changing the audit setting") { session in
-            guard (try Self.setting("audit", in: session) != "off") != enabled else { return }
+            guard await (try Self.setting("audit", in: session) != "off") != enabled else { return }
             let entry = AuditRecord.switched(.log, on: enabled, at: Date())
-            if !enabled { try Self.audit(entry, in: session) }
-            try self.setSetting("audit", enabled ? "on" : "off", in: session)
-            if enabled { try Self.audit(entry, in: session) }
+            if !enabled { try await Self.audit(entry, in: session) }
+            try await self.setSetting("audit", enabled ? "on" : "off", in: session)
+            if enabled { try await Self.audit(entry, in: session) }
         }
     }
 
     public func isDecisionAuditEnabled() async throws(StoreError) -> Bool {
         try await read("reading the decision audit setting") { session in
-            try StoredSwitch.isOn(Self.setting("audit", in: session), setting: "audit", absent: true, path: self.path)
-                && StoredSwitch.isOn(
-                    Self.setting("audit_decisions", in: session), setting: "audit_decisions", absent: false,
-                    path: self.path)
+            let audit = try await Self.setting("audit", in: session)
+            let decisions = try await Self.setting("audit_decisions", in: session)
+            return try StoredSwitch.isOn(audit, setting: "audit", absent: true, path: self.path)
+                && StoredSwitch.isOn(decisions, setting: "audit_decisions", absent: false, path: self.path)
         }
     }
 
     public func setDecisionAuditEnabled(_ enabled: Bool) async throws(StoreError) {
         try await write("changing the decision audit setting") { session in
-            guard (try Self.setting("audit_decisions", in: session) == "on") != enabled else { return }
-            try self.setSetting("audit_decisions", enabled ? "on" : "off", in: session)
-            try Self.audit(AuditRecord.switched(.decisions, on: enabled, at: Date()), in: session)
+            guard await (try Self.setting("audit_decisions", in: session) == "on") != enabled else { return }
+            try await self.setSetting("audit_decisions", enabled ? "on" : "off", in: session)
+            try await Self.audit(AuditRecord.switched(.decisions, on: enabled, at: Date()), in: session)
         }
     }
 
@@ -634,9 +642,9 @@ extension PostgresState {
     public func audit(_ records: [AuditRecord]) async throws(StoreError) -> Int {
         guard !records.isEmpty else { return 0 }
         return try await write("writing the audit log", bound: .request) { session in
-            guard try Self.setting("audit", in: session) != "off" else { return 0 }
+            guard try await Self.setting("audit", in: session) != "off" else { return 0 }
             for record in records {
-                try session.execute(
+                try await session.execute(
                     """
                     INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id)
                     VALUES (\(record.at), \(record.kind.rawValue), \(record.account), \(record.action), \(record.allowed), \(record.detail), \(record.decisionID))
@@ -649,21 +657,21 @@ extension PostgresState {
     static func audit(
         _ kind: AuditEntry.Kind, account: String?, action: String, detail: String?, at date: Date,
         in session: PostgresSession
-    ) throws {
+    ) async throws {
         // The texts as `AuditRecord` keeps them (escaped: PostgreSQL refuses a NUL in text).
-        try audit(AuditRecord(kind, account: account, action: action, detail: detail, at: date), in: session)
+        try await audit(AuditRecord(kind, account: account, action: action, detail: detail, at: date), in: session)
     }
 
-    static func audit(_ record: AuditRecord, in session: PostgresSession) throws {
-        guard try setting("audit", in: session) != "off" else { return }
-        try session.execute(
+    static func audit(_ record: AuditRecord, in session: PostgresSession) async throws {
+        guard try await setting("audit", in: session) != "off" else { return }
+        try await session.execute(
             "INSERT INTO audit_log (at, kind, account, action, detail) VALUES (\(record.at), \(record.kind.rawValue), \(record.account), \(record.action), \(record.detail))"
         )
     }
 
     public func auditEntries(since: Date?, after id: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         let rows = try await read("reading the audit log") { session in
-            try session.query(
+            try await session.query(
                 """
                 SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log
                 WHERE at >= \(since ?? Date(timeIntervalSince1970: -62_135_596_800)) AND id > \(id)
@@ -684,7 +692,7 @@ extension PostgresState {
 
     public func installationContext() async throws(StoreError) -> InstallationContext {
         try await read("reading the installation's context") { session in
-            InstallationContext(
+            await InstallationContext(
                 platform: try Self.setting("context_platform", in: session),
                 appID: try Self.setting("context_app", in: session),
                 managementLevel: try Self.setting("context_management_level", in: session),
@@ -701,7 +709,7 @@ extension PostgresState {
                 ("precedence", precedence),
             ] {
                 guard let value else { continue }
-                try self.setSetting(name, value, in: session)
+                try await self.setSetting(name, value, in: session)
             }
         }
     }
@@ -712,44 +720,47 @@ extension PostgresState {
     public func appendEvents(_ records: [EventRecord], at date: Date) async throws(StoreError) -> [Int64] {
         guard !records.isEmpty else { return [] }
         return try await write("appending to the event log") { session in
-            try Self.appendEvents(records, at: date, in: session)
+            try await Self.appendEvents(records, at: date, in: session)
         }
     }
 
     /// Numbers events under the 'event' counter's row lock (so ids are in commit order) and
     /// prunes the log past its retention.
-    static func appendEvents(_ records: [EventRecord], at date: Date, in session: PostgresSession) throws -> [Int64] {
+    static func appendEvents(_ records: [EventRecord], at date: Date, in session: PostgresSession) async throws
+        -> [Int64]
+    {
         guard !records.isEmpty,
-            let last = try session.value(
+            let last = try await session.value(
                 "UPDATE counters SET value = value + \(Int64(records.count)) WHERE name = 'event' RETURNING value",
                 as: Int64.self)
         else { return [] }
         var ids: [Int64] = []
         for (offset, record) in records.enumerated() {
             let id = last - Int64(records.count) + 1 + Int64(offset)
-            try session.execute(
+            try await session.execute(
                 "INSERT INTO events (id, at, name, body) VALUES (\(id), \(date), \(record.name), \(Data(record.body)))")
             ids.append(id)
         }
         let retention =
-            Int64(try setting("event_retention", in: session) ?? "") ?? CustodyDatabase.defaultEventRetention
-        try session.execute("DELETE FROM events WHERE id <= \(last - retention)")
+            await Int64(try setting("event_retention", in: session) ?? "") ?? CustodyDatabase.defaultEventRetention
+        try await session.execute("DELETE FROM events WHERE id <= \(last - retention)")
         return ids
     }
 
     public func events(after id: Int64, limit: Int) async throws(StoreError) -> [StoredEvent] {
         try await read("reading the event log") { session in
-            try session.query("SELECT id, at, name, body FROM events WHERE id > \(id) ORDER BY id LIMIT \(limit)").map {
-                row in
-                let (id, at, name, body) = try row.decode((Int64, Date, String, Data).self)
-                return StoredEvent(id: id, at: at, name: name, body: [UInt8](body))
-            }
+            try await session.query("SELECT id, at, name, body FROM events WHERE id > \(id) ORDER BY id LIMIT \(limit)")
+                .map {
+                    row in
+                    let (id, at, name, body) = try row.decode((Int64, Date, String, Data).self)
+                    return StoredEvent(id: id, at: at, name: name, body: [UInt8](body))
+                }
         }
     }
 
     public func eventBounds() async throws(StoreError) -> LogBounds {
         try await read("reading the event log") { session in
-            LogBounds(
+            await LogBounds(
                 oldest: try session.value("SELECT min(id) FROM events", as: Int64.self),
                 newest: try session.value("SELECT value FROM counters WHERE name = 'event'", as: Int64.self) ?? 0
             )
@@ -758,7 +769,7 @@ extension PostgresState {
 
     public func setEventRetention(_ count: Int64) async throws(StoreError) {
         try await write("changing the event retention") { session in
-            try session.execute(
+            try await session.execute(
                 "INSERT INTO settings (name, value) VALUES ('event_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
             )
         }
@@ -768,14 +779,14 @@ extension PostgresState {
 
     public func addToken(_ token: TokenRecord) async throws(StoreError) {
         try await write("storing a token") { session in
-            try session.execute(
+            try await session.execute(
                 """
                 INSERT INTO tokens (id, name, scopes, hash, created)
                 VALUES (\(token.id), \(token.name), \(token.scopes.joined(separator: " ")), \(Data(token.hash)), \(token.created))
                 """)
-            try Self.bumpTokenGeneration(session)
-            try self.recordChange(.token, [token.id], at: token.created, in: session)
-            try Self.audit(
+            try await Self.bumpTokenGeneration(session)
+            try await self.recordChange(.token, [token.id], at: token.created, in: session)
+            try await Self.audit(
                 .token, account: nil, action: "create", detail: "\(token.id) (\(token.scopes.joined(separator: " ")))",
                 at: token.created, in: session)
         }
@@ -784,18 +795,20 @@ extension PostgresState {
     @discardableResult
     public func revokeToken(id: String, at date: Date) async throws(StoreError) -> Bool {
         try await write("revoking a token") { session in
-            guard try session.execute("UPDATE tokens SET revoked = \(date) WHERE id = \(id) AND revoked IS NULL") > 0
+            guard
+                try await session.execute("UPDATE tokens SET revoked = \(date) WHERE id = \(id) AND revoked IS NULL")
+                    > 0
             else { return false }
-            try Self.bumpTokenGeneration(session)
-            try self.recordChange(.token, [id], at: date, in: session)
-            try Self.audit(.token, account: nil, action: "revoke", detail: id, at: date, in: session)
+            try await Self.bumpTokenGeneration(session)
+            try await self.recordChange(.token, [id], at: date, in: session)
+            try await Self.audit(.token, account: nil, action: "revoke", detail: id, at: date, in: session)
             return true
         }
     }
 
     public func token(id: String) async throws(StoreError) -> TokenRecord? {
         try await read("reading tokens", bound: .request) { session in
-            try session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens WHERE id = \(id)").map(
+            try await session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens WHERE id = \(id)").map(
                 Self.token
             ).first
         }
@@ -803,7 +816,7 @@ extension PostgresState {
 
     public func tokens() async throws(StoreError) -> [TokenRecord] {
         try await read("reading tokens") { session in
-            try session.query(
+            try await session.query(
                 "SELECT id, name, scopes, hash, created, revoked FROM tokens ORDER BY created, id COLLATE \"C\""
             ).map(Self.token)
         }
@@ -819,12 +832,12 @@ extension PostgresState {
 
     public func tokenGeneration() async throws(StoreError) -> Int64 {
         try await read("reading the token generation") { session in
-            Int64(try Self.setting("token_generation", in: session) ?? "0") ?? 0
+            await Int64(try Self.setting("token_generation", in: session) ?? "0") ?? 0
         }
     }
 
-    private static func bumpTokenGeneration(_ session: PostgresSession) throws {
-        try session.execute(
+    private static func bumpTokenGeneration(_ session: PostgresSession) async throws {
+        try await session.execute(
             """
             INSERT INTO settings (name, value) VALUES ('token_generation', '1')
             ON CONFLICT (name) DO UPDATE SET value = (settings.value::bigint + 1)::text

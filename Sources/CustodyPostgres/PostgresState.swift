@@ -38,7 +38,7 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
         let sessions = PostgresSessions(settings: settings, logger: logger)
         self.sessions = sessions
         do {
-            try await sessions.waiting { () throws(StoreError) in try PostgresMigrations.migrate(sessions) }
+            try await PostgresMigrations.migrate(sessions)
         } catch {
             sessions.close()
             // A state that cannot be reached at all is one that cannot be opened.
@@ -63,29 +63,17 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
     @discardableResult
     func write<T: Sendable>(
         _ what: String, bound: PostgresSessions.Bound = .statement,
-        _ body: @escaping @Sendable (PostgresSession) throws -> T
+        _ body: (PostgresSession) async throws -> T
     ) async throws(StoreError) -> T {
-        try await call(what, transaction: true, bound: bound, body)
+        try await sessions.run(what, transaction: true, bound: bound, body)
     }
 
     /// Reads outside a transaction. `bound: .request` for what a request waits on.
     func read<T: Sendable>(
         _ what: String, bound: PostgresSessions.Bound = .statement,
-        _ body: @escaping @Sendable (PostgresSession) throws -> T
+        _ body: (PostgresSession) async throws -> T
     ) async throws(StoreError) -> T {
-        try await call(what, transaction: false, bound: bound, body)
-    }
-
-    /// `body` on a waiting thread (`PostgresSessions.waiting`), unless the state would refuse
-    /// it at once: then it is refused here, with no hop there and back.
-    private func call<T: Sendable>(
-        _ what: String, transaction: Bool, bound: PostgresSessions.Bound,
-        _ body: @escaping @Sendable (PostgresSession) throws -> T
-    ) async throws(StoreError) -> T {
-        try sessions.refuseAtOnce(what)
-        return try await sessions.waiting { [sessions] () throws(StoreError) in
-            try sessions.run(what, transaction: transaction, bound: bound, body)
-        }
+        try await sessions.run(what, transaction: false, bound: bound, body)
     }
 
     func corrupt(_ message: String) -> StoreError { StoreError(.corrupt, message, path: path) }
@@ -93,30 +81,32 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
     // MARK: The change log
 
     /// Appends a change (numbered under the counter's row lock) and notifies listeners at commit.
-    func recordChange(_ kind: StateChange.Kind, _ subjects: [String], at date: Date, in session: PostgresSession) throws
+    func recordChange(_ kind: StateChange.Kind, _ subjects: [String], at date: Date, in session: PostgresSession)
+        async throws
     {
         guard
-            let revision = try session.value(
+            let revision = try await session.value(
                 "UPDATE counters SET value = value + 1 WHERE name = 'change' RETURNING value", as: Int64.self)
         else {
             throw corrupt("the change counter is missing")
         }
-        try session.execute(
+        try await session.execute(
             "INSERT INTO changes (revision, at, kind, subjects) VALUES (\(revision), \(date), \(kind.rawValue), \(StateChange.encode(subjects)))"
         )
         let retention =
             Int64(
-                try session.value("SELECT value FROM settings WHERE name = 'change_retention'", as: String.self) ?? "")
+                try await session.value("SELECT value FROM settings WHERE name = 'change_retention'", as: String.self)
+                    ?? "")
             ?? StateChange.defaultRetention
         if revision > retention {
-            try session.execute("DELETE FROM changes WHERE revision <= \(revision - retention)")
+            try await session.execute("DELETE FROM changes WHERE revision <= \(revision - retention)")
         }
-        try session.execute("SELECT pg_notify(\(settings.channel), \(String(revision)))")
+        try await session.execute("SELECT pg_notify(\(settings.channel), \(String(revision)))")
     }
 
     public func changes(after revision: Int64, limit: Int) async throws(StoreError) -> [StateChange] {
         let rows = try await read("reading the change log") { session in
-            try session.query(
+            try await session.query(
                 "SELECT revision, at, kind, subjects FROM changes WHERE revision > \(revision) ORDER BY revision LIMIT \(limit)"
             )
             .map { try $0.decode((Int64, Date, String, String).self) }
@@ -129,15 +119,16 @@ public final class PostgresState: ChangeNotifying, WriteReporting {
 
     public func changeBounds() async throws(StoreError) -> LogBounds {
         try await read("reading the change log") { session in
-            let oldest = try session.value("SELECT min(revision) FROM changes", as: Int64.self)
-            let newest = try session.value("SELECT value FROM counters WHERE name = 'change'", as: Int64.self) ?? 0
+            let oldest = try await session.value("SELECT min(revision) FROM changes", as: Int64.self)
+            let newest =
+                try await session.value("SELECT value FROM counters WHERE name = 'change'", as: Int64.self) ?? 0
             return LogBounds(oldest: oldest, newest: newest)
         }
     }
 
     public func setChangeRetention(_ count: Int64) async throws(StoreError) {
         try await write("changing the change log retention") { session in
-            try session.execute(
+            try await session.execute(
                 "INSERT INTO settings (name, value) VALUES ('change_retention', \(String(max(1, count)))) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
             )
         }

@@ -206,8 +206,8 @@ public protocol StateStore: AnyObject, Sendable {
 
 /// A lease taken with `StateStore.lease(_:)`.
 public protocol StateLease: Sendable {
-    /// Gives the lease up; later calls do nothing.
-    func release()
+    /// Gives the lease up: once it returns, another taker can have it. Later calls do nothing.
+    func release() async
 }
 
 /// A write that has been in progress for a while: what it does and since when.

@@ -112,7 +112,7 @@ struct GraphCLISyncTests {
             #expect(
                 busy.stderr.contains("another process or replica on this state is syncing from Graph now"),
                 "\(busy.stderr)")
-            lease.release()
+            await lease.release()
 
             try FileManager.default.createDirectory(
                 atPath: scratch.file("victim/sub"), withIntermediateDirectories: true)

@@ -221,7 +221,7 @@ struct GraphServiceTests {
                 await #expect(try Self.json(busy)["code"] as? String == "graph-sync-busy")
                 #expect(busy.headers[.retryAfter] == "5")
                 #expect(server.graphRequests == requests, "nothing was read")
-                lease.release()
+                await lease.release()
                 let ran = try await client.execute(uri: "/v1/graph/sync", method: .post, headers: service.auth())
                 #expect(ran.status == .ok)
             }

@@ -112,8 +112,14 @@ struct OutageTests {
         let token = try await engine.createToken(scopes: [.decide, .protect]).bearer
         let follower = Task { await engine.follow(pollInterval: .milliseconds(200), staleAfter: .seconds(3)) }
         defer { follower.cancel() }
-        // A precondition, not a timing claim: a replica uses keys only while it follows the state.
-        #expect(await eventually(within: .seconds(60)) { engine.replicaStatus.listening })
+        // A precondition, not a timing claim: a replica uses keys only while it follows the state,
+        // and it keeps a verified token only once it has applied the change that created it
+        // (applying that change forgets the token, and a later request would read the state).
+        #expect(
+            await eventually(within: .seconds(60)) {
+                let status = engine.replicaStatus
+                return status.listening && status.newestKnown > 0 && status.revision >= status.newestKnown
+            })
         let application = try buildApplication(
             configuration: CustodyServerConfiguration(bundleDirectory: nil), engine: engine,
             logger: Logger(label: "custody.server"))
@@ -212,14 +218,12 @@ struct OutageTests {
             }
             #expect(try await post().0.status == .ok, "the token is verified before the lock is taken")
 
-            // Another writer holds the change counter's row lock for 10 s, on a thread of its own.
-            let released = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
-                _ = try? other.sessions.run("holding the change counter", transaction: true) { session in
-                    try session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
-                    try session.execute("SELECT pg_sleep(10)")
+            // Another writer holds the change counter's row lock for 10 s, in a task of its own.
+            let holding = Task {
+                _ = try? await other.sessions.run("holding the change counter", transaction: true) { session in
+                    try await session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+                    try await session.execute("SELECT pg_sleep(10)")
                 }
-                released.signal()
             }
             try await Task.sleep(for: .milliseconds(500))
             let answered = Atomic<Bool>(false)
@@ -254,7 +258,7 @@ struct OutageTests {
             #expect(refused.status == .serviceUnavailable, "\(String(buffer: refused.body))")
             #expect(String(buffer: refused.body).contains("nothing was changed"), "\(String(buffer: refused.body))")
             #expect(took < .seconds(9), "refused at its 5 s deadline, not when the lock was let go (10 s): \(took)")
-            try await offThePool { released.wait() }
+            await holding.value
             #expect(engine.bundleInForce?.revision == revision)
             await #expect(try other.lastAppliedBundleFiles()?.record.contentHash == revision, "nothing was committed")
         }

@@ -277,55 +277,49 @@ struct PostgresOutageTests {
         // two-number space no product lock uses). Once it waits, the network starts holding back
         // replies and the lock is let go: the server commits, and its reply never arrives.
         let key = Int32.random(in: 1..<Int32.max)
-        _ = try direct.sessions.run("test", transaction: false) { session in
-            try session.execute(
+        _ = try await direct.sessions.run("test", transaction: false) { session in
+            try await session.execute(
                 PostgresQuery(
                     unsafeSQL:
                         "CREATE FUNCTION held_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(4242, \(key)); PERFORM pg_advisory_unlock(4242, \(key)); RETURN NULL; END $$"
                 ))
-            try session.execute(
+            try await session.execute(
                 PostgresQuery(
                     unsafeSQL: """
                         CREATE CONSTRAINT TRIGGER held_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED
                         FOR EACH ROW EXECUTE FUNCTION held_commit()
                         """))
         }
-        let outcome = Locked<(error: StoreError?, returned: ContinuousClock.Instant)?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        // The lock is held, and the commit waited for, on a thread of its own too: the session's calls block.
-        let heldAt: ContinuousClock.Instant? = try await offThePool {
-            try direct.sessions.run("test", transaction: false) { session in
-                try session.execute("SELECT pg_advisory_lock(4242, \(key))")
-                // A task of its own: its call suspends while the state's thread waits.
-                Task { @Sendable in
-                    let error = await storeError {
-                        _ = try await state.recordBundle(
-                            contentHash: second, source: "test", result: .applied,
-                            files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
-                            at: Date())
-                    }
-                    outcome.withLock { $0 = (error, ContinuousClock.now) }
-                    done.signal()
+        // The lock is held, and the commit waited for, by this task; the commit is a task of its own.
+        var recording: Task<(error: StoreError?, returned: ContinuousClock.Instant), Never>?
+        let heldAt: ContinuousClock.Instant? = try await direct.sessions.run("test", transaction: false) { session in
+            try await session.execute("SELECT pg_advisory_lock(4242, \(key))")
+            recording = Task {
+                let error = await storeError {
+                    _ = try await state.recordBundle(
+                        contentHash: second, source: "test", result: .applied,
+                        files: [StoredFile(name: "tenant.json", bytes: Array("{ }".utf8))],
+                        at: Date())
                 }
-                let waiting = PostgresQuery(
-                    unsafeSQL:
-                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = \(key) AND NOT granted"
-                )
-                let giveUp = ContinuousClock.now + .seconds(30)
-                var committing = false
-                while !committing, ContinuousClock.now < giveUp {
-                    committing = try session.value(waiting, as: Int64.self) == 1
-                    if !committing { Thread.sleep(forTimeInterval: 0.01) }
-                }
-                let heldAt = committing ? ContinuousClock.now : nil
-                if committing { proxy.holdReplies() }
-                try session.execute("SELECT pg_advisory_unlock(4242, \(key))")
-                return heldAt
+                return (error, ContinuousClock.now)
             }
+            let waiting = PostgresQuery(
+                unsafeSQL:
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = \(key) AND NOT granted"
+            )
+            let giveUp = ContinuousClock.now + .seconds(30)
+            var committing = false
+            while !committing, ContinuousClock.now < giveUp {
+                committing = try await session.value(waiting, as: Int64.self) == 1
+                if !committing { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            let heldAt = committing ? ContinuousClock.now : nil
+            if committing { proxy.holdReplies() }
+            try await session.execute("SELECT pg_advisory_unlock(4242, \(key))")
+            return heldAt
         }
         let held = try #require(heldAt, "the commit reached the server and waited for the lock")
-        #expect(try await offThePool { done.wait(timeout: .now() + 60) } == .success, "the call returned")
-        let call = try #require(outcome.withLock { $0 })
+        let call = try #require(await recording?.value, "the call returned")
         #expect(call.error?.code == .outcomeUnknown, "\(String(describing: call.error))")
         #expect(
             held.duration(to: call.returned) < .seconds(5),

@@ -79,11 +79,11 @@ struct StateStoreContractTests {
         #expect(try await second.lease("graph-sync") == nil, "held elsewhere")
         #expect(try await first.lease("graph-sync") == nil, "not re-entrant")
         let other = try #require(try await second.lease("other"), "another name is another lease")
-        other.release()
-        held.release()
+        await other.release()
+        await held.release()
         let again = try #require(try await second.lease("graph-sync"), "released, it is free")
-        again.release()
-        again.release()
+        await again.release()
+        await again.release()
         #expect(try await first.lease("graph-sync") != nil, "released twice is released once")
     }
 
@@ -455,8 +455,8 @@ struct PostgresStateTests {
         var states: [PostgresState] = []
         for _ in 0..<3 { states.append(try await PostgresState(url: url)) }
         #expect(try await states[0].changeBounds().newest == 0)
-        _ = try states[0].sessions.run("test", transaction: true) { session in
-            try session.execute(
+        _ = try await states[0].sessions.run("test", transaction: true) { session in
+            try await session.execute(
                 "INSERT INTO custody_migrations (identifier, applied_at) VALUES ('v99: from the future', now())")
         }
         let error = await storeError { _ = try await PostgresState(url: url) }

@@ -89,8 +89,8 @@ struct TrustContractTests {
         case let database as CustodyDatabase:
             try await database.write("damaging a setting") { db in try SettingRow.save(name, text, in: db) }
         case let postgres as PostgresState:
-            _ = try postgres.sessions.run("damaging a setting", transaction: true) { session in
-                try session.execute(
+            _ = try await postgres.sessions.run("damaging a setting", transaction: true) { session in
+                try await session.execute(
                     "INSERT INTO settings (name, value) VALUES (\(name), \(text)) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
                 )
             }

@@ -51,10 +51,10 @@ func decide(_ engine: CustodyEngine, _ line: String) async throws(CustodyError) 
 }
 
 /// Runs `sql` in the schema of `engine`'s PostgreSQL state.
-func inSchema(of engine: CustodyEngine, _ sql: String) throws {
+func inSchema(of engine: CustodyEngine, _ sql: String) async throws {
     let state = try #require(engine.database as? PostgresState)
-    _ = try state.sessions.run("test", transaction: false) { session in
-        try session.execute(PostgresQuery(unsafeSQL: sql))
+    _ = try await state.sessions.run("test", transaction: false) { session in
+        try await session.execute(PostgresQuery(unsafeSQL: sql))
     }
 }
 
@@ -63,8 +63,8 @@ func superuser(_ sql: String, database: String = "postgres") async throws {
     let url = TestPostgres.url ?? "postgres://custody@127.0.0.1:1/missing"
     let admin = try await PostgresState(url: url + (url.contains("?") ? "&" : "?") + "schema=fleet_admin")
     defer { admin.close() }
-    _ = try admin.sessions.run("test", transaction: false) { session in
-        try session.execute(PostgresQuery(unsafeSQL: sql))
+    _ = try await admin.sessions.run("test", transaction: false) { session in
+        try await session.execute(PostgresQuery(unsafeSQL: sql))
     }
 }
 
@@ -306,11 +306,11 @@ struct FleetTests {
 
         // The commit of the next bundle takes a second and a half on the server; the writer's
         // connection is cut meanwhile, so its answer never arrives. The server commits anyway.
-        try inSchema(
+        try await inSchema(
             of: a,
             "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$"
         )
-        try inSchema(
+        try await inSchema(
             of: a,
             "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bundle_history DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()"
         )
@@ -331,7 +331,7 @@ struct FleetTests {
         #expect(
             await eventually(within: .seconds(15)) { writer.bundleInForce?.revision == revision },
             "and on the writer once healed")
-        try inSchema(of: a, "DROP TRIGGER slow_commit ON bundle_history")
+        try await inSchema(of: a, "DROP TRIGGER slow_commit ON bundle_history")
     }
 
     @Test(
@@ -429,13 +429,13 @@ struct FleetTests {
         _ = try await a.apply(bundleDirectory: try fleet.bundle(0))
         // Inserting a history row takes a second on the server; the replica is cut off
         // meanwhile, so its transaction sits open holding the change counter's lock.
-        try inSchema(
+        try await inSchema(
             of: a,
             """
             CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN IF current_setting('application_name') = 's' THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$
             """)
-        try inSchema(
+        try await inSchema(
             of: a,
             "CREATE TRIGGER slow_insert AFTER INSERT ON bundle_history FOR EACH ROW EXECUTE FUNCTION slow_insert()")
         let stalled = Task { try? await stuck.apply(bundleDirectory: try fleet.bundle(1)) }
@@ -453,7 +453,7 @@ struct FleetTests {
         #expect(try await a.database.lastAppliedBundleFiles()?.record.contentHash == applied.bundle.revision)
         proxy.heal()
         _ = await stalled.value
-        try inSchema(of: a, "DROP TRIGGER slow_insert ON bundle_history")
+        try await inSchema(of: a, "DROP TRIGGER slow_insert ON bundle_history")
     }
 
     @Test(
@@ -477,7 +477,7 @@ struct FleetTests {
         let before = b.replicaStatus.revision
 
         let second = try await a.apply(bundleDirectory: try fleet.bundle(1))
-        try inSchema(of: a, "ALTER TABLE bundle_revision_files RENAME TO bundle_revision_files_away")
+        try await inSchema(of: a, "ALTER TABLE bundle_revision_files RENAME TO bundle_revision_files_away")
         let newest = try await a.database.changeBounds().newest
         // b hears of the change (the log reads), cannot read the bundle, and stays behind.
         #expect(await eventually { b.replicaStatus.newestKnown == newest && b.replicaStatus.problem != nil })
@@ -486,7 +486,7 @@ struct FleetTests {
         #expect(b.bundleInForce?.revision == first.bundle.revision)
         #expect(await eventually { b.replicaStatus.isStale() }, "and it says it is behind")
 
-        try inSchema(of: a, "ALTER TABLE bundle_revision_files_away RENAME TO bundle_revision_files")
+        try await inSchema(of: a, "ALTER TABLE bundle_revision_files_away RENAME TO bundle_revision_files")
         #expect(await eventually { b.bundleInForce?.revision == second.bundle.revision }, "put in force once readable")
         #expect(await eventually { b.replicaStatus.revision == newest && !b.replicaStatus.isStale() })
     }

@@ -236,7 +236,9 @@ extension CustodyEngine {
     @Sendable public func recordedLaunchFactsWaiting(_ account: AccountID) throws(QueryError) -> LaunchFacts? {
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<LaunchFacts?, QueryError>?>(nil)
-        Task { [self] in
+        // On the global executor, never the caller's (a `StateExecutor` thread waiting here must
+        // not wait for another of its threads to read).
+        Task(executorPreference: globalConcurrentExecutor) { [self] in
             let result: Result<LaunchFacts?, QueryError>
             do throws(QueryError) {
                 result = .success(try await readLaunchFacts(account))

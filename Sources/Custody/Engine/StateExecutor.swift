@@ -1,25 +1,26 @@
 import CustodyStore
 import NIOPosix
 
-/// The threads on which work that may wait for the state runs, so that waiting never holds a
-/// thread of Swift's cooperative pool.
-///
-/// Reading or writing the state is synchronous: a SQLite call waits for a lock, a PostgreSQL
-/// call for its server, and a server that stops answering makes a call wait until its
-/// deadline. On the cooperative pool (one thread per core) a few such waits would stall
-/// everything else, decisions and `/readyz` included. Work run here (`run`) waits on a thread
-/// of its own instead; a default actor called from it (the policy manager, the change
+/// The threads on which the service's and the engine's work around the state runs, so that it
+/// resumes after each state call on a thread of its own rather than at the back of Swift's
+/// cooperative pool (one thread per core), where under load it would wait behind every other
+/// task, decisions included. A default actor called from here (the policy manager, the change
 /// applier) runs here too, as task executor preference makes it.
+///
+/// State calls themselves do not hold these threads: SQLite's run on GRDB's own queues and
+/// PostgreSQL's are suspended while the server answers. What may still block one for a while:
+/// opening a SQLite state (file I/O, migrations), and a launch query that left out a fact,
+/// whose synchronous answer waits for the recorded facts (`recordedLaunchFactsWaiting`, one
+/// state read within the request's deadline).
 ///
 /// Decisions do not come here: while the engine follows the change log they never read the
 /// state (see `CustodyEngine.follow`).
 public final class StateExecutor: TaskExecutor {
-    /// The executor the engine and the decision service use: 64 threads, started on first
-    /// use and kept for the life of the process. Each call waiting for an unreachable
-    /// PostgreSQL holds one until its deadline (10 s to connect, 35 s for a statement): 16 were
-    /// too few for a process with several engines, whose followers then waited behind another
-    /// state's outage (the test suite's replicas hit it). An idle thread costs little.
-    public static let shared = StateExecutor(threads: 64)
+    /// The executor the engine and the decision service use: 16 threads, started on first use
+    /// and kept for the life of the process. It was 64 while a PostgreSQL call held its thread
+    /// until the server answered (up to 35 s when it did not); now that none does, 16 covers the
+    /// requests that may wait at once for recorded launch facts on a slow state.
+    public static let shared = StateExecutor(threads: 16)
 
     private let pool: NIOThreadPool
 

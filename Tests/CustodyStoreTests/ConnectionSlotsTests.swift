@@ -1,0 +1,81 @@
+@testable import CustodyPostgres
+import CustodyPolicy
+import NIOCore
+import NIOPosix
+import Testing
+
+/// `ConnectionSlots`: how PostgreSQL calls wait for a connection, suspended, in the order they
+/// came, each until its own deadline. Needs no server.
+@Suite("PostgreSQL connection slots: first come first served, each waiter with its deadline")
+struct ConnectionSlotsTests {
+    static let loop = MultiThreadedEventLoopGroup.singleton.next()
+
+    static func later(_ duration: Duration) -> NIODeadline { .now() + TimeAmount(duration) }
+
+    @Test(
+        "calls that find every slot taken get them in the order they came, never more at once than there are slots",
+        arguments: [(1, 1), (1, 8), (2, 8), (4, 32)])
+    func order(slots count: Int, waiters: Int) async throws {
+        let slots = ConnectionSlots(count)
+        for _ in 0..<count { #expect(await slots.take(before: Self.later(.seconds(1)), on: Self.loop)) }
+        let log = Locked<[Int]>([])
+        let inside = Locked((now: count, most: count))
+        var tasks: [Task<Bool, Never>] = []
+        for index in 0..<waiters {
+            tasks.append(
+                Task {
+                    guard await slots.take(before: Self.later(.seconds(60)), on: Self.loop) else { return false }
+                    log.withLock { $0.append(index) }
+                    inside.withLock {
+                        $0.now += 1; $0.most = max($0.most, $0.now)
+                    }
+                    await Task.yield()
+                    inside.withLock { $0.now -= 1 }
+                    slots.give()
+                    return true
+                })
+            // Each waits before the next comes: their order is the order they asked.
+            while slots.waiting < index + 1 { await Task.yield() }
+        }
+        // The slots taken first are given back; each waiter then passes its slot on.
+        inside.withLock { $0.now -= count }
+        for _ in 0..<count { slots.give() }
+        for task in tasks { #expect(await task.value) }
+        #expect(log.withLock { $0 } == Array(0..<waiters))
+        #expect(inside.withLock { $0.most } <= count)
+        #expect(slots.waiting == 0)
+        // Every slot is free again.
+        for _ in 0..<count { #expect(await slots.take(before: Self.later(.milliseconds(1)), on: Self.loop)) }
+    }
+
+    @Test(
+        "a call that gets no slot by its deadline gives up then, and takes no slot given back later",
+        arguments: [Duration.milliseconds(20), .milliseconds(200)])
+    func deadline(after wait: Duration) async {
+        let slots = ConnectionSlots(1)
+        #expect(await slots.take(before: Self.later(.seconds(1)), on: Self.loop))
+        let began = ContinuousClock.now
+        #expect(await slots.take(before: Self.later(wait), on: Self.loop) == false)
+        let took = ContinuousClock.now - began
+        #expect(took >= wait, "gave up at its deadline, not before: \(took)")
+        #expect(took < wait + .seconds(2), "gave up at its deadline: \(took)")
+        #expect(slots.waiting == 0)
+        slots.give()
+        #expect(await slots.take(before: Self.later(.milliseconds(1)), on: Self.loop), "the slot given back is free")
+    }
+
+    @Test("a slot given back before a waiter's deadline goes to it, and its deadline no longer applies")
+    func givenInTime() async throws {
+        let slots = ConnectionSlots(1)
+        #expect(await slots.take(before: Self.later(.seconds(1)), on: Self.loop))
+        let waiter = Task { await slots.take(before: Self.later(.milliseconds(300)), on: Self.loop) }
+        while slots.waiting < 1 { await Task.yield() }
+        slots.give()
+        #expect(await waiter.value)
+        // Past the deadline it had: the slot is still its own (nothing gave it back on time-out).
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(await slots.take(before: Self.later(.milliseconds(20)), on: Self.loop) == false)
+        slots.give()
+        #expect(await slots.take(before: Self.later(.milliseconds(1)), on: Self.loop))
+    }
+}
