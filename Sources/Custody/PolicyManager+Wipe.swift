@@ -79,7 +79,7 @@ extension PolicyManager {
     ///   ambiguous), never a silent success; or when the state or a managed root fails.
     @discardableResult
     public func wipe(account: AccountID, reason: String = "requested") async throws(WipeError) -> WipeReport {
-        try await writes.runHolding { () async throws(WipeError) -> WipeReport in
+        try await serially { () async throws(WipeError) -> WipeReport in
             let resolved: ResolvedAccount
             do throws(AccountError) {
                 resolved = try await resolve(account)
@@ -160,7 +160,7 @@ extension PolicyManager {
     /// - Throws: `AccountError` for an account the installation cannot resolve, or `.storage`.
     @discardableResult
     public func checkIn(account: AccountID, at date: Date? = nil) async throws(AccountError) -> ResolvedAccount {
-        try await writes.runHolding { () async throws(AccountError) -> ResolvedAccount in
+        try await serially { () async throws(AccountError) -> ResolvedAccount in
             let resolved = try await resolve(account)
             do {
                 try await database?.checkIn(account: resolved.owner.rawValue, at: date ?? clock())
@@ -217,7 +217,7 @@ extension PolicyManager {
     /// `wipesWhenOfflineTooLong`. Returns the events published.
     @discardableResult
     public func evaluateOffline(at date: Date? = nil) async -> [PolicyEvent] {
-        await writes.runHolding { () async -> [PolicyEvent] in
+        await serially { () async -> [PolicyEvent] in
             guard let database else { return [] }
             // Every check-in and first-seen time in two reads. When one row cannot be read, each
             // account is read on its own instead, so that the damage stops only its account's

@@ -25,8 +25,24 @@ public actor PolicyManager {
     /// One write of the installation's own at a time (apply, restore, adopt, wipe, check-in,
     /// offline evaluation), from its first read of the state to its last write: while one
     /// awaits the state, another call may run on this actor, and without the gate two applies
-    /// would interleave. Operations that call one another go on inside it (`runHolding`).
+    /// would interleave. Operations that call one another go on inside it (`runHolding`); every
+    /// operation enters it through `serially`.
     nonisolated let writes = SerialGate()
+
+    /// Runs `body` through `writes` (`runHolding`), with when it asked on record
+    /// (`StateRequest.writeBegan`): its transactions' deadline counts from then, not from when
+    /// the writes ahead of it let it in. An operation called from inside another counts from its
+    /// own call, as it waits for nothing.
+    func serially<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        let result: Result<T, Failure> = await StateRequest.$writeBegan.withValue(.now) {
+            do throws(Failure) {
+                return .success(try await writes.runHolding(body))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
     nonisolated let logger: Logger
     nonisolated let slot: SnapshotSlot
     /// Records every event in the state's event log and delivers it, in order.
@@ -135,7 +151,7 @@ public actor PolicyManager {
     /// (`apply(_:source:)` with `BundleFiles`) to make a bundle the installation's policy.
     @discardableResult
     public func apply(_ bundle: PolicyBundle, source: String, contentHash: String? = nil) async -> [PolicyEvent] {
-        await writes.runHolding { () async -> [PolicyEvent] in
+        await serially { () async -> [PolicyEvent] in
             let inForce = BundleInForce(
                 revision: contentHash ?? "", source: source, appliedAt: clock(), isOverride: false)
             let reach = bundle.assignmentReach()
@@ -169,7 +185,7 @@ public actor PolicyManager {
     public func apply(
         bundleDirectory directory: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
     ) async throws(BundleRejection) -> [PolicyEvent] {
-        try await writes.runHolding { () async throws(BundleRejection) -> [PolicyEvent] in
+        try await serially { () async throws(BundleRejection) -> [PolicyEvent] in
             // Recorded as an absolute path: a relative one would name another directory for a
             // process started elsewhere.
             let directory = URL(fileURLWithPath: directory).standardizedFileURL.path
@@ -206,7 +222,7 @@ public actor PolicyManager {
     public func apply(
         _ files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
     ) async throws(BundleRejection) -> [PolicyEvent] {
-        try await writes.runHolding { () async throws(BundleRejection) -> [PolicyEvent] in
+        try await serially { () async throws(BundleRejection) -> [PolicyEvent] in
             let given = provenance
             // The revision in force already is recognised before anything is parsed (a watcher's
             // or a Graph sync's unchanged round costs a hash and a read). Unchanged only if the
@@ -338,7 +354,7 @@ public actor PolicyManager {
     /// - Throws: the bundle's `BundleError` when it does not load, or knows nothing (see
     ///   `BundleFiles.load(allowingEmpty:)`).
     public func use(_ files: BundleFiles, source: String) async throws(BundleError) {
-        try await writes.runHolding { () async throws(BundleError) in
+        try await serially { () async throws(BundleError) in
             let bundle = try files.load()
             let inForce = BundleInForce(
                 revision: files.contentHash, source: source, appliedAt: nil, isOverride: true, entries: files.entries)
@@ -355,7 +371,7 @@ public actor PolicyManager {
     ///   policy in force that cannot be restored is an error, never an empty policy.
     @discardableResult
     public func restore() async throws(BundleRejection) -> Bool {
-        try await writes.runHolding { () async throws(BundleRejection) -> Bool in
+        try await serially { () async throws(BundleRejection) -> Bool in
             guard let database else { return false }
             let stored: StoredBundle?
             do {
@@ -379,7 +395,7 @@ public actor PolicyManager {
     ///   force then stays as it was.
     /// - Throws: `StoreError` when the state cannot be read; nothing changed.
     public func adoptStoredBundle() async throws(StoreError) -> BundleRejection? {
-        try await writes.runHolding { () async throws(StoreError) -> BundleRejection? in
+        try await serially { () async throws(StoreError) -> BundleRejection? in
             guard let database, bundleInForce?.isOverride != true else { return nil }
             guard let record = try await database.lastAppliedBundle(), record.contentHash != bundleInForce?.revision,
                 let stored = try await database.lastAppliedBundleFiles(),

@@ -83,23 +83,27 @@ final class PostgresSessions: Sendable {
         case request
     }
 
-    /// The deadline of a call that begins now, and what it is called in messages.
+    /// The deadline of a call that begins now, and what it is called in messages. A write's
+    /// transaction deadline counts from when the write asked (`StateRequest.writeBegan`), so
+    /// that one queued behind this process's other writes is answered within it of asking.
     private func limit(_ bound: Bound, transaction: Bool) -> Deadline? {
+        let now = ContinuousClock.now
+        let transactionDeadline =
+            transaction
+            ? Deadline(
+                at: (StateRequest.writeBegan.map { min($0, now) } ?? now) + settings.transactionTimeout,
+                within: settings.transactionTimeout, name: "transaction_timeout")
+            : nil
         switch bound {
         case .request:
-            let within =
-                transaction ? min(settings.requestTimeout, settings.transactionTimeout) : settings.requestTimeout
             // Within a request, every call shares the request's deadline (`StateRequest`).
-            let began = StateRequest.began.map { min($0, .now) } ?? .now
-            return Deadline(
-                at: min(began + settings.requestTimeout, .now + within), within: settings.requestTimeout,
-                name: "request_timeout")
+            let began = StateRequest.began.map { min($0, now) } ?? now
+            let request = Deadline(
+                at: min(began, now) + settings.requestTimeout, within: settings.requestTimeout, name: "request_timeout")
+            guard let transactionDeadline, transactionDeadline.at < request.at else { return request }
+            return transactionDeadline
         case .statement:
-            return transaction
-                ? Deadline(
-                    at: .now + settings.transactionTimeout, within: settings.transactionTimeout,
-                    name: "transaction_timeout")
-                : nil
+            return transactionDeadline
         }
     }
 
@@ -155,7 +159,7 @@ final class PostgresSessions: Sendable {
         let changed = transaction ? "; it was abandoned and rolled back, nothing was changed" : ""
         return StoreError(
             .unavailable,
-            "\(what) did not finish within \(deadline.within) (the state URL's \(deadline.name): the state answers too slowly, or another writer holds a lock it needs)\(changed)",
+            "\(what) did not finish within \(deadline.within) (the state URL's \(deadline.name), counted from when it was asked for: the state answers too slowly, another writer holds a lock it needs, or writes ahead of it took that long)\(changed)",
             path: settings.redacted)
     }
 

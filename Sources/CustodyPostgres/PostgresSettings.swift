@@ -102,16 +102,20 @@ public struct PostgresSettings: Sendable {
                 .open,
                 "unknown parameter \"\(unknown)\" in the state URL (known: \(known.sorted().joined(separator: ", ")))")
         }
-        guard let user = components.user.flatMap({ $0.removingPercentEncoding }), !user.isEmpty else {
+        // Percent-decoded once, here, from the text as written (`user`, `password` and `path`
+        // would be decoded already: decoding those again turned a password's "%2541" into "A").
+        guard let user = components.percentEncodedUser.flatMap({ $0.removingPercentEncoding }), !user.isEmpty
+        else {
             throw StoreError(.open, "the state URL names no user (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
         }
-        let password = components.password?.removingPercentEncoding
-        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        guard !path.isEmpty, !path.contains("/") else {
+        let password = components.percentEncodedPassword.flatMap { $0.removingPercentEncoding }
+        let encodedPath = components.percentEncodedPath
+        let path = encodedPath.hasPrefix("/") ? String(encodedPath.dropFirst()) : encodedPath
+        guard !path.isEmpty, !path.contains("/"), let database = path.removingPercentEncoding, !database.isEmpty
+        else {
             throw StoreError(
                 .open, "the state URL names no database (postgres://USER@HOST/DATABASE): \(Self.redact(url))")
         }
-        let database = path.removingPercentEncoding ?? path
         if let seconds = try Self.seconds(query, "transaction_timeout") { transactionTimeout = seconds }
         if let seconds = try Self.seconds(query, "request_timeout") { requestTimeout = seconds }
         schema = query["schema"] ?? "custody"
@@ -120,13 +124,26 @@ public struct PostgresSettings: Sendable {
                 .open,
                 "the schema \"\(schema)\" is not a plain identifier (lower-case letters, digits and _, at most 48)")
         }
+        // PostgreSQL's own: "Schema names beginning with pg_ are reserved for system purposes",
+        // and information_schema is the standard's views.
+        guard !schema.hasPrefix("pg_"), schema != "information_schema" else {
+            throw StoreError(.open, "the schema \"\(schema)\" is PostgreSQL's own: name a schema of Custody's")
+        }
         let port = components.port ?? 5432
+        guard (1...65535).contains(port) else {
+            throw StoreError(.open, "the port \(port) in the state URL is not a TCP port (1 to 65535)")
+        }
         if let socketDirectory = query["host"], !socketDirectory.isEmpty {
             configuration = PostgresConnection.Configuration(
                 unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: user, password: password,
                 database: database)
         } else {
-            guard let host = components.host, !host.isEmpty else {
+            // An IPv6 address is written in brackets ("[::1]"); the address is what is inside.
+            guard let written = components.host, !written.isEmpty,
+                case let host = written.hasPrefix("[") && written.hasSuffix("]")
+                    ? String(written.dropFirst().dropLast()) : written,
+                !host.isEmpty
+            else {
                 throw StoreError(.open, "the state URL names no host: \(Self.redact(url))")
             }
             let tls: PostgresConnection.Configuration.TLS

@@ -75,8 +75,13 @@ public struct StateKeyStore: AccountKeyStore {
         }
     }
 
-    private static func protectionError(_ error: StoreError) -> ProtectionError {
-        if error.code == .unavailable { return ProtectionError(.keyStoreUnavailable, error.message, path: error.path) }
+    static func protectionError(_ error: StoreError) -> ProtectionError {
+        // Nothing was sealed or opened, and the same call may succeed once the state answers (a
+        // key whose commit was not confirmed is found, or made, by the next call): the state's
+        // failure, never the caller's.
+        if [.unavailable, .outcomeUnknown].contains(error.code) {
+            return ProtectionError(.keyStoreUnavailable, error.message, path: error.path)
+        }
         let message = error.code == .corrupt ? "the key store is damaged: \(error.message)" : error.message
         return ProtectionError(.io, message, path: error.path)
     }

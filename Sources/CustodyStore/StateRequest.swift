@@ -7,4 +7,10 @@ public enum StateRequest {
     /// When the request began waiting on the state; nil outside a request (each call then has
     /// the whole timeout).
     @TaskLocal public static var began: ContinuousClock.Instant?
+
+    /// When the write under way asked to be made, before it waited for the writes ahead of it
+    /// in this process (`PolicyManager`'s gate); nil outside one. A write transaction's deadline
+    /// (`PostgresSettings.transactionTimeout`) counts from then, so a write queued behind others
+    /// is answered within it of asking and never commits later.
+    @TaskLocal public static var writeBegan: ContinuousClock.Instant?
 }

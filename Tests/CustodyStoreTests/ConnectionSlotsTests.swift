@@ -12,40 +12,49 @@ struct ConnectionSlotsTests {
 
     static func later(_ duration: Duration) -> NIODeadline { .now() + TimeAmount(duration) }
 
+    /// A signal a task waits for (`wait`) until another gives it (`open`).
+    final class Signal: Sendable {
+        private let stream = AsyncStream.makeStream(of: Void.self)
+        func open() { stream.continuation.finish() }
+        func wait() async { for await _ in stream.stream {} }
+    }
+
     @Test(
-        "calls that find every slot taken get them in the order they came, never more at once than there are slots",
+        "calls that find every slot taken get them in the order they came, one for each slot given back",
         arguments: [(1, 1), (1, 8), (2, 8), (4, 32)])
     func order(slots count: Int, waiters: Int) async throws {
         let slots = ConnectionSlots(count)
         for _ in 0..<count { #expect(await slots.take(before: Self.later(.seconds(1)), on: Self.loop)) }
-        let log = Locked<[Int]>([])
-        let inside = Locked((now: count, most: count))
+        let granted = Locked<[Int]>([])
+        let releases = (0..<waiters).map { _ in Signal() }
         var tasks: [Task<Bool, Never>] = []
         for index in 0..<waiters {
             tasks.append(
                 Task {
                     guard await slots.take(before: Self.later(.seconds(60)), on: Self.loop) else { return false }
-                    log.withLock { $0.append(index) }
-                    inside.withLock {
-                        $0.now += 1; $0.most = max($0.most, $0.now)
-                    }
-                    await Task.yield()
-                    inside.withLock { $0.now -= 1 }
+                    granted.withLock { $0.append(index) }
+                    // Holds its slot until the test lets it go.
+                    await releases[index].wait()
                     slots.give()
                     return true
                 })
             // Each waits before the next comes: their order is the order they asked.
             while slots.waiting < index + 1 { await Task.yield() }
         }
-        // The slots taken first are given back; each waiter then passes its slot on.
-        inside.withLock { $0.now -= count }
-        for _ in 0..<count { slots.give() }
+        // One slot given back at a time (first the test's own, then those of the waiters let in
+        // earliest): each goes to the next in line, and to no one else.
+        for step in 0..<waiters {
+            if step < count { slots.give() } else { releases[step - count].open() }
+            let giveUp = ContinuousClock.now + .seconds(10)
+            while granted.withLock({ $0.count }) < step + 1, ContinuousClock.now < giveUp { await Task.yield() }
+            #expect(granted.withLock { $0 } == Array(0...step), "after \(step + 1) slots given back")
+        }
+        for release in releases { release.open() }
         for task in tasks { #expect(await task.value) }
-        #expect(log.withLock { $0 } == Array(0..<waiters))
-        #expect(inside.withLock { $0.most } <= count)
         #expect(slots.waiting == 0)
-        // Every slot is free again.
+        // Every slot is free again, and no more than there were.
         for _ in 0..<count { #expect(await slots.take(before: Self.later(.milliseconds(1)), on: Self.loop)) }
+        #expect(await slots.take(before: Self.later(.milliseconds(20)), on: Self.loop) == false)
     }
 
     @Test(

@@ -428,6 +428,29 @@ struct StateStoreContractTests {
     }
 }
 
+/// How a state URL is read, without a server.
+@Suite("PostgreSQL state URL")
+struct PostgresURLTests {
+    @Test(
+        "the user, password and database are percent-decoded once, an IPv6 address is the one in brackets, and the port is the one written",
+        arguments: [
+            ("postgres://app:a%2541b@h/db", "app", "a%41b", "db", "h", 5432),
+            ("postgres://app:a%25b@h/db", "app", "a%b", "db", "h", 5432),
+            ("postgres://app:p%40ss%3Aw%2Fd@h:6432/my%20db", "app", "p@ss:w/d", "my db", "h", 6432),
+            ("postgres://us%2541er@[::1]:5433/db", "us%41er", nil, "db", "::1", 5433),
+            ("postgresql://u@127.0.0.1:65535/db", "u", nil, "db", "127.0.0.1", 65535),
+        ] as [(String, String, String?, String, String, Int)])
+    func parsed(url: String, user: String, password: String?, database: String, host: String, port: Int) throws {
+        let configuration = try PostgresSettings(url: url + (url.contains("?") ? "&" : "?") + "sslmode=disable")
+            .configuration
+        #expect(configuration.username == user)
+        #expect(configuration.password == password)
+        #expect(configuration.database == database)
+        #expect(configuration.host == host)
+        #expect(configuration.port == port)
+    }
+}
+
 /// What only one backend has.
 @Suite("PostgreSQL state", TestPostgres.enabled)
 struct PostgresStateTests {
@@ -441,6 +464,10 @@ struct PostgresStateTests {
             ("postgres://u@h/db?sslmode=sometimes", "sslmode"),
             ("postgres://u@h/db?colour=blue", "unknown parameter \"colour\""),
             ("postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable", "cannot connect"),
+            ("postgres://u:hunter2@h:99999/db", "not a TCP port"),
+            ("postgres://u@h:65536/db", "not a TCP port"),
+            ("postgres://u@h/db?schema=pg_custody", "PostgreSQL's own"),
+            ("postgres://u@h/db?schema=information_schema", "PostgreSQL's own"),
         ])
     func badURLs(url: String, message: String) async throws {
         let error = await storeError { _ = try await PostgresState(url: url) }

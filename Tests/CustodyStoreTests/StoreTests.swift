@@ -1,7 +1,7 @@
 import CustodyPolicy
 import CustodyPostgres
 import CustodyProtection
-import CustodyStore
+@testable import CustodyStore
 import CustodyTestSupport
 import Foundation
 import Synchronization
@@ -71,6 +71,20 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
 
 @Suite("Key stores")
 struct KeyStoreTests {
+    /// From an outside run: a first key whose commit the state did not confirm was answered
+    /// `422 io`, as if the caller were at fault, where nothing was sealed and a retry works.
+    @Test(
+        "what the state store throws is the key store's error: a state out of reach or a commit not confirmed is key-store-unavailable (retry), anything else io",
+        arguments: [
+            (StoreError.Code.unavailable, ProtectionError.Code.keyStoreUnavailable),
+            (.outcomeUnknown, .keyStoreUnavailable), (.corrupt, .io), (.database, .io), (.conflict, .io),
+        ])
+    func stateErrors(thrown: StoreError.Code, expected: ProtectionError.Code) {
+        let error = StateKeyStore.protectionError(StoreError(thrown, "adding key version 1", path: "state"))
+        #expect(error.code == expected)
+        #expect(error.message.contains("adding key version 1"))
+    }
+
     @Test(
         "every store keeps versions in order, refuses a version twice, and forgets an owner wholly",
         arguments: StoreKind.reachable)

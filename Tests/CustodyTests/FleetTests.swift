@@ -536,4 +536,48 @@ struct FleetTests {
         #expect(
             try await a.database.bundleHistory().allSatisfy { $0.result == .applied }, "nothing recorded as rejected")
     }
+
+    /// From an outside run: writes queued on one replica behind another writer's lock each had
+    /// the whole transaction deadline once the writes ahead of them let them in, so the twelfth
+    /// of twelve bundles was answered after 60 s, and bundles whose callers had given up were
+    /// committed when the lock was let go.
+    @Test(
+        "writes queued on one replica behind another writer's lock are refused within the transaction deadline counted from when they were asked for, and none commits after"
+    )
+    func queuedWritesKeepTheirDeadline() async throws {
+        let fleet = try await Fleet()
+        let replica = try await fleet.replica("a", url: fleet.url + "&transaction_timeout=2")
+        try await replica.apply(bundleDirectory: try fleet.bundle(0))
+        let revision = try #require(replica.bundleInForce?.revision)
+        let bundles = try (1...3).map { try BundleFiles.read(directory: try fleet.bundle($0)) }
+        let other = try await PostgresState(url: fleet.url)
+        defer { other.close() }
+        // Another writer holds the change counter's row lock for 5 s: longer than two deadlines,
+        // shorter than three, so a write let in after the second one's deadline could commit.
+        let holding = Task {
+            _ = try? await other.sessions.run("holding the change counter", transaction: true) { session in
+                try await session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+                try await session.execute("SELECT pg_sleep(5)")
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let writes = bundles.enumerated().map { index, files in
+            Task { () -> (CustodyError?, Duration) in
+                let start = ContinuousClock.now
+                let error = await custodyError { _ = try await replica.apply(files: files, source: "queued \(index)") }
+                return (error, start.duration(to: .now))
+            }
+        }
+        for (index, write) in writes.enumerated() {
+            let (error, took) = await write.value
+            #expect(error?.code == .state, "write \(index): \(String(describing: error))")
+            #expect(
+                error?.message.contains("nothing was changed") == true, "write \(index): \(String(describing: error))")
+            #expect(took < .seconds(3.5), "write \(index) answered at its 2 s deadline from asking: \(took)")
+        }
+        await holding.value
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(replica.bundleInForce?.revision == revision)
+        #expect(try await other.lastAppliedBundleFiles()?.record.contentHash == revision, "nothing was committed")
+    }
 }

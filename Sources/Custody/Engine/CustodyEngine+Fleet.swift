@@ -233,7 +233,9 @@ extension CustodyEngine {
                     if !wasListening || revision > applied { _ = try? await applyChanges() }
                 }
             } catch  where !Task.isCancelled {
-                replica.withLock { $0.problem = "\(error)" }
+                // The reason, not the state's address (`/readyz` shows it to anyone; the log
+                // below has the whole error).
+                replica.withLock { $0.problem = (error as? StoreError)?.message ?? "\(error)" }
                 configuration.logger.warning(
                     "stopped hearing of changes to the state; reconnecting", metadata: ["error": "\(error)"])
             } catch {}
