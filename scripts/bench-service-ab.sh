@@ -8,7 +8,9 @@
 #
 # CASE=batch sends `POST /v1/decisions/batch` with the 1,000 generated queries instead (2
 # connections, as scripts/bench-service.sh does); CASE=audited-batch the same with decision
-# auditing on in both states (each binary writes its own audit log).
+# auditing on in both states (each binary writes its own audit log); CASE=protect sends
+# `POST /v1/protect` of 1 KiB for one account, encrypted (10 connections; each state its own
+# master key).
 #
 #   scripts/bench-service-ab.sh OLD_BINARY NEW_BINARY
 #   RUNS=7 DURATION=10 scripts/bench-service-ab.sh OLD NEW
@@ -23,7 +25,8 @@ CASE=${CASE:-single}
 case "$CASE" in
     single) CONNECTIONS=${CONNECTIONS:-10}; ROUTE=/v1/decisions; TYPE=application/json ;;
     batch | audited-batch) CONNECTIONS=${CONNECTIONS:-2}; ROUTE="/v1/decisions/batch?platform=ios"; TYPE=application/x-ndjson ;;
-    *) echo "CASE is single, batch or audited-batch" >&2; exit 64 ;;
+    protect) CONNECTIONS=${CONNECTIONS:-10}; ROUTE="/v1/protect?owner=user0@contoso.com&encrypt=true"; TYPE=application/octet-stream ;;
+    *) echo "CASE is single, batch, audited-batch or protect" >&2; exit 64 ;;
 esac
 command -v wrk >/dev/null || { echo "this benchmark needs wrk: apt-get install wrk" >&2; exit 1; }
 
@@ -36,15 +39,22 @@ Benchmarks/.build/release/custody-benchgen --bundle "$WORK/bundle" --queries "$W
 head -1 "$WORK/queries.jsonl" > "$WORK/single.json"
 BODY=$WORK/single.json
 [ "$CASE" = single ] || BODY=$WORK/queries.jsonl
+if [ "$CASE" = protect ]; then
+    head -c 1024 /dev/urandom > "$WORK/data.bin"
+    BODY=$WORK/data.bin
+fi
+SCOPE=decide
+KEYS=(--without-keys)
 declare -A PORT TOKEN
 for side in A B; do
     binary=${!side}
     mkdir -p "$WORK/$side"
     "$binary" apply --state "$WORK/$side/state" --bundle "$WORK/bundle" --platform ios >/dev/null 2>&1
-    TOKEN[$side]=$("$binary" tokens create --state "$WORK/$side/state" --scope decide 2>/dev/null | tail -1)
+    if [ "$CASE" = protect ]; then SCOPE=protect; KEYS=(--master-key-file "$WORK/$side/master.key"); fi
+    TOKEN[$side]=$("$binary" tokens create --state "$WORK/$side/state" --scope "$SCOPE" 2>/dev/null | tail -1)
     [ "$CASE" = audited-batch ] && "$binary" audit --state "$WORK/$side/state" --decisions on >/dev/null
     PORT[$side]=$([ "$side" = A ] && echo 18091 || echo 18092)
-    "$binary" serve --state "$WORK/$side/state" --listen "127.0.0.1:${PORT[$side]}" --without-keys --log-level error \
+    "$binary" serve --state "$WORK/$side/state" --listen "127.0.0.1:${PORT[$side]}" "${KEYS[@]}" --log-level error \
         >/dev/null 2>&1 &
     PIDS+=($!)
     declare "PID_$side=$!"

@@ -1,5 +1,6 @@
 @testable import CustodyPostgres
 import CustodyPolicy
+import CustodyTestSupport
 import NIOCore
 import NIOPosix
 import Testing
@@ -11,6 +12,18 @@ struct ConnectionSlotsTests {
     static let loop = MultiThreadedEventLoopGroup.singleton.next()
 
     static func later(_ duration: Duration) -> NIODeadline { .now() + TimeAmount(duration) }
+
+    /// Waits until `condition` holds, looking every millisecond (sleeping, not spinning: a
+    /// spinning task holds a thread of the cooperative pool that a loaded run needs), 10 s at
+    /// most; whether it held.
+    static func until(_ condition: () -> Bool) async -> Bool {
+        let giveUp = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < giveUp else { return false }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return true
+    }
 
     /// A signal a task waits for (`wait`) until another gives it (`open`).
     final class Signal: Sendable {
@@ -39,14 +52,13 @@ struct ConnectionSlotsTests {
                     return true
                 })
             // Each waits before the next comes: their order is the order they asked.
-            while slots.waiting < index + 1 { await Task.yield() }
+            #expect(await Self.until { slots.waiting == index + 1 })
         }
         // One slot given back at a time (first the test's own, then those of the waiters let in
         // earliest): each goes to the next in line, and to no one else.
         for step in 0..<waiters {
             if step < count { slots.give() } else { releases[step - count].open() }
-            let giveUp = ContinuousClock.now + .seconds(10)
-            while granted.withLock({ $0.count }) < step + 1, ContinuousClock.now < giveUp { await Task.yield() }
+            _ = await Self.until { granted.withLock { $0.count } >= step + 1 }
             #expect(granted.withLock { $0 } == Array(0...step), "after \(step + 1) slots given back")
         }
         for release in releases { release.open() }
@@ -63,9 +75,13 @@ struct ConnectionSlotsTests {
     func deadline(after wait: Duration) async {
         let slots = ConnectionSlots(1)
         #expect(await slots.take(before: Self.later(.seconds(1)), on: Self.loop))
-        let began = ContinuousClock.now
-        #expect(await slots.take(before: Self.later(wait), on: Self.loop) == false)
-        let took = ContinuousClock.now - began
+        // Timed on threads of the tests' own: the deadline, not the test pool's queue.
+        let (taken, took) = await onTimingThreads {
+            let began = ContinuousClock.now
+            let taken = await slots.take(before: Self.later(wait), on: Self.loop)
+            return (taken, ContinuousClock.now - began)
+        }
+        #expect(taken == false)
         #expect(took >= wait, "gave up at its deadline, not before: \(took)")
         #expect(took < wait + .seconds(2), "gave up at its deadline: \(took)")
         #expect(slots.waiting == 0)
@@ -77,12 +93,12 @@ struct ConnectionSlotsTests {
     func givenInTime() async throws {
         let slots = ConnectionSlots(1)
         #expect(await slots.take(before: Self.later(.seconds(1)), on: Self.loop))
-        let waiter = Task { await slots.take(before: Self.later(.milliseconds(300)), on: Self.loop) }
-        while slots.waiting < 1 { await Task.yield() }
+        let waiter = Task { await slots.take(before: Self.later(.seconds(3)), on: Self.loop) }
+        try #require(await Self.until { slots.waiting == 1 })
         slots.give()
         #expect(await waiter.value)
         // Past the deadline it had: the slot is still its own (nothing gave it back on time-out).
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(3_200))
         #expect(await slots.take(before: Self.later(.milliseconds(20)), on: Self.loop) == false)
         slots.give()
         #expect(await slots.take(before: Self.later(.milliseconds(1)), on: Self.loop))

@@ -196,6 +196,62 @@ struct KeyStoreTests {
             "the store answers: the wipe holds")
     }
 
+    /// Two stores over one backing, as two processes (or replicas) have.
+    static func twoStores(_ kind: StoreKind, in directory: TemporaryDirectory) async throws -> (
+        any AccountKeyStore, any AccountKeyStore
+    ) {
+        switch kind {
+        case .files:
+            return (
+                try FileKeyStore(directory: directory.file("state")),
+                try FileKeyStore(directory: directory.file("state"))
+            )
+        case .sqliteOnDisk, .sqliteInMemory:
+            return (
+                StateKeyStore(state: try CustodyDatabase(path: directory.file("state.sqlite"))),
+                StateKeyStore(state: try CustodyDatabase(path: directory.file("state.sqlite")))
+            )
+        case .postgres:
+            let url = TestPostgres.freshURL("shared")
+            return (
+                StateKeyStore(state: try await PostgresState(url: url)),
+                StateKeyStore(state: try await PostgresState(url: url))
+            )
+        }
+    }
+
+    @Test(
+        "a ring that confirms each use opens and seals nothing under a key another process wiped, from its next call; one that does not may, until its interval is up",
+        arguments: StoreKind.reachable.filter { $0 != .sqliteInMemory }, [true, false])
+    func confirmsEachUse(kind: StoreKind, confirms: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let master = MasterKeySource.keyFile(path: directory.file("master.key"))
+        let (mine, theirs) = try await Self.twoStores(kind, in: directory)
+        let ring = try await KeyRing(
+            store: mine, masterKey: master, revalidationInterval: .seconds(600), confirmsEachUse: confirms)
+        let protector = DataProtector(keyRing: ring)
+        let other = try await KeyRing(store: theirs, masterKey: master)
+        let alice = AccountID(oid: "0d000000-0000-4000-8000-000000000001")!
+        let data: [UInt8] = [1, 2, 3]
+        let before = try await protector.protect(data, owner: alice, encrypt: true)
+        #expect(try await protector.unprotect(before) == data, "its key is in memory now")
+        try await other.wipe(OwnerIdentifier(alice))
+
+        let opened = await protectionError { _ = try await protector.unprotect(before) }
+        let after = try await protector.protect(data, owner: alice, encrypt: true)
+        let openedElsewhere = await protectionError {
+            _ = try await DataProtector(keyRing: try await KeyRing(store: theirs, masterKey: master)).unprotect(after)
+        }
+        if confirms {
+            #expect(opened?.code == .keyUnavailable, "\(String(describing: opened))")
+            #expect(openedElsewhere == nil, "sealed under a key the store has")
+        } else {
+            // The documented window: the key in memory is used until the ring next looks.
+            #expect(opened == nil)
+            #expect(openedElsewhere?.code == .keyUnavailable, "sealed under the wiped key")
+        }
+    }
+
     @Test("a wiped key leaves no copy in the database file or its log")
     func shredding() async throws {
         let directory = try TemporaryDirectory()

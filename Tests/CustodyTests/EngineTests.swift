@@ -917,6 +917,43 @@ struct StaleApplyTests {
         #expect(repeated.unchanged, "applying it once more changes nothing")
     }
 
+    /// From the outside run of issue 49: on two replicas, a protect sent to one at the moment
+    /// the other answered a wipe sealed under the wiped key (answered 200, never openable),
+    /// and an unprotect there still opened the wiped account's data, until the wipe's notice
+    /// came. Here the second engine hears of nothing (SQLite, no follower): only its own look
+    /// at the state can tell it.
+    @Test(
+        "a wipe another engine on the state acknowledged is in force here at the next call: nothing opened under the wiped key, nothing sealed under it"
+    )
+    func wipeElsewhereAtOnce() async throws {
+        let directory = try TemporaryDirectory()
+        try TestBundle().write(to: directory.file("bundle"))
+        func open() async throws -> CustodyEngine {
+            try await CustodyEngine.open(
+                CustodyConfiguration(
+                    state: .path(directory.file("state.sqlite")),
+                    masterKey: .keyFile(path: directory.file("master.key")), context: EvaluationContext(platform: .ios))
+            )
+        }
+        let account = TestBundle.account("A", 0)
+        let here = try await open()
+        try await here.apply(bundleDirectory: directory.file("bundle"))
+        let elsewhere = try await open()
+        let data = Array("quarterly figures".utf8)
+        let before = try await here.protect(data, owner: account, mode: .forceEncryption).envelope
+        #expect(try await here.unprotect(before) == data, "its key is in memory here now")
+        try await elsewhere.wipe(account: account)
+        let opened = await custodyError { _ = try await here.unprotect(before) }
+        #expect(opened?.code == .protection, "\(String(describing: opened))")
+        // Whatever a protect now answers, the state can open it (or it is refused).
+        do throws(CustodyError) {
+            let after = try await here.protect(data, owner: account, mode: .forceEncryption).envelope
+            #expect(try await elsewhere.unprotect(after) == data, "sealed under a key the state has")
+        } catch {
+            #expect(!error.message.isEmpty, "refused, saying why")
+        }
+    }
+
     /// Issue 47, item 4: `custody apply` racing the service's watch on one SQLite state applied
     /// one edit twice (two history rows, two sets of events). The writer that comes second finds
     /// the edit in force as it records, and its apply is the unchanged one.

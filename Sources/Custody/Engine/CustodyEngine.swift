@@ -197,7 +197,12 @@ public final class CustodyEngine: Sendable {
         let keyRing: KeyRing?
         do throws(ProtectionError) {
             if let source = configuration.masterKey {
-                keyRing = try await KeyRing(store: StateKeyStore(state: database), masterKey: source)
+                // Each protect and unprotect confirms the keys with the state first (one read):
+                // a wipe another process or replica has acknowledged is in force here for the
+                // next call, instead of after a notice or the ring's interval (found from
+                // outside: a replica sealed new data under a key wiped a moment before).
+                keyRing = try await KeyRing(
+                    store: StateKeyStore(state: database), masterKey: source, confirmsEachUse: true)
             } else {
                 keyRing = nil
             }

@@ -55,6 +55,11 @@ public final class KeyRing: Sendable {
     private let cache: Locked<Cache>
     /// How stale the cache may get about other processes' rotations and wipes.
     public let revalidationInterval: Duration
+    /// Whether every sealing or opening that may wait for the store (the `async` calls) first
+    /// compares the store's change token, whatever the interval: a wipe another process has
+    /// acknowledged is then in force here for the next call, at one read of the store per call.
+    /// The calls into the caller's memory (`DataProtector.prepare` first) keep the interval.
+    public let confirmsEachUse: Bool
     /// Serializes creating and rotating keys within this process; counts the versions added.
     /// One key version added at a time in this process (see `addVersion`).
     private let writer = SerialGate()
@@ -138,12 +143,16 @@ public final class KeyRing: Sendable {
     ///   not the one the store's keys are wrapped with.
     /// - Parameter revalidationInterval: how often, at most, to ask the store whether another
     ///   process changed its keys.
+    /// - Parameter confirmsEachUse: ask it before every `async` sealing or opening instead (see
+    ///   `confirmsEachUse`).
     public init(
-        store: any AccountKeyStore, masterKey source: MasterKeySource, revalidationInterval: Duration = .seconds(1)
+        store: any AccountKeyStore, masterKey source: MasterKeySource, revalidationInterval: Duration = .seconds(1),
+        confirmsEachUse: Bool = false
     ) async throws(ProtectionError) {
         self.store = store
         self.master = try await MasterKey.open(source, store: store)
         self.revalidationInterval = revalidationInterval
+        self.confirmsEachUse = confirmsEachUse
         self.cache = Locked(
             Cache(
                 nextCheck: CoarseClock.deadline(after: revalidationInterval, from: CoarseClock.now()),
@@ -155,8 +164,10 @@ public final class KeyRing: Sendable {
     ///   hearing from the store is no proof that nothing changed (another process or replica
     ///   may have wiped the account): every cached key is dropped, and nothing is opened or
     ///   sealed until the store answers again.
-    private func revalidate(at now: CoarseClock.Instant, ahead: UInt64 = 0) async throws(ProtectionError) {
-        guard cache.withLock({ now &+ ahead >= $0.nextCheck }) else { return }
+    private func revalidate(at now: CoarseClock.Instant, ahead: UInt64 = 0, always: Bool = false)
+        async throws(ProtectionError)
+    {
+        guard always || cache.withLock({ now &+ ahead >= $0.nextCheck }) else { return }
         let token: UInt64?
         do {
             token = try await store.changeToken()
@@ -183,6 +194,10 @@ public final class KeyRing: Sendable {
     /// no comparison with the store is due (the common case), the comparison first when one is.
     private func cached(_ lookup: (inout Cache) -> AccountKey?) async throws(ProtectionError) -> AccountKey? {
         let now = CoarseClock.now()
+        if confirmsEachUse {
+            try await revalidate(at: now, always: true)
+            return cache.withLock { lookup(&$0) }
+        }
         let (due, key) = cache.withLock { cache in now >= cache.nextCheck ? (true, nil) : (false, lookup(&cache)) }
         guard due else { return key }
         try await revalidate(at: now)
