@@ -149,8 +149,10 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
         case .wipe:
             self.init(.serviceUnavailable, .wipe, Self.withoutLocation(error))
         default:
-            // `state`, and any code the engine may add: the state cannot be relied on now.
-            self.init(.serviceUnavailable, .state, Self.withoutLocation(error))
+            // `state`, and any code the engine may add: the state cannot be relied on now. The
+            // account keys out of reach say so (`key-store-unavailable`, as docs/service.md lists).
+            let keys = (error.underlying as? ProtectionError)?.code == .keyStoreUnavailable
+            self.init(.serviceUnavailable, keys ? .keyStoreUnavailable : .state, Self.withoutLocation(error))
         }
     }
 

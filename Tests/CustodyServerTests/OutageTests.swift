@@ -166,6 +166,13 @@ struct OutageTests {
                     text.contains("request_timeout") || text.contains("has not reached the state"), "\(uri): \(text)")
                 // The state's address is the operator's (it is logged), not a caller's.
                 #expect(!text.contains("postgres://") && !text.contains("127.0.0.1"), "\(uri): \(text)")
+                // The keys out of reach say so, as docs/service.md lists (an outside run found
+                // `state` where the key store could not be read).
+                let code = try object(response)["code"] as? String
+                #expect(["key-store-unavailable", "state"].contains(code), "\(uri): \(text)")
+                if uri == "/v1/unprotect", text.contains("request_timeout") {
+                    #expect(code == "key-store-unavailable", "\(uri): \(text)")
+                }
                 #expect(took < .seconds(2.5), "\(uri) answered at the 1 s request deadline: \(took)")
             }
             let (decided, took) = try await timed("/v1/decisions", Self.print)
