@@ -117,8 +117,25 @@ final class PostgresSessions: Sendable {
     /// Runs `body` on a connection: in a transaction when `transaction`, within `bound`. A
     /// connection that failed (closed by the server, a timeout) is dropped; when that happens
     /// before anything was sent, the call is retried once on a new connection.
+    ///
+    /// The call runs on `Self.executor` from its first statement to its last: each answer resumes
+    /// it on those threads, never behind the caller's other work (a busy cooperative pool made a
+    /// transaction's statements wait there for their turn, up to its deadline).
     func run<T>(
         _ what: String, transaction: Bool, bound: Bound = .statement, _ body: (PostgresSession) async throws -> T
+    ) async throws(StoreError) -> T {
+        try await withTaskExecutorPreference(Self.executor) { () async throws(StoreError) -> T in
+            try await runHere(what, transaction: transaction, bound: bound, body)
+        }
+    }
+
+    /// The threads PostgreSQL calls run on between their statements (see `run`): a few, since
+    /// nothing on them waits (every wait for the server is a suspension); started on first use
+    /// and kept for the life of the process.
+    static let executor = PostgresExecutor(threads: 4)
+
+    private func runHere<T>(
+        _ what: String, transaction: Bool, bound: Bound, _ body: (PostgresSession) async throws -> T
     ) async throws(StoreError) -> T {
         guard !closed.load(ordering: .relaxed) else {
             throw StoreError(.database, "\(what) failed: the state is closed", path: settings.redacted)
@@ -558,5 +575,21 @@ final class PostgresSession {
     where T._DecodableType == T {
         guard let row = try await self.query(query).first else { return nil }
         return try row.decode(T?.self)
+    }
+}
+
+/// A task executor of a few threads of its own (`PostgresSessions.executor`).
+final class PostgresExecutor: TaskExecutor {
+    private let pool: NIOThreadPool
+
+    init(threads: Int) {
+        pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        pool.submit { _ in job.runSynchronously(on: executor) }
     }
 }
