@@ -99,7 +99,7 @@ final class PostgresSessions: Sendable {
             // Within a request, every call shares the request's deadline (`StateRequest`).
             let began = StateRequest.began.map { min($0, now) } ?? now
             let request = Deadline(
-                at: min(began, now) + settings.requestTimeout, within: settings.requestTimeout, name: "request_timeout")
+                at: began + settings.requestTimeout, within: settings.requestTimeout, name: "request_timeout")
             guard let transactionDeadline, transactionDeadline.at < request.at else { return request }
             return transactionDeadline
         case .statement:
