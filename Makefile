@@ -4,7 +4,7 @@
 
 SWIFT ?= swift
 DEB_PACKAGES := libsodium-dev libssl-dev libsqlite3-dev pkg-config python3-cryptography \
-	chromium chromium-driver python3-selenium
+	chromium chromium-driver python3-selenium systemd
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTODY := .build/debug/custody
 STAGE := scripts/ci/stage.sh
@@ -16,7 +16,7 @@ STAGE := scripts/ci/stage.sh
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deps build release run serve lint format docs test test-suite test-tools check bench bench-build fuzz fuzz-build fuzz-smoke clean
+.PHONY: deb deb-test deps build release run serve lint format docs test test-suite test-tools check bench bench-build fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -49,6 +49,18 @@ RELEASE_LINK := -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlink
 	$(if $(wildcard $(RELEASE_ORDER)),-Xlinker --symbol-ordering-file=$(RELEASE_ORDER) -Xlinker --no-warn-symbol-ordering)
 release: deps
 	$(SWIFT) build -c release --product custody --static-swift-stdlib $(RELEASE_LINK)
+
+## The Debian package, custody_<version>_<arch>.deb in this folder, from the release binary
+## (scripts/deb/build.sh: dpkg-deb and dpkg-shlibdeps; docs/operations.md says how to install
+## it), then checked: lintian when it is installed, and scripts/deb/test.sh, which installs it
+## into a throwaway root and runs the packaged service there as systemd would start it.
+deb: release
+	@command -v strip >/dev/null || $(SUDO) apt-get install -y -qq binutils
+	scripts/deb/build.sh .build/release/custody
+
+## The package's checks alone, on the package `make deb` built (what `make check` runs).
+deb-test:
+	scripts/deb/test.sh custody_*_$$(dpkg --print-architecture).deb
 
 EXAMPLE_STATE := .build/example-state
 STATE := --state $(EXAMPLE_STATE)

@@ -9,6 +9,9 @@ public import Logging
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+import UnixSignals
 public import Prometheus
 
 /// The decision service over one engine: every route, the middleware (request ids, logs,
@@ -30,42 +33,38 @@ public func buildApplication(
     metrics registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
     logger: Logger = Logger(label: "custody.server"), onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
+    try makeApplication(
+        configuration: configuration, engine: engine, graph: graph, metrics: registry, logger: logger,
+        onListening: onListening, watched: WatchedDirectory())
+}
+
+/// `buildApplication`, telling `watched` which bundle directory the service watches.
+func makeApplication(
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner?,
+    metrics registry: PrometheusCollectorRegistry, logger: Logger,
+    onListening: @escaping @Sendable (String) async -> Void, watched: WatchedDirectory
+) throws -> some ApplicationProtocol {
     let metrics = ServerMetrics(registry: registry)
     let router = buildRouter(configuration: configuration, engine: engine, graph: graph, metrics: metrics)
-    let limits = configuration.limits
-    let http = HTTP1Channel.Configuration(
-        additionalChannelHandlers: [
-            HeadErrorHandler(), ExpectContinueHandler(limit: limits.bodyBytes, allowance: 1 << 16),
-            BodyDeadlineHandler(limit: TimeAmount(limits.bodyTimeout)), CloseAfterResponseHandler(),
-        ],
-        // A body that stalls must get its 408 before the idle timer closes the connection
-        // without a word: the idle timeout is never shorter than the body deadline plus 15 s.
-        idleTimeout: TimeAmount(max(limits.idleTimeout, limits.bodyTimeout + .seconds(15))),
-        httpDecoderConfiguration: .init(
-            maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes,
-            maxHeaderFieldCount: limits.headerFields))
-    let gate = ConnectionGate(limit: limits.maxConnections ?? ConnectionGate.defaultLimit)
-    let headerTimeout = TimeAmount(limits.headerTimeout)
-    var server: HTTPServerBuilder = .custodyHTTP1(configuration: http, gate: gate, headerTimeout: headerTimeout)
+    let connections = ConnectionSettings(configuration.limits)
+    var server: HTTPServerBuilder = .custodyHTTP1(
+        configuration: connections.http, gate: connections.gate, headerTimeout: connections.headerTimeout)
     if let tls = configuration.tls {
-        server = try .tls(
-            .custodyHTTP1(configuration: http, gate: gate, headerTimeout: headerTimeout),
-            tlsConfiguration: try TLSSettings.configuration(tls))
+        server = try .tls(server, tlsConfiguration: try TLSSettings.configuration(tls))
     }
     let address: BindAddress
     switch configuration.listen {
     case .tcp(let host, let port): address = .hostname(host, port: port)
     case .unixSocket(let path): address = .unixDomainSocket(path: path)
+    case .passed:
+        throw ListenError(
+            description: "sockets passed by systemd are served by runService, not by an Application of Hummingbird's")
     }
     return Application(
         router: router, server: server, configuration: .init(address: address, serverName: configuration.serverName),
-        services: [
-            EngineService(engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil),
-            FleetService(engine: engine, behindAfter: configuration.fleetBehindAfter, metrics: metrics, logger: logger),
-            ActivitySampler(activity: metrics.activity),
-        ]
-            + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] }
-                ?? []),
+        services: backgroundServices(
+            configuration: configuration, engine: engine, graph: graph, metrics: metrics, logger: logger,
+            watched: watched),
         onServerRunning: { channel in
             let bound = channel.localAddress.map { address in
                 address.pathname.map { "unix:\($0)" }
@@ -75,6 +74,49 @@ public func buildApplication(
             await onListening(bound ?? configuration.listen.description)
         },
         logger: logger)
+}
+
+/// The engine's work beside the listener: the bundle directory, the change log, the fleet, the
+/// console's activity, Microsoft Graph.
+func backgroundServices(
+    configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner?,
+    metrics: ServerMetrics, logger: Logger, watched: WatchedDirectory
+) -> [any Service] {
+    [
+        EngineService(
+            engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil,
+            watched: watched),
+        FleetService(engine: engine, behindAfter: configuration.fleetBehindAfter, metrics: metrics, logger: logger),
+        ActivitySampler(activity: metrics.activity),
+    ] + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] } ?? [])
+}
+
+/// How each connection is held to the service's limits (`CustodyHTTP1Channel`).
+struct ConnectionSettings {
+    let http: HTTP1Channel.Configuration
+    let gate: ConnectionGate
+    let headerTimeout: TimeAmount
+
+    init(_ limits: CustodyServerConfiguration.Limits) {
+        http = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [
+                HeadErrorHandler(), ExpectContinueHandler(limit: limits.bodyBytes, allowance: 1 << 16),
+                BodyDeadlineHandler(limit: TimeAmount(limits.bodyTimeout)), CloseAfterResponseHandler(),
+            ],
+            // A body that stalls must get its 408 before the idle timer closes the connection
+            // without a word: the idle timeout is never shorter than the body deadline plus 15 s.
+            idleTimeout: TimeAmount(max(limits.idleTimeout, limits.bodyTimeout + .seconds(15))),
+            httpDecoderConfiguration: .init(
+                maxHeaderFieldSize: limits.headerBytes, maxHeaderListSize: limits.headerBytes,
+                maxHeaderFieldCount: limits.headerFields))
+        gate = ConnectionGate(limit: limits.maxConnections ?? ConnectionGate.defaultLimit)
+        headerTimeout = TimeAmount(limits.headerTimeout)
+    }
+
+    func channel(responder: @escaping HTTPChannelHandler.Responder) -> CustodyHTTP1Channel {
+        CustodyHTTP1Channel(
+            base: HTTP1Channel(responder: responder, configuration: http), gate: gate, headerTimeout: headerTimeout)
+    }
 }
 
 /// Every route, grouped by the scope it needs; with `refusingOtherMethods`, each route's other
@@ -186,19 +228,65 @@ public struct ListenError: Error, CustomStringConvertible {
 
 /// Builds the service (`buildApplication`) and runs it until SIGTERM or SIGINT, then stops
 /// gracefully: requests in flight finish, event streams end with a `shutdown` event.
+///
+/// On `.passed` sockets (systemd socket activation) it serves those, with the same routes,
+/// limits and TLS (`PassedSocketServer`). With `notifier`, it tells the service manager when
+/// it is ready, reloading and stopping, and keeps its watchdog fed; with or without one,
+/// `SIGHUP` reads the policy again (`SystemdService`).
 /// - Parameter onListening: called once the listener is bound, with its address.
 /// - Throws: `ListenError` naming the address when it cannot be listened on (taken, not this
 ///   host's, or not permitted).
 public func runService(
     configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil,
-    logger: Logger = Logger(label: "custody.server"),
+    notifier: ServiceNotifier? = nil, logger: Logger = Logger(label: "custody.server"),
     onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) async throws {
     if case .unixSocket(let path) = configuration.listen { try checkSocketPath(path) }
+    let (listening, announce) = AsyncStream.makeStream(of: String.self)
+    let watched = WatchedDirectory()
+    let systemd = SystemdService(
+        engine: engine, notifier: notifier, graph: graph, watched: watched, listening: listening, logger: logger)
+    let announcing: @Sendable (String) async -> Void = { address in
+        await onListening(address)
+        announce.yield(address)
+        announce.finish()
+    }
     do {
-        try await buildApplication(
-            configuration: configuration, engine: engine, graph: graph, logger: logger, onListening: onListening
-        ).runService()
+        if case .passed(let sockets) = configuration.listen {
+            let metrics = ServerMetrics(registry: PrometheusCollectorRegistry())
+            let router = buildRouter(configuration: configuration, engine: engine, graph: graph, metrics: metrics)
+            let responder = makeResponder(router: router, serverName: configuration.serverName, logger: logger)
+            let connections = ConnectionSettings(configuration.limits)
+            let address = configuration.listen.description
+            let listener: any Service =
+                if let tls = configuration.tls {
+                    PassedSocketServer(
+                        sockets: sockets,
+                        childChannel: try TLSChannel(
+                            connections.channel(responder: responder),
+                            tlsConfiguration: try TLSSettings.configuration(tls)),
+                        logger: logger, onRunning: { await announcing(address) })
+                } else {
+                    PassedSocketServer(
+                        sockets: sockets, childChannel: connections.channel(responder: responder), logger: logger,
+                        onRunning: { await announcing(address) })
+                }
+            let services =
+                backgroundServices(
+                    configuration: configuration, engine: engine, graph: graph, metrics: metrics, logger: logger,
+                    watched: watched) + [systemd, listener]
+            try await ServiceGroup(
+                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            ).run()
+        } else {
+            let application = try makeApplication(
+                configuration: configuration, engine: engine, graph: graph, metrics: PrometheusCollectorRegistry(),
+                logger: logger, onListening: announcing, watched: watched)
+            try await ServiceGroup(
+                configuration: .init(
+                    services: [application, systemd], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            ).run()
+        }
     } catch let error as IOError where error.errnoCode == EADDRINUSE {
         throw ListenError(
             description:
@@ -209,5 +297,41 @@ public func runService(
             error.errnoCode == EACCES
             ? "permission denied (a port below 1024 needs privileges)" : "the address is not one of this host's"
         throw ListenError(description: "cannot listen on \(configuration.listen): \(why)")
+    }
+}
+
+/// A parse error that came while an answer was being written: the connection is closed.
+struct ResponseWriteFailed: Error {}
+
+/// Each request answered by `router`, as Hummingbird's `Application` answers it: a request id
+/// in the log's metadata, an error that escapes every middleware answered 500, the `Date` and
+/// `Server` headers. For the listener on passed sockets, which has no `Application`.
+func makeResponder(router: Router<CustodyRequestContext>, serverName: String?, logger: Logger)
+    -> HTTPChannelHandler.Responder
+{
+    let responder = router.buildResponder()
+    let date = HTTPDate()
+    return { request, writer, channel in
+        var requestLogger = logger
+        requestLogger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
+        let context = CustodyRequestContext(source: .init(channel: channel, logger: requestLogger))
+        var response: Response
+        do {
+            response = try await responder.respond(to: request, context: context)
+        } catch let error as HTTPParserError {
+            throw error
+        } catch {
+            requestLogger.debug("an error no middleware answered", metadata: ["error.type": "\(error)"])
+            response = Response(status: .internalServerError)
+        }
+        response.headers[.date] = date.now
+        if let serverName { response.headers[.server] = serverName }
+        do {
+            try await writer.write(response: response.head, body: response.body)
+        } catch is HTTPParserError {
+            // Not rethrown as it is: the connection's handler would answer it with a second
+            // response. Any other error closes the connection, as Hummingbird's own does.
+            throw ResponseWriteFailed()
+        }
     }
 }

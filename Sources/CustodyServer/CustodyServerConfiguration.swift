@@ -4,11 +4,15 @@ public struct CustodyServerConfiguration: Sendable {
     public enum Listen: Sendable, Hashable, CustomStringConvertible {
         case tcp(host: String, port: Int)
         case unixSocket(path: String)
+        /// Sockets the service was handed, already listening (systemd socket activation; see
+        /// `SocketActivation.passedSockets()`).
+        case passed([PassedSocket])
 
         public var description: String {
             switch self {
             case .tcp(let host, let port): "\(host.contains(":") ? "[\(host)]" : host):\(port)"
             case .unixSocket(let path): "unix:\(path)"
+            case .passed(let sockets): sockets.map(\.address.description).joined(separator: ", ")
             }
         }
     }
@@ -125,7 +129,7 @@ public struct HostCheck: Sendable, Hashable {
     /// `Host` must be there.
     public let names: Set<String>?
 
-    /// Loopback names, the listen address unless it is a wildcard (`0.0.0.0`, `::`), and
+    /// Loopback names, the listen addresses unless one is a wildcard (`0.0.0.0`, `::`), and
     /// `extra` (`--allowed-host`; `*` allows any). A service listening on a wildcard address
     /// with no extra names, or on a Unix socket, allows any name: it cannot know the names
     /// clients reach it by.
@@ -135,19 +139,20 @@ public struct HostCheck: Sendable, Hashable {
             return
         }
         var names = Set(extra.map { Self.hostName($0) })
-        switch listen {
-        case .tcp(let host, _):
-            let listening = Self.hostName(host)
-            if ["0.0.0.0", "::", "[::]", ""].contains(listening) {
-                if extra.isEmpty {
-                    self.names = nil
-                    return
+        // The hosts listened on; nil for a wildcard address or a Unix socket.
+        let hosts: [String?] =
+            switch listen {
+            case .tcp(let host, _): [host]
+            case .unixSocket: [nil]
+            case .passed(let sockets):
+                sockets.map {
+                    if case .tcp(let host, _) = $0.address { host } else { nil }
                 }
-            } else {
-                names.insert(listening)
             }
-        case .unixSocket:
-            if extra.isEmpty {
+        for host in hosts {
+            if let listening = host.map(Self.hostName), !["0.0.0.0", "::", "[::]", ""].contains(listening) {
+                names.insert(listening)
+            } else if extra.isEmpty {
                 self.names = nil
                 return
             }

@@ -15,12 +15,15 @@ struct EngineService: Service {
     let logger: Logger
     /// Whether the policy comes from Microsoft Graph: then no directory is watched.
     var syncsFromGraph = false
+    /// Told which directory is watched (what `SIGHUP` reads again).
+    var watched = WatchedDirectory()
 
     func run() async throws {
         let watch = engine.watch(
             bundleDirectory: configuration.bundleDirectory, recordedDirectory: !syncsFromGraph,
             interval: configuration.watchInterval,
             offlineCheckInterval: configuration.offlineCheckInterval)
+        watched.directory = watch.directory
         if let directory = watch.directory {
             logger.info("watching the bundle directory", metadata: ["directory": "\(directory)"])
         } else if syncsFromGraph {

@@ -20,6 +20,12 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             /readyz, /metrics (Prometheus) and /openapi.json. Every /v1 route needs a bearer \
             token with its scope (`custody tokens create`).
 
+            With --config FILE, options are also read from FILE, a JSON object whose keys are the \
+            long options without their dashes ({"listen": "0.0.0.0:8080", "bundle": \
+            "/etc/custody/bundle", "allowed-host": ["custody.example.com"], "without-keys": \
+            false}); an option given on the command line wins over the file's, and a key that \
+            is no option is refused with its line (docs/operations.md).
+
             With --bundle, that directory is applied at start and whenever it changes (a broken \
             edit is rejected and the policy in force stays); without it, the directory the \
             bundle in force came from is watched, if any. On a state shared by replicas, --bundle \
@@ -35,12 +41,23 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             keeps the policy in force; /readyz, /metrics and the event stream (policySynced) say \
             how each went. On a state shared by replicas, one syncs at a time.
 
-            Listens on 127.0.0.1:8080 by default (--listen HOST:PORT, or --unix-socket PATH); \
+            Listens on 127.0.0.1:8080 by default (--listen HOST:PORT, or --unix-socket PATH), or \
+            on the sockets systemd passes (socket activation: LISTEN_FDS, custody.socket); \
             TLS with --tls-certificate and --tls-key, and client certificates with \
-            --tls-client-ca. Stops gracefully on SIGTERM or SIGINT: requests in flight finish, \
-            event streams end with a shutdown event.
+            --tls-client-ca. Under systemd (Type=notify) it says READY=1 once it listens with a \
+            policy in force, with the revision in STATUS=, and feeds the watchdog when \
+            WatchdogSec= is set. SIGHUP reads the policy again (the bundle directory applied \
+            now, or a sync from Graph): a refused reload leaves the policy in force. Stops \
+            gracefully on SIGTERM or SIGINT: requests in flight finish, event streams end with \
+            a shutdown event.
             """
     )
+
+    @Option(
+        help: ArgumentHelp(
+            "Read options from this JSON file (keys are the long options without --); options given here win.",
+            valueName: "file"))
+    var config: String?
 
     @Option(
         name: .long, help: ArgumentHelp("A bundle directory to apply now and whenever it changes.", valueName: "dir"))
@@ -155,11 +172,48 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
     }
 
     func run() async throws {
+        if let config {
+            // The file's options, then the command line's (which win), parsed as one command line.
+            let file: ServeConfigurationFile
+            do {
+                file = try ServeConfigurationFile(path: config)
+            } catch {
+                StandardError.write("error: \(error)\n")
+                throw ExitCode.failure
+            }
+            let commandLine = Array(CommandLine.arguments.drop { $0 != Self.configuration.commandName }.dropFirst())
+            var merged: ServeCommand
+            do {
+                merged = try Self.parse(file.arguments(before: commandLine))
+            } catch {
+                StandardError.write("error: with --config \(config): \(Self.message(for: error))\n")
+                throw ExitCode.validationFailure
+            }
+            merged.config = nil
+            try await merged.run()
+            return
+        }
         if printOpenapi {
             StandardOutput.write(CustodyServerConfiguration.openAPIDocument)
             return
         }
         let logger = loggingOptions.makeLogger()
+        // Sockets systemd passed (custody.socket) are read first, and their variables removed,
+        // so that nothing this process starts takes them for its own.
+        let passedSockets: [PassedSocket]?
+        do {
+            passedSockets = try SocketActivation.passedSockets()
+        } catch {
+            StandardError.write("error: \(error)\n")
+            throw ExitCode.failure
+        }
+        if let passedSockets, listen != nil || unixSocket != nil {
+            StandardError.write(
+                "error: systemd passed \(passedSockets.count) listening socket(s) (\(passedSockets.map(\.description).joined(separator: ", "))): they are where the service listens; remove --listen and --unix-socket\n"
+            )
+            throw ExitCode.failure
+        }
+        let notifier = ServiceNotifier()
         // Read before anything is opened: a configuration that does not hold stops here.
         let graphConfiguration: GraphConfiguration?
         do {
@@ -176,7 +230,9 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
         let engine = try await CustodyEngine.open(engineConfiguration)
         if let bundle { try await Self.apply(bundle, to: engine) }
         var configuration = CustodyServerConfiguration(bundleDirectory: bundle)
-        if let unixSocket {
+        if let passedSockets {
+            configuration.listen = .passed(passedSockets)
+        } else if let unixSocket {
             configuration.listen = .unixSocket(path: unixSocket)
         } else if let listen {
             let (host, port) = try Self.parse(listen)
@@ -209,7 +265,9 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
                 graphInterval ?? graphConfiguration.interval.map { Int($0.components.seconds) } ?? 300)
         }
         do {
-            try await runService(configuration: configuration, engine: engine, graph: runner, logger: logger) {
+            try await runService(
+                configuration: configuration, engine: engine, graph: runner, notifier: notifier, logger: logger
+            ) {
                 address in
                 StandardError.write(
                     "custody serve: \(scheme) on \(address), revision \(engine.bundleInForce?.revision ?? "none")\n")
