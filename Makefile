@@ -58,9 +58,11 @@ deb: release
 	@command -v strip >/dev/null || $(SUDO) apt-get install -y -qq binutils
 	scripts/deb/build.sh .build/release/custody
 
-## The package's checks alone, on the package `make deb` built (what `make check` runs).
+## The package's checks alone, on the package `make deb` built (what `make check` runs);
+## installs lintian when missing.
 deb-test:
-	scripts/deb/test.sh custody_*_$$(dpkg --print-architecture).deb
+	@command -v lintian >/dev/null || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq lintian >/dev/null
+	scripts/deb/test.sh custody_$$(.build/release/custody --version)_$$(dpkg --print-architecture).deb
 
 EXAMPLE_STATE := .build/example-state
 STATE := --state $(EXAMPLE_STATE)
@@ -160,7 +162,8 @@ test-tools:
 ## AddressSanitizer with LeakSanitizer (against PostgreSQL too), a short run of every fuzzing
 ## harness (fuzz-smoke), and the Benchmarks package compiled, not run (bench-build); then the
 ## documentation (make docs, on the debug build), so that a broken symbol link or snippet
-## fails CI. CI runs `make test`, then this (.ci/run).
+## fails CI; then the Debian package built from the release binary and checked (make deb
+## deb-test, lintian installed for it). CI runs `make test`, then this (.ci/run).
 check: deps
 	@$(STAGE) tsan $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
 	@scripts/ci/with-postgres.sh $(STAGE) asan env \
@@ -169,6 +172,7 @@ check: deps
 	@$(STAGE) fuzz-smoke $(MAKE) -s fuzz-smoke
 	@$(STAGE) bench-build $(MAKE) -s bench-build
 	@$(STAGE) docs $(DOCS)
+	@$(STAGE) deb $(MAKE) -s deb deb-test
 
 ## The DocC documentation of the libraries an app or service embeds, one archive each in
 ## .build/docs (<target>.doccarchive): each library's catalog (Sources/<target>/<target>.docc:
