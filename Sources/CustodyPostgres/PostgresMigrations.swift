@@ -151,6 +151,10 @@ enum PostgresMigrations {
                 "CREATE TABLE launch_facts (account text PRIMARY KEY, facts text NOT NULL, at timestamptz NOT NULL)"
             ]
         ),
+        (
+            "v11: tokens that expire, and their last use",
+            ["ALTER TABLE tokens ADD COLUMN expires timestamptz, ADD COLUMN last_used timestamptz"]
+        ),
     ]
 
     /// Creates the schema when missing and applies the migrations not applied yet.

@@ -781,8 +781,8 @@ extension PostgresState {
         try await write("storing a token") { session in
             try await session.execute(
                 """
-                INSERT INTO tokens (id, name, scopes, hash, created)
-                VALUES (\(token.id), \(token.name), \(token.scopes.joined(separator: " ")), \(Data(token.hash)), \(token.created))
+                INSERT INTO tokens (id, name, scopes, hash, created, expires)
+                VALUES (\(token.id), \(token.name), \(token.scopes.joined(separator: " ")), \(Data(token.hash)), \(token.created), \(token.expires))
                 """)
             try await Self.bumpTokenGeneration(session)
             try await self.recordChange(.token, [token.id], at: token.created, in: session)
@@ -806,9 +806,43 @@ extension PostgresState {
         }
     }
 
+    public func rotateToken(id: String, successor: TokenRecord, expires: Date) async throws(StoreError) -> Bool {
+        try await write("rotating a token") { session in
+            guard
+                try await session.execute(
+                    """
+                    UPDATE tokens SET expires = CASE WHEN expires IS NULL OR expires > \(expires) THEN \(expires) ELSE expires END
+                    WHERE id = \(id) AND revoked IS NULL AND (expires IS NULL OR expires > \(successor.created))
+                    """) > 0
+            else { return false }
+            try await session.execute(
+                """
+                INSERT INTO tokens (id, name, scopes, hash, created, expires)
+                VALUES (\(successor.id), \(successor.name), \(successor.scopes.joined(separator: " ")), \(Data(successor.hash)), \(successor.created), \(successor.expires))
+                """)
+            try await Self.bumpTokenGeneration(session)
+            try await self.recordChange(.token, [id, successor.id], at: successor.created, in: session)
+            try await Self.audit(
+                .token, account: nil, action: "rotate",
+                detail:
+                    "\(id) -> \(successor.id) (\(successor.scopes.joined(separator: " "))); \(id) valid until \(expires.formatted(.iso8601))",
+                at: successor.created, in: session)
+            return true
+        }
+    }
+
+    public func recordTokenUse(id: String, at date: Date) async throws(StoreError) {
+        try await write("recording a token's use") { session in
+            try await session.execute(
+                "UPDATE tokens SET last_used = \(date) WHERE id = \(id) AND (last_used IS NULL OR last_used < \(date))")
+        }
+    }
+
+    private static let tokenColumns = "id, name, scopes, hash, created, revoked, expires, last_used"
+
     public func token(id: String) async throws(StoreError) -> TokenRecord? {
         try await read("reading tokens", bound: .request) { session in
-            try await session.query("SELECT id, name, scopes, hash, created, revoked FROM tokens WHERE id = \(id)").map(
+            try await session.query("SELECT \(unescaped: Self.tokenColumns) FROM tokens WHERE id = \(id)").map(
                 Self.token
             ).first
         }
@@ -817,17 +851,17 @@ extension PostgresState {
     public func tokens() async throws(StoreError) -> [TokenRecord] {
         try await read("reading tokens") { session in
             try await session.query(
-                "SELECT id, name, scopes, hash, created, revoked FROM tokens ORDER BY created, id COLLATE \"C\""
+                "SELECT \(unescaped: Self.tokenColumns) FROM tokens ORDER BY created, id COLLATE \"C\""
             ).map(Self.token)
         }
     }
 
     private static func token(_ row: PostgresRow) throws -> TokenRecord {
-        let (id, name, scopes, hash, created, revoked) = try row.decode(
-            (String, String?, String, Data, Date, Date?).self)
+        let (id, name, scopes, hash, created, revoked, expires, lastUsed) = try row.decode(
+            (String, String?, String, Data, Date, Date?, Date?, Date?).self)
         return TokenRecord(
             id: id, name: name, scopes: scopes.split(separator: " ").map(String.init), hash: [UInt8](hash),
-            created: created, revoked: revoked)
+            created: created, revoked: revoked, expires: expires, lastUsed: lastUsed)
     }
 
     public func tokenGeneration() async throws(StoreError) -> Int64 {

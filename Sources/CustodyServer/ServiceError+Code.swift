@@ -21,6 +21,7 @@ extension ServiceError {
             case aborted
             // 401, 403
             case unauthorized
+            case tokenExpired = "token-expired"
             case forbidden
             // 404, 405, 408, 409
             case unknownAccount = "unknown-account"
@@ -102,6 +103,8 @@ extension ServiceError {
         public static let aborted = Code(.aborted)
         // 401, 403
         public static let unauthorized = Code(.unauthorized)
+        /// The token was valid once and has expired (`custody tokens create --expires`).
+        public static let tokenExpired = Code(.tokenExpired)
         public static let forbidden = Code(.forbidden)
         // 404, 405, 408, 409
         public static let unknownAccount = Code(.unknownAccount)

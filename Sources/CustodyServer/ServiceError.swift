@@ -226,6 +226,16 @@ public struct ServiceError: HTTPResponseError, CustomStringConvertible {
             headers: [.wwwAuthenticate: #"Bearer realm="custody", error="invalid_token""#])
     }
 
+    static func expired(at date: Date) -> ServiceError {
+        ServiceError(
+            .unauthorized, .tokenExpired,
+            "this token expired at \(date.formatted(.iso8601)); ask for a new one (custody tokens create, or tokens rotate before it expires)",
+            headers: [
+                .wwwAuthenticate:
+                    #"Bearer realm="custody", error="invalid_token", error_description="the token expired""#
+            ])
+    }
+
     static func forbidden(_ scope: TokenScope) -> ServiceError {
         ServiceError(
             .forbidden, .forbidden, "this token does not have the \(scope.rawValue) scope",

@@ -241,6 +241,13 @@ extension CustodyDatabase {
                     ALTER TABLE audit_log ADD COLUMN detail_id INTEGER;
                     """)
         }
+        migrator.registerMigration("v11: tokens that expire, and their last use") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE tokens ADD COLUMN expires DATETIME;
+                    ALTER TABLE tokens ADD COLUMN last_used DATETIME;
+                    """)
+        }
         return migrator
     }()
 }

@@ -26,6 +26,8 @@ struct TokenRow: Codable, FetchableRecord, PersistableRecord {
     var hash: Data
     var created: Date
     var revoked: Date?
+    var expires: Date?
+    var last_used: Date?
 
     init(_ token: TokenRecord) {
         id = token.id
@@ -34,12 +36,14 @@ struct TokenRow: Codable, FetchableRecord, PersistableRecord {
         hash = Data(token.hash)
         created = token.created
         revoked = token.revoked
+        expires = token.expires
+        last_used = token.lastUsed
     }
 
     var token: TokenRecord {
         TokenRecord(
             id: id, name: name, scopes: scopes.split(separator: " ").map(String.init), hash: [UInt8](hash),
-            created: created, revoked: revoked)
+            created: created, revoked: revoked, expires: expires, lastUsed: last_used)
     }
 }
 

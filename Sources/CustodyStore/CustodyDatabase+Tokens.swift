@@ -16,15 +16,25 @@ public struct TokenRecord: Sendable, Hashable {
     public let created: Date
     /// When it was revoked; nil while it is valid.
     public let revoked: Date?
+    /// When it stops being valid; nil: never.
+    public let expires: Date?
+    /// When it last authenticated a request, to within a minute (see `recordTokenUse`); nil:
+    /// never.
+    public let lastUsed: Date?
 
     /// `name` keeps control characters escaped (see `BundleProvenance`).
-    public init(id: String, name: String?, scopes: [String], hash: [UInt8], created: Date, revoked: Date? = nil) {
+    public init(
+        id: String, name: String?, scopes: [String], hash: [UInt8], created: Date, revoked: Date? = nil,
+        expires: Date? = nil, lastUsed: Date? = nil
+    ) {
         self.id = id
         self.name = name?.escapingControlCharacters
         self.scopes = scopes
         self.hash = hash
         self.created = created
         self.revoked = revoked
+        self.expires = expires
+        self.lastUsed = lastUsed
     }
 }
 
@@ -52,6 +62,40 @@ extension CustodyDatabase {
             try Self.recordChange(.token, [id], at: date, in: db)
             try Self.audit(.token, account: nil, action: "revoke", detail: id, at: date, in: db)
             return true
+        }
+    }
+
+    /// Issues `successor` and makes the valid token `id` expire at `expires` (unless it expires
+    /// sooner already), in one transaction, audited; false (and nothing stored) when there is
+    /// no valid token with that id at `successor.created`.
+    public func rotateToken(id: String, successor: TokenRecord, expires: Date) async throws(StoreError) -> Bool {
+        try await write("rotating a token") { db in
+            try db.execute(
+                sql: """
+                    UPDATE tokens SET expires = CASE WHEN expires IS NULL OR expires > ? THEN ? ELSE expires END
+                    WHERE id = ? AND revoked IS NULL AND (expires IS NULL OR expires > ?)
+                    """,
+                arguments: [expires, expires, id, successor.created])
+            guard db.changesCount > 0 else { return false }
+            try TokenRow(successor).insert(db)
+            try Self.bumpTokenGeneration(db)
+            try Self.recordChange(.token, [id, successor.id], at: successor.created, in: db)
+            try Self.audit(
+                .token, account: nil, action: "rotate",
+                detail:
+                    "\(id) -> \(successor.id) (\(successor.scopes.joined(separator: " "))); \(id) valid until \(expires.formatted(.iso8601))",
+                at: successor.created, in: db)
+            return true
+        }
+    }
+
+    /// Records that token `id` authenticated a request at `date`: not audited, not a change
+    /// (nothing about what the token may do moved).
+    public func recordTokenUse(id: String, at date: Date) async throws(StoreError) {
+        try await write("recording a token's use") { db in
+            try db.execute(
+                sql: "UPDATE tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used < ?)",
+                arguments: [date, id, date])
         }
     }
 
@@ -85,7 +129,8 @@ extension CustodyDatabase {
     private func tokens(sql filter: String, arguments: StatementArguments) async throws(StoreError) -> [TokenRecord] {
         try await read("reading tokens") { db in
             try TokenRow.fetchAll(
-                db, sql: "SELECT id, name, scopes, hash, created, revoked FROM tokens " + filter, arguments: arguments
+                db, sql: "SELECT id, name, scopes, hash, created, revoked, expires, last_used FROM tokens " + filter,
+                arguments: arguments
             ).map(\.token)
         }
     }

@@ -166,6 +166,13 @@ public protocol StateStore: AnyObject, Sendable {
     func addToken(_ token: TokenRecord) async throws(StoreError)
     @discardableResult
     func revokeToken(id: String, at date: Date) async throws(StoreError) -> Bool
+    /// Issues `successor` and makes the valid token `id` expire at `expires` (or sooner, if it
+    /// already did), in one transaction; false, with nothing stored, when `id` names no token
+    /// valid at `successor.created`.
+    func rotateToken(id: String, successor: TokenRecord, expires: Date) async throws(StoreError) -> Bool
+    /// Records that token `id` authenticated a request at `date` (kept only when later than
+    /// the use recorded).
+    func recordTokenUse(id: String, at date: Date) async throws(StoreError)
     func token(id: String) async throws(StoreError) -> TokenRecord?
     func tokens() async throws(StoreError) -> [TokenRecord]
     func tokenGeneration() async throws(StoreError) -> Int64

@@ -33,6 +33,81 @@ struct ServiceCLITests {
         #expect(bad.stderr.contains("unknown scope 'everything'"))
     }
 
+    /// `--expires` values refused (exit 64), and what is said.
+    static let badExpiries: [(value: String, message: String)] = [
+        ("tomorrow", "--expires takes a lifetime (30d, 12h, 90m, 3600s, 2w) or a time with its offset"),
+        ("0d", "--expires takes a lifetime"),
+        ("-5m", "--expires takes a lifetime"),
+        ("2020-01-01T00:00:00Z", "--expires 2020-01-01T00:00:00Z has passed"),
+        ("2030-01-01", "--expires takes a lifetime"),
+    ]
+
+    @Test("tokens create --expires refuses what is not a lifetime or a later time", arguments: badExpiries)
+    func badExpiry(value: String, message: String) async throws {
+        let result = try await Scratch().run(["tokens", "create", "--scope", "read", "--expires=\(value)"])
+        #expect(result.status == 64, "\(value): \(result.stderr)")
+        #expect(result.stderr.contains(message), "\(value): \(result.stderr)")
+    }
+
+    @Test(
+        "a token that expires: listed with its expiry and last use; refused with 401 token-expired once past it; rotate issues a successor and ends the old one after the overlap"
+    )
+    func expiringTokens() async throws {
+        let scratch = try Scratch()
+        func create(_ arguments: [String]) async throws -> String {
+            let created = try await scratch.run(["tokens", "create", "--scope", "read"] + arguments)
+            #expect(created.status == 0, "\(created.stderr)")
+            return try #require(created.stdoutLines.last)
+        }
+        let shortLived = try await create(["--expires", "3s", "--name", "short"])
+        let lasting = try await create(["--expires", "2099-01-01T00:00:00Z", "--name", "lasting"])
+        let id = { (token: String) in String(token.dropFirst(8).prefix(16)) }
+        let listed = try await scratch.run(["tokens", "list"]).stdout
+        #expect(listed.contains("\(id(lasting))\tread\tlasting\tcreated "), "\(listed)")
+        #expect(listed.contains("\tvalid\texpires 2099-01-01T00:00:00Z\tnever used"), "\(listed)")
+
+        let server = try await ServeProcess(
+            ["--state", scratch.file("state"), "--platform", "ios", "--without-keys"], log: scratch.file("serve.log"))
+        defer { server.stop() }
+        func status(_ token: String) async throws -> (Int, String) {
+            var request = URLRequest(url: URL(string: server.address + "/v1/bundle")!)
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            let http = try #require(response as? HTTPURLResponse)
+            let code = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["code"] as? String ?? ""
+            return (http.statusCode, code + " " + (http.value(forHTTPHeaderField: "WWW-Authenticate") ?? ""))
+        }
+        // Valid while it lasts (no bundle in force: 404 or 503, not 401), then refused as expired.
+        #expect(try await status(shortLived).0 != 401)
+        try await Task.sleep(for: .seconds(3.2))
+        let (code, said) = try await status(shortLived)
+        #expect(code == 401)
+        #expect(said.hasPrefix("token-expired Bearer realm=\"custody\", error=\"invalid_token\""), "\(said)")
+        #expect(try await scratch.run(["tokens", "list"]).stdout.contains("\(id(shortLived))\tread\tshort\tcreated "))
+        #expect(try await scratch.run(["tokens", "list"]).stdout.contains("\texpired "))
+
+        // Rotation: the successor works at once; the old token until the overlap ends (0s: now).
+        let rotated = try await scratch.run(["tokens", "rotate", id(lasting), "--overlap", "0s"])
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let successor = try #require(rotated.stdoutLines.last)
+        #expect(rotated.stderr.contains("token \(id(lasting)) is valid until "), "\(rotated.stderr)")
+        #expect(rotated.stderr.contains("its successor \(id(successor)) expires "), "\(rotated.stderr)")
+        #expect(try await status(successor).0 != 401)
+        // The service hears of the rotation through the change log within a second or two.
+        var old = (0, "")
+        for _ in 0..<50 {
+            old = try await status(lasting)
+            if old.0 == 401 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(old.0 == 401 && old.1.hasPrefix("token-expired"), "\(old)")
+        let list = try await scratch.run(["tokens", "list"]).stdout
+        #expect(list.contains("\(id(successor))\tread\tlasting\tcreated "), "\(list)")
+        #expect(list.contains("last used "), "the successor's use is recorded: \(list)")
+        let again = try await scratch.run(["tokens", "rotate", id(lasting)])
+        #expect(again.status == 1 && again.stderr.contains("no valid token \(id(lasting))"), "\(again.stderr)")
+    }
+
     /// Where `tokens create` cannot deliver the token: a full device, and a pipe nobody reads
     /// (with SIGPIPE ignored, as some parents run commands); the reason `strerror` gives.
     static let lostTokens: [(output: String, reason: String)] = [

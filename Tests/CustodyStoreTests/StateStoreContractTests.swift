@@ -410,6 +410,43 @@ struct StateStoreContractTests {
         #expect(try await state.changes(after: 0).map(\.kind) == [.token, .token])
     }
 
+    /// Rotations of token "old" (made at t0, expiring at `expires`), asked at t0 + 10 with the
+    /// old token to expire at `until`: whether it is done, and the old token's expiry after.
+    static let rotations: [(expires: Date?, revoked: Bool, until: Date, done: Bool, after: Date?)] = [
+        (nil, false, t0 + 3_600, true, t0 + 3_600),  // no expiry: the overlap sets one
+        (t0 + 100, false, t0 + 3_600, true, t0 + 100),  // expiring sooner: kept
+        (t0 + 7_200, false, t0 + 3_600, true, t0 + 3_600),  // expiring later: brought forward
+        (t0 + 5, false, t0 + 3_600, false, t0 + 5),  // already expired: not rotated
+        (nil, true, t0 + 3_600, false, nil),  // revoked: not rotated
+    ]
+
+    @Test(
+        "tokens: an expiry kept; a rotation issues the successor and bounds the old one's life, in one change; last use only moves forward",
+        arguments: Backend.reachable, rotations.indices)
+    func tokenRotation(backend: Backend, index: Int) async throws {
+        let (expires, revoked, until, done, after) = Self.rotations[index]
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await state.addToken(
+            TokenRecord(id: "old", name: "ops", scopes: ["read"], hash: [1], created: t0, expires: expires))
+        #expect(try await state.token(id: "old")?.expires == expires)
+        if revoked { try await state.revokeToken(id: "old", at: t0 + 1) }
+        let changes = try await state.changes(after: 0).count
+        let successor = TokenRecord(
+            id: "new", name: "ops", scopes: ["read"], hash: [2], created: t0 + 10, expires: t0 + 86_400)
+        #expect(try await state.rotateToken(id: "old", successor: successor, expires: until) == done)
+        #expect(try await state.token(id: "old")?.expires == after)
+        let stored = try await state.token(id: "new")
+        #expect((stored != nil) == done)
+        if done {
+            #expect(stored?.expires == t0 + 86_400 && stored?.scopes == ["read"] && stored?.name == "ops")
+            #expect(try await state.changes(after: 0).count == changes + 1)
+            #expect(try await state.auditEntries(since: nil, after: 0, limit: 100).last?.action == "rotate")
+        }
+        try await state.recordTokenUse(id: "old", at: t0 + 60)
+        try await state.recordTokenUse(id: "old", at: t0 + 30)
+        #expect(try await state.token(id: "old")?.lastUsed == t0 + 60)
+    }
+
     @Test(
         "the change log: revisions in order, pruned past its retention, bounds tell a reader it missed some",
         arguments: Backend.reachable)

@@ -83,13 +83,13 @@ public struct WipeAnswer: Codable, Sendable, Hashable {
 /// A token just made (`CustodyEngine.createToken(scopes:name:)`): its record, and the bearer
 /// text, which exists outside its holder only here (the state keeps the SHA-256 of its secret).
 ///
-/// As `custody tokens create --json` prints it: `id`, `name`, `scopes` (sorted), `created` and
-/// `bearer`.
+/// As `custody tokens create --json` prints it: `id`, `name`, `scopes` (sorted), `created`,
+/// `expires` (null: never) and `bearer`.
 public struct CreatedToken: Encodable, Sendable, Hashable {
     public let token: ServiceToken
     public let bearer: String
 
-    private enum CodingKeys: String, CodingKey { case id, name, scopes, created, bearer }
+    private enum CodingKeys: String, CodingKey { case id, name, scopes, created, expires, bearer }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -97,6 +97,7 @@ public struct CreatedToken: Encodable, Sendable, Hashable {
         try container.encode(token.name, forKey: .name)
         try container.encode(token.scopes.sorted().map(\.rawValue), forKey: .scopes)
         try container.encode(answerTime(token.created), forKey: .created)
+        try container.encode(token.expires.map(answerTime), forKey: .expires)
         try container.encode(bearer, forKey: .bearer)
     }
 }

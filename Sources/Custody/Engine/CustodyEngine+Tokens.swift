@@ -2,7 +2,7 @@ import CustodyPolicy
 import Crypto
 import CustodyProtection
 import CustodyStore
-public import Foundation
+import Logging
 public import Foundation
 
 /// What a bearer token of the decision service lets its holder do.
@@ -31,6 +31,26 @@ public struct ServiceToken: Sendable, Hashable {
     public let scopes: Set<TokenScope>
     public let created: Date
     public let revoked: Date?
+    /// When it stops being valid; nil: never.
+    public let expires: Date?
+    /// When it last authenticated a request, to within a minute; nil: never.
+    public let lastUsed: Date?
+
+    public init(
+        id: String, name: String?, scopes: Set<TokenScope>, created: Date, revoked: Date? = nil, expires: Date? = nil,
+        lastUsed: Date? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.scopes = scopes
+        self.created = created
+        self.revoked = revoked
+        self.expires = expires
+        self.lastUsed = lastUsed
+    }
+
+    /// Whether it has expired at `date`.
+    public func isExpired(at date: Date) -> Bool { expires.map { $0 <= date } ?? false }
 
     /// The token as histories and audits name whoever used it: `token ID (NAME)`.
     public var operatorName: String { "token \(id)" + (name.map { " (\($0))" } ?? "") }
@@ -47,22 +67,65 @@ extension CustodyEngine {
 
     /// Creates a token with `scopes`. The returned text is the bearer token: the only time it
     /// exists outside its holder (the state keeps the SHA-256 of its secret part).
-    public func createToken(scopes: Set<TokenScope>, name: String? = nil) async throws(CustodyError) -> CreatedToken {
+    /// - Parameter expires: when it stops being valid (nil: never); it must be later than now.
+    public func createToken(scopes: Set<TokenScope>, name: String? = nil, expires: Date? = nil)
+        async throws(CustodyError) -> CreatedToken
+    {
         guard !scopes.isEmpty else {
             throw CustodyError(
                 .refused,
                 "a token needs at least one scope (\(TokenScope.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let (record, created) = try newToken(scopes: scopes.sorted().map(\.rawValue), name: name, expires: expires)
+        try await CustodyError.fromState { try await database.addToken(record) }
+        return created
+    }
+
+    /// Issues a successor to the valid token `id`, with its scopes and name, and keeps `id`
+    /// valid for `overlap` more (or until it expires, when that is sooner), so that its holders
+    /// can move to the successor; audited. The successor lives as long as `id` was made to
+    /// live (from now), unless `expires` says otherwise.
+    /// - Returns: the successor, and when `id` stops being valid.
+    /// - Throws: `CustodyError` `.notFound` when no valid token has that id.
+    public func rotateToken(id: String, overlap: Duration, expires: Date? = nil) async throws(CustodyError)
+        -> (successor: CreatedToken, predecessorExpires: Date)
+    {
+        let now = configuration.now()
+        guard let old = try await CustodyError.fromState({ try await database.token(id: id) }), old.revoked == nil,
+            !(old.expires.map { $0 <= now } ?? false)
+        else { throw CustodyError(.notFound, "no valid token \(id)") }
+        let lifetime = old.expires.map { $0.timeIntervalSince(old.created) }
+        let (record, created) = try newToken(
+            scopes: old.scopes, name: old.name, expires: expires ?? lifetime.map { now.addingTimeInterval($0) })
+        let until = min(
+            now.addingTimeInterval(Double(overlap.components.seconds)), old.expires ?? .distantFuture)
+        guard
+            try await CustodyError.fromState({
+                try await database.rotateToken(id: id, successor: record, expires: until)
+            })
+        else { throw CustodyError(.notFound, "no valid token \(id)") }
+        tokenCache.forget(ids: [id])
+        return (created, until)
+    }
+
+    /// A new token's record (what the state keeps) and the token itself (shown once).
+    private func newToken(scopes: [String], name: String?, expires: Date?) throws(CustodyError)
+        -> (TokenRecord, CreatedToken)
+    {
+        let now = configuration.now()
+        if let expires, expires <= now {
+            throw CustodyError(
+                .refused, "a token's expiry must be later than now (\(expires.formatted(.iso8601)) has passed)")
         }
         let id = Self.hex(SecureMemory.randomBytes(count: 8))
         var secret = SecureMemory.randomBytes(count: 32)
         defer { SecureMemory.zero(&secret) }
         let bearer = Self.tokenPrefix + id + "_" + Self.hex(secret)
         let record = TokenRecord(
-            id: id, name: name, scopes: scopes.sorted().map(\.rawValue),
+            id: id, name: name, scopes: scopes,
             hash: Array(SHA256.hash(data: Array(Self.hex(secret).utf8))),
-            created: configuration.now())
-        try await CustodyError.fromState { try await database.addToken(record) }
-        return CreatedToken(token: Self.token(record), bearer: bearer)
+            created: now, expires: expires)
+        return (record, CreatedToken(token: Self.token(record), bearer: bearer))
     }
 
     /// Every token, valid and revoked, oldest first.
@@ -89,30 +152,54 @@ extension CustodyEngine {
     ///   be read to verify it: it is neither accepted nor called invalid.
     public func authenticate(bearer: String) async throws(CustodyError) -> ServiceToken? {
         let following = isFollowing
-        if following, let token = tokenCache.remembered(bearer) { return token }
-        // Not remembered: read from the state, on its threads.
-        return try await StateExecutor.run { () throws(CustodyError) in
-            do {
-                return try await tokenCache.authenticate(bearer, database: database, following: following)
-            } catch {
-                throw CustodyError(.state, "the token cannot be verified now: \(error)", underlying: error)
+        let found: ServiceToken?
+        if following, let token = tokenCache.remembered(bearer) {
+            found = token
+        } else {
+            // Not remembered: read from the state, on its threads.
+            found = try await StateExecutor.run { () throws(CustodyError) in
+                do {
+                    return try await tokenCache.authenticate(bearer, database: database, following: following)
+                } catch {
+                    throw CustodyError(.state, "the token cannot be verified now: \(error)", underlying: error)
+                }
             }
         }
+        guard let found else { return nil }
+        let now = configuration.now()
+        // An expired token is refused from the instant it expires, remembered or not.
+        guard !found.isExpired(at: now) else { return nil }
+        if tokenUses.isDue(found.id, at: now) {
+            let (database, logger) = (database, manager.logger)
+            Task(executorPreference: StateExecutor.shared) {
+                do {
+                    try await database.recordTokenUse(id: found.id, at: now)
+                } catch {
+                    logger.debug(
+                        "cannot record a token's use", metadata: ["token": "\(found.id)", "error": "\(error)"])
+                }
+            }
+        }
+        return found
     }
 
-    /// When the token `bearer` names was revoked, for a bearer whose secret is right (so that
-    /// nobody learns which tokens exist and were revoked without holding one); nil otherwise.
-    /// What a refusal tells the holder of a revoked token, instead of "no token".
-    public func revocation(ofBearer bearer: String) async -> Date? {
+    /// Why the token `bearer` names is refused, for a bearer whose secret is right (so that
+    /// nobody learns which tokens exist, and which were revoked or have expired, without
+    /// holding one); nil otherwise. What a refusal tells the holder of such a token, instead of
+    /// "no token".
+    public func refusal(ofBearer bearer: String) async -> TokenRefusal? {
         guard bearer.hasPrefix(Self.tokenPrefix) else { return nil }
         let parts = bearer.dropFirst(Self.tokenPrefix.count).split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 2 else { return nil }
-        return await StateExecutor.run { () -> Date? in
+        let now = configuration.now()
+        return await StateExecutor.run { () -> TokenRefusal? in
             let found = try? await database.token(id: String(parts[0]))
             let matches = SecureMemory.constantTimeEqual(
                 Array(SHA256.hash(data: Array(parts[1].utf8))), found?.hash ?? CustodyEngine.noTokenHash)
-            guard let record = found, matches, let revoked = record.revoked else { return nil }
-            return revoked
+            guard let record = found, matches else { return nil }
+            if let revoked = record.revoked { return .revoked(at: revoked) }
+            if let expires = record.expires, expires <= now { return .expired(at: expires) }
+            return nil
         }
     }
 
@@ -123,8 +210,7 @@ extension CustodyEngine {
     static func token(_ record: TokenRecord) -> ServiceToken {
         ServiceToken(
             id: record.id, name: record.name, scopes: Set(record.scopes.compactMap(TokenScope.init(rawValue:))),
-            created: record.created,
-            revoked: record.revoked)
+            created: record.created, revoked: record.revoked, expires: record.expires, lastUsed: record.lastUsed)
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
@@ -136,6 +222,29 @@ extension CustodyEngine {
             text.append(digits[Int(byte & 0x0F)])
         }
         return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// Why a token whose secret is right is refused.
+public enum TokenRefusal: Sendable, Hashable {
+    case revoked(at: Date)
+    case expired(at: Date)
+}
+
+/// When each token's use was last recorded in the state: at most once a minute per token, so
+/// that `tokens list` can say when a token was last used without a write per request.
+final class TokenUses: Sendable {
+    static let interval: TimeInterval = 60
+    private let recorded = Locked([String: Date]())
+
+    /// Whether `id`'s use at `date` is to be recorded (and, if so, it is taken as recorded).
+    func isDue(_ id: String, at date: Date) -> Bool {
+        recorded.withLock { recorded in
+            if let last = recorded[id], date.timeIntervalSince(last) < Self.interval { return false }
+            if recorded.count > 10_000 { recorded = [:] }
+            recorded[id] = date
+            return true
+        }
     }
 }
 

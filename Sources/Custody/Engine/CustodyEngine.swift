@@ -115,6 +115,7 @@ public final class CustodyEngine: Sendable {
     let contexts = ContextSnapshots(capacity: 32)
     /// Bearer tokens verified recently.
     let tokenCache = TokenCache()
+    let tokenUses = TokenUses()
     /// Whether decisions are audited, as last read.
     let auditSetting = DecisionAuditSetting()
     /// Decision streams of finished sessions.

@@ -177,7 +177,11 @@ struct TokenAuthenticator: AuthenticatorMiddleware {
                 "the token cannot be verified now: the state cannot be read (the service's log says why)")
         }
         guard let token = found else {
-            if let revoked = await engine.revocation(ofBearer: bearer) { throw ServiceError.revoked(at: revoked) }
+            switch await engine.refusal(ofBearer: bearer) {
+            case .revoked(let date): throw ServiceError.revoked(at: date)
+            case .expired(let date): throw ServiceError.expired(at: date)
+            case nil: break
+            }
             throw ServiceError.invalidToken
         }
         return token

@@ -300,9 +300,27 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
 struct TokensCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokens",
-        abstract: "Create, list and revoke the decision service's bearer tokens.",
-        subcommands: [Create.self, List.self, Revoke.self]
+        abstract: "Create, list, rotate and revoke the decision service's bearer tokens.",
+        subcommands: [Create.self, List.self, Rotate.self, Revoke.self]
     )
+
+    /// When a token expires, as `--expires` gives it: a lifetime from now (`30d`, `12h`, `90m`,
+    /// `3600s`) or an instant (`2027-01-01T00:00:00Z`, ISO 8601 with its offset).
+    static func expiry(_ text: String, option: String, now: Date = Date()) throws -> Date {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800]
+        if let unit = text.last.flatMap({ units[$0] }), let count = Int(text.dropLast()), count > 0,
+            text.dropLast().allSatisfy(\.isASCII)
+        {
+            return now.addingTimeInterval(Double(count) * unit)
+        }
+        if let date = try? Date(text, strategy: .iso8601) {
+            guard date > now else { throw ValidationError("\(option) \(text) has passed: give a later time") }
+            return date
+        }
+        throw ValidationError(
+            "\(option) takes a lifetime (30d, 12h, 90m, 3600s, 2w) or a time with its offset (2027-01-01T00:00:00Z), not '\(text)'"
+        )
+    }
 
     struct Create: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
@@ -328,10 +346,17 @@ struct TokensCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("What the token is for, shown in lists.", valueName: "name"))
         var name: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "When it stops being valid: a lifetime (30d, 12h, 90m) or a time (2027-01-01T00:00:00Z). Default: never.",
+                valueName: "when"))
+        var expires: String?
+
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
 
         func validate() throws {
+            if let expires { _ = try TokensCommand.expiry(expires, option: "--expires") }
             guard !scope.isEmpty else {
                 throw ValidationError("give at least one --scope (decide, read, events, protect, admin)")
             }
@@ -345,28 +370,99 @@ struct TokensCommand: AsyncParsableCommand {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
             let scopes = Set(scope.compactMap(TokenScope.init(rawValue:)))
-            let created = try await engine.createToken(scopes: scopes, name: name)
+            let created = try await engine.createToken(
+                scopes: scopes, name: name,
+                expires: try expires.map { try TokensCommand.expiry($0, option: "--expires") })
             let token = created.token
             StandardError.write(
-                "created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))); it is shown once:\n"
+                "created token \(token.id) (\(token.scopes.sorted().map(\.rawValue).joined(separator: " "))\(token.expires.map { ", expires \(formatTime($0))" } ?? "")); it is shown once:\n"
             )
-            let output = json ? String(decoding: try JSONLine.encode(created), as: UTF8.self) : created.bearer + "\n"
-            guard let failure = StandardOutput.attemptWrite(output) else { return }
-            // A token nobody received must not stay valid: it is revoked, and said.
-            let revoked = await (try? engine.revokeToken(id: token.id)) == true
+            try await TokensCommand.deliver(created, json: json, engine: engine)
+        }
+    }
+
+    /// Writes a token just made to standard output; one that cannot be written out (a full
+    /// disk, a closed pipe) must not stay valid with nobody holding it: it is revoked, and said.
+    static func deliver(_ created: CreatedToken, json: Bool, engine: CustodyEngine) async throws {
+        let token = created.token
+        let output = json ? String(decoding: try JSONLine.encode(created), as: UTF8.self) : created.bearer + "\n"
+        guard let failure = StandardOutput.attemptWrite(output) else { return }
+        let revoked = await (try? engine.revokeToken(id: token.id)) == true
+        StandardError.write(
+            "error: \(failure); "
+                + (revoked
+                    ? "token \(token.id) was revoked, since nobody received it\n"
+                    : "token \(token.id) could not be revoked: revoke it with custody tokens revoke \(token.id)\n"))
+        throw ExitCode.failure
+    }
+
+    struct Rotate: AsyncParsableCommand, StateCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate",
+            abstract: "Issue a successor to a token, and keep the old one valid for an overlap.",
+            discussion: """
+                The successor has the token's scopes and name, and lives as long as the token was \
+                made to (from now; --expires sets another expiry). The old token stays valid for \
+                --overlap (default 1h), or until it expired anyway when that is sooner, so that its \
+                holders can move to the successor; then it is refused with 401 token-expired. \
+                Audited. The successor is printed once, alone on the last line (with --json, one \
+                JSON object); stderr says when the old token stops being valid.
+                """)
+
+        @Argument(help: ArgumentHelp("The token's id (as `tokens list` shows it).", valueName: "id"))
+        var id: String
+
+        @Option(
+            help: ArgumentHelp(
+                "How long the old token stays valid: 30m, 1h, 7d; 0s ends it now.", valueName: "lifetime"))
+        var overlap = "1h"
+
+        @Option(
+            help: ArgumentHelp(
+                "When the successor stops being valid: a lifetime (30d) or a time (2027-01-01T00:00:00Z).",
+                valueName: "when"))
+        var expires: String?
+
+        @Flag(help: "Print the successor and its record as one JSON object.")
+        var json = false
+
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func validate() throws {
+            _ = try overlapDuration
+            if let expires { _ = try TokensCommand.expiry(expires, option: "--expires") }
+        }
+
+        var overlapDuration: Duration {
+            get throws {
+                if overlap == "0s" || overlap == "0" { return .zero }
+                let now = Date()
+                let until = try TokensCommand.expiry(overlap, option: "--overlap", now: now)
+                return .seconds(Int64(until.timeIntervalSince(now).rounded()))
+            }
+        }
+
+        func run() async throws {
+            let engine = try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            let rotated = try await engine.rotateToken(
+                id: id, overlap: try overlapDuration,
+                expires: try expires.map { try TokensCommand.expiry($0, option: "--expires") })
+            let successor = rotated.successor.token
             StandardError.write(
-                "error: \(failure); "
-                    + (revoked
-                        ? "token \(token.id) was revoked, since nobody received it\n"
-                        : "token \(token.id) could not be revoked: revoke it with custody tokens revoke \(token.id)\n"))
-            throw ExitCode.failure
+                "token \(id) is valid until \(formatTime(rotated.predecessorExpires)); its successor \(successor.id)\(successor.expires.map { " expires \(formatTime($0))" } ?? " does not expire") and is shown once:\n"
+            )
+            try await TokensCommand.deliver(rotated.successor, json: json, engine: engine)
         }
     }
 
     struct List: AsyncParsableCommand, StateCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
-            abstract: "List tokens: id, scopes, name, created, revoked. Never the tokens themselves.")
+            abstract:
+                "List tokens: id, scopes, name, created, status (valid, revoked, expired), expiry, last use. Never the tokens themselves."
+        )
 
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
@@ -374,11 +470,16 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            let now = Date()
             for token in try await engine.tokens() {
                 let scopes = token.scopes.sorted().map(\.rawValue).joined(separator: " ")
-                let revoked = token.revoked.map { "revoked \(formatTime($0))" } ?? "valid"
+                let status =
+                    token.revoked.map { "revoked \(formatTime($0))" }
+                    ?? (token.isExpired(at: now) ? "expired \(formatTime(token.expires!))" : "valid")
+                let expiry = token.expires.map { "expires \(formatTime($0))" } ?? "no expiry"
+                let used = token.lastUsed.map { "last used \(formatTime($0))" } ?? "never used"
                 StandardOutput.write(
-                    "\(token.id)\t\(scopes)\t\((token.name ?? "-").escapingControlCharacters)\tcreated \(formatTime(token.created))\t\(revoked)\n"
+                    "\(token.id)\t\(scopes)\t\((token.name ?? "-").escapingControlCharacters)\tcreated \(formatTime(token.created))\t\(status)\t\(expiry)\t\(used)\n"
                 )
             }
         }
