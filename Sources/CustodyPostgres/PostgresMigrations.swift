@@ -152,8 +152,11 @@ enum PostgresMigrations {
             ]
         ),
         (
-            "v11: tokens that expire, and their last use",
-            ["ALTER TABLE tokens ADD COLUMN expires timestamptz, ADD COLUMN last_used timestamptz"]
+            "v11: tokens that expire, their last use; keys trusted for an audience",
+            [
+                "ALTER TABLE tokens ADD COLUMN expires timestamptz, ADD COLUMN last_used timestamptz",
+                "ALTER TABLE trusted_keys ADD COLUMN audience text",
+            ]
         ),
     ]
 

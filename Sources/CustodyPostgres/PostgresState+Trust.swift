@@ -8,10 +8,12 @@ extension PostgresState {
     public func trustedKeys() async throws(StoreError) -> [TrustedKeyRecord] {
         try await read("reading the trusted keys") { session in
             try await session.query(
-                "SELECT key_id, public_key, name, added_at, revoked_at FROM trusted_keys ORDER BY added_at, key_id"
+                "SELECT key_id, public_key, name, added_at, revoked_at, audience FROM trusted_keys ORDER BY added_at, key_id"
             ).map { row throws in
-                let (id, key, name, added, revoked) = try row.decode((String, String, String?, Date, Date?).self)
-                return TrustedKeyRecord(keyID: id, publicKey: key, name: name, addedAt: added, revokedAt: revoked)
+                let (id, key, name, added, revoked, audience) = try row.decode(
+                    (String, String, String?, Date, Date?, String?).self)
+                return TrustedKeyRecord(
+                    keyID: id, publicKey: key, name: name, addedAt: added, revokedAt: revoked, audience: audience)
             }
         }
     }
@@ -21,15 +23,16 @@ extension PostgresState {
             guard
                 try await session.execute(
                     """
-                    INSERT INTO trusted_keys (key_id, public_key, name, added_at)
-                    VALUES (\(key.keyID), \(key.publicKey), \(key.name), \(key.addedAt)) ON CONFLICT DO NOTHING
+                    INSERT INTO trusted_keys (key_id, public_key, name, added_at, audience)
+                    VALUES (\(key.keyID), \(key.publicKey), \(key.name), \(key.addedAt), \(key.audience)) ON CONFLICT DO NOTHING
                     """) > 0
             else { throw StoreError(.conflict, "the key \(key.keyID) is known already (trusted or revoked)") }
             try await self.recordChange(.setting, ["trust"], at: key.addedAt, in: session)
             try await Self.audit(
                 .trust, account: nil, action: "add",
-                detail: "\(key.keyID) \(key.publicKey)\(key.name.map { " (\($0))" } ?? "")", at: key.addedAt,
-                in: session)
+                detail:
+                    "\(key.keyID) \(key.publicKey)\(key.name.map { " (\($0))" } ?? "")\(key.audience.map { " for \($0)" } ?? "")",
+                at: key.addedAt, in: session)
         }
     }
 

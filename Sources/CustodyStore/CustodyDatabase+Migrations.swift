@@ -241,11 +241,12 @@ extension CustodyDatabase {
                     ALTER TABLE audit_log ADD COLUMN detail_id INTEGER;
                     """)
         }
-        migrator.registerMigration("v11: tokens that expire, and their last use") { db in
+        migrator.registerMigration("v11: tokens that expire, their last use; keys trusted for an audience") { db in
             try db.execute(
                 sql: """
                     ALTER TABLE tokens ADD COLUMN expires DATETIME;
                     ALTER TABLE tokens ADD COLUMN last_used DATETIME;
+                    ALTER TABLE trusted_keys ADD COLUMN audience TEXT;
                     """)
         }
         return migrator

@@ -69,9 +69,10 @@ struct TrustedKeyRow: Codable, FetchableRecord, PersistableRecord {
     var name: String?
     var addedAt: Date
     var revokedAt: Date?
+    var audience: String?
 
     enum CodingKeys: String, CodingKey, ColumnExpression {
-        case keyID = "key_id", publicKey = "public_key", name, addedAt = "added_at", revokedAt = "revoked_at"
+        case keyID = "key_id", publicKey = "public_key", name, addedAt = "added_at", revokedAt = "revoked_at", audience
     }
 
     init(_ key: TrustedKeyRecord) {
@@ -80,10 +81,12 @@ struct TrustedKeyRow: Codable, FetchableRecord, PersistableRecord {
         name = key.name
         addedAt = key.addedAt
         revokedAt = key.revokedAt
+        audience = key.audience
     }
 
     var key: TrustedKeyRecord {
-        TrustedKeyRecord(keyID: keyID, publicKey: publicKey, name: name, addedAt: addedAt, revokedAt: revokedAt)
+        TrustedKeyRecord(
+            keyID: keyID, publicKey: publicKey, name: name, addedAt: addedAt, revokedAt: revokedAt, audience: audience)
     }
 }
 

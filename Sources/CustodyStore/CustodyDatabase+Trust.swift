@@ -27,7 +27,9 @@ extension CustodyDatabase {
             try Self.recordChange(.setting, ["trust"], at: key.addedAt, in: db)
             try Self.audit(
                 .trust, account: nil, action: "add",
-                detail: "\(key.keyID) \(key.publicKey)\(key.name.map { " (\($0))" } ?? "")", at: key.addedAt, in: db)
+                detail:
+                    "\(key.keyID) \(key.publicKey)\(key.name.map { " (\($0))" } ?? "")\(key.audience.map { " for \($0)" } ?? "")",
+                at: key.addedAt, in: db)
         }
     }
 

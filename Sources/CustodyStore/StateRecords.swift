@@ -163,13 +163,19 @@ public struct TrustedKeyRecord: Sendable, Hashable {
     public var addedAt: Date
     /// When it was revoked; a revoked key's signature never counts.
     public var revokedAt: Date?
+    /// The installation's name its signatures must be made for (the manifest's `audience`);
+    /// nil: any.
+    public var audience: String?
 
-    public init(keyID: String, publicKey: String, name: String?, addedAt: Date, revokedAt: Date? = nil) {
+    public init(
+        keyID: String, publicKey: String, name: String?, addedAt: Date, revokedAt: Date? = nil, audience: String? = nil
+    ) {
         self.keyID = keyID
         self.publicKey = publicKey
         self.name = name
         self.addedAt = addedAt
         self.revokedAt = revokedAt
+        self.audience = audience
     }
 }
 

@@ -202,6 +202,59 @@ struct BundleSigningTests {
         #expect(engine.bundleInForce?.revision == revision)
     }
 
+    /// A key trusted for an audience (or for any), a manifest signed for one (or for none), and
+    /// whether the bundle goes in (the issue: "a bundle signed for staging is refused by
+    /// production even with the same key").
+    static let audiences: [(trusted: String?, signed: String?, accepted: Bool)] = [
+        (nil, nil, true),
+        (nil, "staging", true),  // a key trusted for any audience
+        ("production", "production", true),
+        ("production", "staging", false),
+        ("production", nil, false),  // signed for no audience: not production's
+        ("production", "Production", false),  // names are compared exactly
+    ]
+
+    @Test(
+        "a key trusted for an audience counts only on a bundle signed for it; refused with wrong-audience, naming both",
+        arguments: audiences.indices)
+    func audience(index: Int) async throws {
+        let (trusted, signed, accepted) = Self.audiences[index]
+        let installation = try Installation()
+        let engine = try await installation.open()
+        let key = BundleSigningKey()
+        try await engine.trust(key.publicKey, name: "ci", audience: trusted)
+        let path = try installation.bundle("bundle")
+        let files = try BundleFiles.read(directory: path)
+        var signature = BundleSignatureFile(
+            manifest: BundleManifest(describing: files, sequence: 7, created: Date(), expires: nil, audience: signed))
+        signature.sign(with: key)
+        try signature.write(to: path + "/" + BundleFiles.signatureName)
+        // What was signed is what is read back: the audience is part of the signed manifest.
+        let read = try BundleSignatureFile.parse(try BundleFiles.read(directory: path).signature ?? [])
+        #expect(read.manifest.audience == signed)
+        do {
+            try await engine.apply(bundleDirectory: path)
+            #expect(accepted, "\(String(describing: trusted)) / \(String(describing: signed)) went in")
+        } catch {
+            #expect(!accepted, "\(error)")
+            #expect(error.code == .untrusted, "\(error)")
+            let said = error.diagnostics.first?.message ?? error.message
+            #expect(said.contains("wrong-audience"), "\(said)")
+            #expect(said.contains("only for bundles signed for '\(trusted ?? "")'"), "\(said)")
+            #expect(said.contains(signed.map { "for the audience '\($0)'" } ?? "for no audience"), "\(said)")
+            #expect(engine.bundleInForce == nil)
+        }
+        // An audience is part of what is signed: changing it afterwards breaks the signature.
+        if signed != nil {
+            try Self.rewriteSignature(path) { object in
+                var manifest = object["manifest"] as! [String: Any]
+                manifest["audience"] = trusted ?? "elsewhere"
+                object["manifest"] = manifest
+            }
+            await #expect(throws: CustodyError.self) { try await engine.apply(bundleDirectory: path + "/") }
+        }
+    }
+
     @Test("a bundle signed by a trusted key goes in, with its sequence, signers and who applied it")
     func accepted() async throws {
         let (installation, engine, keys, second) = try await trustedInstallation()

@@ -78,6 +78,7 @@ public struct TrustedKeyAnswer: Encodable, Sendable {
     @Nullable var name: String?
     var addedAt: String
     @Nullable var revokedAt: String?
+    @Nullable var audience: String?
 
     public init(_ key: TrustedKeyRecord) {
         keyId = key.keyID
@@ -85,6 +86,7 @@ public struct TrustedKeyAnswer: Encodable, Sendable {
         name = key.name
         addedAt = answerTime(key.addedAt)
         revokedAt = key.revokedAt.map(answerTime)
+        audience = key.audience
     }
 }
 

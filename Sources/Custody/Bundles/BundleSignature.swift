@@ -33,6 +33,9 @@ public struct BundleTrustError: Error, Sendable, Hashable, CustomStringConvertib
         /// A sequence more than a day above the time in milliseconds: taken, it would lock out
         /// every later bundle (none could be newer).
         case sequenceTooHigh = "sequence-too-high"
+        /// Signed only by keys this installation trusts for another audience (or signed for
+        /// none): a bundle signed for staging is not production's.
+        case wrongAudience = "wrong-audience"
     }
 
     public let reason: Reason
@@ -149,8 +152,8 @@ public struct BundleSigningKey: Sendable {
 /// Its canonical bytes, which the signatures are over, are its JSON with the keys sorted, no
 /// whitespace, strings as UTF-8 with only `"` and `\` escaped (no name or date holds a control
 /// character), integers in decimal (RFC 8785 for the values a manifest can hold):
-/// `{"created":"…","expires":"…","files":[{"name":"…","sha256":"…","size":…}],"sequence":…}`,
-/// `expires` left out when there is none and files in UTF-8 order of their names.
+/// `{"audience":"…","created":"…","expires":"…","files":[{"name":"…","sha256":"…","size":…}],"sequence":…}`,
+/// `audience` and `expires` left out when there is none and files in UTF-8 order of their names.
 public struct BundleManifest: Sendable, Hashable, Encodable {
     public struct File: Sendable, Hashable, Encodable {
         public var name: String
@@ -165,22 +168,39 @@ public struct BundleManifest: Sendable, Hashable, Encodable {
     public var created: String
     /// Until when it may be applied; nil: no end.
     public var expires: String?
+    /// The installation it is signed for (`custody bundle sign --audience`); nil: any. A key
+    /// trusted for an audience (`custody trust add --audience`) counts only on a manifest
+    /// that names it.
+    public var audience: String?
 
     /// The manifest of `files`.
-    public init(describing files: BundleFiles, sequence: Int64, created: Date, expires: Date?) {
+    public init(describing files: BundleFiles, sequence: Int64, created: Date, expires: Date?, audience: String? = nil)
+    {
         self.files = files.entries.map { entry in
             File(name: entry.name, sha256: SHA256.hash(data: entry.bytes).hexDigits, size: entry.bytes.count)
         }
         self.sequence = sequence
         self.created = Self.timestamp(created)
         self.expires = expires.map(Self.timestamp)
+        self.audience = audience
     }
 
-    init(files: [File], sequence: Int64, created: String, expires: String?) {
+    init(files: [File], sequence: Int64, created: String, expires: String?, audience: String?) {
         self.files = files
         self.sequence = sequence
         self.created = created
         self.expires = expires
+        self.audience = audience
+    }
+
+    /// Whether `text` can name an audience: 1 to 64 letters, digits, `.`, `-` and `_`.
+    public static func isAudience(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count)
+            && text.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII
+                    && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                        || ".-_".unicodeScalars.contains(scalar))
+            }
     }
 
     /// The bytes the signatures are over.
@@ -263,7 +283,7 @@ public struct BundleSignatureFile: Sendable, Hashable, Encodable {
         }
         let root = try object(document.root, "the file", keys: ["manifest", "signatures"], required: ["manifest"])
         let manifestValue = try object(
-            root["manifest"]!, "manifest", keys: ["files", "sequence", "created", "expires"],
+            root["manifest"]!, "manifest", keys: ["files", "sequence", "created", "expires", "audience"],
             required: ["files", "sequence", "created"])
         guard manifestValue["files"]!.kind == .array else { throw malformed("manifest.files is not an array") }
         var files: [BundleManifest.File] = []
@@ -292,6 +312,13 @@ public struct BundleSignatureFile: Sendable, Hashable, Encodable {
                 throw malformed("manifest.expires is not an RFC 3339 time in UTC (…Z)")
             }
             expires = text
+        }
+        var audience: String?
+        if let value = manifestValue["audience"] {
+            guard let text = value.string, BundleManifest.isAudience(text) else {
+                throw malformed("manifest.audience is not a name (1 to 64 letters, digits, '.', '-', '_')")
+            }
+            audience = text
         }
         var signatures: [Signature] = []
         if let list = root["signatures"] {
@@ -322,7 +349,8 @@ public struct BundleSignatureFile: Sendable, Hashable, Encodable {
             throw malformed("manifest.files is not in UTF-8 order of the names")
         }
         return BundleSignatureFile(
-            manifest: BundleManifest(files: files, sequence: Int64(sequence), created: created, expires: expires),
+            manifest: BundleManifest(
+                files: files, sequence: Int64(sequence), created: created, expires: expires, audience: audience),
             signatures: signatures)
     }
 
@@ -378,6 +406,7 @@ public enum BundleVerifier {
         let message = file.manifest.canonicalBytes
         var signers: [String] = []
         var unknown: [String] = []
+        var elsewhere: [TrustedKeyRecord] = []
         for signature in file.signatures {
             guard let key = known[signature.keyId] else {
                 unknown.append(signature.keyId)
@@ -397,7 +426,18 @@ public enum BundleVerifier {
                     "the signature by \(signature.keyId) is not over this manifest (the manifest was changed, or the signature was made for another)"
                 )
             }
+            // A key trusted for an audience speaks only for bundles signed for it.
+            if let audience = key.audience, audience != file.manifest.audience {
+                elsewhere.append(key)
+                continue
+            }
             signers.append(signature.keyId)
+        }
+        if signers.isEmpty, let key = elsewhere.first {
+            throw BundleTrustError(
+                .wrongAudience,
+                "signed \(file.manifest.audience.map { "for the audience '\($0)'" } ?? "for no audience"), and this installation trusts \(key.keyID)\(key.name.map { " (\($0))" } ?? "") only for bundles signed for '\(key.audience!)' (custody bundle sign --audience)"
+            )
         }
         guard !signers.isEmpty else {
             throw BundleTrustError(

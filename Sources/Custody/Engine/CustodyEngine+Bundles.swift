@@ -13,11 +13,22 @@ extension CustodyEngine {
     }
 
     /// Trusts `key` to sign bundles, audited and shared by every replica. From the first key
-    /// on, every bundle that comes in must carry a valid signature by a trusted key.
+    /// on, every bundle that comes in must carry a valid signature by a trusted key. With
+    /// `audience` (this installation's name), the key's signature counts only on a manifest
+    /// signed for that audience (`custody bundle sign --audience`): a bundle signed with the
+    /// same key for staging is refused here.
     /// - Throws: `.invalidArgument` when the state knows the key already (a revoked key is never
     ///   trusted again: make a new one).
     @discardableResult
-    public func trust(_ key: BundleSigningPublicKey, name: String?) async throws(CustodyError) -> TrustedKeyRecord {
+    public func trust(_ key: BundleSigningPublicKey, name: String?, audience: String? = nil) async throws(CustodyError)
+        -> TrustedKeyRecord
+    {
+        if let audience, !BundleManifest.isAudience(audience) {
+            throw CustodyError(
+                .invalidArgument,
+                "the audience '\(audience.escapingControlCharacters)' is not a name (1 to 64 letters, digits, '.', '-', '_')"
+            )
+        }
         // A name is printed by `trust list` and the console: one that could rewrite a terminal
         // line or reorder what it shows is refused, as account ids are.
         if let name, name.escapingControlCharacters != name {
@@ -26,7 +37,8 @@ extension CustodyEngine {
                 "the key's name '\(name.escapingControlCharacters)' holds a control or bidirectional-formatting character"
             )
         }
-        let record = TrustedKeyRecord(keyID: key.keyID, publicKey: key.text, name: name, addedAt: Date())
+        let record = TrustedKeyRecord(
+            keyID: key.keyID, publicKey: key.text, name: name, addedAt: Date(), audience: audience)
         do {
             try await database.addTrustedKey(record)
         } catch  where error.code == .conflict {

@@ -76,6 +76,12 @@ struct BundleCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Until when the bundle may be applied (RFC 3339).", valueName: "time"))
         var expires: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "The installation the bundle is for (its name in custody trust add --audience); a key trusted for another audience does not count.",
+                valueName: "name"))
+        var audience: String?
+
         @Flag(
             help: """
                 Sign a bundle with no tenant.json and no app protection policy: one that clears the policy \
@@ -86,6 +92,9 @@ struct BundleCommand: AsyncParsableCommand {
         func validate() throws {
             try refuseEmptyPath(directory, named: "<dir>", give: "the bundle directory")
             try refuseEmptyPath(key, named: "--key", give: "the private key file")
+            if let audience, !BundleManifest.isAudience(audience) {
+                throw ValidationError("--audience must be 1 to 64 letters, digits, '.', '-' or '_'")
+            }
             let now = Date()
             if let sequence {
                 if sequence < 1 { throw ValidationError("--sequence must be at least 1") }
@@ -126,10 +135,11 @@ struct BundleCommand: AsyncParsableCommand {
             let now = Date()
             let fresh = BundleManifest(
                 describing: files, sequence: sequence ?? Int64(now.timeIntervalSince1970 * 1_000), created: now,
-                expires: expires.flatMap { try? Date($0, strategy: Date.ISO8601FormatStyle()) })
+                expires: expires.flatMap { try? Date($0, strategy: Date.ISO8601FormatStyle()) }, audience: audience)
             var signature = BundleSignatureFile(manifest: fresh)
             if let bytes = files.signature, let existing = try? BundleSignatureFile.parse(bytes) {
                 if sequence == nil, expires == nil, existing.manifest.files == fresh.files,
+                    existing.manifest.audience == fresh.audience,
                     !existing.signatures.contains(where: { $0.keyId == signingKey.publicKey.keyID })
                 {
                     signature = existing
@@ -143,7 +153,7 @@ struct BundleCommand: AsyncParsableCommand {
             let path = (directory as NSString).appendingPathComponent(BundleFiles.signatureName)
             try signature.write(to: path)
             StandardOutput.write(
-                "signed \(directory): revision \(files.contentHash), sequence \(signature.manifest.sequence), by \(signature.signatures.map(\.keyId).joined(separator: ", "))\n"
+                "signed \(directory): revision \(files.contentHash), sequence \(signature.manifest.sequence)\(signature.manifest.audience.map { ", for \($0)" } ?? ""), by \(signature.signatures.map(\.keyId).joined(separator: ", "))\n"
             )
         }
     }
@@ -417,15 +427,27 @@ struct TrustCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("What the key is, shown in lists.", valueName: "name"))
         var name: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "This installation's name: the key's signature counts only on bundles signed for it (custody bundle sign --audience).",
+                valueName: "name"))
+        var audience: String?
+
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var loggingOptions: LoggingOptions
+
+        func validate() throws {
+            if let audience, !BundleManifest.isAudience(audience) {
+                throw ValidationError("--audience must be 1 to 64 letters, digits, '.', '-' or '_'")
+            }
+        }
 
         func run() async throws {
             let key = try BundleSigningPublicKey(text: publicKey)
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
-            let record = try await engine.trust(key, name: name)
-            StandardOutput.write("trusted \(record.keyID)\n")
+            let record = try await engine.trust(key, name: name, audience: audience)
+            StandardOutput.write("trusted \(record.keyID)\(record.audience.map { " for \($0)" } ?? "")\n")
         }
     }
 
@@ -449,8 +471,9 @@ struct TrustCommand: AsyncParsableCommand {
             }
             for key in keys {
                 let status = key.revokedAt.map { "revoked \(formatTime($0))" } ?? "trusted"
+                let audience = key.audience.map { "for \($0)" } ?? "any audience"
                 StandardOutput.write(
-                    "\(key.keyID)\t\(key.publicKey)\t\(key.name?.escapingControlCharacters ?? "-")\tadded \(formatTime(key.addedAt))\t\(status)\n"
+                    "\(key.keyID)\t\(key.publicKey)\t\(key.name?.escapingControlCharacters ?? "-")\tadded \(formatTime(key.addedAt))\t\(status)\t\(audience)\n"
                 )
             }
         }
