@@ -33,6 +33,35 @@ struct BundleCLITests {
         #expect(result.stderr.contains("--limit"), "\(result.stderr)")
     }
 
+    /// The second signer's `--audience` (none: keep the manifest's), and the audience and
+    /// signers the manifest ends with.
+    static let coSignings: [(second: String?, audience: String?, signers: Int)] = [
+        (nil, "staging", 2),  // a co-signature keeps the audience signed for
+        ("staging", "staging", 2),
+        ("production", "production", 1),  // another audience: a new manifest, the first dropped
+    ]
+
+    @Test(
+        "bundle sign beside another key's signature keeps the manifest's audience unless another is given",
+        arguments: coSignings)
+    func coSigning(second: String?, audience: String?, signers: Int) async throws {
+        let directory = try TemporaryDirectory()
+        let (first, other) = (directory.file("first.key"), directory.file("second.key"))
+        for key in [first, other] { #expect(try await CLIRunner.run(["bundle", "keygen", "--out", key]).status == 0) }
+        let bundle = directory.file("bundle")
+        try FileManager.default.copyItem(atPath: CLIRunner.packageRoot + "/policies", toPath: bundle)
+        #expect(
+            try await CLIRunner.run(["bundle", "sign", bundle, "--key", first, "--audience", "staging"]).status == 0)
+        let signed = try await CLIRunner.run(
+            ["bundle", "sign", bundle, "--key", other] + (second.map { ["--audience", $0] } ?? []))
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let file =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: bundle + "/.custody-signature.json"))) as! [String: Any]
+        #expect((file["manifest"] as? [String: Any])?["audience"] as? String == audience)
+        #expect((file["signatures"] as? [Any])?.count == signers)
+    }
+
     @Test(
         "bundle sign refuses a bundle no state would apply, and an empty one unless --allow-empty", arguments: signable)
     func signRefusesWhatNoStateApplies(files: [String: String], allowEmpty: Bool, refusal: String?) async throws {

@@ -119,6 +119,11 @@ struct ConsoleViewTests {
             await #expect(throws: CustodyError.self) { try await fixture.engine.apply(bundleDirectory: signed) }
         }
         try await fixture.application().test(.router) { client in
+            // The service records its replica's status as it starts, from a background task:
+            // under a loaded run it may come after the first request, so the view waits for it.
+            for _ in 0..<200 where try await fixture.engine.fleetStatus().replicas.isEmpty {
+                try await Task.sleep(for: .milliseconds(50))
+            }
             let html = try await Self.view(
                 client, fixture, "/console/views/overview", scenario == .frozen ? .admin : .read)
             let inForce = fixture.engine.policyInForce

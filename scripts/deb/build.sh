@@ -61,6 +61,7 @@ for page in "$manuals"/*.1; do
         /^\.Dt / { $2 = toupper(title) }
         /^\.Nm "/ && !named { command = substr($0, 5); $0 = ".Nm " title; named = 1 }
         /^\.Nm$/ && command != "" { $0 = ".Nm " command }
+        /^\.Nd "/ { gsub(/^\.Nd "|"$/, ""); $0 = ".Nd " $0 }
         /^$/ { $0 = ".Pp" }
         { print }' "$page" | gzip -9n >"$stage/usr/share/man/man1/$title.1.gz"
 done

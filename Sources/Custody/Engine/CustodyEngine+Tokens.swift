@@ -97,6 +97,9 @@ extension CustodyEngine {
         let lifetime = old.expires.map { $0.timeIntervalSince(old.created) }
         let (record, created) = try newToken(
             scopes: old.scopes, name: old.name, expires: expires ?? lifetime.map { now.addingTimeInterval($0) })
+        guard overlap >= .zero, Double(overlap.components.seconds) <= Self.longestTokenLifetime else {
+            throw CustodyError(.refused, "a rotation's overlap must be between 0 and ten years")
+        }
         let until = min(
             now.addingTimeInterval(Double(overlap.components.seconds)), old.expires ?? .distantFuture)
         guard
@@ -108,6 +111,10 @@ extension CustodyEngine {
         return (created, until)
     }
 
+    /// The longest a token may be made to live, and a rotation's overlap: ten years. A time
+    /// further off is no expiry an operator means, and past year 9999 no state could store it.
+    public static let longestTokenLifetime: TimeInterval = 10 * 366 * 86_400
+
     /// A new token's record (what the state keeps) and the token itself (shown once).
     private func newToken(scopes: [String], name: String?, expires: Date?) throws(CustodyError)
         -> (TokenRecord, CreatedToken)
@@ -116,6 +123,12 @@ extension CustodyEngine {
         if let expires, expires <= now {
             throw CustodyError(
                 .refused, "a token's expiry must be later than now (\(expires.formatted(.iso8601)) has passed)")
+        }
+        if let expires, expires.timeIntervalSince(now) > Self.longestTokenLifetime {
+            throw CustodyError(
+                .refused,
+                "a token's expiry must be within ten years (\(expires.formatted(.iso8601)) is further); give none for a token that does not expire"
+            )
         }
         let id = Self.hex(SecureMemory.randomBytes(count: 8))
         var secret = SecureMemory.randomBytes(count: 32)

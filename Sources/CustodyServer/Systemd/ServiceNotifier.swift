@@ -37,7 +37,9 @@ public struct ServiceNotifier: Sendable {
         path = bytes
         let forThisProcess = environment["WATCHDOG_PID"].map { Int32($0) == getpid() } ?? true
         if forThisProcess, let text = environment["WATCHDOG_USEC"], let microseconds = Int64(text), microseconds > 0 {
-            watchdogInterval = .microseconds(microseconds / 2)
+            // Half the interval, as sd_watchdog_enabled(3) advises; never more often than
+            // every 100 ms, whatever a unit says.
+            watchdogInterval = max(.microseconds(microseconds / 2), .milliseconds(100))
         } else {
             watchdogInterval = nil
         }

@@ -58,7 +58,7 @@ struct SystemdService: Service {
         while !Task.isCancelled {
             if let inForce = engine.bundleInForce {
                 notifier?.notify(["READY=1", "STATUS=serving revision \(inForce.revision) on \(address)"])
-                return
+                break
             }
             if !said {
                 notifier?.notify([
@@ -67,6 +67,17 @@ struct SystemdService: Service {
                 said = true
             }
             try? await Task.sleep(for: .milliseconds(250))
+        }
+        // A revision put in force since (the watched directory, another replica, PUT
+        // /v1/bundle) is said in STATUS=, within a second.
+        var shown = engine.bundleInForce?.revision
+        while notifier != nil, !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let now = engine.bundleInForce?.revision
+            if now != shown, let now {
+                notifier?.notify(["STATUS=serving revision \(now) on \(address)"])
+                shown = now
+            }
         }
     }
 

@@ -53,8 +53,9 @@ struct BundleCommand: AsyncParsableCommand {
                 the time in milliseconds: give --sequence to set it; it must exceed every sequence \
                 the state applied), when it was made and, with --expires, until when it holds. \
                 When the directory already holds another key's signature over the same files (and \
-                no --sequence or --expires is given), this key's signature is added beside it: how \
-                two keys sign during a rotation. Otherwise (other files, or the same key signing \
+                no --sequence or --expires is given, nor another --audience), this key's signature \
+                is added beside it, for the audience already signed for: how two keys sign during \
+                a rotation. Otherwise (other files, or the same key signing \
                 again) the manifest is made anew, with a new sequence, and earlier signatures, over \
                 another manifest, are dropped (said on standard error). A bundle that no state would \
                 apply (one that does not load, or one that manages no account, without --allow-empty) is \
@@ -138,8 +139,9 @@ struct BundleCommand: AsyncParsableCommand {
                 expires: expires.flatMap { try? Date($0, strategy: Date.ISO8601FormatStyle()) }, audience: audience)
             var signature = BundleSignatureFile(manifest: fresh)
             if let bytes = files.signature, let existing = try? BundleSignatureFile.parse(bytes) {
+                // Without --audience, a co-signature keeps the audience the manifest was signed for.
                 if sequence == nil, expires == nil, existing.manifest.files == fresh.files,
-                    existing.manifest.audience == fresh.audience,
+                    audience == nil || existing.manifest.audience == audience,
                     !existing.signatures.contains(where: { $0.keyId == signingKey.publicKey.keyID })
                 {
                     signature = existing

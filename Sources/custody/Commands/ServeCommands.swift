@@ -186,7 +186,8 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             do {
                 merged = try Self.parse(file.arguments(before: commandLine))
             } catch {
-                StandardError.write("error: with --config \(config): \(Self.message(for: error))\n")
+                StandardError.write(
+                    "error: \(file.located(error) ?? "with --config \(config): \(Self.message(for: error))")\n")
                 throw ExitCode.validationFailure
             }
             merged.config = nil
@@ -308,13 +309,20 @@ struct TokensCommand: AsyncParsableCommand {
     /// `3600s`) or an instant (`2027-01-01T00:00:00Z`, ISO 8601 with its offset).
     static func expiry(_ text: String, option: String, now: Date = Date()) throws -> Date {
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800]
+        let longest = CustodyEngine.longestTokenLifetime
         if let unit = text.last.flatMap({ units[$0] }), let count = Int(text.dropLast()), count > 0,
             text.dropLast().allSatisfy(\.isASCII)
         {
+            guard Double(count) * unit <= longest else {
+                throw ValidationError("\(option) \(text) is more than ten years: give at most 3660d")
+            }
             return now.addingTimeInterval(Double(count) * unit)
         }
         if let date = try? Date(text, strategy: .iso8601) {
             guard date > now else { throw ValidationError("\(option) \(text) has passed: give a later time") }
+            guard date.timeIntervalSince(now) <= longest else {
+                throw ValidationError("\(option) \(text) is more than ten years away")
+            }
             return date
         }
         throw ValidationError(

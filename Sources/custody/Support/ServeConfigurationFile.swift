@@ -27,10 +27,28 @@ struct ServeConfigurationFile {
         let description: String
     }
 
-    /// Reads and checks `path`: JSON, one object, a known option per member, each value of a
-    /// kind an option takes.
+    /// The largest file read: 1 MiB, far more than every option takes.
+    static let largest = 1 << 20
+
+    /// Options that are commands, not settings: refused in a file.
+    static let commands: Set<String> = ["config", "help", "version", "print-openapi"]
+
+    /// Reads and checks `path`: a regular file of at most 1 MiB, JSON, one object, a known
+    /// option per member, each value of the kind its option takes (`true` or `false` for a
+    /// flag; a string, a number or a list of them for an option with a value).
     init(path: String, command: ServeCommand.Type = ServeCommand.self) throws(Failure) {
         self.path = path
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw Failure(description: "--config \(path): cannot be read: \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw Failure(description: "--config \(path): not a regular file")
+        }
+        guard Int(status.st_size) <= Self.largest else {
+            throw Failure(
+                description: "--config \(path): \(status.st_size) bytes, more than a configuration file holds (1 MiB)")
+        }
         let bytes: [UInt8]
         do {
             bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -57,28 +75,36 @@ struct ServeConfigurationFile {
             if let first = seen[key] { throw refuse("given twice (first on line \(first))") }
             seen[key] = at
             guard key != "config" else { throw refuse("a configuration file cannot name another") }
-            guard !key.isEmpty, !key.hasPrefix("-"), Self.isOption(key, of: command) else {
+            guard !Self.commands.contains(key) else {
+                throw refuse("a command, not a setting: give it on the command line")
+            }
+            guard !key.isEmpty, !key.hasPrefix("-"),
+                key.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "=" }),
+                let kind = Self.kind(of: key, in: command)
+            else {
                 throw refuse(
                     "not an option of custody serve (see custody serve --help; keys are its long options without --)")
             }
             let value = member.value
             let arguments: [String]
-            switch value.kind {
-            case .true: arguments = ["--\(key)"]
-            case .false: arguments = []
-            case .string: arguments = ["--\(key)", value.string ?? ""]
-            case .number: arguments = ["--\(key)", value.numberText ?? ""]
-            case .array:
+            // `--key=value`: a value that starts with `-` is the value, not another option.
+            switch (kind, value.kind) {
+            case (.flag, .true): arguments = ["--\(key)"]
+            case (.flag, .false): arguments = []
+            case (.flag, _): throw refuse("a flag: true or false")
+            case (.value, .string): arguments = ["--\(key)=\(value.string ?? "")"]
+            case (.value, .number): arguments = ["--\(key)=\(value.numberText ?? "")"]
+            case (.value, .array):
                 var list: [String] = []
                 for element in value.elements {
                     guard let text = element.kind == .string ? element.string : element.numberText else {
                         throw refuse("a list takes strings and numbers only")
                     }
-                    list += ["--\(key)", text]
+                    list.append("--\(key)=\(text)")
                 }
                 arguments = list
-            default:
-                throw refuse("takes a string, a number, true or false, or a list of strings")
+            case (.value, _):
+                throw refuse("takes a string, a number or a list of them")
             }
             entries.append(Entry(key: key, line: at, arguments: arguments))
         }
@@ -112,19 +138,33 @@ struct ServeConfigurationFile {
         return entries.filter { !given.contains($0.key) }.flatMap(\.arguments) + rest
     }
 
-    /// Whether `--key` is one of `command`'s options: parsing it alone does not fail for being
-    /// unknown (its value, or what it needs beside it, is checked with the rest).
-    static func isOption(_ key: String, of command: ServeCommand.Type) -> Bool {
-        for attempt in [["--\(key)"], ["--\(key)", "0"]] {
+    /// What a key stands for: a flag (`--key` alone), or an option with a value.
+    enum Kind { case flag, value }
+
+    /// Whether `--key` is one of `command`'s options, and which kind; nil when it is none. Asked
+    /// of the parser: `--key` alone parses (or fails for another reason) for a flag, and fails
+    /// for its missing value for an option with one.
+    static func kind(of key: String, in command: ServeCommand.Type) -> Kind? {
+        do {
+            _ = try command.parse(["--\(key)"])
+            return .flag
+        } catch {
+            let message = command.message(for: error)
+            if message.hasPrefix("Unknown option") { return nil }
+            return message.contains("Missing value") ? .value : .flag
+        }
+    }
+
+    /// The file's line at fault when `error` came from parsing its options with the command
+    /// line's: the first member that fails alone.
+    func located(_ error: any Error, command: ServeCommand.Type = ServeCommand.self) -> String? {
+        for entry in entries where !entry.arguments.isEmpty {
             do {
-                _ = try command.parse(attempt)
-                return true
+                _ = try command.parse(entry.arguments)
             } catch {
-                let message = command.message(for: error)
-                if message.hasPrefix("Unknown option") { return false }
-                if !message.contains("Missing value") { return true }
+                return "\(path):\(entry.line): \"\(entry.key)\": \(command.message(for: error))"
             }
         }
-        return true
+        return nil
     }
 }
