@@ -154,7 +154,10 @@ enum PostgresMigrations {
         (
             "v11: tokens that expire, their last use; keys trusted for an audience",
             [
-                "ALTER TABLE tokens ADD COLUMN expires timestamptz, ADD COLUMN last_used timestamptz",
+                """
+                ALTER TABLE tokens ADD COLUMN expires timestamptz, ADD COLUMN last_used timestamptz,
+                    ADD COLUMN rotated_to text
+                """,
                 "ALTER TABLE trusted_keys ADD COLUMN audience text",
             ]
         ),

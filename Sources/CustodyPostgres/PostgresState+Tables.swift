@@ -811,8 +811,9 @@ extension PostgresState {
             guard
                 try await session.execute(
                     """
-                    UPDATE tokens SET expires = CASE WHEN expires IS NULL OR expires > \(expires) THEN \(expires) ELSE expires END
-                    WHERE id = \(id) AND revoked IS NULL AND (expires IS NULL OR expires > \(successor.created))
+                    UPDATE tokens SET expires = CASE WHEN expires IS NULL OR expires > \(expires) THEN \(expires) ELSE expires END,
+                        rotated_to = \(successor.id)
+                    WHERE id = \(id) AND revoked IS NULL AND rotated_to IS NULL AND (expires IS NULL OR expires > \(successor.created))
                     """) > 0
             else { return false }
             try await session.execute(

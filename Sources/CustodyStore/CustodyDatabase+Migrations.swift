@@ -246,6 +246,7 @@ extension CustodyDatabase {
                 sql: """
                     ALTER TABLE tokens ADD COLUMN expires DATETIME;
                     ALTER TABLE tokens ADD COLUMN last_used DATETIME;
+                    ALTER TABLE tokens ADD COLUMN rotated_to TEXT;
                     ALTER TABLE trusted_keys ADD COLUMN audience TEXT;
                     """)
         }

@@ -67,15 +67,17 @@ extension CustodyDatabase {
 
     /// Issues `successor` and makes the valid token `id` expire at `expires` (unless it expires
     /// sooner already), in one transaction, audited; false (and nothing stored) when there is
-    /// no valid token with that id at `successor.created`.
+    /// no valid token with that id at `successor.created`, or it was rotated already (its
+    /// successor is the one to rotate).
     public func rotateToken(id: String, successor: TokenRecord, expires: Date) async throws(StoreError) -> Bool {
         try await write("rotating a token") { db in
             try db.execute(
                 sql: """
-                    UPDATE tokens SET expires = CASE WHEN expires IS NULL OR expires > ? THEN ? ELSE expires END
-                    WHERE id = ? AND revoked IS NULL AND (expires IS NULL OR expires > ?)
+                    UPDATE tokens SET expires = CASE WHEN expires IS NULL OR expires > ? THEN ? ELSE expires END,
+                        rotated_to = ?
+                    WHERE id = ? AND revoked IS NULL AND rotated_to IS NULL AND (expires IS NULL OR expires > ?)
                     """,
-                arguments: [expires, expires, id, successor.created])
+                arguments: [expires, expires, successor.id, id, successor.created])
             guard db.changesCount > 0 else { return false }
             try TokenRow(successor).insert(db)
             try Self.bumpTokenGeneration(db)

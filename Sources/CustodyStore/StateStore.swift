@@ -168,7 +168,7 @@ public protocol StateStore: AnyObject, Sendable {
     func revokeToken(id: String, at date: Date) async throws(StoreError) -> Bool
     /// Issues `successor` and makes the valid token `id` expire at `expires` (or sooner, if it
     /// already did), in one transaction; false, with nothing stored, when `id` names no token
-    /// valid at `successor.created`.
+    /// valid at `successor.created`, or one rotated already.
     func rotateToken(id: String, successor: TokenRecord, expires: Date) async throws(StoreError) -> Bool
     /// Records that token `id` authenticated a request at `date` (kept only when later than
     /// the use recorded).

@@ -110,6 +110,11 @@ struct ServiceCLITests {
         #expect(list.contains("last used "), "the successor's use is recorded: \(list)")
         let again = try await scratch.run(["tokens", "rotate", id(lasting)])
         #expect(again.status == 1 && again.stderr.contains("no valid token \(id(lasting))"), "\(again.stderr)")
+        // A token in its overlap, rotated a second time: refused, its successor is the one.
+        let overlapping = try await scratch.run(["tokens", "rotate", id(successor), "--overlap", "1h"])
+        #expect(overlapping.status == 0, "\(overlapping.stderr)")
+        let twice = try await scratch.run(["tokens", "rotate", id(successor), "--overlap", "1h"])
+        #expect(twice.status == 1 && twice.stderr.contains("rotated already"), "\(twice.stderr)")
     }
 
     /// Where `tokens create` cannot deliver the token: a full device, and a pipe nobody reads

@@ -441,6 +441,11 @@ struct StateStoreContractTests {
             #expect(stored?.expires == t0 + 86_400 && stored?.scopes == ["read"] && stored?.name == "ops")
             #expect(try await state.changes(after: 0).count == changes + 1)
             #expect(try await state.auditEntries(since: nil, after: 0, limit: 100).last?.action == "rotate")
+            // Rotated once: not again (its successor is the one to rotate).
+            let again = TokenRecord(id: "newer", name: nil, scopes: ["read"], hash: [3], created: t0 + 11)
+            #expect(try await !state.rotateToken(id: "old", successor: again, expires: t0 + 20))
+            #expect(try await state.token(id: "newer") == nil)
+            #expect(try await state.rotateToken(id: "new", successor: again, expires: t0 + 20))
         }
         try await state.recordTokenUse(id: "old", at: t0 + 60)
         try await state.recordTokenUse(id: "old", at: t0 + 30)

@@ -86,7 +86,8 @@ extension CustodyEngine {
     /// can move to the successor; audited. The successor lives as long as `id` was made to
     /// live (from now), unless `expires` says otherwise.
     /// - Returns: the successor, and when `id` stops being valid.
-    /// - Throws: `CustodyError` `.notFound` when no valid token has that id.
+    /// - Throws: `CustodyError` `.notFound` when no valid token has that id, or it was rotated
+    ///   already: a token has one successor, and rotating it twice would give its holders two.
     public func rotateToken(id: String, overlap: Duration, expires: Date? = nil) async throws(CustodyError)
         -> (successor: CreatedToken, predecessorExpires: Date)
     {
@@ -106,7 +107,10 @@ extension CustodyEngine {
             try await CustodyError.fromState({
                 try await database.rotateToken(id: id, successor: record, expires: until)
             })
-        else { throw CustodyError(.notFound, "no valid token \(id)") }
+        else {
+            throw CustodyError(
+                .notFound, "no valid token \(id) that was not rotated already (rotate its successor instead)")
+        }
         tokenCache.forget(ids: [id])
         return (created, until)
     }

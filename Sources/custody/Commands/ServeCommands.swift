@@ -214,6 +214,13 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             )
             throw ExitCode.failure
         }
+        if passedSockets == nil, let count = ProcessInfo.processInfo.environment["LISTEN_FDS"] {
+            // sd_listen_fds(3): sockets meant for another process are not this one's; said, since
+            // the service then listens where its options say instead.
+            StandardError.write(
+                "warning: LISTEN_FDS=\(count) is set, but LISTEN_PID names another process (or none): those sockets are not this process's; listening on \(unixSocket.map { "unix:\($0)" } ?? listen ?? "127.0.0.1:8080")\n"
+            )
+        }
         let notifier = ServiceNotifier()
         // Read before anything is opened: a configuration that does not hold stops here.
         let graphConfiguration: GraphConfiguration?
