@@ -38,16 +38,19 @@ struct ServeConfigurationFile {
     /// flag; a string, a number or a list of them for an option with a value).
     init(path: String, command: ServeCommand.Type = ServeCommand.self) throws(Failure) {
         self.path = path
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            throw Failure(description: "--config \(path): cannot be read: \(String(cString: strerror(errno)))")
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            throw Failure(description: "--config \(path): cannot be read: No such file or directory, or not permitted")
         }
-        guard status.st_mode & S_IFMT == S_IFREG else {
+        guard attributes[.type] as? FileAttributeType == .typeRegular else {
             throw Failure(description: "--config \(path): not a regular file")
         }
-        guard Int(status.st_size) <= Self.largest else {
+        let size = (attributes[.size] as? NSNumber)?.intValue ?? Int.max
+        guard size <= Self.largest else {
             throw Failure(
-                description: "--config \(path): \(status.st_size) bytes, more than a configuration file holds (1 MiB)")
+                description: "--config \(path): \(size) bytes, more than a configuration file holds (1 MiB)")
         }
         let bytes: [UInt8]
         do {
