@@ -10,8 +10,8 @@ public struct CustodyServerConfiguration: Sendable {
 
         public var description: String {
             switch self {
-            case .tcp(let host, let port): "\(host.contains(":") ? "[\(host)]" : host):\(port)"
-            case .unixSocket(let path): "unix:\(path)"
+            case .tcp(let host, let port): PassedSocket.Address.tcp(host: host, port: port).description
+            case .unixSocket(let path): PassedSocket.Address.unix(path: path).description
             case .passed(let sockets): sockets.map(\.address.description).joined(separator: ", ")
             }
         }
