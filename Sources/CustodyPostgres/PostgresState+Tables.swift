@@ -438,6 +438,8 @@ extension PostgresState {
     }
 
     static let sequenceSetting = "bundle-sequence"
+    /// The last history id a sequence reset put behind it (see `CustodyDatabase`).
+    static let sequenceResetSetting = "bundle-sequence-reset-after"
     static let freezeSetting = "bundle-freeze"
     static let historyColumns =
         "id, content_hash, applied_at, source, result, message, sequence, signers, signature, applied_by, reason, rollback"
@@ -531,16 +533,43 @@ extension PostgresState {
         }
     }
 
-    /// The highest sequence ever applied: the setting that keeps it (at least 1; anything else
-    /// is damage) and the history's own record of it, whichever is higher.
+    /// The highest sequence ever applied: the setting that keeps it (at least 1, no setting is 0;
+    /// anything else is damage) and the history's own record of it since the last reset,
+    /// whichever is higher.
     private func highestSequence(in session: PostgresSession) async throws -> Int64 {
         let kept = try await StoredNumber.integer(
             Self.setting(Self.sequenceSetting, in: session), setting: Self.sequenceSetting, minimum: 1, path: path)
+        let resetAfter = try await StoredNumber.integer(
+            Self.setting(Self.sequenceResetSetting, in: session), setting: Self.sequenceResetSetting, minimum: 0,
+            path: path)
         let recorded =
             try await session.value(
-                "SELECT max(sequence) FROM bundle_history WHERE result = 'applied' AND NOT rollback", as: Int64.self)
+                "SELECT max(sequence) FROM bundle_history WHERE result = 'applied' AND NOT rollback AND id > \(resetAfter)",
+                as: Int64.self)
             ?? 0
         return max(kept, recorded)
+    }
+
+    public func resetBundleSequence(
+        to sequence: Int64, reason: String, by who: String?, at date: Date
+    ) async throws(StoreError) -> Int64 {
+        try await write("resetting the bundle sequence") { session in
+            // Serialized with every bundle recorded (which takes the same row lock first).
+            try await session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+            let before = try await self.highestSequence(in: session)
+            let lastRow = try await session.value("SELECT max(id) FROM bundle_history", as: Int64.self) ?? 0
+            if sequence > 0 {
+                try await self.setSetting(Self.sequenceSetting, String(sequence), in: session)
+            } else {
+                try await session.execute("DELETE FROM settings WHERE name = \(Self.sequenceSetting)")
+            }
+            try await self.setSetting(Self.sequenceResetSetting, String(lastRow), in: session)
+            try await Self.audit(
+                .bundle, account: nil, action: "reset-sequence",
+                detail: "from \(before) to \(sequence): \(reason)" + (who.map { " (by \($0))" } ?? ""), at: date,
+                in: session)
+            return before
+        }
     }
 
     public func lastAppliedBundleFiles() async throws(StoreError) -> StoredBundle? {

@@ -142,6 +142,9 @@ extension CustodyDatabase {
 
     /// The setting that keeps the highest sequence ever applied.
     static let sequenceSetting = "bundle-sequence"
+    /// The setting that keeps the last history id a sequence reset put behind it: applied rows
+    /// up to it no longer count in the highest sequence.
+    static let sequenceResetSetting = "bundle-sequence-reset-after"
 
     /// Deletes applied rows past the newest `retaining` applied ones (never the row of the
     /// bundle in force) and refused rows past the newest `retaining` refused ones (a run of
@@ -241,17 +244,45 @@ extension CustodyDatabase {
         }
     }
 
-    /// The highest sequence ever applied: the setting that keeps it (a sequence is at least 1;
-    /// anything else is damage), and the history's own record of it, whichever is higher (a
-    /// setting lost does not let an older bundle back in while the history still names a
-    /// higher one).
+    /// The highest sequence ever applied: the setting that keeps it (a sequence is at least 1,
+    /// no setting is 0; anything else is damage), and the history's own record of it since the
+    /// last reset, whichever is higher (a setting lost does not let an older bundle back in
+    /// while the history still names a higher one).
     private func highestSequence(in db: Database) throws -> Int64 {
         let kept = try StoredNumber.integer(
             Self.setting(Self.sequenceSetting, in: db), setting: Self.sequenceSetting, minimum: 1, path: path)
+        let resetAfter = try StoredNumber.integer(
+            Self.setting(Self.sequenceResetSetting, in: db), setting: Self.sequenceResetSetting, minimum: 0, path: path)
         let recorded =
             try Int64.fetchOne(
-                db, sql: "SELECT max(sequence) FROM bundle_history WHERE result = 'applied' AND NOT rollback") ?? 0
+                db,
+                sql: "SELECT max(sequence) FROM bundle_history WHERE result = 'applied' AND NOT rollback AND id > ?",
+                arguments: [resetAfter]) ?? 0
         return max(kept, recorded)
+    }
+
+    /// Sets the highest sequence to `sequence` (lower than it was, or 0 for none), audited with
+    /// the reason and who did it: the next signed bundle is taken when its sequence is above
+    /// it. The history before the reset no longer counts in it. Returns the highest sequence
+    /// before the reset.
+    public func resetBundleSequence(
+        to sequence: Int64, reason: String, by who: String?, at date: Date
+    ) async throws(StoreError) -> Int64 {
+        try await write("resetting the bundle sequence") { db in
+            let before = try self.highestSequence(in: db)
+            let lastRow = try Int64.fetchOne(db, sql: "SELECT max(id) FROM bundle_history") ?? 0
+            if sequence > 0 {
+                try Self.setSetting(Self.sequenceSetting, String(sequence), in: db)
+            } else {
+                try db.execute(sql: "DELETE FROM settings WHERE name = ?", arguments: [Self.sequenceSetting])
+            }
+            try Self.setSetting(Self.sequenceResetSetting, String(lastRow), in: db)
+            try Self.audit(
+                .bundle, account: nil, action: "reset-sequence",
+                detail: "from \(before) to \(sequence): \(reason)" + (who.map { " (by \($0))" } ?? ""), at: date, in: db
+            )
+            return before
+        }
     }
 
     /// The history id of the last time a bundle with this content hash was applied, if ever.

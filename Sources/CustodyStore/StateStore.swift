@@ -114,6 +114,11 @@ public protocol StateStore: AnyObject, Sendable {
     /// The highest sequence of a signed bundle ever applied (not lowered by a rollback); 0
     /// when none was.
     func bundleSequence() async throws(StoreError) -> Int64
+    /// Sets the highest sequence to `sequence` (0: none) in one transaction with an audit entry
+    /// naming the reason and who; the history before it no longer counts. Returns the highest
+    /// sequence before.
+    func resetBundleSequence(to sequence: Int64, reason: String, by who: String?, at date: Date)
+        async throws(StoreError) -> Int64
 
     // MARK: Trust, freezing and replicas
 

@@ -83,6 +83,35 @@ struct TrustContractTests {
         #expect(applied.provenance.sequence == 7 && applied.provenance.signers == ["k1"])
     }
 
+    @Test(
+        "a sequence reset lowers the mark in one audited step: bundles above the new mark are taken, at or below it refused, and the history before the reset no longer counts",
+        arguments: Backend.reachable)
+    func sequenceReset(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        try await apply(state, "r1", BundleProvenance(sequence: 7))
+        #expect(try await state.resetBundleSequence(to: 3, reason: "new signer", by: "ops", at: t0 + 1) == 7)
+        #expect(try await state.bundleSequence() == 3)
+        await #expect(throws: StoreError.self, "at the new mark") {
+            try await apply(state, "r2", BundleProvenance(sequence: 3), at: 2)
+        }
+        try await apply(state, "r2", BundleProvenance(sequence: 4), at: 2)
+        #expect(try await state.bundleSequence() == 4)
+        // To 0: no setting, and the history's 7 and 4 do not count.
+        #expect(try await state.resetBundleSequence(to: 0, reason: "pipeline rebuilt", by: nil, at: t0 + 3) == 4)
+        #expect(try await state.bundleSequence() == 0)
+        try await apply(state, "r3", BundleProvenance(sequence: 1), at: 4)
+        #expect(try await state.bundleSequence() == 1)
+        await #expect(throws: StoreError.self, "replayed after the reset") {
+            try await apply(state, "r4", BundleProvenance(sequence: 1), at: 5)
+        }
+        let resets = try await state.auditEntries().filter { $0.kind == .bundle && $0.action == "reset-sequence" }
+        #expect(
+            resets.map(\.detail) == ["from 7 to 3: new signer (by ops)", "from 4 to 0: pipeline rebuilt"],
+            "\(resets)")
+        // A reset does not change what is in force.
+        #expect(try await state.lastAppliedBundle()?.contentHash == "r3")
+    }
+
     /// Overwrites the text of the setting `name`, as damage to the state would.
     func damage(setting name: String, with text: String, in state: any StateStore) async throws {
         switch state {

@@ -294,6 +294,38 @@ struct BundleSigningTests {
         #expect(record.provenance.reason == "incident 42" && record.provenance.appliedBy == "test")
     }
 
+    @Test(
+        "a sequence reset lets a lower sequence in, and is refused without a reason, below 0, or not below the mark",
+        arguments: [
+            (to: Int64(0), reason: "new signing pipeline", refusal: nil as String?),
+            (to: 6, reason: "counter lost", refusal: nil),
+            (to: 0, reason: "  ", refusal: "a sequence reset needs a reason"),
+            (to: -1, reason: "why", refusal: "at least 0, not -1"),
+            (to: 10, reason: "why", refusal: "10 is not below the highest sequence, 10"),
+            (to: 11, reason: "why", refusal: "11 is not below the highest sequence, 10"),
+        ])
+    func sequenceReset(to: Int64, reason: String, refusal: String?) async throws {
+        let (installation, engine, keys, second) = try await trustedInstallation()
+        try await engine.apply(bundleDirectory: second)
+        let old = try installation.bundle("old", TestBundle(printBlockedB: true))
+        try SignedBundles(installation: installation).sign(old, by: [keys.trusted], sequence: 7)
+        do {
+            #expect(try await engine.resetBundleSequence(to: to, reason: reason, by: "test") == 10)
+            #expect(refusal == nil, "reset, where it should have been refused: \(refusal ?? "")")
+        } catch {
+            #expect(error.code == .invalidArgument && error.message.contains(refusal ?? "(no refusal)"), "\(error)")
+            #expect(try await engine.highestBundleSequence() == 10, "a refused reset changes nothing")
+            return
+        }
+        #expect(try await engine.highestBundleSequence() == to)
+        // The bundle in force stays; sequence 7 is above the new mark, so it is taken now.
+        #expect(engine.bundleInForce?.provenance.sequence == 10)
+        try await engine.apply(bundleDirectory: old)
+        #expect(engine.bundleInForce?.provenance.sequence == 7)
+        let audit = try await engine.database.auditEntries().last { $0.action == "reset-sequence" }
+        #expect(audit?.detail == "from 10 to \(to): \(reason) (by test)")
+    }
+
     /// Issue 47: a key's name is printed by `trust list`; one that could rewrite a terminal line
     /// or reorder it is refused, as account ids are.
     @Test(

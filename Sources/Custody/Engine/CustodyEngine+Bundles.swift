@@ -57,6 +57,42 @@ extension CustodyEngine {
         }
     }
 
+    /// The highest sequence of a signed bundle applied (0: none since the state began or since
+    /// the last reset): a new signed bundle is taken only above it.
+    public func highestBundleSequence() async throws(CustodyError) -> Int64 {
+        try await CustodyError.fromState { try await database.bundleSequence() }
+    }
+
+    /// Lowers the highest sequence to `sequence` (0: any sequence is new again), audited with
+    /// the reason and who did it, for a signer whose numbering started again (a new signing
+    /// pipeline, a lost counter). The bundle in force stays; the next signed bundle above
+    /// `sequence` is taken, so bundles signed before, up to the old mark, can be applied
+    /// again: a reset is the one way back below the mark, which is why it needs a reason.
+    /// - Returns: the highest sequence before the reset.
+    /// - Throws: `.invalidArgument` for an empty reason, a negative `sequence`, or one not
+    ///   below the mark (raising it is what applying a bundle does).
+    @discardableResult
+    public func resetBundleSequence(to sequence: Int64 = 0, reason: String, by who: String?)
+        async throws(CustodyError) -> Int64
+    {
+        let reason = reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !reason.isEmpty else { throw CustodyError(.invalidArgument, "a sequence reset needs a reason") }
+        guard sequence >= 0 else {
+            throw CustodyError(.invalidArgument, "a sequence is a whole number of at least 0, not \(sequence)")
+        }
+        let current = try await highestBundleSequence()
+        guard sequence < current else {
+            throw CustodyError(
+                .invalidArgument,
+                current == 0
+                    ? "the highest sequence is 0 already: there is nothing to reset"
+                    : "\(sequence) is not below the highest sequence, \(current): a reset only lowers it")
+        }
+        return try await CustodyError.fromState {
+            try await database.resetBundleSequence(to: sequence, reason: reason, by: who, at: Date())
+        }
+    }
+
     /// What the state would say of `files`' signature now: verified (with the sequence rule
     /// checked too), or why not. Changes nothing.
     public func verifySignature(of files: BundleFiles) async throws(CustodyError) -> VerifiedSignature {

@@ -19,7 +19,7 @@ struct BundleCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Keygen.self, Sign.self, Verify.self, History.self, Show.self, Diff.self, Rollback.self, Freeze.self,
-            Unfreeze.self,
+            Unfreeze.self, ResetSequence.self,
         ]
     )
 
@@ -397,6 +397,38 @@ struct BundleCommand: AsyncParsableCommand {
                 state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
             let lifted = try await engine.unfreeze(by: commandLineOperator)
             StandardOutput.write(lifted ? "unfrozen\n" : "was not frozen\n")
+        }
+    }
+}
+
+extension BundleCommand {
+    struct ResetSequence: AsyncParsableCommand, StateCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-sequence",
+            abstract: "Lower the highest bundle sequence the state took, audited with a reason.",
+            discussion: """
+                A signed bundle is taken only when its sequence is above the highest one applied, \
+                so that an older bundle is never replayed. When the signer's numbering starts \
+                again (a new signing pipeline, a lost counter), lower the mark here: the bundle in \
+                force stays, and the next signed bundle above --to is taken. Bundles signed before \
+                become acceptable again too, which is why the reset needs a reason, and is kept in \
+                the audit log with who did it. Every replica of a shared state follows at once.
+                """)
+
+        @Option(help: ArgumentHelp("Why (kept in the audit log).", valueName: "text"))
+        var reason: String
+
+        @Option(help: ArgumentHelp("The new highest sequence, below the current one; 0 takes any.", valueName: "n"))
+        var to: Int64 = 0
+
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var loggingOptions: LoggingOptions
+
+        func run() async throws {
+            let engine = try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            let before = try await engine.resetBundleSequence(to: to, reason: reason, by: commandLineOperator)
+            StandardOutput.write("highest sequence reset from \(before) to \(to)\n")
         }
     }
 }
