@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Tracing
 import CustodyPolicy
 import Synchronization
 
@@ -124,10 +125,33 @@ final class PostgresSessions: Sendable {
     func run<T>(
         _ what: String, transaction: Bool, bound: Bound = .statement, _ body: (PostgresSession) async throws -> T
     ) async throws(StoreError) -> T {
-        try await withTaskExecutorPreference(Self.executor) { () async throws(StoreError) -> T in
-            try await runHere(what, transaction: transaction, bound: bound, body)
+        guard let tracer else {
+            return try await withTaskExecutorPreference(Self.executor) { () async throws(StoreError) -> T in
+                try await runHere(what, transaction: transaction, bound: bound, body)
+            }
+        }
+        // A client span per call, a child of the request's (or the sync's) when there is one.
+        // Named by its kind, not by `what`, which can name an account: a trace collector is
+        // another party, and span names should be few.
+        let span = tracer.startSpan(transaction ? "state write" : "state read", ofKind: .client)
+        span.attributes["db.system.name"] = "postgresql"
+        span.attributes["db.namespace"] = settings.configuration.database
+        span.attributes["custody.state.schema"] = settings.schema
+        defer { span.end() }
+        do {
+            return try await withTaskExecutorPreference(Self.executor) { () async throws(StoreError) -> T in
+                try await runHere(what, transaction: transaction, bound: bound, body)
+            }
+        } catch {
+            span.attributes["error.type"] = "\(error.code)"
+            span.setStatus(SpanStatus(code: .error))
+            throw error
         }
     }
+
+    /// The tracer the process set up (`InstrumentationSystem`) when it traces; nil when it does
+    /// not, so an untraced call pays nothing for tracing.
+    private let tracer: (any Tracer)? = InstrumentationSystem.tracer is NoOpTracer ? nil : InstrumentationSystem.tracer
 
     /// The threads PostgreSQL calls run on between their statements (see `run`): a few, since
     /// nothing on them waits (every wait for the server is a suspension); started on first use

@@ -10,7 +10,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import ServiceLifecycle
+public import ServiceLifecycle
 import UnixSignals
 public import Prometheus
 
@@ -127,6 +127,12 @@ func buildRouter(
     refusingOtherMethods: Bool = true
 ) -> Router<CustodyRequestContext> {
     let router = Router(context: CustodyRequestContext.self, options: .autoGenerateHeadEndpoints)
+    if configuration.tracing {
+        // Outermost, so that the span covers every middleware and sees the status sent. A
+        // token in the query (EventSource's ?access_token=) and the account asked about are
+        // not sent to the collector.
+        router.add(middleware: TracingMiddleware(redactingQueryParameters: ["access_token", "account"]))
+    }
     router.add(
         middleware: RequestMiddleware(
             metrics: metrics, engine: engine, bodyLimit: configuration.limits.bodyBytes,
@@ -137,7 +143,9 @@ func buildRouter(
 
     let v1 = router.group("v1")
     operations.addReadRoutes(to: v1.group().add(middleware: RequireScope(scope: .read)))
-    let decisions = DecisionController(engine: engine, limits: configuration.limits, metrics: metrics)
+    let decisions = DecisionController(
+        engine: engine, limits: configuration.limits, metrics: metrics,
+        spans: DecisionSpans(tracing: configuration.tracing))
     decisions.addRoutes(to: v1.group().add(middleware: RequireScope(scope: .decide)))
     let policy = PolicyController(engine: engine, limits: configuration.limits)
     policy.addReadRoutes(to: v1.group().add(middleware: RequireScope(scope: .read)))
@@ -233,12 +241,16 @@ public struct ListenError: Error, CustomStringConvertible {
 /// limits and TLS (`PassedSocketServer`). With `notifier`, it tells the service manager when
 /// it is ready, reloading and stopping, and keeps its watchdog fed; with or without one,
 /// `SIGHUP` reads the policy again (`SystemdService`).
-/// - Parameter onListening: called once the listener is bound, with its address.
+/// - Parameters:
+///   - services: run beside the service, started first and stopped last (a trace exporter,
+///     which sends the spans of the last requests as it stops).
+///   - onListening: called once the listener is bound, with its address.
 /// - Throws: `ListenError` naming the address when it cannot be listened on (taken, not this
 ///   host's, or not permitted).
 public func runService(
     configuration: CustodyServerConfiguration, engine: CustodyEngine, graph: GraphSyncRunner? = nil,
-    notifier: ServiceNotifier? = nil, logger: Logger = Logger(label: "custody.server"),
+    notifier: ServiceNotifier? = nil, services additional: [any Service] = [],
+    logger: Logger = Logger(label: "custody.server"),
     onListening: @escaping @Sendable (String) async -> Void = { _ in }
 ) async throws {
     if case .unixSocket(let path) = configuration.listen { try checkSocketPath(path) }
@@ -272,7 +284,8 @@ public func runService(
                         onRunning: { await announcing(address) })
                 }
             let services =
-                backgroundServices(
+                additional
+                + backgroundServices(
                     configuration: configuration, engine: engine, graph: graph, metrics: metrics, logger: logger,
                     watched: watched) + [systemd, listener]
             try await ServiceGroup(
@@ -284,7 +297,8 @@ public func runService(
                 logger: logger, onListening: announcing, watched: watched)
             try await ServiceGroup(
                 configuration: .init(
-                    services: [application, systemd], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                    services: additional + [application, systemd], gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger)
             ).run()
         }
     } catch let error as IOError where error.errnoCode == EADDRINUSE {

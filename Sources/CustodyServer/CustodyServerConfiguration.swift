@@ -100,6 +100,13 @@ public struct CustodyServerConfiguration: Sendable {
     public var eventBuffer: Int
     /// The name in the `Server` header.
     public var serverName: String
+    /// Whether the service records spans with the tracer the process set up
+    /// (`InstrumentationSystem.bootstrap`, as `custody serve --otel-endpoint` does): one per
+    /// request (Hummingbird's `TracingMiddleware`, continuing a W3C `traceparent` the caller
+    /// sent), one per decision or batch inside it (action, revision, outcome), one per state
+    /// call on PostgreSQL and per Microsoft Graph request. Off: no tracing code runs on the
+    /// request path.
+    public var tracing = false
 
     public init(
         listen: Listen = .tcp(host: "127.0.0.1", port: 8080), tls: TLS? = nil, limits: Limits = Limits(),

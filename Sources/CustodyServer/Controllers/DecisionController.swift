@@ -11,6 +11,7 @@ struct DecisionController {
     let engine: CustodyEngine
     let limits: CustodyServerConfiguration.Limits
     let metrics: ServerMetrics
+    let spans: DecisionSpans
 
     func addRoutes(to group: RouterGroup<CustodyRequestContext>) {
         group.post("decisions", use: decide)
@@ -31,7 +32,11 @@ struct DecisionController {
         let line = try Self.launchLine(body)
         var recording = options
         recording.recordedFacts = engine.recordedLaunchFactsWaiting
+        let began = spans.begin()
         let answer = try await engine.decide(line: line, context: evaluation, options: recording, readsState: true)
+        spans.decided(
+            "decide launch", since: began, revision: answer.revision, tallies: answer.tallies,
+            refused: answer.error != nil, audited: answer.audited)
         metrics.decided(answer.tallies)
         if let error = answer.error { throw ServiceError.badQuery(error, in: line) }
         metrics.audited(answer.audited)
@@ -111,7 +116,11 @@ struct DecisionController {
         let body = try await request.body.collect(upTo: limits.bodyBytes)
         var line = Array(buffer: body)
         while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { line.removeLast() }
+        let began = spans.begin()
         let answer = try await engine.decide(line: line, context: evaluation, options: options)
+        spans.decided(
+            "decide", since: began, revision: answer.revision, tallies: answer.tallies, refused: answer.error != nil,
+            audited: answer.audited)
         metrics.decided(answer.tallies)
         if let error = answer.error { throw ServiceError.badQuery(error, in: Array(buffer: body)) }
         metrics.audited(answer.audited)
@@ -134,6 +143,7 @@ struct DecisionController {
         let limits = self.limits
         let metrics = self.metrics
         let logger = context.logger
+        let (spans, began) = (self.spans, self.spans.begin())
         let headers: HTTPFields = [
             .contentType: "application/x-ndjson", .custodyRevision: box.session.revision,
             .custodyEventID: String(box.session.eventID),
@@ -150,6 +160,7 @@ struct DecisionController {
                 } else {
                     try await box.answer(limits: limits, metrics: metrics, logger: logger, writer: &writer)
                 }
+                spans.decidedBatch(since: began, revision: box.session.revision, tallies: box.session.tallies)
                 engine.end(box.session)
                 try await writer.finish(nil)
             })

@@ -131,6 +131,12 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             valueName: "name"))
     var allowedHost: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Export traces over OTLP/HTTP to this collector (its base URL, such as http://127.0.0.1:4318; spans go to /v1/traces): a span per request, continuing the caller's W3C traceparent, per decision, per PostgreSQL call and per Microsoft Graph request. Protobuf encoding. Off by default. The OTEL_* variables (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER …) apply.",
+            valueName: "url"))
+    var otelEndpoint: String?
+
     @OptionGroup var historyOptions: BundleHistoryOptions
 
     @Flag(help: "Serve without a master key: protect, unprotect, rotation and secrets answer 503.")
@@ -159,6 +165,10 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             throw ValidationError("--fleet-behind-after must be between 5 and 86400 seconds")
         }
         if let listen { _ = try Self.parse(listen) }
+        if let otelEndpoint {
+            _ = try TraceExport.tracesURL(otelEndpoint)
+            try TraceExport.checkProtocol(in: ProcessInfo.processInfo.environment)
+        }
         if graph != nil && bundle != nil {
             throw ValidationError(
                 "--graph and --bundle exclude each other: the policy comes from the tenant or from a directory")
@@ -222,6 +232,8 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             )
         }
         let notifier = ServiceNotifier()
+        // Before the state is opened and the Graph client made: both take the tracer then.
+        let traceExport = try otelEndpoint.map { endpoint in try TraceExport.start(endpoint: endpoint, logger: logger) }
         // Read before anything is opened: a configuration that does not hold stops here.
         let graphConfiguration: GraphConfiguration?
         do {
@@ -257,6 +269,7 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
         configuration.limits.headerTimeout = .seconds(headerTimeout)
         configuration.limits.maxConnections = maxConnections
         configuration.fleetBehindAfter = .seconds(fleetBehindAfter)
+        configuration.tracing = traceExport != nil
         let scheme = configuration.tls == nil ? "http" : "https"
         var runner: GraphSyncRunner?
         if let graphConfiguration {
@@ -274,7 +287,8 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
         }
         do {
             try await runService(
-                configuration: configuration, engine: engine, graph: runner, notifier: notifier, logger: logger
+                configuration: configuration, engine: engine, graph: runner, notifier: notifier,
+                services: traceExport.map { [$0] } ?? [], logger: logger
             ) {
                 address in
                 StandardError.write(

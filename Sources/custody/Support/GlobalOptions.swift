@@ -6,6 +6,7 @@ import CustodyProtection
 import CustodyStore
 import Foundation
 public import Logging
+import OTel
 
 /// The evaluation context: platform, app and management level.
 struct ContextOptions: ParsableArguments {
@@ -124,20 +125,42 @@ struct MasterKeyOptions: ParsableArguments {
     }
 }
 
-/// Log verbosity, for commands that log.
+/// Log verbosity and format, for commands that log.
 struct LoggingOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Log level on standard error: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: Logger.Level = .warning
 
+    @Option(
+        help: ArgumentHelp(
+            "Log lines as text (escaped: a control character is shown as \\u{…}) or json (one object a line, with trace_id and span_id inside a traced request).",
+            valueName: "format"))
+    var logFormat: LogFormat = .text
+
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+        case text, json
+    }
+
+    /// Sets up the process's logging (once) and returns its logger. Each line carries the
+    /// trace and span of the traced request or call it was written in, when tracing is on
+    /// (`serve --otel-endpoint`): OpenTelemetry's metadata provider reads them from the task.
     func makeLogger() -> Logger {
-        let level = logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = EscapingLogHandler(wrapped: StreamLogHandler.standardError(label: label))
-            handler.logLevel = level
-            return handler
-        }
+        let (level, format) = (logLevel, logFormat)
+        LoggingSystem.bootstrap(
+            { label, provider in
+                switch format {
+                case .text:
+                    var handler = EscapingLogHandler(
+                        wrapped: StreamLogHandler.standardError(label: label, metadataProvider: provider))
+                    handler.logLevel = level
+                    return handler
+                case .json:
+                    var handler = JSONLogHandler(label: label, metadataProvider: provider)
+                    handler.logLevel = level
+                    return handler
+                }
+            }, metadataProvider: OTel.makeLoggingMetadataProvider())
         return Logger(label: "custody")
     }
 }
