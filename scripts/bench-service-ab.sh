@@ -2,7 +2,8 @@
 # Two builds of the decision service side by side: what a change costs on the decision path.
 # Each binary serves its own copy of one state (the same 10,000-account, 50-policy bundle) on its
 # own port, both running throughout; wrk sends `POST /v1/decisions` (one query, 10 keep-alive
-# connections) to A, then B, then A, ... RUNS times each, alternating. Per binary: the median
+# connections) to A, then B, then B, then A, ... RUNS times each (ABBA: a drift of the machine
+# over the run favours neither). Per binary: the median
 # requests/s, p50 and p99 latency (wrk's), and the server's CPU time per request (user + system
 # of its process over the run, from /proc); then B's ratio to A.
 #
@@ -12,9 +13,15 @@
 # `POST /v1/protect` of 1 KiB for one account, encrypted (10 connections; each state its own
 # master key).
 #
+# A_ARGS and B_ARGS add arguments to each side's `custody serve`; TRACE_B=1 adds
+# `--otel-endpoint` to B's, exporting to the stand-in collector (scripts/otel/collector.py,
+# started here, counting and dropping what it receives), which shares the two cores: what tracing
+# costs the decision path when it is on (the same binary on both sides).
+#
 #   scripts/bench-service-ab.sh OLD_BINARY NEW_BINARY
 #   RUNS=7 DURATION=10 scripts/bench-service-ab.sh OLD NEW
 #   CASE=audited-batch RUNS=5 DURATION=8 scripts/bench-service-ab.sh OLD NEW
+#   TRACE_B=1 scripts/bench-service-ab.sh NEW NEW
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$(realpath "${1:?usage: bench-service-ab.sh A_BINARY B_BINARY}")
@@ -45,6 +52,14 @@ if [ "$CASE" = protect ]; then
 fi
 SCOPE=decide
 KEYS=(--without-keys)
+read -r -a EXTRA_A <<<"${A_ARGS:-}"
+read -r -a EXTRA_B <<<"${B_ARGS:-}"
+if [ "${TRACE_B:-0}" = 1 ]; then
+    /usr/bin/python3 scripts/otel/collector.py - >"$WORK/collector" 2>/dev/null &
+    PIDS+=($!)
+    for _ in $(seq 50); do [ "$(wc -l <"$WORK/collector")" -ge 1 ] && break; sleep 0.1; done
+    EXTRA_B+=(--otel-endpoint "http://127.0.0.1:$(head -1 "$WORK/collector")")
+fi
 declare -A PORT TOKEN
 for side in A B; do
     binary=${!side}
@@ -54,8 +69,9 @@ for side in A B; do
     TOKEN[$side]=$("$binary" tokens create --state "$WORK/$side/state" --scope "$SCOPE" 2>/dev/null | tail -1)
     [ "$CASE" = audited-batch ] && "$binary" audit --state "$WORK/$side/state" --decisions on >/dev/null
     PORT[$side]=$([ "$side" = A ] && echo 18091 || echo 18092)
+    if [ "$side" = A ]; then extra=("${EXTRA_A[@]}"); else extra=("${EXTRA_B[@]}"); fi
     "$binary" serve --state "$WORK/$side/state" --listen "127.0.0.1:${PORT[$side]}" "${KEYS[@]}" --log-level error \
-        >/dev/null 2>&1 &
+        "${extra[@]}" >/dev/null 2>&1 &
     PIDS+=($!)
     declare "PID_$side=$!"
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:${PORT[$side]}/healthz" >/dev/null && break; sleep 0.1; done
@@ -65,7 +81,11 @@ source scripts/bench-wrk.sh
 wrk_post_script "$WORK/post.lua"
 declare -A RPS P50 P99 CPU
 for run in $(seq "$RUNS"); do
-    for side in A B; do
+    # A then B on odd runs, B then A on even ones: a machine that slows (or speeds up) over the
+    # run weighs on both sides alike, not on whichever always goes second.
+    order="A B"
+    [ $((run % 2)) = 0 ] && order="B A"
+    for side in $order; do
         pid_name="PID_$side"; pid=${!pid_name}
         before=$(cpu "$pid")
         line=$(BODY=$BODY TOKEN=${TOKEN[$side]} CONTENT_TYPE=$TYPE wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency \
@@ -77,7 +97,7 @@ for run in $(seq "$RUNS"); do
         CPU[$side]+="$(cpu_per_request "$before" "$after" "$rps" "$DURATION") "
     done
 done
-echo "POST $ROUTE ($CASE), wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"
+echo "POST $ROUTE ($CASE)${A_ARGS:+, A: $A_ARGS}${B_ARGS:+, B: $B_ARGS}$([ "${TRACE_B:-0}" = 1 ] && echo ", B traced to a stand-in collector"), wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"
 for side in A B; do
     binary=${!side}
     printf '%s %-40s %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %6.1f µs/req  (runs: %s)\n' "$side" "$binary" \
