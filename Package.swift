@@ -226,6 +226,7 @@ let package = Package(
                 "CustodyStore",
                 "CSystemCalls",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),

@@ -3,6 +3,7 @@ public import Custody
 import CustodyStore
 import Foundation
 public import Logging
+import Tracing
 
 /// Keeps an engine's policy in force current from a tenant, for a long-running service: one
 /// sync at a time in this process, and one at a time across every process and replica on the
@@ -56,7 +57,7 @@ public actor GraphSyncRunner {
     /// Runs a sync once the one in progress (if any) has ended, and returns what it came to.
     public func sync(_ trigger: PolicySync.Trigger) async -> Outcome {
         while let running = inFlight { _ = await running.value }
-        let task = Task { await self.perform(trigger) }
+        let task = Task { await self.traced(trigger) }
         inFlight = task
         return await task.value
     }
@@ -74,6 +75,25 @@ public actor GraphSyncRunner {
             trigger = .schedule
             do { try await Task.sleep(for: wait) } catch { return }
         }
+    }
+
+    /// `perform`, as a `graph sync` span when the process traces: the sync's Graph requests
+    /// are its children (one trace a sync, not one a request), itself a child of the request
+    /// that asked for it (`POST /v1/graph/sync`).
+    private func traced(_ trigger: PolicySync.Trigger) async -> Outcome {
+        guard !(InstrumentationSystem.tracer is NoOpTracer) else { return await perform(trigger) }
+        let span = InstrumentationSystem.tracer.startSpan("graph sync")
+        span.attributes["custody.sync.trigger"] = trigger.rawValue
+        defer { span.end() }
+        let outcome = await ServiceContext.$current.withValue(span.context) { await self.perform(trigger) }
+        if case .synced(let done) = outcome {
+            span.attributes["custody.sync.status"] = done.status.rawValue
+            span.attributes["custody.sync.requests"] = done.requests
+            span.attributes["custody.sync.pages"] = done.pages
+            if let revision = done.revision { span.attributes["custody.revision"] = revision }
+            if done.status == .failed { span.setStatus(SpanStatus(code: .error)) }
+        }
+        return outcome
     }
 
     private func perform(_ trigger: PolicySync.Trigger) async -> Outcome {

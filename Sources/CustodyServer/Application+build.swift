@@ -128,10 +128,8 @@ func buildRouter(
 ) -> Router<CustodyRequestContext> {
     let router = Router(context: CustodyRequestContext.self, options: .autoGenerateHeadEndpoints)
     if configuration.tracing {
-        // Outermost, so that the span covers every middleware and sees the status sent. A
-        // token in the query (EventSource's ?access_token=) and the account asked about are
-        // not sent to the collector.
-        router.add(middleware: TracingMiddleware(redactingQueryParameters: ["access_token", "account"]))
+        // Outermost, so that the span covers every middleware and sees the status sent.
+        router.add(middleware: RequestTracing(scheme: configuration.tls == nil ? "http" : "https"))
     }
     router.add(
         middleware: RequestMiddleware(

@@ -33,6 +33,27 @@ struct BundleCLITests {
         #expect(result.stderr.contains("--limit"), "\(result.stderr)")
     }
 
+    @Test(
+        "bundle reset-sequence refuses, changing nothing: no reason, a negative mark (given either way), a mark not below, a state that took no signed bundle",
+        arguments: [
+            (["--reason", "x", "--to", "-1"], "a sequence is a whole number of at least 0, not -1"),
+            (["--reason", "x", "--to=-1"], "a sequence is a whole number of at least 0, not -1"),
+            (["--reason", "  "], "a sequence reset needs a reason"),
+            (["--reason", "new signer"], "the highest sequence is 0 already: there is nothing to reset"),
+            (["--reason", "x", "--to", "5"], "the highest sequence is 0 already: there is nothing to reset"),
+        ])
+    func resetSequenceRefusals(arguments: [String], message: String) async throws {
+        let directory = try TemporaryDirectory()
+        #expect(
+            try await directory.run(["apply", "--bundle", CLIRunner.packageRoot + "/policies", "--platform", "ios"])
+                .status == 0)
+        let result = try await directory.run(["bundle", "reset-sequence"] + arguments)
+        #expect(result.status != 0, "\(arguments): \(result.stdout)")
+        #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        let audit = try await directory.run(["audit"])
+        #expect(!audit.stdout.contains("reset-sequence"), "a refused reset is not audited as done: \(audit.stdout)")
+    }
+
     /// The second signer's `--audience` (none: keep the manifest's), and the audience and
     /// signers the manifest ends with.
     static let coSignings: [(second: String?, audience: String?, signers: Int)] = [

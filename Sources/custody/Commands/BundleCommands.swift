@@ -418,7 +418,10 @@ extension BundleCommand {
         @Option(help: ArgumentHelp("Why (kept in the audit log).", valueName: "text"))
         var reason: String
 
-        @Option(help: ArgumentHelp("The new highest sequence, below the current one; 0 takes any.", valueName: "n"))
+        // Unconditional: `--to -1` is the value -1 (refused as such), not an option named -1.
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("The new highest sequence, below the current one; 0 takes any.", valueName: "n"))
         var to: Int64 = 0
 
         @OptionGroup var stateOptions: StateOptions

@@ -6,6 +6,7 @@ import CustodyGraph
 import CustodyServer
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// `custody serve`: the decision service.
 struct ServeCommand: AsyncParsableCommand, StateCommand {
@@ -167,7 +168,9 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
         if let listen { _ = try Self.parse(listen) }
         if let otelEndpoint {
             _ = try TraceExport.tracesURL(otelEndpoint)
-            try TraceExport.checkProtocol(in: ProcessInfo.processInfo.environment)
+            if !TraceExport.isDisabled(in: ProcessInfo.processInfo.environment) {
+                try TraceExport.checkEnvironment(ProcessInfo.processInfo.environment)
+            }
         }
         if graph != nil && bundle != nil {
             throw ValidationError(
@@ -233,7 +236,14 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
         }
         let notifier = ServiceNotifier()
         // Before the state is opened and the Graph client made: both take the tracer then.
-        let traceExport = try otelEndpoint.map { endpoint in try TraceExport.start(endpoint: endpoint, logger: logger) }
+        var traceExport: (any Service)?
+        if let otelEndpoint {
+            if TraceExport.isDisabled(in: ProcessInfo.processInfo.environment) {
+                logger.notice("OTEL_SDK_DISABLED=true: serving untraced, --otel-endpoint set aside")
+            } else {
+                traceExport = try TraceExport.start(endpoint: otelEndpoint, logger: logger)
+            }
+        }
         // Read before anything is opened: a configuration that does not hold stops here.
         let graphConfiguration: GraphConfiguration?
         do {
