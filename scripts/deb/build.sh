@@ -3,6 +3,8 @@
 # dpkg-shlibdeps), staged in .build/deb and written to the clone's top folder. What `make deb` runs after `make release`.
 #
 #   scripts/deb/build.sh [BINARY]     (default .build/release/custody)
+#   DEB_OUT=DIR scripts/deb/build.sh BINARY   (the package in DIR instead of the clone's folder:
+#                                             `make deb-check` packages the debug build there)
 #
 # The package holds /usr/bin/custody (stripped), custody.service and custody.socket, the
 # configuration (/etc/custody/serve.conf, a conffile, and the bundle directory), a man page
@@ -109,5 +111,7 @@ Description: data-protection policy engine and decision service
 CONTROL
 
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$out/$name.deb" >&2
-cp "$out/$name.deb" "$root/$name.deb"
-echo "$root/$name.deb"
+destination=${DEB_OUT:-$root}
+mkdir -p "$destination"
+cp "$out/$name.deb" "$destination/$name.deb"
+echo "$destination/$name.deb"
