@@ -683,6 +683,21 @@ extension PostgresState {
         }
     }
 
+    public func pruneAudit(before date: Date, limit: Int, at now: Date) async throws(StoreError) -> Int {
+        try await write("pruning the audit log") { session in
+            let deleted = try await session.execute(
+                "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < \(date) ORDER BY at LIMIT \(limit))"
+            )
+            if deleted > 0 {
+                try await Self.audit(
+                    .audit, account: nil, action: "prune",
+                    detail: "\(deleted) entries from before \(date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt)))",
+                    at: now, in: session)
+            }
+            return deleted
+        }
+    }
+
     static func audit(
         _ kind: AuditEntry.Kind, account: String?, action: String, detail: String?, at date: Date,
         in session: PostgresSession

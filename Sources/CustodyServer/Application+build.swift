@@ -89,6 +89,9 @@ func backgroundServices(
         FleetService(engine: engine, behindAfter: configuration.fleetBehindAfter, metrics: metrics, logger: logger),
         ActivitySampler(activity: metrics.activity),
     ] + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] } ?? [])
+        + (configuration.auditRetention.map {
+            [AuditRetention(engine: engine, age: $0, interval: .seconds(3_600), logger: logger)]
+        } ?? [])
 }
 
 /// How each connection is held to the service's limits (`CustodyHTTP1Channel`).

@@ -107,6 +107,9 @@ public struct CustodyServerConfiguration: Sendable {
     /// call on PostgreSQL and per Microsoft Graph request. Off: no tracing code runs on the
     /// request path.
     public var tracing = false
+    /// How long the audit log keeps its entries (`serve --audit-retention`): older ones are
+    /// deleted at start and then every hour; nil keeps every entry.
+    public var auditRetention: Duration?
 
     public init(
         listen: Listen = .tcp(host: "127.0.0.1", port: 8080), tls: TLS? = nil, limits: Limits = Limits(),

@@ -169,6 +169,24 @@ extension CustodyDatabase {
         }
     }
 
+    /// Deletes up to `limit` entries older than `date`, oldest first (through the time index),
+    /// with an `audit` entry saying so in the same transaction; returns how many.
+    public func pruneAudit(before date: Date, limit: Int, at now: Date) async throws(StoreError) -> Int {
+        try await write("pruning the audit log") { db in
+            try db.execute(
+                sql: "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?)",
+                arguments: [StoredDate.databaseValue(date), limit])
+            let deleted = db.changesCount
+            if deleted > 0 {
+                try Self.audit(
+                    .audit, account: nil, action: "prune",
+                    detail: "\(deleted) entries from before \(date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt)))",
+                    at: now, in: db)
+            }
+            return deleted
+        }
+    }
+
     static func setting(_ name: String, in db: Database) throws -> String? {
         try SettingRow.value(name, in: db)
     }

@@ -22,6 +22,37 @@ struct StateCLITests {
     }
 
     @Test(
+        "audit --prune-older-than and serve --audit-retention take an age from an hour to 36600 days; anything else is a usage error",
+        arguments: [
+            ("30s", "takes an age such as 30d"), ("59m", "is under an hour"), ("0d", "takes an age such as 30d"),
+            ("-1d", "takes an age such as 30d"), ("30", "takes an age such as 30d"), ("1y", "takes an age such as 30d"),
+            ("36601d", "takes an age such as 30d"), ("9999999999999999999d", "takes an age such as 30d"),
+            ("٣d", "takes an age such as 30d"),
+        ])
+    func retentionAges(age: String, message: String) async throws {
+        let scratch = try Scratch()
+        for arguments in [
+            ["audit", "--prune-older-than=\(age)"], ["serve", "--audit-retention=\(age)", "--without-keys"],
+        ] {
+            let result = try await scratch.run(arguments)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test("audit --prune-older-than deletes what is older, says how many, and the log keeps a line saying so")
+    func pruneAudit() async throws {
+        let scratch = try Scratch()
+        try await scratch.applyExampleBundle()
+        let pruned = try await scratch.run(["audit", "--prune-older-than", "1h"])
+        #expect(pruned.status == 0, "\(pruned.stderr)")
+        #expect(pruned.stdout == "pruned 0 audit entries older than 1h\n", "nothing is an hour old yet")
+        let log = try await scratch.run(["audit"])
+        #expect(log.stdout.contains("bundle"), "the entries stay: \(log.stdout)")
+        #expect(!log.stdout.contains("prune"), "a pruning that deleted nothing is no entry: \(log.stdout)")
+    }
+
+    @Test(
         "apply refuses a bundle that knows nothing and leaves the policy in force; --allow-empty applies it, and a later command decides with it"
     )
     func emptyBundle() async throws {

@@ -328,6 +328,36 @@ struct StateStoreContractTests {
         #expect(provenance.reason == stored && provenance.appliedBy == stored)
     }
 
+    @Test(
+        "pruning deletes the entries older than the cutoff, oldest first, at most the limit, and records itself; none older: nothing recorded",
+        arguments: Backend.reachable)
+    func pruneAudit(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        let day: TimeInterval = 86_400
+        // Ten entries a day apart, the oldest first: t0 - 9 days ... t0.
+        let records = (0..<10).map { index in
+            AuditRecord(
+                .decision, account: "oid:a", action: "print", allowed: true, detail: "entry \(index)",
+                decisionID: "d\(index)", at: t0 - Double(9 - index) * day)
+        }
+        #expect(try await state.audit(records) == 10)
+        let now = t0 + 1
+        // Older than t0 - 4.5 days: the five oldest, three at a time at most.
+        let cutoff = t0 - 4.5 * day
+        #expect(try await state.pruneAudit(before: cutoff, limit: 3, at: now) == 3)
+        #expect(try await state.pruneAudit(before: cutoff, limit: 3, at: now) == 2)
+        #expect(try await state.pruneAudit(before: cutoff, limit: 3, at: now) == 0)
+        let entries = try await state.auditEntries(since: nil)
+        let decisions = entries.filter { $0.kind == .decision }
+        #expect(decisions.map(\.detail) == (5..<10).map { "entry \($0)" }, "the five newest stay, in order")
+        let prunes = entries.filter { $0.kind == .audit && $0.action == "prune" }
+        let stamp = cutoff.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        #expect(
+            prunes.map(\.detail) == ["3 entries from before \(stamp)", "2 entries from before \(stamp)"],
+            "each deletion is an entry; one that deleted nothing is not: \(prunes)")
+        #expect(prunes.allSatisfy { $0.at == now })
+    }
+
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)
     func audit(backend: Backend) async throws {
         let state = try await backend.make(in: TemporaryDirectory())

@@ -660,6 +660,35 @@ struct EngineTests {
         #expect(try await engine.auditEntries().filter { $0.kind == .decision }.isEmpty)
     }
 
+    @Test(
+        "pruning the audit log deletes what is older than the age, a batch at a time, each batch an entry; the rest stays"
+    )
+    func pruneAuditLog() async throws {
+        let (engine, installation) = try await Self.auditedEngine()
+        defer { withExtendedLifetime(installation) {} }
+        let now = Date()
+        let old = CustodyEngine.pruneBatch * 2 + 1
+        let records =
+            (0..<old).map { index in
+                AuditRecord(
+                    .decision, account: "oid:a", action: "print", allowed: true, detail: "old",
+                    at: now - 3 * 86_400 - Double(index))
+            }
+            + (0..<3).map { _ in
+                AuditRecord(.decision, account: "oid:a", action: "print", allowed: true, detail: "recent", at: now - 60)
+            }
+        // The installation's own entries older than a day too (its apply is dated by its clock).
+        let older = try await engine.auditEntries(since: nil, limit: 1_000).count { $0.at < now - 86_400 }
+        #expect(try await engine.database.audit(records) == old + 3)
+        #expect(try await engine.pruneAuditLog(olderThan: .seconds(86_400), now: now) == old + older)
+        let entries = try await engine.auditEntries(since: nil, limit: 1_000)
+        #expect(entries.filter { $0.kind == .decision }.map(\.detail) == ["recent", "recent", "recent"])
+        let prunes = entries.filter { $0.action == "prune" }.map { $0.detail?.prefix { $0 != " " } ?? "" }
+        #expect(prunes == ["\(CustodyEngine.pruneBatch)", "\(CustodyEngine.pruneBatch)", "\(1 + older)"], "\(prunes)")
+        #expect(try await engine.pruneAuditLog(olderThan: .seconds(86_400), now: now) == 0)
+        await #expect(throws: CustodyError.self) { try await engine.pruneAuditLog(olderThan: .zero) }
+    }
+
     /// Share targets as a query may name them (JSON escapes), and how the audit entry writes
     /// them: whole, with control characters escaped.
     static let hostileTargets: [(json: String, audited: String)] = [

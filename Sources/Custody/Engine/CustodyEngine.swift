@@ -605,6 +605,31 @@ public final class CustodyEngine: Sendable {
 
     // MARK: The audit log
 
+    /// Deletes the audit log's entries older than `age` (as of `now`), oldest first, in
+    /// transactions of at most `pruneBatch` entries, each recorded in the log itself (`audit
+    /// prune`, how many and from before when); returns how many. What `serve --audit-retention`
+    /// runs every hour, and `custody audit --prune-older-than`.
+    /// - Throws: `.invalidArgument` for an age that is not positive; `.state` when the log
+    ///   cannot be written (what was deleted before stays deleted, and recorded).
+    @discardableResult
+    public func pruneAuditLog(olderThan age: Duration, now: Date = Date()) async throws(CustodyError) -> Int {
+        guard age > .zero else { throw CustodyError(.invalidArgument, "an audit retention must be positive") }
+        let cutoff = now.addingTimeInterval(
+            -(Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18))
+        var total = 0
+        while true {
+            let deleted = try await CustodyError.fromState {
+                try await database.pruneAudit(before: cutoff, limit: Self.pruneBatch, at: now)
+            }
+            total += deleted
+            if deleted < Self.pruneBatch { return total }
+        }
+    }
+
+    /// Entries one pruning transaction deletes at most: a write of a few hundred milliseconds,
+    /// which holds the state's writer (and an audited decision behind it) no longer.
+    static let pruneBatch = 10_000
+
     /// Switches the audit log on or off, and decision auditing with it when given.
     public func setAuditing(_ enabled: Bool? = nil, decisions: Bool? = nil) async throws(CustodyError) {
         try await CustodyError.fromState {

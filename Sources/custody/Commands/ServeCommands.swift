@@ -138,6 +138,12 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             valueName: "url"))
     var otelEndpoint: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Delete audit log entries older than this age (30d, 12h, 2w; 1h to 36600d), at start and every hour; each deletion is itself an entry. Default: keep every entry.",
+            valueName: "age"))
+    var auditRetention: String?
+
     @OptionGroup var historyOptions: BundleHistoryOptions
 
     @Flag(help: "Serve without a master key: protect, unprotect, rotation and secrets answer 503.")
@@ -166,6 +172,7 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
             throw ValidationError("--fleet-behind-after must be between 5 and 86400 seconds")
         }
         if let listen { _ = try Self.parse(listen) }
+        if let auditRetention { _ = try retentionAge(auditRetention, option: "--audit-retention") }
         if let otelEndpoint {
             _ = try TraceExport.tracesURL(otelEndpoint)
             if !TraceExport.isDisabled(in: ProcessInfo.processInfo.environment) {
@@ -280,6 +287,7 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
         configuration.limits.maxConnections = maxConnections
         configuration.fleetBehindAfter = .seconds(fleetBehindAfter)
         configuration.tracing = traceExport != nil
+        configuration.auditRetention = try auditRetention.map { try retentionAge($0, option: "--audit-retention") }
         let scheme = configuration.tls == nil ? "http" : "https"
         var runner: GraphSyncRunner?
         if let graphConfiguration {

@@ -260,6 +260,12 @@ struct AuditCommand: AsyncParsableCommand, StateCommand {
     @Option(help: ArgumentHelp("Switch auditing of every decision on or off instead of printing.", valueName: "on|off"))
     var decisions: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Delete the entries older than this age (30d, 12h, 2w; 1h to 36600d) instead of printing; the deletion is itself an entry. serve --audit-retention does it every hour.",
+            valueName: "age"))
+    var pruneOlderThan: String?
+
     @OptionGroup var stateOptions: StateOptions
     @OptionGroup var loggingOptions: LoggingOptions
 
@@ -269,9 +275,19 @@ struct AuditCommand: AsyncParsableCommand, StateCommand {
         }
         guard (1...1_000_000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000000") }
         guard after >= 0 else { throw ValidationError("--after must be an entry id, 0 or more") }
+        if let pruneOlderThan { _ = try retentionAge(pruneOlderThan, option: "--prune-older-than") }
     }
 
     func run() async throws {
+        if let pruneOlderThan {
+            let age = try retentionAge(pruneOlderThan, option: "--prune-older-than")
+            let engine = try await openEngine(
+                state: stateOptions, logging: loggingOptions, access: .existing, restoring: false)
+            let pruned = try await engine.pruneAuditLog(olderThan: age)
+            StandardOutput.write(
+                "pruned \(pruned) audit entr\(pruned == 1 ? "y" : "ies") older than \(pruneOlderThan)\n")
+            return
+        }
         if set != nil || decisions != nil {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .readWrite, restoring: false)
