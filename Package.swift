@@ -25,6 +25,17 @@ let package = Package(
         .library(name: "CustodyGraph", targets: ["CustodyGraph"]),
         .executable(name: "custody", targets: ["custody"]),
     ],
+    // `custody serve --otel-endpoint`'s exporter (swift-otel), on by default. The sanitizer
+    // builds of `make check` leave it out (`--disable-default-traits`): none of their tests
+    // runs the executable, and swift-otel 1.6 does not compile under -sanitize=thread
+    // (a region-isolation error, "sending 'logger' risks causing data races", in its batch
+    // span processor). Built without it, `--otel-endpoint` says so and exits.
+    traits: [
+        .trait(
+            name: "OpenTelemetry",
+            description: "custody serve --otel-endpoint: the OTLP/HTTP trace exporter (swift-otel)"),
+        .default(enabledTraits: ["OpenTelemetry"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -251,7 +262,7 @@ let package = Package(
                 "CustodyGraph",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OpenTelemetry"])),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

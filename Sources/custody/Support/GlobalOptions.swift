@@ -6,7 +6,9 @@ import CustodyProtection
 import CustodyStore
 import Foundation
 public import Logging
-import OTel
+#if OpenTelemetry
+    import OTel
+#endif
 
 /// The evaluation context: platform, app and management level.
 struct ContextOptions: ParsableArguments {
@@ -160,7 +162,7 @@ struct LoggingOptions: ParsableArguments {
                     handler.logLevel = level
                     return handler
                 }
-            }, metadataProvider: OTel.makeLoggingMetadataProvider())
+            }, metadataProvider: TraceExport.loggingMetadataProvider)
         return Logger(label: "custody")
     }
 }

@@ -2,7 +2,9 @@ import ArgumentParser
 import Custody
 import Foundation
 import Logging
-import OTel
+#if OpenTelemetry
+    import OTel
+#endif
 import ServiceLifecycle
 import Tracing
 
@@ -21,30 +23,46 @@ enum TraceExport {
     /// as a command line wins over a configuration: they are set aside, with a warning.
     /// - Throws: `ValidationError` for an endpoint that is not an http or https URL.
     static func start(endpoint: String, logger: Logger) throws -> any Service {
-        var configuration = OTel.Configuration.default
-        configuration.serviceName = "custody"
-        configuration.resourceAttributes["service.version"] = custodyVersion
-        // The exporter's own troubles (a collector that does not answer) go to the service's
-        // log, not to a console of its own, without what must not be logged (`Diagnostics`).
-        let handler = logger.handler
-        configuration.diagnosticLogger = .custom(
-            Logger(label: "custody.otel", factory: { _ in Diagnostics(wrapped: handler) }))
-        configuration.diagnosticLogLevel = .warning
-        configuration.metrics.enabled = false
-        configuration.logs.enabled = false
-        configuration.traces.enabled = true
-        configuration.traces.exporter = .otlp
-        configuration.traces.otlpExporter.protocol = .httpProtobuf
-        configuration.traces.otlpExporter.endpoint = try tracesURL(endpoint)
-        for name in ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
-            guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { continue }
-            logger.warning(
-                "\(name) is set aside: --otel-endpoint names where traces go", metadata: ["ignored": "\(value)"])
-            unsetenv(name)
-        }
-        let backend = try OTel.makeTracingBackend(configuration: configuration)
-        InstrumentationSystem.bootstrap(backend.factory)
-        return backend.service
+        #if OpenTelemetry
+            var configuration = OTel.Configuration.default
+            configuration.serviceName = "custody"
+            configuration.resourceAttributes["service.version"] = custodyVersion
+            // The exporter's own troubles (a collector that does not answer) go to the service's
+            // log, not to a console of its own, without what must not be logged (`Diagnostics`).
+            let handler = logger.handler
+            configuration.diagnosticLogger = .custom(
+                Logger(label: "custody.otel", factory: { _ in Diagnostics(wrapped: handler) }))
+            configuration.diagnosticLogLevel = .warning
+            configuration.metrics.enabled = false
+            configuration.logs.enabled = false
+            configuration.traces.enabled = true
+            configuration.traces.exporter = .otlp
+            configuration.traces.otlpExporter.protocol = .httpProtobuf
+            configuration.traces.otlpExporter.endpoint = try tracesURL(endpoint)
+            for name in ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
+                guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { continue }
+                logger.warning(
+                    "\(name) is set aside: --otel-endpoint names where traces go", metadata: ["ignored": "\(value)"])
+                unsetenv(name)
+            }
+            let backend = try OTel.makeTracingBackend(configuration: configuration)
+            InstrumentationSystem.bootstrap(backend.factory)
+            return backend.service
+        #else
+            throw ValidationError(
+                "--otel-endpoint: this custody was built without OpenTelemetry (the OpenTelemetry trait of its package)"
+            )
+        #endif
+    }
+
+    /// What puts the trace and span ids of the traced request or call under way in each log
+    /// line (swift-otel's provider); nil in a build without OpenTelemetry.
+    static var loggingMetadataProvider: Logger.MetadataProvider? {
+        #if OpenTelemetry
+            OTel.makeLoggingMetadataProvider()
+        #else
+            nil
+        #endif
     }
 
     /// Whether `OTEL_SDK_DISABLED=true` turns tracing off (the SDK's own switch: the service then
