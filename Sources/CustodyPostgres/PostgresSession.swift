@@ -125,11 +125,12 @@ final class PostgresSessions: Sendable {
     func run<T>(
         _ what: String, transaction: Bool, bound: Bound = .statement, _ body: (PostgresSession) async throws -> T
     ) async throws(StoreError) -> T {
-        guard let tracer else {
-            return try await withTaskExecutorPreference(Self.executor) { () async throws(StoreError) -> T in
+        func onStateThreads() async throws(StoreError) -> T {
+            try await withTaskExecutorPreference(Self.executor) { () async throws(StoreError) -> T in
                 try await runHere(what, transaction: transaction, bound: bound, body)
             }
         }
+        guard let tracer else { return try await onStateThreads() }
         // A client span per call, a child of the request's (or the sync's) when there is one.
         // Named by its kind, not by `what`, which can name an account: a trace collector is
         // another party, and span names should be few.
@@ -139,9 +140,7 @@ final class PostgresSessions: Sendable {
         span.attributes["custody.state.schema"] = settings.schema
         defer { span.end() }
         do {
-            return try await withTaskExecutorPreference(Self.executor) { () async throws(StoreError) -> T in
-                try await runHere(what, transaction: transaction, bound: bound, body)
-            }
+            return try await onStateThreads()
         } catch {
             span.attributes["error.type"] = "\(error.code)"
             span.setStatus(SpanStatus(code: .error))

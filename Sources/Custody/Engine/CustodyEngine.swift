@@ -614,8 +614,7 @@ public final class CustodyEngine: Sendable {
     @discardableResult
     public func pruneAuditLog(olderThan age: Duration, now: Date = Date()) async throws(CustodyError) -> Int {
         guard age > .zero else { throw CustodyError(.invalidArgument, "an audit retention must be positive") }
-        let cutoff = now.addingTimeInterval(
-            -(Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18))
+        let cutoff = now.addingTimeInterval(-age.inSeconds)
         var total = 0
         while true {
             let deleted = try await CustodyError.fromState {

@@ -1,7 +1,7 @@
 import CustodyPolicy
 import Tracing
 
-/// The span of what a request decided, a child of the request's own (`TracingMiddleware`),
+/// The span of what a request decided, a child of the request's own (`RequestTracing`),
 /// with the action, the revision and the outcome as attributes. It is started after the fact,
 /// at the instant the decision began, so that a service that does not trace runs nothing but
 /// a nil check on the decision path.

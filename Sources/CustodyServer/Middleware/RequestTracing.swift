@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -106,8 +107,7 @@ struct TraceContextExtractor: Extractor {
     static func isTraceState(_ text: String) -> Bool {
         var keys: Set<Substring> = []
         for member in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let trimmed = member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }
-            let entry = Substring(String(trimmed.reversed()))
+            let entry = Substring(member.trimmingCharacters(in: [" ", "\t"]))
             if entry.isEmpty { continue }
             guard let equals = entry.firstIndex(of: "=") else { return false }
             let key = entry[..<equals]
