@@ -161,6 +161,14 @@ enum PostgresMigrations {
                 "ALTER TABLE trusted_keys ADD COLUMN audience text",
             ]
         ),
+        (
+            "v12: what an audited decision was asked, to decide it again",
+            [
+                // Kept in the row: a fleet's replicas share no cache of ids to name shared
+                // texts by, as a SQLite state's one writer does.
+                "ALTER TABLE audit_log ADD COLUMN query text, ADD COLUMN context text, ADD COLUMN facts text, ADD COLUMN outcome text"
+            ]
+        ),
     ]
 
     /// Creates the schema when missing and applies the migrations not applied yet.

@@ -675,8 +675,8 @@ extension PostgresState {
             for record in records {
                 try await session.execute(
                     """
-                    INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id)
-                    VALUES (\(record.at), \(record.kind.rawValue), \(record.account), \(record.action), \(record.allowed), \(record.detail), \(record.decisionID))
+                    INSERT INTO audit_log (at, kind, account, action, allowed, detail, decision_id, query, context, facts, outcome)
+                    VALUES (\(record.at), \(record.kind.rawValue), \(record.account), \(record.action), \(record.allowed), \(record.detail), \(record.decisionID), \(record.asked?.line), \(record.asked?.context), \(record.asked?.recordedFacts), \(record.asked?.outcome))
                     """)
             }
             return records.count
@@ -714,22 +714,47 @@ extension PostgresState {
     }
 
     public func auditEntries(since: Date?, after id: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
-        let rows = try await read("reading the audit log") { session in
-            try await session.query(
-                """
-                SELECT id, at, kind, account, action, allowed, detail, decision_id FROM audit_log
-                WHERE at >= \(since ?? Date(timeIntervalSince1970: -62_135_596_800)) AND id > \(id)
-                ORDER BY id LIMIT \(limit)
-                """
-            ).map { try $0.decode((Int64, Date, String, String?, String, Bool?, String?, String?).self) }
+        let since = since ?? Date(timeIntervalSince1970: -62_135_596_800)
+        return try await auditEntries("WHERE at >= \(since) AND id > \(id) ORDER BY id LIMIT \(limit)")
+    }
+
+    public func auditDecisions(from: Date, to: Date, action: String?, after id: Int64, limit: Int)
+        async throws(StoreError) -> [AuditEntry]
+    {
+        try await auditEntries(
+            """
+            WHERE kind = 'decision' AND at >= \(from) AND at < \(to) AND (\(action)::text IS NULL OR action = \(action))
+                AND id > \(id) ORDER BY id LIMIT \(limit)
+            """)
+    }
+
+    /// The entries `condition` (a `WHERE` clause with its order and limit) selects.
+    private func auditEntries(_ condition: PostgresQuery) async throws(StoreError) -> [AuditEntry] {
+        var query: PostgresQuery =
+            "SELECT id, at, kind, account, action, allowed, detail, decision_id, query, context, facts, outcome FROM audit_log "
+        query.sql += condition.sql
+        query.binds = condition.binds
+        let rows = try await read("reading the audit log") { [query] session in
+            try await session.query(query).map {
+                try $0.decode(
+                    (Int64, Date, String, String?, String, Bool?, String?, String?, String?, String?, String?, String?)
+                        .self)
+            }
         }
         var entries: [AuditEntry] = []
         for row in rows {
             guard let kind = AuditEntry.Kind(rawValue: row.2) else { throw corrupt("an audit row is damaged") }
+            var asked: AuditedQuery?
+            if let line = row.8 {
+                guard let context = row.9 else {
+                    throw corrupt("audit entry \(row.0) names a query without the context it was decided in")
+                }
+                asked = AuditedQuery(line: line, context: context, recordedFacts: row.10, outcome: row.11)
+            }
             entries.append(
                 AuditEntry(
                     id: row.0, at: row.1, kind: kind, account: row.3, action: row.4, allowed: row.5, detail: row.6,
-                    decisionID: row.7))
+                    decisionID: row.7, asked: asked))
         }
         return entries
     }

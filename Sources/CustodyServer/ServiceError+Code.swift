@@ -66,6 +66,7 @@ extension ServiceError {
             case noPolicy = "no-policy"
             case noMasterKey = "no-master-key"
             case tooManyConnections = "too-many-connections"
+            case replayBusy = "replay-busy"
             case state
             case wipe
             case outcomeUnknown = "outcome-unknown"
@@ -149,6 +150,8 @@ extension ServiceError {
         public static let noPolicy = Code(.noPolicy)
         public static let noMasterKey = Code(.noMasterKey)
         public static let tooManyConnections = Code(.tooManyConnections)
+        /// As many replays as the service runs at once are running (`POST /v1/bundle/impact`).
+        public static let replayBusy = Code(.replayBusy)
         public static let state = Code(.state)
         public static let wipe = Code(.wipe)
         public static let outcomeUnknown = Code(.outcomeUnknown)

@@ -20,19 +20,29 @@ import GRDBSQLite
 /// Runs inside a GRDB write (`db` is the writer's connection, in its transaction): GRDB's own
 /// documentation allows raw SQLite calls there (its "Raw SQLite Pointers").
 enum AuditInsert {
-    /// Rows a statement inserts at most: 64 × 7 = 448 parameters, under SQLite's limit of 32,766.
+    /// Rows a statement inserts at most: 64 × 11 = 704 parameters, under SQLite's limit of 32,766.
     static let rowsPerStatement = 64
-    private static let columns = "(at, kind, account, action, allowed, detail_id, decision_id)"
-    private static let placeholders = "(?, ?, ?, ?, ?, ?, ?)"
+    private static let columns =
+        "(at, kind, account, action, allowed, detail_id, decision_id, query_id, context_id, facts_id, outcome)"
+    private static let placeholders = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+    /// The texts this call added to `audit_details`, with their ids: the caller remembers them
+    /// once the transaction is committed, never before (rolled back, they name nothing).
+    struct Added {
+        /// Reasons and contexts: few, and shared by many entries.
+        var details: [String: Int64]
+        /// Query lines and recorded facts: many more of them, remembered apart so that they do
+        /// not push the reasons out.
+        var queries: [String: Int64]
+    }
 
     /// Inserts `records` in order.
-    /// - Parameter knownDetails: details with their ids in `audit_details`, committed.
-    /// - Returns: the details this call added to `audit_details`, with their ids: the caller
-    ///   remembers them once the transaction is committed, never before (rolled back, they
-    ///   name nothing).
-    static func insert(_ records: [AuditRecord], in db: Database, knownDetails: AuditDetailIDs) throws
-        -> [String: Int64]
-    {
+    /// - Parameters:
+    ///   - knownDetails: reasons and contexts with their ids in `audit_details`, committed.
+    ///   - knownQueries: query lines and facts with their ids in `audit_details`, committed.
+    static func insert(
+        _ records: [AuditRecord], in db: Database, knownDetails: AuditDetailIDs, knownQueries: AuditDetailIDs
+    ) throws -> Added {
         guard let connection = db.sqliteConnection else {
             throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the database connection is closed")
         }
@@ -40,6 +50,8 @@ enum AuditInsert {
         defer { for statement in statements.values { sqlite3_finalize(statement.handle) } }
         let details = try DetailIDs(connection: connection, committed: knownDetails)
         defer { details.finalize() }
+        let queries = try DetailIDs(connection: connection, committed: knownQueries)
+        defer { queries.finalize() }
         var start = records.startIndex
         while start < records.endIndex {
             let count = min(rowsPerStatement, records.endIndex - start)
@@ -50,10 +62,11 @@ enum AuditInsert {
                 statement = try Prepared(rows: count, connection: connection)
                 statements[count] = statement
             }
-            try statement.run(records[start..<(start + count)], details: details, connection: connection)
+            try statement.run(
+                records[start..<(start + count)], details: details, queries: queries, connection: connection)
             start += count
         }
-        return details.added
+        return Added(details: details.added, queries: queries.added)
     }
 
     /// One prepared multi-row `INSERT`.
@@ -68,9 +81,18 @@ enum AuditInsert {
             handle = try AuditInsert.prepare(sql, connection: connection)
         }
 
-        func run(_ records: ArraySlice<AuditRecord>, details: DetailIDs, connection: OpaquePointer) throws {
-            // The details' ids first: finding one runs other statements.
-            let detailIDs = try records.map { record in try record.detail.map { try details.id(of: $0) } }
+        func run(_ records: ArraySlice<AuditRecord>, details: DetailIDs, queries: DetailIDs, connection: OpaquePointer)
+            throws
+        {
+            // The texts' ids first: finding one runs other statements.
+            let ids = try records.map { record in
+                (
+                    detail: try record.detail.map { try details.id(of: $0) },
+                    query: try record.asked.map { try queries.id(of: $0.line) },
+                    context: try record.asked.map { try details.id(of: $0.context) },
+                    facts: try record.asked?.recordedFacts.map { try queries.id(of: $0) }
+                )
+            }
             sqlite3_reset(handle)
             var position: Int32 = 0
             func bind(_ text: String?) throws {
@@ -83,14 +105,18 @@ enum AuditInsert {
                     integer.map { sqlite3_bind_int64(handle, position, $0) } ?? sqlite3_bind_null(handle, position),
                     connection)
             }
-            for (record, detailID) in zip(records, detailIDs) {
+            for (record, id) in zip(records, ids) {
                 try bind(StoredDate.text(record.at))
                 try bind(record.kind.rawValue)
                 try bind(record.account)
                 try bind(record.action)
                 try bind(record.allowed.map { $0 ? 1 : 0 } as Int64?)
-                try bind(detailID)
+                try bind(id.detail)
                 try bind(record.decisionID)
+                try bind(id.query)
+                try bind(id.context)
+                try bind(id.facts)
+                try bind(record.asked?.outcome)
             }
             let code = sqlite3_step(handle)
             guard code == SQLITE_DONE else { throw AuditInsert.error(code, connection: connection, sql: sql) }

@@ -35,10 +35,13 @@ public struct AuditEntry: Sendable, Hashable {
     public let detail: String?
     /// The id an audited decision's answer carried.
     public let decisionID: String?
+    /// What an audited decision was asked, to decide it again; nil for other entries, and for
+    /// decisions audited before the log kept it or made outside a query (a check-in's launch).
+    public let asked: AuditedQuery?
 
     package init(
         id: Int64, at: Date, kind: Kind, account: String?, action: String, allowed: Bool?, detail: String?,
-        decisionID: String?
+        decisionID: String?, asked: AuditedQuery? = nil
     ) {
         self.id = id
         self.at = at
@@ -48,6 +51,30 @@ public struct AuditEntry: Sendable, Hashable {
         self.allowed = allowed
         self.detail = detail
         self.decisionID = decisionID
+        self.asked = asked
+    }
+}
+
+/// What an audited decision was asked and under what, kept with its entry so that it can be
+/// decided again under another bundle (`custody replay`).
+public struct AuditedQuery: Sendable, Hashable {
+    /// The query line as it was asked: a JSON object, as `custody decide` reads it.
+    public let line: String
+    /// The revision and evaluation context it was decided under: a JSON object with
+    /// `revision` and, when set, `platform`, `app` and `managementLevel`.
+    public let context: String
+    /// The facts recorded for the account that a launch query's missing facts were taken
+    /// from, a JSON object as `custody checkin --facts` takes it; nil when none were.
+    public let recordedFacts: String?
+    /// A launch decision's outcome (`allow`, `warn`, `block`, `wipe`); nil for other actions,
+    /// whose outcome is the entry's `allowed`.
+    public let outcome: String?
+
+    public init(line: String, context: String, recordedFacts: String?, outcome: String?) {
+        self.line = line
+        self.context = context
+        self.recordedFacts = recordedFacts
+        self.outcome = outcome
     }
 }
 
@@ -61,13 +88,16 @@ public struct AuditRecord: Sendable, Hashable {
     public let at: Date
     /// For a decision: the id its answer carries.
     public let decisionID: String?
+    /// For a decision: what it was asked, to decide it again.
+    public let asked: AuditedQuery?
 
     /// Control characters in `account`, `action` and `detail` are kept escaped (`\u{0}`), as
     /// `custody audit` prints them: a NUL would cut the entry short in SQLite and be refused by
     /// PostgreSQL, and these texts can come from callers (a freeze's reason, a share target).
+    /// `asked` is kept as it is: its texts are JSON, which holds no control character unescaped.
     public init(
         _ kind: AuditEntry.Kind, account: String?, action: String, allowed: Bool? = nil, detail: String? = nil,
-        decisionID: String? = nil, at: Date
+        decisionID: String? = nil, asked: AuditedQuery? = nil, at: Date
     ) {
         self.kind = kind
         self.account = account?.escapingControlCharacters
@@ -75,6 +105,7 @@ public struct AuditRecord: Sendable, Hashable {
         self.allowed = allowed
         self.detail = detail?.escapingControlCharacters
         self.decisionID = decisionID
+        self.asked = asked
         self.at = at
     }
 }
@@ -200,13 +231,15 @@ extension CustodyDatabase {
     @discardableResult
     public func audit(_ records: [AuditRecord]) async throws(StoreError) -> Int {
         guard !records.isEmpty else { return 0 }
-        let added: [String: Int64]? = try await write("writing the audit log") { db in
+        let added: AuditInsert.Added? = try await write("writing the audit log") { db in
             guard try Self.setting("audit", in: db) != "off" else { return nil }
-            return try AuditInsert.insert(records, in: db, knownDetails: self.auditDetailIDs)
+            return try AuditInsert.insert(
+                records, in: db, knownDetails: self.auditDetailIDs, knownQueries: self.auditQueryIDs)
         }
         guard let added else { return 0 }
-        // Committed: the new details' ids now name them for good (nothing deletes a detail).
-        auditDetailIDs.remember(added)
+        // Committed: the new texts' ids now name them for good (nothing deletes a detail).
+        auditDetailIDs.remember(added.details)
+        auditQueryIDs.remember(added.queries)
         return records.count
     }
 
@@ -239,13 +272,26 @@ extension CustodyDatabase {
         try await read("reading the audit log") { db in
             try AuditRow.fetchAll(
                 db,
-                sql: """
-                    SELECT a.id, a.at, a.kind, a.account, a.action, a.allowed, a.detail, a.detail_id,
-                        d.text AS stored_detail, a.decision_id
-                    FROM audit_log a LEFT JOIN audit_details d ON d.id = a.detail_id
-                    WHERE a.at >= ? AND a.id > ? ORDER BY a.id LIMIT ?
-                    """,
+                sql: "SELECT \(AuditRow.selection) WHERE a.at >= ? AND a.id > ? ORDER BY a.id LIMIT ?",
                 arguments: [since ?? Date.distantPast, id, limit]
+            ).map { try $0.entry() }
+        }
+    }
+
+    public func auditDecisions(from: Date, to: Date, action: String?, after id: Int64, limit: Int)
+        async throws(StoreError) -> [AuditEntry]
+    {
+        try await read("reading the audit log's decisions") { db in
+            try AuditRow.fetchAll(
+                db,
+                sql: """
+                    SELECT \(AuditRow.selection)
+                    WHERE a.kind = 'decision' AND a.at >= ? AND a.at < ? AND (? IS NULL OR a.action = ?) AND a.id > ?
+                    ORDER BY a.id LIMIT ?
+                    """,
+                arguments: [
+                    StoredDate.databaseValue(from), StoredDate.databaseValue(to), action, action, id, limit,
+                ]
             ).map { try $0.entry() }
         }
     }

@@ -250,6 +250,19 @@ extension CustodyDatabase {
                     ALTER TABLE trusted_keys ADD COLUMN audience TEXT;
                     """)
         }
+        migrator.registerMigration("v12: what an audited decision was asked, to decide it again") { db in
+            // The query line, the revision and context, and the recorded launch facts used are
+            // texts in `audit_details`, named by id (`AuditInsert`): an entry's query costs an
+            // integer once its text is stored. A launch's outcome, which `allowed` does not
+            // tell, is kept in the row.
+            try db.execute(
+                sql: """
+                    ALTER TABLE audit_log ADD COLUMN query_id INTEGER;
+                    ALTER TABLE audit_log ADD COLUMN context_id INTEGER;
+                    ALTER TABLE audit_log ADD COLUMN facts_id INTEGER;
+                    ALTER TABLE audit_log ADD COLUMN outcome TEXT;
+                    """)
+        }
         return migrator
     }()
 }

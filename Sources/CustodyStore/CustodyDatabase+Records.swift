@@ -195,13 +195,37 @@ struct AuditRow: Codable, FetchableRecord, TableRecord {
     /// The text of `detailID`, joined.
     var storedDetail: String?
     var decisionID: String?
+    /// What a decision was asked: ids in `audit_details`, and their texts, joined.
+    var queryID: Int64?
+    var contextID: Int64?
+    var factsID: Int64?
+    var storedQuery: String?
+    var storedContext: String?
+    var storedFacts: String?
+    var outcome: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, at, kind, account, action, allowed, detail
+        case id, at, kind, account, action, allowed, detail, outcome
         case detailID = "detail_id"
         case storedDetail = "stored_detail"
         case decisionID = "decision_id"
+        case queryID = "query_id"
+        case contextID = "context_id"
+        case factsID = "facts_id"
+        case storedQuery = "stored_query"
+        case storedContext = "stored_context"
+        case storedFacts = "stored_facts"
     }
+
+    /// The columns `entry()` reads, from `audit_log a` and its texts joined.
+    static let selection = """
+        a.id, a.at, a.kind, a.account, a.action, a.allowed, a.detail, a.detail_id, d.text AS stored_detail,
+        a.decision_id, a.query_id, a.context_id, a.facts_id, q.text AS stored_query, c.text AS stored_context,
+        f.text AS stored_facts, a.outcome
+        FROM audit_log a LEFT JOIN audit_details d ON d.id = a.detail_id
+        LEFT JOIN audit_details q ON q.id = a.query_id LEFT JOIN audit_details c ON c.id = a.context_id
+        LEFT JOIN audit_details f ON f.id = a.facts_id
+        """
 
     func entry() throws -> AuditEntry {
         guard let kind = AuditEntry.Kind(rawValue: kind) else {
@@ -222,7 +246,24 @@ struct AuditRow: Codable, FetchableRecord, TableRecord {
         }
         return AuditEntry(
             id: id, at: at, kind: kind, account: account, action: action, allowed: allowed, detail: text,
-            decisionID: decisionID)
+            decisionID: decisionID, asked: try asked())
+    }
+
+    /// What the decision was asked; nil when the row does not say.
+    private func asked() throws -> AuditedQuery? {
+        guard let queryID else { return nil }
+        func text(_ id: Int64?, _ stored: String?, _ what: String) throws -> String? {
+            guard let id else { return nil }
+            guard let stored else {
+                throw RecordError("audit entry \(self.id) names \(what) \(id), which audit_details does not hold")
+            }
+            return stored
+        }
+        guard let line = try text(queryID, storedQuery, "query"),
+            let context = try text(contextID, storedContext, "context")
+        else { throw RecordError("audit entry \(id) names a query without the context it was decided in") }
+        return AuditedQuery(
+            line: line, context: context, recordedFacts: try text(factsID, storedFacts, "facts"), outcome: outcome)
     }
 }
 

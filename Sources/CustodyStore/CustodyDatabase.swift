@@ -17,8 +17,10 @@ public final class CustodyDatabase: StateStore {
     private let connections: Connections
     /// Leases taken on a database in memory (see `lease(_:)`).
     let memoryLeases = MemoryLeases()
-    /// The ids of audit details this instance has committed (`AuditInsert`).
+    /// The ids of audit details (reasons, contexts) this instance has committed (`AuditInsert`).
     let auditDetailIDs = AuditDetailIDs()
+    /// The ids of audited queries' lines and facts this instance has committed.
+    let auditQueryIDs = AuditDetailIDs()
 
     /// The file name inside a state directory.
     public static let fileName = "state.sqlite"

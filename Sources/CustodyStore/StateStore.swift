@@ -154,6 +154,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// Audit entries at or after `since` (all when nil) whose id is above `id` (0: all), oldest
     /// first: a page of the log, the next one after the last entry's id.
     func auditEntries(since: Date?, after id: Int64, limit: Int) async throws(StoreError) -> [AuditEntry]
+    /// Decision entries from `from` up to (not including) `to`, of `action` when given, whose
+    /// id is above `id`, oldest first: a page of the decisions a replay decides again.
+    func auditDecisions(from: Date, to: Date, action: String?, after id: Int64, limit: Int) async throws(StoreError)
+        -> [AuditEntry]
     /// Deletes up to `limit` audit entries older than `date`, oldest first, in one transaction
     /// that also records an `audit` entry saying how many and from before when (none when it
     /// deleted none); returns how many it deleted.

@@ -42,6 +42,7 @@ struct Custody: AsyncParsableCommand {
             ConfigCommand.self,
             SpecCommand.self, SecretsCommand.self, MatrixCommand.self, ServeCommand.self, TokensCommand.self,
             ReceiveCommand.self, GraphCommand.self, BundleCommand.self, TrustCommand.self, FleetCommand.self,
+            ReplayCommand.self,
         ]
     )
 

@@ -94,6 +94,39 @@ struct DatabaseTests {
     /// Entries of every shape: each kind, NULL and empty texts, non-ASCII and long texts,
     /// quotes, every `allowed`, a date GRDB formats itself (before 1583) and one in the last second
     /// of 9999.
+    @Test(
+        "what a decision was asked is stored once per text in audit_details, however many entries and transactions name it, and read back whole"
+    )
+    func auditedQueriesStoredOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("state.sqlite")
+        let asked = [
+            AuditedQuery(
+                line: #"{"action":"print","account":"a@contoso.com"}"#, context: #"{"revision":"feed"}"#,
+                recordedFacts: nil, outcome: nil),
+            AuditedQuery(
+                line: #"{"action":"launch","account":"a@contoso.com"}"#, context: #"{"revision":"feed"}"#,
+                recordedFacts: #"{"osVersion":"17.0"}"#, outcome: "warn"),
+        ]
+        let records = (0..<300).map { index in
+            AuditRecord(
+                .decision, account: "a", action: index % 2 == 0 ? "print" : "launch", allowed: true, detail: "reason",
+                decisionID: "d\(index)", asked: asked[index % 2], at: t0)
+        }
+        let database = try CustodyDatabase(path: path)
+        #expect(try await database.audit(Array(records[..<150])) == 150)
+        #expect(try await database.audit(Array(records[150...])) == 150)
+        let texts = try await DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: "SELECT text FROM audit_details")
+        }
+        #expect(
+            texts.sorted()
+                == ["reason", asked[0].line, asked[1].line, asked[0].context, asked[1].recordedFacts!].sorted(),
+            "\(texts)")
+        let entries = try await database.auditEntries(since: nil, limit: 1_000)
+        #expect(entries.map(\.asked) == records.map(\.asked))
+    }
+
     static func mixedRecords(_ count: Int, from start: Date) -> [AuditRecord] {
         let texts: [String?] = [
             "user1@contoso.com", nil, "", "ünïcødé 👩‍💻 账户", "it's \"quoted\"", String(repeating: "long ", count: 400),

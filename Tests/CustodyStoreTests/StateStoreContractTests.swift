@@ -358,6 +358,58 @@ struct StateStoreContractTests {
         #expect(prunes.allSatisfy { $0.at == now })
     }
 
+    @Test(
+        "a decision keeps what it was asked (query, context, recorded facts, a launch's outcome); a window of decisions reads back in id order, the end excluded, by action and page",
+        arguments: Backend.reachable)
+    func auditDecisions(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        let hour: TimeInterval = 3_600
+        let context = #"{"revision":"feed","platform":"ios"}"#
+        let print = AuditedQuery(
+            line: #"{"action":"print","account":"a@contoso.com"}"#, context: context, recordedFacts: nil, outcome: nil)
+        let launch = AuditedQuery(
+            line: #" {"action":"launch", "account":"a@contoso.com"}"#, context: #"{"revision":"beef"}"#,
+            recordedFacts: #"{"osVersion":"16.4"}"#, outcome: "warn")
+        // Six decisions an hour apart from t0 - 2h, a wipe among them, one decision without
+        // what it was asked (audited before the log kept it).
+        let records = [
+            AuditRecord(.decision, account: "a", action: "print", allowed: true, asked: print, at: t0 - 2 * hour),
+            AuditRecord(.decision, account: "a", action: "print", allowed: false, asked: print, at: t0 - hour),
+            AuditRecord(.wipe, account: "a", action: "wipe", detail: "wiped", at: t0 - hour),
+            AuditRecord(.decision, account: "a", action: "launch", allowed: true, asked: launch, at: t0),
+            AuditRecord(.decision, account: "b", action: "print", allowed: true, at: t0 + hour),
+            AuditRecord(.decision, account: "a", action: "launch", allowed: false, asked: launch, at: t0 + 2 * hour),
+            AuditRecord(.decision, account: "a", action: "print", allowed: true, asked: print, at: t0 + 3 * hour),
+        ]
+        #expect(try await state.audit(records) == records.count)
+        // From t0 - 1h (included) to t0 + 2h (excluded).
+        let window = try await state.auditDecisions(
+            from: t0 - hour, to: t0 + 2 * hour, action: nil, after: 0, limit: 100)
+        #expect(window.map(\.at) == [t0 - hour, t0, t0 + hour], "\(window)")
+        #expect(window.allSatisfy { $0.kind == .decision })
+        #expect(window.map(\.asked) == [print, launch, nil])
+        #expect(window.map(\.allowed) == [false, true, true])
+        // By action, and a page at a time after the last id read.
+        let launches = try await state.auditDecisions(
+            from: t0 - 3 * hour, to: t0 + 4 * hour, action: "launch", after: 0, limit: 100)
+        #expect(launches.map(\.asked) == [launch, launch] && launches.map(\.allowed) == [true, false])
+        var pages: [[Date]] = []
+        var after: Int64 = 0
+        while true {
+            let page = try await state.auditDecisions(
+                from: t0 - 3 * hour, to: t0 + 4 * hour, action: "print", after: after, limit: 2)
+            guard let last = page.last else { break }
+            pages.append(page.map(\.at))
+            after = last.id
+        }
+        #expect(pages == [[t0 - 2 * hour, t0 - hour], [t0 + hour, t0 + 3 * hour]])
+        // `custody audit` reads the same.
+        let all = try await state.auditEntries(since: nil)
+        #expect(
+            all.filter { $0.kind == .decision }.map(\.asked) == records.filter { $0.kind == .decision }.map(\.asked))
+        #expect(all.first { $0.kind == .wipe }?.asked == nil)
+    }
+
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)
     func audit(backend: Backend) async throws {
         let state = try await backend.make(in: TemporaryDirectory())

@@ -54,7 +54,10 @@ extension CustodyEngine {
         return DecisionSession(
             stream: streams.take(for: snapshot, options: options), revision: revision, eventID: eventID,
             stamped: stamped,
-            audit: auditing ? AuditBuffer(database: database, now: configuration.now) : nil)
+            audit: auditing
+                ? AuditBuffer(
+                    database: database, context: DecisionContext(revision: revision, context: snapshot.context),
+                    now: configuration.now) : nil)
     }
 
     /// Decides one query line (JSON, no line break) and, when decision auditing is on, stores its

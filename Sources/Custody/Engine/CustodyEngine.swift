@@ -521,7 +521,7 @@ public final class CustodyEngine: Sendable {
         try await CustodyError.fromState {
             try await database.recordLaunchFacts(account: resolved.owner.rawValue, facts: reported.jsonObject, at: date)
         }
-        let snapshot = try policy()
+        let (snapshot, revision) = try policyAndRevision(for: nil)
         let checkedIn = try await CustodyError.fromState {
             try await database.lastCheckIn(account: resolved.owner.rawValue)
         }
@@ -534,7 +534,10 @@ public final class CustodyEngine: Sendable {
             try await CustodyError.fromState { try await database.isActingOnLaunch() }
             && manager.bundleInForce?.isOverride != true
         let decisionID = try await auditDecision(
-            account: resolved.id, action: .launch, allowed: launch.isAllowed, reason: launch.reason)
+            account: resolved.id, action: .launch, allowed: launch.isAllowed, reason: launch.reason,
+            asked: .launch(
+                account: resolved.id, facts: reported, at: date,
+                context: DecisionContext(revision: revision, context: snapshot.context), outcome: launch.outcome))
         guard acting, launch.wipeIsConfirmed else {
             return CheckInResult(account: resolved, launch: launch, wipe: nil, acting: acting, decisionID: decisionID)
         }
@@ -552,15 +555,16 @@ public final class CustodyEngine: Sendable {
     /// at a time, outside a `DecisionSession`: a shared item's receive, a check-in's launch.
     /// - Throws: `CustodyError` `.state` when the entry cannot be stored: the decision must
     ///   then not be given.
-    func auditDecision(account: AccountID?, action: DecisionAction, allowed: Bool, reason: String)
-        async
-        throws(CustodyError) -> String?
-    {
+    /// - Parameter asked: the query that asks the same, to decide it again (`replay`); nil
+    ///   when no one query does.
+    func auditDecision(
+        account: AccountID?, action: DecisionAction, allowed: Bool, reason: String, asked: AuditedQuery? = nil
+    ) async throws(CustodyError) -> String? {
         guard try await auditSetting.isOn(database, following: isFollowing) else { return nil }
         let id = DecisionIDs.next()
         let entry = AuditRecord(
             .decision, account: account?.description, action: action.rawValue, allowed: allowed, detail: reason,
-            decisionID: id, at: configuration.now())
+            decisionID: id, asked: asked, at: configuration.now())
         try await AuditBuffer.store([entry], in: database)
         return id
     }

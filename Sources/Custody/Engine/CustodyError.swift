@@ -44,6 +44,8 @@ public struct CustodyError: Error, Sendable, CustomStringConvertible {
         public static let notFound = Code(rawValue: "not-found")
         /// An argument the operation cannot take (a malformed key, an empty reason).
         public static let invalidArgument = Code(rawValue: "invalid-argument")
+        /// The caller cancelled a long operation (a replay) before it finished.
+        public static let cancelled = Code(rawValue: "cancelled")
     }
 
     public let code: Code

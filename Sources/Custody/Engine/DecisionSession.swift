@@ -34,8 +34,8 @@ public struct DecisionSession {
             self.stream.trailer = Array(writer.bytes.dropFirst().dropLast())
         }
         if let audit {
-            self.stream.annotate = { query, answer, reason, writer in
-                audit.record(query, answer, reason: reason, into: &writer)
+            self.stream.annotate = { query, answer, reason, asked, writer in
+                audit.record(query, answer, reason: reason, asked: asked, into: &writer)
             }
         }
     }
@@ -132,25 +132,34 @@ final class AuditBuffer: @unchecked Sendable {
     // @unchecked: used by one session, on one thread at a time.
     let database: any StateStore
     private let now: @Sendable () -> Date
+    /// The session's revision and context (`DecisionContext`), one text for all its entries.
+    private let context: String
     private var records: [AuditRecord] = []
 
-    init(database: any StateStore, now: @escaping @Sendable () -> Date) {
+    init(database: any StateStore, context: DecisionContext, now: @escaping @Sendable () -> Date) {
         self.database = database
+        self.context = context.json
         self.now = now
     }
 
-    /// - Parameter reason: `answer.reason` (the stream has it rendered). It may quote the query
-    ///   (a share target's id); `AuditRecord` keeps it with control characters escaped.
+    /// - Parameters:
+    ///   - reason: `answer.reason` (the stream has it rendered). It may quote the query (a share
+    ///     target's id); `AuditRecord` keeps it with control characters escaped.
+    ///   - asked: what the query was asked with, kept to decide it again.
     @discardableResult
-    func record(_ query: DecisionQuery, _ answer: DecisionAnswer, reason: String, into writer: inout JSONWriter)
-        -> String
-    {
+    func record(
+        _ query: DecisionQuery, _ answer: DecisionAnswer, reason: String, asked: AskedQuery,
+        into writer: inout JSONWriter
+    ) -> String {
         let id = DecisionIDs.next()
         records.append(
             AuditRecord(
                 .decision, account: query.firstAccount?.description, action: query.action.rawValue,
-                allowed: answer.isAllowed,
-                detail: reason, decisionID: id, at: now()))
+                allowed: answer.isAllowed, detail: reason, decisionID: id,
+                asked: AuditedQuery(
+                    line: String(decoding: asked.line, as: UTF8.self), context: context,
+                    recordedFacts: asked.recordedFacts?.jsonObject, outcome: answer.launchOutcome?.rawValue),
+                at: now()))
         writer.key("decisionId")
         writer.value(id)
         return id

@@ -247,6 +247,25 @@ extension PolicySnapshot {
         }
     }
 
+    /// Answers a query as a decision stream does: a launch whose checks lacked a fact is
+    /// answered again with the account's recorded facts filling the gaps, when `recordedFacts`
+    /// has some (read only then: it may read the state).
+    /// - Returns: the query answered (with the recorded facts filled in), its answer, and the
+    ///   recorded facts used (nil when none were).
+    /// - Throws: what `recordedFacts` throws.
+    package func answer(
+        _ query: DecisionQuery, recordedFacts: ((AccountID) throws(QueryError) -> LaunchFacts?)?
+    ) throws(QueryError) -> (query: DecisionQuery, answer: DecisionAnswer, recorded: LaunchFacts?) {
+        let answer = answer(query)
+        guard case .launch(let launch) = answer, launch.checks.contains(where: \.isMissing),
+            case let .launch(account?, facts, now, missing) = query, let recordedFacts,
+            let recorded = try recordedFacts(account)
+        else { return (query, answer, nil) }
+        let filled = DecisionQuery.launch(
+            account: account, facts: facts.filling(from: recorded), now: now, missingFacts: missing)
+        return (filled, self.answer(filled), recorded)
+    }
+
     /// Answers `query` for each of `accounts` and combines the answers, most restrictive
     /// first: blocked when any account's answer blocks (encryption required when any requires
     /// it; the strictest notification restriction); a share target allowed only when every
@@ -323,7 +342,7 @@ public enum DecisionAnswer: Sendable, Hashable {
     case launch(LaunchDecision)
 
     /// Whether a decision was refused rather than made (a contradictory account; no platform).
-    var isRefusal: Bool {
+    package var isRefusal: Bool {
         switch self {
         case .single(let decision): decision.isRefusal
         case .share(let share): share.targets.contains { $0.decision.isRefusal }
@@ -355,6 +374,25 @@ public enum DecisionAnswer: Sendable, Hashable {
                 "\(deciding.account?.description ?? "no account") (the most restrictive of \(view.accounts.count) accounts): "
                 + deciding.answer.reason
         }
+    }
+
+    /// The setting that settled the answer, as the answer's `setting` names it (for a share,
+    /// its first blocked target's, else its first target's; for a view, its deciding
+    /// account's); nil when no setting did (an unmanaged account).
+    public var decidingSetting: String? {
+        switch self {
+        case .single(let decision): return decision.settingName
+        case .share(let share):
+            return (share.targets.first { !$0.decision.isAllowed } ?? share.targets.first)?.decision.settingName
+        case .view(let view): return view.deciding?.answer.decidingSetting
+        case .launch(let launch): return launch.decidingCheck?.setting
+        }
+    }
+
+    /// A launch's outcome (nil for every other answer).
+    public var launchOutcome: LaunchOutcome? {
+        guard case .launch(let launch) = self else { return nil }
+        return launch.outcome
     }
 
     /// The rule that settled the answer (for a share, its first blocked target's, else its

@@ -4,6 +4,17 @@
     import Darwin
 #endif
 
+/// What a decision was asked with, as an audit entry keeps it so that it can be decided again
+/// (a replay): the query line as it came, and the facts recorded for its account that a
+/// launch query's missing facts were taken from.
+package struct AskedQuery {
+    /// The query line, without its line break: valid JSON (it was read).
+    package let line: [UInt8]
+    /// The recorded facts the answer used (`DecisionStream.Options.recordedFacts`); nil when
+    /// the query was decided on its own facts.
+    package let recordedFacts: LaunchFacts?
+}
+
 /// Answers JSON Lines queries: one answer line per query line, in order.
 ///
 /// A line that cannot be read gets `{"error": "...", "line": N}` on its own line and the
@@ -63,10 +74,13 @@ public struct DecisionStream {
     public private(set) var errorCount = 0
     /// Called with each query answered (lines that are errors excluded) as its JSON answer is
     /// written, to record it (an audit log) and add members at the end of the object (the
-    /// decision id an audit entry holds), with `answer.reason`. Returns the decision id, which
-    /// a text answer ends with.
+    /// decision id an audit entry holds), with `answer.reason` and what the query was asked
+    /// with. Returns the decision id, which a text answer ends with.
     package var annotate:
-        ((_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, inout JSONWriter) -> String?)?
+        (
+            (_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, _ asked: AskedQuery, inout JSONWriter)
+                -> String?
+        )?
     /// JSON members (already encoded, without braces) added at the end of every answer object,
     /// such as the revision a service decided at.
     package var trailer: [UInt8] = []
@@ -125,16 +139,8 @@ public struct DecisionStream {
         }
         lastError = nil
         do throws(QueryError) {
-            var query = try readQuery(line)
-            var answer = snapshot.answer(query)
-            // Recorded facts are read (a state read) only when a check lacked its fact.
-            if case .launch(let launch) = answer, launch.checks.contains(where: \.isMissing),
-                case let .launch(account?, facts, now, missing) = query,
-                let recorded = try options.recordedFacts?(account)
-            {
-                query = .launch(account: account, facts: facts.filling(from: recorded), now: now, missingFacts: missing)
-                answer = snapshot.answer(query)
-            }
+            let asked = try readQuery(line)
+            let (query, answer, recorded) = try snapshot.answer(asked, recordedFacts: options.recordedFacts)
             // A contradictory account, or a bundle of several platforms with none named, is a
             // line error, located (rare: checked only when a decision was refused, so the
             // common line pays nothing for it).
@@ -143,7 +149,7 @@ public struct DecisionStream {
                 try snapshot.checkPlatform()
             }
             tallies.count(query.action, allowed: answer.isAllowed)
-            write(answer, query: query)
+            write(answer, query: query, recorded: recorded)
         } catch {
             errorCount += 1
             tallies.countError()
@@ -231,7 +237,9 @@ public struct DecisionStream {
         return query
     }
 
-    private mutating func write(_ answer: DecisionAnswer, query: DecisionQuery) {
+    private mutating func write(_ answer: DecisionAnswer, query: DecisionQuery, recorded: LaunchFacts?) {
+        let source = document.source
+        func asked() -> AskedQuery { AskedQuery(line: source, recordedFacts: recorded) }
         switch options.format {
         case .json:
             let cache = self.cache
@@ -255,7 +263,7 @@ public struct DecisionStream {
                                 } else {
                                     cache.reason(of: answer)
                                 }
-                            _ = annotate(query, answer, reason, &writer)
+                            _ = annotate(query, answer, reason, asked(), &writer)
                         }
                         if !trailer.isEmpty { writer.rawMembers(trailer) }
                     })
@@ -268,7 +276,7 @@ public struct DecisionStream {
             var decisionID: String?
             if let annotate {
                 var ignored = JSONWriter()
-                decisionID = annotate(query, answer, cache.reason(of: answer), &ignored)
+                decisionID = annotate(query, answer, cache.reason(of: answer), asked(), &ignored)
             }
             let verdict: String
             switch answer {

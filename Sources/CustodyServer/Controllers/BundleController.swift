@@ -11,12 +11,17 @@ import Hummingbird
 struct BundleController {
     let engine: CustodyEngine
     let limits: CustodyServerConfiguration.Limits
+    /// Replays running now (`impact`).
+    let replays = Locked(0)
+    /// Replays the service runs at once: each holds a couple of pages of the audit log.
+    static let replayLimit = 2
 
     func addReadRoutes(to group: RouterGroup<CustodyRequestContext>) {
         group.get("bundle/history", use: history)
         group.get("bundle/history/:revision", use: kept)
         group.get("bundle/diff", use: diff)
         group.post("bundle/diff", use: diffCandidate)
+        group.post("bundle/impact", use: impact)
         group.get("bundle/freeze", use: freeze)
         group.get("fleet", use: fleet)
     }
@@ -64,6 +69,103 @@ struct BundleController {
         let (files, _) = try await PolicyController.bundleFiles(
             request, limit: limits.bodyBytes, takesAllowEmpty: false)
         return DiffAnswer(diff: try await StateExecutor.run { try await engine.bundleDiff(candidate: files) })
+    }
+
+    /// What a candidate bundle (the body of `PUT /v1/bundle`, without `allowEmpty`) would have
+    /// decided differently over the audited decisions of a window (`CustodyEngine.replay`):
+    /// `since` (an age, default 7d) or `from` and `to` (RFC 3339), and optionally `account`,
+    /// `group` and `action`. With `Accept: text/event-stream`, `progress` events while it runs
+    /// and a `report` (or `error`) event at the end; closing the stream cancels it. The
+    /// decisions run as background work, behind the decision path. At most `replayLimit` at
+    /// once: another is a 503 `replay-busy`.
+    @Sendable func impact(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        let parameters = try QueryParameters(
+            request.uri, accepting: ["since", "from", "to", "account", "group", "action"])
+        let window = try ReplayScope.window(
+            since: parameters["since"], from: parameters["from"], to: parameters["to"], now: Date())
+        for name in ["account", "group"] {
+            guard let value = parameters[name] else { continue }
+            guard (1...1_020).contains(value.utf8.count),
+                !value.unicodeScalars.contains(where: {
+                    isUnprintable($0) || $0.properties.generalCategory == .control
+                })
+            else {
+                throw ServiceError.badParameter(name, "must be 1 to 1020 bytes, no control or formatting character")
+            }
+        }
+        var action: DecisionAction?
+        if let name = parameters["action"] {
+            guard let known = DecisionAction(rawValue: name) else {
+                throw ServiceError.badParameter(
+                    "action", "must be one of: \(DecisionAction.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            action = known
+        }
+        let (files, _) = try await PolicyController.bundleFiles(
+            request, limit: limits.bodyBytes, takesAllowEmpty: false)
+        let scope = ReplayScope(
+            from: window.from, to: window.to, account: parameters["account"], group: parameters["group"],
+            action: action)
+        let admitted = replays.withLock { running in
+            guard running < Self.replayLimit else { return false }
+            running += 1
+            return true
+        }
+        guard admitted else {
+            throw ServiceError(
+                .serviceUnavailable, .replayBusy,
+                "\(Self.replayLimit) replays are running on this service, as many as it runs at once; try again when one ends",
+                headers: [.retryAfter: "5"])
+        }
+        let engine = self.engine
+        let replays = self.replays
+        @Sendable func replay(_ progress: @escaping @Sendable (ReplayProgress) -> Void) async throws(CustodyError)
+            -> ImpactReport
+        {
+            defer { replays.withLock { $0 -= 1 } }
+            return try await BackgroundExecutor.run { () throws(CustodyError) in
+                try await engine.replay(candidate: files, scope: scope, progress: progress)
+            }
+        }
+        let streaming = request.headers[values: .accept].contains { $0.contains("text/event-stream") }
+        guard streaming else { return json(try JSONLine.encode(try await replay { _ in })) }
+        return Response(
+            status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+            body: ResponseBody { writer in
+                let (updates, continuation) = AsyncStream.makeStream(
+                    of: ReplayProgress.self, bufferingPolicy: .bufferingNewest(1))
+                let task = Task { () -> Result<ImpactReport, CustodyError> in
+                    defer { continuation.finish() }
+                    do throws(CustodyError) {
+                        return .success(try await replay { continuation.yield($0) })
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                do {
+                    for await progress in updates {
+                        try await writer.write(
+                            EventsController.frame(name: "progress", data: try JSONLine.encode(progress).dropLast()))
+                    }
+                    switch await task.value {
+                    case .success(let report):
+                        try await writer.write(
+                            EventsController.frame(name: "report", data: try JSONLine.encode(report).dropLast()))
+                    case .failure(let error):
+                        let failure = ServiceError(error)
+                        try await writer.write(
+                            EventsController.frame(
+                                name: "error",
+                                data: try JSONLine.encode(["code": failure.code.description, "error": failure.message])
+                                    .dropLast()))
+                    }
+                } catch {
+                    // The client went away: the replay stops at its next page.
+                    task.cancel()
+                    throw error
+                }
+                try await writer.finish(nil)
+            })
     }
 
     /// `{"revision": "…", "reason": "…"}`.

@@ -348,6 +348,13 @@ struct AuditLine: Encodable {
     @Nullable var detail: String?
     /// The id an audited decision's answer carried (`decisionId`), null for other entries.
     @Nullable var decisionId: String?
+    /// What an audited decision was asked (the query line), the revision and context it was
+    /// decided under, the recorded launch facts it used and a launch's outcome: what `custody
+    /// replay` decides again. Null where the entry does not keep them.
+    @Nullable var query: String?
+    @Nullable var context: String?
+    @Nullable var facts: String?
+    @Nullable var outcome: String?
 
     init(_ entry: AuditEntry) {
         id = entry.id
@@ -358,6 +365,10 @@ struct AuditLine: Encodable {
         allowed = entry.allowed
         detail = entry.detail
         decisionId = entry.decisionID
+        query = entry.asked?.line
+        context = entry.asked?.context
+        facts = entry.asked?.recordedFacts
+        outcome = entry.asked?.outcome
     }
 
 }

@@ -289,14 +289,11 @@ extension DecisionStream.Format: ExpressibleByArgument {}
 /// years).
 /// - Throws: `ValidationError` naming `option`.
 func retentionAge(_ text: String, option: String) throws -> Duration {
-    let units: [Character: Int64] = ["m": 60, "h": 3_600, "d": 86_400, "w": 604_800]
-    guard let unit = text.last.flatMap({ units[$0] }), text.dropLast().allSatisfy({ $0.isASCII && $0.isNumber }),
-        let count = Int64(text.dropLast()), count > 0, count <= 36_600 * 86_400 / unit
-    else {
+    guard let age = Age.parse(text), age >= .seconds(60) else {
         throw ValidationError("\(option) takes an age such as 30d, 12h, 2w or 90m (1h to 36600d), not '\(text)'")
     }
-    guard count * unit >= 3_600 else {
+    guard age >= .seconds(3_600) else {
         throw ValidationError("\(option) \(text) is under an hour: entries are kept at least an hour")
     }
-    return .seconds(count * unit)
+    return age
 }

@@ -1,0 +1,479 @@
+public import CustodyPolicy
+import CustodyStore
+import Foundation
+import Logging
+
+extension CustodyEngine {
+    /// Audit entries a replay reads at a time: its memory is a page or two, whatever the window.
+    static let replayPage = 8_192
+
+    /// Decides every audited decision in `scope` again under `candidate`, with the query,
+    /// context and recorded facts each was made with, and reports what would differ
+    /// (`ImpactReport`). The candidate is resolved with the precedence in force; its signature
+    /// is not checked (nothing is applied). A query that gave no `now` is decided at its
+    /// entry's time. Pages of the log are read while the last one is decided, on the state's
+    /// threads; the decisions run on `jobs` tasks.
+    /// - Parameter progress: called after each page.
+    /// - Throws: `CustodyError` `.bundle` with the candidate's diagnostics when it does not
+    ///   load; `.state` when the log cannot be read or holds a damaged entry; `.cancelled` when
+    ///   the task is cancelled.
+    public func replay(
+        candidate: BundleFiles, scope: ReplayScope, jobs: Int = 2,
+        progress: @Sendable (ReplayProgress) -> Void = { _ in }
+    ) async throws(CustodyError) -> ImpactReport {
+        let bundle: PolicyBundle
+        do {
+            bundle = try candidate.load(allowingEmpty: true)
+        } catch {
+            throw CustodyError(
+                .bundle, "the candidate bundle does not load, so nothing is replayed: \(error.errors.count) error(s)",
+                diagnostics: error.diagnostics)
+        }
+        let inForce = manager.slot.current
+        let precedence = inForce.snapshot.precedence
+        let snapshots = CandidateSnapshots(bundle: bundle, precedence: precedence, logger: logger)
+        // The revisions the decisions were made under, as the state keeps them: a flip's
+        // setting is the one that blocks, before or after. Nil for one the state no longer keeps.
+        var originals: [String: CandidateSnapshots?] = [:]
+        let accounts = try ReplayAccounts(
+            scope: scope, tenants: [bundle.tenant] + (inForce.bundle == nil ? [] : [inForce.snapshot.bundle.tenant]))
+        var tally = ReplayTally()
+        var after: Int64 = 0
+        var read = 0
+        let database = self.database
+        @Sendable func page(after id: Int64) async throws(CustodyError) -> [AuditEntry] {
+            let cancelled = CustodyError(.cancelled, "the replay was cancelled")
+            guard !Task.isCancelled else { throw cancelled }
+            do {
+                return try await CustodyError.fromState {
+                    try await database.auditDecisions(
+                        from: scope.from, to: scope.to, action: scope.action?.rawValue, after: id,
+                        limit: Self.replayPage)
+                }
+            } catch  where Task.isCancelled {
+                // A read cut short by the cancellation is the cancellation, not the state's fault.
+                throw cancelled
+            }
+        }
+        var entries = try await page(after: 0)
+        let span = max(scope.to.timeIntervalSince(scope.from), 1)
+        while !entries.isEmpty {
+            after = entries[entries.count - 1].id
+            read += entries.count
+            // The next page is read while this one is decided.
+            let next = Task { [after] () -> Result<[AuditEntry], CustodyError> in
+                do throws(CustodyError) { return .success(try await page(after: after)) } catch {
+                    return .failure(error)
+                }
+            }
+            for entry in entries {
+                guard let text = entry.asked?.context, case let revision = try DecisionContext(json: text).revision,
+                    originals[revision] == nil
+                else { continue }
+                let kept = try? await keptBundle(revision)
+                originals[revision] = kept.flatMap { kept in
+                    BundleFiles(
+                        stored: kept.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
+                        contentHash: kept.record.contentHash
+                    ).flatMap { try? $0.load(allowingEmpty: true) }
+                }.map { CandidateSnapshots(bundle: $0, precedence: precedence, logger: logger) }
+            }
+            let decided: ReplayTally
+            do throws(CustodyError) {
+                decided = try await Self.decide(
+                    entries, snapshots: snapshots, originals: originals.compactMapValues { $0 }, accounts: accounts,
+                    jobs: jobs)
+            } catch {
+                next.cancel()
+                throw error
+            }
+            tally.merge(decided)
+            let last = entries[entries.count - 1].at
+            progress(
+                ReplayProgress(
+                    read: read, decided: tally.decided, flipped: tally.flipped,
+                    fraction: min(max(last.timeIntervalSince(scope.from) / span, 0), 1)))
+            entries = try await next.value.get()
+        }
+        return tally.report(candidate: candidate.contentHash, scope: scope)
+    }
+
+    /// Decides `entries` on up to `jobs` tasks, a slice each, and merges what they found.
+    private static func decide(
+        _ entries: [AuditEntry], snapshots: CandidateSnapshots, originals: [String: CandidateSnapshots],
+        accounts: ReplayAccounts, jobs: Int
+    ) async throws(CustodyError) -> ReplayTally {
+        let jobs = max(1, min(jobs, entries.count / 512 + 1))
+        if jobs == 1 {
+            var worker = ReplayWorker(snapshots: snapshots, originals: originals, accounts: accounts)
+            return try worker.decide(entries[...])
+        }
+        let size = (entries.count + jobs - 1) / jobs
+        let results = await withTaskGroup(of: (Int, Result<ReplayTally, CustodyError>).self) { group in
+            for index in 0..<jobs {
+                let slice = entries[(index * size)..<min(entries.count, (index + 1) * size)]
+                group.addTask {
+                    var worker = ReplayWorker(snapshots: snapshots, originals: originals, accounts: accounts)
+                    do throws(CustodyError) {
+                        return (index, .success(try worker.decide(slice)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var results: [(Int, Result<ReplayTally, CustodyError>)] = []
+            for await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        var merged = ReplayTally()
+        for result in results { merged.merge(try result.get()) }
+        return merged
+    }
+}
+
+/// The candidate resolved for each context that audited decisions were made in (at most 64
+/// at a time), shared by a replay's workers.
+final class CandidateSnapshots: Sendable {
+    let bundle: PolicyBundle
+    let precedence: PolicyPrecedence
+    let logger: Logger
+    private let cache = Locked<[String: (DecisionContext, PolicySnapshot)]>([:])
+    static let capacity = 64
+
+    init(bundle: PolicyBundle, precedence: PolicyPrecedence, logger: Logger) {
+        self.bundle = bundle
+        self.precedence = precedence
+        self.logger = logger
+    }
+
+    /// The candidate for the context an entry keeps (its JSON text), and that context.
+    func snapshot(for text: String) throws(CustodyError) -> (DecisionContext, PolicySnapshot) {
+        if let cached = cache.withLock({ $0[text] }) { return cached }
+        let context = try DecisionContext(json: text)
+        let resolved = (
+            context, PolicySnapshot(bundle: bundle, context: context.context, precedence: precedence, logger: logger)
+        )
+        cache.withLock { cache in
+            if cache.count >= Self.capacity { cache.removeAll() }
+            cache[text] = resolved
+        }
+        return resolved
+    }
+}
+
+/// The forms (lowercased) of the accounts a replay's scope names, or nil for every account.
+struct ReplayAccounts: Sendable {
+    let forms: Set<String>?
+
+    init(scope: ReplayScope, tenants: [Tenant]) throws(CustodyError) {
+        guard scope.account != nil || scope.group != nil else {
+            forms = nil
+            return
+        }
+        var forms = Set<String>()
+        func add(_ account: TenantAccount) {
+            if let upn = account.id.upn { forms.insert(upn.lowercased()) }
+            if let oid = account.id.oid { forms.insert(oid.lowercased()) }
+        }
+        if let name = scope.account {
+            let wanted = name.lowercased()
+            forms.insert(wanted)
+            for tenant in tenants {
+                for account in tenant.accounts
+                where account.id.upn?.lowercased() == wanted || account.id.oid?.lowercased() == wanted {
+                    add(account)
+                }
+            }
+        }
+        if let group = scope.group {
+            var members = Set<String>()
+            for tenant in tenants {
+                for account in tenant.accounts
+                where account.groups.contains(where: { $0.caseInsensitiveCompare(group) == .orderedSame }) {
+                    if let upn = account.id.upn { members.insert(upn.lowercased()) }
+                    if let oid = account.id.oid { members.insert(oid.lowercased()) }
+                }
+            }
+            guard !members.isEmpty else {
+                throw CustodyError(
+                    .notFound,
+                    "no account of the tenant in force or of the candidate is a member of the group '\(group)'")
+            }
+            // An account and a group: the account, when it is a member.
+            forms = scope.account == nil ? members : forms.intersection(members)
+        }
+        self.forms = forms
+    }
+
+    func admits(_ account: String?) -> Bool {
+        guard let forms else { return true }
+        guard let account else { return false }
+        return forms.contains(account.lowercased())
+    }
+}
+
+/// Decides audited decisions again, one slice at a time (one per task).
+struct ReplayWorker {
+    let snapshots: CandidateSnapshots
+    /// The kept revisions, by revision.
+    let originals: [String: CandidateSnapshots]
+    let accounts: ReplayAccounts
+    private var document = try! JSONDocument(parsing: Array("null".utf8))
+    private var context: (text: String, decision: DecisionContext, snapshot: PolicySnapshot)?
+
+    init(snapshots: CandidateSnapshots, originals: [String: CandidateSnapshots], accounts: ReplayAccounts) {
+        self.snapshots = snapshots
+        self.originals = originals
+        self.accounts = accounts
+    }
+
+    /// Recorded facts that are `facts` whoever asks.
+    private static func always(_ facts: LaunchFacts) -> (AccountID) throws(QueryError) -> LaunchFacts? {
+        { _ in facts }
+    }
+
+    mutating func decide(_ entries: ArraySlice<AuditEntry>) throws(CustodyError) -> ReplayTally {
+        var tally = ReplayTally()
+        for entry in entries where accounts.admits(entry.account) {
+            guard let asked = entry.asked else {
+                tally.notReplayable += 1
+                continue
+            }
+            if context?.text != asked.context {
+                let (decision, snapshot) = try snapshots.snapshot(for: asked.context)
+                context = (asked.context, decision, snapshot)
+            }
+            let (decisionContext, snapshot) = (context!.decision, context!.snapshot)
+            let at = Duration.milliseconds(Int64((entry.at.timeIntervalSince1970 * 1_000).rounded()))
+            let query: DecisionQuery
+            var recorded: LaunchFacts?
+            var line = asked.line
+            let parsed = line.withUTF8 { bytes in (try? document.reparse(UnsafeRawBufferPointer(bytes))) != nil }
+            do throws(QueryError) {
+                guard parsed else { throw QueryError(message: "not JSON", column: 1) }
+                query = try DecisionQuery(json: document.root, currentTime: { at })
+                if let facts = asked.recordedFacts {
+                    guard let document = try? JSONDocument(parsing: Array(facts.utf8)) else {
+                        throw QueryError(message: "recorded facts not JSON", column: 1)
+                    }
+                    recorded = try LaunchFacts(json: document.root)
+                }
+            } catch {
+                tally.unreadable += 1
+                continue
+            }
+            let facts = recorded.map(Self.always)
+            let answer: DecisionAnswer
+            do throws(QueryError) {
+                answer = try snapshot.answer(query, recordedFacts: facts).answer
+            } catch {
+                tally.unreadable += 1
+                continue
+            }
+            // Under the revision it was made under, for a flip only: the setting that blocked.
+            let original = { () -> DecisionAnswer? in
+                guard let kept = try? self.originals[decisionContext.revision]?.snapshot(for: asked.context).1 else {
+                    return nil
+                }
+                return try? kept.answer(query, recordedFacts: facts).answer
+            }
+            tally.count(
+                entry: entry, asked: asked, context: decisionContext, query: query, answer: answer, original: original)
+        }
+        return tally
+    }
+}
+
+/// What a replay has found so far: counts, and flips grouped, in bounded memory (past
+/// `capacity` distinct keys a group counts in the totals only, and the report says it is
+/// truncated). Tallies of slices merge in order.
+struct ReplayTally {
+    static let capacity = 10_000
+
+    struct Tie: Hashable {
+        var flipped = 0
+        var loosened = 0
+    }
+
+    struct FlipKey: Hashable {
+        var action: String
+        var app: String
+        var setting: String
+        var before: String
+        var after: String
+    }
+
+    struct FlipCount {
+        var count: Int
+        var loosens: Bool
+        var sample: ImpactReport.Sample
+    }
+
+    var decided = 0
+    var unchanged = 0
+    var loosened = 0
+    var tightened = 0
+    var refused = 0
+    var notReplayable = 0
+    var unreadable = 0
+    var truncated = false
+    var revisions: [String: Int] = [:]
+    var bySetting: [String: Tie] = [:]
+    var byApp: [String: Tie] = [:]
+    var byAction: [String: Tie] = [:]
+    var byAccount: [String: Tie] = [:]
+    var flips: [FlipKey: FlipCount] = [:]
+    var refusals: [ImpactReport.Sample] = []
+
+    var flipped: Int { loosened + tightened }
+
+    /// An entry decided again under the candidate.
+    /// - Parameter original: the answer under the revision the entry was decided under, when
+    ///   the state keeps it (asked for flips only).
+    mutating func count(
+        entry: AuditEntry, asked: AuditedQuery, context: DecisionContext, query: DecisionQuery, answer: DecisionAnswer,
+        original: () -> DecisionAnswer? = { nil }
+    ) {
+        decided += 1
+        Self.add(1, to: &revisions, context.revision, truncated: &truncated)
+        if answer.isRefusal {
+            refused += 1
+            if refusals.count < ImpactReport.listed { refusals.append(sample(entry, asked, answer)) }
+            return
+        }
+        let before = Self.outcome(action: entry.action, allowed: entry.allowed, launch: asked.outcome)
+        let after = Self.outcome(
+            action: query.action.rawValue, allowed: answer.isAllowed, launch: answer.launchOutcome?.rawValue)
+        guard before != after else {
+            unchanged += 1
+            return
+        }
+        let loosens = Self.loosens(action: entry.action, from: before, to: after)
+        if loosens { loosened += 1 } else { tightened += 1 }
+        let app = context.context.appID ?? "-"
+        // The setting that blocks: the candidate's when it tightens, the kept revision's when it
+        // loosens (the candidate's when that revision is not kept).
+        let setting = (loosens ? original()?.decidingSetting : nil) ?? answer.decidingSetting ?? "-"
+        let tie = Tie(flipped: 1, loosened: loosens ? 1 : 0)
+        Self.add(tie, to: &bySetting, setting, truncated: &truncated)
+        Self.add(tie, to: &byApp, app, truncated: &truncated)
+        Self.add(tie, to: &byAction, entry.action, truncated: &truncated)
+        Self.add(tie, to: &byAccount, entry.account ?? "-", truncated: &truncated)
+        let key = FlipKey(action: entry.action, app: app, setting: setting, before: before, after: after)
+        if flips[key] != nil {
+            flips[key]!.count += 1
+        } else if flips.count < Self.capacity {
+            flips[key] = FlipCount(count: 1, loosens: loosens, sample: sample(entry, asked, answer))
+        } else {
+            truncated = true
+        }
+    }
+
+    private func sample(_ entry: AuditEntry, _ asked: AuditedQuery, _ answer: DecisionAnswer) -> ImpactReport.Sample {
+        ImpactReport.Sample(
+            entry: entry.id, at: ImpactReport.time(entry.at), account: entry.account, query: asked.line,
+            reasonBefore: entry.detail,
+            reasonAfter: answer.reason)
+    }
+
+    /// An outcome in words: a launch's outcome; `required` or `optional` for encryption;
+    /// else `allow` or `block`.
+    static func outcome(action: String, allowed: Bool?, launch: String?) -> String {
+        if let launch { return launch }
+        if action == DecisionAction.encryptionRequired.rawValue { return allowed == true ? "required" : "optional" }
+        return allowed == true ? "allow" : "block"
+    }
+
+    /// Whether going from `before` to `after` lets through more: a launch outcome made milder,
+    /// encryption no longer required, a block made an allow.
+    static func loosens(action: String, from before: String, to after: String) -> Bool {
+        if let old = LaunchOutcome(rawValue: before), let new = LaunchOutcome(rawValue: after),
+            action == DecisionAction.launch.rawValue
+        {
+            return new < old
+        }
+        if action == DecisionAction.encryptionRequired.rawValue { return before == "required" }
+        return before == "block"
+    }
+
+    private static func add<Value: Mergeable>(
+        _ value: Value, to groups: inout [String: Value], _ key: String, truncated: inout Bool
+    ) {
+        if let old = groups[key] {
+            groups[key] = old.merged(with: value)
+        } else if groups.count < capacity {
+            groups[key] = value
+        } else {
+            truncated = true
+        }
+    }
+
+    /// Adds `other`, a tally of entries that came after this one's.
+    mutating func merge(_ other: ReplayTally) {
+        decided += other.decided
+        unchanged += other.unchanged
+        loosened += other.loosened
+        tightened += other.tightened
+        refused += other.refused
+        notReplayable += other.notReplayable
+        unreadable += other.unreadable
+        truncated = truncated || other.truncated
+        for (key, value) in other.revisions { Self.add(value, to: &revisions, key, truncated: &truncated) }
+        for (key, value) in other.bySetting { Self.add(value, to: &bySetting, key, truncated: &truncated) }
+        for (key, value) in other.byApp { Self.add(value, to: &byApp, key, truncated: &truncated) }
+        for (key, value) in other.byAction { Self.add(value, to: &byAction, key, truncated: &truncated) }
+        for (key, value) in other.byAccount { Self.add(value, to: &byAccount, key, truncated: &truncated) }
+        for (key, value) in other.flips {
+            if let old = flips[key] {
+                // The sample stays the earlier one's: this tally's entries came first.
+                flips[key]!.count = old.count + value.count
+            } else if flips.count < Self.capacity {
+                flips[key] = value
+            } else {
+                truncated = true
+            }
+        }
+        refusals += other.refusals.prefix(ImpactReport.listed - refusals.count)
+    }
+
+    func report(candidate: String, scope: ReplayScope) -> ImpactReport {
+        func top(_ groups: [String: Tie]) -> [ImpactReport.Group] {
+            groups.map { ImpactReport.Group(key: $0.key, flipped: $0.value.flipped, loosened: $0.value.loosened) }
+                .sorted { ($1.loosened, $1.flipped, $0.key) < ($0.loosened, $0.flipped, $1.key) }
+                .prefix(ImpactReport.listed).map { $0 }
+        }
+        let listed = flips.map { key, value in
+            ImpactReport.Flip(
+                action: key.action, app: key.app, setting: key.setting, before: key.before, after: key.after,
+                loosens: value.loosens, count: value.count, sample: value.sample)
+        }.sorted { lhs, rhs in
+            if lhs.loosens != rhs.loosens { return lhs.loosens }
+            if lhs.count != rhs.count { return lhs.count > rhs.count }
+            return lhs.sample.entry < rhs.sample.entry
+        }
+        return ImpactReport(
+            candidate: candidate, from: ImpactReport.time(scope.from), to: ImpactReport.time(scope.to),
+            decided: decided, unchanged: unchanged,
+            flipped: flipped, loosened: loosened, tightened: tightened, refused: refused,
+            notReplayable: notReplayable, unreadable: unreadable,
+            revisions: revisions.map { ImpactReport.Count(revision: $0.key, decisions: $0.value) }
+                .sorted { ($1.decisions, $0.revision) < ($0.decisions, $1.revision) },
+            bySetting: top(bySetting), byApp: top(byApp), byAction: top(byAction), byAccount: top(byAccount),
+            flips: Array(listed.prefix(ImpactReport.listed)), refusals: refusals, truncated: truncated)
+    }
+}
+
+/// A count that adds up.
+protocol Mergeable {
+    func merged(with other: Self) -> Self
+}
+
+extension Int: Mergeable {
+    func merged(with other: Int) -> Int { self + other }
+}
+
+extension ReplayTally.Tie: Mergeable {
+    func merged(with other: Self) -> Self {
+        Self(flipped: flipped + other.flipped, loosened: loosened + other.loosened)
+    }
+}
