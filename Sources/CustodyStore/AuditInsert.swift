@@ -23,26 +23,18 @@ enum AuditInsert {
     /// Rows a statement inserts at most: 64 × 11 = 704 parameters, under SQLite's limit of 32,766.
     static let rowsPerStatement = 64
     private static let columns =
-        "(at, kind, account, action, allowed, detail_id, decision_id, query_id, context_id, facts_id, outcome)"
+        "(at, kind, account, action, allowed, detail_id, decision_id, query, context_id, facts, outcome)"
     private static let placeholders = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
-    /// The texts this call added to `audit_details`, with their ids: the caller remembers them
-    /// once the transaction is committed, never before (rolled back, they name nothing).
-    struct Added {
-        /// Reasons and contexts: few, and shared by many entries.
-        var details: [String: Int64]
-        /// Query lines and recorded facts: many more of them, remembered apart so that they do
-        /// not push the reasons out.
-        var queries: [String: Int64]
-    }
-
     /// Inserts `records` in order.
-    /// - Parameters:
-    ///   - knownDetails: reasons and contexts with their ids in `audit_details`, committed.
-    ///   - knownQueries: query lines and facts with their ids in `audit_details`, committed.
-    static func insert(
-        _ records: [AuditRecord], in db: Database, knownDetails: AuditDetailIDs, knownQueries: AuditDetailIDs
-    ) throws -> Added {
+    /// - Parameter knownDetails: details (reasons, contexts) with their ids in `audit_details`,
+    ///   committed.
+    /// - Returns: the details this call added to `audit_details`, with their ids: the caller
+    ///   remembers them once the transaction is committed, never before (rolled back, they
+    ///   name nothing).
+    static func insert(_ records: [AuditRecord], in db: Database, knownDetails: AuditDetailIDs) throws
+        -> [String: Int64]
+    {
         guard let connection = db.sqliteConnection else {
             throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the database connection is closed")
         }
@@ -50,8 +42,6 @@ enum AuditInsert {
         defer { for statement in statements.values { sqlite3_finalize(statement.handle) } }
         let details = try DetailIDs(connection: connection, committed: knownDetails)
         defer { details.finalize() }
-        let queries = try DetailIDs(connection: connection, committed: knownQueries)
-        defer { queries.finalize() }
         var start = records.startIndex
         while start < records.endIndex {
             let count = min(rowsPerStatement, records.endIndex - start)
@@ -62,11 +52,10 @@ enum AuditInsert {
                 statement = try Prepared(rows: count, connection: connection)
                 statements[count] = statement
             }
-            try statement.run(
-                records[start..<(start + count)], details: details, queries: queries, connection: connection)
+            try statement.run(records[start..<(start + count)], details: details, connection: connection)
             start += count
         }
-        return Added(details: details.added, queries: queries.added)
+        return details.added
     }
 
     /// One prepared multi-row `INSERT`.
@@ -81,16 +70,12 @@ enum AuditInsert {
             handle = try AuditInsert.prepare(sql, connection: connection)
         }
 
-        func run(_ records: ArraySlice<AuditRecord>, details: DetailIDs, queries: DetailIDs, connection: OpaquePointer)
-            throws
-        {
-            // The texts' ids first: finding one runs other statements.
+        func run(_ records: ArraySlice<AuditRecord>, details: DetailIDs, connection: OpaquePointer) throws {
+            // The details' ids first: finding one runs other statements.
             let ids = try records.map { record in
                 (
                     detail: try record.detail.map { try details.id(of: $0) },
-                    query: try record.asked.map { try queries.id(of: $0.line) },
-                    context: try record.asked.map { try details.id(of: $0.context) },
-                    facts: try record.asked?.recordedFacts.map { try queries.id(of: $0) }
+                    context: try record.asked.map { try details.id(of: $0.context) }
                 )
             }
             sqlite3_reset(handle)
@@ -113,9 +98,9 @@ enum AuditInsert {
                 try bind(record.allowed.map { $0 ? 1 : 0 } as Int64?)
                 try bind(id.detail)
                 try bind(record.decisionID)
-                try bind(id.query)
+                try bind(record.asked?.line)
                 try bind(id.context)
-                try bind(id.facts)
+                try bind(record.asked?.recordedFacts)
                 try bind(record.asked?.outcome)
             }
             let code = sqlite3_step(handle)

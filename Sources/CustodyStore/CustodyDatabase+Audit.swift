@@ -231,15 +231,13 @@ extension CustodyDatabase {
     @discardableResult
     public func audit(_ records: [AuditRecord]) async throws(StoreError) -> Int {
         guard !records.isEmpty else { return 0 }
-        let added: AuditInsert.Added? = try await write("writing the audit log") { db in
+        let added: [String: Int64]? = try await write("writing the audit log") { db in
             guard try Self.setting("audit", in: db) != "off" else { return nil }
-            return try AuditInsert.insert(
-                records, in: db, knownDetails: self.auditDetailIDs, knownQueries: self.auditQueryIDs)
+            return try AuditInsert.insert(records, in: db, knownDetails: self.auditDetailIDs)
         }
         guard let added else { return 0 }
-        // Committed: the new texts' ids now name them for good (nothing deletes a detail).
-        auditDetailIDs.remember(added.details)
-        auditQueryIDs.remember(added.queries)
+        // Committed: the new details' ids now name them for good (nothing deletes a detail).
+        auditDetailIDs.remember(added)
         return records.count
     }
 
@@ -270,11 +268,10 @@ extension CustodyDatabase {
     /// Audit entries at or after `since` (all when nil) whose id is above `id`, oldest first.
     public func auditEntries(since: Date?, after id: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await read("reading the audit log") { db in
-            try AuditRow.fetchAll(
-                db,
-                sql: "SELECT \(AuditRow.selection) WHERE a.at >= ? AND a.id > ? ORDER BY a.id LIMIT ?",
-                arguments: [since ?? Date.distantPast, id, limit]
-            ).map { try $0.entry() }
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(AuditRead.selection) WHERE a.at >= ? AND a.id > ? ORDER BY a.id LIMIT ?")
+            try statement.setArguments([StoredDate.databaseValue(since ?? StoredDate.range.lowerBound), id, limit])
+            return try AuditRead.entries(statement)
         }
     }
 
@@ -282,17 +279,16 @@ extension CustodyDatabase {
         async throws(StoreError) -> [AuditEntry]
     {
         try await read("reading the audit log's decisions") { db in
-            try AuditRow.fetchAll(
-                db,
+            let statement = try db.cachedStatement(
                 sql: """
-                    SELECT \(AuditRow.selection)
+                    SELECT \(AuditRead.selection)
                     WHERE a.kind = 'decision' AND a.at >= ? AND a.at < ? AND (? IS NULL OR a.action = ?) AND a.id > ?
                     ORDER BY a.id LIMIT ?
-                    """,
-                arguments: [
-                    StoredDate.databaseValue(from), StoredDate.databaseValue(to), action, action, id, limit,
-                ]
-            ).map { try $0.entry() }
+                    """)
+            try statement.setArguments([
+                StoredDate.databaseValue(from), StoredDate.databaseValue(to), action, action, id, limit,
+            ])
+            return try AuditRead.entries(statement)
         }
     }
 }

@@ -19,8 +19,6 @@ public final class CustodyDatabase: StateStore {
     let memoryLeases = MemoryLeases()
     /// The ids of audit details (reasons, contexts) this instance has committed (`AuditInsert`).
     let auditDetailIDs = AuditDetailIDs()
-    /// The ids of audited queries' lines and facts this instance has committed.
-    let auditQueryIDs = AuditDetailIDs()
 
     /// The file name inside a state directory.
     public static let fileName = "state.sqlite"

@@ -1,6 +1,7 @@
 import CustodyPolicy
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Dates as the SQLite state holds them (GRDB's text form, `YYYY-MM-DD HH:MM:SS.SSS` in UTC),
 /// read without Foundation's calendar and written without its `DateFormatter`.
@@ -55,6 +56,47 @@ enum StoredDate {
         return Date(
             timeIntervalSinceReferenceDate: Double(seconds - 978_307_200)
                 + Double(parts.nanosecond ?? 0) / 1_000_000_000)
+    }
+
+    /// The date in column `column` of the row `statement` is on, as `date(_:)` reads it; the
+    /// text `text(_:)` writes is read straight from its bytes, with no `String` made (a replay
+    /// reads a million).
+    static func date(_ statement: SQLiteStatement, column: Int32) -> Date? {
+        if sqlite3_column_type(statement, column) == SQLITE_TEXT, sqlite3_column_bytes(statement, column) == 23,
+            let bytes = sqlite3_column_text(statement, column),
+            let date = ownText(UnsafeBufferPointer(start: bytes, count: 23))
+        {
+            return date
+        }
+        return date(DatabaseValue(sqliteStatement: statement, index: column))
+    }
+
+    /// `YYYY-MM-DD HH:MM:SS.SSS` as `text(_:)` writes it, read as `date(_:)` reads it (the same
+    /// `Date`, to the last bit); nil for any other text, which `date(_:)` then reads.
+    private static func ownText(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        var value = 0
+        func digits(_ range: Range<Int>) -> Int? {
+            value = 0
+            for index in range {
+                let digit = Int(bytes[index]) - 48
+                guard (0...9).contains(digit) else { return nil }
+                value = value * 10 + digit
+            }
+            return value
+        }
+        guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: " "),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."),
+            let year = digits(0..<4), year >= 1583, let month = digits(5..<7), (1...12).contains(month),
+            let day = digits(8..<10), (1...31).contains(day), let hour = digits(11..<13), hour <= 23,
+            let minute = digits(14..<16), minute <= 59, let second = digits(17..<19), second <= 59,
+            let millisecond = digits(20..<23)
+        else { return nil }
+        let days = RFC3339.daysFromCivil(year: year, month: month, day: day)
+        guard RFC3339.civil(fromDays: days) == (year, month, day) else { return nil }
+        let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second
+        return Date(
+            timeIntervalSinceReferenceDate: Double(seconds - 978_307_200)
+                + Double(millisecond * 1_000_000) / 1_000_000_000)
     }
 
     /// `date` as GRDB stores it: the very text its `DateFormatter` writes (to the nearest

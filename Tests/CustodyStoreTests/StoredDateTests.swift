@@ -1,6 +1,7 @@
 @testable import CustodyPolicy
 import Foundation
 import GRDB
+import GRDBSQLite
 import Testing
 
 @testable import CustodyStore
@@ -27,6 +28,24 @@ struct StoredDateTests {
         #expect(
             ours?.timeIntervalSinceReferenceDate.bitPattern == grdb?.timeIntervalSinceReferenceDate.bitPattern,
             "\(text): \(String(describing: ours)) against GRDB's \(String(describing: grdb))")
+    }
+
+    @Test(
+        "read from a row's bytes (a replay's reader), each form and each out-of-range text gives what date(_:) gives, to the last bit",
+        arguments: texts + outOfRange + [
+            "2026-11-26 10:41:07.12x", "2026-11-26X10:41:07.123", "2026-02-30 00:00:00.000",
+        ])
+    func fromRowBytes(text: String) throws {
+        let expected = StoredDate.date(text.databaseValue)
+        let read = try DatabaseQueue().read { db -> Date? in
+            let statement = try db.makeStatement(sql: "SELECT ?")
+            try statement.setArguments([text])
+            guard sqlite3_step(statement.sqliteStatement) == SQLITE_ROW else { return nil }
+            return StoredDate.date(statement.sqliteStatement, column: 0)
+        }
+        #expect(
+            read?.timeIntervalSinceReferenceDate.bitPattern == expected?.timeIntervalSinceReferenceDate.bitPattern,
+            "\(text): \(String(describing: read)) against \(String(describing: expected))")
     }
 
     /// Texts whose fields are out of range, which GRDB's calendar rolls over into another date

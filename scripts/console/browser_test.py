@@ -88,6 +88,13 @@ try:
     revoked = run("tokens", "create", "--scope", "read", "--name", "gone", "--state", state).stdout.strip()
     decide_token = run("tokens", "create", "--scope", "decide", "--name", "a service", "--state", state).stdout.strip()
     run("tokens", "revoke", revoked.split("_")[1], "--state", state)
+    # Decisions audited under the revision in force, for the candidate's impact: bob may not
+    # print (every staff member's print blocked), alice may save to OneDrive.
+    run("audit", "--decisions", "on", "--state", state)
+    subprocess.run([binary, "decide", "--state", state], cwd=work, check=True, capture_output=True, text=True,
+                   input='{"action":"print","account":"bob@contoso.com"}\n'
+                         '{"action":"print","account":"bob@contoso.com"}\n'
+                         '{"action":"saveTo","owner":"alice@contoso.com","location":"oneDriveForBusiness"}\n')
 
     server = subprocess.Popen(
         [binary, "serve", "--state", state, "--listen", "127.0.0.1:0", "--master-key-file", master], cwd=work,
@@ -332,6 +339,14 @@ try:
         assert any("printBlocked" in row and row.index("true") < row.index("false") for row in rows), rows
         flips = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#decision-changes tbody tr")]
         assert any("bob@contoso.com" in row for row in flips), flips
+        # The impact on the decisions audited over the last 7 days: bob's two prints, blocked
+        # then, allowed under the candidate: a loosening flip, listed with both reasons.
+        impact = browser.find_element(By.ID, "impact").text
+        assert "3 decided again" in impact and "2 loosened" in impact and "0 tightened" in impact, impact
+        assert "Impact on the last 7 days" in impact, impact
+        flips = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#impact-flips tbody tr")]
+        assert len(flips) == 1 and "print" in flips[0] and "block" in flips[0] and "allow" in flips[0], flips
+        assert "2" in flips[0] and "printBlocked is true" in flips[0] and "bob@contoso.com" in flips[0], flips
         status, bundle_now = api("GET", "/v1/bundle", read_token)
         assert bundle_now["revision"] == revision, "comparing a candidate applied it"
         shot("diff-candidate")

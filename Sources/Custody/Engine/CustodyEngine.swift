@@ -642,6 +642,13 @@ public final class CustodyEngine: Sendable {
         }
     }
 
+    /// Whether decisions are audited now (the audit log on, and decision auditing with it), as
+    /// a decision session reads it.
+    /// - Throws: `CustodyError` `.state` when the setting cannot be read.
+    public func isAuditingDecisions() async throws(CustodyError) -> Bool {
+        try await auditSetting.isOn(database, following: isFollowing)
+    }
+
     /// Audit entries at or after `since` whose id is above `id` (0: from the first), oldest first.
     public func auditEntries(since: Date? = nil, after id: Int64 = 0, limit: Int = 10_000) async throws(CustodyError)
         -> [AuditEntry]

@@ -66,10 +66,13 @@ extension CustodyEngine {
                     return .failure(error)
                 }
             }
+            // Entries in a row share their context (one text per context, as the log reads it).
+            var previous: String?
             for entry in entries {
-                guard let text = entry.asked?.context, case let revision = try DecisionContext(json: text).revision,
-                    originals[revision] == nil
-                else { continue }
+                guard let text = entry.asked?.context, text != previous else { continue }
+                previous = text
+                let revision = try DecisionContext(json: text).revision
+                guard originals[revision] == nil else { continue }
                 let kept = try? await keptBundle(revision)
                 originals[revision] = kept.flatMap { kept in
                     BundleFiles(
@@ -277,9 +280,13 @@ struct ReplayWorker {
                 }
                 return try? kept.answer(query, recordedFacts: facts).answer
             }
+            // Counted by revision a run of entries of one context at a time (nothing hashed per
+            // entry).
+            tally.count(revision: decisionContext.revision)
             tally.count(
                 entry: entry, asked: asked, context: decisionContext, query: query, answer: answer, original: original)
         }
+        tally.flushRun()
         return tally
     }
 }
@@ -328,6 +335,26 @@ struct ReplayTally {
     var flipped: Int { loosened + tightened }
 
     /// An entry decided again under the candidate.
+    /// The revision of the run of entries being counted, and how many of them so far.
+    private var run: (revision: String, count: Int)?
+
+    /// An entry of `revision` read, to be decided (or found unreadable).
+    mutating func count(revision: String) {
+        if let run, run.revision == revision {
+            self.run!.count += 1
+            return
+        }
+        flushRun()
+        run = (revision, 1)
+    }
+
+    /// Adds the run counted so far to `revisions`.
+    mutating func flushRun() {
+        guard let run else { return }
+        Self.add(run.count, to: &revisions, run.revision, truncated: &truncated)
+        self.run = nil
+    }
+
     /// - Parameter original: the answer under the revision the entry was decided under, when
     ///   the state keeps it (asked for flips only).
     mutating func count(
@@ -335,7 +362,6 @@ struct ReplayTally {
         original: () -> DecisionAnswer? = { nil }
     ) {
         decided += 1
-        Self.add(1, to: &revisions, context.revision, truncated: &truncated)
         if answer.isRefusal {
             refused += 1
             if refusals.count < ImpactReport.listed { refusals.append(sample(entry, asked, answer)) }

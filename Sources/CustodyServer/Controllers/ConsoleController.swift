@@ -310,11 +310,30 @@ struct ConsoleController {
         do {
             let diff = try await StateExecutor.run { try await engine.bundleDiff(candidate: files) }
             page.diff = DiffPage.Comparison(diff, canRollBack: false)
+            try await impact(of: files, on: &page)
         } catch let error as CustodyError {
             page.error = error.message
             page.diagnostics = error.diagnostics.prefix(20).map(\.description)
         }
         return Self.render(page)
+    }
+
+    /// The candidate's impact on the decisions audited over the last 7 days (`POST
+    /// /v1/bundle/impact`), as background work; a note instead when decisions are not audited
+    /// or the replay cannot run now.
+    private func impact(of files: BundleFiles, on page: inout DiffPage) async throws(CustodyError) {
+        let engine = self.engine
+        guard try await StateExecutor.run({ () throws(CustodyError) in try await engine.isAuditingDecisions() }) else {
+            page.impactNote =
+                "Decision auditing is off (custody audit --decisions on), so there are no real decisions to replay."
+            return
+        }
+        let now = Date()
+        let scope = ReplayScope(from: now - 7 * 86_400, to: now)
+        let report = try await BackgroundExecutor.run { () throws(CustodyError) in
+            try await engine.replay(candidate: files, scope: scope)
+        }
+        page.impact = DiffPage.Impact(report)
     }
 
     /// The revisions the state keeps, for the form's two lists: newest first by when each was

@@ -541,6 +541,48 @@ struct DiffPage: ConsolePage {
         }
     }
 
+    /// What a candidate would have changed in the decisions audited over the last 7 days
+    /// (`ImpactReport`): the totals, and the most frequent flips with a sample of each.
+    struct Impact: Sendable {
+        struct Flip: Sendable {
+            let kind: String
+            let action: String
+            let before: String
+            let after: String
+            let setting: String
+            let app: String
+            let count: Int
+            let account: String
+            let query: String
+            let reasonBefore: String
+            let reasonAfter: String
+        }
+
+        let decided: Int
+        let unchanged: Int
+        let loosened: Int
+        let tightened: Int
+        let refused: Int
+        let notReplayable: Int?
+        let flips: [Flip]
+
+        init(_ report: ImpactReport) {
+            decided = report.decided
+            unchanged = report.unchanged
+            loosened = report.loosened
+            tightened = report.tightened
+            refused = report.refused
+            notReplayable = report.notReplayable > 0 ? report.notReplayable : nil
+            flips = report.flips.map { flip in
+                Flip(
+                    kind: flip.loosens ? "loosens" : "tightens", action: flip.action, before: flip.before,
+                    after: flip.after, setting: flip.setting, app: flip.app, count: flip.count,
+                    account: flip.sample.account ?? "—", query: flip.sample.query,
+                    reasonBefore: flip.sample.reasonBefore ?? "—", reasonAfter: flip.sample.reasonAfter)
+            }
+        }
+    }
+
     /// The token may act: a rollback is offered.
     let admin: Bool
     /// Newest first by when each was first applied.
@@ -552,6 +594,9 @@ struct DiffPage: ConsolePage {
     var error: String?
     var diagnostics: [String] = []
     var diff: Comparison?
+    /// A candidate's impact on the decisions audited over the last 7 days, or why there is none.
+    var impact: Impact?
+    var impactNote: String?
 }
 
 /// One query asked of the policy in force (whatif.mustache): the form for the action picked,
