@@ -728,6 +728,17 @@ extension PostgresState {
             """)
     }
 
+    public func auditDecisionCount(from: Date, to: Date, action: String?) async throws(StoreError) -> Int {
+        try await read("counting the audit log's decisions") { session in
+            let rows = try await session.query(
+                """
+                SELECT count(*) FROM audit_log
+                WHERE kind = 'decision' AND at >= \(from) AND at < \(to) AND (\(action)::text IS NULL OR action = \(action))
+                """)
+            return Int(try rows.first?.decode(Int64.self) ?? 0)
+        }
+    }
+
     /// The entries `condition` (a `WHERE` clause with its order and limit) selects.
     private func auditEntries(_ condition: PostgresQuery) async throws(StoreError) -> [AuditEntry] {
         var query: PostgresQuery =

@@ -156,12 +156,14 @@ func buildRouter(
     protection.addProtectRoutes(to: v1.group().add(middleware: RequireScope(scope: .protect)))
     let admin = v1.group().add(middleware: RequireScope(scope: .admin))
     policy.addAdminRoutes(to: admin)
+    let replays = ReplayGate()
     let console = ConsoleController(
-        engine: engine, syncsFromGraph: graph != nil, limits: configuration.limits, activity: metrics.activity)
+        engine: engine, syncsFromGraph: graph != nil, limits: configuration.limits, activity: metrics.activity,
+        replays: replays)
     console.addPublicRoutes(to: router)
     console.addViewRoutes(
         to: router.group("console").add(middleware: RequireScope(scope: .read)).add(middleware: InBackground()))
-    let bundles = BundleController(engine: engine, limits: configuration.limits)
+    let bundles = BundleController(engine: engine, limits: configuration.limits, replays: replays)
     bundles.addReadRoutes(to: v1.group().add(middleware: RequireScope(scope: .read)))
     bundles.addAdminRoutes(to: admin)
     protection.addAdminRoutes(to: admin)

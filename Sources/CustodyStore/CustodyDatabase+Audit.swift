@@ -291,6 +291,18 @@ extension CustodyDatabase {
             return try AuditRead.entries(statement)
         }
     }
+
+    public func auditDecisionCount(from: Date, to: Date, action: String?) async throws(StoreError) -> Int {
+        try await read("counting the audit log's decisions") { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM audit_log
+                    WHERE at >= ? AND at < ? AND kind = 'decision' AND (? IS NULL OR action = ?)
+                    """,
+                arguments: [StoredDate.databaseValue(from), StoredDate.databaseValue(to), action, action]) ?? 0
+        }
+    }
 }
 
 extension CustodyDatabase {

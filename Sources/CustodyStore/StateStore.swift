@@ -158,6 +158,9 @@ public protocol StateStore: AnyObject, Sendable {
     /// id is above `id`, oldest first: a page of the decisions a replay decides again.
     func auditDecisions(from: Date, to: Date, action: String?, after id: Int64, limit: Int) async throws(StoreError)
         -> [AuditEntry]
+    /// How many decision entries `auditDecisions` would give for the window and action, all
+    /// pages together.
+    func auditDecisionCount(from: Date, to: Date, action: String?) async throws(StoreError) -> Int
     /// Deletes up to `limit` audit entries older than `date`, oldest first, in one transaction
     /// that also records an `audit` entry saying how many and from before when (none when it
     /// deleted none); returns how many it deleted.

@@ -1,4 +1,5 @@
 import Custody
+@testable import CustodyServer
 import CustodyPolicy
 import CustodyTestSupport
 import Foundation
@@ -65,6 +66,8 @@ struct ImpactEndpointTests {
             #expect(events.headers[.contentType] == "text/event-stream")
             let text = events.body.text
             #expect(text.contains("event: progress\ndata: {"), "\(text)")
+            // One page: all of the window read, as its count says.
+            #expect(text.contains(#""decided":2,"flipped":1,"fraction":1,"read":2"#), "\(text)")
             let last = try #require(
                 text.components(separatedBy: "event: report\ndata: ").last?.split(separator: "\n").first)
             let streamed = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
@@ -98,5 +101,19 @@ struct ImpactEndpointTests {
             #expect(refused.status.code == status, "\(query): \(refused.body.text)")
             #expect(try object(refused)["code"] as? String == code, "\(query): \(refused.body.text)")
         }
+    }
+}
+
+@Suite("The replays a service runs at once")
+struct ReplayGateTests {
+    @Test("two places, shared by the API and the console; a place given back is taken again")
+    func places() {
+        let gate = ReplayGate()
+        #expect(gate.enter() && gate.enter())
+        #expect(!gate.enter(), "a third waits for none: replay-busy")
+        gate.leave()
+        #expect(gate.enter())
+        #expect(!gate.enter())
+        #expect(ReplayGate.busy.status == .serviceUnavailable && ReplayGate.busy.code == .replayBusy)
     }
 }

@@ -3,6 +3,7 @@ import CustodyPolicy
 import CustodyStore
 import CustodyTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// Replay (issue 51): the audited decisions of a window decided again under a candidate.
@@ -312,6 +313,43 @@ struct ReplayTests {
             report.flips.map { "\($0.before)>\($0.after) \($0.sample.account ?? "")" } == [
                 "warn>block alice@contoso.com"
             ])
+    }
+
+    @Test(
+        "refused, changing nothing: a candidate that manages no account (as applying it is), and a log whose row does not say what was decided",
+        arguments: ["empty candidate", "allowed = NULL", "outcome = 'explode'", "outcome on a print"])
+    func refusals(case name: String) async throws {
+        let installation = try Installation()
+        let engine = try await installation.open()
+        try await engine.apply(bundleDirectory: try Self.exampleBundle(in: installation, "base", edits: Self.baseEdits))
+        try await engine.setAuditing(decisions: true)
+        try await Self.checkIn(engine, installation, facts: Self.factsBefore, at: Self.t0 - 120)
+        for line in [
+            #"{"action":"print","account":"alice@contoso.com"}"#, #"{"action":"launch","account":"alice@contoso.com"}"#,
+        ] {
+            _ = try await Self.outcome(engine, line, clock: installation.clock)
+        }
+        var candidate = try BundleFiles.read(
+            directory: try Self.exampleBundle(in: installation, "candidate", edits: Self.candidateEdits))
+        let damage: String? =
+            switch name {
+            case "allowed = NULL": "UPDATE audit_log SET allowed = NULL WHERE action = 'print'"
+            case "outcome = 'explode'": "UPDATE audit_log SET outcome = 'explode' WHERE action = 'launch'"
+            case "outcome on a print": "UPDATE audit_log SET outcome = 'allow' WHERE action = 'print'"
+            default: nil
+            }
+        if let damage {
+            try await DatabaseQueue(path: installation.state).write { try $0.execute(sql: damage) }
+        } else {
+            let empty = installation.directory.file("empty")
+            try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+            candidate = try BundleFiles.read(directory: empty)
+        }
+        let error = await custodyError {
+            _ = try await engine.replay(candidate: candidate, scope: ReplayScope(from: Self.t0 - 60, to: Self.t0 + 60))
+        }
+        #expect(error?.code == (damage == nil ? .bundle : .state), "\(name): \(String(describing: error))")
+        if damage != nil { #expect(error?.message.contains("entries") == true, "\(String(describing: error))") }
     }
 
     @Test("a cancelled replay stops with .cancelled")

@@ -23,7 +23,8 @@ extension CustodyEngine {
     ) async throws(CustodyError) -> ImpactReport {
         let bundle: PolicyBundle
         do {
-            bundle = try candidate.load(allowingEmpty: true)
+            // As applying it would: a bundle that manages no account is no candidate.
+            bundle = try candidate.load()
         } catch {
             throw CustodyError(
                 .bundle, "the candidate bundle does not load, so nothing is replayed: \(error.errors.count) error(s)",
@@ -55,9 +56,21 @@ extension CustodyEngine {
                 throw cancelled
             }
         }
+        let cancelled = CustodyError(.cancelled, "the replay was cancelled")
+        // The window's size, for the progress (read through the time index).
+        let total: Int
+        do throws(CustodyError) {
+            guard !Task.isCancelled else { throw cancelled }
+            total = try await CustodyError.fromState {
+                try await database.auditDecisionCount(from: scope.from, to: scope.to, action: scope.action?.rawValue)
+            }
+        } catch  where Task.isCancelled {
+            throw cancelled
+        }
         var entries = try await page(after: 0)
-        let span = max(scope.to.timeIntervalSince(scope.from), 1)
         while !entries.isEmpty {
+            // Checked here, in the replay's own task: the page reads run in tasks of their own.
+            guard !Task.isCancelled else { throw cancelled }
             after = entries[entries.count - 1].id
             read += entries.count
             // The next page is read while this one is decided.
@@ -91,11 +104,23 @@ extension CustodyEngine {
                 throw error
             }
             tally.merge(decided)
-            let last = entries[entries.count - 1].at
+            // A row that does not say what was decided fails the replay: counted as anything,
+            // it would make up a flip (or hide one).
+            if tally.damaged > 0 {
+                next.cancel()
+                throw CustodyError(
+                    .state,
+                    "the audit log holds decisions whose outcome it does not say (no allowed, or a launch outcome it does not know), so the replay stops rather than guess: entries \(tally.damagedSamples.map(String.init).joined(separator: ", "))"
+                )
+            }
             progress(
                 ReplayProgress(
                     read: read, decided: tally.decided, flipped: tally.flipped,
-                    fraction: min(max(last.timeIntervalSince(scope.from) / span, 0), 1)))
+                    fraction: total > 0 ? min(Double(read) / Double(total), 1) : 1))
+            guard !Task.isCancelled else {
+                next.cancel()
+                throw cancelled
+            }
             entries = try await next.value.get()
         }
         return tally.report(candidate: candidate.contentHash, scope: scope)
@@ -322,6 +347,9 @@ struct ReplayTally {
     var tightened = 0
     var refused = 0
     var notReplayable = 0
+    /// Entries whose row does not say what was decided (`recordedOutcome`), and the first ids.
+    var damaged = 0
+    var damagedSamples: [Int64] = []
     var unreadable = 0
     var truncated = false
     var revisions: [String: Int] = [:]
@@ -367,7 +395,12 @@ struct ReplayTally {
             if refusals.count < ImpactReport.listed { refusals.append(sample(entry, asked, answer)) }
             return
         }
-        let before = Self.outcome(action: entry.action, allowed: entry.allowed, launch: asked.outcome)
+        guard let before = Self.recordedOutcome(entry, asked) else {
+            damaged += 1
+            if damagedSamples.count < ImpactReport.listed { damagedSamples.append(entry.id) }
+            decided -= 1
+            return
+        }
         let after = Self.outcome(
             action: query.action.rawValue, allowed: answer.isAllowed, launch: answer.launchOutcome?.rawValue)
         guard before != after else {
@@ -400,6 +433,22 @@ struct ReplayTally {
             entry: entry.id, at: ImpactReport.time(entry.at), account: entry.account, query: asked.line,
             reasonBefore: entry.detail,
             reasonAfter: answer.reason)
+    }
+
+    /// The outcome an entry records, in words; nil when the entry cannot say (a decision
+    /// without `allowed`; a launch without an outcome that `LaunchOutcome` names, or an outcome
+    /// on another action): a damaged row.
+    static func recordedOutcome(_ entry: AuditEntry, _ asked: AuditedQuery) -> String? {
+        guard let allowed = entry.allowed else { return nil }
+        let isLaunch = entry.action == DecisionAction.launch.rawValue
+        if let outcome = asked.outcome {
+            guard isLaunch, let launch = LaunchOutcome(rawValue: outcome), launch.letsUserIn == allowed else {
+                return nil
+            }
+            return outcome
+        }
+        guard !isLaunch else { return nil }
+        return outcome(action: entry.action, allowed: allowed, launch: nil)
     }
 
     /// An outcome in words: a launch's outcome; `required` or `optional` for encryption;
@@ -443,6 +492,8 @@ struct ReplayTally {
         refused += other.refused
         notReplayable += other.notReplayable
         unreadable += other.unreadable
+        damaged += other.damaged
+        damagedSamples += other.damagedSamples.prefix(ImpactReport.listed - damagedSamples.count)
         truncated = truncated || other.truncated
         for (key, value) in other.revisions { Self.add(value, to: &revisions, key, truncated: &truncated) }
         for (key, value) in other.bySetting { Self.add(value, to: &bySetting, key, truncated: &truncated) }

@@ -11,10 +11,8 @@ import Hummingbird
 struct BundleController {
     let engine: CustodyEngine
     let limits: CustodyServerConfiguration.Limits
-    /// Replays running now (`impact`).
-    let replays = Locked(0)
-    /// Replays the service runs at once: each holds a couple of pages of the audit log.
-    static let replayLimit = 2
+    /// The replays running now, with the console's.
+    let replays: ReplayGate
 
     func addReadRoutes(to group: RouterGroup<CustodyRequestContext>) {
         group.get("bundle/history", use: history)
@@ -106,42 +104,40 @@ struct BundleController {
         let scope = ReplayScope(
             from: window.from, to: window.to, account: parameters["account"], group: parameters["group"],
             action: action)
-        let admitted = replays.withLock { running in
-            guard running < Self.replayLimit else { return false }
-            running += 1
-            return true
-        }
-        guard admitted else {
-            throw ServiceError(
-                .serviceUnavailable, .replayBusy,
-                "\(Self.replayLimit) replays are running on this service, as many as it runs at once; try again when one ends",
-                headers: [.retryAfter: "5"])
-        }
+        guard replays.enter() else { throw ReplayGate.busy }
         let engine = self.engine
         let replays = self.replays
-        @Sendable func replay(_ progress: @escaping @Sendable (ReplayProgress) -> Void) async throws(CustodyError)
-            -> ImpactReport
-        {
-            defer { replays.withLock { $0 -= 1 } }
-            return try await BackgroundExecutor.run { () throws(CustodyError) in
-                try await engine.replay(candidate: files, scope: scope, progress: progress)
+        let (updates, continuation) = AsyncStream.makeStream(
+            of: ReplayProgress.self, bufferingPolicy: .bufferingNewest(1))
+        // Started now, and its place given back when it ends, whether or not anyone reads it
+        // (a response whose body is never asked for still ends its replay).
+        let task = Task { () -> Result<ImpactReport, CustodyError> in
+            defer {
+                continuation.finish()
+                replays.leave()
+            }
+            do throws(CustodyError) {
+                return .success(
+                    try await BackgroundExecutor.run { () throws(CustodyError) in
+                        try await engine.replay(candidate: files, scope: scope) { continuation.yield($0) }
+                    })
+            } catch {
+                return .failure(error)
             }
         }
         let streaming = request.headers[values: .accept].contains { $0.contains("text/event-stream") }
-        guard streaming else { return json(try JSONLine.encode(try await replay { _ in })) }
+        guard streaming else {
+            // A caller that leaves stops the replay at its next page.
+            let result = await withTaskCancellationHandler {
+                await task.value
+            } onCancel: {
+                task.cancel()
+            }
+            return json(try JSONLine.encode(try result.get()))
+        }
         return Response(
             status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
             body: ResponseBody { writer in
-                let (updates, continuation) = AsyncStream.makeStream(
-                    of: ReplayProgress.self, bufferingPolicy: .bufferingNewest(1))
-                let task = Task { () -> Result<ImpactReport, CustodyError> in
-                    defer { continuation.finish() }
-                    do throws(CustodyError) {
-                        return .success(try await replay { continuation.yield($0) })
-                    } catch {
-                        return .failure(error)
-                    }
-                }
                 do {
                     for await progress in updates {
                         try await writer.write(
@@ -156,8 +152,11 @@ struct BundleController {
                         try await writer.write(
                             EventsController.frame(
                                 name: "error",
-                                data: try JSONLine.encode(["code": failure.code.description, "error": failure.message])
-                                    .dropLast()))
+                                data: try JSONLine.encode(
+                                    ImpactFailure(
+                                        code: failure.code.description, error: failure.message,
+                                        diagnostics: error.diagnostics.map(\.description))
+                                ).dropLast()))
                     }
                 } catch {
                     // The client went away: the replay stops at its next page.
@@ -262,6 +261,14 @@ struct BundleController {
         }
         return values
     }
+}
+
+/// The `error` event of a replay streamed as events: the service's error, with a candidate's
+/// diagnostics as a 422 gives them.
+struct ImpactFailure: Encodable {
+    var code: String
+    var error: String
+    var diagnostics: [String]
 }
 
 /// `GET /v1/bundle/history`.

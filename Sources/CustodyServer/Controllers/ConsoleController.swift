@@ -19,6 +19,8 @@ struct ConsoleController {
     let limits: CustodyServerConfiguration.Limits
     /// Decisions and refusals over the last minutes (GET /v1/activity).
     let activity: RecentActivity
+    /// The replays running now, with those of `POST /v1/bundle/impact`.
+    let replays: ReplayGate
 
     /// The templates, parsed once, each escaping what it shows as `ConsoleHTML` does.
     static let library: MustacheLibrary = {
@@ -312,7 +314,8 @@ struct ConsoleController {
             page.diff = DiffPage.Comparison(diff, canRollBack: false)
             try await impact(of: files, on: &page)
         } catch let error as CustodyError {
-            page.error = error.message
+            // Without the state's location: the operator's business, as the API's errors.
+            page.error = ServiceError.withoutLocation(error)
             page.diagnostics = error.diagnostics.prefix(20).map(\.description)
         }
         return Self.render(page)
@@ -328,6 +331,12 @@ struct ConsoleController {
                 "Decision auditing is off (custody audit --decisions on), so there are no real decisions to replay."
             return
         }
+        guard replays.enter() else {
+            page.impactNote =
+                "\(ReplayGate.limit) replays are running on this service, as many as it runs at once: the impact on the last 7 days is not shown; compare again when one ends."
+            return
+        }
+        defer { replays.leave() }
         let now = Date()
         let scope = ReplayScope(from: now - 7 * 86_400, to: now)
         let report = try await BackgroundExecutor.run { () throws(CustodyError) in

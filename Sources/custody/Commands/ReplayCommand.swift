@@ -25,8 +25,9 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
             a milder launch outcome, encryption no longer required) come first. Nothing is \
             applied, and the candidate's signature is not checked.
 
-            Entries audited before the log kept queries (or made outside one, such as a \
-            check-in's launch) are counted as not replayable. A progress bar is drawn on \
+            Entries audited before the log kept queries, and a shared item's receive (which \
+            no one query asks), are counted as not replayable; a check-in's launch is decided \
+            again from the facts it reported. A progress bar is drawn on \
             standard error when it is a terminal; Ctrl-C stops the replay.
 
             Exit status: 0, or 1 when --fail-on names something the replay found.
@@ -61,7 +62,7 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
             valueName: "loosened|flipped"))
     var failOn: String?
 
-    @Option(help: ArgumentHelp("Decide on this many cores (1 to 64; default 2).", valueName: "n"))
+    @Option(help: ArgumentHelp("Decide on this many cores (1 to 64).", valueName: "n"))
     var jobs = 2
 
     @Flag(help: "The report as one JSON object.")
@@ -125,12 +126,10 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
             "candidate \(report.candidate)",
             "window \(report.from) to \(report.to)",
             "decided again \(report.decided): unchanged \(report.unchanged), flipped \(report.flipped) "
-                + "(loosened \(report.loosened), tightened \(report.tightened)), refused \(report.refused)",
+                + "(loosened \(report.loosened), tightened \(report.tightened)), refused \(report.refused); "
+                + "not decided again: \(report.notReplayable) audited without their query, "
+                + "\(report.unreadable) whose query no longer reads",
         ]
-        if report.notReplayable > 0 {
-            lines.append("not replayable \(report.notReplayable) (audited without their query)")
-        }
-        if report.unreadable > 0 { lines.append("unreadable \(report.unreadable)") }
         for (title, groups) in [
             ("by setting", report.bySetting), ("by app", report.byApp), ("by action", report.byAction),
             ("by account", report.byAccount),
