@@ -206,20 +206,25 @@ struct ReplayTests {
         #expect(report.revisions.map(\.decisions) == [lines.count])
     }
 
-    @Test("a loosening flip is reported as such, first, with both reasons; a launch made stricter is a tightening one")
-    func looseningFlip() async throws {
+    /// An installation with the base bundle in force, decisions audited, the launch accounts
+    /// checked in before t0, and `lines` decided at t0.
+    static func audited(_ lines: [String]) async throws -> (Installation, CustodyEngine) {
         let installation = try Installation()
         let engine = try await installation.open()
-        try await engine.apply(bundleDirectory: try Self.exampleBundle(in: installation, "base", edits: Self.baseEdits))
+        try await engine.apply(bundleDirectory: try exampleBundle(in: installation, "base", edits: baseEdits))
         try await engine.setAuditing(decisions: true)
-        try await Self.checkIn(engine, installation, facts: Self.factsBefore, at: Self.t0 - 120)
-        for line in [
+        try await checkIn(engine, installation, facts: factsBefore, at: t0 - 120)
+        for line in lines { _ = try await outcome(engine, line, clock: installation.clock) }
+        return (installation, engine)
+    }
+
+    @Test("a loosening flip is reported as such, first, with both reasons; a launch made stricter is a tightening one")
+    func looseningFlip() async throws {
+        let (installation, engine) = try await Self.audited([
             #"{"action":"print","account":"alice@contoso.com"}"#,
             #"{"action":"launch","account":"alice@contoso.com"}"#,
             #"{"action":"launch","account":"alice@contoso.com"}"#,
-        ] {
-            _ = try await Self.outcome(engine, line, clock: installation.clock)
-        }
+        ])
         let candidate = try BundleFiles.read(
             directory: try Self.exampleBundle(in: installation, "candidate", edits: Self.candidateEdits))
         let report = try await engine.replay(
@@ -319,16 +324,9 @@ struct ReplayTests {
         "refused, changing nothing: a candidate that manages no account (as applying it is), and a log whose row does not say what was decided",
         arguments: ["empty candidate", "allowed = NULL", "outcome = 'explode'", "outcome on a print"])
     func refusals(case name: String) async throws {
-        let installation = try Installation()
-        let engine = try await installation.open()
-        try await engine.apply(bundleDirectory: try Self.exampleBundle(in: installation, "base", edits: Self.baseEdits))
-        try await engine.setAuditing(decisions: true)
-        try await Self.checkIn(engine, installation, facts: Self.factsBefore, at: Self.t0 - 120)
-        for line in [
+        let (installation, engine) = try await Self.audited([
             #"{"action":"print","account":"alice@contoso.com"}"#, #"{"action":"launch","account":"alice@contoso.com"}"#,
-        ] {
-            _ = try await Self.outcome(engine, line, clock: installation.clock)
-        }
+        ])
         var candidate = try BundleFiles.read(
             directory: try Self.exampleBundle(in: installation, "candidate", edits: Self.candidateEdits))
         let damage: String? =
