@@ -416,11 +416,7 @@ public actor PolicyManager {
         let record = stored.record
         // The revision the state recorded for these files when they were applied: files that no
         // longer hash to it are damaged, never a policy.
-        guard
-            let files = BundleFiles(
-                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-                contentHash: record.contentHash)
-        else {
+        guard let files = stored.files() else {
             logger.error(
                 "the stored bundle's files do not hash to its revision", metadata: ["source": "\(record.source)"])
             throw BundleRejection(

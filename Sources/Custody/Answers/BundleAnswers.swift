@@ -10,6 +10,12 @@ package func answerTime(_ date: Date) -> String {
     date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
 }
 
+/// RFC 3339 in UTC, to the second (rounded down), written without Foundation's formatter, as
+/// `custody audit` prints times and a replay's report names them.
+package func secondsTime(_ date: Date) -> String {
+    RFC3339.format(.seconds(Int64(date.timeIntervalSince1970.rounded(.down))))
+}
+
 /// `text` with the files of the bundle directory `source` named relative to it
 /// (`all-staff.json:1:2` rather than `/etc/custody/bundle/all-staff.json:1:2`), as files of a
 /// bundle sent over HTTP are: what a service shows to read tokens, or without a token at all

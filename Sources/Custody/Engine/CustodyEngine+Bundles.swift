@@ -187,11 +187,7 @@ extension CustodyEngine {
             throw CustodyError(.invalidArgument, "a rollback needs a reason")
         }
         let stored = try await keptBundle(revision)
-        guard
-            let files = BundleFiles(
-                stored: stored.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-                contentHash: stored.record.contentHash, signature: stored.record.provenance.signature)
-        else { throw Self.damagedRevision(revision) }
+        guard let files = stored.files(signed: true) else { throw Self.damagedRevision(revision) }
         do {
             return try await apply(
                 files: files, source: stored.record.source, allowingEmpty: true,
@@ -294,5 +290,16 @@ extension CustodyEngine {
             to: BundleDiff.Side(
                 revision: candidate.contentHash, files: candidate.entries.map { ($0.name, $0.bytes) }, isKept: false),
             context: context, logger: logger)
+    }
+}
+
+extension StoredBundle {
+    /// The files the state keeps for the bundle, as a bundle directory would give them; nil when
+    /// they no longer hash to the revision recorded for them (a damaged state).
+    /// - Parameter signed: with the signature the bundle was applied with.
+    func files(signed: Bool = false) -> BundleFiles? {
+        BundleFiles(
+            stored: files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) }, contentHash: record.contentHash,
+            signature: signed ? record.provenance.signature : nil)
     }
 }

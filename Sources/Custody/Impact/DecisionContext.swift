@@ -88,7 +88,7 @@ extension AuditedQuery {
     ) -> AuditedQuery {
         var quoted = JSONWriter()
         quoted.value(account.description)
-        let now = RFC3339.format(.seconds(Int64(date.timeIntervalSince1970.rounded(.down))))
+        let now = secondsTime(date)
         let line =
             #"{"action":"launch","account":"# + quoted.string + #","facts":"# + facts.jsonObject
             + #","now":""# + now + #""}"#

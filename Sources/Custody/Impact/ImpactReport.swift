@@ -44,10 +44,6 @@ public struct ReplayProgress: Sendable, Hashable, Codable {
 /// each. Loosening flips (block to allow; a launch outcome made milder; encryption no longer
 /// required) come first everywhere.
 public struct ImpactReport: Sendable, Hashable, Codable {
-    static func time(_ date: Date) -> String {
-        RFC3339.format(.seconds(Int64(date.timeIntervalSince1970.rounded(.down))))
-    }
-
     /// How many groups, flips and refusals a report lists at most.
     public static let listed = 20
 

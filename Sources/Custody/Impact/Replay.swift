@@ -42,8 +42,8 @@ extension CustodyEngine {
         var after: Int64 = 0
         var read = 0
         let database = self.database
+        let cancelled = CustodyError(.cancelled, "the replay was cancelled")
         @Sendable func page(after id: Int64) async throws(CustodyError) -> [AuditEntry] {
-            let cancelled = CustodyError(.cancelled, "the replay was cancelled")
             guard !Task.isCancelled else { throw cancelled }
             do {
                 return try await CustodyError.fromState {
@@ -56,7 +56,6 @@ extension CustodyEngine {
                 throw cancelled
             }
         }
-        let cancelled = CustodyError(.cancelled, "the replay was cancelled")
         // The window's size, for the progress (read through the time index).
         let total: Int
         do throws(CustodyError) {
@@ -69,8 +68,6 @@ extension CustodyEngine {
         }
         var entries = try await page(after: 0)
         while !entries.isEmpty {
-            // Checked here, in the replay's own task: the page reads run in tasks of their own.
-            guard !Task.isCancelled else { throw cancelled }
             after = entries[entries.count - 1].id
             read += entries.count
             // The next page is read while this one is decided.
@@ -87,12 +84,9 @@ extension CustodyEngine {
                 let revision = try DecisionContext(json: text).revision
                 guard originals[revision] == nil else { continue }
                 let kept = try? await keptBundle(revision)
-                originals[revision] = kept.flatMap { kept in
-                    BundleFiles(
-                        stored: kept.files.map { BundleFiles.Entry(name: $0.name, bytes: $0.bytes) },
-                        contentHash: kept.record.contentHash
-                    ).flatMap { try? $0.load(allowingEmpty: true) }
-                }.map { CandidateSnapshots(bundle: $0, precedence: precedence, logger: logger) }
+                originals[revision] = kept?.files().flatMap { try? $0.load(allowingEmpty: true) }.map {
+                    CandidateSnapshots(bundle: $0, precedence: precedence, logger: logger)
+                }
             }
             let decided: ReplayTally
             do throws(CustodyError) {
@@ -117,6 +111,8 @@ extension CustodyEngine {
                 ReplayProgress(
                     read: read, decided: tally.decided, flipped: tally.flipped,
                     fraction: total > 0 ? min(Double(read) / Double(total), 1) : 1))
+            // Checked here, in the replay's own task, before each page but the first (whose read
+            // checked it): the next pages are read in tasks of their own.
             guard !Task.isCancelled else {
                 next.cancel()
                 throw cancelled
@@ -198,39 +194,33 @@ struct ReplayAccounts: Sendable {
             forms = nil
             return
         }
-        var forms = Set<String>()
-        func add(_ account: TenantAccount) {
-            if let upn = account.id.upn { forms.insert(upn.lowercased()) }
-            if let oid = account.id.oid { forms.insert(oid.lowercased()) }
+        /// The forms of the tenants' accounts that `includes` picks, lowercased.
+        func accountForms(where includes: (TenantAccount) -> Bool) -> Set<String> {
+            var found = Set<String>()
+            for tenant in tenants {
+                for account in tenant.accounts where includes(account) {
+                    for form in [account.id.upn, account.id.oid] { if let form { found.insert(form.lowercased()) } }
+                }
+            }
+            return found
         }
+        var picked = Set<String>()
         if let name = scope.account {
             let wanted = name.lowercased()
-            forms.insert(wanted)
-            for tenant in tenants {
-                for account in tenant.accounts
-                where account.id.upn?.lowercased() == wanted || account.id.oid?.lowercased() == wanted {
-                    add(account)
-                }
-            }
+            picked = accountForms { $0.id.upn?.lowercased() == wanted || $0.id.oid?.lowercased() == wanted }
+            picked.insert(wanted)
         }
         if let group = scope.group {
-            var members = Set<String>()
-            for tenant in tenants {
-                for account in tenant.accounts
-                where account.groups.contains(where: { $0.caseInsensitiveCompare(group) == .orderedSame }) {
-                    if let upn = account.id.upn { members.insert(upn.lowercased()) }
-                    if let oid = account.id.oid { members.insert(oid.lowercased()) }
-                }
-            }
+            let members = accountForms { $0.groups.contains { $0.caseInsensitiveCompare(group) == .orderedSame } }
             guard !members.isEmpty else {
                 throw CustodyError(
                     .notFound,
                     "no account of the tenant in force or of the candidate is a member of the group '\(group)'")
             }
             // An account and a group: the account, when it is a member.
-            forms = scope.account == nil ? members : forms.intersection(members)
+            picked = scope.account == nil ? members : picked.intersection(members)
         }
-        self.forms = forms
+        forms = picked
     }
 
     func admits(_ account: String?) -> Bool {
@@ -362,7 +352,6 @@ struct ReplayTally {
 
     var flipped: Int { loosened + tightened }
 
-    /// An entry decided again under the candidate.
     /// The revision of the run of entries being counted, and how many of them so far.
     private var run: (revision: String, count: Int)?
 
@@ -383,22 +372,22 @@ struct ReplayTally {
         self.run = nil
     }
 
+    /// An entry decided again under the candidate.
     /// - Parameter original: the answer under the revision the entry was decided under, when
     ///   the state keeps it (asked for flips only).
     mutating func count(
         entry: AuditEntry, asked: AuditedQuery, context: DecisionContext, query: DecisionQuery, answer: DecisionAnswer,
         original: () -> DecisionAnswer? = { nil }
     ) {
+        guard let before = Self.recordedOutcome(entry, asked) else {
+            damaged += 1
+            if damagedSamples.count < ImpactReport.listed { damagedSamples.append(entry.id) }
+            return
+        }
         decided += 1
         if answer.isRefusal {
             refused += 1
             if refusals.count < ImpactReport.listed { refusals.append(sample(entry, asked, answer)) }
-            return
-        }
-        guard let before = Self.recordedOutcome(entry, asked) else {
-            damaged += 1
-            if damagedSamples.count < ImpactReport.listed { damagedSamples.append(entry.id) }
-            decided -= 1
             return
         }
         let after = Self.outcome(
@@ -430,7 +419,7 @@ struct ReplayTally {
 
     private func sample(_ entry: AuditEntry, _ asked: AuditedQuery, _ answer: DecisionAnswer) -> ImpactReport.Sample {
         ImpactReport.Sample(
-            entry: entry.id, at: ImpactReport.time(entry.at), account: entry.account, query: asked.line,
+            entry: entry.id, at: secondsTime(entry.at), account: entry.account, query: asked.line,
             reasonBefore: entry.detail,
             reasonAfter: answer.reason)
     }
@@ -453,10 +442,10 @@ struct ReplayTally {
 
     /// An outcome in words: a launch's outcome; `required` or `optional` for encryption;
     /// else `allow` or `block`.
-    static func outcome(action: String, allowed: Bool?, launch: String?) -> String {
+    static func outcome(action: String, allowed: Bool, launch: String?) -> String {
         if let launch { return launch }
-        if action == DecisionAction.encryptionRequired.rawValue { return allowed == true ? "required" : "optional" }
-        return allowed == true ? "allow" : "block"
+        if action == DecisionAction.encryptionRequired.rawValue { return allowed ? "required" : "optional" }
+        return allowed ? "allow" : "block"
     }
 
     /// Whether going from `before` to `after` lets through more: a launch outcome made milder,
@@ -529,7 +518,7 @@ struct ReplayTally {
             return lhs.sample.entry < rhs.sample.entry
         }
         return ImpactReport(
-            candidate: candidate, from: ImpactReport.time(scope.from), to: ImpactReport.time(scope.to),
+            candidate: candidate, from: secondsTime(scope.from), to: secondsTime(scope.to),
             decided: decided, unchanged: unchanged,
             flipped: flipped, loosened: loosened, tightened: tightened, refused: refused,
             notReplayable: notReplayable, unreadable: unreadable,

@@ -238,7 +238,8 @@ public struct DecisionStream {
     }
 
     private mutating func write(_ answer: DecisionAnswer, query: DecisionQuery, recorded: LaunchFacts?) {
-        let source = document.source
+        // The line's bytes only for the audit hook: the common answer takes no reference.
+        let source = annotate == nil ? [] : document.source
         func asked() -> AskedQuery { AskedQuery(line: source, recordedFacts: recorded) }
         switch options.format {
         case .json:

@@ -74,8 +74,8 @@ struct BundleController {
     /// `since` (an age, default 7d) or `from` and `to` (RFC 3339), and optionally `account`,
     /// `group` and `action`. With `Accept: text/event-stream`, `progress` events while it runs
     /// and a `report` (or `error`) event at the end; closing the stream cancels it. The
-    /// decisions run as background work, behind the decision path. At most `replayLimit` at
-    /// once: another is a 503 `replay-busy`.
+    /// decisions run as background work. At most `ReplayGate.limit` at once, the console's
+    /// included: another is a 503 `replay-busy`.
     @Sendable func impact(_ request: Request, context: CustodyRequestContext) async throws -> Response {
         let parameters = try QueryParameters(
             request.uri, accepting: ["since", "from", "to", "account", "group", "action"])

@@ -322,8 +322,8 @@ struct ConsoleController {
     }
 
     /// The candidate's impact on the decisions audited over the last 7 days (`POST
-    /// /v1/bundle/impact`), as background work; a note instead when decisions are not audited
-    /// or the replay cannot run now.
+    /// /v1/bundle/impact`'s default window), as the view's background work; a note instead when
+    /// decisions are not audited or the replay cannot run now.
     private func impact(of files: BundleFiles, on page: inout DiffPage) async throws(CustodyError) {
         let engine = self.engine
         guard try await StateExecutor.run({ () throws(CustodyError) in try await engine.isAuditingDecisions() }) else {
@@ -337,11 +337,9 @@ struct ConsoleController {
             return
         }
         defer { replays.leave() }
-        let now = Date()
-        let scope = ReplayScope(from: now - 7 * 86_400, to: now)
-        let report = try await BackgroundExecutor.run { () throws(CustodyError) in
-            try await engine.replay(candidate: files, scope: scope)
-        }
+        let window = try ReplayScope.window(since: nil, from: nil, to: nil, now: Date())
+        // The view runs as background work already (`InBackground`).
+        let report = try await engine.replay(candidate: files, scope: ReplayScope(from: window.from, to: window.to))
         page.impact = DiffPage.Impact(report)
     }
 

@@ -332,7 +332,7 @@ func parseTime(_ text: String, option: String) throws -> Date {
 
 /// `date` as an RFC 3339 UTC time to the second (`2026-11-21T09:30:00Z`).
 func formatTime(_ date: Date) -> String {
-    RFC3339.format(.seconds(Int64(date.timeIntervalSince1970.rounded(.down))))
+    secondsTime(date)
 }
 
 /// One audit entry as `custody audit --json` prints it: one JSON object a line; a missing
