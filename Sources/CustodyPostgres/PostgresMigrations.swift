@@ -169,6 +169,16 @@ enum PostgresMigrations {
                 "ALTER TABLE audit_log ADD COLUMN query text, ADD COLUMN context text, ADD COLUMN facts text, ADD COLUMN outcome text"
             ]
         ),
+        (
+            "v13: a shadow bundle and what each replica counted of it",
+            [
+                "CREATE TABLE shadow_files (name text PRIMARY KEY, bytes bytea NOT NULL)",
+                """
+                CREATE TABLE shadow_tallies (
+                    replica text PRIMARY KEY, shadow text NOT NULL, tally text NOT NULL, updated_at timestamptz NOT NULL)
+                """,
+            ]
+        ),
     ]
 
     /// Creates the schema when missing and applies the migrations not applied yet.

@@ -416,6 +416,10 @@ extension PostgresState {
                     )
                 }
             }
+            if result == .applied, files != nil {
+                // The shadow's files are in force now: it has nothing left to compare.
+                _ = try await self.endShadow(how: "promoted", revision: contentHash, at: date, in: session)
+            }
             try await Self.audit(
                 .bundle, account: nil,
                 action: result == .rejected ? "reject" : provenance.isRollback ? "rollback" : "apply",

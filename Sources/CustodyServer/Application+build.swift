@@ -87,6 +87,7 @@ func backgroundServices(
             engine: engine, configuration: configuration, logger: logger, syncsFromGraph: graph != nil,
             watched: watched),
         FleetService(engine: engine, behindAfter: configuration.fleetBehindAfter, metrics: metrics, logger: logger),
+        ShadowService(engine: engine, metrics: metrics),
         ActivitySampler(activity: metrics.activity),
     ] + (graph.map { [GraphSyncService(runner: $0, interval: configuration.graphInterval, metrics: metrics)] } ?? [])
         + (configuration.auditRetention.map {

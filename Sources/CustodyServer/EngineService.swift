@@ -102,3 +102,19 @@ struct FleetService: Service {
         await StateExecutor.run { await engine.forgetReplicaStatus() }
     }
 }
+
+/// Decides every live decision under the state's shadow bundle too, whenever there is one
+/// (`CustodyEngine.runShadow`), counting what it finds in `/metrics`; on shutdown the queued
+/// decisions are decided and the counts recorded in the state.
+struct ShadowService: Service {
+    let engine: CustodyEngine
+    let metrics: ServerMetrics
+
+    func run() async throws {
+        let (engine, metrics) = (engine, metrics)
+        let shadow = Task { await engine.runShadow { metrics.shadowObserved($0) } }
+        try? await gracefulShutdown()
+        shadow.cancel()
+        await shadow.value
+    }
+}

@@ -21,6 +21,9 @@ import Prometheus
 /// - `custody_graph_syncs_total{status}` (applied, unchanged, failed), `custody_graph_requests_total`,
 ///   `custody_graph_pages_total`, `custody_graph_throttled_total`, `custody_graph_sync_duration_seconds`,
 ///   `custody_graph_last_success_timestamp_seconds`: syncs from Microsoft Graph (`--graph`)
+/// - `custody_shadow_decisions_total`, `custody_shadow_dropped_total`,
+///   `custody_shadow_disagreements_total{setting,action}`: live decisions decided under the
+///   shadow bundle, dropped because its queue was full, and those it decides otherwise
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     /// The same counts over the last minutes (the console's overview, `GET /v1/activity`).
@@ -45,6 +48,10 @@ final class ServerMetrics: Sendable {
     private let graphDuration: Timer
     private let graphLastSuccess: CoreMetrics.Gauge
     private let revision = Locked<String?>(nil)
+    let shadowDecisions: CoreMetrics.Counter
+    let shadowDropped: CoreMetrics.Counter
+    /// Disagreement counters by setting and action, made once each.
+    private let shadowDisagreements = Locked<[String: CoreMetrics.Counter]>([:])
     /// Request counters and timers by method, route and status, made once each.
     private let requestMetrics = Locked<[String: (count: CoreMetrics.Counter, duration: Timer)]>([:])
 
@@ -79,6 +86,8 @@ final class ServerMetrics: Sendable {
         bundleVersion = CoreMetrics.Gauge(label: "custody_bundle_version", factory: factory)
         lastEventID = CoreMetrics.Gauge(label: "custody_last_event_id", factory: factory)
         replicasBehind = CoreMetrics.Gauge(label: "custody_fleet_replicas_behind", factory: factory)
+        shadowDecisions = CoreMetrics.Counter(label: "custody_shadow_decisions_total", factory: factory)
+        shadowDropped = CoreMetrics.Counter(label: "custody_shadow_dropped_total", factory: factory)
         graphSyncs = Dictionary(
             uniqueKeysWithValues: PolicySync.Status.allCases.map { status in
                 (
@@ -107,6 +116,26 @@ final class ServerMetrics: Sendable {
         if sync.throttled > 0 { graphThrottled.increment(by: sync.throttled) }
         graphDuration.recordNanoseconds(Self.nanoseconds(sync.duration))
         if sync.status != .failed { graphLastSuccess.record(sync.finishedAt.timeIntervalSince1970) }
+    }
+
+    /// Counts what a batch of live decisions came to under the shadow bundle.
+    func shadowObserved(_ observation: ShadowObservation) {
+        if observation.decided > 0 { shadowDecisions.increment(by: observation.decided) }
+        if observation.dropped > 0 { shadowDropped.increment(by: observation.dropped) }
+        for (setting, action) in observation.disagreements {
+            // Settings and actions are the engine's names: a few dozen label pairs at most.
+            let key = setting + " " + action
+            let counter = shadowDisagreements.withLock { cache in
+                if let made = cache[key] { return made }
+                let made = CoreMetrics.Counter(
+                    label: "custody_shadow_disagreements_total",
+                    dimensions: [("setting", setting), ("action", action)],
+                    factory: factory)
+                cache[key] = made
+                return made
+            }
+            counter.increment()
+        }
     }
 
     /// Counts one request.

@@ -109,6 +109,8 @@ extension CustodyDatabase {
                         try BundleFileRow(contentHash: contentHash, name: file.name, bytes: Data(file.bytes)).insert(db)
                     }
                 }
+                // The shadow's files are in force now: it has nothing left to compare.
+                _ = try Self.endShadow(how: "promoted", revision: contentHash, at: date, in: db)
             }
             try Self.recordAccounts(accounts, at: date, in: db)
             if !reach.isEmpty {

@@ -265,6 +265,17 @@ extension CustodyDatabase {
                     ALTER TABLE audit_log ADD COLUMN outcome TEXT;
                     """)
         }
+        migrator.registerMigration("v13: a shadow bundle and what each replica counted of it") { db in
+            // The shadow's record is a setting (`shadow`); its files, while it runs, and the
+            // replicas' counts are tables of their own.
+            try db.execute(
+                sql: """
+                    CREATE TABLE shadow_files (name TEXT PRIMARY KEY NOT NULL, bytes BLOB NOT NULL);
+                    CREATE TABLE shadow_tallies (
+                        replica TEXT PRIMARY KEY NOT NULL, shadow TEXT NOT NULL, tally TEXT NOT NULL,
+                        updated_at DATETIME NOT NULL);
+                    """)
+        }
         return migrator
     }()
 }

@@ -195,6 +195,82 @@ public struct BundleFreeze: Sendable, Hashable, Codable {
     }
 }
 
+/// A candidate bundle decided beside the one in force (shadow mode, `custody bundle shadow`):
+/// every live decision of a service is decided under it too, and where the two disagree is
+/// counted. The state keeps the one running, or the last one until another is set.
+public struct ShadowRecord: Sendable, Hashable, Codable {
+    /// Unique per shadow set (setting the same files again starts a new count): the tallies
+    /// of its decisions name it.
+    public var id: String
+    /// The candidate's content hash.
+    public var revision: String
+    /// Where its files came from (a directory, `http`).
+    public var source: String
+    /// Who set it: a token's name, `cli`.
+    public var by: String?
+    public var since: Date
+    /// When it ended; nil while it runs.
+    public var ended: Date?
+    /// How it ended: `promoted` (a bundle of its revision was applied) or `stopped`, and by whom.
+    public var endedHow: String?
+
+    /// `source` and `by` keep control characters escaped (see `BundleProvenance`).
+    public init(id: String, revision: String, source: String, by: String?, since: Date) {
+        self.id = id
+        self.revision = revision
+        self.source = source.escapingControlCharacters
+        self.by = by?.escapingControlCharacters
+        self.since = since
+    }
+
+    public var isRunning: Bool { ended == nil }
+
+    /// The record as the settings table keeps it: one line of JSON.
+    package func encoded() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
+    package static func decode(_ text: String) throws -> ShadowRecord {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        do {
+            return try decoder.decode(ShadowRecord.self, from: Data(text.utf8))
+        } catch {
+            throw RecordError("the shadow setting is not readable: \(error)")
+        }
+    }
+}
+
+/// The shadow as the state keeps it: its record and, while it runs, its files.
+public struct StoredShadow: Sendable, Hashable {
+    public var record: ShadowRecord
+    /// The candidate's files, in byte order of their names; empty once it ended.
+    public var files: [StoredFile]
+
+    public init(record: ShadowRecord, files: [StoredFile]) {
+        self.record = record
+        self.files = files
+    }
+}
+
+/// What one replica counted of a shadow's decisions, as it last recorded it (cumulative: each
+/// record replaces the replica's last).
+public struct ShadowTallyRecord: Sendable, Hashable {
+    public var replica: String
+    /// The count, in the engine's own JSON form.
+    public var tally: String
+    public var updatedAt: Date
+
+    public init(replica: String, tally: String, updatedAt: Date) {
+        self.replica = replica
+        self.tally = tally
+        self.updatedAt = updatedAt
+    }
+}
+
 /// What one replica (one `custody serve` process) last said about itself in the shared state.
 public struct ReplicaRecord: Sendable, Hashable {
     /// Unique per process: host, process id and start time.

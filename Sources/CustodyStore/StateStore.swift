@@ -143,6 +143,26 @@ public protocol StateStore: AnyObject, Sendable {
     @discardableResult
     func forgetReplicas(lastContactBefore date: Date, id: String?) async throws(StoreError) -> Int
 
+    // MARK: Shadow mode
+
+    /// The shadow running, or the last one ended (until another is set); nil when none was set.
+    func shadow() async throws(StoreError) -> StoredShadow?
+    /// Sets `shadow` beside the bundle in force, replacing any other (whose tallies go with it),
+    /// audited (kind bundle, action shadow), a change (`.shadow`).
+    func setShadow(_ shadow: StoredShadow, at date: Date) async throws(StoreError)
+    /// Ends the running shadow (`stopped` by `by`): its files are dropped, its tallies kept for
+    /// `shadow()` to report; audited, a change. False when none is running. Applying a bundle of
+    /// the shadow's revision ends it too (`promoted`), in the same transaction.
+    @discardableResult
+    func endShadow(by: String?, at date: Date) async throws(StoreError) -> Bool
+    /// Records `replica`'s count of the decisions of shadow `id`, replacing its last; false
+    /// (nothing written) when `id` is not the state's shadow any more.
+    @discardableResult
+    func recordShadowTally(shadow id: String, replica: String, tally: String, at date: Date)
+        async throws(StoreError) -> Bool
+    /// Every replica's count of the decisions of shadow `id`, by replica.
+    func shadowTallies(shadow id: String) async throws(StoreError) -> [ShadowTallyRecord]
+
     // MARK: Audit and settings
 
     func isAuditEnabled() async throws(StoreError) -> Bool
@@ -345,6 +365,8 @@ public struct StateChange: Sendable, Hashable {
         public static let secret = Kind(rawValue: "secret")
         /// A setting changed (auditing, the installation's context): `subjects` names it.
         public static let setting = Kind(rawValue: "setting")
+        /// A shadow bundle was set or ended (`StateStore.shadow()`).
+        public static let shadow = Kind(rawValue: "shadow")
     }
 
     /// Its place in the log: 1, 2, 3…, in commit order (writers of changes are serialized).

@@ -410,6 +410,53 @@ struct StateStoreContractTests {
         #expect(all.first { $0.kind == .wipe }?.asked == nil)
     }
 
+    @Test(
+        "a shadow: set with its files (replacing another and its tallies), tallied per replica only while it is the state's, ended by stop or by applying its revision, each a change and audited",
+        arguments: Backend.reachable)
+    func shadow(backend: Backend) async throws {
+        let state = try await backend.make(in: TemporaryDirectory())
+        #expect(try await state.shadow() == nil)
+        #expect(try await !state.endShadow(by: "cli", at: t0))
+        let files = [StoredFile(name: "b.json", bytes: Array("{}".utf8)), StoredFile(name: "a.json", bytes: [0, 1])]
+        let first = ShadowRecord(id: "one", revision: "feed", source: "/bundles/next", by: "cli", since: t0)
+        let before = try await state.changeBounds().newest
+        try await state.setShadow(StoredShadow(record: first, files: files), at: t0)
+        let stored = try #require(try await state.shadow())
+        #expect(stored.record == first && stored.files.map(\.name) == ["a.json", "b.json"])
+        #expect(stored.files.first?.bytes == [0, 1])
+        #expect(try await state.changes(after: before).map(\.kind) == [.shadow])
+        // Each replica's count replaces its last; another shadow's id is refused.
+        #expect(try await state.recordShadowTally(shadow: "one", replica: "r1", tally: "1", at: t0))
+        #expect(try await state.recordShadowTally(shadow: "one", replica: "r1", tally: "2", at: t0 + 1))
+        #expect(try await state.recordShadowTally(shadow: "one", replica: "r2", tally: "5", at: t0 + 1))
+        #expect(try await !state.recordShadowTally(shadow: "other", replica: "r3", tally: "9", at: t0 + 1))
+        #expect(try await state.shadowTallies(shadow: "one").map { "\($0.replica)=\($0.tally)" } == ["r1=2", "r2=5"])
+        // Set again: the old one's tallies go.
+        let second = ShadowRecord(id: "two", revision: "beef", source: "http", by: nil, since: t0 + 2)
+        try await state.setShadow(StoredShadow(record: second, files: files), at: t0 + 2)
+        #expect(try await state.shadowTallies(shadow: "one").isEmpty)
+        #expect(try await state.recordShadowTally(shadow: "two", replica: "r1", tally: "3", at: t0 + 3))
+        // Stopped: its files go, its record says how, its tallies stay, a late count still lands.
+        #expect(try await state.endShadow(by: "ops\u{1B}", at: t0 + 4))
+        let ended = try #require(try await state.shadow())
+        #expect(ended.record.ended == t0 + 4 && ended.record.endedHow == "stopped by ops\\u{1B}" && ended.files.isEmpty)
+        #expect(try await !state.endShadow(by: "cli", at: t0 + 5))
+        #expect(try await state.recordShadowTally(shadow: "two", replica: "r1", tally: "4", at: t0 + 5))
+        #expect(try await state.shadowTallies(shadow: "two").map(\.tally) == ["4"])
+        // Applying a bundle of a running shadow's revision ends it as promoted; another does not.
+        let third = ShadowRecord(id: "three", revision: "cafe", source: "http", by: nil, since: t0 + 6)
+        try await state.setShadow(StoredShadow(record: third, files: files), at: t0 + 6)
+        _ = try await state.recordBundle(
+            contentHash: "0ther", source: "x", result: .applied, files: files, at: t0 + 7)
+        #expect(try await state.shadow()?.record.isRunning == true)
+        _ = try await state.recordBundle(contentHash: "cafe", source: "x", result: .applied, files: files, at: t0 + 8)
+        let promoted = try #require(try await state.shadow()?.record)
+        #expect(promoted.endedHow == "promoted" && promoted.ended == t0 + 8)
+        let actions = try await state.auditEntries(since: nil).filter { $0.kind == .bundle }.map(\.action)
+        #expect(
+            actions.filter { $0.hasPrefix("shadow") } == ["shadow", "shadow", "shadow-end", "shadow", "shadow-end"])
+    }
+
     @Test("the audit log writes while on, not while off; settings changes are logged", arguments: Backend.reachable)
     func audit(backend: Backend) async throws {
         let state = try await backend.make(in: TemporaryDirectory())

@@ -383,7 +383,9 @@ struct ReplayTests {
                 id: Int64(index), at: Self.t0, kind: .decision, account: "user\(index)@contoso.com", action: "print",
                 allowed: true, detail: "allowed", decisionID: nil)
             let asked = AuditedQuery(line: "{}", context: context.json, recordedFacts: nil, outcome: nil)
-            tally.count(entry: entry, asked: asked, context: context, query: query, answer: answer)
+            tally.count(
+                AuditedDecision(entry: entry, asked: asked), app: context.context.appID ?? "-", query: query,
+                answer: answer)
         }
         let report = tally.report(candidate: "c", scope: ReplayScope(from: Self.t0, to: Self.t0))
         #expect(report.tightened == ReplayTally.capacity + 5 && report.truncated)

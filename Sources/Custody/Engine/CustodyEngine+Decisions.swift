@@ -36,8 +36,10 @@ extension CustodyEngine {
     /// `context` (see `DecisionSession`). When decision auditing is on in the state, every
     /// answer carries a decision id and the session's `commit()` writes the audit entries.
     /// With `stamped`, every answer also carries the `revision` and `eventId` it was decided at.
+    /// While a shadow runs here (`runShadow`), every decision is offered to it too.
     /// - Parameter report: the answers only show what would be decided, and nobody acts on
-    ///   them (the console's what-if): they are not audited, and carry no decision id.
+    ///   them (the console's what-if): they are not audited, carry no decision id, and are not
+    ///   offered to a shadow.
     /// - Throws: `CustodyError` `.noPolicy` with no policy in force; `.state` when the audit
     ///   setting cannot be read (answers are never given unaudited by mistake).
     public func decisionSession(
@@ -57,7 +59,9 @@ extension CustodyEngine {
             audit: auditing
                 ? AuditBuffer(
                     database: database, context: DecisionContext(revision: revision, context: snapshot.context),
-                    now: configuration.now) : nil)
+                    now: configuration.now) : nil,
+            // What a person asks (the console's what-if) is no live decision.
+            shadow: report ? nil : shadows.tap(for: snapshot, clock: options.currentTime))
     }
 
     /// Decides one query line (JSON, no line break) and, when decision auditing is on, stores its

@@ -48,15 +48,17 @@ actor ChangeApplier {
     let tokenCache: TokenCache
     let auditSetting: DecisionAuditSetting
     let manager: PolicyManager
+    let shadows: ShadowHost
     let replica: Locked<ReplicaStatus>
     private(set) var revision: Int64
 
     init(
         state: any StateStore, keyRing: KeyRing?, tokenCache: TokenCache, auditSetting: DecisionAuditSetting,
-        manager: PolicyManager,
+        manager: PolicyManager, shadows: ShadowHost,
         replica: Locked<ReplicaStatus>
     ) {
         self.state = state
+        self.shadows = shadows
         self.keyRing = keyRing
         self.tokenCache = tokenCache
         self.auditSetting = auditSetting
@@ -94,6 +96,7 @@ actor ChangeApplier {
             let changes = try await state.changes(after: revision, limit: 1_000)
             guard let last = changes.last else { break }
             var bundleChanged = false
+            var shadowChanged = false
             for change in changes {
                 switch change.kind {
                 case .bundle: bundleChanged = true
@@ -102,11 +105,14 @@ actor ChangeApplier {
                 case .setting:
                     auditSetting.reset()
                     settingChanged = true
+                case .shadow: shadowChanged = true
                 default: break
                 }
             }
             // Forgetting is safe to repeat; the bundle is read before the revision moves.
             if bundleChanged { try await adoptBundle(at: last.revision) }
+            // The shadow is read again by its host, which keeps the one running if it cannot.
+            if shadowChanged { await shadows.reload() }
             revision = last.revision
             applied += changes.count
             replica.withLock { $0.revision = last.revision }
@@ -122,6 +128,7 @@ actor ChangeApplier {
         tokenCache.forget()
         auditSetting.reset()
         try await adoptBundle(at: change)
+        await shadows.reload()
     }
 
     /// Puts the state's last applied bundle in force here. One that does not load here leaves

@@ -132,7 +132,9 @@ public final class CustodyEngine: Sendable {
     /// Applies the state's change log, once each change, in order.
     let applier: ChangeApplier
     /// This engine as a replica of the fleet (`recordReplicaStatus`).
-    public let replicaIdentity = ReplicaIdentity()
+    public let replicaIdentity: ReplicaIdentity
+    /// The shadow bundle live decisions are decided under too, while `runShadow` runs.
+    let shadows: ShadowHost
 
     private init(
         configuration: CustodyConfiguration, database: any StateStore, keyRing: KeyRing?, manager: PolicyManager,
@@ -149,9 +151,15 @@ public final class CustodyEngine: Sendable {
                 lastContact: configuration.now(), problem: nil,
                 staleAfter: .seconds(3)))
         self.replica = replica
+        let identity = ReplicaIdentity()
+        replicaIdentity = identity
+        let shadows = ShadowHost(
+            database: database, replica: identity.id, precedence: { manager.slot.current.snapshot.precedence },
+            logger: configuration.logger)
+        self.shadows = shadows
         applier = ChangeApplier(
             state: database, keyRing: keyRing, tokenCache: tokenCache, auditSetting: auditSetting, manager: manager,
-            replica: replica)
+            shadows: shadows, replica: replica)
     }
 
     /// The state `configuration` names, opened and migrated. Opening SQLite is blocking file
@@ -533,11 +541,21 @@ public final class CustodyEngine: Sendable {
         let acting =
             try await CustodyError.fromState { try await database.isActingOnLaunch() }
             && manager.bundleInForce?.isOverride != true
+        let asked = AuditedQuery.launch(
+            account: resolved.id, facts: reported, at: date,
+            context: DecisionContext(revision: revision, context: snapshot.context), outcome: launch.outcome)
         let decisionID = try await auditDecision(
-            account: resolved.id, action: .launch, allowed: launch.isAllowed, reason: launch.reason,
-            asked: .launch(
-                account: resolved.id, facts: reported, at: date,
-                context: DecisionContext(revision: revision, context: snapshot.context), outcome: launch.outcome))
+            account: resolved.id, action: .launch, allowed: launch.isAllowed, reason: launch.reason, asked: asked)
+        // A live decision: the shadow, when one runs here, decides it too.
+        shadows.current.withLock { $0 }?.offer(
+            ShadowBatch(
+                snapshot: snapshot,
+                items: [
+                    ShadowItem(
+                        line: Array(asked.line.utf8), recordedFacts: nil,
+                        at: .seconds(Int64(date.timeIntervalSince1970)), allowed: launch.isAllowed,
+                        launch: launch.outcome)
+                ]))
         guard acting, launch.wipeIsConfirmed else {
             return CheckInResult(account: resolved, launch: launch, wipe: nil, acting: acting, decisionID: decisionID)
         }

@@ -18,7 +18,11 @@ public struct DecisionSession {
     var stream: DecisionStream
     private let audit: AuditBuffer?
 
-    init(stream: DecisionStream, revision: String, eventID: Int64, stamped: Bool, audit: AuditBuffer?) {
+    /// - Parameter shadow: where live decisions go to be decided under the shadow bundle too.
+    init(
+        stream: DecisionStream, revision: String, eventID: Int64, stamped: Bool, audit: AuditBuffer?,
+        shadow: ShadowTap? = nil
+    ) {
         self.revision = revision
         self.eventID = eventID
         self.stream = stream
@@ -33,10 +37,22 @@ public struct DecisionSession {
             writer.endObject()
             self.stream.trailer = Array(writer.bytes.dropFirst().dropLast())
         }
-        if let audit {
+        switch (audit, shadow) {
+        case (let audit?, let shadow?):
+            self.stream.annotate = { query, answer, reason, asked, writer in
+                shadow.capture(query, answer, asked)
+                return audit.record(query, answer, reason: reason, asked: asked, into: &writer)
+            }
+        case (let audit?, nil):
             self.stream.annotate = { query, answer, reason, asked, writer in
                 audit.record(query, answer, reason: reason, asked: asked, into: &writer)
             }
+        case (nil, let shadow?):
+            self.stream.annotate = { query, answer, _, asked, _ in
+                shadow.capture(query, answer, asked)
+                return nil
+            }
+        case (nil, nil): break
         }
     }
 

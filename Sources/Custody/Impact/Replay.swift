@@ -246,7 +246,7 @@ struct ReplayWorker {
     }
 
     /// Recorded facts that are `facts` whoever asks.
-    private static func always(_ facts: LaunchFacts) -> (AccountID) throws(QueryError) -> LaunchFacts? {
+    static func always(_ facts: LaunchFacts) -> (AccountID) throws(QueryError) -> LaunchFacts? {
         { _ in facts }
     }
 
@@ -299,25 +299,56 @@ struct ReplayWorker {
             // entry).
             tally.count(revision: decisionContext.revision)
             tally.count(
-                entry: entry, asked: asked, context: decisionContext, query: query, answer: answer, original: original)
+                AuditedDecision(entry: entry, asked: asked), app: decisionContext.context.appID ?? "-", query: query,
+                answer: answer, original: original)
         }
         tally.flushRun()
         return tally
     }
 }
 
-/// What a replay has found so far: counts, and flips grouped, in bounded memory (past
-/// `capacity` distinct keys a group counts in the totals only, and the report says it is
+/// A decision made before, as a replay or a shadow compares it with the candidate's answer.
+protocol DecidedBefore {
+    /// The audit entry's id (a replay); the decision's number on its replica (a shadow).
+    var number: Int64 { get }
+    var account: String? { get }
+    var action: String { get }
+    /// The outcome it was made with, in words (`ReplayTally.outcome`); nil when it cannot say
+    /// (a damaged row).
+    var before: String? { get }
+    /// A sample of it, decided again as `answer`.
+    func sample(after answer: DecisionAnswer) -> ImpactReport.Sample
+}
+
+/// An audited decision, as a replay reads it.
+struct AuditedDecision: DecidedBefore {
+    let entry: AuditEntry
+    let asked: AuditedQuery
+
+    var number: Int64 { entry.id }
+    var account: String? { entry.account }
+    var action: String { entry.action }
+    var before: String? { ReplayTally.recordedOutcome(entry, asked) }
+
+    func sample(after answer: DecisionAnswer) -> ImpactReport.Sample {
+        ImpactReport.Sample(
+            entry: entry.id, at: secondsTime(entry.at), account: entry.account, query: asked.line,
+            reasonBefore: entry.detail, reasonAfter: answer.reason)
+    }
+}
+
+/// What a replay (or a shadow) has found so far: counts, and flips grouped, in bounded memory
+/// (past `capacity` distinct keys a group counts in the totals only, and the report says it is
 /// truncated). Tallies of slices merge in order.
-struct ReplayTally {
+struct ReplayTally: Codable {
     static let capacity = 10_000
 
-    struct Tie: Hashable {
+    struct Tie: Hashable, Codable {
         var flipped = 0
         var loosened = 0
     }
 
-    struct FlipKey: Hashable {
+    struct FlipKey: Hashable, Codable {
         var action: String
         var app: String
         var setting: String
@@ -325,7 +356,7 @@ struct ReplayTally {
         var after: String
     }
 
-    struct FlipCount {
+    struct FlipCount: Codable {
         var count: Int
         var loosens: Bool
         var sample: ImpactReport.Sample
@@ -354,6 +385,12 @@ struct ReplayTally {
 
     /// The revision of the run of entries being counted, and how many of them so far.
     private var run: (revision: String, count: Int)?
+    /// What a tally keeps in JSON (a shadow's replicas record theirs in the state): everything
+    /// but the run being counted.
+    enum CodingKeys: String, CodingKey {
+        case decided, unchanged, loosened, tightened, refused, notReplayable, damaged, damagedSamples, unreadable
+        case truncated, revisions, bySetting, byApp, byAction, byAccount, flips, refusals
+    }
 
     /// An entry of `revision` read, to be decided (or found unreadable).
     mutating func count(revision: String) {
@@ -372,56 +409,55 @@ struct ReplayTally {
         self.run = nil
     }
 
-    /// An entry decided again under the candidate.
-    /// - Parameter original: the answer under the revision the entry was decided under, when
-    ///   the state keeps it (asked for flips only).
-    mutating func count(
-        entry: AuditEntry, asked: AuditedQuery, context: DecisionContext, query: DecisionQuery, answer: DecisionAnswer,
+    /// A decision decided again under the candidate.
+    /// - Parameters:
+    ///   - app: the app of the context it was made in (`-` when none was named).
+    ///   - original: the answer under the revision it was made under, when known (asked for
+    ///     flips only).
+    /// - Returns: for a flip, its kind, and whether it is the first of that kind counted here.
+    @discardableResult
+    mutating func count<Decision: DecidedBefore>(
+        _ decision: Decision, app: String, query: DecisionQuery, answer: DecisionAnswer,
         original: () -> DecisionAnswer? = { nil }
-    ) {
-        guard let before = Self.recordedOutcome(entry, asked) else {
+    ) -> (flip: FlipKey, first: Bool)? {
+        guard let before = decision.before else {
             damaged += 1
-            if damagedSamples.count < ImpactReport.listed { damagedSamples.append(entry.id) }
-            return
+            if damagedSamples.count < ImpactReport.listed { damagedSamples.append(decision.number) }
+            return nil
         }
         decided += 1
         if answer.isRefusal {
             refused += 1
-            if refusals.count < ImpactReport.listed { refusals.append(sample(entry, asked, answer)) }
-            return
+            if refusals.count < ImpactReport.listed { refusals.append(decision.sample(after: answer)) }
+            return nil
         }
         let after = Self.outcome(
             action: query.action.rawValue, allowed: answer.isAllowed, launch: answer.launchOutcome?.rawValue)
         guard before != after else {
             unchanged += 1
-            return
+            return nil
         }
-        let loosens = Self.loosens(action: entry.action, from: before, to: after)
+        let loosens = Self.loosens(action: decision.action, from: before, to: after)
         if loosens { loosened += 1 } else { tightened += 1 }
-        let app = context.context.appID ?? "-"
         // The setting that blocks: the candidate's when it tightens, the kept revision's when it
         // loosens (the candidate's when that revision is not kept).
         let setting = (loosens ? original()?.decidingSetting : nil) ?? answer.decidingSetting ?? "-"
         let tie = Tie(flipped: 1, loosened: loosens ? 1 : 0)
         Self.add(tie, to: &bySetting, setting, truncated: &truncated)
         Self.add(tie, to: &byApp, app, truncated: &truncated)
-        Self.add(tie, to: &byAction, entry.action, truncated: &truncated)
-        Self.add(tie, to: &byAccount, entry.account ?? "-", truncated: &truncated)
-        let key = FlipKey(action: entry.action, app: app, setting: setting, before: before, after: after)
+        Self.add(tie, to: &byAction, decision.action, truncated: &truncated)
+        Self.add(tie, to: &byAccount, decision.account ?? "-", truncated: &truncated)
+        let key = FlipKey(action: decision.action, app: app, setting: setting, before: before, after: after)
         if flips[key] != nil {
             flips[key]!.count += 1
+            return (key, false)
         } else if flips.count < Self.capacity {
-            flips[key] = FlipCount(count: 1, loosens: loosens, sample: sample(entry, asked, answer))
+            flips[key] = FlipCount(count: 1, loosens: loosens, sample: decision.sample(after: answer))
+            return (key, true)
         } else {
             truncated = true
+            return (key, false)
         }
-    }
-
-    private func sample(_ entry: AuditEntry, _ asked: AuditedQuery, _ answer: DecisionAnswer) -> ImpactReport.Sample {
-        ImpactReport.Sample(
-            entry: entry.id, at: secondsTime(entry.at), account: entry.account, query: asked.line,
-            reasonBefore: entry.detail,
-            reasonAfter: answer.reason)
     }
 
     /// The outcome an entry records, in words; nil when the entry cannot say (a decision

@@ -21,6 +21,7 @@ struct BundleController {
         group.post("bundle/diff", use: diffCandidate)
         group.post("bundle/impact", use: impact)
         group.get("bundle/freeze", use: freeze)
+        group.get("bundle/shadow", use: shadow)
         group.get("fleet", use: fleet)
     }
 
@@ -28,6 +29,8 @@ struct BundleController {
         group.post("bundle/rollback", use: rollback)
         group.post("bundle/freeze", use: putFreeze)
         group.delete("bundle/freeze", use: unfreeze)
+        group.put("bundle/shadow", use: putShadow)
+        group.delete("bundle/shadow", use: stopShadow)
     }
 
     /// Newest first; `limit` (1–1000, default 50).
@@ -198,6 +201,39 @@ struct BundleController {
         return FreezeState(freeze: FreezeAnswer(nil))
     }
 
+    /// The shadow running, or the last one ended, with what every replica counted; `null` when
+    /// none was ever set.
+    @Sendable func shadow(_ request: Request, context: CustodyRequestContext) async throws -> ShadowAnswer {
+        _ = try QueryParameters(request.uri, accepting: [])
+        return ShadowAnswer(shadow: try await StateExecutor.run { try await engine.shadowStatus() })
+    }
+
+    /// Sets a candidate bundle (the body of `PUT /v1/bundle`, without `allowEmpty`) as the
+    /// shadow of every replica.
+    @Sendable func putShadow(_ request: Request, context: CustodyRequestContext) async throws -> ShadowAnswer {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let (files, _) = try await PolicyController.bundleFiles(
+            request, limit: limits.bodyBytes, takesAllowEmpty: false)
+        let status = try await StateExecutor.run {
+            try await engine.setShadow(files, source: "http", by: context.identity?.operatorName)
+            return try await engine.shadowStatus()
+        }
+        return ShadowAnswer(shadow: status)
+    }
+
+    /// Stops the shadow; what it counted stays readable. A 404 when none is running.
+    @Sendable func stopShadow(_ request: Request, context: CustodyRequestContext) async throws -> ShadowAnswer {
+        _ = try QueryParameters(request.uri, accepting: [])
+        try await request.requireNoBody()
+        let status = try await StateExecutor.run { () throws(CustodyError) -> ShadowStatus? in
+            guard try await engine.stopShadow(by: context.identity?.operatorName) else {
+                throw CustodyError(.notFound, "no shadow bundle is running")
+            }
+            return try await engine.shadowStatus()
+        }
+        return ShadowAnswer(shadow: status)
+    }
+
     /// Every replica that recorded its status, stale ones marked.
     @Sendable func fleet(_ request: Request, context: CustodyRequestContext) async throws -> FleetAnswer {
         _ = try QueryParameters(request.uri, accepting: [])
@@ -289,6 +325,19 @@ struct DiffAnswer: ResponseEncodable {
 /// `GET`, `POST` and `DELETE /v1/bundle/freeze`.
 struct FreezeState: ResponseEncodable {
     var freeze: FreezeAnswer
+}
+
+/// `GET`, `PUT` and `DELETE /v1/bundle/shadow`.
+struct ShadowAnswer: ResponseEncodable {
+    var shadow: ShadowStatus?
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        // `null` when the state has none, not a missing member.
+        try container.encode(shadow, forKey: .shadow)
+    }
+
+    enum CodingKeys: String, CodingKey { case shadow }
 }
 
 /// `GET /v1/fleet`.

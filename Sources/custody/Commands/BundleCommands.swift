@@ -19,7 +19,7 @@ struct BundleCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Keygen.self, Sign.self, Verify.self, History.self, Show.self, Diff.self, Rollback.self, Freeze.self,
-            Unfreeze.self, ResetSequence.self,
+            Unfreeze.self, ResetSequence.self, Shadow.self,
         ]
     )
 

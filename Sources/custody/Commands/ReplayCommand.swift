@@ -122,7 +122,7 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
 
     /// The report for people: totals, the groups, the flips with their samples.
     static func text(_ report: ImpactReport) -> String {
-        var lines = [
+        let lines = [
             "candidate \(report.candidate)",
             "window \(report.from) to \(report.to)",
             "decided again \(report.decided): unchanged \(report.unchanged), flipped \(report.flipped) "
@@ -130,6 +130,14 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
                 + "not decided again: \(report.notReplayable) audited without their query, "
                 + "\(report.unreadable) whose query no longer reads",
         ]
+        // Accounts, queries and reasons came from input: escaped, one item per line.
+        return lines.map(\.escapingControlCharacters).joined(separator: "\n") + "\n"
+            + details(report, before: "before", after: "after")
+    }
+
+    /// A report's groups, flips (with the two reasons named `before` and `after`), refusals.
+    static func details(_ report: ImpactReport, before: String, after: String) -> String {
+        var lines: [String] = []
         for (title, groups) in [
             ("by setting", report.bySetting), ("by app", report.byApp), ("by action", report.byAction),
             ("by account", report.byAccount),
@@ -148,8 +156,8 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
                     "  \(flip.loosens ? "LOOSENS " : "TIGHTENS") \(flip.count)×  \(flip.action) \(flip.before) → \(flip.after)"
                         + "  app \(flip.app), setting \(flip.setting)")
                 lines.append("    e.g. entry \(flip.sample.entry) at \(flip.sample.at): \(flip.sample.query)")
-                lines.append("    before: \(flip.sample.reasonBefore ?? "-")")
-                lines.append("    after:  \(flip.sample.reasonAfter)")
+                lines.append("    \(before): \(flip.sample.reasonBefore ?? "-")")
+                lines.append("    \(after): \(flip.sample.reasonAfter)")
             }
         }
         if !report.refusals.isEmpty {
@@ -163,7 +171,7 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
             lines.append("")
             lines.append("(more distinct flips than listed one by one: the totals count them all)")
         }
-        // Accounts, queries and reasons came from input: escaped, one item per line.
+        guard !lines.isEmpty else { return "" }
         return lines.map(\.escapingControlCharacters).joined(separator: "\n") + "\n"
     }
 }

@@ -1,0 +1,359 @@
+import CustodyPolicy
+import CustodyStore
+import Foundation
+import Logging
+import Synchronization
+
+/// What a shadow bundle has found: the live decisions decided again under it, and where the
+/// two disagree, over every replica that counted (`CustodyEngine.shadowStatus()`).
+public struct ShadowStatus: Sendable, Hashable, Codable {
+    /// Unique per shadow set.
+    public var id: String
+    /// The shadow's content hash.
+    public var revision: String
+    /// Where its files came from.
+    public var source: String
+    public var by: String?
+    /// When it was set, and when it ended (RFC 3339, to the second); `ended` nil while it runs.
+    public var since: String
+    public var ended: String?
+    /// How it ended: `promoted` (a bundle of its revision was applied) or `stopped by …`.
+    public var endedHow: String?
+    /// Replicas that counted decisions under it.
+    public var replicas: Int
+    /// Live decisions not decided under the shadow: offered while its queue was full (the
+    /// machine busy with decisions), dropped rather than slow an answer.
+    public var dropped: Int
+    /// Why this replica does not decide under the shadow, when it does not (its files do not
+    /// load here); nil when it does, or when this process runs no service.
+    public var problem: String?
+    /// The live decisions decided again: `decided`, `unchanged` (agreed), `flipped`
+    /// (disagreed: `loosened` where the shadow lets through what the bundle in force stops,
+    /// `tightened` the other way), grouped, with samples giving both answers' reasons
+    /// (`reasonBefore` the live one). `from` is `since`; `to` is `ended`, else now.
+    public var report: ImpactReport
+
+    public var isRunning: Bool { ended == nil }
+}
+
+/// What a shadow's decisions came to in one batch, for the service's metrics.
+public struct ShadowObservation: Sendable {
+    /// Live decisions decided under the shadow.
+    public var decided: Int
+    /// Live decisions dropped since the last observation (the shadow's queue was full).
+    public var dropped: Int
+    /// The disagreements, by the setting that decides and the action.
+    public var disagreements: [(setting: String, action: String)]
+}
+
+/// One live decision as the shadow decides it again: the query line as asked, the facts it
+/// was answered with, its time, and its outcome.
+struct ShadowItem: Sendable {
+    let line: [UInt8]
+    let recordedFacts: LaunchFacts?
+    /// When it was decided: the time a query's `now` defaults to.
+    let at: Duration
+    let allowed: Bool
+    let launch: LaunchOutcome?
+}
+
+/// Live decisions of one session, answered with one snapshot.
+struct ShadowBatch: Sendable {
+    let snapshot: PolicySnapshot
+    var items: [ShadowItem]
+}
+
+/// Collects one session's live decisions and hands them to the shadow in batches: on the
+/// answer's path it copies the line (a few hundred bytes) and the outcome, and every
+/// `ShadowRunner.batchSize` decisions it offers a batch (one lock, never a wait). What is left
+/// when the session ends goes when the tap is freed.
+final class ShadowTap: @unchecked Sendable {
+    // @unchecked: used by one session, on one thread at a time.
+    private let runner: ShadowRunner
+    private let snapshot: PolicySnapshot
+    private let clock: @Sendable () -> Duration
+    private var items: [ShadowItem] = []
+
+    init(runner: ShadowRunner, snapshot: PolicySnapshot, clock: @escaping @Sendable () -> Duration) {
+        self.runner = runner
+        self.snapshot = snapshot
+        self.clock = clock
+    }
+
+    func capture(_ query: DecisionQuery, _ answer: DecisionAnswer, _ asked: AskedQuery) {
+        items.append(
+            ShadowItem(
+                line: asked.line, recordedFacts: asked.recordedFacts, at: clock(), allowed: answer.isAllowed,
+                launch: answer.launchOutcome))
+        if items.count >= ShadowRunner.batchSize { flush() }
+    }
+
+    func flush() {
+        guard !items.isEmpty else { return }
+        runner.offer(ShadowBatch(snapshot: snapshot, items: items))
+        items = []
+    }
+
+    deinit { flush() }
+}
+
+/// A shadow bundle at work in this process: decides the live decisions offered to it, on the
+/// background executor's threads (which yield to every other thread), and counts what it
+/// finds. Its queue holds at most `queueCapacity` decisions: a batch offered while it would
+/// not fit is dropped and counted, so a machine busy with decisions sheds the shadow's work,
+/// never the decisions'.
+final class ShadowRunner: Sendable {
+    static let batchSize = 256
+    static let queueCapacity = 16_384
+    static let contextCapacity = 32
+
+    /// Batches offered and not yet taken, how many decisions they hold, and the worker waiting
+    /// for one.
+    private struct Queue {
+        var batches: [ShadowBatch] = []
+        var decisions = 0
+        var waiter: CheckedContinuation<Void, Never>?
+        var finished = false
+    }
+
+    let record: ShadowRecord
+    let bundle: PolicyBundle
+    let precedence: PolicyPrecedence
+    let logger: Logger
+    private let queue = Locked(Queue())
+    private let snapshots = Locked<[EvaluationContext: PolicySnapshot]>([:])
+    /// What this process counted: the tally and the decisions dropped, and whether either
+    /// changed since it was last recorded in the state.
+    private let counts: Locked<(counts: ShadowCounts, dirty: Bool)>
+    /// Dropped since the last observation.
+    private let droppedSinceObserved = Atomic<Int>(0)
+    /// Decisions numbered in the order they are decided here (a sample's `entry`).
+    private let numbers = Atomic<Int64>(0)
+    /// Decisions offered and not yet decided or dropped (`isDrained`).
+    private let pending = Atomic<Int>(0)
+
+    init(record: ShadowRecord, bundle: PolicyBundle, precedence: PolicyPrecedence, logger: Logger) {
+        self.record = record
+        self.bundle = bundle
+        self.precedence = precedence
+        self.logger = logger
+        counts = Locked((ShadowCounts(), false))
+    }
+
+    /// Hands a batch to the worker, or drops and counts it when the queue cannot take it (full,
+    /// or the shadow ended). Never waits but for the queue's lock.
+    func offer(_ batch: ShadowBatch) {
+        let count = batch.items.count
+        pending.add(count, ordering: .relaxed)
+        let (taken, waiter) = queue.withLock { queue -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !queue.finished, queue.decisions + count <= Self.queueCapacity else { return (false, nil) }
+            queue.batches.append(batch)
+            queue.decisions += count
+            defer { queue.waiter = nil }
+            return (true, queue.waiter)
+        }
+        waiter?.resume()
+        guard !taken else { return }
+        droppedSinceObserved.add(count, ordering: .relaxed)
+        counts.withLock {
+            $0.counts.dropped += count
+            $0.dirty = true
+        }
+        pending.subtract(count, ordering: .relaxed)
+    }
+
+    /// The batches queued, taken out; waits for one; nil once finished and empty.
+    private func next() async -> [ShadowBatch]? {
+        while true {
+            let taken = queue.withLock { queue -> [ShadowBatch]? in
+                guard !queue.batches.isEmpty else { return queue.finished ? nil : [] }
+                defer {
+                    queue.batches = []
+                    queue.decisions = 0
+                }
+                return queue.batches
+            }
+            guard let taken else { return nil }
+            if !taken.isEmpty { return taken }
+            await withCheckedContinuation { continuation in
+                let ready = queue.withLock { queue in
+                    guard queue.batches.isEmpty, !queue.finished else { return true }
+                    queue.waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// Decides the batches offered until `finish()`, reporting each to `observer`.
+    func run(observer: @escaping @Sendable (ShadowObservation) -> Void) async {
+        var worker = ShadowWorker(runner: self)
+        await BackgroundExecutor.run {
+            while let batches = await next() {
+                for batch in batches {
+                    let (tally, disagreements) = worker.decide(batch)
+                    counts.withLock {
+                        $0.counts.tally.merge(tally)
+                        $0.dirty = true
+                    }
+                    pending.subtract(batch.items.count, ordering: .relaxed)
+                    observer(
+                        ShadowObservation(
+                            decided: tally.decided, dropped: droppedSinceObserved.exchange(0, ordering: .relaxed),
+                            disagreements: disagreements))
+                }
+            }
+        }
+    }
+
+    /// Ends the queue: batches offered from now on are dropped; `run` returns once it has
+    /// decided those already queued.
+    func finish() {
+        let waiter = queue.withLock { queue in
+            queue.finished = true
+            defer { queue.waiter = nil }
+            return queue.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Whether every decision offered so far has been decided or dropped.
+    var isDrained: Bool { pending.load(ordering: .relaxed) == 0 }
+
+    /// The counts, when they changed since last taken (to record in the state).
+    func takeChangedCounts() -> ShadowCounts? {
+        counts.withLock { counts in
+            guard counts.dirty else { return nil }
+            counts.dirty = false
+            return counts.counts
+        }
+    }
+
+    /// Puts back the dirty mark of counts that could not be recorded.
+    func markDirty() {
+        counts.withLock { $0.dirty = true }
+    }
+
+    func nextNumber() -> Int64 { numbers.add(1, ordering: .relaxed).newValue }
+
+    /// The shadow resolved for `context` (at most `contextCapacity` contexts kept).
+    func snapshot(for context: EvaluationContext) -> PolicySnapshot {
+        if let cached = snapshots.withLock({ $0[context] }) { return cached }
+        let snapshot = PolicySnapshot(bundle: bundle, context: context, precedence: precedence, logger: logger)
+        snapshots.withLock { snapshots in
+            if snapshots.count >= Self.contextCapacity { snapshots.removeAll() }
+            snapshots[context] = snapshot
+        }
+        return snapshot
+    }
+}
+
+/// What one process counted of a shadow's decisions, as it records it in the state.
+struct ShadowCounts: Codable {
+    var tally = ReplayTally()
+    var dropped = 0
+
+    var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    init() {}
+
+    /// Reads what `json` wrote.
+    /// - Throws: `CustodyError` `.state`: the text comes from the state.
+    init(json text: String, replica: String) throws(CustodyError) {
+        do {
+            self = try JSONDecoder().decode(ShadowCounts.self, from: Data(text.utf8))
+        } catch {
+            throw CustodyError(
+                .state, "the shadow counts recorded by the replica \(replica) are damaged: \(error)")
+        }
+    }
+}
+
+/// A live decision, as the shadow compares it with its own answer.
+private struct LiveDecision: DecidedBefore {
+    let number: Int64
+    let account: String?
+    let action: String
+    let before: String?
+    let at: Duration
+    let line: [UInt8]
+    /// The live answer's reason, worked out for a disagreement or a refusal only.
+    let reason: String?
+
+    func sample(after answer: DecisionAnswer) -> ImpactReport.Sample {
+        ImpactReport.Sample(
+            entry: number, at: secondsTime(Date(timeIntervalSince1970: Double(at.components.seconds))),
+            account: account, query: String(decoding: line, as: UTF8.self), reasonBefore: reason,
+            reasonAfter: answer.reason)
+    }
+}
+
+/// Decides batches of live decisions under the shadow, one at a time.
+struct ShadowWorker {
+    let runner: ShadowRunner
+    private var document = try! JSONDocument(parsing: Array("null".utf8))
+
+    init(runner: ShadowRunner) {
+        self.runner = runner
+    }
+
+    /// Decides `batch` under the shadow; returns what it found and the disagreements, by
+    /// setting and action.
+    mutating func decide(_ batch: ShadowBatch) -> (ReplayTally, [(setting: String, action: String)]) {
+        let live = batch.snapshot
+        let shadow = runner.snapshot(for: live.context)
+        let app = live.context.appID ?? "-"
+        var tally = ReplayTally()
+        var disagreements: [(setting: String, action: String)] = []
+        for item in batch.items {
+            let number = runner.nextNumber()
+            let at = item.at
+            let parsed = item.line.withUnsafeBytes { (try? document.reparse($0)) != nil }
+            guard parsed, let query = try? DecisionQuery(json: document.root, currentTime: { at }) else {
+                // It was read to be answered: a line that does not read now is a fault here.
+                tally.unreadable += 1
+                continue
+            }
+            let facts = item.recordedFacts.map(ReplayWorker.always)
+            guard let answer = try? shadow.answer(query, recordedFacts: facts).answer else {
+                tally.unreadable += 1
+                continue
+            }
+            let before = ReplayTally.outcome(
+                action: query.action.rawValue, allowed: item.allowed, launch: item.launch?.rawValue)
+            let after = ReplayTally.outcome(
+                action: query.action.rawValue, allowed: answer.isAllowed, launch: answer.launchOutcome?.rawValue)
+            // The live answer again (deterministic: the same snapshot, time and facts), for its
+            // reason and the setting that decided it, only where the shadow differs.
+            let liveAnswer =
+                before != after || answer.isRefusal ? try? live.answer(query, recordedFacts: facts).answer : nil
+            let decision = LiveDecision(
+                number: number, account: query.firstAccount?.description, action: query.action.rawValue,
+                before: before, at: at, line: item.line, reason: liveAnswer?.reason)
+            guard
+                let (flip, first) = tally.count(
+                    decision, app: app, query: query, answer: answer, original: { liveAnswer })
+            else { continue }
+            disagreements.append((flip.setting, flip.action))
+            let metadata: Logger.Metadata = [
+                "shadow": "\(runner.record.revision)", "action": "\(flip.action)", "setting": "\(flip.setting)",
+                "app": "\(flip.app)", "live": "\(flip.before)", "candidate": "\(flip.after)",
+                "account": "\(decision.account ?? "-")", "query": "\(String(decoding: item.line, as: UTF8.self))",
+                "liveReason": "\(liveAnswer?.reason ?? "-")", "shadowReason": "\(answer.reason)",
+            ]
+            // The first of each kind at notice; the rest, which may be many, at debug.
+            if first {
+                runner.logger.notice("the shadow bundle decides otherwise", metadata: metadata)
+            } else {
+                runner.logger.debug("the shadow bundle decides otherwise", metadata: metadata)
+            }
+        }
+        tally.flushRun()
+        return (tally, disagreements)
+    }
+}
