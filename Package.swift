@@ -216,6 +216,7 @@ let package = Package(
                 .embedInCode("Resources/console/grid.mustache"),
                 .embedInCode("Resources/console/diff.mustache"),
                 .embedInCode("Resources/console/events.mustache"),
+                .embedInCode("Resources/console/shadow.mustache"),
                 .embedInCode("Resources/console/groupgrid.mustache"),
             ],
             swiftSettings: swiftSettings

@@ -22,6 +22,13 @@
 #   RUNS=7 DURATION=10 scripts/bench-service-ab.sh OLD NEW
 #   CASE=audited-batch RUNS=5 DURATION=8 scripts/bench-service-ab.sh OLD NEW
 #   TRACE_B=1 scripts/bench-service-ab.sh NEW NEW
+#
+# SHADOW_B=1 sets a shadow bundle on B's state (another generated bundle: 51 policies, so that
+# some decisions disagree): what deciding every live decision under a shadow too costs the
+# decision path (the same binary on both sides). B's shadow counts (decided, dropped, disagreed)
+# from its /metrics are printed at the end.
+#
+#   SHADOW_B=1 scripts/bench-service-ab.sh NEW NEW
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$(realpath "${1:?usage: bench-service-ab.sh A_BINARY B_BINARY}")
@@ -60,6 +67,10 @@ if [ "${TRACE_B:-0}" = 1 ]; then
     for _ in $(seq 50); do [ "$(wc -l <"$WORK/collector")" -ge 1 ] && break; sleep 0.1; done
     EXTRA_B+=(--otel-endpoint "http://127.0.0.1:$(head -1 "$WORK/collector")")
 fi
+if [ "${SHADOW_B:-0}" = 1 ]; then
+    Benchmarks/.build/release/custody-benchgen --bundle "$WORK/shadow" --queries "$WORK/shadow-queries.jsonl" \
+        --accounts 10000 --policies 51 --count 1 >/dev/null
+fi
 declare -A PORT TOKEN
 for side in A B; do
     binary=${!side}
@@ -68,6 +79,9 @@ for side in A B; do
     if [ "$CASE" = protect ]; then SCOPE=protect; KEYS=(--master-key-file "$WORK/$side/master.key"); fi
     TOKEN[$side]=$("$binary" tokens create --state "$WORK/$side/state" --scope "$SCOPE" 2>/dev/null | tail -1)
     [ "$CASE" = audited-batch ] && "$binary" audit --state "$WORK/$side/state" --decisions on >/dev/null
+    if [ "$side" = B ] && [ "${SHADOW_B:-0}" = 1 ]; then
+        "$binary" bundle shadow --state "$WORK/$side/state" "$WORK/shadow" >/dev/null
+    fi
     PORT[$side]=$([ "$side" = A ] && echo 18091 || echo 18092)
     if [ "$side" = A ]; then extra=("${EXTRA_A[@]}"); else extra=("${EXTRA_B[@]}"); fi
     "$binary" serve --state "$WORK/$side/state" --listen "127.0.0.1:${PORT[$side]}" "${KEYS[@]}" --log-level error \
@@ -97,7 +111,7 @@ for run in $(seq "$RUNS"); do
         CPU[$side]+="$(cpu_per_request "$before" "$after" "$rps" "$DURATION") "
     done
 done
-echo "POST $ROUTE ($CASE)${A_ARGS:+, A: $A_ARGS}${B_ARGS:+, B: $B_ARGS}$([ "${TRACE_B:-0}" = 1 ] && echo ", B traced to a stand-in collector"), wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"
+echo "POST $ROUTE ($CASE)${A_ARGS:+, A: $A_ARGS}${B_ARGS:+, B: $B_ARGS}$([ "${TRACE_B:-0}" = 1 ] && echo ", B traced to a stand-in collector")$([ "${SHADOW_B:-0}" = 1 ] && echo ", B with a shadow bundle"), wrk -t1 -c$CONNECTIONS, ${DURATION}s a run, median of $RUNS alternating runs, $(nproc) cores shared with wrk"
 for side in A B; do
     binary=${!side}
     printf '%s %-40s %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %6.1f µs/req  (runs: %s)\n' "$side" "$binary" \
@@ -107,3 +121,6 @@ done
 a=$(printf '%s\n' ${RPS[A]} | median); b=$(printf '%s\n' ${RPS[B]} | median)
 ca=$(printf '%s\n' ${CPU[A]} | median); cb=$(printf '%s\n' ${CPU[B]} | median)
 echo "B / A: requests/s $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }'), CPU per request $(awk -v a="$ca" -v b="$cb" 'BEGIN { printf "%.3f", b / a }')"
+if [ "${SHADOW_B:-0}" = 1 ]; then
+    echo "B's shadow: $(curl -s "http://127.0.0.1:${PORT[B]}/metrics" | grep -E '^custody_shadow_(decisions|dropped)_total' | tr '\n' ' ')disagreements $(curl -s "http://127.0.0.1:${PORT[B]}/metrics" | awk '/^custody_shadow_disagreements_total/ { sum += $NF } END { print sum + 0 }')"
+fi

@@ -39,6 +39,7 @@ struct ConsoleTests {
         arguments: [
             "/console/views/overview", "/console/views/accounts", "/console/views/whatif",
             "/console/views/accounts/alice%40contoso.com/grid", "/console/views/diff", "/console/views/events",
+            "/console/views/shadow",
         ])
     func viewsNeedTokens(path: String) async throws {
         let fixture = try await ServiceFixture.make()

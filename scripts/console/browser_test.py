@@ -453,6 +453,43 @@ try:
         assert "key version 2" in browser.find_element(By.ID, "flash").text
         shot("account-admin")
 
+    @check("run a candidate in shadow from the Shadow tab: live decisions' disagreements appear without a reload; stop it")
+    def shadow():
+        visit("/shadow", "#shadow-files")
+        assert "No shadow bundle has been set" in view_text(), view_text()
+        folder = os.path.join(work, "candidate")
+        paths = [os.path.join(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".json")]
+        browser.find_element(By.ID, "shadow-files").send_keys("\n".join(paths))
+        drawn_after(browser.find_element(By.CSS_SELECTOR, "#shadow-form button").click, "#shadow")
+        assert "set: every replica decides under it too" in browser.find_element(By.ID, "flash").text
+        # The service reads the shadow within a moment; then bob prints twice (blocked by the
+        # policy in force, every staff member's print blocked; allowed by the candidate).
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            status, body = api("GET", "/v1/bundle/shadow", read_token)
+            if body["shadow"]["decidingHere"]:
+                break
+            time.sleep(0.1)
+        for _ in range(2):
+            status, body = api("POST", "/v1/decisions", decide_token, {"action": "print", "account": "bob@contoso.com"})
+            assert status == 200 and body["allowed"] is False, (status, body)
+        # The section reloads itself (every 5 seconds while the shadow runs): no reload here.
+        browser.find_element(By.ID, "shadow-title").click()
+        WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda b: "loosens: print block → allow" in b.find_element(By.ID, "shadow-flips").text)
+        row = browser.find_element(By.CSS_SELECTOR, "#shadow-flips tbody tr").text
+        assert "bob@contoso.com" in row and "printBlocked is true" in row and "printBlocked is false" in row, row
+        assert "Agreed 0" in browser.find_element(By.ID, "shadow-summary").text
+        shot("shadow")
+        browser.find_element(By.CSS_SELECTOR, "button[data-action='shadow-stop']").click()
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".confirm button.danger"))
+        browser.find_element(By.CSS_SELECTOR, ".confirm button.danger").click()
+        wait.until(lambda b: "stopped by" in b.find_element(By.ID, "shadow-origin").text)
+        assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action='shadow-stop']")
+        metrics = __import__("urllib.request").request.urlopen(base + "/metrics").read().decode()
+        assert 'custody_shadow_disagreements_total{setting="printBlocked",action="print"} 2' in metrics, \
+            [line for line in metrics.splitlines() if "shadow" in line]
+
     @check("the phone layout (390x844) shows the account page without losing the settings")
     def phone():
         browser.set_window_size(390, 844)
@@ -465,7 +502,8 @@ try:
         assert width <= 400, f"the grid is {width} px wide"
         shot("grid-phone")
         for address, selector in [("/diff", "[name='from']"), ("/overview", "#revision"), ("/events", "#events-status"),
-                                  ("/whatif?action=saveTo", "[name='owner']"), ("/accounts", "[name='q']")]:
+                                  ("/whatif?action=saveTo", "[name='owner']"), ("/accounts", "[name='q']"),
+                                  ("/shadow", "#shadow-origin")]:
             visit(address, selector)
             width = browser.execute_script("return document.documentElement.scrollWidth")
             assert width <= 400, f"{address} is {width} px wide on a phone"

@@ -76,7 +76,8 @@ extension CustodyEngine {
         return ShadowStatus(
             id: record.id, revision: record.revision, source: record.source, by: record.by,
             since: secondsTime(record.since), ended: record.ended.map(secondsTime), endedHow: record.endedHow,
-            replicas: tallies.count, dropped: merged.dropped, problem: shadows.problem, report: report)
+            replicas: tallies.count, dropped: merged.dropped, problem: shadows.problem,
+            decidingHere: shadows.current.withLock { $0?.record.id } == record.id, report: report)
     }
 
     /// Decides every live decision of this process under the state's shadow too, whenever

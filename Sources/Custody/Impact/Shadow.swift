@@ -27,6 +27,9 @@ public struct ShadowStatus: Sendable, Hashable, Codable {
     /// Why this replica does not decide under the shadow, when it does not (its files do not
     /// load here); nil when it does, or when this process runs no service.
     public var problem: String?
+    /// Whether this process decides its live decisions under the shadow now (a service does,
+    /// once it has read the shadow; a command never does).
+    public var decidingHere: Bool
     /// The live decisions decided again: `decided`, `unchanged` (agreed), `flipped`
     /// (disagreed: `loosened` where the shadow lets through what the bundle in force stops,
     /// `tightened` the other way), grouped, with samples giving both answers' reasons
@@ -346,9 +349,10 @@ struct ShadowWorker {
                 "account": "\(decision.account ?? "-")", "query": "\(String(decoding: item.line, as: UTF8.self))",
                 "liveReason": "\(liveAnswer?.reason ?? "-")", "shadowReason": "\(answer.reason)",
             ]
-            // The first of each kind at notice; the rest, which may be many, at debug.
+            // The first of each kind at warning (what an operator who set a shadow looks for,
+            // shown at the service's default level); the rest, which may be many, at debug.
             if first {
-                runner.logger.notice("the shadow bundle decides otherwise", metadata: metadata)
+                runner.logger.warning("the shadow bundle decides otherwise", metadata: metadata)
             } else {
                 runner.logger.debug("the shadow bundle decides otherwise", metadata: metadata)
             }

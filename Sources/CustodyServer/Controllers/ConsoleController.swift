@@ -31,6 +31,7 @@ struct ConsoleController {
             ("account", PackageResources.account_mustache), ("whatif", PackageResources.whatif_mustache),
             ("grid", PackageResources.grid_mustache), ("diff", PackageResources.diff_mustache),
             ("events", PackageResources.events_mustache), ("groupgrid", PackageResources.groupgrid_mustache),
+            ("shadow", PackageResources.shadow_mustache),
         ]
         for (name, bytes) in templates {
             // Built into the binary and parsed by a test: a template that does not parse is a bug.
@@ -71,6 +72,7 @@ struct ConsoleController {
         group.get("views/diff", use: diff)
         group.post("views/diff", use: diffCandidate)
         group.get("views/events", use: events)
+        group.get("views/shadow", use: shadow)
     }
 
     static func asset(_ bytes: [UInt8], type: String) -> Response {
@@ -369,6 +371,14 @@ struct ConsoleController {
                 fromSelected: record.contentHash == from, toSelected: record.contentHash == to)
         }
         return (DiffPage(admin: Self.isAdmin(context), revisions: revisions), history)
+    }
+
+    /// The shadow bundle and what it found (GET /v1/bundle/shadow); the page reloads it every
+    /// few seconds while it runs.
+    @Sendable func shadow(_ request: Request, context: CustodyRequestContext) async throws -> Response {
+        _ = try QueryParameters(request.uri, accepting: [])
+        let status = try await StateExecutor.run { try await engine.shadowStatus() }
+        return Self.render(ShadowPage(admin: Self.isAdmin(context), shadow: status.map(ShadowPage.Shadow.init)))
     }
 
     /// The live feed: the page streams GET /v1/events itself (console.js), resuming with

@@ -295,6 +295,65 @@ struct GroupGridPage: ConsolePage {
     }
 }
 
+/// The shadow bundle (shadow.mustache): what it found over every replica's live decisions
+/// (GET /v1/bundle/shadow, `ShadowStatus`), and for an admin the forms that set and stop it.
+struct ShadowPage: ConsolePage {
+    static let template = "shadow"
+
+    /// Disagreements that share a setting or an action.
+    struct Group: Sendable {
+        let key: String
+        let flipped: Int
+        let loosened: Int
+    }
+
+    /// The shadow, running or the last one ended.
+    struct Shadow: Sendable {
+        let revision: String
+        let short: String
+        let source: String
+        let by: String
+        let since: String
+        /// How and when it ended; nil while it runs.
+        let ended: String?
+        let running: Bool
+        let replicas: Int
+        /// The live decisions decided under it: `unchanged` agreed.
+        let impact: DiffPage.Impact
+        let dropped: Int
+        /// Why this replica does not decide under it, or that it does not run a shadow now.
+        let here: String?
+        let bySetting: [Group]
+        let byAction: [Group]
+        /// Whether there are groups to show (the templates read stored values).
+        let hasGroups: Bool
+
+        init(_ status: ShadowStatus) {
+            revision = status.revision
+            short = String(status.revision.prefix(12))
+            source = status.source
+            by = status.by ?? "—"
+            since = status.since
+            ended = status.ended.map { "Ended \($0): \(status.endedHow ?? "ended")." }
+            running = status.isRunning
+            replicas = status.replicas
+            impact = DiffPage.Impact(status.report)
+            dropped = status.dropped
+            here =
+                status.problem.map { "This replica does not decide under it: \($0)." }
+                ?? (status.isRunning && !status.decidingHere
+                    ? "This replica has not read it yet: it does within a second of the change." : nil)
+            bySetting = status.report.bySetting.map { Group(key: $0.key, flipped: $0.flipped, loosened: $0.loosened) }
+            byAction = status.report.byAction.map { Group(key: $0.key, flipped: $0.flipped, loosened: $0.loosened) }
+            hasGroups = !bySetting.isEmpty
+        }
+    }
+
+    /// The token may set and stop a shadow.
+    let admin: Bool
+    let shadow: Shadow?
+}
+
 /// The live feed (events.mustache): the page streams GET /v1/events itself (console.js).
 struct EventsPage: ConsolePage {
     static let template = "events"

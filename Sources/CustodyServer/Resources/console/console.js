@@ -150,10 +150,28 @@
     }
     const candidate = document.getElementById("candidate-form");
     if (candidate) { candidate.addEventListener("submit", compareCandidate); }
+    const shadow = document.getElementById("shadow-form");
+    if (shadow) { shadow.addEventListener("submit", setShadow); }
+    // A running shadow's counts move: its section is read again while the view is shown.
+    const refreshing = view.querySelector("section[data-refresh]");
+    if (refreshing) { refreshSection(refreshing.id, routing); }
     for (const button of view.querySelectorAll("button[data-action]")) {
       button.addEventListener("click", function () { confirmAction(button); });
     }
     if (document.getElementById("events-list")) { startFeed(); }
+  }
+
+  // The files picked in the input `id`, by name, as a bundle's body carries them; null (and
+  // the operator told) when none is picked.
+  async function pickedBundle(id) {
+    const picked = document.getElementById(id).files;
+    if (picked.length === 0) {
+      say("block", "Pick the candidate bundle's files first (tenant.json and the policy files).");
+      return null;
+    }
+    const files = {};
+    for (const file of picked) { files[file.name] = await file.text(); }
+    return files;
   }
 
   // The files the operator picked, sent as a bundle (the body of PUT /v1/bundle) to be
@@ -162,10 +180,8 @@
     event.preventDefault();
     // Drawn only if no other view was asked for meanwhile.
     const shown = routing;
-    const picked = document.getElementById("candidate-files").files;
-    if (picked.length === 0) { return say("block", "Pick the candidate bundle's files first (tenant.json and the policy files)."); }
-    const files = {};
-    for (const file of picked) { files[file.name] = await file.text(); }
+    const files = await pickedBundle("candidate-files");
+    if (files === null) { return; }
     let response;
     try {
       response = await fetch("/console/views/diff", {
@@ -181,6 +197,56 @@
     if (shown !== routing) { return; }
     view.innerHTML = html;
     bind();
+  }
+
+  // Replaces the section `id` with the one a new reading of the view holds, every
+  // data-refresh seconds while the view is the one shown: the rest of the page (a form being
+  // filled in, the focus) stays as it is, and a confirmation open in the section puts it off.
+  function refreshSection(id, shown) {
+    const section = document.getElementById(id);
+    setTimeout(async function () {
+      const current = document.getElementById(id);
+      if (shown !== routing || !current) { return; }
+      if (current.querySelector(".confirm")) { return refreshSection(id, shown); }
+      let response;
+      try {
+        response = await fetch(viewAddress((location.hash || "#/overview").slice(1)), {
+          headers: { Authorization: "Bearer " + token() } });
+      } catch (error) {
+        return refreshSection(id, shown);
+      }
+      if (!response.ok || !(response.headers.get("Content-Type") || "").startsWith("text/html")) { return; }
+      const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById(id);
+      const now = document.getElementById(id);
+      if (shown !== routing || !now || now.querySelector(".confirm")) { return; }
+      if (!fresh) { return route(); }
+      now.replaceWith(fresh);
+      for (const button of fresh.querySelectorAll("button[data-action]")) {
+        button.addEventListener("click", function () { confirmAction(button); });
+      }
+      if (fresh.dataset.refresh) { refreshSection(id, shown); }
+    }, Number(section.dataset.refresh) * 1000);
+  }
+
+  // The files the operator picked, set as the shadow bundle of every replica (PUT
+  // /v1/bundle/shadow); nothing is applied.
+  async function setShadow(event) {
+    event.preventDefault();
+    const files = await pickedBundle("shadow-files");
+    if (files === null) { return; }
+    let response;
+    try {
+      response = await fetch("/v1/bundle/shadow", {
+        method: "PUT", body: JSON.stringify({ files: files }),
+        headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" } });
+    } catch (error) {
+      return say("block", "The service cannot be reached: " + error);
+    }
+    if (response.status === 401) { return signin("Signed out: " + await errorText(response)); }
+    if (!response.ok) { return say("block", "The shadow was refused: " + await errorText(response)); }
+    const answer = await response.json().catch(function () { return {}; });
+    say("allow", "Shadow " + ((answer.shadow && answer.shadow.revision) || "") + " set: every replica decides under it too");
+    route();
   }
 
   // MARK: Actions (admin tokens only; the API refuses them to others in any case)
@@ -275,6 +341,7 @@
       case "rollback": return "revision " + answer.revision + " is in force";
       case "freeze": return "bundle changes are refused until unfrozen";
       case "unfreeze": return "bundle changes are applied again";
+      case "shadow-stop": return "no replica decides under the shadow any more";
       default: return answer.result || answer.revision || "done";
     }
   }
