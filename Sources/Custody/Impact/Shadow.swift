@@ -189,23 +189,34 @@ final class ShadowRunner: Sendable {
         }
     }
 
-    /// Decides the batches offered until `finish()`, reporting each to `observer`.
-    func run(observer: @escaping @Sendable (ShadowObservation) -> Void) async {
+    /// Decides the batches offered until `finish()`, reporting what each wake decided to
+    /// `observer`. It wakes at most every `coalescing` (whatever was offered meanwhile decided
+    /// together): a service answering thousands of single decisions a second does not wake it
+    /// thousands of times.
+    func run(
+        coalescing: Duration = .milliseconds(2), observer: @escaping @Sendable (ShadowObservation) -> Void
+    ) async {
         var worker = ShadowWorker(runner: self)
         await BackgroundExecutor.run {
             while let batches = await next() {
+                var tally = ReplayTally()
+                var disagreements: [(setting: String, action: String)] = []
+                var decided = 0
                 for batch in batches {
-                    let (tally, disagreements) = worker.decide(batch)
-                    counts.withLock {
-                        $0.counts.tally.merge(tally)
-                        $0.dirty = true
-                    }
-                    pending.subtract(batch.items.count, ordering: .relaxed)
-                    observer(
-                        ShadowObservation(
-                            decided: tally.decided, dropped: droppedSinceObserved.exchange(0, ordering: .relaxed),
-                            disagreements: disagreements))
+                    worker.decide(batch, into: &tally, disagreements: &disagreements)
+                    decided += batch.items.count
                 }
+                tally.flushRun()
+                counts.withLock {
+                    $0.counts.tally.merge(tally)
+                    $0.dirty = true
+                }
+                pending.subtract(decided, ordering: .relaxed)
+                observer(
+                    ShadowObservation(
+                        decided: tally.decided, dropped: droppedSinceObserved.exchange(0, ordering: .relaxed),
+                        disagreements: disagreements))
+                try? await Task.sleep(for: coalescing)
             }
         }
     }
@@ -277,21 +288,24 @@ struct ShadowCounts: Codable {
     }
 }
 
-/// A live decision, as the shadow compares it with its own answer.
+/// A live decision, as the shadow compares it with its own answer. What only a disagreement
+/// needs (the account's name, the reasons) is worked out when asked for.
 private struct LiveDecision: DecidedBefore {
     let number: Int64
-    let account: String?
-    let action: String
+    let query: DecisionQuery
     let before: String?
     let at: Duration
     let line: [UInt8]
-    /// The live answer's reason, worked out for a disagreement or a refusal only.
-    let reason: String?
+    /// The live answer, decided again for a disagreement or a refusal only.
+    let live: DecisionAnswer?
+
+    var account: String? { query.firstAccount?.description }
+    var action: String { query.action.rawValue }
 
     func sample(after answer: DecisionAnswer) -> ImpactReport.Sample {
         ImpactReport.Sample(
             entry: number, at: secondsTime(Date(timeIntervalSince1970: Double(at.components.seconds))),
-            account: account, query: String(decoding: line, as: UTF8.self), reasonBefore: reason,
+            account: account, query: String(decoding: line, as: UTF8.self), reasonBefore: live?.reason,
             reasonAfter: answer.reason)
     }
 }
@@ -305,14 +319,14 @@ struct ShadowWorker {
         self.runner = runner
     }
 
-    /// Decides `batch` under the shadow; returns what it found and the disagreements, by
-    /// setting and action.
-    mutating func decide(_ batch: ShadowBatch) -> (ReplayTally, [(setting: String, action: String)]) {
+    /// Decides `batch` under the shadow, counting what it finds in `tally` and each
+    /// disagreement's setting and action in `disagreements`.
+    mutating func decide(
+        _ batch: ShadowBatch, into tally: inout ReplayTally, disagreements: inout [(setting: String, action: String)]
+    ) {
         let live = batch.snapshot
         let shadow = runner.snapshot(for: live.context)
         let app = live.context.appID ?? "-"
-        var tally = ReplayTally()
-        var disagreements: [(setting: String, action: String)] = []
         for item in batch.items {
             let number = runner.nextNumber()
             let at = item.at
@@ -336,28 +350,25 @@ struct ShadowWorker {
             let liveAnswer =
                 before != after || answer.isRefusal ? try? live.answer(query, recordedFacts: facts).answer : nil
             let decision = LiveDecision(
-                number: number, account: query.firstAccount?.description, action: query.action.rawValue,
-                before: before, at: at, line: item.line, reason: liveAnswer?.reason)
+                number: number, query: query, before: before, at: at, line: item.line, live: liveAnswer)
             guard
                 let (flip, first) = tally.count(
                     decision, app: app, query: query, answer: answer, original: { liveAnswer })
             else { continue }
             disagreements.append((flip.setting, flip.action))
-            let metadata: Logger.Metadata = [
-                "shadow": "\(runner.record.revision)", "action": "\(flip.action)", "setting": "\(flip.setting)",
-                "app": "\(flip.app)", "live": "\(flip.before)", "candidate": "\(flip.after)",
-                "account": "\(decision.account ?? "-")", "query": "\(String(decoding: item.line, as: UTF8.self))",
-                "liveReason": "\(liveAnswer?.reason ?? "-")", "shadowReason": "\(answer.reason)",
-            ]
             // The first of each kind at warning (what an operator who set a shadow looks for,
-            // shown at the service's default level); the rest, which may be many, at debug.
-            if first {
-                runner.logger.warning("the shadow bundle decides otherwise", metadata: metadata)
-            } else {
-                runner.logger.debug("the shadow bundle decides otherwise", metadata: metadata)
-            }
+            // shown at the service's default level); the rest, which may be many, at debug,
+            // their metadata made only when that level is on.
+            let level: Logger.Level = first ? .warning : .debug
+            guard runner.logger.logLevel <= level else { continue }
+            runner.logger.log(
+                level: level, "the shadow bundle decides otherwise",
+                metadata: [
+                    "shadow": "\(runner.record.revision)", "action": "\(flip.action)", "setting": "\(flip.setting)",
+                    "app": "\(flip.app)", "live": "\(flip.before)", "candidate": "\(flip.after)",
+                    "account": "\(decision.account ?? "-")", "query": "\(String(decoding: item.line, as: UTF8.self))",
+                    "liveReason": "\(liveAnswer?.reason ?? "-")", "shadowReason": "\(answer.reason)",
+                ])
         }
-        tally.flushRun()
-        return (tally, disagreements)
     }
 }
