@@ -111,8 +111,9 @@ actor ChangeApplier {
             }
             // Forgetting is safe to repeat; the bundle is read before the revision moves.
             if bundleChanged { try await adoptBundle(at: last.revision) }
-            // The shadow is read again by its host, which keeps the one running if it cannot.
-            if shadowChanged { await shadows.reload() }
+            // The shadow is read again by its host (which keeps the one running if it cannot),
+            // without holding up the changes after it.
+            if shadowChanged { shadows.reloadSoon() }
             revision = last.revision
             applied += changes.count
             replica.withLock { $0.revision = last.revision }
@@ -128,7 +129,7 @@ actor ChangeApplier {
         tokenCache.forget()
         auditSetting.reset()
         try await adoptBundle(at: change)
-        await shadows.reload()
+        shadows.reloadSoon()
     }
 
     /// Puts the state's last applied bundle in force here. One that does not load here leaves

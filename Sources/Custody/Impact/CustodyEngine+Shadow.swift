@@ -144,9 +144,23 @@ actor ShadowHost {
         await reload()
     }
 
+    /// Stops the shadow running here, once what it holds is decided and recorded.
     func stop() async {
         observer = nil
-        await reload()
+        let previous = reloading
+        let task = Task {
+            await previous?.value
+            await self.replace(with: nil, waiting: true)
+        }
+        reloading = task
+        await task.value
+    }
+
+    /// `reload()` in a task of its own: what the change applier calls, which must not wait
+    /// for the old shadow's queue (on a machine busy with decisions, the background threads
+    /// decide it last) before the changes after it (a wipe) are applied.
+    nonisolated func reloadSoon() {
+        Task { await self.reload() }
     }
 
     /// Reads the state's shadow and runs it here (or stops the one running) when it changed;
@@ -163,7 +177,7 @@ actor ShadowHost {
 
     private func reloadNow() async {
         guard observer != nil else {
-            await replace(with: nil)
+            await replace(with: nil, waiting: false)
             return
         }
         let stored: StoredShadow?
@@ -176,7 +190,7 @@ actor ShadowHost {
         }
         guard let stored, stored.record.isRunning else {
             problemText.withLock { $0 = nil }
-            await replace(with: nil)
+            await replace(with: nil, waiting: false)
             return
         }
         if current.withLock({ $0?.record.id }) == stored.record.id { return }
@@ -196,7 +210,7 @@ actor ShadowHost {
                     "shadow": "\(stored.record.revision)", "error": "\(error)",
                 ])
             problemText.withLock { $0 = reason }
-            await replace(with: nil)
+            await replace(with: nil, waiting: false)
             return
         }
         problemText.withLock { $0 = nil }
@@ -204,24 +218,29 @@ actor ShadowHost {
             "deciding every live decision under the shadow bundle too",
             metadata: ["shadow": "\(stored.record.revision)", "by": "\(stored.record.by ?? "-")"])
         await replace(
-            with: ShadowRunner(record: stored.record, bundle: bundle, precedence: precedence(), logger: logger))
+            with: ShadowRunner(record: stored.record, bundle: bundle, precedence: precedence(), logger: logger),
+            waiting: false)
     }
 
-    /// Stops the runner there is (its queue decided, its counts recorded) and starts `runner`.
-    private func replace(with runner: ShadowRunner?) async {
+    /// Starts `runner` in place of the one there is, which decides what its queue holds and
+    /// records its counts: in the background, or before this returns with `waiting`.
+    private func replace(with runner: ShadowRunner?, waiting: Bool) async {
         let old = current.withLock { current in
             defer { current = runner }
             return current
         }
-        if let old {
-            old.finish()
-            await worker?.value
-            await record(old)
-        }
+        let oldWorker = worker
         worker = nil
         if let runner, let observer {
             worker = Task { await runner.run(observer: observer) }
         }
+        guard let old else { return }
+        old.finish()
+        let finishing = Task {
+            await oldWorker?.value
+            await self.record(old)
+        }
+        if waiting { await finishing.value }
     }
 
     /// Records what the running shadow counted, when it changed since last recorded.
