@@ -31,6 +31,10 @@ struct ShadowCLITests {
         try await scratch.applyExampleBundle()
         let none = try await scratch.run(["bundle", "shadow", "status"])
         #expect(none.status == 2 && none.stderr.contains("the state has no shadow bundle"), "\(none.stderr)")
+        let noneJSON = try await scratch.run(["bundle", "shadow", "status", "--json"])
+        #expect(noneJSON.status == 2 && noneJSON.stdout == "{\n  \"shadow\" : null\n}\n", "\(noneJSON.stdout)")
+        let empty = try await scratch.run(["bundle", "shadow", ""])
+        #expect(empty.status == 64 && empty.stderr.contains("DIR is empty: give a bundle directory"), "\(empty.stderr)")
         #expect(try await scratch.run(["bundle", "shadow", "stop"]).stdout == "no shadow was running\n")
         let same = try await scratch.run(["bundle", "shadow", CLIRunner.packageRoot + "/policies"])
         #expect(same.status != 0 && same.stderr.contains("is the bundle in force already"), "\(same.stderr)")
@@ -60,7 +64,8 @@ struct ShadowCLITests {
             #expect(try await print())
             try await Task.sleep(for: .milliseconds(100))
             let read = try await scratch.run(["bundle", "shadow", "status", "--json"])
-            status = try #require(try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any])
+            let answer = try #require(try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any])
+            status = try #require(answer["shadow"] as? [String: Any])
             if ((status["report"] as? [String: Any])?["tightened"] as? Int ?? 0) > 0 { break }
         }
         let report = try #require(status["report"] as? [String: Any])
@@ -69,6 +74,7 @@ struct ShadowCLITests {
             status["replicas"] as? Int == 1 && status["decidingHere"] as? Bool == false, "a command decides nothing")
         let text = try await scratch.run(["bundle", "shadow", "status"])
         #expect(text.stdout.contains("running since ") && text.stdout.contains("TIGHTENS"), "\(text.stdout)")
+        #expect(text.stdout.contains("by 1 service process(es)") && text.stdout.contains("e.g. decision "))
         #expect(
             text.stdout.contains("live: printBlocked is false") && text.stdout.contains("shadow: printBlocked is true"))
         #expect(try await scratch.run(["bundle", "shadow", "status", "--fail-on", "loosened"]).status == 0)

@@ -155,6 +155,15 @@ struct ShadowEndpointTests {
             #expect(
                 inForce.status == .badRequest && inForce.body.text.contains("bundle in force already"),
                 "\(inForce.body.text)")
+            #expect(try object(inForce)["parameter"] as? String == "files", "\(inForce.body.text)")
+            var none = files
+            none["tenant.json"] = #"{"accounts": [], "allowedAccounts": null}"#
+            let empty = try await client.execute(
+                uri: "/v1/bundle/shadow", method: .put, headers: fixture.auth(.admin),
+                body: try ImpactEndpointTests.body(["files": none]))
+            #expect(
+                empty.status == .unprocessableContent && empty.body.text.contains("no candidate for a shadow")
+                    && !empty.body.text.contains("allowEmpty"), "\(empty.body.text)")
             let body = try await client.execute(
                 uri: "/v1/bundle/shadow", method: .delete, headers: fixture.auth(.admin),
                 body: ByteBuffer(string: "{}"))

@@ -3,6 +3,7 @@ import CustodyPolicy
 import CustodyStore
 import CustodyTestSupport
 import Foundation
+import Logging
 import Testing
 
 /// Shadow mode (issue 51): every live decision decided under a candidate too, the
@@ -197,6 +198,44 @@ struct ShadowTests {
         let stopped = try await engine.stopShadow(by: "ops")
         let status = try #require(try await engine.shadowStatus())
         #expect(stopped && status.id == next.id && status.endedHow == "stopped by ops" && status.report.decided == 0)
+    }
+
+    @Test(
+        "the first disagreement of each kind is logged at warning with both answers, once for the shadow's life, the rest at debug; the shadow's own decisions do not repeat the policy's warnings"
+    )
+    func logging() async throws {
+        let (installation, engine, candidate) = try await Self.live()
+        let capture = LogCapture()
+        let clock = installation.clock
+        let logged = try await CustodyEngine.open(
+            CustodyConfiguration(
+                state: .path(installation.state), context: EvaluationContext(platform: .ios),
+                logger: capture.logger(label: "custody"), now: { clock.now }))
+        withExtendedLifetime(engine) {}
+        try await logged.setShadow(try BundleFiles.read(directory: candidate), source: candidate, by: nil)
+        let shadow = try await Self.runShadow(logged)
+        defer { shadow.cancel() }
+        let options = DecisionStream.Options(currentTime: { .seconds(Self.t0.timeIntervalSince1970) })
+        // Each its own request, its own batch, decided in a wake of its own.
+        for line in [
+            #"{"action":"print","account":"alice@contoso.com"}"#, #"{"action":"print","account":"alice@contoso.com"}"#,
+            #"{"action":"print","account":"alice@contoso.com"}"#,
+            #"{"action":"accountAllowed","account":"alice@fabrikam.com"}"#,
+        ] {
+            _ = try await logged.decide(line: Array(line.utf8), options: options)
+            await logged.drainShadow()
+        }
+        let disagreements = capture.records.filter { $0.message == "the shadow bundle decides otherwise" }
+        #expect(disagreements.filter { $0.level == .warning }.count == 1, "\(disagreements.map(\.level))")
+        #expect(disagreements.filter { $0.level == .debug }.count == 2)
+        let warning = try #require(disagreements.first { $0.level == .warning })
+        #expect(warning.metadata["liveReason"]?.contains("printBlocked is true") == true, "\(warning.metadata)")
+        #expect(warning.metadata["shadowReason"]?.contains("printBlocked is false") == true)
+        #expect(warning.metadata["account"] == "alice@contoso.com" && warning.metadata["setting"] == "printBlocked")
+        // alice@fabrikam.com is refused by the policy (another domain): said once, by the live decision.
+        #expect(
+            capture.records.filter { $0.message.contains("Account not allowed") }.count == 1,
+            "\(capture.records.map(\.message))")
     }
 
     @Test("refused: a shadow that does not load, with its diagnostics; no status without one")

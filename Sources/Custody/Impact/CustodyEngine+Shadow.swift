@@ -22,9 +22,17 @@ extension CustodyEngine {
             // As applying it would: a bundle that manages no account is no candidate.
             _ = try files.load()
         } catch {
+            // How to apply an empty bundle anyway is no help here: a shadow takes none.
+            let diagnostics = error.diagnostics.map { diagnostic in
+                guard diagnostic.code == .emptyBundle else { return diagnostic }
+                var said = diagnostic
+                said.message =
+                    "the bundle manages no account, so every decision would allow: it is no candidate for a shadow"
+                return said
+            }
             throw CustodyError(
                 .bundle, "the shadow bundle does not load, so it is not set: \(error.errors.count) error(s)",
-                diagnostics: error.diagnostics)
+                diagnostics: diagnostics)
         }
         if files.contentHash == bundleInForce?.revision {
             throw CustodyError(
@@ -190,6 +198,11 @@ actor ShadowHost {
         }
         guard let stored, stored.record.isRunning else {
             problemText.withLock { $0 = nil }
+            if let ended = current.withLock({ $0?.record }) {
+                logger.notice(
+                    "no longer deciding under the shadow bundle: it ended",
+                    metadata: ["shadow": "\(ended.revision)", "how": "\(stored?.record.endedHow ?? "removed")"])
+            }
             await replace(with: nil, waiting: false)
             return
         }

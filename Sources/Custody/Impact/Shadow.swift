@@ -254,7 +254,11 @@ final class ShadowRunner: Sendable {
     /// The shadow resolved for `context` (at most `contextCapacity` contexts kept).
     func snapshot(for context: EvaluationContext) -> PolicySnapshot {
         if let cached = snapshots.withLock({ $0[context] }) { return cached }
-        let snapshot = PolicySnapshot(bundle: bundle, context: context, precedence: precedence, logger: logger)
+        // What the policy says as it decides (an account refused for its domain, say) the live
+        // decision has said already: the shadow's decisions log only their errors.
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .error)
+        let snapshot = PolicySnapshot(bundle: bundle, context: context, precedence: precedence, logger: quiet)
         snapshots.withLock { snapshots in
             if snapshots.count >= Self.contextCapacity { snapshots.removeAll() }
             snapshots[context] = snapshot
@@ -312,8 +316,13 @@ private struct LiveDecision: DecidedBefore {
 
 /// Decides batches of live decisions under the shadow, one at a time.
 struct ShadowWorker {
+    /// Kinds of disagreement logged at warning at most, for the shadow's life.
+    static let loggedKinds = 1_000
+
     let runner: ShadowRunner
     private var document = try! JSONDocument(parsing: Array("null".utf8))
+    /// The kinds of disagreement logged at warning so far.
+    private var logged = Set<ReplayTally.FlipKey>()
 
     init(runner: ShadowRunner) {
         self.runner = runner
@@ -352,13 +361,15 @@ struct ShadowWorker {
             let decision = LiveDecision(
                 number: number, query: query, before: before, at: at, line: item.line, live: liveAnswer)
             guard
-                let (flip, first) = tally.count(
+                let (flip, _) = tally.count(
                     decision, app: app, query: query, answer: answer, original: { liveAnswer })
             else { continue }
             disagreements.append((flip.setting, flip.action))
-            // The first of each kind at warning (what an operator who set a shadow looks for,
-            // shown at the service's default level); the rest, which may be many, at debug,
-            // their metadata made only when that level is on.
+            // The first of each kind for the shadow's life at warning (what an operator who set
+            // a shadow looks for, shown at the service's default level; 1,000 kinds at most);
+            // the rest, which may be many, at debug, their metadata made only when that level
+            // is on.
+            let first = logged.count < Self.loggedKinds && logged.insert(flip).inserted
             let level: Logger.Level = first ? .warning : .debug
             guard runner.logger.logLevel <= level else { continue }
             runner.logger.log(

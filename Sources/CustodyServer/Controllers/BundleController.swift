@@ -214,11 +214,24 @@ struct BundleController {
         _ = try QueryParameters(request.uri, accepting: [])
         let (files, _) = try await PolicyController.bundleFiles(
             request, limit: limits.bodyBytes, takesAllowEmpty: false)
-        let status = try await StateExecutor.run {
-            try await engine.setShadow(files, source: "http", by: context.identity?.operatorName)
-            return try await engine.shadowStatus()
+        let (engine, by) = (engine, context.identity?.operatorName)
+        return ShadowAnswer(
+            shadow: try await StateExecutor.run { try await Self.setShadow(files, by: by, on: engine) })
+    }
+
+    /// Sets `files` as the shadow and reads its status.
+    /// - Throws: a 400 naming `files` when they are the bundle in force.
+    private static func setShadow(_ files: BundleFiles, by: String?, on engine: CustodyEngine) async throws
+        -> ShadowStatus?
+    {
+        do {
+            try await engine.setShadow(files, source: "http", by: by)
+        } catch  where error.code == .invalidArgument {
+            // The files are the bundle in force: what is wrong is the body's `files`.
+            throw ServiceError(
+                .badRequest, .invalidParameter, error.message, details: ServiceError.Details(parameter: "files"))
         }
-        return ShadowAnswer(shadow: status)
+        return try await engine.shadowStatus()
     }
 
     /// Stops the shadow; what it counted stays readable. A 404 when none is running.

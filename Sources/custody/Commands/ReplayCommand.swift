@@ -132,11 +132,12 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
         ]
         // Accounts, queries and reasons came from input: escaped, one item per line.
         return lines.map(\.escapingControlCharacters).joined(separator: "\n") + "\n"
-            + details(report, before: "before", after: "after")
+            + details(report, sample: "entry", before: "before", after: "after")
     }
 
-    /// A report's groups, flips (with the two reasons named `before` and `after`), refusals.
-    static func details(_ report: ImpactReport, before: String, after: String) -> String {
+    /// A report's groups, flips (each sample named `sample` with its number, the two reasons
+    /// `before` and `after`), refusals.
+    static func details(_ report: ImpactReport, sample: String, before: String, after: String) -> String {
         var lines: [String] = []
         for (title, groups) in [
             ("by setting", report.bySetting), ("by app", report.byApp), ("by action", report.byAction),
@@ -155,7 +156,7 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
                 lines.append(
                     "  \(flip.loosens ? "LOOSENS " : "TIGHTENS") \(flip.count)×  \(flip.action) \(flip.before) → \(flip.after)"
                         + "  app \(flip.app), setting \(flip.setting)")
-                lines.append("    e.g. entry \(flip.sample.entry) at \(flip.sample.at): \(flip.sample.query)")
+                lines.append("    e.g. \(sample) \(flip.sample.entry) at \(flip.sample.at): \(flip.sample.query)")
                 lines.append("    \(before): \(flip.sample.reasonBefore ?? "-")")
                 lines.append("    \(after): \(flip.sample.reasonAfter)")
             }
@@ -163,8 +164,8 @@ struct ReplayCommand: AsyncParsableCommand, StateCommand {
         if !report.refusals.isEmpty {
             lines.append("")
             lines.append("refused by the candidate:")
-            for sample in report.refusals {
-                lines.append("  entry \(sample.entry) at \(sample.at): \(sample.query): \(sample.reasonAfter)")
+            for refusal in report.refusals {
+                lines.append("  \(sample) \(refusal.entry) at \(refusal.at): \(refusal.query): \(refusal.reasonAfter)")
             }
         }
         if report.truncated {

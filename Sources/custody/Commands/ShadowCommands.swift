@@ -44,7 +44,7 @@ extension BundleCommand.Shadow {
         @OptionGroup var loggingOptions: LoggingOptions
 
         func validate() throws {
-            try refuseEmptyPath(directory, named: "the directory", give: "a bundle directory")
+            try refuseEmptyPath(directory, named: "DIR", give: "a bundle directory")
         }
 
         func run() async throws {
@@ -64,8 +64,11 @@ extension BundleCommand.Shadow {
             abstract: "What the shadow found, over every replica: decisions compared, disagreements, samples.",
             discussion: """
                 Counts are as the replicas last recorded them (every 2 seconds while they \
-                serve). Exit status: 0; 1 when --fail-on names something the shadow found; 2 \
-                when the state has no shadow.
+                serve); each service process counts as one (a restart is a new one). A sample's \
+                decision number is its number on the process that made it, not an audit entry. \
+                With --json, {"shadow": …} as GET /v1/bundle/shadow answers ({"shadow": null} \
+                when there is none). Exit status: 0; 1 when --fail-on names something the \
+                shadow found; 2 when the state has no shadow.
                 """)
 
         @Option(
@@ -89,13 +92,13 @@ extension BundleCommand.Shadow {
         func run() async throws {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
-            guard let status = try await engine.shadowStatus() else {
+            let found = try await engine.shadowStatus()
+            if json { StandardOutput.write(try JSONLine.encode(Answer(shadow: found), pretty: true)) }
+            guard let status = found else {
                 StandardError.write("custody: the state has no shadow bundle (custody bundle shadow DIR sets one)\n")
                 throw ExitCode(2)
             }
-            if json {
-                StandardOutput.write(try JSONLine.encode(status, pretty: true))
-            } else {
+            if !json {
                 StandardOutput.write(Self.text(status))
             }
             switch failOn {
@@ -105,19 +108,31 @@ extension BundleCommand.Shadow {
             }
         }
 
+        /// `{"shadow": …}`, `null` when there is none.
+        struct Answer: Encodable {
+            let shadow: ShadowStatus?
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(shadow, forKey: .shadow)
+            }
+
+            enum CodingKeys: String, CodingKey { case shadow }
+        }
+
         static func text(_ status: ShadowStatus) -> String {
             let report = status.report
             var head = [
                 "shadow \(status.revision) from \(status.source)\(status.by.map { " (set by \($0))" } ?? "")",
                 status.ended.map { "ended \($0), \(status.endedHow ?? "ended"); ran from \(status.since)" }
                     ?? "running since \(status.since)",
-                "decided under the shadow \(report.decided) on \(status.replicas) replica(s): agreed \(report.unchanged), "
+                "decided under the shadow \(report.decided) by \(status.replicas) service process(es): agreed \(report.unchanged), "
                     + "disagreed \(report.flipped) (loosened \(report.loosened), tightened \(report.tightened)), "
                     + "refused \(report.refused); dropped (queue full) \(status.dropped)",
             ]
             if let problem = status.problem { head.append("not deciding here: \(problem)") }
             return head.map(\.escapingControlCharacters).joined(separator: "\n") + "\n"
-                + ReplayCommand.details(report, before: "live", after: "shadow")
+                + ReplayCommand.details(report, sample: "decision", before: "live", after: "shadow")
         }
     }
 
