@@ -41,11 +41,11 @@ public struct DecisionSession {
         case (let audit?, let shadow?):
             self.stream.annotate = { query, answer, reason, asked, writer in
                 shadow.capture(query, answer, asked)
-                return audit.record(query, answer, reason: reason, asked: asked, into: &writer)
+                return audit.record(query, answer, reason: reason(), asked: asked, into: &writer)
             }
         case (let audit?, nil):
             self.stream.annotate = { query, answer, reason, asked, writer in
-                audit.record(query, answer, reason: reason, asked: asked, into: &writer)
+                audit.record(query, answer, reason: reason(), asked: asked, into: &writer)
             }
         case (nil, let shadow?):
             self.stream.annotate = { query, answer, _, asked, _ in

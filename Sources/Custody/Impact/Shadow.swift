@@ -76,6 +76,8 @@ final class ShadowTap: @unchecked Sendable {
     private let snapshot: PolicySnapshot
     private let clock: @Sendable () -> Duration
     private var items: [ShadowItem] = []
+    /// Decisions not captured: the queue was full when they were made.
+    private var skipped = 0
 
     init(runner: ShadowRunner, snapshot: PolicySnapshot, clock: @escaping @Sendable () -> Duration) {
         self.runner = runner
@@ -84,6 +86,12 @@ final class ShadowTap: @unchecked Sendable {
     }
 
     func capture(_ query: DecisionQuery, _ answer: DecisionAnswer, _ asked: AskedQuery) {
+        // While the queue is full, what would be dropped is not copied first: counted only.
+        if runner.isFull {
+            skipped += 1
+            if skipped >= ShadowRunner.batchSize { flush() }
+            return
+        }
         items.append(
             ShadowItem(
                 line: asked.line, recordedFacts: asked.recordedFacts, at: clock(), allowed: answer.isAllowed,
@@ -92,6 +100,10 @@ final class ShadowTap: @unchecked Sendable {
     }
 
     func flush() {
+        if skipped > 0 {
+            runner.dropped(skipped)
+            skipped = 0
+        }
         guard !items.isEmpty else { return }
         runner.offer(ShadowBatch(snapshot: snapshot, items: items))
         items = []
@@ -134,6 +146,9 @@ final class ShadowRunner: Sendable {
     private let numbers = Atomic<Int64>(0)
     /// Decisions offered and not yet decided or dropped (`isDrained`).
     private let pending = Atomic<Int>(0)
+    /// Set when a batch did not fit, cleared when the worker takes the queue: what the
+    /// answer's path reads to skip copying decisions that would be dropped.
+    private let full = Atomic<Bool>(false)
 
     init(record: ShadowRecord, bundle: PolicyBundle, precedence: PolicyPrecedence, logger: Logger) {
         self.record = record
@@ -157,12 +172,21 @@ final class ShadowRunner: Sendable {
         }
         waiter?.resume()
         guard !taken else { return }
+        full.store(true, ordering: .relaxed)
+        pending.subtract(count, ordering: .relaxed)
+        dropped(count)
+    }
+
+    /// Whether the queue was full when last offered to, and not taken since.
+    var isFull: Bool { full.load(ordering: .relaxed) }
+
+    /// Counts `count` live decisions dropped.
+    func dropped(_ count: Int) {
         droppedSinceObserved.add(count, ordering: .relaxed)
         counts.withLock {
             $0.counts.dropped += count
             $0.dirty = true
         }
-        pending.subtract(count, ordering: .relaxed)
     }
 
     /// The batches queued, taken out; waits for one; nil once finished and empty.
@@ -173,6 +197,7 @@ final class ShadowRunner: Sendable {
                 defer {
                     queue.batches = []
                     queue.decisions = 0
+                    full.store(false, ordering: .relaxed)
                 }
                 return queue.batches
             }

@@ -73,13 +73,16 @@ public struct DecisionStream {
     /// Lines answered with an error so far.
     public private(set) var errorCount = 0
     /// Called with each query answered (lines that are errors excluded) as its JSON answer is
-    /// written, to record it (an audit log) and add members at the end of the object (the
-    /// decision id an audit entry holds), with `answer.reason` and what the query was asked
-    /// with. Returns the decision id, which a text answer ends with.
+    /// written, to record it (an audit log, a shadow) and add members at the end of the object
+    /// (the decision id an audit entry holds), with `answer.reason` (made when called: a hook
+    /// that needs no reason pays for none) and what the query was asked with. Returns the
+    /// decision id, which a text answer ends with.
     package var annotate:
         (
-            (_ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: String, _ asked: AskedQuery, inout JSONWriter)
-                -> String?
+            (
+                _ query: DecisionQuery, _ answer: DecisionAnswer, _ reason: () -> String, _ asked: AskedQuery,
+                inout JSONWriter
+            ) -> String?
         )?
     /// JSON members (already encoded, without braces) added at the end of every answer object,
     /// such as the revision a service decided at.
@@ -258,13 +261,16 @@ public struct DecisionStream {
                     },
                     trailer: { writer in
                         if let annotate {
-                            let reason =
-                                if case .single = answer, let (primary, secondary) = written {
-                                    ExplanationCache.reason(primary, secondary)
-                                } else {
-                                    cache.reason(of: answer)
-                                }
-                            _ = annotate(query, answer, reason, asked(), &writer)
+                            let written = written
+                            _ = annotate(
+                                query, answer,
+                                {
+                                    if case .single = answer, let (primary, secondary) = written {
+                                        ExplanationCache.reason(primary, secondary)
+                                    } else {
+                                        cache.reason(of: answer)
+                                    }
+                                }, asked(), &writer)
                         }
                         if !trailer.isEmpty { writer.rawMembers(trailer) }
                     })
@@ -277,7 +283,7 @@ public struct DecisionStream {
             var decisionID: String?
             if let annotate {
                 var ignored = JSONWriter()
-                decisionID = annotate(query, answer, cache.reason(of: answer), asked(), &ignored)
+                decisionID = annotate(query, answer, { cache.reason(of: answer) }, asked(), &ignored)
             }
             let verdict: String
             switch answer {
