@@ -143,3 +143,20 @@ public struct ReplicaAnswer: Encodable, Sendable {
         gone = replica.isGone
     }
 }
+
+/// The shadow bundle, or `null` (`custody bundle shadow status --json`, `GET /v1/bundle/shadow`).
+public struct ShadowAnswer: Sendable, Encodable {
+    public var shadow: ShadowStatus?
+
+    public init(shadow: ShadowStatus?) {
+        self.shadow = shadow
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        // `null` when there is none, not a missing member.
+        try container.encode(shadow, forKey: .shadow)
+    }
+
+    enum CodingKeys: String, CodingKey { case shadow }
+}

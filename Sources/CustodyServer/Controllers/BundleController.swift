@@ -340,19 +340,6 @@ struct FreezeState: ResponseEncodable {
     var freeze: FreezeAnswer
 }
 
-/// `GET`, `PUT` and `DELETE /v1/bundle/shadow`.
-struct ShadowAnswer: ResponseEncodable {
-    var shadow: ShadowStatus?
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        // `null` when the state has none, not a missing member.
-        try container.encode(shadow, forKey: .shadow)
-    }
-
-    enum CodingKeys: String, CodingKey { case shadow }
-}
-
 /// `GET /v1/fleet`.
 struct FleetAnswer: ResponseEncodable {
     var replicas: [ReplicaAnswer]

@@ -13,6 +13,9 @@ extension WipeAnswer: ResponseEncodable {}
 /// `POST /v1/accounts/{account}/keys/rotate`: `{"owner": …, "version": …}`.
 extension KeyRotation: ResponseEncodable {}
 
+/// `GET`, `PUT` and `DELETE /v1/bundle/shadow`: `{"shadow": …}`, `null` when there is none.
+extension ShadowAnswer: ResponseEncodable {}
+
 /// `PUT /v1/bundle`.
 struct BundleApplied: ResponseEncodable {
     var revision: String

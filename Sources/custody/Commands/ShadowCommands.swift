@@ -93,7 +93,7 @@ extension BundleCommand.Shadow {
             let engine = try await openEngine(
                 state: stateOptions, logging: loggingOptions, access: .reading, restoring: false)
             let found = try await engine.shadowStatus()
-            if json { StandardOutput.write(try JSONLine.encode(Answer(shadow: found), pretty: true)) }
+            if json { StandardOutput.write(try JSONLine.encode(ShadowAnswer(shadow: found), pretty: true)) }
             guard let status = found else {
                 StandardError.write("custody: the state has no shadow bundle (custody bundle shadow DIR sets one)\n")
                 throw ExitCode(2)
@@ -106,18 +106,6 @@ extension BundleCommand.Shadow {
                 throw ExitCode(1)
             default: break
             }
-        }
-
-        /// `{"shadow": …}`, `null` when there is none.
-        struct Answer: Encodable {
-            let shadow: ShadowStatus?
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(shadow, forKey: .shadow)
-            }
-
-            enum CodingKeys: String, CodingKey { case shadow }
         }
 
         static func text(_ status: ShadowStatus) -> String {
