@@ -5,12 +5,13 @@ import CustodyProtection
 import CustodyStore
 import Foundation
 
-/// `custody bundle`: sign bundles, and look back over, roll back or freeze what was in force.
+/// `custody bundle`: sign bundles, look back over, roll back or freeze what was in force, and run a
+/// candidate in shadow.
 struct BundleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bundle",
         abstract:
-            "Sign bundles; list, show, compare and roll back the bundles a state applied; freeze the policy in force.",
+            "Sign bundles; list, show, compare and roll back the bundles a state applied; freeze the policy in force; run a candidate in shadow.",
         discussion: """
             Once the state trusts a signing key (custody trust add), every bundle that comes in \
             (custody apply, custody watch, serve --bundle, PUT /v1/bundle, a Graph sync) must \
