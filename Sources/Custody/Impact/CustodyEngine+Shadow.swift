@@ -99,6 +99,9 @@ extension CustodyEngine {
         await shadows.start(observer: observer)
         while !Task.isCancelled {
             try? await Task.sleep(for: recordInterval)
+            // Cancelled while asleep: the state refuses a cancelled task's calls, and `stop`
+            // records the counts (outside this task) once the queue is decided.
+            guard !Task.isCancelled else { break }
             await shadows.record()
         }
         await shadows.stop()
