@@ -128,7 +128,7 @@ actor ShadowHost {
     private let logger: Logger
     private var observer: (@Sendable (ShadowObservation) -> Void)?
     private var worker: Task<Void, Never>?
-    /// The last reload: reloads run one after another.
+    /// The last reload or stop asked for: they run one after another (`inTurn`).
     private var reloading: Task<Void, Never>?
 
     init(
@@ -158,13 +158,7 @@ actor ShadowHost {
     /// Stops the shadow running here, once what it holds is decided and recorded.
     func stop() async {
         observer = nil
-        let previous = reloading
-        let task = Task {
-            await previous?.value
-            await self.replace(with: nil, waiting: true)
-        }
-        reloading = task
-        await task.value
+        await inTurn { await $0.replace(with: nil, waiting: true) }
     }
 
     /// `reload()` in a task of its own: what the change applier calls, which must not wait
@@ -177,10 +171,15 @@ actor ShadowHost {
     /// Reads the state's shadow and runs it here (or stops the one running) when it changed;
     /// nothing while no service runs shadows here.
     func reload() async {
+        await inTurn { await $0.reloadNow() }
+    }
+
+    /// Runs `work` after the reloads and stops asked for before it, and waits for it.
+    private func inTurn(_ work: @escaping @Sendable (isolated ShadowHost) async -> Void) async {
         let previous = reloading
         let task = Task {
             await previous?.value
-            await self.reloadNow()
+            await work(self)
         }
         reloading = task
         await task.value

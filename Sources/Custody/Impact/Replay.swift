@@ -155,31 +155,36 @@ extension CustodyEngine {
     }
 }
 
-/// The candidate resolved for each context that audited decisions were made in (at most 64
-/// at a time), shared by a replay's workers.
+/// A candidate resolved for each evaluation context decisions were made in (at most
+/// `capacity` at a time), shared by the tasks that decide under it: a replay's workers, a
+/// shadow's.
 final class CandidateSnapshots: Sendable {
     let bundle: PolicyBundle
     let precedence: PolicyPrecedence
     let logger: Logger
-    private let cache = Locked<[String: (DecisionContext, PolicySnapshot)]>([:])
-    static let capacity = 64
+    let capacity: Int
+    private let cache = Locked<[EvaluationContext: PolicySnapshot]>([:])
 
-    init(bundle: PolicyBundle, precedence: PolicyPrecedence, logger: Logger) {
+    init(bundle: PolicyBundle, precedence: PolicyPrecedence, logger: Logger, capacity: Int = 64) {
         self.bundle = bundle
         self.precedence = precedence
         self.logger = logger
+        self.capacity = capacity
     }
 
-    /// The candidate for the context an entry keeps (its JSON text), and that context.
+    /// The candidate for the context an audit entry keeps (its JSON text), and that context.
     func snapshot(for text: String) throws(CustodyError) -> (DecisionContext, PolicySnapshot) {
-        if let cached = cache.withLock({ $0[text] }) { return cached }
         let context = try DecisionContext(json: text)
-        let resolved = (
-            context, PolicySnapshot(bundle: bundle, context: context.context, precedence: precedence, logger: logger)
-        )
+        return (context, snapshot(for: context.context))
+    }
+
+    /// The candidate resolved for `context`.
+    func snapshot(for context: EvaluationContext) -> PolicySnapshot {
+        if let cached = cache.withLock({ $0[context] }) { return cached }
+        let resolved = PolicySnapshot(bundle: bundle, context: context, precedence: precedence, logger: logger)
         cache.withLock { cache in
-            if cache.count >= Self.capacity { cache.removeAll() }
-            cache[text] = resolved
+            if cache.count >= capacity { cache.removeAll() }
+            cache[context] = resolved
         }
         return resolved
     }
@@ -290,7 +295,7 @@ struct ReplayWorker {
             }
             // Under the revision it was made under, for a flip only: the setting that blocked.
             let original = { () -> DecisionAnswer? in
-                guard let kept = try? self.originals[decisionContext.revision]?.snapshot(for: asked.context).1 else {
+                guard let kept = self.originals[decisionContext.revision]?.snapshot(for: decisionContext.context) else {
                     return nil
                 }
                 return try? kept.answer(query, recordedFacts: facts).answer

@@ -132,11 +132,10 @@ final class ShadowRunner: Sendable {
     }
 
     let record: ShadowRecord
-    let bundle: PolicyBundle
-    let precedence: PolicyPrecedence
     let logger: Logger
+    /// The shadow resolved for each context live decisions are made in.
+    let snapshots: CandidateSnapshots
     private let queue = Locked(Queue())
-    private let snapshots = Locked<[EvaluationContext: PolicySnapshot]>([:])
     /// What this process counted: the tally and the decisions dropped, and whether either
     /// changed since it was last recorded in the state.
     private let counts: Locked<(counts: ShadowCounts, dirty: Bool)>
@@ -152,9 +151,13 @@ final class ShadowRunner: Sendable {
 
     init(record: ShadowRecord, bundle: PolicyBundle, precedence: PolicyPrecedence, logger: Logger) {
         self.record = record
-        self.bundle = bundle
-        self.precedence = precedence
         self.logger = logger
+        // What the policy says as it decides (an account refused for its domain, say) the live
+        // decision has said already: the shadow's decisions log only their errors.
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .error)
+        snapshots = CandidateSnapshots(
+            bundle: bundle, precedence: precedence, logger: quiet, capacity: Self.contextCapacity)
         counts = Locked((ShadowCounts(), false))
     }
 
@@ -276,20 +279,6 @@ final class ShadowRunner: Sendable {
 
     func nextNumber() -> Int64 { numbers.add(1, ordering: .relaxed).newValue }
 
-    /// The shadow resolved for `context` (at most `contextCapacity` contexts kept).
-    func snapshot(for context: EvaluationContext) -> PolicySnapshot {
-        if let cached = snapshots.withLock({ $0[context] }) { return cached }
-        // What the policy says as it decides (an account refused for its domain, say) the live
-        // decision has said already: the shadow's decisions log only their errors.
-        var quiet = logger
-        quiet.logLevel = max(logger.logLevel, .error)
-        let snapshot = PolicySnapshot(bundle: bundle, context: context, precedence: precedence, logger: quiet)
-        snapshots.withLock { snapshots in
-            if snapshots.count >= Self.contextCapacity { snapshots.removeAll() }
-            snapshots[context] = snapshot
-        }
-        return snapshot
-    }
 }
 
 /// What one process counted of a shadow's decisions, as it records it in the state.
@@ -359,7 +348,7 @@ struct ShadowWorker {
         _ batch: ShadowBatch, into tally: inout ReplayTally, disagreements: inout [(setting: String, action: String)]
     ) {
         let live = batch.snapshot
-        let shadow = runner.snapshot(for: live.context)
+        let shadow = runner.snapshots.snapshot(for: live.context)
         let app = live.context.appID ?? "-"
         for item in batch.items {
             let number = runner.nextNumber()

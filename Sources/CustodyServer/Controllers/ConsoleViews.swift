@@ -300,13 +300,6 @@ struct GroupGridPage: ConsolePage {
 struct ShadowPage: ConsolePage {
     static let template = "shadow"
 
-    /// Disagreements that share a setting or an action.
-    struct Group: Sendable {
-        let key: String
-        let flipped: Int
-        let loosened: Int
-    }
-
     /// The shadow, running or the last one ended.
     struct Shadow: Sendable {
         let revision: String
@@ -323,8 +316,9 @@ struct ShadowPage: ConsolePage {
         let dropped: Int
         /// Why this replica does not decide under it, or that it does not run a shadow now.
         let here: String?
-        let bySetting: [Group]
-        let byAction: [Group]
+        /// Disagreements that share a setting, or an action.
+        let bySetting: [ImpactReport.Group]
+        let byAction: [ImpactReport.Group]
         /// Whether there are groups to show (the templates read stored values).
         let hasGroups: Bool
 
@@ -343,8 +337,8 @@ struct ShadowPage: ConsolePage {
                 status.problem.map { "This replica does not decide under it: \($0)." }
                 ?? (status.isRunning && !status.decidingHere
                     ? "This replica has not read it yet: it does within a second of the change." : nil)
-            bySetting = status.report.bySetting.map { Group(key: $0.key, flipped: $0.flipped, loosened: $0.loosened) }
-            byAction = status.report.byAction.map { Group(key: $0.key, flipped: $0.flipped, loosened: $0.loosened) }
+            bySetting = status.report.bySetting
+            byAction = status.report.byAction
             hasGroups = !bySetting.isEmpty
         }
     }
