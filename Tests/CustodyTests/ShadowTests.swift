@@ -31,7 +31,7 @@ struct ShadowTests {
     /// Runs the engine's shadow until the returned task is cancelled, and waits until it runs
     /// the state's shadow (or none is set).
     static func runShadow(_ engine: CustodyEngine) async throws -> Task<Void, Never> {
-        let task = Task { await engine.runShadow(recordInterval: .milliseconds(50)) }
+        let task = Task { await engine.runShadow(recordInterval: .milliseconds(1)) }
         let expected = try await engine.shadowStatus().map { $0.isRunning ? $0.id : nil } ?? nil
         for _ in 0..<400 where engine.shadows.current.withLock({ $0?.record.id }) != expected {
             try await Task.sleep(for: .milliseconds(5))
@@ -294,7 +294,7 @@ struct FleetShadowTests {
         let candidate = try fleet.bundle(1)
         try await a.apply(bundleDirectory: base)
         let followers = [a, b].map { engine in Task { await engine.follow(pollInterval: .seconds(1)) } }
-        let shadows = [a, b].map { engine in Task { await engine.runShadow(recordInterval: .milliseconds(50)) } }
+        let shadows = [a, b].map { engine in Task { await engine.runShadow(recordInterval: .milliseconds(1)) } }
         defer { for task in followers + shadows { task.cancel() } }
         try await ShadowTests.waitFor { b.bundleInForce?.revision == a.bundleInForce?.revision }
         let set = try await a.setShadow(try BundleFiles.read(directory: candidate), source: candidate, by: "test")

@@ -130,6 +130,9 @@ actor ShadowHost {
     private var worker: Task<Void, Never>?
     /// The last reload or stop asked for: they run one after another (`inTurn`).
     private var reloading: Task<Void, Never>?
+    /// The last recording of counts asked for: they run one after another, so that one
+    /// asked for while another writes returns once what was taken before it is written.
+    private var recording: Task<Void, Never>?
 
     init(
         database: any StateStore, replica: String, precedence: @escaping @Sendable () -> PolicyPrecedence,
@@ -265,6 +268,16 @@ actor ShadowHost {
     }
 
     private func record(_ runner: ShadowRunner) async {
+        let previous = recording
+        let task = Task {
+            await previous?.value
+            await self.write(runner)
+        }
+        recording = task
+        await task.value
+    }
+
+    private func write(_ runner: ShadowRunner) async {
         guard let counts = runner.takeChangedCounts() else { return }
         let (database, replica, shadow, tally) = (database, replica, runner.record.id, counts.json)
         do {
