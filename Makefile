@@ -16,7 +16,7 @@ STAGE := scripts/ci/stage.sh
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 EXAMPLE_CONTEXT := --platform ios --app com.microsoft.office.outlook
 
-.PHONY: deb deb-test deb-check deps build release run serve lint format docs test test-suite test-tools check bench bench-build fuzz fuzz-build fuzz-smoke clean
+.PHONY: deb deb-test deb-check deps build release run serve lint format docs test test-suite test-tools check bench bench-build bench-gate fuzz fuzz-build fuzz-smoke clean
 
 ## Install the Debian packages the build needs, if any is missing.
 deps:
@@ -176,7 +176,8 @@ test-tools:
 ## product alone (not the fuzzing harness and the snippets, which no test there runs) and
 ## without the package's default trait (`custody` without its OpenTelemetry exporter, which
 ## none of those tests runs and which does not compile under -sanitize=thread: Package.swift), a short run of every fuzzing
-## harness (fuzz-smoke), and the Benchmarks package compiled, not run (bench-build); then the
+## harness (fuzz-smoke), and the performance regression gate (bench-gate: the Benchmarks
+## package built in release, two figures against their thresholds); then the
 ## documentation (make docs, on the debug build), so that a broken symbol link or snippet
 ## fails CI; then the Debian package built from the debug binary and checked (make deb-check,
 ## lintian installed for it). CI runs `make test`, then this (.ci/run).
@@ -189,7 +190,7 @@ check: deps
 		$(SWIFT) test --skip-build $(SANITIZED) --sanitize=address --scratch-path .build-asan \
 		--filter "CustodyProtectionTests|CustodyStoreTests"'
 	@$(STAGE) fuzz-smoke $(MAKE) -s fuzz-smoke
-	@$(STAGE) bench-build $(MAKE) -s bench-build
+	@$(STAGE) bench-gate $(MAKE) -s bench-gate
 	@$(STAGE) docs $(DOCS)
 	@$(STAGE) deb $(MAKE) -s deb-check
 
@@ -234,6 +235,14 @@ bench: deps
 ## `make check` does this so that a benchmark that no longer compiles fails CI.
 bench-build: deps
 	cd Benchmarks && $(SWIFT) build
+
+## The performance regression gate (scripts/bench-gate.sh): every target of the Benchmarks
+## package built in release, then the in-process saveTo micro-benchmark and `custody decide` on
+## 100,000 queries compared with the thresholds kept in Benchmarks/Thresholds/; fails only on
+## a 2x regression. `make check` runs it as its bench-gate stage (it compiles every benchmark,
+## as bench-build does). `scripts/bench-gate.sh --update` measures and writes the thresholds.
+bench-gate: deps
+	scripts/bench-gate.sh
 
 clean:
 	$(SWIFT) package clean
