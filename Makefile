@@ -242,7 +242,7 @@ bench-build: deps
 ## a 2x regression. `make check` runs it as its bench-gate stage (it compiles every benchmark,
 ## as bench-build does). `scripts/bench-gate.sh --update` measures and writes the thresholds.
 bench-gate: deps
-	scripts/bench-gate.sh
+	SWIFT=$(SWIFT) scripts/bench-gate.sh
 
 clean:
 	$(SWIFT) package clean

@@ -22,7 +22,10 @@
 #   scripts/bench-gate.sh            # check
 #   scripts/bench-gate.sh --update   # measure on this machine and write both thresholds
 set -euo pipefail
+# Decimal points in `time`'s figures whatever the locale.
+export LC_ALL=C
 cd "$(dirname "$0")/../Benchmarks"
+SWIFT=${SWIFT:-swift}
 mode=${1:---check}
 case "$mode" in
 --check | --update) ;;
@@ -39,17 +42,17 @@ RUNS=5
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-swift build -c release
-swift build -c release --product custody
-BIN=$(swift build -c release --show-bin-path)
+$SWIFT build -c release
+$SWIFT build -c release --product custody
+BIN=$($SWIFT build -c release --show-bin-path)
 
 # 1. The micro-benchmark, through package-benchmark's thresholds.
 if [ "$mode" = --update ]; then
-    # Three runs, keeping the slowest figure of each metric: this VM's p90 moves by half between
-    # runs minutes apart (140 and 209 µs on 2026-12-01), and a bar set in a fast moment would
-    # make the gate fail at less than twice what the code costs.
+    # Three runs, keeping the median figure of each metric: this VM's p90 moves by half between
+    # runs minutes apart (140 to 224 µs on 2026-12-01); the middle one is the machine's usual
+    # speed, neither its fast nor its slow moment.
     for run in 1 2 3; do
-        swift package --disable-sandbox --allow-writing-to-package-directory benchmark thresholds update \
+        $SWIFT package --disable-sandbox --allow-writing-to-package-directory benchmark thresholds update \
             --target CustodyBenchmarks --filter "$MICRO" --path "$THRESHOLDS" --no-progress
         # package-benchmark 1.x writes the file under the benchmark's name with spaces made
         # underscores, and reads it under the name as it is: moved to where the check reads it,
@@ -65,18 +68,26 @@ with open(written) as file:
     figures = json.load(file)
 os.remove(written)
 figures = {metric: figures[metric] for metric in ("wallClock", "mallocCountTotal")}
+runs = os.path.join(folder, ".runs.json")
+seen = []
 if run > 1:
-    with open(kept) as file:
-        before = json.load(file)
-    figures = {metric: max(value, before[metric]) for metric, value in figures.items()}
+    with open(runs) as file:
+        seen = json.load(file)
+seen.append(figures)
+if run < 3:
+    with open(runs, "w") as file:
+        json.dump(seen, file)
+else:
+    os.remove(runs)
+figures = {metric: sorted(each[metric] for each in seen)[(len(seen) - 1) // 2] for metric in figures}
 with open(kept, "w") as file:
     json.dump(figures, file, indent=2, sort_keys=True)
     file.write("\n")
-print(f"run {run}: kept {figures}")
+print(f"run {run}: {seen[-1]}; kept {figures} (the median of {len(seen)})")
 EOF
     done
 else
-    swift package --disable-sandbox benchmark thresholds check \
+    $SWIFT package --disable-sandbox benchmark thresholds check \
         --target CustodyBenchmarks --filter "$MICRO" --path "$THRESHOLDS" --no-progress
 fi
 
@@ -90,7 +101,7 @@ head -n 1 "$WORK/queries.jsonl" >"$WORK/one.jsonl"
 "$BIN/custody" apply --state "$WORK/state" --bundle "$WORK/bundle" --platform ios >/dev/null
 TIMEFORMAT='%R %U %S'
 declare -A WALLS CPUS
-# An update takes three rounds of runs and keeps each figure's slowest median, as above.
+# An update takes three rounds of runs and keeps the median round's figure, as above.
 rounds=1
 [ "$mode" = --update ] && rounds=3
 for _ in $(seq $((RUNS * rounds))); do
@@ -113,7 +124,7 @@ answers=$(wc -l <"$WORK/answers.jsonl")
     exit 1
 }
 python3 - "$mode" "$DECIDE_THRESHOLDS" "$COUNT" "$RUNS" "${WALLS[queries]}" "${CPUS[queries]}" "${WALLS[one]}" \
-    "$(git rev-parse --short HEAD)" <<'EOF'
+    "$(git describe --always --dirty)" <<'EOF'
 import json, statistics, sys
 mode, path, count, runs, walls, cpus, starts, commit = sys.argv[1:]
 def rounds(text):
@@ -124,12 +135,12 @@ def figures_of(wall, cpu, start):
     return {"wallSeconds": median(wall), "cpuSeconds": median(cpu),
             "decidingSeconds": max(median(wall) - median(start), 0.0), "start": median(start)}
 each = [figures_of(*round) for round in zip(rounds(walls), rounds(cpus), rounds(starts))]
-figures = {key: max(round[key] for round in each) for key in each[0]}
+figures = {key: statistics.median(round[key] for round in each) for key in each[0]}
 start = figures.pop("start")
 described = (f"custody decide, {count} queries: median wall {figures['wallSeconds']:.2f} s, CPU "
              f"{figures['cpuSeconds']:.2f} s, {figures['decidingSeconds']:.2f} s of it beyond one query's "
              f"{start:.2f} s (runs: wall {walls.strip()}; CPU {cpus.strip()}; one query {starts.strip()}"
-             f"{'; the slowest median of 3 rounds' if len(each) > 1 else ''})")
+             f"{'; the median of 3 rounds' medians' if len(each) > 1 else ''})")
 if mode == "--update":
     with open(path, "w") as file:
         json.dump({"queries": int(count), **{key: round(value, 3) for key, value in figures.items()},

@@ -3,7 +3,8 @@
 # bare Hummingbird server that answers every POST with a constant body of the same size as a
 # decision. All cases run alternately (each run: every case once), RUNS times; each figure is
 # the median of its runs. wrk runs on the same machine as the server (the same cores), for the
-# baseline and the service alike.
+# baseline and the service alike. With nginx installed (apt-get install nginx-light), nginx serving
+# the same answer's bytes from a file is measured beside them too (issue 52's second peer).
 #
 # For each case: requests/s, latency p50 and p99 (wrk's), and the server's CPU time per request
 # (user + system of the server process over the run, from /proc). Then the change-to-receipt
@@ -46,8 +47,57 @@ Benchmarks/.build/release/custody-http-baseline --port 18081 --bytes "$ANSWER" &
 BASELINE=$!
 for _ in $(seq 100); do curl -sf -X POST http://127.0.0.1:18081/constant >/dev/null && break; sleep 0.1; done
 
+# nginx, when installed (apt-get install nginx-light), serving the same answer's bytes from a
+# file to the same POSTs: a static answer from a server written for speed, the ceiling an HTTP
+# decision can be compared with. Its POSTs are answered from the file through the 405 page.
+NGINX=""
+if command -v nginx >/dev/null; then
+    mkdir -p "$WORK/nginx/logs" "$WORK/nginx/html"
+    curl -sf -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:18080/v1/decisions \
+        --data-binary @"$WORK/single.json" -o "$WORK/nginx/html/answer.json"
+    cat >"$WORK/nginx/nginx.conf" <<CONF
+user $(id -un);
+worker_processes auto;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/logs/error.log error;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    default_type application/json;
+    client_body_temp_path $WORK/nginx/body;
+    proxy_temp_path $WORK/nginx/proxy;
+    fastcgi_temp_path $WORK/nginx/fastcgi;
+    uwsgi_temp_path $WORK/nginx/uwsgi;
+    scgi_temp_path $WORK/nginx/scgi;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:18082;
+        root $WORK/nginx/html;
+        location / { try_files /answer.json =404; error_page 405 =200 /answer.json; }
+    }
+}
+CONF
+    nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' &
+    NGINX=$!
+    trap 'kill $SERVER ${BASELINE:-} ${NGINX:-} 2>/dev/null; wait; rm -rf "$WORK"' EXIT
+    for _ in $(seq 100); do curl -sf -X POST http://127.0.0.1:18082/v1/decisions -d '{}' >/dev/null && break; sleep 0.1; done
+    if ! kill -0 "$NGINX" 2>/dev/null || ! curl -sf -X POST http://127.0.0.1:18082/v1/decisions -d '{}' \
+        | cmp -s - "$WORK/nginx/html/answer.json"; then
+        echo "warning: nginx did not serve the answer; its case is left out:" >&2
+        cat "$WORK/nginx/logs/error.log" >&2 || true
+        kill "$NGINX" 2>/dev/null || true
+        NGINX=""
+    fi
+fi
+
 source scripts/bench-wrk.sh
 wrk_post_script "$WORK/post.lua"
+# A server's CPU time with its children's (nginx answers in its worker processes).
+cpu_tree() {
+    local total=0 process
+    for process in "$1" $(pgrep -P "$1"); do total=$((total + $(cpu "$process"))); done
+    echo "$total"
+}
 
 
 LABELS=("bare Hummingbird route, constant $ANSWER-byte body" "POST /v1/decisions, one query"
@@ -61,15 +111,25 @@ BODIES=("$WORK/single.json" "$WORK/single.json" "$WORK/batch.jsonl" "$WORK/batch
 TYPES=(application/json application/json application/x-ndjson application/x-ndjson application/x-ndjson application/octet-stream application/octet-stream)
 CONNS=("$CONNECTIONS" "$CONNECTIONS" 2 2 2 "$CONNECTIONS" "$CONNECTIONS")
 PER=(1 1 1000 1000 1000 1 1)
+NGINX_CASE=""
+if [ -n "$NGINX" ]; then
+    NGINX_CASE=${#LABELS[@]}
+    LABELS+=("nginx, the same $ANSWER-byte answer from a file")
+    URLS+=("http://127.0.0.1:18082/v1/decisions")
+    BODIES+=("$WORK/single.json")
+    TYPES+=(application/json)
+    CONNS+=("$CONNECTIONS")
+    PER+=(1)
+fi
 declare -A RPS P50 P99 CPU
 for run in $(seq "$RUNS"); do
     for index in "${!LABELS[@]}"; do
-        pid=$SERVER; [ "$index" = 0 ] && pid=$BASELINE
+        pid=$SERVER; [ "$index" = 0 ] && pid=$BASELINE; [ "$index" = "$NGINX_CASE" ] && pid=$NGINX
         if [ "$index" = 4 ]; then $CUSTODY audit $STATE --decisions on >/dev/null; sleep 1.2; fi  # the service reads the setting once a second
-        before=$(cpu "$pid")
+        before=$(cpu_tree "$pid")
         line=$(BODY=${BODIES[$index]} TOKEN=$TOKEN CONTENT_TYPE=${TYPES[$index]} \
             wrk -t1 -c"${CONNS[$index]}" -d"${DURATION}s" --latency -s "$WORK/post.lua" "${URLS[$index]}" | grep '^RESULT')
-        after=$(cpu "$pid")
+        after=$(cpu_tree "$pid")
         if [ "$index" = 4 ]; then $CUSTODY audit $STATE --decisions off >/dev/null; sleep 1.2; fi
         read -r _ rps p50 p99 errors <<<"$line"
         [ "$errors" = 0 ] || echo "warning: ${LABELS[$index]}: $errors errors in run $run" >&2
@@ -87,6 +147,10 @@ for index in "${!LABELS[@]}"; do
 done
 single=$(printf '%s\n' ${RPS[1]} | median); bare=$(printf '%s\n' ${RPS[0]} | median)
 echo "single decision / bare route: $(awk -v s="$single" -v b="$bare" 'BEGIN { printf "%.2f", s / b }') (target >= 0.90)"
+if [ -n "$NGINX" ]; then
+    static=$(printf '%s\n' ${RPS[$NGINX_CASE]} | median)
+    echo "single decision / nginx: $(awk -v s="$single" -v b="$static" 'BEGIN { printf "%.2f", s / b }') (target >= 0.60)"
+fi
 
 # A bundle change reaching CLIENTS open event streams.
 python3 - "$WORK" <<'PY'
