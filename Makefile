@@ -190,7 +190,7 @@ check: deps
 		$(SWIFT) test --skip-build $(SANITIZED) --sanitize=address --scratch-path .build-asan \
 		--filter "CustodyProtectionTests|CustodyStoreTests"'
 	@$(STAGE) fuzz-smoke $(MAKE) -s fuzz-smoke
-	@$(STAGE) bench-gate $(MAKE) -s bench-gate
+	@STAGE_TIMEOUT=2700 $(STAGE) bench-gate $(MAKE) -s bench-gate
 	@$(STAGE) docs $(DOCS)
 	@$(STAGE) deb $(MAKE) -s deb-check
 

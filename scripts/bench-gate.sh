@@ -49,7 +49,7 @@ BIN=$($SWIFT build -c release --show-bin-path)
 # 1. The micro-benchmark, through package-benchmark's thresholds.
 if [ "$mode" = --update ]; then
     # Three runs, keeping the median figure of each metric: this VM's p90 moves by half between
-    # runs minutes apart (140 to 224 µs on 2026-12-01); the middle one is the machine's usual
+    # runs minutes apart (137 to 224 µs on 2026-12-01); the middle one is the machine's usual
     # speed, neither its fast nor its slow moment.
     for run in 1 2 3; do
         $SWIFT package --disable-sandbox --allow-writing-to-package-directory benchmark thresholds update \
@@ -140,7 +140,7 @@ start = figures.pop("start")
 described = (f"custody decide, {count} queries: median wall {figures['wallSeconds']:.2f} s, CPU "
              f"{figures['cpuSeconds']:.2f} s, {figures['decidingSeconds']:.2f} s of it beyond one query's "
              f"{start:.2f} s (runs: wall {walls.strip()}; CPU {cpus.strip()}; one query {starts.strip()}"
-             f"{'; the median of 3 rounds' medians' if len(each) > 1 else ''})")
+             f"{'; the median of 3 rounds' if len(each) > 1 else ''})")
 if mode == "--update":
     with open(path, "w") as file:
         json.dump({"queries": int(count), **{key: round(value, 3) for key, value in figures.items()},
