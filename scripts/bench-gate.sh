@@ -51,41 +51,25 @@ if [ "$mode" = --update ]; then
     # Three runs, keeping the median figure of each metric: this VM's p90 moves by half between
     # runs minutes apart (137 to 224 µs on 2026-12-01); the middle one is the machine's usual
     # speed, neither its fast nor its slow moment.
+    # package-benchmark 1.x writes the file under the benchmark's name with spaces made
+    # underscores, and reads it under the name as it is: each run's file is set aside, and the
+    # median is written where the check reads it, with the two metrics the benchmark gives a
+    # tolerance for (any other would be checked with none).
+    name="CustodyBenchmarks.saveTo decision, 10k-account bundle.p90.json"
     for run in 1 2 3; do
         $SWIFT package --disable-sandbox --allow-writing-to-package-directory benchmark thresholds update \
             --target CustodyBenchmarks --filter "$MICRO" --path "$THRESHOLDS" --no-progress
-        # package-benchmark 1.x writes the file under the benchmark's name with spaces made
-        # underscores, and reads it under the name as it is: moved to where the check reads it,
-        # keeping the two metrics the benchmark gives a tolerance for (any other would be
-        # checked with none).
-        python3 - "$THRESHOLDS" "$run" <<'EOF'
-import json, os, sys
-folder, run = sys.argv[1], int(sys.argv[2])
-name = "CustodyBenchmarks.saveTo decision, 10k-account bundle.p90.json"
-written = os.path.join(folder, name.replace(" ", "_"))
-kept = os.path.join(folder, name)
-with open(written) as file:
-    figures = json.load(file)
-os.remove(written)
-figures = {metric: figures[metric] for metric in ("wallClock", "mallocCountTotal")}
-runs = os.path.join(folder, ".runs.json")
-seen = []
-if run > 1:
-    with open(runs) as file:
-        seen = json.load(file)
-seen.append(figures)
-if run < 3:
-    with open(runs, "w") as file:
-        json.dump(seen, file)
-else:
-    os.remove(runs)
-figures = {metric: sorted(each[metric] for each in seen)[(len(seen) - 1) // 2] for metric in figures}
+        mv "$THRESHOLDS/${name// /_}" "$WORK/micro-$run.json"
+    done
+    python3 - "$THRESHOLDS/$name" "$WORK"/micro-{1,2,3}.json <<'EOF'
+import json, statistics, sys
+kept, runs = sys.argv[1], [json.load(open(path)) for path in sys.argv[2:]]
+figures = {metric: int(statistics.median_low(run[metric] for run in runs)) for metric in ("wallClock", "mallocCountTotal")}
 with open(kept, "w") as file:
     json.dump(figures, file, indent=2, sort_keys=True)
     file.write("\n")
-print(f"run {run}: {seen[-1]}; kept {figures} (the median of {len(seen)})")
+print(f"runs: {runs}; kept {figures} (the median)")
 EOF
-    done
 else
     $SWIFT package --disable-sandbox benchmark thresholds check \
         --target CustodyBenchmarks --filter "$MICRO" --path "$THRESHOLDS" --no-progress
