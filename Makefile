@@ -173,7 +173,9 @@ test-tools:
 ## What needs builds of its own, each in its own folder so the debug build stays warm: the
 ## concurrency test under ThreadSanitizer, the protection and store tests under
 ## AddressSanitizer with LeakSanitizer (against PostgreSQL too), each building the tests'
-## product alone (not the fuzzing harness and the snippets, which no test there runs) and
+## product alone (not the fuzzing harness and the snippets, which no test there runs) with only
+## the test targets it runs (CUSTODY_TEST_TARGETS, Package.swift: the service, the Graph
+## connector and the executable are not compiled under a sanitizer for tests that never use them) and
 ## without the package's default trait (`custody` without its OpenTelemetry exporter, which
 ## none of those tests runs and which does not compile under -sanitize=thread: Package.swift), a short run of every fuzzing
 ## harness (fuzz-smoke), and the performance regression gate (bench-gate: the Benchmarks
@@ -183,9 +185,10 @@ test-tools:
 ## lintian installed for it). CI runs `make test`, then this (.ci/run).
 SANITIZED := --disable-default-traits
 check: deps
-	@$(STAGE) tsan sh -c '$(SWIFT) build --product CustodyPackageTests $(SANITIZED) --sanitize=thread --scratch-path .build-tsan \
+	@CUSTODY_TEST_TARGETS=CustodyTests $(STAGE) tsan sh -c '$(SWIFT) build --product CustodyPackageTests $(SANITIZED) --sanitize=thread --scratch-path .build-tsan \
 		&& $(SWIFT) test --skip-build $(SANITIZED) --sanitize=thread --scratch-path .build-tsan --filter Concurrency'
-	@scripts/ci/with-postgres.sh $(STAGE) asan sh -c '$(SWIFT) build --product CustodyPackageTests $(SANITIZED) --sanitize=address --scratch-path .build-asan \
+	@CUSTODY_TEST_TARGETS=CustodyProtectionTests,CustodyStoreTests scripts/ci/with-postgres.sh \
+		$(STAGE) asan sh -c '$(SWIFT) build --product CustodyPackageTests $(SANITIZED) --sanitize=address --scratch-path .build-asan \
 		&& LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt:print_suppressions=0 \
 		$(SWIFT) test --skip-build $(SANITIZED) --sanitize=address --scratch-path .build-asan \
 		--filter "CustodyProtectionTests|CustodyStoreTests"'
