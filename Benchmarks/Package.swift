@@ -6,11 +6,18 @@
 
 import PackageDescription
 
+// The regression gate (scripts/bench-gate.sh) sets CUSTODY_BENCH_GATE=1 and builds in a scratch
+// path of its own: Custody is then built without its default trait, the OpenTelemetry exporter,
+// which neither of its figures uses (`custody decide` never starts it; `serve` only with
+// `--otel-endpoint`) and which brings swift-otel and swift-protobuf into a release build that CI
+// makes from nothing. Every other build here, `make bench` and the scripts, has the exporter.
+let gate = Context.environment["CUSTODY_BENCH_GATE"] == "1"
+
 let package = Package(
     name: "CustodyBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "Custody", path: ".."),
+        .package(name: "Custody", path: "..", traits: gate ? [] : [.defaults]),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
