@@ -18,10 +18,14 @@ extension PolicyManager {
     /// The watcher runs on `StateExecutor`'s threads: each look is blocking I/O (`stat`, then
     /// reading the files and recording them in the state), and a cooperative pool held by
     /// other work (one thread per core) delayed its looks by seconds.
-    /// - Parameter clock: the clock the watcher sleeps on (tests inject their own).
+    /// - Parameters:
+    ///   - onlyWhileInForce: apply a change only while the bundle in force came from this
+    ///     directory (a watch that follows the bundle in force, `CustodyEngine.watch`): once
+    ///     another is put in force, an edit here is left alone.
+    ///   - clock: the clock the watcher sleeps on (tests inject their own).
     public nonisolated func watch<C: Clock>(
         bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250),
-        clock: C
+        onlyWhileInForce: Bool = false, clock: C
     ) -> Task<Void, Never> where C.Duration == Duration {
         // When the directory holds the policy in force right now, only its later changes are
         // applied: a bundle put in force another way meanwhile (PUT /v1/bundle, a replica) is
@@ -72,6 +76,13 @@ extension PolicyManager {
                     }
                     // Content and signature: a signature added or changed is a new offer.
                     guard files.offerKey != dealtWith else { continue }
+                    if onlyWhileInForce,
+                        !(self.bundleInForce.map { !$0.isOverride && !$0.provenance.isRollback && $0.source == source }
+                            ?? false)
+                    {
+                        dealtWith = files.offerKey
+                        continue
+                    }
                     do {
                         _ = try await self.apply(
                             files, source: source, provenance: BundleProvenance(appliedBy: "watch"))
@@ -91,12 +102,15 @@ extension PolicyManager {
         }
     }
 
-    /// `watch(bundleDirectory:interval:debounce:clock:)` on the continuous clock.
+    /// `watch(bundleDirectory:interval:debounce:onlyWhileInForce:clock:)` on the continuous clock.
     public nonisolated func watch(
-        bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250)
+        bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250),
+        onlyWhileInForce: Bool = false
     )
         -> Task<Void, Never>
     {
-        watch(bundleDirectory: directory, interval: interval, debounce: debounce, clock: ContinuousClock())
+        watch(
+            bundleDirectory: directory, interval: interval, debounce: debounce, onlyWhileInForce: onlyWhileInForce,
+            clock: ContinuousClock())
     }
 }

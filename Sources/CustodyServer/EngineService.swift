@@ -23,7 +23,7 @@ struct EngineService: Service {
             bundleDirectory: configuration.bundleDirectory, recordedDirectory: !syncsFromGraph,
             interval: configuration.watchInterval,
             offlineCheckInterval: configuration.offlineCheckInterval)
-        watched.directory = watch.directory
+        watched.follow(watch)
         if let directory = watch.directory {
             logger.info("watching the bundle directory", metadata: ["directory": "\(directory)"])
         } else if syncsFromGraph {

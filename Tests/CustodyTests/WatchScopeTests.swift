@@ -47,4 +47,66 @@ struct WatchScopeTests {
         }
         #expect(engine.watch(bundleDirectory: bundle).directory == bundle, "a directory given is always watched")
     }
+
+    /// Who puts the second directory's bundle in force while the watch runs.
+    enum Mover: String, CaseIterable, CustomTestStringConvertible {
+        /// This engine (as SIGHUP or an apply in the same process would).
+        case thisEngine
+        /// Another process on the same state (`custody apply --state`), heard through `follow`.
+        case anotherProcess
+        var testDescription: String { rawValue }
+    }
+
+    /// Noticed in round 3 and left until now: `custody serve` without `--bundle` kept watching
+    /// the directory it started from after a bundle was applied from another, so an edit there
+    /// replaced the newer bundle, where a restarted service would have watched the other.
+    @Test(
+        "a watch of the directory the bundle in force came from moves with it: to another directory a bundle is applied from, leaving edits of the first alone; a rollback ends it",
+        arguments: Mover.allCases)
+    func followsBundleInForce(mover: Mover) async throws {
+        let directory = try TemporaryDirectory()
+        let first = directory.file("first")
+        let second = directory.file("second")
+        try TestBundle().write(to: first)
+        try TestBundle(printBlockedA: true).write(to: second)
+        let configuration = CustodyConfiguration(
+            state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios))
+        let engine = try await CustodyEngine.open(configuration)
+        let original = try await engine.apply(bundleDirectory: first).bundle.revision
+        let watch = engine.watch(interval: .milliseconds(20))
+        defer { watch.cancel() }
+        let follower = Task { await engine.follow(pollInterval: .milliseconds(50)) }
+        defer { follower.cancel() }
+        #expect(watch.directory == first)
+
+        let moved: String
+        switch mover {
+        case .thisEngine:
+            moved = try await engine.apply(bundleDirectory: second).bundle.revision
+        case .anotherProcess:
+            moved = try await CustodyEngine.open(configuration).apply(bundleDirectory: second).bundle.revision
+            #expect(await eventually { engine.bundleInForce?.revision == moved }, "heard through the state")
+        }
+        #expect(await eventually { watch.directory == second }, "the watch is where a restart would put it")
+
+        // The directory left: edited, it is not read again (the watcher looks every 20 ms and
+        // waits 250 ms for an edit to settle).
+        try TestBundle(printBlockedB: true).write(to: first)
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(engine.bundleInForce?.revision == moved, "an edit of the directory left replaced the bundle in force")
+
+        // The directory now watched: edited, it is applied.
+        try TestBundle(printBlockedA: true, printBlockedB: true).write(to: second)
+        #expect(
+            await eventually(within: .seconds(30)) {
+                engine.bundleInForce.map { $0.revision != moved && $0.source == second } ?? false
+            }, "an edit of the directory now watched is applied")
+
+        // A rollback ends the watch, as a restart after it would not watch (see EngineTests).
+        try await engine.rollback(to: original, reason: "test", by: "test")
+        #expect(await eventually { watch.directory == nil }, "no directory is watched after a rollback")
+        try TestBundle(nameSuffix: " again").write(to: second)
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(engine.bundleInForce?.revision == original, "the rollback stays")
+    }
 }

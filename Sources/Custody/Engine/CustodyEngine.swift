@@ -714,16 +714,21 @@ public final class CustodyEngine: Sendable {
 extension CustodyEngine {
     /// A running watch: the events it publishes, until cancelled.
     public struct Watch: Sendable {
-        /// The bundle directory watched; nil when none is (offline grace is evaluated all the same).
-        public let directory: String?
+        /// The bundle directory watched now; nil when none is (offline grace is evaluated all the
+        /// same). A watch of the directory the bundle in force came from moves with it.
+        public var directory: String? { watched.withLock { $0 } }
+        private let watched: Locked<String?>
         /// Every event of the engine from the start of the watch.
         public let events: AsyncStream<PolicyEvent>
         private let tasks: [Task<Void, Never>]
         /// Kept alive for as long as the watch: its manager does the work.
         private let engine: CustodyEngine
 
-        init(directory: String?, events: AsyncStream<PolicyEvent>, tasks: [Task<Void, Never>], engine: CustodyEngine) {
-            self.directory = directory
+        init(
+            directory: Locked<String?>, events: AsyncStream<PolicyEvent>, tasks: [Task<Void, Never>],
+            engine: CustodyEngine
+        ) {
+            self.watched = directory
             self.events = events
             self.tasks = tasks
             self.engine = engine
@@ -748,20 +753,68 @@ extension CustodyEngine {
     /// for a service whose policy comes from elsewhere (Microsoft Graph). Nor when a rollback
     /// put the policy in force: its directory holds what was rolled back from, and watching it
     /// would undo the rollback at the next start (a notice says so).
+    ///
+    /// Without `directory`, the watch follows the bundle in force as it runs, so that it
+    /// watches what a restart would: a bundle applied from another directory (`custody apply`,
+    /// another process on the same state) moves it there, and a rollback, or a bundle from no
+    /// directory here (PUT /v1/bundle), ends it. The directory left is not read again: an edit
+    /// there no longer replaces a bundle put in force since.
     public func watch(
         bundleDirectory directory: String? = nil, recordedDirectory: Bool = true, interval: Duration = .seconds(1),
         offlineCheckInterval: Duration = .seconds(60)
     ) -> Watch {
+        let follows = directory == nil && recordedDirectory
         let watched = directory ?? (recordedDirectory ? recordedBundleDirectory : nil)
-        if directory == nil, recordedDirectory, let inForce = bundleInForce, inForce.provenance.isRollback {
+        if follows, let inForce = bundleInForce, inForce.provenance.isRollback {
             manager.logger.notice(
                 "the policy in force was put back by a rollback: the directory it came from is not watched (apply it, or serve --bundle it, to resume from it)",
                 metadata: ["revision": "\(inForce.revision)", "directory": "\(inForce.source)"])
         }
         let events = manager.events()
+        let current = Locked(watched)
         var tasks = [manager.startOfflineChecks(every: offlineCheckInterval)]
-        if let watched { tasks.append(manager.watch(bundleDirectory: watched, interval: interval)) }
-        return Watch(directory: watched, events: events, tasks: tasks, engine: self)
+        if follows {
+            tasks.append(followBundleInForce(from: watched, current: current, interval: interval))
+        } else if let watched {
+            tasks.append(manager.watch(bundleDirectory: watched, interval: interval))
+        }
+        return Watch(directory: current, events: events, tasks: tasks, engine: self)
+    }
+
+    /// Watches the directory the bundle in force came from (`recordedBundleDirectory`), and
+    /// moves the watch when that changes; looks every `interval`. Its watcher applies an edit
+    /// only while the bundle in force is still its directory's, so an edit made in the moment
+    /// before a move is not put in force over the bundle that caused it.
+    private func followBundleInForce(from start: String?, current: Locked<String?>, interval: Duration) -> Task<
+        Void, Never
+    > {
+        let manager = manager
+        func watcher(_ directory: String) -> Task<Void, Never> {
+            manager.watch(bundleDirectory: directory, interval: interval, onlyWhileInForce: true)
+        }
+        return Task(executorPreference: StateExecutor.shared) { [weak self] in
+            var watching = start
+            var task = start.map(watcher)
+            defer { task?.cancel() }
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !Task.isCancelled else { return }
+                let now = self.recordedBundleDirectory
+                guard now != watching else { continue }
+                task?.cancel()
+                manager.logger.notice(
+                    now == nil
+                        ? "the bundle in force no longer comes from the watched directory: no directory is watched"
+                        : "the bundle in force comes from another directory: watching it instead",
+                    metadata: [
+                        "was": "\(watching ?? "none")", "now": "\(now ?? "none")",
+                        "revision": "\(self.bundleInForce?.revision ?? "none")",
+                    ])
+                watching = now
+                current.withLock { $0 = now }
+                task = now.map(watcher)
+            }
+        }
     }
 
     /// The directory the bundle in force was applied from, when it is a directory on this

@@ -119,12 +119,14 @@ struct SystemdService: Service {
     }
 }
 
-/// The bundle directory the service watches, once `EngineService` has worked it out.
+/// The bundle directory the service watches, once `EngineService` has started its watch: the
+/// watch's own, read when asked (a watch that follows the bundle in force moves).
 final class WatchedDirectory: Sendable {
-    private let value = NIOLockedValueBox<String?>(nil)
+    private let watch = NIOLockedValueBox<CustodyEngine.Watch?>(nil)
 
-    var directory: String? {
-        get { value.withLockedValue { $0 } }
-        set { value.withLockedValue { $0 = newValue } }
+    var directory: String? { watch.withLockedValue { $0 }?.directory }
+
+    func follow(_ watch: CustodyEngine.Watch) {
+        self.watch.withLockedValue { $0 = watch }
     }
 }

@@ -29,7 +29,9 @@ struct ServeCommand: AsyncParsableCommand, StateCommand {
 
             With --bundle, that directory is applied at start and whenever it changes (a broken \
             edit is rejected and the policy in force stays); without it, the directory the \
-            bundle in force came from is watched, if any. On a state shared by replicas, --bundle \
+            bundle in force came from is watched, if any, and the watch follows the bundle in \
+            force (applied from another directory: that one; rolled back or PUT: none). On a \
+            state shared by replicas, --bundle \
             at start replaces the bundle in force for every replica, even one put in force since \
             (PUT /v1/bundle, another replica): a warning names the revision it replaced. With no bundle in force, decisions are \
             refused with 503 until one is applied (PUT /v1/bundle, or custody apply).

@@ -32,7 +32,7 @@ struct WatchCommand: AsyncParsableCommand, StateCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The bundle directory to watch and apply (default: where the bundle in force came from, on a SQLite state; none on a PostgreSQL state, whose policy in force is the fleet's).",
+            "The bundle directory to watch and apply (default: where the bundle in force came from, followed as it changes, on a SQLite state; none on a PostgreSQL state, whose policy in force is the fleet's).",
             valueName: "dir"))
     var bundle: String?
 
