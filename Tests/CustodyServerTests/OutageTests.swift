@@ -231,14 +231,18 @@ struct OutageTests {
             }
             #expect(try await post().0.status == .ok, "the token is verified before the lock is taken")
 
-            // Another writer holds the change counter's row lock for 10 s, in a task of its own.
+            // Another writer holds the change counter's row lock for 10 s, in a task of its own;
+            // the write is sent once it holds it (a loaded run once sent it before, and it was
+            // applied: the lock was not taken yet).
+            let locked = Atomic<Bool>(false)
             let holding = Task {
                 _ = try? await other.sessions.run("holding the change counter", transaction: true) { session in
                     try await session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
+                    locked.store(true, ordering: .releasing)
                     try await session.execute("SELECT pg_sleep(10)")
                 }
             }
-            try await Task.sleep(for: .milliseconds(500))
+            try #require(await eventually(within: .seconds(30)) { locked.load(ordering: .acquiring) })
             let answered = Atomic<Bool>(false)
             let put = Task {
                 let start = ContinuousClock.now
