@@ -21,7 +21,9 @@ extension PolicyManager {
     /// - Parameters:
     ///   - onlyWhileInForce: apply a change only while the bundle in force came from this
     ///     directory (a watch that follows the bundle in force, `CustodyEngine.watch`): once
-    ///     another is put in force, an edit here is left alone.
+    ///     another is put in force, an edit here is left alone. The state checks it again as
+    ///     it records the edit (`apply(_:source:allowingEmpty:provenance:inForceFrom:)`), so
+    ///     another writer's bundle put in force a moment before is never replaced.
     ///   - clock: the clock the watcher sleeps on (tests inject their own).
     public nonisolated func watch<C: Clock>(
         bundleDirectory directory: String, interval: Duration = .seconds(1), debounce: Duration = .milliseconds(250),
@@ -85,7 +87,8 @@ extension PolicyManager {
                     }
                     do {
                         _ = try await self.apply(
-                            files, source: source, provenance: BundleProvenance(appliedBy: "watch"))
+                            files, source: source, provenance: BundleProvenance(appliedBy: "watch"),
+                            inForceFrom: onlyWhileInForce ? source : nil)
                         dealtWith = files.offerKey
                     } catch let rejection as BundleRejection where rejection.stateFailure != nil {
                         // The files were not refused, the state failed: read them again at

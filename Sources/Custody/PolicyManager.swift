@@ -216,11 +216,17 @@ public actor PolicyManager {
     /// trusted, unrevoked key made over exactly these files (`BundleVerifier`), with a
     /// sequence above every one applied before; and no bundle goes in while the policy in force
     /// is frozen. A bundle that fails is refused like one that does not load.
-    /// - Parameter provenance: who applies it, and why; a rollback (`isRollback`) passes the
-    ///   freeze and the sequence rule, never the trust rule.
+    /// - Parameters:
+    ///   - provenance: who applies it, and why; a rollback (`isRollback`) passes the freeze and
+    ///     the sequence rule, never the trust rule.
+    ///   - inForceFrom: apply only while the state's bundle in force came from this source and
+    ///     is not a rollback, checked as the state records it (a watch that follows the bundle
+    ///     in force, racing another writer): otherwise nothing changes, a notice says why, and
+    ///     nothing is returned.
     @discardableResult
     public func apply(
-        _ files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none
+        _ files: BundleFiles, source: String, allowingEmpty: Bool = false, provenance: BundleProvenance = .none,
+        inForceFrom: String? = nil
     ) async throws(BundleRejection) -> [PolicyEvent] {
         try await serially { () async throws(BundleRejection) -> [PolicyEvent] in
             let given = provenance
@@ -299,7 +305,7 @@ public actor PolicyManager {
                         inForce, result: .applied, message: nil,
                         files: files.entries.map { StoredFile(name: $0.name, bytes: $0.bytes) }, provenance: provenance,
                         accounts: Self.accounts(of: bundle),
-                        reach: reach, events: events)
+                        reach: reach, events: events, inForceFrom: inForceFrom)
                     if outcome?.alreadyApplied == true { existing = outcome?.record }
                     return outcome?.eventIDs ?? []
                 }
@@ -311,6 +317,12 @@ public actor PolicyManager {
                         bundle: BundleInForce(
                             revision: existing.contentHash, source: existing.source, appliedAt: existing.appliedAt,
                             isOverride: false, entries: files.entries, provenance: existing.provenance)))
+                return []
+            } catch  where error.code == .conflict && inForceFrom != nil {
+                // Another writer put a bundle in force since this one was offered: it stays.
+                logger.notice(
+                    "not applied: the bundle in force no longer comes from where this one was offered",
+                    metadata: ["source": "\(source)", "revision": "\(files.contentHash)", "reason": "\(error.message)"])
                 return []
             } catch  where error.code == .refused {
                 // The state's own rules, checked as it recorded: another writer froze the policy,
@@ -451,6 +463,9 @@ public actor PolicyManager {
                 + [.bundleApplied(revision: inForce.revision, source: inForce.source)] : []
         await journal.announce(events) {
             slot.store(SnapshotBox(snapshot, version: old.version + 1, bundle: inForce))
+            // A refusal told of before this bundle was applied (elsewhere) is past, as an apply
+            // here makes it (`/readyz` kept warning of it after another process's apply).
+            lastRejection.withLock { if let refused = $0, refused.at <= record.appliedAt { $0 = nil } }
         }
     }
 
@@ -602,13 +617,13 @@ public actor PolicyManager {
         _ bundle: BundleInForce, result: BundleRecord.Result, message: String?,
         files: [StoredFile]?, provenance: BundleProvenance = .none,
         accounts: [SeenAccount], reach: [(account: String, policies: [String])] = [],
-        events: [EventRecord]
+        events: [EventRecord], inForceFrom: String? = nil
     ) async throws(StoreError) -> RecordedBundle? {
         try await database?.recordBundle(
             contentHash: bundle.revision, source: bundle.source, result: result, message: message, files: files,
             provenance: provenance, accounts: accounts,
             reach: reach.map { PolicyReach(account: $0.account, policies: $0.policies) }, events: events,
-            retaining: retainedBundles, at: bundle.appliedAt ?? clock())
+            retaining: retainedBundles, inForceFrom: inForceFrom, at: bundle.appliedAt ?? clock())
     }
 
     /// Each tenant account's canonical identifier and its aliases, for the state's registry.

@@ -334,7 +334,7 @@ extension PostgresState {
         files: [StoredFile]?, provenance: BundleProvenance,
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
-        retaining: Int, at date: Date
+        retaining: Int, inForceFrom expected: String?, at date: Date
     ) async throws(StoreError) -> RecordedBundle {
         let (id, eventIDs, existing) = try await write("recording a bundle") {
             session -> (Int64, [Int64], BundleRecord?) in
@@ -355,15 +355,19 @@ extension PostgresState {
             // whichever replicas write at once. The same lock makes the state's rules below
             // (freeze, sequence, trust) hold against every other writer.
             try await session.execute("SELECT value FROM counters WHERE name = 'change' FOR UPDATE")
-            // The same files under the same signature in force already: another writer applied
-            // them first. Nothing is written twice; the caller is told, and announces nothing.
-            if result == .applied, files != nil,
+            if result == .applied, files != nil {
                 let last = try await session.query(
                     "SELECT \(unescaped: Self.historyColumns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
-                ).first.map({ row throws in try self.bundleRecord(row) }),
-                last.contentHash == contentHash, last.provenance.signature == provenance.signature
-            {
-                return (last.id, [], last)
+                ).first.map({ row throws in try self.bundleRecord(row) })
+                // The same files under the same signature in force already: another writer
+                // applied them first. Nothing is written twice; the caller is told, and
+                // announces nothing.
+                if let last, last.contentHash == contentHash, last.provenance.signature == provenance.signature {
+                    return (last.id, [], last)
+                }
+                if let expected, let superseded = BundleRecord.supersession(of: last, expecting: expected) {
+                    throw superseded
+                }
             }
             let highest = try await self.highestSequence(in: session)
             // Only a bundle that becomes the installation's policy (one with its files) answers

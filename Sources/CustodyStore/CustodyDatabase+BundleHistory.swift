@@ -57,22 +57,25 @@ extension CustodyDatabase {
         files: [StoredFile]?, provenance: BundleProvenance,
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
-        retaining: Int, at date: Date
+        retaining: Int, inForceFrom expected: String?, at date: Date
     ) async throws(StoreError) -> RecordedBundle {
         let (id, eventIDs, pruned, existing) = try await write("recording a bundle") {
             db -> (Int64, [Int64], Bool, BundleRecord?) in
-            // The same files under the same signature in force already: another writer (the
-            // service's watch, say, racing `custody apply`) applied them first. Nothing is
-            // written twice; the caller is told, and announces nothing.
-            if result == .applied, files != nil,
+            if result == .applied, files != nil {
                 let last = try BundleHistoryRow.fetchOne(
                     db,
                     sql:
                         "SELECT \(BundleHistoryRow.columns) FROM bundle_history WHERE result <> 'rejected' ORDER BY id DESC LIMIT 1"
-                )?.record(),
-                last.contentHash == contentHash, last.provenance.signature == provenance.signature
-            {
-                return (last.id, [], false, last)
+                )?.record()
+                // The same files under the same signature in force already: another writer (the
+                // service's watch, say, racing `custody apply`) applied them first. Nothing is
+                // written twice; the caller is told, and announces nothing.
+                if let last, last.contentHash == contentHash, last.provenance.signature == provenance.signature {
+                    return (last.id, [], false, last)
+                }
+                if let expected, let superseded = BundleRecord.supersession(of: last, expecting: expected) {
+                    throw superseded
+                }
             }
             // Read before this bundle's row is written, which would count in it.
             let highest = try self.highestSequence(in: db)

@@ -94,13 +94,19 @@ public protocol StateStore: AnyObject, Sendable {
     /// applied rows and as many refused ones, and the files of the revisions they name. An
     /// applied bundle's sequence raises the state's highest sequence (`bundleSequence()`),
     /// unless it is a rollback.
+    ///
+    /// With `inForceFrom`, an applied bundle is recorded only while the state's bundle in force
+    /// (its newest applied row) came from that source and is not a rollback; otherwise nothing
+    /// is written and `StoreError.conflict` is thrown. It is checked under the same lock as the
+    /// state's other rules, so a watch of a directory cannot put an edit there in force over a
+    /// bundle another writer applied a moment before.
     @discardableResult
     func recordBundle(
         contentHash: String, source: String, result: BundleRecord.Result, message: String?,
         files: [StoredFile]?, provenance: BundleProvenance,
         accounts: [SeenAccount], reach: [PolicyReach],
         events: [EventRecord],
-        retaining: Int, at date: Date
+        retaining: Int, inForceFrom: String?, at date: Date
     ) async throws(StoreError) -> RecordedBundle
     func policyReach() async throws(StoreError) -> [String: [String: Date]]
     func bundleHistory(limit: Int) async throws(StoreError) -> [BundleRecord]
@@ -341,7 +347,46 @@ extension StateStore {
         try await recordBundle(
             contentHash: contentHash, source: source, result: result, message: message, files: files,
             provenance: .none, accounts: accounts, reach: [], events: [],
-            retaining: BundleRecord.defaultRetained, at: date)
+            retaining: BundleRecord.defaultRetained, inForceFrom: nil, at: date)
+    }
+
+    /// `recordBundle` whatever bundle is in force (no `inForceFrom`).
+    @discardableResult
+    public func recordBundle(
+        contentHash: String, source: String, result: BundleRecord.Result, message: String?,
+        files: [StoredFile]?, provenance: BundleProvenance,
+        accounts: [SeenAccount], reach: [PolicyReach],
+        events: [EventRecord],
+        retaining: Int, at date: Date
+    ) async throws(StoreError) -> RecordedBundle {
+        try await recordBundle(
+            contentHash: contentHash, source: source, result: result, message: message, files: files,
+            provenance: provenance, accounts: accounts, reach: reach, events: events, retaining: retaining,
+            inForceFrom: nil, at: date)
+    }
+}
+
+extension BundleRecord {
+    /// Why a bundle may not be recorded over this one, the newest applied, when it is to go in
+    /// only while the bundle in force came from `source` (`recordBundle(…inForceFrom:…)`); nil
+    /// when it may.
+    public static func supersession(of last: BundleRecord?, expecting source: String) -> StoreError? {
+        guard let last else {
+            return StoreError(.conflict, "no bundle is in force on the state: nothing from \(source) to replace")
+        }
+        if last.provenance.isRollback {
+            return StoreError(
+                .conflict,
+                "the bundle in force on the state (revision \(last.contentHash)) was put back by a rollback since \(source) was applied"
+            )
+        }
+        guard last.source == source else {
+            return StoreError(
+                .conflict,
+                "the bundle in force on the state (revision \(last.contentHash)) comes from \(last.source), not \(source)"
+            )
+        }
+        return nil
     }
 }
 

@@ -117,4 +117,48 @@ struct FollowingTests {
         gate.open.withLock { $0 = true }
         for waiter in waiters { await waiter.value }
     }
+
+    /// When another process's bundle was applied, against the refusal this process told of.
+    enum Order: String, CaseIterable, CustomTestStringConvertible {
+        case appliedAfterRefusal, appliedBeforeRefusal
+        var testDescription: String { rawValue }
+    }
+
+    /// An outside run: `/readyz` went on warning that the last bundle offered was refused after
+    /// `custody apply` had put a newer bundle in force, where an apply in the process itself
+    /// forgets the refusal (`lastBundleRejection`: "since one was put in force").
+    @Test(
+        "a refusal is forgotten once a bundle applied elsewhere after it is put in force here, and kept for one applied before it",
+        arguments: Order.allCases)
+    func refusalAndAdoption(order: Order) async throws {
+        let directory = try TemporaryDirectory()
+        let first = directory.file("first")
+        let other = directory.file("other")
+        let broken = directory.file("broken")
+        try TestBundle().write(to: first)
+        try TestBundle(printBlockedA: true).write(to: other)
+        try FileManager.default.createDirectory(atPath: broken, withIntermediateDirectories: true)
+        try Data("{".utf8).write(to: URL(fileURLWithPath: directory.file("broken/tenant.json")))
+        let configuration = CustodyConfiguration(
+            state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios))
+        let engine = try await CustodyEngine.open(configuration)
+        try await engine.apply(bundleDirectory: first)
+        let elsewhere = try await CustodyEngine.open(configuration)
+        if order == .appliedBeforeRefusal { try await elsewhere.apply(bundleDirectory: other) }
+        // Clocks count in whole microseconds or coarser: the two moments are kept apart.
+        try await Task.sleep(for: .milliseconds(20))
+        _ = try? await engine.apply(bundleDirectory: broken)
+        #expect(engine.lastBundleRejection?.source.hasSuffix("broken") == true, "the refusal is told of")
+        try await Task.sleep(for: .milliseconds(20))
+        if order == .appliedAfterRefusal { try await elsewhere.apply(bundleDirectory: other) }
+
+        try await engine.applyChanges()
+        #expect(engine.bundleInForce?.source == other, "the other process's bundle is in force here")
+        switch order {
+        case .appliedAfterRefusal:
+            #expect(engine.lastBundleRejection == nil, "a bundle applied after the refusal makes it past")
+        case .appliedBeforeRefusal:
+            #expect(engine.lastBundleRejection != nil, "the refusal came after that bundle: still the latest word")
+        }
+    }
 }

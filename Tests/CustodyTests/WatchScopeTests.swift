@@ -1,6 +1,7 @@
 @testable import Custody
 import CustodyPolicy
 import CustodyProtection
+import CustodyStore
 import CustodyTestSupport
 import Foundation
 import Testing
@@ -54,6 +55,9 @@ struct WatchScopeTests {
         case thisEngine
         /// Another process on the same state (`custody apply --state`), heard through `follow`.
         case anotherProcess
+        /// Another process, while this engine does not follow the state (`custody watch`): the
+        /// watch reads the change log itself (an outside run found `custody watch` never moved).
+        case anotherProcessUnfollowed
         var testDescription: String { rawValue }
     }
 
@@ -75,7 +79,9 @@ struct WatchScopeTests {
         let original = try await engine.apply(bundleDirectory: first).bundle.revision
         let watch = engine.watch(interval: .milliseconds(20))
         defer { watch.cancel() }
-        let follower = Task { await engine.follow(pollInterval: .milliseconds(50)) }
+        let follower = Task {
+            if mover != .anotherProcessUnfollowed { await engine.follow(pollInterval: .milliseconds(50)) }
+        }
         defer { follower.cancel() }
         #expect(watch.directory == first)
 
@@ -83,7 +89,7 @@ struct WatchScopeTests {
         switch mover {
         case .thisEngine:
             moved = try await engine.apply(bundleDirectory: second).bundle.revision
-        case .anotherProcess:
+        case .anotherProcess, .anotherProcessUnfollowed:
             moved = try await CustodyEngine.open(configuration).apply(bundleDirectory: second).bundle.revision
             #expect(await eventually { engine.bundleInForce?.revision == moved }, "heard through the state")
         }
@@ -108,5 +114,40 @@ struct WatchScopeTests {
         try TestBundle(nameSuffix: " again").write(to: second)
         try await Task.sleep(for: .milliseconds(800))
         #expect(engine.bundleInForce?.revision == original, "the rollback stays")
+    }
+
+    /// The same outside run: the service's watch put an edit of its directory in force 16 to 62
+    /// ms after `custody apply` had put another directory's bundle in force, having looked at the
+    /// bundle in force before that write. Here the engine has not heard of the other bundle at
+    /// all (no follower), the widest form of that window: the state's own check refuses it.
+    @Test(
+        "an edit offered while another writer's bundle is in force on the state, unheard of here, is not applied over it: nothing changes here or in the state"
+    )
+    func editLosesToAnotherWriter() async throws {
+        let directory = try TemporaryDirectory()
+        let first = directory.file("first")
+        let second = directory.file("second")
+        try TestBundle().write(to: first)
+        try TestBundle(printBlockedA: true).write(to: second)
+        let configuration = CustodyConfiguration(
+            state: .path(directory.file("state.sqlite")), context: EvaluationContext(platform: .ios))
+        let engine = try await CustodyEngine.open(configuration)
+        let original = try await engine.apply(bundleDirectory: first).bundle.revision
+        let other = try await CustodyEngine.open(configuration).apply(bundleDirectory: second).bundle.revision
+        #expect(engine.bundleInForce?.revision == original, "not heard of here: this engine does not follow")
+
+        try TestBundle(printBlockedB: true).write(to: first)
+        let edit = try BundleFiles.read(directory: first)
+        let events = try await engine.manager.apply(
+            edit, source: first, provenance: BundleProvenance(appliedBy: "watch"), inForceFrom: first)
+        #expect(events.isEmpty)
+        #expect(engine.bundleInForce?.revision == original, "nothing was put in force here")
+        #expect(try await engine.database.lastAppliedBundle()?.contentHash == other, "the other writer's bundle stays")
+
+        // Without the condition (`custody apply`, `--bundle`), the same edit goes in: the
+        // refusal is the condition's, not the edit's.
+        let applied = try await engine.manager.apply(edit, source: first)
+        #expect(!applied.isEmpty)
+        #expect(try await engine.database.lastAppliedBundle()?.contentHash == edit.contentHash)
     }
 }

@@ -799,12 +799,15 @@ extension CustodyEngine {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 guard let self, !Task.isCancelled else { return }
+                // A process that does not follow the state (`custody watch`) reads its change
+                // log here, or it would never hear of a bundle another process applied.
+                if !self.isFollowing { _ = try? await self.applyChanges() }
                 let now = self.recordedBundleDirectory
                 guard now != watching else { continue }
                 task?.cancel()
                 manager.logger.notice(
                     now == nil
-                        ? "the bundle in force no longer comes from the watched directory: no directory is watched"
+                        ? "no directory is watched now: the bundle in force was put back by a rollback, came from no directory, or its directory is not here any more"
                         : "the bundle in force comes from another directory: watching it instead",
                     metadata: [
                         "was": "\(watching ?? "none")", "now": "\(now ?? "none")",

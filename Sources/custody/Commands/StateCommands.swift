@@ -11,8 +11,9 @@ struct WatchCommand: AsyncParsableCommand, StateCommand {
         commandName: "watch",
         abstract: "Apply a bundle directory whenever it changes, printing each change as one JSON line.",
         discussion: """
-            Watches --bundle, or, without it, the directory the bundle in force was applied from. \
-            Applies it at once, then probes its *.json files with stat every --interval and reads \
+            Watches --bundle, or, without it, the directory the bundle in force was applied from, \
+            following the bundle in force (applied from another directory: that one; rolled back: \
+            none, and the command goes on printing events). Applies it at once, then probes its *.json files with stat every --interval and reads \
             and applies them again once edits have settled (only when their content changed). \
             Each event is one JSON object per line on standard output: allowedAccountsChanged, \
             policyChanged (only accounts whose policy decides something differently; with \
